@@ -1,0 +1,138 @@
+//! The primitive patterns and their signatures (LANGUAGE.md §5).
+//!
+//! Every signature is declared once, as text, in `prims.sig` (included
+//! below) and parsed on first use; the type checker instantiates these and
+//! nothing else. The few rules a signature cannot state (`iterate` applies its
+//! function `k` times at possibly different lengths; `asVector` needs scalar
+//! elements and a constant width) are named in [`Prim::note`] and handled in
+//! one place in the type checker.
+
+use crate::name::Name;
+use crate::nat::Nat;
+use crate::types::Type;
+use std::sync::OnceLock;
+
+/// The signature file.
+pub const SIGNATURES: &str = include_str!("prims.sig");
+
+/// One argument slot of a primitive.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Slot {
+    /// A type-level natural, named in the signature.
+    Nat {
+        /// Its name, used in the rest of the signature.
+        name: Name,
+        /// `nat?`: may be left out (defaults to 0).
+        optional: bool,
+    },
+    /// A function argument with its parameter types and result type.
+    Fun {
+        /// The slot's name.
+        name: Name,
+        /// Parameter types.
+        params: Vec<Type>,
+        /// Result type.
+        result: Type,
+    },
+    /// A named non-function, non-data argument (`init`, `v`, `idx`).
+    Value {
+        /// The slot's name.
+        name: Name,
+        /// Its type.
+        ty: Type,
+    },
+    /// A data input.
+    Input(Type),
+}
+
+/// A primitive's signature.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PrimSig {
+    /// Its name.
+    pub name: &'static str,
+    /// Arguments in order.
+    pub slots: Vec<Slot>,
+    /// Result type.
+    pub result: Type,
+    /// The signature's text, for error messages and docs.
+    pub text: String,
+}
+
+impl PrimSig {
+    /// How many arguments it takes when every optional natural is given.
+    pub fn arity(&self) -> usize {
+        self.slots.len()
+    }
+    /// How many optional slots it has.
+    pub fn optional_count(&self) -> usize {
+        self.slots.iter().filter(|s| matches!(s, Slot::Nat { optional: true, .. })).count()
+    }
+}
+
+/// The primitives, in the order of `prims.sig`.
+pub fn signatures() -> &'static [PrimSig] {
+    static SIGS: OnceLock<Vec<PrimSig>> = OnceLock::new();
+    SIGS.get_or_init(|| {
+        SIGNATURES
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with("//"))
+            .map(|l| {
+                let (name, sig) = l.split_once(':').unwrap_or_else(|| panic!("prims.sig: missing `:` in {l:?}"));
+                let name: &'static str = Box::leak(name.trim().to_string().into_boxed_str());
+                let (slots, result) = crate::parser::parse_signature(sig.trim())
+                    .unwrap_or_else(|e| panic!("prims.sig: cannot parse the signature of {name}: {}", e.message));
+                PrimSig { name, slots, result, text: sig.trim().to_string() }
+            })
+            .collect()
+    })
+}
+
+/// The signature of the primitive named `name`.
+pub fn lookup(name: &str) -> Option<&'static PrimSig> {
+    signatures().iter().find(|s| s.name == name)
+}
+
+/// Rules a signature cannot state, checked by name in the type checker.
+pub fn note(name: &str) -> Option<&'static str> {
+    match name {
+        "iterate" => Some("the function is applied k times; k must be a constant and each application is checked at its own input type"),
+        "asVector" => Some("elements must be scalars and the width a constant 2, 3, 4, 8 or 16"),
+        "asScalar" => Some("elements must be vectors"),
+        _ => None,
+    }
+}
+
+/// Is `name` one of the `map` family (same typing, different schedules)?
+pub fn is_map(name: &str) -> bool {
+    matches!(name, "map" | "mapSeq" | "mapPar" | "mapGlobal" | "mapWorkgroup" | "mapLocal")
+}
+/// Is `name` one of the `reduce` family?
+pub fn is_reduce(name: &str) -> bool {
+    matches!(name, "reduce" | "reduceSeq")
+}
+/// Is `name` a memory-placement wrapper?
+pub fn is_placement(name: &str) -> bool {
+    matches!(name, "toLocal" | "toPrivate" | "toGlobal")
+}
+
+/// A natural unknown of a signature (`N`, `M`, `K`): `Nat::Meta` of its letter.
+pub fn nat_unknown(letter: char) -> Nat {
+    Nat::Meta(letter as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_signature_parses() {
+        let sigs = signatures();
+        assert!(sigs.len() >= 24, "only {} signatures", sigs.len());
+        let map = lookup("map").unwrap();
+        assert_eq!(map.arity(), 2);
+        assert!(matches!(map.slots[0], Slot::Fun { .. }));
+        assert_eq!(lookup("mapGlobal").unwrap().optional_count(), 1);
+        assert!(lookup("nosuch").is_none());
+    }
+}

@@ -1,0 +1,34 @@
+// heddle's primitive patterns: every signature, declared once.
+//
+// A signature is a curried function type. A parenthesised slot `(x: …)` names an
+// argument that is not data: `nat` (a type-level natural, written like an
+// expression: `split(4)`, `split(k)`), `nat?` (an optional natural: the OpenCL
+// dimension of `mapGlobal(d, f)`, default 0), or a function `A -> B` that is
+// checked once the types it receives are known. Unnamed slots are data inputs.
+// Single capital letters are unknowns: types (T U V W) and naturals (N M K).
+// In `[i -> T]_N` the element type may depend on the position i.
+
+map          : (f: T -> U) -> [i -> T]_N -> [i -> U]_N
+mapSeq       : (f: T -> U) -> [i -> T]_N -> [i -> U]_N
+mapPar       : (f: T -> U) -> [i -> T]_N -> [i -> U]_N
+mapGlobal    : (d: nat?) -> (f: T -> U) -> [i -> T]_N -> [i -> U]_N
+mapWorkgroup : (d: nat?) -> (f: T -> U) -> [i -> T]_N -> [i -> U]_N
+mapLocal     : (d: nat?) -> (f: T -> U) -> [i -> T]_N -> [i -> U]_N
+reduce       : (op: U -> T -> U) -> (init: U) -> [T]_N -> U
+reduceSeq    : (op: U -> T -> U) -> (init: U) -> [T]_N -> U
+zip          : [i -> T]_N -> [i -> U]_N -> [i -> (T, U)]_N
+unzip        : [i -> (T, U)]_N -> ([i -> T]_N, [i -> U]_N)
+split        : (k: nat) -> [T]_{k * M} -> [[T]_k]_M
+join         : [i -> [T]_K]_M -> [T]_{sum(i = 0 .. M - 1, K)}
+transpose    : [[T]_N]_M -> [[T]_M]_N
+slide        : (size: nat) -> (step: nat) -> [T]_N -> [[T]_size]_{(N - size) / step + 1}
+pad          : (l: nat) -> (r: nat) -> (v: T) -> [T]_N -> [T]_{l + N + r}
+gather       : (idx: [int]_M) -> [T]_N -> [T]_M
+scatter      : (idx: [int]_N) -> [T]_N -> [T]_N
+generate     : (n: nat) -> (f: int -> T) -> [T]_n
+iterate      : (k: nat) -> (f: T -> T) -> T -> T
+toLocal      : (f: T -> U) -> T -> U
+toPrivate    : (f: T -> U) -> T -> U
+toGlobal     : (f: T -> U) -> T -> U
+asVector     : (w: nat) -> [T]_{w * N} -> [<T>w]_N
+asScalar     : [<T>w]_N -> [T]_{w * N}
