@@ -178,6 +178,10 @@ pub enum BinOp {
     Ge,
     And,
     Or,
+    /// The larger operand; only from the `max` section, never infix.
+    Max,
+    /// The smaller operand; only from the `min` section, never infix.
+    Min,
 }
 
 impl BinOp {
@@ -197,6 +201,8 @@ impl BinOp {
             BinOp::Ge => ">=",
             BinOp::And => "&&",
             BinOp::Or => "||",
+            BinOp::Max => "max",
+            BinOp::Min => "min",
         }
     }
     /// Binding strength: larger binds tighter (`||` 1 … `* / %` 5).
@@ -206,7 +212,7 @@ impl BinOp {
             BinOp::And => 2,
             BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => 3,
             BinOp::Add | BinOp::Sub => 4,
-            BinOp::Mul | BinOp::Div | BinOp::Rem => 5,
+            BinOp::Mul | BinOp::Div | BinOp::Rem | BinOp::Max | BinOp::Min => 5,
         }
     }
     /// Is this a comparison (result `bool`)?

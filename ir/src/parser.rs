@@ -632,6 +632,8 @@ impl<'a> Parser<'a> {
                 let rest = &s[1..];
                 if rest.bytes().all(|b| b.is_ascii_digit()) {
                     rest.parse::<i64>().map(Nat::Lit).map_err(|_| Diagnostic::new(t.span, "array size too large"))
+                } else if let Some(c) = is_unknown_letter(rest).filter(|_| self.sig_mode) {
+                    Ok(Nat::Meta(c as u32))
                 } else if rest.as_bytes()[0].is_ascii_digit() {
                     Err(Diagnostic::new(t.span, format!("malformed array size `{rest}`")).with_label("write `_{...}` for a formula"))
                 } else {

@@ -1,0 +1,320 @@
+//! The kernel header, well-formed types, and the whole-program entry point.
+
+use crate::check::{show, unbound, CResult, Checker};
+use crate::metas::MetaKind;
+use crate::scope::{Binding, Scope};
+use crate::typed::{Kernel, KernelParam, TExpr, TKind};
+use heddle_ir::expr::{ExprKind, Program};
+use heddle_ir::{Diagnostic, Expr, Name, Nat, Span, Type};
+use std::collections::HashSet;
+use std::rc::Rc;
+
+impl Checker {
+    /// Checks that a written type only uses naturals in scope, and that each
+    /// `toNat` holds an integer expression over names in scope.
+    pub fn well_formed(&mut self, t: &Type, scope: &Scope, span: Span) -> CResult<()> {
+        match t {
+            Type::Scalar(_) | Type::Meta(_) => Ok(()),
+            Type::Tuple(ts) => ts.iter().try_for_each(|x| self.well_formed(x, scope, span)),
+            Type::Array { binder, elem, len } => {
+                self.nat_well_formed(len, scope, span)?;
+                let inner = match binder {
+                    Some(b) => scope.with(b.clone(), Binding::Nat),
+                    None => scope.clone(),
+                };
+                self.well_formed(elem, &inner, span)
+            }
+            Type::Vector { elem, width } => {
+                self.nat_well_formed(width, scope, span)?;
+                self.well_formed(elem, scope, span)
+            }
+            Type::Tensor(_) => Err(Diagnostic::new(span, "tensor-typed parameters are not supported by this version of heddle yet")
+                .with_label("write the storage buffers as position-dependent arrays instead")),
+            Type::Fun { from, to, .. } => {
+                self.well_formed(from, scope, span)?;
+                self.well_formed(to, scope, span)
+            }
+            Type::NatFun { var, body } => self.well_formed(body, &scope.with(var.clone(), Binding::Nat), span),
+        }
+    }
+
+    fn nat_well_formed(&mut self, n: &Nat, scope: &Scope, span: Span) -> CResult<()> {
+        match n {
+            Nat::Var(x) => match scope.lookup(x) {
+                Some(Binding::Nat) => Ok(()),
+                Some(_) => Err(Diagnostic::new(span, format!("`{x}` is not a natural, so it cannot be used as a size"))
+                    .with_label(format!("`{x}` is a value here; wrap a value in toNat(...)"))
+                    .with_note(format!("focus:{x}"))),
+                None => Err(Diagnostic::new(span, format!("unbound natural `{x}` in this type"))
+                    .with_label(format!("`{x}` is not in scope here"))
+                    .with_note(format!("focus:{x}"))),
+            },
+            Nat::Lit(_) | Nat::Meta(_) => Ok(()),
+            Nat::ToNat(e) => {
+                let t = self.infer(e, scope).map_err(|d| {
+                    let d = if d.message.starts_with("unbound variable") {
+                        Diagnostic::new(d.span, format!("{} (a toNat may only use names in scope where it stands)", d.message))
+                            .with_label(d.label)
+                    } else {
+                        d
+                    };
+                    d
+                })?;
+                let int = self.metas.fresh_type(MetaKind::Integer);
+                self.unify_at(&int, &t.ty, e.span, "inside toNat (it lifts an integer expression)")
+            }
+            Nat::Sum { var, lo, hi, body } => {
+                self.nat_well_formed(lo, scope, span)?;
+                self.nat_well_formed(hi, scope, span)?;
+                self.nat_well_formed(body, &scope.with(var.clone(), Binding::Nat), span)
+            }
+            Nat::Cond(c, a, b) => {
+                let mut r = Ok(());
+                c.for_each_nat(&mut |n| {
+                    if r.is_ok() {
+                        r = self.nat_well_formed(n, scope, span);
+                    }
+                });
+                r?;
+                self.nat_well_formed(a, scope, span)?;
+                self.nat_well_formed(b, scope, span)
+            }
+            Nat::Bin(_, a, b) => {
+                self.nat_well_formed(a, scope, span)?;
+                self.nat_well_formed(b, scope, span)
+            }
+        }
+    }
+
+    /// Replaces solved unknowns in every type of a typed tree; fails on one left unsolved.
+    pub fn zonk_tree(&self, t: &mut TExpr) -> CResult<()> {
+        t.ty = self.metas.zonk(&t.ty);
+        if has_type_meta(&t.ty) {
+            return Err(Diagnostic::new(t.span, "cannot infer the type of this expression")
+                .with_label(format!("its type is only known to be {}", show(&t.ty)))
+                .with_note("add a type annotation `(e : T)`"));
+        }
+        let mut nat_meta = false;
+        t.ty.for_each_nat(&mut |n| nat_meta |= n.has_meta());
+        if nat_meta {
+            return Err(Diagnostic::new(t.span, "cannot infer a length in the type of this expression")
+                .with_label(format!("its type is {}", show(&t.ty))));
+        }
+        match &mut t.kind {
+            TKind::Lambda { params, .. } => {
+                for (_, ty) in params.iter_mut() {
+                    *ty = self.metas.zonk(ty);
+                }
+            }
+            TKind::Prim { nats, .. } => {
+                for n in nats.iter_mut() {
+                    *n = self.metas.zonk_nat(n);
+                }
+            }
+            _ => {}
+        }
+        let mut result = Ok(());
+        visit_children_mut(t, &mut |c| {
+            if result.is_ok() {
+                result = self.zonk_tree(c);
+            }
+        });
+        result
+    }
+}
+
+fn visit_children_mut(t: &mut TExpr, f: &mut dyn FnMut(&mut TExpr)) {
+    match &mut t.kind {
+        TKind::Var(_) | TKind::NatValue(_) | TKind::Lit(_) => {}
+        TKind::Lambda { body, .. } => f(body),
+        TKind::Prim { args, .. } | TKind::Tuple(args) => args.iter_mut().for_each(f),
+        TKind::Let { value, body, .. } => {
+            f(value);
+            f(body)
+        }
+        TKind::Index { array, index } => {
+            f(array);
+            f(index)
+        }
+        TKind::Proj { tuple, .. } => f(tuple),
+        TKind::Binary { lhs, rhs, .. } => {
+            f(lhs);
+            f(rhs)
+        }
+        TKind::Unary { operand, .. } => f(operand),
+        TKind::Select { cond, then, els } => {
+            f(cond);
+            f(then);
+            f(els)
+        }
+    }
+}
+
+fn has_type_meta(t: &Type) -> bool {
+    match t {
+        Type::Meta(_) => true,
+        Type::Scalar(_) | Type::Tensor(_) => false,
+        Type::Tuple(ts) => ts.iter().any(has_type_meta),
+        Type::Array { elem, .. } | Type::Vector { elem, .. } => has_type_meta(elem),
+        Type::Fun { from, to, .. } => has_type_meta(from) || has_type_meta(to),
+        Type::NatFun { body, .. } => has_type_meta(body),
+    }
+}
+
+/// Type-checks a program: resolves every name, then checks the kernel with
+/// the definitions inlined at their uses.
+pub fn check_program(p: &Program) -> Result<Kernel, Vec<Diagnostic>> {
+    let errors = resolve(p);
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let mut checker = Checker::new(all_names(p));
+    let mut scope = Scope::default();
+    for d in &p.defs {
+        scope = scope.with(d.name.clone(), Binding::Macro(Rc::new(d.value.clone()), scope.clone()));
+    }
+    check_kernel(&mut checker, &p.kernel, scope).map_err(|d| vec![d])
+}
+
+fn check_kernel(c: &mut Checker, e: &Expr, mut scope: Scope) -> CResult<Kernel> {
+    let mut params = Vec::new();
+    let mut cur = e;
+    loop {
+        match &cur.kind {
+            ExprKind::NFun { var, body } => {
+                params.push(KernelParam::Nat(var.clone()));
+                scope = scope.with(var.clone(), Binding::Nat);
+                cur = body;
+            }
+            ExprKind::Fun { params: ps, body } => {
+                for p in ps {
+                    let Some(ty) = &p.ty else {
+                        return Err(Diagnostic::new(p.span, format!("kernel parameter `{}` needs a type annotation", p.name))
+                            .with_label(format!("write `{}: T`, e.g. `{}: [float]_n`", p.name, p.name)));
+                    };
+                    c.well_formed(ty, &scope, p.span)?;
+                    params.push(KernelParam::Value { name: p.name.clone(), ty: ty.clone(), span: p.span });
+                    scope = scope.with(p.name.clone(), Binding::Value(ty.clone()));
+                }
+                cur = body;
+            }
+            _ => break,
+        }
+    }
+    let mut body = c.infer(cur, &scope)?;
+    c.metas.default_literals();
+    c.zonk_tree(&mut body)?;
+    let ty = params.iter().rev().fold(body.ty.clone(), |acc, p| match p {
+        KernelParam::Nat(n) => Type::NatFun { var: n.clone(), body: Box::new(acc) },
+        KernelParam::Value { name, ty, .. } => {
+            let later_mention = acc.mentions(name);
+            Type::Fun { param: later_mention.then(|| name.clone()), from: Box::new(ty.clone()), to: Box::new(acc) }
+        }
+    });
+    let obligations = std::mem::take(&mut c.obligations)
+        .into_iter()
+        .map(|mut o| {
+            o.cond = o.cond.map_nats(&mut |n| c.metas.zonk_nat(n));
+            o
+        })
+        .collect();
+    Ok(Kernel { params, body, ty, obligations })
+}
+
+/// Reports every unbound name in the program (also in unused definitions).
+pub fn resolve(p: &Program) -> Vec<Diagnostic> {
+    let mut errors = Vec::new();
+    let mut globals: Vec<Name> = Vec::new();
+    for d in &p.defs {
+        resolve_expr(&d.value, &mut globals.clone(), &mut errors);
+        if globals.contains(&d.name) {
+            errors.push(Diagnostic::new(d.span, format!("`{}` is defined twice", d.name)).with_label("second definition"));
+        }
+        globals.push(d.name.clone());
+    }
+    resolve_expr(&p.kernel, &mut globals, &mut errors);
+    errors
+}
+
+fn resolve_expr(e: &Expr, scope: &mut Vec<Name>, errors: &mut Vec<Diagnostic>) {
+    match &e.kind {
+        ExprKind::Var(x) => {
+            if !scope.contains(x) && heddle_ir::prims::lookup(x.as_str()).is_none() {
+                errors.push(unbound(x, e.span));
+            }
+        }
+        ExprKind::Fun { params, body } => {
+            let n = scope.len();
+            scope.extend(params.iter().map(|p| p.name.clone()));
+            resolve_expr(body, scope, errors);
+            scope.truncate(n);
+        }
+        ExprKind::NFun { var, body } => {
+            scope.push(var.clone());
+            resolve_expr(body, scope, errors);
+            scope.pop();
+        }
+        ExprKind::Let { name, value, body } => {
+            resolve_expr(value, scope, errors);
+            scope.push(name.clone());
+            resolve_expr(body, scope, errors);
+            scope.pop();
+        }
+        _ => e.for_each_child(&mut |c| resolve_expr(c, scope, errors)),
+    }
+}
+
+fn all_names(p: &Program) -> HashSet<Name> {
+    fn walk(e: &Expr, out: &mut HashSet<Name>) {
+        match &e.kind {
+            ExprKind::Var(x) => {
+                out.insert(x.clone());
+            }
+            ExprKind::Fun { params, .. } => {
+                for p in params {
+                    out.insert(p.name.clone());
+                    if let Some(t) = &p.ty {
+                        type_names(t, out);
+                    }
+                }
+            }
+            ExprKind::NFun { var, .. } | ExprKind::Let { name: var, .. } => {
+                out.insert(var.clone());
+            }
+            ExprKind::Annot { ty, .. } => type_names(ty, out),
+            _ => {}
+        }
+        e.for_each_child(&mut |c| walk(c, out));
+    }
+    fn type_names(t: &Type, out: &mut HashSet<Name>) {
+        if let Type::Array { binder: Some(b), .. } = t {
+            out.insert(b.clone());
+        }
+        match t {
+            Type::Tuple(ts) => ts.iter().for_each(|t| type_names(t, out)),
+            Type::Array { elem, .. } => type_names(elem, out),
+            _ => {}
+        }
+        t.for_each_nat(&mut |n| nat_names(n, out));
+    }
+    fn nat_names(n: &Nat, out: &mut HashSet<Name>) {
+        match n {
+            Nat::Var(x) => {
+                out.insert(x.clone());
+            }
+            Nat::Sum { var, .. } => {
+                out.insert(var.clone());
+            }
+            Nat::ToNat(e) => walk(e, out),
+            _ => {}
+        }
+        n.for_each_child(&mut |c| nat_names(c, out));
+    }
+    let mut out = HashSet::new();
+    for d in &p.defs {
+        out.insert(d.name.clone());
+        walk(&d.value, &mut out);
+    }
+    walk(&p.kernel, &mut out);
+    out
+}

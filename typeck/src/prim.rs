@@ -1,0 +1,270 @@
+//! Applying a primitive: instantiate its signature from `prims.sig`, check
+//! the data first, then the functions at the types the data gives them.
+
+use crate::check::{show, Arg, CResult, Checker};
+use crate::metas::{divisibility, MetaKind};
+use crate::typed::{Obligation, TExpr, TKind};
+use heddle_ir::expr::{ExprKind, Literal};
+use heddle_ir::prims::{PrimSig, Slot};
+use heddle_ir::{Diagnostic, Name, Nat, Span, Type};
+use std::collections::HashMap;
+
+/// The fresh unknowns and given naturals of one use of a signature.
+struct Instance {
+    types: HashMap<u32, Type>,
+    nats: HashMap<u32, Nat>,
+    named: HashMap<Name, Nat>,
+    binders: HashMap<Name, Name>,
+}
+
+impl Instance {
+    fn ty(&mut self, c: &mut Checker, t: &Type) -> Type {
+        match t {
+            Type::Meta(letter) => {
+                if let Some(x) = self.types.get(letter) {
+                    return x.clone();
+                }
+                let m = c.metas.fresh_type(MetaKind::Any);
+                self.types.insert(*letter, m.clone());
+                m
+            }
+            Type::Scalar(_) | Type::Tensor(_) => t.clone(),
+            Type::Tuple(ts) => Type::Tuple(ts.iter().map(|x| self.ty(c, x)).collect()),
+            Type::Array { binder, elem, len } => {
+                let binder = binder.as_ref().map(|b| {
+                    if let Some(r) = self.binders.get(b) {
+                        return r.clone();
+                    }
+                    let r = c.fresh(b.as_str());
+                    self.binders.insert(b.clone(), r.clone());
+                    r
+                });
+                let len = self.nat(c, len);
+                Type::Array { binder, elem: Box::new(self.ty(c, elem)), len }
+            }
+            Type::Vector { elem, width } => Type::Vector { elem: Box::new(self.ty(c, elem)), width: self.nat(c, width) },
+            Type::Fun { param, from, to } => {
+                Type::Fun { param: param.clone(), from: Box::new(self.ty(c, from)), to: Box::new(self.ty(c, to)) }
+            }
+            Type::NatFun { var, body } => Type::NatFun { var: var.clone(), body: Box::new(self.ty(c, body)) },
+        }
+    }
+
+    fn nat(&mut self, c: &mut Checker, n: &Nat) -> Nat {
+        n.map_bottom_up(&mut |x| match x {
+            Nat::Meta(letter) => {
+                if let Some(v) = self.nats.get(&letter) {
+                    return v.clone();
+                }
+                let m = c.metas.fresh_nat();
+                self.nats.insert(letter, m.clone());
+                m
+            }
+            Nat::Var(ref v) => {
+                if let Some(given) = self.named.get(v) {
+                    given.clone()
+                } else if let Some(r) = self.binders.get(v) {
+                    Nat::Var(r.clone())
+                } else {
+                    x
+                }
+            }
+            Nat::Sum { var, lo, hi, body } => {
+                // The Σ index of a signature (`join`) is the binder instantiated above.
+                let r = self.binders.get(&var).cloned().unwrap_or(var);
+                Nat::Sum { var: r, lo, hi, body }
+            }
+            other => other,
+        })
+    }
+}
+
+impl Checker {
+    /// Checks `name(args…)` for the primitive with signature `sig`.
+    pub fn check_prim(&mut self, sig: &'static PrimSig, head_span: Span, args: Vec<Arg>, span: Span) -> CResult<TExpr> {
+        let name = sig.name;
+        let with_optional = sig.optional_count() > 0
+            && matches!(args.first().and_then(|a| a.expr()).map(|e| &e.kind), Some(ExprKind::Lit(Literal::Int(_))));
+        let expected = if with_optional { sig.arity() } else { sig.arity() - sig.optional_count() };
+        let slot_names: Vec<String> = sig
+            .slots
+            .iter()
+            .filter(|s| with_optional || !matches!(s, Slot::Nat { optional: true, .. }))
+            .map(|s| match s {
+                Slot::Nat { name, .. } | Slot::Fun { name, .. } | Slot::Value { name, .. } => name.to_string(),
+                Slot::Input(_) => "data".to_string(),
+            })
+            .collect();
+        if args.len() != expected {
+            let msg = if args.len() < expected {
+                format!("`{name}` expects {expected} arguments ({}), found {}", slot_names.join(", "), args.len())
+            } else {
+                format!("`{name}` takes {expected} arguments ({}), but {} were given", slot_names.join(", "), args.len())
+            };
+            return Err(Diagnostic::new(span, msg)
+                .with_label("wrong number of arguments")
+                .with_note(format!("{name} : {}", sig.text)));
+        }
+        if name == "iterate" {
+            return self.check_iterate(args, span);
+        }
+
+        let mut inst = Instance { types: HashMap::new(), nats: HashMap::new(), named: HashMap::new(), binders: HashMap::new() };
+        // Pair slots with arguments, the optional dimension defaulting to 0.
+        let mut pairs: Vec<(&Slot, Option<Arg>)> = Vec::new();
+        let mut it = args.into_iter();
+        for slot in &sig.slots {
+            if let Slot::Nat { optional: true, .. } = slot {
+                if !with_optional {
+                    pairs.push((slot, None));
+                    continue;
+                }
+            }
+            pairs.push((slot, it.next()));
+        }
+        // Naturals first: later slot types mention them.
+        let mut nats = Vec::new();
+        for (slot, arg) in &pairs {
+            if let Slot::Nat { name: slot_name, .. } = slot {
+                let n = match arg {
+                    None => Nat::Lit(0),
+                    Some(a) => self.nat_argument(name, slot_name, a)?,
+                };
+                inst.named.insert(slot_name.clone(), n.clone());
+                nats.push(n);
+            }
+        }
+        // Data and values next, then functions at the types now known.
+        let mut checked: Vec<Option<TExpr>> = vec![None; pairs.len()];
+        for (k, (slot, arg)) in pairs.iter().enumerate() {
+            let (want, what) = match slot {
+                Slot::Input(t) => (t, "data".to_string()),
+                Slot::Value { name: n, ty } => (ty, format!("`{n}`")),
+                _ => continue,
+            };
+            let Some(arg) = arg.clone() else { continue };
+            if let Arg::Expr(e, s) = &arg {
+                if self.arity(e, s) > 0 {
+                    return Err(Diagnostic::new(e.span, format!("`{name}` expects {what} here, found a function"))
+                        .with_label("expected data")
+                        .with_note(format!("{name} : {}", sig.text)));
+                }
+            }
+            let want = inst.ty(self, want);
+            let te = self.force(arg)?;
+            let ctx = format!("in the {what} argument of `{name}`");
+            self.unify_at(&want, &te.ty, te.span, &ctx).map_err(|d| d.with_note(format!("{name} : {}", sig.text)))?;
+            checked[k] = Some(te);
+        }
+        let mut binder = None;
+        for (k, (slot, arg)) in pairs.iter().enumerate() {
+            let Slot::Fun { name: fname, params, result } = slot else { continue };
+            let Some(arg) = arg.clone() else { continue };
+            let (f, fscope) = match arg {
+                Arg::Expr(e, s) => (e, s),
+                Arg::Typed(t) => {
+                    return Err(Diagnostic::new(t.span, format!("`{name}` expects a function for `{fname}`, found data"))
+                        .with_label("expected a function"));
+                }
+            };
+            let raw: Vec<Type> = params.iter().map(|p| inst.ty(self, p)).collect();
+            let ptys: Vec<Type> = raw.iter().map(|t| self.metas.zonk(t)).collect();
+            let want_result = inst.ty(self, result);
+            let lam = self.check_fn(&f, &fscope, &ptys, span)?;
+            let TKind::Lambda { body, .. } = &lam.kind else { unreachable!("check_fn returns a lambda") };
+            let ctx = format!("in the result of the function given to `{name}`");
+            self.unify_at(&want_result, &body.ty, f.span, &ctx).map_err(|d| d.with_note(format!("{name} : {}", sig.text)))?;
+            if heddle_ir::prims::is_map(name) {
+                binder = inst.binders.values().find(|b| ptys.iter().any(|t| self.metas.zonk(t).mentions(b))).cloned();
+            }
+            checked[k] = Some(lam);
+        }
+        let result = inst.ty(self, &sig.result);
+        let result = self.metas.zonk(&result);
+        self.post_checks(name, &inst, &result, head_span)?;
+        for p in std::mem::take(&mut self.metas.pending) {
+            self.obligations.push(Obligation {
+                cond: divisibility(&self.metas.zonk_nat(&p.length), &self.metas.zonk_nat(&p.divisor)),
+                span,
+                reason: format!("`{name}` needs the length {} to be a multiple of {}", p.length, p.divisor),
+            });
+        }
+        let args: Vec<TExpr> = checked.into_iter().flatten().collect();
+        Ok(TExpr { kind: TKind::Prim { name, nats, args, binder }, ty: result, span })
+    }
+
+    fn nat_argument(&mut self, prim: &str, slot: &Name, arg: &Arg) -> CResult<Nat> {
+        match arg {
+            Arg::Expr(e, s) if crate::check::only_nats(e, s) => {
+                let n = e.as_nat().expect("only_nats implies a natural");
+                Ok(n)
+            }
+            Arg::Expr(e, s) => {
+                // A name that is not a natural, or some other expression.
+                let found = match &e.kind {
+                    ExprKind::Var(x) if s.lookup(x).is_none() && heddle_ir::prims::lookup(x.as_str()).is_none() => {
+                        return Err(crate::check::unbound(x, e.span));
+                    }
+                    _ => "an expression that is not a natural",
+                };
+                Err(Diagnostic::new(e.span, format!("`{prim}` expects a natural number for `{slot}`, found {found}"))
+                    .with_label("expected a natural such as 4, n or n * 2"))
+            }
+            Arg::Typed(t) => Err(Diagnostic::new(t.span, format!("`{prim}` expects a natural number for `{slot}`"))
+                .with_label("expected a natural")),
+        }
+    }
+
+    /// The rules `prims.sig` cannot state (see `heddle_ir::prims::note`).
+    fn post_checks(&mut self, name: &str, inst: &Instance, result: &Type, span: Span) -> CResult<()> {
+        match name {
+            "join" => {
+                if let Type::Array { elem, .. } = result {
+                    if let Some(b) = inst.binders.values().find(|b| elem.mentions(b)) {
+                        return Err(Diagnostic::new(span, "`join` needs inner arrays whose elements do not depend on the position")
+                            .with_label(format!("the element type {} depends on {b}", show(elem))));
+                    }
+                }
+            }
+            "asVector" | "asScalar" => {
+                let w = inst.named.get(&Name::from("w")).and_then(|w| w.const_value());
+                if name == "asVector" && !w.is_some_and(|w| [2, 3, 4, 8, 16].contains(&w)) {
+                    return Err(Diagnostic::new(span, "`asVector` needs a constant width of 2, 3, 4, 8 or 16")
+                        .with_label("vector width"));
+                }
+                let elem = inst.types.values().next().map(|t| self.metas.zonk(t));
+                if !matches!(elem, Some(Type::Scalar(_))) {
+                    return Err(Diagnostic::new(span, format!("`{name}` needs an array of scalars"))
+                        .with_label(format!("found elements of type {}", elem.map_or("?".into(), |t| show(&t)))));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// `iterate(k, f)(x)` is `f(f(…f(x)))`: each application is checked at its own type.
+    fn check_iterate(&mut self, args: Vec<Arg>, span: Span) -> CResult<TExpr> {
+        const MAX_ITERATIONS: i64 = 64;
+        let mut it = args.into_iter();
+        let (k_arg, f_arg, x_arg) = (it.next(), it.next(), it.next());
+        let (Some(k_arg), Some(Arg::Expr(f, fscope)), Some(x_arg)) = (k_arg, f_arg, x_arg) else {
+            return Err(Diagnostic::new(span, "`iterate` expects (k, f, data)").with_label("here"));
+        };
+        let k = self.nat_argument("iterate", &Name::from("k"), &k_arg)?;
+        let Some(k) = k.const_value().filter(|k| (0..=MAX_ITERATIONS).contains(k)) else {
+            return Err(Diagnostic::new(k_arg.span(), format!("`iterate` needs a constant count between 0 and {MAX_ITERATIONS}"))
+                .with_label("the number of iterations"));
+        };
+        let mut cur = self.force(x_arg)?;
+        for _ in 0..k {
+            let ty = self.metas.zonk(&cur.ty);
+            let lam = self.check_fn(&f, &fscope, std::slice::from_ref(&ty), span)?;
+            let TKind::Lambda { mut params, body } = lam.kind else { unreachable!("check_fn returns a lambda") };
+            let (p, _) = params.remove(0);
+            let ty = body.ty.clone();
+            cur = TExpr { kind: TKind::Let { name: p, value: Box::new(cur), body }, ty, span };
+        }
+        Ok(cur)
+    }
+}
