@@ -1,0 +1,123 @@
+//! The interpreter's environment: values and naturals in scope.
+
+use crate::value::Value;
+use heddle_ir::expr::{BinOp, ExprKind, Literal, UnOp};
+use heddle_ir::nat::{NatEnv, NatEvalError};
+use heddle_ir::{Expr, Name};
+use std::rc::Rc;
+
+#[derive(Debug)]
+enum Bound {
+    Value(Value),
+    Nat(i64),
+}
+
+#[derive(Debug)]
+struct Node {
+    name: Name,
+    bound: Bound,
+    next: Env,
+}
+
+/// A persistent environment: extending it never disturbs the original.
+#[derive(Clone, Debug, Default)]
+pub struct Env(Option<Rc<Node>>);
+
+impl Env {
+    /// This environment with a value bound.
+    pub fn with_value(&self, name: Name, v: Value) -> Env {
+        Env(Some(Rc::new(Node { name, bound: Bound::Value(v), next: self.clone() })))
+    }
+    /// This environment with a natural bound.
+    pub fn with_nat(&self, name: Name, v: i64) -> Env {
+        Env(Some(Rc::new(Node { name, bound: Bound::Nat(v), next: self.clone() })))
+    }
+    fn find(&self, name: &Name) -> Option<&Bound> {
+        let mut cur = &self.0;
+        while let Some(n) = cur {
+            if &n.name == name {
+                return Some(&n.bound);
+            }
+            cur = &n.next.0;
+        }
+        None
+    }
+    /// The value bound to `name`.
+    pub fn value(&self, name: &Name) -> Option<&Value> {
+        match self.find(name) {
+            Some(Bound::Value(v)) => Some(v),
+            _ => None,
+        }
+    }
+    /// The natural bound to `name`.
+    pub fn nat(&self, name: &Name) -> Option<i64> {
+        match self.find(name) {
+            Some(Bound::Nat(v)) => Some(*v),
+            _ => None,
+        }
+    }
+}
+
+impl NatEnv for Env {
+    fn nat_var(&self, name: &Name) -> Option<i64> {
+        self.nat(name)
+    }
+    fn to_nat(&self, e: &Expr, bound: &[(Name, i64)]) -> Result<i64, NatEvalError> {
+        let env = bound.iter().fold(self.clone(), |env, (n, v)| env.with_nat(n.clone(), *v));
+        match eval_int_expr(e, &env)? {
+            Value::Int(v) => Ok(v),
+            other => Err(NatEvalError::ToNat(format!("toNat of a non-integer value {other}"))),
+        }
+    }
+}
+
+/// Evaluates the integer expression of a `toNat` (lookups, arithmetic,
+/// projections) with bounds checks.
+pub fn eval_int_expr(e: &Expr, env: &Env) -> Result<Value, NatEvalError> {
+    let err = |m: String| NatEvalError::ToNat(m);
+    match &e.kind {
+        ExprKind::Var(x) => match env.find(x) {
+            Some(Bound::Value(v)) => Ok(v.clone()),
+            Some(Bound::Nat(v)) => Ok(Value::Int(*v)),
+            None => Err(NatEvalError::Unbound(x.clone())),
+        },
+        ExprKind::Lit(Literal::Int(v)) => Ok(Value::Int(*v)),
+        ExprKind::NatValue(n) => Ok(Value::Int(n.eval(env)?)),
+        ExprKind::Index { array, index } => {
+            let a = eval_int_expr(array, env)?;
+            let i = eval_int_expr(index, env)?.as_int().ok_or_else(|| err("a non-integer index".into()))?;
+            let items = a.as_array().ok_or_else(|| err(format!("`{array}` is not an array")))?;
+            usize::try_from(i)
+                .ok()
+                .and_then(|k| items.get(k))
+                .cloned()
+                .ok_or_else(|| err(format!("{array}@{i} is out of bounds (length {})", items.len())))
+        }
+        ExprKind::Proj { tuple, field } => match eval_int_expr(tuple, env)? {
+            Value::Tuple(items) => items.get(*field as usize - 1).cloned().ok_or_else(|| err("bad projection".into())),
+            _ => Err(err("projection of a non-tuple".into())),
+        },
+        ExprKind::Unary { op: UnOp::Neg, operand } => {
+            let v = eval_int_expr(operand, env)?.as_int().ok_or_else(|| err("negation of a non-integer".into()))?;
+            Ok(Value::Int(v.checked_neg().ok_or(NatEvalError::Overflow)?))
+        }
+        ExprKind::Binary { op, lhs, rhs } => {
+            let a = eval_int_expr(lhs, env)?.as_int().ok_or_else(|| err(format!("`{lhs}` is not an integer")))?;
+            let b = eval_int_expr(rhs, env)?.as_int().ok_or_else(|| err(format!("`{rhs}` is not an integer")))?;
+            let r = match op {
+                BinOp::Add => a.checked_add(b),
+                BinOp::Sub => a.checked_sub(b),
+                BinOp::Mul => a.checked_mul(b),
+                BinOp::Div if b == 0 => return Err(NatEvalError::DivByZero),
+                BinOp::Rem if b == 0 => return Err(NatEvalError::DivByZero),
+                BinOp::Div => a.checked_div(b),
+                BinOp::Rem => a.checked_rem(b),
+                BinOp::Max => Some(a.max(b)),
+                BinOp::Min => Some(a.min(b)),
+                _ => return Err(err(format!("`{}` inside toNat", op.symbol()))),
+            };
+            r.map(Value::Int).ok_or(NatEvalError::Overflow)
+        }
+        _ => Err(err(format!("`{e}` cannot be evaluated inside toNat"))),
+    }
+}

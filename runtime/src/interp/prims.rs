@@ -1,0 +1,187 @@
+//! The primitives' meaning, one function each.
+
+use super::{apply, eval, internal, Env};
+use crate::value::Value;
+use heddle_ir::{Diagnostic, Name, Nat, Span};
+use heddle_typeck::TExpr;
+
+fn nat(n: &Nat, env: &Env, span: Span) -> Result<i64, Diagnostic> {
+    n.eval(env).map_err(|e| Diagnostic::new(span, format!("cannot evaluate {n}: {e}")))
+}
+
+fn array(v: Value, span: Span) -> Result<std::rc::Rc<Vec<Value>>, Diagnostic> {
+    match v {
+        Value::Array(items) => Ok(items),
+        other => Err(internal(span, &format!("expected an array, found {other}"))),
+    }
+}
+
+fn size_error(span: Span, prim: &str, msg: String) -> Diagnostic {
+    Diagnostic::new(span, format!("`{prim}`: {msg}")).with_label("while running this")
+}
+
+pub(super) fn eval_prim(name: &str, nats: &[Nat], args: &[TExpr], binder: Option<&Name>, t: &TExpr, env: &Env) -> Result<Value, Diagnostic> {
+    let span = t.span;
+    let arg = |k: usize| args.get(k).ok_or_else(|| internal(span, "missing argument"));
+    match name {
+        "map" | "mapSeq" | "mapPar" | "mapGlobal" | "mapWorkgroup" | "mapLocal" => {
+            let xs = array(eval(arg(1)?, env)?, span)?;
+            let f = arg(0)?;
+            let out = xs
+                .iter()
+                .enumerate()
+                .map(|(k, x)| apply(f, vec![x.clone()], env, binder.map(|b| (b, k as i64))))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Value::array(out))
+        }
+        "reduce" | "reduceSeq" => {
+            let mut acc = eval(arg(1)?, env)?;
+            let xs = array(eval(arg(2)?, env)?, span)?;
+            for x in xs.iter() {
+                acc = apply(arg(0)?, vec![acc, x.clone()], env, None)?;
+            }
+            Ok(acc)
+        }
+        "zip" => {
+            let a = array(eval(arg(0)?, env)?, span)?;
+            let b = array(eval(arg(1)?, env)?, span)?;
+            if a.len() != b.len() {
+                return Err(size_error(span, name, format!("the arrays have lengths {} and {}", a.len(), b.len())));
+            }
+            Ok(Value::array(a.iter().zip(b.iter()).map(|(x, y)| Value::tuple(vec![x.clone(), y.clone()])).collect()))
+        }
+        "unzip" => {
+            let xs = array(eval(arg(0)?, env)?, span)?;
+            let mut firsts = Vec::with_capacity(xs.len());
+            let mut seconds = Vec::with_capacity(xs.len());
+            for x in xs.iter() {
+                match x {
+                    Value::Tuple(p) if p.len() == 2 => {
+                        firsts.push(p[0].clone());
+                        seconds.push(p[1].clone());
+                    }
+                    _ => return Err(internal(span, "unzip of non-pairs")),
+                }
+            }
+            Ok(Value::tuple(vec![Value::array(firsts), Value::array(seconds)]))
+        }
+        "split" => {
+            let k = nat(&nats[0], env, span)?;
+            let xs = array(eval(arg(0)?, env)?, span)?;
+            if k <= 0 || xs.len() as i64 % k != 0 {
+                return Err(size_error(span, name, format!("an array of length {} cannot be split into chunks of {k}", xs.len())));
+            }
+            Ok(Value::array(xs.chunks(k as usize).map(|c| Value::array(c.to_vec())).collect()))
+        }
+        "join" => {
+            let xs = array(eval(arg(0)?, env)?, span)?;
+            let mut out = Vec::new();
+            for x in xs.iter() {
+                out.extend(array(x.clone(), span)?.iter().cloned());
+            }
+            Ok(Value::array(out))
+        }
+        "transpose" => {
+            let rows = array(eval(arg(0)?, env)?, span)?;
+            let rows: Vec<std::rc::Rc<Vec<Value>>> = rows.iter().map(|r| array(r.clone(), span)).collect::<Result<_, _>>()?;
+            let width = rows.first().map_or(0, |r| r.len());
+            if rows.iter().any(|r| r.len() != width) {
+                return Err(size_error(span, name, "rows of different lengths".into()));
+            }
+            let cols = if rows.is_empty() {
+                // [[T]_N]_0 transposes to N empty rows; N comes from the type.
+                let n = match &t.ty {
+                    heddle_ir::Type::Array { len, .. } => nat(len, env, span)?,
+                    _ => 0,
+                };
+                (0..n).map(|_| Value::array(Vec::new())).collect()
+            } else {
+                (0..width).map(|j| Value::array(rows.iter().map(|r| r[j].clone()).collect())).collect()
+            };
+            Ok(Value::array(cols))
+        }
+        "slide" => {
+            let (size, step) = (nat(&nats[0], env, span)?, nat(&nats[1], env, span)?);
+            let xs = array(eval(arg(0)?, env)?, span)?;
+            if size <= 0 || step <= 0 || (xs.len() as i64) < size {
+                return Err(size_error(span, name, format!("cannot slide a window of {size} by {step} over {} elements", xs.len())));
+            }
+            let count = (xs.len() as i64 - size) / step + 1;
+            Ok(Value::array(
+                (0..count).map(|w| Value::array(xs[(w * step) as usize..(w * step + size) as usize].to_vec())).collect(),
+            ))
+        }
+        "pad" => {
+            let (l, r) = (nat(&nats[0], env, span)?, nat(&nats[1], env, span)?);
+            if l < 0 || r < 0 {
+                return Err(size_error(span, name, format!("negative padding {l}, {r}")));
+            }
+            let v = eval(arg(0)?, env)?;
+            let xs = array(eval(arg(1)?, env)?, span)?;
+            let mut out = vec![v.clone(); l as usize];
+            out.extend(xs.iter().cloned());
+            out.extend(std::iter::repeat_n(v, r as usize));
+            Ok(Value::array(out))
+        }
+        "gather" => {
+            let idx = array(eval(arg(0)?, env)?, span)?;
+            let xs = array(eval(arg(1)?, env)?, span)?;
+            let out = idx
+                .iter()
+                .map(|i| {
+                    let i = i.as_int().unwrap_or(-1);
+                    usize::try_from(i).ok().and_then(|k| xs.get(k)).cloned().ok_or_else(|| {
+                        size_error(span, name, format!("index {i} is out of bounds for an array of length {}", xs.len()))
+                    })
+                })
+                .collect::<Result<_, _>>()?;
+            Ok(Value::array(out))
+        }
+        "scatter" => {
+            let idx = array(eval(arg(0)?, env)?, span)?;
+            let xs = array(eval(arg(1)?, env)?, span)?;
+            let mut out: Vec<Option<Value>> = vec![None; xs.len()];
+            for (x, i) in xs.iter().zip(idx.iter()) {
+                let i = i.as_int().unwrap_or(-1);
+                let slot = usize::try_from(i).ok().and_then(|k| out.get_mut(k)).ok_or_else(|| {
+                    size_error(span, name, format!("index {i} is out of bounds for an array of length {}", xs.len()))
+                })?;
+                if slot.is_some() {
+                    return Err(size_error(span, name, format!("two elements are scattered to position {i}")));
+                }
+                *slot = Some(x.clone());
+            }
+            let out = out.into_iter().enumerate().map(|(k, v)| {
+                v.ok_or_else(|| size_error(span, name, format!("no element is scattered to position {k}")))
+            });
+            Ok(Value::array(out.collect::<Result<_, _>>()?))
+        }
+        "generate" => {
+            let n = nat(&nats[0], env, span)?;
+            let f = arg(0)?;
+            let out = (0..n.max(0)).map(|k| apply(f, vec![Value::Int(k)], env, None)).collect::<Result<_, _>>()?;
+            Ok(Value::array(out))
+        }
+        "toLocal" | "toPrivate" | "toGlobal" => {
+            let x = eval(arg(1)?, env)?;
+            apply(arg(0)?, vec![x], env, None)
+        }
+        "asVector" => {
+            let w = nat(&nats[0], env, span)?;
+            let xs = array(eval(arg(0)?, env)?, span)?;
+            if w <= 0 || xs.len() as i64 % w != 0 {
+                return Err(size_error(span, name, format!("{} elements do not form vectors of {w}", xs.len())));
+            }
+            Ok(Value::array(xs.chunks(w as usize).map(|c| Value::array(c.to_vec())).collect()))
+        }
+        "asScalar" => {
+            let xs = array(eval(arg(0)?, env)?, span)?;
+            let mut out = Vec::new();
+            for x in xs.iter() {
+                out.extend(array(x.clone(), span)?.iter().cloned());
+            }
+            Ok(Value::array(out))
+        }
+        other => Err(internal(span, &format!("no meaning for the primitive `{other}`"))),
+    }
+}

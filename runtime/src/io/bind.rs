@@ -1,0 +1,459 @@
+//! Binding input files to kernel parameters.
+//!
+//! Naturals come from `--param` or are solved from input lengths (an
+//! `offset : [int]_{n+1}` of 5 elements gives n = 4). Every input is then
+//! checked against its type before anything runs: element kinds and ranges,
+//! every length (including `toNat` sizes of position-dependent arrays, which
+//! must be ≥ 0, so decreasing offsets are rejected), and the total size.
+
+use super::read::{Loaded, ScalarKind};
+use crate::interp::Env;
+use crate::value::Value;
+use heddle_ir::{Name, Nat, ScalarType, Type};
+use heddle_typeck::{Kernel, KernelParam};
+use std::collections::HashMap;
+
+/// A problem with the inputs, naming the parameter it concerns.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{}{message}", parameter.as_ref().map(|p| format!("parameter `{p}`: ")).unwrap_or_default())]
+pub struct InputError {
+    /// The kernel parameter concerned, if one.
+    pub parameter: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+fn err(param: &Name, message: impl Into<String>) -> InputError {
+    InputError { parameter: Some(param.to_string()), message: message.into() }
+}
+
+/// Binds naturals and inputs; returns the environment the kernel runs in.
+pub fn bind_inputs(kernel: &Kernel, nat_args: &[(String, i64)], inputs: Vec<(String, Loaded)>) -> Result<Env, InputError> {
+    let nat_params: Vec<&Name> = kernel.params.iter().filter_map(|p| matches!(p, KernelParam::Nat(_)).then(|| p.name())).collect();
+    let value_params: Vec<(&Name, &Type)> = kernel
+        .params
+        .iter()
+        .filter_map(|p| match p {
+            KernelParam::Value { name, ty, .. } => Some((name, ty)),
+            _ => None,
+        })
+        .collect();
+    let list = |names: Vec<&Name>| names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+
+    let mut nats: HashMap<Name, i64> = HashMap::new();
+    for (name, v) in nat_args {
+        let n = Name::from(name.as_str());
+        if !nat_params.contains(&&n) {
+            return Err(InputError {
+                parameter: Some(name.clone()),
+                message: format!("the kernel has no natural parameter of this name (its naturals: {})", list(nat_params.clone())),
+            });
+        }
+        if *v < 0 {
+            return Err(err(&n, format!("a natural cannot be negative (given {v})")));
+        }
+        if nats.insert(n.clone(), *v).is_some() {
+            return Err(err(&n, "given twice with --param"));
+        }
+    }
+    let mut data: HashMap<Name, Loaded> = HashMap::new();
+    for (name, loaded) in inputs {
+        let n = Name::from(name.as_str());
+        if !value_params.iter().any(|(p, _)| **p == n) {
+            return Err(InputError {
+                parameter: Some(name),
+                message: format!("the kernel has no input of this name (its inputs: {})", list(value_params.iter().map(|p| p.0).collect())),
+            });
+        }
+        if data.insert(n.clone(), loaded).is_some() {
+            return Err(err(&n, "given twice with --input"));
+        }
+    }
+    for (p, _) in &value_params {
+        if !data.contains_key(*p) {
+            return Err(err(p, format!("no input given; pass it with --input {p}=FILE (.npy or .json)")));
+        }
+    }
+
+    let mut values: Vec<(Name, Value)> = Vec::new();
+    let mut pending: Vec<(&Name, &Type)> = value_params.clone();
+    while !pending.is_empty() {
+        let env = make_env(&nats, &values);
+        let mut progress = false;
+        let mut k = 0;
+        while k < pending.len() {
+            let (name, ty) = pending[k];
+            let needs = free_names(ty);
+            let ready = needs.iter().all(|n| nats.contains_key(n) || values.iter().any(|(v, _)| v == n));
+            if ready {
+                let v = build_input(name, ty, &data[name], &env)?;
+                values.push((name.clone(), v));
+                pending.remove(k);
+                progress = true;
+                break;
+            }
+            if let Some((unknown, value)) = solve_from_length(name, ty, &data[name], &nats, &env)? {
+                nats.insert(unknown, value);
+                progress = true;
+                break;
+            }
+            k += 1;
+        }
+        if !progress {
+            let (name, ty) = pending[0];
+            let missing: Vec<Name> = free_names(ty).into_iter().filter(|n| nat_params.contains(&n) && !nats.contains_key(n)).collect();
+            let which = missing.first().map_or("a natural".to_string(), |m| format!("`{m}`"));
+            return Err(err(
+                name,
+                format!(
+                    "cannot determine {which} from the inputs' lengths; give it with --param {}=VALUE",
+                    missing.first().map_or("N".to_string(), |m| m.to_string())
+                ),
+            ));
+        }
+    }
+    for n in nat_params {
+        if !nats.contains_key(n) {
+            return Err(err(n, format!("no input determines this natural; give it with --param {n}=VALUE")));
+        }
+    }
+    Ok(make_env(&nats, &values))
+}
+
+fn make_env(nats: &HashMap<Name, i64>, values: &[(Name, Value)]) -> Env {
+    let mut env = Env::default();
+    let mut sorted: Vec<_> = nats.iter().collect();
+    sorted.sort();
+    for (n, v) in sorted {
+        env = env.with_nat(n.clone(), *v);
+    }
+    for (n, v) in values {
+        env = env.with_value(n.clone(), v.clone());
+    }
+    env
+}
+
+/// Names a type depends on: naturals and, inside `toNat`, values.
+pub fn free_names(t: &Type) -> Vec<Name> {
+    let mut out = Vec::new();
+    collect_type(t, &mut Vec::new(), &mut out);
+    out
+}
+
+fn collect_type(t: &Type, bound: &mut Vec<Name>, out: &mut Vec<Name>) {
+    match t {
+        Type::Array { binder, elem, len } => {
+            collect_nat(len, bound, out);
+            if let Some(b) = binder {
+                bound.push(b.clone());
+            }
+            collect_type(elem, bound, out);
+            if binder.is_some() {
+                bound.pop();
+            }
+        }
+        Type::Tuple(ts) => ts.iter().for_each(|t| collect_type(t, bound, out)),
+        _ => t.for_each_nat(&mut |n| collect_nat(n, bound, out)),
+    }
+}
+
+fn collect_nat(n: &Nat, bound: &mut Vec<Name>, out: &mut Vec<Name>) {
+    match n {
+        Nat::Var(x) => {
+            if !bound.contains(x) && !out.contains(x) {
+                out.push(x.clone())
+            }
+        }
+        Nat::Sum { var, lo, hi, body } => {
+            collect_nat(lo, bound, out);
+            collect_nat(hi, bound, out);
+            bound.push(var.clone());
+            collect_nat(body, bound, out);
+            bound.pop();
+        }
+        Nat::ToNat(e) => collect_expr(e, bound, out),
+        _ => n.for_each_child(&mut |c| collect_nat(c, bound, out)),
+    }
+}
+
+fn collect_expr(e: &heddle_ir::Expr, bound: &mut Vec<Name>, out: &mut Vec<Name>) {
+    match &e.kind {
+        heddle_ir::ExprKind::Var(x) => {
+            if !bound.contains(x) && !out.contains(x) {
+                out.push(x.clone())
+            }
+        }
+        heddle_ir::ExprKind::NatValue(n) => collect_nat(n, bound, out),
+        _ => e.for_each_child(&mut |c| collect_expr(c, bound, out)),
+    }
+}
+
+/// The number of buffer items of a value of type `t` (a tuple is one item).
+pub fn flat_count(t: &Type) -> Nat {
+    match t {
+        Type::Array { binder, elem, len } => match (&**elem, binder) {
+            (Type::Array { .. }, Some(b)) => Nat::sum(b.clone(), Nat::Lit(0), Nat::sub(len.clone(), Nat::Lit(1)), flat_count(elem)),
+            (Type::Array { .. }, None) => Nat::mul(len.clone(), flat_count(elem)),
+            _ => len.clone(),
+        },
+        _ => Nat::Lit(1),
+    }
+}
+
+/// How deep the lists of a JSON value for `t` nest (a tuple is a list too).
+fn type_depth(t: &Type) -> usize {
+    match t {
+        Type::Array { elem, .. } => 1 + type_depth(elem),
+        Type::Tuple(_) => 1,
+        _ => 0,
+    }
+}
+
+fn json_depth(v: &serde_json::Value) -> usize {
+    match v {
+        serde_json::Value::Array(items) => 1 + items.iter().map(json_depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// Lengths the data shows, each with the type's formula for it.
+fn observed_lengths(t: &Type, data: &Loaded) -> Vec<(Nat, i64)> {
+    match data {
+        Loaded::Flat { items, .. } => vec![(flat_count(t), items.len() as i64)],
+        Loaded::Json(j) => {
+            let mut out = Vec::new();
+            let (mut ty, mut cur) = (t, j);
+            if json_depth(j) < type_depth(t) {
+                if let serde_json::Value::Array(items) = j {
+                    return vec![(flat_count(t), items.len() as i64)];
+                }
+            }
+            // Nested: one equation per level along the first elements.
+            while let (Type::Array { binder, elem, len }, serde_json::Value::Array(items)) = (ty, cur) {
+                out.push((len.clone(), items.len() as i64));
+                if binder.is_some() || items.is_empty() {
+                    break;
+                }
+                ty = elem;
+                cur = &items[0];
+            }
+            out
+        }
+    }
+}
+
+fn solve_from_length(name: &Name, ty: &Type, data: &Loaded, nats: &HashMap<Name, i64>, env: &Env) -> Result<Option<(Name, i64)>, InputError> {
+    for (formula, observed) in observed_lengths(ty, data) {
+        let unknown: Vec<Name> = free_names(&Type::array(Type::Scalar(ScalarType::I32), formula.clone()))
+            .into_iter()
+            .filter(|n| !nats.contains_key(n) && env.value(n).is_none())
+            .collect();
+        let [u] = unknown.as_slice() else { continue };
+        let g = |x: i64| formula.eval(&env.with_nat(u.clone(), x)).ok();
+        let (Some(a), Some(b), Some(c)) = (g(0), g(1), g(2)) else { continue };
+        let slope = b - a;
+        if slope == 0 || c - b != slope {
+            continue;
+        }
+        let num = observed - a;
+        if num % slope != 0 || num / slope < 0 {
+            return Err(err(
+                name,
+                format!("its {observed} elements do not fit its type {ty}: no natural `{u}` gives {formula} = {observed}"),
+            ));
+        }
+        return Ok(Some((u.clone(), num / slope)));
+    }
+    Ok(None)
+}
+
+/// Checks every length in `t` (≥ 0) without touching the data.
+fn check_sizes(name: &Name, t: &Type, env: &Env, at: &mut Vec<i64>) -> Result<(), InputError> {
+    if let Type::Array { binder, elem, len } = t {
+        let n = len.eval(env).map_err(|e| err(name, format!("cannot evaluate the length {len}: {e}")))?;
+        if n < 0 {
+            let position = if at.is_empty() { String::new() } else { format!(" at position {at:?}") };
+            let reads: Vec<String> = free_names(&Type::array(Type::Scalar(ScalarType::I32), len.clone()))
+                .into_iter()
+                .filter(|x| env.value(x).is_some())
+                .map(|x| format!("`{x}`"))
+                .collect();
+            let hint = if reads.is_empty() { String::new() } else { format!(" (check {}: is it decreasing?)", reads.join(", ")) };
+            return Err(err(name, format!("the length {len} is {n}{position}, which is negative{hint}")));
+        }
+        if contains_array(elem) {
+            for k in 0..n {
+                let env_k = match binder {
+                    Some(b) => env.with_nat(b.clone(), k),
+                    None => env.clone(),
+                };
+                at.push(k);
+                check_sizes(name, elem, &env_k, at)?;
+                at.pop();
+                if binder.is_none() {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn contains_array(t: &Type) -> bool {
+    match t {
+        Type::Array { .. } => true,
+        Type::Tuple(ts) => ts.iter().any(contains_array),
+        _ => false,
+    }
+}
+
+fn build_input(name: &Name, ty: &Type, data: &Loaded, env: &Env) -> Result<Value, InputError> {
+    check_sizes(name, ty, env, &mut Vec::new())?;
+    let flat_items: Option<(Vec<Value>, String)> = match data {
+        Loaded::Flat { items, dtype, .. } => Some((items.clone(), dtype.clone())),
+        Loaded::Json(j) if json_depth(j) < type_depth(ty) || !matches!(ty, Type::Array { .. }) && !j.is_array() => {
+            let items = match j {
+                serde_json::Value::Array(items) => items.iter().map(|x| json_item(name, x)).collect::<Result<Vec<_>, _>>()?,
+                other => vec![json_item(name, other)?],
+            };
+            Some((items, "JSON".to_string()))
+        }
+        Loaded::Json(_) => None,
+    };
+    match flat_items {
+        Some((items, dtype)) => {
+            let expected = flat_count(ty).eval(env).map_err(|e| err(name, format!("cannot compute its size: {e}")))?;
+            if expected != items.len() as i64 {
+                return Err(err(
+                    name,
+                    format!("its type {ty} needs {expected} elements, but the {dtype} data has {}", items.len()),
+                ));
+            }
+            let mut pos = 0;
+            build_flat(name, ty, &items, &mut pos, env, &dtype)
+        }
+        None => {
+            let Loaded::Json(j) = data else { unreachable!("flat data handled above") };
+            build_json(name, ty, j, env, &mut Vec::new())
+        }
+    }
+}
+
+fn json_item(name: &Name, j: &serde_json::Value) -> Result<Value, InputError> {
+    Ok(match j {
+        serde_json::Value::Number(n) if n.is_i64() => Value::Int(n.as_i64().unwrap_or_default()),
+        serde_json::Value::Number(n) if n.is_u64() => {
+            return Err(err(name, format!("the number {n} is too large")));
+        }
+        serde_json::Value::Number(n) => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+        serde_json::Value::Bool(b) => Value::Bool(*b),
+        serde_json::Value::Array(items) => Value::tuple(items.iter().map(|x| json_item(name, x)).collect::<Result<_, _>>()?),
+        other => return Err(err(name, format!("expected numbers, found {other}"))),
+    })
+}
+
+fn build_flat(name: &Name, ty: &Type, items: &[Value], pos: &mut usize, env: &Env, dtype: &str) -> Result<Value, InputError> {
+    match ty {
+        Type::Array { binder, elem, len } => {
+            let n = len.eval(env).map_err(|e| err(name, format!("cannot evaluate the length {len}: {e}")))?;
+            let mut out = Vec::with_capacity(n.max(0) as usize);
+            for k in 0..n {
+                let env_k = match binder {
+                    Some(b) => env.with_nat(b.clone(), k),
+                    None => env.clone(),
+                };
+                out.push(build_flat(name, elem, items, pos, &env_k, dtype)?);
+            }
+            Ok(Value::array(out))
+        }
+        _ => {
+            let item = items.get(*pos).ok_or_else(|| err(name, format!("the data ends after {} elements", items.len())))?;
+            *pos += 1;
+            convert_scalar(name, ty, item, *pos - 1, dtype)
+        }
+    }
+}
+
+fn convert_scalar(name: &Name, ty: &Type, item: &Value, at: usize, dtype: &str) -> Result<Value, InputError> {
+    match (ty, item) {
+        (Type::Scalar(s), v) => scalar(name, *s, v, at, dtype),
+        (Type::Tuple(ts), Value::Tuple(vs)) if ts.len() == vs.len() => Ok(Value::tuple(
+            ts.iter().zip(vs.iter()).map(|(t, v)| convert_scalar(name, t, v, at, dtype)).collect::<Result<_, _>>()?,
+        )),
+        (Type::Tuple(ts), _) => Err(err(
+            name,
+            format!("element {at} should be a tuple of {} components ({ty}); the {dtype} data does not hold tuples of that size (use a structured dtype or [a, b] lists)", ts.len()),
+        )),
+        _ => Err(err(name, format!("inputs of type {ty} are not supported"))),
+    }
+}
+
+fn scalar(name: &Name, s: ScalarType, v: &Value, at: usize, dtype: &str) -> Result<Value, InputError> {
+    match v {
+        Value::Int(x) if s.is_int() => {
+            let fits = match s {
+                ScalarType::I8 => i8::try_from(*x).is_ok(),
+                ScalarType::I16 => i16::try_from(*x).is_ok(),
+                ScalarType::I32 => i32::try_from(*x).is_ok(),
+                ScalarType::U8 => u8::try_from(*x).is_ok(),
+                ScalarType::U16 => u16::try_from(*x).is_ok(),
+                ScalarType::U32 => u32::try_from(*x).is_ok(),
+                ScalarType::U64 => *x >= 0,
+                _ => true,
+            };
+            if fits { Ok(Value::Int(*x)) } else { Err(err(name, format!("element {at} = {x} does not fit in {s}"))) }
+        }
+        Value::Int(x) if s.is_float() && dtype == "JSON" => Ok(Value::Float(crate::value::round_float(*x as f64, s))),
+        Value::Float(x) if s.is_float() => Ok(Value::Float(crate::value::round_float(*x, s))),
+        Value::Bool(b) if s == ScalarType::Bool => Ok(Value::Bool(*b)),
+        Value::Int(x) if s == ScalarType::Bool && dtype == "JSON" && (*x == 0 || *x == 1) => Ok(Value::Bool(*x == 1)),
+        _ => {
+            let found = match v {
+                Value::Float(_) => "floating-point",
+                Value::Int(_) => "integer",
+                Value::Bool(_) => "boolean",
+                _ => "structured",
+            };
+            let wanted = if s.is_float() { "floating-point" } else if s.is_int() { "integer" } else { "boolean" };
+            Err(err(name, format!("expected {wanted} data ({s}), found {found} data ({dtype}) at element {at}")))
+        }
+    }
+}
+
+fn build_json(name: &Name, ty: &Type, j: &serde_json::Value, env: &Env, at: &mut Vec<usize>) -> Result<Value, InputError> {
+    let where_ = |at: &Vec<usize>| if at.is_empty() { String::new() } else { format!(" at {at:?}") };
+    match ty {
+        Type::Array { binder, elem, len } => {
+            let n = len.eval(env).map_err(|e| err(name, format!("cannot evaluate the length {len}: {e}")))?;
+            let serde_json::Value::Array(items) = j else {
+                return Err(err(name, format!("expected a list of {n} elements{}, found {j}", where_(at))));
+            };
+            if items.len() as i64 != n {
+                return Err(err(name, format!("expected {n} elements{} (length {len}), found {}", where_(at), items.len())));
+            }
+            let mut out = Vec::with_capacity(items.len());
+            for (k, x) in items.iter().enumerate() {
+                let env_k = match binder {
+                    Some(b) => env.with_nat(b.clone(), k as i64),
+                    None => env.clone(),
+                };
+                at.push(k);
+                out.push(build_json(name, elem, x, &env_k, at)?);
+                at.pop();
+            }
+            Ok(Value::array(out))
+        }
+        _ => {
+            let item = json_item(name, j)?;
+            convert_scalar(name, ty, &item, at.last().copied().unwrap_or(0), "JSON")
+        }
+    }
+}
+
+/// The kinds of scalars in loaded data (for messages).
+pub fn kinds(data: &Loaded) -> Vec<ScalarKind> {
+    match data {
+        Loaded::Flat { kinds, .. } => kinds.clone(),
+        Loaded::Json(_) => Vec::new(),
+    }
+}

@@ -1,0 +1,8 @@
+//! Inputs and outputs of `heddle run` (LANGUAGE.md §7).
+
+pub mod bind;
+pub mod read;
+pub mod write;
+
+pub use bind::{bind_inputs, InputError};
+pub use read::{read_input, Loaded};

@@ -1,0 +1,159 @@
+//! Reading input files: `.npy` (numeric dtypes; structured dtypes for tuples)
+//! and `.json` (nested or flat lists).
+
+use crate::value::Value;
+use npyz::{DType, TypeChar};
+use std::io::Read;
+use std::path::Path;
+
+/// Data read from an input file, before it is matched against a type.
+#[derive(Clone, Debug)]
+pub enum Loaded {
+    /// A flat buffer (from `.npy`): scalars, or tuples for structured dtypes.
+    Flat {
+        /// The items.
+        items: Vec<Value>,
+        /// Element kinds in the file, for messages (`int64`, `(int32, float32)`).
+        dtype: String,
+        /// Whether each scalar field is a float (`None` for structured: per field).
+        kinds: Vec<ScalarKind>,
+    },
+    /// A JSON document.
+    Json(serde_json::Value),
+}
+
+/// The kind of scalar a file holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScalarKind {
+    /// Integers (signed or not).
+    Int,
+    /// Floats.
+    Float,
+    /// Booleans.
+    Bool,
+}
+
+/// Reads an input file by its extension.
+pub fn read_input(path: &Path) -> Result<Loaded, String> {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    match ext {
+        "npy" => read_npy(path),
+        "json" => {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            serde_json::from_str(&text).map(Loaded::Json).map_err(|e| {
+                format!("{}:{}:{}: not valid JSON: {e}", path.display(), e.line(), e.column())
+            })
+        }
+        _ => Err(format!("{}: unsupported input format (expected a .npy or .json file)", path.display())),
+    }
+}
+
+struct FieldLayout {
+    kind: ScalarKind,
+    bytes: usize,
+    big_endian: bool,
+    signed: bool,
+    name: String,
+}
+
+fn field_layout(dtype: &DType) -> Result<FieldLayout, String> {
+    let DType::Plain(ts) = dtype else {
+        return Err("nested array fields are not supported in input .npy files".into());
+    };
+    let bytes = ts.num_bytes().ok_or("unsupported dtype")?;
+    let (kind, signed) = match ts.type_char() {
+        TypeChar::Int => (ScalarKind::Int, true),
+        TypeChar::Uint => (ScalarKind::Int, false),
+        TypeChar::Float => (ScalarKind::Float, true),
+        TypeChar::Bool => (ScalarKind::Bool, false),
+        other => return Err(format!("unsupported dtype `{}` (expected integers, floats or booleans)", other.to_str())),
+    };
+    let ok = match kind {
+        ScalarKind::Int => [1, 2, 4, 8].contains(&bytes),
+        ScalarKind::Float => [4, 8].contains(&bytes),
+        ScalarKind::Bool => bytes == 1,
+    };
+    if !ok {
+        return Err(format!("unsupported dtype `{ts}`"));
+    }
+    let name = match kind {
+        ScalarKind::Int => format!("{}int{}", if signed { "" } else { "u" }, bytes * 8),
+        ScalarKind::Float => format!("float{}", bytes * 8),
+        ScalarKind::Bool => "bool".to_string(),
+    };
+    Ok(FieldLayout { kind, bytes, big_endian: ts.endianness() == npyz::Endianness::Big, signed, name })
+}
+
+fn decode(f: &FieldLayout, raw: &[u8]) -> Value {
+    let mut b = [0u8; 8];
+    if f.big_endian {
+        for (k, byte) in raw.iter().rev().enumerate() {
+            b[k] = *byte;
+        }
+    } else {
+        b[..raw.len()].copy_from_slice(raw);
+    }
+    let u = u64::from_le_bytes(b);
+    match f.kind {
+        ScalarKind::Bool => Value::Bool(u != 0),
+        ScalarKind::Float if f.bytes == 4 => Value::Float(f32::from_bits(u as u32) as f64),
+        ScalarKind::Float => Value::Float(f64::from_bits(u)),
+        ScalarKind::Int if f.signed => {
+            let shift = 64 - 8 * f.bytes as u32;
+            Value::Int(((u << shift) as i64) >> shift)
+        }
+        ScalarKind::Int => Value::Int(u as i64),
+    }
+}
+
+fn read_npy(path: &Path) -> Result<Loaded, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let npy = npyz::NpyFile::new(std::io::BufReader::new(file))
+        .map_err(|e| format!("{}: not a valid .npy file: {e}", path.display()))?;
+    if npy.order() == npyz::Order::Fortran && npy.shape().len() > 1 {
+        return Err(format!("{}: Fortran-ordered arrays are not supported; save with order='C'", path.display()));
+    }
+    let count = npy.shape().iter().try_fold(1u64, |a, d| a.checked_mul(*d)).ok_or("shape too large")? as usize;
+    let fields: Vec<FieldLayout> = match npy.dtype() {
+        DType::Record(fs) => fs
+            .iter()
+            .map(|f| field_layout(&f.dtype).map(|mut l| {
+                l.name = format!("{}: {}", f.name, l.name);
+                l
+            }))
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("{}: {e}", path.display()))?,
+        d => vec![field_layout(&d).map_err(|e| format!("{}: {e}", path.display()))?],
+    };
+    let structured = matches!(npy.dtype(), DType::Record(_));
+    let row: usize = fields.iter().map(|f| f.bytes).sum();
+    let mut data = Vec::new();
+    npy.into_inner()
+        .read_to_end(&mut data)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let needed = count.checked_mul(row).ok_or("file too large")?;
+    if data.len() < needed {
+        return Err(format!(
+            "{}: truncated .npy file: the header promises {count} elements ({needed} bytes), the file holds {} bytes",
+            path.display(),
+            data.len()
+        ));
+    }
+    let mut items = Vec::with_capacity(count);
+    for r in 0..count {
+        let base = r * row;
+        let mut off = base;
+        let mut vals = Vec::with_capacity(fields.len());
+        for f in &fields {
+            vals.push(decode(f, &data[off..off + f.bytes]));
+            off += f.bytes;
+        }
+        items.push(if structured { Value::tuple(vals) } else { vals.pop().expect("one field") });
+    }
+    let dtype = if structured {
+        format!("({})", fields.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", "))
+    } else {
+        fields[0].name.clone()
+    };
+    Ok(Loaded::Flat { items, dtype, kinds: fields.iter().map(|f| f.kind).collect() })
+}

@@ -1,0 +1,112 @@
+//! Writing results: `.npy` (the flat buffer; tuples as a structured dtype)
+//! and JSON (a flat list; tuples as lists).
+
+use crate::value::Value;
+use heddle_ir::{ScalarType, Type};
+use std::io::Write;
+use std::path::Path;
+
+/// The innermost element type of a (nested) array type.
+pub fn leaf_type(t: &Type) -> &Type {
+    match t {
+        Type::Array { elem, .. } => leaf_type(elem),
+        other => other,
+    }
+}
+
+fn json_scalar(v: &Value, s: Option<ScalarType>) -> serde_json::Value {
+    match v {
+        Value::Int(x) if s == Some(ScalarType::U64) => serde_json::Value::from(*x as u64),
+        Value::Int(x) => serde_json::Value::from(*x),
+        Value::Bool(b) => serde_json::Value::from(*b),
+        Value::Float(x) => {
+            // An f32 prints as its shortest f32 form (0.1, not 0.10000000149011612).
+            let shown: f64 = if s == Some(ScalarType::F32) { format!("{}", *x as f32).parse().unwrap_or(*x) } else { *x };
+            serde_json::Number::from_f64(shown)
+                .map(serde_json::Value::Number)
+                .unwrap_or_else(|| serde_json::Value::String(format!("{x}")))
+        }
+        Value::Tuple(items) | Value::Array(items) => serde_json::Value::Array(items.iter().map(|x| json_scalar(x, s)).collect()),
+    }
+}
+
+/// The result as JSON: a scalar, or the flat buffer of an array.
+pub fn to_json(v: &Value, ty: &Type) -> serde_json::Value {
+    let leaf = leaf_type(ty);
+    let item = |x: &Value| match (leaf, x) {
+        (Type::Tuple(ts), Value::Tuple(items)) => {
+            serde_json::Value::Array(items.iter().zip(ts).map(|(x, t)| json_scalar(x, t.as_scalar())).collect())
+        }
+        (t, x) => json_scalar(x, t.as_scalar()),
+    };
+    match v {
+        Value::Array(_) => {
+            let mut flat = Vec::new();
+            v.flatten_into(&mut flat);
+            serde_json::Value::Array(flat.iter().map(item).collect())
+        }
+        other => item(other),
+    }
+}
+
+fn descr(s: ScalarType) -> &'static str {
+    match s {
+        ScalarType::Bool => "|b1",
+        ScalarType::I8 => "|i1",
+        ScalarType::I16 => "<i2",
+        ScalarType::I32 => "<i4",
+        ScalarType::I64 => "<i8",
+        ScalarType::U8 => "|u1",
+        ScalarType::U16 => "<u2",
+        ScalarType::U32 => "<u4",
+        ScalarType::U64 => "<u8",
+        ScalarType::F32 => "<f4",
+        ScalarType::F64 => "<f8",
+    }
+}
+
+fn push_scalar(out: &mut Vec<u8>, v: &Value, s: ScalarType) {
+    match (v, s) {
+        (Value::Float(x), ScalarType::F32) => out.extend_from_slice(&(*x as f32).to_le_bytes()),
+        (Value::Float(x), _) => out.extend_from_slice(&x.to_le_bytes()),
+        (Value::Bool(b), _) => out.push(*b as u8),
+        (Value::Int(x), s) => out.extend_from_slice(&x.to_le_bytes()[..s.size_bytes()]),
+        _ => {}
+    }
+}
+
+/// Writes the result as a `.npy` file: one-dimensional, the flat buffer.
+pub fn write_npy(path: &Path, v: &Value, ty: &Type) -> Result<(), String> {
+    let leaf = leaf_type(ty);
+    let (descr_text, fields): (String, Vec<ScalarType>) = match leaf {
+        Type::Scalar(s) => (format!("'{}'", descr(*s)), vec![*s]),
+        Type::Tuple(ts) => {
+            let fs: Option<Vec<ScalarType>> = ts.iter().map(|t| t.as_scalar()).collect();
+            let fs = fs.ok_or("tuples of non-scalars cannot be written to .npy; use .json")?;
+            let d: Vec<String> = fs.iter().enumerate().map(|(k, s)| format!("('f{k}', '{}')", descr(*s))).collect();
+            (format!("[{}]", d.join(", ")), fs)
+        }
+        other => return Err(format!("a result of type {other} cannot be written to .npy")),
+    };
+    let mut flat = Vec::new();
+    v.flatten_into(&mut flat);
+    let mut body = Vec::new();
+    for item in &flat {
+        match item {
+            Value::Tuple(items) => items.iter().zip(&fields).for_each(|(x, s)| push_scalar(&mut body, x, *s)),
+            x => push_scalar(&mut body, x, fields[0]),
+        }
+    }
+    let mut header = format!("{{'descr': {descr_text}, 'fortran_order': False, 'shape': ({},), }}", flat.len());
+    // Magic (6) + version (2) + length (2) + header, padded to a multiple of 64, ending in '\n'.
+    let total = 10 + header.len() + 1;
+    header.push_str(&" ".repeat((64 - total % 64) % 64));
+    header.push('\n');
+    let mut out = Vec::with_capacity(10 + header.len() + body.len());
+    out.extend_from_slice(b"\x93NUMPY\x01\x00");
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(&body);
+    let mut f = std::fs::File::create(path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    f.write_all(&out).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}

@@ -1,0 +1,11 @@
+//! # heddle-runtime
+//!
+//! Run-time values ([`value`]), the reference interpreter ([`interp`]), and
+//! the inputs and outputs of `heddle run` ([`io`]): reading `.npy` / `.json`
+//! files, solving natural parameters from input lengths, validating every
+//! input against its type before anything runs, and writing results.
+#![warn(missing_docs)]
+
+pub mod interp;
+pub mod io;
+pub mod value;

@@ -1,0 +1,84 @@
+//! `heddle run FILE`: execute the kernel.
+
+use super::{load, Failure, Output};
+use heddle_runtime::io::{bind_inputs, read_input, write};
+use std::path::Path;
+use std::time::Instant;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Backend {
+    /// The reference interpreter.
+    Interp,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The source file.
+    file: String,
+    /// Which backend executes the kernel.
+    #[arg(long, value_enum, default_value = "interp")]
+    backend: Backend,
+    /// A natural parameter: NAME=VALUE (otherwise solved from input lengths).
+    #[arg(long = "param", value_name = "NAME=VALUE")]
+    params: Vec<String>,
+    /// An input: NAME=PATH to a .npy or .json file.
+    #[arg(long = "input", value_name = "NAME=PATH")]
+    inputs: Vec<String>,
+    /// Where to write the result (.npy or .json); stdout as JSON without it.
+    #[arg(long, short)]
+    output: Option<String>,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn split_assignment<'a>(flag: &str, s: &'a str) -> Result<(&'a str, &'a str), Failure> {
+    s.split_once('=')
+        .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+        .ok_or_else(|| Failure::Input(format!("--{flag} {s}: expected NAME=VALUE")))
+}
+
+pub fn run(a: &Args) -> Result<Output, Failure> {
+    let (file, _, kernel) = load(&a.file)?;
+    let mut nats = Vec::new();
+    for p in &a.params {
+        let (k, v) = split_assignment("param", p)?;
+        let v: i64 = v
+            .parse()
+            .map_err(|_| Failure::Input(format!("--param {p}: `{v}` is not a natural number")))?;
+        nats.push((k.to_string(), v));
+    }
+    let mut inputs = Vec::new();
+    for i in &a.inputs {
+        let (k, path) = split_assignment("input", i)?;
+        let loaded = read_input(Path::new(path)).map_err(|e| Failure::Input(format!("parameter `{k}`: {e}")))?;
+        inputs.push((k.to_string(), loaded));
+    }
+    let env = bind_inputs(&kernel, &nats, inputs).map_err(|e| Failure::Input(e.to_string()))?;
+    let start = Instant::now();
+    let value = match a.backend {
+        Backend::Interp => heddle_runtime::interp::run_kernel(&kernel, &env).map_err(|d| Failure::Source(file, vec![d]))?,
+    };
+    let elapsed = start.elapsed();
+    let ty = &kernel.body.ty;
+    let result_json = write::to_json(&value, ty);
+    if let Some(out) = &a.output {
+        let path = Path::new(out);
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("npy") => write::write_npy(path, &value, ty).map_err(Failure::Input)?,
+            Some("json") => std::fs::write(path, serde_json::to_string(&result_json).unwrap_or_default())
+                .map_err(|e| Failure::Input(format!("cannot write {out}: {e}")))?,
+            _ => return Err(Failure::Input(format!("--output {out}: expected a .npy or .json file name"))),
+        }
+    }
+    let text = if a.output.is_some() { String::new() } else { serde_json::to_string(&result_json).unwrap_or_default() };
+    let json = serde_json::json!({
+        "ok": true,
+        "backend": format!("{:?}", a.backend).to_lowercase(),
+        "type": ty.to_string(),
+        "result": if a.output.is_some() { serde_json::Value::Null } else { result_json },
+        "output": a.output,
+        "seconds": elapsed.as_secs_f64(),
+    });
+    Ok(Output { text, json })
+}
