@@ -13,6 +13,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod encoding;
 pub mod expr;
 pub mod lexer;
 pub mod name;
