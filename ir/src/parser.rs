@@ -17,7 +17,7 @@ type PResult<T> = Result<T, Diagnostic>;
 /// Parses a whole file. On failure, every error found (at least one).
 pub fn parse_program(src: &str) -> Result<Program, Vec<Diagnostic>> {
     let tokens = lex(src).map_err(|d| vec![d])?;
-    let mut p = Parser { src, tokens, pos: 0, sig_mode: false };
+    let mut p = Parser { src, tokens, pos: 0, sig_mode: false, depth: 0 };
     p.program()
 }
 
@@ -54,7 +54,12 @@ struct Parser<'a> {
     pos: usize,
     /// Reading `prims.sig`: single capital letters are unknowns.
     sig_mode: bool,
+    /// Current nesting of expressions, types and naturals.
+    depth: u32,
 }
+
+/// Nesting deeper than this is reported instead of recursing further.
+pub const MAX_NESTING: u32 = 500;
 
 /// Parses a primitive's signature from `prims.sig` (see [`crate::prims`]).
 pub fn parse_signature(src: &str) -> Result<(Vec<crate::prims::Slot>, Type), Diagnostic> {
@@ -109,7 +114,7 @@ fn is_unknown_letter(s: &str) -> Option<char> {
 
 impl<'a> Parser<'a> {
     fn new(src: &'a str) -> PResult<Parser<'a>> {
-        Ok(Parser { src, tokens: lex(src)?, pos: 0, sig_mode: false })
+        Ok(Parser { src, tokens: lex(src)?, pos: 0, sig_mode: false, depth: 0 })
     }
 
     // ----- token helpers -------------------------------------------------
@@ -169,6 +174,18 @@ impl<'a> Parser<'a> {
                 .with_label(format!("expected {what}"))),
             _ => Err(self.unexpected(what)),
         }
+    }
+
+    /// Runs `f` one nesting level deeper, refusing to go past [`MAX_NESTING`].
+    fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> PResult<T>) -> PResult<T> {
+        if self.depth >= MAX_NESTING {
+            return Err(Diagnostic::new(self.peek().span, format!("the program nests more than {MAX_NESTING} levels deep here"))
+                .with_label("too deeply nested"));
+        }
+        self.depth += 1;
+        let r = f(self);
+        self.depth -= 1;
+        r
     }
 
     // ----- program -------------------------------------------------------
@@ -273,6 +290,10 @@ impl<'a> Parser<'a> {
     // ----- expressions ---------------------------------------------------
 
     fn expr(&mut self) -> PResult<Expr> {
+        self.nested(|p| p.expr_inner())
+    }
+
+    fn expr_inner(&mut self) -> PResult<Expr> {
         let mut lhs = self.binary(1)?;
         while self.is_sym(":>>") {
             self.bump();
@@ -322,10 +343,8 @@ impl<'a> Parser<'a> {
             if op.is_comparison() {
                 if let Some(next) = self.binop() {
                     if next.is_comparison() {
-                        return Err(Diagnostic::new(self.peek().span, "comparisons cannot be chained")
-                            .with_label("add parentheses, e.g. `(a < b) && (b < c)`")
-                            .with_note(format!("the first comparison is the `{}` here", op.symbol()))
-                            .with_note(format!("at bytes {}..{}", op_span.start, op_span.end)));
+                        return Err(Diagnostic::new(op_span.to(self.peek().span), "comparisons cannot be chained")
+                            .with_label("add parentheses, e.g. `(a < b) && (b < c)`"));
                     }
                 }
             }
@@ -336,6 +355,10 @@ impl<'a> Parser<'a> {
     }
 
     fn unary(&mut self) -> PResult<Expr> {
+        self.nested(|p| p.unary_inner())
+    }
+
+    fn unary_inner(&mut self) -> PResult<Expr> {
         let start = self.peek().span;
         let op = if self.is_sym("-") && !matches!(self.peek_at(1).tok, Tok::Sym(",") | Tok::Sym(")")) {
             Some(UnOp::Neg)
@@ -499,6 +522,8 @@ impl<'a> Parser<'a> {
         loop {
             let (name, span) = self.ident("a parameter name")?;
             let ty = if self.eat_sym(":") { Some(self.ty()?) } else { None };
+            // The span covers the annotation too, so errors in the type can point into it.
+            let span = if ty.is_some() { span.to(self.prev_span()) } else { span };
             params.push(Param { name, ty, span });
             if self.eat_sym(",") {
                 continue;
@@ -540,6 +565,10 @@ impl<'a> Parser<'a> {
     // ----- types ---------------------------------------------------------
 
     fn ty(&mut self) -> PResult<Type> {
+        self.nested(|p| p.ty_inner())
+    }
+
+    fn ty_inner(&mut self) -> PResult<Type> {
         let t = self.peek().clone();
         match &t.tok {
             Tok::Ident(s) if s == "tensor" => self.tensor_type(),
@@ -704,6 +733,10 @@ impl<'a> Parser<'a> {
     // ----- naturals ------------------------------------------------------
 
     fn nat(&mut self) -> PResult<Nat> {
+        self.nested(|p| p.nat_inner())
+    }
+
+    fn nat_inner(&mut self) -> PResult<Nat> {
         // A ternary starts with a condition followed by `?`; try that first.
         let save = self.pos;
         if let Ok(c) = self.cond() {

@@ -41,7 +41,7 @@ impl Arg {
 }
 
 /// Nesting deeper than this is refused (programs that inline without end).
-const MAX_DEPTH: u32 = 256;
+const MAX_DEPTH: u32 = 2000;
 
 /// The state of one checking run.
 pub struct Checker {
@@ -103,13 +103,13 @@ impl Checker {
                     .with_label(format!("an array of length {length} cannot be split into chunks of {divisor}"))
             }
             Mismatch::Literal(kind, t) => {
-                let what = match kind {
-                    MetaKind::Float => "a float literal",
-                    MetaKind::Integer => "a natural used as a value",
-                    _ => "a number",
+                let (wanted, found) = (kind, show(&t));
+                let msg = match wanted {
+                    MetaKind::Float => format!("type mismatch{ctx}: a float literal cannot have type {found}"),
+                    MetaKind::Integer => format!("type mismatch{ctx}: expected an integer, found {found}"),
+                    _ => format!("type mismatch{ctx}: a number literal cannot have type {found}"),
                 };
-                Diagnostic::new(span, format!("type mismatch{ctx}: {what} cannot have type {}", show(&t)))
-                    .with_label(format!("expected {}", show(&t)))
+                Diagnostic::new(span, msg).with_label(format!("this has type {found}"))
             }
             Mismatch::PositionDependent(t) => Diagnostic::new(
                 span,
@@ -560,7 +560,38 @@ pub fn unbound(x: &Name, span: Span) -> Diagnostic {
     Diagnostic::new(span, format!("unbound variable `{x}`")).with_label("not defined here")
 }
 
-/// A type for messages: unknowns shown as `?`.
+/// A type for messages: unknowns get letters in order of appearance
+/// (`?T3` → `T`, `?N5` → `K`), as in the signatures.
 pub fn show(t: &Type) -> String {
-    heddle_ir::printer::print_type(t)
+    let text = heddle_ir::printer::print_type(t);
+    let mut out = String::new();
+    let mut seen: Vec<(String, char)> = Vec::new();
+    let mut chars = text.char_indices().peekable();
+    while let Some((k, c)) = chars.next() {
+        let is_meta = c == '?' && matches!(text[k + 1..].chars().next(), Some('T' | 'N'));
+        if !is_meta {
+            out.push(c);
+            continue;
+        }
+        let mut token = String::from(c);
+        if let Some((_, kind)) = chars.next() {
+            token.push(kind);
+        }
+        while let Some((_, d)) = chars.peek().copied().filter(|(_, d)| d.is_ascii_digit()) {
+            token.push(d);
+            chars.next();
+        }
+        let letter = match seen.iter().find(|(t, _)| *t == token) {
+            Some((_, l)) => *l,
+            None => {
+                let pool: &[char] = if token.starts_with("?T") { &['T', 'U', 'V', 'W', 'X', 'Y'] } else { &['K', 'M', 'L', 'P', 'Q', 'R'] };
+                let used = seen.iter().filter(|(t, _)| t[..2] == token[..2]).count();
+                let l = pool.get(used).copied().unwrap_or('_');
+                seen.push((token.clone(), l));
+                l
+            }
+        };
+        out.push(letter);
+    }
+    out
 }
