@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Sets heddle up on a fresh machine and runs the main example end to end:
+# CSR SpMV (the paper's Listing 5) checked, formatted and executed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cargo build --release --quiet
+heddle=target/release/heddle
+data=examples/data/csr
+
+echo "== type of the kernel"
+$heddle check examples/csr_packed_spmv.hdl
+echo "== y = A x on the reference interpreter (A is 3x3 with 3 nonzeros, one empty row)"
+$heddle run examples/csr_packed_spmv.hdl \
+  --input offset=$data/offset.json --input values=$data/values_packed.json --input xs=$data/xs.json
