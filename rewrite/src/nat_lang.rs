@@ -17,49 +17,56 @@
 //!   `%`-variable is *not* a (non-negative) free natural. See
 //!   [`crate::refine::canonical_binders`].
 
-use egg::{Id, Language, RecExpr, Symbol, define_language};
+use egg::{Id, Language, RecExpr, Symbol};
 use heddle_ir::expr::{BinOp, ExprKind, Literal};
 use heddle_ir::nat::{CmpOp, NatCond, NatOp};
 use heddle_ir::{Expr, Name, Nat};
 use std::collections::HashMap;
 
-define_language! {
-    /// Naturals as an egg language.
-    ///
-    /// Nat-sorted nodes: literals, symbols (variables and `#n` atoms),
-    /// arithmetic, `sum`, `if`, `lookup`, `tadd`, `tsub`. Condition-sorted
-    /// nodes: the comparisons and `and`/`or`/`not`; they only occur as the
-    /// first child of `if`.
-    pub enum NatLang {
-        "+" = Add([Id; 2]),
-        "-" = Sub([Id; 2]),
-        "*" = Mul([Id; 2]),
-        "/" = Div([Id; 2]),
-        "%" = Mod([Id; 2]),
-        "min" = Min([Id; 2]),
-        "max" = Max([Id; 2]),
-        // [binder, lo, hi, body]; inclusive bounds, 0 when hi < lo.
-        "sum" = Sum([Id; 4]),
-        // [condition, then, else]
-        "if" = If([Id; 3]),
-        "==" = Eq([Id; 2]),
-        "!=" = Ne([Id; 2]),
-        "<" = Lt([Id; 2]),
-        "<=" = Le([Id; 2]),
-        ">" = Gt([Id; 2]),
-        ">=" = Ge([Id; 2]),
-        "and" = And([Id; 2]),
-        "or" = Or([Id; 2]),
-        "not" = Not(Id),
-        // toNat(A@e): [array name, index]
-        "lookup" = Lookup([Id; 2]),
-        // toNat(a + b) and toNat(a - b), children are toNat forms.
-        "tadd" = ToNatAdd([Id; 2]),
-        "tsub" = ToNatSub([Id; 2]),
-        Num(i64),
-        Symbol(Symbol),
+// egg's macro does not take documentation on variants; the enum's
+// documentation lists them.
+mod lang {
+    #![allow(missing_docs)]
+    use egg::{Id, Symbol, define_language};
+    define_language! {
+        /// Naturals as an egg language.
+        ///
+        /// Nat-sorted nodes: literals, symbols (variables and `#n` atoms),
+        /// arithmetic, `sum`, `if`, `lookup`, `tadd`, `tsub`. Condition-sorted
+        /// nodes: the comparisons and `and`/`or`/`not`; they only occur as the
+        /// first child of `if`.
+        pub enum NatLang {
+            "+" = Add([Id; 2]),
+            "-" = Sub([Id; 2]),
+            "*" = Mul([Id; 2]),
+            "/" = Div([Id; 2]),
+            "%" = Mod([Id; 2]),
+            "min" = Min([Id; 2]),
+            "max" = Max([Id; 2]),
+            // [binder, lo, hi, body]; inclusive bounds, 0 when hi < lo.
+            "sum" = Sum([Id; 4]),
+            // [condition, then, else]
+            "if" = If([Id; 3]),
+            "==" = Eq([Id; 2]),
+            "!=" = Ne([Id; 2]),
+            "<" = Lt([Id; 2]),
+            "<=" = Le([Id; 2]),
+            ">" = Gt([Id; 2]),
+            ">=" = Ge([Id; 2]),
+            "and" = And([Id; 2]),
+            "or" = Or([Id; 2]),
+            "not" = Not(Id),
+            // toNat(A@e): [array name, index]
+            "lookup" = Lookup([Id; 2]),
+            // toNat(a + b) and toNat(a - b), children are toNat forms.
+            "tadd" = ToNatAdd([Id; 2]),
+            "tsub" = ToNatSub([Id; 2]),
+            Num(i64),
+            Symbol(Symbol),
+        }
     }
 }
+pub use lang::NatLang;
 
 /// Opaque atoms (`toNat` expressions the language does not model, unknowns),
 /// numbered so that the leaf `#n` converts back to exactly the same [`Nat`].
