@@ -16,6 +16,7 @@
 pub mod encoding;
 pub mod expr;
 pub mod lexer;
+pub mod loops;
 pub mod name;
 pub mod nat;
 pub mod parser;

@@ -1,0 +1,412 @@
+//! The imperative loop IR that lowering produces and every backend consumes.
+//!
+//! A [`LoopProgram`] is one kernel: its arguments (naturals, scalars, flat
+//! input buffers, host-precomputed buffers, the output buffer), the
+//! host-side computations that run once per launch (Σ prefix sums), and a
+//! body of loops, accumulators, loads and stores over flat buffers. Data
+//! layout is already index arithmetic here: there are no nested arrays, no
+//! tuples (a buffer element is a record of scalar *fields*), no Σ and no
+//! `toNat` — only `i64` index expressions over loop variables, naturals and
+//! loads.
+//!
+//! Types are implicit but fixed: integer and float literals carry their
+//! type, loop variables and naturals are `i64`, a variable has the type of
+//! its declaration, a load the type of its buffer field, arithmetic the type
+//! of its operands and comparisons `bool`. [`LoopProgram::type_of`] computes
+//! it; [`validate`](LoopProgram::validate) checks a program is well formed
+//! before a backend sees it.
+
+mod print;
+mod validate;
+
+pub use validate::LoopError;
+
+use crate::nat::Nat;
+use crate::{Name, ScalarType};
+
+/// One kernel in loop form.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoopProgram {
+    /// A name for the kernel (from the source file).
+    pub name: String,
+    /// Arguments, in launch order.
+    pub args: Vec<Arg>,
+    /// Buffers the host computes before each launch, in order.
+    pub host: Vec<HostBuffer>,
+    /// The kernel body.
+    pub body: Block,
+    /// What each [`Stmt::Check`] guards, by id: the message the runtime
+    /// reports when a check fails.
+    pub checks: Vec<Check>,
+    /// For a body that is one `Parallel` loop: the loop variable and the work
+    /// of one iteration (an `i64` expression over it and the arguments, e.g.
+    /// a row's number of nonzeros), so the runtime can split the range into
+    /// chunks of equal work rather than equal length.
+    pub parallel_work: Option<(Name, Expr)>,
+}
+
+/// A run-time check of the generated code.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Check {
+    /// Why it failed, for the user (names the array and its length).
+    pub message: String,
+    /// Where in the source the checked access is.
+    pub span: crate::Span,
+}
+
+/// A kernel argument.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Arg {
+    /// Its name (unique among arguments and locals).
+    pub name: Name,
+    /// What it is.
+    pub kind: ArgKind,
+}
+
+/// The kinds of kernel arguments.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ArgKind {
+    /// A natural parameter, passed as `i64`.
+    Nat,
+    /// A scalar input.
+    Scalar(ScalarType),
+    /// A read-only input buffer of records (one field for an array of scalars);
+    /// `len` is its number of records, over naturals and earlier inputs.
+    Input {
+        /// The record's fields.
+        fields: Vec<ScalarType>,
+        /// Number of records.
+        len: Nat,
+    },
+    /// A buffer of `i64` computed on the host (see [`HostBuffer`]).
+    Host,
+    /// The output buffer (written, never read back by the kernel).
+    Output {
+        /// The record's fields.
+        fields: Vec<ScalarType>,
+        /// Number of records, over naturals and inputs (evaluated by the host).
+        len: Nat,
+    },
+}
+
+/// A buffer the host fills before the launch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostBuffer {
+    /// The argument it is passed as.
+    pub name: Name,
+    /// How to fill it.
+    pub kind: HostKind,
+}
+
+/// Host computations.
+#[derive(Clone, Debug, PartialEq)]
+pub enum HostKind {
+    /// `buf[j] = sum(var = 0 .. j - 1, body)` for `j` in `0 ..= count`: an
+    /// exclusive prefix sum with `count + 1` entries, computed in one pass.
+    /// This is how a Σ without a closed form is removed from the kernel
+    /// (LIL's row lengths become CSR's offsets).
+    PrefixSum {
+        /// The summation index.
+        var: Name,
+        /// The summand, a natural over `var`, the naturals and the inputs.
+        body: Nat,
+        /// Number of terms; the buffer has `count + 1` entries.
+        count: Nat,
+    },
+}
+
+/// A sequence of statements.
+pub type Block = Vec<Stmt>;
+
+/// How a loop runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Schedule {
+    /// One iteration after another.
+    Seq,
+    /// Iterations are independent; the CPU runtime splits the range across threads.
+    Parallel,
+    /// OpenCL global ids in dimension `d`.
+    Global(u32),
+    /// OpenCL work-groups in dimension `d`.
+    Workgroup(u32),
+    /// OpenCL local ids in dimension `d`.
+    Local(u32),
+}
+
+/// Where a temporary buffer lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Space {
+    /// Private to one iteration / work-item.
+    Private,
+    /// Shared by a work-group.
+    Local,
+    /// Global memory.
+    Global,
+}
+
+/// Statements.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stmt {
+    /// `let var: ty = value` — immutable.
+    Let {
+        /// The variable.
+        var: Name,
+        /// Its type.
+        ty: ScalarType,
+        /// Its value.
+        value: Expr,
+    },
+    /// `var var: ty = init` — a mutable local (an accumulator).
+    Var {
+        /// The variable.
+        var: Name,
+        /// Its type.
+        ty: ScalarType,
+        /// Its initial value.
+        init: Expr,
+    },
+    /// `var = value` for a mutable local.
+    Assign {
+        /// The variable.
+        var: Name,
+        /// The new value.
+        value: Expr,
+    },
+    /// `buf[index].field = value`.
+    Store {
+        /// The buffer (the output or a temporary).
+        buf: Name,
+        /// The record index (`i64`).
+        index: Expr,
+        /// The field (0 for scalar buffers).
+        field: u32,
+        /// The value.
+        value: Expr,
+    },
+    /// `for var in lo .. hi` (exclusive), `var: i64`.
+    For {
+        /// The loop variable.
+        var: Name,
+        /// First value.
+        lo: Expr,
+        /// One past the last value.
+        hi: Expr,
+        /// How iterations run.
+        schedule: Schedule,
+        /// The body.
+        body: Block,
+    },
+    /// `if cond { then } else { els }`.
+    If {
+        /// A `bool` condition.
+        cond: Expr,
+        /// When true.
+        then: Block,
+        /// When false.
+        els: Block,
+    },
+    /// A temporary buffer of `len` records.
+    Alloc {
+        /// Its name.
+        buf: Name,
+        /// The record's fields.
+        fields: Vec<ScalarType>,
+        /// Number of records (`i64`).
+        len: Expr,
+        /// Where it lives.
+        space: Space,
+    },
+    /// A work-group barrier (OpenCL local memory fence).
+    Barrier,
+    /// If `cond` is false, the kernel stops and reports `checks[id]`. Guards
+    /// data-dependent indices (`xs@col`) that validation up front cannot rule out.
+    Check {
+        /// Must hold.
+        cond: Expr,
+        /// Index into [`LoopProgram::checks`].
+        id: u32,
+    },
+}
+
+/// Binary operators of loop code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    /// Truncating division for integers (C semantics), IEEE for floats.
+    Div,
+    /// Remainder with the sign of the dividend (C semantics).
+    Rem,
+    Min,
+    Max,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    And,
+    Or,
+}
+
+impl BinOp {
+    /// Comparison (result `bool`)?
+    pub fn is_comparison(self) -> bool {
+        matches!(self, BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge)
+    }
+    /// Its C spelling (`min`/`max` are calls).
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Rem => "%",
+            BinOp::Min => "min",
+            BinOp::Max => "max",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::And => "&&",
+            BinOp::Or => "||",
+        }
+    }
+}
+
+/// Expressions of loop code.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    /// An integer of the given integer type.
+    Int(i64, ScalarType),
+    /// A float of the given float type.
+    Float(f64, ScalarType),
+    /// A boolean.
+    Bool(bool),
+    /// A local, a loop variable, a natural or a scalar argument.
+    Var(Name),
+    /// `buf[index].field`.
+    Load {
+        /// The buffer.
+        buf: Name,
+        /// The record index (`i64`).
+        index: Box<Expr>,
+        /// The field.
+        field: u32,
+    },
+    /// `a op b`; both operands have the same type.
+    Bin(BinOp, Box<Expr>, Box<Expr>),
+    /// Arithmetic negation.
+    Neg(Box<Expr>),
+    /// Logical not.
+    Not(Box<Expr>),
+    /// `c ? a : b`.
+    Select(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// A conversion to another scalar type.
+    Cast(ScalarType, Box<Expr>),
+}
+
+impl Expr {
+    /// An `i64` literal (indices, naturals).
+    pub fn index(v: i64) -> Expr {
+        Expr::Int(v, ScalarType::I64)
+    }
+    /// A variable.
+    pub fn var(n: impl Into<Name>) -> Expr {
+        Expr::Var(n.into())
+    }
+    /// `a op b`.
+    pub fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
+        Expr::Bin(op, Box::new(a), Box::new(b))
+    }
+    /// `buf[index].field`.
+    pub fn load(buf: impl Into<Name>, index: Expr, field: u32) -> Expr {
+        Expr::Load { buf: buf.into(), index: Box::new(index), field }
+    }
+}
+
+impl LoopProgram {
+    /// The argument named `name`.
+    pub fn arg(&self, name: &Name) -> Option<&Arg> {
+        self.args.iter().find(|a| &a.name == name)
+    }
+
+    /// The output argument.
+    pub fn output(&self) -> Option<&Arg> {
+        self.args.iter().find(|a| matches!(a.kind, ArgKind::Output { .. }))
+    }
+
+    /// The type of `e` in `env` (see [`TypeEnv`]).
+    pub fn type_of(&self, e: &Expr, env: &TypeEnv) -> Option<ScalarType> {
+        Some(match e {
+            Expr::Int(_, t) | Expr::Float(_, t) | Expr::Cast(t, _) => *t,
+            Expr::Bool(_) => ScalarType::Bool,
+            Expr::Var(v) => env.var(v)?,
+            Expr::Load { buf, field, .. } => *env.buffer(buf)?.get(*field as usize)?,
+            Expr::Bin(op, a, _) => {
+                if op.is_comparison() || matches!(op, BinOp::And | BinOp::Or) {
+                    ScalarType::Bool
+                } else {
+                    self.type_of(a, env)?
+                }
+            }
+            Expr::Neg(a) => self.type_of(a, env)?,
+            Expr::Not(_) => ScalarType::Bool,
+            Expr::Select(_, a, _) => self.type_of(a, env)?,
+        })
+    }
+
+    /// The type environment at the start of the body: the arguments.
+    pub fn arg_env(&self) -> TypeEnv {
+        let mut env = TypeEnv::default();
+        for a in &self.args {
+            match &a.kind {
+                ArgKind::Nat => env.declare_var(a.name.clone(), ScalarType::I64),
+                ArgKind::Scalar(t) => env.declare_var(a.name.clone(), *t),
+                ArgKind::Input { fields, .. } | ArgKind::Output { fields, .. } => env.declare_buffer(a.name.clone(), fields.clone()),
+                ArgKind::Host => env.declare_buffer(a.name.clone(), vec![ScalarType::I64]),
+            }
+        }
+        env
+    }
+}
+
+/// The types of the variables and buffers in scope at a point of a body.
+/// Backends extend it as they walk (`Let`, `Var`, `For`, `Alloc`).
+#[derive(Clone, Debug, Default)]
+pub struct TypeEnv {
+    vars: Vec<(Name, ScalarType)>,
+    buffers: Vec<(Name, Vec<ScalarType>)>,
+}
+
+impl TypeEnv {
+    /// Declares a scalar variable.
+    pub fn declare_var(&mut self, name: Name, ty: ScalarType) {
+        self.vars.push((name, ty));
+    }
+    /// Declares a buffer of records.
+    pub fn declare_buffer(&mut self, name: Name, fields: Vec<ScalarType>) {
+        self.buffers.push((name, fields));
+    }
+    /// The type of a variable.
+    pub fn var(&self, name: &Name) -> Option<ScalarType> {
+        self.vars.iter().rev().find(|(n, _)| n == name).map(|(_, t)| *t)
+    }
+    /// The fields of a buffer.
+    pub fn buffer(&self, name: &Name) -> Option<&[ScalarType]> {
+        self.buffers.iter().rev().find(|(n, _)| n == name).map(|(_, f)| f.as_slice())
+    }
+    /// A mark to return to with [`truncate`](TypeEnv::truncate) when a scope ends.
+    pub fn mark(&self) -> (usize, usize) {
+        (self.vars.len(), self.buffers.len())
+    }
+    /// Forgets everything declared since `mark`.
+    pub fn truncate(&mut self, mark: (usize, usize)) {
+        self.vars.truncate(mark.0);
+        self.buffers.truncate(mark.1);
+    }
+}
