@@ -9,3 +9,4 @@
 pub mod interp;
 pub mod io;
 pub mod value;
+pub mod sparse;

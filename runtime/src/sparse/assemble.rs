@@ -1,0 +1,233 @@
+//! `assemble` (buffers → tensor, validated) and `disassemble` (tensor → buffers).
+//!
+//! Validation checks everything the encoding claims, so a tensor built from
+//! outside data can be trusted by every consumer: buffer presence and
+//! lengths, positions that start at 0 and never decrease, coordinates within
+//! their level's size, order and uniqueness where the level claims them,
+//! widths that hold every entry. Each error names the buffer and position.
+
+use super::buffer::IndexBuf;
+use super::error::{Result, SparseError};
+use super::tensor::SparseTensor;
+use heddle_ir::ScalarType;
+use heddle_ir::encoding::{Encoding, LevelFormat, map};
+
+/// The buffers of a stored tensor, widened to 64 bits, as MLIR lists them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Buffers {
+    /// Positions per level (`None` where the level has none).
+    pub positions: Vec<Option<Vec<u64>>>,
+    /// Coordinates per level (`None` where the level has none; an AoS COO
+    /// region's buffer sits at its first level, interleaved).
+    pub coordinates: Vec<Option<Vec<u64>>>,
+    /// The values.
+    pub values: Vec<f64>,
+}
+
+/// The tensor's buffers.
+pub fn disassemble(t: &SparseTensor) -> Buffers {
+    Buffers {
+        positions: t.positions.iter().map(|b| b.as_ref().map(IndexBuf::to_u64)).collect(),
+        coordinates: t.coordinates.iter().map(|b| b.as_ref().map(IndexBuf::to_u64)).collect(),
+        values: t.values.clone(),
+    }
+}
+
+/// Builds a tensor from its buffers after checking them against `enc`.
+pub fn assemble(enc: &Encoding, elem: ScalarType, dim_sizes: Vec<u64>, b: Buffers) -> Result<SparseTensor> {
+    let lr = enc.lvl_rank();
+    let lvl_sizes = map::lvl_sizes(enc, &dim_sizes).map_err(SparseError::Shape)?;
+    if b.positions.len() != lr || b.coordinates.len() != lr {
+        return Err(SparseError::Shape(format!(
+            "the encoding has {lr} levels but {} positions and {} coordinates entries were given (one per level, null where none)",
+            b.positions.len(),
+            b.coordinates.len()
+        )));
+    }
+    let mut count: u64 = 1;
+    for (l, lv) in enc.levels.iter().enumerate() {
+        let pname = format!("positions[{l}]");
+        let cname = format!("coordinates[{l}]");
+        let want_pos = lv.format.has_positions();
+        let want_crd = lv.format.has_coordinates() && !enc.in_aos_buffer(l);
+        presence(&pname, want_pos, b.positions[l].is_some(), l, lv.format)?;
+        presence(&cname, want_crd, b.coordinates[l].is_some(), l, lv.format)?;
+        // Where level l's coordinates live: (buffer, its name, stride, offset).
+        let (crd, crd_name, stride, off) = crd_source(enc, &b, l);
+        let n_crd = crd.map_or(0, |c| c.len() / stride.max(1));
+        if let Some(c) = crd
+            && c.len() % stride != 0
+        {
+            return Err(SparseError::buffer(
+                &crd_name,
+                c.len(),
+                format!("length {} is not a multiple of {stride} (coordinates per AoS entry)", c.len()),
+            ));
+        }
+        let crd_at = |p: usize| crd.map_or(0, |c| c[p * stride + off]);
+        let check_range = |p: usize| -> Result<()> {
+            let v = crd_at(p);
+            if v >= lvl_sizes[l] {
+                return Err(SparseError::buffer(
+                    &crd_name,
+                    p * stride + off,
+                    format!("coordinate {v} is outside level {l}'s size {}", lvl_sizes[l]),
+                ));
+            }
+            Ok(())
+        };
+        let check_order = |s: usize, e: usize| -> Result<()> {
+            for p in s..e {
+                check_range(p)?;
+                if p > s && !lv.props.nonordered {
+                    let (a, c) = (crd_at(p - 1), crd_at(p));
+                    if c < a || (c == a && !lv.props.nonunique) {
+                        let why = if c < a { "coordinates must be ordered" } else { "coordinates must be unique" };
+                        return Err(SparseError::buffer(
+                            &crd_name,
+                            p * stride + off,
+                            format!("{c} follows {a} under one parent ({why} at level {l})"),
+                        ));
+                    }
+                }
+            }
+            if lv.props.nonordered && !lv.props.nonunique {
+                let mut seg: Vec<u64> = (s..e).map(crd_at).collect();
+                seg.sort_unstable();
+                if let Some(w) = seg.windows(2).find(|w| w[0] == w[1]) {
+                    return Err(SparseError::buffer(
+                        &crd_name,
+                        s * stride + off,
+                        format!("coordinate {} appears twice under one parent (level {l} is unique)", w[0]),
+                    ));
+                }
+            }
+            Ok(())
+        };
+        match lv.format {
+            LevelFormat::Dense | LevelFormat::Batch => count = count.saturating_mul(lvl_sizes[l]),
+            LevelFormat::Compressed => {
+                let pos = b.positions[l].as_deref().unwrap_or_default();
+                expect_len(&pname, pos.len(), count.saturating_add(1))?;
+                if pos.first().is_some_and(|&x| x != 0) {
+                    return Err(SparseError::buffer(&pname, 0, format!("the first position is {}, not 0", pos[0])));
+                }
+                for q in 1..pos.len() {
+                    if pos[q] < pos[q - 1] {
+                        return Err(SparseError::buffer(
+                            &pname,
+                            q,
+                            format!(
+                                "{} is less than the previous position {} (positions must not decrease)",
+                                pos[q],
+                                pos[q - 1]
+                            ),
+                        ));
+                    }
+                }
+                let last = pos.last().copied().unwrap_or(0);
+                expect_len(&crd_name, n_crd, last)?;
+                for q in 0..pos.len().saturating_sub(1) {
+                    check_order(pos[q] as usize, pos[q + 1] as usize)?;
+                }
+                count = last;
+            }
+            LevelFormat::LooseCompressed => {
+                let pos = b.positions[l].as_deref().unwrap_or_default();
+                expect_len(&pname, pos.len(), count.saturating_mul(2))?;
+                for q in 0..pos.len() / 2 {
+                    let (lo, hi) = (pos[2 * q], pos[2 * q + 1]);
+                    if lo > hi {
+                        return Err(SparseError::buffer(
+                            &pname,
+                            2 * q + 1,
+                            format!("upper bound {hi} is below its lower bound {lo}"),
+                        ));
+                    }
+                    if hi as usize > n_crd {
+                        return Err(SparseError::buffer(
+                            &pname,
+                            2 * q + 1,
+                            format!("upper bound {hi} is past the end of {crd_name} ({n_crd} entries)"),
+                        ));
+                    }
+                    check_order(lo as usize, hi as usize)?;
+                }
+                count = n_crd as u64;
+            }
+            LevelFormat::Singleton => {
+                expect_len(&crd_name, n_crd, count)?;
+                (0..n_crd).try_for_each(check_range)?;
+            }
+            LevelFormat::NOutOfM { n, m, .. } => {
+                let n = u64::from(n);
+                expect_len(&crd_name, n_crd, count.saturating_mul(n))?;
+                for blk in 0..count as usize {
+                    let (s, e) = (blk * n as usize, (blk + 1) * n as usize);
+                    for p in s..e {
+                        let v = crd_at(p);
+                        if v >= u64::from(m) {
+                            return Err(SparseError::buffer(
+                                &crd_name,
+                                p,
+                                format!("coordinate {v} is outside the block of {m}"),
+                            ));
+                        }
+                        if p > s && crd_at(p - 1) >= v {
+                            return Err(SparseError::buffer(
+                                &crd_name,
+                                p,
+                                format!("{v} follows {} in one block (coordinates must increase)", crd_at(p - 1)),
+                            ));
+                        }
+                    }
+                }
+                count = count.saturating_mul(n);
+            }
+        }
+    }
+    expect_len("values", b.values.len(), count)?;
+    let mut positions = Vec::with_capacity(lr);
+    let mut coordinates = Vec::with_capacity(lr);
+    for (l, (p, c)) in b.positions.into_iter().zip(b.coordinates).enumerate() {
+        positions.push(p.map(|v| IndexBuf::from_u64(v, enc.pos_width, &format!("positions[{l}]"))).transpose()?);
+        coordinates.push(c.map(|v| IndexBuf::from_u64(v, enc.crd_width, &format!("coordinates[{l}]"))).transpose()?);
+    }
+    Ok(SparseTensor { encoding: enc.clone(), elem, dim_sizes, lvl_sizes, positions, coordinates, values: b.values })
+}
+
+fn presence(name: &str, want: bool, have: bool, l: usize, f: LevelFormat) -> Result<()> {
+    match (want, have) {
+        (true, false) => {
+            Err(SparseError::buffer(name, 0, format!("missing: level {l} ({}) needs this buffer", f.keyword())))
+        }
+        (false, true) => Err(SparseError::buffer(
+            name,
+            0,
+            format!("unexpected: level {l} ({}) has no such buffer; give null", f.keyword()),
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn expect_len(name: &str, len: usize, want: u64) -> Result<()> {
+    if len as u64 != want {
+        return Err(SparseError::buffer(
+            name,
+            len.min(want as usize),
+            format!("has {len} entries; the levels above require {want}"),
+        ));
+    }
+    Ok(())
+}
+
+fn crd_source<'a>(enc: &Encoding, b: &'a Buffers, l: usize) -> (Option<&'a [u64]>, String, usize, usize) {
+    for h in (0..=l).rev() {
+        if let Some(run) = enc.aos_run(h)
+            && run.contains(&l)
+        {
+            return (b.coordinates[h].as_deref(), format!("coordinates[{h}]"), run.len(), l - h);
+        }
+    }
+    (b.coordinates[l].as_deref(), format!("coordinates[{l}]"), 1, 0)
+}

@@ -1,0 +1,290 @@
+//! Assembly of a stored tensor from coordinates: the general conversion path.
+//!
+//! The three phases of Chou et al. (PLDI 2020): *coordinate remapping*
+//! (dimension coordinates → level coordinates through the encoding's map,
+//! including ELL's counter), *analysis* (here: one sort in level order, after
+//! which every buffer's size is known before it is filled), and *level-by-level
+//! assembly*: each level turns the parent positions' ranges of sorted entries
+//! into its own positions, coordinates and child ranges.
+
+use super::buffer::IndexBuf;
+use super::coo::Coo;
+use super::csr;
+use super::error::{Result, SparseError};
+use super::tensor::SparseTensor;
+use heddle_ir::ScalarType;
+use heddle_ir::encoding::{Encoding, LevelFormat, map};
+
+/// Largest number of stored values a conversion may produce (dense levels
+/// multiply); beyond it the target format is the wrong choice for the data.
+pub const MAX_STORED: u64 = 1 << 32;
+
+/// Stores `coo` in `enc`. Duplicates add up unless the innermost level is
+/// `nonunique`. Uses the counting-sort path for CSR/CSC-like targets.
+pub fn pack(coo: &Coo, enc: &Encoding, elem: ScalarType) -> Result<SparseTensor> {
+    let lvl_sizes = check_shape(coo, enc)?;
+    if let Some(t) = csr::pack_csr_like(coo, enc, elem, &lvl_sizes)? {
+        return Ok(t);
+    }
+    let (lvl, vals) = remap(coo, enc)?;
+    let (lvl, vals) = sort_levels(lvl, vals, enc.lvl_rank(), enc.sums_duplicates());
+    assemble_levels(enc, elem, coo.dims.clone(), lvl_sizes, &lvl, &vals)
+}
+
+/// Level sizes for the tensor's shape; rejects what cannot be stored.
+pub(crate) fn check_shape(coo: &Coo, enc: &Encoding) -> Result<Vec<u64>> {
+    if enc.dims.iter().any(|d| d.slice.is_some()) {
+        return Err(SparseError::Shape(
+            "an encoding with dimension slices describes a view into another tensor's storage; it cannot be a conversion target".into(),
+        ));
+    }
+    let lvl_sizes = map::lvl_sizes(enc, &coo.dims).map_err(SparseError::Shape)?;
+    let r = coo.rank();
+    for k in 0..coo.len() {
+        let c = &coo.coords[k * r..(k + 1) * r];
+        if let Some(d) = (0..r).find(|&d| c[d] >= coo.dims[d]) {
+            return Err(SparseError::Shape(format!(
+                "entry {k} has coordinate {} in dimension {d}, outside its size {}",
+                c[d], coo.dims[d]
+            )));
+        }
+    }
+    Ok(lvl_sizes)
+}
+
+/// Phase 1: level coordinates of every entry. ELL's counter numbers the
+/// entries sharing a coordinate of the counted dimension in lexicographic
+/// dimension order, so the input is sorted (and summed) first when there is one.
+fn remap(coo: &Coo, enc: &Encoding) -> Result<(Vec<u64>, Vec<f64>)> {
+    let lr = enc.lvl_rank();
+    let sorted;
+    let coo = match map::counter_level(enc) {
+        Some(_) if !coo.is_sorted_unique() => {
+            let mut c = coo.clone();
+            c.sort_and_sum();
+            sorted = c;
+            &sorted
+        }
+        _ => coo,
+    };
+    let mut out = vec![0u64; coo.len() * lr];
+    let mut counts: Vec<u64> = Vec::new();
+    let counter = map::counter_level(enc);
+    if let Some((_, d)) = counter {
+        counts = vec![0; coo.dims[d] as usize];
+    }
+    for k in 0..coo.len() {
+        let c = coo.entry(k);
+        let n = match counter {
+            Some((l, d)) => {
+                let n = counts[c[d] as usize];
+                counts[c[d] as usize] += 1;
+                if n >= enc.levels.get(l).map_or(0, |_| map_slices(enc, l)) {
+                    return Err(SparseError::Shape(format!(
+                        "coordinate {} of dimension `{}` has more than {} entries, the number of ELL slices",
+                        c[d],
+                        enc.dims[d].name,
+                        map_slices(enc, l)
+                    )));
+                }
+                n
+            }
+            None => 0,
+        };
+        map::dim_to_lvl(enc, c, n, &mut out[k * lr..(k + 1) * lr]);
+    }
+    Ok((out, coo.values.clone()))
+}
+
+fn map_slices(enc: &Encoding, l: usize) -> u64 {
+    match enc.levels[l].expr {
+        heddle_ir::encoding::LvlExpr::Counter { slices, .. } => slices,
+        _ => 0,
+    }
+}
+
+/// Phase 2: entries in lexicographic level order, duplicates summed when asked.
+fn sort_levels(lvl: Vec<u64>, vals: Vec<f64>, lr: usize, sum: bool) -> (Vec<u64>, Vec<f64>) {
+    let n = vals.len();
+    let key = |k: usize| &lvl[k * lr..(k + 1) * lr];
+    let sorted = (1..n).all(|k| if sum { key(k - 1) < key(k) } else { key(k - 1) <= key(k) });
+    if sorted {
+        return (lvl, vals);
+    }
+    let mut perm: Vec<usize> = (0..n).collect();
+    // Stable, so duplicates kept by a nonunique level stay in input order.
+    perm.sort_by(|&a, &b| key(a).cmp(key(b)));
+    let mut out_l = Vec::with_capacity(lvl.len());
+    let mut out_v: Vec<f64> = Vec::with_capacity(n);
+    for &k in &perm {
+        if sum && !out_v.is_empty() && &out_l[out_l.len() - lr..] == key(k) {
+            if let Some(v) = out_v.last_mut() {
+                *v += vals[k];
+            }
+        } else {
+            out_l.extend_from_slice(key(k));
+            out_v.push(vals[k]);
+        }
+    }
+    (out_l, out_v)
+}
+
+/// Phase 3: builds every level from sorted level coordinates. A parent
+/// position owns the half-open range of entries below it; an empty range is a
+/// position with nothing stored below (zeros in dense levels).
+pub(crate) fn assemble_levels(
+    enc: &Encoding,
+    elem: ScalarType,
+    dim_sizes: Vec<u64>,
+    lvl_sizes: Vec<u64>,
+    lvl: &[u64],
+    vals: &[f64],
+) -> Result<SparseTensor> {
+    let lr = enc.lvl_rank();
+    let crd_of = |k: usize, l: usize| lvl[k * lr + l];
+    let mut segs: Vec<(usize, usize)> = vec![(0, vals.len())];
+    let mut pos_bufs: Vec<Option<Vec<u64>>> = vec![None; lr];
+    let mut crd_bufs: Vec<Option<Vec<u64>>> = vec![None; lr];
+    for (l, level) in enc.levels.iter().enumerate() {
+        let mut next: Vec<(usize, usize)> = Vec::new();
+        match level.format {
+            LevelFormat::Dense | LevelFormat::Batch => {
+                let n = lvl_sizes[l];
+                let total = (segs.len() as u64).saturating_mul(n);
+                if total > MAX_STORED {
+                    return Err(SparseError::Shape(format!(
+                        "level {l} is dense: it would store {total} positions, too many for this tensor"
+                    )));
+                }
+                next.reserve(total as usize);
+                for &(s, e) in &segs {
+                    let mut k = s;
+                    for c in 0..n {
+                        let start = k;
+                        while k < e && crd_of(k, l) == c {
+                            k += 1;
+                        }
+                        next.push((start, k));
+                    }
+                }
+            }
+            LevelFormat::Compressed | LevelFormat::LooseCompressed => {
+                let loose = level.format == LevelFormat::LooseCompressed;
+                let mut pos = Vec::with_capacity(segs.len() * if loose { 2 } else { 1 } + 1);
+                let mut crd = Vec::new();
+                if !loose {
+                    pos.push(0);
+                }
+                for &(s, e) in &segs {
+                    if loose {
+                        pos.push(crd.len() as u64);
+                    }
+                    let mut k = s;
+                    while k < e {
+                        let c = crd_of(k, l);
+                        let start = k;
+                        k += 1;
+                        if !level.props.nonunique {
+                            while k < e && crd_of(k, l) == c {
+                                k += 1;
+                            }
+                        }
+                        crd.push(c);
+                        next.push((start, k));
+                    }
+                    pos.push(crd.len() as u64);
+                }
+                pos_bufs[l] = Some(pos);
+                crd_bufs[l] = Some(crd);
+            }
+            LevelFormat::Singleton => {
+                let mut crd = Vec::with_capacity(segs.len());
+                for &(s, e) in &segs {
+                    if e != s + 1 {
+                        return Err(SparseError::Shape(format!(
+                            "level {l} is a singleton, but the coordinate above it has {} entries below it",
+                            e - s
+                        ))
+                        .with_hint_singleton());
+                    }
+                    crd.push(crd_of(s, l));
+                    next.push((s, e));
+                }
+                crd_bufs[l] = Some(crd);
+            }
+            LevelFormat::NOutOfM { n, m, .. } => {
+                let mut crd = Vec::with_capacity(segs.len() * n as usize);
+                for (b, &(s, e)) in segs.iter().enumerate() {
+                    if e - s > n as usize {
+                        return Err(SparseError::Shape(format!(
+                            "block {b} of level {l} has {} nonzeros; {n}:{m} sparsity stores at most {n}",
+                            e - s
+                        )));
+                    }
+                    // Pad with the smallest unused coordinates: explicit zeros.
+                    let present: Vec<u64> = (s..e).map(|k| crd_of(k, l)).collect();
+                    let mut fill = (0..u64::from(m)).filter(|c| !present.contains(c));
+                    let mut chosen: Vec<(u64, (usize, usize))> = (s..e).map(|k| (crd_of(k, l), (k, k + 1))).collect();
+                    while chosen.len() < n as usize {
+                        let c = fill.next().unwrap_or(0);
+                        chosen.push((c, (e, e)));
+                    }
+                    chosen.sort_by_key(|x| x.0);
+                    for (c, r) in chosen {
+                        crd.push(c);
+                        next.push(r);
+                    }
+                }
+                crd_bufs[l] = Some(crd);
+            }
+        }
+        segs = next;
+    }
+    let values: Vec<f64> = segs.iter().map(|&(s, e)| vals[s..e].iter().sum()).collect();
+    finish(enc, elem, dim_sizes, lvl_sizes, pos_bufs, crd_bufs, values)
+}
+
+/// Narrows the buffers to the encoding's widths and interleaves AoS COO regions.
+pub(crate) fn finish(
+    enc: &Encoding,
+    elem: ScalarType,
+    dim_sizes: Vec<u64>,
+    lvl_sizes: Vec<u64>,
+    pos_bufs: Vec<Option<Vec<u64>>>,
+    mut crd_bufs: Vec<Option<Vec<u64>>>,
+    values: Vec<f64>,
+) -> Result<SparseTensor> {
+    let lr = enc.lvl_rank();
+    for l in 0..lr {
+        if let Some(run) = enc.aos_run(l) {
+            let cols: Vec<Vec<u64>> = run.clone().map(|k| crd_bufs[k].take().unwrap_or_default()).collect();
+            let n = cols.first().map_or(0, Vec::len);
+            let mut inter = Vec::with_capacity(n * cols.len());
+            for p in 0..n {
+                inter.extend(cols.iter().map(|c| c.get(p).copied().unwrap_or(0)));
+            }
+            crd_bufs[l] = Some(inter);
+        }
+    }
+    let mut positions = Vec::with_capacity(lr);
+    let mut coordinates = Vec::with_capacity(lr);
+    for (l, (p, c)) in pos_bufs.into_iter().zip(crd_bufs).enumerate() {
+        positions.push(p.map(|v| IndexBuf::from_u64(v, enc.pos_width, &format!("positions[{l}]"))).transpose()?);
+        coordinates.push(c.map(|v| IndexBuf::from_u64(v, enc.crd_width, &format!("coordinates[{l}]"))).transpose()?);
+    }
+    Ok(SparseTensor { encoding: enc.clone(), elem, dim_sizes, lvl_sizes, positions, coordinates, values })
+}
+
+trait Hint {
+    fn with_hint_singleton(self) -> Self;
+}
+impl Hint for SparseError {
+    fn with_hint_singleton(self) -> Self {
+        match self {
+            SparseError::Shape(m) => SparseError::Shape(format!(
+                "{m}; a singleton level stores exactly one coordinate per parent (use `compressed(nonunique)` above it for COO)"
+            )),
+            e => e,
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! The direct COO → CSR / CSC path (a counting sort) and raw CSR buffers for
+//! kernels that take `offsets` / `col_indices` / `values` arrays.
+//!
+//! The attribute query is the row histogram: it sizes the positions buffer,
+//! and its prefix sum places every entry, so coordinates and values are
+//! allocated once at their final size and written once. The sort is stable:
+//! entries arrive in input order within a row, so a row-major input gives
+//! sorted rows for CSR, and (CSR → CSC) sorted columns for the transpose.
+
+use super::build::finish;
+use super::coo::Coo;
+use super::error::{Result, SparseError};
+use super::tensor::SparseTensor;
+use heddle_ir::ScalarType;
+use heddle_ir::encoding::{Encoding, LevelFormat, LvlExpr};
+
+/// Compressed rows of a matrix: `pos` has `rows + 1` entries, row `r`'s
+/// entries are `crd[pos[r]..pos[r+1]]` (sorted, no duplicates) with their `vals`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Compressed {
+    /// Row starts.
+    pub pos: Vec<u64>,
+    /// Column of each entry.
+    pub crd: Vec<u64>,
+    /// Value of each entry.
+    pub vals: Vec<f64>,
+}
+
+/// Groups the entries of `coo` by dimension `outer` (rows) with dimension
+/// `inner` as the coordinate; duplicates are summed.
+pub fn compress(coo: &Coo, outer: usize, inner: usize) -> Compressed {
+    let r = coo.rank();
+    let n_outer = coo.dims[outer] as usize;
+    let n = coo.len();
+    let mut pos = vec![0u64; n_outer + 1];
+    for k in 0..n {
+        pos[coo.coords[k * r + outer] as usize + 1] += 1;
+    }
+    for i in 0..n_outer {
+        pos[i + 1] += pos[i];
+    }
+    let mut next: Vec<u64> = pos[..n_outer].to_vec();
+    let mut crd = vec![0u64; n];
+    let mut vals = vec![0.0f64; n];
+    for k in 0..n {
+        let row = coo.coords[k * r + outer] as usize;
+        let at = next[row] as usize;
+        next[row] += 1;
+        crd[at] = coo.coords[k * r + inner];
+        vals[at] = coo.values[k];
+    }
+    // Rows from an unsorted input, or with duplicates, are sorted and merged
+    // in place; already-clean rows (the common case) are only scanned.
+    let clean = (0..n_outer).all(|i| {
+        let s = &crd[pos[i] as usize..pos[i + 1] as usize];
+        s.windows(2).all(|w| w[0] < w[1])
+    });
+    if clean {
+        return Compressed { pos, crd, vals };
+    }
+    let mut w = 0usize;
+    let mut new_pos = vec![0u64; n_outer + 1];
+    let mut pairs: Vec<(u64, f64)> = Vec::new();
+    for i in 0..n_outer {
+        let (s, e) = (pos[i] as usize, pos[i + 1] as usize);
+        pairs.clear();
+        pairs.extend((s..e).map(|k| (crd[k], vals[k])));
+        pairs.sort_by_key(|p| p.0);
+        for &(c, v) in &pairs {
+            if w > new_pos[i] as usize && crd[w - 1] == c {
+                vals[w - 1] += v;
+            } else {
+                crd[w] = c;
+                vals[w] = v;
+                w += 1;
+            }
+        }
+        new_pos[i + 1] = w as u64;
+    }
+    crd.truncate(w);
+    vals.truncate(w);
+    Compressed { pos: new_pos, crd, vals }
+}
+
+/// Is `enc` `(a : dense, b : compressed)` for two distinct dimensions (CSR or
+/// CSC, any widths, unique)? Returns `(a, b)`.
+pub fn csr_like(enc: &Encoding) -> Option<(usize, usize)> {
+    match (enc.levels.as_slice(), enc.dims.len()) {
+        ([l0, l1], 2)
+            if l0.format == LevelFormat::Dense
+                && l1.format == LevelFormat::Compressed
+                && !l1.props.nonunique
+                && enc.dims.iter().all(|d| d.slice.is_none()) =>
+        {
+            match (l0.expr, l1.expr) {
+                (LvlExpr::Dim(a), LvlExpr::Dim(b)) if a != b => Some((a, b)),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The counting-sort path of [`super::build::pack`]; `None` when `enc` is not CSR-like.
+pub(crate) fn pack_csr_like(
+    coo: &Coo,
+    enc: &Encoding,
+    elem: ScalarType,
+    lvl_sizes: &[u64],
+) -> Result<Option<SparseTensor>> {
+    let Some((a, b)) = csr_like(enc) else { return Ok(None) };
+    let c = compress(coo, a, b);
+    finish(enc, elem, coo.dims.clone(), lvl_sizes.to_vec(), vec![None, Some(c.pos)], vec![None, Some(c.crd)], c.vals)
+        .map(Some)
+}
+
+/// Raw CSR buffers with 32- or 64-bit signed indices, as OpenCL / C kernels
+/// take them (the paper's `offsets`, `col_indices`, `values`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawCsr<I> {
+    /// Number of rows.
+    pub rows: u64,
+    /// Number of columns.
+    pub cols: u64,
+    /// `rows + 1` row starts.
+    pub offsets: Vec<I>,
+    /// Column of each stored entry, sorted within a row.
+    pub col_indices: Vec<I>,
+    /// Value of each stored entry.
+    pub values: Vec<f64>,
+}
+
+fn raw<I: TryFrom<u64>>(coo: &Coo, what: &str) -> Result<RawCsr<I>> {
+    if coo.rank() != 2 {
+        return Err(SparseError::Shape(format!("CSR needs a matrix, this tensor has {} dimensions", coo.rank())));
+    }
+    let c = compress(coo, 0, 1);
+    let too_big = |x: u64| SparseError::Shape(format!("{x} does not fit in {what} CSR indices"));
+    let conv = |v: Vec<u64>| v.into_iter().map(|x| I::try_from(x).map_err(|_| too_big(x))).collect::<Result<Vec<I>>>();
+    // Columns up to cols - 1 must fit too, not only those present.
+    I::try_from(coo.dims[1]).map_err(|_| too_big(coo.dims[1]))?;
+    Ok(RawCsr {
+        rows: coo.dims[0],
+        cols: coo.dims[1],
+        offsets: conv(c.pos)?,
+        col_indices: conv(c.crd)?,
+        values: c.vals,
+    })
+}
+
+/// COO → CSR with `i32` offsets and column indices (an error if they do not fit).
+pub fn coo_to_csr_i32(coo: &Coo) -> Result<RawCsr<i32>> {
+    raw(coo, "32-bit")
+}
+
+/// COO → CSR with `i64` offsets and column indices.
+pub fn coo_to_csr_i64(coo: &Coo) -> Result<RawCsr<i64>> {
+    raw(coo, "64-bit")
+}

@@ -1,0 +1,40 @@
+//! Dense tensors (the `.json` nested-list form and the target of densification).
+
+use super::coo::Coo;
+use super::error::{Result, SparseError};
+
+/// A dense row-major tensor.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DenseTensor {
+    /// Dimension sizes.
+    pub dims: Vec<u64>,
+    /// `dims.iter().product()` values, last dimension fastest.
+    pub values: Vec<f64>,
+}
+
+impl DenseTensor {
+    /// The dense form of a coordinate list (duplicates summed); an error when
+    /// it would not fit in memory.
+    pub fn from_coo(coo: &Coo) -> Result<DenseTensor> {
+        let values = coo
+            .to_dense_values()
+            .ok_or_else(|| SparseError::Shape(format!("a dense {:?} tensor does not fit in memory", coo.dims)))?;
+        Ok(DenseTensor { dims: coo.dims.clone(), values })
+    }
+    /// The nonzero entries in row-major order (sorted, unique).
+    pub fn to_coo(&self) -> Coo {
+        let mut coo = Coo::new(self.dims.clone());
+        let mut idx = vec![0u64; self.dims.len()];
+        for (flat, &v) in self.values.iter().enumerate() {
+            if v != 0.0 {
+                let mut rest = flat as u64;
+                for d in (0..self.dims.len()).rev() {
+                    idx[d] = rest % self.dims[d].max(1);
+                    rest /= self.dims[d].max(1);
+                }
+                coo.push(&idx, v);
+            }
+        }
+        coo
+    }
+}

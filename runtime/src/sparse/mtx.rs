@@ -1,0 +1,205 @@
+//! Matrix Market (`.mtx`): coordinate and array formats; real, integer and
+//! pattern fields; general, symmetric and skew-symmetric matrices.
+//! Complex and Hermitian matrices are rejected with a clear message.
+//! Indices in the file are 1-based; the [`Coo`] is 0-based. Symmetric
+//! matrices are expanded (both triangles are returned).
+
+use super::coo::Coo;
+use super::error::{Result, SparseError};
+use super::text::{self, EntryFormat, ValueKind};
+use heddle_ir::ScalarType;
+use std::io::Write;
+use std::path::Path;
+
+/// The header's symmetry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Symmetry {
+    /// Every entry is stored.
+    General,
+    /// `a(i, j) = a(j, i)`; the lower triangle is stored.
+    Symmetric,
+    /// `a(i, j) = -a(j, i)`; the strictly lower triangle is stored.
+    SkewSymmetric,
+}
+
+/// Reads a Matrix Market file. The element type is `i64` for `integer`
+/// files and `f64` otherwise.
+pub fn read_mtx(path: &Path) -> Result<(Coo, ScalarType)> {
+    parse_mtx(&text::read_file(path)?, path)
+}
+
+/// Parses Matrix Market text; `path` is only used in messages.
+pub fn parse_mtx(bytes: &[u8], path: &Path) -> Result<(Coo, ScalarType)> {
+    let mut lines = text::lines(bytes, 1);
+    let (_, head) =
+        lines.next().ok_or_else(|| SparseError::file(path, 1, "empty file: expected a `%%MatrixMarket` header"))?;
+    let words: Vec<String> = text::tokens(head).map(|t| text::show(t).to_ascii_lowercase()).collect();
+    let usage =
+        "expected `%%MatrixMarket matrix coordinate|array real|integer|pattern general|symmetric|skew-symmetric`";
+    if words.len() != 5 || words[0] != "%%matrixmarket" || words[1] != "matrix" {
+        return Err(SparseError::file(path, 1, format!("bad header: {usage}")));
+    }
+    let coordinate = match words[2].as_str() {
+        "coordinate" => true,
+        "array" => false,
+        w => return Err(SparseError::file(path, 1, format!("unknown format `{w}`: {usage}"))),
+    };
+    let value = match words[3].as_str() {
+        "real" | "double" => ValueKind::Real,
+        "integer" => ValueKind::Integer,
+        "pattern" if coordinate => ValueKind::Pattern,
+        "pattern" => return Err(SparseError::file(path, 1, "the pattern field needs the coordinate format")),
+        "complex" => {
+            return Err(SparseError::file(
+                path,
+                1,
+                "complex matrices are not supported (only real, integer and pattern)",
+            ));
+        }
+        w => return Err(SparseError::file(path, 1, format!("unknown field `{w}`: {usage}"))),
+    };
+    let symmetry = match words[4].as_str() {
+        "general" => Symmetry::General,
+        "symmetric" => Symmetry::Symmetric,
+        "skew-symmetric" => Symmetry::SkewSymmetric,
+        "hermitian" => {
+            return Err(SparseError::file(path, 1, "hermitian matrices are complex, which is not supported"));
+        }
+        w => return Err(SparseError::file(path, 1, format!("unknown symmetry `{w}`: {usage}"))),
+    };
+    // The size line: the first line that is neither blank nor a comment.
+    let mut size = None;
+    let mut last_line = 1;
+    for (no, line) in lines.by_ref() {
+        last_line = no;
+        if text::skip(line, b'%') {
+            continue;
+        }
+        size = Some((no, line));
+        break;
+    }
+    let (size_no, size_line) =
+        size.ok_or_else(|| SparseError::file(path, last_line + 1, "the file ends before the size line"))?;
+    let want = if coordinate { 3 } else { 2 };
+    let nums: Vec<u64> = text::tokens(size_line)
+        .map(|t| {
+            text::parse_u64(t).ok_or_else(|| {
+                SparseError::file(path, size_no, format!("size `{}` is not a non-negative integer", text::show(t)))
+            })
+        })
+        .collect::<Result<_>>()?;
+    if nums.len() != want {
+        let what = if coordinate { "rows, columns and entries" } else { "rows and columns" };
+        return Err(SparseError::file(
+            path,
+            size_no,
+            format!("the size line must give {what} ({want} numbers), found {}", nums.len()),
+        ));
+    }
+    let (rows, cols) = (nums[0], nums[1]);
+    if symmetry != Symmetry::General && rows != cols {
+        return Err(SparseError::file(
+            path,
+            size_no,
+            format!("a {} matrix must be square, this one is {rows}x{cols}", words[4]),
+        ));
+    }
+    // Byte offset of the body: just after the size line.
+    let body_start = (size_line.as_ptr() as usize - bytes.as_ptr() as usize) + size_line.len();
+    let body = bytes.get(body_start..).unwrap_or_default();
+    let body = body.strip_prefix(b"\r").unwrap_or(body);
+    let body = body.strip_prefix(b"\n").unwrap_or(body);
+    let first = size_no + 1;
+    let elem = if value == ValueKind::Integer { ScalarType::I64 } else { ScalarType::F64 };
+    let dims = [rows, cols];
+    let mut coo = Coo::new(dims.to_vec());
+    if coordinate {
+        let fmt = EntryFormat { rank: 2, dims: Some(&dims), value, names: &["row", "column"], comment: b'%' };
+        let e = text::parse_entries(body, first, &fmt, path)?;
+        let nnz = nums[2] as usize;
+        check_count(e.values.len(), nnz, body, first, path)?;
+        coo.coords = e.coords;
+        coo.values = e.values;
+    } else {
+        let fmt = EntryFormat { rank: 0, dims: None, value, names: &[], comment: b'%' };
+        let e = text::parse_entries(body, first, &fmt, path)?;
+        let expected = match symmetry {
+            Symmetry::General => rows.saturating_mul(cols),
+            Symmetry::Symmetric => rows * (rows + 1) / 2,
+            Symmetry::SkewSymmetric => rows * rows.saturating_sub(1) / 2,
+        } as usize;
+        check_count(e.values.len(), expected, body, first, path)?;
+        // Column-major; symmetric arrays list each column from the diagonal down.
+        let mut k = 0;
+        for j in 0..cols {
+            let from = match symmetry {
+                Symmetry::General => 0,
+                Symmetry::Symmetric => j,
+                Symmetry::SkewSymmetric => j + 1,
+            };
+            for i in from..rows {
+                let v = e.values[k];
+                k += 1;
+                if v != 0.0 {
+                    coo.push(&[i, j], v);
+                }
+            }
+        }
+    }
+    if symmetry != Symmetry::General {
+        let sign = if symmetry == Symmetry::SkewSymmetric { -1.0 } else { 1.0 };
+        let n = coo.len();
+        for k in 0..n {
+            let (i, j) = (coo.coords[2 * k], coo.coords[2 * k + 1]);
+            if i == j && symmetry == Symmetry::SkewSymmetric {
+                let line = if coordinate { text::entry_line(body, first, k, b'%') } else { first };
+                return Err(SparseError::file(path, line, "a skew-symmetric matrix cannot store a diagonal entry"));
+            }
+            if i != j {
+                let v = coo.values[k] * sign;
+                coo.push(&[j, i], v);
+            }
+        }
+    }
+    Ok((coo, elem))
+}
+
+fn check_count(found: usize, want: usize, body: &[u8], first: usize, path: &Path) -> Result<()> {
+    if found > want {
+        let line = text::entry_line(body, first, want, b'%');
+        return Err(SparseError::file(path, line, format!("more entries than the {want} the size line declares")));
+    }
+    if found < want {
+        let line = first + body.split(|&b| b == b'\n').count().saturating_sub(usize::from(body.ends_with(b"\n")));
+        return Err(SparseError::file(
+            path,
+            line,
+            format!("the file ends after {found} of the {want} entries the size line declares (truncated?)"),
+        ));
+    }
+    Ok(())
+}
+
+/// Writes a matrix as `coordinate general`, entries in row-major order
+/// (duplicates summed); `integer` when `elem` is an integer type.
+pub fn write_mtx(coo: &Coo, elem: ScalarType, path: &Path) -> Result<()> {
+    if coo.rank() != 2 {
+        return Err(SparseError::Shape(format!(
+            "Matrix Market holds matrices; this tensor has {} dimensions (write .tns)",
+            coo.rank()
+        )));
+    }
+    let mut c = coo.clone();
+    c.sort_and_sum();
+    let io = |source| SparseError::Io { path: path.to_path_buf(), source };
+    let f = std::fs::File::create(path).map_err(io)?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+    let field = if elem.is_float() { "real" } else { "integer" };
+    writeln!(w, "%%MatrixMarket matrix coordinate {field} general").map_err(io)?;
+    writeln!(w, "{} {} {}", c.dims[0], c.dims[1], c.len()).map_err(io)?;
+    for k in 0..c.len() {
+        let e = c.entry(k);
+        super::tns::write_value(&mut w, e[0] + 1, Some(e[1] + 1), c.values[k], elem).map_err(io)?;
+    }
+    w.flush().map_err(io)
+}

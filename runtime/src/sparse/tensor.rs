@@ -1,0 +1,132 @@
+//! The stored sparse tensor and iteration over its entries.
+
+use super::buffer::IndexBuf;
+use super::coo::Coo;
+use heddle_ir::ScalarType;
+use heddle_ir::encoding::{Encoding, LevelFormat, map};
+
+/// A tensor stored per its encoding, with MLIR's buffers:
+/// `positions[l]` for (loose_)compressed levels, `coordinates[l]` for levels
+/// that store coordinates (an array-of-structs COO region keeps all its
+/// coordinates interleaved in the buffer of its first level; the singletons'
+/// entries are `None`), and the values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SparseTensor {
+    /// The encoding.
+    pub encoding: Encoding,
+    /// The element type (decides how values are written).
+    pub elem: ScalarType,
+    /// Dimension sizes.
+    pub dim_sizes: Vec<u64>,
+    /// Level sizes (from the dimension sizes through the map).
+    pub lvl_sizes: Vec<u64>,
+    /// Positions buffer per level, `None` where the level has none.
+    pub positions: Vec<Option<IndexBuf>>,
+    /// Coordinates buffer per level, `None` where the level has none.
+    pub coordinates: Vec<Option<IndexBuf>>,
+    /// The values.
+    pub values: Vec<f64>,
+}
+
+impl SparseTensor {
+    /// Number of stored entries (explicit zeros included).
+    pub fn nse(&self) -> usize {
+        self.values.len()
+    }
+
+    /// The coordinate that level `l` stores at position `p`, whichever
+    /// buffer (own or AoS) holds it.
+    #[inline]
+    pub fn crd(&self, l: usize, p: usize) -> u64 {
+        if let Some(b) = &self.coordinates[l] {
+            let stride = self.encoding.aos_run(l).map_or(1, |r| r.len());
+            return b.get(p * stride);
+        }
+        // A singleton inside an AoS run: find the run's head.
+        for h in (0..l).rev() {
+            if let (Some(r), Some(b)) = (self.encoding.aos_run(h), &self.coordinates[h])
+                && r.contains(&l)
+            {
+                return b.get(p * r.len() + (l - h));
+            }
+        }
+        0
+    }
+
+    /// Does the storage hold padding zeros (dense levels below a sparse one,
+    /// a dense innermost level, n:m padding)? Such zeros are dropped when the
+    /// tensor is read back as coordinates; explicit zeros of purely
+    /// compressed storage are kept.
+    pub fn has_padding(&self) -> bool {
+        let lv = &self.encoding.levels;
+        let first_sparse = lv.iter().position(|l| !l.format.is_dense_like());
+        lv.last().is_some_and(|l| l.format.is_dense_like())
+            || lv.iter().any(|l| matches!(l.format, LevelFormat::NOutOfM { .. }))
+            || first_sparse.is_some_and(|f| lv[f..].iter().any(|l| l.format.is_dense_like()))
+    }
+
+    /// Calls `f(level coordinates, value)` for every stored entry, in storage order.
+    pub fn for_each_stored(&self, f: &mut dyn FnMut(&[u64], f64)) {
+        let mut lvl = vec![0u64; self.encoding.lvl_rank()];
+        self.walk(0, 0, &mut lvl, f);
+    }
+
+    fn walk(&self, l: usize, q: usize, lvl: &mut Vec<u64>, f: &mut dyn FnMut(&[u64], f64)) {
+        if l == self.encoding.lvl_rank() {
+            f(lvl, self.values[q]);
+            return;
+        }
+        let pos = |i: usize| self.positions[l].as_ref().map_or(0, |b| b.get(i) as usize);
+        match self.encoding.levels[l].format {
+            LevelFormat::Dense | LevelFormat::Batch => {
+                let n = self.lvl_sizes[l] as usize;
+                for c in 0..n {
+                    lvl[l] = c as u64;
+                    self.walk(l + 1, q * n + c, lvl, f);
+                }
+            }
+            LevelFormat::Compressed => {
+                for p in pos(q)..pos(q + 1) {
+                    lvl[l] = self.crd(l, p);
+                    self.walk(l + 1, p, lvl, f);
+                }
+            }
+            LevelFormat::LooseCompressed => {
+                for p in pos(2 * q)..pos(2 * q + 1) {
+                    lvl[l] = self.crd(l, p);
+                    self.walk(l + 1, p, lvl, f);
+                }
+            }
+            LevelFormat::Singleton => {
+                lvl[l] = self.crd(l, q);
+                self.walk(l + 1, q, lvl, f);
+            }
+            LevelFormat::NOutOfM { n, .. } => {
+                let n = n as usize;
+                for p in q * n..(q + 1) * n {
+                    lvl[l] = self.crd(l, p);
+                    self.walk(l + 1, p, lvl, f);
+                }
+            }
+        }
+    }
+
+    /// The entries as dimension coordinates, in storage order; padding zeros
+    /// (see [`SparseTensor::has_padding`]) are left out.
+    pub fn to_coo(&self) -> Coo {
+        let mut coo = Coo::new(self.dim_sizes.clone());
+        coo.coords.reserve(self.nse() * self.dim_sizes.len());
+        coo.values.reserve(self.nse());
+        let skip_zeros = self.has_padding();
+        let mut dim = vec![0u64; self.dim_sizes.len()];
+        let enc = &self.encoding;
+        self.for_each_stored(&mut |lvl, v| {
+            if skip_zeros && v == 0.0 {
+                return;
+            }
+            map::lvl_to_dim(enc, lvl, &mut dim);
+            coo.push(&dim, v);
+        });
+        coo
+    }
+}

@@ -1,0 +1,216 @@
+//! Shared machinery of the text formats: splitting a file into lines with
+//! their numbers, and parsing the entry lines (`i j ... value`) in parallel.
+//!
+//! The body is cut into chunks at line boundaries; rayon parses the chunks
+//! independently (each knows its first line number, from a parallel count of
+//! newlines), and the results are concatenated in order. Small inputs take a
+//! single chunk, so the thread pool costs nothing there.
+
+use super::error::{Result, SparseError};
+use rayon::prelude::*;
+use std::path::Path;
+
+/// How values are written on entry lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ValueKind {
+    /// A floating-point number.
+    Real,
+    /// An integer.
+    Integer,
+    /// No value: every entry is 1.
+    Pattern,
+}
+
+/// What an entry line holds.
+pub(crate) struct EntryFormat<'a> {
+    /// Coordinates per line.
+    pub rank: usize,
+    /// Sizes to check 1-based coordinates against (`None`: unchecked, ≥ 1 only).
+    pub dims: Option<&'a [u64]>,
+    /// The value's kind.
+    pub value: ValueKind,
+    /// Names of the coordinates, for messages ("row", "column", "index 3").
+    pub names: &'a [&'a str],
+    /// Lines starting with this byte are comments.
+    pub comment: u8,
+}
+
+/// Parsed entries: 0-based coordinates (`rank` per entry) and values.
+pub(crate) struct Entries {
+    pub coords: Vec<u64>,
+    pub values: Vec<f64>,
+}
+
+/// Iterates `(line number, line)` from `first_line`, without the newline (and `\r`).
+pub(crate) fn lines(body: &[u8], first_line: usize) -> impl Iterator<Item = (usize, &[u8])> {
+    body.split(|&b| b == b'\n').enumerate().map(move |(k, l)| (first_line + k, l.strip_suffix(b"\r").unwrap_or(l)))
+}
+
+/// Is the line blank or a comment?
+pub(crate) fn skip(line: &[u8], comment: u8) -> bool {
+    match line.iter().position(|b| !b.is_ascii_whitespace()) {
+        None => true,
+        Some(p) => line[p] == comment,
+    }
+}
+
+/// The whitespace-separated tokens of a line.
+pub(crate) fn tokens(line: &[u8]) -> impl Iterator<Item = &[u8]> {
+    line.split(|b| b.is_ascii_whitespace()).filter(|t| !t.is_empty())
+}
+
+/// A token as text for messages.
+pub(crate) fn show(tok: &[u8]) -> String {
+    String::from_utf8_lossy(tok).into_owned()
+}
+
+/// An unsigned decimal integer.
+#[inline]
+pub(crate) fn parse_u64(tok: &[u8]) -> Option<u64> {
+    if tok.is_empty() || tok.len() > 19 {
+        return std::str::from_utf8(tok).ok()?.parse().ok();
+    }
+    let mut v: u64 = 0;
+    for &b in tok {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v * 10 + u64::from(d);
+    }
+    Some(v)
+}
+
+/// A number (Rust's float parser is exact and uses Eisel–Lemire's fast path).
+#[inline]
+pub(crate) fn parse_f64(tok: &[u8]) -> Option<f64> {
+    std::str::from_utf8(tok).ok()?.parse().ok()
+}
+
+/// A signed integer value.
+#[inline]
+pub(crate) fn parse_int_value(tok: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(tok).ok()?;
+    s.parse::<i64>().ok().map(|v| v as f64)
+}
+
+fn parse_chunk(body: &[u8], first_line: usize, f: &EntryFormat, path: &Path) -> Result<Entries> {
+    let mut coords = Vec::with_capacity(body.len() / 12 * f.rank);
+    let mut values = Vec::with_capacity(body.len() / 12);
+    let want = f.rank + usize::from(f.value != ValueKind::Pattern);
+    for (no, line) in lines(body, first_line) {
+        if skip(line, f.comment) {
+            continue;
+        }
+        let mut toks = tokens(line);
+        for d in 0..f.rank {
+            let name = f.names.get(d).copied().unwrap_or("index");
+            let tok = toks.next().ok_or_else(|| {
+                SparseError::file(path, no, format!("expected {want} numbers on an entry line, found {d}"))
+            })?;
+            let v = parse_u64(tok).ok_or_else(|| {
+                SparseError::file(path, no, format!("{name} index `{}` is not a non-negative integer", show(tok)))
+            })?;
+            if v == 0 {
+                return Err(SparseError::file(path, no, format!("{name} index 0 is invalid: indices start at 1")));
+            }
+            if let Some(dims) = f.dims
+                && v > dims[d]
+            {
+                return Err(SparseError::file(path, no, format!("{name} index {v} is beyond the size {}", dims[d])));
+            }
+            coords.push(v - 1);
+        }
+        let value = match f.value {
+            ValueKind::Pattern => 1.0,
+            kind => {
+                let tok = toks.next().ok_or_else(|| {
+                    SparseError::file(path, no, format!("expected {want} numbers on an entry line, found {}", f.rank))
+                })?;
+                let v = if kind == ValueKind::Integer { parse_int_value(tok) } else { parse_f64(tok) };
+                v.ok_or_else(|| {
+                    let what = if kind == ValueKind::Integer { "an integer" } else { "a number" };
+                    SparseError::file(path, no, format!("value `{}` is not {what}", show(tok)))
+                })?
+            }
+        };
+        values.push(value);
+        if let Some(extra) = toks.next() {
+            return Err(SparseError::file(
+                path,
+                no,
+                format!("unexpected `{}` after {want} numbers (complex values are not supported)", show(extra)),
+            ));
+        }
+    }
+    Ok(Entries { coords, values })
+}
+
+/// Parses every entry line of `body` (which starts at line `first_line`),
+/// in parallel for large inputs.
+pub(crate) fn parse_entries(body: &[u8], first_line: usize, f: &EntryFormat, path: &Path) -> Result<Entries> {
+    const CHUNK: usize = 1 << 20;
+    if body.len() <= 2 * CHUNK {
+        return parse_chunk(body, first_line, f, path);
+    }
+    // Cut after a newline near every CHUNK bytes.
+    let mut cuts = vec![0usize];
+    let mut at = CHUNK;
+    while at < body.len() {
+        match body[at..].iter().position(|&b| b == b'\n') {
+            Some(p) => {
+                cuts.push(at + p + 1);
+                at += p + 1 + CHUNK;
+            }
+            None => break,
+        }
+    }
+    cuts.push(body.len());
+    let pieces: Vec<&[u8]> = cuts.windows(2).map(|w| &body[w[0]..w[1]]).collect();
+    let newlines: Vec<usize> = pieces.par_iter().map(|p| p.iter().filter(|&&b| b == b'\n').count()).collect();
+    let mut starts = Vec::with_capacity(pieces.len());
+    let mut line = first_line;
+    for n in &newlines {
+        starts.push(line);
+        line += n;
+    }
+    let parsed: Vec<Result<Entries>> =
+        pieces.par_iter().zip(starts.par_iter()).map(|(p, &s)| parse_chunk(p, s, f, path)).collect();
+    let mut total = 0;
+    for r in &parsed {
+        match r {
+            Ok(e) => total += e.values.len(),
+            Err(_) => break,
+        }
+    }
+    let mut out = Entries { coords: Vec::with_capacity(total * f.rank), values: Vec::with_capacity(total) };
+    for r in parsed {
+        let e = r?;
+        out.coords.extend_from_slice(&e.coords);
+        out.values.extend_from_slice(&e.values);
+    }
+    Ok(out)
+}
+
+/// The line number of the `k`-th (0-based) entry line, and the line after the
+/// last one (for "the file ends early" messages).
+pub(crate) fn entry_line(body: &[u8], first_line: usize, k: usize, comment: u8) -> usize {
+    let mut seen = 0;
+    let mut last = first_line;
+    for (no, line) in lines(body, first_line) {
+        last = no;
+        if skip(line, comment) {
+            continue;
+        }
+        if seen == k {
+            return no;
+        }
+        seen += 1;
+    }
+    last
+}
+
+/// Reads a whole file.
+pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|source| SparseError::Io { path: path.to_path_buf(), source })
+}
