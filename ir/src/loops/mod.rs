@@ -410,3 +410,31 @@ impl TypeEnv {
         self.buffers.truncate(mark.1);
     }
 }
+
+/// The memory layout of a buffer record: C struct rules (each field aligned
+/// to its size, the record padded to its largest field), which is also what
+/// OpenCL C and `.npy` structured dtypes with `align=True` use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordLayout {
+    /// Byte offset of each field.
+    pub offsets: Vec<usize>,
+    /// Bytes from one record to the next.
+    pub size: usize,
+    /// Alignment of the record.
+    pub align: usize,
+}
+
+/// The layout of a record with these fields.
+pub fn record_layout(fields: &[ScalarType]) -> RecordLayout {
+    let mut offsets = Vec::with_capacity(fields.len());
+    let mut at = 0;
+    let mut align = 1;
+    for f in fields {
+        let s = f.size_bytes();
+        at = at.div_ceil(s) * s;
+        offsets.push(at);
+        at += s;
+        align = align.max(s);
+    }
+    RecordLayout { offsets, size: at.div_ceil(align) * align, align }
+}
