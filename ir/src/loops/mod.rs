@@ -427,8 +427,8 @@ pub struct RecordLayout {
 /// The layout of a record with these fields.
 pub fn record_layout(fields: &[ScalarType]) -> RecordLayout {
     let mut offsets = Vec::with_capacity(fields.len());
-    let mut at = 0;
-    let mut align = 1;
+    let mut at: usize = 0;
+    let mut align: usize = 1;
     for f in fields {
         let s = f.size_bytes();
         at = at.div_ceil(s) * s;
