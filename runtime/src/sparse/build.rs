@@ -240,7 +240,8 @@ pub(crate) fn assemble_levels(
         }
         segs = next;
     }
-    let values: Vec<f64> = segs.iter().map(|&(s, e)| vals[s..e].iter().sum()).collect();
+    // fold from +0.0: `Sum` for floats starts at -0.0, which would print as `-0.0`.
+    let values: Vec<f64> = segs.iter().map(|&(s, e)| vals[s..e].iter().fold(0.0, |a, b| a + b)).collect();
     finish(enc, elem, dim_sizes, lvl_sizes, pos_bufs, crd_bufs, values)
 }
 
