@@ -87,3 +87,19 @@ fn facts_from_types() {
     let refined = parse_type("[i -> [float]_{toNat(offset@(i+1)) - (i == 0 ? 0 : toNat(offset@i))}]_n").unwrap();
     assert_eq!(Facts::from_type(&refined).non_decreasing[0].lo, nat("1"));
 }
+
+/// Prints the statistics of each formula (run with `--nocapture`); checks
+/// that every run finishes well within the default limits.
+#[test]
+fn timings() {
+    for (name, ty, refined_fact) in [
+        ("CSR", "[i -> [float]_{toNat(offset@(i+1) - offset@i)}]_n", false),
+        ("CSR refined", "[i -> [float]_{toNat(offset@(i+1)) - (i == 0 ? 0 : toNat(offset@i))}]_n", false),
+        ("CSR refined, offset@0 = 0", "[i -> [float]_{toNat(offset@(i+1)) - (i == 0 ? 0 : toNat(offset@i))}]_n", true),
+        ("LIL", "[i -> [float]_{toNat(row_length@i)}]_n", false),
+    ] {
+        let (_, s) = report(ty, |t| if refined_fact { Facts::from_type(t).with_value("offset", 0, 0) } else { Facts::from_type(t) });
+        println!("{name}: {:?}, {} iterations, {} nodes, {} classes, {:?}", s.stats.time, s.stats.iterations, s.stats.egraph_nodes, s.stats.egraph_classes, s.stats.stop_reason);
+        assert_eq!(s.stats.stop_reason, StopReason::Saturated);
+    }
+}
