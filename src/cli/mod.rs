@@ -2,8 +2,10 @@
 //! success, 1 when the input was wrong, 2 on usage errors (clap's own).
 
 mod check;
+mod convert;
 mod fmt;
 mod run;
+mod type_cmd;
 
 use clap::{Parser, Subcommand};
 use heddle::source::SourceFile;
@@ -25,6 +27,10 @@ enum Command {
     Fmt(fmt::Args),
     /// Execute the kernel of a file.
     Run(run::Args),
+    /// Print a sparse encoding's storage buffers and view as heddle types.
+    Type(type_cmd::Args),
+    /// Read a tensor, store it in an encoding, write it.
+    Convert(convert::Args),
 }
 
 /// Why a command failed.
@@ -49,6 +55,8 @@ pub fn main() -> i32 {
         Command::Check(a) => (a.json, check::run(&a)),
         Command::Fmt(a) => (a.json, fmt::run(&a)),
         Command::Run(a) => (a.json, run::run(&a)),
+        Command::Type(a) => (a.json, type_cmd::run(&a)),
+        Command::Convert(a) => (a.json, convert::run(&a)),
     };
     match result {
         Ok(out) => {

@@ -1,0 +1,62 @@
+//! `heddle convert IN --to ENCODING -o OUT [--defs FILE]`: read a tensor
+//! (`.mtx`, `.tns`, `.json`), store it in ENCODING, write it (`.mtx`, `.tns`,
+//! or `.json` = its storage, LANGUAGE.md §7).
+
+use super::type_cmd::resolve_encoding;
+use super::{Failure, Output};
+use heddle_ir::encoding::print_encoding;
+use heddle_runtime::sparse::{build, file};
+use std::path::Path;
+use std::time::Instant;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The input tensor: .mtx, .tns, or .json (nested lists, or a stored tensor's storage).
+    input: String,
+    /// The target encoding: `#sparse_tensor.encoding<{...}>`, or `#NAME` from --defs.
+    #[arg(long)]
+    to: String,
+    /// Where to write: .json (the storage), .mtx or .tns.
+    #[arg(long, short)]
+    output: String,
+    /// A file with `#NAME = #sparse_tensor.encoding<{...}>` lines.
+    #[arg(long)]
+    defs: Option<String>,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(a: &Args) -> Result<Output, Failure> {
+    let enc = resolve_encoding(&a.to, a.defs.as_deref())?;
+    let t0 = Instant::now();
+    let (coo, elem) = file::read_coo(Path::new(&a.input)).map_err(|e| Failure::Input(e.to_string()))?;
+    let t1 = Instant::now();
+    let t = build::pack(&coo, &enc, elem).map_err(|e| Failure::Input(format!("{}: {e}", a.input)))?;
+    let t2 = Instant::now();
+    file::write(&t, Path::new(&a.output)).map_err(|e| Failure::Input(e.to_string()))?;
+    let dims: Vec<String> = t.dim_sizes.iter().map(u64::to_string).collect();
+    let text = format!(
+        "{} ({} entries read) -> {} ({}, {} stored values)\n",
+        a.input,
+        coo.len(),
+        a.output,
+        dims.join("x"),
+        t.nse()
+    );
+    Ok(Output {
+        text,
+        json: serde_json::json!({
+            "ok": true,
+            "input": a.input,
+            "output": a.output,
+            "encoding": print_encoding(&enc),
+            "dim_sizes": t.dim_sizes,
+            "lvl_sizes": t.lvl_sizes,
+            "entries_read": coo.len(),
+            "nse": t.nse(),
+            "read_seconds": (t1 - t0).as_secs_f64(),
+            "convert_seconds": (t2 - t1).as_secs_f64(),
+        }),
+    })
+}
