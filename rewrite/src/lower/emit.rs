@@ -1,0 +1,448 @@
+//! Lowering expressions, primitives, and writing results to buffers.
+
+use super::view::ViewKind;
+use super::{unsupported, Env, Lowerer, Val, View};
+use heddle_ir::expr::{BinOp as SrcOp, UnOp};
+use heddle_ir::loops::{BinOp, Block, Expr as L, Schedule, Space, Stmt};
+use heddle_ir::{Diagnostic, Name, Nat, ScalarType, Span, Type};
+use heddle_typeck::{TExpr, TKind, TLit};
+
+/// The record fields of an array's leaf elements (a scalar, or a tuple of scalars).
+pub fn leaf_fields(ty: &Type, span: Span) -> Result<Vec<ScalarType>, Diagnostic> {
+    match ty {
+        Type::Array { elem, .. } => leaf_fields(elem, span),
+        Type::Scalar(s) => Ok(vec![*s]),
+        Type::Tuple(ts) => ts
+            .iter()
+            .map(|t| t.as_scalar().ok_or_else(|| unsupported(span, &format!("buffers of {ty}"))))
+            .collect(),
+        other => Err(unsupported(span, &format!("buffers of {other}"))),
+    }
+}
+
+/// The output buffer's record fields and record count for a result type.
+pub fn output_shape(ty: &Type, facts: &crate::Facts, span: Span) -> Result<(Vec<ScalarType>, Nat), Diagnostic> {
+    let fields = leaf_fields(ty, span)?;
+    let count = match ty {
+        Type::Array { .. } => crate::flat_size(ty).map_err(|e| unsupported(span, &format!("the layout of the result: {e}")))?,
+        _ => Nat::Lit(1),
+    };
+    let count = crate::simplify(&count, facts, &crate::Limits::from_env()).nat;
+    Ok((fields, count))
+}
+
+fn bin_op(op: SrcOp) -> BinOp {
+    match op {
+        SrcOp::Add => BinOp::Add,
+        SrcOp::Sub => BinOp::Sub,
+        SrcOp::Mul => BinOp::Mul,
+        SrcOp::Div => BinOp::Div,
+        SrcOp::Rem => BinOp::Rem,
+        SrcOp::Eq => BinOp::Eq,
+        SrcOp::Ne => BinOp::Ne,
+        SrcOp::Lt => BinOp::Lt,
+        SrcOp::Le => BinOp::Le,
+        SrcOp::Gt => BinOp::Gt,
+        SrcOp::Ge => BinOp::Ge,
+        SrcOp::And => BinOp::And,
+        SrcOp::Or => BinOp::Or,
+        SrcOp::Max => BinOp::Max,
+        SrcOp::Min => BinOp::Min,
+    }
+}
+
+impl Lowerer<'_> {
+    /// Lowers a typed expression to a value, emitting the work it needs into `body`.
+    pub(super) fn expr(&mut self, t: &TExpr, env: &Env, body: &mut Block) -> Result<Val, Diagnostic> {
+        let ty = env.subst_type(&t.ty);
+        match &t.kind {
+            TKind::Var(x) => env.value(x).cloned().ok_or_else(|| unsupported(t.span, &format!("the variable `{x}` here"))),
+            TKind::NatValue(n) => {
+                let s = ty.as_scalar().unwrap_or(ScalarType::I64);
+                let e = self.index_expr(n, env, body)?;
+                Ok(Val::Scalar(cast(e, ScalarType::I64, s), s))
+            }
+            TKind::Lit(l) => {
+                let s = ty.as_scalar().unwrap_or(ScalarType::I32);
+                Ok(Val::Scalar(
+                    match l {
+                        TLit::Int(v) if s.is_float() => L::Float(*v as f64, s),
+                        TLit::Int(v) => L::Int(*v, s),
+                        TLit::Float(v) => L::Float(*v, s),
+                        TLit::Bool(b) => L::Bool(*b),
+                    },
+                    s,
+                ))
+            }
+            TKind::Lambda { .. } => Err(unsupported(t.span, "a function used as data")),
+            TKind::Let { name, value, body: inner } => {
+                let v = self.expr(value, env, body)?;
+                let v = self.share(v, name.as_str(), body);
+                self.expr(inner, &env.with(name.clone(), v), body)
+            }
+            TKind::Index { array, index } => {
+                let Val::Array(a) = self.expr(array, env, body)? else {
+                    return Err(unsupported(t.span, "indexing a non-array"));
+                };
+                let Val::Scalar(i, s) = self.expr(index, env, body)? else {
+                    return Err(unsupported(index.span, "a non-scalar index"));
+                };
+                let k = self.bind_index(super::nats::widen(i, s), "idx", body);
+                let what = match &array.kind {
+                    TKind::Var(x) => format!("`{x}`"),
+                    _ => "an array".to_string(),
+                };
+                self.bounds_check(&k, &a.len(), &what, t.span, body)?;
+                self.elem(&a, &k, body)
+            }
+            TKind::Proj { tuple, index } => match self.expr(tuple, env, body)? {
+                Val::Tuple(mut items) if *index < items.len() => Ok(items.swap_remove(*index)),
+                _ => Err(unsupported(t.span, "a projection of a non-tuple")),
+            },
+            TKind::Tuple(items) => Ok(Val::Tuple(items.iter().map(|x| self.expr(x, env, body)).collect::<Result<_, _>>()?)),
+            TKind::Binary { op, lhs, rhs } => {
+                let (Val::Scalar(a, s), Val::Scalar(b, _)) = (self.expr(lhs, env, body)?, self.expr(rhs, env, body)?) else {
+                    return Err(unsupported(t.span, &format!("`{}` on non-scalars", op.symbol())));
+                };
+                let out = if op.is_comparison() || op.is_logical() { ScalarType::Bool } else { s };
+                Ok(Val::Scalar(L::bin(bin_op(*op), a, b), out))
+            }
+            TKind::Unary { op, operand } => {
+                let Val::Scalar(a, s) = self.expr(operand, env, body)? else {
+                    return Err(unsupported(t.span, "a unary operator on a non-scalar"));
+                };
+                Ok(Val::Scalar(
+                    match op {
+                        UnOp::Neg => L::Neg(Box::new(a)),
+                        UnOp::Not => L::Not(Box::new(a)),
+                    },
+                    s,
+                ))
+            }
+            TKind::Select { cond, then, els } => {
+                let c = self.expr(cond, env, body)?;
+                let a = self.expr(then, env, body)?;
+                let b = self.expr(els, env, body)?;
+                match (c, a, b) {
+                    (Val::Scalar(c, _), Val::Scalar(a, s), Val::Scalar(b, _)) => {
+                        Ok(Val::Scalar(L::Select(Box::new(c), Box::new(a), Box::new(b)), s))
+                    }
+                    _ => Err(unsupported(t.span, "`select` of non-scalars")),
+                }
+            }
+            TKind::Prim { name, nats, args, binder } => self.prim(name, nats, args, binder.as_ref(), &ty, env, t.span, body),
+        }
+    }
+
+    /// Binds a computed scalar to a `let` so it is computed once.
+    fn share(&mut self, v: Val, base: &str, body: &mut Block) -> Val {
+        match v {
+            Val::Scalar(e @ (L::Var(_) | L::Int(..) | L::Float(..) | L::Bool(_)), s) => Val::Scalar(e, s),
+            Val::Scalar(e, s) => {
+                let var = self.fresh(base);
+                body.push(Stmt::Let { var: var.clone(), ty: s, value: e });
+                Val::Scalar(L::Var(var), s)
+            }
+            Val::Tuple(items) => Val::Tuple(items.into_iter().map(|x| self.share(x, base, body)).collect()),
+            array => array,
+        }
+    }
+
+    /// Applies a lambda to values.
+    pub(super) fn apply(&mut self, f: &TExpr, args: Vec<Val>, env: &Env, body: &mut Block) -> Result<Val, Diagnostic> {
+        let TKind::Lambda { params, body: fbody } = &f.kind else {
+            return Err(unsupported(f.span, "applying a non-function"));
+        };
+        let mut inner = env.clone();
+        for ((name, _), v) in params.iter().zip(args) {
+            let v = self.share(v, name.as_str(), body);
+            inner = inner.with(name.clone(), v);
+        }
+        self.expr(fbody, &inner, body)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn prim(&mut self, name: &'static str, nats: &[Nat], args: &[TExpr], binder: Option<&Name>, ty: &Type, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
+        let view = |kind: ViewKind| Ok(Val::Array(View { ty: ty.clone(), kind }));
+        let nat = |k: usize| env.subst_nat(&nats[k]);
+        match name {
+            "map" | "mapSeq" | "mapPar" | "mapGlobal" | "mapWorkgroup" | "mapLocal" => {
+                let src = self.array(&args[1], env, body)?;
+                let dim = nats.first().and_then(|d| d.const_value()).unwrap_or(0) as u32;
+                view(ViewKind::Map { f: Box::new(args[0].clone()), env: env.clone(), src: Box::new(src), binder: binder.cloned(), prim: name, dim })
+            }
+            "reduce" | "reduceSeq" => self.reduce(&args[0], &args[1], &args[2], env, span, body),
+            "zip" => {
+                let parts = args.iter().map(|a| self.array(a, env, body)).collect::<Result<_, _>>()?;
+                view(ViewKind::Zip(parts))
+            }
+            "unzip" => {
+                let src = self.array(&args[0], env, body)?;
+                let Type::Tuple(ts) = ty else { return Err(unsupported(span, "unzip")) };
+                let parts = (0..ts.len())
+                    .map(|k| Val::Array(View { ty: ts[k].clone(), kind: ViewKind::Proj(Box::new(src.clone()), k) }))
+                    .collect();
+                Ok(Val::Tuple(parts))
+            }
+            "split" => {
+                let src = self.array(&args[0], env, body)?;
+                view(ViewKind::Split { src: Box::new(src), k: nat(0) })
+            }
+            "slide" => {
+                let src = self.array(&args[0], env, body)?;
+                view(ViewKind::Slide { src: Box::new(src), step: nat(1) })
+            }
+            "join" => {
+                let src = self.array(&args[0], env, body)?;
+                if let ViewKind::Buffer { buf, offset } = &src.kind {
+                    // Nested arrays are stored contiguously: joining is reading the same records flat.
+                    return view(ViewKind::Buffer { buf: buf.clone(), offset: offset.clone() });
+                }
+                match &src.ty {
+                    Type::Array { binder: None, elem, .. } => match &**elem {
+                        Type::Array { binder: None, len: k, .. } => {
+                            let k = k.clone();
+                            view(ViewKind::Join { src: Box::new(src), k })
+                        }
+                        _ => Err(unsupported(span, "`join` of inner arrays of different lengths computed in the kernel")),
+                    },
+                    _ => Err(unsupported(span, "`join` of inner arrays of different lengths computed in the kernel")),
+                }
+            }
+            "transpose" => {
+                let src = self.array(&args[0], env, body)?;
+                view(ViewKind::Transpose(Box::new(src)))
+            }
+            "generate" => view(ViewKind::Generate { f: Box::new(args[0].clone()), env: env.clone() }),
+            "pad" => {
+                let value = self.expr(&args[0], env, body)?;
+                let src = self.array(&args[1], env, body)?;
+                view(ViewKind::Pad { src: Box::new(src), l: nat(0), value: Box::new(value) })
+            }
+            "gather" => {
+                let idx = self.array(&args[0], env, body)?;
+                let src = self.array(&args[1], env, body)?;
+                view(ViewKind::Gather { idx: Box::new(idx), src: Box::new(src), span })
+            }
+            "toLocal" | "toPrivate" | "toGlobal" => {
+                let x = self.expr(&args[1], env, body)?;
+                let y = self.apply(&args[0], vec![x], env, body)?;
+                let space = match name {
+                    "toLocal" => Space::Local,
+                    "toPrivate" => Space::Private,
+                    _ => Space::Global,
+                };
+                self.materialize(y, ty, space, env, span, body)
+            }
+            other => Err(unsupported(span, &format!("the pattern `{other}`"))),
+        }
+    }
+
+    fn array(&mut self, t: &TExpr, env: &Env, body: &mut Block) -> Result<View, Diagnostic> {
+        match self.expr(t, env, body)? {
+            Val::Array(v) => Ok(v),
+            _ => Err(unsupported(t.span, "a pattern applied to a non-array")),
+        }
+    }
+
+    /// Computes an array into a temporary buffer in `space`.
+    fn materialize(&mut self, v: Val, ty: &Type, space: Space, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
+        let Val::Array(_) = &v else { return Ok(self.share(v, "tmp", body)) };
+        let fields = leaf_fields(ty, span)?;
+        let count = crate::flat_size(ty).map_err(|e| unsupported(span, &format!("the layout of a temporary: {e}")))?;
+        let len = self.index_expr(&count, env, body)?;
+        let buf = self.fresh("tmp");
+        body.push(Stmt::Alloc { buf: buf.clone(), fields, len, space });
+        self.write(&v, ty, &buf, Nat::Lit(0), env, body, false)?;
+        if space == Space::Local {
+            body.push(Stmt::Barrier);
+        }
+        Ok(Val::Array(View::buffer(buf, Nat::Lit(0), ty.clone())))
+    }
+
+    fn reduce(&mut self, op: &TExpr, init: &TExpr, xs: &TExpr, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
+        let init = self.expr(init, env, body)?;
+        let xs = self.array(xs, env, body)?;
+        let (accs, acc_val) = self.accumulators(&init, span, body)?;
+        let k = self.fresh("k");
+        let hi = self.index_expr(&xs.len(), env, body)?;
+        let mut inner = Block::new();
+        let x = self.elem(&xs, &Nat::Var(k.clone()), &mut inner)?;
+        let next = self.apply(op, vec![acc_val, x], env, &mut inner)?;
+        let mut scalars = Vec::new();
+        flatten_scalars(&next, &mut scalars);
+        if scalars.len() != accs.len() {
+            return Err(unsupported(span, "a reduction whose result is not scalars"));
+        }
+        for ((acc, _), e) in accs.iter().zip(scalars) {
+            inner.push(Stmt::Assign { var: acc.clone(), value: e });
+        }
+        body.push(Stmt::For { var: k, lo: L::index(0), hi, schedule: Schedule::Seq, body: inner });
+        // Read the accumulators once, after the loop.
+        let mut results = accs.iter().map(|(a, s)| Val::Scalar(L::Var(a.clone()), *s));
+        Ok(rebuild(&init, &mut results))
+    }
+
+    /// Mutable locals for a reduction's accumulator (scalars or tuples of them).
+    fn accumulators(&mut self, init: &Val, span: Span, body: &mut Block) -> Result<(Vec<(Name, ScalarType)>, Val), Diagnostic> {
+        let mut scalars = Vec::new();
+        collect_typed(init, &mut scalars, span)?;
+        let mut accs = Vec::new();
+        for (e, s) in scalars {
+            let var = self.fresh("acc");
+            body.push(Stmt::Var { var: var.clone(), ty: s, init: e });
+            accs.push((var, s));
+        }
+        let mut vals = accs.iter().map(|(a, s)| Val::Scalar(L::Var(a.clone()), *s));
+        let acc_val = rebuild(init, &mut vals);
+        Ok((accs, acc_val))
+    }
+
+    /// Writes a value of type `ty` to `buf` starting at record `offset`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn write(&mut self, v: &Val, ty: &Type, buf: &Name, offset: Nat, env: &Env, body: &mut Block, top: bool) -> Result<(), Diagnostic> {
+        let span = self.kernel.body.span;
+        match v {
+            Val::Scalar(e, s) => {
+                let index = self.index_expr(&offset, env, body)?;
+                body.push(Stmt::Store { buf: buf.clone(), index, field: 0, value: cast(e.clone(), *s, ty.as_scalar().unwrap_or(*s)) });
+                Ok(())
+            }
+            Val::Tuple(items) => {
+                let index = self.index_expr(&offset, env, body)?;
+                let index = self.bind_index(index, "at", body);
+                let index = self.nat_to_expr(&index, env, body)?;
+                for (k, item) in items.iter().enumerate() {
+                    let Val::Scalar(e, _) = item else { return Err(unsupported(span, "writing nested tuples")) };
+                    body.push(Stmt::Store { buf: buf.clone(), index: index.clone(), field: k as u32, value: e.clone() });
+                }
+                Ok(())
+            }
+            Val::Array(view) => {
+                let schedule = self.schedule_of(view);
+                let name = match &view.ty {
+                    Type::Array { binder: Some(b), .. } if !self.used.contains(b) => {
+                        self.used.insert(b.clone());
+                        b.clone()
+                    }
+                    _ => self.fresh("i"),
+                };
+                let hi = self.index_expr(&view.len(), env, body)?;
+                let i = Nat::Var(name.clone());
+                let was_parallel = self.in_parallel;
+                if schedule == Schedule::Parallel {
+                    self.in_parallel = true;
+                }
+                let mut inner = Block::new();
+                let x = self.elem(view, &i, &mut inner)?;
+                let at = crate::flat_index(&view.ty, std::slice::from_ref(&i)).map_err(|e| unsupported(span, &format!("writing the result: {e}")))?;
+                let elem_ty = view.elem_ty(&i);
+                self.write(&x, &elem_ty, buf, Nat::add(offset, at), env, &mut inner, false)?;
+                self.in_parallel = was_parallel;
+                if top && schedule == Schedule::Parallel {
+                    let work_ty = source_elem_ty(view, &i);
+                    self.parallel_work = Some((name.clone(), self.work_estimate(&work_ty, env, &mut inner)?));
+                }
+                body.push(Stmt::For { var: name, lo: L::index(0), hi, schedule, body: inner });
+                Ok(())
+            }
+        }
+    }
+
+    /// The work of one parallel iteration: 1 plus the length of its element if that is an array.
+    fn work_estimate(&mut self, elem_ty: &Type, env: &Env, scratch: &mut Block) -> Result<L, Diagnostic> {
+        match elem_ty {
+            Type::Array { len, .. } => {
+                let mut sink = Block::new();
+                let e = self.index_expr(len, env, &mut sink)?;
+                // Only a plain expression over the arguments and the loop variable can be
+                // evaluated by the runtime before the launch.
+                if sink.iter().all(|s| matches!(s, Stmt::Let { .. })) {
+                    let e = inline_lets(e, &sink);
+                    return Ok(L::bin(BinOp::Add, e, L::index(1)));
+                }
+                let _ = scratch;
+                Ok(L::index(1))
+            }
+            _ => Ok(L::index(1)),
+        }
+    }
+
+    fn schedule_of(&self, v: &View) -> Schedule {
+        match &v.kind {
+            ViewKind::Map { prim, dim, .. } => match *prim {
+                "mapSeq" => Schedule::Seq,
+                "mapGlobal" => Schedule::Global(*dim),
+                "mapWorkgroup" => Schedule::Workgroup(*dim),
+                "mapLocal" => Schedule::Local(*dim),
+                _ if self.in_parallel => Schedule::Seq,
+                _ => Schedule::Parallel,
+            },
+            _ => Schedule::Seq,
+        }
+    }
+}
+
+/// The element type of the array a view ultimately reads (through maps and
+/// zips): what one iteration of a loop over the view works through.
+fn source_elem_ty(v: &View, i: &Nat) -> Type {
+    match &v.kind {
+        ViewKind::Map { src, .. } => source_elem_ty(src, i),
+        ViewKind::Zip(parts) if !parts.is_empty() => source_elem_ty(&parts[0], i),
+        _ => v.elem_ty(i),
+    }
+}
+
+/// Substitutes `let`s into an expression (for the work estimate, which must stand alone).
+fn inline_lets(e: L, lets: &[Stmt]) -> L {
+    fn go(e: L, lets: &[Stmt]) -> L {
+        match e {
+            L::Var(v) => match lets.iter().rev().find_map(|s| match s {
+                Stmt::Let { var, value, .. } if *var == v => Some(value.clone()),
+                _ => None,
+            }) {
+                Some(value) => go(value, lets),
+                None => L::Var(v),
+            },
+            L::Load { buf, index, field } => L::Load { buf, index: Box::new(go(*index, lets)), field },
+            L::Bin(op, a, b) => L::Bin(op, Box::new(go(*a, lets)), Box::new(go(*b, lets))),
+            L::Neg(a) => L::Neg(Box::new(go(*a, lets))),
+            L::Not(a) => L::Not(Box::new(go(*a, lets))),
+            L::Cast(t, a) => L::Cast(t, Box::new(go(*a, lets))),
+            L::Select(c, a, b) => L::Select(Box::new(go(*c, lets)), Box::new(go(*a, lets)), Box::new(go(*b, lets))),
+            other => other,
+        }
+    }
+    go(e, lets)
+}
+
+fn cast(e: L, from: ScalarType, to: ScalarType) -> L {
+    if from == to { e } else { L::Cast(to, Box::new(e)) }
+}
+
+fn collect_typed(v: &Val, out: &mut Vec<(L, ScalarType)>, span: Span) -> Result<(), Diagnostic> {
+    match v {
+        Val::Scalar(e, s) => {
+            out.push((e.clone(), *s));
+            Ok(())
+        }
+        Val::Tuple(items) => items.iter().try_for_each(|x| collect_typed(x, out, span)),
+        Val::Array(_) => Err(unsupported(span, "a reduction with an array accumulator")),
+    }
+}
+
+fn flatten_scalars(v: &Val, out: &mut Vec<L>) {
+    match v {
+        Val::Scalar(e, _) => out.push(e.clone()),
+        Val::Tuple(items) => items.iter().for_each(|x| flatten_scalars(x, out)),
+        Val::Array(_) => {}
+    }
+}
+
+/// A value of the same shape as `like`, with scalars taken from `values`.
+fn rebuild(like: &Val, values: &mut dyn Iterator<Item = Val>) -> Val {
+    match like {
+        Val::Tuple(items) => Val::Tuple(items.iter().map(|x| rebuild(x, values)).collect()),
+        _ => values.next().unwrap_or_else(|| like.clone()),
+    }
+}

@@ -1,0 +1,191 @@
+//! Lowering: the typed functional program → the imperative loop IR
+//! ([`heddle_ir::loops`]), shared by every backend.
+//!
+//! Values are lowered lazily as [`Val`]s: scalars are loop-IR expressions,
+//! arrays are *views* ([`view::View`]) — an input buffer region, a `zip`, a
+//! `split`, a `map` not yet computed, … — so the data-layout patterns become
+//! index arithmetic and no copies. Work happens where a value is consumed:
+//! `reduce` emits a loop with an accumulator, and the kernel's result is
+//! written to the output buffer by loops whose schedules come from the maps
+//! that produced it.
+//!
+//! Every flattened index is a natural (the position of a record in its flat
+//! buffer) and goes through [`crate::simplify`]: a Σ with a closed form is
+//! replaced by it (CSR's telescoping sum becomes one lookup); a Σ without one
+//! becomes a host-computed prefix-sum buffer passed as an extra argument
+//! (LIL's row lengths become exactly CSR's offsets). No loop that evaluates a
+//! Σ is ever generated; `toNat` nodes become inlined loads.
+
+mod emit;
+mod nats;
+mod view;
+
+use crate::Facts;
+use heddle_ir::loops::{Arg, ArgKind, Block, Check, HostBuffer, LoopProgram};
+use heddle_ir::{Diagnostic, Name, Nat, Span, Type};
+use heddle_typeck::{Kernel, KernelParam};
+use std::collections::HashSet;
+pub use view::{Val, View};
+
+/// Options of lowering.
+#[derive(Clone, Debug)]
+pub struct LowerOptions {
+    /// Leave a Σ without closed form as a sequential loop instead of a host
+    /// prefix sum. Only for measuring what precomputation saves (the paper's
+    /// Figure 5/7 baselines); never the default.
+    pub naive_sums: bool,
+    /// Limits of the natural simplifier.
+    pub limits: crate::Limits,
+}
+
+impl Default for LowerOptions {
+    fn default() -> LowerOptions {
+        LowerOptions { naive_sums: false, limits: crate::Limits::from_env() }
+    }
+}
+
+/// Lowers a checked kernel to a loop program named `name`.
+pub fn lower_kernel(kernel: &Kernel, name: &str) -> Result<LoopProgram, Diagnostic> {
+    lower_kernel_with(kernel, name, &LowerOptions::default())
+}
+
+/// [`lower_kernel`] with options.
+pub fn lower_kernel_with(kernel: &Kernel, name: &str, options: &LowerOptions) -> Result<LoopProgram, Diagnostic> {
+    let mut cx = Lowerer::new(kernel, options);
+    let mut env = Env::default();
+    for p in &kernel.params {
+        match p {
+            KernelParam::Nat(n) => cx.args.push(Arg { name: n.clone(), kind: ArgKind::Nat }),
+            KernelParam::Value { name, ty, span } => {
+                let val = cx.param(name, ty, *span)?;
+                env.values.push((name.clone(), val.clone()));
+                cx.globals.values.push((name.clone(), val));
+            }
+        }
+    }
+    let result_ty = kernel.body.ty.clone();
+    let (fields, count) = emit::output_shape(&result_ty, &cx.facts, kernel.body.span)?;
+    let out = cx.fresh("out");
+    cx.args.push(Arg { name: out.clone(), kind: ArgKind::Output { fields, len: count } });
+    let mut body = Block::new();
+    let value = cx.expr(&kernel.body, &env, &mut body)?;
+    cx.write(&value, &result_ty, &out, Nat::Lit(0), &env, &mut body, true)?;
+    let program = LoopProgram {
+        name: name.to_string(),
+        args: cx.args,
+        host: cx.host,
+        body,
+        checks: cx.checks,
+        parallel_work: cx.parallel_work,
+    };
+    program
+        .validate()
+        .map_err(|e| Diagnostic::new(kernel.body.span, format!("internal error in lowering: {e}")).with_note(program.to_string()))?;
+    Ok(program)
+}
+
+/// What names mean while lowering: values and naturals (map positions).
+#[derive(Clone, Debug, Default)]
+pub struct Env {
+    values: Vec<(Name, Val)>,
+    nats: Vec<(Name, Nat)>,
+}
+
+impl Env {
+    fn value(&self, n: &Name) -> Option<&Val> {
+        self.values.iter().rev().find(|(x, _)| x == n).map(|(_, v)| v)
+    }
+    fn with(&self, n: Name, v: Val) -> Env {
+        let mut e = self.clone();
+        e.values.push((n, v));
+        e
+    }
+}
+
+/// The state of one lowering.
+pub struct Lowerer<'k> {
+    kernel: &'k Kernel,
+    options: &'k LowerOptions,
+    args: Vec<Arg>,
+    host: Vec<HostBuffer>,
+    checks: Vec<Check>,
+    parallel_work: Option<(Name, heddle_ir::loops::Expr)>,
+    used: HashSet<Name>,
+    facts: Facts,
+    /// Inside a loop that already runs in parallel (nested maps run sequentially).
+    in_parallel: bool,
+    /// The kernel's parameters as values (for `toNat` lookups in types).
+    globals: Env,
+}
+
+impl<'k> Lowerer<'k> {
+    fn new(kernel: &'k Kernel, options: &'k LowerOptions) -> Lowerer<'k> {
+        let mut used = HashSet::new();
+        let mut facts = Facts::new();
+        for p in &kernel.params {
+            used.insert(p.name().clone());
+            if let KernelParam::Value { ty, .. } = p {
+                facts.add_type(ty);
+            }
+        }
+        Lowerer {
+            kernel,
+            options,
+            args: Vec::new(),
+            host: Vec::new(),
+            checks: Vec::new(),
+            parallel_work: None,
+            used,
+            facts,
+            in_parallel: false,
+            globals: Env::default(),
+        }
+    }
+
+    /// A name used nowhere else in the program.
+    fn fresh(&mut self, base: &str) -> Name {
+        let n = heddle_ir::nat::fresh_name(&Name::from(base), |n| self.used.contains(n));
+        self.used.insert(n.clone());
+        n
+    }
+
+    fn check(&mut self, message: String, span: Span) -> u32 {
+        self.checks.push(Check { message, span });
+        self.checks.len() as u32 - 1
+    }
+
+    /// A kernel parameter: a scalar argument or an input buffer viewed through its type.
+    fn param(&mut self, name: &Name, ty: &Type, span: Span) -> Result<Val, Diagnostic> {
+        match ty {
+            Type::Scalar(s) => {
+                self.args.push(Arg { name: name.clone(), kind: ArgKind::Scalar(*s) });
+                Ok(Val::Scalar(heddle_ir::loops::Expr::Var(name.clone()), *s))
+            }
+            Type::Array { .. } => {
+                let fields = emit::leaf_fields(ty, span)?;
+                let len = crate::flat_size(ty).map_err(|e| unsupported(span, &format!("the layout of `{name}`: {e}")))?;
+                // The host evaluates lengths; a closed form saves it a pass.
+                let len = crate::simplify(&len, &self.facts, &self.options.limits).nat;
+                self.args.push(Arg { name: name.clone(), kind: ArgKind::Input { fields, len } });
+                Ok(Val::Array(View::buffer(name.clone(), Nat::Lit(0), ty.clone())))
+            }
+            Type::Tuple(ts) if ts.iter().all(|t| t.as_scalar().is_some()) => {
+                let mut parts = Vec::new();
+                for (k, t) in ts.iter().enumerate() {
+                    let n = Name::from(format!("{name}_{}", k + 1));
+                    self.used.insert(n.clone());
+                    parts.push(self.param(&n, t, span)?);
+                }
+                Ok(Val::Tuple(parts))
+            }
+            other => Err(unsupported(span, &format!("kernel parameters of type {other}"))),
+        }
+    }
+}
+
+/// "not supported by the compiled backends yet", located.
+pub fn unsupported(span: Span, what: &str) -> Diagnostic {
+    Diagnostic::new(span, format!("{what} cannot be compiled yet"))
+        .with_label("not supported by the compiled backends")
+        .with_note("the reference interpreter (--backend interp) runs it")
+}

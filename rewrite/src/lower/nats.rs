@@ -1,0 +1,258 @@
+//! Naturals in loop code: Σ elimination, then `i64` expressions.
+
+use super::{unsupported, Env, Lowerer, Val};
+use heddle_ir::expr::{BinOp as SrcOp, ExprKind, Literal, UnOp};
+use heddle_ir::loops::{ArgKind, BinOp, Block, Expr as L, HostBuffer, HostKind, Schedule, Stmt};
+use heddle_ir::nat::{CmpOp, NatCond, NatOp};
+use heddle_ir::{Diagnostic, Expr, Name, Nat, ScalarType};
+
+impl Lowerer<'_> {
+    /// The loop expression of a natural (a length, a record index): Σ removed
+    /// by closed form or host precomputation, `toNat` inlined as loads.
+    pub(super) fn index_expr(&mut self, n: &Nat, env: &Env, body: &mut Block) -> Result<L, Diagnostic> {
+        self.index_expr_bounded(n, env, None, body)
+    }
+
+    /// As [`index_expr`](Self::index_expr); `bound` is how many terms a host
+    /// prefix sum for a residual Σ must cover (the length of the array the Σ
+    /// indexes into).
+    pub(super) fn index_expr_bounded(&mut self, n: &Nat, env: &Env, bound: Option<&Nat>, body: &mut Block) -> Result<L, Diagnostic> {
+        let n = env.subst_nat(n);
+        let n = if n.has_sum() || matches!(n, Nat::ToNat(_)) {
+            let s = crate::simplify(&n, &self.facts, &self.options.limits);
+            let mut out = s.nat;
+            if out.has_sum() {
+                out = self.remove_sums(&out, bound, env, body)?;
+            }
+            out
+        } else {
+            n.normalize()
+        };
+        self.nat_to_expr(&n, env, body)
+    }
+
+    /// Replaces each remaining Σ by lookups into a host prefix sum (or, with
+    /// `naive_sums`, by a loop — for measurements only).
+    fn remove_sums(&mut self, n: &Nat, bound: Option<&Nat>, env: &Env, body: &mut Block) -> Result<Nat, Diagnostic> {
+        let span = self.kernel.body.span;
+        let mut failure = None;
+        let out = n.map_bottom_up(&mut |m| {
+            let Nat::Sum { var, lo, hi, body: summand } = &m else { return m };
+            if failure.is_some() {
+                return m;
+            }
+            if self.options.naive_sums {
+                return match self.sum_loop(var, lo, hi, summand, env, body) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        failure = Some(e);
+                        m
+                    }
+                };
+            }
+            let kernel_level = free_names(summand).iter().all(|x| x == var || self.kernel.params.iter().any(|p| p.name() == x));
+            let Some(count) = bound.filter(|_| kernel_level) else {
+                failure = Some(unsupported(span, &format!("an access whose index needs {m}, which has no closed form and cannot be precomputed on the host")));
+                return m;
+            };
+            let name = self.prefix_sum(var, summand, count);
+            let lookup = |at: Nat| Nat::ToNat(Box::new(Expr::synth(ExprKind::Index {
+                array: Box::new(Expr::var(name.clone())),
+                index: Box::new(Expr::synth(ExprKind::NatValue(at))),
+            })));
+            // sum(k = lo .. hi, f) = P[hi + 1] - P[lo], and P[0] = 0.
+            let upper = lookup(Nat::add((**hi).clone(), Nat::Lit(1)).normalize());
+            if lo.const_value() == Some(0) { upper } else { Nat::sub(upper, lookup((**lo).clone())) }
+        });
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(out),
+        }
+    }
+
+    /// The host buffer holding the prefix sums of `summand`, shared by equal Σs.
+    fn prefix_sum(&mut self, var: &Name, summand: &Nat, count: &Nat) -> Name {
+        for h in &self.host {
+            let HostKind::PrefixSum { var: v, body, count: c } = &h.kind;
+            if body.subst(v, &Nat::Var(var.clone())) == *summand && c == count {
+                return h.name.clone();
+            }
+        }
+        let name = self.fresh("prefix");
+        self.args.push(heddle_ir::loops::Arg { name: name.clone(), kind: ArgKind::Host });
+        self.host.push(HostBuffer { name: name.clone(), kind: HostKind::PrefixSum { var: var.clone(), body: summand.clone(), count: count.clone() } });
+        name
+    }
+
+    /// The naive Σ: a sequential loop at the access (what the paper's Figure 5 measures against).
+    fn sum_loop(&mut self, var: &Name, lo: &Nat, hi: &Nat, summand: &Nat, env: &Env, body: &mut Block) -> Result<Nat, Diagnostic> {
+        let acc = self.fresh("sigma");
+        let k = self.fresh(var.as_str());
+        let lo = self.nat_to_expr(lo, env, body)?;
+        let hi = self.nat_to_expr(hi, env, body)?;
+        body.push(Stmt::Var { var: acc.clone(), ty: ScalarType::I64, init: L::index(0) });
+        let mut inner = Block::new();
+        let term = self.nat_to_expr(&summand.subst(var, &Nat::Var(k.clone())), env, &mut inner)?;
+        inner.push(Stmt::Assign { var: acc.clone(), value: L::bin(BinOp::Add, L::var(acc.clone()), term) });
+        body.push(Stmt::For { var: k, lo, hi: L::bin(BinOp::Add, hi, L::index(1)), schedule: Schedule::Seq, body: inner });
+        Ok(Nat::Var(acc))
+    }
+
+    /// A Σ-free natural as an `i64` expression.
+    pub(super) fn nat_to_expr(&mut self, n: &Nat, env: &Env, body: &mut Block) -> Result<L, Diagnostic> {
+        let span = self.kernel.body.span;
+        Ok(match n {
+            Nat::Var(x) => match self.lookup_value(x, env) {
+                Some(Val::Scalar(e, s)) => widen(e, s),
+                _ => L::Var(x.clone()),
+            },
+            Nat::Lit(v) => L::index(*v),
+            Nat::Bin(op, a, b) => {
+                let (a, b) = (self.nat_to_expr(a, env, body)?, self.nat_to_expr(b, env, body)?);
+                let op = match op {
+                    NatOp::Add => BinOp::Add,
+                    NatOp::Sub => BinOp::Sub,
+                    NatOp::Mul => BinOp::Mul,
+                    // Index arithmetic is over non-negative values, where floor and truncation agree.
+                    NatOp::Div => BinOp::Div,
+                    NatOp::Mod => BinOp::Rem,
+                    NatOp::Min => BinOp::Min,
+                    NatOp::Max => BinOp::Max,
+                };
+                L::bin(op, a, b)
+            }
+            Nat::Cond(c, a, b) => {
+                let c = self.cond_to_expr(c, env, body)?;
+                let (a, b) = (self.nat_to_expr(a, env, body)?, self.nat_to_expr(b, env, body)?);
+                L::Select(Box::new(c), Box::new(a), Box::new(b))
+            }
+            Nat::ToNat(e) => self.int_expr(e, env, body)?,
+            Nat::Sum { .. } => return Err(unsupported(span, &format!("the Σ in {n}"))),
+            Nat::Meta(_) => return Err(unsupported(span, "an unsolved length")),
+        })
+    }
+
+    fn cond_to_expr(&mut self, c: &NatCond, env: &Env, body: &mut Block) -> Result<L, Diagnostic> {
+        Ok(match c {
+            NatCond::Cmp(op, a, b) => {
+                let op = match op {
+                    CmpOp::Eq => BinOp::Eq,
+                    CmpOp::Ne => BinOp::Ne,
+                    CmpOp::Lt => BinOp::Lt,
+                    CmpOp::Le => BinOp::Le,
+                    CmpOp::Gt => BinOp::Gt,
+                    CmpOp::Ge => BinOp::Ge,
+                };
+                L::bin(op, self.nat_to_expr(a, env, body)?, self.nat_to_expr(b, env, body)?)
+            }
+            NatCond::And(a, b) => L::bin(BinOp::And, self.cond_to_expr(a, env, body)?, self.cond_to_expr(b, env, body)?),
+            NatCond::Or(a, b) => L::bin(BinOp::Or, self.cond_to_expr(a, env, body)?, self.cond_to_expr(b, env, body)?),
+            NatCond::Not(a) => L::Not(Box::new(self.cond_to_expr(a, env, body)?)),
+        })
+    }
+
+    fn lookup_value(&self, x: &Name, env: &Env) -> Option<Val> {
+        env.value(x).or_else(|| self.globals.value(x)).cloned()
+    }
+
+    /// The integer expression inside a `toNat`, as `i64`.
+    fn int_expr(&mut self, e: &Expr, env: &Env, body: &mut Block) -> Result<L, Diagnostic> {
+        let span = if e.span.end > 0 { e.span } else { self.kernel.body.span };
+        Ok(match &e.kind {
+            ExprKind::Var(x) => match self.lookup_value(x, env) {
+                Some(Val::Scalar(v, s)) => widen(v, s),
+                Some(_) => return Err(unsupported(span, &format!("toNat of the array `{x}`"))),
+                None => match env.nats.iter().rev().find(|(n, _)| n == x) {
+                    Some((_, v)) => {
+                        let v = v.clone();
+                        self.nat_to_expr(&v, env, body)?
+                    }
+                    None => L::Var(x.clone()),
+                },
+            },
+            ExprKind::Lit(Literal::Int(v)) => L::index(*v),
+            ExprKind::NatValue(n) => self.nat_to_expr(n, env, body)?,
+            ExprKind::Index { array, index } => {
+                let at = match index.as_nat() {
+                    Some(n) if !matches!(n, Nat::Var(ref v) if self.lookup_value(v, env).is_some()) => n,
+                    _ => {
+                        let ie = self.int_expr(index, env, body)?;
+                        self.bind_index(ie, "k", body)
+                    }
+                };
+                let ExprKind::Var(a) = &array.kind else {
+                    return Err(unsupported(span, &format!("the lookup {e} inside toNat")));
+                };
+                if matches!(self.args.iter().find(|x| &x.name == a).map(|x| &x.kind), Some(ArgKind::Host)) {
+                    let at = self.nat_to_expr(&at, env, body)?;
+                    return Ok(L::load(a.clone(), at, 0));
+                }
+                match self.lookup_value(a, env) {
+                    Some(Val::Array(view)) => match self.elem(&view, &at, body)? {
+                        Val::Scalar(v, s) => widen(v, s),
+                        _ => return Err(unsupported(span, &format!("toNat of a non-scalar element of `{a}`"))),
+                    },
+                    _ => return Err(unsupported(span, &format!("the lookup {e} inside toNat"))),
+                }
+            }
+            ExprKind::Binary { op, lhs, rhs } => {
+                let op = match op {
+                    SrcOp::Add => BinOp::Add,
+                    SrcOp::Sub => BinOp::Sub,
+                    SrcOp::Mul => BinOp::Mul,
+                    SrcOp::Div => BinOp::Div,
+                    SrcOp::Rem => BinOp::Rem,
+                    SrcOp::Max => BinOp::Max,
+                    SrcOp::Min => BinOp::Min,
+                    _ => return Err(unsupported(span, &format!("`{}` inside toNat", op.symbol()))),
+                };
+                L::bin(op, self.int_expr(lhs, env, body)?, self.int_expr(rhs, env, body)?)
+            }
+            ExprKind::Unary { op: UnOp::Neg, operand } => L::Neg(Box::new(self.int_expr(operand, env, body)?)),
+            ExprKind::Proj { tuple, field } => match &tuple.kind {
+                ExprKind::Var(x) => match self.lookup_value(x, env) {
+                    Some(Val::Tuple(items)) => match items.get(*field as usize - 1) {
+                        Some(Val::Scalar(v, s)) => widen(v.clone(), *s),
+                        _ => return Err(unsupported(span, &format!("toNat of {e}"))),
+                    },
+                    _ => return Err(unsupported(span, &format!("toNat of {e}"))),
+                },
+                _ => return Err(unsupported(span, &format!("toNat of {e}"))),
+            },
+            _ => return Err(unsupported(span, &format!("toNat({e})"))),
+        })
+    }
+}
+
+/// An integer expression as `i64`.
+pub(super) fn widen(e: L, s: ScalarType) -> L {
+    if s == ScalarType::I64 { e } else { L::Cast(ScalarType::I64, Box::new(e)) }
+}
+
+/// Free names of a natural (variables and names inside `toNat`), Σ indices excluded.
+pub(super) fn free_names(n: &Nat) -> Vec<Name> {
+    fn nat(n: &Nat, bound: &mut Vec<Name>, out: &mut Vec<Name>) {
+        match n {
+            Nat::Var(x) if !bound.contains(x) => out.push(x.clone()),
+            Nat::Sum { var, lo, hi, body } => {
+                nat(lo, bound, out);
+                nat(hi, bound, out);
+                bound.push(var.clone());
+                nat(body, bound, out);
+                bound.pop();
+            }
+            Nat::ToNat(e) => expr(e, bound, out),
+            _ => n.for_each_child(&mut |c| nat(c, bound, out)),
+        }
+    }
+    fn expr(e: &Expr, bound: &mut Vec<Name>, out: &mut Vec<Name>) {
+        match &e.kind {
+            ExprKind::Var(x) if !bound.contains(x) => out.push(x.clone()),
+            ExprKind::NatValue(n) => nat(n, bound, out),
+            _ => e.for_each_child(&mut |c| expr(c, bound, out)),
+        }
+    }
+    let mut out = Vec::new();
+    nat(n, &mut Vec::new(), &mut out);
+    out
+}

@@ -1,0 +1,308 @@
+//! Lazily lowered values: scalars as loop expressions, arrays as views.
+
+use super::{unsupported, Env, Lowerer};
+use heddle_ir::loops::{Block, Expr as L, Stmt};
+use heddle_ir::{Diagnostic, Name, Nat, ScalarType, Span, Type};
+use heddle_typeck::TExpr;
+
+/// A lowered value.
+#[derive(Clone, Debug)]
+pub enum Val {
+    /// A scalar: its expression and type.
+    Scalar(L, ScalarType),
+    /// A tuple of values.
+    Tuple(Vec<Val>),
+    /// An array, not materialised.
+    Array(View),
+}
+
+/// An array as a way to reach its elements.
+#[derive(Clone, Debug)]
+pub struct View {
+    /// The array's type, with positions and naturals substituted.
+    pub ty: Type,
+    /// How elements are reached.
+    pub kind: ViewKind,
+}
+
+/// The kinds of views.
+#[derive(Clone, Debug)]
+pub enum ViewKind {
+    /// Records of a flat buffer (an input or a temporary), laid out per the
+    /// view's type, starting at record `offset`.
+    Buffer {
+        /// The buffer.
+        buf: Name,
+        /// The first record.
+        offset: Nat,
+    },
+    /// `zip(a, b, …)`.
+    Zip(Vec<View>),
+    /// Component `k` of an array of tuples (`unzip`).
+    Proj(Box<View>, usize),
+    /// `map(f)(src)`, computed element by element where consumed (fusion).
+    Map {
+        /// The lambda.
+        f: Box<TExpr>,
+        /// Where it was written.
+        env: Env,
+        /// The mapped array.
+        src: Box<View>,
+        /// The position binder of the function's types.
+        binder: Option<Name>,
+        /// Which `map` (it fixes the loop's schedule).
+        prim: &'static str,
+        /// Its OpenCL dimension.
+        dim: u32,
+    },
+    /// Elements `start ..` of `src` (a chunk of `split`, a window of `slide`).
+    Slice {
+        /// The sliced array.
+        src: Box<View>,
+        /// Its first element.
+        start: Nat,
+    },
+    /// `split(k)`: element `i` is the slice at `i * k`.
+    Split {
+        /// The split array.
+        src: Box<View>,
+        /// Chunk length.
+        k: Nat,
+    },
+    /// `slide(size, step)`: element `w` is the slice at `w * step`.
+    Slide {
+        /// The array.
+        src: Box<View>,
+        /// The step.
+        step: Nat,
+    },
+    /// `join` of arrays of one length `k`.
+    Join {
+        /// The nested array.
+        src: Box<View>,
+        /// Inner length.
+        k: Nat,
+    },
+    /// `transpose`.
+    Transpose(Box<View>),
+    /// Column `col` of a nested array (an element of `transpose`).
+    Column {
+        /// The nested array.
+        src: Box<View>,
+        /// Which column.
+        col: Nat,
+    },
+    /// `generate(n, f)`.
+    Generate {
+        /// The lambda.
+        f: Box<TExpr>,
+        /// Where it was written.
+        env: Env,
+    },
+    /// `pad(l, r, v)`.
+    Pad {
+        /// The padded array.
+        src: Box<View>,
+        /// Left padding.
+        l: Nat,
+        /// The value.
+        value: Box<Val>,
+    },
+    /// `gather(idx)`.
+    Gather {
+        /// The indices.
+        idx: Box<View>,
+        /// The array read.
+        src: Box<View>,
+        /// Where the pattern is, for the bounds check's message.
+        span: Span,
+    },
+}
+
+impl View {
+    /// A view of a buffer.
+    pub fn buffer(buf: Name, offset: Nat, ty: Type) -> View {
+        View { ty, kind: ViewKind::Buffer { buf, offset } }
+    }
+    /// The array's length.
+    pub fn len(&self) -> Nat {
+        match &self.ty {
+            Type::Array { len, .. } => len.clone(),
+            _ => Nat::Lit(0),
+        }
+    }
+    /// The type of element `i`.
+    pub fn elem_ty(&self, i: &Nat) -> Type {
+        match &self.ty {
+            Type::Array { binder: Some(b), elem, .. } => elem.subst_nat(b, i),
+            Type::Array { elem, .. } => (**elem).clone(),
+            other => other.clone(),
+        }
+    }
+}
+
+impl Lowerer<'_> {
+    /// Element `i` of a view; may emit statements (lets, checks) into `body`.
+    pub(super) fn elem(&mut self, v: &View, i: &Nat, body: &mut Block) -> Result<Val, Diagnostic> {
+        let elem_ty = v.elem_ty(i);
+        let span = self.kernel.body.span;
+        match &v.kind {
+            ViewKind::Buffer { buf, offset } => {
+                let at = crate::flat_index(&v.ty, std::slice::from_ref(i))
+                    .map_err(|e| unsupported(span, &format!("indexing `{buf}`: {e}")))?;
+                let record = Nat::add(offset.clone(), at);
+                match &elem_ty {
+                    Type::Array { .. } => {
+                        // Bind the start of the sub-array once, where it is first reached:
+                        // loops inside then reuse it (loop-invariant by construction).
+                        let start = self.index_expr_bounded(&record, &Env::default(), Some(&v.len()), body)?;
+                        let start = self.bind_index(start, "start", body);
+                        Ok(Val::Array(View::buffer(buf.clone(), start, elem_ty)))
+                    }
+                    _ => {
+                        let index = self.index_expr_bounded(&record, &Env::default(), Some(&v.len()), body)?;
+                        load_record(buf, index, &elem_ty, span)
+                    }
+                }
+            }
+            ViewKind::Zip(parts) => Ok(Val::Tuple(parts.iter().map(|p| self.elem(p, i, body)).collect::<Result<_, _>>()?)),
+            ViewKind::Proj(src, k) => match self.elem(src, i, body)? {
+                Val::Tuple(mut items) if *k < items.len() => Ok(items.swap_remove(*k)),
+                _ => Err(unsupported(span, "unzip of something that is not an array of pairs")),
+            },
+            ViewKind::Map { f, env, src, binder, .. } => {
+                let x = self.elem(src, i, body)?;
+                let env = match binder {
+                    Some(b) => env.with_nat(b.clone(), i.clone()),
+                    None => env.clone(),
+                };
+                self.apply(f, vec![x], &env, body)
+            }
+            ViewKind::Slice { src, start } => self.elem(src, &Nat::add(start.clone(), i.clone()), body),
+            ViewKind::Split { src, k } => {
+                let start = Nat::mul(i.clone(), k.clone());
+                Ok(Val::Array(View { ty: elem_ty, kind: ViewKind::Slice { src: src.clone(), start } }))
+            }
+            ViewKind::Slide { src, step } => {
+                let start = Nat::mul(i.clone(), step.clone());
+                Ok(Val::Array(View { ty: elem_ty, kind: ViewKind::Slice { src: src.clone(), start } }))
+            }
+            ViewKind::Join { src, k } => {
+                let outer = Nat::div(i.clone(), k.clone());
+                let inner = Nat::bin(heddle_ir::nat::NatOp::Mod, i.clone(), k.clone());
+                match self.elem(src, &outer, body)? {
+                    Val::Array(row) => self.elem(&row, &inner, body),
+                    _ => Err(unsupported(span, "join of something that is not nested arrays")),
+                }
+            }
+            ViewKind::Transpose(src) => Ok(Val::Array(View { ty: elem_ty, kind: ViewKind::Column { src: src.clone(), col: i.clone() } })),
+            ViewKind::Column { src, col } => match self.elem(src, i, body)? {
+                Val::Array(row) => self.elem(&row, col, body),
+                _ => Err(unsupported(span, "transpose of something that is not nested arrays")),
+            },
+            ViewKind::Generate { f, env } => {
+                let k = self.index_expr(i, &Env::default(), body)?;
+                let arg = Val::Scalar(L::Cast(ScalarType::I32, Box::new(k)), ScalarType::I32);
+                let param_ty = match &f.kind {
+                    heddle_typeck::TKind::Lambda { params, .. } => params.first().and_then(|p| p.1.as_scalar()),
+                    _ => None,
+                };
+                let arg = match (arg, param_ty) {
+                    (Val::Scalar(L::Cast(_, e), _), Some(s)) => Val::Scalar(L::Cast(s, e), s),
+                    (a, _) => a,
+                };
+                self.apply(f, vec![arg], env, body)
+            }
+            ViewKind::Pad { src, l, value } => {
+                let Val::Scalar(pad_value, s) = (**value).clone() else {
+                    return Err(unsupported(span, "`pad` of non-scalar elements"));
+                };
+                let n = src.len();
+                let ie = self.index_expr(i, &Env::default(), body)?;
+                let le = self.index_expr(l, &Env::default(), body)?;
+                let ne = self.index_expr(&n, &Env::default(), body)?;
+                let outside = L::bin(
+                    heddle_ir::loops::BinOp::Or,
+                    L::bin(heddle_ir::loops::BinOp::Lt, ie.clone(), le.clone()),
+                    L::bin(heddle_ir::loops::BinOp::Ge, ie.clone(), L::bin(heddle_ir::loops::BinOp::Add, le.clone(), ne.clone())),
+                );
+                // Read a clamped position so the load is always in bounds; the select discards it outside.
+                let inside = L::bin(
+                    heddle_ir::loops::BinOp::Max,
+                    L::index(0),
+                    L::bin(heddle_ir::loops::BinOp::Min, L::bin(heddle_ir::loops::BinOp::Sub, ie, le), L::bin(heddle_ir::loops::BinOp::Sub, ne, L::index(1))),
+                );
+                let name = self.bind_index(inside, "p", body);
+                match self.elem(src, &name, body)? {
+                    Val::Scalar(e, _) => Ok(Val::Scalar(L::Select(Box::new(outside), Box::new(pad_value), Box::new(e)), s)),
+                    _ => Err(unsupported(span, "`pad` of non-scalar elements")),
+                }
+            }
+            ViewKind::Gather { idx, src, span } => {
+                let Val::Scalar(e, _) = self.elem(idx, i, body)? else {
+                    return Err(unsupported(*span, "`gather` with non-scalar indices"));
+                };
+                let k = self.bind_index(L::Cast(ScalarType::I64, Box::new(e)), "g", body);
+                self.bounds_check(&k, &src.len(), "the array given to `gather`", *span, body)?;
+                self.elem(src, &k, body)
+            }
+        }
+    }
+
+    /// Binds an index expression to a fresh `i64` let, unless it is already a variable or literal.
+    pub(super) fn bind_index(&mut self, e: L, base: &str, body: &mut Block) -> Nat {
+        match e {
+            L::Var(v) => Nat::Var(v),
+            L::Int(v, _) => Nat::Lit(v),
+            other => {
+                let var = self.fresh(base);
+                body.push(Stmt::Let { var: var.clone(), ty: ScalarType::I64, value: other });
+                Nat::Var(var)
+            }
+        }
+    }
+
+    /// Emits `check 0 <= k < len`.
+    pub(super) fn bounds_check(&mut self, k: &Nat, len: &Nat, what: &str, span: Span, body: &mut Block) -> Result<(), Diagnostic> {
+        use heddle_ir::loops::BinOp;
+        let ke = self.index_expr(k, &Env::default(), body)?;
+        let le = self.index_expr(len, &Env::default(), body)?;
+        let id = self.check(format!("index out of bounds: an index into {what} is not below its length {len}"), span);
+        let cond = L::bin(BinOp::And, L::bin(BinOp::Ge, ke.clone(), L::index(0)), L::bin(BinOp::Lt, ke, le));
+        body.push(Stmt::Check { cond, id });
+        Ok(())
+    }
+}
+
+/// The value of the record at `index` of `buf`, whose type is `ty` (a scalar or a tuple of scalars).
+fn load_record(buf: &Name, index: L, ty: &Type, span: Span) -> Result<Val, Diagnostic> {
+    match ty {
+        Type::Scalar(s) => Ok(Val::Scalar(L::load(buf.clone(), index, 0), *s)),
+        Type::Tuple(ts) => {
+            let mut items = Vec::new();
+            for (k, t) in ts.iter().enumerate() {
+                let s = t.as_scalar().ok_or_else(|| unsupported(span, "nested tuples in buffers"))?;
+                items.push(Val::Scalar(L::load(buf.clone(), index.clone(), k as u32), s));
+            }
+            Ok(Val::Tuple(items))
+        }
+        other => Err(unsupported(span, &format!("buffers of {other}"))),
+    }
+}
+
+impl Env {
+    /// This environment with a natural (a map position) bound.
+    pub fn with_nat(&self, name: Name, value: Nat) -> Env {
+        let mut e = self.clone();
+        e.nats.push((name, value));
+        e
+    }
+    /// Substitutes the bound naturals into a type.
+    pub fn subst_type(&self, t: &Type) -> Type {
+        self.nats.iter().rev().fold(t.clone(), |t, (n, v)| t.subst_nat(n, v))
+    }
+    /// Substitutes the bound naturals into a natural.
+    pub fn subst_nat(&self, n: &Nat) -> Nat {
+        self.nats.iter().rev().fold(n.clone(), |n, (x, v)| n.subst(x, v))
+    }
+}
