@@ -61,6 +61,7 @@ pub mod analysis;
 pub mod extract;
 pub mod facts;
 pub mod flatten;
+pub mod lower;
 pub mod nat_lang;
 pub mod refine;
 pub mod rules;
