@@ -8,5 +8,6 @@
 
 pub mod interp;
 pub mod io;
+pub mod launch;
 pub mod value;
 pub mod sparse;

@@ -1,0 +1,391 @@
+//! Preparing a compiled kernel's launch and reading its result.
+//!
+//! Inputs arrive validated (see [`crate::io::bind`]) as [`Value`]s in an
+//! [`Env`]. For a [`LoopProgram`] they become flat buffers of records laid out
+//! by [`record_layout`] (C struct rules, shared with every backend), the
+//! host-side buffers are computed (Σ prefix sums, once per launch), and the
+//! output buffer is allocated zeroed. After the kernel ran, [`output_value`]
+//! turns the output buffer back into a value of the kernel's result type.
+
+use crate::interp::Env;
+use crate::value::{round_float, wrap_int, Value};
+use heddle_ir::loops::{record_layout, ArgKind, BinOp, Expr, HostKind, LoopProgram, RecordLayout};
+use heddle_ir::{Diagnostic, Name, Nat, ScalarType, Span, Type};
+
+/// A flat buffer of records, 8-byte aligned.
+#[derive(Clone, Debug)]
+pub struct Buffer {
+    words: Vec<u64>,
+    /// The record's fields.
+    pub fields: Vec<ScalarType>,
+    /// Their layout.
+    pub layout: RecordLayout,
+    records: usize,
+}
+
+impl Buffer {
+    /// `records` zeroed records of `fields`.
+    pub fn zeroed(fields: Vec<ScalarType>, records: usize) -> Buffer {
+        let layout = record_layout(&fields);
+        let bytes = records * layout.size;
+        Buffer { words: vec![0; bytes.div_ceil(8).max(1)], fields, layout, records }
+    }
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.records
+    }
+    /// No records?
+    pub fn is_empty(&self) -> bool {
+        self.records == 0
+    }
+    /// Size in bytes of the records.
+    pub fn byte_len(&self) -> usize {
+        self.records * self.layout.size
+    }
+    /// The first byte (valid for [`byte_len`](Buffer::byte_len) bytes; at least 8 bytes are allocated).
+    pub fn as_ptr(&self) -> *const u8 {
+        self.words.as_ptr() as *const u8
+    }
+    /// The first byte, writable.
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.words.as_mut_ptr() as *mut u8
+    }
+    /// The records' bytes.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: `words` owns at least `byte_len` initialised bytes; u8 has no alignment needs.
+        unsafe { std::slice::from_raw_parts(self.as_ptr(), self.byte_len()) }
+    }
+    /// The records' bytes, writable.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        let n = self.byte_len();
+        // SAFETY: as in `bytes`, and `&mut self` makes the access unique.
+        unsafe { std::slice::from_raw_parts_mut(self.as_mut_ptr(), n) }
+    }
+
+    fn at(&self, record: usize, field: usize) -> usize {
+        record * self.layout.size + self.layout.offsets[field]
+    }
+
+    /// Field `field` of record `record`.
+    pub fn read(&self, record: usize, field: usize) -> Value {
+        let s = self.fields[field];
+        let at = self.at(record, field);
+        let b = &self.bytes()[at..at + s.size_bytes()];
+        let mut raw = [0u8; 8];
+        raw[..b.len()].copy_from_slice(b);
+        let u = u64::from_le_bytes(raw);
+        match s {
+            ScalarType::Bool => Value::Bool(u != 0),
+            ScalarType::F32 => Value::Float(f32::from_bits(u as u32) as f64),
+            ScalarType::F64 => Value::Float(f64::from_bits(u)),
+            ScalarType::I8 | ScalarType::I16 | ScalarType::I32 | ScalarType::I64 => {
+                let shift = 64 - 8 * s.size_bytes() as u32;
+                Value::Int(((u << shift) as i64) >> shift)
+            }
+            _ => Value::Int(u as i64),
+        }
+    }
+
+    /// Sets field `field` of record `record`.
+    pub fn write(&mut self, record: usize, field: usize, v: &Value) {
+        let s = self.fields[field];
+        let at = self.at(record, field);
+        let bits: u64 = match (v, s) {
+            (Value::Float(x), ScalarType::F32) => (*x as f32).to_bits() as u64,
+            (Value::Float(x), _) => x.to_bits(),
+            (Value::Int(x), _) => *x as u64,
+            (Value::Bool(b), _) => *b as u64,
+            _ => 0,
+        };
+        let n = s.size_bytes();
+        self.bytes_mut()[at..at + n].copy_from_slice(&bits.to_le_bytes()[..n]);
+    }
+}
+
+/// One kernel argument, ready to pass.
+#[derive(Clone, Debug)]
+pub enum Slot {
+    /// A natural.
+    Nat(i64),
+    /// An integer scalar of this type.
+    Int(i64, ScalarType),
+    /// A float scalar of this type.
+    Float(f64, ScalarType),
+    /// A boolean.
+    Bool(bool),
+    /// A buffer (an input, a host buffer or the output).
+    Buffer(Buffer),
+}
+
+/// The arguments of one launch, one slot per [`LoopProgram::args`] entry.
+#[derive(Clone, Debug)]
+pub struct Launch {
+    /// The slots, in argument order.
+    pub slots: Vec<Slot>,
+}
+
+impl Launch {
+    /// The buffer in slot `k`, if it is one.
+    pub fn buffer(&self, k: usize) -> Option<&Buffer> {
+        match self.slots.get(k) {
+            Some(Slot::Buffer(b)) => Some(b),
+            _ => None,
+        }
+    }
+    /// The output buffer.
+    pub fn output<'a>(&'a self, prog: &LoopProgram) -> Option<&'a Buffer> {
+        let k = prog.args.iter().position(|a| matches!(a.kind, ArgKind::Output { .. }))?;
+        self.buffer(k)
+    }
+}
+
+fn fail(span: Span, msg: String) -> Diagnostic {
+    Diagnostic::new(span, msg).with_label("while preparing the kernel's launch")
+}
+
+fn eval_len(n: &Nat, env: &Env, what: &str) -> Result<usize, Diagnostic> {
+    let v = n.eval(env).map_err(|e| fail(Span::DUMMY, format!("cannot compute the length of {what} ({n}): {e}")))?;
+    usize::try_from(v).map_err(|_| fail(Span::DUMMY, format!("the length of {what} ({n}) is {v}, which is negative")))
+}
+
+/// Marshals the inputs, computes host buffers and allocates the output.
+pub fn prepare(prog: &LoopProgram, env: &Env) -> Result<Launch, Diagnostic> {
+    let mut slots = Vec::with_capacity(prog.args.len());
+    for arg in &prog.args {
+        let name = &arg.name;
+        slots.push(match &arg.kind {
+            ArgKind::Nat => Slot::Nat(env.nat(name).ok_or_else(|| fail(Span::DUMMY, format!("no value for the natural `{name}`")))?),
+            ArgKind::Scalar(s) => match lookup(env, name) {
+                Some(Value::Int(v)) => Slot::Int(v, *s),
+                Some(Value::Float(v)) => Slot::Float(v, *s),
+                Some(Value::Bool(b)) => Slot::Bool(b),
+                _ => return Err(fail(Span::DUMMY, format!("no scalar value for `{name}`"))),
+            },
+            ArgKind::Input { fields, len } => {
+                let value = lookup(env, name).ok_or_else(|| fail(Span::DUMMY, format!("no value for the input `{name}`")))?;
+                let mut items = Vec::new();
+                value.flatten_into(&mut items);
+                let expected = eval_len(len, env, &format!("`{name}`"))?;
+                if items.len() != expected {
+                    return Err(fail(Span::DUMMY, format!("`{name}` has {} records, its layout needs {expected}", items.len())));
+                }
+                let mut buf = Buffer::zeroed(fields.clone(), items.len());
+                for (r, item) in items.iter().enumerate() {
+                    match item {
+                        Value::Tuple(parts) => parts.iter().enumerate().for_each(|(f, v)| buf.write(r, f, v)),
+                        v => buf.write(r, 0, v),
+                    }
+                }
+                Slot::Buffer(buf)
+            }
+            ArgKind::Host => {
+                let host = prog.host.iter().find(|h| &h.name == name).ok_or_else(|| fail(Span::DUMMY, format!("no host computation for `{name}`")))?;
+                let HostKind::PrefixSum { var, body, count } = &host.kind;
+                let n = eval_len(count, env, &format!("the prefix sum `{name}`"))?;
+                let mut buf = Buffer::zeroed(vec![ScalarType::I64], n + 1);
+                let mut total: i64 = 0;
+                let mut bound = Vec::with_capacity(1);
+                for j in 0..n {
+                    bound.push((var.clone(), j as i64));
+                    let term = body.eval_with(env, &mut bound).map_err(|e| fail(Span::DUMMY, format!("computing `{name}`: {e}")))?;
+                    bound.pop();
+                    total = total.checked_add(term).ok_or_else(|| fail(Span::DUMMY, format!("`{name}` overflows")))?;
+                    buf.write(j + 1, 0, &Value::Int(total));
+                }
+                Slot::Buffer(buf)
+            }
+            ArgKind::Output { fields, len } => Slot::Buffer(Buffer::zeroed(fields.clone(), eval_len(len, env, "the result")?)),
+        });
+    }
+    Ok(Launch { slots })
+}
+
+/// A kernel parameter's value; a tuple parameter `p` is passed as `p_1`, `p_2`, ….
+fn lookup(env: &Env, name: &Name) -> Option<Value> {
+    if let Some(v) = env.value(name) {
+        return Some(v.clone());
+    }
+    let (base, k) = name.as_str().rsplit_once('_')?;
+    let k: usize = k.parse().ok()?;
+    match env.value(&Name::from(base))? {
+        Value::Tuple(items) => items.get(k.checked_sub(1)?).cloned(),
+        _ => None,
+    }
+}
+
+/// The kernel's result, read from the output buffer as a value of `result_ty`.
+pub fn output_value(prog: &LoopProgram, launch: &Launch, result_ty: &Type, env: &Env) -> Result<Value, Diagnostic> {
+    let out = launch.output(prog).ok_or_else(|| fail(Span::DUMMY, "the kernel has no output buffer".into()))?;
+    let mut pos = 0;
+    let v = unflatten(result_ty, out, &mut pos, env)?;
+    if pos != out.len() {
+        return Err(fail(Span::DUMMY, format!("the result uses {pos} of the output's {} records", out.len())));
+    }
+    Ok(v)
+}
+
+fn unflatten(ty: &Type, buf: &Buffer, pos: &mut usize, env: &Env) -> Result<Value, Diagnostic> {
+    match ty {
+        Type::Array { binder, elem, len } => {
+            let n = eval_len(len, env, "a part of the result")?;
+            let mut items = Vec::with_capacity(n);
+            for k in 0..n {
+                let env_k = match binder {
+                    Some(b) => env.with_nat(b.clone(), k as i64),
+                    None => env.clone(),
+                };
+                items.push(unflatten(elem, buf, pos, &env_k)?);
+            }
+            Ok(Value::array(items))
+        }
+        _ => {
+            if *pos >= buf.len() {
+                return Err(fail(Span::DUMMY, "the output buffer is shorter than the result".into()));
+            }
+            let v = if buf.fields.len() == 1 {
+                buf.read(*pos, 0)
+            } else {
+                Value::tuple((0..buf.fields.len()).map(|f| buf.read(*pos, f)).collect())
+            };
+            *pos += 1;
+            Ok(v)
+        }
+    }
+}
+
+/// The diagnostic for a failed run-time check of the generated code.
+pub fn check_failure(prog: &LoopProgram, id: u32) -> Diagnostic {
+    match prog.checks.get(id as usize) {
+        Some(c) => Diagnostic::new(c.span, c.message.clone()).with_label("this access"),
+        None => Diagnostic::new(Span::DUMMY, format!("the kernel failed check #{id}")),
+    }
+}
+
+/// Evaluates an `i64` loop expression over the launch's arguments (for
+/// `parallel_work`, and the loop-IR interpreter); `vars` binds loop variables.
+pub fn eval_index_expr(prog: &LoopProgram, launch: &Launch, e: &Expr, vars: &[(Name, i64)]) -> Result<i64, String> {
+    match eval_scalar(prog, launch, e, &|n: &Name| vars.iter().rev().find(|(x, _)| x == n).map(|(_, v)| Value::Int(*v)))? {
+        Value::Int(v) => Ok(v),
+        other => Err(format!("expected an integer, found {other}")),
+    }
+}
+
+/// Evaluates a loop expression; `local` supplies variables not among the arguments.
+pub fn eval_scalar(prog: &LoopProgram, launch: &Launch, e: &Expr, local: &dyn Fn(&Name) -> Option<Value>) -> Result<Value, String> {
+    let arg_slot = |n: &Name| prog.args.iter().position(|a| &a.name == n).and_then(|k| launch.slots.get(k));
+    let ty_of = |e: &Expr| -> ScalarType {
+        let env = prog.arg_env();
+        prog.type_of(e, &env).unwrap_or(ScalarType::I64)
+    };
+    Ok(match e {
+        Expr::Int(v, s) => Value::Int(wrap_int(*v, *s)),
+        Expr::Float(v, s) => Value::Float(round_float(*v, *s)),
+        Expr::Bool(b) => Value::Bool(*b),
+        Expr::Var(v) => match local(v) {
+            Some(x) => x,
+            None => match arg_slot(v) {
+                Some(Slot::Nat(x)) => Value::Int(*x),
+                Some(Slot::Int(x, _)) => Value::Int(*x),
+                Some(Slot::Float(x, _)) => Value::Float(*x),
+                Some(Slot::Bool(b)) => Value::Bool(*b),
+                _ => return Err(format!("`{v}` has no value")),
+            },
+        },
+        Expr::Load { buf, index, field } => {
+            let i = eval_scalar(prog, launch, index, local)?.as_int().ok_or("a non-integer index")?;
+            match arg_slot(buf) {
+                Some(Slot::Buffer(b)) => match usize::try_from(i).ok().filter(|i| *i < b.len()) {
+                    Some(i) => b.read(i, *field as usize),
+                    None => return Err(format!("{buf}[{i}] is out of bounds (length {})", b.len())),
+                },
+                _ => return Err(format!("`{buf}` is not a buffer argument")),
+            }
+        }
+        Expr::Bin(op, a, b) => {
+            let s = ty_of(a);
+            bin(*op, eval_scalar(prog, launch, a, local)?, eval_scalar(prog, launch, b, local)?, s)?
+        }
+        Expr::Neg(a) => match eval_scalar(prog, launch, a, local)? {
+            Value::Int(x) => Value::Int(wrap_int(x.wrapping_neg(), ty_of(a))),
+            Value::Float(x) => Value::Float(-x),
+            other => return Err(format!("negation of {other}")),
+        },
+        Expr::Not(a) => match eval_scalar(prog, launch, a, local)? {
+            Value::Bool(b) => Value::Bool(!b),
+            other => return Err(format!("`!` of {other}")),
+        },
+        Expr::Select(c, a, b) => match eval_scalar(prog, launch, c, local)? {
+            Value::Bool(true) => eval_scalar(prog, launch, a, local)?,
+            _ => eval_scalar(prog, launch, b, local)?,
+        },
+        Expr::Cast(t, a) => cast(eval_scalar(prog, launch, a, local)?, *t),
+    })
+}
+
+/// A scalar conversion with C semantics (float → int truncates).
+pub fn cast(v: Value, t: ScalarType) -> Value {
+    match (v, t) {
+        (Value::Int(x), t) if t.is_float() => Value::Float(round_float(x as f64, t)),
+        (Value::Int(x), ScalarType::Bool) => Value::Bool(x != 0),
+        (Value::Int(x), t) => Value::Int(wrap_int(x, t)),
+        (Value::Float(x), t) if t.is_float() => Value::Float(round_float(x, t)),
+        (Value::Float(x), t) => Value::Int(wrap_int(x as i64, t)),
+        (Value::Bool(b), t) if t.is_float() => Value::Float(b as i64 as f64),
+        (Value::Bool(b), ScalarType::Bool) => Value::Bool(b),
+        (Value::Bool(b), _) => Value::Int(b as i64),
+        (other, _) => other,
+    }
+}
+
+/// A binary operation of loop code at scalar type `s` (the operands' type).
+pub fn bin(op: BinOp, a: Value, b: Value, s: ScalarType) -> Result<Value, String> {
+    Ok(match (a, b) {
+        (Value::Int(x), Value::Int(y)) => {
+            let unsigned = !s.is_signed();
+            let ord = if unsigned { (x as u64).cmp(&(y as u64)) } else { x.cmp(&y) };
+            match op {
+                BinOp::Add => Value::Int(wrap_int(x.wrapping_add(y), s)),
+                BinOp::Sub => Value::Int(wrap_int(x.wrapping_sub(y), s)),
+                BinOp::Mul => Value::Int(wrap_int(x.wrapping_mul(y), s)),
+                BinOp::Div | BinOp::Rem if y == 0 => return Err("integer division by zero".into()),
+                BinOp::Div if unsigned => Value::Int(wrap_int(((x as u64) / (y as u64)) as i64, s)),
+                BinOp::Rem if unsigned => Value::Int(wrap_int(((x as u64) % (y as u64)) as i64, s)),
+                BinOp::Div => Value::Int(wrap_int(x.wrapping_div(y), s)),
+                BinOp::Rem => Value::Int(wrap_int(x.wrapping_rem(y), s)),
+                BinOp::Min => Value::Int(if ord.is_le() { x } else { y }),
+                BinOp::Max => Value::Int(if ord.is_ge() { x } else { y }),
+                BinOp::Eq => Value::Bool(x == y),
+                BinOp::Ne => Value::Bool(x != y),
+                BinOp::Lt => Value::Bool(ord.is_lt()),
+                BinOp::Le => Value::Bool(ord.is_le()),
+                BinOp::Gt => Value::Bool(ord.is_gt()),
+                BinOp::Ge => Value::Bool(ord.is_ge()),
+                BinOp::And | BinOp::Or => return Err("logical operator on integers".into()),
+            }
+        }
+        (Value::Float(x), Value::Float(y)) => match op {
+            BinOp::Add => Value::Float(round_float(x + y, s)),
+            BinOp::Sub => Value::Float(round_float(x - y, s)),
+            BinOp::Mul => Value::Float(round_float(x * y, s)),
+            BinOp::Div => Value::Float(round_float(x / y, s)),
+            BinOp::Rem => Value::Float(round_float(x % y, s)),
+            BinOp::Min => Value::Float(x.min(y)),
+            BinOp::Max => Value::Float(x.max(y)),
+            BinOp::Eq => Value::Bool(x == y),
+            BinOp::Ne => Value::Bool(x != y),
+            BinOp::Lt => Value::Bool(x < y),
+            BinOp::Le => Value::Bool(x <= y),
+            BinOp::Gt => Value::Bool(x > y),
+            BinOp::Ge => Value::Bool(x >= y),
+            BinOp::And | BinOp::Or => return Err("logical operator on floats".into()),
+        },
+        (Value::Bool(x), Value::Bool(y)) => match op {
+            BinOp::And => Value::Bool(x && y),
+            BinOp::Or => Value::Bool(x || y),
+            BinOp::Eq => Value::Bool(x == y),
+            BinOp::Ne => Value::Bool(x != y),
+            _ => return Err(format!("`{}` on booleans", op.symbol())),
+        },
+        (a, b) => return Err(format!("`{}` on {a} and {b}", op.symbol())),
+    })
+}
