@@ -50,7 +50,11 @@ fn convert_writes_storage_and_files() {
     assert_eq!(stored["coordinates"], serde_json::json!([null, [0, 5, 1, 2, 7, 6]]));
     // Storage → DCSC through a named definition, then back out as .tns and .mtx.
     let defs = dir.path().join("defs.hdl");
-    std::fs::write(&defs, "#DCSC = #sparse_tensor.encoding<{ map = (i, j) -> (j : compressed, i : compressed), crdWidth = 8 }>\n").unwrap();
+    std::fs::write(
+        &defs,
+        "#DCSC = #sparse_tensor.encoding<{ map = (i, j) -> (j : compressed, i : compressed), crdWidth = 8 }>\n",
+    )
+    .unwrap();
     let out2 = dir.path().join("m.tns");
     let (code, _, err) =
         heddle(&["convert", o, "--to", "#DCSC", "--defs", defs.to_str().unwrap(), "-o", out2.to_str().unwrap()]);
@@ -69,7 +73,11 @@ fn convert_rejects_bad_inputs_with_locations() {
     assert_eq!(code, 1);
     assert!(err.contains("bad.mtx:4: row index 3 is beyond the size 2"), "{err}");
     let defs = dir.path().join("defs.hdl");
-    std::fs::write(&defs, "// encodings\n#X = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 12 }>\n").unwrap();
+    std::fs::write(
+        &defs,
+        "// encodings\n#X = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 12 }>\n",
+    )
+    .unwrap();
     let (code, _, err) = heddle(&[
         "convert",
         "tests/data/sparse/m4x8.mtx",

@@ -67,14 +67,16 @@ pub fn resolve_encoding(arg: &str, defs: Option<&str>) -> Result<Encoding, Failu
         )));
     };
     let file = SourceFile::read(path).map_err(Failure::Input)?;
-    let tokens = heddle_ir::lexer::lex(&file.text).map_err(|d| Failure::Source(SourceFile::new(path, file.text.clone()), vec![d]))?;
+    let tokens = heddle_ir::lexer::lex(&file.text)
+        .map_err(|d| Failure::Source(SourceFile::new(path, file.text.clone()), vec![d]))?;
     use heddle_ir::lexer::Tok;
     for w in tokens.windows(3) {
         if let (Tok::HashName(n), Tok::Sym("="), Tok::Encoding(text)) = (&w[0].tok, &w[1].tok, &w[2].tok)
             && n == name
         {
             let start = w[2].span.start as usize;
-            return parse_encoding(text, start).map_err(|d| Failure::Source(SourceFile::new(path, file.text.clone()), vec![d]));
+            return parse_encoding(text, start)
+                .map_err(|d| Failure::Source(SourceFile::new(path, file.text.clone()), vec![d]));
         }
     }
     Err(Failure::Input(format!("{path}: no encoding `#{name}` is defined there")))
@@ -83,9 +85,8 @@ pub fn resolve_encoding(arg: &str, defs: Option<&str>) -> Result<Encoding, Failu
 pub fn run(a: &Args) -> Result<Output, Failure> {
     let enc = resolve_encoding(&a.encoding, a.defs.as_deref())?;
     let dims = a.dims.clone().map_or_else(|| vec![None; enc.dim_rank()], |d| d.0);
-    let layout = storage_layout(&enc, &dims, a.elem, &a.name).map_err(|d| {
-        Failure::Input(format!("{} (the encoding has {} dimensions)", d.message, enc.dim_rank()))
-    })?;
+    let layout = storage_layout(&enc, &dims, a.elem, &a.name)
+        .map_err(|d| Failure::Input(format!("{} (the encoding has {} dimensions)", d.message, enc.dim_rank())))?;
     let nats = |v: &[heddle_ir::Nat]| v.iter().map(print_nat).collect::<Vec<_>>();
     let mut text = format!("encoding: {}\n", print_encoding(&enc));
     text.push_str(&format!("dimension sizes: [{}]\n", nats(&layout.dim_sizes).join(", ")));

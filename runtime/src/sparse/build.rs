@@ -14,6 +14,7 @@ use super::error::{Result, SparseError};
 use super::tensor::SparseTensor;
 use heddle_ir::ScalarType;
 use heddle_ir::encoding::{Encoding, LevelFormat, map};
+use rayon::prelude::*;
 
 /// Largest number of stored values a conversion may produce (dense levels
 /// multiply); beyond it the target format is the wrong choice for the data.
@@ -27,7 +28,7 @@ pub fn pack(coo: &Coo, enc: &Encoding, elem: ScalarType) -> Result<SparseTensor>
         return Ok(t);
     }
     let (lvl, vals) = remap(coo, enc)?;
-    let (lvl, vals) = sort_levels(lvl, vals, enc.lvl_rank(), enc.sums_duplicates());
+    let (lvl, vals) = sort_levels(lvl, vals, &lvl_sizes, enc.sums_duplicates());
     assemble_levels(enc, elem, coo.dims.clone(), lvl_sizes, &lvl, &vals)
 }
 
@@ -104,16 +105,31 @@ fn map_slices(enc: &Encoding, l: usize) -> u64 {
 }
 
 /// Phase 2: entries in lexicographic level order, duplicates summed when asked.
-fn sort_levels(lvl: Vec<u64>, vals: Vec<f64>, lr: usize, sum: bool) -> (Vec<u64>, Vec<f64>) {
+///
+/// When the level coordinates linearize into 64 bits (the common case), each
+/// entry becomes a `(key, index)` pair and rayon sorts the pairs; the index
+/// breaks ties, so entries a nonunique level keeps stay in input order.
+fn sort_levels(lvl: Vec<u64>, vals: Vec<f64>, sizes: &[u64], sum: bool) -> (Vec<u64>, Vec<f64>) {
+    let lr = sizes.len();
     let n = vals.len();
     let key = |k: usize| &lvl[k * lr..(k + 1) * lr];
     let sorted = (1..n).all(|k| if sum { key(k - 1) < key(k) } else { key(k - 1) <= key(k) });
     if sorted {
         return (lvl, vals);
     }
-    let mut perm: Vec<usize> = (0..n).collect();
-    // Stable, so duplicates kept by a nonunique level stay in input order.
-    perm.sort_by(|&a, &b| key(a).cmp(key(b)));
+    let linear = sizes.iter().try_fold(1u64, |a, &s| a.checked_mul(s.max(1))).is_some();
+    let perm: Vec<usize> = if linear && u32::try_from(n).is_ok() {
+        let mut pairs: Vec<(u64, u32)> = (0..n)
+            .into_par_iter()
+            .map(|k| (key(k).iter().zip(sizes).fold(0u64, |acc, (&c, &s)| acc * s.max(1) + c), k as u32))
+            .collect();
+        pairs.par_sort_unstable();
+        pairs.into_iter().map(|(_, k)| k as usize).collect()
+    } else {
+        let mut perm: Vec<usize> = (0..n).collect();
+        perm.par_sort_by(|&a, &b| key(a).cmp(key(b)));
+        perm
+    };
     let mut out_l = Vec::with_capacity(lvl.len());
     let mut out_v: Vec<f64> = Vec::with_capacity(n);
     for &k in &perm {

@@ -117,6 +117,20 @@ impl SparseTensor {
         let mut coo = Coo::new(self.dim_sizes.clone());
         coo.coords.reserve(self.nse() * self.dim_sizes.len());
         coo.values.reserve(self.nse());
+        // CSR / CSC: straight from the buffers, without the generic walk.
+        if let Some((a, b)) = super::csr::csr_like(&self.encoding)
+            && let (Some(pos), Some(crd)) = (&self.positions[1], &self.coordinates[1])
+        {
+            let mut x = [0u64; 2];
+            for r in 0..self.lvl_sizes[0] as usize {
+                x[a] = r as u64;
+                for p in pos.get(r) as usize..pos.get(r + 1) as usize {
+                    x[b] = crd.get(p);
+                    coo.push(&x, self.values[p]);
+                }
+            }
+            return coo;
+        }
         let skip_zeros = self.has_padding();
         let mut dim = vec![0u64; self.dim_sizes.len()];
         let enc = &self.encoding;

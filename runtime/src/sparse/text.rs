@@ -81,12 +81,6 @@ pub(crate) fn parse_u64(tok: &[u8]) -> Option<u64> {
     Some(v)
 }
 
-/// A number (Rust's float parser is exact and uses Eisel–Lemire's fast path).
-#[inline]
-pub(crate) fn parse_f64(tok: &[u8]) -> Option<f64> {
-    std::str::from_utf8(tok).ok()?.parse().ok()
-}
-
 /// A signed integer value.
 #[inline]
 pub(crate) fn parse_int_value(tok: &[u8]) -> Option<f64> {
@@ -94,23 +88,68 @@ pub(crate) fn parse_int_value(tok: &[u8]) -> Option<f64> {
     s.parse::<i64>().ok().map(|v| v as f64)
 }
 
+/// The token starting at `i` (up to the next whitespace), for messages.
+fn token_at(body: &[u8], i: usize) -> String {
+    let end = body[i..].iter().position(|b| b.is_ascii_whitespace()).map_or(body.len(), |p| i + p);
+    show(&body[i..end])
+}
+
+#[inline]
+fn is_blank(b: u8) -> bool {
+    b == b' ' || b == b'\t' || b == b'\r'
+}
+
+/// Parses one chunk with a byte scanner: no per-line allocation, no UTF-8
+/// validation, numbers read in place (`fast-float2` reports how many bytes a
+/// float took, so tokens never need to be cut out first).
 fn parse_chunk(body: &[u8], first_line: usize, f: &EntryFormat, path: &Path) -> Result<Entries> {
     let mut coords = Vec::with_capacity(body.len() / 12 * f.rank);
     let mut values = Vec::with_capacity(body.len() / 12);
     let want = f.rank + usize::from(f.value != ValueKind::Pattern);
-    for (no, line) in lines(body, first_line) {
-        if skip(line, f.comment) {
+    let n = body.len();
+    let mut i = 0;
+    let mut no = first_line;
+    while i < n {
+        while i < n && is_blank(body[i]) {
+            i += 1;
+        }
+        if i == n {
+            break;
+        }
+        if body[i] == b'\n' {
+            no += 1;
+            i += 1;
             continue;
         }
-        let mut toks = tokens(line);
+        if body[i] == f.comment {
+            i = body[i..].iter().position(|&b| b == b'\n').map_or(n, |p| i + p);
+            continue;
+        }
         for d in 0..f.rank {
+            while i < n && is_blank(body[i]) {
+                i += 1;
+            }
             let name = f.names.get(d).copied().unwrap_or("index");
-            let tok = toks.next().ok_or_else(|| {
-                SparseError::file(path, no, format!("expected {want} numbers on an entry line, found {d}"))
-            })?;
-            let v = parse_u64(tok).ok_or_else(|| {
-                SparseError::file(path, no, format!("{name} index `{}` is not a non-negative integer", show(tok)))
-            })?;
+            if i == n || body[i] == b'\n' {
+                return Err(SparseError::file(
+                    path,
+                    no,
+                    format!("expected {want} numbers on an entry line, found {d}"),
+                ));
+            }
+            let start = i;
+            let mut v: u64 = 0;
+            while i < n && body[i].is_ascii_digit() && i - start < 19 {
+                v = v * 10 + u64::from(body[i] - b'0');
+                i += 1;
+            }
+            if i == start || (i < n && !body[i].is_ascii_whitespace()) {
+                return Err(SparseError::file(
+                    path,
+                    no,
+                    format!("{name} index `{}` is not a non-negative integer", token_at(body, start)),
+                ));
+            }
             if v == 0 {
                 return Err(SparseError::file(path, no, format!("{name} index 0 is invalid: indices start at 1")));
             }
@@ -121,13 +160,31 @@ fn parse_chunk(body: &[u8], first_line: usize, f: &EntryFormat, path: &Path) -> 
             }
             coords.push(v - 1);
         }
+        while i < n && is_blank(body[i]) {
+            i += 1;
+        }
         let value = match f.value {
             ValueKind::Pattern => 1.0,
             kind => {
-                let tok = toks.next().ok_or_else(|| {
-                    SparseError::file(path, no, format!("expected {want} numbers on an entry line, found {}", f.rank))
-                })?;
-                let v = if kind == ValueKind::Integer { parse_int_value(tok) } else { parse_f64(tok) };
+                if i == n || body[i] == b'\n' {
+                    return Err(SparseError::file(
+                        path,
+                        no,
+                        format!("expected {want} numbers on an entry line, found {}", f.rank),
+                    ));
+                }
+                let start = i;
+                let end = body[i..].iter().position(|b| b.is_ascii_whitespace()).map_or(n, |p| i + p);
+                let tok = &body[start..end];
+                let v = if kind == ValueKind::Integer {
+                    parse_int_value(tok)
+                } else {
+                    match fast_float2::parse_partial::<f64, _>(tok) {
+                        Ok((v, used)) if used == tok.len() => Some(v),
+                        _ => None,
+                    }
+                };
+                i = end;
                 v.ok_or_else(|| {
                     let what = if kind == ValueKind::Integer { "an integer" } else { "a number" };
                     SparseError::file(path, no, format!("value `{}` is not {what}", show(tok)))
@@ -135,11 +192,14 @@ fn parse_chunk(body: &[u8], first_line: usize, f: &EntryFormat, path: &Path) -> 
             }
         };
         values.push(value);
-        if let Some(extra) = toks.next() {
+        while i < n && is_blank(body[i]) {
+            i += 1;
+        }
+        if i < n && body[i] != b'\n' {
             return Err(SparseError::file(
                 path,
                 no,
-                format!("unexpected `{}` after {want} numbers (complex values are not supported)", show(extra)),
+                format!("unexpected `{}` after {want} numbers (complex values are not supported)", token_at(body, i)),
             ));
         }
     }
