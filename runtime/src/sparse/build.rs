@@ -40,15 +40,19 @@ pub(crate) fn check_shape(coo: &Coo, enc: &Encoding) -> Result<Vec<u64>> {
         ));
     }
     let lvl_sizes = map::lvl_sizes(enc, &coo.dims).map_err(SparseError::Shape)?;
-    let r = coo.rank();
-    for k in 0..coo.len() {
-        let c = &coo.coords[k * r..(k + 1) * r];
-        if let Some(d) = (0..r).find(|&d| c[d] >= coo.dims[d]) {
-            return Err(SparseError::Shape(format!(
-                "entry {k} has coordinate {} in dimension {d}, outside its size {}",
-                c[d], coo.dims[d]
-            )));
-        }
+    // One pass over the coordinates, in blocks of 64k entries per task.
+    let r = coo.rank().max(1);
+    const BLOCK: usize = 1 << 16;
+    let bad = coo.coords.par_chunks(r * BLOCK).enumerate().find_map_first(|(b, block)| {
+        block.chunks_exact(r).position(|c| c.iter().zip(&coo.dims).any(|(x, d)| x >= d)).map(|k| b * BLOCK + k)
+    });
+    if let Some(k) = bad {
+        let c = coo.entry(k);
+        let d = (0..c.len()).find(|&d| c[d] >= coo.dims[d]).unwrap_or(0);
+        return Err(SparseError::Shape(format!(
+            "entry {k} has coordinate {} in dimension {d}, outside its size {}",
+            c[d], coo.dims[d]
+        )));
     }
     Ok(lvl_sizes)
 }
