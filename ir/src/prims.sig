@@ -19,6 +19,7 @@ reduceSeq    : (op: U -> T -> U) -> (init: U) -> [T]_N -> U
 zip          : [i -> T]_N -> [i -> U]_N -> [i -> (T, U)]_N
 unzip        : [i -> (T, U)]_N -> ([i -> T]_N, [i -> U]_N)
 split        : (k: nat) -> [T]_{k * M} -> [[T]_k]_M
+interleave   : (k: nat) -> [T]_N -> [w -> [T]_{(N - w + k - 1) / k}]_k
 join         : [i -> [T]_K]_M -> [T]_{sum(i = 0 .. M - 1, K)}
 transpose    : [[T]_N]_M -> [[T]_M]_N
 slide        : (size: nat) -> (step: nat) -> [T]_N -> [[T]_size]_{(N - size) / step + 1}

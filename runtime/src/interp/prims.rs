@@ -73,6 +73,17 @@ pub(super) fn eval_prim(name: &str, nats: &[Nat], args: &[TExpr], binder: Option
             }
             Ok(Value::array(xs.chunks(k as usize).map(|c| Value::array(c.to_vec())).collect()))
         }
+        "interleave" => {
+            // Part w holds elements w, w + k, w + 2k, …: k work-items reading
+            // a row this way touch k consecutive elements at each step.
+            let k = nat(&nats[0], env, span)?;
+            let xs = array(eval(arg(0)?, env)?, span)?;
+            if k <= 0 {
+                return Err(size_error(span, name, format!("cannot interleave into {k} parts")));
+            }
+            let parts = (0..k as usize).map(|w| Value::array(xs.iter().skip(w).step_by(k as usize).cloned().collect()));
+            Ok(Value::array(parts.collect()))
+        }
         "join" => {
             let xs = array(eval(arg(0)?, env)?, span)?;
             let mut out = Vec::new();

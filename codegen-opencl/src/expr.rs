@@ -1,0 +1,107 @@
+//! Loop-IR expressions as OpenCL C expressions.
+
+use crate::ctype::{float_literal, int_literal, is_narrow, scalar};
+use crate::Gen;
+use heddle_ir::loops::{BinOp, Expr, TypeEnv};
+use heddle_ir::ScalarType;
+
+/// C precedence levels, higher binds tighter.
+mod prec {
+    pub const COND: u8 = 3;
+    pub const OR: u8 = 4;
+    pub const AND: u8 = 5;
+    pub const EQ: u8 = 9;
+    pub const REL: u8 = 10;
+    pub const ADD: u8 = 12;
+    pub const MUL: u8 = 13;
+    pub const UNARY: u8 = 14;
+    pub const PRIMARY: u8 = 15;
+}
+
+fn wrap(text: String, p: u8, ctx: u8) -> String {
+    if p < ctx { format!("({text})") } else { text }
+}
+
+impl Gen<'_> {
+    /// The C text of `e`, parenthesised as needed for a context of precedence `ctx`.
+    pub(crate) fn expr(&mut self, e: &Expr, env: &TypeEnv) -> Result<String, String> {
+        self.expr_at(e, env, 0)
+    }
+
+    fn ty(&self, e: &Expr, env: &TypeEnv) -> Result<ScalarType, String> {
+        self.prog.type_of(e, env).ok_or_else(|| "an expression without a type (validate the program first)".to_string())
+    }
+
+    fn expr_at(&mut self, e: &Expr, env: &TypeEnv, ctx: u8) -> Result<String, String> {
+        Ok(match e {
+            Expr::Int(v, t) => wrap(int_literal(*v, *t), if is_narrow(*t) || v.is_negative() { prec::UNARY } else { prec::PRIMARY }, ctx),
+            Expr::Float(v, t) => wrap(float_literal(*v, *t), if *v < 0.0 { prec::UNARY } else { prec::PRIMARY }, ctx),
+            Expr::Bool(b) => b.to_string(),
+            Expr::Var(v) => self.ids.get(v),
+            Expr::Load { buf, index, field } => {
+                let fields = env.buffer(buf).ok_or_else(|| format!("buffer `{buf}` is not declared"))?;
+                let ty = *fields.get(*field as usize).ok_or_else(|| format!("`{buf}` has no field {field}"))?;
+                let member = if fields.len() > 1 { format!(".f{field}") } else { String::new() };
+                let text = format!("{}[{}]{member}", self.ids.get(buf), self.expr_at(index, env, 0)?);
+                // Booleans are stored as uchar (see ctype::stored).
+                if ty == ScalarType::Bool { wrap(format!("{text} != 0"), prec::EQ, ctx) } else { text }
+            }
+            Expr::Bin(op, a, b) => self.bin(*op, a, b, env, ctx)?,
+            Expr::Neg(a) => {
+                let t = self.ty(a, env)?;
+                let text = format!("-{}", self.expr_at(a, env, prec::UNARY)?);
+                if is_narrow(t) { wrap(format!("({})({text})", scalar(t)), prec::UNARY, ctx) } else { wrap(text, prec::UNARY, ctx) }
+            }
+            Expr::Not(a) => wrap(format!("!{}", self.expr_at(a, env, prec::UNARY)?), prec::UNARY, ctx),
+            Expr::Select(c, a, b) => {
+                let text = format!(
+                    "{} ? {} : {}",
+                    self.expr_at(c, env, prec::OR)?,
+                    self.expr_at(a, env, prec::OR)?,
+                    self.expr_at(b, env, prec::COND)?
+                );
+                wrap(text, prec::COND, ctx)
+            }
+            Expr::Cast(t, a) => {
+                let from = self.ty(a, env)?;
+                if *t == from {
+                    self.expr_at(a, env, ctx)?
+                } else if *t == ScalarType::Bool {
+                    wrap(format!("{} != 0", self.expr_at(a, env, prec::REL)?), prec::EQ, ctx)
+                } else {
+                    wrap(format!("({}){}", scalar(*t), self.expr_at(a, env, prec::UNARY)?), prec::UNARY, ctx)
+                }
+            }
+        })
+    }
+
+    fn bin(&mut self, op: BinOp, a: &Expr, b: &Expr, env: &TypeEnv, ctx: u8) -> Result<String, String> {
+        let t = self.ty(a, env)?;
+        if matches!(op, BinOp::Min | BinOp::Max) {
+            let (x, y) = (self.expr_at(a, env, 0)?, self.expr_at(b, env, 0)?);
+            return Ok(match (t, op) {
+                // OpenCL's min/max have no bool overloads.
+                (ScalarType::Bool, BinOp::Min) => wrap(format!("({x}) && ({y})"), prec::AND, ctx),
+                (ScalarType::Bool, _) => wrap(format!("({x}) || ({y})"), prec::OR, ctx),
+                _ => format!("{}({x}, {y})", op.symbol()),
+            });
+        }
+        if op == BinOp::Rem && t.is_float() {
+            return Ok(format!("fmod({}, {})", self.expr_at(a, env, 0)?, self.expr_at(b, env, 0)?));
+        }
+        let p = match op {
+            BinOp::Or => prec::OR,
+            BinOp::And => prec::AND,
+            BinOp::Eq | BinOp::Ne => prec::EQ,
+            BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => prec::REL,
+            BinOp::Add | BinOp::Sub => prec::ADD,
+            _ => prec::MUL,
+        };
+        let text = format!("{} {} {}", self.expr_at(a, env, p)?, op.symbol(), self.expr_at(b, env, p + 1)?);
+        let arithmetic = !op.is_comparison() && !matches!(op, BinOp::And | BinOp::Or);
+        if arithmetic && is_narrow(t) {
+            return Ok(wrap(format!("({})({text})", scalar(t)), prec::UNARY, ctx));
+        }
+        Ok(wrap(text, p, ctx))
+    }
+}

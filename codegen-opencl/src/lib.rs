@@ -1,0 +1,212 @@
+//! # heddle-codegen-opencl
+//!
+//! The OpenCL backend's code generator: a [`LoopProgram`] becomes one
+//! OpenCL C 1.2 kernel ([`compile`]) together with the launch configuration
+//! it implies ([`LaunchConfig`]: global and local sizes as expressions over
+//! the kernel's naturals, evaluated by the runtime at each launch).
+//!
+//! The mapping:
+//! - `Global(d)` / `Workgroup(d)` / `Local(d)` loops iterate from
+//!   `get_global_id(d)` / `get_group_id(d)` / `get_local_id(d)` in steps of
+//!   the matching size, so they are correct whatever the launch size; a
+//!   top-level `Parallel` loop is a `Global(0)` loop.
+//! - `Space::Local` buffers are `__local` kernel arguments sized by the host;
+//!   a barrier follows every statement of the work-group that writes one
+//!   (see [`emit`](crate::emit) for who executes what). `Space::Private`
+//!   buffers are private arrays of constant size.
+//! - Buffer records are C structs laid out like `record_layout`; `bool` is
+//!   stored as `uchar`; `double` enables `cl_khr_fp64`.
+//! - `Check` writes its 1-based id into the `heddle_error` argument (the last
+//!   one) and returns.
+//! - Floating-point contraction is switched off so that `a * b + c` rounds
+//!   twice, like the interpreter.
+#![warn(missing_docs)]
+
+mod ctype;
+mod emit;
+mod expr;
+pub mod launch;
+
+pub use launch::{Dim, LaunchConfig, WorkSizes};
+
+use ctype::{Idents, Records};
+use emit::Ctx;
+use heddle_ir::loops::{ArgKind, Block, Expr, LoopProgram, Schedule, Stmt};
+use heddle_ir::{Diagnostic, Name, ScalarType, Span};
+use std::fmt;
+
+/// A kernel parameter of the generated function, in order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum KernelParam {
+    /// The loop program's argument with this index (`LoopProgram::args`).
+    Arg(usize),
+    /// A `__local` buffer of `len` records (an expression over the naturals).
+    Local {
+        /// The loop program's buffer.
+        name: Name,
+        /// Its record fields.
+        fields: Vec<ScalarType>,
+        /// Its number of records.
+        len: Expr,
+    },
+    /// A global scratch buffer of `len` records, allocated by the host.
+    Scratch {
+        /// The loop program's buffer.
+        name: Name,
+        /// Its record fields.
+        fields: Vec<ScalarType>,
+        /// Its number of records.
+        len: Expr,
+    },
+    /// One `int`, zero before the launch; a failed check stores its id + 1.
+    Error,
+}
+
+/// A generated OpenCL kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kernel {
+    /// The kernel function's name in [`source`](Kernel::source).
+    pub name: String,
+    /// The complete OpenCL C program text.
+    pub source: String,
+    /// The kernel function's parameters, in order.
+    pub params: Vec<KernelParam>,
+    /// The NDRange the program implies.
+    pub launch: LaunchConfig,
+}
+
+impl fmt::Display for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.source)?;
+        writeln!(f, "// launch {}: {}", self.name, self.launch)
+    }
+}
+
+/// Generator state for one kernel.
+pub(crate) struct Gen<'a> {
+    pub(crate) prog: &'a LoopProgram,
+    pub(crate) ids: Idents,
+    pub(crate) records: Records,
+    pub(crate) out: String,
+    /// Parameters after the program's arguments (local and scratch buffers).
+    pub(crate) params: Vec<KernelParam>,
+    pub(crate) params_text: Vec<String>,
+    /// Parallel loops emitted, for the launch configuration.
+    pub(crate) loops: Vec<launch::LoopInfo>,
+    /// Schedules of the enclosing parallel loops.
+    pub(crate) active: Vec<Schedule>,
+    pub(crate) local: Vec<Name>,
+    pub(crate) private: Vec<Name>,
+    /// Does the kernel run on more than one work-item?
+    pub(crate) parallel: bool,
+    pub(crate) fresh: usize,
+}
+
+/// Generates the OpenCL kernel for `prog` (validated first). An error means
+/// the program cannot run on OpenCL as scheduled (e.g. a barrier inside a
+/// per-work-item loop); it names the construct.
+pub fn compile(prog: &LoopProgram) -> Result<Kernel, Diagnostic> {
+    let fail = |m: String| Diagnostic::new(Span::default(), format!("OpenCL backend: {m}"));
+    prog.validate().map_err(|e| fail(e.to_string()))?;
+    let mut g = Gen {
+        prog,
+        ids: Idents::default(),
+        records: Records::default(),
+        out: String::new(),
+        params: Vec::new(),
+        params_text: Vec::new(),
+        loops: Vec::new(),
+        active: Vec::new(),
+        local: Vec::new(),
+        private: Vec::new(),
+        parallel: has_parallel(&prog.body),
+        fresh: 0,
+    };
+    let mut params_text = Vec::new();
+    let mut params = Vec::new();
+    for (k, a) in prog.args.iter().enumerate() {
+        let name = g.ids.get(&a.name);
+        params.push(KernelParam::Arg(k));
+        params_text.push(match &a.kind {
+            ArgKind::Nat => format!("const long {name}"),
+            ArgKind::Scalar(t) => format!("const {} {name}", emit::scalar_param(*t)),
+            ArgKind::Input { fields, .. } => format!("__global const {}* restrict {name}", g.records.elem(fields)),
+            ArgKind::Host => format!("__global const long* restrict {name}"),
+            ArgKind::Output { fields, .. } => format!("__global {}* restrict {name}", g.records.elem(fields)),
+        });
+    }
+    let mut env = prog.arg_env();
+    g.block(&prog.body, &mut env, Ctx::Top, 1).map_err(fail)?;
+    let launch = LaunchConfig::infer(&g.loops).map_err(fail)?;
+    params.append(&mut g.params);
+    params.push(KernelParam::Error);
+    params_text.append(&mut g.params_text);
+    params_text.push("__global int* restrict heddle_error".into());
+
+    let name = kernel_name(&prog.name);
+    let mut src = String::new();
+    src.push_str(&format!("// heddle: kernel `{}`, generated from its loop program\n", prog.name));
+    if uses_f64(prog) {
+        src.push_str("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
+    }
+    src.push_str("#pragma OPENCL FP_CONTRACT OFF\n");
+    src.push_str(&g.records.declarations());
+    src.push_str(&format!("\n__kernel void {name}(\n  {}) {{\n", params_text.join(",\n  ")));
+    if g.parallel {
+        // Who stores results computed redundantly (see emit.rs).
+        src.push_str("  const bool heddle_first = get_global_id(0) == 0 && get_global_id(1) == 0 && get_global_id(2) == 0;\n");
+        src.push_str("  const bool heddle_leader = get_local_id(0) == 0 && get_local_id(1) == 0 && get_local_id(2) == 0;\n");
+        src.push_str("  (void)heddle_first; (void)heddle_leader;\n");
+    }
+    src.push_str(&g.out);
+    src.push_str("}\n");
+    Ok(Kernel { name, source: src, params, launch })
+}
+
+/// `heddle_` and the program's name reduced to an identifier.
+fn kernel_name(name: &str) -> String {
+    let stem: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    format!("heddle_{stem}")
+}
+
+fn has_parallel(b: &Block) -> bool {
+    b.iter().any(|s| match s {
+        Stmt::For { schedule, body, .. } => *schedule != Schedule::Seq || has_parallel(body),
+        Stmt::If { then, els, .. } => has_parallel(then) || has_parallel(els),
+        _ => false,
+    })
+}
+
+/// Does anything in the program have type `double`?
+fn uses_f64(prog: &LoopProgram) -> bool {
+    let f64_fields = |f: &[ScalarType]| f.contains(&ScalarType::F64);
+    prog.args.iter().any(|a| match &a.kind {
+        ArgKind::Scalar(t) => *t == ScalarType::F64,
+        ArgKind::Input { fields, .. } | ArgKind::Output { fields, .. } => f64_fields(fields),
+        _ => false,
+    }) || block_f64(&prog.body)
+}
+
+fn block_f64(b: &Block) -> bool {
+    b.iter().any(|s| match s {
+        Stmt::Let { ty, value, .. } | Stmt::Var { ty, init: value, .. } => *ty == ScalarType::F64 || expr_f64(value),
+        Stmt::Assign { value, .. } => expr_f64(value),
+        Stmt::Store { index, value, .. } => expr_f64(index) || expr_f64(value),
+        Stmt::For { lo, hi, body, .. } => expr_f64(lo) || expr_f64(hi) || block_f64(body),
+        Stmt::If { cond, then, els } => expr_f64(cond) || block_f64(then) || block_f64(els),
+        Stmt::Alloc { fields, .. } => fields.contains(&ScalarType::F64),
+        Stmt::Check { cond, .. } => expr_f64(cond),
+        Stmt::Barrier => false,
+    })
+}
+
+fn expr_f64(e: &Expr) -> bool {
+    match e {
+        Expr::Float(_, t) | Expr::Cast(t, _) if *t == ScalarType::F64 => true,
+        Expr::Cast(_, a) | Expr::Neg(a) | Expr::Not(a) => expr_f64(a),
+        Expr::Load { index, .. } => expr_f64(index),
+        Expr::Bin(_, a, b) => expr_f64(a) || expr_f64(b),
+        Expr::Select(c, a, b) => expr_f64(c) || expr_f64(a) || expr_f64(b),
+        _ => false,
+    }
+}
