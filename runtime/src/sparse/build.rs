@@ -16,9 +16,21 @@ use heddle_ir::ScalarType;
 use heddle_ir::encoding::{Encoding, LevelFormat, map};
 use rayon::prelude::*;
 
-/// Largest number of stored values a conversion may produce (dense levels
-/// multiply); beyond it the target format is the wrong choice for the data.
-pub const MAX_STORED: u64 = 1 << 32;
+/// Largest number of positions a level (or a dense tensor) may have: dense
+/// levels multiply sizes, and a buffer sized from a file's header must not
+/// abort the process on allocation. Beyond it the format is the wrong choice
+/// for the data, and the conversion says so.
+pub const MAX_STORED: u64 = 1 << 28;
+
+/// An error unless `n` positions fit under [`MAX_STORED`].
+pub(crate) fn check_alloc(n: u64, what: &str) -> Result<()> {
+    if n > MAX_STORED {
+        return Err(SparseError::Shape(format!(
+            "{what} would need {n} entries, more than the {MAX_STORED} heddle allocates"
+        )));
+    }
+    Ok(())
+}
 
 /// Stores `coo` in `enc`. Duplicates add up unless the innermost level is
 /// `nonunique`. Uses the counting-sort path for CSR/CSC-like targets.
@@ -76,6 +88,7 @@ fn remap(coo: &Coo, enc: &Encoding) -> Result<(Vec<u64>, Vec<f64>)> {
     let mut counts: Vec<u64> = Vec::new();
     let counter = map::counter_level(enc);
     if let Some((_, d)) = counter {
+        check_alloc(coo.dims[d], "the ELL counters")?;
         counts = vec![0; coo.dims[d] as usize];
     }
     for k in 0..coo.len() {
@@ -171,11 +184,7 @@ pub(crate) fn assemble_levels(
             LevelFormat::Dense | LevelFormat::Batch => {
                 let n = lvl_sizes[l];
                 let total = (segs.len() as u64).saturating_mul(n);
-                if total > MAX_STORED {
-                    return Err(SparseError::Shape(format!(
-                        "level {l} is dense: it would store {total} positions, too many for this tensor"
-                    )));
-                }
+                check_alloc(total, &format!("dense level {l}"))?;
                 next.reserve(total as usize);
                 for &(s, e) in &segs {
                     let mut k = s;

@@ -35,6 +35,7 @@ fn transpose(src: &SparseTensor, target: &Encoding) -> Result<SparseTensor> {
     let rows = src.lvl_sizes[0] as usize;
     let cols = src.lvl_sizes[1] as usize;
     let nse = src.nse();
+    super::build::check_alloc(cols as u64, "the positions buffer")?;
     let mut tpos = vec![0u64; cols + 1];
     for p in 0..nse {
         tpos[crd.get(p) as usize + 1] += 1;

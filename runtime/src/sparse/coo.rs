@@ -70,9 +70,12 @@ impl Coo {
         self.values = values;
     }
     /// The dense row-major array this tensor denotes (duplicates summed).
-    /// `None` when it would not fit in memory's address space.
+    /// `None` when it would exceed [`super::build::MAX_STORED`] values.
     pub fn to_dense_values(&self) -> Option<Vec<f64>> {
         let n = self.dims.iter().try_fold(1usize, |a, &d| a.checked_mul(usize::try_from(d).ok()?))?;
+        if n as u64 > super::build::MAX_STORED {
+            return None;
+        }
         let mut out = vec![0.0; n];
         for k in 0..self.len() {
             let mut flat = 0usize;

@@ -109,6 +109,7 @@ pub(crate) fn pack_csr_like(
     lvl_sizes: &[u64],
 ) -> Result<Option<SparseTensor>> {
     let Some((a, b)) = csr_like(enc) else { return Ok(None) };
+    super::build::check_alloc(coo.dims[a], "the positions buffer")?;
     let c = compress(coo, a, b);
     finish(enc, elem, coo.dims.clone(), lvl_sizes.to_vec(), vec![None, Some(c.pos)], vec![None, Some(c.crd)], c.vals)
         .map(Some)
@@ -134,6 +135,7 @@ fn raw<I: TryFrom<u64>>(coo: &Coo, what: &str) -> Result<RawCsr<I>> {
     if coo.rank() != 2 {
         return Err(SparseError::Shape(format!("CSR needs a matrix, this tensor has {} dimensions", coo.rank())));
     }
+    super::build::check_alloc(coo.dims[0], "the offsets buffer")?;
     let c = compress(coo, 0, 1);
     let too_big = |x: u64| SparseError::Shape(format!("{x} does not fit in {what} CSR indices"));
     let conv = |v: Vec<u64>| v.into_iter().map(|x| I::try_from(x).map_err(|_| too_big(x))).collect::<Result<Vec<I>>>();

@@ -16,6 +16,8 @@ impl DenseTensor {
     /// The dense form of a coordinate list (duplicates summed); an error when
     /// it would not fit in memory.
     pub fn from_coo(coo: &Coo) -> Result<DenseTensor> {
+        let n = coo.dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d)).unwrap_or(u64::MAX);
+        super::build::check_alloc(n, &format!("a dense {:?} tensor", coo.dims))?;
         let values = coo
             .to_dense_values()
             .ok_or_else(|| SparseError::Shape(format!("a dense {:?} tensor does not fit in memory", coo.dims)))?;
