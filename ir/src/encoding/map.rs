@@ -18,7 +18,7 @@ pub fn lvl_sizes(enc: &Encoding, dim_sizes: &[u64]) -> Result<Vec<u64>, String> 
         .map(|l| match l.expr {
             LvlExpr::Dim(d) => Ok(dim_sizes[d]),
             LvlExpr::FloorDiv(d, k) => {
-                if dim_sizes[d] % k != 0 {
+                if !dim_sizes[d].is_multiple_of(k) {
                     Err(format!(
                         "dimension {d} (`{}`) has size {}, which is not a multiple of its block size {k}",
                         enc.dims[d].name, dim_sizes[d]

@@ -83,11 +83,11 @@ pub(crate) fn build(raw: RawEncoding) -> VResult<Encoding> {
             )
             .with_note(format!("first declared at byte {}", prev.span.start)));
         }
-        if let Some((s, sspan)) = d.slice {
-            if s.size == Some(0) || s.stride == Some(0) {
-                let what = if s.size == Some(0) { "size" } else { "stride" };
-                return Err(err(sspan, format!("a dimension slice's {what} must be positive"), format!("{what} 0")));
-            }
+        if let Some((s, sspan)) = d.slice
+            && (s.size == Some(0) || s.stride == Some(0))
+        {
+            let what = if s.size == Some(0) { "size" } else { "stride" };
+            return Err(err(sspan, format!("a dimension slice's {what} must be positive"), format!("{what} 0")));
         }
         dims.push(DimVar { name: d.name.clone(), slice: d.slice.map(|s| s.0), span: d.span });
     }
@@ -503,7 +503,7 @@ fn check_invertible(levels: &[Level], dims: &[DimVar], map: &RawMap) -> VResult<
             )
             .with_note("the dimension-to-level map must be a permutation (or a block map)"));
         }
-        if !whole.is_empty() && !(divs.is_empty() && mods.is_empty()) {
+        if !whole.is_empty() && (!divs.is_empty() || !mods.is_empty()) {
             let l = divs.first().or(mods.first()).map_or(0, |x| x.0);
             return Err(err(
                 levels[l].span,
