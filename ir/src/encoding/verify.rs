@@ -1,4 +1,4 @@
-//! The verifier: turns the syntax of [`super::parse`] into an [`Encoding`],
+//! The verifier: turns the parsed syntax of an encoding into an [`Encoding`],
 //! rejecting what MLIR's `SparseTensorEncodingAttr::verify` rejects (and a
 //! few things it would only reject later, such as maps heddle cannot invert).
 //!

@@ -7,7 +7,7 @@
 //! in the layout MLIR uses, so its `.json` form ([`json`]) is what
 //! `sparse_tensor.print` shows. Conversion follows Chou et al.'s three phases
 //! (coordinate remapping, attribute queries that size the output once,
-//! level-by-level assembly), see [`build`] and [`convert`].
+//! level-by-level assembly), see [`build`] and [`mod@convert`].
 //!
 //! Values are kept as `f64`, which represents every `f32` and every integer up
 //! to 2^53 exactly; the tensor's element type decides how they are written.
