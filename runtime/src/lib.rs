@@ -9,5 +9,6 @@
 pub mod interp;
 pub mod io;
 pub mod launch;
+pub mod loops_interp;
 pub mod value;
 pub mod sparse;
