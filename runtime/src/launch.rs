@@ -264,14 +264,15 @@ pub fn check_failure(prog: &LoopProgram, id: u32) -> Diagnostic {
 /// Evaluates an `i64` loop expression over the launch's arguments (for
 /// `parallel_work`, and the loop-IR interpreter); `vars` binds loop variables.
 pub fn eval_index_expr(prog: &LoopProgram, launch: &Launch, e: &Expr, vars: &[(Name, i64)]) -> Result<i64, String> {
-    match eval_scalar(prog, launch, e, &|n: &Name| vars.iter().rev().find(|(x, _)| x == n).map(|(_, v)| Value::Int(*v)))? {
+    match eval_scalar(prog, launch, &[], e, &|n: &Name| vars.iter().rev().find(|(x, _)| x == n).map(|(_, v)| Value::Int(*v)))? {
         Value::Int(v) => Ok(v),
         other => Err(format!("expected an integer, found {other}")),
     }
 }
 
-/// Evaluates a loop expression; `local` supplies variables not among the arguments.
-pub fn eval_scalar(prog: &LoopProgram, launch: &Launch, e: &Expr, local: &dyn Fn(&Name) -> Option<Value>) -> Result<Value, String> {
+/// Evaluates a loop expression; `local` supplies variables not among the
+/// arguments and `temps` the temporary buffers in scope.
+pub fn eval_scalar(prog: &LoopProgram, launch: &Launch, temps: &[(Name, Buffer)], e: &Expr, local: &dyn Fn(&Name) -> Option<Value>) -> Result<Value, String> {
     let arg_slot = |n: &Name| prog.args.iter().position(|a| &a.name == n).and_then(|k| launch.slots.get(k));
     let ty_of = |e: &Expr| -> ScalarType {
         let env = prog.arg_env();
@@ -292,33 +293,41 @@ pub fn eval_scalar(prog: &LoopProgram, launch: &Launch, e: &Expr, local: &dyn Fn
             },
         },
         Expr::Load { buf, index, field } => {
-            let i = eval_scalar(prog, launch, index, local)?.as_int().ok_or("a non-integer index")?;
-            match arg_slot(buf) {
-                Some(Slot::Buffer(b)) => match usize::try_from(i).ok().filter(|i| *i < b.len()) {
+            let i = eval_scalar(prog, launch, temps, index, local)?.as_int().ok_or("a non-integer index")?;
+            let temp = temps.iter().rev().find(|(n, _)| n == buf).map(|(_, b)| b);
+            let slot = match temp {
+                Some(b) => Some(b),
+                None => match arg_slot(buf) {
+                    Some(Slot::Buffer(b)) => Some(b),
+                    _ => None,
+                },
+            };
+            match slot {
+                Some(b) => match usize::try_from(i).ok().filter(|i| *i < b.len()) {
                     Some(i) => b.read(i, *field as usize),
                     None => return Err(format!("{buf}[{i}] is out of bounds (length {})", b.len())),
                 },
-                _ => return Err(format!("`{buf}` is not a buffer argument")),
+                None => return Err(format!("`{buf}` is not a buffer")),
             }
         }
         Expr::Bin(op, a, b) => {
             let s = ty_of(a);
-            bin(*op, eval_scalar(prog, launch, a, local)?, eval_scalar(prog, launch, b, local)?, s)?
+            bin(*op, eval_scalar(prog, launch, temps, a, local)?, eval_scalar(prog, launch, temps, b, local)?, s)?
         }
-        Expr::Neg(a) => match eval_scalar(prog, launch, a, local)? {
+        Expr::Neg(a) => match eval_scalar(prog, launch, temps, a, local)? {
             Value::Int(x) => Value::Int(wrap_int(x.wrapping_neg(), ty_of(a))),
             Value::Float(x) => Value::Float(-x),
             other => return Err(format!("negation of {other}")),
         },
-        Expr::Not(a) => match eval_scalar(prog, launch, a, local)? {
+        Expr::Not(a) => match eval_scalar(prog, launch, temps, a, local)? {
             Value::Bool(b) => Value::Bool(!b),
             other => return Err(format!("`!` of {other}")),
         },
-        Expr::Select(c, a, b) => match eval_scalar(prog, launch, c, local)? {
-            Value::Bool(true) => eval_scalar(prog, launch, a, local)?,
-            _ => eval_scalar(prog, launch, b, local)?,
+        Expr::Select(c, a, b) => match eval_scalar(prog, launch, temps, c, local)? {
+            Value::Bool(true) => eval_scalar(prog, launch, temps, a, local)?,
+            _ => eval_scalar(prog, launch, temps, b, local)?,
         },
-        Expr::Cast(t, a) => cast(eval_scalar(prog, launch, a, local)?, *t),
+        Expr::Cast(t, a) => cast(eval_scalar(prog, launch, temps, a, local)?, *t),
     })
 }
 
