@@ -66,6 +66,7 @@ pub mod nat_lang;
 pub mod refine;
 pub mod rules;
 pub mod simplify;
+pub mod program;
 
 pub use facts::Facts;
 pub use flatten::{FlattenError, flat_index, flat_size};
