@@ -6,6 +6,7 @@ use codespan_reporting::term;
 use heddle_ir::{Diagnostic, Span};
 
 /// A named source text.
+#[derive(Clone, Debug)]
 pub struct SourceFile {
     /// The name shown in diagnostics (usually the path).
     pub name: String,

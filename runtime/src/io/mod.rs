@@ -5,4 +5,4 @@ pub mod read;
 pub mod write;
 
 pub use bind::{bind_inputs, InputError};
-pub use read::{read_input, Loaded};
+pub use read::{read_input, Loaded, ScalarKind};
