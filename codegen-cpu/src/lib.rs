@@ -1,0 +1,58 @@
+//! # heddle-codegen-cpu
+//!
+//! The CPU backend: a validated [`LoopProgram`] is translated to Cranelift
+//! IR ([`clif_text`] shows it) and compiled to native code for the host
+//! (`cranelift-native` picks the ISA features, so AVX is used where the
+//! machine has it) through `cranelift-jit` ([`compile`]).
+//!
+//! The compiled function has one signature whatever the program:
+//! `fn(args: *const u64, lo: i64, hi: i64) -> u32`. `args` holds one 8-byte
+//! slot per [`LoopProgram::args`] entry (see [`ArgValue`]); `lo .. hi` clips
+//! the body's top-level `Parallel` loop, so a runtime can hand each thread a
+//! chunk of it; the result is a [`status`] code. [`CpuKernel::call`] wraps
+//! it.
+//!
+//! Semantics the generated code keeps (the reference interpreter's):
+//! integers wrap at their width; `/` and `%` truncate toward zero (C); an
+//! integer division by zero stops the kernel with
+//! [`Fault::DivisionByZero`] (the interpreter reports the same error) and
+//! `MIN / -1` wraps instead of trapping; `min`/`max` of floats ignore a NaN
+//! operand like Rust's `f64::min`; float-to-integer casts saturate (Rust's
+//! `as`); `&&`, `||` and `select` evaluate an operand only when C would
+//! whenever that operand could fault (a load or a division).
+//!
+//! Schedules: `Parallel` at the top level of the body is the one a runtime
+//! splits; every other loop, including the OpenCL schedules (`Global`,
+//! `Workgroup`, `Local`), runs sequentially, and `Barrier` is a no-op (a
+//! sequential run of a work-group's phases is already ordered).
+#![warn(missing_docs)]
+
+#[cfg(not(target_endian = "little"))]
+compile_error!("heddle-codegen-cpu passes scalar arguments in the low bytes of 8-byte slots: little-endian hosts only");
+
+mod error;
+mod helpers;
+mod jit;
+mod kernel;
+pub mod status;
+mod translate;
+mod types;
+
+pub use error::CodegenError;
+pub use kernel::{ArgValue, CpuKernel, Fault};
+
+use heddle_ir::loops::LoopProgram;
+
+/// Compiles `prog` to native code for this machine.
+///
+/// The program is validated first; a malformed one is a
+/// [`CodegenError::Invalid`], never a crash.
+pub fn compile(prog: &LoopProgram) -> Result<CpuKernel, CodegenError> {
+    jit::compile(prog)
+}
+
+/// The Cranelift IR of `prog`, as handed to Cranelift's optimiser (before
+/// its e-graph pass and register allocation), for `heddle compile --target cpu`.
+pub fn clif_text(prog: &LoopProgram) -> Result<String, CodegenError> {
+    jit::clif_text(prog)
+}

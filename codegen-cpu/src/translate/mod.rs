@@ -1,0 +1,238 @@
+//! Loop IR → Cranelift IR.
+//!
+//! One [`Translator`] walks the body once, emitting Cranelift instructions
+//! through `cranelift-frontend` (which builds SSA form from the mutable
+//! locals and loop variables). Statements are in [`stmt`], expressions in
+//! [`expr`], operators and conversions in [`arith`], and the loop-invariant
+//! load hoisting in [`hoist`].
+
+mod arith;
+mod expr;
+mod hoist;
+mod stmt;
+
+use crate::error::CodegenError;
+use crate::{helpers, status, types};
+use cranelift_codegen::ir::{types as ct, AbiParam, FuncRef, Function, InstBuilder, Type, Value};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
+use cranelift_jit::JITModule;
+use cranelift_module::{Linkage, Module};
+use heddle_ir::loops::{record_layout, ArgKind, Expr, LoopProgram, RecordLayout, Schedule, Stmt};
+use heddle_ir::{Name, ScalarType};
+
+/// Translates `prog` (already validated) into `f`, whose signature is the
+/// kernel entry signature; helpers are imported from `m`.
+pub fn function(prog: &LoopProgram, m: &mut JITModule, f: &mut Function) -> Result<(), CodegenError> {
+    if prog.checks.len() as u64 >= u64::from(status::OUT_OF_MEMORY) {
+        return Err(CodegenError::Unsupported(format!("{} checks in one kernel", prog.checks.len())));
+    }
+    let ptr_ty = m.target_config().pointer_type();
+    let mut fctx = FunctionBuilderContext::new();
+    let mut b = FunctionBuilder::new(f, &mut fctx);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let params = b.block_params(entry).to_vec();
+    let (args_ptr, lo, hi) = (params[0], params[1], params[2]);
+    let mut t = Translator {
+        prog,
+        b,
+        m,
+        ptr_ty,
+        scope: Vec::new(),
+        bufs: Vec::new(),
+        heap: Vec::new(),
+        hoisted: Vec::new(),
+        stack_bytes: 0,
+        range: (lo, hi),
+        depth: 0,
+        helpers: Vec::new(),
+    };
+    t.bind_args(args_ptr);
+    t.block(&prog.body)?;
+    let ok = t.b.ins().iconst(ct::I32, i64::from(status::OK));
+    t.b.ins().return_(&[ok]);
+    t.b.seal_all_blocks();
+    let config = t.m.target_config();
+    t.b.finalize(config);
+    Ok(())
+}
+
+/// Whether calls over disjoint sub-ranges of the top-level `Parallel` loop
+/// add up to one call over all of it: the body is that loop plus `let`s and
+/// checks (which every call may repeat harmlessly).
+pub fn splittable(prog: &LoopProgram) -> bool {
+    let mut loops = 0;
+    for s in &prog.body {
+        match s {
+            Stmt::For { schedule: Schedule::Parallel, .. } => loops += 1,
+            Stmt::Let { .. } | Stmt::Check { .. } => {}
+            _ => return false,
+        }
+    }
+    loops == 1
+}
+
+/// What a scalar name stands for.
+#[derive(Clone, Copy)]
+enum Bound {
+    /// An immutable value (argument, `let`).
+    Val(Value, ScalarType),
+    /// A mutable local or a loop variable.
+    Var(Variable, ScalarType),
+}
+
+/// A buffer in scope.
+struct Buf {
+    base: Value,
+    fields: Vec<ScalarType>,
+    layout: RecordLayout,
+    readonly: bool,
+}
+
+/// A live heap temporary, freed at the end of its block or on a failure exit.
+struct HeapAlloc {
+    ptr: Value,
+    len: Value,
+    size: i64,
+    align: i64,
+}
+
+/// Temporaries with a constant size go on the stack while their total stays
+/// under this (a worker thread's stack is 2 MiB); the rest on the heap.
+const STACK_LIMIT: u64 = 64 * 1024;
+
+/// The state of one translation.
+pub(crate) struct Translator<'a, 'f> {
+    prog: &'a LoopProgram,
+    b: FunctionBuilder<'f>,
+    m: &'a mut JITModule,
+    ptr_ty: Type,
+    scope: Vec<(Name, Bound)>,
+    bufs: Vec<(Name, Buf)>,
+    heap: Vec<HeapAlloc>,
+    /// Loads evaluated once before the loop that contains them (see [`hoist`]).
+    hoisted: Vec<(Expr, Value, ScalarType)>,
+    stack_bytes: u64,
+    /// The `lo .. hi` parameters that clip the top-level `Parallel` loop.
+    range: (Value, Value),
+    /// Loop nesting depth of the statement being translated.
+    depth: usize,
+    helpers: Vec<(&'static str, FuncRef)>,
+}
+
+impl Translator<'_, '_> {
+    /// Loads every argument from its 8-byte slot at entry.
+    fn bind_args(&mut self, args_ptr: Value) {
+        for (k, a) in self.prog.args.iter().enumerate() {
+            let off = (8 * k) as i32;
+            let flags = types::arg_slot();
+            match &a.kind {
+                ArgKind::Nat => {
+                    let v = self.b.ins().load(ct::I64, flags, args_ptr, off);
+                    self.scope.push((a.name.clone(), Bound::Val(v, ScalarType::I64)));
+                }
+                ArgKind::Scalar(t) => {
+                    // Little-endian: the low bytes of the slot hold the value.
+                    let v = self.b.ins().load(types::clif_type(*t), flags, args_ptr, off);
+                    self.scope.push((a.name.clone(), Bound::Val(v, *t)));
+                }
+                ArgKind::Input { fields, .. } | ArgKind::Output { fields, .. } => {
+                    let base = self.b.ins().load(self.ptr_ty, flags, args_ptr, off);
+                    let readonly = matches!(a.kind, ArgKind::Input { .. });
+                    let buf = Buf { base, fields: fields.clone(), layout: record_layout(fields), readonly };
+                    self.bufs.push((a.name.clone(), buf));
+                }
+                ArgKind::Host => {
+                    let base = self.b.ins().load(self.ptr_ty, flags, args_ptr, off);
+                    let fields = vec![ScalarType::I64];
+                    let buf = Buf { base, layout: record_layout(&fields), fields, readonly: true };
+                    self.bufs.push((a.name.clone(), buf));
+                }
+            }
+        }
+    }
+
+    fn lookup(&self, name: &Name) -> Result<Bound, CodegenError> {
+        self.scope
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, b)| *b)
+            .ok_or_else(|| CodegenError::Unsupported(format!("the undeclared name `{name}`")))
+    }
+
+    fn buffer(&self, name: &Name) -> Result<&Buf, CodegenError> {
+        self.bufs
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, b)| b)
+            .ok_or_else(|| CodegenError::Unsupported(format!("the undeclared buffer `{name}`")))
+    }
+
+    /// A helper function, imported into this function on first use.
+    fn helper(&mut self, name: &'static str) -> Result<FuncRef, CodegenError> {
+        if let Some((_, f)) = self.helpers.iter().find(|(n, _)| *n == name) {
+            return Ok(*f);
+        }
+        let mut sig = self.m.make_signature();
+        let (params, ret): (&[Type], Option<Type>) = match name {
+            helpers::FMOD => (&[ct::F64, ct::F64], Some(ct::F64)),
+            helpers::ALLOC => (&[ct::I64, ct::I64, ct::I64], Some(self.ptr_ty)),
+            _ => (&[self.ptr_ty, ct::I64, ct::I64, ct::I64], None),
+        };
+        sig.params.extend(params.iter().map(|t| AbiParam::new(*t)));
+        sig.returns.extend(ret.map(AbiParam::new));
+        let id = self
+            .m
+            .declare_function(name, Linkage::Import, &sig)
+            .map_err(|e| CodegenError::Cranelift(e.to_string()))?;
+        let f = self.m.declare_func_in_func(id, self.b.func);
+        self.helpers.push((name, f));
+        Ok(f)
+    }
+
+    /// Frees the heap temporaries from `from` on, newest first.
+    fn free_heap(&mut self, from: usize) -> Result<(), CodegenError> {
+        if self.heap.len() <= from {
+            return Ok(());
+        }
+        let free = self.helper(helpers::FREE)?;
+        for h in self.heap[from..].iter().rev() {
+            let size = self.b.ins().iconst(ct::I64, h.size);
+            let align = self.b.ins().iconst(ct::I64, h.align);
+            self.b.ins().call(free, &[h.ptr, h.len, size, align]);
+        }
+        Ok(())
+    }
+
+    /// Continues only when `ok` (an `i8` truth value) holds; otherwise frees
+    /// every live temporary and returns `code`.
+    fn guard(&mut self, ok: Value, code: u32) -> Result<(), CodegenError> {
+        let fail = self.b.create_block();
+        let cont = self.b.create_block();
+        self.b.ins().brif(ok, cont, &[], fail, &[]);
+        self.b.switch_to_block(fail);
+        self.b.set_cold_block(fail);
+        self.free_heap(0)?;
+        let c = self.b.ins().iconst(ct::I32, i64::from(code));
+        self.b.ins().return_(&[c]);
+        self.b.switch_to_block(cont);
+        Ok(())
+    }
+
+    /// The block `b` as a scope: names, buffers and heap temporaries declared
+    /// in it end with it.
+    fn block(&mut self, b: &[Stmt]) -> Result<(), CodegenError> {
+        let (scope, bufs, heap) = (self.scope.len(), self.bufs.len(), self.heap.len());
+        for s in b {
+            self.stmt(s)?;
+        }
+        self.free_heap(heap)?;
+        self.heap.truncate(heap);
+        self.scope.truncate(scope);
+        self.bufs.truncate(bufs);
+        Ok(())
+    }
+}

@@ -1,0 +1,131 @@
+//! Statements.
+
+use super::{Bound, Buf, HeapAlloc, Translator, STACK_LIMIT};
+use crate::error::CodegenError;
+use crate::{helpers, status, types};
+use cranelift_codegen::ir::{condcodes::IntCC, types as ct, InstBuilder, StackSlotData, StackSlotKind};
+use heddle_ir::loops::{record_layout, Expr, Schedule, Stmt};
+use heddle_ir::{Name, ScalarType};
+
+impl Translator<'_, '_> {
+    pub(super) fn stmt(&mut self, s: &Stmt) -> Result<(), CodegenError> {
+        match s {
+            Stmt::Let { var, ty, value } => {
+                let (v, _) = self.expr(value)?;
+                self.scope.push((var.clone(), Bound::Val(v, *ty)));
+            }
+            Stmt::Var { var, ty, init } => {
+                let (v, _) = self.expr(init)?;
+                let x = self.b.declare_var(types::clif_type(*ty));
+                self.b.def_var(x, v);
+                self.scope.push((var.clone(), Bound::Var(x, *ty)));
+            }
+            Stmt::Assign { var, value } => {
+                let (v, _) = self.expr(value)?;
+                match self.lookup(var)? {
+                    Bound::Var(x, _) => self.b.def_var(x, v),
+                    Bound::Val(..) => return Err(CodegenError::Unsupported(format!("assignment to the immutable `{var}`"))),
+                }
+            }
+            Stmt::Store { buf, index, field, value } => {
+                let (v, _) = self.expr(value)?;
+                let (addr, offset, _, flags) = self.address(buf, index, *field)?;
+                self.b.ins().store(flags, v, addr, offset);
+            }
+            Stmt::For { var, lo, hi, schedule, body } => self.for_loop(var, lo, hi, *schedule, body)?,
+            Stmt::If { cond, then, els } => {
+                let (c, _) = self.expr(cond)?;
+                let (tb, eb, join) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
+                self.b.ins().brif(c, tb, &[], eb, &[]);
+                self.b.switch_to_block(tb);
+                self.block(then)?;
+                self.b.ins().jump(join, &[]);
+                self.b.switch_to_block(eb);
+                self.block(els)?;
+                self.b.ins().jump(join, &[]);
+                self.b.switch_to_block(join);
+            }
+            Stmt::Alloc { buf, fields, len, .. } => self.alloc(buf, fields, len)?,
+            // Work-group phases already run in order on one thread.
+            Stmt::Barrier => {}
+            Stmt::Check { cond, id } => {
+                let (c, _) = self.expr(cond)?;
+                let code = status::check_failed(*id).ok_or_else(|| CodegenError::Unsupported(format!("check id {id}")))?;
+                self.guard(c, code)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `for var in lo .. hi`, rotated so that each iteration takes one
+    /// branch: `if lo < hi { var = lo; do { body; var += 1 } while var < hi }`.
+    /// The pre-header, reached only when the body runs at least once, is where
+    /// loop-invariant loads are hoisted to.
+    fn for_loop(&mut self, var: &Name, lo: &Expr, hi: &Expr, schedule: Schedule, body: &[Stmt]) -> Result<(), CodegenError> {
+        let (mut lo_v, _) = self.expr(lo)?;
+        let (mut hi_v, _) = self.expr(hi)?;
+        if schedule == Schedule::Parallel && self.depth == 0 {
+            lo_v = self.b.ins().smax(lo_v, self.range.0);
+            hi_v = self.b.ins().smin(hi_v, self.range.1);
+        }
+        let iv = self.b.declare_var(ct::I64);
+        let (pre, head, exit) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
+        let runs = self.b.ins().icmp(IntCC::SignedLessThan, lo_v, hi_v);
+        self.b.ins().brif(runs, pre, &[], exit, &[]);
+
+        self.b.switch_to_block(pre);
+        self.b.def_var(iv, lo_v);
+        let hoisted = self.hoisted.len();
+        self.hoist_invariant_loads(var, body)?;
+        self.b.ins().jump(head, &[]);
+
+        self.b.switch_to_block(head);
+        self.scope.push((var.clone(), Bound::Var(iv, ScalarType::I64)));
+        self.depth += 1;
+        self.block(body)?;
+        self.depth -= 1;
+        self.scope.pop();
+        self.hoisted.truncate(hoisted);
+        let i = self.b.use_var(iv);
+        let next = self.b.ins().iadd_imm_s(i, 1);
+        self.b.def_var(iv, next);
+        let more = self.b.ins().icmp(IntCC::SignedLessThan, next, hi_v);
+        self.b.ins().brif(more, head, &[], exit, &[]);
+        self.b.switch_to_block(exit);
+        Ok(())
+    }
+
+    /// A temporary: a stack slot when its length is a constant and small,
+    /// otherwise zeroed heap memory freed when its block ends.
+    fn alloc(&mut self, buf: &Name, fields: &[ScalarType], len: &Expr) -> Result<(), CodegenError> {
+        let layout = record_layout(fields);
+        let size = layout.size.max(1) as u64;
+        let align = layout.align.max(1);
+        let constant = match len {
+            Expr::Int(n, _) => u64::try_from(*n).ok().and_then(|n| n.checked_mul(size)),
+            _ => None,
+        };
+        let base = match constant {
+            Some(bytes) if self.stack_bytes + bytes <= STACK_LIMIT => {
+                self.stack_bytes += bytes;
+                let shift = align.trailing_zeros() as u8;
+                let slot = self.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, bytes as u32, shift));
+                self.b.ins().stack_addr(self.ptr_ty, slot, 0)
+            }
+            _ => {
+                let (n, _) = self.expr(len)?;
+                let alloc = self.helper(helpers::ALLOC)?;
+                let size_v = self.b.ins().iconst(ct::I64, size as i64);
+                let align_v = self.b.ins().iconst(ct::I64, align as i64);
+                let call = self.b.ins().call(alloc, &[n, size_v, align_v]);
+                let ptr = self.b.inst_results(call)[0];
+                let ok = self.b.ins().icmp_imm_s(IntCC::NotEqual, ptr, 0);
+                self.guard(ok, status::OUT_OF_MEMORY)?;
+                self.heap.push(HeapAlloc { ptr, len: n, size: size as i64, align: align as i64 });
+                ptr
+            }
+        };
+        self.bufs.push((buf.clone(), Buf { base, fields: fields.to_vec(), layout, readonly: false }));
+        Ok(())
+    }
+}
