@@ -16,6 +16,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod opencl;
 pub mod source;
 
 pub use heddle_ir as ir;

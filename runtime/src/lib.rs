@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod interp;
+pub mod opencl;
 pub mod io;
 pub mod launch;
 pub mod loops_interp;

@@ -9,6 +9,8 @@ use std::time::Instant;
 pub enum Backend {
     /// The reference interpreter.
     Interp,
+    /// Generated OpenCL C on an OpenCL device (see --device).
+    Opencl,
 }
 
 #[derive(clap::Args)]
@@ -18,6 +20,9 @@ pub struct Args {
     /// Which backend executes the kernel.
     #[arg(long, value_enum, default_value = "interp")]
     backend: Backend,
+    /// The OpenCL device's index (default: the first GPU, else the first device).
+    #[arg(long, value_name = "N")]
+    device: Option<usize>,
     /// A natural parameter: NAME=VALUE (otherwise solved from input lengths).
     #[arg(long = "param", value_name = "NAME=VALUE")]
     params: Vec<String>,
@@ -58,6 +63,7 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     let start = Instant::now();
     let value = match a.backend {
         Backend::Interp => heddle_runtime::interp::run_kernel(&kernel, &env).map_err(|d| Failure::Source(file, vec![d]))?,
+        Backend::Opencl => super::tune::run_opencl(&file, &kernel, &env, a.device)?,
     };
     let elapsed = start.elapsed();
     let ty = &kernel.body.ty;

@@ -1,0 +1,284 @@
+//! Running generated OpenCL kernels through `ocl`.
+//!
+//! [`OpenCl::new`] picks a device (by index over every platform's devices;
+//! by default the first GPU, else the first device) and owns its context and
+//! a profiling-enabled queue. [`OpenCl::run`] marshals a prepared
+//! [`Launch`] into device buffers, sets the kernel's arguments in the order
+//! [`heddle_codegen_opencl::compile`] declared them, launches the NDRange
+//! the kernel implies for these naturals, reads the output back and turns a
+//! failed check into its diagnostic. Built programs are cached by source.
+//!
+//! No OpenCL driver is an ordinary error, never a panic: ocl's
+//! `Platform::list()` / `default()` panic without one, and ocl-core's
+//! `get_platform_ids` sleeps ten seconds retrying, so platforms are counted
+//! with one direct `clGetPlatformIDs` call first.
+
+use crate::launch::{check_failure, Launch, Slot};
+use heddle_codegen_opencl::{Kernel, KernelParam, WorkSizes};
+use heddle_ir::loops::{record_layout, LoopProgram};
+use heddle_ir::{Diagnostic, ScalarType, Span};
+use ocl::core::{self, ArgVal, Event as CoreEvent, ProfilingInfo};
+use ocl::enums::ProfilingInfoResult;
+use ocl::flags::{CommandQueueProperties, DeviceType, MemFlags};
+use ocl::{Buffer, Context, Device, Platform, Program, Queue};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// One OpenCL device a kernel can run on.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct DeviceEntry {
+    /// Its index for `--device`.
+    pub index: usize,
+    /// The device's name.
+    pub name: String,
+    /// Its platform's name.
+    pub platform: String,
+    /// Is it a GPU?
+    pub gpu: bool,
+}
+
+/// An open device: context, queue and the cache of built programs.
+pub struct OpenCl {
+    device: Device,
+    entry: DeviceEntry,
+    context: Context,
+    queue: Queue,
+    programs: Mutex<HashMap<String, Program>>,
+}
+
+/// What one launch measured.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Timing {
+    /// Kernel execution time of each repetition (OpenCL profiling events), seconds.
+    pub kernel_seconds: Vec<f64>,
+    /// The work sizes used.
+    pub sizes: WorkSizes,
+}
+
+fn err(msg: impl Into<String>) -> Diagnostic {
+    Diagnostic::new(Span::DUMMY, msg.into()).with_label("while running the kernel with OpenCL")
+}
+
+/// Why there is nothing to run on, worded for the user.
+const NO_PLATFORM: &str = "no OpenCL platform is installed (clGetPlatformIDs found none): install an OpenCL driver, \
+     e.g. `apt-get install pocl-opencl-icd ocl-icd-opencl-dev` for the CPU, or use --backend interp";
+
+/// Every device of every platform, in `--device` order.
+pub fn devices() -> Result<Vec<(DeviceEntry, Device)>, Diagnostic> {
+    let mut count: ocl::ffi::cl_uint = 0;
+    // SAFETY: a count-only query: no output array, a valid pointer for the count.
+    let status = unsafe { ocl::ffi::clGetPlatformIDs(0, std::ptr::null_mut(), &mut count) };
+    if status != 0 || count == 0 {
+        return Err(err(NO_PLATFORM));
+    }
+    let platforms = core::get_platform_ids().map_err(|e| err(format!("{NO_PLATFORM} ({e})")))?;
+    let mut out = Vec::new();
+    for p in platforms {
+        let platform = Platform::new(p);
+        let pname = platform.name().unwrap_or_else(|_| "unknown platform".into());
+        // A platform without devices reports an error here; it has nothing to offer.
+        let Ok(list) = Device::list(platform, Some(DeviceType::ALL)) else { continue };
+        for d in list {
+            let gpu = matches!(d.info(ocl::enums::DeviceInfo::Type), Ok(ocl::enums::DeviceInfoResult::Type(t)) if t.contains(DeviceType::GPU));
+            let name = d.name().unwrap_or_else(|_| "unknown device".into());
+            out.push((DeviceEntry { index: out.len(), name: name.trim().to_string(), platform: pname.trim().to_string(), gpu }, d));
+        }
+    }
+    if out.is_empty() {
+        return Err(err("the installed OpenCL platforms have no devices"));
+    }
+    Ok(out)
+}
+
+impl OpenCl {
+    /// Opens device `index` (see [`devices`]), or the first GPU, else the first device.
+    pub fn new(index: Option<usize>) -> Result<OpenCl, Diagnostic> {
+        let all = devices()?;
+        let pick = match index {
+            Some(k) => all.iter().find(|(e, _)| e.index == k).ok_or_else(|| {
+                err(format!("--device {k}: there are {} OpenCL devices (0 .. {})", all.len(), all.len() - 1))
+            })?,
+            None => all.iter().find(|(e, _)| e.gpu).unwrap_or(&all[0]),
+        };
+        let (entry, device) = (pick.0.clone(), pick.1);
+        let platform = Platform::new(device.info(ocl::enums::DeviceInfo::Platform).ok().and_then(|r| match r {
+            ocl::enums::DeviceInfoResult::Platform(p) => Some(p),
+            _ => None,
+        }).ok_or_else(|| err("cannot find the device's platform"))?);
+        let context = Context::builder()
+            .platform(platform)
+            .devices(device)
+            .build()
+            .map_err(|e| err(format!("cannot create an OpenCL context on {}: {e}", entry.name)))?;
+        let queue = Queue::new(&context, device, Some(CommandQueueProperties::PROFILING_ENABLE))
+            .map_err(|e| err(format!("cannot create a command queue on {}: {e}", entry.name)))?;
+        Ok(OpenCl { device, entry, context, queue, programs: Mutex::new(HashMap::new()) })
+    }
+
+    /// The device in use.
+    pub fn device(&self) -> &DeviceEntry {
+        &self.entry
+    }
+
+    /// Builds the kernel's program for the device (cached by source); a
+    /// build failure carries the compiler's log.
+    pub fn build(&self, kernel: &Kernel) -> Result<Program, Diagnostic> {
+        let mut cache = self.programs.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = cache.get(&kernel.source) {
+            return Ok(p.clone());
+        }
+        let program = Program::builder()
+            .src(kernel.source.clone())
+            .devices(self.device)
+            .cmplr_opt("-cl-std=CL1.2")
+            .build(&self.context)
+            .map_err(|e| err(format!("the OpenCL compiler rejected kernel `{}`:\n{e}", kernel.name)))?;
+        cache.insert(kernel.source.clone(), program.clone());
+        Ok(program)
+    }
+
+    /// Runs `kernel` (generated from `prog`) `reps` times (at least once) on
+    /// the arguments in `launch`, then copies the output back into `launch`.
+    pub fn run(&self, prog: &LoopProgram, kernel: &Kernel, launch: &mut Launch, reps: usize) -> Result<Timing, Diagnostic> {
+        let nat = |name: &heddle_ir::Name| {
+            let k = prog.args.iter().position(|a| &a.name == name)?;
+            match launch.slots.get(k) {
+                Some(Slot::Nat(v)) => Some(*v),
+                _ => None,
+            }
+        };
+        let sizes = kernel.launch.sizes(&nat).map_err(|m| err(format!("cannot size the launch: {m}")))?;
+        self.check_sizes(&sizes)?;
+        let program = self.build(kernel)?;
+        let k = core::create_kernel(program.as_core(), &kernel.name).map_err(|e| err(format!("cannot create kernel `{}`: {e}", kernel.name)))?;
+
+        let mut buffers: Vec<Option<Buffer<u8>>> = Vec::with_capacity(launch.slots.len());
+        for slot in &launch.slots {
+            buffers.push(match slot {
+                Slot::Buffer(b) => Some(self.buffer(b.bytes(), MemFlags::READ_WRITE)?),
+                _ => None,
+            });
+        }
+        let error = self.buffer(&[0u8; 4], MemFlags::READ_WRITE)?;
+        let mut scratch = Vec::new();
+        for (index, param) in kernel.params.iter().enumerate() {
+            let index = index as u32;
+            let set = |v: ArgVal| core::set_kernel_arg(&k, index, v).map_err(|e| err(format!("cannot set argument {index} of `{}`: {e}", kernel.name)));
+            match param {
+                KernelParam::Arg(a) => match (launch.slots.get(*a), buffers.get(*a)) {
+                    (Some(Slot::Buffer(_)), Some(Some(b))) => set(ArgVal::mem(b.as_core()))?,
+                    (Some(Slot::Nat(v)), _) => set(ArgVal::scalar(v))?,
+                    (Some(Slot::Bool(b)), _) => set(ArgVal::scalar(&u8::from(*b)))?,
+                    (Some(Slot::Int(v, t)), _) => set_int(&set, *v, *t)?,
+                    (Some(Slot::Float(v, ScalarType::F32)), _) => set(ArgVal::scalar(&(*v as f32)))?,
+                    (Some(Slot::Float(v, _)), _) => set(ArgVal::scalar(v))?,
+                    _ => return Err(err(format!("no launch slot for argument {a} of `{}`", kernel.name))),
+                },
+                KernelParam::Local { fields, len, .. } => {
+                    let bytes = self.param_bytes(fields, len, &nat)?;
+                    set(ArgVal::local::<u8>(&bytes.max(1)))?;
+                }
+                KernelParam::Scratch { fields, len, .. } => {
+                    let bytes = self.param_bytes(fields, len, &nat)?;
+                    scratch.push(self.buffer(&vec![0u8; bytes.max(1)], MemFlags::READ_WRITE)?);
+                    if let Some(b) = scratch.last() {
+                        set(ArgVal::mem(b.as_core()))?;
+                    }
+                }
+                KernelParam::Error => set(ArgVal::mem(error.as_core()))?,
+            }
+        }
+
+        let mut global = [1usize; 3];
+        global[..sizes.global.len()].copy_from_slice(&sizes.global);
+        let local = sizes.local.as_ref().map(|l| {
+            let mut a = [1usize; 3];
+            a[..l.len()].copy_from_slice(l);
+            a
+        });
+        let mut times = Vec::with_capacity(reps.max(1));
+        for _ in 0..reps.max(1) {
+            let mut event = CoreEvent::null();
+            // SAFETY: every argument was set above to a live buffer, a scalar
+            // or a local size; the buffers outlive the wait below.
+            unsafe {
+                core::enqueue_kernel(self.queue.as_core(), &k, sizes.global.len() as u32, None, &global, local, None::<&CoreEvent>, Some(&mut event))
+            }
+            .map_err(|e| err(format!("cannot launch `{}` (global {:?}, local {:?}): {e}", kernel.name, sizes.global, sizes.local)))?;
+            core::wait_for_event(&event).map_err(|e| err(format!("kernel `{}` failed: {e}", kernel.name)))?;
+            times.push(profiled_seconds(&event).unwrap_or(f64::NAN));
+        }
+        let mut failed = [0u8; 4];
+        error.read(&mut failed[..]).enq().map_err(|e| err(format!("cannot read the error flag: {e}")))?;
+        let failed = i32::from_le_bytes(failed);
+        if failed > 0 {
+            return Err(check_failure(prog, (failed - 1) as u32));
+        }
+        let out = prog.args.iter().position(|a| matches!(a.kind, heddle_ir::loops::ArgKind::Output { .. }));
+        if let (Some(o), Some(Some(dev))) = (out, out.and_then(|o| buffers.get(o))) {
+            if let Some(Slot::Buffer(host)) = launch.slots.get_mut(o) {
+                let n = host.byte_len();
+                if n > 0 {
+                    dev.read(&mut host.bytes_mut()[..]).len(n).enq().map_err(|e| err(format!("cannot read the result back: {e}")))?;
+                }
+            }
+        }
+        Ok(Timing { kernel_seconds: times, sizes })
+    }
+
+    fn buffer(&self, bytes: &[u8], flags: MemFlags) -> Result<Buffer<u8>, Diagnostic> {
+        // OpenCL has no empty buffers: an empty input gets one unused byte.
+        let one = [0u8];
+        let data = if bytes.is_empty() { &one[..] } else { bytes };
+        Buffer::<u8>::builder()
+            .queue(self.queue.clone())
+            .flags(flags | MemFlags::COPY_HOST_PTR)
+            .len(data.len())
+            .copy_host_slice(data)
+            .build()
+            .map_err(|e| err(format!("cannot allocate a device buffer of {} bytes: {e}", data.len())))
+    }
+
+    fn param_bytes(&self, fields: &[ScalarType], len: &heddle_ir::loops::Expr, nat: &dyn Fn(&heddle_ir::Name) -> Option<i64>) -> Result<usize, Diagnostic> {
+        let n = heddle_codegen_opencl::launch::eval(len, nat).map_err(|m| err(format!("cannot size a buffer: {m}")))?;
+        let n = usize::try_from(n).map_err(|_| err(format!("a buffer of {n} records")))?;
+        n.checked_mul(record_layout(fields).size).ok_or_else(|| err("a buffer too large to allocate"))
+    }
+
+    /// Refuses work-group shapes the device cannot run, naming the limit.
+    fn check_sizes(&self, sizes: &WorkSizes) -> Result<(), Diagnostic> {
+        let Some(local) = &sizes.local else { return Ok(()) };
+        let total: usize = local.iter().product();
+        let max = self.device.max_wg_size().unwrap_or(usize::MAX);
+        if total > max {
+            return Err(err(format!(
+                "work-groups of {local:?} = {total} work-items exceed the device's limit of {max} ({}); choose smaller tunables",
+                self.entry.name
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn set_int(set: &dyn Fn(ArgVal) -> Result<(), Diagnostic>, v: i64, t: ScalarType) -> Result<(), Diagnostic> {
+    // The value was validated at its declared width; the casts only pick the C type.
+    match t {
+        ScalarType::I8 => set(ArgVal::scalar(&(v as i8))),
+        ScalarType::I16 => set(ArgVal::scalar(&(v as i16))),
+        ScalarType::I32 => set(ArgVal::scalar(&(v as i32))),
+        ScalarType::U8 => set(ArgVal::scalar(&(v as u8))),
+        ScalarType::U16 => set(ArgVal::scalar(&(v as u16))),
+        ScalarType::U32 => set(ArgVal::scalar(&(v as u32))),
+        ScalarType::U64 => set(ArgVal::scalar(&(v as u64))),
+        _ => set(ArgVal::scalar(&v)),
+    }
+}
+
+fn profiled_seconds(event: &CoreEvent) -> Option<f64> {
+    let at = |what| match core::get_event_profiling_info(event, what) {
+        Ok(ProfilingInfoResult::Start(t)) | Ok(ProfilingInfoResult::End(t)) => Some(t),
+        _ => None,
+    };
+    let (start, end) = (at(ProfilingInfo::Start)?, at(ProfilingInfo::End)?);
+    Some(end.saturating_sub(start) as f64 * 1e-9)
+}

@@ -1,0 +1,36 @@
+//! The OpenCL path of `heddle run` and `heddle tune`: lower the checked
+//! kernel to a loop program, generate its OpenCL kernel, marshal the bound
+//! inputs, launch, and read the result back as a value.
+
+use heddle_codegen_opencl::Kernel as ClKernel;
+use heddle_ir::loops::LoopProgram;
+use heddle_ir::Diagnostic;
+use heddle_runtime::interp::Env;
+use heddle_runtime::opencl::{OpenCl, Timing};
+use heddle_runtime::value::Value;
+use heddle_typeck::Kernel;
+
+/// A kernel ready for OpenCL: its loop program and generated kernel.
+pub struct Compiled {
+    /// The lowered program.
+    pub program: LoopProgram,
+    /// The generated OpenCL kernel.
+    pub kernel: ClKernel,
+}
+
+/// Lowers `kernel` and generates its OpenCL kernel; `name` names it (the file's stem).
+pub fn compile(kernel: &Kernel, name: &str) -> Result<Compiled, Diagnostic> {
+    let program = heddle_rewrite::lower::lower_kernel(kernel, name)?;
+    let cl = heddle_codegen_opencl::compile(&program)?;
+    Ok(Compiled { program, kernel: cl })
+}
+
+/// Runs a compiled kernel on bound inputs `reps` times (at least once);
+/// the result and the kernel timings.
+pub fn run(cl: &OpenCl, kernel: &Kernel, compiled: &Compiled, env: &Env, reps: usize) -> Result<(Value, Timing), Diagnostic> {
+    heddle_runtime::interp::check_obligations(kernel, env)?;
+    let mut launch = heddle_runtime::launch::prepare(&compiled.program, env)?;
+    let timing = cl.run(&compiled.program, &compiled.kernel, &mut launch, reps)?;
+    let value = heddle_runtime::launch::output_value(&compiled.program, &launch, &kernel.body.ty, env)?;
+    Ok((value, timing))
+}
