@@ -5,6 +5,7 @@ mod check;
 mod convert;
 mod fmt;
 mod run;
+mod simplify;
 mod tune;
 mod type_cmd;
 
@@ -28,6 +29,8 @@ enum Command {
     Fmt(fmt::Args),
     /// Execute the kernel of a file.
     Run(run::Args),
+    /// Flattened index formulas before and after Σ elimination.
+    Simplify(simplify::Args),
     /// Search a kernel's tunable naturals on the OpenCL backend, per input.
     Tune(tune::Args),
     /// Print a sparse encoding's storage buffers and view as heddle types.
@@ -58,6 +61,7 @@ pub fn main() -> i32 {
         Command::Check(a) => (a.json, check::run(&a)),
         Command::Fmt(a) => (a.json, fmt::run(&a)),
         Command::Run(a) => (a.json, run::run(&a)),
+        Command::Simplify(a) => (a.json, simplify::run(&a)),
         Command::Tune(a) => (a.json, tune::run(&a)),
         Command::Type(a) => (a.json, type_cmd::run(&a)),
         Command::Convert(a) => (a.json, convert::run(&a)),
