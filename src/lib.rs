@@ -16,6 +16,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod cpu;
 pub mod opencl;
 pub mod source;
 

@@ -2,8 +2,10 @@
 //! success, 1 when the input was wrong, 2 on usage errors (clap's own).
 
 mod check;
+mod compile;
 mod convert;
 mod fmt;
+mod matrix;
 mod run;
 mod simplify;
 mod tune;
@@ -25,6 +27,8 @@ struct Cli {
 enum Command {
     /// Parse and type-check a file; print the kernel's type.
     Check(check::Args),
+    /// Print what a kernel compiles to: the loop program or Cranelift IR.
+    Compile(compile::Args),
     /// Print the canonical form of a file.
     Fmt(fmt::Args),
     /// Execute the kernel of a file.
@@ -59,6 +63,7 @@ pub fn main() -> i32 {
     let cli = Cli::parse();
     let (json, result) = match cli.command {
         Command::Check(a) => (a.json, check::run(&a)),
+        Command::Compile(a) => (a.json, compile::run(&a)),
         Command::Fmt(a) => (a.json, fmt::run(&a)),
         Command::Run(a) => (a.json, run::run(&a)),
         Command::Simplify(a) => (a.json, simplify::run(&a)),

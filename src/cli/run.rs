@@ -1,5 +1,6 @@
 //! `heddle run FILE`: execute the kernel.
 
+use super::matrix::{self, Storage};
 use super::{load, Failure, Output};
 use heddle_runtime::io::{bind_inputs, read_input, write};
 use std::path::Path;
@@ -11,6 +12,8 @@ pub enum Backend {
     Interp,
     /// Generated OpenCL C on an OpenCL device (see --device).
     Opencl,
+    /// Native code JIT-compiled with Cranelift, on several threads (see --threads).
+    Cpu,
 }
 
 #[derive(clap::Args)]
@@ -29,6 +32,21 @@ pub struct Args {
     /// An input: NAME=PATH to a .npy or .json file.
     #[arg(long = "input", value_name = "NAME=PATH")]
     inputs: Vec<String>,
+    /// A Matrix Market file as CSR buffers: OFFSETS,COL_INDICES,VALUES=FILE.mtx.
+    #[arg(long = "csr", value_name = "O,C,V=FILE")]
+    csr: Vec<String>,
+    /// A Matrix Market file as LIL buffers: ROW_LENGTH,COL_INDICES,VALUES=FILE.mtx.
+    #[arg(long = "lil", value_name = "L,C,V=FILE")]
+    lil: Vec<String>,
+    /// A Matrix Market file as packed CSR: OFFSETS,ENTRIES=FILE.mtx, entries (column, value).
+    #[arg(long = "csr-packed", value_name = "O,E=FILE")]
+    csr_packed: Vec<String>,
+    /// A Matrix Market file as a dense row-major matrix: MATRIX=FILE.mtx.
+    #[arg(long = "dense", value_name = "M=FILE")]
+    dense: Vec<String>,
+    /// Threads for --backend cpu (default: HEDDLE_THREADS, else every core).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    threads: Option<u32>,
     /// Where to write the result (.npy or .json); stdout as JSON without it.
     #[arg(long, short)]
     output: Option<String>,
@@ -59,11 +77,23 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         let loaded = read_input(Path::new(path)).map_err(|e| Failure::Input(format!("parameter `{k}`: {e}")))?;
         inputs.push((k.to_string(), loaded));
     }
+    let matrices = [(&a.csr, Storage::Csr), (&a.lil, Storage::Lil), (&a.csr_packed, Storage::CsrPacked), (&a.dense, Storage::Dense)];
+    for (specs, storage) in matrices {
+        for spec in specs {
+            inputs.extend(matrix::inputs(storage, spec)?);
+        }
+    }
     let env = bind_inputs(&kernel, &nats, inputs).map_err(|e| Failure::Input(e.to_string()))?;
     let start = Instant::now();
     let value = match a.backend {
         Backend::Interp => heddle_runtime::interp::run_kernel(&kernel, &env).map_err(|d| Failure::Source(file, vec![d]))?,
         Backend::Opencl => super::tune::run_opencl(&file, &kernel, &env, a.device)?,
+        Backend::Cpu => {
+            let located = |d| Failure::Source(file.clone(), vec![d]);
+            let program = heddle::cpu::lower(&kernel, &super::compile::kernel_name(&file)).map_err(located)?;
+            let threads = a.threads.map_or_else(heddle_runtime::cpu::default_threads, |n| n as usize);
+            heddle::cpu::run(&kernel, &program, &env, threads).map_err(located)?
+        }
     };
     let elapsed = start.elapsed();
     let ty = &kernel.body.ty;

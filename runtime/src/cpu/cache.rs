@@ -1,0 +1,59 @@
+//! Compiled kernels, kept so that running a program again does not compile it again.
+
+use heddle_codegen_cpu::{compile, CodegenError, CpuKernel};
+use heddle_ir::loops::LoopProgram;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// A map from a program's complete text to its compiled kernel.
+///
+/// The key is the program's `Debug` form: everything compilation depends on
+/// (arguments, types, the body, the check table). Natural parameters are
+/// kernel *arguments*, not part of the code, so one compiled kernel serves
+/// every size; options that change the lowering (`--param` values folded in,
+/// naive sums) change the program and therefore the key.
+#[derive(Default)]
+pub struct KernelCache {
+    kernels: Mutex<HashMap<String, Arc<CpuKernel>>>,
+}
+
+impl KernelCache {
+    /// The kernel for `prog`, compiled on first use.
+    pub fn get(&self, prog: &LoopProgram) -> Result<Arc<CpuKernel>, CodegenError> {
+        let key = format!("{prog:?}");
+        if let Some(k) = self.lock().get(&key) {
+            return Ok(k.clone());
+        }
+        // Compiled outside the lock: two threads may race to compile the same
+        // program, and the second result simply replaces the first.
+        let k = Arc::new(compile(prog)?);
+        self.lock().insert(key, k.clone());
+        Ok(k)
+    }
+
+    /// Number of kernels held.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Holds no kernel?
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<CpuKernel>>> {
+        // A panic while holding the lock cannot leave the map half-updated.
+        self.kernels.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The process-wide cache.
+pub fn global() -> &'static KernelCache {
+    static CACHE: OnceLock<KernelCache> = OnceLock::new();
+    CACHE.get_or_init(KernelCache::default)
+}
+
+/// Compiles `prog` through the process-wide cache.
+pub fn compile_cached(prog: &LoopProgram) -> Result<Arc<CpuKernel>, CodegenError> {
+    global().get(prog)
+}
