@@ -22,8 +22,8 @@ pub enum CostKind {
     /// Height of the tree, then size.
     Depth,
     /// Lowered and parallel: unlowered `map`/`reduce` cost 10, `mapGlobal`
-    /// and `mapLocal` 1, `mapSeq` 2, `mapWorkgroup` 3, placement 2; a
-    /// parallel map where it is not allowed (OpenCL nesting) is never chosen.
+    /// and `mapLocal` 1, `mapSeq` 2 (8 outside every parallel map), `mapWorkgroup` 3, placement 2; a
+    /// parallel map where OpenCL nesting does not allow it costs 1000.
     Parallel,
 }
 
@@ -79,6 +79,9 @@ fn role(g: &ProgGraph, n: &Prog) -> Role {
     if function_arg { Role::MapFn(prim) } else { Role::Other }
 }
 
+/// The cost of a parallel map placed where OpenCL does not allow it.
+const PENALTY: u64 = 1000;
+
 fn leaf_cost(n: &Prog, g: &ProgGraph) -> u64 {
     if let Prog::Var([s]) = n {
         match g[*s].data.sym.map(|s| s.as_str()) {
@@ -105,15 +108,28 @@ impl Model<'_> {
             return Some((1, same));
         }
         let mut kids = same;
+        let mut own = leaf_cost(n, self.g);
         if let Role::MapFn(prim) = role(self.g, n) {
-            let inner = match (prim, ctx) {
-                ("mapGlobal" | "mapWorkgroup", Ctx::Workgroup | Ctx::Inner) | ("mapLocal", Ctx::Top | Ctx::Inner) => return None,
-                ("mapWorkgroup", _) => Ctx::Workgroup,
-                _ => Ctx::Inner,
+            // A map where OpenCL does not allow it costs a penalty rather
+            // than being excluded: programs written that way still extract.
+            let (allowed, inner) = match (prim, ctx) {
+                ("mapGlobal", Ctx::Top) => (true, Ctx::Inner),
+                ("mapWorkgroup", Ctx::Top) => (true, Ctx::Workgroup),
+                // Nested mapLocal: one per OpenCL dimension.
+                ("mapLocal", Ctx::Workgroup) => (true, Ctx::Workgroup),
+                ("mapGlobal" | "mapWorkgroup" | "mapLocal", _) => (false, Ctx::Inner),
+                _ => (true, Ctx::Inner),
             };
+            if !allowed {
+                own = own.saturating_add(PENALTY);
+            }
+            // Outside every parallel map, a sequential map runs on one work-item.
+            if prim == "mapSeq" && ctx == Ctx::Top {
+                own = own.saturating_add(6);
+            }
             kids[1] = inner;
         }
-        Some((leaf_cost(n, self.g), kids))
+        Some((own, kids))
     }
 
     fn combine(&self, own: u64, kids: &[u64]) -> u64 {

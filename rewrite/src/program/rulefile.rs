@@ -150,6 +150,21 @@ fn find_top(line: &str, from: usize, pat: &str, word: bool) -> Option<usize> {
     None
 }
 
+/// The first bracket that is never closed (an arrow inside it was not seen).
+fn unbalanced(line: &str, from: usize) -> Option<(usize, String)> {
+    let mut open = Vec::new();
+    for (i, c) in line.bytes().enumerate().skip(from) {
+        match c {
+            b'(' | b'[' | b'{' => open.push(i),
+            b')' | b']' | b'}' => {
+                open.pop();
+            }
+            _ => {}
+        }
+    }
+    open.first().map(|i| (*i, format!("`{}` is never closed", line.as_bytes()[*i] as char)))
+}
+
 fn parse_line(line: &str) -> Result<Line, (usize, String)> {
     let name_at = line.len() - line.trim_start().len();
     let colon = line.find(':').ok_or((name_at, "expected `name: LHS => RHS`".to_string()))?;
@@ -163,7 +178,7 @@ fn parse_line(line: &str) -> Result<Line, (usize, String)> {
         Some(a) => (a, true, 3),
         None => match find_top(line, body, "=>", false) {
             Some(a) => (a, false, 2),
-            None => return Err((body, "expected `=>` between the two sides of the rule".into())),
+            None => return Err(unbalanced(line, body).unwrap_or((body, "expected `=>` between the two sides of the rule".into()))),
         },
     };
     let rhs_at = arrow + arrow_len;

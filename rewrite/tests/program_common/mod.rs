@@ -45,10 +45,10 @@ pub fn rewrite(p: &Program, rules: &[Rule], cost: CostKind) -> Outcome {
 }
 
 /// Runs a program's kernel on JSON inputs; the result as JSON.
-pub fn run(p: &Program, inputs: &[(&str, serde_json::Value)]) -> serde_json::Value {
+pub fn run(p: &Program, nats: &[(&str, i64)], inputs: &[(&str, serde_json::Value)]) -> serde_json::Value {
     let kernel = heddle_typeck::check_program(p).unwrap_or_else(|d| panic!("{d:?}\n{}", heddle_ir::printer::print_program(p)));
     let loaded = inputs.iter().map(|(k, v)| (k.to_string(), Loaded::Json(v.clone()))).collect();
-    let env = bind_inputs(&kernel, &[], loaded).unwrap_or_else(|e| panic!("{e}"));
+    let env = bind_inputs(&kernel, &nats.iter().map(|(k, v)| (k.to_string(), *v)).collect::<Vec<_>>(), loaded).unwrap_or_else(|e| panic!("{e}"));
     let v = heddle_runtime::interp::run_kernel(&kernel, &env).unwrap_or_else(|d| panic!("{d:?}\n{}", heddle_ir::printer::print_program(p)));
     heddle_runtime::io::write::to_json(&v, &kernel.body.ty)
 }

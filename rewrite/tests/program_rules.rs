@@ -1,0 +1,79 @@
+//! Rule files: the built-in set parses, errors are located, rules behave.
+
+mod program_common;
+
+use heddle_rewrite::program::{CostKind, StopReason, parse_rules, rulefile};
+use program_common::*;
+
+#[test]
+fn builtin_rules_parse() {
+    let rules = rulefile::builtin();
+    let names: Vec<&str> = rules.iter().map(|r| r.name.as_str()).collect();
+    for n in ["map-fusion", "split-join[k=4]", "reduce-split[k=8]", "transpose-pair", "zip-proj-1", "lower-map-global", "to-local"] {
+        assert!(names.contains(&n), "{n} missing from {names:?}");
+    }
+}
+
+#[test]
+fn rule_file_errors_are_located() {
+    let text = std::fs::read_to_string(root().join("rewrite/tests/rules/bad.rules")).unwrap();
+    let errors = parse_rules("bad.rules", &text).unwrap_err();
+    let shown: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+    insta::assert_snapshot!(shown.join("\n"));
+}
+
+#[test]
+fn garbage_never_panics() {
+    for text in ["", ":", "a:", "a: =>", "a: => b", "a: b =>", "a: ?", "a: ?x => ?x if", "a: f(?x) => ?x for ?k in", "é: x => y",
+        "a: (((( => x", "a: x => y if len(", "a: x => y if 99999999999999999999 > 1", "a: fun(x => x) => fun(y => y)",
+        "a: f(?x) <=> g(?y)", "a: let x = ?y in x => ?y", "a: f(?x) => ?x for ?k in 0"] {
+        let _ = parse_rules("t.rules", text);
+    }
+}
+
+#[test]
+fn capture_is_avoided_when_fusing() {
+    // `g` uses the outer `y`; the fused lambda is also written with `y`.
+    let p = heddle_ir::parser::parse_program(
+        "nFun(n => fun(a: [[float]_n]_n => a :>> map(fun(y => y :>> map(fun(x => x + y@0)) :>> map(fun(x => x * y@0))))))",
+    )
+    .unwrap();
+    let o = rewrite(&p, &rules_file("fusion.rules"), CostKind::Size);
+    assert_eq!(o.fallback, None);
+    assert!(o.rules_applied["map-fusion"] > 0);
+    let text = o.text;
+    assert!(!text.contains("fun(y => fun(x => x * y@0)"), "captured: {text}");
+}
+
+#[test]
+fn conditions_block_unsound_rewrites() {
+    // n is not known to be a multiple of 4: split-join must not fire.
+    let p = heddle_ir::parser::parse_program("nFun(n => fun(xs: [float]_n => xs :>> map(fun(x => x * 2.0))))").unwrap();
+    let o = rewrite(&p, &rules_file("split.rules"), CostKind::Size);
+    assert_eq!(o.rules_applied.values().sum::<usize>(), 0);
+    // `max` has no identity literal: no two-stage reduction.
+    let p = heddle_ir::parser::parse_program("nFun(n => fun(xs: [float]_{4*n} => xs :>> reduce(max, 0.0)))").unwrap();
+    let o = rewrite(&p, &rules_file("split.rules"), CostKind::Size);
+    assert_eq!(o.rules_applied.iter().filter(|(k, _)| k.starts_with("reduce-split")).map(|(_, n)| n).sum::<usize>(), 0);
+    // A multiple of 4 lets it fire.
+    let p = heddle_ir::parser::parse_program("nFun(n => fun(xs: [float]_{4*n} => xs :>> reduce(+, 0.0)))").unwrap();
+    let o = rewrite(&p, &rules_file("split.rules"), CostKind::Size);
+    assert!(o.rules_applied["reduce-split[k=4]"] > 0);
+}
+
+#[test]
+fn an_ill_typed_user_rule_never_reaches_the_output() {
+    // Wrong on purpose: replaces a map's result by its input (changes the element type).
+    let rules = parse_rules("wrong.rules", "wrong: ?x :>> map(?f) => ?x").unwrap();
+    let p = heddle_ir::parser::parse_program("nFun(n => fun(xs: [int]_n => xs :>> map(fun(x => x > 0))))").unwrap();
+    let o = rewrite(&p, &rules, CostKind::Size);
+    assert!(o.fallback.is_some());
+    assert_eq!(o.program, p);
+}
+
+#[test]
+fn saturation_is_reported() {
+    let p = parse_file(&root().join("examples/dense_mv.hdl"));
+    let o = rewrite(&p, &rules_file("lowering.rules"), CostKind::Parallel);
+    assert_eq!(o.stats.stop_reason, StopReason::Saturated);
+}
