@@ -48,11 +48,17 @@ fn vector(m: usize) -> Vec<f64> {
 
 /// Runs an example with JSON inputs; the result as floats.
 fn run(example: &str, inputs: Vec<(&str, J)>) -> Vec<f64> {
+    run_with(example, inputs, &[])
+}
+
+/// [`run`] with natural parameters given (tunables).
+fn run_with(example: &str, inputs: Vec<(&str, J)>, nats: &[(&str, i64)]) -> Vec<f64> {
     let path = common::root().join("examples").join(format!("{example}.hdl"));
     let file = SourceFile::read(path.to_str().unwrap()).unwrap();
     let (_, kernel) = heddle::check_source(&file).unwrap();
     let loaded = inputs.into_iter().map(|(k, v)| (k.to_string(), Loaded::Json(v))).collect();
-    let env = bind_inputs(&kernel, &[], loaded).unwrap_or_else(|e| panic!("{example}: {e}"));
+    let nats: Vec<(String, i64)> = nats.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    let env = bind_inputs(&kernel, &nats, loaded).unwrap_or_else(|e| panic!("{example}: {e}"));
     let value = heddle_runtime::interp::run_kernel(&kernel, &env).unwrap_or_else(|d| panic!("{example}: {}", file.render(&[d])));
     let out = heddle_runtime::io::write::to_json(&value, &kernel.body.ty);
     out.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect()
@@ -76,6 +82,13 @@ fn check_all(a: &Matrix) {
         vec![("offset", json!(a.offsets())), ("col_indices", json!(flat_cols)), ("values", json!(flat_vals)), ("xs", json!(xs))],
     );
     assert_eq!(csr, expected, "csr_unpacked_spmv on {a:?}");
+    let csr_inputs = || vec![("offset", json!(a.offsets())), ("col_indices", json!(flat_cols)), ("values", json!(flat_vals)), ("xs", json!(xs))];
+    assert_eq!(run("csr_spmv_row_per_item", csr_inputs()), expected, "csr_spmv_row_per_item on {a:?}");
+    // R = 1 divides every n; W = 3 leaves some work-items without entries.
+    let parallel = run_with("csr_spmv_parallel", csr_inputs(), &[("R", 1), ("W", 3)]);
+    assert_eq!(parallel, expected, "csr_spmv_parallel on {a:?}");
+    let lil_par = run("lil_spmv_parallel", vec![("row_length", json!(lengths)), ("col_indices", json!(flat_cols)), ("values", json!(flat_vals)), ("xs", json!(xs))]);
+    assert_eq!(lil_par, expected, "lil_spmv_parallel on {a:?}");
     for packed_example in ["csr_packed_spmv", "csr_refined_spmv"] {
         let got = run(packed_example, vec![("offset", json!(a.offsets())), ("values", json!(packed)), ("xs", json!(xs))]);
         assert_eq!(got, expected, "{packed_example} on {a:?}");
@@ -104,9 +117,11 @@ fn edge_cases() {
 
 #[test]
 fn every_example_is_exercised() {
-    let tested = ["dense_mv", "lil_spmv", "csr_unpacked_spmv", "csr_packed_spmv", "csr_refined_spmv", "csr_row_sums"];
+    let tested = ["dense_mv", "lil_spmv", "csr_unpacked_spmv", "csr_packed_spmv", "csr_refined_spmv", "csr_row_sums"]
+        .into_iter()
+        .chain(["csr_spmv_row_per_item", "csr_spmv_parallel", "lil_spmv_parallel"]);
     for path in common::hdl_files("examples") {
         let name = common::stem(&path);
-        assert!(tested.contains(&name.as_str()), "examples/{name}.hdl has no differential test in tests/examples_interp.rs");
+        assert!(tested.clone().any(|t| t == name), "examples/{name}.hdl has no differential test in tests/examples_interp.rs");
     }
 }

@@ -31,7 +31,29 @@ const BARRIER: &str = "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);";
 impl Gen<'_> {
     pub(crate) fn block(&mut self, b: &Block, env: &mut TypeEnv, ctx: Ctx, depth: usize) -> Result<(), String> {
         let mark = env.mark();
+        self.stmts(b, env, ctx, depth)?;
+        env.truncate(mark);
+        Ok(())
+    }
+
+    fn stmts(&mut self, b: &[Stmt], env: &mut TypeEnv, ctx: Ctx, depth: usize) -> Result<(), String> {
         for (k, s) in b.iter().enumerate() {
+            if let Stmt::Check { cond, id } = s {
+                // The rest of the block runs only when the check holds. An
+                // early `return` would be simpler, but work-items leaving a
+                // kernel that has barriers is undefined (POCL rejects it).
+                let c = self.expr(&Expr::Not(Box::new(cond.clone())), env)?;
+                // Ids are reported 1-based so that 0 means "no failure".
+                self.line(depth, &format!("if ({c}) {{"));
+                self.line(depth + 1, &format!("atomic_cmpxchg(heddle_error, 0, {});", u64::from(*id) + 1));
+                let rest = &b[k + 1..];
+                if !rest.is_empty() {
+                    self.line(depth, "} else {");
+                    self.stmts(rest, env, ctx, depth + 1)?;
+                }
+                self.line(depth, "}");
+                return Ok(());
+            }
             self.stmt(s, env, ctx, depth)?;
             // A work-group's hand-off through local memory: whatever one item
             // stored must be visible to the others before the next statement.
@@ -41,7 +63,6 @@ impl Gen<'_> {
                 self.line(depth, BARRIER);
             }
         }
-        env.truncate(mark);
         Ok(())
     }
 
@@ -86,11 +107,8 @@ impl Gen<'_> {
                 }
                 self.line(depth, BARRIER);
             }
-            Stmt::Check { cond, id } => {
-                let c = self.expr(&Expr::Not(Box::new(cond.clone())), env)?;
-                // Ids are reported 1-based so that 0 means "no failure".
-                self.line(depth, &format!("if ({c}) {{ atomic_cmpxchg(heddle_error, 0, {}); return; }}", u64::from(*id) + 1));
-            }
+            // `stmts` emits checks, with the statements they guard.
+            Stmt::Check { .. } => return Err("internal: a check emitted without its block".into()),
         }
         Ok(())
     }

@@ -17,7 +17,7 @@
 //! - Buffer records are C structs laid out like `record_layout`; `bool` is
 //!   stored as `uchar`; `double` enables `cl_khr_fp64`.
 //! - `Check` writes its 1-based id into the `heddle_error` argument (the last
-//!   one) and returns.
+//!   one) and skips the rest of its block.
 //! - Floating-point contraction is switched off so that `a * b + c` rounds
 //!   twice, like the interpreter.
 #![warn(missing_docs)]

@@ -1,0 +1,257 @@
+//! The OpenCL backend on a real OpenCL implementation (POCL in CI): every
+//! example and the parallel SpMV variants across tunable values equal the
+//! reference interpreter; every generated kernel builds; no platform is an
+//! error with exit status 1.
+//!
+//! Under CI (`CI=true`) a missing OpenCL platform fails these tests; on a
+//! developer machine without a driver they print why they are skipped.
+
+mod common;
+#[path = "../codegen-opencl/tests/samples/mod.rs"]
+mod samples;
+
+use heddle::source::SourceFile;
+use heddle_runtime::interp::Env;
+use heddle_runtime::io::{bind_inputs, read_input};
+use heddle_runtime::opencl::OpenCl;
+use heddle_runtime::value::Value;
+use std::sync::OnceLock;
+
+/// One device for the whole test binary, so POCL builds each distinct kernel once.
+fn platform() -> Option<&'static OpenCl> {
+    static CL: OnceLock<Result<OpenCl, String>> = OnceLock::new();
+    match CL.get_or_init(|| OpenCl::new(None).map_err(|d| d.message)) {
+        Ok(cl) => Some(cl),
+        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => panic!("CI must run the OpenCL tests, but: {e}"),
+        Err(e) => {
+            eprintln!("SKIPPED: OpenCL tests need an OpenCL platform (scripts/test.sh installs POCL): {e}");
+            None
+        }
+    }
+}
+
+fn kernel_of(example: &str) -> (SourceFile, heddle_typeck::Kernel) {
+    let path = common::root().join("examples").join(format!("{example}.hdl"));
+    let file = SourceFile::read(path.to_str().unwrap()).unwrap();
+    let (_, kernel) = heddle::check_source(&file).unwrap_or_else(|d| panic!("{example}: {}", file.render(&d)));
+    (file, kernel)
+}
+
+/// Binds `NAME=FILE` inputs from a data directory under examples/data.
+fn bind(kernel: &heddle_typeck::Kernel, dir: &str, inputs: &[(&str, &str)], nats: &[(&str, i64)]) -> Env {
+    let loaded = inputs
+        .iter()
+        .map(|(name, file)| (name.to_string(), read_input(&common::root().join("examples/data").join(dir).join(file)).unwrap()))
+        .collect();
+    let nats: Vec<(String, i64)> = nats.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    bind_inputs(kernel, &nats, loaded).unwrap_or_else(|e| panic!("{dir}: {e}"))
+}
+
+fn floats(v: &Value) -> Vec<f64> {
+    let mut items = Vec::new();
+    v.flatten_into(&mut items);
+    items.iter().map(|x| match x {
+        Value::Float(f) => *f,
+        Value::Int(i) => *i as f64,
+        other => panic!("not a number: {other}"),
+    }).collect()
+}
+
+fn assert_close(got: &Value, want: &Value, what: &str) {
+    let (g, w) = (floats(got), floats(want));
+    assert_eq!(g.len(), w.len(), "{what}: lengths differ: {got} vs {want}");
+    for (k, (a, b)) in g.iter().zip(&w).enumerate() {
+        assert!((a - b).abs() <= 1e-4 * a.abs().max(b.abs()).max(1.0), "{what}: element {k}: OpenCL {a}, interpreter {b}");
+    }
+}
+
+/// Each example with the inputs it runs on: (example, data dir, inputs, nats).
+type Case = (&'static str, &'static str, &'static [(&'static str, &'static str)], &'static [(&'static str, i64)]);
+const CSR: &[(&str, &str)] = &[("offset", "offset.json"), ("col_indices", "col_indices.json"), ("values", "values.json"), ("xs", "xs.json")];
+const PACKED: &[(&str, &str)] = &[("offset", "offset.json"), ("values", "values_packed.json"), ("xs", "xs.json")];
+const LIL: &[(&str, &str)] = &[("row_length", "row_length.json"), ("col_indices", "col_indices.json"), ("values", "values.json"), ("xs", "xs.json")];
+const EXAMPLES: &[Case] = &[
+    ("dense_mv", "dense_mv", &[("matrix", "matrix.json"), ("xs", "xs.json")], &[]),
+    ("csr_packed_spmv", "spmv8", PACKED, &[]),
+    ("csr_refined_spmv", "spmv8", PACKED, &[]),
+    ("csr_unpacked_spmv", "spmv8", CSR, &[]),
+    ("csr_row_sums", "spmv8", &[("offset", "offset.json"), ("values", "values.json")], &[]),
+    ("lil_spmv", "spmv8", LIL, &[]),
+    ("csr_spmv_row_per_item", "spmv8", CSR, &[]),
+    ("lil_spmv_parallel", "spmv8", LIL, &[]),
+    ("csr_spmv_parallel", "spmv8", CSR, &[("R", 2), ("W", 4)]),
+];
+
+/// Examples whose patterns lowering does not support yet (`interleave`):
+/// they are compared as soon as they lower.
+const NOT_LOWERED_YET: &[&str] = &["csr_spmv_parallel"];
+
+#[test]
+fn every_example_has_a_case() {
+    for path in common::hdl_files("examples") {
+        let stem = common::stem(&path);
+        assert!(EXAMPLES.iter().any(|c| c.0 == stem), "examples/{stem}.hdl has no OpenCL differential case");
+    }
+}
+
+#[test]
+fn every_example_on_opencl_equals_the_interpreter() {
+    let Some(cl) = platform() else { return };
+    for (example, dir, inputs, nats) in EXAMPLES {
+        let (file, kernel) = kernel_of(example);
+        let env = bind(&kernel, dir, inputs, nats);
+        let want = heddle_runtime::interp::run_kernel(&kernel, &env).unwrap();
+        let compiled = match heddle::opencl::compile(&kernel, example) {
+            Ok(c) => c,
+            Err(d) if NOT_LOWERED_YET.contains(example) => {
+                eprintln!("{example}: not compared yet: {}", d.message);
+                continue;
+            }
+            Err(d) => panic!("{example}: {}", file.render(&[d])),
+        };
+        let (got, _) = heddle::opencl::run(cl, &kernel, &compiled, &env, 1).unwrap_or_else(|d| panic!("{example}: {}", file.render(&[d])));
+        assert_close(&got, &want, example);
+    }
+}
+
+/// The Listing-7-style loop program (hand-written until lowering supports
+/// `interleave`) across rows per work-group R and work-items per row W: one
+/// kernel build, sixteen launch shapes.
+#[test]
+fn listing7_variants_across_tunables_equal_the_interpreter() {
+    let Some(cl) = platform() else { return };
+    let (_, kernel) = kernel_of("csr_spmv_parallel");
+    let prog = samples::listing7();
+    let generated = heddle_codegen_opencl::compile(&prog).unwrap();
+    for r in [1, 2, 4, 8] {
+        for w in [1, 2, 4, 8] {
+            let env = bind(&kernel, "spmv8", CSR, &[("R", r), ("W", w)]);
+            let want = heddle_runtime::interp::run_kernel(&kernel, &env).unwrap();
+            let mut launch = heddle_runtime::launch::prepare(&prog, &env).unwrap();
+            let timing = cl.run(&prog, &generated, &mut launch, 1).unwrap_or_else(|d| panic!("R={r} W={w}: {}", d.message));
+            assert_eq!(timing.sizes.local, Some(vec![w as usize, r as usize]), "R={r} W={w}");
+            let got = heddle_runtime::launch::output_value(&prog, &launch, &kernel.body.ty, &env).unwrap();
+            assert_close(&got, &want, &format!("R={r} W={w}"));
+        }
+    }
+}
+
+/// The `interleave` kernel itself across tunables, once lowering supports it.
+#[test]
+fn parallel_spmv_example_across_tunables() {
+    let Some(cl) = platform() else { return };
+    let (file, kernel) = kernel_of("csr_spmv_parallel");
+    let Ok(compiled) = heddle::opencl::compile(&kernel, "csr_spmv_parallel") else {
+        eprintln!("csr_spmv_parallel: not lowered yet (interleave); the hand-written Listing-7 program covers the schedule");
+        return;
+    };
+    for (r, w) in [(1, 1), (1, 8), (2, 4), (4, 2), (8, 1), (8, 8)] {
+        let env = bind(&kernel, "spmv8", CSR, &[("R", r), ("W", w)]);
+        let want = heddle_runtime::interp::run_kernel(&kernel, &env).unwrap();
+        let (got, _) = heddle::opencl::run(cl, &kernel, &compiled, &env, 1).unwrap_or_else(|d| panic!("{}", file.render(&[d])));
+        assert_close(&got, &want, &format!("R={r} W={w}"));
+    }
+}
+
+#[test]
+fn listing5_hand_written_equals_the_interpreter() {
+    let Some(cl) = platform() else { return };
+    let (_, kernel) = kernel_of("csr_packed_spmv");
+    let env = bind(&kernel, "spmv8", PACKED, &[]);
+    let prog = samples::listing5();
+    let generated = heddle_codegen_opencl::compile(&prog).unwrap();
+    let mut launch = heddle_runtime::launch::prepare(&prog, &env).unwrap();
+    cl.run(&prog, &generated, &mut launch, 1).unwrap();
+    let got = heddle_runtime::launch::output_value(&prog, &launch, &kernel.body.ty, &env).unwrap();
+    assert_close(&got, &heddle_runtime::interp::run_kernel(&kernel, &env).unwrap(), "listing 5");
+}
+
+#[test]
+fn failed_check_is_the_checks_diagnostic() {
+    let Some(cl) = platform() else { return };
+    let (_, kernel) = kernel_of("csr_packed_spmv");
+    let env = bind(&kernel, "spmv8", PACKED, &[]);
+    // Shrink m in the launch only: column 5 is now out of bounds for xs.
+    let prog = samples::listing5();
+    let generated = heddle_codegen_opencl::compile(&prog).unwrap();
+    let mut launch = heddle_runtime::launch::prepare(&prog, &env).unwrap();
+    launch.slots[1] = heddle_runtime::launch::Slot::Nat(2);
+    let err = cl.run(&prog, &generated, &mut launch, 1).expect_err("the bounds check fails");
+    assert_eq!(err.message, prog.checks[0].message);
+}
+
+#[test]
+fn every_snapshot_kernel_builds() {
+    let Some(cl) = platform() else { return };
+    for prog in [samples::listing5(), samples::listing7(), samples::scalar_mix()] {
+        let k = heddle_codegen_opencl::compile(&prog).unwrap();
+        cl.build(&k).unwrap_or_else(|d| panic!("{}: {}\n{}", prog.name, d.message, k.source));
+    }
+}
+
+#[test]
+fn work_groups_larger_than_the_device_allows_are_an_error() {
+    let Some(cl) = platform() else { return };
+    let (_, kernel) = kernel_of("csr_spmv_parallel");
+    let env = bind(&kernel, "spmv8", CSR, &[("R", 8), ("W", 1 << 20)]);
+    let prog = samples::listing7();
+    let generated = heddle_codegen_opencl::compile(&prog).unwrap();
+    let mut launch = heddle_runtime::launch::prepare(&prog, &env).unwrap();
+    let err = cl.run(&prog, &generated, &mut launch, 1).expect_err("too large");
+    assert!(err.message.contains("exceed"), "{}", err.message);
+}
+
+#[test]
+fn run_backend_opencl_prints_the_result() {
+    if platform().is_none() {
+        return;
+    }
+    let d = "examples/data/spmv8";
+    let (code, out, err) = common::heddle(&[
+        "run", "examples/csr_spmv_row_per_item.hdl", "--backend", "opencl",
+        "--input", &format!("offset={d}/offset.json"), "--input", &format!("col_indices={d}/col_indices.json"),
+        "--input", &format!("values={d}/values.json"), "--input", &format!("xs={d}/xs.json"),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), "[6.5,0.0,-7.4375,0.375,-1.4375,0.125,0.0,4.0]");
+}
+
+#[test]
+fn tune_reports_every_variant_and_the_best() {
+    if platform().is_none() {
+        return;
+    }
+    let (code, out, err) = common::heddle(&[
+        "tune", "examples/csr_spmv_parallel.hdl", "--csr", "examples/data/spmv8/matrix.mtx",
+        "--param-range", "R=1..8", "--param-range", "W=1..4", "--reps", "2", "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    if code != 0 {
+        // Until lowering supports `interleave`, the kernel is refused as a whole.
+        assert!(err.contains("interleave"), "{err}");
+        return;
+    }
+    let variants = v["cases"][0]["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 4 * 3, "R in 1,2,4,8 and W in 1,2,4");
+    assert!(variants.iter().all(|x| x["seconds"].is_number()), "{out}");
+    assert!(v["single_best"]["params"].is_array(), "{out}");
+}
+
+#[test]
+fn no_platform_is_an_error_with_exit_status_1() {
+    let empty = tempfile::tempdir().unwrap();
+    let d = "examples/data/spmv8";
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_heddle"))
+        .args(["run", "examples/csr_spmv_row_per_item.hdl", "--backend", "opencl"])
+        .args(["--input", &format!("offset={d}/offset.json"), "--input", &format!("col_indices={d}/col_indices.json")])
+        .args(["--input", &format!("values={d}/values.json"), "--input", &format!("xs={d}/xs.json")])
+        .env("OCL_ICD_VENDORS", empty.path())
+        .env_remove("OCL_ICD_FILENAMES")
+        .current_dir(common::root())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("no OpenCL platform"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
