@@ -6,6 +6,7 @@ mod compile;
 mod convert;
 mod fmt;
 mod matrix;
+mod rewrite;
 mod run;
 mod simplify;
 mod tune;
@@ -37,6 +38,8 @@ enum Command {
     Simplify(simplify::Args),
     /// Search a kernel's tunable naturals on the OpenCL backend, per input.
     Tune(tune::Args),
+    /// Explore rewrites of the kernel with an e-graph; print the best program found.
+    Rewrite(rewrite::Args),
     /// Print a sparse encoding's storage buffers and view as heddle types.
     Type(type_cmd::Args),
     /// Read a tensor, store it in an encoding, write it.
@@ -68,6 +71,7 @@ pub fn main() -> i32 {
         Command::Run(a) => (a.json, run::run(&a)),
         Command::Simplify(a) => (a.json, simplify::run(&a)),
         Command::Tune(a) => (a.json, tune::run(&a)),
+        Command::Rewrite(a) => (a.json, rewrite::run(&a)),
         Command::Type(a) => (a.json, type_cmd::run(&a)),
         Command::Convert(a) => (a.json, convert::run(&a)),
     };
