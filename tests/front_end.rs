@@ -55,3 +55,20 @@ fn error_messages() {
         round_trip(&name, &file.text);
     }
 }
+
+#[test]
+fn typing_programs() {
+    let files = hdl_files("tests/typing");
+    assert!(files.len() >= 10);
+    for path in files {
+        let name = stem(&path);
+        let file = SourceFile::read(path.to_str().unwrap()).unwrap();
+        let (_, kernel) = heddle::check_source(&file).unwrap_or_else(|d| panic!("{name}:\n{}", file.render(&d)));
+        let mut text = kernel.ty.to_string();
+        for o in &kernel.obligations {
+            text.push_str(&format!("\nrequires {} ({})", o.cond, o.reason));
+        }
+        insta::assert_snapshot!(format!("typing_{name}"), text);
+        round_trip(&name, &file.text);
+    }
+}

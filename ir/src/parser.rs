@@ -46,7 +46,7 @@ pub fn parse_nat(src: &str) -> Result<Nat, Diagnostic> {
 }
 
 /// Words that cannot be used as names.
-pub const KEYWORDS: &[&str] = &["fun", "nFun", "nfun", "let", "in", "def", "select", "toNat", "sum", "true", "false", "max", "min"];
+pub const KEYWORDS: &[&str] = &["fun", "nFun", "nfun", "let", "in", "def", "select", "true", "false", "max", "min"];
 
 struct Parser<'a> {
     src: &'a str,

@@ -22,6 +22,9 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             KernelParam::Value { name, ty, .. } => {
                 serde_json::json!({ "name": name.as_str(), "kind": "value", "type": ty.to_string() })
             }
+            KernelParam::Tensor { name, ty, view, .. } => {
+                serde_json::json!({ "name": name.as_str(), "kind": "tensor", "type": ty.to_string(), "view": view.to_string() })
+            }
         })
         .collect();
     let obligations: Vec<serde_json::Value> = kernel

@@ -4,7 +4,9 @@ use crate::check::{show, unbound, CResult, Checker};
 use crate::metas::MetaKind;
 use crate::scope::{Binding, Scope};
 use crate::typed::{Kernel, KernelParam, TExpr, TKind};
+use heddle_ir::encoding::{parse_encoding, storage_layout, Encoding};
 use heddle_ir::expr::{ExprKind, Program};
+use heddle_ir::tensor::{EncodingRef, TensorType};
 use heddle_ir::{Diagnostic, Expr, Name, Nat, Span, Type};
 use std::collections::HashSet;
 use std::rc::Rc;
@@ -28,8 +30,8 @@ impl Checker {
                 self.nat_well_formed(width, scope, span)?;
                 self.well_formed(elem, scope, span)
             }
-            Type::Tensor(_) => Err(Diagnostic::new(span, "tensor-typed parameters are not supported by this version of heddle yet")
-                .with_label("write the storage buffers as position-dependent arrays instead")),
+            Type::Tensor(_) => Err(Diagnostic::new(span, "a tensor type can only be the type of a kernel parameter")
+                .with_label("inside the program a tensor is its view (nested position-dependent arrays)")),
             Type::Fun { from, to, .. } => {
                 self.well_formed(from, scope, span)?;
                 self.well_formed(to, scope, span)
@@ -88,7 +90,8 @@ impl Checker {
 
     /// Replaces solved unknowns in every type of a typed tree; fails on one left unsolved.
     pub fn zonk_tree(&self, t: &mut TExpr) -> CResult<()> {
-        t.ty = self.metas.zonk(&t.ty);
+        // Inferred lengths are shown and compared in normal form (`(n + 2 - 3) / 1 + 1` is `n`).
+        t.ty = self.metas.zonk(&t.ty).map_nats(&mut |n| if n.has_meta() { n.clone() } else { n.normalize() });
         if has_type_meta(&t.ty) {
             return Err(Diagnostic::new(t.span, "cannot infer the type of this expression")
                 .with_label(format!("its type is only known to be {}", show(&t.ty)))
@@ -173,10 +176,31 @@ pub fn check_program(p: &Program) -> Result<Kernel, Vec<Diagnostic>> {
     for d in &p.defs {
         scope = scope.with(d.name.clone(), Binding::Macro(Rc::new(d.value.clone()), scope.clone()));
     }
-    check_kernel(&mut checker, &p.kernel, scope).map_err(|d| vec![d])
+    check_kernel(&mut checker, p, scope).map_err(|d| vec![d])
 }
 
-fn check_kernel(c: &mut Checker, e: &Expr, mut scope: Scope) -> CResult<Kernel> {
+/// The encoding of a tensor type: named (`#CSR`, defined in the file), inline,
+/// or none (a dense tensor, stored row-major).
+fn tensor_encoding(p: &Program, tt: &TensorType, span: Span) -> CResult<Encoding> {
+    match &tt.encoding {
+        Some(EncodingRef::Named(n, at)) => {
+            let def = p.encodings.iter().rev().find(|d| &d.name == n).ok_or_else(|| {
+                Diagnostic::new(*at, format!("unknown encoding `#{n}`")).with_label("define it with `#NAME = #sparse_tensor.encoding<{...}>`")
+            })?;
+            parse_encoding(&def.encoding.text, def.encoding.span.start as usize)
+        }
+        Some(EncodingRef::Inline(text)) => parse_encoding(&text.text, text.span.start as usize),
+        None => {
+            let dims: Vec<String> = (0..tt.dims.len()).map(|d| format!("d{d}")).collect();
+            let levels: Vec<String> = dims.iter().map(|d| format!("{d} : dense")).collect();
+            let text = format!("#sparse_tensor.encoding<{{ map = ({}) -> ({}) }}>", dims.join(", "), levels.join(", "));
+            parse_encoding(&text, 0).map_err(|d| Diagnostic::new(span, d.message))
+        }
+    }
+}
+
+fn check_kernel(c: &mut Checker, program: &Program, mut scope: Scope) -> CResult<Kernel> {
+    let e = &program.kernel;
     let mut params = Vec::new();
     let mut cur = e;
     loop {
@@ -192,6 +216,22 @@ fn check_kernel(c: &mut Checker, e: &Expr, mut scope: Scope) -> CResult<Kernel> 
                         return Err(Diagnostic::new(p.span, format!("kernel parameter `{}` needs a type annotation", p.name))
                             .with_label(format!("write `{}: T`, e.g. `{}: [float]_n`", p.name, p.name)));
                     };
+                    if let Type::Tensor(tt) = ty {
+                        let enc = tensor_encoding(program, tt, p.span)?;
+                        let layout = storage_layout(&enc, &tt.dims, tt.elem, p.name.as_str())?;
+                        for n in &layout.nat_vars {
+                            params.push(KernelParam::Nat(n.clone()));
+                            scope = scope.with(n.clone(), Binding::Nat);
+                        }
+                        for b in &layout.buffers {
+                            params.push(KernelParam::Value { name: b.name.clone(), ty: b.ty.clone(), span: p.span });
+                            scope = scope.with(b.name.clone(), Binding::Value(b.ty.clone()));
+                        }
+                        c.well_formed(&layout.view, &scope, p.span)?;
+                        params.push(KernelParam::Tensor { name: p.name.clone(), ty: ty.clone(), view: layout.view.clone(), span: p.span });
+                        scope = scope.with(p.name.clone(), Binding::Value(layout.view));
+                        continue;
+                    }
                     c.well_formed(ty, &scope, p.span)?;
                     params.push(KernelParam::Value { name: p.name.clone(), ty: ty.clone(), span: p.span });
                     scope = scope.with(p.name.clone(), Binding::Value(ty.clone()));
@@ -206,7 +246,7 @@ fn check_kernel(c: &mut Checker, e: &Expr, mut scope: Scope) -> CResult<Kernel> 
     c.zonk_tree(&mut body)?;
     let ty = params.iter().rev().fold(body.ty.clone(), |acc, p| match p {
         KernelParam::Nat(n) => Type::NatFun { var: n.clone(), body: Box::new(acc) },
-        KernelParam::Value { name, ty, .. } => {
+        KernelParam::Value { name, ty, .. } | KernelParam::Tensor { name, ty, .. } => {
             let later_mention = acc.mentions(name);
             Type::Fun { param: later_mention.then(|| name.clone()), from: Box::new(ty.clone()), to: Box::new(acc) }
         }

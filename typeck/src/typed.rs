@@ -117,6 +117,20 @@ pub enum TKind {
 pub enum KernelParam {
     /// `nFun(n => …)`: a natural, given with `--param` or solved from input lengths.
     Nat(Name),
+    /// `fun(A: tensor<…, #ENC> => …)`: a sparse tensor. Its storage buffers
+    /// (`A_pos1`, `A_crd1`, `A_values`, …) and dimension sizes (`A_dim0`, …)
+    /// come before it in the parameter list; the program sees `view`, the
+    /// coordinate hierarchy as nested position-dependent arrays.
+    Tensor {
+        /// Its name.
+        name: Name,
+        /// The declared `tensor<…>` type.
+        ty: Type,
+        /// The type the program sees.
+        view: Type,
+        /// Where it is declared.
+        span: Span,
+    },
     /// `fun(x: T => …)`: an input buffer or scalar.
     Value {
         /// Its name.
@@ -133,7 +147,7 @@ impl KernelParam {
     pub fn name(&self) -> &Name {
         match self {
             KernelParam::Nat(n) => n,
-            KernelParam::Value { name, .. } => name,
+            KernelParam::Value { name, .. } | KernelParam::Tensor { name, .. } => name,
         }
     }
 }

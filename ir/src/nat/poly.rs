@@ -350,6 +350,15 @@ fn sum(var: &Name, lo: Poly, hi: Poly, body: &Nat) -> Poly {
             return total;
         }
     }
+    // A summand free of the index over a range whose size is a polynomial with
+    // non-negative coefficients (free variables are naturals, so the size is
+    // ≥ 0): `count * body`. Other constant summands stay: the range may be empty.
+    if !body.mentions(var) {
+        let count = hi.sub(&lo).add(&Poly::constant(rat(1)));
+        if count.terms().all(|(_, c)| !c.is_negative()) {
+            return count.mul(&Poly::from_nat(body));
+        }
+    }
     // Rename the index canonically so that alpha-equivalent sums are equal.
     let canonical = super::fresh_name(&Name::from("k"), |n| n != var && body.mentions(n));
     let body = if &canonical == var { body.clone() } else { body.subst(var, &Nat::Var(canonical.clone())) };

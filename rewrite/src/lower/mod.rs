@@ -61,6 +61,9 @@ pub fn lower_kernel_with(kernel: &Kernel, name: &str, options: &LowerOptions) ->
                 env.values.push((name.clone(), val.clone()));
                 cx.globals.values.push((name.clone(), val));
             }
+            KernelParam::Tensor { name, span, .. } => {
+                return Err(unsupported(*span, &format!("the tensor parameter `{name}` (pass its storage buffers as arrays)")));
+            }
         }
     }
     let result_ty = kernel.body.ty.clone();

@@ -30,6 +30,9 @@ fn err(param: &Name, message: impl Into<String>) -> InputError {
 /// Binds naturals and inputs; returns the environment the kernel runs in.
 pub fn bind_inputs(kernel: &Kernel, nat_args: &[(String, i64)], inputs: Vec<(String, Loaded)>) -> Result<Env, InputError> {
     let nat_params: Vec<&Name> = kernel.params.iter().filter_map(|p| matches!(p, KernelParam::Nat(_)).then(|| p.name())).collect();
+    if let Some(KernelParam::Tensor { name, .. }) = kernel.params.iter().find(|p| matches!(p, KernelParam::Tensor { .. })) {
+        return Err(err(name, "running kernels over tensor-typed parameters is not supported yet; declare the storage buffers (see `heddle type`) as array parameters"));
+    }
     let value_params: Vec<(&Name, &Type)> = kernel
         .params
         .iter()
