@@ -255,3 +255,18 @@ fn no_platform_is_an_error_with_exit_status_1() {
     assert!(err.contains("no OpenCL platform"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// The generated OpenCL of the paper's Listing 5 as lowered from the source.
+#[test]
+fn compile_target_opencl_listing5() {
+    let (code, out, err) = common::heddle(&["compile", "examples/csr_packed_spmv.hdl", "--target", "opencl"]);
+    assert_eq!(code, 0, "{err}");
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn tune_refuses_an_unknown_tunable() {
+    let (code, _, err) = common::heddle(&["tune", "examples/csr_spmv_row_per_item.hdl", "--csr", "examples/data/spmv8/matrix.mtx", "--param-range", "R=1..4"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no natural of this name"), "{err}");
+}

@@ -1,4 +1,4 @@
-//! `heddle compile FILE --target loops|cpu`: show what a kernel compiles to.
+//! `heddle compile FILE --target loops|cpu|opencl`: show what a kernel compiles to.
 //!
 //! `loops` prints the lowered loop program (the loops and the final index
 //! formulas, Σ already replaced by closed forms or host prefix sums);
@@ -16,6 +16,8 @@ pub enum Target {
     Loops,
     /// Cranelift IR for the CPU backend.
     Cpu,
+    /// OpenCL C and the launch configuration (global/local sizes over the naturals).
+    Opencl,
 }
 
 #[derive(clap::Args)]
@@ -49,6 +51,7 @@ fn emit(target: Target, file: &SourceFile, kernel: &heddle_typeck::Kernel) -> Re
     match target {
         Target::Loops => Ok(program.to_string()),
         Target::Cpu => heddle::cpu::clif(&program).map_err(located),
+        Target::Opencl => heddle_codegen_opencl::compile(&program).map(|k| k.to_string()).map_err(located),
     }
 }
 

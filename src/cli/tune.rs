@@ -39,8 +39,10 @@ pub struct Args {
     /// An input of the first case: NAME=PATH (.npy or .json).
     #[arg(long = "input", value_name = "NAME=PATH")]
     inputs: Vec<String>,
-    /// A Matrix Market file: one case, bound to the CSR/LIL parameters by name
-    /// (offset(s), row_length, col_indices, values — packed or not — and xs).
+    /// A Matrix Market file, one case: PATH.mtx binds the CSR/LIL parameters by
+    /// name (offset(s), row_length, col_indices, values — packed or not — and
+    /// xs); O,C,V=PATH.mtx names them as `heddle run --csr` does (xs is still
+    /// generated).
     #[arg(long = "csr", value_name = "PATH.mtx")]
     csr: Vec<String>,
     /// Timed launches per variant (the median counts).
@@ -120,7 +122,15 @@ fn flat(items: Vec<Value>, dtype: &str, kinds: Vec<ScalarKind>) -> Loaded {
 }
 
 /// Binds a Matrix Market matrix to the kernel's CSR/LIL parameters by name.
-fn csr_case(kernel: &Kernel, path: &str) -> Result<Case, Failure> {
+fn csr_case(kernel: &Kernel, spec: &str, strict: bool) -> Result<Case, Failure> {
+    if let Some((_, path)) = spec.split_once('=') {
+        let mut inputs = super::matrix::inputs(super::matrix::Storage::Csr, spec)?;
+        let by_name = csr_case(kernel, path, false)?;
+        // The vector is the one input the matrix does not give.
+        inputs.extend(by_name.inputs.into_iter().filter(|(k, _)| k == "xs" || k == "x"));
+        return Ok(Case { name: by_name.name, inputs });
+    }
+    let path = spec;
     let (mut coo, _) = heddle_runtime::sparse::mtx::read_mtx(Path::new(path)).map_err(|e| Failure::Input(format!("--csr {path}: {e}")))?;
     if coo.rank() != 2 {
         return Err(Failure::Input(format!("--csr {path}: a matrix has two dimensions, this tensor has {}", coo.rank())));
@@ -153,7 +163,8 @@ fn csr_case(kernel: &Kernel, path: &str) -> Result<Case, Failure> {
             "values" => flat(vals.clone(), "float64", vec![ScalarKind::Float]),
             // A vector of small exact values, so float sums depend little on order.
             "xs" | "x" => flat((0..m).map(|j| Value::Float(1.0 + (j % 5) as f64 * 0.25)).collect(), "float64", vec![ScalarKind::Float]),
-            other => return Err(Failure::Input(format!("--csr {path}: no CSR buffer for the parameter `{other}`"))),
+            other if strict => return Err(Failure::Input(format!("--csr {path}: no CSR buffer for the parameter `{other}`"))),
+            _ => continue,
         };
         inputs.push((name.to_string(), loaded));
     }
@@ -194,6 +205,10 @@ fn bytes_moved(compiled: &heddle::opencl::Compiled, env: &Env) -> f64 {
 pub fn run(a: &Args) -> Result<Output, Failure> {
     let (file, _, kernel) = load(&a.file)?;
     let ranges = a.ranges.iter().map(|r| parse_range(r)).collect::<Result<Vec<_>, _>>()?;
+    let nat_names: Vec<String> = kernel.params.iter().filter(|p| matches!(p, heddle_typeck::KernelParam::Nat(_))).map(|p| p.name().to_string()).collect();
+    if let Some((bad, _)) = ranges.iter().find(|(n, _)| !nat_names.contains(n)) {
+        return Err(Failure::Input(format!("--param-range {bad}: the kernel has no natural of this name (its naturals: {})", nat_names.join(", "))));
+    }
     let mut fixed = Vec::new();
     for p in &a.params {
         let (k, v) = assignment("param", p)?;
@@ -209,7 +224,7 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         cases.push(Case { name: "inputs".into(), inputs });
     }
     for path in &a.csr {
-        cases.push(csr_case(&kernel, path)?);
+        cases.push(csr_case(&kernel, path, true)?);
     }
     if cases.is_empty() {
         return Err(Failure::Input("nothing to tune on: give --input NAME=PATH… or --csr MATRIX.mtx".into()));
