@@ -37,6 +37,7 @@ const ENC3: &[&str] = &[
     "map = (i, j, k) -> (i : dense, j : dense, k : dense)",
     "map = (i, j, k) -> (i : dense, j : compressed(nonunique), k : singleton)",
     "map = (i, j, k) -> (i : batch, j floordiv 2 : compressed, k : compressed, j mod 2 : dense)",
+    "map = (i, j, k) -> (i : dense, j : loose_compressed(nonunique), k : singleton)",
 ];
 
 fn enc(body: &str) -> Encoding {

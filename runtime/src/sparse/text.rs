@@ -102,9 +102,18 @@ fn is_blank(b: u8) -> bool {
 /// Parses one chunk with a byte scanner: no per-line allocation, no UTF-8
 /// validation, numbers read in place (`fast-float2` reports how many bytes a
 /// float took, so tokens never need to be cut out first).
-fn parse_chunk(body: &[u8], first_line: usize, f: &EntryFormat, path: &Path) -> Result<Entries> {
-    let mut coords = Vec::with_capacity(body.len() / 12 * f.rank);
-    let mut values = Vec::with_capacity(body.len() / 12);
+///
+/// Entries go to `coords` / `values`, which have room for one entry per line
+/// of `body`; returns how many entries were written.
+fn parse_chunk(
+    body: &[u8],
+    first_line: usize,
+    f: &EntryFormat,
+    path: &Path,
+    coords: &mut [u64],
+    values: &mut [f64],
+) -> Result<usize> {
+    let mut count = 0usize;
     let want = f.rank + usize::from(f.value != ValueKind::Pattern);
     let n = body.len();
     let mut i = 0;
@@ -158,7 +167,7 @@ fn parse_chunk(body: &[u8], first_line: usize, f: &EntryFormat, path: &Path) -> 
             {
                 return Err(SparseError::file(path, no, format!("{name} index {v} is beyond the size {}", dims[d])));
             }
-            coords.push(v - 1);
+            coords[count * f.rank + d] = v - 1;
         }
         while i < n && is_blank(body[i]) {
             i += 1;
@@ -191,7 +200,8 @@ fn parse_chunk(body: &[u8], first_line: usize, f: &EntryFormat, path: &Path) -> 
                 })?
             }
         };
-        values.push(value);
+        values[count] = value;
+        count += 1;
         while i < n && is_blank(body[i]) {
             i += 1;
         }
@@ -203,16 +213,18 @@ fn parse_chunk(body: &[u8], first_line: usize, f: &EntryFormat, path: &Path) -> 
             ));
         }
     }
-    Ok(Entries { coords, values })
+    Ok(count)
+}
+
+/// Lines in `body`: newlines, plus one for a last line without one.
+fn line_count(body: &[u8]) -> usize {
+    body.iter().filter(|&&b| b == b'\n').count() + usize::from(!body.is_empty() && !body.ends_with(b"\n"))
 }
 
 /// Parses every entry line of `body` (which starts at line `first_line`),
 /// in parallel for large inputs.
 pub(crate) fn parse_entries(body: &[u8], first_line: usize, f: &EntryFormat, path: &Path) -> Result<Entries> {
     const CHUNK: usize = 1 << 20;
-    if body.len() <= 2 * CHUNK {
-        return parse_chunk(body, first_line, f, path);
-    }
     // Cut after a newline near every CHUNK bytes.
     let mut cuts = vec![0usize];
     let mut at = CHUNK;
@@ -227,29 +239,41 @@ pub(crate) fn parse_entries(body: &[u8], first_line: usize, f: &EntryFormat, pat
     }
     cuts.push(body.len());
     let pieces: Vec<&[u8]> = cuts.windows(2).map(|w| &body[w[0]..w[1]]).collect();
-    let newlines: Vec<usize> = pieces.par_iter().map(|p| p.iter().filter(|&&b| b == b'\n').count()).collect();
-    let mut starts = Vec::with_capacity(pieces.len());
+    let lines: Vec<usize> = pieces.par_iter().map(|p| line_count(p)).collect();
+    // Every line holds at most one entry, so the outputs are allocated once,
+    // at that bound, and split into one disjoint window per chunk: the chunks
+    // write their entries in place, and nothing is copied afterwards unless
+    // blank or comment lines left gaps.
+    let total: usize = lines.iter().sum();
+    let mut coords = vec![0u64; total * f.rank];
+    let mut values = vec![0.0f64; total];
+    let mut jobs = Vec::with_capacity(pieces.len());
+    let (mut rest_c, mut rest_v) = (coords.as_mut_slice(), values.as_mut_slice());
     let mut line = first_line;
-    for n in &newlines {
-        starts.push(line);
+    for (piece, &n) in pieces.iter().zip(&lines) {
+        let (c, rc) = rest_c.split_at_mut(n * f.rank);
+        let (v, rv) = rest_v.split_at_mut(n);
+        jobs.push((*piece, line, c, v));
+        (rest_c, rest_v) = (rc, rv);
         line += n;
     }
-    let parsed: Vec<Result<Entries>> =
-        pieces.par_iter().zip(starts.par_iter()).map(|(p, &s)| parse_chunk(p, s, f, path)).collect();
-    let mut total = 0;
-    for r in &parsed {
-        match r {
-            Ok(e) => total += e.values.len(),
-            Err(_) => break,
+    let counts: Vec<usize> = jobs
+        .into_par_iter()
+        .map(|(p, start, c, v)| parse_chunk(p, start, f, path, c, v))
+        .collect::<Result<Vec<usize>>>()?;
+    if counts != lines {
+        // Close the gaps left by lines without entries.
+        let (mut from, mut to) = (0usize, 0usize);
+        for (&n, &cap) in counts.iter().zip(&lines) {
+            coords.copy_within(from * f.rank..(from + n) * f.rank, to * f.rank);
+            values.copy_within(from..from + n, to);
+            to += n;
+            from += cap;
         }
+        coords.truncate(to * f.rank);
+        values.truncate(to);
     }
-    let mut out = Entries { coords: Vec::with_capacity(total * f.rank), values: Vec::with_capacity(total) };
-    for r in parsed {
-        let e = r?;
-        out.coords.extend_from_slice(&e.coords);
-        out.values.extend_from_slice(&e.values);
-    }
-    Ok(out)
+    Ok(Entries { coords, values })
 }
 
 /// The line number of the `k`-th (0-based) entry line, and the line after the
