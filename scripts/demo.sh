@@ -3,6 +3,9 @@
 # CSR SpMV (the paper's Listing 5) checked, formatted and executed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The OpenCL backend links libOpenCL and its tests run on POCL.
+source scripts/opencl-deps.sh
+opencl_deps
 
 cargo build --release --quiet
 heddle=target/release/heddle
@@ -12,4 +15,8 @@ echo "== type of the kernel"
 $heddle check examples/csr_packed_spmv.hdl
 echo "== y = A x on the reference interpreter (A is 3x3 with 3 nonzeros, one empty row)"
 $heddle run examples/csr_packed_spmv.hdl \
+  --input offset=$data/offset.json --input values=$data/values_packed.json --input xs=$data/xs.json
+echo "== the same kernel compiled to OpenCL C, and run on the OpenCL device (POCL on a CPU)"
+$heddle compile examples/csr_packed_spmv.hdl --target opencl
+$heddle run examples/csr_packed_spmv.hdl --backend opencl \
   --input offset=$data/offset.json --input values=$data/values_packed.json --input xs=$data/xs.json
