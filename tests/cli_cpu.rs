@@ -1,0 +1,170 @@
+//! The CPU backend through the command line: `heddle run --backend cpu`
+//! (bad data fails cleanly, exactly as on the interpreter), `--threads`,
+//! Matrix Market inputs, and `heddle compile --target loops|cpu` with
+//! snapshots of the lowered listings and of one kernel's Cranelift IR.
+
+mod common;
+
+use common::heddle;
+use heddle_ir::{Nat, ScalarType, Type};
+use heddle_runtime::io::write::write_npy;
+use heddle_runtime::value::Value;
+use std::path::Path;
+
+fn npy(dir: &Path, name: &str, values: Vec<Value>, s: ScalarType) -> String {
+    let path = dir.join(format!("{name}.npy"));
+    let ty = Type::array(Type::Scalar(s), Nat::Lit(values.len() as i64));
+    write_npy(&path, &Value::array(values), &ty).unwrap();
+    path.to_str().unwrap().to_string()
+}
+fn ints(v: &[i64]) -> Vec<Value> {
+    v.iter().map(|x| Value::Int(*x)).collect()
+}
+fn floats(v: &[f64]) -> Vec<Value> {
+    v.iter().map(|x| Value::Float(*x)).collect()
+}
+
+/// `examples/csr_unpacked_spmv.hdl` on `--backend cpu` with the 3×3 matrix of
+/// tests/cli.rs, some inputs replaced.
+fn run_cpu(replace: &[(&str, Vec<Value>, ScalarType)], extra: &[&str]) -> (i32, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut inputs = vec![
+        ("offset", ints(&[0, 2, 2, 3]), ScalarType::I32),
+        ("col_indices", ints(&[0, 2, 1]), ScalarType::I32),
+        ("values", floats(&[1.5, 2.0, -1.0]), ScalarType::F32),
+        ("xs", floats(&[1.0, 2.0, 3.0]), ScalarType::F32),
+    ];
+    for (k, v, s) in replace {
+        let slot = inputs.iter_mut().find(|(n, ..)| n == k).unwrap();
+        *slot = (slot.0, v.clone(), *s);
+    }
+    let mut args: Vec<String> = vec!["run".into(), "examples/csr_unpacked_spmv.hdl".into(), "--backend".into(), "cpu".into()];
+    for (k, v, s) in inputs.into_iter().filter(|(_, v, _)| !v.is_empty()) {
+        args.push("--input".into());
+        args.push(format!("{k}={}", npy(dir.path(), k, v, s)));
+    }
+    args.extend(extra.iter().map(|s| s.to_string()));
+    heddle(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+fn assert_input_error(r: (i32, String, String), parameter: &str, phrase: &str) {
+    let (code, _, err) = r;
+    assert_eq!(code, 1, "expected exit status 1; stderr:\n{err}");
+    assert!(err.contains(&format!("`{parameter}`")), "the error should name `{parameter}`:\n{err}");
+    assert!(err.contains(phrase), "the error should say {phrase:?}:\n{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn cpu_backend_runs_and_reports_itself() {
+    let (code, out, err) = run_cpu(&[], &[]);
+    assert_eq!((code, out.trim()), (0, "[7.5,0.0,-2.0]"), "{err}");
+    for threads in ["1", "2", "5"] {
+        let (code, out, err) = run_cpu(&[], &["--threads", threads, "--json"]);
+        assert_eq!(code, 0, "{err}");
+        let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(j["backend"], "cpu");
+        assert_eq!(j["result"], serde_json::json!([7.5, 0.0, -2.0]));
+    }
+    assert_eq!(run_cpu(&[], &["--threads", "0"]).0, 2, "zero threads is a usage error");
+}
+
+#[test]
+fn bad_data_fails_cleanly_on_the_cpu_backend() {
+    let i32t = ScalarType::I32;
+    assert_input_error(run_cpu(&[("offset", ints(&[0, 2, 1, 3]), i32t)], &[]), "offset", "negative");
+    assert_input_error(run_cpu(&[("col_indices", ints(&[0, 3, 1]), i32t)], &[]), "xs", "out of bounds");
+    assert_input_error(run_cpu(&[("col_indices", ints(&[0, -1, 1]), i32t)], &["--threads", "2"]), "xs", "out of bounds");
+    assert_input_error(run_cpu(&[("values", floats(&[1.5, 2.0]), ScalarType::F32)], &[]), "values", "needs 3 elements");
+    assert_input_error(run_cpu(&[("offset", floats(&[0.0, 2.0, 2.0, 3.0]), ScalarType::F32)], &[]), "offset", "expected integer data");
+    assert_input_error(run_cpu(&[("xs", vec![], ScalarType::F32)], &[]), "xs", "no input given");
+    assert_input_error(run_cpu(&[], &["--param", "n=5"]), "offset", "needs 6 elements");
+    // An offsets array that ends past the buffers.
+    assert_input_error(run_cpu(&[("offset", ints(&[0, 2, 2, 9]), i32t)], &[]), "col_indices", "elements");
+}
+
+const MTX: &str = "%%MatrixMarket matrix coordinate real general
+% a 3x3 matrix, 1-based, with a duplicate that is summed
+3 3 4
+1 1 1.5
+1 3 1.0
+3 2 -1.0
+1 3 1.0
+";
+
+fn mtx_file(dir: &Path, text: &str) -> String {
+    let p = dir.join("a.mtx");
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+#[test]
+fn matrix_market_inputs_in_every_storage() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = mtx_file(dir.path(), MTX);
+    let xs = npy(dir.path(), "xs", floats(&[1.0, 2.0, 3.0]), ScalarType::F32);
+    let xs = format!("xs={xs}");
+    let cases = [
+        ("csr_unpacked_spmv", "--csr", "offset,col_indices,values"),
+        ("lil_spmv", "--lil", "row_length,col_indices,values"),
+        ("csr_packed_spmv", "--csr-packed", "offset,values"),
+        ("csr_refined_spmv", "--csr-packed", "offset,values"),
+        ("dense_mv", "--dense", "matrix"),
+    ];
+    for (example, flag, names) in cases {
+        for backend in ["interp", "cpu"] {
+            let file = format!("examples/{example}.hdl");
+            let spec = format!("{names}={a}");
+            let (code, out, err) = heddle(&["run", &file, "--backend", backend, flag, &spec, "--input", &xs]);
+            assert_eq!((code, out.trim()), (0, "[7.5,0.0,-2.0]"), "{example} on {backend}: {err}");
+        }
+    }
+}
+
+#[test]
+fn matrix_market_errors_are_located_and_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = mtx_file(dir.path(), "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 x 2.0\n");
+    let spec = format!("offset,col_indices,values={bad}");
+    let (code, _, err) = heddle(&["run", "examples/csr_unpacked_spmv.hdl", "--backend", "cpu", "--csr", &spec]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("line 3") || err.contains(":3"), "the error should give the line: {err}");
+    let (code, _, err) = heddle(&["run", "examples/csr_unpacked_spmv.hdl", "--csr", "offset,values=x.mtx"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("expected offsets,col_indices,values=FILE.mtx"), "{err}");
+}
+
+/// The kernel lines of a lowered program (host lines may hold a Σ: they run once, on the host).
+fn kernel_lines(text: &str) -> Vec<&str> {
+    text.lines().skip_while(|l| !l.starts_with("kernel ")).skip(1).collect()
+}
+
+#[test]
+fn lowered_listings_have_no_sum_loop() {
+    for example in ["lil_spmv", "csr_unpacked_spmv", "csr_packed_spmv", "csr_row_sums"] {
+        let (code, out, err) = heddle(&["compile", &format!("examples/{example}.hdl"), "--target", "loops"]);
+        assert_eq!(code, 0, "{err}");
+        for line in kernel_lines(&out) {
+            assert!(!line.contains("sum("), "{example}: a Σ is left in the kernel: {line}");
+        }
+        insta::assert_snapshot!(format!("loops_{example}"), out);
+    }
+    // LIL's row starts are precomputed on the host, as CSR's offsets.
+    let (_, out, _) = heddle(&["compile", "examples/lil_spmv.hdl", "--target", "loops"]);
+    assert!(out.starts_with("host "), "{out}");
+}
+
+#[test]
+fn cranelift_ir_of_a_kernel() {
+    let (code, out, err) = heddle(&["compile", "examples/csr_row_sums.hdl", "--target", "cpu"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("readonly"), "input loads are read-only");
+    insta::assert_snapshot!("clif_csr_row_sums", out);
+    let dir = tempfile::tempdir().unwrap();
+    let o = dir.path().join("k.clif");
+    let (code, out, _) = heddle(&["compile", "examples/csr_row_sums.hdl", "--target", "cpu", "-o", o.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("\"target\": \"cpu\""), "{out}");
+    assert!(std::fs::read_to_string(&o).unwrap().starts_with("function"));
+    assert_eq!(heddle(&["compile", "examples/csr_row_sums.hdl", "--target", "nosuch"]).0, 2);
+}
