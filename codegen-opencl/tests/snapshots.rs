@@ -60,10 +60,10 @@ fn barrier_in_a_per_item_loop_is_refused() {
 #[test]
 fn nested_loops_on_one_dimension_are_refused() {
     let mut p = samples::listing5();
-    if let Stmt::For { body, .. } = &mut p.body[0] {
-        if let Some(Stmt::For { schedule, .. }) = body.get_mut(3) {
-            *schedule = Schedule::Global(0);
-        }
+    if let Stmt::For { body, .. } = &mut p.body[0]
+        && let Some(Stmt::For { schedule, .. }) = body.get_mut(3)
+    {
+        *schedule = Schedule::Global(0);
     }
     let err = compile(&p).expect_err("refused");
     assert!(err.message.contains("nested"), "{}", err.message);

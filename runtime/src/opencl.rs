@@ -215,13 +215,12 @@ impl OpenCl {
             return Err(check_failure(prog, (failed - 1) as u32));
         }
         let out = prog.args.iter().position(|a| matches!(a.kind, heddle_ir::loops::ArgKind::Output { .. }));
-        if let (Some(o), Some(Some(dev))) = (out, out.and_then(|o| buffers.get(o))) {
-            if let Some(Slot::Buffer(host)) = launch.slots.get_mut(o) {
-                let n = host.byte_len();
-                if n > 0 {
-                    dev.read(&mut host.bytes_mut()[..]).len(n).enq().map_err(|e| err(format!("cannot read the result back: {e}")))?;
-                }
-            }
+        if let (Some(o), Some(Some(dev))) = (out, out.and_then(|o| buffers.get(o)))
+            && let Some(Slot::Buffer(host)) = launch.slots.get_mut(o)
+            && host.byte_len() > 0
+        {
+            let n = host.byte_len();
+            dev.read(&mut host.bytes_mut()[..]).len(n).enq().map_err(|e| err(format!("cannot read the result back: {e}")))?;
         }
         Ok(Timing { kernel_seconds: times, sizes })
     }
