@@ -54,7 +54,7 @@ fn bin_op(op: SrcOp) -> BinOp {
 impl Lowerer<'_> {
     /// Lowers a typed expression to a value, emitting the work it needs into `body`.
     pub(super) fn expr(&mut self, t: &TExpr, env: &Env, body: &mut Block) -> Result<Val, Diagnostic> {
-        let ty = env.subst_type(&t.ty);
+        let ty = self.program_values_in_type(&env.subst_type(&t.ty), env);
         match &t.kind {
             TKind::Var(x) => env.value(x).cloned().ok_or_else(|| unsupported(t.span, &format!("the variable `{x}` here"))),
             TKind::NatValue(n) => {
@@ -134,12 +134,29 @@ impl Lowerer<'_> {
         }
     }
 
+    /// Types may mention program values inside `toNat` (`values@i` has length
+    /// `toNat(offset@(toNat(i) + 1) - …)` for a lambda parameter `i`): those
+    /// names are replaced by the `let`s that hold the values here.
+    fn program_values_in_type(&self, ty: &Type, env: &Env) -> Type {
+        let mut ty = ty.clone();
+        for (name, v) in env.values.iter().rev() {
+            if let Val::Scalar(L::Var(local), _) = v {
+                if local != name && ty.mentions(name) {
+                    let to = heddle_ir::Expr::var(local.clone());
+                    ty = ty.map_nats(&mut |n| n.subst_expr(name, &to));
+                }
+            }
+        }
+        ty
+    }
+
     /// Binds a computed scalar to a `let` so it is computed once.
     fn share(&mut self, v: Val, base: &str, body: &mut Block) -> Val {
         match v {
             Val::Scalar(e @ (L::Var(_) | L::Int(..) | L::Float(..) | L::Bool(_)), s) => Val::Scalar(e, s),
             Val::Scalar(e, s) => {
                 let var = self.fresh(base);
+                self.var_types.push((var.clone(), s));
                 body.push(Stmt::Let { var: var.clone(), ty: s, value: e });
                 Val::Scalar(L::Var(var), s)
             }
@@ -155,7 +172,17 @@ impl Lowerer<'_> {
         };
         let mut inner = env.clone();
         for ((name, _), v) in params.iter().zip(args) {
-            let v = self.share(v, name.as_str(), body);
+            let v = match v {
+                // An integer parameter gets its own `let` (a plain variable may be a
+                // loop variable of another type, or shadowed), so types can name it.
+                Val::Scalar(e @ L::Var(_), s) if s.is_int() => {
+                    let var = self.fresh(name.as_str());
+                    self.var_types.push((var.clone(), s));
+                    body.push(Stmt::Let { var: var.clone(), ty: s, value: e });
+                    Val::Scalar(L::Var(var), s)
+                }
+                other => self.share(other, name.as_str(), body),
+            };
             inner = inner.with(name.clone(), v);
         }
         self.expr(fbody, &inner, body)
@@ -191,6 +218,10 @@ impl Lowerer<'_> {
             "slide" => {
                 let src = self.array(&args[0], env, body)?;
                 view(ViewKind::Slide { src: Box::new(src), step: nat(1) })
+            }
+            "interleave" => {
+                let src = self.array(&args[0], env, body)?;
+                view(ViewKind::Interleave { src: Box::new(src), k: nat(0) })
             }
             "join" => {
                 let src = self.array(&args[0], env, body)?;
@@ -252,12 +283,40 @@ impl Lowerer<'_> {
         let count = crate::flat_size(ty).map_err(|e| unsupported(span, &format!("the layout of a temporary: {e}")))?;
         let len = self.index_expr(&count, env, body)?;
         let buf = self.fresh("tmp");
-        body.push(Stmt::Alloc { buf: buf.clone(), fields, len, space });
-        self.write(&v, ty, &buf, Nat::Lit(0), env, body, false)?;
-        if space == Space::Local {
+        // Local memory belongs to the work-group: inside per-item (local) loops the
+        // buffer is allocated once at the work-group loop, one slice per item.
+        let group = self.loops.iter().rposition(|(_, s, _)| matches!(s, Schedule::Workgroup(_)));
+        let items: Vec<(Name, L)> = match group {
+            Some(g) if space == Space::Local => self.loops[g + 1..]
+                .iter()
+                .filter(|(_, s, _)| matches!(s, Schedule::Local(_)))
+                .map(|(v, _, hi)| (v.clone(), hi.clone()))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let offset = match group {
+            Some(g) if space == Space::Local && !items.is_empty() => {
+                let (mut total, mut slot) = (len.clone(), L::index(0));
+                for (v, hi) in &items {
+                    total = L::bin(BinOp::Mul, total, hi.clone());
+                    slot = L::bin(BinOp::Add, L::bin(BinOp::Mul, slot, hi.clone()), L::var(v.clone()));
+                }
+                self.hoisted.push((g, Stmt::Alloc { buf: buf.clone(), fields, len: total, space }));
+                let at = L::bin(BinOp::Mul, slot, len);
+                self.bind_index(at, "slot", body)
+            }
+            _ => {
+                body.push(Stmt::Alloc { buf: buf.clone(), fields, len, space });
+                Nat::Lit(0)
+            }
+        };
+        self.write(&v, ty, &buf, offset.clone(), env, body, false)?;
+        // Barriers between local loops are placed by the OpenCL backend; at work-group
+        // level (no enclosing per-item loop) the hand-off needs one here.
+        if space == Space::Local && items.is_empty() && !self.loops.iter().any(|(_, s, _)| matches!(s, Schedule::Local(_))) {
             body.push(Stmt::Barrier);
         }
-        Ok(Val::Array(View::buffer(buf, Nat::Lit(0), ty.clone())))
+        Ok(Val::Array(View::buffer(buf, offset, ty.clone())))
     }
 
     fn reduce(&mut self, op: &TExpr, init: &TExpr, xs: &TExpr, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
@@ -318,6 +377,12 @@ impl Lowerer<'_> {
                 }
                 Ok(())
             }
+            Val::Array(View { kind: ViewKind::Join { src, .. }, .. }) => {
+                // A joined array is laid out like the nested one: write the nested
+                // structure so the schedules of its maps are kept.
+                let nested = Val::Array((**src).clone());
+                self.write(&nested, &src.ty, buf, offset, env, body, top)
+            }
             Val::Array(view) => {
                 let schedule = self.schedule_of(view);
                 let name = match &view.ty {
@@ -334,10 +399,26 @@ impl Lowerer<'_> {
                     self.in_parallel = true;
                 }
                 let mut inner = Block::new();
-                let x = self.elem(view, &i, &mut inner)?;
+                let depth = self.loops.len();
+                self.loops.push((name.clone(), schedule, hi.clone()));
+                let x = self.elem(view, &i, &mut inner);
+                let x = match x {
+                    Ok(x) => x,
+                    Err(e) => {
+                        self.loops.pop();
+                        return Err(e);
+                    }
+                };
                 let at = crate::flat_index(&view.ty, std::slice::from_ref(&i)).map_err(|e| unsupported(span, &format!("writing the result: {e}")))?;
                 let elem_ty = view.elem_ty(&i);
-                self.write(&x, &elem_ty, buf, Nat::add(offset, at), env, &mut inner, false)?;
+                let written = self.write(&x, &elem_ty, buf, Nat::add(offset, at), env, &mut inner, false);
+                self.loops.pop();
+                written?;
+                let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.hoisted).into_iter().partition(|(d, _)| *d == depth);
+                self.hoisted = rest;
+                if !mine.is_empty() {
+                    inner.splice(0..0, mine.into_iter().map(|(_, s)| s));
+                }
                 self.in_parallel = was_parallel;
                 if top && schedule == Schedule::Parallel {
                     let work_ty = source_elem_ty(view, &i);

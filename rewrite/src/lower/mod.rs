@@ -22,7 +22,7 @@ mod view;
 
 use crate::Facts;
 use heddle_ir::loops::{Arg, ArgKind, Block, Check, HostBuffer, LoopProgram};
-use heddle_ir::{Diagnostic, Name, Nat, Span, Type};
+use heddle_ir::{Diagnostic, Name, Nat, ScalarType, Span, Type};
 use heddle_typeck::{Kernel, KernelParam};
 use std::collections::HashSet;
 pub use view::{Val, View};
@@ -119,6 +119,12 @@ pub struct Lowerer<'k> {
     in_parallel: bool,
     /// The kernel's parameters as values (for `toNat` lookups in types).
     globals: Env,
+    /// Types of the `let`s lowering introduced (for `toNat` of program values).
+    var_types: Vec<(Name, ScalarType)>,
+    /// The loops being built, outermost first: variable, schedule, trip count.
+    loops: Vec<(Name, heddle_ir::loops::Schedule, heddle_ir::loops::Expr)>,
+    /// Local-memory allocations hoisted to the work-group loop at this depth of `loops`.
+    hoisted: Vec<(usize, heddle_ir::loops::Stmt)>,
 }
 
 impl<'k> Lowerer<'k> {
@@ -142,6 +148,9 @@ impl<'k> Lowerer<'k> {
             facts,
             in_parallel: false,
             globals: Env::default(),
+            var_types: Vec::new(),
+            loops: Vec::new(),
+            hoisted: Vec::new(),
         }
     }
 

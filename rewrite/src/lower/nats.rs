@@ -104,7 +104,10 @@ impl Lowerer<'_> {
         Ok(match n {
             Nat::Var(x) => match self.lookup_value(x, env) {
                 Some(Val::Scalar(e, s)) => widen(e, s),
-                _ => L::Var(x.clone()),
+                _ => match self.var_types.iter().rev().find(|(n, _)| n == x) {
+                    Some((_, s)) => widen(L::Var(x.clone()), *s),
+                    None => L::Var(x.clone()),
+                },
             },
             Nat::Lit(v) => L::index(*v),
             Nat::Bin(op, a, b) => {
@@ -167,7 +170,10 @@ impl Lowerer<'_> {
                         let v = v.clone();
                         self.nat_to_expr(&v, env, body)?
                     }
-                    None => L::Var(x.clone()),
+                    None => match self.var_types.iter().rev().find(|(n, _)| n == x) {
+                        Some((_, s)) => widen(L::Var(x.clone()), *s),
+                        None => L::Var(x.clone()),
+                    },
                 },
             },
             ExprKind::Lit(Literal::Int(v)) => L::index(*v),

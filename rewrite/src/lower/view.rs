@@ -76,6 +76,22 @@ pub enum ViewKind {
         /// The step.
         step: Nat,
     },
+    /// `interleave(k)`: part `w` holds elements `w, w + k, w + 2k, …`.
+    Interleave {
+        /// The dealt array.
+        src: Box<View>,
+        /// Number of parts.
+        k: Nat,
+    },
+    /// Elements `start, start + step, …` of `src` (a part of `interleave`).
+    Strided {
+        /// The array.
+        src: Box<View>,
+        /// First element.
+        start: Nat,
+        /// Distance between elements.
+        step: Nat,
+    },
     /// `join` of arrays of one length `k`.
     Join {
         /// The nested array.
@@ -187,6 +203,12 @@ impl Lowerer<'_> {
                 let start = Nat::mul(i.clone(), step.clone());
                 Ok(Val::Array(View { ty: elem_ty, kind: ViewKind::Slice { src: src.clone(), start } }))
             }
+            ViewKind::Interleave { src, k } => {
+                Ok(Val::Array(View { ty: elem_ty, kind: ViewKind::Strided { src: src.clone(), start: i.clone(), step: k.clone() } }))
+            }
+            ViewKind::Strided { src, start, step } => {
+                self.elem(src, &Nat::add(start.clone(), Nat::mul(i.clone(), step.clone())), body)
+            }
             ViewKind::Join { src, k } => {
                 let outer = Nat::div(i.clone(), k.clone());
                 let inner = Nat::bin(heddle_ir::nat::NatOp::Mod, i.clone(), k.clone());
@@ -256,6 +278,7 @@ impl Lowerer<'_> {
             L::Int(v, _) => Nat::Lit(v),
             other => {
                 let var = self.fresh(base);
+                self.var_types.push((var.clone(), ScalarType::I64));
                 body.push(Stmt::Let { var: var.clone(), ty: ScalarType::I64, value: other });
                 Nat::Var(var)
             }
