@@ -102,6 +102,13 @@ impl Translator<'_, '_> {
 
     /// `a && b` / `a || b`, evaluating `b` only when needed if it could fault.
     pub(super) fn logical(&mut self, and: bool, a: &Expr, b: &Expr) -> Result<(Value, ScalarType), CodegenError> {
+        if and && let Some((x, bound)) = self.range_check(a, b) {
+            // `0 <= x && x < n` with `n` a natural (never negative) is one
+            // unsigned comparison: a negative `x` is a huge unsigned number.
+            let (xv, _) = self.expr(x)?;
+            let (nv, _) = self.expr(bound)?;
+            return Ok((self.b.ins().icmp(IntCC::UnsignedLessThan, xv, nv), ScalarType::Bool));
+        }
         let (av, _) = self.expr(a)?;
         if !may_fault(b) {
             let (bv, _) = self.expr(b)?;
@@ -120,6 +127,18 @@ impl Translator<'_, '_> {
         self.b.ins().jump(join, &[bv.into()]);
         self.b.switch_to_block(join);
         Ok((r, ScalarType::Bool))
+    }
+
+    /// `(x, n)` when `a && b` is the bounds check `x >= 0 && x < n` of an
+    /// `i64` index against a natural argument `n`.
+    fn range_check<'e>(&self, a: &'e Expr, b: &'e Expr) -> Option<(&'e Expr, &'e Expr)> {
+        let (Expr::Bin(BinOp::Ge, x, zero), Expr::Bin(BinOp::Lt, x2, n)) = (a, b) else { return None };
+        let is_nat = |e: &Expr| match e {
+            Expr::Var(v) => self.prog.arg(v).is_some_and(|a| matches!(a.kind, heddle_ir::loops::ArgKind::Nat)),
+            _ => false,
+        };
+        let simple = matches!(**x, Expr::Var(_)) && !may_fault(x);
+        (x == x2 && **zero == Expr::Int(0, ScalarType::I64) && simple && is_nat(n)).then_some((&**x, &**n))
     }
 
     /// The address of `buf[index].field` as `(base + index * size, offset)`,
