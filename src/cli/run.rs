@@ -32,6 +32,9 @@ pub struct Args {
     /// An input: NAME=PATH to a .npy or .json file.
     #[arg(long = "input", value_name = "NAME=PATH")]
     inputs: Vec<String>,
+    /// A tensor parameter: NAME=FILE (.mtx, .tns, or .json nested lists), stored in the parameter's encoding.
+    #[arg(long = "matrix", value_name = "NAME=FILE")]
+    matrices: Vec<String>,
     /// A Matrix Market file as CSR buffers: OFFSETS,COL_INDICES,VALUES=FILE.mtx.
     #[arg(long = "csr", value_name = "O,C,V=FILE")]
     csr: Vec<String>,
@@ -82,6 +85,12 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         for spec in specs {
             inputs.extend(matrix::inputs(storage, spec)?);
         }
+    }
+    for m in &a.matrices {
+        let (k, path) = split_assignment("matrix", m)?;
+        let (dims, buffers) = heddle_runtime::io::bind::tensor_inputs(&kernel, k, Path::new(path)).map_err(|e| Failure::Input(e.to_string()))?;
+        nats.extend(dims);
+        inputs.extend(buffers);
     }
     let env = bind_inputs(&kernel, &nats, inputs).map_err(|e| Failure::Input(e.to_string()))?;
     let start = Instant::now();

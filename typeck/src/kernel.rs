@@ -202,6 +202,7 @@ fn tensor_encoding(p: &Program, tt: &TensorType, span: Span) -> CResult<Encoding
 fn check_kernel(c: &mut Checker, program: &Program, mut scope: Scope) -> CResult<Kernel> {
     let e = &program.kernel;
     let mut params = Vec::new();
+    let mut views: Vec<(Name, Expr)> = Vec::new();
     let mut cur = e;
     loop {
         match &cur.kind {
@@ -228,8 +229,19 @@ fn check_kernel(c: &mut Checker, program: &Program, mut scope: Scope) -> CResult
                             scope = scope.with(b.name.clone(), Binding::Value(b.ty.clone()));
                         }
                         c.well_formed(&layout.view, &scope, p.span)?;
-                        params.push(KernelParam::Tensor { name: p.name.clone(), ty: ty.clone(), view: layout.view.clone(), span: p.span });
-                        scope = scope.with(p.name.clone(), Binding::Value(layout.view));
+                        params.push(KernelParam::Tensor {
+                            name: p.name.clone(),
+                            ty: ty.clone(),
+                            view: layout.view.clone(),
+                            encoding: enc.clone(),
+                            span: p.span,
+                        });
+                        // The body sees the view, built from the storage buffers (see `tensor.rs`);
+                        // a tensor the runtime cannot view yet still type-checks against the declared view.
+                        match crate::tensor::view_expr(&enc, &layout, &p.name, p.span) {
+                            Ok(view) => views.push((p.name.clone(), view)),
+                            Err(_) => scope = scope.with(p.name.clone(), Binding::Value(layout.view)),
+                        }
                         continue;
                     }
                     c.well_formed(ty, &scope, p.span)?;
@@ -241,7 +253,11 @@ fn check_kernel(c: &mut Checker, program: &Program, mut scope: Scope) -> CResult
             _ => break,
         }
     }
-    let mut body = c.infer(cur, &scope)?;
+    // `let A = view in body` for each tensor parameter, innermost last.
+    let wrapped = views.iter().rev().fold(cur.clone(), |body, (name, view)| {
+        Expr::new(ExprKind::Let { name: name.clone(), value: Box::new(view.clone()), body: Box::new(body) }, cur.span)
+    });
+    let mut body = c.infer(&wrapped, &scope)?;
     c.metas.default_literals();
     c.zonk_tree(&mut body)?;
     let ty = params.iter().rev().fold(body.ty.clone(), |acc, p| match p {

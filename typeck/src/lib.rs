@@ -22,6 +22,7 @@ mod kernel;
 pub mod metas;
 mod prim;
 pub mod scope;
+pub mod tensor;
 pub mod typed;
 
 pub use kernel::{check_program, resolve};

@@ -128,6 +128,8 @@ pub enum KernelParam {
         ty: Type,
         /// The type the program sees.
         view: Type,
+        /// Its encoding, resolved.
+        encoding: heddle_ir::encoding::Encoding,
         /// Where it is declared.
         span: Span,
     },

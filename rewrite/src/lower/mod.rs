@@ -61,9 +61,9 @@ pub fn lower_kernel_with(kernel: &Kernel, name: &str, options: &LowerOptions) ->
                 env.values.push((name.clone(), val.clone()));
                 cx.globals.values.push((name.clone(), val));
             }
-            KernelParam::Tensor { name, span, .. } => {
-                return Err(unsupported(*span, &format!("the tensor parameter `{name}` (pass its storage buffers as arrays)")));
-            }
+            // The body binds a tensor parameter to its view over the storage
+            // buffers, which are parameters of their own.
+            KernelParam::Tensor { .. } => {}
         }
     }
     let result_ty = kernel.body.ty.clone();

@@ -30,9 +30,6 @@ fn err(param: &Name, message: impl Into<String>) -> InputError {
 /// Binds naturals and inputs; returns the environment the kernel runs in.
 pub fn bind_inputs(kernel: &Kernel, nat_args: &[(String, i64)], inputs: Vec<(String, Loaded)>) -> Result<Env, InputError> {
     let nat_params: Vec<&Name> = kernel.params.iter().filter_map(|p| matches!(p, KernelParam::Nat(_)).then(|| p.name())).collect();
-    if let Some(KernelParam::Tensor { name, .. }) = kernel.params.iter().find(|p| matches!(p, KernelParam::Tensor { .. })) {
-        return Err(err(name, "running kernels over tensor-typed parameters is not supported yet; declare the storage buffers (see `heddle type`) as array parameters"));
-    }
     let value_params: Vec<(&Name, &Type)> = kernel
         .params
         .iter()
@@ -74,7 +71,15 @@ pub fn bind_inputs(kernel: &Kernel, nat_args: &[(String, i64)], inputs: Vec<(Str
     }
     for (p, _) in &value_params {
         if !data.contains_key(*p) {
-            return Err(err(p, format!("no input given; pass it with --input {p}=FILE (.npy or .json)")));
+            // Storage buffers of a tensor parameter come from its file.
+            let tensor = kernel.params.iter().find_map(|t| match t {
+                KernelParam::Tensor { name, .. } if p.as_str().starts_with(&format!("{name}_")) => Some(name),
+                _ => None,
+            });
+            return Err(match tensor {
+                Some(t) => err(t, format!("no input given; pass it with --matrix {t}=FILE (.mtx, .tns or .json)")),
+                None => err(p, format!("no input given; pass it with --input {p}=FILE (.npy or .json)")),
+            });
         }
     }
 
@@ -459,4 +464,51 @@ pub fn kinds(data: &Loaded) -> Vec<ScalarKind> {
         Loaded::Flat { kinds, .. } => kinds.clone(),
         Loaded::Json(_) => Vec::new(),
     }
+}
+
+/// The storage of a tensor parameter read from a Matrix Market / FROSTT /
+/// JSON file (`--matrix A=file.mtx`): its dimension sizes (`A_dim0`, …) and its
+/// buffers (`A_pos1`, `A_crd1`, `A_values`, …) as inputs for [`bind_inputs`].
+pub fn tensor_inputs(kernel: &Kernel, name: &str, path: &std::path::Path) -> Result<(Vec<(String, i64)>, Vec<(String, Loaded)>), InputError> {
+    use heddle_ir::encoding::LevelFormat;
+    let n = Name::from(name);
+    let Some(KernelParam::Tensor { ty: Type::Tensor(tt), encoding, .. }) = kernel.params.iter().find(|p| p.name() == &n) else {
+        return Err(err(&n, "the kernel has no tensor parameter of this name (--matrix is for `tensor<…>` parameters)"));
+    };
+    let t = crate::sparse::file::read_into(path, encoding).map_err(|e| err(&n, format!("{}: {e}", path.display())))?;
+    for (d, (want, got)) in tt.dims.iter().zip(&t.dim_sizes).enumerate() {
+        if want.is_some_and(|w| w != *got) {
+            return Err(err(&n, format!("dimension {d} of the file is {got}, but the type says {}", want.unwrap_or(0))));
+        }
+    }
+    let b = crate::sparse::assemble::disassemble(&t);
+    let mut nats = Vec::new();
+    for (d, size) in t.dim_sizes.iter().enumerate() {
+        if tt.dims[d].is_none() {
+            nats.push((format!("{name}_dim{d}"), *size as i64));
+        }
+    }
+    let ints = |v: &[u64]| -> Vec<Value> { v.iter().map(|x| Value::Int(*x as i64)).collect() };
+    let mut inputs = Vec::new();
+    let flat = |items: Vec<Value>, kind: super::read::ScalarKind| Loaded::Flat { items, dtype: "storage".into(), kinds: vec![kind] };
+    for (l, level) in encoding.levels.iter().enumerate() {
+        if let Some(p) = &b.positions[l] {
+            inputs.push((format!("{name}_pos{l}"), flat(ints(p), super::read::ScalarKind::Int)));
+        }
+        if let Some(c) = &b.coordinates[l] {
+            // An array-of-structs COO region interleaves the coordinates of its levels.
+            let run = encoding.aos_run(l).map_or(1, |r| r.len()).max(1);
+            let items: Vec<Value> = if run > 1 && level.format != LevelFormat::Singleton {
+                c.chunks(run).map(|ch| Value::tuple(ints(ch))).collect()
+            } else {
+                ints(c)
+            };
+            inputs.push((format!("{name}_crd{l}"), flat(items, super::read::ScalarKind::Int)));
+        }
+    }
+    let floats = tt.elem.is_float();
+    let values: Vec<Value> = b.values.iter().map(|v| if floats { Value::Float(*v) } else { Value::Int(*v as i64) }).collect();
+    let kind = if floats { super::read::ScalarKind::Float } else { super::read::ScalarKind::Int };
+    inputs.push((format!("{name}_values"), flat(values, kind)));
+    Ok((nats, inputs))
 }
