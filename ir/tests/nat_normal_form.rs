@@ -78,3 +78,11 @@ fn decides_the_equalities_the_type_checker_needs() {
     assert!(!eq("n / 2 * 2", "n"), "floor division is not exact");
     assert!(!eq("(n * n + n) / 3 * 3", "n * n + n"));
 }
+
+#[test]
+fn sum_binder_is_chosen_after_normalising_the_body() {
+    // `k % 1` is 0: the name `k` must be free for the binder, and stay so.
+    let n = parse_nat("sum(j = 0 .. min(0, n), j + k % 1)").unwrap();
+    let once = n.normalize();
+    assert_eq!(once.normalize(), once, "{once}");
+}

@@ -359,13 +359,18 @@ fn sum(var: &Name, lo: Poly, hi: Poly, body: &Nat) -> Poly {
             return count.mul(&Poly::from_nat(body));
         }
     }
-    // Rename the index canonically so that alpha-equivalent sums are equal.
-    let canonical = super::fresh_name(&Name::from("k"), |n| n != var && body.mentions(n));
-    let body = if &canonical == var { body.clone() } else { body.subst(var, &Nat::Var(canonical.clone())) };
-    let body = Poly::from_nat(&body);
-    if body.is_zero() {
+    // Rename the index canonically so that alpha-equivalent sums are equal. The
+    // name is chosen against the *normalised* body: a name that only occurs in a
+    // part that normalises away (`k % 1`) must not influence it, or normalising
+    // twice would rename again.
+    let normal = Poly::from_nat(body);
+    if normal.is_zero() {
         return Poly::zero();
     }
+    let normal = normal.to_nat();
+    let canonical = super::fresh_name(&Name::from("k"), |n| n != var && normal.mentions(n));
+    let renamed = if &canonical == var { normal } else { normal.subst(var, &Nat::Var(canonical.clone())) };
+    let body = Poly::from_nat(&renamed);
     Poly::atom(Nat::Sum {
         var: canonical,
         lo: Box::new(lo.to_nat()),
