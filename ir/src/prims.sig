@@ -33,3 +33,12 @@ toPrivate    : (f: T -> U) -> T -> U
 toGlobal     : (f: T -> U) -> T -> U
 asVector     : (w: nat) -> [T]_{w * N} -> [<T>w]_N
 asScalar     : [<T>w]_N -> [T]_{w * N}
+
+// Accumulation by coordinate (sparse kernels whose result is scattered: COO,
+// CSC, DCSR rows, MTTKRP). `scatterAdd(n)` takes (index, value) pairs and
+// returns the dense array of length n whose element k is the sum (`+`, from
+// 0) of the values paired with k, in input order; positions no pair names
+// are 0. I is any integer type (coordinates keep their storage width). An
+// index outside 0 .. n is a run-time error (a `Check` in compiled code).
+// Duplicate indices are summed, which is what duplicate COO entries mean.
+scatterAdd   : (n: nat) -> [(I, T)]_N -> [T]_n

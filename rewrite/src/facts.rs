@@ -129,8 +129,13 @@ fn size_fact(n: &Nat, i: &Name, len: &Nat) -> Option<NonDecreasing> {
             if a != b || Nat::sub(x, y.clone()).const_value() != Some(1) {
                 return None;
             }
-            let d = offset_from(&y, i)?;
-            Some(NonDecreasing { array: a, lo: Nat::Lit(d), hi: Nat::add(len.clone(), Nat::Lit(d)).normalize() })
+            // y = i + d for any d free of i: a constant in a CSR-like level, the
+            // start of the parent's segment (`A_pos1@p0`) in a CSF tensor's inner levels.
+            let d = Nat::sub(y.clone(), Nat::Var(i.clone())).normalize();
+            if d.mentions(i) {
+                return None;
+            }
+            Some(NonDecreasing { array: a, lo: d.clone(), hi: Nat::add(len.clone(), d).normalize() })
         }
         // toNat(A@(i+1)) - (i == 0 ? 0 : toNat(A@i))
         Nat::Bin(NatOp::Sub, p, q) => {

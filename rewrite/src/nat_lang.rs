@@ -194,9 +194,33 @@ fn add_cond(c: &NatCond, table: &mut AtomTable, out: &mut RecExpr<NatLang>) -> I
 pub fn as_lookup(e: &Expr) -> Option<(Name, Nat)> {
     match &e.kind {
         ExprKind::Index { array, index } => match &array.kind {
-            ExprKind::Var(a) => Some((a.clone(), index.as_nat()?)),
+            ExprKind::Var(a) => Some((a.clone(), index_nat(index)?)),
             _ => None,
         },
+        _ => None,
+    }
+}
+
+/// A lookup's position as a natural. A position may itself read an array
+/// (`A_pos2@(A_pos1@p0 + p1)` in a CSF tensor's innermost level): such a read
+/// is the atom `toNat(A_pos1@p0)` (positions are never negative), so the outer
+/// lookup is still recognised and its telescoping sums close.
+fn index_nat(e: &Expr) -> Option<Nat> {
+    use heddle_ir::nat::NatOp;
+    if let Some(n) = e.as_nat() {
+        return Some(n);
+    }
+    match &e.kind {
+        ExprKind::Binary { op, lhs, rhs } => {
+            let op = match op {
+                BinOp::Add => NatOp::Add,
+                BinOp::Sub => NatOp::Sub,
+                BinOp::Mul => NatOp::Mul,
+                _ => return None,
+            };
+            Some(Nat::Bin(op, Box::new(index_nat(lhs)?), Box::new(index_nat(rhs)?)))
+        }
+        ExprKind::Index { .. } if as_lookup(e).is_some() => Some(Nat::ToNat(Box::new(e.clone()))),
         _ => None,
     }
 }

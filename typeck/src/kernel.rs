@@ -202,7 +202,7 @@ fn tensor_encoding(p: &Program, tt: &TensorType, span: Span) -> CResult<Encoding
 fn check_kernel(c: &mut Checker, program: &Program, mut scope: Scope) -> CResult<Kernel> {
     let e = &program.kernel;
     let mut params = Vec::new();
-    let mut views: Vec<(Name, Expr)> = Vec::new();
+    let mut views: Vec<(Name, Expr, Type)> = Vec::new();
     let mut cur = e;
     loop {
         match &cur.kind {
@@ -236,12 +236,16 @@ fn check_kernel(c: &mut Checker, program: &Program, mut scope: Scope) -> CResult
                             encoding: enc.clone(),
                             span: p.span,
                         });
-                        // The body sees the view, built from the storage buffers (see `tensor.rs`);
-                        // a tensor the runtime cannot view yet still type-checks against the declared view.
-                        match crate::tensor::view_expr(&enc, &layout, &p.name, p.span) {
-                            Ok(view) => views.push((p.name.clone(), view)),
-                            Err(_) => scope = scope.with(p.name.clone(), Binding::Value(layout.view)),
+                        // `A` is bound to the view built from the storage buffers (see
+                        // `tensor.rs`), but the body sees it at the declared, position-dependent
+                        // view type: `generate` cannot state that an element's type depends on
+                        // its index, so the expression's own type would name the generate's
+                        // parameter out of its scope. A tensor the runtime cannot view yet
+                        // still type-checks against the declared view.
+                        if let Ok(view) = crate::tensor::view_expr(&enc, &layout, &p.name, p.span) {
+                            views.push((p.name.clone(), view, layout.view.clone()));
                         }
+                        scope = scope.with(p.name.clone(), Binding::Value(layout.view));
                         continue;
                     }
                     c.well_formed(ty, &scope, p.span)?;
@@ -253,11 +257,15 @@ fn check_kernel(c: &mut Checker, program: &Program, mut scope: Scope) -> CResult
             _ => break,
         }
     }
-    // `let A = view in body` for each tensor parameter, innermost last.
-    let wrapped = views.iter().rev().fold(cur.clone(), |body, (name, view)| {
-        Expr::new(ExprKind::Let { name: name.clone(), value: Box::new(view.clone()), body: Box::new(body) }, cur.span)
-    });
-    let mut body = c.infer(&wrapped, &scope)?;
+    // `let A = view in body` for each tensor parameter, innermost last; the
+    // let's value is the view expression, typed as the declared view.
+    let mut body = c.infer(cur, &scope)?;
+    for (name, view, declared) in views.into_iter().rev() {
+        let mut value = c.infer(&view, &scope)?;
+        value.ty = declared;
+        let (ty, span) = (body.ty.clone(), cur.span);
+        body = crate::TExpr { kind: crate::TKind::Let { name, value: Box::new(value), body: Box::new(body) }, ty, span };
+    }
     c.metas.default_literals();
     c.zonk_tree(&mut body)?;
     let ty = params.iter().rev().fold(body.ty.clone(), |acc, p| match p {
@@ -302,6 +310,19 @@ fn resolve_expr(e: &Expr, scope: &mut Vec<Name>, errors: &mut Vec<Diagnostic>) {
         ExprKind::Fun { params, body } => {
             let n = scope.len();
             scope.extend(params.iter().map(|p| p.name.clone()));
+            // A tensor parameter brings its dimensions and storage buffers into
+            // scope (`A_dim0`, `A_pos1`, …); which buffers depends on the
+            // encoding, so this pass admits the parameter's prefix and leaves
+            // the exact names to the type checker, which reports them located.
+            let tensors: Vec<String> =
+                params.iter().filter(|p| matches!(p.ty, Some(Type::Tensor(_)))).map(|p| format!("{}_", p.name)).collect();
+            if !tensors.is_empty() {
+                let mut errs = Vec::new();
+                resolve_expr(body, scope, &mut errs);
+                errors.extend(errs.into_iter().filter(|d| !tensors.iter().any(|t| d.message.starts_with(&format!("unbound variable `{t}")))));
+                scope.truncate(n);
+                return;
+            }
             resolve_expr(body, scope, errors);
             scope.truncate(n);
         }

@@ -235,15 +235,17 @@ impl Lowerer<'_> {
                             let k = k.clone();
                             view(ViewKind::Join { src: Box::new(src), k })
                         }
-                        _ => Err(unsupported(span, "`join` of inner arrays of different lengths computed in the kernel")),
+                        // Rows of different lengths: walkable in order (by `scatterAdd`), not indexable.
+                        _ => view(ViewKind::Concat(Box::new(src))),
                     },
-                    _ => Err(unsupported(span, "`join` of inner arrays of different lengths computed in the kernel")),
+                    _ => view(ViewKind::Concat(Box::new(src))),
                 }
             }
             "transpose" => {
                 let src = self.array(&args[0], env, body)?;
                 view(ViewKind::Transpose(Box::new(src)))
             }
+            "scatterAdd" => self.scatter_add(&nat(0), &args[0], ty, env, span, body),
             "generate" => view(ViewKind::Generate { f: Box::new(args[0].clone()), env: env.clone() }),
             "pad" => {
                 let value = self.expr(&args[0], env, body)?;
@@ -377,9 +379,9 @@ impl Lowerer<'_> {
                 }
                 Ok(())
             }
-            Val::Array(View { kind: ViewKind::Join { src, .. }, .. }) => {
-                // A joined array is laid out like the nested one: write the nested
-                // structure so the schedules of its maps are kept.
+            Val::Array(View { kind: ViewKind::Join { src, .. } | ViewKind::Concat(src), .. }) => {
+                // A joined array is laid out like the nested one (rows of different
+                // lengths too): write the nested structure so the schedules of its maps are kept.
                 let nested = Val::Array((**src).clone());
                 self.write(&nested, &src.ty, buf, offset, env, body, top)
             }
@@ -456,7 +458,7 @@ impl Lowerer<'_> {
                 "mapGlobal" => Schedule::Global(*dim),
                 "mapWorkgroup" => Schedule::Workgroup(*dim),
                 "mapLocal" => Schedule::Local(*dim),
-                _ if self.in_parallel => Schedule::Seq,
+                _ if self.in_parallel || self.sequential => Schedule::Seq,
                 _ => Schedule::Parallel,
             },
             _ => Schedule::Seq,
@@ -527,3 +529,4 @@ fn rebuild(like: &Val, values: &mut dyn Iterator<Item = Val>) -> Val {
         _ => values.next().unwrap_or_else(|| like.clone()),
     }
 }
+

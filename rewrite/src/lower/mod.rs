@@ -18,6 +18,7 @@
 
 mod emit;
 mod nats;
+mod scatter;
 mod view;
 
 use crate::Facts;
@@ -117,6 +118,9 @@ pub struct Lowerer<'k> {
     facts: Facts,
     /// Inside a loop that already runs in parallel (nested maps run sequentially).
     in_parallel: bool,
+    /// A top-level `scatterAdd` has filled a scratch buffer: later top-level
+    /// loops stay sequential (see `scatter.rs`).
+    sequential: bool,
     /// The kernel's parameters as values (for `toNat` lookups in types).
     globals: Env,
     /// Types of the `let`s lowering introduced (for `toNat` of program values).
@@ -147,6 +151,7 @@ impl<'k> Lowerer<'k> {
             used,
             facts,
             in_parallel: false,
+            sequential: false,
             globals: Env::default(),
             var_types: Vec::new(),
             loops: Vec::new(),

@@ -99,6 +99,10 @@ pub enum ViewKind {
         /// Inner length.
         k: Nat,
     },
+    /// `join` of rows of different lengths: the flat position of an element
+    /// is a prefix sum the kernel does not have, so it is walked in order
+    /// (by `scatterAdd`), never indexed.
+    Concat(Box<View>),
     /// `transpose`.
     Transpose(Box<View>),
     /// Column `col` of a nested array (an element of `transpose`).
@@ -217,6 +221,7 @@ impl Lowerer<'_> {
                     _ => Err(unsupported(span, "join of something that is not nested arrays")),
                 }
             }
+            ViewKind::Concat(_) => Err(unsupported(span, "indexing a `join` of inner arrays of different lengths computed in the kernel")),
             ViewKind::Transpose(src) => Ok(Val::Array(View { ty: elem_ty, kind: ViewKind::Column { src: src.clone(), col: i.clone() } })),
             ViewKind::Column { src, col } => match self.elem(src, i, body)? {
                 Val::Array(row) => self.elem(&row, col, body),

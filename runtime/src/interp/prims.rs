@@ -167,6 +167,30 @@ pub(super) fn eval_prim(name: &str, nats: &[Nat], args: &[TExpr], binder: Option
             });
             Ok(Value::array(out.collect::<Result<_, _>>()?))
         }
+        "scatterAdd" => {
+            // Element k is 0 plus every value paired with k, in input order
+            // (the order compiled code accumulates in, so f32 sums agree).
+            let n = nat(&nats[0], env, span)?;
+            let elem_ty = match &t.ty {
+                heddle_ir::Type::Array { elem, .. } => (**elem).clone(),
+                _ => return Err(internal(span, "scatterAdd without an array type")),
+            };
+            let zero = zero_of(&elem_ty, env, span)?;
+            let pairs = array(eval(arg(0)?, env)?, span)?;
+            let mut out = vec![zero; n.max(0) as usize];
+            for p in pairs.iter() {
+                let (i, v) = match p {
+                    Value::Tuple(p) if p.len() == 2 => (p[0].as_int(), &p[1]),
+                    _ => return Err(internal(span, "scatterAdd of non-pairs")),
+                };
+                let i = i.ok_or_else(|| internal(span, "scatterAdd with a non-integer index"))?;
+                let slot = usize::try_from(i).ok().and_then(|k| out.get_mut(k)).ok_or_else(|| {
+                    size_error(span, name, format!("index {i} is out of bounds for the result's length {n}"))
+                })?;
+                *slot = add(slot, v, &elem_ty).map_err(|m| internal(span, &m))?;
+            }
+            Ok(Value::array(out))
+        }
         "generate" => {
             let n = nat(&nats[0], env, span)?;
             let f = arg(0)?;
@@ -194,5 +218,36 @@ pub(super) fn eval_prim(name: &str, nats: &[Nat], args: &[TExpr], binder: Option
             Ok(Value::array(out))
         }
         other => Err(internal(span, &format!("no meaning for the primitive `{other}`"))),
+    }
+}
+
+/// The zero of a scatterAdd element type: 0 in every scalar.
+fn zero_of(ty: &heddle_ir::Type, env: &Env, span: Span) -> Result<Value, Diagnostic> {
+    use heddle_ir::Type;
+    match ty {
+        Type::Scalar(s) if s.is_float() => Ok(Value::Float(0.0)),
+        Type::Scalar(heddle_ir::ScalarType::Bool) => Ok(Value::Bool(false)),
+        Type::Scalar(_) => Ok(Value::Int(0)),
+        Type::Tuple(ts) => Ok(Value::tuple(ts.iter().map(|t| zero_of(t, env, span)).collect::<Result<_, _>>()?)),
+        Type::Array { elem, len, .. } => {
+            let z = zero_of(elem, env, span)?;
+            Ok(Value::array(vec![z; nat(len, env, span)?.max(0) as usize]))
+        }
+        other => Err(Diagnostic::new(span, format!("`scatterAdd` cannot sum values of type {other}")).with_label("while running this")),
+    }
+}
+
+/// `a + b` at type `ty`, component-wise through tuples and arrays.
+fn add(a: &Value, b: &Value, ty: &heddle_ir::Type) -> Result<Value, String> {
+    use heddle_ir::Type;
+    match (a, b, ty) {
+        (Value::Tuple(xs), Value::Tuple(ys), Type::Tuple(ts)) => {
+            Ok(Value::tuple(xs.iter().zip(ys.iter()).zip(ts).map(|((x, y), t)| add(x, y, t)).collect::<Result<_, _>>()?))
+        }
+        (Value::Array(xs), Value::Array(ys), Type::Array { elem, .. }) if xs.len() == ys.len() => {
+            Ok(Value::array(xs.iter().zip(ys.iter()).map(|(x, y)| add(x, y, elem)).collect::<Result<_, _>>()?))
+        }
+        (_, _, Type::Scalar(s)) => super::binary(heddle_ir::expr::BinOp::Add, a, b, *s),
+        _ => Err(format!("scatterAdd cannot add {a} and {b}")),
     }
 }

@@ -1,0 +1,294 @@
+//! The kernels of `examples/sparse/` (issue 7) on every backend, each against
+//! a dense computation of the same kernel written here: SpMV over CSR, DCSR,
+//! DCSC, COO (AoS and SoA), CDR, CSC, BSR (2x2) and 2:4; SpMM; SDDMM; MTTKRP
+//! on a CSF tensor; sum/product/min/max over sparse vectors and matrices.
+//!
+//! Inputs are random (a fixed-seed generator, so a failure reproduces), with
+//! an empty row and an empty column in every matrix, COO files with and
+//! without duplicate entries, and are written as .mtx/.tns/.json files to a
+//! temporary directory. The MLIR paper's worked examples (§4.1) are checked
+//! exactly. OpenCL runs wherever a platform is installed and must run under
+//! `CI=true` (tests/opencl.rs's convention).
+
+mod common;
+
+use common::heddle;
+use serde_json::{json, Value};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// The backends to run: OpenCL only where a platform exists, never skipped under CI.
+fn backends() -> Vec<&'static str> {
+    static CL: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    let cl = CL.get_or_init(|| heddle_runtime::opencl::OpenCl::new(None).map(|_| ()).map_err(|d| d.message));
+    match cl {
+        Ok(()) => vec!["interp", "cpu", "opencl"],
+        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => panic!("CI must run the OpenCL tests, but: {e}"),
+        Err(e) => {
+            eprintln!("SKIPPED (opencl only): the OpenCL backend needs a platform: {e}");
+            vec!["interp", "cpu"]
+        }
+    }
+}
+
+/// xorshift64*: deterministic inputs without a dependency.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    /// A non-zero multiple of 1/4 in [-2, 2]: sums and products stay exact in f32.
+    fn value(&mut self) -> f64 {
+        let k = self.below(16) as i64 - 8;
+        (if k >= 0 { k + 1 } else { k }) as f64 / 4.0
+    }
+}
+
+type Dense = Vec<Vec<f64>>;
+
+/// An m x n matrix (m even, n a multiple of 4, so BSR 2x2 and 2:4 can hold it)
+/// with at most 2 entries per 4-column block, and one empty row and column.
+fn random_matrix(rng: &mut Rng) -> Dense {
+    let m = 2 * (1 + rng.below(3) as usize);
+    let n = 4 * (1 + rng.below(2) as usize);
+    let (empty_row, empty_col) = (rng.below(m as u64) as usize, rng.below(n as u64) as usize);
+    let mut a = vec![vec![0.0; n]; m];
+    for (i, row) in a.iter_mut().enumerate() {
+        for b in 0..n / 4 {
+            for _ in 0..2 {
+                let j = b * 4 + rng.below(4) as usize;
+                if i != empty_row && j != empty_col && rng.below(3) > 0 {
+                    row[j] = rng.value();
+                }
+            }
+        }
+    }
+    a
+}
+
+/// Matrix Market text; with `split`, every other entry is written as two
+/// halves (duplicate coordinates, which mean their sum).
+fn mtx(a: &Dense, split: bool) -> String {
+    let mut lines = Vec::new();
+    for (i, row) in a.iter().enumerate() {
+        for (j, v) in row.iter().enumerate().filter(|(_, v)| **v != 0.0) {
+            if split && lines.len() % 2 == 0 {
+                lines.push(format!("{} {} {}", i + 1, j + 1, v / 2.0));
+                lines.push(format!("{} {} {}", i + 1, j + 1, v / 2.0));
+            } else {
+                lines.push(format!("{} {} {v}", i + 1, j + 1));
+            }
+        }
+    }
+    let cols = a.first().map_or(0, Vec::len);
+    format!("%%MatrixMarket matrix coordinate real general\n{} {cols} {}\n{}\n", a.len(), lines.len(), lines.join("\n"))
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn flatten(v: &Value, out: &mut Vec<f64>) {
+    match v {
+        Value::Array(items) => items.iter().for_each(|x| flatten(x, out)),
+        Value::Number(n) => out.push(n.as_f64().unwrap()),
+        other => panic!("unexpected output {other}"),
+    }
+}
+
+/// Runs `examples/sparse/<kernel>.hdl` on `backend`; the result, flattened.
+fn run(kernel: &str, backend: &str, args: &[String]) -> Vec<f64> {
+    let file = format!("examples/sparse/{kernel}.hdl");
+    let mut all: Vec<&str> = vec!["run", &file, "--backend", backend];
+    all.extend(args.iter().map(String::as_str));
+    let (code, out, err) = heddle(&all);
+    assert_eq!(code, 0, "{kernel} on {backend}: {err}");
+    let mut flat = Vec::new();
+    flatten(&serde_json::from_str(&out).unwrap_or_else(|e| panic!("{kernel} on {backend}: {e}: {out}")), &mut flat);
+    flat
+}
+
+fn assert_close(got: &[f64], want: &[f64], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: got {got:?}, want {want:?}");
+    for (g, w) in got.iter().zip(want) {
+        assert!((g - w).abs() <= 1e-4 * w.abs().max(1.0), "{what}: got {got:?}, want {want:?}");
+    }
+}
+
+/// Runs the kernel on every backend and compares with `want`.
+fn check(kernel: &str, args: &[String], want: &[f64], case: &str) {
+    for b in backends() {
+        assert_close(&run(kernel, b, args), want, &format!("{kernel} on {b}, {case}"));
+    }
+}
+
+fn arg(flag: &str, name: &str, path: &Path) -> [String; 2] {
+    [flag.to_string(), format!("{name}={}", path.display())]
+}
+
+fn dense_spmv(a: &Dense, x: &[f64]) -> Vec<f64> {
+    a.iter().map(|r| r.iter().zip(x).map(|(a, x)| a * x).sum()).collect()
+}
+
+const SPMV: [&str; 9] = ["spmv_csr", "spmv_dcsr", "spmv_dcsc", "spmv_coo", "spmv_coo_soa", "spmv_cdr", "spmv_csc", "spmv_bsr", "spmv_2_4"];
+
+#[test]
+fn spmv_in_every_format_matches_dense() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    for case in 0..3 {
+        let a = random_matrix(&mut rng);
+        let x: Vec<f64> = (0..a[0].len()).map(|k| k as f64 * 0.5 - 1.0).collect();
+        let want = dense_spmv(&a, &x);
+        let xs = write(dir.path(), "x.json", &json!(x).to_string());
+        let plain = write(dir.path(), "a.mtx", &mtx(&a, false));
+        for kernel in SPMV {
+            let args = [arg("--matrix", "A", &plain), arg("--input", "xs", &xs)].concat();
+            check(kernel, &args, &want, &format!("case {case}: {a:?}"));
+        }
+        // Duplicate coordinates add up (COO keeps them; the others sum them when packing).
+        let dup = write(dir.path(), "dup.mtx", &mtx(&a, true));
+        for kernel in ["spmv_coo", "spmv_coo_soa", "spmv_csr"] {
+            let args = [arg("--matrix", "A", &dup), arg("--input", "xs", &xs)].concat();
+            check(kernel, &args, &want, &format!("case {case} with duplicates: {a:?}"));
+        }
+    }
+}
+
+#[test]
+fn spmm_and_sddmm_match_dense() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0xD1B5_4A32_D192_ED03);
+    for case in 0..3 {
+        let a = random_matrix(&mut rng);
+        let (m, n, k) = (a.len(), a[0].len(), 3);
+        let b: Dense = (0..n).map(|_| (0..k).map(|_| rng.value()).collect()).collect();
+        let want: Vec<f64> = (0..m).flat_map(|i| (0..k).map(|c| (0..n).map(|j| a[i][j] * b[j][c]).sum::<f64>()).collect::<Vec<_>>()).collect();
+        let pa = write(dir.path(), "a.mtx", &mtx(&a, false));
+        let pb = write(dir.path(), "b.json", &json!(b).to_string());
+        check("spmm_csr", &[arg("--matrix", "A", &pa), arg("--input", "B", &pb)].concat(), &want, &format!("case {case}"));
+        // SDDMM: the sampled entries, in CSR order.
+        let u: Dense = (0..m).map(|_| (0..2).map(|_| rng.value()).collect()).collect();
+        let v: Dense = (0..n).map(|_| (0..2).map(|_| rng.value()).collect()).collect();
+        let mut want = Vec::new();
+        for i in 0..m {
+            for j in (0..n).filter(|&j| a[i][j] != 0.0) {
+                want.push(a[i][j] * (0..2).map(|c| u[i][c] * v[j][c]).sum::<f64>());
+            }
+        }
+        let (pu, pv) = (write(dir.path(), "u.json", &json!(u).to_string()), write(dir.path(), "v.json", &json!(v).to_string()));
+        let args = [arg("--matrix", "S", &pa), arg("--input", "U", &pu), arg("--input", "V", &pv)].concat();
+        check("sddmm_csr", &args, &want, &format!("case {case}"));
+    }
+}
+
+/// (sum, product, min, max) of the stored values; an empty set gives the initial values.
+fn reductions(values: &[f64]) -> Vec<f64> {
+    let fold = |init: f64, f: fn(f64, f64) -> f64| values.iter().fold(init, |a, &v| f(a, v));
+    vec![fold(0.0, |a, v| a + v), fold(1.0, |a, v| a * v), fold(3.0e38, f64::min), fold(-3.0e38, f64::max)]
+}
+
+#[test]
+fn reductions_over_sparse_vectors_and_matrices_match_dense() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0x94D0_49BB_1331_11EB);
+    for case in 0..3 {
+        let a = random_matrix(&mut rng);
+        let stored: Vec<f64> = a.iter().flatten().copied().filter(|v| *v != 0.0).collect();
+        let pa = write(dir.path(), "a.mtx", &mtx(&a, false));
+        check("reduce_matrix", &arg("--matrix", "A", &pa), &reductions(&stored), &format!("case {case}"));
+        // A sparse vector: row 0 of the matrix, as a one-dimensional .tns file
+        // whose last coordinate is stored (a .tns file has no size line).
+        let mut row = a[0].clone();
+        let last = row.len() - 1;
+        row[last] = 1.5;
+        let mut tns = String::new();
+        for (j, v) in row.iter().enumerate().filter(|(_, v)| **v != 0.0) {
+            let _ = writeln!(tns, "{} {v}", j + 1);
+        }
+        let pv = write(dir.path(), "v.tns", &tns);
+        let stored: Vec<f64> = row.into_iter().filter(|v| *v != 0.0).collect();
+        check("reduce_vector", &arg("--matrix", "a", &pv), &reductions(&stored), &format!("case {case}"));
+    }
+}
+
+#[test]
+fn mttkrp_on_a_csf_tensor_matches_dense() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0xBF58_476D_1CE4_E5B9);
+    for case in 0..3 {
+        let (ni, nk, nl, nj) = (3 + rng.below(3) as usize, 2 + rng.below(3) as usize, 2 + rng.below(3) as usize, 2);
+        let mut entries = Vec::new();
+        for i in (0..ni).filter(|&i| i != 1) {
+            // Slice 1 stays empty; the last corner is stored so the sizes are known.
+            for k in 0..nk {
+                for l in 0..nl {
+                    if rng.below(3) == 0 || (i, k, l) == (ni - 1, nk - 1, nl - 1) {
+                        entries.push((i, k, l, rng.value()));
+                    }
+                }
+            }
+        }
+        let c: Dense = (0..nk).map(|_| (0..nj).map(|_| rng.value()).collect()).collect();
+        let d: Dense = (0..nl).map(|_| (0..nj).map(|_| rng.value()).collect()).collect();
+        let mut want = vec![0.0; ni * nj];
+        for &(i, k, l, v) in &entries {
+            for j in 0..nj {
+                want[i * nj + j] += v * c[k][j] * d[l][j];
+            }
+        }
+        let tns: String = entries.iter().map(|(i, k, l, v)| format!("{} {} {} {v}\n", i + 1, k + 1, l + 1)).collect();
+        let pb = write(dir.path(), "b.tns", &tns);
+        let (pc, pd) = (write(dir.path(), "c.json", &json!(c).to_string()), write(dir.path(), "d.json", &json!(d).to_string()));
+        let args = [arg("--matrix", "B", &pb), arg("--input", "C", &pc), arg("--input", "D", &pd)].concat();
+        check("mttkrp_csf", &args, &want, &format!("case {case}: {entries:?}"));
+    }
+}
+
+/// The MLIR paper's §4.1 examples with a00 = 1, a03 = 2, a20 = 3 (a 3x4 matrix
+/// with an empty row), x3 = 1, x6 = 2, x7 = 3, x10 = 4 (a vector of 16), and
+/// its 3x3x4 tensor: exact results.
+#[test]
+fn mlir_paper_worked_examples() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.mtx", "%%MatrixMarket matrix coordinate real general\n3 4 3\n1 1 1\n1 4 2\n3 1 3\n");
+    let xs = write(dir.path(), "x.json", "[1, 10, 100, 1000]");
+    for kernel in ["spmv_csr", "spmv_cdr", "spmv_dcsr", "spmv_dcsc", "spmv_csc", "spmv_coo"] {
+        check(kernel, &[arg("--matrix", "A", &a), arg("--input", "xs", &xs)].concat(), &[2001.0, 0.0, 3.0], "the 3x4 matrix A");
+    }
+    check("reduce_matrix", &arg("--matrix", "A", &a), &[6.0, 6.0, 1.0, 3.0], "the 3x4 matrix A");
+    let v = write(dir.path(), "v.tns", "4 1\n7 2\n8 3\n11 4\n16 0.5\n");
+    check("reduce_vector", &arg("--matrix", "a", &v), &[10.5, 12.0, 0.5, 4.0], "the sparse vector (with x15 = 0.5 to fix its size)");
+    // T: t000 = 1, t200 = 2, t202 = 3, t212 = 4, t213 = 5; C = 1 everywhere, D(l, j) = l + 1:
+    // A(i, j) = sum over k, l of T(i, k, l) * (l + 1).
+    let t = write(dir.path(), "t.tns", "1 1 1 1\n3 1 1 2\n3 1 3 3\n3 2 3 4\n3 2 4 5\n");
+    let c = write(dir.path(), "c.json", &json!([[1.0], [1.0]]).to_string());
+    let d = write(dir.path(), "d.json", &json!([[1.0], [2.0], [3.0], [4.0]]).to_string());
+    let args = [arg("--matrix", "B", &t), arg("--input", "C", &c), arg("--input", "D", &d)].concat();
+    check("mttkrp_csf", &args, &[1.0, 0.0, 2.0 + 9.0 + 12.0 + 20.0], "the 3x3x4 tensor T");
+}
+
+#[test]
+fn scatter_add_outside_its_length_is_a_run_time_error() {
+    // COO SpMV into a result shorter than the matrix: row 3 has no slot.
+    let dir = tempfile::tempdir().unwrap();
+    let src = std::fs::read_to_string(common::root().join("examples/sparse/spmv_coo.hdl")).unwrap();
+    let short = write(dir.path(), "short.hdl", &src.replace("scatterAdd(A_dim0)", "scatterAdd(2)"));
+    let a = write(dir.path(), "a.mtx", "%%MatrixMarket matrix coordinate real general\n3 2 2\n1 1 1\n3 2 2\n");
+    let xs = write(dir.path(), "x.json", "[1, 1]");
+    for b in backends() {
+        let (code, _, err) = heddle(&[
+            "run", short.to_str().unwrap(), "--backend", b, "--matrix", &format!("A={}", a.display()), "--input", &format!("xs={}", xs.display()),
+        ]);
+        assert_eq!(code, 1, "{b}: {err}");
+        assert!(err.contains("out of bounds") && err.contains("scatterAdd"), "{b}: {err}");
+    }
+}
