@@ -67,6 +67,7 @@ pub mod refine;
 pub mod rules;
 pub mod simplify;
 pub mod program;
+pub mod sparsify;
 
 pub use facts::Facts;
 pub use flatten::{FlattenError, flat_index, flat_size};

@@ -8,7 +8,9 @@ mod fmt;
 mod matrix;
 mod rewrite;
 mod run;
+mod search_formats;
 mod simplify;
+mod sparsify;
 mod tune;
 mod type_cmd;
 
@@ -44,6 +46,10 @@ enum Command {
     Type(type_cmd::Args),
     /// Read a tensor, store it in an encoding, write it.
     Convert(convert::Args),
+    /// Turn a kernel over dense arrays into the kernel over sparse operands.
+    Sparsify(sparsify::Args),
+    /// Run a dense kernel with its operand in every encoding; a table sorted by time.
+    SearchFormats(search_formats::Args),
 }
 
 /// Why a command failed.
@@ -74,6 +80,8 @@ pub fn main() -> i32 {
         Command::Rewrite(a) => (a.json, rewrite::run(&a)),
         Command::Type(a) => (a.json, type_cmd::run(&a)),
         Command::Convert(a) => (a.json, convert::run(&a)),
+        Command::Sparsify(a) => (a.json, sparsify::run(&a)),
+        Command::SearchFormats(a) => (a.json, search_formats::run(&a)),
     };
     match result {
         Ok(out) => {

@@ -35,6 +35,12 @@ pub struct Args {
     /// A tensor parameter: NAME=FILE (.mtx, .tns, or .json nested lists), stored in the parameter's encoding.
     #[arg(long = "matrix", value_name = "NAME=FILE")]
     matrices: Vec<String>,
+    /// Store a dense-typed operand sparsely: NAME=ENCODING (the kernel goes through `heddle sparsify` first).
+    #[arg(long = "encoding", value_name = "NAME=ENCODING")]
+    encodings: Vec<String>,
+    /// A file with `#NAME = #sparse_tensor.encoding<{...}>` lines, for --encoding NAME=#ENC.
+    #[arg(long)]
+    defs: Option<String>,
     /// A Matrix Market file as CSR buffers: OFFSETS,COL_INDICES,VALUES=FILE.mtx.
     #[arg(long = "csr", value_name = "O,C,V=FILE")]
     csr: Vec<String>,
@@ -65,7 +71,14 @@ fn split_assignment<'a>(flag: &str, s: &'a str) -> Result<(&'a str, &'a str), Fa
 }
 
 pub fn run(a: &Args) -> Result<Output, Failure> {
-    let (file, _, kernel) = load(&a.file)?;
+    let (file, program, kernel) = load(&a.file)?;
+    let (file, kernel) = if a.encodings.is_empty() {
+        (file, kernel)
+    } else {
+        let specs = a.encodings.iter().map(|s| super::sparsify::parse_spec(s, a.defs.as_deref())).collect::<Result<Vec<_>, _>>()?;
+        let (sparse, _, kernel) = super::sparsify::front_door(&file, &program, &specs)?;
+        (sparse, kernel)
+    };
     let mut nats = Vec::new();
     for p in &a.params {
         let (k, v) = split_assignment("param", p)?;

@@ -1,0 +1,48 @@
+//! Unit tests of the front door's rewriting (the CLI tests type-check and run it).
+
+use super::*;
+use heddle_ir::encoding::parse_encoding;
+
+const DENSE_MV: &str = include_str!("../../../examples/dense_mv.hdl");
+const CSR: &str = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>";
+
+fn go(src: &str, operand: &str, enc: &str) -> Result<String, String> {
+    let p = heddle_ir::parser::parse_program(src).unwrap();
+    let e = parse_encoding(enc, 0).unwrap();
+    sparsify(&p, operand, "ENC", &e).map(|s| heddle_ir::printer::print_program(&s.program)).map_err(|d| d.message)
+}
+
+#[test]
+fn laws_parse() {
+    assert!(laws().len() >= 8);
+}
+
+#[test]
+fn dense_mv_becomes_csr_spmv() {
+    let out = go(DENSE_MV, "matrix", CSR).unwrap();
+    assert!(!out.contains(MARKER), "{out}");
+    assert!(!out.contains("zip"), "{out}");
+    assert!(out.contains("tensor<?x?xf32, #ENC>") || out.contains("tensor<?x?xfloat, #ENC>"), "{out}");
+    assert!(out.contains("matrix_dim1"), "{out}");
+}
+
+#[test]
+fn unknown_operand_and_column_first_sparse_are_refused() {
+    assert!(go(DENSE_MV, "B", CSR).unwrap_err().contains("no parameter `B`"));
+    let csc = "#sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed) }>";
+    assert!(go(DENSE_MV, "matrix", csc).unwrap_err().contains("columns first"));
+}
+
+#[test]
+fn stored_rows_are_scattered() {
+    let dcsr = "#sparse_tensor.encoding<{ map = (i, j) -> (i : compressed, j : compressed) }>";
+    let out = go(DENSE_MV, "matrix", dcsr).unwrap();
+    assert!(out.contains("scatterAdd(matrix_dim0)") && out.contains("row.2 :>> map"), "{out}");
+    assert!(!out.contains(MARKER), "{out}");
+}
+
+#[test]
+fn a_row_used_densely_is_refused() {
+    let src = "nFun(n => nFun(m => fun(a: [[float]_m]_n => a :>> map(fun(r => r :>> reduce(*, 1.0))))))";
+    assert!(go(src, "a", CSR).unwrap_err().contains("no sparsification law"));
+}

@@ -1,0 +1,353 @@
+//! The structural step of the front door: the operand's new type, its size
+//! naturals, and the dense-level law applied to its uses.
+
+use heddle_ir::encoding::{Encoding, LevelFormat, LvlExpr};
+use heddle_ir::expr::{EncodingDef, ExprKind, Param};
+use heddle_ir::tensor::{EncodingRef, EncodingText, TensorType};
+use heddle_ir::types::ScalarType;
+use heddle_ir::{Diagnostic, Expr, Name, Nat, Program, Span, Type};
+
+/// The name of the marker for "the dense array this compressed level
+/// stands for"; never a primitive, so a program that keeps one does not
+/// type-check.
+pub const MARKER: &str = "densify";
+
+/// The kernel after the structural step, before the laws run.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The program with the operand retyped and the encoding defined.
+    pub program: Program,
+    /// Its kernel, with `densify(row)` where a compressed row is used.
+    pub kernel: Expr,
+    /// Where each row binder that got a `densify` is.
+    pub rows: Vec<Span>,
+    /// The operand parameter's location.
+    pub operand_span: Span,
+}
+
+/// How the operand's dense uses map onto the encoding's view.
+enum Shape {
+    /// The view is the dense array itself.
+    Same,
+    /// The view is the dense array transposed (all-dense, levels (j, i)).
+    Transposed,
+    /// Rank 1, one compressed level: the operand is `densify(A)`.
+    SparseVector,
+    /// Rank 2, dense rows then a compressed level: each row is `densify(row)`.
+    CompressedRows,
+    /// Rank 2, a compressed outer level of `rows` rows: only stored rows are
+    /// visited, each sent to its coordinate with `scatterAdd`; the inner
+    /// level is compressed (`densify(row.2)`) or dense (`row.2` as is).
+    StoredRows {
+        /// Whether the inner level is compressed.
+        inner_sparse: bool,
+        /// The number of rows of the result.
+        rows: Nat,
+    },
+}
+
+fn refuse(span: Span, msg: impl Into<String>, note: impl Into<String>) -> Diagnostic {
+    Diagnostic::new(span, msg).with_label("this operand").with_note(note)
+}
+
+fn is_compressed(f: &LevelFormat) -> bool {
+    matches!(f, LevelFormat::Compressed | LevelFormat::LooseCompressed)
+}
+
+/// What the encoding's view is relative to the dense array, or why the
+/// front door cannot use it.
+fn shape(enc: &Encoding, rank: usize, span: Span, operand: &str, rows: Nat) -> Result<Shape, Diagnostic> {
+    if enc.dim_rank() != rank {
+        return Err(refuse(
+            span,
+            format!("the encoding has {} dimensions but `{operand}` has {rank}", enc.dim_rank()),
+            "give an encoding with one dimension per array level of the parameter",
+        ));
+    }
+    if enc.implicit_val.as_ref().is_some_and(|v| v.value() != Some(0.0)) {
+        return Err(refuse(span, "the encoding's implicit value is not 0", "the sparsification laws assume absent entries are 0"));
+    }
+    let mut order = Vec::new();
+    for l in &enc.levels {
+        match l.expr {
+            LvlExpr::Dim(d) => order.push(d),
+            _ => return Err(refuse(span, "block and counting levels are not supported by the front door yet", "use levels that store one dimension each")),
+        }
+    }
+    let dense = |k: usize| matches!(enc.levels[k].format, LevelFormat::Dense | LevelFormat::Batch);
+    let fmt = |k: usize| enc.levels[k].format.keyword();
+    match (rank, order.as_slice()) {
+        (_, _) if enc.is_all_dense() && order.iter().enumerate().all(|(i, d)| i == *d) => Ok(Shape::Same),
+        (2, [1, 0]) if dense(0) && dense(1) => Ok(Shape::Transposed),
+        (1, [0]) if is_compressed(&enc.levels[0].format) => Ok(Shape::SparseVector),
+        (2, [0, 1]) if dense(0) && is_compressed(&enc.levels[1].format) => Ok(Shape::CompressedRows),
+        (2, [0, 1]) if is_compressed(&enc.levels[0].format) && (dense(1) || is_compressed(&enc.levels[1].format)) => {
+            Ok(Shape::StoredRows { inner_sparse: !dense(1), rows })
+        }
+        (2, [0, 1]) if !dense(0) => Err(refuse(
+            span,
+            format!("levels ({}, {}) are not supported by the front door yet", fmt(0), fmt(1)),
+            "supported rows: (dense, dense), (dense, compressed), (compressed, dense), (compressed, compressed)",
+        )),
+        (2, [1, 0]) => Err(refuse(
+            span,
+            format!("levels in order (j, i) with a `{}` level: the view iterates columns first", fmt(1)),
+            "the row-wise dense kernel over a column-major sparse view needs a scatter, which the front door does not generate yet",
+        )),
+        _ => Err(refuse(
+            span,
+            format!("the front door cannot yet sparsify a rank-{rank} operand with levels ({})", (0..enc.levels.len()).map(fmt).collect::<Vec<_>>().join(", ")),
+            "supported: all-dense in either order, (dense, compressed) rows, and a compressed vector",
+        )),
+    }
+}
+
+/// The parameter chain of the kernel: nat binders and typed parameters.
+struct Chain<'a> {
+    nats: Vec<(&'a Name, Span)>,
+    params: Vec<&'a Param>,
+}
+
+fn chain(kernel: &Expr) -> Chain<'_> {
+    let mut out = Chain { nats: Vec::new(), params: Vec::new() };
+    let mut e = kernel;
+    loop {
+        match &e.kind {
+            ExprKind::NFun { var, body } => {
+                out.nats.push((var, e.span));
+                e = body;
+            }
+            ExprKind::Fun { params, body } if params.iter().all(|p| p.ty.is_some()) => {
+                out.params.extend(params.iter());
+                e = body;
+            }
+            _ => return out,
+        }
+    }
+}
+
+/// The dense array's lengths and scalar, outermost first.
+fn dense_shape(t: &Type) -> Option<(Vec<Nat>, ScalarType)> {
+    let mut lens = Vec::new();
+    let mut cur = t;
+    loop {
+        match cur {
+            Type::Array { binder: None, elem, len } => {
+                lens.push(len.clone());
+                cur = elem;
+            }
+            Type::Scalar(s) if !lens.is_empty() => return Some((lens, *s)),
+            _ => return None,
+        }
+    }
+}
+
+/// Applies the structural step: see the module documentation of
+/// [`super`].
+pub fn plan(program: &Program, operand: &str, enc_name: &str, enc: &Encoding) -> Result<Plan, Diagnostic> {
+    let kernel = &program.kernel;
+    let ch = chain(kernel);
+    let Some(param) = ch.params.iter().find(|p| p.name.as_str() == operand) else {
+        let names: Vec<_> = ch.params.iter().map(|p| format!("`{}`", p.name)).collect();
+        return Err(Diagnostic::new(kernel.span, format!("the kernel has no parameter `{operand}`"))
+            .with_label("this kernel")
+            .with_note(format!("its parameters are {}", if names.is_empty() { "none".to_string() } else { names.join(", ") })));
+    };
+    let ty = param.ty.as_ref().map(heddle_ir::printer::print_type).unwrap_or_default();
+    let Some((lens, scalar)) = param.ty.as_ref().and_then(dense_shape) else {
+        return Err(refuse(
+            param.span,
+            format!("`{operand}` has type {ty}, not a dense array of scalars"),
+            "the front door sparsifies a parameter written as a dense array such as `[[float]_m]_n`",
+        ));
+    };
+    if program.encodings.iter().any(|d| d.name.as_str() == enc_name) {
+        return Err(refuse(param.span, format!("the program already defines an encoding `#{enc_name}`"), "name the encoding differently"));
+    }
+    // Each length becomes the tensor's dimension size: a nat binder is
+    // replaced by `A_dimK` (and its binder dropped), a literal becomes a
+    // static size; anything else has no place in a tensor type.
+    let mut dims = Vec::new();
+    let mut substs: Vec<(Name, Nat)> = Vec::new();
+    for (k, len) in lens.iter().enumerate() {
+        if let Some(v) = len.as_lit() {
+            dims.push(u64::try_from(v).ok());
+            continue;
+        }
+        match len {
+            Nat::Var(v) if ch.nats.iter().any(|(n, _)| *n == v) => {
+                if !substs.iter().any(|(n, _)| n == v) {
+                    substs.push((v.clone(), Nat::var(format!("{operand}_dim{k}"))));
+                }
+                dims.push(None);
+            }
+            _ => {
+                return Err(refuse(
+                    param.span,
+                    format!("dimension {k} of `{operand}` has length {}, neither a kernel's nat parameter nor a literal", heddle_ir::printer::print_nat(len)),
+                    "write the dense operand's lengths as nFun parameters or numbers",
+                ));
+            }
+        }
+    }
+    let outer = match (lens[0].as_lit(), substs.iter().find(|(n, _)| matches!(&lens[0], Nat::Var(v) if v == n))) {
+        (Some(_), _) | (_, None) => lens[0].clone(),
+        (None, Some((_, dim))) => dim.clone(),
+    };
+    let shape = shape(enc, lens.len(), param.span, operand, outer)?;
+    let tensor = Type::Tensor(Box::new(TensorType {
+        dims,
+        elem: scalar,
+        encoding: Some(EncodingRef::Named(Name::from(enc_name), Span::DUMMY)),
+    }));
+    let mut rows = Vec::new();
+    let new_kernel = rebuild(kernel, operand, &tensor, &substs, &shape, &mut rows)?;
+    let mut encodings = program.encodings.clone();
+    encodings.push(EncodingDef {
+        name: Name::from(enc_name),
+        encoding: EncodingText { text: heddle_ir::encoding::print_encoding(enc), span: Span::DUMMY },
+        span: Span::DUMMY,
+    });
+    let program = Program { encodings, defs: program.defs.clone(), kernel: new_kernel.clone() };
+    Ok(Plan { program, kernel: new_kernel, rows, operand_span: param.span })
+}
+
+/// Rebuilds the parameter chain (dropping the operand's nat binders,
+/// retyping it) and rewrites the body's uses of the operand.
+fn rebuild(e: &Expr, operand: &str, tensor: &Type, substs: &[(Name, Nat)], shape: &Shape, rows: &mut Vec<Span>) -> Result<Expr, Diagnostic> {
+    match &e.kind {
+        ExprKind::NFun { var, body } if substs.iter().any(|(n, _)| n == var) => {
+            let (_, value) = substs.iter().find(|(n, _)| n == var).expect("just found");
+            let body = body.subst(var, &Expr::synth(ExprKind::NatValue(value.clone())));
+            rebuild(&body, operand, tensor, substs, shape, rows)
+        }
+        ExprKind::NFun { var, body } => Ok(Expr::new(
+            ExprKind::NFun { var: var.clone(), body: Box::new(rebuild(body, operand, tensor, substs, shape, rows)?) },
+            e.span,
+        )),
+        ExprKind::Fun { params, body } if params.iter().all(|p| p.ty.is_some()) => {
+            let params = params
+                .iter()
+                .map(|p| if p.name.as_str() == operand { Param { ty: Some(tensor.clone()), ..p.clone() } } else { p.clone() })
+                .collect();
+            let body = rebuild(body, operand, tensor, substs, shape, rows)?;
+            Ok(Expr::new(ExprKind::Fun { params, body: Box::new(body) }, e.span))
+        }
+        _ => uses(e, &Name::from(operand), shape, rows),
+    }
+}
+
+fn marker(e: Expr) -> Expr {
+    Expr::synth(ExprKind::App { func: Box::new(Expr::var(MARKER)), args: vec![e] })
+}
+
+/// `fun(row => body)` as the function of a `map`.
+fn row_lambda(f: &Expr) -> Option<(&Param, &Expr)> {
+    match &f.kind {
+        ExprKind::Fun { params, body } if params.len() == 1 => Some((&params[0], body)),
+        _ => None,
+    }
+}
+
+/// Rewrites every use of the operand `a` in `e` per `shape`.
+fn uses(e: &Expr, a: &Name, shape: &Shape, rows: &mut Vec<Span>) -> Result<Expr, Diagnostic> {
+    let is_a = |x: &Expr| matches!(&x.kind, ExprKind::Var(v) if v == a);
+    let is_map = |x: &Expr| matches!(&x.kind, ExprKind::Var(v) if v.as_str() == "map");
+    match (&e.kind, shape) {
+        (ExprKind::Var(v), Shape::Same) if v == a => Ok(e.clone()),
+        (ExprKind::Var(v), Shape::Transposed) if v == a => {
+            Ok(Expr::new(ExprKind::Pipe { arg: Box::new(e.clone()), func: Box::new(Expr::var("transpose")) }, e.span))
+        }
+        (ExprKind::Var(v), Shape::SparseVector) if v == a => Ok(marker(e.clone())),
+        (ExprKind::Var(v), Shape::CompressedRows | Shape::StoredRows { .. }) if v == a => Err(Diagnostic::new(e.span, format!("`{a}` is used here other than as the rows of a map"))
+            .with_label("this use")
+            .with_note(format!("the front door handles `{a} :>> map(fun(row => …))`: the dense level is mapped, each row is a sparse level"))),
+        // `A :>> map(fun(row => body))` and `map(fun(row => body), A)`:
+        // the dense level law — map over the dense level, densify each row.
+        (ExprKind::Pipe { arg, func }, Shape::CompressedRows | Shape::StoredRows { .. }) if is_a(arg) => match &func.kind {
+            ExprKind::App { func: m, args } if is_map(m) && args.len() == 1 && row_lambda(&args[0]).is_some() => {
+                let f = densify_rows(&args[0], a, shape, rows)?;
+                let func = Expr::new(ExprKind::App { func: m.clone(), args: vec![f] }, func.span);
+                Ok(scatter(Expr::new(ExprKind::Pipe { arg: arg.clone(), func: Box::new(func) }, e.span), shape))
+            }
+            _ => uses(arg, a, shape, rows),
+        },
+        (ExprKind::App { func: m, args }, Shape::CompressedRows | Shape::StoredRows { .. })
+            if is_map(m) && args.len() == 2 && is_a(&args[1]) && row_lambda(&args[0]).is_some() =>
+        {
+            let f = densify_rows(&args[0], a, shape, rows)?;
+            Ok(scatter(Expr::new(ExprKind::App { func: m.clone(), args: vec![f, args[1].clone()] }, e.span), shape))
+        }
+        _ => map_children(e, &mut |c| uses(c, a, shape, rows)),
+    }
+}
+
+/// For stored rows, the mapped `(coordinate, result)` pairs summed into
+/// the dense result by coordinate; otherwise `mapped` itself.
+fn scatter(mapped: Expr, shape: &Shape) -> Expr {
+    match shape {
+        Shape::StoredRows { rows, .. } => {
+            let s = Expr::synth(ExprKind::App { func: Box::new(Expr::var("scatterAdd")), args: vec![Expr::from_nat(rows)] });
+            Expr::new(ExprKind::Pipe { arg: Box::new(mapped), func: Box::new(s) }, Span::DUMMY)
+        }
+        _ => mapped,
+    }
+}
+
+/// The dense-level law on `fun(row => body)`: with dense rows it becomes
+/// `fun(row => body[row := densify(row)])`; with stored rows (the row is
+/// `(coordinate, child)`) `fun(row => (row.1, body[row := child]))`, where
+/// the child is `densify(row.2)` for a compressed inner level — sound only
+/// when `body` is 0 for an absent row ([`super::absent`]).
+fn densify_rows(f: &Expr, a: &Name, shape: &Shape, rows: &mut Vec<Span>) -> Result<Expr, Diagnostic> {
+    let (p, body) = row_lambda(f).expect("checked by the caller");
+    let body = uses(body, a, shape, rows)?;
+    let row = Expr::var(p.name.clone());
+    let body = match shape {
+        Shape::StoredRows { inner_sparse, .. } => {
+            if !super::absent::zero_when_absent(&body, &p.name) {
+                return Err(Diagnostic::new(p.span, format!("the result for a row of `{a}` that is not stored might not be 0"))
+                    .with_label("this row")
+                    .with_note("a compressed outer level stores only some rows; the front door skips the others only when the row's result is 0 for an all-zero row (products and + sums of the row)"));
+            }
+            let child = proj(row.clone(), 2);
+            let child = if *inner_sparse {
+                rows.push(p.span);
+                marker(child)
+            } else {
+                child
+            };
+            Expr::synth(ExprKind::Tuple(vec![proj(row, 1), body.subst(&p.name, &child)]))
+        }
+        _ => {
+            rows.push(p.span);
+            body.subst(&p.name, &marker(row))
+        }
+    };
+    Ok(Expr::new(ExprKind::Fun { params: vec![p.clone()], body: Box::new(body) }, f.span))
+}
+
+fn proj(e: Expr, field: u32) -> Expr {
+    Expr::synth(ExprKind::Proj { tuple: Box::new(e), field })
+}
+
+/// Rebuilds `e` with `f` applied to each direct child expression.
+fn map_children(e: &Expr, f: &mut dyn FnMut(&Expr) -> Result<Expr, Diagnostic>) -> Result<Expr, Diagnostic> {
+    let b = |x: &Expr, f: &mut dyn FnMut(&Expr) -> Result<Expr, Diagnostic>| f(x).map(Box::new);
+    let kind = match &e.kind {
+        ExprKind::Var(_) | ExprKind::Lit(_) | ExprKind::Section(_) | ExprKind::NatValue(_) => return Ok(e.clone()),
+        ExprKind::Fun { params, body } => ExprKind::Fun { params: params.clone(), body: b(body, f)? },
+        ExprKind::NFun { var, body } => ExprKind::NFun { var: var.clone(), body: b(body, f)? },
+        ExprKind::App { func, args } => ExprKind::App { func: b(func, f)?, args: args.iter().map(&mut *f).collect::<Result<_, _>>()? },
+        ExprKind::Pipe { arg, func } => ExprKind::Pipe { arg: b(arg, f)?, func: b(func, f)? },
+        ExprKind::Index { array, index } => ExprKind::Index { array: b(array, f)?, index: b(index, f)? },
+        ExprKind::Proj { tuple, field } => ExprKind::Proj { tuple: b(tuple, f)?, field: *field },
+        ExprKind::Tuple(es) => ExprKind::Tuple(es.iter().map(&mut *f).collect::<Result<_, _>>()?),
+        ExprKind::Annot { expr, ty } => ExprKind::Annot { expr: b(expr, f)?, ty: ty.clone() },
+        ExprKind::Let { name, value, body } => ExprKind::Let { name: name.clone(), value: b(value, f)?, body: b(body, f)? },
+        ExprKind::Binary { op, lhs, rhs } => ExprKind::Binary { op: *op, lhs: b(lhs, f)?, rhs: b(rhs, f)? },
+        ExprKind::Unary { op, operand } => ExprKind::Unary { op: *op, operand: b(operand, f)? },
+        ExprKind::Select { cond, then, els } => ExprKind::Select { cond: b(cond, f)?, then: b(then, f)?, els: b(els, f)? },
+    };
+    Ok(Expr::new(kind, e.span))
+}

@@ -1,0 +1,202 @@
+//! `heddle search-formats FILE --operand A --matrix A=FILE.mtx`: the format
+//! state-space search of the MLIR sparse compiler paper (§5.2), through the
+//! front door. Every encoding of the operand — a level type per level
+//! (dense, compressed, singleton) × level order × position/coordinate
+//! widths — that MLIR's verifier accepts is built from the dense kernel by
+//! `heddle sparsify`, run on the chosen backend and timed; every result must
+//! equal the first. Variants the verifier or the front door refuses are
+//! listed with the reason.
+
+use super::run::Backend;
+use super::sparsify::front_door;
+use super::{Failure, Output, load};
+use heddle_ir::encoding::parse_encoding;
+use heddle_runtime::io::{bind_inputs, read_input, write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+mod variants;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The source file, written over dense arrays.
+    file: String,
+    /// The parameter whose encoding is searched.
+    #[arg(long)]
+    operand: String,
+    /// A tensor input: NAME=FILE (.mtx or .tns); the operand's is required.
+    #[arg(long = "matrix", value_name = "NAME=FILE")]
+    matrices: Vec<String>,
+    /// Another input: NAME=PATH to a .npy or .json file.
+    #[arg(long = "input", value_name = "NAME=PATH")]
+    inputs: Vec<String>,
+    /// A natural parameter: NAME=VALUE.
+    #[arg(long = "param", value_name = "NAME=VALUE")]
+    params: Vec<String>,
+    /// Which backend runs the variants.
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: Backend,
+    /// Threads for --backend cpu (default: HEDDLE_THREADS, else every core).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    threads: Option<u32>,
+    /// Runs per variant; the fastest is reported.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    reps: u32,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One variant's fate.
+enum Fate {
+    /// Ran: the best time and the result as JSON.
+    Ran(Duration, serde_json::Value),
+    /// Not run, and why.
+    Skipped(String),
+}
+
+fn split<'a>(flag: &str, s: &'a str) -> Result<(&'a str, &'a str), Failure> {
+    s.split_once('=')
+        .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+        .ok_or_else(|| Failure::Input(format!("--{flag} {s}: expected NAME=VALUE")))
+}
+
+pub fn run(a: &Args) -> Result<Output, Failure> {
+    let (file, program, _) = load(&a.file)?;
+    if !a.matrices.iter().any(|m| m.split_once('=').is_some_and(|(k, _)| k == a.operand)) {
+        return Err(Failure::Input(format!("--operand {}: give its data with --matrix {}=FILE.mtx", a.operand, a.operand)));
+    }
+    let rank = variants::operand_rank(&program, &a.operand).map_err(|d| Failure::Source(file.clone(), vec![d]))?;
+    let candidates = variants::enumerate(rank);
+    let bar = indicatif::ProgressBar::new(candidates.len() as u64);
+    if a.json {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let mut results = Vec::new();
+    for text in &candidates {
+        bar.set_message(variants::short(text));
+        let fate = match parse_encoding(text, 0) {
+            Err(d) => Fate::Skipped(format!("rejected by the verifier: {}", d.message)),
+            Ok(enc) => match one(a, &file, &program, enc) {
+                Ok((t, v)) => Fate::Ran(t, v),
+                Err(why) => Fate::Skipped(why),
+            },
+        };
+        results.push((text.clone(), fate));
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    report(a, results)
+}
+
+/// Builds, binds and runs one variant; the reason as text when it cannot.
+fn one(a: &Args, file: &heddle::source::SourceFile, program: &heddle_ir::Program, enc: heddle_ir::encoding::Encoding) -> Result<(Duration, serde_json::Value), String> {
+    let first = |f: Failure| match f {
+        Failure::Source(src, d) => d.first().map_or_else(|| "failed".to_string(), |d| {
+            let at = src.locate(d);
+            format!("{} ({}:{}:{})", d.message, src.name, at.line, at.column)
+        }),
+        Failure::Input(m) => m,
+    };
+    let spec = (a.operand.clone(), format!("{}_enc", a.operand), enc);
+    let (sparse, _, kernel) = front_door(file, program, &[spec]).map_err(first)?;
+    let mut nats = Vec::new();
+    for p in &a.params {
+        let (k, v) = split("param", p).map_err(first)?;
+        nats.push((k.to_string(), v.parse::<i64>().map_err(|_| format!("--param {p}: `{v}` is not a natural number"))?));
+    }
+    let mut inputs = Vec::new();
+    for i in &a.inputs {
+        let (k, path) = split("input", i).map_err(first)?;
+        inputs.push((k.to_string(), read_input(Path::new(path)).map_err(|e| format!("parameter `{k}`: {e}"))?));
+    }
+    for m in &a.matrices {
+        let (k, path) = split("matrix", m).map_err(first)?;
+        let (dims, buffers) = heddle_runtime::io::bind::tensor_inputs(&kernel, k, Path::new(path)).map_err(|e| e.to_string())?;
+        nats.extend(dims);
+        inputs.extend(buffers);
+    }
+    let env = bind_inputs(&kernel, &nats, inputs).map_err(|e| e.to_string())?;
+    let located = |d| first(Failure::Source(sparse.clone(), vec![d]));
+    let lowered = match a.backend {
+        Backend::Cpu => Some(heddle::cpu::lower(&kernel, &super::compile::kernel_name(&sparse)).map_err(located)?),
+        _ => None,
+    };
+    let threads = a.threads.map_or_else(heddle_runtime::cpu::default_threads, |n| n as usize);
+    let mut best = Duration::MAX;
+    let mut value = None;
+    for _ in 0..a.reps {
+        let start = Instant::now();
+        let v = match (a.backend, &lowered) {
+            (Backend::Cpu, Some(p)) => heddle::cpu::run(&kernel, p, &env, threads).map_err(located)?,
+            (Backend::Opencl, _) => super::tune::run_opencl(&sparse, &kernel, &env, None).map_err(first)?,
+            _ => heddle_runtime::interp::run_kernel(&kernel, &env).map_err(located)?,
+        };
+        best = best.min(start.elapsed());
+        value = Some(v);
+    }
+    let value = value.ok_or("no run")?;
+    Ok((best, write::to_json(&value, &kernel.body.ty)))
+}
+
+/// Whether two results agree: same shape, numbers within 1e-5 relative.
+fn close(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value as J;
+    match (a, b) {
+        (J::Array(x), J::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| close(p, q)),
+        (J::Number(x), J::Number(y)) => match (x.as_f64(), y.as_f64()) {
+            (Some(p), Some(q)) => (p - q).abs() <= 1e-5 * p.abs().max(q.abs()).max(1.0),
+            _ => x == y,
+        },
+        _ => a == b,
+    }
+}
+
+fn report(a: &Args, results: Vec<(String, Fate)>) -> Result<Output, Failure> {
+    let mut ran: Vec<(String, Duration, serde_json::Value)> = Vec::new();
+    let mut skipped = Vec::new();
+    for (text, fate) in results {
+        match fate {
+            Fate::Ran(t, v) => ran.push((text, t, v)),
+            Fate::Skipped(why) => skipped.push((text, why)),
+        }
+    }
+    // Every result is compared with the first variant's, in enumeration order.
+    if let Some((first_enc, _, first)) = ran.first()
+        && let Some((bad, _, _)) = ran.iter().find(|(_, _, v)| !close(v, first))
+    {
+        return Err(Failure::Input(format!("the result with {bad} differs from the one with {first_enc}")));
+    }
+    if ran.is_empty() {
+        let mut reasons: Vec<&str> = skipped.iter().map(|(_, why)| why.as_str()).collect();
+        reasons.sort();
+        reasons.dedup();
+        return Err(Failure::Input(format!("no encoding of `{}` could run ({} tried):\n  {}", a.operand, skipped.len(), reasons.join("\n  "))));
+    }
+    ran.sort_by_key(|(_, t, _)| *t);
+    let fastest = ran.first().map_or(0.0, |(_, t, _)| t.as_secs_f64());
+    let mut text = format!("{} variants of `{}` on {:?}: {} ran, {} skipped\n", ran.len() + skipped.len(), a.operand, a.backend, ran.len(), skipped.len()).to_lowercase();
+    text.push_str(&format!("{:>4}  {:>12}  {:>7}  encoding\n", "rank", "time (ms)", "ratio"));
+    for (k, (enc, t, _)) in ran.iter().enumerate() {
+        let ratio = if fastest > 0.0 { t.as_secs_f64() / fastest } else { 1.0 };
+        text.push_str(&format!("{:>4}  {:>12.4}  {:>7.2}  {}\n", k + 1, t.as_secs_f64() * 1e3, ratio, variants::short(enc)));
+    }
+    if !skipped.is_empty() {
+        text.push_str("skipped:\n");
+        for (enc, why) in &skipped {
+            text.push_str(&format!("  {}: {}\n", variants::short(enc), why));
+        }
+    }
+    let json = serde_json::json!({
+        "ok": true,
+        "operand": a.operand,
+        "backend": format!("{:?}", a.backend).to_lowercase(),
+        "reps": a.reps,
+        "variants": ran.iter().map(|(e, t, _)| serde_json::json!({ "encoding": e, "seconds": t.as_secs_f64() })).collect::<Vec<_>>(),
+        "skipped": skipped.iter().map(|(e, why)| serde_json::json!({ "encoding": e, "reason": why })).collect::<Vec<_>>(),
+    });
+    Ok(Output { text, json })
+}

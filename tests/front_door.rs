@@ -1,0 +1,224 @@
+//! The sparsity-agnostic front door (`heddle sparsify`, `heddle run
+//! --encoding`): dense SpMV and SpMM kernels rewritten for sparse operands
+//! type-check, lower to loops that visit only stored entries, and compute
+//! what the dense kernel computes on random matrices.
+
+mod common;
+
+use common::heddle;
+use proptest::prelude::*;
+use std::path::Path;
+
+const MV: &str = "examples/dense_mv.hdl";
+const MM: &str = "examples/dense/dense_mm.hdl";
+
+fn enc(levels: &str) -> String {
+    format!("#sparse_tensor.encoding<{{ map = (i, j) -> {levels} }}>")
+}
+
+/// Encodings the front door handles for a row-wise kernel, with names.
+fn encodings() -> Vec<(&'static str, String)> {
+    let mut v = vec![
+        ("CSR", enc("(i : dense, j : compressed)")),
+        ("CSR32", "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>".to_string()),
+        ("dense", enc("(i : dense, j : dense)")),
+        ("dense-colmajor", enc("(j : dense, i : dense)")),
+    ];
+    // A compressed outer level sends each stored row's result to its
+    // coordinate with the `scatterAdd` pattern (being added alongside).
+    if heddle_ir::prims::lookup("scatterAdd").is_some() {
+        v.push(("DCSR", enc("(i : compressed, j : compressed)")));
+        v.push(("CDR", enc("(i : compressed, j : dense)")));
+    }
+    v
+}
+
+fn write_mtx(path: &Path, rows: &[Vec<f64>], cols: usize) {
+    let mut entries = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        for (j, v) in r.iter().enumerate() {
+            if *v != 0.0 {
+                entries.push(format!("{} {} {v}", i + 1, j + 1));
+            }
+        }
+    }
+    let text = format!("%%MatrixMarket matrix coordinate real general\n{} {cols} {}\n{}\n", rows.len(), entries.len(), entries.join("\n"));
+    std::fs::write(path, text).unwrap();
+}
+
+fn floats(s: &str) -> Vec<f64> {
+    let v: serde_json::Value = serde_json::from_str(s.trim()).unwrap_or_else(|e| panic!("{e}: {s}"));
+    fn flat(v: &serde_json::Value, out: &mut Vec<f64>) {
+        match v {
+            serde_json::Value::Array(xs) => xs.iter().for_each(|x| flat(x, out)),
+            x => out.push(x.as_f64().unwrap()),
+        }
+    }
+    let mut out = Vec::new();
+    flat(&v, &mut out);
+    out
+}
+
+fn close(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-5 * x.abs().max(y.abs()).max(1.0))
+}
+
+/// Runs `file` with operand `A`/`matrix` stored densely, then through the
+/// front door in every encoding on interp and cpu; all must agree.
+fn agree(file: &str, operand: &str, rows: &[Vec<f64>], cols: usize, other: (&str, serde_json::Value)) {
+    let dir = tempfile::tempdir().unwrap();
+    let mtx = dir.path().join("a.mtx");
+    write_mtx(&mtx, rows, cols);
+    let input = dir.path().join("x.json");
+    std::fs::write(&input, other.1.to_string()).unwrap();
+    let input = format!("{}={}", other.0, input.display());
+    let dense_spec = format!("{operand}={}", mtx.display());
+    let (code, dense, err) = heddle(&["run", file, "--dense", &dense_spec, "--input", &input]);
+    assert_eq!(code, 0, "dense {file}: {err}");
+    let expected = floats(&dense);
+    for (name, e) in encodings() {
+        for backend in ["interp", "cpu"] {
+            let spec = format!("{operand}={e}");
+            let (code, out, err) = heddle(&["run", file, "--backend", backend, "--encoding", &spec, "--matrix", &dense_spec, "--input", &input]);
+            assert_eq!(code, 0, "{file} {name} {backend}: {err}");
+            assert!(close(&floats(&out), &expected), "{file} {name} {backend}: {out} vs dense {dense}");
+        }
+    }
+}
+
+fn matrix(max_rows: usize, max_cols: usize) -> impl Strategy<Value = (Vec<Vec<f64>>, usize)> {
+    (1..=max_cols).prop_flat_map(move |cols| {
+        // Values are small integers and a zero half the time: empty rows and
+        // columns are common, and sums are exact.
+        let entry = prop_oneof![Just(0.0), (-4i32..=4).prop_map(|v| f64::from(v) * 0.5)];
+        (prop::collection::vec(prop::collection::vec(entry, cols), 0..=max_rows), Just(cols))
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+
+    #[test]
+    fn spmv_in_every_encoding_matches_dense((rows, cols) in matrix(7, 6), seed in 0u32..100) {
+        let xs: Vec<f64> = (0..cols).map(|j| f64::from((seed + j as u32 * 7) % 9) * 0.25 - 1.0).collect();
+        agree(MV, "matrix", &rows, cols, ("xs", serde_json::json!(xs)));
+    }
+
+    #[test]
+    fn spmm_in_every_encoding_matches_dense((rows, k) in matrix(6, 5), m in 1usize..4) {
+        let b: Vec<Vec<f64>> = (0..k).map(|r| (0..m).map(|c| ((r * 3 + c * 5) % 7) as f64 * 0.5 - 1.5).collect()).collect();
+        agree(MM, "A", &rows, k, ("B", serde_json::json!(b)));
+    }
+}
+
+/// Writes the front door's output for `file` with `spec` and returns its path.
+fn sparsified(dir: &Path, file: &str, spec: &str) -> String {
+    let (code, out, err) = heddle(&["sparsify", file, "--encoding", spec]);
+    assert_eq!(code, 0, "{spec}: {err}");
+    assert!(!out.contains("densify"), "{out}");
+    let path = dir.join("sparse.hdl");
+    std::fs::write(&path, &out).unwrap();
+    path.display().to_string()
+}
+
+/// The loop bounds of a lowered kernel: the text after `in` of each `for`.
+fn loop_bounds(loops: &str) -> Vec<String> {
+    loops.lines().filter_map(|l| l.trim_start().strip_prefix("parallel ").or(Some(l.trim_start()))).filter_map(|l| l.strip_prefix("for ")).map(|l| l.split_once(" in ").map_or(l, |(_, b)| b).to_string()).collect()
+}
+
+#[test]
+fn sparsified_kernels_check_and_loop_only_over_stored_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    // (kernel, operand, encoding, the stored-length bound the inner loop must have)
+    let mut cases = vec![
+        (MV, "matrix", enc("(i : dense, j : compressed)"), "matrix_pos1["),
+        (MM, "A", enc("(i : dense, j : compressed)"), "A_pos1["),
+    ];
+    if heddle_ir::prims::lookup("scatterAdd").is_some() {
+        // DCSR: the outer loop runs over the stored rows, the inner over each row's stored entries.
+        cases.push((MV, "matrix", enc("(i : compressed, j : compressed)"), "matrix_pos1["));
+        cases.push((MV, "matrix", enc("(i : compressed, j : compressed)"), "matrix_pos0[1]"));
+    }
+    for (file, operand, e, stored) in cases {
+        let path = sparsified(dir.path(), file, &format!("{operand}={e}"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("zip(row"), "{e}: the zip with the dense row is left in\n{text}");
+        let (code, ty, err) = heddle(&["check", &path]);
+        assert_eq!(code, 0, "{err}");
+        assert!(ty.contains("tensor<?x?xf32"), "{ty}");
+        let (code, loops, err) = heddle(&["compile", &path, "--target", "loops"]);
+        assert_eq!(code, 0, "{err}");
+        let bounds = loop_bounds(&loops);
+        assert!(bounds.iter().any(|b| b.contains(stored)), "{e}: no loop over the stored entries in\n{loops}");
+        // The column count (m, the dense row's length) bounds no loop: absent entries are never visited.
+        let cols = format!("{operand}_dim1");
+        assert!(bounds.iter().all(|b| !b.contains(&cols)), "{e}: a loop over every column in\n{loops}");
+    }
+}
+
+#[test]
+fn the_dense_kernel_loops_over_every_column() {
+    // The counterpart of the test above, so that it can fail: dense storage visits all m columns.
+    let dir = tempfile::tempdir().unwrap();
+    let path = sparsified(dir.path(), MV, &format!("matrix={}", enc("(i : dense, j : dense)")));
+    let (_, loops, _) = heddle(&["compile", &path, "--target", "loops"]);
+    assert!(loop_bounds(&loops).iter().any(|b| b.contains("matrix_dim1")), "{loops}");
+}
+
+#[test]
+fn named_encodings_come_from_defs() {
+    let dir = tempfile::tempdir().unwrap();
+    let defs = dir.path().join("defs.hdl");
+    std::fs::write(&defs, format!("#CSR = {}\n", enc("(i : dense, j : compressed)"))).unwrap();
+    let (code, out, err) = heddle(&["sparsify", MV, "--encoding", "matrix=#CSR", "--defs", defs.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("#CSR = ") && out.contains("tensor<?x?xf32, #CSR>"), "{out}");
+    let (code, out, _) = heddle(&["sparsify", MV, "--encoding", "matrix=#CSR", "--defs", defs.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0);
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(j["type"].as_str().unwrap().contains("tensor"), "{j}");
+}
+
+#[test]
+fn bad_encodings_and_operands_are_located_errors() {
+    let csr = enc("(i : dense, j : compressed)");
+    // (args, what stderr must say)
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["--encoding".into(), "nonsense".into()], "expected NAME=ENCODING"),
+        (vec!["--encoding".into(), "matrix=#CSR".into()], "not an encoding"),
+        (vec!["--encoding".into(), "matrix=#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compresed) }>".into()], "^"),
+        (vec!["--encoding".into(), format!("B={csr}")], "examples/dense_mv.hdl:"),
+        (vec!["--encoding".into(), "matrix=#sparse_tensor.encoding<{ map = (i) -> (i : compressed) }>".into()], "has 2"),
+        (vec!["--encoding".into(), format!("xs={csr}")], "has 1"),
+        (vec!["--encoding".into(), format!("matrix={}", enc("(j : dense, i : compressed)"))], "columns first"),
+    ];
+    for (extra, says) in cases {
+        let mut args = vec!["sparsify", MV];
+        args.extend(extra.iter().map(String::as_str));
+        let (code, _, err) = heddle(&args);
+        assert_eq!(code, 1, "{extra:?}: {err}");
+        assert!(err.contains(says), "{extra:?}: expected `{says}` in\n{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    // The parameter itself is pointed at, with a caret.
+    let (_, _, err) = heddle(&["sparsify", MV, "--encoding", &format!("xs={csr}")]);
+    assert!(err.contains("examples/dense_mv.hdl:4:") && err.contains('^'), "{err}");
+    // run --encoding reports the same errors.
+    let (code, _, err) = heddle(&["run", MV, "--encoding", &format!("nosuch={csr}")]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no parameter `nosuch`"), "{err}");
+}
+
+#[test]
+fn a_row_no_law_covers_is_refused_at_the_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("prod.hdl");
+    std::fs::write(&file, "nFun(n => nFun(m =>\nfun(a: [[float]_m]_n =>\n  a :>> map(fun(r => r :>> reduce(*, 1.0))))))\n").unwrap();
+    let (code, _, err) = heddle(&["sparsify", file.to_str().unwrap(), "--encoding", &format!("a={}", enc("(i : dense, j : compressed)"))]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no sparsification law") && err.contains(":3:"), "{err}");
+    // A compressed outer level: a product is 1, not 0, for an absent row.
+    let (code, _, err) = heddle(&["sparsify", file.to_str().unwrap(), "--encoding", &format!("a={}", enc("(i : compressed, j : dense)"))]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("might not be 0"), "{err}");
+}
