@@ -117,39 +117,12 @@ impl Checker {
             _ => {}
         }
         let mut result = Ok(());
-        visit_children_mut(t, &mut |c| {
+        t.for_each_child_mut(&mut |c| {
             if result.is_ok() {
                 result = self.zonk_tree(c);
             }
         });
         result
-    }
-}
-
-fn visit_children_mut(t: &mut TExpr, f: &mut dyn FnMut(&mut TExpr)) {
-    match &mut t.kind {
-        TKind::Var(_) | TKind::NatValue(_) | TKind::Lit(_) => {}
-        TKind::Lambda { body, .. } => f(body),
-        TKind::Prim { args, .. } | TKind::Tuple(args) => args.iter_mut().for_each(f),
-        TKind::Let { value, body, .. } => {
-            f(value);
-            f(body)
-        }
-        TKind::Index { array, index } => {
-            f(array);
-            f(index)
-        }
-        TKind::Proj { tuple, .. } => f(tuple),
-        TKind::Binary { lhs, rhs, .. } => {
-            f(lhs);
-            f(rhs)
-        }
-        TKind::Unary { operand, .. } => f(operand),
-        TKind::Select { cond, then, els } => {
-            f(cond);
-            f(then);
-            f(els)
-        }
     }
 }
 

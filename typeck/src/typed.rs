@@ -181,6 +181,34 @@ pub struct Kernel {
 }
 
 impl TExpr {
+    /// Calls `f` on each direct sub-expression, mutably.
+    pub fn for_each_child_mut(&mut self, f: &mut dyn FnMut(&mut TExpr)) {
+        match &mut self.kind {
+            TKind::Var(_) | TKind::NatValue(_) | TKind::Lit(_) => {}
+            TKind::Lambda { body, .. } => f(body),
+            TKind::Prim { args, .. } | TKind::Tuple(args) => args.iter_mut().for_each(f),
+            TKind::Let { value, body, .. } => {
+                f(value);
+                f(body)
+            }
+            TKind::Index { array, index } => {
+                f(array);
+                f(index)
+            }
+            TKind::Proj { tuple, .. } => f(tuple),
+            TKind::Binary { lhs, rhs, .. } => {
+                f(lhs);
+                f(rhs)
+            }
+            TKind::Unary { operand, .. } => f(operand),
+            TKind::Select { cond, then, els } => {
+                f(cond);
+                f(then);
+                f(els)
+            }
+        }
+    }
+
     /// Calls `f` on each direct sub-expression.
     pub fn for_each_child(&self, f: &mut dyn FnMut(&TExpr)) {
         match &self.kind {

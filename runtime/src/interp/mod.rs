@@ -132,69 +132,33 @@ pub(crate) fn apply(f: &TExpr, args: Vec<Value>, env: &Env, position: Option<(&N
     eval(body, &env)
 }
 
+/// Scalar (and element-wise vector) arithmetic: the same semantics as the
+/// compiled code's, shared with the loop-IR evaluator ([`crate::launch::bin`]).
 fn binary(op: BinOp, a: &Value, b: &Value, s: ScalarType) -> Result<Value, String> {
-    Ok(match (a, b) {
-        (Value::Array(xs), Value::Array(ys)) => {
-            // Vectors from asVector: element-wise.
-            let items = xs.iter().zip(ys.iter()).map(|(x, y)| binary(op, x, y, s)).collect::<Result<_, _>>()?;
-            Value::array(items)
-        }
-        (Value::Int(x), Value::Int(y)) => int_binary(op, *x, *y, s)?,
-        (Value::Float(x), Value::Float(y)) => {
-            let (x, y) = (*x, *y);
-            match op {
-                BinOp::Add => Value::Float(round_float(x + y, s)),
-                BinOp::Sub => Value::Float(round_float(x - y, s)),
-                BinOp::Mul => Value::Float(round_float(x * y, s)),
-                BinOp::Div => Value::Float(round_float(x / y, s)),
-                BinOp::Rem => Value::Float(round_float(x % y, s)),
-                BinOp::Max => Value::Float(x.max(y)),
-                BinOp::Min => Value::Float(x.min(y)),
-                BinOp::Eq => Value::Bool(x == y),
-                BinOp::Ne => Value::Bool(x != y),
-                BinOp::Lt => Value::Bool(x < y),
-                BinOp::Le => Value::Bool(x <= y),
-                BinOp::Gt => Value::Bool(x > y),
-                BinOp::Ge => Value::Bool(x >= y),
-                BinOp::And | BinOp::Or => return Err("logical operator on floats".into()),
-            }
-        }
-        (Value::Bool(x), Value::Bool(y)) => match op {
-            BinOp::Eq => Value::Bool(x == y),
-            BinOp::Ne => Value::Bool(x != y),
-            BinOp::And => Value::Bool(*x && *y),
-            BinOp::Or => Value::Bool(*x || *y),
-            _ => return Err(format!("`{}` on booleans", op.symbol())),
-        },
-        _ => return Err(format!("`{}` on mismatched values {a} and {b}", op.symbol())),
-    })
-}
-
-/// Integer arithmetic with the generated code's semantics: wrapping at the
-/// type's width, division truncating toward zero, division by zero an error.
-fn int_binary(op: BinOp, x: i64, y: i64, s: ScalarType) -> Result<Value, String> {
-    let unsigned = !s.is_signed();
-    let cmp = |o: std::cmp::Ordering| -> std::cmp::Ordering { o };
-    let order = if unsigned { cmp((x as u64).cmp(&(y as u64))) } else { cmp(x.cmp(&y)) };
-    Ok(match op {
-        BinOp::Add => Value::Int(wrap_int(x.wrapping_add(y), s)),
-        BinOp::Sub => Value::Int(wrap_int(x.wrapping_sub(y), s)),
-        BinOp::Mul => Value::Int(wrap_int(x.wrapping_mul(y), s)),
-        BinOp::Div | BinOp::Rem if y == 0 => return Err("integer division by zero".into()),
-        BinOp::Div if unsigned => Value::Int(wrap_int(((x as u64) / (y as u64)) as i64, s)),
-        BinOp::Rem if unsigned => Value::Int(wrap_int(((x as u64) % (y as u64)) as i64, s)),
-        BinOp::Div => Value::Int(wrap_int(x.wrapping_div(y), s)),
-        BinOp::Rem => Value::Int(wrap_int(x.wrapping_rem(y), s)),
-        BinOp::Max => Value::Int(if order.is_ge() { x } else { y }),
-        BinOp::Min => Value::Int(if order.is_le() { x } else { y }),
-        BinOp::Eq => Value::Bool(x == y),
-        BinOp::Ne => Value::Bool(x != y),
-        BinOp::Lt => Value::Bool(order.is_lt()),
-        BinOp::Le => Value::Bool(order.is_le()),
-        BinOp::Gt => Value::Bool(order.is_gt()),
-        BinOp::Ge => Value::Bool(order.is_ge()),
-        BinOp::And | BinOp::Or => return Err("logical operator on integers".into()),
-    })
+    use heddle_ir::loops::BinOp as L;
+    if let (Value::Array(xs), Value::Array(ys)) = (a, b) {
+        // Vectors from asVector: element-wise.
+        let items = xs.iter().zip(ys.iter()).map(|(x, y)| binary(op, x, y, s)).collect::<Result<_, _>>()?;
+        return Ok(Value::array(items));
+    }
+    let op = match op {
+        BinOp::Add => L::Add,
+        BinOp::Sub => L::Sub,
+        BinOp::Mul => L::Mul,
+        BinOp::Div => L::Div,
+        BinOp::Rem => L::Rem,
+        BinOp::Eq => L::Eq,
+        BinOp::Ne => L::Ne,
+        BinOp::Lt => L::Lt,
+        BinOp::Le => L::Le,
+        BinOp::Gt => L::Gt,
+        BinOp::Ge => L::Ge,
+        BinOp::And => L::And,
+        BinOp::Or => L::Or,
+        BinOp::Max => L::Max,
+        BinOp::Min => L::Min,
+    };
+    crate::launch::bin(op, a.clone(), b.clone(), s)
 }
 
 fn unary(op: UnOp, v: &Value, s: ScalarType) -> Result<Value, String> {
