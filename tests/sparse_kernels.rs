@@ -292,3 +292,31 @@ fn scatter_add_outside_its_length_is_a_run_time_error() {
         assert!(err.contains("out of bounds") && err.contains("scatterAdd"), "{b}: {err}");
     }
 }
+
+fn loops(kernel: &str) -> String {
+    let (code, out, err) = heddle(&["compile", "--target", "loops", &format!("examples/sparse/{kernel}.hdl")]);
+    assert_eq!(code, 0, "{kernel}: {err}");
+    out
+}
+
+/// The lowered loops of SpMV over CSR: the view's own positions are not
+/// checked and a row's start is computed once per row, as in the hand-written
+/// CSR of examples/csr_unpacked_spmv.hdl; only `xs@col` is checked.
+#[test]
+fn csr_spmv_loops_check_only_the_data_dependent_index() {
+    let text = loops("spmv_csr");
+    insta::assert_snapshot!("loops_spmv_csr", text);
+    let inner = text.split("for k in").nth(1).expect("an inner loop");
+    let inner = &inner[inner.find('{').expect("a loop body")..];
+    assert_eq!(inner.matches("check").count(), 1, "{text}");
+    assert!(!inner.contains("A_pos1["), "the row start is recomputed per entry:\n{text}");
+}
+
+/// COO SpMV: a zeroed accumulator, one sequential loop with the column and
+/// row checks (both data-dependent), and the copy out.
+#[test]
+fn coo_spmv_loops() {
+    let text = loops("spmv_coo");
+    insta::assert_snapshot!("loops_spmv_coo", text);
+    assert_eq!(text.matches("check").count(), 2, "{text}");
+}

@@ -19,6 +19,7 @@
 mod emit;
 mod nats;
 mod scatter;
+mod tidy;
 mod view;
 
 use crate::Facts;
@@ -74,7 +75,7 @@ pub fn lower_kernel_with(kernel: &Kernel, name: &str, options: &LowerOptions) ->
     let mut body = Block::new();
     let value = cx.expr(&kernel.body, &env, &mut body)?;
     cx.write(&value, &result_ty, &out, Nat::Lit(0), &env, &mut body, true)?;
-    let program = LoopProgram {
+    let mut program = LoopProgram {
         name: name.to_string(),
         args: cx.args,
         host: cx.host,
@@ -82,6 +83,7 @@ pub fn lower_kernel_with(kernel: &Kernel, name: &str, options: &LowerOptions) ->
         checks: cx.checks,
         parallel_work: cx.parallel_work,
     };
+    tidy::tidy(&mut program);
     program
         .validate()
         .map_err(|e| Diagnostic::new(kernel.body.span, format!("internal error in lowering: {e}")).with_note(program.to_string()))?;
