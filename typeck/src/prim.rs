@@ -218,6 +218,13 @@ impl Checker {
     /// The rules `prims.sig` cannot state (see `heddle_ir::prims::note`).
     fn post_checks(&mut self, name: &str, inst: &Instance, result: &Type, span: Span) -> CResult<()> {
         match name {
+            "scatterAdd" => {
+                // The first component of each pair is where its value goes: an integer of any width.
+                if let Some(index) = inst.types.get(&('I' as u32)).cloned() {
+                    let int = self.metas.fresh_type(MetaKind::Integer);
+                    self.unify_at(&int, &index, span, "in the first component of each `scatterAdd` pair (the index its value is added at)")?;
+                }
+            }
             "join" => {
                 if let Type::Array { elem, .. } = result {
                     if let Some(b) = inst.binders.values().find(|b| elem.mentions(b)) {
