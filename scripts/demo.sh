@@ -20,3 +20,9 @@ echo "== the same kernel compiled to OpenCL C, and run on the OpenCL device (POC
 $heddle compile examples/csr_packed_spmv.hdl --target opencl
 $heddle run examples/csr_packed_spmv.hdl --backend opencl \
   --input offset=$data/offset.json --input values=$data/values_packed.json --input xs=$data/xs.json
+echo "== the same kernel JIT-compiled with Cranelift, on every core"
+$heddle run examples/csr_packed_spmv.hdl --backend cpu \
+  --input offset=$data/offset.json --input values=$data/values_packed.json --input xs=$data/xs.json
+echo "== SpMV over an MLIR-encoded CSR tensor read from Matrix Market (4x8, an empty row)"
+$heddle run examples/sparse/spmv_csr.hdl --backend cpu \
+  --matrix A=tests/data/sparse/m4x8.mtx --input xs=examples/data/sparse/x8.json
