@@ -89,6 +89,7 @@ impl Gen<'_> {
                 self.line(depth, &format!("{name} = {value};"));
             }
             Stmt::Store { buf, index, field, value } => self.store(buf, index, *field, value, env, ctx, depth)?,
+            Stmt::AddAtomic { buf, index, field, value } => self.add_atomic(buf, index, *field, value, env, ctx, depth)?,
             Stmt::For { var, lo, hi, schedule, body } => self.for_loop(var, lo, hi, *schedule, body, env, ctx, depth)?,
             Stmt::If { cond, then, els } => {
                 let c = self.expr(cond, env)?;
@@ -134,6 +135,58 @@ impl Gen<'_> {
         match guard {
             Some(g) => self.line(depth, &format!("if ({g}) {target}")),
             None => self.line(depth, &target),
+        }
+        Ok(())
+    }
+
+    /// `buf[index].field += value` with OpenCL 1.2 atomics: `atomic_add` for
+    /// 32-bit integers, `atom_add` for 64-bit ones (cl_khr_int64_base_atomics),
+    /// and for floats a compare-and-swap loop on the value's bits (OpenCL 1.2
+    /// has no float atomics): reread, add, retry until no other work-item
+    /// changed the slot in between.
+    #[allow(clippy::too_many_arguments)]
+    fn add_atomic(&mut self, buf: &Name, index: &Expr, field: u32, value: &Expr, env: &TypeEnv, ctx: Ctx, depth: usize) -> Result<(), String> {
+        use heddle_ir::ScalarType as S;
+        let fields = env.buffer(buf).ok_or_else(|| format!("buffer `{buf}` is not declared"))?.to_vec();
+        let ty = *fields.get(field as usize).ok_or_else(|| format!("`{buf}` has no field {field}"))?;
+        if self.private.contains(buf) || self.local.contains(buf) {
+            return Err(format!("an atomic add to `{buf}`, which is not in global memory"));
+        }
+        let member = if fields.len() > 1 { format!(".f{field}") } else { String::new() };
+        let place = format!("&{}[{}]{member}", self.ids.get(buf), self.expr(index, env)?);
+        let v = self.expr(value, env)?;
+        let (bits, as_bits, as_value, cmpxchg) = match ty {
+            S::F32 => ("uint", "as_uint", "as_float", "atomic_cmpxchg"),
+            S::F64 => ("ulong", "as_ulong", "as_double", "atom_cmpxchg"),
+            S::I32 | S::U32 => {
+                let c = crate::ctype::scalar(ty);
+                return self.guarded_line(ctx, depth, &format!("atomic_add((volatile __global {c}*){place}, {v});"));
+            }
+            S::I64 | S::U64 => {
+                let c = crate::ctype::scalar(ty);
+                return self.guarded_line(ctx, depth, &format!("atom_add((volatile __global {c}*){place}, {v});"));
+            }
+            other => return Err(format!("an atomic add of {other:?} values (OpenCL 1.2 has atomics on 32- and 64-bit integers only)")),
+        };
+        let text = format!(
+            "{{ volatile __global {bits}* heddle_p = (volatile __global {bits}*){place}; {bits} heddle_old, heddle_new; \
+             do {{ heddle_old = *heddle_p; heddle_new = {as_bits}({as_value}(heddle_old) + ({v})); }} \
+             while ({cmpxchg}(heddle_p, heddle_old, heddle_new) != heddle_old); }}"
+        );
+        self.guarded_line(ctx, depth, &text)
+    }
+
+    /// A statement with a global effect, done once where every work-item runs it (see `store`).
+    fn guarded_line(&mut self, ctx: Ctx, depth: usize, text: &str) -> Result<(), String> {
+        let guard = match ctx {
+            _ if !self.parallel => None,
+            Ctx::Item => None,
+            Ctx::Group => Some("heddle_leader"),
+            Ctx::Top => Some("heddle_first"),
+        };
+        match guard {
+            Some(g) => self.line(depth, &format!("if ({g}) {text}")),
+            None => self.line(depth, text),
         }
         Ok(())
     }
@@ -240,7 +293,7 @@ impl Gen<'_> {
     /// Does `s` store into a `__local` buffer (anywhere inside it)?
     fn writes_local(&self, s: &Stmt) -> bool {
         match s {
-            Stmt::Store { buf, .. } => self.local.contains(buf),
+            Stmt::Store { buf, .. } | Stmt::AddAtomic { buf, .. } => self.local.contains(buf),
             Stmt::For { body, .. } => body.iter().any(|s| self.writes_local(s)),
             Stmt::If { then, els, .. } => then.iter().chain(els).any(|s| self.writes_local(s)),
             _ => false,
@@ -251,7 +304,7 @@ impl Gen<'_> {
     fn touches_local(&self, b: &Block) -> bool {
         b.iter().any(|s| match s {
             Stmt::Store { .. } if self.writes_local(s) => true,
-            Stmt::Store { index, value, .. } => self.reads_local(index) || self.reads_local(value),
+            Stmt::Store { index, value, .. } | Stmt::AddAtomic { index, value, .. } => self.reads_local(index) || self.reads_local(value),
             Stmt::Let { value, .. } | Stmt::Var { init: value, .. } | Stmt::Assign { value, .. } => self.reads_local(value),
             Stmt::For { lo, hi, body, .. } => self.reads_local(lo) || self.reads_local(hi) || self.touches_local(body),
             Stmt::If { cond, then, els } => self.reads_local(cond) || self.touches_local(then) || self.touches_local(els),

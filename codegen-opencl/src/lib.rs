@@ -149,6 +149,9 @@ pub fn compile(prog: &LoopProgram) -> Result<Kernel, Diagnostic> {
     if uses_f64(prog) {
         src.push_str("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
     }
+    if uses_int64_atomics(&prog.body) {
+        src.push_str("#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable\n");
+    }
     src.push_str("#pragma OPENCL FP_CONTRACT OFF\n");
     src.push_str(&g.records.declarations());
     src.push_str(&format!("\n__kernel void {name}(\n  {}) {{\n", params_text.join(",\n  ")));
@@ -191,7 +194,7 @@ fn block_f64(b: &Block) -> bool {
     b.iter().any(|s| match s {
         Stmt::Let { ty, value, .. } | Stmt::Var { ty, init: value, .. } => *ty == ScalarType::F64 || expr_f64(value),
         Stmt::Assign { value, .. } => expr_f64(value),
-        Stmt::Store { index, value, .. } => expr_f64(index) || expr_f64(value),
+        Stmt::Store { index, value, .. } | Stmt::AddAtomic { index, value, .. } => expr_f64(index) || expr_f64(value),
         Stmt::For { lo, hi, body, .. } => expr_f64(lo) || expr_f64(hi) || block_f64(body),
         Stmt::If { cond, then, els } => expr_f64(cond) || block_f64(then) || block_f64(els),
         Stmt::Alloc { fields, .. } => fields.contains(&ScalarType::F64),
@@ -209,4 +212,16 @@ fn expr_f64(e: &Expr) -> bool {
         Expr::Select(c, a, b) => expr_f64(c) || expr_f64(a) || expr_f64(b),
         _ => false,
     }
+}
+
+/// Does the kernel add atomically? The 64-bit adds (`atom_add`, `atom_cmpxchg`
+/// for i64/u64/f64) need `cl_khr_int64_base_atomics`; enabling it where only
+/// 32-bit adds occur is harmless, and the loop IR's buffer types are not at hand here.
+fn uses_int64_atomics(b: &Block) -> bool {
+    b.iter().any(|s| match s {
+        Stmt::AddAtomic { .. } => true,
+        Stmt::For { body, .. } => uses_int64_atomics(body),
+        Stmt::If { then, els, .. } => uses_int64_atomics(then) || uses_int64_atomics(els),
+        _ => false,
+    })
 }

@@ -83,6 +83,12 @@ impl Machine<'_> {
                     None => return Err(LoopFailure::Invalid(format!("store {buf}[{i}] out of bounds (length {})", target.len()))),
                 }
             }
+            // One iteration at a time: the addition is trivially indivisible.
+            Stmt::AddAtomic { buf, index, field, value } => {
+                use heddle_ir::loops::{BinOp, Expr};
+                let sum = Expr::bin(BinOp::Add, Expr::load(buf.clone(), index.clone(), *field), value.clone());
+                self.stmt(&Stmt::Store { buf: buf.clone(), index: index.clone(), field: *field, value: sum }, launch)?;
+            }
             Stmt::For { var, lo, hi, body, .. } => {
                 let (lo, hi) = (self.int(lo, launch)?, self.int(hi, launch)?);
                 for k in lo..hi {

@@ -101,7 +101,7 @@ impl Translator<'_, '_> {
                 Stmt::Let { value, .. } | Stmt::Var { init: value, .. } | Stmt::Assign { value, .. } => {
                     self.collect(value, &inner, &mut loads)
                 }
-                Stmt::Store { index, value, .. } => {
+                Stmt::Store { index, value, .. } | Stmt::AddAtomic { index, value, .. } => {
                     self.collect(value, &inner, &mut loads);
                     self.collect(index, &inner, &mut loads);
                 }

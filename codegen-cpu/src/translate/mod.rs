@@ -7,6 +7,7 @@
 //! load hoisting in [`hoist`].
 
 mod arith;
+mod atomic;
 mod expr;
 mod hoist;
 mod stmt;

@@ -32,6 +32,7 @@ impl Translator<'_, '_> {
                 let (addr, offset, _, flags) = self.address(buf, index, *field)?;
                 self.b.ins().store(flags, v, addr, offset);
             }
+            Stmt::AddAtomic { buf, index, field, value } => self.add_atomic(buf, index, *field, value)?,
             Stmt::For { var, lo, hi, schedule, body } => self.for_loop(var, lo, hi, *schedule, body)?,
             Stmt::If { cond, then, els } => {
                 let (c, _) = self.expr(cond)?;

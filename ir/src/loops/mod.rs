@@ -183,6 +183,21 @@ pub enum Stmt {
         /// The value.
         value: Expr,
     },
+    /// `buf[index].field += value` as one indivisible update: iterations of a
+    /// parallel loop may add to the same record (`scatterAdd` under a parallel
+    /// map). Integers wrap; floats round each addition (in whatever order the
+    /// iterations arrive, so a parallel float sum may differ in its last bits
+    /// from a sequential one).
+    AddAtomic {
+        /// The buffer (the output or a temporary).
+        buf: Name,
+        /// The record index (`i64`).
+        index: Expr,
+        /// The field (0 for scalar buffers).
+        field: u32,
+        /// The addend, of the field's type.
+        value: Expr,
+    },
     /// `for var in lo .. hi` (exclusive), `var: i64`.
     For {
         /// The loop variable.

@@ -67,6 +67,9 @@ fn stmt(out: &mut String, s: &Stmt, depth: usize) {
         Stmt::Var { var, ty, init } => writeln!(out, "{pad}var {var}: {} = {}", ty.keyword(), expr(init)),
         Stmt::Assign { var, value } => writeln!(out, "{pad}{var} = {}", expr(value)),
         Stmt::Store { buf, index, field, value } => writeln!(out, "{pad}{buf}[{}]{} = {}", expr(index), field_suffix(buf, *field), expr(value)),
+        Stmt::AddAtomic { buf, index, field, value } => {
+            writeln!(out, "{pad}{buf}[{}]{} += {} (atomic)", expr(index), field_suffix(buf, *field), expr(value))
+        }
         Stmt::For { var, lo, hi, schedule, body } => {
             let kind = match schedule {
                 Schedule::Seq => "for".to_string(),

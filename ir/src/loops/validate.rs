@@ -51,7 +51,7 @@ impl LoopProgram {
                     let ty = env.var(var).ok_or_else(|| LoopError(format!("`{var}` is not declared")))?;
                     self.expect(value, ty, env, &format!("the value assigned to `{var}`"))?;
                 }
-                Stmt::Store { buf, index, field, value } => {
+                Stmt::Store { buf, index, field, value } | Stmt::AddAtomic { buf, index, field, value } => {
                     if !writable.contains(buf) {
                         return Err(LoopError(format!("store to `{buf}`, which is not the output or a temporary")));
                     }

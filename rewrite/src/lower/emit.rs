@@ -137,7 +137,7 @@ impl Lowerer<'_> {
     /// Types may mention program values inside `toNat` (`values@i` has length
     /// `toNat(offset@(toNat(i) + 1) - …)` for a lambda parameter `i`): those
     /// names are replaced by the `let`s that hold the values here.
-    fn program_values_in_type(&self, ty: &Type, env: &Env) -> Type {
+    pub(super) fn program_values_in_type(&self, ty: &Type, env: &Env) -> Type {
         let mut ty = ty.clone();
         for (name, v) in env.values.iter().rev() {
             if let Val::Scalar(L::Var(local), _) = v {
@@ -151,7 +151,7 @@ impl Lowerer<'_> {
     }
 
     /// Binds a computed scalar to a `let` so it is computed once.
-    fn share(&mut self, v: Val, base: &str, body: &mut Block) -> Val {
+    pub(super) fn share(&mut self, v: Val, base: &str, body: &mut Block) -> Val {
         match v {
             Val::Scalar(e @ (L::Var(_) | L::Int(..) | L::Float(..) | L::Bool(_)), s) => Val::Scalar(e, s),
             Val::Scalar(e, s) => {

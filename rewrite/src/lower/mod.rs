@@ -73,8 +73,10 @@ pub fn lower_kernel_with(kernel: &Kernel, name: &str, options: &LowerOptions) ->
     let out = cx.fresh("out");
     cx.args.push(Arg { name: out.clone(), kind: ArgKind::Output { fields, len: count } });
     let mut body = Block::new();
-    let value = cx.expr(&kernel.body, &env, &mut body)?;
-    cx.write(&value, &result_ty, &out, Nat::Lit(0), &env, &mut body, true)?;
+    // A `scatterAdd` result is added into the output directly (see scatter.rs).
+    if let Some((value, env)) = cx.result(&kernel.body, &env, &out, &mut body)? {
+        cx.write(&value, &result_ty, &out, Nat::Lit(0), &env, &mut body, true)?;
+    }
     let mut program = LoopProgram {
         name: name.to_string(),
         args: cx.args,

@@ -1,14 +1,21 @@
 //! Accumulation by coordinate: `scatterAdd(n)` (see `prims.sig`).
 //!
-//! `xs :>> scatterAdd(n)` becomes a zero-initialised scratch buffer of `n`
-//! records and one sequential loop over the pairs that adds each value into
-//! its slot, after a `Check` that the index is in `0 .. n` (an index outside
-//! is the run-time error the interpreter reports). The loops are sequential:
-//! a parallel accumulation needs per-thread copies or atomics, which the loop
-//! IR does not have yet. For the same reason, once a top-level scatter has run,
-//! the loops that read its result stay sequential too: OpenCL has no barrier
-//! across work-groups, so a `Global` loop could read slots another work-item
-//! has not finished writing.
+//! Every value is added into its slot after a `Check` that the index is in
+//! `0 .. n` (an index outside is the run-time error the interpreter reports).
+//! Two lowerings:
+//!
+//! - **The kernel's result** ([`Lowerer::result`]): the values are added
+//!   straight into the output, which the runtime zeroes before every launch,
+//!   by a *parallel* loop over the pairs' outermost array with atomic adds
+//!   (`Stmt::AddAtomic`: an atomic read-modify-write for integers, a
+//!   compare-and-swap loop for floats on both backends). Float sums then
+//!   arrive in any order, so they may differ from the interpreter's in the
+//!   last bits.
+//! - **Anywhere else** ([`Lowerer::scatter_add`]): a zero-initialised scratch
+//!   buffer and one sequential loop. The kernel is one launch and OpenCL has
+//!   no barrier across work-groups, so nothing could safely read a buffer
+//!   filled in parallel; for the same reason the loops that read the result
+//!   stay sequential too.
 //!
 //! The pairs may come from `join` of rows of different lengths (a CSC matrix's
 //! columns, a CSF tensor's fibres): such a join is never indexed, only walked
@@ -16,6 +23,8 @@
 
 use super::view::ViewKind;
 use super::{unsupported, Env, Lowerer, Val, View};
+use heddle_ir::Name;
+use heddle_typeck::TKind;
 use heddle_ir::loops::{BinOp, Block, Expr as L, Schedule, Space, Stmt};
 use heddle_ir::{Diagnostic, Nat, ScalarType, Span, Type};
 use heddle_typeck::TExpr;
@@ -24,15 +33,7 @@ impl Lowerer<'_> {
     /// Lowers `src :>> scatterAdd(n)` whose type is `ty` (`[T]_n`).
     pub(super) fn scatter_add(&mut self, n: &Nat, src: &TExpr, ty: &Type, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
         // T is a scalar, or a row of K scalars (MTTKRP adds rows of a dense result).
-        let (s, width) = match ty {
-            Type::Array { elem, .. } => match &**elem {
-                Type::Scalar(s) => (Some(*s), None),
-                Type::Array { binder: None, elem, len } => (elem.as_scalar(), Some(len.clone())),
-                _ => (None, None),
-            },
-            _ => (None, None),
-        };
-        let s = s.ok_or_else(|| unsupported(span, &format!("`scatterAdd` producing {ty} (only arrays of scalars or of rows of scalars)")))?;
+        let (s, width) = element(ty).ok_or_else(|| unsupported(span, &format!("`scatterAdd` producing {ty} (only arrays of scalars or of rows of scalars)")))?;
         if !self.loops.is_empty() || self.in_parallel {
             // A scratch buffer per enclosing iteration is not expressible in OpenCL 1.2
             // without a bound known at compile time; the interpreter runs it.
@@ -58,8 +59,49 @@ impl Lowerer<'_> {
         let mut init = Block::new();
         init.push(Stmt::Store { buf: buf.clone(), index: L::var(z.clone()), field: 0, value: zero });
         body.push(Stmt::For { var: z, lo: L::index(0), hi: len, schedule: Schedule::Seq, body: init });
+        self.accumulate(&xs, n, s, row_len.as_ref(), &buf, false, env, span, body)?;
+        self.sequential = true;
+        Ok(Val::Array(View::buffer(buf, Nat::Lit(0), ty.clone())))
+    }
+
+    /// Lowers the kernel's body `t`: `None` when it was a `scatterAdd` that
+    /// has been added into the output `out` in parallel, else its value and
+    /// the environment of the `let`s around it, for the caller to write.
+    pub(super) fn result(&mut self, t: &TExpr, env: &Env, out: &Name, body: &mut Block) -> Result<Option<(Val, Env)>, Diagnostic> {
+        match &t.kind {
+            TKind::Let { name, value, body: inner } => {
+                let v = self.expr(value, env, body)?;
+                let v = self.share(v, name.as_str(), body);
+                self.result(inner, &env.with(name.clone(), v), out, body)
+            }
+            TKind::Prim { name: "scatterAdd", nats, args, .. } => {
+                let ty = self.program_values_in_type(&env.subst_type(&t.ty), env);
+                let n = env.subst_nat(&nats[0]);
+                let (s, width) = element(&ty).ok_or_else(|| unsupported(t.span, &format!("`scatterAdd` producing {ty} (only arrays of scalars or of rows of scalars)")))?;
+                let xs = match self.expr(&args[0], env, body)? {
+                    Val::Array(v) => v,
+                    _ => return Err(unsupported(args[0].span, "`scatterAdd` of a non-array")),
+                };
+                let row_len = match &width {
+                    Some(w) => Some(self.index_expr(w, env, body)?),
+                    None => None,
+                };
+                self.accumulate(&xs, &n, s, row_len.as_ref(), out, true, env, t.span, body)?;
+                Ok(None)
+            }
+            _ => Ok(Some((self.expr(t, env, body)?, env.clone()))),
+        }
+    }
+
+    /// Adds every pair of `xs` into `buf` (rows of `row_len` records when given);
+    /// `parallel`: the outermost loop is parallel and the adds atomic.
+    #[allow(clippy::too_many_arguments)]
+    fn accumulate(&mut self, xs: &View, n: &Nat, s: ScalarType, row_len: Option<&L>, buf: &Name, parallel: bool, env: &Env, span: Span, body: &mut Block) -> Result<(), Diagnostic> {
         let out = buf.clone();
-        self.each(&xs, env, body, &mut |cx, pair, inner| {
+        let was_parallel = self.in_parallel;
+        self.in_parallel |= parallel;
+        let schedule = if parallel { Schedule::Parallel } else { Schedule::Seq };
+        let done = self.each(xs, env, schedule, body, &mut |cx, pair, inner| {
             let Val::Tuple(mut items) = pair else { return Err(unsupported(span, "`scatterAdd` of something other than pairs")) };
             let (Some(value), Some(Val::Scalar(i, is))) = (items.pop(), items.pop()) else {
                 return Err(unsupported(span, "`scatterAdd` of something other than pairs"));
@@ -70,10 +112,14 @@ impl Lowerer<'_> {
             let k = cx.index_expr(&k, &Env::default(), inner)?;
             let add = |at: L, v: L, vs: ScalarType, inner: &mut Block| {
                 let v = if vs == s { v } else { L::Cast(s, Box::new(v)) };
-                let sum = L::bin(BinOp::Add, L::load(out.clone(), at.clone(), 0), v);
-                inner.push(Stmt::Store { buf: out.clone(), index: at, field: 0, value: sum });
+                if parallel {
+                    inner.push(Stmt::AddAtomic { buf: out.clone(), index: at, field: 0, value: v });
+                } else {
+                    let sum = L::bin(BinOp::Add, L::load(out.clone(), at.clone(), 0), v);
+                    inner.push(Stmt::Store { buf: out.clone(), index: at, field: 0, value: sum });
+                }
             };
-            match (value, &row_len) {
+            match (value, row_len) {
                 (Val::Scalar(v, vs), None) => add(k, v, vs, inner),
                 (Val::Array(row), Some(w)) => {
                     // Row k starts at record k * K; add the pair's row element by element.
@@ -89,28 +135,41 @@ impl Lowerer<'_> {
                 _ => return Err(unsupported(span, "`scatterAdd` of values that do not match its result type")),
             }
             Ok(())
-        })?;
-        self.sequential = true;
-        Ok(Val::Array(View::buffer(buf, Nat::Lit(0), ty.clone())))
+        });
+        self.in_parallel = was_parallel;
+        done
     }
 
-    /// Emits a sequential loop nest that visits every element of `v` in order
+    /// Emits a loop nest (its outermost loop with `schedule`, the rest sequential) that visits every element of `v` in order
     /// and runs `f` on it; a [`ViewKind::Concat`] is walked row by row.
-    fn each(&mut self, v: &View, env: &Env, body: &mut Block, f: &mut dyn FnMut(&mut Self, Val, &mut Block) -> Result<(), Diagnostic>) -> Result<(), Diagnostic> {
+    #[allow(clippy::type_complexity)]
+    fn each(&mut self, v: &View, env: &Env, schedule: Schedule, body: &mut Block, f: &mut dyn FnMut(&mut Self, Val, &mut Block) -> Result<(), Diagnostic>) -> Result<(), Diagnostic> {
         if let ViewKind::Concat(rows) = &v.kind {
-            return self.each(rows, env, body, &mut |cx, row, inner| match row {
-                Val::Array(row) => cx.each(&row, env, inner, f),
+            return self.each(rows, env, schedule, body, &mut |cx, row, inner| match row {
+                Val::Array(row) => cx.each(&row, env, Schedule::Seq, inner, f),
                 _ => Err(unsupported(cx.kernel.body.span, "`join` of something that is not nested arrays")),
             });
         }
         let k = self.fresh("k");
         let hi = self.index_expr(&v.len(), env, body)?;
         let mut inner = Block::new();
-        self.loops.push((k.clone(), Schedule::Seq, hi.clone()));
+        self.loops.push((k.clone(), schedule, hi.clone()));
         let visited = self.elem(v, &Nat::Var(k.clone()), &mut inner).and_then(|x| f(self, x, &mut inner));
         self.loops.pop();
         visited?;
-        body.push(Stmt::For { var: k, lo: L::index(0), hi, schedule: Schedule::Seq, body: inner });
+        body.push(Stmt::For { var: k, lo: L::index(0), hi, schedule, body: inner });
         Ok(())
+    }
+}
+
+/// The scalar type of a `scatterAdd` result's elements, and the row length when they are rows.
+fn element(ty: &Type) -> Option<(ScalarType, Option<Nat>)> {
+    match ty {
+        Type::Array { elem, .. } => match &**elem {
+            Type::Scalar(s) => Some((*s, None)),
+            Type::Array { binder: None, elem, len } => Some((elem.as_scalar()?, Some(len.clone()))),
+            _ => None,
+        },
+        _ => None,
     }
 }

@@ -180,7 +180,7 @@ fn assigned(body: &Block, out: &mut HashSet<Name>) {
 fn stored_buffers(body: &Block, out: &mut HashSet<Name>) {
     for s in body {
         match s {
-            Stmt::Store { buf, .. } | Stmt::Alloc { buf, .. } => {
+            Stmt::Store { buf, .. } | Stmt::AddAtomic { buf, .. } | Stmt::Alloc { buf, .. } => {
                 out.insert(buf.clone());
             }
             Stmt::For { body, .. } => stored_buffers(body, out),
