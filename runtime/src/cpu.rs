@@ -43,6 +43,13 @@ pub fn run(prog: &LoopProgram, launch: &mut Launch, threads: usize) -> Result<()
 /// check is reported as the one the first failing chunk (in loop order) met,
 /// which is the one a sequential run meets.
 pub fn execute(prog: &LoopProgram, kernel: &CpuKernel, launch: &mut Launch, plan: &Plan) -> Result<(), Diagnostic> {
+    if prog.adds_into_output() {
+        // The kernel adds into the output (scatterAdd): start each run from zero.
+        let out = prog.args.iter().position(|a| matches!(a.kind, heddle_ir::loops::ArgKind::Output { .. }));
+        if let Some(Slot::Buffer(b)) = out.and_then(|o| launch.slots.get_mut(o)) {
+            b.bytes_mut().fill(0);
+        }
+    }
     let args = arguments(prog, launch)?;
     let call = |range: (i64, i64)| {
         // SAFETY: `arguments` checked that `launch` matches the program slot by
@@ -51,7 +58,8 @@ pub fn execute(prog: &LoopProgram, kernel: &CpuKernel, launch: &mut Launch, plan
         // at theirs, all 8-byte aligned (see the module docs). The `&mut
         // Launch` keeps every buffer alive and unshared for this call; the
         // chunks of a plan are disjoint ranges of a splittable kernel (or one
-        // call), so concurrent calls write disjoint output records.
+        // call), so concurrent calls write disjoint output records, or add into
+        // shared ones only through atomic instructions (`AddAtomic`).
         unsafe { kernel.call(args.values(), range) }
     };
     let results = pool::run_chunks(&plan.chunks, plan.threads, &call);

@@ -197,7 +197,16 @@ impl OpenCl {
             a
         });
         let mut times = Vec::with_capacity(reps.max(1));
-        for _ in 0..reps.max(1) {
+        // A kernel that adds into its output (scatterAdd) starts every repetition from zero.
+        let out = prog.args.iter().position(|a| matches!(a.kind, heddle_ir::loops::ArgKind::Output { .. }));
+        let rezero = match out.and_then(|o| buffers.get(o)) {
+            Some(Some(dev)) if prog.adds_into_output() => Some((dev, vec![0u8; dev.len()])),
+            _ => None,
+        };
+        for rep in 0..reps.max(1) {
+            if let (Some((dev, zeros)), true) = (&rezero, rep > 0) {
+                dev.write(&zeros[..]).enq().map_err(|e| err(format!("cannot clear the result between runs: {e}")))?;
+            }
             let mut event = CoreEvent::null();
             // SAFETY: every argument was set above to a live buffer, a scalar
             // or a local size; the buffers outlive the wait below.

@@ -80,7 +80,9 @@ pub enum ArgKind {
     },
     /// A buffer of `i64` computed on the host (see [`HostBuffer`]).
     Host,
-    /// The output buffer (written, never read back by the kernel).
+    /// The output buffer: zero when the kernel starts (runtimes zero it before
+    /// every launch of a program that [adds into it](LoopProgram::adds_into_output));
+    /// the kernel stores to it or adds into it atomically, and never loads it.
     Output {
         /// The record's fields.
         fields: Vec<ScalarType>,
@@ -353,6 +355,20 @@ impl LoopProgram {
     /// The output argument.
     pub fn output(&self) -> Option<&Arg> {
         self.args.iter().find(|a| matches!(a.kind, ArgKind::Output { .. }))
+    }
+
+    /// Does the kernel accumulate into its output (`AddAtomic`)? Then the
+    /// output must be zero at every launch, also when a launch is repeated.
+    pub fn adds_into_output(&self) -> bool {
+        fn any(b: &Block, out: &Name) -> bool {
+            b.iter().any(|s| match s {
+                Stmt::AddAtomic { buf, .. } => buf == out,
+                Stmt::For { body, .. } => any(body, out),
+                Stmt::If { then, els, .. } => any(then, out) || any(els, out),
+                _ => false,
+            })
+        }
+        self.output().is_some_and(|o| any(&self.body, &o.name))
     }
 
     /// The type of `e` in `env` (see [`TypeEnv`]).

@@ -23,11 +23,9 @@
 
 use super::view::ViewKind;
 use super::{unsupported, Env, Lowerer, Val, View};
-use heddle_ir::Name;
-use heddle_typeck::TKind;
 use heddle_ir::loops::{BinOp, Block, Expr as L, Schedule, Space, Stmt};
-use heddle_ir::{Diagnostic, Nat, ScalarType, Span, Type};
-use heddle_typeck::TExpr;
+use heddle_ir::{Diagnostic, Name, Nat, ScalarType, Span, Type};
+use heddle_typeck::{TExpr, TKind};
 
 impl Lowerer<'_> {
     /// Lowers `src :>> scatterAdd(n)` whose type is `ty` (`[T]_n`).
@@ -56,8 +54,7 @@ impl Lowerer<'_> {
         body.push(Stmt::Alloc { buf: buf.clone(), fields: vec![s], len: len.clone(), space: Space::Global });
         let z = self.fresh("z");
         let zero = if s.is_float() { L::Float(0.0, s) } else { L::Int(0, s) };
-        let mut init = Block::new();
-        init.push(Stmt::Store { buf: buf.clone(), index: L::var(z.clone()), field: 0, value: zero });
+        let init = vec![Stmt::Store { buf: buf.clone(), index: L::var(z.clone()), field: 0, value: zero }];
         body.push(Stmt::For { var: z, lo: L::index(0), hi: len, schedule: Schedule::Seq, body: init });
         self.accumulate(&xs, n, s, row_len.as_ref(), &buf, false, env, span, body)?;
         self.sequential = true;
