@@ -18,19 +18,15 @@ fn enc(levels: &str) -> String {
 
 /// Encodings the front door handles for a row-wise kernel, with names.
 fn encodings() -> Vec<(&'static str, String)> {
-    let mut v = vec![
+    vec![
         ("CSR", enc("(i : dense, j : compressed)")),
         ("CSR32", "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>".to_string()),
         ("dense", enc("(i : dense, j : dense)")),
         ("dense-colmajor", enc("(j : dense, i : dense)")),
-    ];
-    // A compressed outer level sends each stored row's result to its
-    // coordinate with the `scatterAdd` pattern (being added alongside).
-    if heddle_ir::prims::lookup("scatterAdd").is_some() {
-        v.push(("DCSR", enc("(i : compressed, j : compressed)")));
-        v.push(("CDR", enc("(i : compressed, j : dense)")));
-    }
-    v
+        // A compressed outer level: each stored row's result goes to its coordinate by scatterAdd.
+        ("DCSR", enc("(i : compressed, j : compressed)")),
+        ("CDR", enc("(i : compressed, j : dense)")),
+    ]
 }
 
 fn write_mtx(path: &Path, rows: &[Vec<f64>], cols: usize) {
@@ -130,15 +126,14 @@ fn loop_bounds(loops: &str) -> Vec<String> {
 fn sparsified_kernels_check_and_loop_only_over_stored_entries() {
     let dir = tempfile::tempdir().unwrap();
     // (kernel, operand, encoding, the stored-length bound the inner loop must have)
-    let mut cases = vec![
+    let cases = [
         (MV, "matrix", enc("(i : dense, j : compressed)"), "matrix_pos1["),
         (MM, "A", enc("(i : dense, j : compressed)"), "A_pos1["),
-    ];
-    if heddle_ir::prims::lookup("scatterAdd").is_some() {
         // DCSR: the outer loop runs over the stored rows, the inner over each row's stored entries.
-        cases.push((MV, "matrix", enc("(i : compressed, j : compressed)"), "matrix_pos1["));
-        cases.push((MV, "matrix", enc("(i : compressed, j : compressed)"), "matrix_pos0[1]"));
-    }
+        (MV, "matrix", enc("(i : compressed, j : compressed)"), "matrix_pos1["),
+        (MV, "matrix", enc("(i : compressed, j : compressed)"), "matrix_pos0[1]"),
+        (MM, "A", enc("(i : compressed, j : compressed)"), "A_pos0[1]"),
+    ];
     for (file, operand, e, stored) in cases {
         let path = sparsified(dir.path(), file, &format!("{operand}={e}"));
         let text = std::fs::read_to_string(&path).unwrap();

@@ -30,7 +30,9 @@ fn json_lists_every_variant_sorted_by_time() {
         let times: Vec<f64> = ran.iter().map(|v| v["seconds"].as_f64().unwrap()).collect();
         assert!(times.windows(2).all(|w| w[0] <= w[1]), "not sorted: {times:?}");
         let encs: Vec<&str> = ran.iter().map(|v| v["encoding"].as_str().unwrap()).collect();
-        for want in ["(i : dense, j : compressed) }>", "(i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>", "(i : dense, j : dense) }>", "(j : dense, i : dense) }>"] {
+        for want in ["(i : dense, j : compressed) }>", "(i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>", "(i : dense, j : dense) }>", "(j : dense, i : dense) }>",
+            // DCSR and CDR: stored rows, scattered into the result.
+            "(i : compressed, j : compressed) }>", "(i : compressed, j : dense) }>"] {
             assert!(encs.iter().any(|e| e.ends_with(want)), "{backend}: `{want}` did not run: {j}");
         }
         for s in skipped {
@@ -84,4 +86,15 @@ fn bad_operands_are_errors() {
     // A missing data file is an error, not a run of zero variants.
     let (code, _, err) = heddle(&["search-formats", "examples/dense_mv.hdl", "--operand", "matrix", "--matrix", "matrix=nosuch.mtx", "--input", XS]);
     assert_eq!(code, 1, "{err}");
+}
+
+#[test]
+fn filter_keeps_the_matching_variants_and_counts_the_rest() {
+    let (code, out, err) = search(&["--backend", "cpu", "--json", "--filter", "(i : dense, j : compressed)"]);
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let ran = j["variants"].as_array().unwrap();
+    assert_eq!(ran.len(), 4, "{j}");
+    assert!(ran.iter().all(|v| v["encoding"].as_str().unwrap().contains("(i : dense, j : compressed)")), "{j}");
+    assert_eq!(j["filtered_out"].as_u64().unwrap() as usize, RANK2_VARIANTS - 4, "{j}");
 }

@@ -39,6 +39,10 @@ pub struct Args {
     /// Threads for --backend cpu (default: HEDDLE_THREADS, else every core).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     threads: Option<u32>,
+    /// Try only encodings whose text contains one of these (repeatable); the
+    /// others are counted as filtered out.
+    #[arg(long = "filter", value_name = "TEXT")]
+    filters: Vec<String>,
     /// Runs per variant; the fastest is reported.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     reps: u32,
@@ -67,7 +71,9 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         return Err(Failure::Input(format!("--operand {}: give its data with --matrix {}=FILE.mtx", a.operand, a.operand)));
     }
     let rank = variants::operand_rank(&program, &a.operand).map_err(|d| Failure::Source(file.clone(), vec![d]))?;
-    let candidates = variants::enumerate(rank);
+    let all = variants::enumerate(rank);
+    let candidates: Vec<String> = all.iter().filter(|t| a.filters.is_empty() || a.filters.iter().any(|f| t.contains(f.as_str()))).cloned().collect();
+    let filtered_out = all.len() - candidates.len();
     let bar = indicatif::ProgressBar::new(candidates.len() as u64);
     if a.json {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
@@ -89,7 +95,7 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    report(a, results)
+    report(a, results, filtered_out)
 }
 
 /// Builds, binds and runs one variant; the reason as text when it cannot.
@@ -126,13 +132,31 @@ fn one(a: &Args, file: &heddle::source::SourceFile, program: &heddle_ir::Program
         _ => None,
     };
     let threads = a.threads.map_or_else(heddle_runtime::cpu::default_threads, |n| n as usize);
+    if let Some(p) = &lowered {
+        // On cpu the inputs are validated once and laid out before each run;
+        // the time is the compiled kernel's alone, so formats are compared on
+        // their loops rather than on copying their buffers.
+        // A fresh launch per run: a kernel may accumulate into its output.
+        heddle_runtime::interp::check_obligations(&kernel, &env).map_err(located)?;
+        let mut best = Duration::MAX;
+        let mut last = None;
+        for _ in 0..a.reps {
+            let mut launch = heddle_runtime::launch::prepare(p, &env).map_err(located)?;
+            let start = Instant::now();
+            heddle_runtime::cpu::run(p, &mut launch, threads).map_err(located)?;
+            best = best.min(start.elapsed());
+            last = Some(launch);
+        }
+        let launch = last.ok_or("no run")?;
+        let value = heddle_runtime::launch::output_value(p, &launch, &kernel.body.ty, &env).map_err(located)?;
+        return Ok((best, write::to_json(&value, &kernel.body.ty)));
+    }
     let mut best = Duration::MAX;
     let mut value = None;
     for _ in 0..a.reps {
         let start = Instant::now();
-        let v = match (a.backend, &lowered) {
-            (Backend::Cpu, Some(p)) => heddle::cpu::run(&kernel, p, &env, threads).map_err(located)?,
-            (Backend::Opencl, _) => super::tune::run_opencl(&sparse, &kernel, &env, None).map_err(first)?,
+        let v = match a.backend {
+            Backend::Opencl => super::tune::run_opencl(&sparse, &kernel, &env, None).map_err(first)?,
             _ => heddle_runtime::interp::run_kernel(&kernel, &env).map_err(located)?,
         };
         best = best.min(start.elapsed());
@@ -155,7 +179,7 @@ fn close(a: &serde_json::Value, b: &serde_json::Value) -> bool {
     }
 }
 
-fn report(a: &Args, results: Vec<(String, Fate)>) -> Result<Output, Failure> {
+fn report(a: &Args, results: Vec<(String, Fate)>, filtered_out: usize) -> Result<Output, Failure> {
     let mut ran: Vec<(String, Duration, serde_json::Value)> = Vec::new();
     let mut skipped = Vec::new();
     for (text, fate) in results {
@@ -178,7 +202,11 @@ fn report(a: &Args, results: Vec<(String, Fate)>) -> Result<Output, Failure> {
     }
     ran.sort_by_key(|(_, t, _)| *t);
     let fastest = ran.first().map_or(0.0, |(_, t, _)| t.as_secs_f64());
-    let mut text = format!("{} variants of `{}` on {:?}: {} ran, {} skipped\n", ran.len() + skipped.len(), a.operand, a.backend, ran.len(), skipped.len()).to_lowercase();
+    let mut text = format!("{} variants of `{}` on {:?}: {} ran, {} skipped", ran.len() + skipped.len(), a.operand, a.backend, ran.len(), skipped.len()).to_lowercase();
+    if filtered_out > 0 {
+        text.push_str(&format!(", {filtered_out} filtered out by --filter"));
+    }
+    text.push('\n');
     text.push_str(&format!("{:>4}  {:>12}  {:>7}  encoding\n", "rank", "time (ms)", "ratio"));
     for (k, (enc, t, _)) in ran.iter().enumerate() {
         let ratio = if fastest > 0.0 { t.as_secs_f64() / fastest } else { 1.0 };
@@ -195,6 +223,7 @@ fn report(a: &Args, results: Vec<(String, Fate)>) -> Result<Output, Failure> {
         "operand": a.operand,
         "backend": format!("{:?}", a.backend).to_lowercase(),
         "reps": a.reps,
+        "filtered_out": filtered_out,
         "variants": ran.iter().map(|(e, t, _)| serde_json::json!({ "encoding": e, "seconds": t.as_secs_f64() })).collect::<Vec<_>>(),
         "skipped": skipped.iter().map(|(e, why)| serde_json::json!({ "encoding": e, "reason": why })).collect::<Vec<_>>(),
     });
