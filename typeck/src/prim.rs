@@ -224,6 +224,13 @@ impl Checker {
                     let int = self.metas.fresh_type(MetaKind::Integer);
                     self.unify_at(&int, &index, span, "in the first component of each `scatterAdd` pair (the index its value is added at)")?;
                 }
+                // The values are summed: numbers, or tuples and arrays of them.
+                if let Some(value) = inst.types.get(&('T' as u32)).map(|t| self.metas.zonk(t)) {
+                    if mentions_bool(&value) {
+                        return Err(Diagnostic::new(span, "`scatterAdd` sums its values, and booleans cannot be added")
+                            .with_label(format!("the values have type {}", show(&value))));
+                    }
+                }
             }
             "join" => {
                 if let Type::Array { elem, .. } = result {
@@ -273,5 +280,15 @@ impl Checker {
             cur = TExpr { kind: TKind::Let { name: p, value: Box::new(cur), body }, ty, span };
         }
         Ok(cur)
+    }
+}
+
+/// Does a type contain `bool` anywhere (a value `+` cannot add)?
+fn mentions_bool(t: &Type) -> bool {
+    match t {
+        Type::Scalar(s) => *s == heddle_ir::ScalarType::Bool,
+        Type::Tuple(ts) => ts.iter().any(mentions_bool),
+        Type::Array { elem, .. } | Type::Vector { elem, .. } => mentions_bool(elem),
+        _ => false,
     }
 }
