@@ -38,7 +38,10 @@ asScalar     : [<T>w]_N -> [T]_{w * N}
 // CSC, DCSR rows, MTTKRP). `scatterAdd(n)` takes (index, value) pairs and
 // returns the dense array of length n whose element k is the sum (`+`, from
 // 0) of the values paired with k, in input order; positions no pair names
-// are 0. I is any integer type (coordinates keep their storage width). An
-// index outside 0 .. n is a run-time error (a `Check` in compiled code).
-// Duplicate indices are summed, which is what duplicate COO entries mean.
+// are 0. I is any integer type (coordinates keep their storage width); T is
+// a number, or a tuple or array of numbers (compiled code: a number or a row
+// of numbers). An index outside 0 .. n is a run-time error (a `Check` in
+// compiled code). Duplicate indices are summed, which is what duplicate COO
+// entries mean. As a kernel's result it runs in parallel with atomic adds, so
+// float sums may arrive in another order and differ in the last bits.
 scatterAdd   : (n: nat) -> [(I, T)]_N -> [T]_n
