@@ -29,9 +29,13 @@
 //! with `scatterAdd`, which is sound when a row's result is 0 for an absent
 //! row (checked by [`absent`]).
 //!
-//! What is not handled yet, each refused with its reason: column-first
-//! orders with a sparse level (CSC, whose SpMV is a scatter over columns),
-//! singleton levels (COO), block and counting levels, a non-zero implicit
+//! Column-first storage (CSC) is `densifyCols(A, n)`, the dense row-major
+//! matrix whose columns are the compressed levels; the `columns-dot` law
+//! turns the row-wise dot product over it into columns scaled by `x` and
+//! scattered into the rows. Other uses of a CSC operand are refused.
+//!
+//! What is not handled yet, each refused with its reason: singleton levels
+//! (COO), block and counting levels, a non-zero implicit
 //! value, and operands of rank above 2.
 
 pub mod absent;
@@ -46,7 +50,7 @@ use heddle_ir::encoding::Encoding;
 use heddle_ir::{Diagnostic, Program};
 use std::collections::BTreeMap;
 
-pub use view::{MARKER, Plan, plan};
+pub use view::{COLS_MARKER, MARKER, Plan, plan};
 
 /// The sparsification laws, as shipped in `laws.rules`.
 pub const LAWS: &str = include_str!("laws.rules");
@@ -78,7 +82,7 @@ impl CostFunction<Prog> for NoMarker {
     type Cost = u64;
     fn cost<C: FnMut(Id) -> u64>(&mut self, enode: &Prog, mut costs: C) -> u64 {
         let own = match enode {
-            Prog::Sym(s) if s.as_str() == MARKER => MARKER_COST,
+            Prog::Sym(s) if s.as_str().starts_with(MARKER) => MARKER_COST,
             _ => 1,
         };
         enode.fold(own, |acc, id| acc.saturating_add(costs(id)))
@@ -109,9 +113,12 @@ pub fn sparsify(program: &Program, operand: &str, enc_name: &str, encoding: &Enc
     let (cost, best) = Extractor::new(&runner.egraph, NoMarker).find_best(runner.roots[0]);
     let kernel = rec_to_expr(&best).map_err(|m| Diagnostic::new(plan.operand_span, format!("internal: the sparsified kernel cannot be rebuilt: {}", m.0)))?;
     if cost >= MARKER_COST {
-        let at = plan.rows.first().copied().unwrap_or(plan.operand_span);
-        return Err(Diagnostic::new(at, format!("no sparsification law removes the dense view of a row of `{operand}`"))
-            .with_label("this row is used as a dense array")
+        let (at, what, label) = match plan.rows.first() {
+            Some(row) => (*row, "a row of ", "this row is used as a dense array"),
+            None => (plan.operand_span, "", "this operand is used as a dense array"),
+        };
+        return Err(Diagnostic::new(at, format!("no sparsification law removes the dense view of {what}`{operand}`"))
+            .with_label(label)
             .with_note(format!(
                 "the laws (rewrite/src/sparsify/laws.rules) cover zip with a dense operand under `*`, then a `+` reduction with identity 0; `{operand}`'s rows must be used only that way"
             )));

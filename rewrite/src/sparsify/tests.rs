@@ -29,8 +29,8 @@ fn dense_mv_becomes_csr_spmv() {
 #[test]
 fn unknown_operand_and_column_first_sparse_are_refused() {
     assert!(go(DENSE_MV, "B", CSR).unwrap_err().contains("no parameter `B`"));
-    let csc = "#sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed) }>";
-    assert!(go(DENSE_MV, "matrix", csc).unwrap_err().contains("columns first"));
+    let dcsc = "#sparse_tensor.encoding<{ map = (i, j) -> (j : compressed, i : compressed) }>";
+    assert!(go(DENSE_MV, "matrix", dcsc).unwrap_err().contains("columns first"));
 }
 
 #[test]
@@ -45,4 +45,12 @@ fn stored_rows_are_scattered() {
 fn a_row_used_densely_is_refused() {
     let src = "nFun(n => nFun(m => fun(a: [[float]_m]_n => a :>> map(fun(r => r :>> reduce(*, 1.0))))))";
     assert!(go(src, "a", CSR).unwrap_err().contains("no sparsification law"));
+}
+
+#[test]
+fn csc_spmv_scatters_scaled_columns() {
+    let csc = "#sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed) }>";
+    let out = go(DENSE_MV, "matrix", csc).unwrap();
+    assert!(out.contains("zip(matrix, xs)") && out.contains(":>> join") && out.contains("scatterAdd(matrix_dim0)"), "{out}");
+    assert!(!out.contains(MARKER), "{out}");
 }

@@ -12,6 +12,11 @@ use heddle_ir::{Diagnostic, Expr, Name, Nat, Program, Span, Type};
 /// type-check.
 pub const MARKER: &str = "densify";
 
+/// The marker for "the dense row-major matrix whose columns are these
+/// compressed levels": `densifyCols(A, rows)` for a column-major operand.
+/// Every marker's name starts with [`MARKER`].
+pub const COLS_MARKER: &str = "densifyCols";
+
 /// The kernel after the structural step, before the laws run.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -35,6 +40,12 @@ enum Shape {
     SparseVector,
     /// Rank 2, dense rows then a compressed level: each row is `densify(row)`.
     CompressedRows,
+    /// Rank 2, dense columns then a compressed level (CSC): the operand is
+    /// `densifyCols(A, rows)`, which only a law can remove.
+    CompressedCols {
+        /// The number of rows of the dense matrix.
+        rows: Nat,
+    },
     /// Rank 2, a compressed outer level of `rows` rows: only stored rows are
     /// visited, each sent to its coordinate with `scatterAdd`; the inner
     /// level is compressed (`densify(row.2)`) or dense (`row.2` as is).
@@ -79,6 +90,7 @@ fn shape(enc: &Encoding, rank: usize, span: Span, operand: &str, rows: Nat) -> R
     match (rank, order.as_slice()) {
         (_, _) if enc.is_all_dense() && order.iter().enumerate().all(|(i, d)| i == *d) => Ok(Shape::Same),
         (2, [1, 0]) if dense(0) && dense(1) => Ok(Shape::Transposed),
+        (2, [1, 0]) if dense(0) && is_compressed(&enc.levels[1].format) => Ok(Shape::CompressedCols { rows }),
         (1, [0]) if is_compressed(&enc.levels[0].format) => Ok(Shape::SparseVector),
         (2, [0, 1]) if dense(0) && is_compressed(&enc.levels[1].format) => Ok(Shape::CompressedRows),
         (2, [0, 1]) if is_compressed(&enc.levels[0].format) && (dense(1) || is_compressed(&enc.levels[1].format)) => {
@@ -92,7 +104,7 @@ fn shape(enc: &Encoding, rank: usize, span: Span, operand: &str, rows: Nat) -> R
         (2, [1, 0]) => Err(refuse(
             span,
             format!("levels in order (j, i) with a `{}` level: the view iterates columns first", fmt(1)),
-            "the row-wise dense kernel over a column-major sparse view needs a scatter, which the front door does not generate yet",
+            "with levels (j, i) the front door handles all-dense storage and dense columns of compressed entries (CSC)",
         )),
         _ => Err(refuse(
             span,
@@ -259,6 +271,9 @@ fn uses(e: &Expr, a: &Name, shape: &Shape, rows: &mut Vec<Span>) -> Result<Expr,
             Ok(Expr::new(ExprKind::Pipe { arg: Box::new(e.clone()), func: Box::new(Expr::var("transpose")) }, e.span))
         }
         (ExprKind::Var(v), Shape::SparseVector) if v == a => Ok(marker(e.clone())),
+        (ExprKind::Var(v), Shape::CompressedCols { rows: n }) if v == a => {
+            Ok(Expr::synth(ExprKind::App { func: Box::new(Expr::var(COLS_MARKER)), args: vec![e.clone(), Expr::from_nat(n)] }))
+        }
         (ExprKind::Var(v), Shape::CompressedRows | Shape::StoredRows { .. }) if v == a => Err(Diagnostic::new(e.span, format!("`{a}` is used here other than as the rows of a map"))
             .with_label("this use")
             .with_note(format!("the front door handles `{a} :>> map(fun(row => …))`: the dense level is mapped, each row is a sparse level"))),
