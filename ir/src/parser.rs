@@ -340,14 +340,12 @@ impl<'a> Parser<'a> {
             }
             let op_span = self.bump().span;
             let rhs = self.binary(prec + 1)?;
-            if op.is_comparison() {
-                if let Some(next) = self.binop() {
-                    if next.is_comparison() {
+            if op.is_comparison()
+                && let Some(next) = self.binop()
+                    && next.is_comparison() {
                         return Err(Diagnostic::new(op_span.to(self.peek().span), "comparisons cannot be chained")
                             .with_label("add parentheses, e.g. `(a < b) && (b < c)`"));
                     }
-                }
-            }
             let span = lhs.span.to(rhs.span);
             lhs = Expr::new(ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) }, span);
         }
@@ -683,7 +681,7 @@ impl<'a> Parser<'a> {
         // The shape `?x8xf32` does not tokenize naturally; read it from the source.
         let from = lt.end as usize;
         let rest = &self.src[from..];
-        let shape_len = rest.find(|c: char| c == ',' || c == '>').ok_or_else(|| {
+        let shape_len = rest.find([',', '>']).ok_or_else(|| {
             Diagnostic::new(start.to(lt), "unterminated tensor type").with_label("expected `tensor<DIMSxTYPE, #ENC>`")
         })?;
         let shape = rest[..shape_len].trim();
@@ -739,14 +737,13 @@ impl<'a> Parser<'a> {
     fn nat_inner(&mut self) -> PResult<Nat> {
         // A ternary starts with a condition followed by `?`; try that first.
         let save = self.pos;
-        if let Ok(c) = self.cond() {
-            if self.eat_sym("?") {
+        if let Ok(c) = self.cond()
+            && self.eat_sym("?") {
                 let a = self.nat()?;
                 self.expect_sym(":", "between the branches of `?`")?;
                 let b = self.nat()?;
                 return Ok(Nat::Cond(Box::new(c), Box::new(a), Box::new(b)));
             }
-        }
         self.pos = save;
         self.nat_binary(1)
     }
@@ -849,11 +846,10 @@ impl<'a> Parser<'a> {
         if self.is_sym("(") {
             let save = self.pos;
             self.bump();
-            if let Ok(c) = self.cond() {
-                if self.eat_sym(")") {
+            if let Ok(c) = self.cond()
+                && self.eat_sym(")") {
                     return Ok(c);
                 }
-            }
             self.pos = save;
         }
         let a = self.nat_binary(1)?;

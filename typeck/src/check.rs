@@ -272,11 +272,10 @@ impl Checker {
     /// An integer expression as a natural: itself when it uses only naturals,
     /// otherwise `toNat(e)`.
     pub fn expr_as_nat(&self, e: &Expr, scope: &Scope) -> Nat {
-        if only_nats(e, scope) {
-            if let Some(n) = e.as_nat() {
+        if only_nats(e, scope)
+            && let Some(n) = e.as_nat() {
                 return n;
             }
-        }
         Nat::ToNat(Box::new(e.clone()))
     }
 
@@ -457,8 +456,8 @@ impl Checker {
                 return Err(Diagnostic::new(span, format!("this function takes {} arguments, but {given} were given", params.len()))
                     .with_label(format!("missing an argument for `{}`", params[k].name)));
             };
-            if let Arg::Expr(e, s) = &arg {
-                if self.arity(e, s) > 0 {
+            if let Arg::Expr(e, s) = &arg
+                && self.arity(e, s) > 0 {
                     if p.ty.is_some() {
                         return Err(Diagnostic::new(e.span, format!("`{}` is declared as data, but a function was given", p.name))
                             .with_label("expected data"));
@@ -466,7 +465,6 @@ impl Checker {
                     scope = scope.with(p.name.clone(), Binding::Macro(e.clone(), s.clone()));
                     continue;
                 }
-            }
             let arg_span = arg.span();
             let arg_expr = arg.expr().cloned();
             let te = self.force(arg)?;
@@ -478,11 +476,10 @@ impl Checker {
                 self.well_formed(&ann, &scope, p.span)?;
                 self.unify_at(&ann, &te.ty, arg_span, &format!("in the argument for `{}`", p.name))?;
             }
-            if let Some(e) = arg_expr {
-                if matches!(e.kind, ExprKind::Var(_)) {
+            if let Some(e) = arg_expr
+                && matches!(e.kind, ExprKind::Var(_)) {
                     aliases.push((p.name.clone(), e));
                 }
-            }
             scope = scope.with(p.name.clone(), Binding::Value(te.ty.clone()));
             if te.kind != TKind::Var(p.name.clone()) {
                 lets.push((p.name.clone(), te));

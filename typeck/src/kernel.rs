@@ -54,13 +54,13 @@ impl Checker {
             Nat::Lit(_) | Nat::Meta(_) => Ok(()),
             Nat::ToNat(e) => {
                 let t = self.infer(e, scope).map_err(|d| {
-                    let d = if d.message.starts_with("unbound variable") {
+                    
+                    if d.message.starts_with("unbound variable") {
                         Diagnostic::new(d.span, format!("{} (a toNat may only use names in scope where it stands)", d.message))
                             .with_label(d.label)
                     } else {
                         d
-                    };
-                    d
+                    }
                 })?;
                 let int = self.metas.fresh_type(MetaKind::Integer);
                 self.unify_at(&int, &t.ty, e.span, "inside toNat (it lifts an integer expression)")

@@ -267,11 +267,10 @@ impl Metas {
         let length = rest.scale(&num_rational::BigRational::from_integer((-1).into()));
         let quotient = Poly::from_nat(&Nat::div(length.to_nat(), coef.to_nat()));
         let exact = quotient.mul(&coef).sub(&length).is_zero();
-        if let (Some(l), Some(c)) = (length.as_constant(), coef.as_constant()) {
-            if c.is_zero() || !(l.clone() / c.clone()).is_integer() || (l / c) < Zero::zero() {
+        if let (Some(l), Some(c)) = (length.as_constant(), coef.as_constant())
+            && (c.is_zero() || !(l.clone() / c.clone()).is_integer() || (l / c) < Zero::zero()) {
                 return Some(Err(Mismatch::NotMultiple { divisor: coef.to_nat(), length: length.to_nat() }));
             }
-        }
         if !exact {
             if coef.as_constant().is_some_and(|c| c.is_one()) {
                 // M = length exactly; `exact` can only fail through rational coefficients.

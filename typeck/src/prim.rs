@@ -114,12 +114,11 @@ impl Checker {
         let mut pairs: Vec<(&Slot, Option<Arg>)> = Vec::new();
         let mut it = args.into_iter();
         for slot in &sig.slots {
-            if let Slot::Nat { optional: true, .. } = slot {
-                if !with_optional {
+            if let Slot::Nat { optional: true, .. } = slot
+                && !with_optional {
                     pairs.push((slot, None));
                     continue;
                 }
-            }
             pairs.push((slot, it.next()));
         }
         // Naturals first: later slot types mention them.
@@ -143,13 +142,12 @@ impl Checker {
                 _ => continue,
             };
             let Some(arg) = arg.clone() else { continue };
-            if let Arg::Expr(e, s) = &arg {
-                if self.arity(e, s) > 0 {
+            if let Arg::Expr(e, s) = &arg
+                && self.arity(e, s) > 0 {
                     return Err(Diagnostic::new(e.span, format!("`{name}` expects {what} here, found a function"))
                         .with_label("expected data")
                         .with_note(format!("{name} : {}", sig.text)));
                 }
-            }
             let want = inst.ty(self, want);
             let te = self.force(arg)?;
             let ctx = format!("in the {what} argument of `{name}`");
@@ -225,20 +223,18 @@ impl Checker {
                     self.unify_at(&int, &index, span, "in the first component of each `scatterAdd` pair (the index its value is added at)")?;
                 }
                 // The values are summed: numbers, or tuples and arrays of them.
-                if let Some(value) = inst.types.get(&('T' as u32)).map(|t| self.metas.zonk(t)) {
-                    if mentions_bool(&value) {
+                if let Some(value) = inst.types.get(&('T' as u32)).map(|t| self.metas.zonk(t))
+                    && mentions_bool(&value) {
                         return Err(Diagnostic::new(span, "`scatterAdd` sums its values, and booleans cannot be added")
                             .with_label(format!("the values have type {}", show(&value))));
                     }
-                }
             }
             "join" => {
-                if let Type::Array { elem, .. } = result {
-                    if let Some(b) = inst.binders.values().find(|b| elem.mentions(b)) {
+                if let Type::Array { elem, .. } = result
+                    && let Some(b) = inst.binders.values().find(|b| elem.mentions(b)) {
                         return Err(Diagnostic::new(span, "`join` needs inner arrays whose elements do not depend on the position")
                             .with_label(format!("the element type {} depends on {b}", show(elem))));
                     }
-                }
             }
             "asVector" | "asScalar" => {
                 let w = inst.named.get(&Name::from("w")).and_then(|w| w.const_value());

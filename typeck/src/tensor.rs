@@ -77,11 +77,10 @@ pub fn view_expr(enc: &Encoding, layout: &StorageLayout, param: &Name, span: Spa
     let mut aos_start: Option<(usize, Name)> = None;
     for (l, level) in levels.iter().enumerate().take(walked) {
         let crd_of = |path: &[Name], aos: &Option<(usize, Name)>| -> Result<Expr, Diagnostic> {
-            if let Some((start, buf)) = aos {
-                if enc.aos_run(*start).is_some_and(|r| r.contains(&l)) {
+            if let Some((start, buf)) = aos
+                && enc.aos_run(*start).is_some_and(|r| r.contains(&l)) {
                     return Ok(proj(indexed(buf, path), (l - start + 1) as u32));
                 }
-            }
             let (crd, _) = buffer(BufferKind::Coordinates, Some(l)).ok_or_else(|| unsupported("coordinate-less"))?;
             Ok(indexed(&crd, path))
         };
@@ -101,11 +100,10 @@ pub fn view_expr(enc: &Encoding, layout: &StorageLayout, param: &Name, span: Spa
                     binders.push((b, lambda.clone()));
                 }
                 path.push(lambda.clone());
-                if enc.aos_run(l).is_some() {
-                    if let Some((crd, _)) = buffer(BufferKind::Coordinates, Some(l)) {
+                if enc.aos_run(l).is_some()
+                    && let Some((crd, _)) = buffer(BufferKind::Coordinates, Some(l)) {
                         aos_start = Some((l, crd));
                     }
-                }
                 let crd = if format.is_dense_like() { None } else { Some(crd_of(&path, &aos_start)?) };
                 steps.push(Step::Layer { param: lambda, len, crd });
             }

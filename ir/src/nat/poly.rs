@@ -277,11 +277,10 @@ fn mul_monomials(a: &Monomial, b: &Monomial) -> Monomial {
 fn divide(pa: Poly, pb: Poly) -> Poly {
     if let Some(c) = pb.as_constant() {
         if !c.is_zero() {
-            if let Some(a) = pa.as_constant() {
-                if a.is_integer() && c.is_integer() {
+            if let Some(a) = pa.as_constant()
+                && a.is_integer() && c.is_integer() {
                     return Poly::constant(BigRational::from_integer(a.to_integer().div_floor(&c.to_integer())));
                 }
-            }
             let q = pa.scale(&c.recip());
             if q.is_integer_valued() && c.is_integer() {
                 return q;
@@ -295,8 +294,8 @@ fn divide(pa: Poly, pb: Poly) -> Poly {
 }
 
 fn modulo(pa: Poly, pb: Poly) -> Poly {
-    if let Some(c) = pb.as_constant() {
-        if c.is_integer() && !c.is_zero() {
+    if let Some(c) = pb.as_constant()
+        && c.is_integer() && !c.is_zero() {
             let c = c.to_integer();
             // Terms with an integer coefficient divisible by c contribute nothing.
             let mut rest = Poly::zero();
@@ -305,18 +304,16 @@ fn modulo(pa: Poly, pb: Poly) -> Poly {
                     rest.add_term(m.clone(), v.clone());
                 }
             }
-            if let Some(a) = rest.as_constant() {
-                if a.is_integer() {
+            if let Some(a) = rest.as_constant()
+                && a.is_integer() {
                     return Poly::constant(BigRational::from_integer(a.to_integer().mod_floor(&c)));
                 }
-            }
             let q = rest.scale(&BigRational::from_integer(c.clone()).recip());
             if q.is_integer_valued() {
                 return Poly::zero();
             }
             return Poly::atom(Nat::bin(NatOp::Mod, rest.to_nat(), big_to_nat(&c)));
         }
-    }
     if pa == pb {
         return Poly::zero();
     }

@@ -29,7 +29,7 @@ fn err(param: &Name, message: impl Into<String>) -> InputError {
 
 /// Binds naturals and inputs; returns the environment the kernel runs in.
 pub fn bind_inputs(kernel: &Kernel, nat_args: &[(String, i64)], inputs: Vec<(String, Loaded)>) -> Result<Env, InputError> {
-    let nat_params: Vec<&Name> = kernel.params.iter().filter_map(|p| matches!(p, KernelParam::Nat(_)).then(|| p.name())).collect();
+    let nat_params: Vec<&Name> = kernel.params.iter().filter(|&p| matches!(p, KernelParam::Nat(_))).map(|p| p.name()).collect();
     let value_params: Vec<(&Name, &Type)> = kernel
         .params
         .iter()
@@ -231,11 +231,10 @@ fn observed_lengths(t: &Type, data: &Loaded) -> Vec<(Nat, i64)> {
         Loaded::Json(j) => {
             let mut out = Vec::new();
             let (mut ty, mut cur) = (t, j);
-            if json_depth(j) < type_depth(t) {
-                if let serde_json::Value::Array(items) = j {
+            if json_depth(j) < type_depth(t)
+                && let serde_json::Value::Array(items) = j {
                     return vec![(flat_count(t), items.len() as i64)];
                 }
-            }
             // Nested: one equation per level along the first elements.
             while let (Type::Array { binder, elem, len }, serde_json::Value::Array(items)) = (ty, cur) {
                 out.push((len.clone(), items.len() as i64));
