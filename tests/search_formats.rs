@@ -100,3 +100,15 @@ fn filter_keeps_the_matching_variants_and_counts_the_rest() {
     assert!(ran.iter().all(|v| v["encoding"].as_str().unwrap().contains("(i : dense, j : compressed)")), "{j}");
     assert_eq!(j["filtered_out"].as_u64().unwrap() as usize, RANK2_VARIANTS - 4, "{j}");
 }
+
+#[test]
+fn opencl_variants_agree_when_a_platform_exists() {
+    let (code, out, err) = search(&["--backend", "opencl", "--json", "--filter", "(i : dense, j : compressed)", "--filter", "(i : compressed, j : dense)"]);
+    if code == 1 && err.contains("no OpenCL platform") && std::env::var("CI").is_err() {
+        eprintln!("SKIPPED: no OpenCL platform: {err}");
+        return;
+    }
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["variants"].as_array().unwrap().len(), 8, "{j}");
+}

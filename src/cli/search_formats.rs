@@ -12,6 +12,7 @@ use super::sparsify::front_door;
 use super::{Failure, Output, load};
 use heddle_ir::encoding::parse_encoding;
 use heddle_runtime::io::{bind_inputs, read_input, write};
+use heddle_runtime::opencl::OpenCl;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -36,6 +37,9 @@ pub struct Args {
     /// Which backend runs the variants.
     #[arg(long, value_enum, default_value = "cpu")]
     backend: Backend,
+    /// The OpenCL device's index for --backend opencl (default: the first GPU, else the first device).
+    #[arg(long, value_name = "N")]
+    device: Option<usize>,
     /// Threads for --backend cpu (default: HEDDLE_THREADS, else every core).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     threads: Option<u32>,
@@ -70,6 +74,11 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     if !a.matrices.iter().any(|m| m.split_once('=').is_some_and(|(k, _)| k == a.operand)) {
         return Err(Failure::Input(format!("--operand {}: give its data with --matrix {}=FILE.mtx", a.operand, a.operand)));
     }
+    // One OpenCL context for every variant; no device is an error up front.
+    let cl = match a.backend {
+        Backend::Opencl => Some(OpenCl::new(a.device).map_err(|d| Failure::Input(d.message))?),
+        _ => None,
+    };
     let rank = variants::operand_rank(&program, &a.operand).map_err(|d| Failure::Source(file.clone(), vec![d]))?;
     let all = variants::enumerate(rank);
     let candidates: Vec<String> = all.iter().filter(|t| a.filters.is_empty() || a.filters.iter().any(|f| t.contains(f.as_str()))).cloned().collect();
@@ -86,7 +95,7 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         bar.set_message(variants::short(text));
         let fate = match parse_encoding(text, 0) {
             Err(d) => Fate::Skipped(format!("rejected by the verifier: {}", d.message)),
-            Ok(enc) => match one(a, &file, &program, enc) {
+            Ok(enc) => match one(a, &file, &program, enc, cl.as_ref()) {
                 Ok((t, v)) => Fate::Ran(t, v),
                 Err(why) => Fate::Skipped(why),
             },
@@ -99,7 +108,13 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
 }
 
 /// Builds, binds and runs one variant; the reason as text when it cannot.
-fn one(a: &Args, file: &heddle::source::SourceFile, program: &heddle_ir::Program, enc: heddle_ir::encoding::Encoding) -> Result<(Duration, serde_json::Value), String> {
+fn one(
+    a: &Args,
+    file: &heddle::source::SourceFile,
+    program: &heddle_ir::Program,
+    enc: heddle_ir::encoding::Encoding,
+    cl: Option<&OpenCl>,
+) -> Result<(Duration, serde_json::Value), String> {
     let first = |f: Failure| match f {
         Failure::Source(src, d) => d.first().map_or_else(|| "failed".to_string(), |d| {
             let at = src.locate(d);
@@ -151,14 +166,19 @@ fn one(a: &Args, file: &heddle::source::SourceFile, program: &heddle_ir::Program
         let value = heddle_runtime::launch::output_value(p, &launch, &kernel.body.ty, &env).map_err(located)?;
         return Ok((best, write::to_json(&value, &kernel.body.ty)));
     }
+    if let Some(cl) = cl {
+        // The kernel is built once; its time is from OpenCL profiling events.
+        let compiled = heddle::opencl::compile(&kernel, &super::compile::kernel_name(&sparse)).map_err(located)?;
+        let (value, timing) = heddle::opencl::run(cl, &kernel, &compiled, &env, a.reps as usize).map_err(located)?;
+        let best = timing.kernel_seconds.iter().copied().fold(f64::INFINITY, f64::min);
+        let best = if best.is_finite() { Duration::from_secs_f64(best.max(0.0)) } else { Duration::ZERO };
+        return Ok((best, write::to_json(&value, &kernel.body.ty)));
+    }
     let mut best = Duration::MAX;
     let mut value = None;
     for _ in 0..a.reps {
         let start = Instant::now();
-        let v = match a.backend {
-            Backend::Opencl => super::tune::run_opencl(&sparse, &kernel, &env, None).map_err(first)?,
-            _ => heddle_runtime::interp::run_kernel(&kernel, &env).map_err(located)?,
-        };
+        let v = heddle_runtime::interp::run_kernel(&kernel, &env).map_err(located)?;
         best = best.min(start.elapsed());
         value = Some(v);
     }
@@ -207,10 +227,11 @@ fn report(a: &Args, results: Vec<(String, Fate)>, filtered_out: usize) -> Result
         text.push_str(&format!(", {filtered_out} filtered out by --filter"));
     }
     text.push('\n');
-    text.push_str(&format!("{:>4}  {:>12}  {:>7}  encoding\n", "rank", "time (ms)", "ratio"));
+    // Microseconds: readable for the small kernels OpenCL profiles and for large ones alike.
+    text.push_str(&format!("{:>4}  {:>12}  {:>7}  encoding\n", "rank", "time (µs)", "ratio"));
     for (k, (enc, t, _)) in ran.iter().enumerate() {
         let ratio = if fastest > 0.0 { t.as_secs_f64() / fastest } else { 1.0 };
-        text.push_str(&format!("{:>4}  {:>12.4}  {:>7.2}  {}\n", k + 1, t.as_secs_f64() * 1e3, ratio, variants::short(enc)));
+        text.push_str(&format!("{:>4}  {:>12.1}  {:>7.2}  {}\n", k + 1, t.as_secs_f64() * 1e6, ratio, variants::short(enc)));
     }
     if !skipped.is_empty() {
         text.push_str("skipped:\n");
