@@ -187,6 +187,9 @@ fn named_encodings_come_from_defs() {
     assert_eq!(code, 0);
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert!(j["type"].as_str().unwrap().contains("tensor"), "{j}");
+    // The laws that did the work are reported.
+    assert!(j["laws_applied"]["zip-index-mul-12"].as_u64().unwrap() > 0, "{j}");
+    assert!(j["laws_applied"]["sum-stored-mapped"].as_u64().unwrap() > 0, "{j}");
 }
 
 #[test]

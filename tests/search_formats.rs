@@ -112,3 +112,15 @@ fn opencl_variants_agree_when_a_platform_exists() {
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(j["variants"].as_array().unwrap().len(), 8, "{j}");
 }
+
+#[test]
+fn spmm_variants_agree_and_name_the_operand() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = dir.path().join("b.json");
+    std::fs::write(&b, "[[1.0, 2.0], [0.5, -1.0], [3.0, 0.0], [1.0, 1.0], [2.0, -2.0], [0.0, 4.0]]").unwrap();
+    let b = format!("B={}", b.display());
+    let (code, out, err) = heddle(&["search-formats", "examples/dense/dense_mm.hdl", "--operand", "A", "--matrix", "A=examples/data/spmv8/matrix.mtx", "--input", &b, "--reps", "1"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with(&format!("{RANK2_VARIANTS} variants of `A` on cpu:")), "{out}");
+    assert!(out.contains("(i : dense, j : compressed)\n") && out.contains("(i : compressed, j : compressed)\n"), "{out}");
+}

@@ -76,8 +76,8 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         (file, kernel)
     } else {
         let specs = a.encodings.iter().map(|s| super::sparsify::parse_spec(s, a.defs.as_deref())).collect::<Result<Vec<_>, _>>()?;
-        let (sparse, _, kernel) = super::sparsify::front_door(&file, &program, &specs)?;
-        (sparse, kernel)
+        let sparse = super::sparsify::front_door(&file, &program, &specs)?;
+        (sparse.file, sparse.kernel)
     };
     let mut nats = Vec::new();
     for p in &a.params {

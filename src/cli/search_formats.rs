@@ -123,7 +123,7 @@ fn one(
         Failure::Input(m) => m,
     };
     let spec = (a.operand.clone(), format!("{}_enc", a.operand), enc);
-    let (sparse, _, kernel) = front_door(file, program, &[spec]).map_err(first)?;
+    let super::sparsify::Sparse { file: sparse, kernel, .. } = front_door(file, program, &[spec]).map_err(first)?;
     let mut nats = Vec::new();
     for p in &a.params {
         let (k, v) = split("param", p).map_err(first)?;
@@ -222,7 +222,8 @@ fn report(a: &Args, results: Vec<(String, Fate)>, filtered_out: usize) -> Result
     }
     ran.sort_by_key(|(_, t, _)| *t);
     let fastest = ran.first().map_or(0.0, |(_, t, _)| t.as_secs_f64());
-    let mut text = format!("{} variants of `{}` on {:?}: {} ran, {} skipped", ran.len() + skipped.len(), a.operand, a.backend, ran.len(), skipped.len()).to_lowercase();
+    let backend = format!("{:?}", a.backend).to_lowercase();
+    let mut text = format!("{} variants of `{}` on {backend}: {} ran, {} skipped", ran.len() + skipped.len(), a.operand, ran.len(), skipped.len());
     if filtered_out > 0 {
         text.push_str(&format!(", {filtered_out} filtered out by --filter"));
     }
@@ -242,7 +243,7 @@ fn report(a: &Args, results: Vec<(String, Fate)>, filtered_out: usize) -> Result
     let json = serde_json::json!({
         "ok": true,
         "operand": a.operand,
-        "backend": format!("{:?}", a.backend).to_lowercase(),
+        "backend": backend,
         "reps": a.reps,
         "filtered_out": filtered_out,
         "variants": ran.iter().map(|(e, t, _)| serde_json::json!({ "encoding": e, "seconds": t.as_secs_f64() })).collect::<Vec<_>>(),

@@ -9,6 +9,7 @@ use heddle::source::SourceFile;
 use heddle_ir::Program;
 use heddle_ir::encoding::Encoding;
 use heddle_typeck::Kernel;
+use std::collections::BTreeMap;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -39,14 +40,28 @@ pub fn parse_spec(spec: &str, defs: Option<&str>) -> Result<(String, String, Enc
     Ok((name, enc_name, encoding))
 }
 
+/// What the front door produced.
+pub struct Sparse {
+    /// The sparse program's text, named after the dense file: later errors
+    /// point into what the user can print with `heddle sparsify`.
+    pub file: SourceFile,
+    /// The checked sparse kernel.
+    pub kernel: Kernel,
+    /// How often each law changed the e-graph, over all operands.
+    pub laws: BTreeMap<String, usize>,
+}
+
 /// Sparsifies `program` (read from `file`) for every operand encoding, then
-/// type-checks it. The returned source file holds the sparse program's
-/// text, so later errors point into what the user can print with `sparsify`.
-pub fn front_door(file: &SourceFile, program: &Program, specs: &[(String, String, Encoding)]) -> Result<(SourceFile, Program, Kernel), Failure> {
+/// type-checks it.
+pub fn front_door(file: &SourceFile, program: &Program, specs: &[(String, String, Encoding)]) -> Result<Sparse, Failure> {
     let mut program = program.clone();
     let mut src = file.clone();
+    let mut laws = BTreeMap::new();
     for (operand, enc_name, enc) in specs {
         let out = heddle_rewrite::sparsify::sparsify(&program, operand, enc_name, enc).map_err(|d| Failure::Source(src.clone(), vec![d]))?;
+        for (law, n) in out.rules_applied {
+            *laws.entry(law).or_default() += n;
+        }
         // The next operand's errors are located in this step's text, parsed back.
         src = SourceFile::new(format!("{} (sparsified)", file.name), heddle_ir::printer::print_program(&out.program));
         program = heddle_ir::parser::parse_program(&src.text).map_err(|d| Failure::Source(src.clone(), d))?;
@@ -54,7 +69,7 @@ pub fn front_door(file: &SourceFile, program: &Program, specs: &[(String, String
     let text = heddle_ir::printer::print_program(&program);
     let sparse = SourceFile::new(format!("{} (sparsified)", file.name), text);
     match heddle::check_source(&sparse) {
-        Ok((p, k)) => Ok((sparse, p, k)),
+        Ok((_, kernel)) => Ok(Sparse { file: sparse, kernel, laws }),
         Err(d) => Err(Failure::Source(sparse, d)),
     }
 }
@@ -62,11 +77,12 @@ pub fn front_door(file: &SourceFile, program: &Program, specs: &[(String, String
 pub fn run(a: &Args) -> Result<Output, Failure> {
     let (file, program, _) = super::load(&a.file)?;
     let specs = a.encodings.iter().map(|s| parse_spec(s, a.defs.as_deref())).collect::<Result<Vec<_>, _>>()?;
-    let (sparse, _, kernel) = front_door(&file, &program, &specs)?;
+    let Sparse { file: sparse, kernel, laws } = front_door(&file, &program, &specs)?;
     let json = serde_json::json!({
         "ok": true,
         "program": sparse.text,
         "type": kernel.ty.to_string(),
+        "laws_applied": laws,
     });
     Ok(Output { text: sparse.text.clone(), json })
 }
