@@ -247,6 +247,17 @@ fn compile_target_opencl_listing5() {
     insta::assert_snapshot!(out);
 }
 
+/// The generated OpenCL of the Listing-7-style kernel as lowered from its
+/// source: work-groups over row groups, local ids over rows and over each
+/// row's interleaved parts, the partial sums in local memory.
+#[test]
+fn compile_target_opencl_listing7() {
+    let (code, out, err) = common::heddle(&["compile", "examples/csr_spmv_parallel.hdl", "--target", "opencl"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("__local") && out.contains("get_local_id(1)") && out.contains("get_group_id(0)"), "{out}");
+    insta::assert_snapshot!(out);
+}
+
 #[test]
 fn tune_refuses_an_unknown_tunable() {
     let (code, _, err) = common::heddle(&["tune", "examples/csr_spmv_row_per_item.hdl", "--csr", "examples/data/spmv8/matrix.mtx", "--param-range", "R=1..4"]);
