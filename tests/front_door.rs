@@ -239,3 +239,28 @@ fn a_row_no_law_covers_is_refused_at_the_row() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("no sparsification law removes the dense view of `A`") && err.contains("dense_mm.hdl:4:"), "{err}");
 }
+
+#[test]
+fn a_compressed_vector_dot_product_visits_stored_entries_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("dot.hdl");
+    std::fs::write(&file, "nFun(n => fun(a: [float]_n => fun(b: [float]_n =>\n  zip(a, b) :>> map(fun(p => p.1 * p.2)) :>> reduce(+, 0))))\n").unwrap();
+    let file = file.to_str().unwrap();
+    let tns = dir.path().join("a.tns");
+    std::fs::write(&tns, "1 2.0\n3 -1.5\n4 0.5\n").unwrap();
+    let b = dir.path().join("b.json");
+    std::fs::write(&b, "[1.0, 2.0, 3.0, 4.0]").unwrap();
+    let spec = "a=#sparse_tensor.encoding<{ map = (i) -> (i : compressed) }>";
+    let (code, out, err) = heddle(&["sparsify", file, "--encoding", spec]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("a :>> map(fun(e => e.2 * b@e.1)) :>> reduce(+, 0)"), "{out}");
+    for backend in ["interp", "cpu"] {
+        let (code, out, err) = heddle(&[
+            "run", file, "--backend", backend, "--encoding", spec,
+            "--matrix", &format!("a={}", tns.display()), "--input", &format!("b={}", b.display()),
+        ]);
+        assert_eq!(code, 0, "{backend}: {err}");
+        // 2·1 − 1.5·3 + 0.5·4
+        assert_eq!(floats(&out), vec![-0.5], "{backend}");
+    }
+}
