@@ -228,15 +228,17 @@ pub fn plan(program: &Program, operand: &str, enc_name: &str, enc: &Encoding) ->
 /// retyping it) and rewrites the body's uses of the operand.
 fn rebuild(e: &Expr, operand: &str, tensor: &Type, substs: &[(Name, Nat)], shape: &Shape, rows: &mut Vec<Span>) -> Result<Expr, Diagnostic> {
     match &e.kind {
-        ExprKind::NFun { var, body } if substs.iter().any(|(n, _)| n == var) => {
-            let (_, value) = substs.iter().find(|(n, _)| n == var).expect("just found");
-            let body = body.subst(var, &Expr::synth(ExprKind::NatValue(value.clone())));
-            rebuild(&body, operand, tensor, substs, shape, rows)
-        }
-        ExprKind::NFun { var, body } => Ok(Expr::new(
-            ExprKind::NFun { var: var.clone(), body: Box::new(rebuild(body, operand, tensor, substs, shape, rows)?) },
-            e.span,
-        )),
+        ExprKind::NFun { var, body } => match substs.iter().find(|(n, _)| n == var) {
+            // The operand's size: the binder goes, its uses become `A_dimK`.
+            Some((_, value)) => {
+                let body = body.subst(var, &Expr::synth(ExprKind::NatValue(value.clone())));
+                rebuild(&body, operand, tensor, substs, shape, rows)
+            }
+            None => Ok(Expr::new(
+                ExprKind::NFun { var: var.clone(), body: Box::new(rebuild(body, operand, tensor, substs, shape, rows)?) },
+                e.span,
+            )),
+        },
         ExprKind::Fun { params, body } if params.iter().all(|p| p.ty.is_some()) => {
             let params = params
                 .iter()
@@ -315,7 +317,7 @@ fn scatter(mapped: Expr, shape: &Shape) -> Expr {
 /// the child is `densify(row.2)` for a compressed inner level — sound only
 /// when `body` is 0 for an absent row ([`super::absent`]).
 fn densify_rows(f: &Expr, a: &Name, shape: &Shape, rows: &mut Vec<Span>) -> Result<Expr, Diagnostic> {
-    let (p, body) = row_lambda(f).expect("checked by the caller");
+    let Some((p, body)) = row_lambda(f) else { return uses(f, a, shape, rows) };
     let body = uses(body, a, shape, rows)?;
     let row = Expr::var(p.name.clone());
     let body = match shape {
