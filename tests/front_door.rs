@@ -213,6 +213,10 @@ fn bad_encodings_and_operands_are_located_errors() {
         assert!(err.contains(says), "{extra:?}: expected `{says}` in\n{err}");
         assert!(!err.contains("panicked"), "{err}");
     }
+    // One encoding per operand.
+    let (code, _, err) = heddle(&["sparsify", MV, "--encoding", &format!("matrix={csr}"), "--encoding", &format!("matrix={csr}")]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("given an encoding twice"), "{err}");
     // The parameter itself is pointed at, with a caret.
     let (_, _, err) = heddle(&["sparsify", MV, "--encoding", &format!("xs={csr}")]);
     assert!(err.contains("examples/dense_mv.hdl:4:") && err.contains('^'), "{err}");

@@ -57,6 +57,11 @@ pub fn front_door(file: &SourceFile, program: &Program, specs: &[(String, String
     let mut program = program.clone();
     let mut src = file.clone();
     let mut laws = BTreeMap::new();
+    for (k, (operand, _, _)) in specs.iter().enumerate() {
+        if specs[..k].iter().any(|(o, _, _)| o == operand) {
+            return Err(Failure::Input(format!("--encoding {operand}=…: `{operand}` is given an encoding twice")));
+        }
+    }
     for (operand, enc_name, enc) in specs {
         let out = heddle_rewrite::sparsify::sparsify(&program, operand, enc_name, enc).map_err(|d| Failure::Source(src.clone(), vec![d]))?;
         for (law, n) in out.rules_applied {

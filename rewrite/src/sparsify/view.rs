@@ -197,7 +197,7 @@ pub fn plan(program: &Program, operand: &str, enc_name: &str, enc: &Encoding) ->
                 return Err(refuse(
                     param.span,
                     format!("dimension {k} of `{operand}` has length {}, neither a kernel's nat parameter nor a literal", heddle_ir::printer::print_nat(len)),
-                    "write the dense operand's lengths as nFun parameters or numbers",
+                    "write the dense operand's lengths as nFun parameters or numbers; a size shared with an operand given an encoding before this one cannot be a second tensor's dimension yet",
                 ));
             }
         }
