@@ -268,3 +268,21 @@ fn a_compressed_vector_dot_product_visits_stored_entries_only() {
         assert_eq!(floats(&out), vec![-0.5], "{backend}");
     }
 }
+
+#[test]
+fn sparsified_kernels_run_on_opencl_when_a_platform_exists() {
+    let data = "examples/data/spmv8";
+    let (_, dense, _) = heddle(&["run", MV, "--dense", &format!("matrix={data}/matrix.mtx"), "--input", &format!("xs={data}/xs.json")]);
+    for levels in ["(i : dense, j : compressed)", "(i : compressed, j : compressed)", "(j : dense, i : compressed)"] {
+        let (code, out, err) = heddle(&[
+            "run", MV, "--backend", "opencl", "--encoding", &format!("matrix={}", enc(levels)),
+            "--matrix", &format!("matrix={data}/matrix.mtx"), "--input", &format!("xs={data}/xs.json"),
+        ]);
+        if code == 1 && err.contains("no OpenCL platform") && std::env::var("CI").is_err() {
+            eprintln!("SKIPPED: no OpenCL platform: {err}");
+            return;
+        }
+        assert_eq!(code, 0, "{levels}: {err}");
+        assert!(close(&floats(&out), &floats(&dense)), "{levels}: {out} vs {dense}");
+    }
+}
