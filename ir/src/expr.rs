@@ -350,6 +350,43 @@ impl Expr {
         }
     }
 
+    /// Calls `f` on each direct sub-expression, mutably (not inside types).
+    pub fn for_each_child_mut(&mut self, f: &mut dyn FnMut(&mut Expr)) {
+        match &mut self.kind {
+            ExprKind::Var(_) | ExprKind::Lit(_) | ExprKind::Section(_) | ExprKind::NatValue(_) => {}
+            ExprKind::Fun { body, .. } | ExprKind::NFun { body, .. } => f(body),
+            ExprKind::App { func, args } => {
+                f(func);
+                args.iter_mut().for_each(f);
+            }
+            ExprKind::Pipe { arg, func } => {
+                f(arg);
+                f(func)
+            }
+            ExprKind::Index { array, index } => {
+                f(array);
+                f(index)
+            }
+            ExprKind::Proj { tuple, .. } => f(tuple),
+            ExprKind::Tuple(es) => es.iter_mut().for_each(f),
+            ExprKind::Annot { expr, .. } => f(expr),
+            ExprKind::Let { value, body, .. } => {
+                f(value);
+                f(body)
+            }
+            ExprKind::Binary { lhs, rhs, .. } => {
+                f(lhs);
+                f(rhs)
+            }
+            ExprKind::Unary { operand, .. } => f(operand),
+            ExprKind::Select { cond, then, els } => {
+                f(cond);
+                f(then);
+                f(els)
+            }
+        }
+    }
+
     /// Calls `f` on each direct sub-expression (not inside types).
     pub fn for_each_child(&self, f: &mut dyn FnMut(&Expr)) {
         match &self.kind {

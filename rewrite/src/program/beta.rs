@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 /// Reduces the safe redexes of `e`, innermost first.
 pub fn tidy(e: &Expr) -> Expr {
     let mut kids = e.clone();
-    map_children(&mut kids, &mut |c| *c = tidy(c));
+    kids.for_each_child_mut(&mut |c| *c = tidy(c));
     match &kids.kind {
         ExprKind::App { func, args } => match &func.kind {
             ExprKind::Fun { params, body } if !params.is_empty() && !args.is_empty() => {
@@ -129,44 +129,9 @@ fn subst(e: &Expr, x: &Name, v: &Expr) -> Expr {
         }),
         _ => {
             let mut out = e.clone();
-            map_children(&mut out, &mut |c| *c = subst(c, x, v));
+            out.for_each_child_mut(&mut |c| *c = subst(c, x, v));
             out
         }
     }
 }
 
-fn map_children(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
-    match &mut e.kind {
-        ExprKind::Var(_) | ExprKind::Lit(_) | ExprKind::Section(_) | ExprKind::NatValue(_) => {}
-        ExprKind::Fun { body, .. } | ExprKind::NFun { body, .. } => f(body),
-        ExprKind::App { func, args } => {
-            f(func);
-            args.iter_mut().for_each(f);
-        }
-        ExprKind::Pipe { arg, func } => {
-            f(arg);
-            f(func)
-        }
-        ExprKind::Index { array, index } => {
-            f(array);
-            f(index)
-        }
-        ExprKind::Proj { tuple, .. } => f(tuple),
-        ExprKind::Tuple(es) => es.iter_mut().for_each(f),
-        ExprKind::Annot { expr, .. } => f(expr),
-        ExprKind::Let { value, body, .. } => {
-            f(value);
-            f(body)
-        }
-        ExprKind::Binary { lhs, rhs, .. } => {
-            f(lhs);
-            f(rhs)
-        }
-        ExprKind::Unary { operand, .. } => f(operand),
-        ExprKind::Select { cond, then, els } => {
-            f(cond);
-            f(then);
-            f(els)
-        }
-    }
-}

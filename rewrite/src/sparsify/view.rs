@@ -348,23 +348,17 @@ fn proj(e: Expr, field: u32) -> Expr {
     Expr::synth(ExprKind::Proj { tuple: Box::new(e), field })
 }
 
-/// Rebuilds `e` with `f` applied to each direct child expression.
+/// Rebuilds `e` with `f` applied to each direct child expression; the first error wins.
 fn map_children(e: &Expr, f: &mut dyn FnMut(&Expr) -> Result<Expr, Diagnostic>) -> Result<Expr, Diagnostic> {
-    let b = |x: &Expr, f: &mut dyn FnMut(&Expr) -> Result<Expr, Diagnostic>| f(x).map(Box::new);
-    let kind = match &e.kind {
-        ExprKind::Var(_) | ExprKind::Lit(_) | ExprKind::Section(_) | ExprKind::NatValue(_) => return Ok(e.clone()),
-        ExprKind::Fun { params, body } => ExprKind::Fun { params: params.clone(), body: b(body, f)? },
-        ExprKind::NFun { var, body } => ExprKind::NFun { var: var.clone(), body: b(body, f)? },
-        ExprKind::App { func, args } => ExprKind::App { func: b(func, f)?, args: args.iter().map(&mut *f).collect::<Result<_, _>>()? },
-        ExprKind::Pipe { arg, func } => ExprKind::Pipe { arg: b(arg, f)?, func: b(func, f)? },
-        ExprKind::Index { array, index } => ExprKind::Index { array: b(array, f)?, index: b(index, f)? },
-        ExprKind::Proj { tuple, field } => ExprKind::Proj { tuple: b(tuple, f)?, field: *field },
-        ExprKind::Tuple(es) => ExprKind::Tuple(es.iter().map(&mut *f).collect::<Result<_, _>>()?),
-        ExprKind::Annot { expr, ty } => ExprKind::Annot { expr: b(expr, f)?, ty: ty.clone() },
-        ExprKind::Let { name, value, body } => ExprKind::Let { name: name.clone(), value: b(value, f)?, body: b(body, f)? },
-        ExprKind::Binary { op, lhs, rhs } => ExprKind::Binary { op: *op, lhs: b(lhs, f)?, rhs: b(rhs, f)? },
-        ExprKind::Unary { op, operand } => ExprKind::Unary { op: *op, operand: b(operand, f)? },
-        ExprKind::Select { cond, then, els } => ExprKind::Select { cond: b(cond, f)?, then: b(then, f)?, els: b(els, f)? },
-    };
-    Ok(Expr::new(kind, e.span))
+    let mut out = e.clone();
+    let mut failure = None;
+    out.for_each_child_mut(&mut |c| {
+        if failure.is_none() {
+            match f(c) {
+                Ok(new) => *c = new,
+                Err(d) => failure = Some(d),
+            }
+        }
+    });
+    failure.map_or(Ok(out), Err)
 }
