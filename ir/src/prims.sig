@@ -45,3 +45,28 @@ asScalar     : [<T>w]_N -> [T]_{w * N}
 // entries mean. As a kernel's result it runs in parallel with atomic adds, so
 // float sums may arrive in another order and differ in the last bits.
 scatterAdd   : (n: nat) -> [(I, T)]_N -> [T]_n
+
+// Co-iteration (merge lattices, MLIR paper §4.3) over two coordinate lists
+// sorted by strictly increasing coordinate, such as two rows of compressed
+// levels ((coordinate, value) pairs). `union(za, zb)` visits every coordinate
+// stored in either list, in order, with both values (za / zb standing in for
+// the list that has none): the disjunction, for `+`. `intersect` visits the
+// coordinates stored in both: the conjunction, for `*`. An unsorted or
+// duplicated list is a run-time error in the interpreter; compiled code then
+// produces an unspecified but in-bounds result.
+//
+// A result length written `counted` is known only after the pattern ran: the
+// type checker gives each use its own count array, `toNat(count#k)`, indexed by
+// the positions of the maps around it (`toNat(count#k@i)`), and compiled code
+// computes it in a counting phase before the kernel that fills the result
+// (count → allocate → fill). See `heddle_ir::nat::counted`.
+union        : (za: T) -> (zb: U) -> [(I, T)]_N -> [(I, U)]_M -> [(I, T, U)]_counted
+intersect    : [(I, T)]_N -> [(I, U)]_M -> [(I, T, U)]_counted
+
+// The expand/compress workspace (MLIR's `expand` / `compress`): the sparse
+// counterpart of scatterAdd. `compressAdd(n)` adds the values of (index,
+// value) pairs by index in 0 .. n (any order, duplicates summed, as Gustavson's
+// SpMSpM produces them) and returns the indices that received a value, in
+// increasing order, with their sums: a compressed row. T is a number. An index
+// outside 0 .. n is a run-time error (a `Check` in compiled code).
+compressAdd  : (n: nat) -> [(I, T)]_N -> [(I, T)]_counted

@@ -52,6 +52,8 @@ pub struct Checker {
     /// Run-time conditions found so far.
     pub obligations: Vec<Obligation>,
     depth: u32,
+    /// Count arrays handed out so far (see `heddle_ir::nat::counted`).
+    counts: u32,
 }
 
 pub(crate) type CResult<T> = Result<T, Diagnostic>;
@@ -59,7 +61,13 @@ pub(crate) type CResult<T> = Result<T, Diagnostic>;
 impl Checker {
     /// A checker whose generated names avoid `used`.
     pub fn new(used: HashSet<Name>) -> Checker {
-        Checker { metas: Metas::default(), used, obligations: Vec::new(), depth: 0 }
+        Checker { metas: Metas::default(), used, obligations: Vec::new(), depth: 0, counts: 0 }
+    }
+
+    /// The length of a fresh count array: `toNat(count#k)`.
+    pub fn fresh_count(&mut self) -> Nat {
+        self.counts += 1;
+        heddle_ir::nat::counted::counted(Name::from(format!("{}{}", heddle_ir::nat::counted::COUNT_PREFIX, self.counts)))
     }
 
     /// A name not used anywhere yet.

@@ -60,6 +60,7 @@ impl Instance {
                 self.nats.insert(letter, m.clone());
                 m
             }
+            Nat::Var(ref v) if v.as_str() == heddle_ir::nat::counted::COUNTED => c.fresh_count(),
             Nat::Var(ref v) => {
                 if let Some(given) = self.named.get(v) {
                     given.clone()
@@ -179,6 +180,7 @@ impl Checker {
         }
         let result = inst.ty(self, &sig.result);
         let result = self.metas.zonk(&result);
+        let result = lift_counts(name, result, self);
         self.post_checks(name, &inst, &result, head_span)?;
         for p in std::mem::take(&mut self.metas.pending) {
             self.obligations.push(Obligation {
@@ -229,6 +231,17 @@ impl Checker {
                             .with_label(format!("the values have type {}", show(&value))));
                     }
             }
+            "union" | "intersect" | "compressAdd" => {
+                // Coordinates are compared (and, for compressAdd, index the workspace): integers of any width.
+                if let Some(index) = inst.types.get(&('I' as u32)).cloned() {
+                    let int = self.metas.fresh_type(MetaKind::Integer);
+                    self.unify_at(&int, &index, span, &format!("in the coordinates given to `{name}` (the first component of each pair)"))?;
+                }
+                if name == "compressAdd"
+                    && let Some(value) = inst.types.get(&('T' as u32)).map(|t| self.metas.zonk(t)) {
+                        self.require_numeric(&value, span, "the values `compressAdd` sums")?;
+                    }
+            }
             "join" => {
                 if let Type::Array { elem, .. } = result
                     && let Some(b) = inst.binders.values().find(|b| elem.mentions(b)) {
@@ -276,6 +289,20 @@ impl Checker {
             cur = TExpr { kind: TKind::Let { name: p, value: Box::new(cur), body }, ty, span };
         }
         Ok(cur)
+    }
+}
+
+/// A map (or `generate`) whose function returns something of counted length
+/// returns one such length per position: `toNat(count#k)` in the function's
+/// result becomes `toNat(count#k@i)` (see `heddle_ir::nat::counted`).
+fn lift_counts(name: &str, result: Type, c: &mut Checker) -> Type {
+    match result {
+        Type::Array { binder, elem, len } if (heddle_ir::prims::is_map(name) || name == "generate") && elem.mentions_count() => {
+            let b = binder.unwrap_or_else(|| c.fresh("i"));
+            let elem = elem.lift_counts(&b);
+            Type::Array { binder: Some(b), elem: Box::new(elem), len }
+        }
+        other => other,
     }
 }
 

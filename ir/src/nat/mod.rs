@@ -11,6 +11,7 @@
 //! `n + 1 = 1 + n`; the egg-based simplifier in `heddle-rewrite` goes further
 //! (Σ elimination).
 
+pub mod counted;
 pub mod eval;
 pub mod poly;
 

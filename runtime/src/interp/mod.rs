@@ -6,6 +6,7 @@
 //! over speed.
 
 mod env;
+mod merge;
 mod prims;
 
 pub use env::{eval_int_expr, Env};

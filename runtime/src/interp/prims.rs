@@ -191,6 +191,26 @@ pub(super) fn eval_prim(name: &str, nats: &[Nat], args: &[TExpr], binder: Option
             }
             Ok(Value::array(out))
         }
+        "union" => {
+            let (za, zb) = (eval(arg(0)?, env)?, eval(arg(1)?, env)?);
+            let a = array(eval(arg(2)?, env)?, span)?;
+            let b = array(eval(arg(3)?, env)?, span)?;
+            super::merge::merge(&a, &b, Some((&za, &zb)), name, span)
+        }
+        "intersect" => {
+            let a = array(eval(arg(0)?, env)?, span)?;
+            let b = array(eval(arg(1)?, env)?, span)?;
+            super::merge::merge(&a, &b, None, name, span)
+        }
+        "compressAdd" => {
+            let n = nat(&nats[0], env, span)?;
+            let pairs = array(eval(arg(0)?, env)?, span)?;
+            let elem_ty = match &t.ty {
+                heddle_ir::Type::Array { elem, .. } => (**elem).clone(),
+                _ => return Err(internal(span, "compressAdd without an array type")),
+            };
+            super::merge::compress_add(&pairs, n, &elem_ty, span)
+        }
         "generate" => {
             let n = nat(&nats[0], env, span)?;
             let f = arg(0)?;
