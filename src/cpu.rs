@@ -24,7 +24,8 @@ pub fn clif(program: &LoopProgram) -> Result<String, Diagnostic> {
 /// obligations, the same inputs.
 pub fn run(kernel: &Kernel, program: &LoopProgram, env: &Env, threads: usize) -> Result<Value, Diagnostic> {
     heddle_runtime::interp::check_obligations(kernel, env)?;
-    let mut launch = heddle_runtime::launch::prepare(program, env)?;
+    let env = heddle_runtime::launch::run_counts(program, env, &mut |_, phase, launch| heddle_runtime::cpu::run(phase, launch, threads))?;
+    let mut launch = heddle_runtime::launch::prepare(program, &env)?;
     heddle_runtime::cpu::run(program, &mut launch, threads)?;
-    heddle_runtime::launch::output_value(program, &launch, &kernel.body.ty, env)
+    heddle_runtime::launch::output_value(program, &launch, &kernel.body.ty, &env)
 }

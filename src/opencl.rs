@@ -16,21 +16,27 @@ pub struct Compiled {
     pub program: LoopProgram,
     /// The generated OpenCL kernel.
     pub kernel: ClKernel,
+    /// The kernels of its counting phases, in order (`program.counts`).
+    pub counts: Vec<ClKernel>,
 }
 
 /// Lowers `kernel` and generates its OpenCL kernel; `name` names it (the file's stem).
 pub fn compile(kernel: &Kernel, name: &str) -> Result<Compiled, Diagnostic> {
     let program = heddle_rewrite::lower::lower_kernel(kernel, name)?;
     let cl = heddle_codegen_opencl::compile(&program)?;
-    Ok(Compiled { program, kernel: cl })
+    let counts = program.counts.iter().map(|c| heddle_codegen_opencl::compile(&c.program)).collect::<Result<_, _>>()?;
+    Ok(Compiled { program, kernel: cl, counts })
 }
 
 /// Runs a compiled kernel on bound inputs `reps` times (at least once);
 /// the result and the kernel timings.
 pub fn run(cl: &OpenCl, kernel: &Kernel, compiled: &Compiled, env: &Env, reps: usize) -> Result<(Value, Timing), Diagnostic> {
     heddle_runtime::interp::check_obligations(kernel, env)?;
-    let mut launch = heddle_runtime::launch::prepare(&compiled.program, env)?;
+    let env = heddle_runtime::launch::run_counts(&compiled.program, env, &mut |k, phase, launch| {
+        cl.run(phase, &compiled.counts[k], launch, 1).map(|_| ())
+    })?;
+    let mut launch = heddle_runtime::launch::prepare(&compiled.program, &env)?;
     let timing = cl.run(&compiled.program, &compiled.kernel, &mut launch, reps)?;
-    let value = heddle_runtime::launch::output_value(&compiled.program, &launch, &kernel.body.ty, env)?;
+    let value = heddle_runtime::launch::output_value(&compiled.program, &launch, &kernel.body.ty, &env)?;
     Ok((value, timing))
 }

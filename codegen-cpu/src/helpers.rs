@@ -12,6 +12,25 @@ pub const FMOD: &str = "heddle_cpu_fmod";
 pub const ALLOC: &str = "heddle_cpu_alloc";
 /// The name of [`free`] in generated code.
 pub const FREE: &str = "heddle_cpu_free";
+/// The name of [`sort`] in generated code.
+pub const SORT: &str = "heddle_cpu_sort";
+
+/// Sorts `len` `i64`s at `ptr` in increasing order (the compress step of a
+/// sparse workspace, `Stmt::Sort`). Nothing happens for `len <= 0`.
+///
+/// # Safety
+/// `ptr` must point to `len` initialised, aligned `i64`s that nothing else
+/// accesses during the call: generated code passes a range of one of its
+/// own temporaries, after a `Check` that the range lies inside it.
+pub unsafe extern "C" fn sort(ptr: *mut i64, len: i64) {
+    if let Ok(n) = usize::try_from(len)
+        && n > 1
+        && !ptr.is_null()
+    {
+        // SAFETY: the caller guarantees `len` valid, exclusive elements at `ptr`.
+        unsafe { std::slice::from_raw_parts_mut(ptr, n) }.sort_unstable();
+    }
+}
 
 /// `x % y` for floats: C's `fmod`, Rust's `%`. (The result is exact, so an
 /// `f32` remainder computed in `f64` and rounded back is the `f32` one.)

@@ -33,6 +33,7 @@ fn module(isa: OwnedTargetIsa) -> JITModule {
     b.symbol(helpers::FMOD, helpers::fmod as *const u8);
     b.symbol(helpers::ALLOC, helpers::alloc as *const u8);
     b.symbol(helpers::FREE, helpers::free as *const u8);
+    b.symbol(helpers::SORT, helpers::sort as *const u8);
     JITModule::new(b)
 }
 

@@ -102,6 +102,14 @@ impl Gen<'_> {
                 self.line(depth, "}");
             }
             Stmt::Alloc { buf, fields, len, space } => self.alloc(buf, fields, len, *space, env, ctx, depth)?,
+            Stmt::Sort { buf, lo, len } => {
+                if !self.workspace.contains(buf) {
+                    return Err(format!("sorting `{buf}`: only workspaces are sorted in OpenCL"));
+                }
+                let (lo, len) = (self.expr(lo, env)?, self.expr(len, env)?);
+                let name = self.ids.get(buf);
+                self.line(depth, &format!("heddle_sort({name} + ({lo}), {len});"));
+            }
             Stmt::Barrier => {
                 if ctx == Ctx::Item {
                     return Err("a barrier inside a per-work-item loop (mapGlobal/mapLocal) would not be reached by every work-item of the group".into());
@@ -278,6 +286,19 @@ impl Gen<'_> {
                 self.params_text.push(format!("__local {elem}* restrict {name}"));
                 self.line(depth, &format!("// {name}: __local, {} records (a kernel argument)", crate::launch::text(len)));
             }
+            Space::Workspace => {
+                if ctx != Ctx::Top || depth != 1 || !launch_evaluable(len, self.prog) {
+                    return Err(format!("the workspace `{buf}` must be allocated at the top of the kernel with a length over the naturals"));
+                }
+                // One slice per work-item: this one's starts at its linear global id times the length.
+                self.params.push(KernelParam::Workspace { name: buf.clone(), fields: fields.to_vec(), len: len.clone() });
+                self.params_text.push(format!("__global {elem}* restrict {name}_all"));
+                let item = "(get_global_id(0) + get_global_size(0) * (get_global_id(1) + get_global_size(1) * get_global_id(2)))";
+                let len = self.expr(len, env)?;
+                self.line(depth, &format!("__global {elem}* restrict {name} = {name}_all + {item} * ({len});"));
+                self.private.push(buf.clone());
+                self.workspace.push(buf.clone());
+            }
             Space::Global => {
                 if ctx != Ctx::Top || depth != 1 || !launch_evaluable(len, self.prog) {
                     return Err(format!("the global buffer `{buf}` must be allocated at the top of the kernel with a length over the naturals"));
@@ -310,7 +331,7 @@ impl Gen<'_> {
             Stmt::If { cond, then, els } => self.reads_local(cond) || self.touches_local(then) || self.touches_local(els),
             Stmt::Check { cond, .. } => self.reads_local(cond),
             Stmt::Alloc { space, .. } => *space == Space::Local,
-            Stmt::Barrier => false,
+            Stmt::Barrier | Stmt::Sort { .. } => false,
         })
     }
 

@@ -124,6 +124,16 @@ impl LaunchConfig {
         Ok(LaunchConfig { dims })
     }
 
+    /// Launches at most `max` work-items in each `mapGlobal` dimension (the
+    /// loops are strided, so fewer items still cover every iteration).
+    pub(crate) fn cap_items(&mut self, max: i64) {
+        for d in &mut self.dims {
+            if let Dim::Global { items } = d {
+                *items = Expr::bin(BinOp::Min, items.clone(), Expr::index(max));
+            }
+        }
+    }
+
     /// The sizes for a launch, given the natural parameters' values.
     pub fn sizes(&self, nat: &dyn Fn(&Name) -> Option<i64>) -> Result<WorkSizes, String> {
         let clamp = |v: i64| v.clamp(1, MAX_DIM) as usize;

@@ -58,9 +58,50 @@ pub enum KernelParam {
         /// Its number of records.
         len: Expr,
     },
+    /// Workspaces (`Space::Workspace`): `len` zeroed records for each
+    /// work-item of the launch, `len × (global work size)` in all; work-item
+    /// `g` (its linear global id) uses records `g * len ..`.
+    Workspace {
+        /// The loop program's buffer.
+        name: Name,
+        /// Its record fields.
+        fields: Vec<ScalarType>,
+        /// Records per work-item.
+        len: Expr,
+    },
     /// One `int`, zero before the launch; a failed check stores its id + 1.
     Error,
 }
+
+/// Work-items of a launch whose kernel has workspaces, at most: every
+/// work-item gets its own, so this bounds their memory (strided loops cover
+/// any range with fewer items).
+pub const WORKSPACE_ITEMS: i64 = 4096;
+
+/// OpenCL C for `Stmt::Sort` on `__global long` records: a heapsort (no
+/// recursion, no extra memory, O(n log n)).
+const SORT_HELPER: &str = "
+static void heddle_sift(__global long* a, long root, long n) {
+  const long v = a[root];
+  for (;;) {
+    long child = 2 * root + 1;
+    if (child >= n) break;
+    if (child + 1 < n && a[child + 1] > a[child]) child++;
+    if (a[child] <= v) break;
+    a[root] = a[child];
+    root = child;
+  }
+  a[root] = v;
+}
+
+static void heddle_sort(__global long* a, long n) {
+  for (long start = n / 2 - 1; start >= 0; start--) heddle_sift(a, start, n);
+  for (long end = n - 1; end > 0; end--) {
+    const long t = a[0]; a[0] = a[end]; a[end] = t;
+    heddle_sift(a, 0, end);
+  }
+}
+";
 
 /// A generated OpenCL kernel.
 #[derive(Clone, Debug, PartialEq)]
@@ -97,6 +138,8 @@ pub(crate) struct Gen<'a> {
     pub(crate) active: Vec<Schedule>,
     pub(crate) local: Vec<Name>,
     pub(crate) private: Vec<Name>,
+    /// Workspaces (per work-item slices of one global buffer).
+    pub(crate) workspace: Vec<Name>,
     /// Does the kernel run on more than one work-item?
     pub(crate) parallel: bool,
     pub(crate) fresh: usize,
@@ -119,6 +162,7 @@ pub fn compile(prog: &LoopProgram) -> Result<Kernel, Diagnostic> {
         active: Vec::new(),
         local: Vec::new(),
         private: Vec::new(),
+        workspace: Vec::new(),
         parallel: has_parallel(&prog.body),
         fresh: 0,
     };
@@ -137,7 +181,10 @@ pub fn compile(prog: &LoopProgram) -> Result<Kernel, Diagnostic> {
     }
     let mut env = prog.arg_env();
     g.block(&prog.body, &mut env, Ctx::Top, 1).map_err(fail)?;
-    let launch = LaunchConfig::infer(&g.loops).map_err(fail)?;
+    let mut launch = LaunchConfig::infer(&g.loops).map_err(fail)?;
+    if g.params.iter().any(|p| matches!(p, KernelParam::Workspace { .. })) {
+        launch.cap_items(WORKSPACE_ITEMS);
+    }
     params.append(&mut g.params);
     params.push(KernelParam::Error);
     params_text.append(&mut g.params_text);
@@ -154,6 +201,9 @@ pub fn compile(prog: &LoopProgram) -> Result<Kernel, Diagnostic> {
     }
     src.push_str("#pragma OPENCL FP_CONTRACT OFF\n");
     src.push_str(&g.records.declarations());
+    if uses_sort(&prog.body) {
+        src.push_str(SORT_HELPER);
+    }
     src.push_str(&format!("\n__kernel void {name}(\n  {}) {{\n", params_text.join(",\n  ")));
     if g.parallel {
         // Who stores results computed redundantly (see emit.rs).
@@ -170,6 +220,15 @@ pub fn compile(prog: &LoopProgram) -> Result<Kernel, Diagnostic> {
 fn kernel_name(name: &str) -> String {
     let stem: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
     format!("heddle_{stem}")
+}
+
+fn uses_sort(b: &Block) -> bool {
+    b.iter().any(|s| match s {
+        Stmt::Sort { .. } => true,
+        Stmt::For { body, .. } => uses_sort(body),
+        Stmt::If { then, els, .. } => uses_sort(then) || uses_sort(els),
+        _ => false,
+    })
 }
 
 fn has_parallel(b: &Block) -> bool {
@@ -199,7 +258,7 @@ fn block_f64(b: &Block) -> bool {
         Stmt::If { cond, then, els } => expr_f64(cond) || block_f64(then) || block_f64(els),
         Stmt::Alloc { fields, .. } => fields.contains(&ScalarType::F64),
         Stmt::Check { cond, .. } => expr_f64(cond),
-        Stmt::Barrier => false,
+        Stmt::Barrier | Stmt::Sort { .. } => false,
     })
 }
 

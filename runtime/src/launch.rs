@@ -200,6 +200,27 @@ pub fn prepare(prog: &LoopProgram, env: &Env) -> Result<Launch, Diagnostic> {
     Ok(Launch { slots })
 }
 
+/// Runs the counting phases of `prog` (count → allocate → fill, see
+/// `heddle_ir::nat::counted`) in order, each with `run` (given the phase's
+/// index, program and prepared launch), and returns `env` with every count
+/// array bound: what [`prepare`] and [`output_value`] of `prog` need.
+pub fn run_counts(prog: &LoopProgram, env: &Env, run: &mut dyn FnMut(usize, &LoopProgram, &mut Launch) -> Result<(), Diagnostic>) -> Result<Env, Diagnostic> {
+    let mut env = env.clone();
+    for (k, phase) in prog.counts.iter().enumerate() {
+        let mut launch = prepare(&phase.program, &env)?;
+        run(k, &phase.program, &mut launch)?;
+        let ty = phase.shape.iter().rev().fold(Type::Scalar(ScalarType::I64), |t, n| Type::array(t, n.clone()));
+        let counts = output_value(&phase.program, &launch, &ty, &env)?;
+        let mut flat = Vec::new();
+        counts.flatten_into(&mut flat);
+        if let Some(bad) = flat.iter().find(|v| v.as_int().is_none_or(|c| c < 0)) {
+            return Err(fail(Span::DUMMY, format!("the counting phase of `{}` produced {bad}", phase.name)));
+        }
+        env = env.with_value(phase.name.clone(), counts);
+    }
+    Ok(env)
+}
+
 /// A kernel parameter's value; a tuple parameter `p` is passed as `p_1`, `p_2`, ….
 fn lookup(env: &Env, name: &Name) -> Option<Value> {
     if let Some(v) = env.value(name) {

@@ -106,6 +106,21 @@ impl Machine<'_> {
                 let n = usize::try_from(self.int(len, launch)?).map_err(|_| LoopFailure::Invalid("negative allocation".into()))?;
                 self.temps.push((buf.clone(), Buffer::zeroed(fields.clone(), n)));
             }
+            Stmt::Sort { buf, lo, len } => {
+                let (lo, len) = (self.int(lo, launch)?, self.int(len, launch)?);
+                let Some((_, b)) = self.temps.iter_mut().rev().find(|(n, _)| n == buf) else {
+                    return Err(LoopFailure::Invalid(format!("sort of unknown temporary `{buf}`")));
+                };
+                let range = usize::try_from(lo).ok().zip(usize::try_from(len).ok()).filter(|(lo, len)| lo + len <= b.len());
+                let Some((lo, len)) = range else {
+                    return Err(LoopFailure::Invalid(format!("sort of {buf}[{lo} .. + {len}] out of bounds (length {})", b.len())));
+                };
+                let mut keys: Vec<i64> = (lo..lo + len).map(|r| b.read(r, 0).as_int().unwrap_or(0)).collect();
+                keys.sort_unstable();
+                for (r, k) in (lo..).zip(keys) {
+                    b.write(r, 0, &Value::Int(k));
+                }
+            }
             Stmt::Barrier => {}
             Stmt::Check { cond, id } => {
                 if self.eval(cond, launch)? != Value::Bool(true) {

@@ -185,6 +185,15 @@ impl OpenCl {
                         set(ArgVal::mem(b.as_core()))?;
                     }
                 }
+                KernelParam::Workspace { fields, len, .. } => {
+                    let per_item = self.param_bytes(fields, len, &nat)?;
+                    let items: usize = sizes.global.iter().product();
+                    let bytes = per_item.checked_mul(items).ok_or_else(|| err("the workspaces are too large to allocate"))?;
+                    scratch.push(self.buffer(&vec![0u8; bytes.max(1)], MemFlags::READ_WRITE)?);
+                    if let Some(b) = scratch.last() {
+                        set(ArgVal::mem(b.as_core()))?;
+                    }
+                }
                 KernelParam::Error => set(ArgVal::mem(error.as_core()))?,
             }
         }

@@ -156,6 +156,8 @@ impl Checker {
             checked[k] = Some(te);
         }
         let mut binder = None;
+        // A function whose result type mentions its parameter (`fun(a => B@a.1)`).
+        let mut escaping: Option<(Name, Span)> = None;
         for (k, (slot, arg)) in pairs.iter().enumerate() {
             let Slot::Fun { name: fname, params, result } = slot else { continue };
             let Some(arg) = arg.clone() else { continue };
@@ -176,10 +178,20 @@ impl Checker {
             if heddle_ir::prims::is_map(name) {
                 binder = inst.binders.values().find(|b| ptys.iter().any(|t| self.metas.zonk(t).mentions(b))).cloned();
             }
+            if let TKind::Lambda { params, body } = &lam.kind
+                && let Some((p, _)) = params.first()
+                && self.metas.zonk(&body.ty).mentions(p)
+            {
+                escaping = Some((p.clone(), f.span));
+            }
             checked[k] = Some(lam);
         }
         let result = inst.ty(self, &sig.result);
         let result = self.metas.zonk(&result);
+        let result = match escaping {
+            Some((p, fspan)) => self.position_dependent(name, result, &p, fspan, &checked)?,
+            None => result,
+        };
         let result = lift_counts(name, result, self);
         self.post_checks(name, &inst, &result, head_span)?;
         for p in std::mem::take(&mut self.metas.pending) {
@@ -191,6 +203,35 @@ impl Checker {
         }
         let args: Vec<TExpr> = checked.into_iter().flatten().collect();
         Ok(TExpr { kind: TKind::Prim { name, nats, args, binder }, ty: result, span })
+    }
+
+    /// The result of `map(fun(a => …))` over `xs` (or `generate(n, fun(i => …))`)
+    /// whose element type mentions the parameter: element `p` has that type
+    /// with `a` replaced by `xs@p` (`i` by `p`), so the result is a
+    /// position-dependent array and the parameter does not escape its scope.
+    fn position_dependent(&mut self, prim: &str, result: Type, param: &Name, span: Span, checked: &[Option<TExpr>]) -> CResult<Type> {
+        let Type::Array { binder, elem, len } = result else { return Ok(result) };
+        if !heddle_ir::prims::is_map(prim) && prim != "generate" {
+            return Ok(Type::Array { binder, elem, len });
+        }
+        let b = binder.unwrap_or_else(|| self.fresh("i"));
+        let position = heddle_ir::Expr::var(b.clone());
+        let replacement = if heddle_ir::prims::is_map(prim) {
+            let data = checked.iter().flatten().find(|t| !matches!(t.kind, TKind::Lambda { .. }));
+            match data.map(|t| &t.kind) {
+                Some(TKind::Var(xs)) => heddle_ir::Expr::synth(ExprKind::Index { array: Box::new(heddle_ir::Expr::var(xs.clone())), index: Box::new(position) }),
+                _ => {
+                    return Err(Diagnostic::new(span, format!("the type of this function's result depends on its argument `{param}`"))
+                        .with_label(format!("its result type mentions `{param}`"))
+                        .with_note(format!("give the array `{prim}` maps over a name (`let xs = …;`), so the result's type can say which element each length comes from")));
+                }
+            }
+        } else {
+            position
+        };
+        let elem = elem.map_nats(&mut |n| n.subst_expr(param, &replacement));
+        let binder = elem.mentions(&b).then_some(b);
+        Ok(Type::Array { binder, elem: Box::new(elem), len })
     }
 
     fn nat_argument(&mut self, prim: &str, slot: &Name, arg: &Arg) -> CResult<Nat> {

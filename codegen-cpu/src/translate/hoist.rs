@@ -107,6 +107,7 @@ impl Translator<'_, '_> {
                 }
                 Stmt::Alloc { len, .. } => self.collect(len, &inner, &mut loads),
                 Stmt::Barrier => {}
+                Stmt::Sort { .. } => break,
                 Stmt::For { lo, hi, .. } => {
                     self.collect(lo, &inner, &mut loads);
                     self.collect(hi, &inner, &mut loads);

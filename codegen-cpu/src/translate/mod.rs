@@ -60,14 +60,15 @@ pub fn function(prog: &LoopProgram, m: &mut JITModule, f: &mut Function) -> Resu
 }
 
 /// Whether calls over disjoint sub-ranges of the top-level `Parallel` loop
-/// add up to one call over all of it: the body is that loop plus `let`s and
-/// checks (which every call may repeat harmlessly).
+/// add up to one call over all of it: the body is that loop plus `let`s,
+/// checks and workspaces (which every call may repeat harmlessly: each call
+/// gets its own workspaces).
 pub fn splittable(prog: &LoopProgram) -> bool {
     let mut loops = 0;
     for s in &prog.body {
         match s {
             Stmt::For { schedule: Schedule::Parallel, .. } => loops += 1,
-            Stmt::Let { .. } | Stmt::Check { .. } => {}
+            Stmt::Let { .. } | Stmt::Check { .. } | Stmt::Alloc { space: heddle_ir::loops::Space::Workspace, .. } => {}
             _ => return false,
         }
     }
@@ -181,6 +182,7 @@ impl Translator<'_, '_> {
         let (params, ret): (&[Type], Option<Type>) = match name {
             helpers::FMOD => (&[ct::F64, ct::F64], Some(ct::F64)),
             helpers::ALLOC => (&[ct::I64, ct::I64, ct::I64], Some(self.ptr_ty)),
+            helpers::SORT => (&[self.ptr_ty, ct::I64], None),
             _ => (&[self.ptr_ty, ct::I64, ct::I64, ct::I64], None),
         };
         sig.params.extend(params.iter().map(|t| AbiParam::new(*t)));

@@ -4,7 +4,7 @@ use super::{Bound, Buf, HeapAlloc, Translator, STACK_LIMIT};
 use crate::error::CodegenError;
 use crate::{helpers, status, types};
 use cranelift_codegen::ir::{condcodes::IntCC, types as ct, InstBuilder, StackSlotData, StackSlotKind};
-use heddle_ir::loops::{record_layout, Expr, Schedule, Stmt};
+use heddle_ir::loops::{record_layout, Expr, Schedule, Space, Stmt};
 use heddle_ir::{Name, ScalarType};
 
 impl Translator<'_, '_> {
@@ -46,7 +46,13 @@ impl Translator<'_, '_> {
                 self.b.ins().jump(join, &[]);
                 self.b.switch_to_block(join);
             }
-            Stmt::Alloc { buf, fields, len, .. } => self.alloc(buf, fields, len)?,
+            Stmt::Alloc { buf, fields, len, space } => self.alloc(buf, fields, len, *space == Space::Workspace)?,
+            Stmt::Sort { buf, lo, len } => {
+                let (addr, _, _, _) = self.address(buf, lo, 0)?;
+                let (n, _) = self.expr(len)?;
+                let sort = self.helper(helpers::SORT)?;
+                self.b.ins().call(sort, &[addr, n]);
+            }
             // Work-group phases already run in order on one thread.
             Stmt::Barrier => {}
             Stmt::Check { cond, id } => {
@@ -97,8 +103,10 @@ impl Translator<'_, '_> {
     }
 
     /// A temporary: a stack slot when its length is a constant and small,
-    /// otherwise zeroed heap memory freed when its block ends.
-    fn alloc(&mut self, buf: &Name, fields: &[ScalarType], len: &Expr) -> Result<(), CodegenError> {
+    /// otherwise zeroed heap memory freed when its block ends. A workspace
+    /// (allocated before the parallel loop, so once per call, i.e. per
+    /// thread's chunk) must start zeroed: always the heap.
+    fn alloc(&mut self, buf: &Name, fields: &[ScalarType], len: &Expr, zeroed: bool) -> Result<(), CodegenError> {
         let layout = record_layout(fields);
         let size = layout.size.max(1) as u64;
         let align = layout.align.max(1);
@@ -107,7 +115,7 @@ impl Translator<'_, '_> {
             _ => None,
         };
         let base = match constant {
-            Some(bytes) if self.stack_bytes + bytes <= STACK_LIMIT => {
+            Some(bytes) if !zeroed && self.stack_bytes + bytes <= STACK_LIMIT => {
                 self.stack_bytes += bytes;
                 let shift = align.trailing_zeros() as u8;
                 let slot = self.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, bytes as u32, shift));

@@ -97,6 +97,7 @@ pub fn listing5() -> LoopProgram {
         body,
         checks: xs_check(),
         parallel_work: None,
+        counts: vec![],
     }
 }
 
@@ -186,6 +187,7 @@ pub fn listing7() -> LoopProgram {
         body,
         checks: xs_check(),
         parallel_work: None,
+        counts: vec![],
     }
 }
 
@@ -225,5 +227,6 @@ pub fn scalar_mix() -> LoopProgram {
         body,
         checks: vec![],
         parallel_work: None,
+        counts: vec![],
     }
 }

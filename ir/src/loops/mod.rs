@@ -43,6 +43,22 @@ pub struct LoopProgram {
     /// a row's number of nonzeros), so the runtime can split the range into
     /// chunks of equal work rather than equal length.
     pub parallel_work: Option<(Name, Expr)>,
+    /// Counting phases that run before this kernel, in order: each fills a
+    /// count array (`count#k`, see [`crate::nat::counted`]) that this
+    /// program's lengths and host prefix sums read (count → allocate → fill).
+    pub counts: Vec<CountPhase>,
+}
+
+/// A counting phase: a kernel whose output is the count array `name`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CountPhase {
+    /// The count array (`count#1`); the main program reads it as an input of that name.
+    pub name: Name,
+    /// Its shape, outermost first: the lengths of the maps around the counted
+    /// pattern (empty for a single count).
+    pub shape: Vec<Nat>,
+    /// The kernel; its output is the counts as `i64`, row-major.
+    pub program: Box<LoopProgram>,
 }
 
 /// A run-time check of the generated code.
@@ -144,6 +160,12 @@ pub enum Space {
     Local,
     /// Global memory.
     Global,
+    /// A workspace: one per worker (a thread's chunk of the parallel loop on
+    /// the CPU, a work-item in OpenCL), zeroed once when the worker starts.
+    /// Allocated at the top of the kernel, before the parallel loop; each
+    /// iteration must leave it all zero again (sparse workspaces reset the
+    /// entries they touched).
+    Workspace,
 }
 
 /// Statements.
@@ -232,6 +254,16 @@ pub enum Stmt {
         len: Expr,
         /// Where it lives.
         space: Space,
+    },
+    /// Sorts records `lo .. lo + len` of `buf` (a temporary of one `i64`
+    /// field) in increasing order: the compress step of a sparse workspace.
+    Sort {
+        /// The buffer.
+        buf: Name,
+        /// The first record (`i64`).
+        lo: Expr,
+        /// How many records (`i64`).
+        len: Expr,
     },
     /// A work-group barrier (OpenCL local memory fence).
     Barrier,

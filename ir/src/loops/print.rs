@@ -23,6 +23,14 @@ fn arg_text(a: &Arg) -> String {
 
 impl fmt::Display for LoopProgram {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in &self.counts {
+            let shape: Vec<String> = c.shape.iter().map(print_nat).collect();
+            writeln!(f, "count phase {}[{}]: {{", c.name, shape.join(", "))?;
+            for line in c.program.to_string().lines() {
+                writeln!(f, "    {line}")?;
+            }
+            writeln!(f, "}}")?;
+        }
         for h in &self.host {
             match &h.kind {
                 HostKind::PrefixSum { var, body, count } => writeln!(
@@ -96,9 +104,11 @@ fn stmt(out: &mut String, s: &Stmt, depth: usize) {
                 Space::Private => "private",
                 Space::Local => "local",
                 Space::Global => "global",
+                Space::Workspace => "workspace",
             };
             writeln!(out, "{pad}alloc {space} {buf}: {}[{}]", fields_text(fields), expr(len))
         }
+        Stmt::Sort { buf, lo, len } => writeln!(out, "{pad}sort {buf}[{} .. + {}]", expr(lo), expr(len)),
         Stmt::Barrier => writeln!(out, "{pad}barrier"),
         Stmt::Check { cond, id } => writeln!(out, "{pad}check {} else fail #{id}", expr(cond)),
     };

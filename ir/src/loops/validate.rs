@@ -25,6 +25,12 @@ impl LoopProgram {
                 return Err(LoopError(format!("host buffer `{}` is not a host argument", h.name)));
             }
         }
+        for c in &self.counts {
+            if !matches!(self.arg(&c.name).map(|a| &a.kind), Some(ArgKind::Input { .. })) {
+                return Err(LoopError(format!("count array `{}` is not an input", c.name)));
+            }
+            c.program.validate()?;
+        }
         let mut env = self.arg_env();
         let mut mutable: Vec<Name> = Vec::new();
         let writable: Vec<Name> =
@@ -77,6 +83,17 @@ impl LoopProgram {
                     self.expect(len, ScalarType::I64, env, &format!("the length of `{buf}`"))?;
                     env.declare_buffer(buf.clone(), fields.clone());
                     writable.push(buf.clone());
+                }
+                Stmt::Sort { buf, lo, len } => {
+                    if !writable.contains(buf) {
+                        return Err(LoopError(format!("sort of `{buf}`, which is not a temporary")));
+                    }
+                    let fields = env.buffer(buf).ok_or_else(|| LoopError(format!("buffer `{buf}` is not declared")))?;
+                    if fields != [ScalarType::I64] {
+                        return Err(LoopError(format!("sort of `{buf}`, whose records are not one i64")));
+                    }
+                    self.expect(lo, ScalarType::I64, env, &format!("the first record sorted in `{buf}`"))?;
+                    self.expect(len, ScalarType::I64, env, &format!("the number of records sorted in `{buf}`"))?;
                 }
                 Stmt::Barrier => {}
                 Stmt::Check { cond, id } => {

@@ -140,11 +140,27 @@ impl Lowerer<'_> {
     pub(super) fn program_values_in_type(&self, ty: &Type, env: &Env) -> Type {
         let mut ty = ty.clone();
         for (name, v) in env.values.iter().rev() {
-            if let Val::Scalar(L::Var(local), _) = v {
-                if local != name && ty.mentions(name) {
+            if !ty.mentions(name) {
+                continue;
+            }
+            match v {
+                Val::Scalar(L::Var(local), _) if local != name => {
                     let to = heddle_ir::Expr::var(local.clone());
                     ty = ty.map_nats(&mut |n| n.subst_expr(name, &to));
                 }
+                // A tuple's components (`a.1` in `B@a.1`'s length) by the lets that hold them.
+                Val::Tuple(items) => {
+                    ty = ty.map_nats(&mut |n| {
+                        n.map_bottom_up(&mut |m| match m {
+                            Nat::ToNat(mut e) => {
+                                replace_projections(&mut e, name, items);
+                                Nat::ToNat(e)
+                            }
+                            other => other,
+                        })
+                    });
+                }
+                _ => {}
             }
         }
         ty
@@ -247,6 +263,22 @@ impl Lowerer<'_> {
             }
             "scatterAdd" => self.scatter_add(&nat(0), &args[0], ty, env, span, body),
             "generate" => view(ViewKind::Generate { f: Box::new(args[0].clone()), env: env.clone() }),
+            "union" => {
+                let za = self.expr(&args[0], env, body)?;
+                let zb = self.expr(&args[1], env, body)?;
+                let a = self.array(&args[2], env, body)?;
+                let b = self.array(&args[3], env, body)?;
+                view(ViewKind::Merge { a: Box::new(a), b: Box::new(b), defaults: Some(Box::new((za, zb))) })
+            }
+            "intersect" => {
+                let a = self.array(&args[0], env, body)?;
+                let b = self.array(&args[1], env, body)?;
+                view(ViewKind::Merge { a: Box::new(a), b: Box::new(b), defaults: None })
+            }
+            "compressAdd" => {
+                let src = self.array(&args[0], env, body)?;
+                view(ViewKind::Compress { src: Box::new(src), n: nat(0), span })
+            }
             "pad" => {
                 let value = self.expr(&args[0], env, body)?;
                 let src = self.array(&args[1], env, body)?;
@@ -325,6 +357,24 @@ impl Lowerer<'_> {
         let init = self.expr(init, env, body)?;
         let xs = self.array(xs, env, body)?;
         let (accs, acc_val) = self.accumulators(&init, span, body)?;
+        if super::stream::is_stream(&xs) {
+            // A stream (co-iteration, a workspace row) is folded as it is produced.
+            let (op, env_c, accs_c, acc_c) = (op.clone(), env.clone(), accs.clone(), acc_val.clone());
+            self.each_stream(&xs, env, body, &mut |cx, x, inner| {
+                let next = cx.apply(&op, vec![acc_c.clone(), x], &env_c, inner)?;
+                let mut scalars = Vec::new();
+                flatten_scalars(&next, &mut scalars);
+                if scalars.len() != accs_c.len() {
+                    return Err(unsupported(span, "a reduction whose result is not scalars"));
+                }
+                for ((acc, _), e) in accs_c.iter().zip(scalars) {
+                    inner.push(Stmt::Assign { var: acc.clone(), value: e });
+                }
+                Ok(())
+            })?;
+            let mut results = accs.iter().map(|(a, s)| Val::Scalar(L::Var(a.clone()), *s));
+            return Ok(rebuild(&init, &mut results));
+        }
         let k = self.fresh("k");
         let hi = self.index_expr(&xs.len(), env, body)?;
         let mut inner = Block::new();
@@ -363,7 +413,25 @@ impl Lowerer<'_> {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn write(&mut self, v: &Val, ty: &Type, buf: &Name, offset: Nat, env: &Env, body: &mut Block, top: bool) -> Result<(), Diagnostic> {
         let span = self.kernel.body.span;
+        if self.counting {
+            return self.write_count(v, buf, offset, env, body, top);
+        }
         match v {
+            Val::Array(view) if super::stream::is_stream(view) => {
+                // Produced in order: each element goes to the next record.
+                let k = self.fresh("next");
+                body.push(Stmt::Var { var: k.clone(), ty: ScalarType::I64, init: L::index(0) });
+                let start = self.index_expr(&offset, env, body)?;
+                let start = self.bind_index(start, "row_start", body);
+                let elem_ty = view.elem_ty(&Nat::Var(k.clone()));
+                let (buf, env_c, k_c) = (buf.clone(), env.clone(), k.clone());
+                return self.each_stream(view, env, body, &mut |cx, x, inner| {
+                    let at = Nat::add(start.clone(), Nat::Var(k_c.clone()));
+                    cx.write(&x, &elem_ty, &buf, at, &env_c, inner, false)?;
+                    inner.push(Stmt::Assign { var: k_c.clone(), value: L::bin(BinOp::Add, L::var(k_c.clone()), L::index(1)) });
+                    Ok(())
+                });
+            }
             Val::Scalar(e, s) => {
                 let index = self.index_expr(&offset, env, body)?;
                 body.push(Stmt::Store { buf: buf.clone(), index, field: 0, value: cast(e.clone(), *s, ty.as_scalar().unwrap_or(*s)) });
@@ -413,7 +481,20 @@ impl Lowerer<'_> {
                 };
                 let at = crate::flat_index(&view.ty, std::slice::from_ref(&i)).map_err(|e| unsupported(span, &format!("writing the result: {e}")))?;
                 let elem_ty = view.elem_ty(&i);
-                let written = self.write(&x, &elem_ty, buf, Nat::add(offset, at), env, &mut inner, false);
+                let mut start = Nat::add(offset, at);
+                if start.has_sum() {
+                    // Rows of different lengths (LIL-like, or counted): the row's start is a
+                    // prefix sum over the rows before it, computed once per row.
+                    let e = self.index_expr_bounded(&start, env, Some(&view.len()), &mut inner);
+                    start = match e {
+                        Ok(e) => self.bind_index(e, "row_start", &mut inner),
+                        Err(e) => {
+                            self.loops.pop();
+                            return Err(e);
+                        }
+                    };
+                }
+                let written = self.write(&x, &elem_ty, buf, start, env, &mut inner, false);
                 self.loops.pop();
                 written?;
                 let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.hoisted).into_iter().partition(|(d, _)| *d == depth);
@@ -430,6 +511,42 @@ impl Lowerer<'_> {
                 Ok(())
             }
         }
+    }
+
+    /// Writing in a counting phase: the lengths of the counted arrays in
+    /// `v`, in row-major order of the arrays around them; nothing else.
+    fn write_count(&mut self, v: &Val, buf: &Name, offset: Nat, env: &Env, body: &mut Block, top: bool) -> Result<(), Diagnostic> {
+        let Val::Array(view) = v else { return Ok(()) };
+        if heddle_ir::nat::counted::as_counted(&view.len()).is_some() {
+            let n = self.stream_len(view, env, body)?;
+            let index = self.index_expr(&offset, env, body)?;
+            body.push(Stmt::Store { buf: buf.clone(), index, field: 0, value: n });
+            return Ok(());
+        }
+        let schedule = self.schedule_of(view);
+        let name = self.fresh("i");
+        let hi = self.index_expr(&view.len(), env, body)?;
+        let i = Nat::Var(name.clone());
+        let was_parallel = self.in_parallel;
+        if schedule == Schedule::Parallel {
+            self.in_parallel = true;
+        }
+        let mut inner = Block::new();
+        self.loops.push((name.clone(), schedule, hi.clone()));
+        let written = self.elem(view, &i, &mut inner).and_then(|x| {
+            let at = Nat::add(Nat::mul(offset, view.len()), i.clone());
+            self.write_count(&x, buf, at, env, &mut inner, false)
+        });
+        self.loops.pop();
+        self.in_parallel = was_parallel;
+        written?;
+        let work_ty = source_elem_ty(view, &i);
+        // A counted length is what this phase computes: no estimate from it.
+        if top && schedule == Schedule::Parallel && !work_ty.mentions_count() {
+            self.parallel_work = Some((name.clone(), self.work_estimate(&work_ty, env, &mut inner)?));
+        }
+        body.push(Stmt::For { var: name, lo: L::index(0), hi, schedule, body: inner });
+        Ok(())
     }
 
     /// The work of one parallel iteration: 1 plus the length of its element if that is an array.
@@ -497,6 +614,29 @@ fn inline_lets(e: L, lets: &[Stmt]) -> L {
         }
     }
     go(e, lets)
+}
+
+/// Replaces `name.k` by the variable holding component k of the tuple `items`.
+fn replace_projections(e: &mut heddle_ir::Expr, name: &Name, items: &[Val]) {
+    use heddle_ir::ExprKind;
+    if let ExprKind::Proj { tuple, field } = &e.kind
+        && matches!(&tuple.kind, ExprKind::Var(x) if x == name)
+        && let Some(Val::Scalar(L::Var(local), _)) = items.get((*field as usize).wrapping_sub(1))
+    {
+        *e = heddle_ir::Expr::var(local.clone());
+        return;
+    }
+    if let ExprKind::NatValue(n) = &mut e.kind {
+        *n = n.map_bottom_up(&mut |m| match m {
+            Nat::ToNat(mut inner) => {
+                replace_projections(&mut inner, name, items);
+                Nat::ToNat(inner)
+            }
+            other => other,
+        });
+        return;
+    }
+    e.for_each_child_mut(&mut |c| replace_projections(c, name, items));
 }
 
 fn cast(e: L, from: ScalarType, to: ScalarType) -> L {

@@ -19,11 +19,12 @@
 mod emit;
 mod nats;
 mod scatter;
+mod stream;
 mod tidy;
 mod view;
 
 use crate::Facts;
-use heddle_ir::loops::{Arg, ArgKind, Block, Check, HostBuffer, LoopProgram};
+use heddle_ir::loops::{Arg, ArgKind, Block, Check, CountPhase, HostBuffer, LoopProgram};
 use heddle_ir::{Diagnostic, Name, Nat, ScalarType, Span, Type};
 use heddle_typeck::{Kernel, KernelParam};
 use std::collections::HashSet;
@@ -53,7 +54,70 @@ pub fn lower_kernel(kernel: &Kernel, name: &str) -> Result<LoopProgram, Diagnost
 
 /// [`lower_kernel`] with options.
 pub fn lower_kernel_with(kernel: &Kernel, name: &str, options: &LowerOptions) -> Result<LoopProgram, Diagnostic> {
+    let result_ty = kernel.body.ty.clone();
+    let counted = count_arrays(&result_ty).map_err(|m| unsupported(kernel.body.span, &m))?;
+    let mut counts = Vec::new();
+    for (array, shape) in &counted {
+        let program = lower_phase(kernel, &format!("{name}_{}", array.as_str().replace('#', "")), options, &[], true)?;
+        counts.push(CountPhase { name: array.clone(), shape: shape.clone(), program: Box::new(program) });
+    }
+    let mut program = lower_phase(kernel, name, options, &counted, false)?;
+    program.counts = counts;
+    program
+        .validate()
+        .map_err(|e| Diagnostic::new(kernel.body.span, format!("internal error in lowering: {e}")).with_note(program.to_string()))?;
+    Ok(program)
+}
+
+/// The count arrays of counted lengths in a result type, with their shapes
+/// (the lengths of the arrays around them), or why compiled code cannot
+/// produce it.
+fn count_arrays(ty: &Type) -> Result<Vec<(Name, Vec<Nat>)>, String> {
+    fn walk(ty: &Type, outer: &mut Vec<(Option<Name>, Nat)>, out: &mut Vec<(Name, Vec<Nat>)>) -> Result<(), String> {
+        match ty {
+            Type::Array { binder, elem, len } => {
+                if let Some((array, path)) = heddle_ir::nat::counted::as_counted(len) {
+                    let positions: Vec<Option<Name>> = path
+                        .iter()
+                        .map(|e| match &e.kind {
+                            heddle_ir::ExprKind::Var(v) => Some(v.clone()),
+                            _ => None,
+                        })
+                        .collect();
+                    let around: Vec<Option<Name>> = outer.iter().map(|(b, _)| b.clone()).collect();
+                    if positions != around || outer.iter().any(|(_, n)| heddle_ir::nat::counted::mentions_count(n)) {
+                        return Err(format!("a result whose length {len} is counted inside arrays of counted length"));
+                    }
+                    if !out.iter().any(|(a, _)| *a == array) {
+                        out.push((array, outer.iter().map(|(_, n)| n.clone()).collect()));
+                    }
+                    if elem.mentions_count() {
+                        return Err("a counted array of counted arrays".into());
+                    }
+                    return Ok(());
+                }
+                if heddle_ir::nat::counted::mentions_count(len) {
+                    return Err(format!("a result of length {len}"));
+                }
+                outer.push((binder.clone(), len.clone()));
+                let r = walk(elem, outer, out);
+                outer.pop();
+                r
+            }
+            Type::Tuple(ts) => ts.iter().try_for_each(|t| walk(t, outer, out)),
+            _ => Ok(()),
+        }
+    }
+    let mut out = Vec::new();
+    walk(ty, &mut Vec::new(), &mut out)?;
+    Ok(out)
+}
+
+/// One kernel: the counting phase (its output is the counts) or the main
+/// one, which reads the count arrays `counted` as inputs.
+fn lower_phase(kernel: &Kernel, name: &str, options: &LowerOptions, counted: &[(Name, Vec<Nat>)], counting: bool) -> Result<LoopProgram, Diagnostic> {
     let mut cx = Lowerer::new(kernel, options);
+    cx.counting = counting;
     let mut env = Env::default();
     for p in &kernel.params {
         match p {
@@ -68,14 +132,31 @@ pub fn lower_kernel_with(kernel: &Kernel, name: &str, options: &LowerOptions) ->
             KernelParam::Tensor { .. } => {}
         }
     }
+    for (array, shape) in counted {
+        // A count array is an input like any other (offsets, work estimates).
+        let ty = shape.iter().rev().fold(Type::Scalar(ScalarType::I64), |t, n| Type::array(t, n.clone()));
+        cx.used.insert(array.clone());
+        let val = cx.param(array, &ty, kernel.body.span)?;
+        cx.globals.values.push((array.clone(), val));
+    }
     let result_ty = kernel.body.ty.clone();
-    let (fields, count) = emit::output_shape(&result_ty, &cx.facts, kernel.body.span)?;
+    let (fields, count) = if counting {
+        let n = count_arrays(&result_ty).map_err(|m| unsupported(kernel.body.span, &m))?.first().map_or(Nat::Lit(1), |(_, shape)| {
+            shape.iter().cloned().reduce(Nat::mul).unwrap_or(Nat::Lit(1))
+        });
+        (vec![ScalarType::I64], n)
+    } else {
+        emit::output_shape(&result_ty, &cx.facts, kernel.body.span)?
+    };
     let out = cx.fresh("out");
     cx.args.push(Arg { name: out.clone(), kind: ArgKind::Output { fields, len: count } });
     let mut body = Block::new();
     // A `scatterAdd` result is added into the output directly (see scatter.rs).
     if let Some((value, env)) = cx.result(&kernel.body, &env, &out, &mut body)? {
         cx.write(&value, &result_ty, &out, Nat::Lit(0), &env, &mut body, true)?;
+    }
+    if !cx.workspaces.is_empty() {
+        body.splice(0..0, std::mem::take(&mut cx.workspaces));
     }
     let mut program = LoopProgram {
         name: name.to_string(),
@@ -84,6 +165,7 @@ pub fn lower_kernel_with(kernel: &Kernel, name: &str, options: &LowerOptions) ->
         body,
         checks: cx.checks,
         parallel_work: cx.parallel_work,
+        counts: Vec::new(),
     };
     tidy::tidy(&mut program);
     program
@@ -133,6 +215,10 @@ pub struct Lowerer<'k> {
     loops: Vec<(Name, heddle_ir::loops::Schedule, heddle_ir::loops::Expr)>,
     /// Local-memory allocations hoisted to the work-group loop at this depth of `loops`.
     hoisted: Vec<(usize, heddle_ir::loops::Stmt)>,
+    /// Workspaces, allocated at the top of the kernel (see `stream.rs`).
+    workspaces: Vec<heddle_ir::loops::Stmt>,
+    /// Lowering a counting phase: `write` stores counted lengths only.
+    counting: bool,
 }
 
 impl<'k> Lowerer<'k> {
@@ -160,6 +246,8 @@ impl<'k> Lowerer<'k> {
             var_types: Vec::new(),
             loops: Vec::new(),
             hoisted: Vec::new(),
+            workspaces: Vec::new(),
+            counting: false,
         }
     }
 

@@ -50,7 +50,9 @@ impl Lowerer<'_> {
                     }
                 };
             }
-            let kernel_level = free_names(summand).iter().all(|x| x == var || self.kernel.params.iter().any(|p| p.name() == x));
+            let kernel_level = free_names(summand)
+                .iter()
+                .all(|x| x == var || heddle_ir::nat::counted::is_count_name(x) || self.kernel.params.iter().any(|p| p.name() == x));
             let Some(count) = bound.filter(|_| kernel_level) else {
                 failure = Some(unsupported(span, &format!("an access whose index needs {m}, which has no closed form and cannot be precomputed on the host")));
                 return m;

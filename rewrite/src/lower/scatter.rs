@@ -140,7 +140,10 @@ impl Lowerer<'_> {
     /// Emits a loop nest (its outermost loop with `schedule`, the rest sequential) that visits every element of `v` in order
     /// and runs `f` on it; a [`ViewKind::Concat`] is walked row by row.
     #[allow(clippy::type_complexity)]
-    fn each(&mut self, v: &View, env: &Env, schedule: Schedule, body: &mut Block, f: &mut dyn FnMut(&mut Self, Val, &mut Block) -> Result<(), Diagnostic>) -> Result<(), Diagnostic> {
+    pub(super) fn each(&mut self, v: &View, env: &Env, schedule: Schedule, body: &mut Block, f: &mut dyn FnMut(&mut Self, Val, &mut Block) -> Result<(), Diagnostic>) -> Result<(), Diagnostic> {
+        if super::stream::is_stream(v) {
+            return self.each_stream(v, env, body, f);
+        }
         if let ViewKind::Concat(rows) = &v.kind {
             return self.each(rows, env, schedule, body, &mut |cx, row, inner| match row {
                 Val::Array(row) => cx.each(&row, env, Schedule::Seq, inner, f),

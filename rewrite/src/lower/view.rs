@@ -128,6 +128,25 @@ pub enum ViewKind {
         /// The value.
         value: Box<Val>,
     },
+    /// `union(za, zb)(a, b)` (with the defaults) or `intersect(a, b)`: a
+    /// stream (see `stream.rs`), visited in order, never indexed.
+    Merge {
+        /// The first list.
+        a: Box<View>,
+        /// The second list.
+        b: Box<View>,
+        /// A union's stand-ins for a missing value: `za`, `zb`.
+        defaults: Option<Box<(Val, Val)>>,
+    },
+    /// `compressAdd(n)` of `src`: a stream (see `stream.rs`).
+    Compress {
+        /// The (coordinate, value) pairs.
+        src: Box<View>,
+        /// The workspace length.
+        n: Nat,
+        /// Where the pattern is (for the bounds check's message).
+        span: Span,
+    },
     /// `gather(idx)`.
     Gather {
         /// The indices.
@@ -222,6 +241,10 @@ impl Lowerer<'_> {
                 }
             }
             ViewKind::Concat(_) => Err(unsupported(span, "indexing a `join` of inner arrays of different lengths computed in the kernel")),
+            ViewKind::Merge { .. } | ViewKind::Compress { .. } => Err(unsupported(
+                span,
+                "indexing the result of `union`, `intersect` or `compressAdd` (it is produced in order; map, reduce or return it instead)",
+            )),
             ViewKind::Transpose(src) => Ok(Val::Array(View { ty: elem_ty, kind: ViewKind::Column { src: src.clone(), col: i.clone() } })),
             ViewKind::Column { src, col } => match self.elem(src, i, body)? {
                 Val::Array(row) => self.elem(&row, col, body),

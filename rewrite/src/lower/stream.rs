@@ -1,0 +1,282 @@
+//! Streams: arrays that a pattern produces in order and that cannot be
+//! indexed — the result of co-iteration (`union`, `intersect`) and of the
+//! expand/compress workspace (`compressAdd`), and maps over them.
+//!
+//! Their lengths are *counted* (see `heddle_ir::nat::counted`). A stream is
+//! consumed three ways: [`Lowerer::each_stream`] visits its elements in
+//! order (a reduction over it, or writing it to the next free records of
+//! the output); [`Lowerer::stream_len`] counts them with the cheapest loop
+//! that can (coordinates only, no values), which is what a counting phase
+//! stores; nothing indexes one.
+//!
+//! - **Co-iteration** walks the two sorted coordinate lists with one cursor
+//!   each, in a loop of at most `na + nb` steps (each step advances at least
+//!   one cursor): where both have the coordinate, both values; in a union,
+//!   where only one has it, that value and the other list's default. The
+//!   count is `matches` for an intersection and `na + nb - matches` for a
+//!   union, so counting never loads a value.
+//! - **The workspace** (Gustavson's SpMSpM, MLIR's expand/compress) keeps,
+//!   per worker, a dense row of sums, a mask of the coordinates filled and
+//!   the list of them. Each (coordinate, value) pair is checked in
+//!   `0 .. n`, added in, and its coordinate listed the first time; the list
+//!   is sorted (`Stmt::Sort`) and walked, and each visited entry is reset to
+//!   zero, so the workspace is clean for the worker's next row without an
+//!   O(n) clear. Counting uses the mask and the list alone.
+
+use super::view::ViewKind;
+use super::{unsupported, Env, Lowerer, Val, View};
+use heddle_ir::loops::{BinOp, Block, Expr as L, Schedule, Space, Stmt};
+use heddle_ir::{Diagnostic, Name, Nat, ScalarType, Span, Type};
+
+/// What to do with each element of a stream.
+pub(super) type Visit<'a, 'k> = &'a mut dyn FnMut(&mut Lowerer<'k>, Val, &mut Block) -> Result<(), Diagnostic>;
+
+/// Is `v` (or what it maps) a stream?
+pub(super) fn is_stream(v: &View) -> bool {
+    match &v.kind {
+        ViewKind::Merge { .. } | ViewKind::Compress { .. } => true,
+        ViewKind::Map { src, .. } => is_stream(src),
+        _ => false,
+    }
+}
+
+/// The coordinate type of a stream's elements (the first tuple component).
+fn coordinate_type(v: &View) -> ScalarType {
+    match &v.ty {
+        Type::Array { elem, .. } => match &**elem {
+            Type::Tuple(ts) => ts.first().and_then(Type::as_scalar).unwrap_or(ScalarType::I64),
+            _ => ScalarType::I64,
+        },
+        _ => ScalarType::I64,
+    }
+}
+
+fn cast(e: L, from: ScalarType, to: ScalarType) -> L {
+    if from == to { e } else { L::Cast(to, Box::new(e)) }
+}
+
+fn incr(var: &Name) -> Stmt {
+    Stmt::Assign { var: var.clone(), value: L::bin(BinOp::Add, L::var(var.clone()), L::index(1)) }
+}
+
+impl<'k> Lowerer<'k> {
+    /// Emits a visit of every element of the stream `v`, in order.
+    pub(super) fn each_stream(&mut self, v: &View, env: &Env, body: &mut Block, f: Visit<'_, 'k>) -> Result<(), Diagnostic> {
+        let span = self.kernel.body.span;
+        match &v.kind {
+            ViewKind::Map { f: g, env: genv, src, .. } => {
+                let (g, genv) = ((**g).clone(), genv.clone());
+                self.each_stream(src, env, body, &mut |cx, x, inner| {
+                    let y = cx.apply(&g, vec![x], &genv, inner)?;
+                    f(cx, y, inner)
+                })
+            }
+            ViewKind::Merge { a, b, defaults } => {
+                let coord = coordinate_type(v);
+                self.merge(a, b, defaults.as_deref(), coord, env, body, Some(f)).map(|_| ())
+            }
+            ViewKind::Compress { src, n, span } => self.compress(src, n, coordinate_type(v), env, *span, body, Some(f)).map(|_| ()),
+            _ => Err(unsupported(span, "visiting an array that is not a stream")),
+        }
+    }
+
+    /// The number of elements of `v` as an `i64` expression; a stream's is
+    /// counted by a loop emitted into `body`.
+    pub(super) fn stream_len(&mut self, v: &View, env: &Env, body: &mut Block) -> Result<L, Diagnostic> {
+        match &v.kind {
+            ViewKind::Map { src, .. } if is_stream(src) => self.stream_len(src, env, body),
+            ViewKind::Merge { a, b, defaults } => {
+                let coord = coordinate_type(v);
+                let matches = self.merge(a, b, None, coord, env, body, None)?;
+                if defaults.is_some() {
+                    // |a ∪ b| = |a| + |b| - |a ∩ b|.
+                    let na = self.index_expr(&a.len(), env, body)?;
+                    let nb = self.index_expr(&b.len(), env, body)?;
+                    Ok(L::bin(BinOp::Sub, L::bin(BinOp::Add, na, nb), matches))
+                } else {
+                    Ok(matches)
+                }
+            }
+            ViewKind::Compress { src, n, span } => self.compress(src, n, coordinate_type(v), env, *span, body, None),
+            _ => self.index_expr(&v.len(), env, body),
+        }
+    }
+
+    /// Co-iterates `a` and `b`. With `visit`, calls it on every element of
+    /// the union (`defaults` given) or intersection and returns 0; without,
+    /// returns the number of coordinates the two lists share.
+    #[allow(clippy::too_many_arguments)]
+    fn merge(&mut self, a: &View, b: &View, defaults: Option<&(Val, Val)>, coord: ScalarType, env: &Env, body: &mut Block, mut visit: Option<Visit<'_, 'k>>) -> Result<L, Diagnostic> {
+        let span = self.kernel.body.span;
+        let na = self.index_expr(&a.len(), env, body)?;
+        let na = self.bind_index(na, "na", body);
+        let nb = self.index_expr(&b.len(), env, body)?;
+        let nb = self.bind_index(nb, "nb", body);
+        let (na, nb) = (self.nat_to_expr(&na, env, body)?, self.nat_to_expr(&nb, env, body)?);
+        let (ia, ib) = (self.fresh("ia"), self.fresh("ib"));
+        body.push(Stmt::Var { var: ia.clone(), ty: ScalarType::I64, init: L::index(0) });
+        body.push(Stmt::Var { var: ib.clone(), ty: ScalarType::I64, init: L::index(0) });
+        let matches = self.fresh("matches");
+        if visit.is_none() {
+            body.push(Stmt::Var { var: matches.clone(), ty: ScalarType::I64, init: L::index(0) });
+        }
+        // One entry of a list: its coordinate (as i64 and as given) and value.
+        let entry = |cx: &mut Self, v: &View, at: &Name, inner: &mut Block| -> Result<(L, L, ScalarType, Val), Diagnostic> {
+            match cx.elem(v, &Nat::Var(at.clone()), inner)? {
+                Val::Tuple(mut items) if items.len() == 2 => {
+                    let value = items.pop().unwrap_or(Val::Tuple(vec![]));
+                    match items.pop() {
+                        Some(Val::Scalar(c, s)) if s.is_int() => {
+                            let wide = cx.share(Val::Scalar(cast(c, s, ScalarType::I64), ScalarType::I64), "crd", inner);
+                            let Val::Scalar(wide, _) = wide else { unreachable!("share keeps scalars") };
+                            Ok((wide.clone(), cast(wide, ScalarType::I64, coord), coord, value))
+                        }
+                        _ => Err(unsupported(span, "co-iteration over lists whose coordinates are not integers")),
+                    }
+                }
+                _ => Err(unsupported(span, "co-iteration over lists that are not (coordinate, value) pairs")),
+            }
+        };
+        let lt = |x: L, y: L| L::bin(BinOp::Lt, x, y);
+        let both_left = L::bin(BinOp::And, lt(L::var(ia.clone()), na.clone()), lt(L::var(ib.clone()), nb.clone()));
+
+        let mut both = Block::new();
+        let (ca, ca_out, _, va) = entry(self, a, &ia, &mut both)?;
+        let (cb, cb_out, _, vb) = entry(self, b, &ib, &mut both)?;
+        let (mut same, mut a_first, mut b_first) = (Block::new(), Block::new(), Block::new());
+        match visit.as_mut() {
+            Some(f) => {
+                f(self, Val::Tuple(vec![Val::Scalar(ca_out.clone(), coord), va.clone(), vb.clone()]), &mut same)?;
+                if let Some((za, zb)) = defaults {
+                    f(self, Val::Tuple(vec![Val::Scalar(ca_out.clone(), coord), va.clone(), zb.clone()]), &mut a_first)?;
+                    f(self, Val::Tuple(vec![Val::Scalar(cb_out.clone(), coord), za.clone(), vb.clone()]), &mut b_first)?;
+                }
+            }
+            None => same.push(incr(&matches)),
+        }
+        same.extend([incr(&ia), incr(&ib)]);
+        a_first.push(incr(&ia));
+        b_first.push(incr(&ib));
+        let lower = vec![Stmt::If { cond: lt(ca.clone(), cb.clone()), then: a_first, els: b_first }];
+        both.push(Stmt::If { cond: L::bin(BinOp::Eq, ca, cb), then: same, els: lower });
+
+        // In a union, the rest of whichever list is left over.
+        let mut rest = Block::new();
+        if let (Some(f), Some((za, zb))) = (visit.as_mut(), defaults) {
+            let mut only_a = Block::new();
+            let (_, ca_out, _, va) = entry(self, a, &ia, &mut only_a)?;
+            f(self, Val::Tuple(vec![Val::Scalar(ca_out, coord), va, zb.clone()]), &mut only_a)?;
+            only_a.push(incr(&ia));
+            let mut only_b = Block::new();
+            let (_, cb_out, _, vb) = entry(self, b, &ib, &mut only_b)?;
+            f(self, Val::Tuple(vec![Val::Scalar(cb_out, coord), za.clone(), vb]), &mut only_b)?;
+            only_b.push(incr(&ib));
+            let b_left = vec![Stmt::If { cond: lt(L::var(ib.clone()), nb.clone()), then: only_b, els: vec![] }];
+            rest.push(Stmt::If { cond: lt(L::var(ia.clone()), na.clone()), then: only_a, els: b_left });
+        }
+        let step = self.fresh("step");
+        let steps = L::bin(BinOp::Add, na, nb);
+        body.push(Stmt::For {
+            var: step,
+            lo: L::index(0),
+            hi: steps,
+            schedule: Schedule::Seq,
+            body: vec![Stmt::If { cond: both_left, then: both, els: rest }],
+        });
+        Ok(if visit.is_some() { L::index(0) } else { L::var(matches) })
+    }
+
+    /// The workspace buffers of a `compressAdd(n)`: allocated once per
+    /// worker at the top of the kernel (see `Space::Workspace`).
+    fn workspace(&mut self, base: &str, field: ScalarType, n: &L) -> Name {
+        let buf = self.fresh(base);
+        self.workspaces.push(Stmt::Alloc { buf: buf.clone(), fields: vec![field], len: n.clone(), space: Space::Workspace });
+        buf
+    }
+
+    /// `src :>> compressAdd(n)`. With `visit`, calls it on every (coordinate,
+    /// sum) in increasing coordinate order and returns 0; without, returns
+    /// how many coordinates received a value.
+    #[allow(clippy::too_many_arguments)]
+    fn compress(&mut self, src: &View, n: &Nat, coord: ScalarType, env: &Env, span: Span, body: &mut Block, visit: Option<Visit<'_, 'k>>) -> Result<L, Diagnostic> {
+        let value_ty = match &src.ty {
+            Type::Array { elem, .. } => match &**elem {
+                Type::Tuple(ts) if ts.len() == 2 => ts[1].as_scalar(),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(value_ty) = value_ty else {
+            return Err(unsupported(span, "`compressAdd` of values that are not numbers"));
+        };
+        // The workspace is sized before any loop runs: its length must be a kernel-level natural.
+        let mut sink = Block::new();
+        let n_e = self.index_expr(n, &Env::default(), &mut sink)?;
+        if !sink.is_empty() || !self.over_naturals(&n_e) {
+            return Err(unsupported(span, &format!("`compressAdd({n})`: the workspace length must be a natural parameter or a formula over them")));
+        }
+        let mask = self.workspace("filled", ScalarType::Bool, &n_e);
+        let list = self.workspace("added", ScalarType::I64, &n_e);
+        let sums = if visit.is_some() { Some(self.workspace("sums", value_ty, &n_e)) } else { None };
+        let count = self.fresh("added_len");
+        body.push(Stmt::Var { var: count.clone(), ty: ScalarType::I64, init: L::index(0) });
+
+        // Expand: every pair into the workspace.
+        let (mask_c, list_c, sums_c, count_c) = (mask.clone(), list.clone(), sums.clone(), count.clone());
+        let n_nat = n.clone();
+        self.each(src, env, Schedule::Seq, body, &mut |cx, pair, inner| {
+            let Val::Tuple(mut items) = pair else { return Err(unsupported(span, "`compressAdd` of something other than pairs")) };
+            let (Some(value), Some(Val::Scalar(i, is))) = (items.pop(), items.pop()) else {
+                return Err(unsupported(span, "`compressAdd` of something other than pairs"));
+            };
+            let k = cx.bind_index(cast(i, is, ScalarType::I64), "slot", inner);
+            cx.bounds_check(&k, &n_nat, "the workspace of `compressAdd`", span, inner)?;
+            let k = cx.nat_to_expr(&k, &Env::default(), inner)?;
+            let first = vec![
+                Stmt::Store { buf: mask_c.clone(), index: k.clone(), field: 0, value: L::Bool(true) },
+                Stmt::Store { buf: list_c.clone(), index: L::var(count_c.clone()), field: 0, value: k.clone() },
+                incr(&count_c),
+            ];
+            inner.push(Stmt::If { cond: L::Not(Box::new(L::load(mask_c.clone(), k.clone(), 0))), then: first, els: vec![] });
+            if let Some(sums) = &sums_c {
+                let Val::Scalar(v, vs) = value else { return Err(unsupported(span, "`compressAdd` of values that are not numbers")) };
+                let sum = L::bin(BinOp::Add, L::load(sums.clone(), k.clone(), 0), cast(v, vs, value_ty));
+                inner.push(Stmt::Store { buf: sums.clone(), index: k, field: 0, value: sum });
+            }
+            Ok(())
+        })?;
+
+        // Compress: the filled coordinates in order, each reset for the next row.
+        let t = self.fresh("t");
+        let mut each = Block::new();
+        let k = self.fresh("col");
+        self.var_types.push((k.clone(), ScalarType::I64));
+        each.push(Stmt::Let { var: k.clone(), ty: ScalarType::I64, value: L::load(list.clone(), L::var(t.clone()), 0) });
+        let k_e = L::var(k.clone());
+        match (visit, &sums) {
+            (Some(f), Some(sums)) => {
+                body.push(Stmt::Sort { buf: list.clone(), lo: L::index(0), len: L::var(count.clone()) });
+                let sum = self.fresh("sum");
+                each.push(Stmt::Let { var: sum.clone(), ty: value_ty, value: L::load(sums.clone(), k_e.clone(), 0) });
+                let zero = if value_ty.is_float() { L::Float(0.0, value_ty) } else { L::Int(0, value_ty) };
+                each.push(Stmt::Store { buf: sums.clone(), index: k_e.clone(), field: 0, value: zero });
+                each.push(Stmt::Store { buf: mask.clone(), index: k_e.clone(), field: 0, value: L::Bool(false) });
+                f(self, Val::Tuple(vec![Val::Scalar(cast(k_e, ScalarType::I64, coord), coord), Val::Scalar(L::var(sum), value_ty)]), &mut each)?;
+            }
+            _ => each.push(Stmt::Store { buf: mask.clone(), index: k_e, field: 0, value: L::Bool(false) }),
+        }
+        body.push(Stmt::For { var: t, lo: L::index(0), hi: L::var(count.clone()), schedule: Schedule::Seq, body: each });
+        Ok(if sums.is_some() { L::index(0) } else { L::var(count) })
+    }
+
+    /// Does `e` use only literals and natural arguments (so the host knows it before the launch)?
+    fn over_naturals(&self, e: &L) -> bool {
+        match e {
+            L::Int(..) => true,
+            L::Var(v) => self.args.iter().any(|a| &a.name == v && matches!(a.kind, heddle_ir::loops::ArgKind::Nat)),
+            L::Bin(_, a, b) => self.over_naturals(a) && self.over_naturals(b),
+            L::Cast(_, a) | L::Neg(a) => self.over_naturals(a),
+            _ => false,
+        }
+    }
+}
