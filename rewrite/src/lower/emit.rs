@@ -578,6 +578,8 @@ impl Lowerer<'_> {
                 _ if self.in_parallel || self.sequential => Schedule::Seq,
                 _ => Schedule::Parallel,
             },
+            // `generate`'s elements are as independent as a `map`'s.
+            ViewKind::Generate { .. } if !(self.in_parallel || self.sequential) => Schedule::Parallel,
             _ => Schedule::Seq,
         }
     }

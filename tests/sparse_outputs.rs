@@ -1,0 +1,203 @@
+//! Sparse results (issue 7): element-wise add (union) and multiply
+//! (intersection) of two CSR matrices and SpMSpM (Gustavson, compressAdd),
+//! each a CSR result whose row lengths are counted, on every backend,
+//! against a dense computation written here; the sparse dot product
+//! (intersect, reduced as it is produced). Inputs are random (fixed seeds)
+//! with empty rows and columns; the result is the flat list of (column,
+//! value) pairs, row after row, so a row at the wrong offset or of the
+//! wrong length shows as a different list. OpenCL runs wherever a platform
+//! is installed and must run under `CI=true`.
+
+mod common;
+
+use common::heddle;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn opencl_available() -> bool {
+    static CL: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    match CL.get_or_init(|| heddle_runtime::opencl::OpenCl::new(None).map(|_| ()).map_err(|d| d.message)) {
+        Ok(()) => true,
+        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => panic!("CI must run the OpenCL tests, but: {e}"),
+        Err(e) => {
+            eprintln!("SKIPPED (opencl only): the OpenCL backend needs a platform: {e}");
+            false
+        }
+    }
+}
+
+fn backends() -> Vec<&'static str> {
+    if opencl_available() { vec!["interp", "cpu", "opencl"] } else { vec!["interp", "cpu"] }
+}
+
+/// xorshift64*: deterministic inputs without a dependency.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    /// A non-zero multiple of 1/4 in [-2, 2]: sums and products stay exact in f32.
+    fn value(&mut self) -> f64 {
+        let k = self.below(16) as i64 - 8;
+        (if k >= 0 { k + 1 } else { k }) as f64 / 4.0
+    }
+}
+
+type Dense = Vec<Vec<f64>>;
+
+/// An m x n matrix with about `percent`% of its entries stored (all
+/// non-zero), one empty row and one empty column.
+fn random(rng: &mut Rng, m: usize, n: usize, percent: u64) -> Dense {
+    let (empty_row, empty_col) = (rng.below(m as u64) as usize, rng.below(n as u64) as usize);
+    let mut a = vec![vec![0.0; n]; m];
+    for (i, row) in a.iter_mut().enumerate() {
+        for (j, x) in row.iter_mut().enumerate() {
+            if i != empty_row && j != empty_col && rng.below(100) < percent {
+                *x = rng.value();
+            }
+        }
+    }
+    a
+}
+
+fn mtx(a: &Dense) -> String {
+    let mut lines = Vec::new();
+    for (i, row) in a.iter().enumerate() {
+        for (j, v) in row.iter().enumerate().filter(|(_, v)| **v != 0.0) {
+            lines.push(format!("{} {} {v}", i + 1, j + 1));
+        }
+    }
+    let cols = a.first().map_or(0, Vec::len);
+    format!("%%MatrixMarket matrix coordinate real general\n{} {cols} {}\n{}\n", a.len(), lines.len(), lines.join("\n"))
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn flatten(v: &Value, out: &mut Vec<f64>) {
+    match v {
+        Value::Array(items) => items.iter().for_each(|x| flatten(x, out)),
+        Value::Number(n) => out.push(n.as_f64().unwrap()),
+        other => panic!("unexpected output {other}"),
+    }
+}
+
+/// Runs `examples/sparse/<kernel>.hdl` with A and B on every backend and
+/// compares the flattened result with `want`.
+fn check(kernel: &str, a: &Path, b: &Path, want: &[f64], case: &str) {
+    let file = format!("examples/sparse/{kernel}.hdl");
+    let (ma, mb) = (format!("A={}", a.display()), format!("B={}", b.display()));
+    for backend in backends() {
+        let (code, out, err) = heddle(&["run", &file, "--backend", backend, "--matrix", &ma, "--matrix", &mb]);
+        assert_eq!(code, 0, "{kernel} on {backend}, {case}: {err}");
+        let mut got = Vec::new();
+        flatten(&serde_json::from_str(&out).unwrap(), &mut got);
+        assert_eq!(got.len(), want.len(), "{kernel} on {backend}, {case}: got {got:?}, want {want:?}");
+        for (g, w) in got.iter().zip(want) {
+            assert!((g - w).abs() <= 1e-5 * w.abs().max(1.0), "{kernel} on {backend}, {case}: got {got:?}, want {want:?}");
+        }
+    }
+}
+
+/// (column, value) for every column of row i where `stored(i, j)`, in order.
+fn rows(m: usize, n: usize, stored: impl Fn(usize, usize) -> bool, value: impl Fn(usize, usize) -> f64) -> Vec<f64> {
+    let mut out = Vec::new();
+    for i in 0..m {
+        for j in (0..n).filter(|&j| stored(i, j)) {
+            out.extend([j as f64, value(i, j)]);
+        }
+    }
+    out
+}
+
+#[test]
+fn elementwise_add_and_multiply_are_union_and_intersection() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0x5eed_0001);
+    for (case, (m, n, pa, pb)) in [(7, 9, 30, 40), (12, 5, 60, 20), (3, 16, 10, 90), (1, 1, 100, 100)].into_iter().enumerate() {
+        let a = random(&mut rng, m, n, pa);
+        let b = if m == 1 { vec![vec![0.0]] } else { random(&mut rng, m, n, pb) };
+        let (fa, fb) = (write(dir.path(), &format!("a{case}.mtx"), &mtx(&a)), write(dir.path(), &format!("b{case}.mtx"), &mtx(&b)));
+        let either = rows(m, n, |i, j| a[i][j] != 0.0 || b[i][j] != 0.0, |i, j| a[i][j] + b[i][j]);
+        check("spadd_csr", &fa, &fb, &either, &format!("case {case} ({m}x{n})"));
+        let both = rows(m, n, |i, j| a[i][j] != 0.0 && b[i][j] != 0.0, |i, j| a[i][j] * b[i][j]);
+        check("spmul_csr", &fa, &fb, &both, &format!("case {case} ({m}x{n})"));
+    }
+}
+
+#[test]
+fn spgemm_with_a_csr_result_matches_the_dense_product() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0x5eed_0002);
+    for (case, (m, k, n, pa, pb)) in [(6, 8, 7, 30, 30), (10, 4, 12, 50, 25), (5, 9, 3, 15, 80), (4, 4, 4, 0, 50)].into_iter().enumerate() {
+        let a = random(&mut rng, m, k, pa);
+        let b = random(&mut rng, k, n, pb);
+        let (fa, fb) = (write(dir.path(), &format!("a{case}.mtx"), &mtx(&a)), write(dir.path(), &format!("b{case}.mtx"), &mtx(&b)));
+        // Gustavson's pattern: every column reached through a stored A(i, l) and B(l, j),
+        // even when the products cancel.
+        let reached = |i: usize, j: usize| (0..k).any(|l| a[i][l] != 0.0 && b[l][j] != 0.0);
+        let want = rows(m, n, reached, |i, j| (0..k).map(|l| a[i][l] * b[l][j]).sum());
+        check("spgemm_csr", &fa, &fb, &want, &format!("case {case} ({m}x{k} * {k}x{n})"));
+    }
+}
+
+#[test]
+fn sparse_dot_product_visits_the_intersection() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.tns", "1 2.0\n3 3.0\n6 4.0\n9 1.0\n");
+    let b = write(dir.path(), "b.tns", "2 5.0\n3 7.0\n6 0.5\n10 8.0\n");
+    for backend in backends() {
+        let (ma, mb) = (format!("a={}", a.display()), format!("b={}", b.display()));
+        let (code, out, err) = heddle(&["run", "examples/sparse/spdot.hdl", "--backend", backend, "--matrix", &ma, "--matrix", &mb]);
+        assert_eq!(code, 0, "{backend}: {err}");
+        assert_eq!(out.trim(), "23.0", "3 * 7 + 4 * 0.5 on {backend}");
+    }
+}
+
+#[test]
+fn counted_results_compile_to_a_counting_phase_and_a_fill() {
+    for kernel in ["spadd_csr", "spmul_csr", "spgemm_csr"] {
+        let file = format!("examples/sparse/{kernel}.hdl");
+        let (code, out, err) = heddle(&["compile", &file, "--target", "loops"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(out.starts_with("count phase count#1[A_dim0]"), "{kernel}: {out}");
+        // The fill's rows start at the host prefix sum of the counts.
+        assert!(out.contains("host prefix[j] = sum(k = 0 .. j - 1, toNat(count#1@k))"), "{kernel}: {out}");
+        let fill = out.split("\nkernel ").nth(1).unwrap();
+        assert!(fill.contains("row_start"), "{kernel}: {fill}");
+        // The workspace is sorted on compress and allocated once per worker.
+        if kernel == "spgemm_csr" {
+            assert!(fill.contains("alloc workspace") && fill.contains("sort added"), "{fill}");
+        }
+    }
+}
+
+#[test]
+fn compress_add_outside_its_workspace_is_a_run_time_error() {
+    let dir = tempfile::tempdir().unwrap();
+    // Columns of B reach 3, but the workspace has A_dim1 = 2 entries.
+    let kernel = write(
+        dir.path(),
+        "bad.hdl",
+        "#CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>\n\
+         fun(A: tensor<?x?xf32, #CSR> => fun(B: tensor<?x?xf32, #CSR> =>\n\
+           A :>> map(fun(row => row :>> map(fun(a => B@a.1 :>> map(fun(b => (b.1, a.2 * b.2))))) :>> join :>> compressAdd(A_dim1)))))\n",
+    );
+    let a = write(dir.path(), "a.mtx", "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1.0\n2 2 2.0\n");
+    let b = write(dir.path(), "b.mtx", "%%MatrixMarket matrix coordinate real general\n2 4 2\n1 4 1.0\n2 1 2.0\n");
+    for backend in backends() {
+        let (ma, mb) = (format!("A={}", a.display()), format!("B={}", b.display()));
+        let (code, _, err) = heddle(&["run", kernel.to_str().unwrap(), "--backend", backend, "--matrix", &ma, "--matrix", &mb]);
+        assert_eq!(code, 1, "{backend}: {err}");
+        assert!(err.contains("out of bounds") && err.contains("compressAdd"), "{backend}: {err}");
+    }
+}
