@@ -15,6 +15,10 @@
 //!   renamings are undone. Casts to 32-bit indices are taken as exact: a
 //!   `generate` index is an `int`, so lengths beyond 2^31 are outside what the
 //!   language's index type can express anyway.
+//! - **Repeats.** A check whose condition, renamings undone, is the one of a
+//!   check already made in an enclosing block (or earlier in the same one) is
+//!   dropped: a failed check stops the kernel, so past it the condition holds.
+//!   Conditions that mention a mutable local are never taken as repeated.
 //! - **Hoisting.** A `let` at the head of a loop body (before any check, store
 //!   or nested statement, so nothing inside the loop guards it) whose value
 //!   uses only variables bound outside the loop, reads only buffers the kernel
@@ -29,7 +33,9 @@ use std::collections::{HashMap, HashSet};
 pub fn tidy(prog: &mut LoopProgram) {
     let mut written = HashSet::new();
     stored_buffers(&prog.body, &mut written);
-    let mut cx = Tidy { aliases: HashMap::new(), ranges: HashMap::new(), written };
+    let mut mutable = HashSet::new();
+    mutated(&prog.body, &mut mutable);
+    let mut cx = Tidy { aliases: HashMap::new(), ranges: HashMap::new(), written, mutable, checked: Vec::new() };
     let body = std::mem::take(&mut prog.body);
     prog.body = cx.block(body);
 }
@@ -41,10 +47,21 @@ struct Tidy {
     ranges: HashMap<Name, L>,
     /// Buffers some statement stores to (outputs, temporaries).
     written: HashSet<Name>,
+    /// Mutable locals (`var`s): a condition over one may change.
+    mutable: HashSet<Name>,
+    /// Conditions (renamings undone) of the checks in force here.
+    checked: Vec<L>,
 }
 
 impl Tidy {
     fn block(&mut self, body: Block) -> Block {
+        let in_force = self.checked.len();
+        let out = self.block_inner(body);
+        self.checked.truncate(in_force);
+        out
+    }
+
+    fn block_inner(&mut self, body: Block) -> Block {
         let mut out = Block::with_capacity(body.len());
         for s in body {
             match s {
@@ -55,7 +72,12 @@ impl Tidy {
                     out.push(Stmt::Let { var, ty, value });
                 }
                 Stmt::Check { cond, id } => {
-                    if !self.provable(&cond) {
+                    let canon = self.canon(&cond);
+                    let repeated = self.checked.contains(&canon);
+                    if !repeated && !self.provable(&cond) {
+                        if !mentions_any(&canon, &self.mutable) {
+                            self.checked.push(canon);
+                        }
                         out.push(Stmt::Check { cond, id });
                     }
                 }
@@ -174,6 +196,34 @@ fn assigned(body: &Block, out: &mut HashSet<Name>) {
             }
             _ => {}
         }
+    }
+}
+
+/// Mutable locals: the targets of `var` and assignments.
+fn mutated(body: &Block, out: &mut HashSet<Name>) {
+    for s in body {
+        match s {
+            Stmt::Assign { var, .. } | Stmt::Var { var, .. } => {
+                out.insert(var.clone());
+            }
+            Stmt::For { body, .. } => mutated(body, out),
+            Stmt::If { then, els, .. } => {
+                mutated(then, out);
+                mutated(els, out);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn mentions_any(e: &L, names: &HashSet<Name>) -> bool {
+    match e {
+        L::Var(v) => names.contains(v),
+        L::Int(..) | L::Float(..) | L::Bool(_) => false,
+        L::Load { index, .. } => mentions_any(index, names),
+        L::Bin(_, a, b) => mentions_any(a, names) || mentions_any(b, names),
+        L::Neg(a) | L::Not(a) | L::Cast(_, a) => mentions_any(a, names),
+        L::Select(c, a, b) => mentions_any(c, names) || mentions_any(a, names) || mentions_any(b, names),
     }
 }
 
