@@ -178,6 +178,15 @@ fn counted_results_compile_to_a_counting_phase_and_a_fill() {
         if kernel == "spgemm_csr" {
             assert!(fill.contains("alloc workspace") && fill.contains("sort added"), "{fill}");
         }
+        insta::assert_snapshot!(format!("loops_{kernel}"), out);
+    }
+    // Each backend's code for both phases: any change in generated code shows as a diff.
+    for (kernel, target) in [("spgemm_csr", "opencl"), ("spadd_csr", "opencl")] {
+        let file = format!("examples/sparse/{kernel}.hdl");
+        let (code, out, err) = heddle(&["compile", &file, "--target", target]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(out.matches("__kernel void").count(), 2, "a counting kernel and a filling kernel: {out}");
+        insta::assert_snapshot!(format!("{target}_{kernel}"), out);
     }
 }
 

@@ -48,11 +48,24 @@ pub fn kernel_name(file: &SourceFile) -> String {
 fn emit(target: Target, file: &SourceFile, kernel: &heddle_typeck::Kernel) -> Result<String, Failure> {
     let located = |d| Failure::Source(file.clone(), vec![d]);
     let program = heddle::cpu::lower(kernel, &kernel_name(file)).map_err(located)?;
-    match target {
-        Target::Loops => Ok(program.to_string()),
-        Target::Cpu => heddle::cpu::clif(&program).map_err(located),
-        Target::Opencl => heddle_codegen_opencl::compile(&program).map(|k| k.to_string()).map_err(located),
+    let one = |p: &heddle_ir::loops::LoopProgram| match target {
+        Target::Loops => Ok(p.to_string()),
+        Target::Cpu => heddle::cpu::clif(p).map_err(located),
+        Target::Opencl => heddle_codegen_opencl::compile(p).map(|k| k.to_string()).map_err(located),
+    };
+    if target == Target::Loops {
+        // The loop program's text shows its counting phases itself.
+        return one(&program);
     }
+    // A result of counted lengths: each counting phase's kernel first, in the order they run.
+    let mut text = String::new();
+    for phase in &program.counts {
+        text.push_str(&format!("// counting phase: fills `{}`, read by the kernel after it\n", phase.name));
+        text.push_str(&one(&phase.program)?);
+        text.push('\n');
+    }
+    text.push_str(&one(&program)?);
+    Ok(text)
 }
 
 pub fn run(a: &Args) -> Result<Output, Failure> {
