@@ -223,7 +223,7 @@ impl Checker {
                 _ => {
                     return Err(Diagnostic::new(span, format!("the type of this function's result depends on its argument `{param}`"))
                         .with_label(format!("its result type mentions `{param}`"))
-                        .with_note(format!("give the array `{prim}` maps over a name (`let xs = …;`), so the result's type can say which element each length comes from")));
+                        .with_note(format!("name the array `{prim}` goes over (`let xs = … in xs :>> {prim}(…)`), so the result's type can say which element each length comes from")));
                 }
             }
         } else {
@@ -280,7 +280,7 @@ impl Checker {
                 }
                 if name == "compressAdd"
                     && let Some(value) = inst.types.get(&('T' as u32)).map(|t| self.metas.zonk(t)) {
-                        self.require_numeric(&value, span, "the values `compressAdd` sums")?;
+                        self.require_numeric(&value, span, "`compressAdd` (it sums its values)")?;
                     }
             }
             "join" => {
