@@ -76,7 +76,7 @@ pub enum KernelParam {
 /// Work-items of a launch whose kernel has workspaces, at most: every
 /// work-item gets its own, so this bounds their memory (strided loops cover
 /// any range with fewer items).
-pub const WORKSPACE_ITEMS: i64 = 4096;
+pub const WORKSPACE_ITEMS: i64 = 1024;
 
 /// OpenCL C for `Stmt::Sort` on `__global long` records: a heapsort (no
 /// recursion, no extra memory, O(n log n)).

@@ -189,7 +189,7 @@ impl OpenCl {
                     let per_item = self.param_bytes(fields, len, &nat)?;
                     let items: usize = sizes.global.iter().product();
                     let bytes = per_item.checked_mul(items).ok_or_else(|| err("the workspaces are too large to allocate"))?;
-                    scratch.push(self.buffer(&vec![0u8; bytes.max(1)], MemFlags::READ_WRITE)?);
+                    scratch.push(self.zeroed(bytes)?);
                     if let Some(b) = scratch.last() {
                         set(ArgVal::mem(b.as_core()))?;
                     }
@@ -254,6 +254,18 @@ impl OpenCl {
             .copy_host_slice(data)
             .build()
             .map_err(|e| err(format!("cannot allocate a device buffer of {} bytes: {e}", data.len())))
+    }
+
+    /// A zeroed device buffer of `len` bytes (at least one), filled on the
+    /// device rather than copied from a zeroed host array.
+    fn zeroed(&self, len: usize) -> Result<Buffer<u8>, Diagnostic> {
+        Buffer::<u8>::builder()
+            .queue(self.queue.clone())
+            .flags(MemFlags::READ_WRITE)
+            .len(len.max(1))
+            .fill_val(0u8)
+            .build()
+            .map_err(|e| err(format!("cannot allocate a device buffer of {len} bytes: {e}")))
     }
 
     fn param_bytes(&self, fields: &[ScalarType], len: &heddle_ir::loops::Expr, nat: &dyn Fn(&heddle_ir::Name) -> Option<i64>) -> Result<usize, Diagnostic> {
