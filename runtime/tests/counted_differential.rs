@@ -47,9 +47,10 @@ fn both(body: &str, a: &[Vec<(usize, f64)>], b: &[Vec<(usize, f64)>], m: usize, 
     (heddle_runtime::io::write::to_json(&reference, ty), heddle_runtime::io::write::to_json(&lowered, ty))
 }
 
-/// n rows over m columns; `sorted`: each row's columns increasing and distinct.
-fn matrix(n: usize, m: usize, sorted: bool) -> impl Strategy<Value = Vec<Vec<(usize, f64)>>> {
-    let row = prop::collection::vec((0..m, -8i32..9), 0..(2 * m)).prop_map(move |r| {
+/// n rows over m columns, each of at most `len` entries; `sorted`: each
+/// row's columns increasing and distinct.
+fn matrix(n: usize, m: usize, len: usize, sorted: bool) -> impl Strategy<Value = Vec<Vec<(usize, f64)>>> {
+    let row = prop::collection::vec((0..m, -8i32..9), 0..len).prop_map(move |r| {
         let mut r: Vec<(usize, f64)> = r.into_iter().map(|(c, v)| (c, v as f64 / 4.0)).collect();
         if sorted {
             r.sort_by_key(|e| e.0);
@@ -69,7 +70,7 @@ proptest! {
 
     #[test]
     fn union_and_intersection_lower_like_the_interpreter(
-        (a, b, m) in shapes().prop_flat_map(|(n, m)| (matrix(n, m, true), matrix(n, m, true), Just(m)))
+        (a, b, m) in shapes().prop_flat_map(|(n, m)| (matrix(n, m, 2 * m, true), matrix(n, m, 2 * m, true), Just(m)))
     ) {
         for (body, phases) in [
             ("zip(a, b) :>> map(fun(r => union(0, 0, r.1, r.2) :>> map(fun(e => (e.1, e.2 + e.3)))))", 1),
@@ -84,7 +85,9 @@ proptest! {
 
     #[test]
     fn compress_add_lowers_like_the_interpreter(
-        (a, b, m) in shapes().prop_flat_map(|(n, m)| (matrix(n, m, false), matrix(n, m, true), Just(m)))
+        // Narrow rows (listed from the mask) and wide ones with few entries (sorted).
+        (a, b, m) in (0usize..6, prop_oneof![1usize..7, 40usize..90])
+            .prop_flat_map(|(n, m)| (matrix(n, m, 12, false), matrix(n, m, 2, true), Just(m)))
     ) {
         let body = "a :>> map(fun(row => row :>> compressAdd(m)))";
         let (reference, lowered) = both(body, &a, &b, m, 1);
