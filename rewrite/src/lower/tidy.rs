@@ -15,6 +15,10 @@
 //!   renamings are undone. Casts to 32-bit indices are taken as exact: a
 //!   `generate` index is an `int`, so lengths beyond 2^31 are outside what the
 //!   language's index type can express anyway.
+//! - **Guards.** Inside `if v < hi && …`, where `v` is a loop variable or a
+//!   *counter* (a `var` that starts at 0 and only ever grows by a constant),
+//!   `0 <= v < hi` holds until `v` is assigned again: a co-iteration's cursors
+//!   are checked by the loop condition that guards their use.
 //! - **Repeats.** A check whose condition, renamings undone, is the one of a
 //!   check already made in an enclosing block (or earlier in the same one) is
 //!   dropped: a failed check stops the kernel, so past it the condition holds.
@@ -35,7 +39,8 @@ pub fn tidy(prog: &mut LoopProgram) {
     stored_buffers(&prog.body, &mut written);
     let mut mutable = HashSet::new();
     mutated(&prog.body, &mut mutable);
-    let mut cx = Tidy { aliases: HashMap::new(), ranges: HashMap::new(), written, mutable, checked: Vec::new() };
+    let counters = counters(&prog.body, &mutable);
+    let mut cx = Tidy { aliases: HashMap::new(), defs: HashMap::new(), ranges: HashMap::new(), written, mutable, counters, checked: Vec::new() };
     let body = std::mem::take(&mut prog.body);
     prog.body = cx.block(body);
 }
@@ -49,6 +54,10 @@ struct Tidy {
     written: HashSet<Name>,
     /// Mutable locals (`var`s): a condition over one may change.
     mutable: HashSet<Name>,
+    /// `var`s that start at 0 and only grow by constants (never negative).
+    counters: HashSet<Name>,
+    /// Immutable `let`s whose values read only what nothing writes: comparable by value.
+    defs: HashMap<Name, L>,
     /// Conditions (renamings undone) of the checks in force here.
     checked: Vec<L>,
 }
@@ -68,8 +77,17 @@ impl Tidy {
                 Stmt::Let { var, ty, value } => {
                     if let Some(v) = renaming(&value, ty) {
                         self.aliases.insert(var.clone(), v);
+                    } else if self.stable(&value) {
+                        self.defs.insert(var.clone(), value.clone());
                     }
                     out.push(Stmt::Let { var, ty, value });
+                }
+                Stmt::Assign { var, value } => {
+                    // A counter that moves no longer satisfies the guard it was checked by.
+                    if self.counters.contains(&var) {
+                        self.ranges.remove(&var);
+                    }
+                    out.push(Stmt::Assign { var, value });
                 }
                 Stmt::Check { cond, id } => {
                     let canon = self.canon(&cond);
@@ -86,13 +104,31 @@ impl Tidy {
                         self.ranges.insert(var.clone(), hi.clone());
                     }
                     let body = self.block(body);
+                    let mut moved = HashSet::new();
+                    mutated(&body, &mut moved);
+                    self.ranges.retain(|v, _| !(moved.contains(v) && self.counters.contains(v)));
                     let (hoisted, body) = self.hoist(&var, body);
                     out.extend(hoisted);
                     out.push(Stmt::For { var, lo, hi, schedule, body });
                 }
                 Stmt::If { cond, then, els } => {
+                    let mut guarded = Vec::new();
+                    for (v, hi) in self.guards(&cond) {
+                        guarded.push((v.clone(), self.ranges.insert(v, hi)));
+                    }
                     let then = self.block(then);
+                    for (v, before) in guarded.into_iter().rev() {
+                        match before {
+                            Some(hi) => self.ranges.insert(v, hi),
+                            None => self.ranges.remove(&v),
+                        };
+                    }
                     let els = self.block(els);
+                    // Counters assigned inside lose their facts here too.
+                    let mut moved = HashSet::new();
+                    mutated(&then, &mut moved);
+                    mutated(&els, &mut moved);
+                    self.ranges.retain(|v, _| !(moved.contains(v) && self.counters.contains(v)));
                     out.push(Stmt::If { cond, then, els });
                 }
                 other => out.push(other),
@@ -130,7 +166,70 @@ impl Tidy {
             return false;
         }
         let L::Var(v) = self.canon(k) else { return false };
-        self.ranges.get(&v).is_some_and(|hi| self.canon(hi) == self.canon(len))
+        self.ranges.get(&v).is_some_and(|hi| self.same(hi, len))
+    }
+
+    /// Equal values: the same once renamings are undone, or once the stable
+    /// `let`s they use are expanded too.
+    fn same(&self, a: &L, b: &L) -> bool {
+        self.canon(a) == self.canon(b) || self.expand(&self.canon(a), 0) == self.expand(&self.canon(b), 0)
+    }
+
+    fn expand(&self, e: &L, depth: usize) -> L {
+        if depth > 32 {
+            return e.clone();
+        }
+        match e {
+            L::Var(v) => match self.defs.get(v) {
+                Some(d) => self.expand(&self.canon(d), depth + 1),
+                None => e.clone(),
+            },
+            L::Load { buf, index, field } => L::Load { buf: buf.clone(), index: Box::new(self.expand(index, depth + 1)), field: *field },
+            L::Bin(op, a, b) => L::Bin(*op, Box::new(self.expand(a, depth + 1)), Box::new(self.expand(b, depth + 1))),
+            L::Neg(a) => L::Neg(Box::new(self.expand(a, depth + 1))),
+            L::Not(a) => L::Not(Box::new(self.expand(a, depth + 1))),
+            L::Cast(t, a) => {
+                let a = self.expand(a, depth + 1);
+                if t.is_int() && matches!(a, L::Var(_)) { a } else { L::Cast(*t, Box::new(a)) }
+            }
+            L::Select(c, a, b) => L::Select(
+                Box::new(self.expand(c, depth + 1)),
+                Box::new(self.expand(a, depth + 1)),
+                Box::new(self.expand(b, depth + 1)),
+            ),
+            other => other.clone(),
+        }
+    }
+
+    /// Reads only immutable names and buffers nothing writes.
+    fn stable(&self, e: &L) -> bool {
+        match e {
+            L::Var(v) => !self.mutable.contains(v),
+            L::Int(..) | L::Float(..) | L::Bool(_) => true,
+            L::Load { buf, index, .. } => !self.written.contains(buf) && self.stable(index),
+            L::Bin(_, a, b) => self.stable(a) && self.stable(b),
+            L::Neg(a) | L::Not(a) | L::Cast(_, a) => self.stable(a),
+            L::Select(c, a, b) => self.stable(c) && self.stable(a) && self.stable(b),
+        }
+    }
+
+    /// The facts `v < hi` a condition guarantees where it holds, for loop
+    /// variables and counters (both never negative).
+    fn guards(&self, cond: &L) -> Vec<(Name, L)> {
+        match cond {
+            L::Bin(BinOp::And, a, b) => {
+                let mut out = self.guards(a);
+                out.extend(self.guards(b));
+                out
+            }
+            L::Bin(BinOp::Lt, v, hi) => match self.canon(v) {
+                L::Var(v) if self.counters.contains(&v) || (!self.mutable.contains(&v) && self.ranges.contains_key(&v)) => {
+                    vec![(v, (**hi).clone())]
+                }
+                _ => vec![],
+            },
+            _ => vec![],
+        }
     }
 
     /// Splits the `let`s of a loop body's head that can run before the loop.
@@ -197,6 +296,39 @@ fn assigned(body: &Block, out: &mut HashSet<Name>) {
             _ => {}
         }
     }
+}
+
+/// The `var`s declared as 0 whose every assignment adds a non-negative constant to them.
+fn counters(body: &Block, mutable: &HashSet<Name>) -> HashSet<Name> {
+    fn walk(b: &Block, starts: &mut HashSet<Name>, spoiled: &mut HashSet<Name>) {
+        for s in b {
+            match s {
+                Stmt::Var { var, init, .. } => {
+                    if matches!(init, L::Int(0, _)) {
+                        starts.insert(var.clone());
+                    } else {
+                        spoiled.insert(var.clone());
+                    }
+                }
+                Stmt::Assign { var, value } => {
+                    let grows = matches!(value, L::Bin(BinOp::Add, a, c)
+                        if matches!(&**a, L::Var(x) if x == var) && matches!(&**c, L::Int(k, _) if *k >= 0));
+                    if !grows {
+                        spoiled.insert(var.clone());
+                    }
+                }
+                Stmt::For { body, .. } => walk(body, starts, spoiled),
+                Stmt::If { then, els, .. } => {
+                    walk(then, starts, spoiled);
+                    walk(els, starts, spoiled);
+                }
+                _ => {}
+            }
+        }
+    }
+    let (mut starts, mut spoiled) = (HashSet::new(), HashSet::new());
+    walk(body, &mut starts, &mut spoiled);
+    starts.into_iter().filter(|v| mutable.contains(v) && !spoiled.contains(v)).collect()
 }
 
 /// Mutable locals: the targets of `var` and assignments.
