@@ -40,6 +40,11 @@ const FORMATS: &[(&str, &str, &[Option<u64>])] = &[
     ("ell", "map = [c](i, j) -> (c * 3 * i : dense, i : dense, j : compressed)", &[None, None]),
     ("loose_compressed", "map = (i, j) -> (i : dense, j : loose_compressed)", &[None, None]),
     (
+        "loose_then_compressed",
+        "map = (i, j, k) -> (i : loose_compressed, j : compressed, k : dense), posWidth = 32",
+        &[None, None, Some(4)],
+    ),
+    (
         "bcoo_high",
         "map = (i, j, k) -> (i : dense, j : compressed(nonunique, high), k : singleton)",
         &[Some(10), Some(10), Some(10)],

@@ -18,19 +18,29 @@
 //!   size `N` is `[c -> ...]_N`, whose child position is `q * N + c` for parent
 //!   position `q`; a compressed level is `[p -> ...]_{toNat(A_pos@(q+1) - A_pos@q)}`
 //!   with child position `A_pos@q + p`; an n:m level is `[p -> ...]_n` with
-//!   child position `q * n + p`; a loose_compressed level uses its lo/hi pair.
+//!   child position `q * n + p`.
 //!   So CSR's values are `[i -> [T]_{toNat(A_pos1@(i + 1) - A_pos1@i)}]_{A_dim0}`,
 //!   whose flat form (LANGUAGE.md §5) is exactly MLIR's values buffer;
+//! - a loose_compressed level's children of parent `q` are the positions
+//!   `A_pos@(2q) .. A_pos@(2q + 1)` of buffers that may have unused room (gaps
+//!   between parents, slack at the end), so its coordinates buffer has a length
+//!   of its own, `A_crd{l}_len`, and no nested type whose flat positions are
+//!   sums of the row lengths describes it. Below a loose level the buffers
+//!   restart flat: one layer `[p -> ...]_{A_crd{l}_len}` over the absolute
+//!   position `p` (then the inner levels' layers as above). Loose CSR's values
+//!   are `[T]_{A_crd1_len}`; the view reaches element `p` of parent `q` at
+//!   `A_pos1@(2q) + p` (see [`LevelAccess::loose_lo`]), a data-dependent
+//!   index that assembly validates (`lo <= hi <= A_crd1_len`) and compiled
+//!   code bounds-checks;
 //! - a COO region in MLIR's default array-of-structs layout (a
 //!   (loose_)compressed level followed by singletons without `soa`) keeps all
 //!   its coordinates in the compressed level's buffer as tuples, one
 //!   component per level; the singletons then have no buffer;
-//! - a loose_compressed level's coordinates buffer may have unused room, so
-//!   its length is a natural of its own, `A_crd{l}_len`;
 //! - the *view* (what a kernel indexes) is the coordinate hierarchy: dense →
 //!   `[T]_N` indexed by coordinate, compressed → `[p -> (int, T)]_{len}`
-//!   (coordinate, child), singleton → `(int, T)`, n:m → `[p -> (int, T)]_n`,
-//!   leaf = the value's scalar type.
+//!   (coordinate, child), loose_compressed → `[p -> (int, T)]_{toNat(A_pos@(2q + 1) - A_pos@(2q))}`,
+//!   singleton → `(int, T)`, n:m → `[p -> (int, T)]_n`, leaf = the value's
+//!   scalar type; batch levels are stored (and viewed) like dense ones.
 //!
 //! Binder names: a dense level storing dimension `i` whole binds `i`; any
 //! other dense level binds `c{l}`; a level iterated by position binds `p{l}`.
@@ -70,6 +80,22 @@ pub struct Buffer {
     pub len: Nat,
 }
 
+/// How the view reaches one level's storage.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LevelAccess {
+    /// The view's array layer for this level: its binder and its length, a
+    /// natural over the binders of the outer levels' view layers; `None` for a
+    /// singleton, which adds no layer.
+    pub layer: Option<(Name, Nat)>,
+    /// `None` when the storage buffers nest this level as the view does (an
+    /// element is reached by indexing with the layer's binder). For a
+    /// loose_compressed level, whose children the buffers hold flat: where
+    /// the parent's `lo` bound is in `A_pos{l}`, `2q` over the view binders.
+    /// Child `p` is at the absolute position `A_pos{l}@(2q) + p`, the index
+    /// into the buffers below, which starts a new path.
+    pub loose_lo: Option<Nat>,
+}
+
 /// The storage and view of one tensor parameter.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StorageLayout {
@@ -85,6 +111,8 @@ pub struct StorageLayout {
     pub nse: Nat,
     /// The tensor as the program sees it.
     pub view: Type,
+    /// How the view reaches each level's storage, one entry per level.
+    pub levels: Vec<LevelAccess>,
     /// The natural variables the types use that the program must bind
     /// (`A_dim0`, `A_crd1_len`, ...).
     pub nat_vars: Vec<Name>,
@@ -212,11 +240,16 @@ pub fn storage_layout(
         .collect();
 
     let taken: Vec<Name> = enc.dims.iter().map(|d| d.name.clone()).collect();
+    // The storage's array layers (reset below a loose_compressed level, whose
+    // children the buffers hold flat) and, per level, the view's.
     let mut layers: Vec<Layer> = Vec::new();
-    // One entry per level: the number of layers in place after it.
-    let mut depth_after: Vec<usize> = Vec::new();
+    let mut levels: Vec<LevelAccess> = Vec::new();
     let mut buffers = Vec::new();
-    let mut q = lit(0); // parent position of a generic element
+    // The parent position of a generic element, over the storage binders (`q`)
+    // and over the view binders (`qv`); they differ only below a loose level,
+    // where the storage binder is the absolute position.
+    let mut q = lit(0);
+    let mut qv = lit(0);
     let mut count = Nat::Lit(1); // positions at the current depth
     let pos_ty = Type::Scalar(width_type(enc.pos_width));
     let crd_ty = Type::Scalar(width_type(enc.crd_width));
@@ -237,23 +270,17 @@ pub fn storage_layout(
                 };
                 let n = lvl_sizes[l].clone();
                 q = add(mul(q, Expr::from_nat(&n)), Expr::var(binder.clone()));
+                qv = add(mul(qv, Expr::from_nat(&n)), Expr::var(binder.clone()));
                 count = nat_mul(count, n.clone());
+                levels.push(LevelAccess { layer: Some((binder.clone(), n.clone())), loose_lo: None });
                 layers.push(Layer { binder, len: n });
             }
-            LevelFormat::Compressed | LevelFormat::LooseCompressed => {
-                let loose = lv.format == LevelFormat::LooseCompressed;
-                let (lo, hi) = if loose {
-                    (mul(lit(2), q.clone()), add(mul(lit(2), q.clone()), lit(1)))
-                } else {
-                    (q.clone(), add(q.clone(), lit(1)))
-                };
+            LevelFormat::Compressed => {
                 // A compressed level's first position is 0 (assembly checks it), which
                 // keeps the outermost sizes short: `toNat(A_pos0@1)`.
-                let lo_at = if !loose && as_lit(&lo) == Some(0) { lit(0) } else { at(&pos, lo.clone()) };
-                let len = to_nat(sub(at(&pos, hi), lo_at.clone()));
-                let pos_len =
-                    if loose { nat_mul(Nat::Lit(2), count.clone()) } else { Nat::add(count.clone(), Nat::Lit(1)) };
-                let pos_len = pos_len.normalize();
+                let lo_at = |q: &Expr| if as_lit(q) == Some(0) { lit(0) } else { at(&pos, q.clone()) };
+                let len_at = |q: &Expr| to_nat(sub(at(&pos, add(q.clone(), lit(1))), lo_at(q)));
+                let pos_len = Nat::add(count.clone(), Nat::Lit(1)).normalize();
                 buffers.push(Buffer {
                     name: pos.clone(),
                     kind: BufferKind::Positions,
@@ -261,25 +288,47 @@ pub fn storage_layout(
                     ty: Type::array(pos_ty.clone(), pos_len.clone()),
                     len: pos_len,
                 });
-                count = if loose {
-                    let v = pname(format!("crd{l}_len"));
-                    nat_vars.push(v.clone());
-                    Nat::Var(v)
-                } else {
-                    to_nat(at(&pos, Expr::from_nat(&count)))
-                };
-                q = add(lo_at, Expr::var(pbind.clone()));
-                layers.push(Layer { binder: pbind, len });
+                count = to_nat(at(&pos, Expr::from_nat(&count)));
+                levels.push(LevelAccess { layer: Some((pbind.clone(), len_at(&qv))), loose_lo: None });
+                layers.push(Layer { binder: pbind.clone(), len: len_at(&q) });
+                q = add(lo_at(&q), Expr::var(pbind.clone()));
+                qv = add(lo_at(&qv), Expr::var(pbind));
             }
-            LevelFormat::Singleton => {}
+            LevelFormat::LooseCompressed => {
+                // Parent q's children are `A_pos@(2q) .. A_pos@(2q + 1)` of a buffer
+                // with unused room: no nested type states that, so the view indexes
+                // the flat buffers at `A_pos@(2q) + p` and the storage restarts flat.
+                let lo = at(&pos, mul(lit(2), qv.clone()));
+                let hi = at(&pos, add(mul(lit(2), qv.clone()), lit(1)));
+                let pos_len = nat_mul(Nat::Lit(2), count.clone()).normalize();
+                buffers.push(Buffer {
+                    name: pos.clone(),
+                    kind: BufferKind::Positions,
+                    level: Some(l),
+                    ty: Type::array(pos_ty.clone(), pos_len.clone()),
+                    len: pos_len,
+                });
+                let v = pname(format!("crd{l}_len"));
+                nat_vars.push(v.clone());
+                count = Nat::Var(v);
+                levels.push(LevelAccess {
+                    layer: Some((pbind.clone(), to_nat(sub(hi, lo.clone())))),
+                    loose_lo: Some(to_nat(mul(lit(2), qv.clone()))),
+                });
+                layers = vec![Layer { binder: pbind.clone(), len: count.clone() }];
+                q = Expr::var(pbind.clone());
+                qv = add(lo, Expr::var(pbind));
+            }
+            LevelFormat::Singleton => levels.push(LevelAccess { layer: None, loose_lo: None }),
             LevelFormat::NOutOfM { n, .. } => {
                 let n = Nat::Lit(i64::from(n));
                 q = add(mul(q, Expr::from_nat(&n)), Expr::var(pbind.clone()));
+                qv = add(mul(qv, Expr::from_nat(&n)), Expr::var(pbind.clone()));
                 count = nat_mul(count, n.clone());
+                levels.push(LevelAccess { layer: Some((pbind.clone(), n.clone())), loose_lo: None });
                 layers.push(Layer { binder: pbind, len: n });
             }
         }
-        depth_after.push(layers.len());
         // Coordinates: own buffer, AoS tuple buffer, or none.
         if lv.format.has_coordinates() && !enc.in_aos_buffer(l) {
             let elem = match enc.aos_run(l) {
@@ -299,22 +348,17 @@ pub fn storage_layout(
     };
     buffers.push(values);
 
-    // The view, built from the leaf outwards over the same layers.
+    // The view, built from the leaf outwards over the levels' view layers.
     let mut view = Type::Scalar(elem);
-    for (l, lv) in enc.levels.iter().enumerate().rev() {
-        let layer = depth_after[l].checked_sub(1).and_then(|k| layers.get(k));
-        view = match (lv.format, layer) {
-            (LevelFormat::Singleton, _) | (_, None) => Type::Tuple(vec![Type::Scalar(ScalarType::I32), view]),
-            (LevelFormat::Dense | LevelFormat::Batch, Some(layer)) => {
-                let binder = view.mentions(&layer.binder).then(|| layer.binder.clone());
-                Type::Array { binder, elem: Box::new(view), len: layer.len.clone() }
-            }
-            (_, Some(layer)) => {
-                let inner = Type::Tuple(vec![Type::Scalar(ScalarType::I32), view]);
-                let binder = inner.mentions(&layer.binder).then(|| layer.binder.clone());
-                Type::Array { binder, elem: Box::new(inner), len: layer.len.clone() }
+    for (lv, access) in enc.levels.iter().zip(&levels).rev() {
+        view = match (&access.layer, lv.format.is_dense_like()) {
+            (None, _) => Type::Tuple(vec![Type::Scalar(ScalarType::I32), view]),
+            (Some((binder, len)), dense) => {
+                let inner = if dense { view } else { Type::Tuple(vec![Type::Scalar(ScalarType::I32), view]) };
+                let binder = inner.mentions(binder).then(|| binder.clone());
+                Type::Array { binder, elem: Box::new(inner), len: len.clone() }
             }
         };
     }
-    Ok(StorageLayout { param: Name::from(param), dim_sizes, lvl_sizes, buffers, nse: count, view, nat_vars })
+    Ok(StorageLayout { param: Name::from(param), dim_sizes, lvl_sizes, buffers, nse: count, view, levels, nat_vars })
 }
