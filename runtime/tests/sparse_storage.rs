@@ -56,3 +56,39 @@ fn storage_of_a_4x8_matrix() {
         assert_eq!(back, t, "{name}");
     }
 }
+
+/// A `.json` storage object already in the target encoding is kept as stored
+/// (a loose_compressed level's gaps and unused room stay); in another
+/// encoding it is repacked from its entries; bad lo/hi pairs are errors
+/// naming the buffer.
+#[test]
+fn json_storage_in_the_target_encoding_keeps_its_layout() {
+    let loose = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : loose_compressed) }>";
+    let storage = |pos: &str| {
+        format!(
+            r#"{{"encoding": "{loose}", "dim_sizes": [3, 4], "positions": [null, {pos}],
+               "coordinates": [null, [1, 2, 0, 0, 0, 0, 3, 0]], "values": [3, 5, -1, -1, -1, 1, 2, -1]}}"#
+        )
+    };
+    let path = std::env::temp_dir().join(format!("heddle_gaps_{}.json", std::process::id()));
+    std::fs::write(&path, storage("[5, 7, 2, 2, 0, 2]")).unwrap();
+    // The same storage scheme, spelled differently (the legacy `high` property).
+    let same = parse_encoding("#sparse_tensor.encoding<{ map = (r, c) -> (r : dense, c : compressed(high)) }>", 0).unwrap();
+    let t = file::read_into(&path, &same).unwrap();
+    assert_eq!(disassemble(&t).positions[1], Some(vec![5, 7, 2, 2, 0, 2]));
+    assert_eq!(t.nse(), 8, "the unused room is kept");
+    assert_eq!(t.encoding, same);
+    // CSR: repacked, rows in order, only the entries.
+    let csr = parse_encoding("#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>", 0).unwrap();
+    let b = disassemble(&file::read_into(&path, &csr).unwrap());
+    assert_eq!(b.positions[1], Some(vec![0, 2, 2, 4]));
+    assert_eq!(b.coordinates[1], Some(vec![0, 3, 1, 2]));
+    assert_eq!(b.values, vec![1.0, 2.0, 3.0, 5.0]);
+    // hi < lo, and hi past the coordinates.
+    for (pos, want) in [("[5, 4, 2, 2, 0, 2]", "below its lower bound"), ("[5, 9, 2, 2, 0, 2]", "past the end of coordinates[1]")] {
+        std::fs::write(&path, storage(pos)).unwrap();
+        let e = file::read_into(&path, &same).unwrap_err().to_string();
+        assert!(e.contains("positions[1][1]") && e.contains(want), "{e}");
+    }
+    let _ = std::fs::remove_file(&path);
+}

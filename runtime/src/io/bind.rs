@@ -5,6 +5,8 @@
 //! checked against its type before anything runs: element kinds and ranges,
 //! every length (including `toNat` sizes of position-dependent arrays, which
 //! must be ≥ 0, so decreasing offsets are rejected), and the total size.
+//! A tensor parameter's loose_compressed positions are checked against its
+//! coordinates buffer (`lo <= hi <= A_crd{l}_len`), which no type states.
 
 use super::read::{Loaded, ScalarKind};
 use crate::interp::Env;
@@ -125,7 +127,58 @@ pub fn bind_inputs(kernel: &Kernel, nat_args: &[(String, i64)], inputs: Vec<(Str
             return Err(err(n, format!("no input determines this natural; give it with --param {n}=VALUE")));
         }
     }
+    check_loose_positions(kernel, &nats, &values)?;
     Ok(make_env(&nats, &values))
+}
+
+/// A loose_compressed level's `lo, hi` pairs must satisfy
+/// `0 <= lo <= hi <= A_crd{l}_len`: the view reads parent q's entries at
+/// `A_pos@(2q) + p` of the flat coordinates and values buffers, whose types
+/// cannot state it. (`--matrix` storage is validated when it is assembled;
+/// this covers buffers given with `--input`.) The error names the tensor
+/// parameter and the buffer.
+fn check_loose_positions(kernel: &Kernel, nats: &HashMap<Name, i64>, values: &[(Name, Value)]) -> Result<(), InputError> {
+    use heddle_ir::encoding::LevelFormat;
+    for p in &kernel.params {
+        let KernelParam::Tensor { name, encoding, .. } = p else { continue };
+        for (l, level) in encoding.levels.iter().enumerate() {
+            if level.format != LevelFormat::LooseCompressed {
+                continue;
+            }
+            let pos_name = Name::from(format!("{name}_pos{l}"));
+            let len_name = Name::from(format!("{name}_crd{l}_len"));
+            let (Some(pos), Some(&len)) =
+                (values.iter().find(|(n, _)| *n == pos_name).and_then(|(_, v)| v.as_array()), nats.get(&len_name))
+            else {
+                continue;
+            };
+            for (q, pair) in pos.chunks(2).enumerate() {
+                let [lo, hi] = pair else { continue };
+                let (lo, hi) = (lo.as_int().unwrap_or(-1), hi.as_int().unwrap_or(-1));
+                let at = |k: usize| format!("`{pos_name}`[{k}]");
+                let problem = if lo < 0 {
+                    Some(format!("{} = {lo} is negative", at(2 * q)))
+                } else if hi < lo {
+                    Some(format!(
+                        "{} = {hi} is below its lower bound {} = {lo} (parent {q} of loose_compressed level {l})",
+                        at(2 * q + 1),
+                        at(2 * q)
+                    ))
+                } else if hi > len {
+                    Some(format!(
+                        "{} = {hi} is past the end of `{name}_crd{l}` ({len} entries; parent {q} of loose_compressed level {l})",
+                        at(2 * q + 1)
+                    ))
+                } else {
+                    None
+                };
+                if let Some(m) = problem {
+                    return Err(err(name, m));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn make_env(nats: &HashMap<Name, i64>, values: &[(Name, Value)]) -> Env {
@@ -474,7 +527,11 @@ pub fn tensor_inputs(kernel: &Kernel, name: &str, path: &std::path::Path) -> Res
     let Some(KernelParam::Tensor { ty: Type::Tensor(tt), encoding, .. }) = kernel.params.iter().find(|p| p.name() == &n) else {
         return Err(err(&n, "the kernel has no tensor parameter of this name (--matrix is for `tensor<…>` parameters)"));
     };
-    let t = crate::sparse::file::read_into(path, encoding).map_err(|e| err(&n, format!("{}: {e}", path.display())))?;
+    let t = crate::sparse::file::read_into(path, encoding).map_err(|e| {
+        // Most errors already name the file; the others get it in front.
+        let (message, file) = (e.to_string(), path.display().to_string());
+        err(&n, if message.starts_with(&file) { message } else { format!("{file}: {message}") })
+    })?;
     for (d, (want, got)) in tt.dims.iter().zip(&t.dim_sizes).enumerate() {
         if want.is_some_and(|w| w != *got) {
             return Err(err(&n, format!("dimension {d} of the file is {got}, but the type says {}", want.unwrap_or(0))));
