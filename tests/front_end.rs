@@ -1,6 +1,7 @@
 //! File-driven front-end tests: every example's inferred type and canonical
-//! form, every malformed program's diagnostics (insta snapshots), and
-//! parse → print → parse for everything that parses.
+//! form (`examples/` and its sub-directories), every malformed program's
+//! diagnostics (insta snapshots), and parse → print → parse for everything
+//! that parses.
 
 mod common;
 
@@ -17,24 +18,41 @@ fn round_trip(name: &str, src: &str) {
     assert_eq!(print_program(&p2), text, "{name}: fmt is not idempotent");
 }
 
+/// Every example: `examples/*.hdl` named by stem, `examples/DIR/*.hdl` by `DIR_stem`.
+fn examples() -> Vec<(String, std::path::PathBuf)> {
+    let mut out: Vec<_> = hdl_files("examples").into_iter().map(|p| (stem(&p), p)).collect();
+    let mut dirs: Vec<_> = std::fs::read_dir(common::root().join("examples"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        let name = stem(&dir);
+        out.extend(hdl_files(&format!("examples/{name}")).into_iter().map(|p| (format!("{name}_{}", stem(&p)), p)));
+    }
+    out
+}
+
 #[test]
 fn example_types() {
-    let files = hdl_files("examples");
+    let files = examples();
     assert!(files.len() >= 6, "the paper's listings are missing from examples/");
-    for path in files {
+    assert!(files.iter().any(|(n, _)| n.starts_with("sparse_")), "examples/sparse/ is not covered");
+    for (name, path) in files {
         let file = SourceFile::read(path.to_str().unwrap()).unwrap();
         let (_, kernel) = heddle::check_source(&file).unwrap_or_else(|d| panic!("{}", file.render(&d)));
-        insta::assert_snapshot!(format!("type_{}", stem(&path)), kernel.ty.to_string());
+        insta::assert_snapshot!(format!("type_{name}"), kernel.ty.to_string());
     }
 }
 
 #[test]
 fn example_fmt() {
-    for path in hdl_files("examples") {
+    for (name, path) in examples() {
         let src = std::fs::read_to_string(&path).unwrap();
         let p = parse_program(&src).unwrap();
-        insta::assert_snapshot!(format!("fmt_{}", stem(&path)), print_program(&p));
-        round_trip(&stem(&path), &src);
+        insta::assert_snapshot!(format!("fmt_{name}"), print_program(&p));
+        round_trip(&name, &src);
     }
 }
 
