@@ -1,6 +1,7 @@
 //! The kernels of `examples/sparse/` (issue 7) on every backend, each against
 //! a dense computation of the same kernel written here: SpMV over CSR, DCSR,
-//! DCSC, COO (AoS and SoA), CDR, CSC, BSR (2x2) and 2:4; SpMM; SDDMM; MTTKRP
+//! DCSC, COO (AoS and SoA), CDR, CSC, BSR (2x2), 2:4, ELL, loose CSR (also
+//! from storage with gaps between rows) and batched CSR; SpMM; SDDMM; MTTKRP
 //! on a CSF tensor; sum/product/min/max over sparse vectors and matrices.
 //!
 //! Inputs are random (a fixed-seed generator, so a failure reproduces), with
@@ -61,6 +62,11 @@ type Dense = Vec<Vec<f64>>;
 fn random_matrix(rng: &mut Rng) -> Dense {
     let m = 2 * (1 + rng.below(3) as usize);
     let n = 4 * (1 + rng.below(2) as usize);
+    random_matrix_of(rng, m, n)
+}
+
+/// As [`random_matrix`], of the given shape.
+fn random_matrix_of(rng: &mut Rng, m: usize, n: usize) -> Dense {
     let (empty_row, empty_col) = (rng.below(m as u64) as usize, rng.below(n as u64) as usize);
     let mut a = vec![vec![0.0; n]; m];
     for (i, row) in a.iter_mut().enumerate() {
@@ -142,7 +148,58 @@ fn dense_spmv(a: &Dense, x: &[f64]) -> Vec<f64> {
     a.iter().map(|r| r.iter().zip(x).map(|(a, x)| a * x).sum()).collect()
 }
 
-const SPMV: [&str; 9] = ["spmv_csr", "spmv_dcsr", "spmv_dcsc", "spmv_coo", "spmv_coo_soa", "spmv_cdr", "spmv_csc", "spmv_bsr", "spmv_2_4"];
+const SPMV: [&str; 10] =
+    ["spmv_csr", "spmv_dcsr", "spmv_dcsc", "spmv_coo", "spmv_coo_soa", "spmv_cdr", "spmv_csc", "spmv_bsr", "spmv_2_4", "spmv_loose_csr"];
+
+/// The matrix without the entries after the first `k` of each row (ELL with k slices holds the rest).
+fn first_per_row(a: &Dense, k: usize) -> Dense {
+    a.iter()
+        .map(|row| {
+            let mut seen = 0;
+            row.iter()
+                .map(|&v| {
+                    seen += usize::from(v != 0.0);
+                    if v != 0.0 && seen > k { 0.0 } else { v }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The `.json` storage of `a` as loose CSR with real gaps: rows stored in a
+/// shuffled order, each after a random amount of unused room (filled with
+/// junk entries that must never be read), and unused room at the end.
+fn loose_csr_storage(a: &Dense, rng: &mut Rng) -> Value {
+    let (m, n) = (a.len(), a[0].len());
+    let mut order: Vec<usize> = (0..m).collect();
+    for k in (1..m).rev() {
+        order.swap(k, rng.below(k as u64 + 1) as usize);
+    }
+    let (mut pos, mut crd, mut values) = (vec![0u64; 2 * m], Vec::new(), Vec::new());
+    let junk = |crd: &mut Vec<u64>, values: &mut Vec<f64>, k: u64| {
+        for t in 0..k {
+            crd.push(t % n as u64);
+            values.push(1.0e6);
+        }
+    };
+    for i in order {
+        junk(&mut crd, &mut values, rng.below(3));
+        pos[2 * i] = crd.len() as u64;
+        for (j, &v) in a[i].iter().enumerate().filter(|(_, v)| **v != 0.0) {
+            crd.push(j as u64);
+            values.push(v);
+        }
+        pos[2 * i + 1] = crd.len() as u64;
+    }
+    junk(&mut crd, &mut values, 1 + rng.below(3));
+    json!({
+        "encoding": "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : loose_compressed) }>",
+        "dim_sizes": [m, n],
+        "positions": [null, pos],
+        "coordinates": [null, crd],
+        "values": values,
+    })
+}
 
 #[test]
 fn spmv_in_every_format_matches_dense() {
@@ -164,6 +221,89 @@ fn spmv_in_every_format_matches_dense() {
             let args = [arg("--matrix", "A", &dup), arg("--input", "xs", &xs)].concat();
             check(kernel, &args, &want, &format!("case {case} with duplicates: {a:?}"));
         }
+        // ELL with 3 slices holds at most 3 entries per row.
+        let a3 = first_per_row(&a, 3);
+        let ell = write(dir.path(), "a3.mtx", &mtx(&a3, case == 1));
+        let args = [arg("--matrix", "A", &ell), arg("--input", "xs", &xs)].concat();
+        check("spmv_ell", &args, &dense_spmv(&a3, &x), &format!("case {case}: {a3:?}"));
+        // Loose CSR from storage with gaps between (shuffled) rows and room at the end.
+        let gaps = loose_csr_storage(&a, &mut rng);
+        let stored = write(dir.path(), "loose.json", &gaps.to_string());
+        let args = [arg("--matrix", "A", &stored), arg("--input", "xs", &xs)].concat();
+        check("spmv_loose_csr", &args, &want, &format!("case {case}: {gaps}"));
+    }
+}
+
+/// Batched SpMV over `(b : batch, i : dense, j : compressed)`: each matrix
+/// of the batch times its own vector, read from a dense `.json` tensor.
+#[test]
+fn batched_spmv_matches_dense() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0x6A09_E667_F3BC_C908);
+    for case in 0..3 {
+        let (batch, m, n) = (1 + rng.below(3) as usize, 2 + rng.below(4) as usize, 4 * (1 + rng.below(2) as usize));
+        let mats: Vec<Dense> = (0..batch).map(|_| random_matrix_of(&mut rng, m, n)).collect();
+        let xs: Dense = (0..batch).map(|_| (0..n).map(|_| rng.value()).collect()).collect();
+        let want: Vec<f64> = mats.iter().zip(&xs).flat_map(|(a, x)| dense_spmv(a, x)).collect();
+        let pa = write(dir.path(), "a.json", &json!(mats).to_string());
+        let px = write(dir.path(), "x.json", &json!(xs).to_string());
+        let args = [arg("--matrix", "A", &pa), arg("--input", "xs", &px)].concat();
+        check("spmv_batch_csr", &args, &want, &format!("case {case}: {mats:?}"));
+    }
+}
+
+/// Loose positions that contradict the buffers (hi < lo, hi past the
+/// coordinates, a negative lo) are a clear input error naming the tensor
+/// parameter, from a `.json` storage file and from raw buffers alike.
+#[test]
+fn bad_loose_positions_are_input_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let xs = write(dir.path(), "x.json", "[1, 10, 100, 1000]");
+    let crd = write(dir.path(), "crd.json", "[1, 2, 0, 0, 0, 0, 3, 0]");
+    let vals = write(dir.path(), "vals.json", "[3, 5, -1, -1, -1, 1, 2, -1]");
+    let kernel = "examples/sparse/spmv_loose_csr.hdl";
+    let cases = [
+        ("[5, 4, 2, 2, 0, 2]", "below its lower bound"),
+        ("[5, 7, 2, 2, 0, 9]", "past the end"),
+        ("[5, 7, 2, 2, -1, 2]", "negative"),
+    ];
+    for (pos, why) in cases {
+        // Raw buffers, bound with --input.
+        let p = write(dir.path(), "pos.json", pos);
+        for b in backends() {
+            let (code, out, err) = heddle(&[
+                "run", kernel, "--backend", b,
+                "--input", &format!("A_pos1={}", p.display()), "--input", &format!("A_crd1={}", crd.display()),
+                "--input", &format!("A_values={}", vals.display()), "--input", &format!("xs={}", xs.display()),
+                "--param", "A_dim0=3",
+            ]);
+            assert_eq!(code, 1, "{pos} on {b}: {out}{err}");
+            assert!(err.contains("parameter `A`") && err.contains("A_pos1") && err.contains(why), "{pos} on {b}: {err}");
+            assert!(!err.contains("panicked"), "{err}");
+        }
+        // The same buffers as .json storage (positions must be naturals there).
+        if pos.contains('-') {
+            continue;
+        }
+        let storage = json!({
+            "encoding": "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : loose_compressed) }>",
+            "dim_sizes": [3, 4],
+            "positions": [null, serde_json::from_str::<Value>(pos).unwrap()],
+            "coordinates": [null, [1, 2, 0, 0, 0, 0, 3, 0]],
+            "values": [3, 5, -1, -1, -1, 1, 2, -1],
+        });
+        let s = write(dir.path(), "bad.json", &storage.to_string());
+        let (code, out, err) = heddle(&["run", kernel, "--matrix", &format!("A={}", s.display()), "--input", &format!("xs={}", xs.display())]);
+        assert_eq!(code, 1, "{pos}: {out}{err}");
+        assert!(err.contains("parameter `A`") && err.contains("positions[1]") && err.contains(why), "{pos}: {err}");
+    }
+    // The good positions run: row 0 at 5..7, row 1 empty, row 2 at 0..2.
+    let p = write(dir.path(), "pos.json", "[5, 7, 2, 2, 0, 2]");
+    for b in backends() {
+        let got = run("spmv_loose_csr", b, &[
+            arg("--input", "A_pos1", &p), arg("--input", "A_crd1", &crd), arg("--input", "A_values", &vals), arg("--input", "xs", &xs),
+        ].concat());
+        assert_eq!(got, vec![2001.0, 0.0, 530.0], "{b}");
     }
 }
 
