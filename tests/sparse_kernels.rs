@@ -526,3 +526,35 @@ fn repeated_launches_of_a_scatter_start_from_zero() {
     let (got, _) = heddle::opencl::run(cl, &kernel, &compiled, &env, 3).unwrap();
     assert_eq!(got.to_string(), "[1, 0, 24]");
 }
+
+/// A loose level under a compressed one: its positions are read at `2 * p`
+/// for the parent's position p, an index over a program value inside the
+/// view's types (lowering evaluates it in the kernel's environment).
+#[test]
+fn spmv_over_a_compressed_then_loose_matrix_matches_dense() {
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = write(
+        dir.path(),
+        "dcsr_loose.hdl",
+        "#DL = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed, j : loose_compressed) }>\n\
+         fun(A: tensor<?x?xf32, #DL> => fun(xs: [float]_A_dim1 =>\n\
+           A :>> map(fun(r => (r.1, r.2 :>> map(fun(e => e.2 * (xs@e.1))) :>> reduce(+, 0)))) :>> scatterAdd(A_dim0)))\n",
+    );
+    let mut rng = Rng(0xd1ce);
+    for case in 0..3 {
+        let a = random_matrix(&mut rng);
+        let x: Vec<f64> = (0..a[0].len()).map(|_| rng.value()).collect();
+        let m = write(dir.path(), &format!("a{case}.mtx"), &mtx(&a, false));
+        let xs = write(dir.path(), &format!("x{case}.json"), &serde_json::to_string(&x).unwrap());
+        for b in backends() {
+            let (code, out, err) = heddle(&[
+                "run", kernel.to_str().unwrap(), "--backend", b,
+                "--matrix", &format!("A={}", m.display()), "--input", &format!("xs={}", xs.display()),
+            ]);
+            assert_eq!(code, 0, "case {case} on {b}: {err}");
+            let mut got = Vec::new();
+            flatten(&serde_json::from_str(&out).unwrap(), &mut got);
+            assert_close(&got, &dense_spmv(&a, &x), &format!("compressed-then-loose SpMV, case {case}, on {b}"));
+        }
+    }
+}

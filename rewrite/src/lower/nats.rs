@@ -182,7 +182,9 @@ impl Lowerer<'_> {
             ExprKind::NatValue(n) => self.nat_to_expr(n, env, body)?,
             ExprKind::Index { array, index } => {
                 let at = match index.as_nat() {
-                    Some(n) if !matches!(n, Nat::Var(ref v) if self.lookup_value(v, env).is_some()) => n,
+                    // Positions resolve through this environment (map binders); an index that
+                    // mentions a program value (`2 * p` for a lambda parameter p) is computed instead.
+                    Some(n) if free_names(&n).iter().all(|x| self.lookup_value(x, env).is_none()) => env.subst_nat(&n),
                     _ => {
                         let ie = self.int_expr(index, env, body)?;
                         self.bind_index(ie, "k", body)
