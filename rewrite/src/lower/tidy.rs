@@ -20,7 +20,8 @@
 //!   `0 <= v < hi` holds until `v` is assigned again: a co-iteration's cursors
 //!   are checked by the loop condition that guards their use.
 //! - **Repeats.** A check whose condition, renamings undone, is the one of a
-//!   check already made in an enclosing block (or earlier in the same one) is
+//!   check already made in an enclosing block (or earlier in the same one), or
+//!   is true whatever the inputs (`0 >= 0 && 0 < 2`), is
 //!   dropped: a failed check stops the kernel, so past it the condition holds.
 //!   Conditions that mention a mutable local are never taken as repeated.
 //! - **Hoisting.** A `let` at the head of a loop body (before any check, store
@@ -91,7 +92,7 @@ impl Tidy {
                 }
                 Stmt::Check { cond, id } => {
                     let canon = self.canon(&cond);
-                    let repeated = self.checked.contains(&canon);
+                    let repeated = self.checked.contains(&canon) || constant(&canon) == Some(1);
                     if !repeated && !self.provable(&cond) {
                         if !mentions_any(&canon, &self.mutable) {
                             self.checked.push(canon);
@@ -329,6 +330,32 @@ fn counters(body: &Block, mutable: &HashSet<Name>) -> HashSet<Name> {
     let (mut starts, mut spoiled) = (HashSet::new(), HashSet::new());
     walk(body, &mut starts, &mut spoiled);
     starts.into_iter().filter(|v| mutable.contains(v) && !spoiled.contains(v)).collect()
+}
+
+/// The value of an expression of integer literals and comparisons (true = 1), if it is one.
+fn constant(e: &L) -> Option<i64> {
+    match e {
+        L::Int(v, _) => Some(*v),
+        L::Bool(b) => Some(*b as i64),
+        L::Bin(op, a, b) => {
+            let (a, b) = (constant(a)?, constant(b)?);
+            Some(match op {
+                BinOp::Add => a.checked_add(b)?,
+                BinOp::Sub => a.checked_sub(b)?,
+                BinOp::Mul => a.checked_mul(b)?,
+                BinOp::Lt => (a < b) as i64,
+                BinOp::Le => (a <= b) as i64,
+                BinOp::Gt => (a > b) as i64,
+                BinOp::Ge => (a >= b) as i64,
+                BinOp::Eq => (a == b) as i64,
+                BinOp::Ne => (a != b) as i64,
+                BinOp::And => (a != 0 && b != 0) as i64,
+                BinOp::Or => (a != 0 || b != 0) as i64,
+                _ => return None,
+            })
+        }
+        _ => None,
+    }
 }
 
 /// Mutable locals: the targets of `var` and assignments.
