@@ -210,3 +210,39 @@ fn compress_add_outside_its_workspace_is_a_run_time_error() {
         assert!(err.contains("out of bounds") && err.contains("compressAdd"), "{backend}: {err}");
     }
 }
+
+#[test]
+fn a_sparse_result_is_written_as_matrix_market() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.mtx", "%%MatrixMarket matrix coordinate real general\n3 4 5\n1 1 1.0\n1 3 2.0\n2 2 3.0\n3 1 4.0\n3 4 6.0\n");
+    let b = write(dir.path(), "b.mtx", "%%MatrixMarket matrix coordinate real general\n4 5 4\n1 1 1.0\n3 2 2.0\n4 1 3.0\n4 2 5.0\n");
+    let (ma, mb) = (format!("A={}", a.display()), format!("B={}", b.display()));
+    let out = dir.path().join("c.mtx");
+    for backend in backends() {
+        let (code, _, err) = heddle(&[
+            "run", "examples/sparse/spgemm_csr.hdl", "--backend", backend, "--matrix", &ma, "--matrix", &mb,
+            "-o", out.to_str().unwrap(), "--output-dims", "3x5",
+        ]);
+        assert_eq!(code, 0, "{backend}: {err}");
+        let text = std::fs::read_to_string(&out).unwrap();
+        // Row 2 of A is empty in B's rows it reaches; row 3 sums 4*1 + 6*3 in column 1.
+        assert_eq!(
+            text,
+            "%%MatrixMarket matrix coordinate real general\n3 5 4\n1 1 1.0\n1 2 4.0\n3 1 22.0\n3 2 30.0\n",
+            "{backend}"
+        );
+    }
+    // Without --output-dims the columns end at the last one used; a shape that
+    // cannot hold the result, or a result that is no matrix, is an error.
+    let (code, _, err) = heddle(&["run", "examples/sparse/spgemm_csr.hdl", "--matrix", &ma, "--matrix", &mb, "-o", out.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::read_to_string(&out).unwrap().contains("\n3 2 4\n"));
+    let (code, _, err) = heddle(&[
+        "run", "examples/sparse/spgemm_csr.hdl", "--matrix", &ma, "--matrix", &mb, "-o", out.to_str().unwrap(), "--output-dims", "3x1",
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("column 1"), "{err}");
+    let (code, _, err) = heddle(&["run", "examples/dense_mv.hdl", "--input", "matrix=examples/data/dense_mv/matrix.json", "--input", "xs=examples/data/dense_mv/xs.json", "-o", out.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(err.contains("rows of (column, value) pairs"), "{err}");
+}

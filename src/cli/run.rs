@@ -56,9 +56,13 @@ pub struct Args {
     /// Threads for --backend cpu (default: HEDDLE_THREADS, else every core).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     threads: Option<u32>,
-    /// Where to write the result (.npy or .json); stdout as JSON without it.
+    /// Where to write the result (.npy or .json; .mtx for a result of rows of (column, value)
+    /// pairs, such as a sparse product's CSR rows); stdout as JSON without it.
     #[arg(long, short)]
     output: Option<String>,
+    /// The matrix shape ROWSxCOLS of a .mtx result (default: its rows, and its largest column + 1).
+    #[arg(long = "output-dims", value_name = "ROWSxCOLS")]
+    output_dims: Option<String>,
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
@@ -126,8 +130,21 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             Some("npy") => write::write_npy(path, &value, ty).map_err(Failure::Input)?,
             Some("json") => std::fs::write(path, serde_json::to_string(&result_json).unwrap_or_default())
                 .map_err(|e| Failure::Input(format!("cannot write {out}: {e}")))?,
-            _ => return Err(Failure::Input(format!("--output {out}: expected a .npy or .json file name"))),
+            Some("mtx") => {
+                let dims = match &a.output_dims {
+                    None => None,
+                    Some(d) => {
+                        let parsed = d.split_once('x').and_then(|(r, c)| Some((r.trim().parse::<u64>().ok()?, c.trim().parse::<u64>().ok()?)));
+                        Some(parsed.ok_or_else(|| Failure::Input(format!("--output-dims {d}: expected ROWSxCOLS, e.g. 1024x1024")))?)
+                    }
+                };
+                let (coo, elem) = write::sparse_rows(&value, ty, dims).map_err(|m| Failure::Input(format!("--output {out}: {m}")))?;
+                heddle_runtime::sparse::mtx::write_mtx(&coo, elem, path).map_err(|e| Failure::Input(format!("--output {out}: {e}")))?;
+            }
+            _ => return Err(Failure::Input(format!("--output {out}: expected a .npy, .json or .mtx file name"))),
         }
+    } else if a.output_dims.is_some() {
+        return Err(Failure::Input("--output-dims describes a .mtx --output; there is none".into()));
     }
     let text = if a.output.is_some() { String::new() } else { serde_json::to_string(&result_json).unwrap_or_default() };
     let json = serde_json::json!({

@@ -110,3 +110,54 @@ pub fn write_npy(path: &Path, v: &Value, ty: &Type) -> Result<(), String> {
     let mut f = std::fs::File::create(path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     f.write_all(&out).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
+
+/// A result that is rows of (column, value) pairs — a CSR matrix's
+/// coordinate hierarchy, such as a sparse product's counted rows — as a
+/// coordinate list for Matrix Market: `(rows, columns)` are `dims`, or the
+/// result's row count and its largest column + 1. The error says why the
+/// result is not such a matrix, or which entry lies outside `dims`.
+pub fn sparse_rows(v: &Value, ty: &Type, dims: Option<(u64, u64)>) -> Result<(crate::sparse::coo::Coo, ScalarType), String> {
+    let shape = "a matrix needs a result of rows of (column, value) pairs, [i -> [(int, T)]_L]_n";
+    let Type::Array { elem: row_ty, .. } = ty else { return Err(format!("{shape}; this result has type {ty}")) };
+    let Type::Array { elem: entry_ty, .. } = &**row_ty else { return Err(format!("{shape}; this result has type {ty}")) };
+    let value_ty = match &**entry_ty {
+        Type::Tuple(ts) if ts.len() == 2 && ts[0].as_scalar().is_some_and(|s| s.is_int()) => ts[1].as_scalar(),
+        _ => None,
+    };
+    let Some(value_ty) = value_ty.filter(|s| *s != ScalarType::Bool) else {
+        return Err(format!("{shape}; this result has type {ty}"));
+    };
+    let Value::Array(rows) = v else { return Err("the result is not an array".into()) };
+    let mut coords = Vec::new();
+    let mut values = Vec::new();
+    let mut width = 0u64;
+    for (i, row) in rows.iter().enumerate() {
+        let Value::Array(entries) = row else { return Err(format!("row {i} is not an array")) };
+        for e in entries.iter() {
+            let (Value::Tuple(p), true) = (e, true) else { return Err(format!("row {i} holds a non-pair")) };
+            let c = p.first().and_then(Value::as_int).ok_or_else(|| format!("row {i} holds a non-integer column"))?;
+            let c = u64::try_from(c).map_err(|_| format!("row {i} has the negative column {c}"))?;
+            let x = match p.get(1) {
+                Some(Value::Float(x)) => *x,
+                Some(Value::Int(x)) => *x as f64,
+                _ => return Err(format!("row {i} holds a non-numeric value")),
+            };
+            width = width.max(c + 1);
+            coords.extend([i as u64, c]);
+            values.push(x);
+        }
+    }
+    let (m, n) = match dims {
+        Some((m, n)) => {
+            if m != rows.len() as u64 {
+                return Err(format!("--output-dims says {m} rows, the result has {}", rows.len()));
+            }
+            if width > n {
+                return Err(format!("--output-dims says {n} columns, the result has an entry in column {}", width - 1));
+            }
+            (m, n)
+        }
+        None => (rows.len() as u64, width),
+    };
+    Ok((crate::sparse::coo::Coo { dims: vec![m, n], coords, values }, value_ty))
+}
