@@ -425,12 +425,12 @@ impl Lowerer<'_> {
                 let start = self.bind_index(start, "row_start", body);
                 let elem_ty = view.elem_ty(&Nat::Var(k.clone()));
                 let (buf, env_c, k_c) = (buf.clone(), env.clone(), k.clone());
-                return self.each_stream(view, env, body, &mut |cx, x, inner| {
+                self.each_stream(view, env, body, &mut |cx, x, inner| {
                     let at = Nat::add(start.clone(), Nat::Var(k_c.clone()));
                     cx.write(&x, &elem_ty, &buf, at, &env_c, inner, false)?;
                     inner.push(Stmt::Assign { var: k_c.clone(), value: L::bin(BinOp::Add, L::var(k_c.clone()), L::index(1)) });
                     Ok(())
-                });
+                })
             }
             Val::Scalar(e, s) => {
                 let index = self.index_expr(&offset, env, body)?;
