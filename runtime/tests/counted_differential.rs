@@ -94,3 +94,39 @@ proptest! {
         prop_assert_eq!(reference, lowered);
     }
 }
+
+/// Runs a kernel over a dense n x m matrix both ways; also returns the loop program's text.
+fn dense_both(src: &str, rows: &[Vec<f64>]) -> (J, J, String) {
+    let k = heddle_typeck::check_program(&heddle_ir::parser::parse_program(src).unwrap()).unwrap_or_else(|d| panic!("{src}: {d:?}"));
+    let m = rows.first().map_or(1, Vec::len);
+    let env = bind_inputs(&k, &[("m".to_string(), m as i64)], vec![("a".to_string(), Loaded::Json(json!(rows)))]).unwrap();
+    let reference = interp::run_kernel(&k, &env).unwrap();
+    let prog = heddle_rewrite::lower::lower_kernel(&k, "rows").unwrap();
+    let mut l = launch::prepare(&prog, &env).unwrap();
+    loops_interp::run(&prog, &mut l).unwrap_or_else(|e| panic!("{src}: {e:?}\n{prog}"));
+    let lowered = launch::output_value(&prog, &l, &k.body.ty, &env).unwrap();
+    let ty = &k.body.ty;
+    (heddle_runtime::io::write::to_json(&reference, ty), heddle_runtime::io::write::to_json(&lowered, ty), prog.to_string())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// `reduce` with an array accumulator: in place when the operator reads
+    /// the accumulator only where it writes, through a second workspace when
+    /// it does not (here it reads it reversed).
+    #[test]
+    fn array_accumulators_lower_like_the_interpreter(
+        rows in (1usize..6, 1usize..5).prop_flat_map(|(n, m)| prop::collection::vec(prop::collection::vec((-8i32..9).prop_map(|v| v as f64 / 4.0), m), n))
+    ) {
+        let header = "nFun(n => nFun(m => fun(a: [[float]_m]_n =>\n  ";
+        let pointwise = format!("{header}a :>> reduce(fun(acc, row => zip(acc, row) :>> map(fun(p => p.1 + 2.0 * p.2))), generate(m, fun(j => 1.0))))))");
+        let (reference, lowered, loops) = dense_both(&pointwise, &rows);
+        prop_assert_eq!(reference, lowered);
+        prop_assert!(loops.contains("acc_row") && !loops.contains("acc_next"), "in place:\n{}", loops);
+        let reversed = format!("{header}a :>> reduce(fun(acc, row => generate(m, fun(j => acc@(m - 1 - j) + row@j))), generate(m, fun(j => 0.0))))))");
+        let (reference, lowered, loops) = dense_both(&reversed, &rows);
+        prop_assert_eq!(reference, lowered);
+        prop_assert!(loops.contains("acc_next"), "through a second workspace:\n{}", loops);
+    }
+}

@@ -354,8 +354,12 @@ impl Lowerer<'_> {
     }
 
     fn reduce(&mut self, op: &TExpr, init: &TExpr, xs: &TExpr, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
+        let init_ty = self.program_values_in_type(&env.subst_type(&init.ty), env);
         let init = self.expr(init, env, body)?;
         let xs = self.array(xs, env, body)?;
+        if matches!(init, Val::Array(_)) && !super::stream::is_stream(&xs) {
+            return self.reduce_array(op, init, &xs, &init_ty, env, span, body);
+        }
         let (accs, acc_val) = self.accumulators(&init, span, body)?;
         if super::stream::is_stream(&xs) {
             // A stream (co-iteration, a workspace row) is folded as it is produced.

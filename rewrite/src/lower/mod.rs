@@ -21,6 +21,7 @@ mod nats;
 mod scatter;
 mod stream;
 mod tidy;
+mod vector_reduce;
 mod view;
 
 use crate::Facts;

@@ -289,6 +289,11 @@ impl<'k> Lowerer<'k> {
         Ok(if sums.is_some() { L::index(0) } else { L::var(count) })
     }
 
+    /// [`over_naturals`](Self::over_naturals), for the other lowering modules.
+    pub(super) fn over_naturals_pub(&self, e: &L) -> bool {
+        self.over_naturals(e)
+    }
+
     /// Does `e` use only literals and natural arguments (so the host knows it before the launch)?
     fn over_naturals(&self, e: &L) -> bool {
         match e {
