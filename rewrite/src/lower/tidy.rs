@@ -28,7 +28,9 @@
 //!   or nested statement, so nothing inside the loop guards it) whose value
 //!   uses only variables bound outside the loop, reads only buffers the kernel
 //!   never writes, and cannot fault (no division) moves in front of the loop.
-//!   Executing it when the loop runs zero times is harmless.
+//!   Executing it when the loop runs zero times is harmless. An invariant
+//!   check at the head moves in front of the loop too, under `if lo < hi`
+//!   (it fails exactly when the first iteration's would); `let`s after it stay.
 
 use heddle_ir::loops::{BinOp, Block, Expr as L, LoopProgram, Stmt};
 use heddle_ir::{Name, ScalarType};
@@ -108,7 +110,7 @@ impl Tidy {
                     let mut moved = HashSet::new();
                     mutated(&body, &mut moved);
                     self.ranges.retain(|v, _| !(moved.contains(v) && self.counters.contains(v)));
-                    let (hoisted, body) = self.hoist(&var, body);
+                    let (hoisted, body) = self.hoist(&var, &lo, &hi, body);
                     out.extend(hoisted);
                     out.push(Stmt::For { var, lo, hi, schedule, body });
                 }
@@ -234,16 +236,29 @@ impl Tidy {
     }
 
     /// Splits the `let`s of a loop body's head that can run before the loop.
-    fn hoist(&self, var: &Name, body: Block) -> (Block, Block) {
+    fn hoist(&self, var: &Name, lo: &L, hi: &L, body: Block) -> (Block, Block) {
         let mut inside: HashSet<Name> = HashSet::from([var.clone()]);
         assigned(&body, &mut inside);
         let (mut hoisted, mut kept) = (Block::new(), Block::new());
         let mut head = true;
+        // Past a hoisted check, `let`s stay: run before the loop they could read
+        // what the check guards even when the loop (and so the check) does not run.
+        let mut lets = true;
         for s in body {
-            head &= matches!(s, Stmt::Let { .. } | Stmt::Var { .. });
+            head &= matches!(s, Stmt::Let { .. } | Stmt::Var { .. } | Stmt::Check { .. });
             match s {
-                Stmt::Let { var, ty, value } if head && self.invariant(&value, &inside) => {
+                Stmt::Let { var, ty, value } if head && lets && self.invariant(&value, &inside) => {
                     hoisted.push(Stmt::Let { var, ty, value });
+                }
+                // An invariant check at the head runs once, before the loop, if the loop runs.
+                Stmt::Check { cond, id } if head && self.invariant(&cond, &inside) => {
+                    let runs = L::bin(BinOp::Lt, lo.clone(), hi.clone());
+                    hoisted.push(Stmt::If { cond: runs, then: vec![Stmt::Check { cond, id }], els: vec![] });
+                    lets = false;
+                }
+                Stmt::Check { .. } => {
+                    head = false;
+                    kept.push(s);
                 }
                 s => {
                     if let Stmt::Let { var, .. } | Stmt::Var { var, .. } = &s {
