@@ -431,8 +431,8 @@ fn mttkrp_taco(b: &CsfArrays, slices: std::ops::Range<usize>, row0: usize, out: 
     }
 }
 
-/// heddle's loop order (`generate(J, …)` outside the sums): for each slice,
-/// for each column j, walk the whole slice.
+/// The j-outermost order (`generate(J, …)` outside the sums, as `mttkrp_csf.hdl`
+/// was first written): for each slice, for each column j, walk the whole slice.
 fn mttkrp_j_outer(b: &CsfArrays, slices: std::ops::Range<usize>, row0: usize, out: &mut [f32]) {
     let nj = b.j;
     for p0 in slices {
@@ -503,9 +503,9 @@ fn mttkrp_case(dims: [usize; 3], nnz: usize, nj: usize, reps: usize) {
     let (ns, len, b) = (b.crd0.len(), ni * nj, &b);
     let mut rust = vec![
         hand("hand-written Rust CSF, j innermost (TACO-style)", "1", &r, len, true, move |o| mttkrp_taco(b, 0..ns, 0, o)),
-        hand("hand-written Rust CSF, j outermost (heddle's loop order)", "1", &r, len, true, move |o| mttkrp_j_outer(b, 0..ns, 0, o)),
+        hand("hand-written Rust CSF, j outermost", "1", &r, len, true, move |o| mttkrp_j_outer(b, 0..ns, 0, o)),
         hand("hand-written Rust CSF, j innermost (TACO-style)", "2", &r, len, true, move |o| mttkrp_2t(b, o, mttkrp_taco)),
-        hand("hand-written Rust CSF, j outermost (heddle's loop order)", "2", &r, len, true, move |o| mttkrp_2t(b, o, mttkrp_j_outer)),
+        hand("hand-written Rust CSF, j outermost", "2", &r, len, true, move |o| mttkrp_2t(b, o, mttkrp_j_outer)),
         h.cpu(1, &r),
         h.cpu(2, &r),
     ];
