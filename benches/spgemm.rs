@@ -157,7 +157,7 @@ fn main() {
             inputs.extend(bufs);
         }
         let env: Env = heddle_runtime::io::bind::bind_inputs(&kernel, &nats, inputs).unwrap();
-        let mut cpu = |threads: usize| -> (f64, f64) {
+        let cpu = |threads: usize| -> (f64, f64) {
             let (mut kernels, mut total) = (Vec::new(), Vec::new());
             for rep in 0..reps {
                 let t0 = Instant::now();
