@@ -150,6 +150,22 @@ fn spgemm_with_a_csr_result_matches_the_dense_product() {
     }
 }
 
+/// More rows than OpenCL launches work-items for workspaces (1024): each
+/// work-item then compresses several rows in its one workspace, which must be
+/// clean again after every row (and on the CPU, each thread's chunk does the same).
+#[test]
+fn spgemm_reuses_each_workspace_row_after_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0x5eed_0003);
+    let (m, k, n) = (1500, 12, 40);
+    let a = random(&mut rng, m, k, 20);
+    let b = random(&mut rng, k, n, 25);
+    let (fa, fb) = (write(dir.path(), "a.mtx", &mtx(&a)), write(dir.path(), "b.mtx", &mtx(&b)));
+    let reached = |i: usize, j: usize| (0..k).any(|l| a[i][l] != 0.0 && b[l][j] != 0.0);
+    let want = rows(m, n, reached, |i, j| (0..k).map(|l| a[i][l] * b[l][j]).sum());
+    check("spgemm_csr", &fa, &fb, &want, "1500 rows");
+}
+
 #[test]
 fn sparse_dot_product_visits_the_intersection() {
     let dir = tempfile::tempdir().unwrap();
