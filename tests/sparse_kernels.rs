@@ -13,47 +13,10 @@
 
 mod common;
 
-use common::heddle;
+use common::{backends, flatten, heddle, opencl_platform as platform, write, Rng};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
-
-/// The OpenCL device, where a platform exists; under `CI=true` its absence fails the tests.
-fn platform() -> Option<&'static heddle_runtime::opencl::OpenCl> {
-    static CL: std::sync::OnceLock<Result<heddle_runtime::opencl::OpenCl, String>> = std::sync::OnceLock::new();
-    match CL.get_or_init(|| heddle_runtime::opencl::OpenCl::new(None).map_err(|d| d.message)) {
-        Ok(cl) => Some(cl),
-        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => panic!("CI must run the OpenCL tests, but: {e}"),
-        Err(e) => {
-            eprintln!("SKIPPED (opencl only): the OpenCL backend needs a platform: {e}");
-            None
-        }
-    }
-}
-
-/// The backends to run: OpenCL only where a platform exists, never skipped under CI.
-fn backends() -> Vec<&'static str> {
-    if platform().is_some() { vec!["interp", "cpu", "opencl"] } else { vec!["interp", "cpu"] }
-}
-
-/// xorshift64*: deterministic inputs without a dependency.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    /// A non-zero multiple of 1/4 in [-2, 2]: sums and products stay exact in f32.
-    fn value(&mut self) -> f64 {
-        let k = self.below(16) as i64 - 8;
-        (if k >= 0 { k + 1 } else { k }) as f64 / 4.0
-    }
-}
+use std::path::Path;
 
 type Dense = Vec<Vec<f64>>;
 
@@ -98,20 +61,6 @@ fn mtx(a: &Dense, split: bool) -> String {
     }
     let cols = a.first().map_or(0, Vec::len);
     format!("%%MatrixMarket matrix coordinate real general\n{} {cols} {}\n{}\n", a.len(), lines.len(), lines.join("\n"))
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
-
-fn flatten(v: &Value, out: &mut Vec<f64>) {
-    match v {
-        Value::Array(items) => items.iter().for_each(|x| flatten(x, out)),
-        Value::Number(n) => out.push(n.as_f64().unwrap()),
-        other => panic!("unexpected output {other}"),
-    }
 }
 
 /// Runs `examples/sparse/<kernel>.hdl` on `backend`; the result, flattened.

@@ -34,3 +34,59 @@ pub fn heddle(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// The OpenCL device, where a platform exists; under `CI=true` its absence
+/// fails the test (tests/opencl.rs's convention), elsewhere it is skipped visibly.
+pub fn opencl_platform() -> Option<&'static heddle_runtime::opencl::OpenCl> {
+    static CL: std::sync::OnceLock<Result<heddle_runtime::opencl::OpenCl, String>> = std::sync::OnceLock::new();
+    match CL.get_or_init(|| heddle_runtime::opencl::OpenCl::new(None).map_err(|d| d.message)) {
+        Ok(cl) => Some(cl),
+        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => panic!("CI must run the OpenCL tests, but: {e}"),
+        Err(e) => {
+            eprintln!("SKIPPED (opencl only): the OpenCL backend needs a platform: {e}");
+            None
+        }
+    }
+}
+
+/// The backends to run: OpenCL only where a platform exists, never skipped under CI.
+pub fn backends() -> Vec<&'static str> {
+    if opencl_platform().is_some() { vec!["interp", "cpu", "opencl"] } else { vec!["interp", "cpu"] }
+}
+
+/// xorshift64*: deterministic inputs without a dependency.
+pub struct Rng(pub u64);
+impl Rng {
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// A number in `0 .. n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    /// A non-zero multiple of 1/4 in [-2, 2]: sums and products stay exact in f32.
+    pub fn value(&mut self) -> f64 {
+        let k = self.below(16) as i64 - 8;
+        (if k >= 0 { k + 1 } else { k }) as f64 / 4.0
+    }
+}
+
+/// Writes `text` to `dir/name`; its path.
+pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// The numbers of a JSON result, in order (nested lists flattened).
+pub fn flatten(v: &serde_json::Value, out: &mut Vec<f64>) {
+    match v {
+        serde_json::Value::Array(items) => items.iter().for_each(|x| flatten(x, out)),
+        serde_json::Value::Number(n) => out.push(n.as_f64().unwrap()),
+        other => panic!("unexpected output {other}"),
+    }
+}
