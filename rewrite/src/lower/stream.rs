@@ -86,18 +86,7 @@ impl<'k> Lowerer<'k> {
     pub(super) fn stream_len(&mut self, v: &View, env: &Env, body: &mut Block) -> Result<L, Diagnostic> {
         match &v.kind {
             ViewKind::Map { src, .. } if is_stream(src) => self.stream_len(src, env, body),
-            ViewKind::Merge { a, b, defaults } => {
-                let coord = coordinate_type(v);
-                let matches = self.merge(a, b, None, coord, env, body, None)?;
-                if defaults.is_some() {
-                    // |a ∪ b| = |a| + |b| - |a ∩ b|.
-                    let na = self.index_expr(&a.len(), env, body)?;
-                    let nb = self.index_expr(&b.len(), env, body)?;
-                    Ok(L::bin(BinOp::Sub, L::bin(BinOp::Add, na, nb), matches))
-                } else {
-                    Ok(matches)
-                }
-            }
+            ViewKind::Merge { a, b, defaults } => self.merge(a, b, defaults.as_deref(), coordinate_type(v), env, body, None),
             ViewKind::Compress { src, n, span } => self.compress(src, n, coordinate_type(v), env, *span, body, None),
             _ => self.index_expr(&v.len(), env, body),
         }
@@ -105,7 +94,8 @@ impl<'k> Lowerer<'k> {
 
     /// Co-iterates `a` and `b`. With `visit`, calls it on every element of
     /// the union (`defaults` given) or intersection and returns 0; without,
-    /// returns the number of coordinates the two lists share.
+    /// returns how many elements that is, counting only the coordinates the
+    /// two lists share (|a ∪ b| = |a| + |b| - |a ∩ b|).
     #[allow(clippy::too_many_arguments)]
     fn merge(&mut self, a: &View, b: &View, defaults: Option<&(Val, Val)>, coord: ScalarType, env: &Env, body: &mut Block, mut visit: Option<Visit<'_, 'k>>) -> Result<L, Diagnostic> {
         let span = self.kernel.body.span;
@@ -176,7 +166,7 @@ impl<'k> Lowerer<'k> {
             rest.push(Stmt::If { cond: lt(L::var(ia.clone()), na.clone()), then: only_a, els: b_left });
         }
         let step = self.fresh("step");
-        let steps = L::bin(BinOp::Add, na, nb);
+        let steps = L::bin(BinOp::Add, na.clone(), nb.clone());
         body.push(Stmt::For {
             var: step,
             lo: L::index(0),
@@ -184,7 +174,11 @@ impl<'k> Lowerer<'k> {
             schedule: Schedule::Seq,
             body: vec![Stmt::If { cond: both_left, then: both, els: rest }],
         });
-        Ok(if visit.is_some() { L::index(0) } else { L::var(matches) })
+        Ok(match (&visit, defaults) {
+            (Some(_), _) => L::index(0),
+            (None, Some(_)) => L::bin(BinOp::Sub, L::bin(BinOp::Add, na, nb), L::var(matches)),
+            (None, None) => L::var(matches),
+        })
     }
 
     /// The workspace buffers of a `compressAdd(n)`: allocated once per
@@ -289,13 +283,8 @@ impl<'k> Lowerer<'k> {
         Ok(if sums.is_some() { L::index(0) } else { L::var(count) })
     }
 
-    /// [`over_naturals`](Self::over_naturals), for the other lowering modules.
-    pub(super) fn over_naturals_pub(&self, e: &L) -> bool {
-        self.over_naturals(e)
-    }
-
     /// Does `e` use only literals and natural arguments (so the host knows it before the launch)?
-    fn over_naturals(&self, e: &L) -> bool {
+    pub(super) fn over_naturals(&self, e: &L) -> bool {
         match e {
             L::Int(..) => true,
             L::Var(v) => self.args.iter().any(|a| &a.name == v && matches!(a.kind, heddle_ir::loops::ArgKind::Nat)),

@@ -83,7 +83,7 @@ impl Lowerer<'_> {
         };
         let mut sink = Block::new();
         let n = self.index_expr(len, &Env::default(), &mut sink)?;
-        if !sink.is_empty() || !self.over_naturals_pub(&n) {
+        if !sink.is_empty() || !self.over_naturals(&n) {
             return Err(unsupported(span, &format!("a reduction whose accumulator's length {len} is not a natural parameter or a formula over them")));
         }
         let acc = self.fresh("acc_row");
