@@ -92,7 +92,7 @@ impl Lowerer<'_> {
         let acc_view = View::buffer(acc.clone(), Nat::Lit(0), acc_ty.clone());
         // acc = init
         let Val::Array(init) = init else { return Err(unsupported(span, "a reduction whose initial value is not an array")) };
-        self.copy_row(&init, &acc, &n, s, env, span, body)?;
+        self.copy_row(&init, &acc, &n, s, span, body)?;
         // for each element: acc = op(acc, x)
         let k = self.fresh("k");
         let hi = self.index_expr(&xs.len(), env, body)?;
@@ -104,13 +104,13 @@ impl Lowerer<'_> {
                 return Err(unsupported(span, "a reduction whose operator does not return an array"));
             };
             if pointwise(&next, &acc) {
-                self.copy_row(&next, &acc, &n, s, env, span, &mut step)
+                self.copy_row(&next, &acc, &n, s, span, &mut step)
             } else {
                 let tmp = self.fresh("acc_next");
                 self.workspaces.push(Stmt::Alloc { buf: tmp.clone(), fields: vec![s], len: n.clone(), space: Space::Workspace });
-                self.copy_row(&next, &tmp, &n, s, env, span, &mut step)?;
+                self.copy_row(&next, &tmp, &n, s, span, &mut step)?;
                 let tmp_view = View::buffer(tmp, Nat::Lit(0), acc_ty.clone());
-                self.copy_row(&tmp_view, &acc, &n, s, env, span, &mut step)
+                self.copy_row(&tmp_view, &acc, &n, s, span, &mut step)
             }
         })();
         self.loops.pop();
@@ -120,8 +120,7 @@ impl Lowerer<'_> {
     }
 
     /// `dst[j] = src[j]` for j in 0 .. n.
-    #[allow(clippy::too_many_arguments)]
-    fn copy_row(&mut self, src: &View, dst: &Name, n: &L, s: ScalarType, _env: &Env, span: Span, body: &mut Block) -> Result<(), Diagnostic> {
+    fn copy_row(&mut self, src: &View, dst: &Name, n: &L, s: ScalarType, span: Span, body: &mut Block) -> Result<(), Diagnostic> {
         let j = self.fresh("j");
         let mut each = Block::new();
         self.loops.push((j.clone(), Schedule::Seq, n.clone()));
