@@ -476,6 +476,15 @@ impl<'a> Parser<'a> {
                             .with_label("write `select(condition, if_true, if_false)`")),
                     }
                 }
+                // `x => body`: a one-parameter lambda without `fun(…)`, as the
+                // paper writes reduce's operator in Listing 7 (`reduce(x => x.1 + x.2)`).
+                _ if matches!(self.peek_at(1).tok, Tok::Sym("=>")) => {
+                    let (name, span) = self.ident("a parameter name")?;
+                    self.bump();
+                    let body = self.expr()?;
+                    let whole = span.to(body.span);
+                    Ok(Expr::new(ExprKind::Fun { params: vec![Param { name, ty: None, span }], body: Box::new(body) }, whole))
+                }
                 _ => {
                     let (name, span) = self.ident("an expression")?;
                     Ok(Expr::new(ExprKind::Var(name), span))

@@ -17,3 +17,16 @@ fn examples_round_trip() {
         println!("{text}");
     }
 }
+
+/// Listing 7 writes reduce's operator as `x => x.1 + x.2`: a bare one-parameter
+/// lambda is `fun(x => …)`, its body as far as an expression goes.
+#[test]
+fn bare_lambda_is_fun() {
+    use heddle_ir::parser::parse_expr;
+    let bare = parse_expr("xs :>> reduce(x => x.1 + x.2 :>> f, 0)").unwrap();
+    let full = parse_expr("xs :>> reduce(fun(x => x.1 + x.2 :>> f), 0)").unwrap();
+    assert_eq!(bare, full);
+    let nested = parse_expr("map(a => b => a + b)").unwrap();
+    assert_eq!(nested, parse_expr("map(fun(a => fun(b => a + b)))").unwrap());
+    assert!(parse_expr("f(x =>)").is_err(), "a lambda needs a body");
+}
