@@ -163,8 +163,8 @@ fn check_json() {
     assert_eq!(code, 1);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["ok"], false);
-    assert_eq!(v["errors"][0]["line"], 1);
-    assert_eq!(v["errors"][0]["column"], 68);
+    assert_eq!(v["errors"][0]["line"], 4);
+    assert_eq!(v["errors"][0]["column"], 10);
 }
 
 #[test]

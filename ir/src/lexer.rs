@@ -35,11 +35,34 @@ const SYMBOLS: &[&str] = &[
     "@", "=", "+", "-", "*", "/", "%", "<", ">", "!", "?",
 ];
 
+/// A comment, kept as trivia: the parser never sees it; `heddle fmt` puts it
+/// back where it stood (see [`crate::printer::format_source`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Comment {
+    /// The comment as written, `//` or `/*` included (a line comment without its newline).
+    pub text: String,
+    /// Where.
+    pub span: Span,
+}
+
+impl Comment {
+    /// A `// …` comment (it ends its line)?
+    pub fn is_line(&self) -> bool {
+        self.text.starts_with("//")
+    }
+}
+
 /// Splits `src` into tokens. Stops at the first bad character or literal.
 pub fn lex(src: &str) -> Result<Vec<Token>, Diagnostic> {
+    lex_with_comments(src).map(|(tokens, _)| tokens)
+}
+
+/// Splits `src` into tokens and the comments between them, both in source order.
+pub fn lex_with_comments(src: &str) -> Result<(Vec<Token>, Vec<Comment>), Diagnostic> {
     let bytes = src.as_bytes();
     let mut i = 0;
     let mut out: Vec<Token> = Vec::new();
+    let mut comments = Vec::new();
     while i < bytes.len() {
         let c = bytes[i];
         if c.is_ascii_whitespace() {
@@ -47,14 +70,21 @@ pub fn lex(src: &str) -> Result<Vec<Token>, Diagnostic> {
             continue;
         }
         if src[i..].starts_with("//") {
+            let start = i;
             while i < bytes.len() && bytes[i] != b'\n' {
                 i += 1;
             }
+            let text = src[start..i].trim_end();
+            comments.push(Comment { text: text.to_string(), span: Span::new(start, start + text.len()) });
             continue;
         }
         if src[i..].starts_with("/*") {
             match src[i + 2..].find("*/") {
-                Some(end) => i = i + 2 + end + 2,
+                Some(end) => {
+                    let start = i;
+                    i = i + 2 + end + 2;
+                    comments.push(Comment { text: src[start..i].to_string(), span: Span::new(start, i) });
+                }
                 None => {
                     return Err(Diagnostic::new(Span::new(i, i + 2), "unterminated block comment")
                         .with_label("this `/*` is never closed by `*/`"));
@@ -117,7 +147,7 @@ pub fn lex(src: &str) -> Result<Vec<Token>, Diagnostic> {
         }
     }
     out.push(Token { tok: Tok::Eof, span: Span::new(src.len(), src.len()) });
-    Ok(out)
+    Ok((out, comments))
 }
 
 /// Finds the end of `<{ ... }>` starting at `i` (after the attribute name).

@@ -20,11 +20,10 @@ pub struct Args {
 
 pub fn run(a: &Args) -> Result<Output, Failure> {
     let file = SourceFile::read(&a.file).map_err(Failure::Input)?;
-    let program = match heddle_ir::parser::parse_program(&file.text) {
-        Ok(p) => p,
+    let text = match heddle_ir::printer::format_source(&file.text) {
+        Ok(t) => t,
         Err(d) => return Err(Failure::Source(file, d)),
     };
-    let text = heddle_ir::printer::print_program(&program);
     let changed = text != file.text;
     if a.check && changed {
         return Err(Failure::Input(format!("{} is not in canonical form (run `heddle fmt --write {}`)", a.file, a.file)));
