@@ -41,5 +41,5 @@ fn errors_in_late_chunks_name_the_right_line() {
     s.truncate(last_start);
     s.push_str("5 5 five\n");
     let e = parse_mtx(s.as_bytes(), Path::new("big.mtx")).unwrap_err();
-    assert_eq!(e.to_string(), format!("big.mtx:{line}: value `five` is not a number"));
+    assert_eq!(e.to_string(), format!("big.mtx:{line}: value `five` is not a number (nor `inf`, `-inf` or `nan`)"));
 }

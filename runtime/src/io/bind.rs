@@ -373,8 +373,8 @@ fn build_input(name: &Name, ty: &Type, data: &Loaded, env: &Env) -> Result<Value
         Loaded::Flat { items, dtype, .. } => Some((items.clone(), dtype.clone())),
         Loaded::Json(j) if json_depth(j) < type_depth(ty) || !matches!(ty, Type::Array { .. }) && !j.is_array() => {
             let items = match j {
-                serde_json::Value::Array(items) => items.iter().map(|x| json_item(name, x)).collect::<Result<Vec<_>, _>>()?,
-                other => vec![json_item(name, other)?],
+                serde_json::Value::Array(items) => items.iter().map(|x| json_item(name, x, super::write::leaf_type(ty))).collect::<Result<Vec<_>, _>>()?,
+                other => vec![json_item(name, other, super::write::leaf_type(ty))?],
             };
             Some((items, "JSON".to_string()))
         }
@@ -399,16 +399,38 @@ fn build_input(name: &Name, ty: &Type, data: &Loaded, env: &Env) -> Result<Value
     }
 }
 
-fn json_item(name: &Name, j: &serde_json::Value) -> Result<Value, InputError> {
+/// One JSON scalar, or a list as a tuple, for an item of type `item` (a
+/// scalar or a tuple type; anything else takes the data as it is). A `u64`
+/// takes the integers 0 ..= 2^64 − 1 (kept in an `i64`'s bits, as the
+/// interpreter holds them); a float type rounds an integer once, straight to
+/// its width; the strings "inf", "-inf" and "nan" are floats.
+fn json_item(name: &Name, j: &serde_json::Value, item: &Type) -> Result<Value, InputError> {
+    let s = item.as_scalar();
     Ok(match j {
+        serde_json::Value::Number(n) if s == Some(ScalarType::U64) && n.is_i64() && n.as_i64().is_some_and(|x| x < 0) => {
+            return Err(err(name, format!("the number {n} does not fit in u64")));
+        }
         serde_json::Value::Number(n) if n.is_i64() => Value::Int(n.as_i64().unwrap_or_default()),
         serde_json::Value::Number(n) if n.is_u64() => {
-            return Err(err(name, format!("the number {n} is too large")));
+            let u = n.as_u64().unwrap_or_default();
+            match s {
+                Some(ScalarType::U64) => Value::Int(u as i64),
+                Some(ScalarType::F32) => Value::Float(u as f32 as f64),
+                Some(ScalarType::F64) => Value::Float(u as f64),
+                _ => return Err(err(name, format!("the number {n} is too large for {}", s.map_or("an i64".into(), |s| s.to_string())))),
+            }
         }
         serde_json::Value::Number(n) => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
         serde_json::Value::Bool(b) => Value::Bool(*b),
-        serde_json::Value::Array(items) => Value::tuple(items.iter().map(|x| json_item(name, x)).collect::<Result<_, _>>()?),
-        other => return Err(err(name, format!("expected numbers, found {other}"))),
+        serde_json::Value::Array(items) => {
+            let parts: Vec<Type> = match item {
+                Type::Tuple(ts) if ts.len() == items.len() => ts.clone(),
+                _ => vec![Type::Tuple(Vec::new()); items.len()],
+            };
+            Value::tuple(items.iter().zip(&parts).map(|(x, t)| json_item(name, x, t)).collect::<Result<_, _>>()?)
+        }
+        serde_json::Value::String(text) if let Some(v) = super::number::non_finite_from_str(text) => Value::Float(v),
+        other => return Err(err(name, format!("expected numbers (or \"inf\", \"-inf\", \"nan\"), found {other}"))),
     })
 }
 
@@ -458,12 +480,15 @@ fn scalar(name: &Name, s: ScalarType, v: &Value, at: usize, dtype: &str) -> Resu
                 ScalarType::U8 => u8::try_from(*x).is_ok(),
                 ScalarType::U16 => u16::try_from(*x).is_ok(),
                 ScalarType::U32 => u32::try_from(*x).is_ok(),
-                ScalarType::U64 => *x >= 0,
+                // Held in an i64's bits: from unsigned data, every pattern is a u64
+                // (JSON's negative numbers are refused in `json_item`).
+                ScalarType::U64 => *x >= 0 || dtype == "uint64" || dtype == "JSON",
                 _ => true,
             };
             if fits { Ok(Value::Int(*x)) } else { Err(err(name, format!("element {at} = {x} does not fit in {s}"))) }
         }
-        Value::Int(x) if s.is_float() && dtype == "JSON" => Ok(Value::Float(crate::value::round_float(*x as f64, s))),
+        // Rounded once, straight to the width (i64 → f64 → f32 could round twice).
+        Value::Int(x) if s.is_float() && dtype == "JSON" => Ok(Value::Float(if s == ScalarType::F32 { *x as f32 as f64 } else { *x as f64 })),
         Value::Float(x) if s.is_float() => Ok(Value::Float(crate::value::round_float(*x, s))),
         Value::Bool(b) if s == ScalarType::Bool => Ok(Value::Bool(*b)),
         Value::Int(x) if s == ScalarType::Bool && dtype == "JSON" && (*x == 0 || *x == 1) => Ok(Value::Bool(*x == 1)),
@@ -504,7 +529,7 @@ fn build_json(name: &Name, ty: &Type, j: &serde_json::Value, env: &Env, at: &mut
             Ok(Value::array(out))
         }
         _ => {
-            let item = json_item(name, j)?;
+            let item = json_item(name, j, ty)?;
             convert_scalar(name, ty, &item, at.last().copied().unwrap_or(0), "JSON")
         }
     }

@@ -19,13 +19,8 @@ fn json_scalar(v: &Value, s: Option<ScalarType>) -> serde_json::Value {
         Value::Int(x) if s == Some(ScalarType::U64) => serde_json::Value::from(*x as u64),
         Value::Int(x) => serde_json::Value::from(*x),
         Value::Bool(b) => serde_json::Value::from(*b),
-        Value::Float(x) => {
-            // An f32 prints as its shortest f32 form (0.1, not 0.10000000149011612).
-            let shown: f64 = if s == Some(ScalarType::F32) { format!("{}", *x as f32).parse().unwrap_or(*x) } else { *x };
-            serde_json::Number::from_f64(shown)
-                .map(serde_json::Value::Number)
-                .unwrap_or_else(|| serde_json::Value::String(format!("{x}")))
-        }
+        // Shortest text at the result's width; "inf", "-inf", "nan" (see `number`).
+        Value::Float(x) => super::number::float_to_json(*x, s.unwrap_or(ScalarType::F64)),
         Value::Tuple(items) | Value::Array(items) => serde_json::Value::Array(items.iter().map(|x| json_scalar(x, s)).collect()),
     }
 }

@@ -269,8 +269,10 @@ pub(crate) fn assemble_levels(
         }
         segs = next;
     }
-    // fold from +0.0: `Sum` for floats starts at -0.0, which would print as `-0.0`.
-    let values: Vec<f64> = segs.iter().map(|&(s, e)| vals[s..e].iter().fold(0.0, |a, b| a + b)).collect();
+    // An empty segment is padding, +0 (`Sum` for floats starts at -0.0); a
+    // segment's sum starts from its first value, so a lone -0 stays -0.
+    let values: Vec<f64> =
+        segs.iter().map(|&(s, e)| if s < e { vals[s + 1..e].iter().fold(vals[s], |a, b| a + b) } else { 0.0 }).collect();
     finish(enc, elem, dim_sizes, lvl_sizes, pos_bufs, crd_bufs, values)
 }
 

@@ -76,13 +76,15 @@ impl Coo {
         if n as u64 > super::build::MAX_STORED {
             return None;
         }
-        let mut out = vec![0.0; n];
+        let mut out = vec![0.0f64; n];
         for k in 0..self.len() {
             let mut flat = 0usize;
             for (c, d) in self.entry(k).iter().zip(&self.dims) {
                 flat = flat * (*d as usize) + *c as usize;
             }
-            out[flat] += self.values[k];
+            // `0.0 + -0.0` is +0: a lone -0 entry is stored, not added.
+            let slot = &mut out[flat];
+            *slot = if slot.to_bits() == 0 { self.values[k] } else { *slot + self.values[k] };
         }
         Some(out)
     }

@@ -28,7 +28,8 @@ impl DenseTensor {
         let mut coo = Coo::new(self.dims.clone());
         let mut idx = vec![0u64; self.dims.len()];
         for (flat, &v) in self.values.iter().enumerate() {
-            if v != 0.0 {
+            // Only +0 is left out: a -0 is a value the user wrote, kept to the bit.
+            if v.to_bits() != 0 {
                 let mut rest = flat as u64;
                 for d in (0..self.dims.len()).rev() {
                     idx[d] = rest % self.dims[d].max(1);

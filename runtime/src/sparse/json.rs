@@ -5,12 +5,34 @@ use super::assemble::{Buffers, assemble, disassemble};
 use super::dense::DenseTensor;
 use super::error::{Result, SparseError};
 use super::tensor::SparseTensor;
+use crate::io::number;
 use heddle_ir::ScalarType;
 use heddle_ir::encoding::{parse_encoding, print_encoding};
 use serde_json::{Value, json};
 
+/// A stored value: an integer for integer element types, else a float in
+/// its shortest form (`"inf"`, `"-inf"`, `"nan"` for the non-finite ones,
+/// see [`crate::io::number`]).
 fn num(v: f64, elem: ScalarType) -> Value {
-    if !elem.is_float() && v.fract() == 0.0 && v.abs() < 9.0e15 { json!(v as i64) } else { json!(v) }
+    if !elem.is_float() && v.fract() == 0.0 && v.abs() <= super::text::EXACT_INT as f64 {
+        json!(v as i64)
+    } else {
+        number::float_to_json(v, elem)
+    }
+}
+
+/// A value read back: a number, or the string form of ±∞ and NaN. Integers
+/// beyond ±2^53 are refused: values are held as `f64`, which would change them.
+fn read_num(x: &Value) -> std::result::Result<f64, String> {
+    let exact = |n: &serde_json::Number| match (n.as_i64(), n.as_u64()) {
+        (Some(i), _) => i.unsigned_abs() <= super::text::EXACT_INT as u64,
+        (None, Some(u)) => u <= super::text::EXACT_INT as u64,
+        _ => true,
+    };
+    match x {
+        Value::Number(n) if !exact(n) => Err(format!("{x} is an integer beyond ±2^53, which values are held exactly up to")),
+        _ => number::float_from_json(x).ok_or_else(|| format!("{x} is not a number (nor \"inf\", \"-inf\" or \"nan\")")),
+    }
 }
 
 /// `{"encoding", "dim_sizes", "lvl_sizes", "nse", "positions", "coordinates", "values"}`:
@@ -58,7 +80,7 @@ pub fn storage_from_json(v: &Value) -> Result<SparseTensor> {
         .ok_or_else(|| SparseError::Json("`values` must be a list".into()))?
         .iter()
         .enumerate()
-        .map(|(i, x)| x.as_f64().ok_or_else(|| SparseError::buffer("values", i, format!("{x} is not a number"))))
+        .map(|(i, x)| read_num(x).map_err(|m| SparseError::buffer("values", i, m)))
         .collect::<Result<Vec<f64>>>()?;
     let b = Buffers { positions: per_level("positions")?, coordinates: per_level("coordinates")?, values };
     let t = assemble(&enc, ScalarType::F64, dim_sizes, b)?;
@@ -90,8 +112,11 @@ pub fn dense_from_json(v: &Value) -> Result<DenseTensor> {
         let at = || path.iter().map(|i| format!("[{i}]")).collect::<String>();
         match (dims.split_first(), v) {
             (None, x) => {
-                let n = x.as_f64().or_else(|| x.as_bool().map(|b| f64::from(u8::from(b))));
-                out.push(n.ok_or_else(|| SparseError::Json(format!("element {} is {x}, not a number", at())))?);
+                let n = match x.as_bool() {
+                    Some(b) => Ok(f64::from(u8::from(b))),
+                    None => read_num(x),
+                };
+                out.push(n.map_err(|m| SparseError::Json(format!("element {}: {m}", at())))?);
             }
             (Some((&n, rest)), Value::Array(a)) if a.len() as u64 == n => {
                 for (i, x) in a.iter().enumerate() {

@@ -140,7 +140,7 @@ pub fn parse_mtx(bytes: &[u8], path: &Path) -> Result<(Coo, ScalarType)> {
             for i in from..rows {
                 let v = e.values[k];
                 k += 1;
-                if v != 0.0 {
+                if v.to_bits() != 0 {
                     coo.push(&[i, j], v);
                 }
             }

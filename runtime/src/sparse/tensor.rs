@@ -135,7 +135,8 @@ impl SparseTensor {
         let mut dim = vec![0u64; self.dim_sizes.len()];
         let enc = &self.encoding;
         self.for_each_stored(&mut |lvl, v| {
-            if skip_zeros && v == 0.0 {
+            // Padding is +0; an explicit -0 is kept.
+            if skip_zeros && v.to_bits() == 0 {
                 return;
             }
             map::lvl_to_dim(enc, lvl, &mut dim);

@@ -81,11 +81,16 @@ pub(crate) fn parse_u64(tok: &[u8]) -> Option<u64> {
     Some(v)
 }
 
-/// A signed integer value.
+/// The largest integer magnitude up to which every integer is an `f64`:
+/// stored values are kept as `f64` (see [`crate::sparse`]), so an integer
+/// value beyond it would silently change.
+pub(crate) const EXACT_INT: i64 = 1 << 53;
+
+/// A signed integer value that an `f64` holds exactly (|v| ≤ 2^53).
 #[inline]
 pub(crate) fn parse_int_value(tok: &[u8]) -> Option<f64> {
     let s = std::str::from_utf8(tok).ok()?;
-    s.parse::<i64>().ok().map(|v| v as f64)
+    s.parse::<i64>().ok().filter(|v| v.unsigned_abs() <= EXACT_INT as u64).map(|v| v as f64)
 }
 
 /// The token starting at `i` (up to the next whitespace), for messages.
@@ -100,8 +105,8 @@ fn is_blank(b: u8) -> bool {
 }
 
 /// Parses one chunk with a byte scanner: no per-line allocation, no UTF-8
-/// validation, numbers read in place (`fast-float2` reports how many bytes a
-/// float took, so tokens never need to be cut out first).
+/// validation, numbers read in place (floats correctly rounded, with the
+/// `inf` / `nan` spellings of [`crate::io::number`]).
 ///
 /// Entries go to `coords` / `values`, which have room for one entry per line
 /// of `body`; returns how many entries were written.
@@ -148,9 +153,20 @@ fn parse_chunk(
             }
             let start = i;
             let mut v: u64 = 0;
-            while i < n && body[i].is_ascii_digit() && i - start < 19 {
-                v = v * 10 + u64::from(body[i] - b'0');
+            let mut overflow = false;
+            while i < n && body[i].is_ascii_digit() {
+                match v.checked_mul(10).and_then(|x| x.checked_add(u64::from(body[i] - b'0'))) {
+                    Some(x) => v = x,
+                    None => overflow = true,
+                }
                 i += 1;
+            }
+            if overflow {
+                return Err(SparseError::file(
+                    path,
+                    no,
+                    format!("{name} index `{}` is beyond 2^64 - 1", token_at(body, start)),
+                ));
             }
             if i == start || (i < n && !body[i].is_ascii_whitespace()) {
                 return Err(SparseError::file(
@@ -188,15 +204,18 @@ fn parse_chunk(
                 let v = if kind == ValueKind::Integer {
                     parse_int_value(tok)
                 } else {
-                    match fast_float2::parse_partial::<f64, _>(tok) {
-                        Ok((v, used)) if used == tok.len() => Some(v),
-                        _ => None,
-                    }
+                    crate::io::number::parse_float(tok)
                 };
                 i = end;
                 v.ok_or_else(|| {
-                    let what = if kind == ValueKind::Integer { "an integer" } else { "a number" };
-                    SparseError::file(path, no, format!("value `{}` is not {what}", show(tok)))
+                    let message = if kind == ValueKind::Real {
+                        format!("value `{}` is not a number (nor `inf`, `-inf` or `nan`)", show(tok))
+                    } else if std::str::from_utf8(tok).is_ok_and(|t| t.parse::<i128>().is_ok()) {
+                        format!("integer value `{}` is beyond ±2^53, which values are held exactly up to", show(tok))
+                    } else {
+                        format!("value `{}` is not an integer", show(tok))
+                    };
+                    SparseError::file(path, no, message)
                 })?
             }
         };

@@ -130,11 +130,12 @@ pub(crate) fn write_value(w: &mut impl Write, i: u64, j: Option<u64>, v: f64, el
 }
 
 /// A value as text: integers without a fraction, floats in the shortest
-/// form that reads back to the same number.
+/// form that reads back to the same number at the element type's width
+/// (`inf`, `-inf`, `nan` for the others; see [`crate::io::number`]).
 pub(crate) fn write_num(w: &mut impl Write, v: f64, elem: ScalarType) -> std::io::Result<()> {
-    if !elem.is_float() && v.fract() == 0.0 && v.abs() < 9.0e15 {
+    if !elem.is_float() && v.fract() == 0.0 && v.abs() <= super::text::EXACT_INT as f64 {
         write!(w, "{}", v as i64)
     } else {
-        write!(w, "{v:?}")
+        write!(w, "{}", crate::io::number::float(v, elem))
     }
 }
