@@ -52,6 +52,7 @@ pub(crate) fn check_shape(coo: &Coo, enc: &Encoding) -> Result<Vec<u64>> {
         ));
     }
     let lvl_sizes = map::lvl_sizes(enc, &coo.dims).map_err(SparseError::Shape)?;
+    check_storage_size(enc, &lvl_sizes, coo.len() as u64)?;
     // One pass over the coordinates, in blocks of 64k entries per task.
     let r = coo.rank().max(1);
     const BLOCK: usize = 1 << 16;
@@ -67,6 +68,35 @@ pub(crate) fn check_shape(coo: &Coo, enc: &Encoding) -> Result<Vec<u64>> {
         )));
     }
     Ok(lvl_sizes)
+}
+
+/// Refuses, before anything is allocated, storage whose levels would hold
+/// more than [`MAX_STORED`] positions in all: each dense level multiplies its
+/// parent's positions by its size, a sparse level holds at most one position
+/// per entry, and assembly keeps a range per position of every level (so the
+/// cap is on the sum over levels, not on each level alone: 40 dense levels of
+/// size 2 would otherwise pass every per-level check up to the 28th).
+pub(crate) fn check_storage_size(enc: &Encoding, lvl_sizes: &[u64], entries: u64) -> Result<()> {
+    let (mut parents, mut total) = (1u64, 0u64);
+    for (level, &n) in enc.levels.iter().zip(lvl_sizes) {
+        parents = match level.format {
+            LevelFormat::Dense | LevelFormat::Batch => parents.saturating_mul(n),
+            LevelFormat::Singleton => parents,
+            LevelFormat::NOutOfM { n, .. } => parents.saturating_mul(u64::from(n)),
+            LevelFormat::Compressed | LevelFormat::LooseCompressed => parents.saturating_mul(n).min(entries),
+        };
+        total = total.saturating_add(parents);
+    }
+    if total > MAX_STORED {
+        let sizes: Vec<String> = lvl_sizes.iter().map(u64::to_string).collect();
+        return Err(SparseError::Shape(format!(
+            "storing this tensor (level sizes {}) in `{}` would need {} positions across its levels, more than the {MAX_STORED} heddle allocates",
+            sizes.join("x"),
+            heddle_ir::encoding::print_encoding(enc),
+            if total == u64::MAX { "more than 2^64".to_string() } else { total.to_string() }
+        )));
+    }
+    Ok(())
 }
 
 /// Phase 1: level coordinates of every entry. ELL's counter numbers the

@@ -123,13 +123,27 @@ pub fn parse_mtx(bytes: &[u8], path: &Path) -> Result<(Coo, ScalarType)> {
     } else {
         let fmt = EntryFormat { rank: 0, dims: None, value, names: &[], comment: b'%' };
         let e = text::parse_entries(body, first, &fmt, path)?;
+        // In u128, where no product of two u64 sizes wraps: a size line can
+        // promise more values than any file holds (2^64 - 1 rows), and the
+        // count is compared with the values found before anything is built.
+        let (r, c) = (u128::from(rows), u128::from(cols));
         let expected = match symmetry {
-            Symmetry::General => rows.saturating_mul(cols),
-            Symmetry::Symmetric => rows * (rows + 1) / 2,
-            Symmetry::SkewSymmetric => rows * rows.saturating_sub(1) / 2,
-        } as usize;
+            Symmetry::General => r * c,
+            Symmetry::Symmetric => r * (r + 1) / 2,
+            Symmetry::SkewSymmetric => r * r.saturating_sub(1) / 2,
+        };
+        let Ok(expected) = usize::try_from(expected) else {
+            return Err(SparseError::file(
+                path,
+                size_no,
+                format!("a {rows}x{cols} array would hold {expected} values, more than any file can"),
+            ));
+        };
         check_count(e.values.len(), expected, body, first, path)?;
         // Column-major; symmetric arrays list each column from the diagonal down.
+        // No values (0 rows, or a 1x1 skew-symmetric matrix): nothing to walk,
+        // however many columns the size line gives.
+        let cols = if expected == 0 { 0 } else { cols };
         let mut k = 0;
         for j in 0..cols {
             let from = match symmetry {
