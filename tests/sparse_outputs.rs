@@ -212,3 +212,92 @@ fn a_sparse_result_is_written_as_matrix_market() {
     assert_eq!(code, 1);
     assert!(err.contains("rows of (column, value) pairs"), "{err}");
 }
+
+/// A random sparse vector of length n (about `percent`% stored) as a `.tns`
+/// file's text and as a dense vector.
+fn random_vector(rng: &mut Rng, n: usize, percent: u64) -> (String, Vec<f64>) {
+    let mut dense = vec![0.0; n];
+    let mut text = String::new();
+    for (k, x) in dense.iter_mut().enumerate() {
+        if rng.below(100) < percent {
+            *x = rng.value();
+            text.push_str(&format!("{} {x}\n", k + 1));
+        }
+    }
+    (text, dense)
+}
+
+/// 1-D results of co-iteration and of the workspace (a sparse vector's
+/// (coordinate, value) list of counted length): a single count, then the fill,
+/// on every backend. Empty vectors, a length-1 vector and disjoint patterns included.
+#[test]
+fn one_dimensional_sparse_results_are_counted_then_filled() {
+    let dir = tempfile::tempdir().unwrap();
+    let sv = "#SV = #sparse_tensor.encoding<{ map = (i) -> (i : compressed) }>\n";
+    let add = write(dir.path(), "add.hdl", &format!("{sv}fun(a: tensor<?xf32, #SV> => fun(b: tensor<?xf32, #SV> =>\n  union(0, 0, a, b) :>> map(fun(e => (e.1, e.2 + e.3)))))\n"));
+    let mul = write(dir.path(), "mul.hdl", &format!("{sv}fun(a: tensor<?xf32, #SV> => fun(b: tensor<?xf32, #SV> =>\n  intersect(a, b) :>> map(fun(e => (e.1, e.2 * e.3)))))\n"));
+    // x^T B for a sparse x and a CSR B: the rows of B that x selects, scaled and summed by column.
+    let vm = write(
+        dir.path(),
+        "vm.hdl",
+        &format!(
+            "{sv}#CSR = #sparse_tensor.encoding<{{ map = (i, j) -> (i : dense, j : compressed) }}>\n\
+             fun(a: tensor<?xf32, #SV> => fun(B: tensor<?x?xf32, #CSR> =>\n\
+               a :>> map(fun(e => B@e.1 :>> map(fun(b => (b.1, e.2 * b.2))))) :>> join :>> compressAdd(B_dim1)))\n"
+        ),
+    );
+    let mut rng = Rng(0x5eed_0011);
+    for (case, (n, pa, pb)) in [(9, 40, 50), (1, 100, 100), (6, 0, 50), (12, 0, 0), (20, 15, 90), (5, 100, 0)].into_iter().enumerate() {
+        let (ta, a) = random_vector(&mut rng, n, pa);
+        let (tb, b) = random_vector(&mut rng, n, pb);
+        // A .tns file gives its size by its largest coordinate: every vector ends with a stored entry.
+        let pin = |t: String, v: &[f64]| if v[n - 1] == 0.0 { format!("{t}{n} 0.0\n") } else { t };
+        let (ta, tb) = (pin(ta, &a), pin(tb, &b));
+        let stored = |t: &str| -> Vec<usize> { t.lines().map(|l| l.split(' ').next().unwrap().parse::<usize>().unwrap() - 1).collect() };
+        let (sa, sb) = (stored(&ta), stored(&tb));
+        // A stored zero (the pin) takes part in the union and the intersection.
+        let fa = write(dir.path(), &format!("a{case}.tns"), &ta);
+        let fb = write(dir.path(), &format!("b{case}.tns"), &tb);
+        let mut either = Vec::new();
+        let mut both = Vec::new();
+        for k in 0..n {
+            if sa.contains(&k) || sb.contains(&k) {
+                either.extend([k as f64, a[k] + b[k]]);
+            }
+            if sa.contains(&k) && sb.contains(&k) {
+                both.extend([k as f64, a[k] * b[k]]);
+            }
+        }
+        // B: n x 7 with row k holding (k % 7, k + 1) and ((3k) % 7, 1/2) when they differ.
+        let mut bm = String::new();
+        let mut dense_b = vec![vec![0.0; 7]; n];
+        for (k, row) in dense_b.iter_mut().enumerate() {
+            row[k % 7] += (k + 1) as f64;
+            row[(3 * k) % 7] += 0.5;
+        }
+        let entries: Vec<(usize, usize, f64)> =
+            dense_b.iter().enumerate().flat_map(|(i, r)| r.iter().enumerate().filter(|(_, v)| **v != 0.0).map(move |(j, v)| (i, j, *v))).collect();
+        bm.push_str(&format!("%%MatrixMarket matrix coordinate real general\n{n} 7 {}\n", entries.len()));
+        for (i, j, v) in &entries {
+            bm.push_str(&format!("{} {} {v}\n", i + 1, j + 1));
+        }
+        let fbm = write(dir.path(), &format!("bm{case}.mtx"), &bm);
+        let mut product = Vec::new();
+        for j in 0..7 {
+            if sa.iter().any(|&k| dense_b[k][j] != 0.0) {
+                product.extend([j as f64, sa.iter().map(|&k| a[k] * dense_b[k][j]).sum::<f64>()]);
+            }
+        }
+        let runs: [(&Path, &Path, &str, &[f64]); 3] = [(&add, &fb, "b", &either), (&mul, &fb, "b", &both), (&vm, &fbm, "B", &product)];
+        for (kernel, second, name, want) in runs {
+            for backend in backends() {
+                let (ma, mb) = (format!("a={}", fa.display()), format!("{name}={}", second.display()));
+                let (code, out, err) = heddle(&["run", kernel.to_str().unwrap(), "--backend", backend, "--matrix", &ma, "--matrix", &mb]);
+                assert_eq!(code, 0, "{} on {backend}, case {case}: {err}", kernel.display());
+                let mut got = Vec::new();
+                flatten(&serde_json::from_str(&out).unwrap(), &mut got);
+                assert_eq!(got, want, "{} on {backend}, case {case}", kernel.display());
+            }
+        }
+    }
+}

@@ -26,7 +26,13 @@ impl LoopProgram {
             }
         }
         for c in &self.counts {
-            if !matches!(self.arg(&c.name).map(|a| &a.kind), Some(ArgKind::Input { .. })) {
+            // A count array is an input buffer; a single count (a 1-D result's) is an `i64` scalar.
+            let as_input = match self.arg(&c.name).map(|a| &a.kind) {
+                Some(ArgKind::Input { .. }) => !c.shape.is_empty(),
+                Some(ArgKind::Scalar(ScalarType::I64)) => c.shape.is_empty(),
+                _ => false,
+            };
+            if !as_input {
                 return Err(LoopError(format!("count array `{}` is not an input", c.name)));
             }
             c.program.validate()?;
