@@ -67,7 +67,7 @@ fn matrices() -> Vec<Csr> {
 }
 
 fn flat(items: Vec<Value>, kind: ScalarKind) -> Loaded {
-    Loaded::Flat { items, dtype: "generated".into(), kinds: vec![kind] }
+    Loaded::Flat { shape: vec![items.len() as u64], items, dtype: "generated".into(), kinds: vec![kind] }
 }
 
 fn env_for(kernel: &heddle_typeck::Kernel, a: &Csr, nats: &[(String, i64)]) -> Env {

@@ -59,11 +59,12 @@ impl Storage {
 }
 
 fn ints(xs: impl Iterator<Item = i64>) -> Loaded {
-    Loaded::Flat { items: xs.map(Value::Int).collect(), dtype: "int32".into(), kinds: vec![ScalarKind::Int] }
+    let items: Vec<Value> = xs.map(Value::Int).collect();
+    Loaded::Flat { shape: vec![items.len() as u64], items, dtype: "int32".into(), kinds: vec![ScalarKind::Int] }
 }
 
 fn floats(xs: Vec<f64>) -> Loaded {
-    Loaded::Flat { items: xs.into_iter().map(Value::Float).collect(), dtype: "float64".into(), kinds: vec![ScalarKind::Float] }
+    Loaded::Flat { shape: vec![xs.len() as u64], items: xs.into_iter().map(Value::Float).collect(), dtype: "float64".into(), kinds: vec![ScalarKind::Float] }
 }
 
 /// The inputs `--FLAG NAMES=FILE` gives, as (parameter, data) pairs.
@@ -100,7 +101,8 @@ pub fn inputs(storage: Storage, spec: &str) -> Result<Vec<(String, Loaded)>, Fai
         ],
         Storage::CsrPacked => {
             let items = csr.col_indices.iter().zip(&csr.values).map(|(c, v)| Value::tuple(vec![Value::Int(i64::from(*c)), Value::Float(*v)]));
-            let entries = Loaded::Flat { items: items.collect(), dtype: "(int32, float64)".into(), kinds: vec![ScalarKind::Int, ScalarKind::Float] };
+            let items: Vec<Value> = items.collect();
+            let entries = Loaded::Flat { shape: vec![items.len() as u64], items, dtype: "(int32, float64)".into(), kinds: vec![ScalarKind::Int, ScalarKind::Float] };
             vec![(names[0].clone(), ints(offsets())), (names[1].clone(), entries)]
         }
         Storage::Dense => unreachable!("handled above"),

@@ -118,7 +118,7 @@ fn grid(ranges: &[(String, Vec<i64>)]) -> Vec<Vec<(String, i64)>> {
 }
 
 fn flat(items: Vec<Value>, dtype: &str, kinds: Vec<ScalarKind>) -> Loaded {
-    Loaded::Flat { items, dtype: dtype.into(), kinds }
+    Loaded::Flat { shape: vec![items.len() as u64], items, dtype: dtype.into(), kinds }
 }
 
 /// Binds a Matrix Market matrix to the kernel's CSR/LIL parameters by name.

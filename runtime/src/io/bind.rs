@@ -277,9 +277,37 @@ fn json_depth(v: &serde_json::Value) -> usize {
     }
 }
 
+/// Does an n-D file (n ≥ 2) give the lengths of `t` level by level? When
+/// `t` nests at least n dense arrays (no position binder among the outer n).
+/// Otherwise the file is the flat buffer of `t`.
+fn shaped(t: &Type, shape: &[u64]) -> bool {
+    if shape.len() < 2 {
+        return false;
+    }
+    let mut ty = t;
+    for _ in shape {
+        match ty {
+            Type::Array { binder: None, elem, .. } => ty = elem,
+            _ => return false,
+        }
+    }
+    true
+}
+
 /// Lengths the data shows, each with the type's formula for it.
 fn observed_lengths(t: &Type, data: &Loaded) -> Vec<(Nat, i64)> {
     match data {
+        Loaded::Flat { shape, .. } if shaped(t, shape) => {
+            // One equation per dimension of the file, along the nesting.
+            let mut out = Vec::new();
+            let mut ty = t;
+            for &d in shape {
+                let Type::Array { elem, len, .. } = ty else { break };
+                out.push((len.clone(), d as i64));
+                ty = elem;
+            }
+            out
+        }
         Loaded::Flat { items, .. } => vec![(flat_count(t), items.len() as i64)],
         Loaded::Json(j) => {
             let mut out = Vec::new();
@@ -380,6 +408,23 @@ fn build_input(name: &Name, ty: &Type, data: &Loaded, env: &Env) -> Result<Value
         }
         Loaded::Json(_) => None,
     };
+    if let Loaded::Flat { shape, .. } = data
+        && shaped(ty, shape)
+    {
+        let mut t = ty;
+        for (k, &d) in shape.iter().enumerate() {
+            let Type::Array { elem, len, .. } = t else { break };
+            let n = len.eval(env).map_err(|e| err(name, format!("cannot evaluate the length {len}: {e}")))?;
+            if n != d as i64 {
+                let shown: Vec<String> = shape.iter().map(u64::to_string).collect();
+                return Err(err(
+                    name,
+                    format!("its type {ty} needs length {n} in dimension {k}, but the file's shape is ({})", shown.join(", ")),
+                ));
+            }
+            t = elem;
+        }
+    }
     match flat_items {
         Some((items, dtype)) => {
             let expected = flat_count(ty).eval(env).map_err(|e| err(name, format!("cannot compute its size: {e}")))?;
@@ -571,7 +616,10 @@ pub fn tensor_inputs(kernel: &Kernel, name: &str, path: &std::path::Path) -> Res
     }
     let ints = |v: &[u64]| -> Vec<Value> { v.iter().map(|x| Value::Int(*x as i64)).collect() };
     let mut inputs = Vec::new();
-    let flat = |items: Vec<Value>, kind: super::read::ScalarKind| Loaded::Flat { items, dtype: "storage".into(), kinds: vec![kind] };
+    let flat = |items: Vec<Value>, kind: super::read::ScalarKind| {
+        let shape = vec![items.len() as u64];
+        Loaded::Flat { items, dtype: "storage".into(), kinds: vec![kind], shape }
+    };
     for (l, level) in encoding.levels.iter().enumerate() {
         if let Some(p) = &b.positions[l] {
             inputs.push((format!("{name}_pos{l}"), flat(ints(p), super::read::ScalarKind::Int)));

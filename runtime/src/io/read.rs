@@ -17,6 +17,9 @@ pub enum Loaded {
         dtype: String,
         /// Whether each scalar field is a float (`None` for structured: per field).
         kinds: Vec<ScalarKind>,
+        /// The file's shape, outermost first: one dimension for a flat
+        /// buffer; a 2-D `.npy` gives `[[T]_m]_n` its `n` and `m`.
+        shape: Vec<u64>,
     },
     /// A JSON document.
     Json(serde_json::Value),
@@ -151,6 +154,9 @@ fn read_npy(path: &Path) -> Result<Loaded, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     check_npy_header(&bytes).map_err(|e| format!("{}: not a valid .npy file: {e}", path.display()))?;
     let npy = npyz::NpyFile::new(&bytes[..]).map_err(|e| format!("{}: not a valid .npy file: {e}", path.display()))?;
+    let shape_dims = npy.shape().to_vec();
+    // A 0-d array is one item.
+    let shape = if shape_dims.is_empty() { vec![1] } else { shape_dims };
     if npy.order() == npyz::Order::Fortran && npy.shape().len() > 1 {
         return Err(format!("{}: Fortran-ordered arrays are not supported; save with order='C'", path.display()));
     }
@@ -200,5 +206,5 @@ fn read_npy(path: &Path) -> Result<Loaded, String> {
     } else {
         fields[0].name.clone()
     };
-    Ok(Loaded::Flat { items, dtype, kinds: fields.iter().map(|f| f.kind).collect() })
+    Ok(Loaded::Flat { items, dtype, kinds: fields.iter().map(|f| f.kind).collect(), shape })
 }

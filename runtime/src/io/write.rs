@@ -70,7 +70,39 @@ fn push_scalar(out: &mut Vec<u8>, v: &Value, s: ScalarType) {
     }
 }
 
-/// Writes the result as a `.npy` file: one-dimensional, the flat buffer.
+/// The n-D shape of a result whose type nests n dense arrays (no position
+/// binder: `[[T]_m]_n` is `(n, m)`), taken from the value, which has those
+/// lengths at every level. `None` for a scalar, a flat array, or a result
+/// with a position-dependent level (written as its flat buffer).
+fn npy_shape(v: &Value, ty: &Type) -> Option<Vec<usize>> {
+    let mut dims = Vec::new();
+    let (mut t, mut cur) = (ty, Some(v));
+    while let Type::Array { binder: None, elem, .. } = t {
+        let items = cur?.as_array()?;
+        dims.push(items.len());
+        // Every level is as long as the type says, so the first element stands
+        // for all (an empty level ends the walk: its elements have no value).
+        cur = items.first();
+        t = elem;
+        if cur.is_none() {
+            break;
+        }
+    }
+    // Only the outer dense levels are shaped; a position-dependent level
+    // below them keeps the result flat.
+    let fully = !matches!(t, Type::Array { .. }) || (cur.is_none() && !contains_binder(t));
+    (dims.len() >= 2 && fully).then_some(dims)
+}
+
+fn contains_binder(t: &Type) -> bool {
+    match t {
+        Type::Array { binder, elem, .. } => binder.is_some() || contains_binder(elem),
+        _ => false,
+    }
+}
+
+/// Writes the result as a `.npy` file: shaped for nested dense arrays
+/// (`[[T]_m]_n` is an `(n, m)` array), else the flat buffer.
 pub fn write_npy(path: &Path, v: &Value, ty: &Type) -> Result<(), String> {
     let leaf = leaf_type(ty);
     let (descr_text, fields): (String, Vec<ScalarType>) = match leaf {
@@ -92,7 +124,12 @@ pub fn write_npy(path: &Path, v: &Value, ty: &Type) -> Result<(), String> {
             x => push_scalar(&mut body, x, fields[0]),
         }
     }
-    let mut header = format!("{{'descr': {descr_text}, 'fortran_order': False, 'shape': ({},), }}", flat.len());
+    let dims = npy_shape(v, ty).unwrap_or_else(|| vec![flat.len()]);
+    let shape = match dims.as_slice() {
+        [n] => format!("({n},)"),
+        ds => format!("({})", ds.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")),
+    };
+    let mut header = format!("{{'descr': {descr_text}, 'fortran_order': False, 'shape': {shape}, }}");
     // Magic (6) + version (2) + length (2) + header, padded to a multiple of 64, ending in '\n'.
     let total = 10 + header.len() + 1;
     header.push_str(&" ".repeat((64 - total % 64) % 64));
