@@ -220,3 +220,36 @@ fn integers_at_every_width_pass_through() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// An `f32` tensor's text values are rounded once, straight to `f32`:
+/// `7.038531e-26` is the shortest text of the f32 0x15ae43fd, which rounding
+/// to `f64` first and then to `f32` turns into its neighbour.
+#[test]
+fn f32_tensor_values_are_rounded_once() {
+    let dir = tempdir("f32once");
+    let want = f32::from_bits(0x15ae_43fd);
+    let mtx = dir.join("a.mtx");
+    std::fs::write(&mtx, "%%MatrixMarket matrix coordinate real general\n1 2 2\n1 1 7.038531e-26\n1 2 0.1\n").unwrap();
+    let tns = dir.join("a.tns");
+    std::fs::write(&tns, "2 2\n1 2\n1 1 7.038531e-26\n1 2 0.1\n").unwrap();
+    let kernel = dir.join("values.hdl");
+    std::fs::write(
+        &kernel,
+        "fun(A: tensor<?x?xf32, #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>> => A :>> map(fun(row => row :>> map(fun(e => e.2)))))\n",
+    )
+    .unwrap();
+    for backend in backends() {
+        for input in [&mtx, &tns] {
+            let arg = format!("A={}", input.display());
+            let (code, out, err) = heddle(&["run", "--backend", backend, kernel.to_str().unwrap(), "--matrix", &arg]);
+            assert_eq!(code, 0, "{backend}: {err}");
+            let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+            let texts: Vec<String> = v.as_array().unwrap().iter().map(|x| x.to_string()).collect();
+            let got: Vec<u32> =
+                texts.iter().map(|t| heddle_runtime::io::number::parse_f32(t.as_bytes()).unwrap().to_bits()).collect();
+            assert_eq!(got, vec![want.to_bits(), 0.1f32.to_bits()], "{backend}, {}: {out}", input.display());
+            assert_eq!(texts[1], "0.1");
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -597,7 +597,7 @@ pub fn tensor_inputs(kernel: &Kernel, name: &str, path: &std::path::Path) -> Res
     let Some(KernelParam::Tensor { ty: Type::Tensor(tt), encoding, .. }) = kernel.params.iter().find(|p| p.name() == &n) else {
         return Err(err(&n, "the kernel has no tensor parameter of this name (--matrix is for `tensor<…>` parameters)"));
     };
-    let t = crate::sparse::file::read_into(path, encoding).map_err(|e| {
+    let t = crate::sparse::file::read_into_for(path, encoding, tt.elem).map_err(|e| {
         // Most errors already name the file; the others get it in front.
         let (message, file) = (e.to_string(), path.display().to_string());
         err(&n, if message.starts_with(&file) { message } else { format!("{file}: {message}") })

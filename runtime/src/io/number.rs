@@ -83,7 +83,7 @@ fn f32_text(x: f32) -> String {
     if through_f64(&shortest) {
         return shortest;
     }
-    (8..17).map(|digits| format!("{x:.digits$e}")).find(|t| through_f64(t)).unwrap_or_else(|| format!("{:?}", f64::from(x)))
+    (1..17).map(|digits| format!("{x:.digits$e}")).find(|t| through_f64(t)).unwrap_or_else(|| format!("{:?}", f64::from(x)))
 }
 
 /// The JSON spelling of a non-finite float (`"inf"`, `"-inf"`, `"nan"`), or
@@ -164,6 +164,7 @@ mod tests {
         assert_eq!(format!("{x:?}"), "7.038531e-26");
         assert_ne!(("7.038531e-26".parse::<f64>().unwrap() as f32).to_bits(), x.to_bits());
         let text = float(f64::from(x), ScalarType::F32).to_string();
+        assert_eq!(text, "7.0385307e-26");
         assert_eq!((parse_float(text.as_bytes()).unwrap() as f32).to_bits(), x.to_bits(), "{text}");
         assert_eq!(parse_f32(text.as_bytes()).map(f32::to_bits), Some(x.to_bits()), "{text}");
     }

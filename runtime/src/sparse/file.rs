@@ -23,10 +23,12 @@ enum Read {
     Stored(Box<SparseTensor>),
 }
 
-fn read(path: &Path) -> Result<Read> {
+/// Reads a tensor file whose values are for `dest` (text is rounded
+/// straight to `f32` for an `f32` destination; JSON goes through `f64`).
+fn read(path: &Path, dest: ScalarType) -> Result<Read> {
     match ext(path).as_str() {
-        "mtx" => mtx::read_mtx(path).map(|(c, e)| Read::Entries(c, e)),
-        "tns" => Ok(Read::Entries(tns::read_tns(path)?, ScalarType::F64)),
+        "mtx" => mtx::read_mtx_for(path, dest).map(|(c, e)| Read::Entries(c, e)),
+        "tns" => Ok(Read::Entries(tns::read_tns_for(path, dest)?, ScalarType::F64)),
         "json" => {
             let bytes = super::text::read_file(path)?;
             let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| SparseError::File {
@@ -50,7 +52,7 @@ fn read(path: &Path) -> Result<Read> {
 
 /// Reads a tensor's entries (0-based coordinates) and element type from `.mtx`, `.tns` or `.json`.
 pub fn read_coo(path: &Path) -> Result<(Coo, ScalarType)> {
-    match read(path)? {
+    match read(path, ScalarType::F64)? {
         Read::Entries(coo, elem) => Ok((coo, elem)),
         Read::Stored(t) => Ok((t.to_coo(), t.elem)),
     }
@@ -62,7 +64,14 @@ pub fn read_coo(path: &Path) -> Result<(Coo, ScalarType)> {
 /// its layout is the caller's, e.g. a loose_compressed level's gaps between
 /// parents; anything else is repacked from its entries.
 pub fn read_into(path: &Path, enc: &Encoding) -> Result<SparseTensor> {
-    match read(path)? {
+    read_into_for(path, enc, ScalarType::F64)
+}
+
+/// [`read_into`] for a tensor whose values are `dest` (a kernel parameter's
+/// element type): `.mtx` / `.tns` values are rounded once, straight to `f32`
+/// for an `f32` destination.
+pub fn read_into_for(path: &Path, enc: &Encoding, dest: ScalarType) -> Result<SparseTensor> {
+    match read(path, dest)? {
         Read::Stored(t) if same_storage(&t.encoding, enc) => Ok(SparseTensor { encoding: enc.clone(), ..*t }),
         Read::Stored(t) => pack(&t.to_coo(), enc, t.elem),
         Read::Entries(coo, elem) => pack(&coo, enc, elem),

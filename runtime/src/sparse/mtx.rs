@@ -30,6 +30,18 @@ pub fn read_mtx(path: &Path) -> Result<(Coo, ScalarType)> {
 
 /// Parses Matrix Market text; `path` is only used in messages.
 pub fn parse_mtx(bytes: &[u8], path: &Path) -> Result<(Coo, ScalarType)> {
+    parse_mtx_for(bytes, path, ScalarType::F64)
+}
+
+/// Reads a Matrix Market file for a tensor whose values are `dest`: real
+/// values are rounded once, straight to `f32` when `dest` is `F32`.
+pub fn read_mtx_for(path: &Path, dest: ScalarType) -> Result<(Coo, ScalarType)> {
+    parse_mtx_for(&text::read_file(path)?, path, dest)
+}
+
+/// [`parse_mtx`] for a tensor whose values are `dest` (see [`read_mtx_for`]).
+pub fn parse_mtx_for(bytes: &[u8], path: &Path, dest: ScalarType) -> Result<(Coo, ScalarType)> {
+    let single = dest == ScalarType::F32;
     let mut lines = text::lines(bytes, 1);
     let (_, head) =
         lines.next().ok_or_else(|| SparseError::file(path, 1, "empty file: expected a `%%MatrixMarket` header"))?;
@@ -114,14 +126,14 @@ pub fn parse_mtx(bytes: &[u8], path: &Path) -> Result<(Coo, ScalarType)> {
     let dims = [rows, cols];
     let mut coo = Coo::new(dims.to_vec());
     if coordinate {
-        let fmt = EntryFormat { rank: 2, dims: Some(&dims), value, names: &["row", "column"], comment: b'%' };
+        let fmt = EntryFormat { rank: 2, dims: Some(&dims), value, names: &["row", "column"], comment: b'%', single };
         let e = text::parse_entries(body, first, &fmt, path)?;
         let nnz = nums[2] as usize;
         check_count(e.values.len(), nnz, body, first, path)?;
         coo.coords = e.coords;
         coo.values = e.values;
     } else {
-        let fmt = EntryFormat { rank: 0, dims: None, value, names: &[], comment: b'%' };
+        let fmt = EntryFormat { rank: 0, dims: None, value, names: &[], comment: b'%', single };
         let e = text::parse_entries(body, first, &fmt, path)?;
         // In u128, where no product of two u64 sizes wraps: a size line can
         // promise more values than any file holds (2^64 - 1 rows), and the

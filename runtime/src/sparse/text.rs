@@ -33,6 +33,9 @@ pub(crate) struct EntryFormat<'a> {
     pub names: &'a [&'a str],
     /// Lines starting with this byte are comments.
     pub comment: u8,
+    /// Round real values straight to `f32` (for an `f32` destination: going
+    /// through `f64` first would round twice, which can differ).
+    pub single: bool,
 }
 
 /// Parsed entries: 0-based coordinates (`rank` per entry) and values.
@@ -203,6 +206,8 @@ fn parse_chunk(
                 let tok = &body[start..end];
                 let v = if kind == ValueKind::Integer {
                     parse_int_value(tok)
+                } else if f.single {
+                    crate::io::number::parse_f32(tok).map(f64::from)
                 } else {
                     crate::io::number::parse_float(tok)
                 };

@@ -17,6 +17,18 @@ pub fn read_tns(path: &Path) -> Result<Coo> {
 
 /// Parses FROSTT text; `path` is only used in messages.
 pub fn parse_tns(bytes: &[u8], path: &Path) -> Result<Coo> {
+    parse_tns_for(bytes, path, ScalarType::F64)
+}
+
+/// Reads a FROSTT file for a tensor whose values are `dest`: values are
+/// rounded once, straight to `f32` when `dest` is `F32`.
+pub fn read_tns_for(path: &Path, dest: ScalarType) -> Result<Coo> {
+    parse_tns_for(&text::read_file(path)?, path, dest)
+}
+
+/// [`parse_tns`] for a tensor whose values are `dest` (see [`read_tns_for`]).
+pub fn parse_tns_for(bytes: &[u8], path: &Path, dest: ScalarType) -> Result<Coo> {
+    let single = dest == ScalarType::F32;
     // The first three content lines decide between plain and extended.
     let content: Vec<(usize, &[u8])> = text::lines(bytes, 1).filter(|(_, l)| !text::skip(l, b'#')).take(3).collect();
     let Some(&(first_no, first)) = content.first() else {
@@ -58,7 +70,7 @@ pub fn parse_tns(bytes: &[u8], path: &Path) -> Result<Coo> {
     let body = &bytes[body_start..];
     let names: Vec<String> = (1..=rank).map(|d| format!("dimension {d}")).collect();
     let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let fmt = EntryFormat { rank, dims: dims.as_deref(), value: ValueKind::Real, names: &name_refs, comment: b'#' };
+    let fmt = EntryFormat { rank, dims: dims.as_deref(), value: ValueKind::Real, names: &name_refs, comment: b'#', single };
     let e = text::parse_entries(body, body_from, &fmt, path)?;
     if let Some(nnz) = nnz {
         if e.values.len() > nnz {
