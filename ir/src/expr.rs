@@ -490,6 +490,27 @@ impl Expr {
         Expr { kind, span: self.span }
     }
 
+    /// A binary operator applied as a function, `max(a, b)` or `+(a)(b)`: the
+    /// operator and the operands (how a `toNat` holds `max(len@i, 1)`).
+    pub fn as_operator_call(&self) -> Option<(BinOp, &Expr, &Expr)> {
+        let ExprKind::App { func, args } = &self.kind else { return None };
+        let (op, a, b) = match (&func.kind, args.as_slice()) {
+            (ExprKind::Section(op), [a, b]) => (*op, a, b),
+            (ExprKind::App { func, args: first }, [b]) => match (&func.kind, first.as_slice()) {
+                (ExprKind::Section(op), [a]) => (*op, a, b),
+                _ => return None,
+            },
+            _ => return None,
+        };
+        let op = match op {
+            SectionOp::Add => BinOp::Add,
+            SectionOp::Mul => BinOp::Mul,
+            SectionOp::Max => BinOp::Max,
+            SectionOp::Min => BinOp::Min,
+        };
+        Some((op, a, b))
+    }
+
     /// This expression read as a natural, if it is one: variables, non-negative
     /// integer literals, `+ - * / %` of such, and embedded naturals.
     pub fn as_nat(&self) -> Option<Nat> {

@@ -164,7 +164,8 @@ pub enum Space {
     /// the CPU, a work-item in OpenCL), zeroed once when the worker starts.
     /// Allocated at the top of the kernel, before the parallel loop; each
     /// iteration must leave it all zero again (sparse workspaces reset the
-    /// entries they touched).
+    /// entries they touched), or clear all of it before its first use (dense
+    /// ones: a `scatterAdd` or `scatter` inside a loop).
     Workspace,
 }
 

@@ -2,7 +2,8 @@
 
 use super::view::ViewKind;
 use super::{unsupported, Env, Lowerer, Val, View};
-use heddle_ir::expr::{BinOp as SrcOp, UnOp};
+use super::numbers;
+use heddle_ir::expr::UnOp;
 use heddle_ir::loops::{BinOp, Block, Expr as L, Schedule, Space, Stmt};
 use heddle_ir::{Diagnostic, Name, Nat, ScalarType, Span, Type};
 use heddle_typeck::{TExpr, TKind, TLit};
@@ -31,26 +32,6 @@ pub fn output_shape(ty: &Type, facts: &crate::Facts, span: Span) -> Result<(Vec<
     Ok((fields, count))
 }
 
-fn bin_op(op: SrcOp) -> BinOp {
-    match op {
-        SrcOp::Add => BinOp::Add,
-        SrcOp::Sub => BinOp::Sub,
-        SrcOp::Mul => BinOp::Mul,
-        SrcOp::Div => BinOp::Div,
-        SrcOp::Rem => BinOp::Rem,
-        SrcOp::Eq => BinOp::Eq,
-        SrcOp::Ne => BinOp::Ne,
-        SrcOp::Lt => BinOp::Lt,
-        SrcOp::Le => BinOp::Le,
-        SrcOp::Gt => BinOp::Gt,
-        SrcOp::Ge => BinOp::Ge,
-        SrcOp::And => BinOp::And,
-        SrcOp::Or => BinOp::Or,
-        SrcOp::Max => BinOp::Max,
-        SrcOp::Min => BinOp::Min,
-    }
-}
-
 impl Lowerer<'_> {
     /// Lowers a typed expression to a value, emitting the work it needs into `body`.
     pub(super) fn expr(&mut self, t: &TExpr, env: &Env, body: &mut Block) -> Result<Val, Diagnostic> {
@@ -60,7 +41,7 @@ impl Lowerer<'_> {
             TKind::NatValue(n) => {
                 let s = ty.as_scalar().unwrap_or(ScalarType::I64);
                 let e = self.index_expr(n, env, body)?;
-                Ok(Val::Scalar(cast(e, ScalarType::I64, s), s))
+                Ok(Val::Scalar(numbers::convert(e, ScalarType::I64, s), s))
             }
             TKind::Lit(l) => {
                 let s = ty.as_scalar().unwrap_or(ScalarType::I32);
@@ -100,35 +81,25 @@ impl Lowerer<'_> {
                 _ => Err(unsupported(t.span, "a projection of a non-tuple")),
             },
             TKind::Tuple(items) => Ok(Val::Tuple(items.iter().map(|x| self.expr(x, env, body)).collect::<Result<_, _>>()?)),
-            TKind::Binary { op, lhs, rhs } => {
-                let (Val::Scalar(a, s), Val::Scalar(b, _)) = (self.expr(lhs, env, body)?, self.expr(rhs, env, body)?) else {
-                    return Err(unsupported(t.span, &format!("`{}` on non-scalars", op.symbol())));
-                };
-                let out = if op.is_comparison() || op.is_logical() { ScalarType::Bool } else { s };
-                Ok(Val::Scalar(L::bin(bin_op(*op), a, b), out))
-            }
+            TKind::Binary { op, lhs, rhs } => self.binary(*op, lhs, rhs, t.span, env, body),
             TKind::Unary { op, operand } => {
                 let Val::Scalar(a, s) = self.expr(operand, env, body)? else {
                     return Err(unsupported(t.span, "a unary operator on a non-scalar"));
                 };
-                Ok(Val::Scalar(
-                    match op {
-                        UnOp::Neg => L::Neg(Box::new(a)),
-                        UnOp::Not => L::Not(Box::new(a)),
+                Ok(match op {
+                    UnOp::Neg => match numbers::wrapped_at(s, operand.ty.as_scalar()) {
+                        // Negated whole, then wrapped at the checker's type (as the interpreter does).
+                        Some(d) => Val::Scalar(numbers::convert(L::Neg(Box::new(numbers::convert(a, s, ScalarType::I64))), ScalarType::I64, d), d),
+                        None => Val::Scalar(L::Neg(Box::new(a)), s),
                     },
-                    s,
-                ))
+                    UnOp::Not => Val::Scalar(L::Not(Box::new(a)), s),
+                })
             }
             TKind::Select { cond, then, els } => {
-                let c = self.expr(cond, env, body)?;
-                let a = self.expr(then, env, body)?;
-                let b = self.expr(els, env, body)?;
-                match (c, a, b) {
-                    (Val::Scalar(c, _), Val::Scalar(a, s), Val::Scalar(b, _)) => {
-                        Ok(Val::Scalar(L::Select(Box::new(c), Box::new(a), Box::new(b)), s))
-                    }
-                    _ => Err(unsupported(t.span, "`select` of non-scalars")),
-                }
+                let Val::Scalar(c, _) = self.expr(cond, env, body)? else {
+                    return Err(unsupported(cond.span, "`select` on a non-boolean"));
+                };
+                self.select(c, then, els, env, t.span, body)
             }
             TKind::Prim { name, nats, args, binder } => self.prim(name, nats, args, binder.as_ref(), &ty, env, t.span, body),
         }
@@ -262,6 +233,7 @@ impl Lowerer<'_> {
                 view(ViewKind::Transpose(Box::new(src)))
             }
             "scatterAdd" => self.scatter_add(&nat(0), &args[0], ty, env, span, body),
+            "scatter" => self.scatter(&args[0], &args[1], ty, env, span, body),
             "generate" => view(ViewKind::Generate { f: Box::new(args[0].clone()), env: env.clone() }),
             "union" => {
                 let za = self.expr(&args[0], env, body)?;
@@ -344,6 +316,13 @@ impl Lowerer<'_> {
                 Nat::Lit(0)
             }
         };
+        // Outside every parallel loop, the temporary is read, after it is written, by
+        // code that all workers run: OpenCL has no barrier across work-groups, so it
+        // is written by one sequential loop, and later top-level loops stay
+        // sequential too (as after a top-level `scatterAdd`, see scatter.rs).
+        if !self.in_parallel && self.loops.iter().all(|(_, s, _)| *s == Schedule::Seq) {
+            self.sequential = true;
+        }
         self.write(&v, ty, &buf, offset.clone(), env, body, false)?;
         // Barriers between local loops are placed by the OpenCL backend; at work-group
         // level (no enclosing per-item loop) the hand-off needs one here.
@@ -366,15 +345,7 @@ impl Lowerer<'_> {
             let (op, env_c, accs_c, acc_c) = (op.clone(), env.clone(), accs.clone(), acc_val.clone());
             self.each_stream(&xs, env, body, &mut |cx, x, inner| {
                 let next = cx.apply(&op, vec![acc_c.clone(), x], &env_c, inner)?;
-                let mut scalars = Vec::new();
-                flatten_scalars(&next, &mut scalars);
-                if scalars.len() != accs_c.len() {
-                    return Err(unsupported(span, "a reduction whose result is not scalars"));
-                }
-                for ((acc, _), e) in accs_c.iter().zip(scalars) {
-                    inner.push(Stmt::Assign { var: acc.clone(), value: e });
-                }
-                Ok(())
+                update(&accs_c, &next, span, inner)
             })?;
             let mut results = accs.iter().map(|(a, s)| Val::Scalar(L::Var(a.clone()), *s));
             return Ok(rebuild(&init, &mut results));
@@ -384,14 +355,7 @@ impl Lowerer<'_> {
         let mut inner = Block::new();
         let x = self.elem(&xs, &Nat::Var(k.clone()), &mut inner)?;
         let next = self.apply(op, vec![acc_val, x], env, &mut inner)?;
-        let mut scalars = Vec::new();
-        flatten_scalars(&next, &mut scalars);
-        if scalars.len() != accs.len() {
-            return Err(unsupported(span, "a reduction whose result is not scalars"));
-        }
-        for ((acc, _), e) in accs.iter().zip(scalars) {
-            inner.push(Stmt::Assign { var: acc.clone(), value: e });
-        }
+        update(&accs, &next, span, &mut inner)?;
         body.push(Stmt::For { var: k, lo: L::index(0), hi, schedule: Schedule::Seq, body: inner });
         // Read the accumulators once, after the loop.
         let mut results = accs.iter().map(|(a, s)| Val::Scalar(L::Var(a.clone()), *s));
@@ -438,16 +402,21 @@ impl Lowerer<'_> {
             }
             Val::Scalar(e, s) => {
                 let index = self.index_expr(&offset, env, body)?;
-                body.push(Stmt::Store { buf: buf.clone(), index, field: 0, value: cast(e.clone(), *s, ty.as_scalar().unwrap_or(*s)) });
+                body.push(Stmt::Store { buf: buf.clone(), index, field: 0, value: numbers::convert(e.clone(), *s, ty.as_scalar().unwrap_or(*s)) });
                 Ok(())
             }
             Val::Tuple(items) => {
                 let index = self.index_expr(&offset, env, body)?;
                 let index = self.bind_index(index, "at", body);
                 let index = self.nat_to_expr(&index, env, body)?;
+                let fields: Vec<Option<ScalarType>> = match ty {
+                    Type::Tuple(ts) => ts.iter().map(Type::as_scalar).collect(),
+                    _ => Vec::new(),
+                };
                 for (k, item) in items.iter().enumerate() {
-                    let Val::Scalar(e, _) = item else { return Err(unsupported(span, "writing nested tuples")) };
-                    body.push(Stmt::Store { buf: buf.clone(), index: index.clone(), field: k as u32, value: e.clone() });
+                    let Val::Scalar(e, s) = item else { return Err(unsupported(span, "writing nested tuples")) };
+                    let field = fields.get(k).copied().flatten().unwrap_or(*s);
+                    body.push(Stmt::Store { buf: buf.clone(), index: index.clone(), field: k as u32, value: numbers::convert(e.clone(), *s, field) });
                 }
                 Ok(())
             }
@@ -576,6 +545,8 @@ impl Lowerer<'_> {
         match &v.kind {
             ViewKind::Map { prim, dim, .. } => match *prim {
                 "mapSeq" => Schedule::Seq,
+                // A kernel that reads what it computed runs on one worker (see `materialize`).
+                _ if self.sequential => Schedule::Seq,
                 "mapGlobal" => Schedule::Global(*dim),
                 "mapWorkgroup" => Schedule::Workgroup(*dim),
                 "mapLocal" => Schedule::Local(*dim),
@@ -645,10 +616,6 @@ fn replace_projections(e: &mut heddle_ir::Expr, name: &Name, items: &[Val]) {
     e.for_each_child_mut(&mut |c| replace_projections(c, name, items));
 }
 
-fn cast(e: L, from: ScalarType, to: ScalarType) -> L {
-    if from == to { e } else { L::Cast(to, Box::new(e)) }
-}
-
 fn collect_typed(v: &Val, out: &mut Vec<(L, ScalarType)>, span: Span) -> Result<(), Diagnostic> {
     match v {
         Val::Scalar(e, s) => {
@@ -660,12 +627,17 @@ fn collect_typed(v: &Val, out: &mut Vec<(L, ScalarType)>, span: Span) -> Result<
     }
 }
 
-fn flatten_scalars(v: &Val, out: &mut Vec<L>) {
-    match v {
-        Val::Scalar(e, _) => out.push(e.clone()),
-        Val::Tuple(items) => items.iter().for_each(|x| flatten_scalars(x, out)),
-        Val::Array(_) => {}
+/// `acc = next` for each accumulator, converted to the accumulator's type.
+fn update(accs: &[(Name, ScalarType)], next: &Val, span: Span, body: &mut Block) -> Result<(), Diagnostic> {
+    let mut scalars = Vec::new();
+    collect_typed(next, &mut scalars, span).map_err(|_| unsupported(span, "a reduction whose result is not scalars"))?;
+    if scalars.len() != accs.len() {
+        return Err(unsupported(span, "a reduction whose result is not scalars"));
     }
+    for ((acc, t), (e, s)) in accs.iter().zip(scalars) {
+        body.push(Stmt::Assign { var: acc.clone(), value: numbers::convert(e, s, *t) });
+    }
+    Ok(())
 }
 
 /// A value of the same shape as `like`, with scalars taken from `values`.

@@ -18,6 +18,8 @@
 
 mod emit;
 mod nats;
+mod numbers;
+mod operators;
 mod scatter;
 mod stream;
 mod tidy;

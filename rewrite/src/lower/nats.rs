@@ -205,19 +205,31 @@ impl Lowerer<'_> {
                     _ => return Err(unsupported(span, &format!("the lookup {e} inside toNat"))),
                 }
             }
-            ExprKind::Binary { op, lhs, rhs } => {
-                let op = match op {
-                    SrcOp::Add => BinOp::Add,
-                    SrcOp::Sub => BinOp::Sub,
-                    SrcOp::Mul => BinOp::Mul,
-                    SrcOp::Div => BinOp::Div,
-                    SrcOp::Rem => BinOp::Rem,
-                    SrcOp::Max => BinOp::Max,
-                    SrcOp::Min => BinOp::Min,
-                    _ => return Err(unsupported(span, &format!("`{}` inside toNat", op.symbol()))),
-                };
-                L::bin(op, self.int_expr(lhs, env, body)?, self.int_expr(rhs, env, body)?)
+            ExprKind::Binary { op, lhs, rhs } => self.int_binary(*op, lhs, rhs, env, body)?,
+            // `max(a, b)`: the operator section applied.
+            ExprKind::App { .. } if e.as_operator_call().is_some() => {
+                let (op, lhs, rhs) = e.as_operator_call().expect("checked");
+                self.int_binary(op, lhs, rhs, env, body)?
             }
+            ExprKind::Unary { op: UnOp::Not, operand } => L::Not(Box::new(self.int_expr(operand, env, body)?)),
+            ExprKind::Select { cond, then, els } => {
+                let c = self.int_expr(cond, env, body)?;
+                let (mut a_block, mut b_block) = (Block::new(), Block::new());
+                let a = self.int_expr(then, env, &mut a_block)?;
+                let b = self.int_expr(els, env, &mut b_block)?;
+                if a_block.is_empty() && b_block.is_empty() {
+                    L::Select(Box::new(c), Box::new(a), Box::new(b))
+                } else {
+                    // Only the chosen branch's lookups are made (and checked).
+                    let picked = self.fresh("picked");
+                    body.push(Stmt::Var { var: picked.clone(), ty: ScalarType::I64, init: L::index(0) });
+                    a_block.push(Stmt::Assign { var: picked.clone(), value: a });
+                    b_block.push(Stmt::Assign { var: picked.clone(), value: b });
+                    body.push(Stmt::If { cond: c, then: a_block, els: b_block });
+                    L::var(picked)
+                }
+            }
+            ExprKind::Annot { expr, .. } => self.int_expr(expr, env, body)?,
             ExprKind::Unary { op: UnOp::Neg, operand } => L::Neg(Box::new(self.int_expr(operand, env, body)?)),
             ExprKind::Proj { tuple, field } => match &tuple.kind {
                 ExprKind::Var(x) => match self.lookup_value(x, env) {
@@ -231,6 +243,13 @@ impl Lowerer<'_> {
             },
             _ => return Err(unsupported(span, &format!("toNat({e})"))),
         })
+    }
+}
+
+impl Lowerer<'_> {
+    /// `lhs op rhs` inside a `toNat`, on `i64` (comparisons give `bool`).
+    fn int_binary(&mut self, op: SrcOp, lhs: &Expr, rhs: &Expr, env: &Env, body: &mut Block) -> Result<L, Diagnostic> {
+        Ok(L::bin(super::operators::bin_op(op), self.int_expr(lhs, env, body)?, self.int_expr(rhs, env, body)?))
     }
 }
 

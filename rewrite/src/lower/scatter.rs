@@ -1,8 +1,9 @@
-//! Accumulation by coordinate: `scatterAdd(n)` (see `prims.sig`).
+//! Accumulation by coordinate, `scatterAdd(n)`, and the permutation
+//! `scatter(idx)` (see `prims.sig`).
 //!
-//! Every value is added into its slot after a `Check` that the index is in
-//! `0 .. n` (an index outside is the run-time error the interpreter reports).
-//! Two lowerings:
+//! `scatterAdd`: every value is added into its slot after a `Check` that the
+//! index is in `0 .. n` (an index outside is the run-time error the
+//! interpreter reports). Three lowerings:
 //!
 //! - **The kernel's result** ([`Lowerer::result`]): the values are added
 //!   straight into the output, which the runtime zeroes before every launch,
@@ -11,11 +12,22 @@
 //!   compare-and-swap loop for floats on both backends). Float sums then
 //!   arrive in any order, so they may differ from the interpreter's in the
 //!   last bits.
-//! - **Anywhere else** ([`Lowerer::scatter_add`]): a zero-initialised scratch
-//!   buffer and one sequential loop. The kernel is one launch and OpenCL has
-//!   no barrier across work-groups, so nothing could safely read a buffer
-//!   filled in parallel; for the same reason the loops that read the result
-//!   stay sequential too.
+//! - **Inside a loop** (batched COO SpMV: one dense row per batch): into a
+//!   per-worker workspace (`Space::Workspace`, sized by a kernel-level
+//!   natural), cleared where the row is made and read in the same iteration.
+//! - **Anywhere else** (the top level, not the result): a zero-initialised
+//!   scratch buffer and one sequential loop. The kernel is one launch and
+//!   OpenCL has no barrier across work-groups, so nothing could safely read a
+//!   buffer filled in parallel; for the same reason the loops that read the
+//!   result stay sequential too.
+//!
+//! `scatter(idx)(xs)` puts `xs@k` at position `idx@k`; the interpreter
+//! requires a permutation. It is lowered to its inverse, a buffer `inv` of
+//! `n` positions (a scratch buffer at the top level, a workspace in a loop,
+//! as above): cleared to -1, then for each k, checked (`idx@k` in `0 .. n`,
+//! its slot still -1: no two elements scattered to one position) and set to
+//! k, then checked complete (no -1 left). The result is a view,
+//! `xs@(inv@j)` ([`ViewKind::Permuted`]), so a map over `xs` still fuses.
 //!
 //! The pairs may come from `join` of rows of different lengths (a CSC matrix's
 //! columns, a CSF tensor's fibres): such a join is never indexed, only walked
@@ -32,11 +44,6 @@ impl Lowerer<'_> {
     pub(super) fn scatter_add(&mut self, n: &Nat, src: &TExpr, ty: &Type, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
         // T is a scalar, or a row of K scalars (MTTKRP adds rows of a dense result).
         let (s, width) = element(ty).ok_or_else(|| unsupported(span, &format!("`scatterAdd` producing {ty} (only arrays of scalars or of rows of scalars)")))?;
-        if !self.loops.is_empty() || self.in_parallel {
-            // A scratch buffer per enclosing iteration is not expressible in OpenCL 1.2
-            // without a bound known at compile time; the interpreter runs it.
-            return Err(unsupported(span, "`scatterAdd` inside a loop"));
-        }
         let xs = match self.expr(src, env, body)? {
             Val::Array(v) => v,
             _ => return Err(unsupported(src.span, "`scatterAdd` of a non-array")),
@@ -50,15 +57,64 @@ impl Lowerer<'_> {
             Some(w) => L::bin(BinOp::Mul, rows, w.clone()),
             None => rows,
         };
-        let buf = self.fresh("scatter");
-        body.push(Stmt::Alloc { buf: buf.clone(), fields: vec![s], len: len.clone(), space: Space::Global });
+        let buf = self.scratch("scatter", s, &len, &format!("`scatterAdd({n})`"), span, body)?;
         let z = self.fresh("z");
         let zero = if s.is_float() { L::Float(0.0, s) } else { L::Int(0, s) };
         let init = vec![Stmt::Store { buf: buf.clone(), index: L::var(z.clone()), field: 0, value: zero }];
         body.push(Stmt::For { var: z, lo: L::index(0), hi: len, schedule: Schedule::Seq, body: init });
         self.accumulate(&xs, n, s, row_len.as_ref(), &buf, false, env, span, body)?;
-        self.sequential = true;
         Ok(Val::Array(View::buffer(buf, Nat::Lit(0), ty.clone())))
+    }
+
+    /// A buffer of `len` records of `s` that this iteration fills and then
+    /// reads: a per-worker workspace inside a loop (its length must be known
+    /// before the kernel runs), a scratch buffer at the top level (after which
+    /// the kernel stays sequential, see the module docs).
+    fn scratch(&mut self, base: &str, s: ScalarType, len: &L, what: &str, span: Span, body: &mut Block) -> Result<Name, Diagnostic> {
+        let buf = self.fresh(base);
+        if self.loops.is_empty() && !self.in_parallel {
+            body.push(Stmt::Alloc { buf: buf.clone(), fields: vec![s], len: len.clone(), space: Space::Global });
+            self.sequential = true;
+        } else {
+            if !self.over_naturals(len) {
+                return Err(unsupported(span, &format!("{what} inside a loop with a length that is not a natural parameter or a formula over them")));
+            }
+            self.workspaces.push(Stmt::Alloc { buf: buf.clone(), fields: vec![s], len: len.clone(), space: Space::Workspace });
+        }
+        Ok(buf)
+    }
+
+    /// Lowers `xs :>> scatter(idx)` whose type is `ty` (`[T]_n`).
+    pub(super) fn scatter(&mut self, idx: &TExpr, xs: &TExpr, ty: &Type, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
+        let Val::Array(idx) = self.expr(idx, env, body)? else { return Err(unsupported(span, "`scatter` with non-array indices")) };
+        let Val::Array(xs) = self.expr(xs, env, body)? else { return Err(unsupported(span, "`scatter` of a non-array")) };
+        let n = xs.len();
+        let n_e = self.index_expr(&n, env, body)?;
+        let inv = self.scratch("inverse", ScalarType::I64, &n_e, "`scatter`", span, body)?;
+        let j = self.fresh("j");
+        let clear = vec![Stmt::Store { buf: inv.clone(), index: L::var(j.clone()), field: 0, value: L::index(-1) }];
+        body.push(Stmt::For { var: j, lo: L::index(0), hi: n_e.clone(), schedule: Schedule::Seq, body: clear });
+        let out_of_bounds = self.check(format!("index out of bounds: an index given to `scatter` is not below the array's length {n}"), span);
+        let twice = self.check("`scatter`: two elements are scattered to one position".into(), span);
+        let k = self.fresh("k");
+        let hi = self.index_expr(&idx.len(), env, body)?;
+        let mut fill = Block::new();
+        self.loops.push((k.clone(), Schedule::Seq, hi.clone()));
+        let to = self.elem(&idx, &Nat::Var(k.clone()), &mut fill);
+        self.loops.pop();
+        let Val::Scalar(to, ts) = to? else { return Err(unsupported(span, "`scatter` with non-scalar indices")) };
+        let to = self.bind_index(super::nats::widen(to, ts), "to", &mut fill);
+        let to = self.index_expr(&to, &Env::default(), &mut fill)?;
+        let in_range = L::bin(BinOp::And, L::bin(BinOp::Ge, to.clone(), L::index(0)), L::bin(BinOp::Lt, to.clone(), n_e.clone()));
+        fill.push(Stmt::Check { cond: in_range, id: out_of_bounds });
+        fill.push(Stmt::Check { cond: L::bin(BinOp::Eq, L::load(inv.clone(), to.clone(), 0), L::index(-1)), id: twice });
+        fill.push(Stmt::Store { buf: inv.clone(), index: to, field: 0, value: L::var(k.clone()) });
+        body.push(Stmt::For { var: k, lo: L::index(0), hi, schedule: Schedule::Seq, body: fill });
+        let hole = self.check("`scatter`: no element is scattered to some position".into(), span);
+        let j = self.fresh("j");
+        let complete = vec![Stmt::Check { cond: L::bin(BinOp::Ne, L::load(inv.clone(), L::var(j.clone()), 0), L::index(-1)), id: hole }];
+        body.push(Stmt::For { var: j, lo: L::index(0), hi: n_e, schedule: Schedule::Seq, body: complete });
+        Ok(Val::Array(View { ty: ty.clone(), kind: ViewKind::Permuted { inv, src: Box::new(xs) } }))
     }
 
     /// Lowers the kernel's body `t`: `None` when it was a `scatterAdd` that

@@ -147,6 +147,14 @@ pub enum ViewKind {
         /// Where the pattern is (for the bounds check's message).
         span: Span,
     },
+    /// `scatter(idx)(src)`: element `j` is `src@(inv[j])`, where the buffer
+    /// `inv` holds the inverse permutation (filled and checked by `scatter.rs`).
+    Permuted {
+        /// The inverse permutation, `i64` records.
+        inv: Name,
+        /// The scattered array.
+        src: Box<View>,
+    },
     /// `gather(idx)`.
     Gather {
         /// The indices.
@@ -284,9 +292,18 @@ impl Lowerer<'_> {
                 );
                 let name = self.bind_index(inside, "p", body);
                 match self.elem(src, &name, body)? {
-                    Val::Scalar(e, _) => Ok(Val::Scalar(L::Select(Box::new(outside), Box::new(pad_value), Box::new(e)), s)),
+                    Val::Scalar(e, es) => {
+                        let m = super::numbers::meet(s, es, Some(s));
+                        let (pad_value, e) = (super::numbers::convert(pad_value, s, m), super::numbers::convert(e, es, m));
+                        Ok(Val::Scalar(L::Select(Box::new(outside), Box::new(pad_value), Box::new(e)), m))
+                    }
                     _ => Err(unsupported(span, "`pad` of non-scalar elements")),
                 }
+            }
+            ViewKind::Permuted { inv, src } => {
+                let j = self.index_expr(i, &Env::default(), body)?;
+                let k = self.bind_index(L::load(inv.clone(), j, 0), "from", body);
+                self.elem(src, &k, body)
             }
             ViewKind::Gather { idx, src, span } => {
                 let Val::Scalar(e, _) = self.elem(idx, i, body)? else {

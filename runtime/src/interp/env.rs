@@ -101,23 +101,52 @@ pub fn eval_int_expr(e: &Expr, env: &Env) -> Result<Value, NatEvalError> {
             let v = eval_int_expr(operand, env)?.as_int().ok_or_else(|| err("negation of a non-integer".into()))?;
             Ok(Value::Int(v.checked_neg().ok_or(NatEvalError::Overflow)?))
         }
-        ExprKind::Binary { op, lhs, rhs } => {
-            let a = eval_int_expr(lhs, env)?.as_int().ok_or_else(|| err(format!("`{lhs}` is not an integer")))?;
-            let b = eval_int_expr(rhs, env)?.as_int().ok_or_else(|| err(format!("`{rhs}` is not an integer")))?;
-            let r = match op {
-                BinOp::Add => a.checked_add(b),
-                BinOp::Sub => a.checked_sub(b),
-                BinOp::Mul => a.checked_mul(b),
-                BinOp::Div if b == 0 => return Err(NatEvalError::DivByZero),
-                BinOp::Rem if b == 0 => return Err(NatEvalError::DivByZero),
-                BinOp::Div => a.checked_div(b),
-                BinOp::Rem => a.checked_rem(b),
-                BinOp::Max => Some(a.max(b)),
-                BinOp::Min => Some(a.min(b)),
-                _ => return Err(err(format!("`{}` inside toNat", op.symbol()))),
-            };
-            r.map(Value::Int).ok_or(NatEvalError::Overflow)
+        ExprKind::Binary { op: BinOp::And, lhs, rhs } => Ok(Value::Bool(truth(lhs, env)? && truth(rhs, env)?)),
+        ExprKind::Binary { op: BinOp::Or, lhs, rhs } => Ok(Value::Bool(truth(lhs, env)? || truth(rhs, env)?)),
+        ExprKind::Binary { op, lhs, rhs } => binary(*op, lhs, rhs, env),
+        // `max(a, b)`: the operator section applied.
+        ExprKind::App { .. } if e.as_operator_call().is_some() => {
+            let (op, lhs, rhs) = e.as_operator_call().expect("checked");
+            binary(op, lhs, rhs, env)
         }
+        ExprKind::Unary { op: UnOp::Not, operand } => Ok(Value::Bool(!truth(operand, env)?)),
+        ExprKind::Select { cond, then, els } => eval_int_expr(if truth(cond, env)? { then } else { els }, env),
+        ExprKind::Annot { expr, .. } => eval_int_expr(expr, env),
         _ => Err(err(format!("`{e}` cannot be evaluated inside toNat"))),
     }
+}
+
+/// A condition inside a `toNat` (of a `select`).
+fn truth(e: &Expr, env: &Env) -> Result<bool, NatEvalError> {
+    match eval_int_expr(e, env)? {
+        Value::Bool(b) => Ok(b),
+        other => Err(NatEvalError::ToNat(format!("`{e}` is {other}, not a condition"))),
+    }
+}
+
+/// `lhs op rhs` inside a `toNat`: exact integer arithmetic (an overflow is an
+/// error, not a wrap) and comparisons.
+fn binary(op: BinOp, lhs: &Expr, rhs: &Expr, env: &Env) -> Result<Value, NatEvalError> {
+    let int = |e: &Expr| -> Result<i64, NatEvalError> {
+        eval_int_expr(e, env)?.as_int().ok_or_else(|| NatEvalError::ToNat(format!("`{e}` is not an integer")))
+    };
+    let (a, b) = (int(lhs)?, int(rhs)?);
+    let r = match op {
+        BinOp::Add => a.checked_add(b),
+        BinOp::Sub => a.checked_sub(b),
+        BinOp::Mul => a.checked_mul(b),
+        BinOp::Div | BinOp::Rem if b == 0 => return Err(NatEvalError::DivByZero),
+        BinOp::Div => a.checked_div(b),
+        BinOp::Rem => a.checked_rem(b),
+        BinOp::Max => Some(a.max(b)),
+        BinOp::Min => Some(a.min(b)),
+        BinOp::Eq => return Ok(Value::Bool(a == b)),
+        BinOp::Ne => return Ok(Value::Bool(a != b)),
+        BinOp::Lt => return Ok(Value::Bool(a < b)),
+        BinOp::Le => return Ok(Value::Bool(a <= b)),
+        BinOp::Gt => return Ok(Value::Bool(a > b)),
+        BinOp::Ge => return Ok(Value::Bool(a >= b)),
+        BinOp::And | BinOp::Or => unreachable!("handled by the caller"),
+    };
+    r.map(Value::Int).ok_or(NatEvalError::Overflow)
 }
