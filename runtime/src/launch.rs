@@ -180,8 +180,17 @@ pub fn prepare(prog: &LoopProgram, env: &Env) -> Result<Launch, Diagnostic> {
             }
             ArgKind::Host => {
                 let host = prog.host.iter().find(|h| &h.name == name).ok_or_else(|| fail(Span::DUMMY, format!("no host computation for `{name}`")))?;
-                let HostKind::PrefixSum { var, body, count } = &host.kind;
+                let HostKind::PrefixSum { var, body, count, flat } = &host.kind;
                 let n = eval_len(count, env, &format!("the prefix sum `{name}`"))?;
+                // Inputs read by flat record position: bound to their records in order.
+                let mut flat_env = None;
+                for a in flat {
+                    let value = lookup(env, a).ok_or_else(|| fail(Span::DUMMY, format!("no value for the input `{a}`")))?;
+                    let mut records = Vec::new();
+                    value.flatten_into(&mut records);
+                    flat_env = Some(flat_env.as_ref().unwrap_or(env).with_value(a.clone(), Value::array(records)));
+                }
+                let env = flat_env.as_ref().unwrap_or(env);
                 let mut buf = Buffer::zeroed(vec![ScalarType::I64], n + 1);
                 let mut total: i64 = 0;
                 let mut bound = Vec::with_capacity(1);

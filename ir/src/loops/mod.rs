@@ -130,6 +130,11 @@ pub enum HostKind {
         body: Nat,
         /// Number of terms; the buffer has `count + 1` entries.
         count: Nat,
+        /// Inputs the summand reads by flat record position (`toNat(len@q)`
+        /// for record `q` of a nested `len`): a Σ along one row of a nested
+        /// array, re-indexed over the whole array, so that one prefix sum
+        /// serves every row (a 3-level LIL's innermost lengths).
+        flat: Vec<Name>,
     },
 }
 

@@ -33,13 +33,10 @@ impl fmt::Display for LoopProgram {
         }
         for h in &self.host {
             match &h.kind {
-                HostKind::PrefixSum { var, body, count } => writeln!(
-                    f,
-                    "host {}[j] = sum({var} = 0 .. j - 1, {}) for j in 0 ..= {}",
-                    h.name,
-                    print_nat(body),
-                    print_nat(count)
-                )?,
+                HostKind::PrefixSum { var, body, count, flat } => {
+                    let flat: String = flat.iter().map(|a| format!(", {a} flat")).collect();
+                    writeln!(f, "host {}[j] = sum({var} = 0 .. j - 1, {}) for j in 0 ..= {}{flat}", h.name, print_nat(body), print_nat(count))?
+                }
             }
         }
         if let Some((var, work)) = &self.parallel_work {

@@ -24,6 +24,10 @@ impl LoopProgram {
             if !matches!(self.arg(&h.name).map(|a| &a.kind), Some(ArgKind::Host)) {
                 return Err(LoopError(format!("host buffer `{}` is not a host argument", h.name)));
             }
+            let super::HostKind::PrefixSum { flat, .. } = &h.kind;
+            if let Some(a) = flat.iter().find(|a| !matches!(self.arg(a).map(|a| &a.kind), Some(ArgKind::Input { .. }))) {
+                return Err(LoopError(format!("host buffer `{}` reads `{a}` flat, which is not an input", h.name)));
+            }
         }
         for c in &self.counts {
             // A count array is an input buffer; a single count (a 1-D result's) is an `i64` scalar.

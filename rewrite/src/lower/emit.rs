@@ -350,6 +350,16 @@ impl Lowerer<'_> {
             let mut results = accs.iter().map(|(a, s)| Val::Scalar(L::Var(a.clone()), *s));
             return Ok(rebuild(&init, &mut results));
         }
+        if super::scatter::walked(&xs) {
+            // A join of rows of different lengths: folded row by row, never indexed.
+            let (op, env_c, accs_c, acc_c) = (op.clone(), env.clone(), accs.clone(), acc_val.clone());
+            self.each(&xs, env, Schedule::Seq, body, &mut |cx, x, inner| {
+                let next = cx.apply(&op, vec![acc_c.clone(), x], &env_c, inner)?;
+                update(&accs_c, &next, span, inner)
+            })?;
+            let mut results = accs.iter().map(|(a, s)| Val::Scalar(L::Var(a.clone()), *s));
+            return Ok(rebuild(&init, &mut results));
+        }
         let k = self.fresh("k");
         let hi = self.index_expr(&xs.len(), env, body)?;
         let mut inner = Block::new();

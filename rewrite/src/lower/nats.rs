@@ -2,7 +2,7 @@
 
 use super::{unsupported, Env, Lowerer, Val};
 use heddle_ir::expr::{BinOp as SrcOp, ExprKind, Literal, UnOp};
-use heddle_ir::loops::{ArgKind, BinOp, Block, Expr as L, HostBuffer, HostKind, Schedule, Stmt};
+use heddle_ir::loops::{ArgKind, BinOp, Block, Expr as L, Stmt};
 use heddle_ir::nat::{CmpOp, NatCond, NatOp};
 use heddle_ir::{Diagnostic, Expr, Name, Nat, ScalarType};
 
@@ -29,75 +29,6 @@ impl Lowerer<'_> {
             n.normalize()
         };
         self.nat_to_expr(&n, env, body)
-    }
-
-    /// Replaces each remaining Σ by lookups into a host prefix sum (or, with
-    /// `naive_sums`, by a loop — for measurements only).
-    fn remove_sums(&mut self, n: &Nat, bound: Option<&Nat>, env: &Env, body: &mut Block) -> Result<Nat, Diagnostic> {
-        let span = self.kernel.body.span;
-        let mut failure = None;
-        let out = n.map_bottom_up(&mut |m| {
-            let Nat::Sum { var, lo, hi, body: summand } = &m else { return m };
-            if failure.is_some() {
-                return m;
-            }
-            if self.options.naive_sums {
-                return match self.sum_loop(var, lo, hi, summand, env, body) {
-                    Ok(v) => v,
-                    Err(e) => {
-                        failure = Some(e);
-                        m
-                    }
-                };
-            }
-            let kernel_level = free_names(summand)
-                .iter()
-                .all(|x| x == var || heddle_ir::nat::counted::is_count_name(x) || self.kernel.params.iter().any(|p| p.name() == x));
-            let Some(count) = bound.filter(|_| kernel_level) else {
-                failure = Some(unsupported(span, &format!("an access whose index needs {m}, which has no closed form and cannot be precomputed on the host")));
-                return m;
-            };
-            let name = self.prefix_sum(var, summand, count);
-            let lookup = |at: Nat| Nat::ToNat(Box::new(Expr::synth(ExprKind::Index {
-                array: Box::new(Expr::var(name.clone())),
-                index: Box::new(Expr::synth(ExprKind::NatValue(at))),
-            })));
-            // sum(k = lo .. hi, f) = P[hi + 1] - P[lo], and P[0] = 0.
-            let upper = lookup(Nat::add((**hi).clone(), Nat::Lit(1)).normalize());
-            if lo.const_value() == Some(0) { upper } else { Nat::sub(upper, lookup((**lo).clone())) }
-        });
-        match failure {
-            Some(e) => Err(e),
-            None => Ok(out),
-        }
-    }
-
-    /// The host buffer holding the prefix sums of `summand`, shared by equal Σs.
-    fn prefix_sum(&mut self, var: &Name, summand: &Nat, count: &Nat) -> Name {
-        for h in &self.host {
-            let HostKind::PrefixSum { var: v, body, count: c } = &h.kind;
-            if body.subst(v, &Nat::Var(var.clone())) == *summand && c == count {
-                return h.name.clone();
-            }
-        }
-        let name = self.fresh("prefix");
-        self.args.push(heddle_ir::loops::Arg { name: name.clone(), kind: ArgKind::Host });
-        self.host.push(HostBuffer { name: name.clone(), kind: HostKind::PrefixSum { var: var.clone(), body: summand.clone(), count: count.clone() } });
-        name
-    }
-
-    /// The naive Σ: a sequential loop at the access (what the paper's Figure 5 measures against).
-    fn sum_loop(&mut self, var: &Name, lo: &Nat, hi: &Nat, summand: &Nat, env: &Env, body: &mut Block) -> Result<Nat, Diagnostic> {
-        let acc = self.fresh("sigma");
-        let k = self.fresh(var.as_str());
-        let lo = self.nat_to_expr(lo, env, body)?;
-        let hi = self.nat_to_expr(hi, env, body)?;
-        body.push(Stmt::Var { var: acc.clone(), ty: ScalarType::I64, init: L::index(0) });
-        let mut inner = Block::new();
-        let term = self.nat_to_expr(&summand.subst(var, &Nat::Var(k.clone())), env, &mut inner)?;
-        inner.push(Stmt::Assign { var: acc.clone(), value: L::bin(BinOp::Add, L::var(acc.clone()), term) });
-        body.push(Stmt::For { var: k, lo, hi: L::bin(BinOp::Add, hi, L::index(1)), schedule: Schedule::Seq, body: inner });
-        Ok(Nat::Var(acc))
     }
 
     /// A Σ-free natural as an `i64` expression.
@@ -180,31 +111,10 @@ impl Lowerer<'_> {
             },
             ExprKind::Lit(Literal::Int(v)) => L::index(*v),
             ExprKind::NatValue(n) => self.nat_to_expr(n, env, body)?,
-            ExprKind::Index { array, index } => {
-                let at = match index.as_nat() {
-                    // Positions resolve through this environment (map binders); an index that
-                    // mentions a program value (`2 * p` for a lambda parameter p) is computed instead.
-                    Some(n) if free_names(&n).iter().all(|x| self.lookup_value(x, env).is_none()) => env.subst_nat(&n),
-                    _ => {
-                        let ie = self.int_expr(index, env, body)?;
-                        self.bind_index(ie, "k", body)
-                    }
-                };
-                let ExprKind::Var(a) = &array.kind else {
-                    return Err(unsupported(span, &format!("the lookup {e} inside toNat")));
-                };
-                if matches!(self.args.iter().find(|x| &x.name == a).map(|x| &x.kind), Some(ArgKind::Host)) {
-                    let at = self.nat_to_expr(&at, env, body)?;
-                    return Ok(L::load(a.clone(), at, 0));
-                }
-                match self.lookup_value(a, env) {
-                    Some(Val::Array(view)) => match self.elem(&view, &at, body)? {
-                        Val::Scalar(v, s) => widen(v, s),
-                        _ => return Err(unsupported(span, &format!("toNat of a non-scalar element of `{a}`"))),
-                    },
-                    _ => return Err(unsupported(span, &format!("the lookup {e} inside toNat"))),
-                }
-            }
+            ExprKind::Index { .. } | ExprKind::Proj { .. } => match self.lookup_val(e, env, body)? {
+                Val::Scalar(v, s) => widen(v, s),
+                _ => return Err(unsupported(span, &format!("toNat of {e}, which is not an integer"))),
+            },
             ExprKind::Binary { op, lhs, rhs } => self.int_binary(*op, lhs, rhs, env, body)?,
             // `max(a, b)`: the operator section applied.
             ExprKind::App { .. } if e.as_operator_call().is_some() => {
@@ -231,22 +141,47 @@ impl Lowerer<'_> {
             }
             ExprKind::Annot { expr, .. } => self.int_expr(expr, env, body)?,
             ExprKind::Unary { op: UnOp::Neg, operand } => L::Neg(Box::new(self.int_expr(operand, env, body)?)),
-            ExprKind::Proj { tuple, field } => match &tuple.kind {
-                ExprKind::Var(x) => match self.lookup_value(x, env) {
-                    Some(Val::Tuple(items)) => match items.get(*field as usize - 1) {
-                        Some(Val::Scalar(v, s)) => widen(v.clone(), *s),
-                        _ => return Err(unsupported(span, &format!("toNat of {e}"))),
-                    },
-                    _ => return Err(unsupported(span, &format!("toNat of {e}"))),
-                },
-                _ => return Err(unsupported(span, &format!("toNat of {e}"))),
-            },
             _ => return Err(unsupported(span, &format!("toNat({e})"))),
         })
     }
 }
 
 impl Lowerer<'_> {
+    /// The value a lookup or projection inside a `toNat` reads
+    /// (`len@b@r`, `A@i.1`): a scalar, or a row, tuple or array on the way.
+    fn lookup_val(&mut self, e: &Expr, env: &Env, body: &mut Block) -> Result<Val, Diagnostic> {
+        let span = if e.span.end > 0 { e.span } else { self.kernel.body.span };
+        match &e.kind {
+            ExprKind::Var(x) => self.lookup_value(x, env).ok_or_else(|| unsupported(span, &format!("toNat of `{x}` here"))),
+            ExprKind::Index { array, index } => {
+                let at = match index.as_nat() {
+                    // Positions resolve through this environment (map binders); an index that
+                    // mentions a program value (`2 * p` for a lambda parameter p) is computed instead.
+                    Some(n) if free_names(&n).iter().all(|x| self.lookup_value(x, env).is_none()) => env.subst_nat(&n),
+                    _ => {
+                        let ie = self.int_expr(index, env, body)?;
+                        self.bind_index(ie, "k", body)
+                    }
+                };
+                if let ExprKind::Var(a) = &array.kind
+                    && matches!(self.args.iter().find(|x| &x.name == a).map(|x| &x.kind), Some(ArgKind::Host))
+                {
+                    let at = self.nat_to_expr(&at, env, body)?;
+                    return Ok(Val::Scalar(L::load(a.clone(), at, 0), ScalarType::I64));
+                }
+                match self.lookup_val(array, env, body)? {
+                    Val::Array(view) => self.elem(&view, &at, body),
+                    _ => Err(unsupported(span, &format!("the lookup {e} inside toNat, of something that is not an array"))),
+                }
+            }
+            ExprKind::Proj { tuple, field } => match self.lookup_val(tuple, env, body)? {
+                Val::Tuple(mut items) if (*field as usize) >= 1 && (*field as usize) <= items.len() => Ok(items.swap_remove(*field as usize - 1)),
+                _ => Err(unsupported(span, &format!("toNat of {e}, a projection of something that is not a tuple"))),
+            },
+            _ => Ok(Val::Scalar(self.int_expr(e, env, body)?, ScalarType::I64)),
+        }
+    }
+
     /// `lhs op rhs` inside a `toNat`, on `i64` (comparisons give `bool`).
     fn int_binary(&mut self, op: SrcOp, lhs: &Expr, rhs: &Expr, env: &Env, body: &mut Block) -> Result<L, Diagnostic> {
         Ok(L::bin(super::operators::bin_op(op), self.int_expr(lhs, env, body)?, self.int_expr(rhs, env, body)?))

@@ -206,6 +206,36 @@ impl Lowerer<'_> {
                 _ => Err(unsupported(cx.kernel.body.span, "`join` of something that is not nested arrays")),
             });
         }
+        if let ViewKind::Map { f: g, env: genv, src, binder, .. } = &v.kind
+            && walked(src)
+            && (binder.is_none() || schedule == Schedule::Seq)
+        {
+            // A map over a ragged join: applied to each element as the join is walked;
+            // its position binder is a counter of the elements visited.
+            let position = binder.as_ref().map(|b| (b.clone(), self.fresh("at")));
+            if let Some((_, at)) = &position {
+                body.push(Stmt::Var { var: at.clone(), ty: ScalarType::I64, init: L::index(0) });
+            }
+            let (g, genv) = ((**g).clone(), genv.clone());
+            return self.each(src, env, schedule, body, &mut |cx, x, inner| {
+                let genv = match &position {
+                    Some((b, at)) => {
+                        // A copy: the counter moves on after this element.
+                        let now = cx.fresh("pos");
+                        cx.var_types.push((now.clone(), ScalarType::I64));
+                        inner.push(Stmt::Let { var: now.clone(), ty: ScalarType::I64, value: L::var(at.clone()) });
+                        genv.with_nat(b.clone(), Nat::Var(now))
+                    }
+                    None => genv.clone(),
+                };
+                let y = cx.apply(&g, vec![x], &genv, inner)?;
+                f(cx, y, inner)?;
+                if let Some((_, at)) = &position {
+                    inner.push(Stmt::Assign { var: at.clone(), value: L::bin(BinOp::Add, L::var(at.clone()), L::index(1)) });
+                }
+                Ok(())
+            });
+        }
         let k = self.fresh("k");
         let hi = self.index_expr(&v.len(), env, body)?;
         let mut inner = Block::new();
@@ -215,6 +245,16 @@ impl Lowerer<'_> {
         visited?;
         body.push(Stmt::For { var: k, lo: L::index(0), hi, schedule, body: inner });
         Ok(())
+    }
+}
+
+/// Is `v` a join of rows of different lengths (or a map over one), which
+/// [`Lowerer::each`] walks row by row rather than indexes?
+pub(super) fn walked(v: &View) -> bool {
+    match &v.kind {
+        ViewKind::Concat(_) => true,
+        ViewKind::Map { src, .. } => walked(src),
+        _ => false,
     }
 }
 

@@ -99,9 +99,9 @@ pub enum ViewKind {
         /// Inner length.
         k: Nat,
     },
-    /// `join` of rows of different lengths: the flat position of an element
-    /// is a prefix sum the kernel does not have, so it is walked in order
-    /// (by `scatterAdd`), never indexed.
+    /// `join` of rows of different lengths computed in the kernel: walked in
+    /// order where it is consumed in order (`reduce`, `scatterAdd`, writing),
+    /// indexed by a binary search over the row starts (`ragged.rs`).
     Concat(Box<View>),
     /// `transpose`.
     Transpose(Box<View>),
@@ -248,7 +248,7 @@ impl Lowerer<'_> {
                     _ => Err(unsupported(span, "join of something that is not nested arrays")),
                 }
             }
-            ViewKind::Concat(_) => Err(unsupported(span, "indexing a `join` of inner arrays of different lengths computed in the kernel")),
+            ViewKind::Concat(rows) => self.concat_elem(rows, i, body),
             ViewKind::Merge { .. } | ViewKind::Compress { .. } => Err(unsupported(
                 span,
                 "indexing the result of `union`, `intersect` or `compressAdd` (it is produced in order; map, reduce or return it instead)",
