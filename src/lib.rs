@@ -24,12 +24,27 @@ pub use heddle_ir as ir;
 pub use heddle_runtime as runtime;
 pub use heddle_typeck as typeck;
 
-use heddle_ir::{Diagnostic, Program};
+use heddle_ir::{Diagnostic, ErrorKind, Program};
 use heddle_typeck::Kernel;
 
-/// Parses and type-checks a source file.
+/// Parses and type-checks a source file. Diagnostics say which failed
+/// ([`ErrorKind::Syntax`] or [`ErrorKind::Type`]).
 pub fn check_source(file: &source::SourceFile) -> Result<(Program, Kernel), Vec<Diagnostic>> {
     let program = heddle_ir::parser::parse_program(&file.text)?;
-    let kernel = heddle_typeck::check_program(&program)?;
+    let kernel = heddle_typeck::check_program(&program)
+        .map_err(|ds| ds.into_iter().map(|d| d.or_kind(ErrorKind::Type)).collect::<Vec<_>>())?;
     Ok((program, kernel))
+}
+
+/// Marks a diagnostic of lowering or code generation: a construct the
+/// backend refuses, or (when it says so) a bug.
+pub(crate) fn compile_error(d: Diagnostic) -> Diagnostic {
+    let kind = if d.message.starts_with("internal error") { ErrorKind::Internal } else { ErrorKind::Unsupported };
+    d.or_kind(kind)
+}
+
+/// Marks a diagnostic of a kernel's run: a check that failed on these inputs.
+pub(crate) fn run_error(d: Diagnostic) -> Diagnostic {
+    let kind = if d.message.starts_with("internal error") { ErrorKind::Internal } else { ErrorKind::Runtime };
+    d.or_kind(kind)
 }

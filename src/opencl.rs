@@ -22,6 +22,10 @@ pub struct Compiled {
 
 /// Lowers `kernel` and generates its OpenCL kernel; `name` names it (the file's stem).
 pub fn compile(kernel: &Kernel, name: &str) -> Result<Compiled, Diagnostic> {
+    compile_checked(kernel, name).map_err(crate::compile_error)
+}
+
+fn compile_checked(kernel: &Kernel, name: &str) -> Result<Compiled, Diagnostic> {
     let program = heddle_rewrite::lower::lower_kernel(kernel, name)?;
     let cl = heddle_codegen_opencl::compile(&program)?;
     let counts = program.counts.iter().map(|c| heddle_codegen_opencl::compile(&c.program)).collect::<Result<_, _>>()?;
@@ -31,6 +35,10 @@ pub fn compile(kernel: &Kernel, name: &str) -> Result<Compiled, Diagnostic> {
 /// Runs a compiled kernel on bound inputs `reps` times (at least once);
 /// the result and the kernel timings.
 pub fn run(cl: &OpenCl, kernel: &Kernel, compiled: &Compiled, env: &Env, reps: usize) -> Result<(Value, Timing), Diagnostic> {
+    run_checked(cl, kernel, compiled, env, reps).map_err(crate::run_error)
+}
+
+fn run_checked(cl: &OpenCl, kernel: &Kernel, compiled: &Compiled, env: &Env, reps: usize) -> Result<(Value, Timing), Diagnostic> {
     heddle_runtime::interp::check_obligations(kernel, env)?;
     let env = heddle_runtime::launch::run_counts(&compiled.program, env, &mut |k, phase, launch| {
         cl.run(phase, &compiled.counts[k], launch, 1).map(|_| ())

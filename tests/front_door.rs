@@ -195,21 +195,22 @@ fn named_encodings_come_from_defs() {
 #[test]
 fn bad_encodings_and_operands_are_located_errors() {
     let csr = enc("(i : dense, j : compressed)");
-    // (args, what stderr must say)
-    let cases: Vec<(Vec<String>, &str)> = vec![
-        (vec!["--encoding".into(), "nonsense".into()], "expected NAME=ENCODING"),
-        (vec!["--encoding".into(), "matrix=#CSR".into()], "not an encoding"),
-        (vec!["--encoding".into(), "matrix=#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compresed) }>".into()], "^"),
-        (vec!["--encoding".into(), format!("B={csr}")], "examples/dense_mv.hdl:"),
-        (vec!["--encoding".into(), "matrix=#sparse_tensor.encoding<{ map = (i) -> (i : compressed) }>".into()], "has 2"),
-        (vec!["--encoding".into(), format!("xs={csr}")], "has 1"),
-        (vec!["--encoding".into(), format!("matrix={}", enc("(j : compressed, i : compressed)"))], "columns first"),
+    // (args, exit status: 2 for a malformed flag value, 1 for one that does not fit the kernel; what stderr must say)
+    let cases: Vec<(Vec<String>, i32, &str)> = vec![
+        (vec!["--encoding".into(), "nonsense".into()], 2, "expected NAME=ENCODING"),
+        (vec!["--encoding".into(), "matrix=#NOSUCH".into()], 2, "not an encoding"),
+        (vec!["--encoding".into(), "matrix=#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compresed) }>".into()], 2, "^"),
+        (vec!["--encoding".into(), format!("B={csr}")], 1, "examples/dense_mv.hdl:"),
+        (vec!["--encoding".into(), "matrix=#sparse_tensor.encoding<{ map = (i) -> (i : compressed) }>".into()], 1, "has 2"),
+        (vec!["--encoding".into(), format!("xs={csr}")], 1, "has 1"),
+        (vec!["--encoding".into(), "xs=CSR".into()], 1, "this tensor has 1"),
+        (vec!["--encoding".into(), format!("matrix={}", enc("(j : compressed, i : compressed)"))], 1, "columns first"),
     ];
-    for (extra, says) in cases {
+    for (extra, status, says) in cases {
         let mut args = vec!["sparsify", MV];
         args.extend(extra.iter().map(String::as_str));
         let (code, _, err) = heddle(&args);
-        assert_eq!(code, 1, "{extra:?}: {err}");
+        assert_eq!(code, status, "{extra:?}: {err}");
         assert!(err.contains(says), "{extra:?}: expected `{says}` in\n{err}");
         assert!(!err.contains("panicked"), "{err}");
     }

@@ -141,8 +141,13 @@ pub fn lex_with_comments(src: &str) -> Result<(Vec<Token>, Vec<Comment>), Diagno
             }
             None => {
                 let ch = src[i..].chars().next().unwrap_or('?');
-                return Err(Diagnostic::new(Span::new(i, i + ch.len_utf8()), format!("unknown character `{ch}`"))
-                    .with_label("not part of heddle's syntax"));
+                let d = Diagnostic::new(Span::new(i, i + ch.len_utf8()), format!("unknown character `{ch}`"))
+                    .with_label("not part of heddle's syntax");
+                // Other languages' lambdas: `\x -> e`, `|x| e`, `λx. e`.
+                return Err(match ch {
+                    '\\' | '|' | 'λ' => d.with_note("a function is written `fun(x => body)` (or `x => body`)"),
+                    _ => d,
+                });
             }
         }
     }

@@ -23,11 +23,12 @@ pub mod parser;
 pub mod prims;
 pub mod printer;
 pub mod span;
+pub mod suggest;
 pub mod tensor;
 pub mod types;
 
 pub use expr::{Expr, ExprKind, Program};
 pub use name::Name;
 pub use nat::Nat;
-pub use span::{Diagnostic, Span};
+pub use span::{Diagnostic, ErrorKind, Span};
 pub use types::{ScalarType, Type};

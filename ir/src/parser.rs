@@ -8,7 +8,7 @@ use crate::expr::{BinOp, Def, EncodingDef, Expr, ExprKind, FloatLit, Literal, Pa
 use crate::lexer::{lex, Tok, Token};
 use crate::name::Name;
 use crate::nat::{CmpOp, Nat, NatCond, NatOp};
-use crate::span::{Diagnostic, Span};
+use crate::span::{Diagnostic, ErrorKind, Span};
 use crate::tensor::{EncodingRef, EncodingText, TensorType};
 use crate::types::{ScalarType, Type};
 
@@ -16,33 +16,56 @@ type PResult<T> = Result<T, Diagnostic>;
 
 /// Parses a whole file. On failure, every error found (at least one).
 pub fn parse_program(src: &str) -> Result<Program, Vec<Diagnostic>> {
-    let tokens = lex(src).map_err(|d| vec![d])?;
+    let tokens = lex(src).map_err(|d| vec![d.or_kind(ErrorKind::Syntax)])?;
     let mut p = Parser { src, tokens, pos: 0, sig_mode: false, depth: 0 };
-    p.program()
+    p.program().map_err(|ds| ds.into_iter().map(|d| d.or_kind(ErrorKind::Syntax)).collect())
+}
+
+/// Parses a file of named encodings (`--defs FILE`): `#NAME = ENCODING` lines,
+/// each an MLIR attribute or a name form (`#B = BSR(2, 2)`), `;` optional.
+pub fn parse_encoding_defs(src: &str) -> Result<Vec<EncodingDef>, Vec<Diagnostic>> {
+    let tokens = lex(src).map_err(|d| vec![d.or_kind(ErrorKind::Syntax)])?;
+    let mut p = Parser { src, tokens, pos: 0, sig_mode: false, depth: 0 };
+    let mut defs = Vec::new();
+    let mut errors = Vec::new();
+    while !matches!(p.peek().tok, Tok::Eof) {
+        if !matches!(p.peek().tok, Tok::HashName(_)) {
+            errors.push(p.unexpected("`#NAME = ENCODING`").or_kind(ErrorKind::Syntax));
+            break;
+        }
+        match p.encoding_def() {
+            Ok(d) => defs.push(d),
+            Err(e) => {
+                errors.push(e.or_kind(ErrorKind::Syntax));
+                p.recover();
+            }
+        }
+    }
+    if errors.is_empty() { Ok(defs) } else { Err(errors) }
 }
 
 /// Parses one expression (the whole input).
 pub fn parse_expr(src: &str) -> Result<Expr, Diagnostic> {
-    let mut p = Parser::new(src)?;
-    let e = p.expr()?;
-    p.expect_eof()?;
-    Ok(e)
+    whole(src, |p| p.expr())
 }
 
 /// Parses one type (the whole input).
 pub fn parse_type(src: &str) -> Result<Type, Diagnostic> {
-    let mut p = Parser::new(src)?;
-    let t = p.ty()?;
-    p.expect_eof()?;
-    Ok(t)
+    whole(src, |p| p.ty())
 }
 
 /// Parses one natural (the whole input), e.g. for `heddle simplify --nat`.
 pub fn parse_nat(src: &str) -> Result<Nat, Diagnostic> {
-    let mut p = Parser::new(src)?;
-    let n = p.nat()?;
-    p.expect_eof()?;
-    Ok(n)
+    whole(src, |p| p.nat())
+}
+
+fn whole<T>(src: &str, item: impl FnOnce(&mut Parser) -> PResult<T>) -> Result<T, Diagnostic> {
+    let parsed = Parser::new(src).and_then(|mut p| {
+        let t = item(&mut p)?;
+        p.expect_eof()?;
+        Ok(t)
+    });
+    parsed.map_err(|d| d.or_kind(ErrorKind::Syntax))
 }
 
 /// Words that cannot be used as names.
@@ -281,10 +304,50 @@ impl<'a> Parser<'a> {
                 let span = self.bump().span;
                 EncodingText { text, span }
             }
-            _ => return Err(self.unexpected("`#sparse_tensor.encoding<{ ... }>`")),
+            Tok::Ident(_) => self.named_encoding()?,
+            _ => return Err(self.unexpected("`#sparse_tensor.encoding<{ ... }>` or an encoding's name (CSR, BSR(2, 2), ds, …)")),
         };
         self.eat_sym(";");
         Ok(EncodingDef { name, encoding, span: t.span })
+    }
+
+    /// An encoding by name, as written: `CSR`, `BSR(2, 3)`, `ds:1,0`
+    /// (`crate::encoding::named` says what each stands for).
+    fn named_encoding(&mut self) -> PResult<EncodingText> {
+        // The text is rebuilt from the tokens (so comments inside stay trivia).
+        let start = self.bump().span;
+        let mut text = self.src[start.range()].to_string();
+        let mut numbers = Vec::new();
+        if self.eat_sym("(") {
+            loop {
+                match self.bump().tok {
+                    Tok::Sym(")") => break,
+                    Tok::Int(v) => numbers.push(v),
+                    Tok::Sym(",") => {}
+                    other => {
+                        return Err(Diagnostic::new(self.prev_span(), format!("expected a size, found {}", describe(&other)))
+                            .with_label("e.g. BSR(2, 3)"));
+                    }
+                }
+            }
+            let items: Vec<String> = numbers.iter().map(i64::to_string).collect();
+            text.push_str(&format!("({})", items.join(", ")));
+        } else if self.eat_sym(":") {
+            loop {
+                match self.peek().tok {
+                    Tok::Int(v) => numbers.push(v),
+                    _ => return Err(self.unexpected("a dimension number (e.g. `ds:1,0`)")),
+                }
+                self.bump();
+                if !(self.is_sym(",") && matches!(self.peek_at(1).tok, Tok::Int(_))) {
+                    break;
+                }
+                self.bump();
+            }
+            let items: Vec<String> = numbers.iter().map(i64::to_string).collect();
+            text.push_str(&format!(":{}", items.join(",")));
+        }
+        Ok(EncodingText { text, span: start.to(self.prev_span()) })
     }
 
     // ----- expressions ---------------------------------------------------
@@ -485,6 +548,13 @@ impl<'a> Parser<'a> {
                     let whole = span.to(body.span);
                     Ok(Expr::new(ExprKind::Fun { params: vec![Param { name, ty: None, span }], body: Box::new(body) }, whole))
                 }
+                // `x -> body`: the arrow of types, meant as a lambda's.
+                _ if matches!(self.peek_at(1).tok, Tok::Sym("->")) => {
+                    let at = self.peek_at(1).span;
+                    Err(Diagnostic::new(at, "`->` is for types; a function is written `x => body`")
+                        .with_label("write `=>` here")
+                        .with_note(format!("e.g. `{s} => …` or `fun({s} => …)`")))
+                }
                 _ => {
                     let (name, span) = self.ident("an expression")?;
                     Ok(Expr::new(ExprKind::Var(name), span))
@@ -509,6 +579,9 @@ impl<'a> Parser<'a> {
                 items.push(self.expr()?);
             }
             self.expect_sym(")", "to close the tuple").map_err(|e| e.with_note(format!("the tuple opened at byte {}", open.start)))?;
+            if self.is_sym("=>") {
+                return Err(lambda_hint(self.peek().span, &items));
+            }
             let span = open.to(self.prev_span());
             return Ok(Expr::new(ExprKind::Tuple(items), span));
         }
@@ -519,12 +592,15 @@ impl<'a> Parser<'a> {
             )));
         }
         self.bump();
+        if self.is_sym("=>") {
+            return Err(lambda_hint(self.peek().span, std::slice::from_ref(&first)));
+        }
         Ok(first)
     }
 
     fn fun(&mut self) -> PResult<Expr> {
         let start = self.bump().span;
-        self.expect_sym("(", "after `fun`")?;
+        self.expect_sym("(", "after `fun`").map_err(|d| d.with_note("a function is written `fun(x => body)` (or `x => body`)"))?;
         let mut params = Vec::new();
         loop {
             let (name, span) = self.ident("a parameter name")?;
@@ -721,15 +797,19 @@ impl<'a> Parser<'a> {
             self.bump();
         }
         let encoding = if self.eat_sym(",") {
-            let t = self.bump();
-            Some(match t.tok {
-                Tok::HashName(n) => EncodingRef::Named(Name::from(n), t.span),
-                Tok::Encoding(text) => EncodingRef::Inline(EncodingText { text, span: t.span }),
-                other => {
-                    return Err(Diagnostic::new(t.span, format!("expected an encoding, found {}", describe(&other)))
-                        .with_label("write `#NAME` or `#sparse_tensor.encoding<{...}>`"));
-                }
-            })
+            if matches!(self.peek().tok, Tok::Ident(_)) {
+                Some(EncodingRef::Inline(self.named_encoding()?))
+            } else {
+                let t = self.bump();
+                Some(match t.tok {
+                    Tok::HashName(n) => EncodingRef::Named(Name::from(n), t.span),
+                    Tok::Encoding(text) => EncodingRef::Inline(EncodingText { text, span: t.span }),
+                    other => {
+                        return Err(Diagnostic::new(t.span, format!("expected an encoding, found {}", describe(&other)))
+                            .with_label("write `#NAME`, a name (CSR, BSR(2, 2), ds, …) or `#sparse_tensor.encoding<{...}>`"));
+                    }
+                })
+            }
         } else {
             None
         };
@@ -875,6 +955,18 @@ impl<'a> Parser<'a> {
         let b = self.nat_binary(1)?;
         Ok(NatCond::Cmp(op, a, b))
     }
+}
+
+/// `(a, b) => …`: parameters are not a tuple.
+fn lambda_hint(at: Span, params: &[Expr]) -> Diagnostic {
+    let names: Vec<String> = params.iter().map(|p| crate::printer::print_expr(p)).collect();
+    Diagnostic::new(at, "a function's parameters are not parenthesised")
+        .with_label("`=>` after a parenthesis")
+        .with_note(if names.len() == 1 {
+            format!("write `fun({0} => …)` or `{0} => …`", names[0])
+        } else {
+            format!("write `fun({} => …)` for {} parameters, or `fun(p => …)` with `p.1`, `p.2`, … for one tuple", names.join(", "), names.len())
+        })
 }
 
 fn s_of(t: &Token) -> &str {

@@ -55,6 +55,48 @@ impl Hash for Span {
     fn hash<H: Hasher>(&self, _: &mut H) {}
 }
 
+/// What kind of problem an error reports: the `kind` of `--json` error
+/// objects (docs/schemas/heddle.error.json lists them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ErrorKind {
+    /// A malformed command line (exit status 2).
+    Usage,
+    /// Text that does not parse: a program, a natural, an encoding, a rule file.
+    Syntax,
+    /// A program that does not type-check.
+    Type,
+    /// An input whose contents contradict the kernel's types or are malformed.
+    Data,
+    /// A file that cannot be read or written.
+    Io,
+    /// A check that failed while the kernel ran (an index out of bounds, a requirement).
+    Runtime,
+    /// A construct a backend cannot compile (located where it stands).
+    Unsupported,
+    /// The OpenCL platform: no device, or the device refused the kernel.
+    Device,
+    /// A bug in heddle.
+    Internal,
+}
+
+impl ErrorKind {
+    /// Its name in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Usage => "usage",
+            ErrorKind::Syntax => "syntax",
+            ErrorKind::Type => "type",
+            ErrorKind::Data => "data",
+            ErrorKind::Io => "io",
+            ErrorKind::Runtime => "runtime",
+            ErrorKind::Unsupported => "unsupported",
+            ErrorKind::Device => "device",
+            ErrorKind::Internal => "internal",
+        }
+    }
+}
+
 /// A located error produced by any front-end pass.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, serde::Serialize)]
 #[error("{message}")]
@@ -67,12 +109,25 @@ pub struct Diagnostic {
     pub label: String,
     /// Further lines: hints, the other side of a mismatch.
     pub notes: Vec<String>,
+    /// What kind of problem, where the pass that found it says so (else the
+    /// command that reports it decides).
+    pub kind: Option<ErrorKind>,
 }
 
 impl Diagnostic {
     /// An error at `span`.
     pub fn new(span: Span, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { message: message.into(), span, label: String::new(), notes: Vec::new() }
+        Diagnostic { message: message.into(), span, label: String::new(), notes: Vec::new(), kind: None }
+    }
+    /// Sets the kind of problem.
+    pub fn with_kind(mut self, kind: ErrorKind) -> Diagnostic {
+        self.kind = Some(kind);
+        self
+    }
+    /// Sets the kind of problem, unless a pass already did.
+    pub fn or_kind(mut self, kind: ErrorKind) -> Diagnostic {
+        self.kind.get_or_insert(kind);
+        self
     }
     /// Sets the caret's label.
     pub fn with_label(mut self, label: impl Into<String>) -> Diagnostic {

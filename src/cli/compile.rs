@@ -29,7 +29,7 @@ pub struct Args {
     target: Target,
     /// A natural parameter: NAME=VALUE. Naturals are kernel arguments, so the
     /// code does not depend on them; accepted for symmetry with `run`.
-    #[arg(long = "param", value_name = "NAME=VALUE")]
+    #[arg(long = "param", value_name = "NAME=VALUE", value_parser = super::args::checked(super::args::nat_binding))]
     params: Vec<String>,
     /// Write the text here instead of stdout.
     #[arg(long, short)]

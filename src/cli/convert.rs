@@ -2,7 +2,7 @@
 //! (`.mtx`, `.tns`, `.json`), store it in ENCODING, write it (`.mtx`, `.tns`,
 //! or `.json` = its storage, LANGUAGE.md §7).
 
-use super::type_cmd::resolve_encoding;
+use super::type_cmd::{check_encoding_arg, resolve_encoding};
 use super::{Failure, Output};
 use heddle_ir::encoding::print_encoding;
 use heddle_runtime::sparse::{build, file};
@@ -12,12 +12,14 @@ use std::time::Instant;
 #[derive(clap::Args)]
 pub struct Args {
     /// The input tensor: .mtx, .tns, or .json (nested lists, or a stored tensor's storage).
+    #[arg(value_parser = super::args::checked(super::args::tensor_file))]
     input: String,
-    /// The target encoding: `#sparse_tensor.encoding<{...}>`, or `#NAME` from --defs.
+    /// The target encoding: a name (CSR, CSC, COO, DCSR, DCSC, CSF, BSR(r, c)), TACO's level
+    /// letters (`ds`, `ds:1,0`), `#sparse_tensor.encoding<{...}>`, or `#NAME` from --defs.
     #[arg(long)]
     to: String,
     /// Where to write: .json (the storage), .mtx or .tns.
-    #[arg(long, short)]
+    #[arg(long, short, value_parser = super::args::checked(super::args::tensor_output))]
     output: String,
     /// A file with `#NAME = #sparse_tensor.encoding<{...}>` lines.
     #[arg(long)]
@@ -28,10 +30,11 @@ pub struct Args {
 }
 
 pub fn run(a: &Args) -> Result<Output, Failure> {
-    let enc = resolve_encoding(&a.to, a.defs.as_deref())?;
+    check_encoding_arg("--to", &a.to, a.defs.as_deref())?;
     let t0 = Instant::now();
     let (coo, elem) = file::read_coo(Path::new(&a.input)).map_err(|e| Failure::Input(e.to_string()))?;
     let t1 = Instant::now();
+    let enc = resolve_encoding("--to", &a.to, a.defs.as_deref(), Some(coo.rank()))?;
     let t = build::pack(&coo, &enc, elem).map_err(|e| Failure::Input(format!("{}: {e}", a.input)))?;
     let t2 = Instant::now();
     file::write(&t, Path::new(&a.output)).map_err(|e| Failure::Input(e.to_string()))?;

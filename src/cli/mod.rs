@@ -1,6 +1,14 @@
 //! Sub-commands. Each returns its output or a [`Failure`]; exit status 0 on
-//! success, 1 when the input was wrong, 2 on usage errors (clap's own).
+//! success, 1 when the input was wrong, 2 on usage errors (clap's, a flag
+//! value that does not parse, flags that contradict each other), all of them
+//! found before any work is done.
+//!
+//! With `--json`, stdout carries exactly one object: the command's output,
+//! with `"schema": "heddle.COMMAND/1"`, or an error object
+//! (`"schema": "heddle.error/1"`: `kind`, `message`, and `file`/`line`/`column`,
+//! `parameter` or `flag` per error). The schemas are in `docs/schemas/`.
 
+mod args;
 mod check;
 mod compile;
 mod convert;
@@ -14,9 +22,9 @@ mod sparsify;
 mod tune;
 mod type_cmd;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use heddle::source::SourceFile;
-use heddle_ir::Diagnostic;
+use heddle_ir::{Diagnostic, ErrorKind};
 
 /// heddle: a compiler for a functional pattern IR with dependent types, for sparse tensors.
 #[derive(Parser)]
@@ -54,22 +62,89 @@ enum Command {
 
 /// Why a command failed.
 pub enum Failure {
-    /// Located problems in a source file.
+    /// Located problems in a source file (or a command-line value shown as
+    /// one); each diagnostic's `kind` says what, else it is taken as an input
+    /// error (`internal` when it says so).
     Source(SourceFile, Vec<Diagnostic>),
     /// A problem with some other input (a data file, a parameter), already worded.
     Input(String),
+    /// A problem with an input, naming the kernel parameter it concerns.
+    Data(heddle_runtime::io::bind::InputError),
+    /// A file that cannot be read or written.
+    Io(String),
+    /// No OpenCL device, or the device refused the kernel.
+    Device(String),
+    /// A malformed command line or flag value: exit status 2.
+    Usage {
+        /// The flag concerned (`--param`), if one.
+        flag: Option<String>,
+        /// What is wrong, and what to write instead.
+        message: String,
+    },
+}
+
+impl From<heddle_runtime::io::bind::InputError> for Failure {
+    fn from(e: heddle_runtime::io::bind::InputError) -> Failure {
+        Failure::Data(e)
+    }
+}
+
+impl Failure {
+    /// A usage error about `flag`.
+    pub fn usage(flag: &str, message: impl Into<String>) -> Failure {
+        Failure::Usage { flag: Some(flag.to_string()), message: message.into() }
+    }
+
+    /// The problem in one line (the first diagnostic's message for a source).
+    pub fn message(&self) -> String {
+        match self {
+            Failure::Source(_, diags) => diags.first().map_or_else(|| "failed".to_string(), |d| d.message.clone()),
+            Failure::Input(m) | Failure::Io(m) | Failure::Device(m) | Failure::Usage { message: m, .. } => m.clone(),
+            Failure::Data(e) => e.to_string(),
+        }
+    }
+
+    /// The exit status: 2 for usage errors, 1 for anything else.
+    fn exit_code(&self) -> i32 {
+        let usage = match self {
+            Failure::Usage { .. } => true,
+            Failure::Source(_, diags) => diags.iter().any(|d| d.kind == Some(ErrorKind::Usage)),
+            _ => false,
+        };
+        if usage { 2 } else { 1 }
+    }
 }
 
 /// What a command prints on success.
 pub struct Output {
     /// For people.
     pub text: String,
-    /// For `--json`.
+    /// For `--json`: an object; `schema` (`heddle.COMMAND/1`) is added to it.
     pub json: serde_json::Value,
 }
 
+thread_local! {
+    static WARNINGS: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Notes a problem that does not stop the command (a flag that has no
+/// effect): printed on stderr, and listed under `warnings` with `--json`.
+pub fn warn(message: impl Into<String>) {
+    WARNINGS.with(|w| w.borrow_mut().push(message.into()));
+}
+
+/// The `schema` of a command's `--json` output.
+fn schema(command: &str) -> String {
+    format!("heddle.{command}/1")
+}
+
 pub fn main() -> i32 {
-    let cli = Cli::parse();
+    let wants_json = std::env::args().skip(1).take_while(|a| a != "--").any(|a| a == "--json");
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e, wants_json),
+    };
+    let name = cli.command.name();
     let (json, result) = match cli.command {
         Command::Check(a) => (a.json, check::run(&a)),
         Command::Compile(a) => (a.json, compile::run(&a)),
@@ -83,10 +158,25 @@ pub fn main() -> i32 {
         Command::Sparsify(a) => (a.json, sparsify::run(&a)),
         Command::SearchFormats(a) => (a.json, search_formats::run(&a)),
     };
+    let warnings = WARNINGS.with(|w| std::mem::take(&mut *w.borrow_mut()));
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
     match result {
         Ok(out) => {
             if json {
-                println!("{}", serde_json::to_string_pretty(&out.json).unwrap_or_default());
+                let mut object = serde_json::Map::new();
+                object.insert("schema".into(), schema(name).into());
+                match out.json {
+                    serde_json::Value::Object(fields) => object.extend(fields),
+                    other => {
+                        object.insert("result".into(), other);
+                    }
+                }
+                if !warnings.is_empty() {
+                    object.insert("warnings".into(), warnings.into());
+                }
+                println!("{}", serde_json::to_string_pretty(&object).unwrap_or_default());
             } else if !out.text.is_empty() {
                 print!("{}", out.text);
                 if !out.text.ends_with('\n') {
@@ -96,33 +186,148 @@ pub fn main() -> i32 {
             0
         }
         Err(f) => {
-            report(&f, json);
-            1
+            let code = f.exit_code();
+            report(&f, json, name, code, &warnings);
+            code
         }
     }
 }
 
-fn report(f: &Failure, json: bool) {
-    match f {
+impl Command {
+    /// The sub-command's name, as typed.
+    fn name(&self) -> &'static str {
+        match self {
+            Command::Check(_) => "check",
+            Command::Compile(_) => "compile",
+            Command::Fmt(_) => "fmt",
+            Command::Run(_) => "run",
+            Command::Simplify(_) => "simplify",
+            Command::Tune(_) => "tune",
+            Command::Rewrite(_) => "rewrite",
+            Command::Type(_) => "type",
+            Command::Convert(_) => "convert",
+            Command::Sparsify(_) => "sparsify",
+            Command::SearchFormats(_) => "search-formats",
+        }
+    }
+}
+
+/// A malformed command line, reported by clap (help and version are not
+/// errors). A bad value gets a hint where a likely intent is known.
+fn usage_error(mut e: clap::Error, json: bool) -> i32 {
+    use clap::error::{ContextKind, ContextValue, ErrorKind as Clap};
+    if matches!(e.kind(), Clap::DisplayHelp | Clap::DisplayVersion | Clap::DisplayHelpOnMissingArgumentOrSubcommand) {
+        let _ = e.print();
+        return e.exit_code();
+    }
+    if let Some(ContextValue::String(v)) = e.get(ContextKind::InvalidValue)
+        && let Some(better) = value_hint(v)
+    {
+        e.insert(ContextKind::SuggestedValue, ContextValue::String(better.to_string()));
+    }
+    let _ = e.print();
+    if json {
+        let flag = match e.get(ContextKind::InvalidArg) {
+            Some(ContextValue::String(a)) => serde_json::Value::String(a.split([' ', '=']).next().unwrap_or(a).to_string()),
+            _ => serde_json::Value::Null,
+        };
+        let rendered = e.to_string();
+        let message = rendered.lines().next().unwrap_or_default().trim_start_matches("error: ").to_string();
+        let mut error = serde_json::json!({ "kind": "usage", "message": message, "flag": flag });
+        let suggested = [ContextKind::SuggestedValue, ContextKind::SuggestedArg, ContextKind::SuggestedSubcommand]
+            .into_iter()
+            .find_map(|k| match e.get(k) {
+                Some(ContextValue::String(s)) => Some(s.clone()),
+                Some(ContextValue::Strings(v)) => v.first().cloned(),
+                _ => None,
+            });
+        if let Some(s) = suggested {
+            error["suggestion"] = s.into();
+        }
+        if let Some(ContextValue::Strings(values)) = e.get(ContextKind::ValidValue) {
+            error["valid_values"] = values.clone().into();
+        }
+        // The sub-command, if one was named.
+        let command = std::env::args().skip(1).find(|a| Cli::command().find_subcommand(a).is_some());
+        let object = error_object(command.as_deref(), 2, vec![error], &[]);
+        println!("{}", serde_json::to_string_pretty(&object).unwrap_or_default());
+    }
+    2
+}
+
+/// A value meant as another: `--backend gpu` means OpenCL.
+fn value_hint(value: &str) -> Option<&'static str> {
+    match value.to_ascii_lowercase().as_str() {
+        "gpu" | "cuda" | "cl" | "ocl" | "open-cl" => Some("opencl"),
+        "jit" | "native" | "cranelift" | "host" => Some("cpu"),
+        "interpreter" | "ref" | "reference" => Some("interp"),
+        _ => None,
+    }
+}
+
+fn error_object(command: Option<&str>, code: i32, errors: Vec<serde_json::Value>, warnings: &[String]) -> serde_json::Value {
+    let mut object = serde_json::json!({
+        "schema": schema("error"),
+        "ok": false,
+        "command": command,
+        "exit_code": code,
+        "errors": errors,
+    });
+    if !warnings.is_empty() {
+        object["warnings"] = warnings.into();
+    }
+    object
+}
+
+fn report(f: &Failure, json: bool, command: &str, code: i32, warnings: &[String]) {
+    let errors: Vec<serde_json::Value> = match f {
         Failure::Source(file, diags) => {
             eprint!("{}", file.render(diags));
-            if json {
-                let errors: Vec<_> = diags.iter().map(|d| file.locate(d)).collect();
-                println!("{}", serde_json::json!({ "ok": false, "errors": errors }));
-            }
+            diags
+                .iter()
+                .map(|d| {
+                    let kind = d.kind.unwrap_or(if d.message.starts_with("internal error") {
+                        ErrorKind::Internal
+                    } else {
+                        ErrorKind::Data
+                    });
+                    let mut v = serde_json::to_value(file.locate(d)).unwrap_or_default();
+                    v["kind"] = kind.name().into();
+                    v
+                })
+                .collect()
         }
-        Failure::Input(msg) => {
-            eprintln!("error: {msg}");
-            if json {
-                println!("{}", serde_json::json!({ "ok": false, "errors": [{ "message": msg }] }));
-            }
+        Failure::Input(message) => {
+            eprintln!("error: {message}");
+            vec![serde_json::json!({ "kind": "data", "message": message })]
         }
+        Failure::Data(e) => {
+            eprintln!("error: {e}");
+            // The readers word a file they cannot open as "cannot read PATH: …".
+            let kind = if e.message.starts_with("cannot read") || e.message.starts_with("cannot open") { "io" } else { "data" };
+            vec![serde_json::json!({ "kind": kind, "message": e.message, "parameter": e.parameter })]
+        }
+        Failure::Io(message) => {
+            eprintln!("error: {message}");
+            vec![serde_json::json!({ "kind": "io", "message": message })]
+        }
+        Failure::Device(message) => {
+            eprintln!("error: {message}");
+            vec![serde_json::json!({ "kind": "device", "message": message })]
+        }
+        Failure::Usage { flag, message } => {
+            eprintln!("error: {message}");
+            vec![serde_json::json!({ "kind": "usage", "message": message, "flag": flag })]
+        }
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&error_object(Some(command), code, errors, warnings)).unwrap_or_default());
     }
 }
 
 /// Reads and checks a source file.
 pub fn load(path: &str) -> Result<(SourceFile, heddle_ir::Program, heddle_typeck::Kernel), Failure> {
-    let file = SourceFile::read(path).map_err(Failure::Input)?;
+    let file = SourceFile::read(path).map_err(Failure::Io)?;
     match heddle::check_source(&file) {
         Ok((p, k)) => Ok((file, p, k)),
         Err(d) => Err(Failure::Source(file, d)),

@@ -1,7 +1,8 @@
 //! `heddle run FILE`: execute the kernel.
 
 use super::matrix::{self, Storage};
-use super::{load, Failure, Output};
+use super::{args, load, Failure, Output};
+use heddle_runtime::io::bind::InputError;
 use heddle_runtime::io::{bind_inputs, read_input, write};
 use std::path::Path;
 use std::time::Instant;
@@ -27,74 +28,80 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     device: Option<usize>,
     /// A natural parameter: NAME=VALUE (otherwise solved from input lengths).
-    #[arg(long = "param", value_name = "NAME=VALUE")]
-    params: Vec<String>,
+    #[arg(long = "param", value_name = "NAME=VALUE", value_parser = args::nat_binding)]
+    params: Vec<(String, i64)>,
     /// An input: NAME=PATH to a .npy or .json file.
-    #[arg(long = "input", value_name = "NAME=PATH")]
-    inputs: Vec<String>,
+    #[arg(long = "input", value_name = "NAME=PATH", value_parser = args::input_binding)]
+    inputs: Vec<(String, String)>,
     /// A tensor parameter: NAME=FILE (.mtx, .tns, or .json nested lists), stored in the parameter's encoding.
-    #[arg(long = "matrix", value_name = "NAME=FILE")]
-    matrices: Vec<String>,
+    #[arg(long = "matrix", value_name = "NAME=FILE", value_parser = args::matrix_binding)]
+    matrices: Vec<(String, String)>,
     /// Store a dense-typed operand sparsely: NAME=ENCODING (the kernel goes through `heddle sparsify` first).
-    #[arg(long = "encoding", value_name = "NAME=ENCODING")]
-    encodings: Vec<String>,
+    #[arg(long = "encoding", value_name = "NAME=ENCODING", value_parser = args::encoding_binding)]
+    encodings: Vec<(String, String)>,
     /// A file with `#NAME = #sparse_tensor.encoding<{...}>` lines, for --encoding NAME=#ENC.
     #[arg(long)]
     defs: Option<String>,
     /// A Matrix Market file as CSR buffers: OFFSETS,COL_INDICES,VALUES=FILE.mtx.
-    #[arg(long = "csr", value_name = "O,C,V=FILE")]
+    #[arg(long = "csr", value_name = "O,C,V=FILE", value_parser = args::buffers_from_mtx(3))]
     csr: Vec<String>,
     /// A Matrix Market file as LIL buffers: ROW_LENGTH,COL_INDICES,VALUES=FILE.mtx.
-    #[arg(long = "lil", value_name = "L,C,V=FILE")]
+    #[arg(long = "lil", value_name = "L,C,V=FILE", value_parser = args::buffers_from_mtx(3))]
     lil: Vec<String>,
     /// A Matrix Market file as packed CSR: OFFSETS,ENTRIES=FILE.mtx, entries (column, value).
-    #[arg(long = "csr-packed", value_name = "O,E=FILE")]
+    #[arg(long = "csr-packed", value_name = "O,E=FILE", value_parser = args::buffers_from_mtx(2))]
     csr_packed: Vec<String>,
     /// A Matrix Market file as a dense row-major matrix: MATRIX=FILE.mtx.
-    #[arg(long = "dense", value_name = "M=FILE")]
+    #[arg(long = "dense", value_name = "M=FILE", value_parser = args::buffers_from_mtx(1))]
     dense: Vec<String>,
     /// Threads for --backend cpu (default: HEDDLE_THREADS, else every core).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     threads: Option<u32>,
     /// Where to write the result (.npy or .json; .mtx for a result of rows of (column, value)
     /// pairs, such as a sparse product's CSR rows); stdout as JSON without it.
-    #[arg(long, short)]
+    #[arg(long, short, value_parser = args::output_file)]
     output: Option<String>,
     /// The matrix shape ROWSxCOLS of a .mtx result (default: its rows, and its largest column + 1).
-    #[arg(long = "output-dims", value_name = "ROWSxCOLS")]
-    output_dims: Option<String>,
+    #[arg(long = "output-dims", value_name = "ROWSxCOLS", value_parser = args::dims2)]
+    output_dims: Option<(u64, u64)>,
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
 }
 
-fn split_assignment<'a>(flag: &str, s: &'a str) -> Result<(&'a str, &'a str), Failure> {
-    s.split_once('=')
-        .filter(|(k, v)| !k.is_empty() && !v.is_empty())
-        .ok_or_else(|| Failure::Input(format!("--{flag} {s}: expected NAME=VALUE")))
+/// Flags that contradict each other, found before any work.
+fn check_usage(a: &Args) -> Result<(), Failure> {
+    let mtx_output = a.output.as_deref().is_some_and(|o| o.ends_with(".mtx"));
+    if a.output_dims.is_some() && !mtx_output {
+        return Err(Failure::usage("--output-dims", "--output-dims gives the shape of a .mtx --output; there is none"));
+    }
+    if a.threads.is_some() && a.backend != Backend::Cpu {
+        let backend = format!("{:?}", a.backend).to_lowercase();
+        super::warn(format!("--threads applies to --backend cpu; the {backend} backend ignores it"));
+    }
+    if a.device.is_some() && a.backend != Backend::Opencl {
+        super::warn("--device applies to --backend opencl; it is ignored here");
+    }
+    for (_, enc) in &a.encodings {
+        super::type_cmd::check_encoding_arg("--encoding", enc, a.defs.as_deref())?;
+    }
+    Ok(())
 }
 
 pub fn run(a: &Args) -> Result<Output, Failure> {
+    check_usage(a)?;
     let (file, program, kernel) = load(&a.file)?;
     let (file, kernel) = if a.encodings.is_empty() {
         (file, kernel)
     } else {
-        let specs = a.encodings.iter().map(|s| super::sparsify::parse_spec(s, a.defs.as_deref())).collect::<Result<Vec<_>, _>>()?;
+        let specs = a.encodings.iter().map(|s| super::sparsify::parse_spec(s, a.defs.as_deref(), &program)).collect::<Result<Vec<_>, _>>()?;
         let sparse = super::sparsify::front_door(&file, &program, &specs)?;
         (sparse.file, sparse.kernel)
     };
-    let mut nats = Vec::new();
-    for p in &a.params {
-        let (k, v) = split_assignment("param", p)?;
-        let v: i64 = v
-            .parse()
-            .map_err(|_| Failure::Input(format!("--param {p}: `{v}` is not a natural number")))?;
-        nats.push((k.to_string(), v));
-    }
+    let mut nats = a.params.clone();
     let mut inputs = Vec::new();
-    for i in &a.inputs {
-        let (k, path) = split_assignment("input", i)?;
-        let loaded = read_input(Path::new(path)).map_err(|e| Failure::Input(format!("parameter `{k}`: {e}")))?;
+    for (k, path) in &a.inputs {
+        let loaded = read_input(Path::new(path)).map_err(|e| InputError { parameter: Some(k.clone()), message: e })?;
         inputs.push((k.to_string(), loaded));
     }
     let matrices = [(&a.csr, Storage::Csr), (&a.lil, Storage::Lil), (&a.csr_packed, Storage::CsrPacked), (&a.dense, Storage::Dense)];
@@ -103,16 +110,16 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             inputs.extend(matrix::inputs(storage, spec)?);
         }
     }
-    for m in &a.matrices {
-        let (k, path) = split_assignment("matrix", m)?;
-        let (dims, buffers) = heddle_runtime::io::bind::tensor_inputs(&kernel, k, Path::new(path)).map_err(|e| Failure::Input(e.to_string()))?;
+    for (k, path) in &a.matrices {
+        let (dims, buffers) = heddle_runtime::io::bind::tensor_inputs(&kernel, k, Path::new(path))?;
         nats.extend(dims);
         inputs.extend(buffers);
     }
-    let env = bind_inputs(&kernel, &nats, inputs).map_err(|e| Failure::Input(e.to_string()))?;
+    let env = bind_inputs(&kernel, &nats, inputs)?;
     let start = Instant::now();
     let value = match a.backend {
-        Backend::Interp => heddle_runtime::interp::run_kernel(&kernel, &env).map_err(|d| Failure::Source(file, vec![d]))?,
+        Backend::Interp => heddle_runtime::interp::run_kernel(&kernel, &env)
+            .map_err(|d| Failure::Source(file, vec![d.or_kind(heddle_ir::ErrorKind::Runtime)]))?,
         Backend::Opencl => super::tune::run_opencl(&file, &kernel, &env, a.device)?,
         Backend::Cpu => {
             let located = |d| Failure::Source(file.clone(), vec![d]);
@@ -129,22 +136,14 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         match path.extension().and_then(|e| e.to_str()) {
             Some("npy") => write::write_npy(path, &value, ty).map_err(Failure::Input)?,
             Some("json") => std::fs::write(path, serde_json::to_string(&result_json).unwrap_or_default())
-                .map_err(|e| Failure::Input(format!("cannot write {out}: {e}")))?,
+                .map_err(|e| Failure::Io(format!("cannot write {out}: {e}")))?,
             Some("mtx") => {
-                let dims = match &a.output_dims {
-                    None => None,
-                    Some(d) => {
-                        let parsed = d.split_once('x').and_then(|(r, c)| Some((r.trim().parse::<u64>().ok()?, c.trim().parse::<u64>().ok()?)));
-                        Some(parsed.ok_or_else(|| Failure::Input(format!("--output-dims {d}: expected ROWSxCOLS, e.g. 1024x1024")))?)
-                    }
-                };
+                let dims = a.output_dims;
                 let (coo, elem) = write::sparse_rows(&value, ty, dims).map_err(|m| Failure::Input(format!("--output {out}: {m}")))?;
                 heddle_runtime::sparse::mtx::write_mtx(&coo, elem, path).map_err(|e| Failure::Input(format!("--output {out}: {e}")))?;
             }
-            _ => return Err(Failure::Input(format!("--output {out}: expected a .npy, .json or .mtx file name"))),
+            _ => return Err(Failure::usage("--output", format!("--output {out}: expected a .npy, .json or .mtx file name"))),
         }
-    } else if a.output_dims.is_some() {
-        return Err(Failure::Input("--output-dims describes a .mtx --output; there is none".into()));
     }
     let text = if a.output.is_some() { String::new() } else { serde_json::to_string(&result_json).unwrap_or_default() };
     let json = serde_json::json!({

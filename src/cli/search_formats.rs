@@ -26,13 +26,13 @@ pub struct Args {
     #[arg(long)]
     operand: String,
     /// A tensor input: NAME=FILE (.mtx or .tns); the operand's is required.
-    #[arg(long = "matrix", value_name = "NAME=FILE")]
+    #[arg(long = "matrix", value_name = "NAME=FILE", value_parser = super::args::checked(super::args::matrix_binding))]
     matrices: Vec<String>,
     /// Another input: NAME=PATH to a .npy or .json file.
-    #[arg(long = "input", value_name = "NAME=PATH")]
+    #[arg(long = "input", value_name = "NAME=PATH", value_parser = super::args::checked(super::args::input_binding))]
     inputs: Vec<String>,
     /// A natural parameter: NAME=VALUE.
-    #[arg(long = "param", value_name = "NAME=VALUE")]
+    #[arg(long = "param", value_name = "NAME=VALUE", value_parser = super::args::checked(super::args::nat_binding))]
     params: Vec<String>,
     /// Which backend runs the variants.
     #[arg(long, value_enum, default_value = "cpu")]
@@ -76,7 +76,7 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     }
     // One OpenCL context for every variant; no device is an error up front.
     let cl = match a.backend {
-        Backend::Opencl => Some(OpenCl::new(a.device).map_err(|d| Failure::Input(d.message))?),
+        Backend::Opencl => Some(OpenCl::new(a.device).map_err(|d| Failure::Device(d.message))?),
         _ => None,
     };
     let rank = variants::operand_rank(&program, &a.operand).map_err(|d| Failure::Source(file.clone(), vec![d]))?;
@@ -120,7 +120,7 @@ fn one(
             let at = src.locate(d);
             format!("{} ({}:{}:{})", d.message, src.name, at.line, at.column)
         }),
-        Failure::Input(m) => m,
+        other => other.message(),
     };
     let spec = (a.operand.clone(), format!("{}_enc", a.operand), enc);
     let super::sparsify::Sparse { file: sparse, kernel, .. } = front_door(file, program, &[spec]).map_err(first)?;

@@ -30,13 +30,25 @@ struct Formula {
     after: Simplified,
 }
 
+/// The run's statistics, spelled as `heddle rewrite --json` spells them.
 fn stats_json(s: &Simplified) -> serde_json::Value {
+    use heddle_rewrite::StopReason;
+    let (reason, limit, why) = match &s.stats.stop_reason {
+        StopReason::Saturated => ("saturated", serde_json::Value::Null, None),
+        StopReason::IterationLimit(n) => ("iteration-limit", serde_json::json!(n), None),
+        StopReason::NodeLimit(n) => ("node-limit", serde_json::json!(n), None),
+        StopReason::TimeLimit(t) => ("time-limit", serde_json::json!(t), None),
+        StopReason::NotRun(why) => ("not-run", serde_json::Value::Null, Some(why.clone())),
+        StopReason::Other(why) => ("other", serde_json::Value::Null, Some(why.clone())),
+    };
     serde_json::json!({
         "iterations": s.stats.iterations,
         "nodes": s.stats.egraph_nodes,
         "classes": s.stats.egraph_classes,
         "seconds": s.stats.time.as_secs_f64(),
-        "stop_reason": format!("{:?}", s.stats.stop_reason),
+        "stop_reason": reason,
+        "limit": limit,
+        "why": why,
     })
 }
 

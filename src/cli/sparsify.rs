@@ -16,8 +16,8 @@ pub struct Args {
     /// The source file, written over dense arrays.
     file: String,
     /// An operand and its encoding: NAME=#sparse_tensor.encoding<{...}>, or NAME=#ENC defined in --defs.
-    #[arg(long = "encoding", value_name = "NAME=ENCODING", required = true)]
-    encodings: Vec<String>,
+    #[arg(long = "encoding", value_name = "NAME=ENCODING", required = true, value_parser = super::args::encoding_binding)]
+    encodings: Vec<(String, String)>,
     /// A file with `#NAME = #sparse_tensor.encoding<{...}>` lines.
     #[arg(long)]
     defs: Option<String>,
@@ -26,18 +26,45 @@ pub struct Args {
     pub json: bool,
 }
 
-/// `NAME=ENCODING` split and the encoding resolved, with the name the
-/// sparse program defines it under.
-pub fn parse_spec(spec: &str, defs: Option<&str>) -> Result<(String, String, Encoding), Failure> {
-    let Some((name, enc)) = spec.split_once('=').filter(|(k, v)| !k.trim().is_empty() && !v.trim().is_empty()) else {
-        return Err(Failure::Input(format!("--encoding {spec}: expected NAME=ENCODING (e.g. A=#CSR with --defs, or A='#sparse_tensor.encoding<{{...}}>')")));
-    };
+/// `--encoding NAME=ENCODING` with the encoding resolved (for the rank of
+/// the operand's dense type in `program`), and the name the sparse program
+/// defines it under.
+pub fn parse_spec((name, enc): &(String, String), defs: Option<&str>, program: &Program) -> Result<(String, String, Encoding), Failure> {
     let name = name.trim().to_string();
-    let encoding = resolve_encoding(enc, defs)?;
+    let encoding = resolve_encoding("--encoding", enc, defs, dense_rank(program, &name))?;
     let trimmed = enc.trim();
-    // A named encoding keeps its name; an inline one is named after the operand.
-    let enc_name = if trimmed.starts_with("#sparse_tensor") { format!("{name}_enc") } else { trimmed.trim_start_matches('#').to_string() };
+    // A named encoding keeps its name (BSR(2, 3) becomes BSR_2_3); an inline one is named after the operand.
+    let enc_name = if trimmed.starts_with("#sparse_tensor") {
+        format!("{name}_enc")
+    } else {
+        let ident: String = trimmed.trim_start_matches('#').chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+        let ident = ident.trim_matches('_').to_string();
+        if ident.is_empty() { format!("{name}_enc") } else { ident }
+    };
     Ok((name, enc_name, encoding))
+}
+
+/// How many array levels the kernel parameter `operand` has, if it is one.
+fn dense_rank(program: &Program, operand: &str) -> Option<usize> {
+    let mut e = &program.kernel;
+    loop {
+        match &e.kind {
+            heddle_ir::ExprKind::NFun { body, .. } => e = body,
+            heddle_ir::ExprKind::Fun { params, body } => {
+                if let Some(p) = params.iter().find(|p| p.name.as_str() == operand) {
+                    let mut rank = 0;
+                    let mut t = p.ty.as_ref();
+                    while let Some(heddle_ir::Type::Array { elem, .. }) = t {
+                        rank += 1;
+                        t = Some(elem);
+                    }
+                    return (rank > 0).then_some(rank);
+                }
+                e = body;
+            }
+            _ => return None,
+        }
+    }
 }
 
 /// What the front door produced.
@@ -80,8 +107,11 @@ pub fn front_door(file: &SourceFile, program: &Program, specs: &[(String, String
 }
 
 pub fn run(a: &Args) -> Result<Output, Failure> {
+    for (_, enc) in &a.encodings {
+        super::type_cmd::check_encoding_arg("--encoding", enc, a.defs.as_deref())?;
+    }
     let (file, program, _) = super::load(&a.file)?;
-    let specs = a.encodings.iter().map(|s| parse_spec(s, a.defs.as_deref())).collect::<Result<Vec<_>, _>>()?;
+    let specs = a.encodings.iter().map(|s| parse_spec(s, a.defs.as_deref(), &program)).collect::<Result<Vec<_>, _>>()?;
     let Sparse { file: sparse, kernel, laws } = front_door(&file, &program, &specs)?;
     let json = serde_json::json!({
         "ok": true,

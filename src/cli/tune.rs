@@ -31,19 +31,19 @@ pub struct Args {
     /// The source file.
     file: String,
     /// A tunable's values: NAME=a..b (inclusive, doubling) or NAME=a..b,step (adding step).
-    #[arg(long = "param-range", value_name = "NAME=a..b[,step]", required = true)]
+    #[arg(long = "param-range", value_name = "NAME=a..b[,step]", required = true, value_parser = super::args::checked(super::args::range_binding))]
     ranges: Vec<String>,
     /// A fixed natural: NAME=VALUE.
-    #[arg(long = "param", value_name = "NAME=VALUE")]
+    #[arg(long = "param", value_name = "NAME=VALUE", value_parser = super::args::checked(super::args::nat_binding))]
     params: Vec<String>,
     /// An input of the first case: NAME=PATH (.npy or .json).
-    #[arg(long = "input", value_name = "NAME=PATH")]
+    #[arg(long = "input", value_name = "NAME=PATH", value_parser = super::args::checked(super::args::input_binding))]
     inputs: Vec<String>,
     /// A Matrix Market file, one case: PATH.mtx binds the CSR/LIL parameters by
     /// name (offset(s), row_length, col_indices, values — packed or not — and
     /// xs); O,C,V=PATH.mtx names them as `heddle run --csr` does (xs is still
     /// generated).
-    #[arg(long = "csr", value_name = "PATH.mtx")]
+    #[arg(long = "csr", value_name = "PATH.mtx", value_parser = super::args::mtx_file)]
     csr: Vec<String>,
     /// Timed launches per variant (the median counts).
     #[arg(long, default_value_t = 10)]
@@ -178,7 +178,7 @@ fn copy(f: &SourceFile) -> SourceFile {
 
 /// Runs a kernel once on the OpenCL backend (for `heddle run --backend opencl`).
 pub fn run_opencl(file: &SourceFile, kernel: &Kernel, env: &Env, device: Option<usize>) -> Result<Value, Failure> {
-    let cl = OpenCl::new(device).map_err(|d| Failure::Input(d.message))?;
+    let cl = OpenCl::new(device).map_err(|d| Failure::Device(d.message))?;
     let name = Path::new(&file.name).file_stem().and_then(|s| s.to_str()).unwrap_or("kernel");
     let compiled = heddle::opencl::compile(kernel, name).map_err(|d| Failure::Source(copy(file), vec![d]))?;
     let (value, _) = heddle::opencl::run(&cl, kernel, &compiled, env, 1).map_err(|d| Failure::Source(copy(file), vec![d]))?;
@@ -229,7 +229,7 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     if cases.is_empty() {
         return Err(Failure::Input("nothing to tune on: give --input NAME=PATH… or --csr MATRIX.mtx".into()));
     }
-    let cl = OpenCl::new(a.device).map_err(|d| Failure::Input(d.message))?;
+    let cl = OpenCl::new(a.device).map_err(|d| Failure::Device(d.message))?;
     let name = Path::new(&a.file).file_stem().and_then(|s| s.to_str()).unwrap_or("kernel");
     let compiled = heddle::opencl::compile(&kernel, name).map_err(|d| Failure::Source(copy(&file), vec![d]))?;
     let configs = grid(&ranges);

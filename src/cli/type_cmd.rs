@@ -6,12 +6,15 @@ use super::{Failure, Output};
 use heddle::source::SourceFile;
 use heddle_ir::ScalarType;
 use heddle_ir::encoding::storage_types::BufferKind;
-use heddle_ir::encoding::{Encoding, parse_encoding, print_encoding, storage_layout};
+use heddle_ir::encoding::{Encoding, Named, named, parse_encoding, print_encoding, storage_layout};
+use heddle_ir::parser::parse_encoding_defs;
+use heddle_ir::ErrorKind;
 use heddle_ir::printer::{print_nat, print_type};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// `#sparse_tensor.encoding<{...}>`, or `#NAME` defined in the --defs file.
+    /// `#sparse_tensor.encoding<{...}>`, a name (CSR, CSC, COO, DCSR, DCSC, CSF, BSR(r, c)),
+    /// TACO's level letters (`ds`, `ds:1,0`), or `#NAME` defined in the --defs file.
     encoding: String,
     /// Dimension sizes, `4x8` or `?x8` (`?` for a size the program binds); all `?` by default.
     #[arg(long, value_parser = parse_dims)]
@@ -51,39 +54,80 @@ fn parse_elem(s: &str) -> Result<ScalarType, String> {
         .ok_or_else(|| format!("`{s}` is not a scalar type"))
 }
 
-/// Resolves an encoding argument: inline text, or `#NAME` / `NAME` from `defs`.
-/// Errors are located in the text they come from.
-pub fn resolve_encoding(arg: &str, defs: Option<&str>) -> Result<Encoding, Failure> {
+/// Resolves an encoding given on the command line (`flag` says where): an
+/// MLIR attribute, `#NAME` / `NAME` defined in the `defs` file, or a built-in
+/// name (`CSR`, `BSR(2, 3)`, TACO's `ds:1,0`; LANGUAGE.md §6) for a tensor of
+/// `rank` dimensions when known. A malformed value is a usage error located
+/// in the flag's text; an error in the defs file is located there.
+pub fn resolve_encoding(flag: &str, arg: &str, defs: Option<&str>, rank: Option<usize>) -> Result<Encoding, Failure> {
+    // A flag's value that is not an encoding is a usage error; the argument
+    // of `heddle type` is that command's input (exit 1, syntax or type).
+    let is_flag = flag.starts_with("--");
+    let shown = if is_flag { flag } else { "<encoding>" };
+    let in_flag = |d: heddle_ir::Diagnostic| {
+        let d = if is_flag { d.with_kind(ErrorKind::Usage) } else { d };
+        Failure::Source(SourceFile::new(shown, arg), vec![d])
+    };
+    let wrong = |message: String| {
+        if is_flag {
+            Failure::usage(flag, message)
+        } else {
+            let all = heddle_ir::Span::new(0, arg.len());
+            Failure::Source(SourceFile::new(shown, arg), vec![heddle_ir::Diagnostic::new(all, message).with_kind(ErrorKind::Syntax)])
+        }
+    };
+    let start = arg.len() - arg.trim_start().len();
     let trimmed = arg.trim();
-    if trimmed.starts_with("#sparse_tensor.encoding") {
-        let file = SourceFile::new("<encoding>", arg);
-        let start = arg.len() - arg.trim_start().len();
-        return parse_encoding(trimmed, start).map_err(|d| Failure::Source(file, vec![d]));
+    if trimmed.starts_with("#sparse_tensor") {
+        return parse_encoding(trimmed, start).map_err(in_flag);
     }
     let name = trimmed.trim_start_matches('#');
-    let Some(path) = defs else {
-        return Err(Failure::Input(format!(
-            "`{arg}` is not an encoding: write `#sparse_tensor.encoding<{{...}}>`, or name one defined in a file given with --defs"
-        )));
-    };
-    let file = SourceFile::read(path).map_err(Failure::Input)?;
-    let tokens = heddle_ir::lexer::lex(&file.text)
-        .map_err(|d| Failure::Source(SourceFile::new(path, file.text.clone()), vec![d]))?;
-    use heddle_ir::lexer::Tok;
-    for w in tokens.windows(3) {
-        if let (Tok::HashName(n), Tok::Sym("="), Tok::Encoding(text)) = (&w[0].tok, &w[1].tok, &w[2].tok)
-            && n == name
-        {
-            let start = w[2].span.start as usize;
-            return parse_encoding(text, start)
-                .map_err(|d| Failure::Source(SourceFile::new(path, file.text.clone()), vec![d]));
+    if let Some(path) = defs {
+        let file = SourceFile::read(path).map_err(Failure::Io)?;
+        let found = parse_encoding_defs(&file.text).map_err(|d| Failure::Source(file.clone(), d))?;
+        if let Some(def) = found.iter().rev().find(|d| d.name.as_str() == name) {
+            return named::resolve(&def.encoding.text, def.encoding.span.start as usize, rank)
+                .map_err(|d| Failure::Source(file.clone(), vec![d]));
+        }
+        if trimmed.starts_with('#') {
+            let known: Vec<String> = found.iter().map(|d| format!("#{}", d.name)).collect();
+            return Err(wrong(format!("{path} defines no encoding `{trimmed}` (it defines: {})", known.join(", "))));
         }
     }
-    Err(Failure::Input(format!("{path}: no encoding `#{name}` is defined there")))
+    let at = start + (trimmed.len() - name.len());
+    match Named::parse(name) {
+        // A well-formed name of another rank does not fit this kernel: not a usage error.
+        Some(Ok(n)) if n.rank().zip(rank).is_some_and(|(own, r)| own != r) => {
+            let d = named::resolve(name, at, rank).err().unwrap_or_else(|| heddle_ir::Diagnostic::new(heddle_ir::Span::DUMMY, "rank"));
+            Err(Failure::Source(SourceFile::new(shown, arg), vec![d.with_kind(ErrorKind::Type)]))
+        }
+        Some(_) => named::resolve(name, at, rank).map_err(in_flag),
+        None => Err(wrong(
+            format!(
+                "`{arg}` is not an encoding: write a name ({}), TACO's level letters (`ds`, `ds:1,0`), \
+                 `#sparse_tensor.encoding<{{...}}>`, or `#NAME` defined in a file given with --defs",
+                named::NAMES.join(", ")
+            ),
+        )),
+    }
+}
+
+/// Checks an encoding flag's text before any work, where that needs no
+/// rank and no file: an MLIR attribute parses, a name form is well written.
+pub fn check_encoding_arg(flag: &str, arg: &str, defs: Option<&str>) -> Result<(), Failure> {
+    let trimmed = arg.trim();
+    if trimmed.starts_with("#sparse_tensor") {
+        return resolve_encoding(flag, arg, defs, None).map(|_| ());
+    }
+    match Named::parse(trimmed.trim_start_matches('#')) {
+        Some(Err(_)) if defs.is_none() => resolve_encoding(flag, arg, defs, None).map(|_| ()),
+        _ => Ok(()),
+    }
 }
 
 pub fn run(a: &Args) -> Result<Output, Failure> {
-    let enc = resolve_encoding(&a.encoding, a.defs.as_deref())?;
+    let rank = a.dims.as_ref().map(|d| d.0.len());
+    let enc = resolve_encoding("ENCODING", &a.encoding, a.defs.as_deref(), rank)?;
     let dims = a.dims.clone().map_or_else(|| vec![None; enc.dim_rank()], |d| d.0);
     let layout = storage_layout(&enc, &dims, a.elem, &a.name)
         .map_err(|d| Failure::Input(format!("{} (the encoding has {} dimensions)", d.message, enc.dim_rank())))?;

@@ -90,3 +90,27 @@ pub fn flatten(v: &serde_json::Value, out: &mut Vec<f64>) {
         other => panic!("unexpected output {other}"),
     }
 }
+
+/// Validates a `--json` output against its schema in `docs/schemas/`
+/// (named by the output's own `schema` field, `heddle.COMMAND/1`); panics
+/// with every violation.
+pub fn assert_schema(output: &serde_json::Value, context: &str) {
+    let id = output["schema"].as_str().unwrap_or_else(|| panic!("{context}: no `schema` field in {output}"));
+    let (name, version) = id.rsplit_once('/').unwrap_or_else(|| panic!("{context}: schema `{id}` has no version"));
+    assert_eq!(version, "1", "{context}: {id}");
+    let path = root().join("docs/schemas").join(format!("{name}.json"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{context}: no schema {}: {e}", path.display()));
+    let schema: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let validator = jsonschema::draft202012::new(&schema).unwrap_or_else(|e| panic!("{}: not a valid schema: {e}", path.display()));
+    let errors: Vec<String> = validator.iter_errors(output).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+    assert!(errors.is_empty(), "{context}: the output does not match {}:\n  {}\n{output:#}", path.display(), errors.join("\n  "));
+}
+
+/// Runs `heddle ARGS --json`; (exit code, the stdout object).
+pub fn heddle_json(args: &[&str]) -> (i32, serde_json::Value) {
+    let mut all: Vec<&str> = args.to_vec();
+    all.push("--json");
+    let (code, out, err) = heddle(&all);
+    let v = serde_json::from_str(&out).unwrap_or_else(|e| panic!("heddle {}: stdout is not one JSON object ({e}):\n{out}\nstderr:\n{err}", all.join(" ")));
+    (code, v)
+}

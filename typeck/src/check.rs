@@ -165,7 +165,7 @@ impl Checker {
                         .with_label("expected data, found a pattern")
                         .with_note(format!("{x} : {sig}")))
                 }
-                None => Err(unbound(x, span)),
+                None => Err(unbound(x, span, [])),
             },
             ExprKind::Lit(Literal::Int(v)) => {
                 let t = self.metas.fresh_type(MetaKind::Numeric);
@@ -394,7 +394,7 @@ impl Checker {
                     .with_label("cannot be applied")),
                 None => match heddle_ir::prims::lookup(x.as_str()) {
                     Some(sig) => self.check_prim(sig, head.span, args, span),
-                    None => Err(unbound(x, head.span)),
+                    None => Err(unbound(x, head.span, [])),
                 },
             },
             ExprKind::Fun { params, body } => self.apply_lambda(params, body, hscope, args, span),
@@ -560,9 +560,21 @@ pub fn only_nats(e: &Expr, scope: &Scope) -> bool {
     }
 }
 
-/// "unbound variable" with a hint.
-pub fn unbound(x: &Name, span: Span) -> Diagnostic {
-    Diagnostic::new(span, format!("unbound variable `{x}`")).with_label("not defined here")
+/// "unbound variable", with the closest of `in_scope`, the patterns and the
+/// keywords as a suggestion.
+pub fn unbound<'a>(x: &Name, span: Span, in_scope: impl IntoIterator<Item = &'a str>) -> Diagnostic {
+    let d = Diagnostic::new(span, format!("unbound variable `{x}`")).with_label("not defined here");
+    let prims = heddle_ir::prims::signatures().iter().map(|s| s.name);
+    let keywords = ["fun", "nFun", "let", "select", "true", "false", "max", "min"];
+    let candidates = in_scope.into_iter().chain(prims).chain(keywords);
+    match heddle_ir::suggest::closest(x.as_str(), candidates) {
+        Some(s) if heddle_ir::prims::lookup(s).is_some() => d.with_note(format!(
+            "did you mean the pattern `{s}`? ({s} : {})",
+            heddle_ir::prims::lookup(s).map(|p| p.text.as_str()).unwrap_or_default()
+        )),
+        Some(s) => d.with_note(format!("did you mean `{s}`?")),
+        None => d,
+    }
 }
 
 /// A type for messages: unknowns get letters in order of appearance

@@ -4,7 +4,7 @@ use crate::check::{show, unbound, CResult, Checker};
 use crate::metas::MetaKind;
 use crate::scope::{Binding, Scope};
 use crate::typed::{Kernel, KernelParam, TExpr, TKind};
-use heddle_ir::encoding::{parse_encoding, storage_layout, Encoding};
+use heddle_ir::encoding::{named, parse_encoding, storage_layout, Encoding, Named};
 use heddle_ir::expr::{ExprKind, Program};
 use heddle_ir::tensor::{EncodingRef, TensorType};
 use heddle_ir::{Diagnostic, Expr, Name, Nat, Span, Type};
@@ -152,17 +152,29 @@ pub fn check_program(p: &Program) -> Result<Kernel, Vec<Diagnostic>> {
     check_kernel(&mut checker, p, scope).map_err(|d| vec![d])
 }
 
-/// The encoding of a tensor type: named (`#CSR`, defined in the file), inline,
-/// or none (a dense tensor, stored row-major).
+/// The encoding of a tensor type: `#NAME` (defined in the file, else one of
+/// the built-in names: `#CSR`, …), written in place (an MLIR attribute or a
+/// name form: `CSR`, `BSR(2, 3)`, `ds:1,0`), or none (a dense tensor, stored
+/// row-major).
 fn tensor_encoding(p: &Program, tt: &TensorType, span: Span) -> CResult<Encoding> {
+    let rank = Some(tt.dims.len());
     match &tt.encoding {
-        Some(EncodingRef::Named(n, at)) => {
-            let def = p.encodings.iter().rev().find(|d| &d.name == n).ok_or_else(|| {
-                Diagnostic::new(*at, format!("unknown encoding `#{n}`")).with_label("define it with `#NAME = #sparse_tensor.encoding<{...}>`")
-            })?;
-            parse_encoding(&def.encoding.text, def.encoding.span.start as usize)
-        }
-        Some(EncodingRef::Inline(text)) => parse_encoding(&text.text, text.span.start as usize),
+        Some(EncodingRef::Named(n, at)) => match p.encodings.iter().rev().find(|d| &d.name == n) {
+            Some(def) => named::resolve(&def.encoding.text, def.encoding.span.start as usize, rank),
+            None if matches!(Named::parse(n.as_str()), Some(Ok(_))) => named::resolve(n.as_str(), at.start as usize + 1, rank),
+            None => {
+                let defined: Vec<String> = p.encodings.iter().map(|d| format!("#{}", d.name)).collect();
+                let mut d = Diagnostic::new(*at, format!("unknown encoding `#{n}`"))
+                    .with_label("define it with `#NAME = #sparse_tensor.encoding<{...}>`")
+                    .with_note(format!("built-in names: {}; or TACO's level letters (`ds`, `ds:1,0`)", named::NAMES.join(", ")));
+                let candidates = defined.iter().map(String::as_str).chain(["#CSR", "#CSC", "#COO", "#DCSR", "#DCSC", "#CSF"]);
+                if let Some(s) = heddle_ir::suggest::closest(&format!("#{n}"), candidates) {
+                    d = d.with_note(format!("did you mean `{s}`?"));
+                }
+                Err(d)
+            }
+        },
+        Some(EncodingRef::Inline(text)) => named::resolve(&text.text, text.span.start as usize, rank),
         None => {
             let dims: Vec<String> = (0..tt.dims.len()).map(|d| format!("d{d}")).collect();
             let levels: Vec<String> = dims.iter().map(|d| format!("{d} : dense")).collect();
@@ -277,7 +289,7 @@ fn resolve_expr(e: &Expr, scope: &mut Vec<Name>, errors: &mut Vec<Diagnostic>) {
     match &e.kind {
         ExprKind::Var(x) => {
             if !scope.contains(x) && heddle_ir::prims::lookup(x.as_str()).is_none() {
-                errors.push(unbound(x, e.span));
+                errors.push(unbound(x, e.span, scope.iter().map(|n| n.as_str())));
             }
         }
         ExprKind::Fun { params, body } => {

@@ -244,7 +244,7 @@ impl Checker {
                 // A name that is not a natural, or some other expression.
                 let found = match &e.kind {
                     ExprKind::Var(x) if s.lookup(x).is_none() && heddle_ir::prims::lookup(x.as_str()).is_none() => {
-                        return Err(crate::check::unbound(x, e.span));
+                        return Err(crate::check::unbound(x, e.span, []));
                     }
                     _ => "an expression that is not a natural",
                 };

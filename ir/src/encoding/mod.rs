@@ -41,6 +41,7 @@
 //! line.
 
 pub mod map;
+pub mod named;
 mod parse;
 mod print;
 pub mod storage_types;
@@ -49,6 +50,7 @@ pub mod verify;
 use crate::name::Name;
 use crate::span::{Diagnostic, Span};
 
+pub use named::{Named, resolve};
 pub use parse::parse_encoding;
 pub use print::print_encoding;
 pub use storage_types::{StorageLayout, storage_layout};

@@ -9,7 +9,7 @@ use super::err;
 use super::verify;
 use super::{DimSlice, Encoding, Literal};
 use crate::name::Name;
-use crate::span::{Diagnostic, Span};
+use crate::span::{Diagnostic, ErrorKind, Span};
 
 /// Parses and verifies an encoding attribute. `offset` is the byte offset at
 /// which `text` starts in its file; every span in the result (and in the
@@ -21,11 +21,12 @@ use crate::span::{Diagnostic, Span};
 /// assert_eq!(e.levels[1].format, LevelFormat::Compressed);
 /// ```
 pub fn parse_encoding(text: &str, offset: usize) -> Result<Encoding, Diagnostic> {
-    let toks = lex(text, offset)?;
+    let syntax = |d: Diagnostic| d.or_kind(ErrorKind::Syntax);
+    let toks = lex(text, offset).map_err(syntax)?;
     let end = Span::new(offset + text.len(), offset + text.len());
     let mut p = Parser { toks, pos: 0, end };
-    let raw = p.attribute()?;
-    verify::build(raw)
+    let raw = p.attribute().map_err(syntax)?;
+    verify::build(raw).map_err(|d| d.or_kind(ErrorKind::Type))
 }
 
 #[derive(Clone, Debug, PartialEq)]

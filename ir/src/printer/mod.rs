@@ -209,7 +209,12 @@ fn call(func: Doc, args: &[Expr]) -> Doc {
 /// opening line, its body broken below (`map(fun(x =>`); otherwise the items
 /// go one per line when they do not fit.
 fn list(open: Doc, items: &[Expr]) -> Doc {
-    let hug = items.last().is_some_and(|l| matches!(l.kind, ExprKind::Fun { .. } | ExprKind::NFun { .. } | ExprKind::Pipe { .. }));
+    let (last, others) = match items.split_last() {
+        Some((l, o)) => (Some(l), o),
+        None => (None, items),
+    };
+    let hug = last.is_some_and(|l| matches!(l.kind, ExprKind::Fun { .. } | ExprKind::NFun { .. } | ExprKind::Pipe { .. }))
+        && others.iter().all(simple);
     if hug {
         let mut parts = vec![open];
         for (k, it) in items.iter().enumerate() {
@@ -229,6 +234,19 @@ fn list(open: Doc, items: &[Expr]) -> Doc {
         inner.push(expr(it, 0));
     }
     group(cat([open, nest(2, cat(inner)), text(")")]))
+}
+
+/// An expression without functions, pipelines or `let`s: short enough to
+/// stand before a hugged last argument.
+fn simple(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Pipe { .. } | ExprKind::Fun { .. } | ExprKind::NFun { .. } | ExprKind::Let { .. } => false,
+        _ => {
+            let mut all = true;
+            e.for_each_child(&mut |c| all &= simple(c));
+            all
+        }
+    }
 }
 
 fn print_literal(l: &Literal) -> String {

@@ -1,0 +1,116 @@
+//! Every command's `--json` output, from real runs, validated against its
+//! schema in `docs/schemas/` (named by the output's own `schema` field); and
+//! every command has a schema.
+
+mod common;
+
+use common::{assert_schema, heddle, heddle_json, root};
+
+fn ok(args: &[&str]) -> serde_json::Value {
+    let (code, v) = heddle_json(args);
+    assert_eq!(code, 0, "heddle {} failed:\n{v:#}", args.join(" "));
+    assert_eq!(v["ok"], true);
+    assert_schema(&v, &format!("heddle {}", args.join(" ")));
+    v
+}
+
+const SPMV8: [&str; 8] = [
+    "--input",
+    "offset=examples/data/spmv8/offset.json",
+    "--input",
+    "col_indices=examples/data/spmv8/col_indices.json",
+    "--input",
+    "values=examples/data/spmv8/values.json",
+    "--input",
+    "xs=examples/data/spmv8/xs.json",
+];
+
+#[test]
+fn every_command_has_a_schema() {
+    let (code, help, _) = heddle(&["--help"]);
+    assert_eq!(code, 0);
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    assert!(commands.len() >= 10, "{help}");
+    for c in commands {
+        let path = root().join(format!("docs/schemas/heddle.{c}.json"));
+        assert!(path.exists(), "`heddle {c} --json` has no schema at {}", path.display());
+    }
+}
+
+#[test]
+fn front_end_commands() {
+    let v = ok(&["check", "examples/csr_row_sums.hdl"]);
+    assert_eq!(v["schema"], "heddle.check/1");
+    ok(&["check", "examples/sparse/spmv_csr.hdl"]);
+    ok(&["fmt", "examples/csr_spmv_parallel.hdl"]);
+    ok(&["fmt", "--check", "examples/lil_spmv.hdl"]);
+    ok(&["simplify", "examples/lil_spmv.hdl"]);
+    ok(&["simplify", "--nat", "sum(i = 0 .. n - 1, 2 * i)"]);
+    ok(&["rewrite", "examples/csr_row_sums.hdl", "--iter-limit", "2"]);
+    ok(&["type", "CSR"]);
+    ok(&["type", "BSR(2, 2)", "--dims", "4x6"]);
+    ok(&["sparsify", "examples/dense_mv.hdl", "--encoding", "matrix=CSR"]);
+}
+
+#[test]
+fn run_and_compile() {
+    let mut args = vec!["run", "examples/csr_unpacked_spmv.hdl"];
+    args.extend(SPMV8);
+    let v = ok(&args);
+    assert_eq!(v["backend"], "interp");
+    args.extend(["--backend", "cpu", "--threads", "2"]);
+    ok(&args);
+    ok(&["run", "examples/sparse/spmv_csr.hdl", "--matrix", "A=examples/data/spmv8/matrix.mtx", "--input", "xs=examples/data/spmv8/xs.json"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("y.json");
+    let mut to_file = vec!["run", "examples/csr_unpacked_spmv.hdl", "-o", out.to_str().unwrap()];
+    to_file.extend(SPMV8);
+    let v = ok(&to_file);
+    assert!(v["result"].is_null() && out.exists());
+    for target in ["loops", "cpu"] {
+        ok(&["compile", "examples/csr_row_sums.hdl", "--target", target]);
+    }
+}
+
+#[test]
+fn sparse_storage_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("m.json");
+    let v = ok(&["convert", "examples/data/spmv8/matrix.mtx", "--to", "ds:1,0", "-o", out.to_str().unwrap()]);
+    assert_eq!(v["dim_sizes"], serde_json::json!([8, 6]));
+    ok(&[
+        "search-formats",
+        "examples/dense_mv.hdl",
+        "--operand",
+        "matrix",
+        "--matrix",
+        "matrix=examples/data/spmv8/matrix.mtx",
+        "--input",
+        "xs=examples/data/spmv8/xs.json",
+        "--reps",
+        "1",
+        "--filter",
+        "(i : dense, j : compressed) }",
+    ]);
+}
+
+#[test]
+fn opencl_commands() {
+    if common::opencl_platform().is_none() {
+        return;
+    }
+    ok(&["compile", "examples/csr_row_sums.hdl", "--target", "opencl"]);
+    let mut args = vec!["run", "examples/csr_unpacked_spmv.hdl", "--backend", "opencl"];
+    args.extend(SPMV8);
+    ok(&args);
+    let mut tune = vec!["tune", "examples/csr_spmv_parallel.hdl", "--param-range", "R=1..2", "--param-range", "W=1..2", "--reps", "1"];
+    tune.extend(SPMV8);
+    ok(&tune);
+}
