@@ -56,6 +56,10 @@ pub struct PrimSig {
     pub result: Type,
     /// The signature's text, for error messages and docs.
     pub text: String,
+    /// What it does, in one line (the comment after the signature).
+    pub summary: String,
+    /// The section of `prims.sig` it is declared in (an index into [`sections`]).
+    pub section: usize,
 }
 
 impl PrimSig {
@@ -69,23 +73,66 @@ impl PrimSig {
     }
 }
 
+/// A section of `prims.sig` (`// ## Title` and the comment after it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Section {
+    /// Its title.
+    pub title: String,
+    /// Its description, the comment lines after the title joined.
+    pub description: String,
+}
+
+struct Parsed {
+    sigs: Vec<PrimSig>,
+    sections: Vec<Section>,
+}
+
+fn parsed() -> &'static Parsed {
+    static PARSED: OnceLock<Parsed> = OnceLock::new();
+    PARSED.get_or_init(|| {
+        let mut sigs = Vec::new();
+        let mut sections: Vec<Section> = Vec::new();
+        // Between a section's title and its first signature, comments describe it.
+        let mut describing = false;
+        for line in SIGNATURES.lines().map(str::trim) {
+            if let Some(title) = line.strip_prefix("// ## ") {
+                sections.push(Section { title: title.trim().to_string(), description: String::new() });
+                describing = true;
+                continue;
+            }
+            if let Some(comment) = line.strip_prefix("//") {
+                if let Some(sec) = sections.last_mut().filter(|_| describing) {
+                    if !sec.description.is_empty() {
+                        sec.description.push(' ');
+                    }
+                    sec.description.push_str(comment.trim());
+                }
+                continue;
+            }
+            if line.is_empty() {
+                continue;
+            }
+            describing = false;
+            let (name, rest) = line.split_once(':').unwrap_or_else(|| panic!("prims.sig: missing `:` in {line:?}"));
+            let (sig, summary) = rest.split_once("//").unwrap_or((rest, ""));
+            let name: &'static str = Box::leak(name.trim().to_string().into_boxed_str());
+            let (slots, result) = crate::parser::parse_signature(sig.trim())
+                .unwrap_or_else(|e| panic!("prims.sig: cannot parse the signature of {name}: {}", e.message));
+            let section = sections.len().saturating_sub(1);
+            sigs.push(PrimSig { name, slots, result, text: sig.trim().to_string(), summary: summary.trim().to_string(), section });
+        }
+        Parsed { sigs, sections }
+    })
+}
+
 /// The primitives, in the order of `prims.sig`.
 pub fn signatures() -> &'static [PrimSig] {
-    static SIGS: OnceLock<Vec<PrimSig>> = OnceLock::new();
-    SIGS.get_or_init(|| {
-        SIGNATURES
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with("//"))
-            .map(|l| {
-                let (name, sig) = l.split_once(':').unwrap_or_else(|| panic!("prims.sig: missing `:` in {l:?}"));
-                let name: &'static str = Box::leak(name.trim().to_string().into_boxed_str());
-                let (slots, result) = crate::parser::parse_signature(sig.trim())
-                    .unwrap_or_else(|e| panic!("prims.sig: cannot parse the signature of {name}: {}", e.message));
-                PrimSig { name, slots, result, text: sig.trim().to_string() }
-            })
-            .collect()
-    })
+    &parsed().sigs
+}
+
+/// The sections of `prims.sig`, in order.
+pub fn sections() -> &'static [Section] {
+    &parsed().sections
 }
 
 /// The signature of the primitive named `name`.
@@ -134,5 +181,17 @@ mod tests {
         assert!(matches!(map.slots[0], Slot::Fun { .. }));
         assert_eq!(lookup("mapGlobal").unwrap().optional_count(), 1);
         assert!(lookup("nosuch").is_none());
+        assert!(!map.text.contains("//"), "{}", map.text);
+    }
+
+    #[test]
+    fn every_primitive_is_described_in_a_section() {
+        assert!(sections().len() >= 4);
+        assert!(sections().iter().all(|s| !s.title.is_empty() && !s.description.is_empty()), "{:?}", sections());
+        for p in signatures() {
+            assert!(!p.summary.is_empty(), "`{}` has no summary in prims.sig (`// …` after its signature)", p.name);
+            assert!(p.section < sections().len(), "`{}` is before any `// ## Section`", p.name);
+        }
+        assert_eq!(sections()[lookup("union").unwrap().section].title, "Co-iteration");
     }
 }

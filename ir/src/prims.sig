@@ -7,33 +7,42 @@
 // checked once the types it receives are known. Unnamed slots are data inputs.
 // Single capital letters are unknowns: types (T U V W) and naturals (N M K).
 // In `[i -> T]_N` the element type may depend on the position i.
+//
+// Sections start with `// ## Title`, followed by their description; a
+// signature may end with `// a one-line summary`. `heddle prims` prints them.
 
-map          : (f: T -> U) -> [i -> T]_N -> [i -> U]_N
-mapSeq       : (f: T -> U) -> [i -> T]_N -> [i -> U]_N
-mapPar       : (f: T -> U) -> [i -> T]_N -> [i -> U]_N
-mapGlobal    : (d: nat?) -> (f: T -> U) -> [i -> T]_N -> [i -> U]_N
-mapWorkgroup : (d: nat?) -> (f: T -> U) -> [i -> T]_N -> [i -> U]_N
-mapLocal     : (d: nat?) -> (f: T -> U) -> [i -> T]_N -> [i -> U]_N
-reduce       : (op: U -> T -> U) -> (init: U) -> [T]_N -> U
-reduceSeq    : (op: U -> T -> U) -> (init: U) -> [T]_N -> U
-zip          : [i -> T]_N -> [i -> U]_N -> [i -> (T, U)]_N
-unzip        : [i -> (T, U)]_N -> ([i -> T]_N, [i -> U]_N)
-split        : (k: nat) -> [T]_{k * M} -> [[T]_k]_M
-interleave   : (k: nat) -> [T]_N -> [w -> [T]_{(N - w + k - 1) / k}]_k
-join         : [i -> [T]_K]_M -> [T]_{sum(i = 0 .. M - 1, K)}
-transpose    : [[T]_N]_M -> [[T]_M]_N
-slide        : (size: nat) -> (step: nat) -> [T]_N -> [[T]_size]_{(N - size) / step + 1}
-pad          : (l: nat) -> (r: nat) -> (v: T) -> [T]_N -> [T]_{l + N + r}
-gather       : (idx: [int]_M) -> [T]_N -> [T]_M
-scatter      : (idx: [int]_N) -> [T]_N -> [T]_N
-generate     : (n: nat) -> (f: int -> T) -> [T]_n
-iterate      : (k: nat) -> (f: T -> T) -> T -> T
-toLocal      : (f: T -> U) -> T -> U
-toPrivate    : (f: T -> U) -> T -> U
-toGlobal     : (f: T -> U) -> T -> U
-asVector     : (w: nat) -> [T]_{w * N} -> [<T>w]_N
-asScalar     : [<T>w]_N -> [T]_{w * N}
+// ## Data-parallel patterns
+// The patterns of Lift and RISE: maps and their OpenCL schedules, reductions,
+// layout patterns (zip, split, join, transpose, slide, pad, gather, scatter,
+// interleave), generation, iteration, memory placement and vectors.
 
+map          : (f: T -> U) -> [i -> T]_N -> [i -> U]_N  // applies f to every element (in parallel where the backend can)
+mapSeq       : (f: T -> U) -> [i -> T]_N -> [i -> U]_N  // as map, one element after another
+mapPar       : (f: T -> U) -> [i -> T]_N -> [i -> U]_N  // as map, explicitly parallel
+mapGlobal    : (d: nat?) -> (f: T -> U) -> [i -> T]_N -> [i -> U]_N  // as map, over the OpenCL global work-items of dimension d
+mapWorkgroup : (d: nat?) -> (f: T -> U) -> [i -> T]_N -> [i -> U]_N  // as map, one element per OpenCL work-group (dimension d)
+mapLocal     : (d: nat?) -> (f: T -> U) -> [i -> T]_N -> [i -> U]_N  // as map, over the local work-items of a work-group (dimension d)
+reduce       : (op: U -> T -> U) -> (init: U) -> [T]_N -> U  // combines the elements with op from init; op associative and commutative, may be reassociated
+reduceSeq    : (op: U -> T -> U) -> (init: U) -> [T]_N -> U  // as reduce, strictly left to right
+zip          : [i -> T]_N -> [i -> U]_N -> [i -> (T, U)]_N  // pairs the elements at each position
+unzip        : [i -> (T, U)]_N -> ([i -> T]_N, [i -> U]_N)  // two arrays from an array of pairs
+split        : (k: nat) -> [T]_{k * M} -> [[T]_k]_M  // chunks of k consecutive elements
+interleave   : (k: nat) -> [T]_N -> [w -> [T]_{(N - w + k - 1) / k}]_k  // k parts; part w holds elements w, w + k, w + 2k, ...
+join         : [i -> [T]_K]_M -> [T]_{sum(i = 0 .. M - 1, K)}  // concatenates the rows (of any lengths)
+transpose    : [[T]_N]_M -> [[T]_M]_N  // swaps the two outer dimensions
+slide        : (size: nat) -> (step: nat) -> [T]_N -> [[T]_size]_{(N - size) / step + 1}  // windows of size elements, step apart
+pad          : (l: nat) -> (r: nat) -> (v: T) -> [T]_N -> [T]_{l + N + r}  // l copies of v before the array and r after it
+gather       : (idx: [int]_M) -> [T]_N -> [T]_M  // the elements at positions idx
+scatter      : (idx: [int]_N) -> [T]_N -> [T]_N  // element i written at position idx@i (idx a permutation)
+generate     : (n: nat) -> (f: int -> T) -> [T]_n  // f(0), f(1), ..., f(n - 1)
+iterate      : (k: nat) -> (f: T -> T) -> T -> T  // f applied k times
+toLocal      : (f: T -> U) -> T -> U  // as f; its result in OpenCL local memory
+toPrivate    : (f: T -> U) -> T -> U  // as f; its result in OpenCL private memory
+toGlobal     : (f: T -> U) -> T -> U  // as f; its result in OpenCL global memory
+asVector     : (w: nat) -> [T]_{w * N} -> [<T>w]_N  // groups of w scalars as w-wide vectors
+asScalar     : [<T>w]_N -> [T]_{w * N}  // vectors back to their scalars
+
+// ## Accumulation by coordinate
 // Accumulation by coordinate (sparse kernels whose result is scattered: COO,
 // CSC, DCSR rows, MTTKRP). `scatterAdd(n)` takes (index, value) pairs and
 // returns the dense array of length n whose element k is the sum (`+`, from
@@ -44,8 +53,9 @@ asScalar     : [<T>w]_N -> [T]_{w * N}
 // compiled code). Duplicate indices are summed, which is what duplicate COO
 // entries mean. As a kernel's result it runs in parallel with atomic adds, so
 // float sums may arrive in another order and differ in the last bits.
-scatterAdd   : (n: nat) -> [(I, T)]_N -> [T]_n
+scatterAdd   : (n: nat) -> [(I, T)]_N -> [T]_n  // sums the values paired with each index k into element k of a dense array of length n
 
+// ## Co-iteration
 // Co-iteration (merge lattices, MLIR paper §4.3) over two coordinate lists
 // sorted by strictly increasing coordinate, such as two rows of compressed
 // levels ((coordinate, value) pairs). `union(za, zb)` visits every coordinate
@@ -60,13 +70,14 @@ scatterAdd   : (n: nat) -> [(I, T)]_N -> [T]_n
 // the positions of the maps around it (`toNat(count#k@i)`), and compiled code
 // computes it in a counting phase before the kernel that fills the result
 // (count → allocate → fill). See `heddle_ir::nat::counted`.
-union        : (za: T) -> (zb: U) -> [(I, T)]_N -> [(I, U)]_M -> [(I, T, U)]_counted
-intersect    : [(I, T)]_N -> [(I, U)]_M -> [(I, T, U)]_counted
+union        : (za: T) -> (zb: U) -> [(I, T)]_N -> [(I, U)]_M -> [(I, T, U)]_counted  // co-iteration over coordinates stored in either list, with both values (za / zb for an absent one)
+intersect    : [(I, T)]_N -> [(I, U)]_M -> [(I, T, U)]_counted  // co-iteration over coordinates stored in both lists
 
+// ## The expand/compress workspace
 // The expand/compress workspace (MLIR's `expand` / `compress`): the sparse
 // counterpart of scatterAdd. `compressAdd(n)` adds the values of (index,
 // value) pairs by index in 0 .. n (any order, duplicates summed, as Gustavson's
 // SpMSpM produces them) and returns the indices that received a value, in
 // increasing order, with their sums: a compressed row. T is a number. An index
 // outside 0 .. n is a run-time error (a `Check` in compiled code).
-compressAdd  : (n: nat) -> [(I, T)]_N -> [(I, T)]_counted
+compressAdd  : (n: nat) -> [(I, T)]_N -> [(I, T)]_counted  // sums (index, value) pairs by index in a workspace; the indices that got a value, in order, with their sums

@@ -14,6 +14,7 @@ mod compile;
 mod convert;
 mod fmt;
 mod matrix;
+mod prims;
 mod rewrite;
 mod run;
 mod search_formats;
@@ -42,6 +43,8 @@ enum Command {
     Compile(compile::Args),
     /// Print the canonical form of a file.
     Fmt(fmt::Args),
+    /// List the primitive patterns and their signatures.
+    Prims(prims::Args),
     /// Execute the kernel of a file.
     Run(run::Args),
     /// Flattened index formulas before and after Σ elimination.
@@ -149,6 +152,7 @@ pub fn main() -> i32 {
         Command::Check(a) => (a.json, check::run(&a)),
         Command::Compile(a) => (a.json, compile::run(&a)),
         Command::Fmt(a) => (a.json, fmt::run(&a)),
+        Command::Prims(a) => (a.json, prims::run(&a)),
         Command::Run(a) => (a.json, run::run(&a)),
         Command::Simplify(a) => (a.json, simplify::run(&a)),
         Command::Tune(a) => (a.json, tune::run(&a)),
@@ -200,6 +204,7 @@ impl Command {
             Command::Check(_) => "check",
             Command::Compile(_) => "compile",
             Command::Fmt(_) => "fmt",
+            Command::Prims(_) => "prims",
             Command::Run(_) => "run",
             Command::Simplify(_) => "simplify",
             Command::Tune(_) => "tune",
