@@ -129,9 +129,10 @@ fn matrix_market_errors_are_located_and_clean() {
     let (code, _, err) = heddle(&["run", "examples/csr_unpacked_spmv.hdl", "--backend", "cpu", "--csr", &spec]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("line 3") || err.contains(":3"), "the error should give the line: {err}");
+    // A malformed flag value is a usage error, found before any work.
     let (code, _, err) = heddle(&["run", "examples/csr_unpacked_spmv.hdl", "--csr", "offset,values=x.mtx"]);
-    assert_eq!(code, 1);
-    assert!(err.contains("expected offsets,col_indices,values=FILE.mtx"), "{err}");
+    assert_eq!(code, 2);
+    assert!(err.contains("expected 3 buffer name(s)") && err.contains("OFFSETS,COL_INDICES,VALUES=FILE.mtx"), "{err}");
 }
 
 /// The kernel lines of a lowered program (host lines may hold a Σ: they run once, on the host).
