@@ -6,6 +6,9 @@ cd "$(dirname "$0")/.."
 # The OpenCL backend links libOpenCL and its tests run on POCL.
 source scripts/opencl-deps.sh
 opencl_deps
+# numpy and scipy write and check data in the documentation's scripts.
+source scripts/python-deps.sh
+python_deps
 unset INSTA_UPDATE
 export INSTA_UPDATE=no
 # Under CI the property tests draw a fixed sequence of cases, so a run is

@@ -60,6 +60,10 @@ fn front_end_commands() {
     let v = ok(&["prims"]);
     assert_eq!(v["prims"].as_array().unwrap().len(), heddle_ir::prims::signatures().len());
     ok(&["prims", "union"]);
+    let v = ok(&["completions", "bash"]);
+    assert!(v["script"].as_str().unwrap().contains("search-formats"));
+    let v = ok(&["man", "run"]);
+    assert!(v["page"].as_str().unwrap().contains("heddle\\-run"));
 }
 
 #[test]

@@ -13,6 +13,7 @@ mod check;
 mod compile;
 mod convert;
 mod fmt;
+mod install;
 mod matrix;
 mod prims;
 mod rewrite;
@@ -29,8 +30,21 @@ use heddle_ir::{Diagnostic, ErrorKind};
 
 /// heddle: a compiler for a functional pattern IR with dependent types, for sparse tensors.
 #[derive(Parser)]
-#[command(name = "heddle", version, about, long_about = None)]
-struct Cli {
+#[command(
+    name = "heddle",
+    version,
+    about,
+    long_about = "heddle compiles programs written with data-parallel patterns (map, reduce, zip, \
+split, join, ...) over arrays whose lengths are part of their types; position-dependent arrays \
+and toNat make sparse formats such as CSR ordinary types. Kernels run on a reference \
+interpreter, on the CPU (Cranelift) and on OpenCL devices.",
+    after_long_help = "Every command takes --json: stdout is then one JSON object \
+(\"schema\": \"heddle.COMMAND/1\", or \"heddle.error/1\" on failure). Exit status: 0 \
+success, 1 the input was wrong (syntax, type, data), 2 a usage error.\n\n\
+The language guide, the command reference and the JSON schemas are in the docs/ directory \
+of the heddle repository (docs/guide.md, docs/cli.md, docs/schemas/)."
+)]
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -61,6 +75,10 @@ enum Command {
     Sparsify(sparsify::Args),
     /// Run a dense kernel with its operand in every encoding; a table sorted by time.
     SearchFormats(search_formats::Args),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(install::CompletionsArgs),
+    /// Print a manual page (roff) for heddle or one of its commands.
+    Man(install::ManArgs),
 }
 
 /// Why a command failed.
@@ -161,6 +179,8 @@ pub fn main() -> i32 {
         Command::Convert(a) => (a.json, convert::run(&a)),
         Command::Sparsify(a) => (a.json, sparsify::run(&a)),
         Command::SearchFormats(a) => (a.json, search_formats::run(&a)),
+        Command::Completions(a) => (a.json, install::completions(&a)),
+        Command::Man(a) => (a.json, install::man(&a)),
     };
     let warnings = WARNINGS.with(|w| std::mem::take(&mut *w.borrow_mut()));
     for w in &warnings {
@@ -213,6 +233,8 @@ impl Command {
             Command::Convert(_) => "convert",
             Command::Sparsify(_) => "sparsify",
             Command::SearchFormats(_) => "search-formats",
+            Command::Completions(_) => "completions",
+            Command::Man(_) => "man",
         }
     }
 }
