@@ -171,10 +171,10 @@ pub fn prepare(prog: &LoopProgram, env: &Env) -> Result<Launch, Diagnostic> {
                 }
                 let mut buf = Buffer::zeroed(fields.clone(), items.len());
                 for (r, item) in items.iter().enumerate() {
-                    match item {
-                        Value::Tuple(parts) => parts.iter().enumerate().for_each(|(f, v)| buf.write(r, f, v)),
-                        v => buf.write(r, 0, v),
-                    }
+                    // A tuple's leaves, nested tuples included, are the record's fields in order.
+                    let mut leaves = Vec::with_capacity(fields.len());
+                    record_leaves(item, &mut leaves);
+                    leaves.iter().enumerate().for_each(|(f, v)| buf.write(r, f, v));
                 }
                 Slot::Buffer(buf)
             }
@@ -272,13 +272,33 @@ fn unflatten(ty: &Type, buf: &Buffer, pos: &mut usize, env: &Env) -> Result<Valu
             if *pos >= buf.len() {
                 return Err(fail(Span::DUMMY, "the output buffer is shorter than the result".into()));
             }
-            let v = if buf.fields.len() == 1 {
-                buf.read(*pos, 0)
-            } else {
-                Value::tuple((0..buf.fields.len()).map(|f| buf.read(*pos, f)).collect())
+            let v = match ty {
+                Type::Scalar(_) | Type::Tuple(_) => read_record(ty, buf, *pos, &mut 0),
+                _ if buf.fields.len() == 1 => buf.read(*pos, 0),
+                _ => Value::tuple((0..buf.fields.len()).map(|f| buf.read(*pos, f)).collect()),
             };
             *pos += 1;
             Ok(v)
+        }
+    }
+}
+
+/// The scalars of a record's value, nested tuples flattened, in field order.
+fn record_leaves(v: &Value, out: &mut Vec<Value>) {
+    match v {
+        Value::Tuple(parts) => parts.iter().for_each(|p| record_leaves(p, out)),
+        v => out.push(v.clone()),
+    }
+}
+
+/// The value of type `ty` (a scalar or nested tuples of them) stored flat in
+/// record `record` from field `*field` on.
+fn read_record(ty: &Type, buf: &Buffer, record: usize, field: &mut usize) -> Value {
+    match ty {
+        Type::Tuple(ts) => Value::tuple(ts.iter().map(|t| read_record(t, buf, record, field)).collect()),
+        _ => {
+            *field += 1;
+            buf.read(record, *field - 1)
         }
     }
 }

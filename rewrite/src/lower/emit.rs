@@ -8,17 +8,25 @@ use heddle_ir::loops::{BinOp, Block, Expr as L, Schedule, Space, Stmt};
 use heddle_ir::{Diagnostic, Name, Nat, ScalarType, Span, Type};
 use heddle_typeck::{TExpr, TKind, TLit};
 
-/// The record fields of an array's leaf elements (a scalar, or a tuple of scalars).
+/// The record fields of an array's leaf elements: a scalar, or a tuple of
+/// scalars and tuples (nested tuples are laid out flat, leaves in order).
 pub fn leaf_fields(ty: &Type, span: Span) -> Result<Vec<ScalarType>, Diagnostic> {
-    match ty {
-        Type::Array { elem, .. } => leaf_fields(elem, span),
-        Type::Scalar(s) => Ok(vec![*s]),
-        Type::Tuple(ts) => ts
-            .iter()
-            .map(|t| t.as_scalar().ok_or_else(|| unsupported(span, &format!("buffers of {ty}"))))
-            .collect(),
-        other => Err(unsupported(span, &format!("buffers of {other}"))),
+    fn leaves(t: &Type, out: &mut Vec<ScalarType>) -> bool {
+        match t {
+            Type::Scalar(s) => {
+                out.push(*s);
+                true
+            }
+            Type::Tuple(ts) => ts.iter().all(|t| leaves(t, out)),
+            _ => false,
+        }
     }
+    let leaf = match ty {
+        Type::Array { elem, .. } => return leaf_fields(elem, span),
+        t => t,
+    };
+    let mut out = Vec::new();
+    if leaves(leaf, &mut out) { Ok(out) } else { Err(unsupported(span, &format!("buffers of {leaf}"))) }
 }
 
 /// The output buffer's record fields and record count for a result type.
@@ -415,18 +423,17 @@ impl Lowerer<'_> {
                 body.push(Stmt::Store { buf: buf.clone(), index, field: 0, value: numbers::convert(e.clone(), *s, ty.as_scalar().unwrap_or(*s)) });
                 Ok(())
             }
-            Val::Tuple(items) => {
+            Val::Tuple(_) => {
                 let index = self.index_expr(&offset, env, body)?;
                 let index = self.bind_index(index, "at", body);
                 let index = self.nat_to_expr(&index, env, body)?;
-                let fields: Vec<Option<ScalarType>> = match ty {
-                    Type::Tuple(ts) => ts.iter().map(Type::as_scalar).collect(),
-                    _ => Vec::new(),
-                };
-                for (k, item) in items.iter().enumerate() {
-                    let Val::Scalar(e, s) = item else { return Err(unsupported(span, "writing nested tuples")) };
-                    let field = fields.get(k).copied().flatten().unwrap_or(*s);
-                    body.push(Stmt::Store { buf: buf.clone(), index: index.clone(), field: k as u32, value: numbers::convert(e.clone(), *s, field) });
+                // Nested tuples are stored flat: leaf k in field k.
+                let mut values = Vec::new();
+                collect_typed(v, &mut values, span).map_err(|_| unsupported(span, &format!("writing {ty}: a tuple holding an array")))?;
+                let fields = leaf_fields(ty, span).unwrap_or_default();
+                for (k, (e, s)) in values.into_iter().enumerate() {
+                    let field = fields.get(k).copied().unwrap_or(s);
+                    body.push(Stmt::Store { buf: buf.clone(), index: index.clone(), field: k as u32, value: numbers::convert(e, s, field) });
                 }
                 Ok(())
             }

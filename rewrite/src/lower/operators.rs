@@ -157,18 +157,52 @@ impl Lowerer<'_> {
 
     /// `select(c, then, els)`: only the chosen branch is evaluated.
     pub(super) fn select(&mut self, c: L, then: &TExpr, els: &TExpr, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
-        let (a, a_block) = self.expr_apart(then, env)?;
-        let (b, b_block) = self.expr_apart(els, env)?;
+        let a = self.expr_apart(then, env)?;
+        let b = self.expr_apart(els, env)?;
+        self.choose(c, a, b, &then.ty, span, body)
+    }
+
+    /// The value `a` or `b` (each with the statements that compute it) as `c`
+    /// says, of the checker's type `ty`. Scalars and tuples are chosen by a
+    /// `select` expression or under an `if`; two arrays become a view that
+    /// chooses element by element ([`ViewKind::Choice`](super::view::ViewKind::Choice)).
+    pub(super) fn choose(&mut self, c: L, a: (Val, Block), b: (Val, Block), ty: &heddle_ir::Type, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
+        self.choose_with(c, a, b, ty, span, body, true)
+    }
+
+    /// [`choose`](Self::choose) where `b` may be read only when `c` fails,
+    /// even when it is a plain load (`pad`'s element, out of range outside).
+    pub(super) fn choose_strictly(&mut self, c: L, a: (Val, Block), b: (Val, Block), ty: &heddle_ir::Type, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
+        self.choose_with(c, a, b, ty, span, body, false)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn choose_with(&mut self, c: L, (a, a_block): (Val, Block), (b, b_block): (Val, Block), ty: &heddle_ir::Type, span: Span, body: &mut Block, speculate: bool) -> Result<Val, Diagnostic> {
+        if let (Val::Array(va), Val::Array(vb)) = (&a, &b) {
+            if !speculate {
+                return Err(unsupported(span, "`pad` of arrays of arrays"));
+            }
+            // The arrays' own statements (their rows' starts) run either way; a
+            // check among them could fail for the branch not taken.
+            if a_block.iter().chain(&b_block).any(|s| !matches!(s, Stmt::Let { .. })) {
+                return Err(unsupported(span, "`select` between arrays that need run-time checks to be reached"));
+            }
+            body.extend(a_block);
+            body.extend(b_block);
+            let Val::Scalar(c, _) = self.share(Val::Scalar(c, ScalarType::Bool), "cond", body) else { unreachable!("share keeps a scalar") };
+            let kind = super::view::ViewKind::Choice { cond: c, a: Box::new(va.clone()), b: Box::new(vb.clone()) };
+            return Ok(Val::Array(super::View { ty: ty.clone(), kind }));
+        }
         let (mut xs, mut ys) = (Vec::new(), Vec::new());
         if !leaves(&a, &mut xs) || !leaves(&b, &mut ys) || xs.len() != ys.len() {
-            return Err(unsupported(span, "`select` between arrays"));
+            return Err(unsupported(span, "`select` between tuples that hold arrays"));
         }
         let mut declared = Vec::new();
-        declared_leaves(&then.ty, &mut declared);
+        declared_leaves(ty, &mut declared);
         let types: Vec<ScalarType> =
             xs.iter().zip(&ys).enumerate().map(|(k, ((_, s), (_, t)))| meet(*s, *t, declared.get(k).copied().flatten())).collect();
         let pick = |v: Vec<(L, ScalarType)>| -> Vec<L> { v.into_iter().zip(&types).map(|((e, s), m)| convert(e, s, *m)).collect() };
-        let both_speculable = self.speculable(&xs, &a_block) && self.speculable(&ys, &b_block);
+        let both_speculable = speculate && self.speculable(&xs, &a_block) && self.speculable(&ys, &b_block);
         let (xs, ys) = (pick(xs), pick(ys));
         let results: Vec<Val> = if both_speculable {
             // One condition for every component of a tuple.

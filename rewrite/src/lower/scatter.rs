@@ -42,8 +42,9 @@ use heddle_typeck::{TExpr, TKind};
 impl Lowerer<'_> {
     /// Lowers `src :>> scatterAdd(n)` whose type is `ty` (`[T]_n`).
     pub(super) fn scatter_add(&mut self, n: &Nat, src: &TExpr, ty: &Type, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
-        // T is a scalar, or a row of K scalars (MTTKRP adds rows of a dense result).
-        let (s, width) = element(ty).ok_or_else(|| unsupported(span, &format!("`scatterAdd` producing {ty} (only arrays of scalars or of rows of scalars)")))?;
+        // T is a scalar, a tuple of scalars (sums and counts), or a row of K scalars
+        // (MTTKRP adds rows of a dense result).
+        let (fields, width) = element(ty).ok_or_else(|| unsupported(span, &format!("`scatterAdd` producing {ty} (arrays of numbers, of tuples of numbers, or of rows of numbers)")))?;
         let xs = match self.expr(src, env, body)? {
             Val::Array(v) => v,
             _ => return Err(unsupported(src.span, "`scatterAdd` of a non-array")),
@@ -57,12 +58,18 @@ impl Lowerer<'_> {
             Some(w) => L::bin(BinOp::Mul, rows, w.clone()),
             None => rows,
         };
-        let buf = self.scratch("scatter", s, &len, &format!("`scatterAdd({n})`"), span, body)?;
+        let buf = self.scratch("scatter", &fields, &len, &format!("`scatterAdd({n})`"), span, body)?;
         let z = self.fresh("z");
-        let zero = if s.is_float() { L::Float(0.0, s) } else { L::Int(0, s) };
-        let init = vec![Stmt::Store { buf: buf.clone(), index: L::var(z.clone()), field: 0, value: zero }];
+        let init = fields
+            .iter()
+            .enumerate()
+            .map(|(f, s)| {
+                let zero = if s.is_float() { L::Float(0.0, *s) } else { L::Int(0, *s) };
+                Stmt::Store { buf: buf.clone(), index: L::var(z.clone()), field: f as u32, value: zero }
+            })
+            .collect();
         body.push(Stmt::For { var: z, lo: L::index(0), hi: len, schedule: Schedule::Seq, body: init });
-        self.accumulate(&xs, n, s, row_len.as_ref(), &buf, false, env, span, body)?;
+        self.accumulate(&xs, n, &fields, row_len.as_ref(), &buf, false, env, span, body)?;
         Ok(Val::Array(View::buffer(buf, Nat::Lit(0), ty.clone())))
     }
 
@@ -70,16 +77,16 @@ impl Lowerer<'_> {
     /// reads: a per-worker workspace inside a loop (its length must be known
     /// before the kernel runs), a scratch buffer at the top level (after which
     /// the kernel stays sequential, see the module docs).
-    fn scratch(&mut self, base: &str, s: ScalarType, len: &L, what: &str, span: Span, body: &mut Block) -> Result<Name, Diagnostic> {
+    fn scratch(&mut self, base: &str, fields: &[ScalarType], len: &L, what: &str, span: Span, body: &mut Block) -> Result<Name, Diagnostic> {
         let buf = self.fresh(base);
         if self.loops.is_empty() && !self.in_parallel {
-            body.push(Stmt::Alloc { buf: buf.clone(), fields: vec![s], len: len.clone(), space: Space::Global });
+            body.push(Stmt::Alloc { buf: buf.clone(), fields: fields.to_vec(), len: len.clone(), space: Space::Global });
             self.sequential = true;
         } else {
             if !self.over_naturals(len) {
                 return Err(unsupported(span, &format!("{what} inside a loop with a length that is not a natural parameter or a formula over them")));
             }
-            self.workspaces.push(Stmt::Alloc { buf: buf.clone(), fields: vec![s], len: len.clone(), space: Space::Workspace });
+            self.workspaces.push(Stmt::Alloc { buf: buf.clone(), fields: fields.to_vec(), len: len.clone(), space: Space::Workspace });
         }
         Ok(buf)
     }
@@ -90,7 +97,7 @@ impl Lowerer<'_> {
         let Val::Array(xs) = self.expr(xs, env, body)? else { return Err(unsupported(span, "`scatter` of a non-array")) };
         let n = xs.len();
         let n_e = self.index_expr(&n, env, body)?;
-        let inv = self.scratch("inverse", ScalarType::I64, &n_e, "`scatter`", span, body)?;
+        let inv = self.scratch("inverse", &[ScalarType::I64], &n_e, "`scatter`", span, body)?;
         let j = self.fresh("j");
         let clear = vec![Stmt::Store { buf: inv.clone(), index: L::var(j.clone()), field: 0, value: L::index(-1) }];
         body.push(Stmt::For { var: j, lo: L::index(0), hi: n_e.clone(), schedule: Schedule::Seq, body: clear });
@@ -130,7 +137,7 @@ impl Lowerer<'_> {
             TKind::Prim { name: "scatterAdd", nats, args, .. } => {
                 let ty = self.program_values_in_type(&env.subst_type(&t.ty), env);
                 let n = env.subst_nat(&nats[0]);
-                let (s, width) = element(&ty).ok_or_else(|| unsupported(t.span, &format!("`scatterAdd` producing {ty} (only arrays of scalars or of rows of scalars)")))?;
+                let (fields, width) = element(&ty).ok_or_else(|| unsupported(t.span, &format!("`scatterAdd` producing {ty} (arrays of numbers, of tuples of numbers, or of rows of numbers)")))?;
                 let xs = match self.expr(&args[0], env, body)? {
                     Val::Array(v) => v,
                     _ => return Err(unsupported(args[0].span, "`scatterAdd` of a non-array")),
@@ -139,7 +146,7 @@ impl Lowerer<'_> {
                     Some(w) => Some(self.index_expr(w, env, body)?),
                     None => None,
                 };
-                self.accumulate(&xs, &n, s, row_len.as_ref(), out, true, env, t.span, body)?;
+                self.accumulate(&xs, &n, &fields, row_len.as_ref(), out, true, env, t.span, body)?;
                 Ok(None)
             }
             _ => Ok(Some((self.expr(t, env, body)?, env.clone()))),
@@ -149,7 +156,7 @@ impl Lowerer<'_> {
     /// Adds every pair of `xs` into `buf` (rows of `row_len` records when given);
     /// `parallel`: the outermost loop is parallel and the adds atomic.
     #[allow(clippy::too_many_arguments)]
-    fn accumulate(&mut self, xs: &View, n: &Nat, s: ScalarType, row_len: Option<&L>, buf: &Name, parallel: bool, env: &Env, span: Span, body: &mut Block) -> Result<(), Diagnostic> {
+    fn accumulate(&mut self, xs: &View, n: &Nat, fields: &[ScalarType], row_len: Option<&L>, buf: &Name, parallel: bool, env: &Env, span: Span, body: &mut Block) -> Result<(), Diagnostic> {
         let out = buf.clone();
         let was_parallel = self.in_parallel;
         self.in_parallel |= parallel;
@@ -163,17 +170,23 @@ impl Lowerer<'_> {
             let k = cx.bind_index(i, "slot", inner);
             cx.bounds_check(&k, n, "the result of `scatterAdd`", span, inner)?;
             let k = cx.index_expr(&k, &Env::default(), inner)?;
-            let add = |at: L, v: L, vs: ScalarType, inner: &mut Block| {
-                let v = if vs == s { v } else { L::Cast(s, Box::new(v)) };
+            let add = |at: L, field: u32, v: L, vs: ScalarType, inner: &mut Block| {
+                let v = super::numbers::convert(v, vs, fields[field as usize]);
                 if parallel {
-                    inner.push(Stmt::AddAtomic { buf: out.clone(), index: at, field: 0, value: v });
+                    inner.push(Stmt::AddAtomic { buf: out.clone(), index: at, field, value: v });
                 } else {
-                    let sum = L::bin(BinOp::Add, L::load(out.clone(), at.clone(), 0), v);
-                    inner.push(Stmt::Store { buf: out.clone(), index: at, field: 0, value: sum });
+                    let sum = L::bin(BinOp::Add, L::load(out.clone(), at.clone(), field), v);
+                    inner.push(Stmt::Store { buf: out.clone(), index: at, field, value: sum });
                 }
             };
             match (value, row_len) {
-                (Val::Scalar(v, vs), None) => add(k, v, vs, inner),
+                (Val::Scalar(v, vs), None) => add(k, 0, v, vs, inner),
+                (Val::Tuple(parts), None) if parts.len() == fields.len() => {
+                    for (f, part) in parts.into_iter().enumerate() {
+                        let Val::Scalar(v, vs) = part else { return Err(unsupported(span, "`scatterAdd` of tuples that hold arrays")) };
+                        add(k.clone(), f as u32, v, vs, inner);
+                    }
+                }
                 (Val::Array(row), Some(w)) => {
                     // Row k starts at record k * K; add the pair's row element by element.
                     let c = cx.fresh("c");
@@ -182,7 +195,7 @@ impl Lowerer<'_> {
                         return Err(unsupported(span, "`scatterAdd` of rows that are not scalars"));
                     };
                     let at = L::bin(BinOp::Add, L::bin(BinOp::Mul, k, w.clone()), L::var(c.clone()));
-                    add(at, v, vs, &mut each);
+                    add(at, 0, v, vs, &mut each);
                     inner.push(Stmt::For { var: c, lo: L::index(0), hi: w.clone(), schedule: Schedule::Seq, body: each });
                 }
                 _ => return Err(unsupported(span, "`scatterAdd` of values that do not match its result type")),
@@ -258,12 +271,14 @@ pub(super) fn walked(v: &View) -> bool {
     }
 }
 
-/// The scalar type of a `scatterAdd` result's elements, and the row length when they are rows.
-fn element(ty: &Type) -> Option<(ScalarType, Option<Nat>)> {
+/// The record fields of a `scatterAdd` result's elements (a number or a
+/// tuple of numbers), and the row length when they are rows of numbers.
+fn element(ty: &Type) -> Option<(Vec<ScalarType>, Option<Nat>)> {
     match ty {
         Type::Array { elem, .. } => match &**elem {
-            Type::Scalar(s) => Some((*s, None)),
-            Type::Array { binder: None, elem, len } => Some((elem.as_scalar()?, Some(len.clone()))),
+            Type::Scalar(s) => Some((vec![*s], None)),
+            Type::Tuple(ts) => Some((ts.iter().map(Type::as_scalar).collect::<Option<_>>()?, None)),
+            Type::Array { binder: None, elem, len } => Some((vec![elem.as_scalar()?], Some(len.clone()))),
             _ => None,
         },
         _ => None,

@@ -147,6 +147,16 @@ pub enum ViewKind {
         /// Where the pattern is (for the bounds check's message).
         span: Span,
     },
+    /// `select(cond, a, b)` of two arrays (of one type): element `i` is
+    /// `a@i` or `b@i`, only the chosen one computed.
+    Choice {
+        /// The condition (a variable or literal).
+        cond: L,
+        /// Chosen when `cond` holds.
+        a: Box<View>,
+        /// Chosen otherwise.
+        b: Box<View>,
+    },
     /// `scatter(idx)(src)`: element `j` is `src@(inv[j])`, where the buffer
     /// `inv` holds the inverse permutation (filled and checked by `scatter.rs`).
     Permuted {
@@ -272,33 +282,23 @@ impl Lowerer<'_> {
                 self.apply(f, vec![arg], env, body)
             }
             ViewKind::Pad { src, l, value } => {
-                let Val::Scalar(pad_value, s) = (**value).clone() else {
-                    return Err(unsupported(span, "`pad` of non-scalar elements"));
-                };
                 let n = src.len();
                 let ie = self.index_expr(i, &Env::default(), body)?;
                 let le = self.index_expr(l, &Env::default(), body)?;
                 let ne = self.index_expr(&n, &Env::default(), body)?;
-                let outside = L::bin(
-                    heddle_ir::loops::BinOp::Or,
-                    L::bin(heddle_ir::loops::BinOp::Lt, ie.clone(), le.clone()),
-                    L::bin(heddle_ir::loops::BinOp::Ge, ie.clone(), L::bin(heddle_ir::loops::BinOp::Add, le.clone(), ne.clone())),
-                );
-                // Read a clamped position so the load is always in bounds; the select discards it outside.
-                let inside = L::bin(
-                    heddle_ir::loops::BinOp::Max,
-                    L::index(0),
-                    L::bin(heddle_ir::loops::BinOp::Min, L::bin(heddle_ir::loops::BinOp::Sub, ie, le), L::bin(heddle_ir::loops::BinOp::Sub, ne, L::index(1))),
-                );
-                let name = self.bind_index(inside, "p", body);
-                match self.elem(src, &name, body)? {
-                    Val::Scalar(e, es) => {
-                        let m = super::numbers::meet(s, es, Some(s));
-                        let (pad_value, e) = (super::numbers::convert(pad_value, s, m), super::numbers::convert(e, es, m));
-                        Ok(Val::Scalar(L::Select(Box::new(outside), Box::new(pad_value), Box::new(e)), m))
-                    }
-                    _ => Err(unsupported(span, "`pad` of non-scalar elements")),
-                }
+                use heddle_ir::loops::BinOp;
+                let outside = L::bin(BinOp::Or, L::bin(BinOp::Lt, ie.clone(), le.clone()), L::bin(BinOp::Ge, ie.clone(), L::bin(BinOp::Add, le.clone(), ne)));
+                // The element is read only inside (an empty array has none to read).
+                let mut inside = Block::new();
+                let at = self.bind_index(L::bin(BinOp::Sub, ie, le), "p", &mut inside);
+                let x = self.elem(src, &at, &mut inside)?;
+                self.choose_strictly(outside, ((**value).clone(), Block::new()), (x, inside), &elem_ty, span, body)
+            }
+            ViewKind::Choice { cond, a, b } => {
+                let (mut a_block, mut b_block) = (Block::new(), Block::new());
+                let x = self.elem(a, i, &mut a_block)?;
+                let y = self.elem(b, i, &mut b_block)?;
+                self.choose(cond.clone(), (x, a_block), (y, b_block), &elem_ty, span, body)
             }
             ViewKind::Permuted { inv, src } => {
                 let j = self.index_expr(i, &Env::default(), body)?;
@@ -342,20 +342,20 @@ impl Lowerer<'_> {
     }
 }
 
-/// The value of the record at `index` of `buf`, whose type is `ty` (a scalar or a tuple of scalars).
+/// The value of the record at `index` of `buf`, whose type is `ty` (a
+/// scalar, or a tuple of scalars and tuples, stored flat).
 fn load_record(buf: &Name, index: L, ty: &Type, span: Span) -> Result<Val, Diagnostic> {
-    match ty {
-        Type::Scalar(s) => Ok(Val::Scalar(L::load(buf.clone(), index, 0), *s)),
-        Type::Tuple(ts) => {
-            let mut items = Vec::new();
-            for (k, t) in ts.iter().enumerate() {
-                let s = t.as_scalar().ok_or_else(|| unsupported(span, "nested tuples in buffers"))?;
-                items.push(Val::Scalar(L::load(buf.clone(), index.clone(), k as u32), s));
+    fn go(buf: &Name, index: &L, ty: &Type, field: &mut u32) -> Option<Val> {
+        match ty {
+            Type::Scalar(s) => {
+                *field += 1;
+                Some(Val::Scalar(L::load(buf.clone(), index.clone(), *field - 1), *s))
             }
-            Ok(Val::Tuple(items))
+            Type::Tuple(ts) => Some(Val::Tuple(ts.iter().map(|t| go(buf, index, t, field)).collect::<Option<_>>()?)),
+            _ => None,
         }
-        other => Err(unsupported(span, &format!("buffers of {other}"))),
     }
+    go(buf, &index, ty, &mut 0).ok_or_else(|| unsupported(span, &format!("buffers of {ty}")))
 }
 
 impl Env {
