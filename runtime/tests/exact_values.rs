@@ -12,7 +12,7 @@
 
 use heddle_ir::ScalarType;
 use heddle_ir::encoding::{Encoding, parse_encoding};
-use heddle_runtime::sparse::{Coo, SparseTensor, build, file, json};
+use heddle_runtime::sparse::{Coo, SparseTensor, build, file, json, write};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -121,7 +121,7 @@ fn inputs(c: &Coo, elem: ScalarType, dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for name in ["in.mtx", "in.tns", "in.json"] {
         let p = dir.join(name);
-        file::write(&t, &p).unwrap();
+        write::write(&t, &p).unwrap();
         out.push(p);
     }
     if c.dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d)).is_some_and(|n| n <= 4096) {
@@ -149,7 +149,7 @@ fn round_trips(c: &Coo, elem: ScalarType, encoding: &str) -> Result<(), TestCase
         prop_assert_eq!(&entries(&t.to_coo(), single), &want, "{} into {}", input.display(), encoding);
         for out in ["out.mtx", "out.tns", "out.json"] {
             let p = dir.join(out);
-            file::write(&t, &p).unwrap();
+            write::write(&t, &p).unwrap();
             let (back, _) = file::read_coo(&p).map_err(|err| TestCaseError::fail(format!("{out}: {err}")))?;
             prop_assert_eq!(&entries(&back, single), &want, "{} → {} → {}", input.display(), encoding, out);
         }
@@ -177,11 +177,11 @@ fn the_reported_values_come_back_exactly() {
     let src = dir.join("t.mtx");
     std::fs::write(&src, "%%MatrixMarket matrix coordinate real general\n2 2 4\n1 1 -0.9999999999999999\n2 2 0.9620693325996399\n1 2 1e400\n2 1 nan\n").unwrap();
     let csr = file::read_into(&src, &enc(ENCODINGS[0].0)).unwrap();
-    file::write(&csr, &dir.join("t.json")).unwrap();
+    write::write(&csr, &dir.join("t.json")).unwrap();
     let text = std::fs::read_to_string(dir.join("t.json")).unwrap();
     assert!(text.contains(r#""values":[-0.9999999999999999,"inf","nan",0.9620693325996399]"#), "{text}");
     let coo = file::read_into(&dir.join("t.json"), &enc(ENCODINGS[4].0)).unwrap();
-    file::write(&coo, &dir.join("t2.mtx")).unwrap();
+    write::write(&coo, &dir.join("t2.mtx")).unwrap();
     let back = std::fs::read_to_string(dir.join("t2.mtx")).unwrap();
     assert_eq!(
         back,

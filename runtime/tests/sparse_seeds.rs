@@ -8,7 +8,7 @@ use heddle_ir::encoding::parse_encoding;
 use heddle_runtime::sparse::assemble::disassemble;
 use heddle_runtime::sparse::build::pack;
 use heddle_runtime::sparse::json::storage_to_json;
-use heddle_runtime::sparse::{Coo, SparseTensor, file, mtx};
+use heddle_runtime::sparse::{Coo, SparseTensor, file, mtx, write};
 use std::path::Path;
 
 fn enc(body: &str) -> heddle_ir::encoding::Encoding {
@@ -146,7 +146,7 @@ fn mlir_docs_csr_from_file_round_trips_through_mtx() {
     let dir = std::env::temp_dir().join(format!("heddle-sparse-seeds-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join("m.mtx");
-    file::write(&t, &out).unwrap();
+    write::write(&t, &out).unwrap();
     let (back, _) = mtx::read_mtx(&out).unwrap();
     assert_eq!(pack(&back, &e, ScalarType::F64).unwrap(), t);
     std::fs::remove_dir_all(&dir).ok();

@@ -1,13 +1,15 @@
 //! Storage snapshots: one 4x8 matrix (tests/data/sparse/m4x8.mtx) in every
-//! format, as `.json` storage; plus assemble ∘ disassemble = identity and a
-//! check that every stored form densifies back to the file's matrix.
+//! format, as `.json` storage; plus assemble ∘ disassemble = identity, the
+//! streamed `.json` writer against the snapshot's value, a round trip
+//! through `.npz`, and a check that every stored form densifies back to the
+//! file's matrix.
 
 use heddle_ir::encoding::parse_encoding;
 use heddle_runtime::sparse::assemble::{assemble, disassemble};
 use heddle_runtime::sparse::convert::to_dense;
 use heddle_runtime::sparse::dense::DenseTensor;
 use heddle_runtime::sparse::json::{storage_from_json, storage_to_json};
-use heddle_runtime::sparse::{file, mtx};
+use heddle_runtime::sparse::{file, mtx, write};
 use std::path::Path;
 
 const FORMATS: &[(&str, &str)] = &[
@@ -54,6 +56,15 @@ fn storage_of_a_4x8_matrix() {
         let mut back = storage_from_json(&json).unwrap();
         back.elem = t.elem;
         assert_eq!(back, t, "{name}");
+        // The streamed storage object is the same JSON value.
+        let mut text = Vec::new();
+        write::write_json(&t, &mut text).unwrap();
+        assert_eq!(serde_json::from_slice::<serde_json::Value>(&text).unwrap(), json, "{name}");
+        // Through scipy's .npz (csr, csc, bsr as stored, the rest as coo): the same matrix.
+        let npz = std::env::temp_dir().join(format!("heddle-storage-{}-{name}.npz", std::process::id()));
+        write::write(&t, &npz).unwrap();
+        assert_eq!(to_dense(&file::read_into(&npz, &e).unwrap()).unwrap(), want, "{name} via .npz");
+        std::fs::remove_file(&npz).ok();
     }
 }
 

@@ -7,11 +7,11 @@
 /// What `--input NAME=PATH` reads.
 pub const INPUT_FORMATS: &[&str] = &["npy", "json"];
 /// What `--matrix NAME=PATH` (and `convert`) reads.
-pub const MATRIX_FORMATS: &[&str] = &["mtx", "tns", "json"];
+pub const MATRIX_FORMATS: &[&str] = &["mtx", "tns", "npz", "json"];
 /// What `convert -o PATH` writes.
-pub const TENSOR_OUTPUT_FORMATS: &[&str] = &["json", "mtx", "tns"];
+pub const TENSOR_OUTPUT_FORMATS: &[&str] = &["json", "mtx", "tns", "npz"];
 /// What `run --output PATH` writes.
-pub const OUTPUT_FORMATS: &[&str] = &["npy", "json", "mtx"];
+pub const OUTPUT_FORMATS: &[&str] = &["npy", "json", "mtx", "npz", "tns"];
 
 /// `NAME=VALUE` with VALUE a natural number (`--param n=1024`).
 pub fn nat_binding(s: &str) -> Result<(String, i64), String> {
@@ -35,7 +35,7 @@ pub fn input_binding(s: &str) -> Result<(String, String), String> {
     file_binding(s, INPUT_FORMATS)
 }
 
-/// `--matrix NAME=PATH` (`.mtx`, `.tns` or `.json` storage).
+/// `--matrix NAME=PATH` (`.mtx`, `.tns`, `.npz` or `.json` storage).
 pub fn matrix_binding(s: &str) -> Result<(String, String), String> {
     file_binding(s, MATRIX_FORMATS)
 }

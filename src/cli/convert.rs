@@ -1,24 +1,25 @@
 //! `heddle convert IN --to ENCODING -o OUT [--defs FILE]`: read a tensor
-//! (`.mtx`, `.tns`, `.json`), store it in ENCODING, write it (`.mtx`, `.tns`,
-//! or `.json` = its storage, LANGUAGE.md §7).
+//! (`.mtx`, `.tns`, `.npz`, `.json`), store it in ENCODING, write it (`.mtx`,
+//! `.tns`, `.npz`, or `.json` = its storage, LANGUAGE.md §7) through
+//! `heddle_runtime::sparse::write`, the writer `run -o` uses too.
 
 use super::type_cmd::{check_encoding_arg, resolve_encoding};
 use super::{Failure, Output};
 use heddle_ir::encoding::print_encoding;
-use heddle_runtime::sparse::{build, file};
+use heddle_runtime::sparse::{file, write};
 use std::path::Path;
 use std::time::Instant;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The input tensor: .mtx, .tns, or .json (nested lists, or a stored tensor's storage).
+    /// The input tensor: .mtx, .tns, .npz (scipy.sparse.save_npz), or .json (nested lists, or a stored tensor's storage).
     #[arg(value_parser = super::args::checked(super::args::tensor_file))]
     input: String,
     /// The target encoding: a name (CSR, CSC, COO, DCSR, DCSC, CSF, BSR(r, c)), TACO's level
     /// letters (`ds`, `ds:1,0`), `#sparse_tensor.encoding<{...}>`, or `#NAME` from --defs.
     #[arg(long)]
     to: String,
-    /// Where to write: .json (the storage), .mtx or .tns.
+    /// Where to write: .json (the storage), .mtx, .tns or .npz (scipy.sparse.load_npz reads it).
     #[arg(long, short, value_parser = super::args::checked(super::args::tensor_output))]
     output: String,
     /// A file with `#NAME = #sparse_tensor.encoding<{...}>` lines.
@@ -31,18 +32,21 @@ pub struct Args {
 
 pub fn run(a: &Args) -> Result<Output, Failure> {
     check_encoding_arg("--to", &a.to, a.defs.as_deref())?;
+    let format = write::Format::from_path(Path::new(&a.output)).map_err(|e| Failure::Input(e.to_string()))?;
     let t0 = Instant::now();
-    let (coo, elem) = file::read_coo(Path::new(&a.input)).map_err(|e| Failure::Input(e.to_string()))?;
+    let contents = file::read_tensor(Path::new(&a.input), heddle_ir::ScalarType::F64).map_err(|e| Failure::Input(e.to_string()))?;
+    let entries_read = contents.len();
     let t1 = Instant::now();
-    let enc = resolve_encoding("--to", &a.to, a.defs.as_deref(), Some(coo.rank()))?;
-    let t = build::pack(&coo, &enc, elem).map_err(|e| Failure::Input(format!("{}: {e}", a.input)))?;
+    let enc = resolve_encoding("--to", &a.to, a.defs.as_deref(), Some(contents.rank()))?;
+    let t = contents.into_encoding(&enc).map_err(|e| Failure::Input(format!("{}: {e}", a.input)))?;
     let t2 = Instant::now();
-    file::write(&t, Path::new(&a.output)).map_err(|e| Failure::Input(e.to_string()))?;
+    write::write_as(&t, format, Path::new(&a.output)).map_err(|e| Failure::Input(e.to_string()))?;
+    let t3 = Instant::now();
     let dims: Vec<String> = t.dim_sizes.iter().map(u64::to_string).collect();
     let text = format!(
         "{} ({} entries read) -> {} ({}, {} stored values)\n",
         a.input,
-        coo.len(),
+        entries_read,
         a.output,
         dims.join("x"),
         t.nse()
@@ -56,10 +60,11 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             "encoding": print_encoding(&enc),
             "dim_sizes": t.dim_sizes,
             "lvl_sizes": t.lvl_sizes,
-            "entries_read": coo.len(),
+            "entries_read": entries_read,
             "nse": t.nse(),
             "read_seconds": (t1 - t0).as_secs_f64(),
             "convert_seconds": (t2 - t1).as_secs_f64(),
+            "write_seconds": (t3 - t2).as_secs_f64(),
         }),
     })
 }

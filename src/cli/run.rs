@@ -57,11 +57,11 @@ pub struct Args {
     /// Threads for --backend cpu (default: HEDDLE_THREADS, else every core).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     threads: Option<u32>,
-    /// Where to write the result (.npy or .json; .mtx for a result of rows of (column, value)
-    /// pairs, such as a sparse product's CSR rows); stdout as JSON without it.
+    /// Where to write the result (.npy or .json; .mtx, .npz or .tns for a result of rows of
+    /// (column, value) pairs, such as a sparse product's CSR rows); stdout as JSON without it.
     #[arg(long, short, value_parser = args::output_file)]
     output: Option<String>,
-    /// The matrix shape ROWSxCOLS of a .mtx result (default: its rows, and its largest column + 1).
+    /// The matrix shape ROWSxCOLS of a .mtx / .npz / .tns result (default: its rows, and its largest column + 1).
     #[arg(long = "output-dims", value_name = "ROWSxCOLS", value_parser = args::dims2)]
     output_dims: Option<(u64, u64)>,
     /// Machine-readable output.
@@ -137,12 +137,17 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             Some("npy") => write::write_npy(path, &value, ty).map_err(Failure::Input)?,
             Some("json") => std::fs::write(path, serde_json::to_string(&result_json).unwrap_or_default())
                 .map_err(|e| Failure::Io(format!("cannot write {out}: {e}")))?,
-            Some("mtx") => {
+            Some("mtx" | "npz" | "tns") => {
                 let dims = a.output_dims;
                 let (coo, elem) = write::sparse_rows(&value, ty, dims).map_err(|m| Failure::Input(format!("--output {out}: {m}")))?;
-                heddle_runtime::sparse::mtx::write_mtx(&coo, elem, path).map_err(|e| Failure::Input(format!("--output {out}: {e}")))?;
+                let fail = |e: heddle_runtime::sparse::SparseError| match e {
+                    heddle_runtime::sparse::SparseError::Io { .. } => Failure::Io(e.to_string()),
+                    e => Failure::Input(format!("--output {out}: {e}")),
+                };
+                let csr = heddle_runtime::sparse::build::pack(&coo, &heddle_runtime::sparse::csr::csr_encoding(), elem).map_err(fail)?;
+                heddle_runtime::sparse::write::write(&csr, path).map_err(fail)?;
             }
-            _ => return Err(Failure::usage("--output", format!("--output {out}: expected a .npy, .json or .mtx file name"))),
+            _ => return Err(Failure::usage("--output", format!("--output {out}: expected a .npy, .json, .mtx, .npz or .tns file name"))),
         }
     }
     let text = if a.output.is_some() { String::new() } else { serde_json::to_string(&result_json).unwrap_or_default() };

@@ -1,6 +1,7 @@
 //! Inputs and outputs of `heddle run` (LANGUAGE.md §7).
 
 pub mod bind;
+pub mod npy;
 pub mod number;
 pub mod read;
 pub mod write;

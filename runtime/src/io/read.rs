@@ -109,50 +109,9 @@ fn decode(f: &FieldLayout, raw: &[u8]) -> Value {
     }
 }
 
-/// numpy's own limit on a header's length (`np.load(max_header_size=10000)`).
-const MAX_HEADER: usize = 10_000;
-/// Brackets nest at most this deep in a header: a structured dtype of
-/// structured fields is 4 or 5 deep; npyz's header parser backtracks
-/// exponentially on deep nesting (16 `{` take minutes).
-const MAX_HEADER_DEPTH: usize = 8;
-
-/// Checks a `.npy` file's preamble and header text before npyz parses it:
-/// the magic string, a known version, a header length the file holds and
-/// within numpy's limit, ASCII text, and bracket nesting within
-/// [`MAX_HEADER_DEPTH`]. Returns where the data starts.
-pub fn check_npy_header(bytes: &[u8]) -> Result<usize, String> {
-    if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
-        return Err("not a .npy file (no \\x93NUMPY magic string)".into());
-    }
-    let (len, start) = match bytes[6] {
-        1 => (usize::from(u16::from_le_bytes([bytes[8], bytes[9]])), 10),
-        2 | 3 if bytes.len() >= 12 => (u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize, 12),
-        v => return Err(format!("unsupported .npy format version {v}")),
-    };
-    if len > MAX_HEADER {
-        return Err(format!("the header is {len} bytes, more than numpy's limit of {MAX_HEADER}"));
-    }
-    let header = bytes.get(start..start + len).ok_or("the file ends inside its header")?;
-    let mut depth = 0usize;
-    for &b in header {
-        match b {
-            b'{' | b'[' | b'(' => {
-                depth += 1;
-                if depth > MAX_HEADER_DEPTH {
-                    return Err(format!("the header nests brackets more than {MAX_HEADER_DEPTH} deep"));
-                }
-            }
-            b'}' | b']' | b')' => depth = depth.saturating_sub(1),
-            b if !b.is_ascii() => return Err("the header is not ASCII text".into()),
-            _ => {}
-        }
-    }
-    Ok(start + len)
-}
-
 fn read_npy(path: &Path) -> Result<Loaded, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    check_npy_header(&bytes).map_err(|e| format!("{}: not a valid .npy file: {e}", path.display()))?;
+    super::npy::check_npy_header(&bytes).map_err(|e| format!("{}: not a valid .npy file: {e}", path.display()))?;
     let npy = npyz::NpyFile::new(&bytes[..]).map_err(|e| format!("{}: not a valid .npy file: {e}", path.display()))?;
     let shape_dims = npy.shape().to_vec();
     // A 0-d array is one item.

@@ -44,22 +44,6 @@ pub fn to_json(v: &Value, ty: &Type) -> serde_json::Value {
     }
 }
 
-fn descr(s: ScalarType) -> &'static str {
-    match s {
-        ScalarType::Bool => "|b1",
-        ScalarType::I8 => "|i1",
-        ScalarType::I16 => "<i2",
-        ScalarType::I32 => "<i4",
-        ScalarType::I64 => "<i8",
-        ScalarType::U8 => "|u1",
-        ScalarType::U16 => "<u2",
-        ScalarType::U32 => "<u4",
-        ScalarType::U64 => "<u8",
-        ScalarType::F32 => "<f4",
-        ScalarType::F64 => "<f8",
-    }
-}
-
 fn push_scalar(out: &mut Vec<u8>, v: &Value, s: ScalarType) {
     match (v, s) {
         (Value::Float(x), ScalarType::F32) => out.extend_from_slice(&(*x as f32).to_le_bytes()),
@@ -106,11 +90,11 @@ fn contains_binder(t: &Type) -> bool {
 pub fn write_npy(path: &Path, v: &Value, ty: &Type) -> Result<(), String> {
     let leaf = leaf_type(ty);
     let (descr_text, fields): (String, Vec<ScalarType>) = match leaf {
-        Type::Scalar(s) => (format!("'{}'", descr(*s)), vec![*s]),
+        Type::Scalar(s) => (format!("'{}'", super::npy::descr(*s)), vec![*s]),
         Type::Tuple(ts) => {
             let fs: Option<Vec<ScalarType>> = ts.iter().map(|t| t.as_scalar()).collect();
             let fs = fs.ok_or("tuples of non-scalars cannot be written to .npy; use .json")?;
-            let d: Vec<String> = fs.iter().enumerate().map(|(k, s)| format!("('f{k}', '{}')", descr(*s))).collect();
+            let d: Vec<String> = fs.iter().enumerate().map(|(k, s)| format!("('f{k}', '{}')", super::npy::descr(*s))).collect();
             (format!("[{}]", d.join(", ")), fs)
         }
         other => return Err(format!("a result of type {other} cannot be written to .npy")),
@@ -125,19 +109,9 @@ pub fn write_npy(path: &Path, v: &Value, ty: &Type) -> Result<(), String> {
         }
     }
     let dims = npy_shape(v, ty).unwrap_or_else(|| vec![flat.len()]);
-    let shape = match dims.as_slice() {
-        [n] => format!("({n},)"),
-        ds => format!("({})", ds.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")),
-    };
-    let mut header = format!("{{'descr': {descr_text}, 'fortran_order': False, 'shape': {shape}, }}");
-    // Magic (6) + version (2) + length (2) + header, padded to a multiple of 64, ending in '\n'.
-    let total = 10 + header.len() + 1;
-    header.push_str(&" ".repeat((64 - total % 64) % 64));
-    header.push('\n');
-    let mut out = Vec::with_capacity(10 + header.len() + body.len());
-    out.extend_from_slice(b"\x93NUMPY\x01\x00");
-    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    out.extend_from_slice(header.as_bytes());
+    let dims: Vec<u64> = dims.iter().map(|&d| d as u64).collect();
+    let mut out = Vec::with_capacity(128 + body.len());
+    super::npy::write_header(&mut out, &descr_text, &dims).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     out.extend_from_slice(&body);
     let mut f = std::fs::File::create(path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     f.write_all(&out).map_err(|e| format!("cannot write {}: {e}", path.display()))

@@ -82,6 +82,12 @@ pub fn compress(coo: &Coo, outer: usize, inner: usize) -> Compressed {
     Compressed { pos: new_pos, crd, vals }
 }
 
+/// MLIR's CSR encoding, `(i, j) -> (i : dense, j : compressed)` at the native widths.
+pub fn csr_encoding() -> Encoding {
+    heddle_ir::encoding::parse_encoding("#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>", 0)
+        .expect("a well-formed encoding")
+}
+
 /// Is `enc` `(a : dense, b : compressed)` for two distinct dimensions (CSR or
 /// CSC, any widths, unique)? Returns `(a, b)`.
 pub fn csr_like(enc: &Encoding) -> Option<(usize, usize)> {

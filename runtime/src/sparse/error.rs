@@ -16,6 +16,16 @@ pub enum SparseError {
         /// What is wrong.
         message: String,
     },
+    /// A malformed archive (`.npz`): the file, the member (array) and what is wrong.
+    #[error("{}{}{message}", path.display(), if member.is_empty() { ": ".to_string() } else { format!(": `{member}`: ") })]
+    Archive {
+        /// The file.
+        path: PathBuf,
+        /// The array concerned (`indptr`), empty for the archive itself.
+        member: String,
+        /// What is wrong.
+        message: String,
+    },
     /// A file that could not be read or written.
     #[error("{}: {source}", path.display())]
     Io {

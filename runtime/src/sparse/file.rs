@@ -1,7 +1,9 @@
-//! Reading and writing tensors by file extension, for `heddle convert` and
-//! `heddle run --matrix`: `.mtx`, `.tns`, and `.json` (nested lists for a
-//! dense tensor, or the storage object of a stored one, which `read_into`
-//! keeps as stored when it is already in the target encoding).
+//! Reading tensors by file extension, for `heddle convert` and `heddle run
+//! --matrix`: `.mtx`, `.tns`, `.npz` (scipy's sparse archives), and `.json`
+//! (nested lists for a dense tensor, or the storage object of a stored one).
+//! A stored tensor (a `.json` storage object; a csr, csc or bsr `.npz`) is
+//! kept as stored when the target encoding stores it the same way, up to
+//! the widths of its positions and coordinates. Writing is [`super::write`].
 
 use super::build::pack;
 use super::coo::Coo;
@@ -17,16 +19,60 @@ fn ext(path: &Path) -> String {
     path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase()
 }
 
-/// What a tensor file holds: entries, or (a `.json` storage object) a stored tensor.
-enum Read {
+/// What a tensor file holds: entries, or a stored tensor (a `.json`
+/// storage object; a csr, csc or bsr `.npz`).
+pub enum Contents {
+    /// Entries (0-based coordinates) and the element type.
     Entries(Coo, ScalarType),
+    /// A tensor in the storage it was saved in.
     Stored(Box<SparseTensor>),
 }
 
+impl Contents {
+    /// Number of entries (stored values for a stored tensor).
+    pub fn len(&self) -> usize {
+        match self {
+            Contents::Entries(c, _) => c.len(),
+            Contents::Stored(t) => t.nse(),
+        }
+    }
+    /// Number of dimensions.
+    pub fn rank(&self) -> usize {
+        match self {
+            Contents::Entries(c, _) => c.rank(),
+            Contents::Stored(t) => t.dim_sizes.len(),
+        }
+    }
+    /// No entries?
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The tensor stored in `enc`: kept as stored when `enc` stores it the same
+    /// way (see [`read_into`]), else packed from its entries.
+    pub fn into_encoding(self, enc: &Encoding) -> Result<SparseTensor> {
+        match self {
+            Contents::Stored(t) if same_storage(&t.encoding, enc) => Ok(SparseTensor { encoding: enc.clone(), ..*t }),
+            Contents::Stored(t) if same_scheme(&t.encoding, enc) => rewidth(*t, enc),
+            Contents::Stored(t) => pack(&t.to_coo(), enc, t.elem),
+            Contents::Entries(coo, elem) => pack(&coo, enc, elem),
+        }
+    }
+}
+
+type Read = Contents;
+
 /// Reads a tensor file whose values are for `dest` (text is rounded
 /// straight to `f32` for an `f32` destination; JSON goes through `f64`).
+pub fn read_tensor(path: &Path, dest: ScalarType) -> Result<Contents> {
+    read(path, dest)
+}
+
 fn read(path: &Path, dest: ScalarType) -> Result<Read> {
     match ext(path).as_str() {
+        "npz" => Ok(match super::npz::read_npz(path)? {
+            super::npz::NpzTensor::Stored(t) => Read::Stored(Box::new(t)),
+            super::npz::NpzTensor::Entries(c, e) => Read::Entries(c, e),
+        }),
         "mtx" => mtx::read_mtx_for(path, dest).map(|(c, e)| Read::Entries(c, e)),
         "tns" => Ok(Read::Entries(tns::read_tns_for(path, dest)?, ScalarType::F64)),
         "json" => {
@@ -44,13 +90,13 @@ fn read(path: &Path, dest: ScalarType) -> Result<Read> {
             }
         }
         e => Err(SparseError::Shape(format!(
-            "{}: unknown tensor file type `.{e}` (expected .mtx, .tns or .json)",
+            "{}: unknown tensor file type `.{e}` (expected .mtx, .tns, .npz or .json)",
             path.display()
         ))),
     }
 }
 
-/// Reads a tensor's entries (0-based coordinates) and element type from `.mtx`, `.tns` or `.json`.
+/// Reads a tensor's entries (0-based coordinates) and element type from `.mtx`, `.tns`, `.npz` or `.json`.
 pub fn read_coo(path: &Path) -> Result<(Coo, ScalarType)> {
     match read(path, ScalarType::F64)? {
         Read::Entries(coo, elem) => Ok((coo, elem)),
@@ -71,21 +117,22 @@ pub fn read_into(path: &Path, enc: &Encoding) -> Result<SparseTensor> {
 /// element type): `.mtx` / `.tns` values are rounded once, straight to `f32`
 /// for an `f32` destination.
 pub fn read_into_for(path: &Path, enc: &Encoding, dest: ScalarType) -> Result<SparseTensor> {
-    match read(path, dest)? {
-        Read::Stored(t) if same_storage(&t.encoding, enc) => Ok(SparseTensor { encoding: enc.clone(), ..*t }),
-        Read::Stored(t) => pack(&t.to_coo(), enc, t.elem),
-        Read::Entries(coo, elem) => pack(&coo, enc, elem),
-    }
+    read(path, dest)?.into_encoding(enc)
 }
 
 /// Do two encodings store a tensor in the same buffers? (Level names,
 /// spellings, `explicitVal`/`implicitVal` do not matter.) Never for sliced
 /// encodings, which describe a window into another tensor's storage.
 fn same_storage(a: &Encoding, b: &Encoding) -> bool {
-    a.dim_rank() == b.dim_rank()
-        && a.dims.iter().chain(&b.dims).all(|d| d.slice.is_none())
+    same_scheme(a, b)
         && a.pos_width.storage_bits() == b.pos_width.storage_bits()
         && a.crd_width.storage_bits() == b.crd_width.storage_bits()
+}
+
+/// [`same_storage`] but for the widths of positions and coordinates.
+fn same_scheme(a: &Encoding, b: &Encoding) -> bool {
+    a.dim_rank() == b.dim_rank()
+        && a.dims.iter().chain(&b.dims).all(|d| d.slice.is_none())
         && a.levels.len() == b.levels.len()
         && a.levels.iter().zip(&b.levels).all(|(x, y)| {
             let format = |f: LevelFormat| match f {
@@ -96,19 +143,19 @@ fn same_storage(a: &Encoding, b: &Encoding) -> bool {
         })
 }
 
-/// Writes a stored tensor: `.json` is its storage, `.mtx` / `.tns` its entries.
-pub fn write(t: &SparseTensor, path: &Path) -> Result<()> {
-    let io = |source| SparseError::Io { path: path.to_path_buf(), source };
-    match ext(path).as_str() {
-        "mtx" => mtx::write_mtx(&t.to_coo(), t.elem, path),
-        "tns" => tns::write_tns(&t.to_coo(), t.elem, path),
-        "json" => {
-            let text = serde_json::to_string(&json::storage_to_json(t)).unwrap_or_default();
-            std::fs::write(path, text + "\n").map_err(io)
-        }
-        e => Err(SparseError::Shape(format!(
-            "{}: unknown tensor file type `.{e}` (expected .mtx, .tns or .json)",
-            path.display()
-        ))),
-    }
+/// `t` with its positions and coordinates at `enc`'s widths (an error naming
+/// the buffer and position of the first value that does not fit).
+fn rewidth(t: SparseTensor, enc: &Encoding) -> Result<SparseTensor> {
+    let narrow = |bufs: Vec<Option<super::buffer::IndexBuf>>, width, what: &str| {
+        bufs.into_iter()
+            .enumerate()
+            .map(|(l, b)| b.map(|b| super::buffer::IndexBuf::from_u64(b.to_u64(), width, &format!("{what}[{l}]"))).transpose())
+            .collect::<Result<Vec<_>>>()
+    };
+    Ok(SparseTensor {
+        positions: narrow(t.positions, enc.pos_width, "positions")?,
+        coordinates: narrow(t.coordinates, enc.crd_width, "coordinates")?,
+        encoding: enc.clone(),
+        ..t
+    })
 }

@@ -25,9 +25,11 @@ pub mod error;
 pub mod file;
 pub mod json;
 pub mod mtx;
+pub mod npz;
 pub mod tensor;
 mod text;
 pub mod tns;
+pub mod write;
 
 pub use buffer::IndexBuf;
 pub use convert::convert;

@@ -1,0 +1,136 @@
+//! Writing stored tensors: the one place that knows every storage output
+//! format, used by `heddle convert -o` and `heddle run -o` alike (and by
+//! anything else that writes a [`SparseTensor`]).
+//!
+//! | extension | [`Format`] | what is written |
+//! |---|---|---|
+//! | `.json` | [`Format::Json`] | the storage object (LANGUAGE.md §7), every buffer as stored |
+//! | `.mtx` | [`Format::Mtx`] | the entries, Matrix Market `coordinate general` |
+//! | `.tns` | [`Format::Tns`] | the entries, MLIR's extended FROSTT form |
+//! | `.npz` | [`Format::Npz`] | scipy's `save_npz` layout (csr, csc, bsr, or coo) |
+//!
+//! The JSON object is streamed value by value into a buffered writer (no
+//! `serde_json::Value` of millions of numbers is built), with numbers spelled
+//! as [`crate::io::number`] spells them everywhere.
+
+use super::error::{Result, SparseError};
+use super::tensor::SparseTensor;
+use super::{buffer::IndexBuf, mtx, npz, tns};
+use crate::io::number;
+use heddle_ir::ScalarType;
+use heddle_ir::encoding::print_encoding;
+use std::io::Write;
+use std::path::Path;
+
+/// A storage output format, chosen by a file's extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// `.json`: the storage object.
+    Json,
+    /// `.mtx`: Matrix Market (matrices only).
+    Mtx,
+    /// `.tns`: FROSTT, extended form.
+    Tns,
+    /// `.npz`: scipy's sparse archive.
+    Npz,
+}
+
+impl Format {
+    /// The format of an output path, or an error naming the extensions known.
+    pub fn from_path(path: &Path) -> Result<Format> {
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+        match ext.as_str() {
+            "json" => Ok(Format::Json),
+            "mtx" => Ok(Format::Mtx),
+            "tns" => Ok(Format::Tns),
+            "npz" => Ok(Format::Npz),
+            e => Err(SparseError::Shape(format!(
+                "{}: unknown tensor file type `.{e}` (expected .json, .mtx, .tns or .npz)",
+                path.display()
+            ))),
+        }
+    }
+}
+
+/// Writes a stored tensor in the format of `path`'s extension (see [`Format`]).
+pub fn write(t: &SparseTensor, path: &Path) -> Result<()> {
+    write_as(t, Format::from_path(path)?, path)
+}
+
+/// Writes a stored tensor to `path` in `format`.
+pub fn write_as(t: &SparseTensor, format: Format, path: &Path) -> Result<()> {
+    let io = |source| SparseError::Io { path: path.to_path_buf(), source };
+    match format {
+        Format::Mtx => mtx::write_mtx(&t.to_coo(), t.elem, path),
+        Format::Tns => tns::write_tns(&t.to_coo(), t.elem, path),
+        Format::Npz => npz::write_npz(t, path),
+        Format::Json => {
+            let f = std::fs::File::create(path).map_err(io)?;
+            let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+            write_json(t, &mut w).map_err(io)?;
+            w.write_all(b"\n").map_err(io)?;
+            w.flush().map_err(io)
+        }
+    }
+}
+
+/// Streams the storage object of `t` (`{"encoding", "dim_sizes", "lvl_sizes",
+/// "nse", "positions", "coordinates", "values"}`, a level without a buffer
+/// `null`) to `w`, without a trailing newline. It parses to exactly
+/// [`super::json::storage_to_json`]'s value.
+pub fn write_json(t: &SparseTensor, w: &mut impl Write) -> std::io::Result<()> {
+    let text = serde_json::to_string(&print_encoding(&t.encoding)).map_err(std::io::Error::other)?;
+    write!(w, "{{\"encoding\":{text},\"dim_sizes\":")?;
+    list(w, t.dim_sizes.iter().copied())?;
+    w.write_all(b",\"lvl_sizes\":")?;
+    list(w, t.lvl_sizes.iter().copied())?;
+    write!(w, ",\"nse\":{},\"positions\":", t.nse())?;
+    per_level(w, &t.positions)?;
+    w.write_all(b",\"coordinates\":")?;
+    per_level(w, &t.coordinates)?;
+    w.write_all(b",\"values\":[")?;
+    for (k, &v) in t.values.iter().enumerate() {
+        if k > 0 {
+            w.write_all(b",")?;
+        }
+        json_value(w, v, t.elem)?;
+    }
+    w.write_all(b"]}")
+}
+
+fn list(w: &mut impl Write, xs: impl Iterator<Item = u64>) -> std::io::Result<()> {
+    w.write_all(b"[")?;
+    for (k, x) in xs.enumerate() {
+        if k > 0 {
+            w.write_all(b",")?;
+        }
+        write!(w, "{x}")?;
+    }
+    w.write_all(b"]")
+}
+
+fn per_level(w: &mut impl Write, bufs: &[Option<IndexBuf>]) -> std::io::Result<()> {
+    w.write_all(b"[")?;
+    for (l, b) in bufs.iter().enumerate() {
+        if l > 0 {
+            w.write_all(b",")?;
+        }
+        match b {
+            None => w.write_all(b"null")?,
+            Some(b) => list(w, (0..b.len()).map(|i| b.get(i)))?,
+        }
+    }
+    w.write_all(b"]")
+}
+
+/// A stored value in JSON: an integer for integer element types, else the
+/// shortest float text at the element's width, `"inf"`, `"-inf"` or `"nan"`.
+pub(crate) fn json_value(w: &mut impl Write, v: f64, elem: ScalarType) -> std::io::Result<()> {
+    if !elem.is_float() && v.fract() == 0.0 && v.abs() <= super::text::EXACT_INT as f64 {
+        write!(w, "{}", v as i64)
+    } else if let Some(name) = number::non_finite_name(v) {
+        write!(w, "\"{name}\"")
+    } else {
+        write!(w, "{}", number::float(v, elem))
+    }
+}
