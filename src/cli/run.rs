@@ -71,9 +71,9 @@ pub struct Args {
 
 /// Flags that contradict each other, found before any work.
 fn check_usage(a: &Args) -> Result<(), Failure> {
-    let mtx_output = a.output.as_deref().is_some_and(|o| o.ends_with(".mtx"));
-    if a.output_dims.is_some() && !mtx_output {
-        return Err(Failure::usage("--output-dims", "--output-dims gives the shape of a .mtx --output; there is none"));
+    let matrix_output = a.output.as_deref().is_some_and(|o| [".mtx", ".npz", ".tns"].iter().any(|e| o.ends_with(e)));
+    if a.output_dims.is_some() && !matrix_output {
+        return Err(Failure::usage("--output-dims", "--output-dims gives the shape of a .mtx, .npz or .tns --output; there is none"));
     }
     if a.threads.is_some() && a.backend != Backend::Cpu {
         let backend = format!("{:?}", a.backend).to_lowercase();

@@ -70,7 +70,7 @@ pub fn read_tensor(path: &Path, dest: ScalarType) -> Result<Contents> {
 fn read(path: &Path, dest: ScalarType) -> Result<Read> {
     match ext(path).as_str() {
         "npz" => Ok(match super::npz::read_npz(path)? {
-            super::npz::NpzTensor::Stored(t) => Read::Stored(Box::new(t)),
+            super::npz::NpzTensor::Stored(t) => Read::Stored(t),
             super::npz::NpzTensor::Entries(c, e) => Read::Entries(c, e),
         }),
         "mtx" => mtx::read_mtx_for(path, dest).map(|(c, e)| Read::Entries(c, e)),

@@ -35,7 +35,7 @@ use std::path::Path;
 /// What a `.npz` file holds.
 pub enum NpzTensor {
     /// A matrix kept in the storage it was saved in (csr, csc, bsr).
-    Stored(SparseTensor),
+    Stored(Box<SparseTensor>),
     /// Entries (coo, dia, and csr / csc / bsr with unsorted or repeated indices).
     Entries(Coo, ScalarType),
 }
@@ -278,7 +278,7 @@ fn compressed(
             2 => (vec![None, Some(indptr)], vec![None, Some(indices)]),
             _ => (vec![None, Some(indptr), None, None], vec![None, Some(indices), None, None]),
         };
-        return finish(&enc, elem, dims, lvl_sizes, pos, crd, values).map(NpzTensor::Stored);
+        return finish(&enc, elem, dims, lvl_sizes, pos, crd, values).map(|t| NpzTensor::Stored(Box::new(t)));
     }
     // Unsorted or repeated indices: entries, which packing sorts and sums.
     let mut coo = Coo::new(dims);
