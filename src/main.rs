@@ -3,6 +3,8 @@
 mod cli;
 
 fn main() {
+    // SAFETY: the first statement of `main`: no other thread exists yet.
+    unsafe { heddle_runtime::oclgrind::expand_log_pattern() };
     // Deeply nested programs recurse deeply in the front end: give it room.
     let worker = std::thread::Builder::new().stack_size(256 << 20).spawn(cli::main);
     let code = match worker {

@@ -15,19 +15,10 @@ use heddle_runtime::interp::Env;
 use heddle_runtime::io::{bind_inputs, read_input};
 use heddle_runtime::opencl::OpenCl;
 use heddle_runtime::value::Value;
-use std::sync::OnceLock;
 
 /// One device for the whole test binary, so POCL builds each distinct kernel once.
 fn platform() -> Option<&'static OpenCl> {
-    static CL: OnceLock<Result<OpenCl, String>> = OnceLock::new();
-    match CL.get_or_init(|| OpenCl::new(None).map_err(|d| d.message)) {
-        Ok(cl) => Some(cl),
-        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => panic!("CI must run the OpenCL tests, but: {e}"),
-        Err(e) => {
-            eprintln!("SKIPPED: OpenCL tests need an OpenCL platform (scripts/test.sh installs POCL): {e}");
-            None
-        }
-    }
+    common::opencl_platform()
 }
 
 fn kernel_of(example: &str) -> (SourceFile, heddle_typeck::Kernel) {
@@ -263,4 +254,190 @@ fn tune_refuses_an_unknown_tunable() {
     let (code, _, err) = common::heddle(&["tune", "examples/csr_spmv_row_per_item.hdl", "--csr", "examples/data/spmv8/matrix.mtx", "--param-range", "R=1..4"]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("no natural of this name"), "{err}");
+}
+
+/// What the Oclgrind pass (`scripts/oclgrind.sh`) must catch: these kernels
+/// are wrong on purpose, and each launch must fail with Oclgrind's report.
+/// Elsewhere (POCL runs them as if in lock-step) they are skipped.
+fn oclgrind_only() -> Option<&'static OpenCl> {
+    if !common::oclgrind() {
+        eprintln!("SKIPPED: a deliberately wrong kernel, checked in the Oclgrind pass (scripts/oclgrind.sh)");
+        return None;
+    }
+    platform()
+}
+
+/// The parallel SpMV as generated, with its barriers removed: the race the
+/// example had before barriers were placed (every item reads the row's
+/// partial sums while the others still write them).
+#[test]
+fn oclgrind_reports_the_race_of_the_parallel_spmv_without_barriers() {
+    let Some(cl) = oclgrind_only() else { return };
+    let (_, kernel) = kernel_of("csr_spmv_parallel");
+    let mut compiled = heddle::opencl::compile(&kernel, "csr_spmv_parallel").unwrap();
+    let barrier = "barrier(CLK_LOCAL_MEM_FENCE);";
+    assert!(compiled.kernel.source.contains(barrier), "{}", compiled.kernel.source);
+    compiled.kernel.source = compiled.kernel.source.replace(barrier, "");
+    let env = bind(&kernel, "spmv8", CSR, &[("R", 2), ("W", 4)]);
+    let err = heddle::opencl::run(cl, &kernel, &compiled, &env, 1).expect_err("Oclgrind reports the race");
+    // Oclgrind runs a group's items one after another up to a barrier, so the
+    // first report is often the partial sums read before they were written.
+    assert!(err.message.contains("data race") || err.message.contains("Uninitialized value"), "{}", err.message);
+}
+
+/// A hand-written kernel whose work-items all store their own index into the
+/// same element (a write-write race in global memory), and one that stores a
+/// `__local` value no item ever wrote.
+#[test]
+fn oclgrind_reports_a_global_race_and_an_uninitialised_value() {
+    use heddle_ir::loops::{Arg, ArgKind, Expr, LoopProgram, Schedule, Space, Stmt};
+    use heddle_ir::ScalarType::{F32, I64};
+    let Some(cl) = oclgrind_only() else { return };
+    let program = |name: &str, body| LoopProgram {
+        name: name.into(),
+        args: vec![
+            Arg { name: "n".into(), kind: ArgKind::Nat },
+            Arg { name: "out".into(), kind: ArgKind::Output { fields: vec![I64], len: heddle_ir::Nat::Lit(4) } },
+        ],
+        host: vec![],
+        body,
+        checks: vec![],
+        parallel_work: None,
+        counts: vec![],
+    };
+    let racy = program(
+        "racy",
+        vec![Stmt::For {
+            var: "i".into(),
+            lo: Expr::index(0),
+            hi: Expr::var("n"),
+            schedule: Schedule::Global(0),
+            body: vec![Stmt::Store { buf: "out".into(), index: Expr::index(0), field: 0, value: Expr::var("i") }],
+        }],
+    );
+    let unwritten = program(
+        "unwritten",
+        vec![Stmt::For {
+            var: "g".into(),
+            lo: Expr::index(0),
+            hi: Expr::var("n"),
+            schedule: Schedule::Workgroup(0),
+            body: vec![
+                Stmt::Alloc { buf: "tmp".into(), fields: vec![F32], len: Expr::index(4), space: Space::Local },
+                Stmt::Store {
+                    buf: "out".into(),
+                    index: Expr::bin(heddle_ir::loops::BinOp::Rem, Expr::var("g"), Expr::index(4)),
+                    field: 0,
+                    value: Expr::Cast(I64, Box::new(Expr::load("tmp", Expr::index(1), 0))),
+                },
+            ],
+        }],
+    );
+    for (prog, report) in [(racy, "data race"), (unwritten, "Uninitialized value")] {
+        let generated = heddle_codegen_opencl::compile(&prog).unwrap();
+        let mut launch = heddle_runtime::launch::prepare(&prog, &Env::default().with_nat("n".into(), 64)).unwrap();
+        let err = cl.run(&prog, &generated, &mut launch, 1).expect_err(&prog.name);
+        assert!(err.message.contains(report), "{}: {}", prog.name, err.message);
+    }
+}
+
+/// CSR buffers for `row_lengths`, random columns below `m` and values that
+/// are multiples of 1/4 (sums stay exact in f32 whatever the order), written
+/// as JSON inputs for the parallel SpMV; returns the bound environment.
+fn csr_inputs(kernel: &heddle_typeck::Kernel, dir: &std::path::Path, row_lengths: &[usize], m: usize, nats: &[(&str, i64)]) -> Result<Env, String> {
+    let mut rng = common::Rng(0x5eed_0013 ^ row_lengths.len() as u64);
+    let mut offset = vec![0usize];
+    let (mut cols, mut vals) = (Vec::new(), Vec::new());
+    for &len in row_lengths {
+        for _ in 0..len {
+            cols.push(rng.below(m as u64));
+            vals.push(rng.value());
+        }
+        offset.push(cols.len());
+    }
+    let xs: Vec<f64> = (0..m).map(|_| rng.value()).collect();
+    let write = |name: &str, v: serde_json::Value| (name.to_string(), read_input(&common::write(dir, &format!("{name}.json"), &v.to_string())).unwrap());
+    let loaded = vec![
+        write("offset", serde_json::json!(offset)),
+        write("col_indices", serde_json::json!(cols)),
+        write("values", serde_json::json!(vals)),
+        write("xs", serde_json::json!(xs)),
+    ];
+    let nats: Vec<(String, i64)> = nats.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    bind_inputs(kernel, &nats, loaded).map_err(|e| e.to_string())
+}
+
+/// The parallel SpMV (local memory, barriers, the tree) against the
+/// interpreter over a grid of tunables: rows per group R from 1 to all rows,
+/// items per row W from 1 to more than any row has entries, on a matrix with
+/// empty rows and one row of 10 000 entries; R that does not divide the rows
+/// is refused with the requirement it breaks. (Fewer tunables on Oclgrind.)
+#[test]
+fn parallel_spmv_over_a_grid_of_tunables_matches_the_interpreter() {
+    let Some(cl) = platform() else { return };
+    let (file, kernel) = kernel_of("csr_spmv_parallel");
+    let compiled = heddle::opencl::compile(&kernel, "csr_spmv_parallel").unwrap_or_else(|d| panic!("{}", file.render(&[d])));
+    let dir = tempfile::tempdir().unwrap();
+    // 12 rows: empty ones, short ones, and (first matrix only) a long one.
+    let short = [0, 3, 1, 0, 7, 2, 0, 5, 1, 4, 0, 6];
+    let mut long = short;
+    long[4] = 10_000;
+    let full = !common::oclgrind();
+    let rs: &[i64] = if full { &[1, 2, 3, 4, 6, 12] } else { &[3] };
+    let ws: &[i64] = if full { &[1, 2, 3, 8, 32, 64] } else { &[3, 16] };
+    for (rows, what) in [(&short[..], "rows of at most 7 entries"), (&long[..], "a row of 10 000 entries")] {
+        let bound = csr_inputs(&kernel, dir.path(), rows, 10_000, &[("R", 1), ("W", 1)]).unwrap();
+        for &r in rs {
+            for &w in ws {
+                let env = bound.with_nat("R".into(), r).with_nat("W".into(), w);
+                let want = heddle_runtime::interp::run_kernel(&kernel, &env).unwrap();
+                let (got, _) = heddle::opencl::run(cl, &kernel, &compiled, &env, 1)
+                    .unwrap_or_else(|d| panic!("{what}, R={r} W={w}: {}", file.render(&[d])));
+                assert_close(&got, &want, &format!("{what}, R={r} W={w}"));
+            }
+        }
+    }
+    let env = csr_inputs(&kernel, dir.path(), &short, 8, &[("R", 5), ("W", 4)]).unwrap();
+    let err = heddle::opencl::run(cl, &kernel, &compiled, &env, 1).expect_err("12 rows are not groups of 5");
+    assert!(err.message.contains("n % R == 0"), "{}", err.message);
+}
+
+/// The hand-written hand-offs of codegen-opencl/tests/samples: reading
+/// another item's element (a barrier), one's own (none), and the hand-off
+/// inside a per-item loop (rounds, a predicate), each against values
+/// computed here.
+#[test]
+fn local_memory_hand_offs_compute_what_they_should() {
+    use heddle_ir::loops::{BinOp, Expr};
+    use heddle_runtime::launch::{output_value, prepare};
+    let Some(cl) = platform() else { return };
+    let (n, w) = (5i64, 6i64);
+    let xs: Vec<f64> = (0..n * w).map(|k| k as f64).collect();
+    let env = Env::default().with_nat("n".into(), n).with_nat("W".into(), w).with_value("xs".into(), Value::array(xs.iter().map(|&x| Value::Float(x)).collect()));
+    let ty = heddle_ir::parser::parse_type("[float]_{n * W}").unwrap();
+    let reversed = Expr::bin(BinOp::Sub, Expr::bin(BinOp::Sub, Expr::var("W"), Expr::index(1)), Expr::var("j"));
+    for (read, expect) in [(reversed, true), (Expr::var("j"), false)] {
+        let prog = samples::hand_off(read);
+        let k = heddle_codegen_opencl::compile(&prog).unwrap();
+        let mut launch = prepare(&prog, &env).unwrap();
+        cl.run(&prog, &k, &mut launch, 1).unwrap_or_else(|d| panic!("{}", d.message));
+        let got = floats(&output_value(&prog, &launch, &ty, &env).unwrap());
+        for g in 0..n {
+            for j in 0..w {
+                let from = if expect { w - 1 - j } else { j };
+                assert_eq!(got[(g * w + j) as usize], xs[(g * w + from) as usize], "g={g} j={j}");
+            }
+        }
+    }
+    let prog = samples::nested_hand_off();
+    let k = heddle_codegen_opencl::compile(&prog).unwrap();
+    let ty = heddle_ir::parser::parse_type("[float]_n").unwrap();
+    for (rows, r, w) in [(12i64, 3i64, 4i64), (8, 8, 1), (6, 2, 16)] {
+        let env = Env::default().with_nat("n".into(), rows).with_nat("R".into(), r).with_nat("W".into(), w);
+        let mut launch = prepare(&prog, &env).unwrap();
+        cl.run(&prog, &k, &mut launch, 1).unwrap_or_else(|d| panic!("{}", d.message));
+        let got = floats(&output_value(&prog, &launch, &ty, &env).unwrap());
+        let want: Vec<f64> = (0..rows).map(|row| (w * row + w * (w - 1) / 2) as f64).collect();
+        assert_eq!(got, want, "n={rows} R={r} W={w}");
+    }
 }

@@ -6,12 +6,32 @@
 //! - `Top`: outside every parallel loop. Values are computed redundantly (no
 //!   harm); stores to global memory are done by the first work-item only.
 //! - `Group`: inside `Workgroup` loops only. Every item of a group runs it;
-//!   stores are done by the group's leader (local ids all zero). Control flow
-//!   here is uniform across the group, so this is where barriers may go.
-//! - `Item`: inside a `Global` or `Local` loop: one work-item's own work.
+//!   stores are done by one item of the group.
+//! - `Item`: inside a `Global` or `Local` loop: one work-item's own work;
+//!   a store is done by one of the items that agree on the enclosing loops'
+//!   iterations ([`Gen::who`]: ids of the dimensions no loop distributes are 0).
+//!
+//! **Barriers** (placed by `barriers.rs`) must be reached by every item of a
+//! group, the same number of times. Two devices keep them so:
+//! - A per-item loop with a barrier inside runs in lock-step *rounds*: all
+//!   items run `ceil(range / size)` rounds, item `id` takes iteration
+//!   `base + id` of each and works only where it exists (a predicate); the
+//!   barrier is outside the predicate. Every loop around a barrier must have
+//!   bounds that are the same on all items of a group (`divergence.rs`),
+//!   else the kernel is refused with the loop named.
+//! - A condition around a barrier that differs between items — an `if`, or a
+//!   `Check` whose rest of block holds a barrier — becomes a *predicate*:
+//!   both sides run on every item, each statement under its side's `bool`,
+//!   the barriers unconditionally. Under a predicate a `let` that could fault
+//!   is `p ? value : 0`, a store is `if (p) …`, a loop or branch without a
+//!   barrier is wrapped in `if (p)`, and uniform computations run everywhere.
+//!
+//! A failed check stores its id and predicates the rest of its block off
+//! (no early `return`: work-items leaving a kernel with barriers is undefined).
 
 use crate::ctype::{scalar, stored};
 use crate::launch::{eval, launch_evaluable, LoopInfo};
+use crate::barriers::contains_barrier;
 use crate::{Gen, KernelParam};
 use heddle_ir::loops::{Block, Expr, Schedule, Space, Stmt, TypeEnv};
 use heddle_ir::Name;
@@ -24,46 +44,69 @@ pub(crate) enum Ctx {
     Item,
 }
 
-/// The barrier every `__local` hand-off uses; the global fence also orders
-/// the leader's stores for the group.
-const BARRIER: &str = "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);";
+/// The predicate a statement runs under (see the module docs): `None` when
+/// every item that reaches it executes it, else the C name of a `bool`.
+pub(crate) type Pred = Option<String>;
+
+/// The barrier every `__local` hand-off uses.
+const BARRIER: &str = "barrier(CLK_LOCAL_MEM_FENCE);";
 
 impl Gen<'_> {
-    pub(crate) fn block(&mut self, b: &Block, env: &mut TypeEnv, ctx: Ctx, depth: usize) -> Result<(), String> {
+    pub(crate) fn block(&mut self, b: &Block, env: &mut TypeEnv, ctx: Ctx, depth: usize, pred: &Pred) -> Result<(), String> {
         let mark = env.mark();
-        self.stmts(b, env, ctx, depth)?;
+        self.stmts(b, env, ctx, depth, pred)?;
         env.truncate(mark);
         Ok(())
     }
 
-    fn stmts(&mut self, b: &[Stmt], env: &mut TypeEnv, ctx: Ctx, depth: usize) -> Result<(), String> {
+    fn stmts(&mut self, b: &[Stmt], env: &mut TypeEnv, ctx: Ctx, depth: usize, pred: &Pred) -> Result<(), String> {
         for (k, s) in b.iter().enumerate() {
             if let Stmt::Check { cond, id } = s {
-                // The rest of the block runs only when the check holds. An
-                // early `return` would be simpler, but work-items leaving a
-                // kernel that has barriers is undefined (POCL rejects it).
-                let c = self.expr(&Expr::Not(Box::new(cond.clone())), env)?;
-                // Ids are reported 1-based so that 0 means "no failure".
-                self.line(depth, &format!("if ({c}) {{"));
-                self.line(depth + 1, &format!("atomic_cmpxchg(heddle_error, 0, {});", u64::from(*id) + 1));
-                let rest = &b[k + 1..];
-                if !rest.is_empty() {
-                    self.line(depth, "} else {");
-                    self.stmts(rest, env, ctx, depth + 1)?;
-                }
-                self.line(depth, "}");
-                return Ok(());
+                return self.check(cond, *id, &b[k + 1..], env, ctx, depth, pred);
             }
-            self.stmt(s, env, ctx, depth)?;
-            // A work-group's hand-off through local memory: whatever one item
-            // stored must be visible to the others before the next statement.
-            // (A work-group loop ends each iteration with its own barrier.)
-            let group_loop = matches!(s, Stmt::For { schedule: Schedule::Workgroup(_), .. });
-            if ctx != Ctx::Item && !group_loop && self.writes_local(s) && !matches!(b.get(k + 1), Some(Stmt::Barrier)) {
-                self.line(depth, BARRIER);
-            }
+            self.stmt(s, env, ctx, depth, pred)?;
         }
         Ok(())
+    }
+
+    /// A check and the rest of its block, which runs only where it holds.
+    /// Ids are reported 1-based so that 0 means "no failure"; the first
+    /// failure wins.
+    #[allow(clippy::too_many_arguments)]
+    fn check(&mut self, cond: &Expr, id: u32, rest: &[Stmt], env: &mut TypeEnv, ctx: Ctx, depth: usize, pred: &Pred) -> Result<(), String> {
+        let report = format!("atomic_cmpxchg(heddle_error, 0, {});", u64::from(id) + 1);
+        let c = self.expr(cond, env)?;
+        if !self.div.expr(cond) || (pred.is_none() && !contains_barrier(rest)) {
+            // Every item of the group decides alike (or no barrier follows):
+            // the rest is skipped where the check fails. An early `return`
+            // would be simpler, but items leaving a kernel that has barriers
+            // is undefined (POCL rejects it).
+            self.line(depth, &format!("if (!({c})) {{"));
+            match pred {
+                Some(p) => self.line(depth + 1, &format!("if ({p}) {report}")),
+                None => self.line(depth + 1, &report),
+            }
+            if !rest.is_empty() {
+                self.line(depth, "} else {");
+                self.stmts(rest, env, ctx, depth + 1, pred)?;
+            }
+            self.line(depth, "}");
+            return Ok(());
+        }
+        // Items decide differently and a barrier follows: the rest runs on
+        // every item, predicated on the check, so that all reach the barrier.
+        let live = self.fresh_name("heddle_live");
+        match pred {
+            Some(p) => {
+                self.line(depth, &format!("const bool {live} = {p} && ({c});"));
+                self.line(depth, &format!("if ({p} && !{live}) {report}"));
+            }
+            None => {
+                self.line(depth, &format!("const bool {live} = {c};"));
+                self.line(depth, &format!("if (!{live}) {report}"));
+            }
+        }
+        self.stmts(rest, env, ctx, depth, &Some(live))
     }
 
     fn line(&mut self, depth: usize, text: &str) {
@@ -74,33 +117,56 @@ impl Gen<'_> {
         self.out.push('\n');
     }
 
-    fn stmt(&mut self, s: &Stmt, env: &mut TypeEnv, ctx: Ctx, depth: usize) -> Result<(), String> {
+    pub(crate) fn fresh_name(&mut self, base: &str) -> String {
+        self.fresh += 1;
+        format!("{base}{}", self.fresh)
+    }
+
+    /// Can `e` be evaluated by an item outside the predicate without harm
+    /// (no loads, no division by a value that differs between items)?
+    fn safe(&self, e: &Expr) -> bool {
+        match e {
+            Expr::Load { .. } => false,
+            Expr::Bin(op, a, b) => {
+                let divides = matches!(op, heddle_ir::loops::BinOp::Div | heddle_ir::loops::BinOp::Rem);
+                self.safe(a) && self.safe(b) && !(divides && self.div.expr(b))
+            }
+            Expr::Neg(a) | Expr::Not(a) | Expr::Cast(_, a) => self.safe(a),
+            Expr::Select(c, a, b) => self.safe(c) && self.safe(a) && self.safe(b),
+            Expr::Int(..) | Expr::Float(..) | Expr::Bool(_) | Expr::Var(_) => true,
+        }
+    }
+
+    fn stmt(&mut self, s: &Stmt, env: &mut TypeEnv, ctx: Ctx, depth: usize, pred: &Pred) -> Result<(), String> {
+        // Uniform computations run on every item, predicate or not: items
+        // outside it need the same values to take the same loops and branches.
+        let pred = if pred.is_some() && self.div.uniform_stmt(s) { &None } else { pred };
         match s {
             Stmt::Let { var, ty, value } | Stmt::Var { var, ty, init: value } => {
-                let value = self.expr(value, env)?;
+                let mut text = self.expr(value, env)?;
+                if let Some(p) = pred
+                    && self.div.var(var)
+                    && !self.safe(value)
+                {
+                    text = format!("{p} ? ({text}) : {}", zero(*ty));
+                }
                 let konst = if matches!(s, Stmt::Let { .. }) { "const " } else { "" };
                 let name = self.ids.get(var);
-                self.line(depth, &format!("{konst}{} {name} = {value};", scalar(*ty)));
+                self.line(depth, &format!("{konst}{} {name} = {text};", scalar(*ty)));
                 env.declare_var(var.clone(), *ty);
             }
             Stmt::Assign { var, value } => {
-                let value = self.expr(value, env)?;
+                let text = self.expr(value, env)?;
                 let name = self.ids.get(var);
-                self.line(depth, &format!("{name} = {value};"));
-            }
-            Stmt::Store { buf, index, field, value } => self.store(buf, index, *field, value, env, ctx, depth)?,
-            Stmt::AddAtomic { buf, index, field, value } => self.add_atomic(buf, index, *field, value, env, ctx, depth)?,
-            Stmt::For { var, lo, hi, schedule, body } => self.for_loop(var, lo, hi, *schedule, body, env, ctx, depth)?,
-            Stmt::If { cond, then, els } => {
-                let c = self.expr(cond, env)?;
-                self.line(depth, &format!("if ({c}) {{"));
-                self.block(then, env, ctx, depth + 1)?;
-                if !els.is_empty() {
-                    self.line(depth, "} else {");
-                    self.block(els, env, ctx, depth + 1)?;
+                match pred {
+                    Some(p) if self.div.var(var) && !self.safe(value) => self.line(depth, &format!("if ({p}) {name} = {text};")),
+                    _ => self.line(depth, &format!("{name} = {text};")),
                 }
-                self.line(depth, "}");
             }
+            Stmt::Store { buf, index, field, value } => self.store(buf, index, *field, value, env, depth, pred)?,
+            Stmt::AddAtomic { buf, index, field, value } => self.add_atomic(buf, index, *field, value, env, depth, pred)?,
+            Stmt::For { var, lo, hi, schedule, body } => self.for_loop(var, lo, hi, *schedule, body, env, ctx, depth, pred)?,
+            Stmt::If { cond, then, els } => self.if_(cond, then, els, env, ctx, depth, pred)?,
             Stmt::Alloc { buf, fields, len, space } => self.alloc(buf, fields, len, *space, env, ctx, depth)?,
             Stmt::Sort { buf, lo, len } => {
                 if !self.workspace.contains(buf) {
@@ -108,22 +174,101 @@ impl Gen<'_> {
                 }
                 let (lo, len) = (self.expr(lo, env)?, self.expr(len, env)?);
                 let name = self.ids.get(buf);
-                self.line(depth, &format!("heddle_sort({name} + ({lo}), {len});"));
+                self.guarded(depth, &format!("heddle_sort({name} + ({lo}), {len});"), pred, &[]);
             }
-            Stmt::Barrier => {
-                if ctx == Ctx::Item {
-                    return Err("a barrier inside a per-work-item loop (mapGlobal/mapLocal) would not be reached by every work-item of the group".into());
-                }
-                self.line(depth, BARRIER);
-            }
+            Stmt::Barrier => self.line(depth, BARRIER),
             // `stmts` emits checks, with the statements they guard.
             Stmt::Check { .. } => return Err("internal: a check emitted without its block".into()),
         }
         Ok(())
     }
 
+    /// `text` under the predicate and the conditions `who` (see [`Gen::who`]).
+    fn guarded(&mut self, depth: usize, text: &str, pred: &Pred, who: &[String]) {
+        let conds: Vec<&str> = pred.iter().map(String::as_str).chain(who.iter().map(String::as_str)).collect();
+        if conds.is_empty() {
+            self.line(depth, text);
+        } else {
+            self.line(depth, &format!("if ({}) {text}", conds.join(" && ")));
+        }
+    }
+
+    /// The conditions that pick one work-item among those that compute the
+    /// same values here: ids in every dimension that no enclosing loop
+    /// distributes are 0. For a `__local` buffer one item per group is
+    /// enough (each group has its own), for global memory one per launch.
+    fn who(&self, local_buffer: bool) -> Vec<String> {
+        if !self.parallel {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        let on = |s: Schedule| self.active.contains(&s);
+        let anywhere = |s: Schedule| self.schedules.contains(&s);
+        for d in 0..self.dims {
+            // A dimension without loops of a kind has one item (or group) of that kind.
+            let items = anywhere(Schedule::Local(d)) || anywhere(Schedule::Global(d));
+            let groups = anywhere(Schedule::Workgroup(d)) || anywhere(Schedule::Global(d));
+            if items && !on(Schedule::Local(d)) && !on(Schedule::Global(d)) {
+                out.push(format!("get_local_id({d}) == 0"));
+            }
+            if groups && !local_buffer && !on(Schedule::Workgroup(d)) && !on(Schedule::Global(d)) {
+                out.push(format!("get_group_id({d}) == 0"));
+            }
+        }
+        out
+    }
+
     #[allow(clippy::too_many_arguments)]
-    fn store(&mut self, buf: &Name, index: &Expr, field: u32, value: &Expr, env: &TypeEnv, ctx: Ctx, depth: usize) -> Result<(), String> {
+    fn if_(&mut self, cond: &Expr, then: &Block, els: &Block, env: &mut TypeEnv, ctx: Ctx, depth: usize, pred: &Pred) -> Result<(), String> {
+        let c = self.expr(cond, env)?;
+        let barrier = contains_barrier(then) || contains_barrier(els);
+        if barrier && (pred.is_some() || self.div.expr(cond)) {
+            // A barrier inside: both branches run on every item, each
+            // predicated on its side of the condition.
+            let yes = self.fresh_name("heddle_then");
+            let no = self.fresh_name("heddle_else");
+            match pred {
+                Some(p) => self.line(depth, &format!("const bool {yes} = {p} && ({c});")),
+                None => self.line(depth, &format!("const bool {yes} = {c};")),
+            }
+            match pred {
+                Some(p) => self.line(depth, &format!("const bool {no} = {p} && !{yes};")),
+                None => self.line(depth, &format!("const bool {no} = !{yes};")),
+            }
+            for (branch, p) in [(then, yes), (els, no)] {
+                if branch.is_empty() {
+                    continue;
+                }
+                self.line(depth, "{");
+                self.block(branch, env, ctx, depth + 1, &Some(p))?;
+                self.line(depth, "}");
+            }
+            return Ok(());
+        }
+        if let Some(p) = pred {
+            if els.is_empty() {
+                self.line(depth, &format!("if ({p} && ({c})) {{"));
+                self.block(then, env, ctx, depth + 1, &None)?;
+                self.line(depth, "}");
+                return Ok(());
+            }
+            self.line(depth, &format!("if ({p}) {{"));
+            self.if_(cond, then, els, env, ctx, depth + 1, &None)?;
+            self.line(depth, "}");
+            return Ok(());
+        }
+        self.line(depth, &format!("if ({c}) {{"));
+        self.block(then, env, ctx, depth + 1, &None)?;
+        if !els.is_empty() {
+            self.line(depth, "} else {");
+            self.block(els, env, ctx, depth + 1, &None)?;
+        }
+        self.line(depth, "}");
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn store(&mut self, buf: &Name, index: &Expr, field: u32, value: &Expr, env: &TypeEnv, depth: usize, pred: &Pred) -> Result<(), String> {
         let fields = env.buffer(buf).ok_or_else(|| format!("buffer `{buf}` is not declared"))?.to_vec();
         let ty = *fields.get(field as usize).ok_or_else(|| format!("`{buf}` has no field {field}"))?;
         let member = if fields.len() > 1 { format!(".f{field}") } else { String::new() };
@@ -132,28 +277,18 @@ impl Gen<'_> {
             v = format!("(uchar)({v})");
         }
         let target = format!("{}[{}]{member} = {v};", self.ids.get(buf), self.expr(index, env)?);
-        let private = self.private.contains(buf);
-        let guard = match ctx {
-            _ if private || !self.parallel => None,
-            Ctx::Item => None,
-            Ctx::Group => Some("heddle_leader"),
-            Ctx::Top if self.local.contains(buf) => Some("heddle_leader"),
-            Ctx::Top => Some("heddle_first"),
-        };
-        match guard {
-            Some(g) => self.line(depth, &format!("if ({g}) {target}")),
-            None => self.line(depth, &target),
-        }
+        let who = if self.private.contains(buf) { Vec::new() } else { self.who(self.local.contains(buf)) };
+        self.guarded(depth, &target, pred, &who);
         Ok(())
     }
 
     /// `buf[index].field += value` with OpenCL 1.2 atomics: `atomic_add` for
     /// 32-bit integers, `atom_add` for 64-bit ones (cl_khr_int64_base_atomics),
     /// and for floats a compare-and-swap loop on the value's bits (OpenCL 1.2
-    /// has no float atomics): reread, add, retry until no other work-item
-    /// changed the slot in between.
+    /// has no float atomics): add to the value last seen, retry with the
+    /// value found until no other work-item changed the slot in between.
     #[allow(clippy::too_many_arguments)]
-    fn add_atomic(&mut self, buf: &Name, index: &Expr, field: u32, value: &Expr, env: &TypeEnv, ctx: Ctx, depth: usize) -> Result<(), String> {
+    fn add_atomic(&mut self, buf: &Name, index: &Expr, field: u32, value: &Expr, env: &TypeEnv, depth: usize, pred: &Pred) -> Result<(), String> {
         use heddle_ir::ScalarType as S;
         let fields = env.buffer(buf).ok_or_else(|| format!("buffer `{buf}` is not declared"))?.to_vec();
         let ty = *fields.get(field as usize).ok_or_else(|| format!("`{buf}` has no field {field}"))?;
@@ -163,51 +298,56 @@ impl Gen<'_> {
         let member = if fields.len() > 1 { format!(".f{field}") } else { String::new() };
         let place = format!("&{}[{}]{member}", self.ids.get(buf), self.expr(index, env)?);
         let v = self.expr(value, env)?;
+        let who = self.who(false);
         let (bits, as_bits, as_value, cmpxchg) = match ty {
             S::F32 => ("uint", "as_uint", "as_float", "atomic_cmpxchg"),
             S::F64 => ("ulong", "as_ulong", "as_double", "atom_cmpxchg"),
             S::I32 | S::U32 => {
                 let c = crate::ctype::scalar(ty);
-                return self.guarded_line(ctx, depth, &format!("atomic_add((volatile __global {c}*){place}, {v});"));
+                self.guarded(depth, &format!("atomic_add((volatile __global {c}*){place}, {v});"), pred, &who);
+                return Ok(());
             }
             S::I64 | S::U64 => {
                 let c = crate::ctype::scalar(ty);
-                return self.guarded_line(ctx, depth, &format!("atom_add((volatile __global {c}*){place}, {v});"));
+                self.guarded(depth, &format!("atom_add((volatile __global {c}*){place}, {v});"), pred, &who);
+                return Ok(());
             }
             other => return Err(format!("an atomic add of {other:?} values (OpenCL 1.2 has atomics on 32- and 64-bit integers only)")),
         };
+        // Every access to the slot is atomic (a plain read racing with the
+        // other items' exchanges is a data race): the first exchange guesses
+        // the slot holds 0 (it usually does, the output starts zeroed) and
+        // each failed one returns what it holds.
         let text = format!(
-            "{{ volatile __global {bits}* heddle_p = (volatile __global {bits}*){place}; {bits} heddle_old, heddle_new; \
-             do {{ heddle_old = *heddle_p; heddle_new = {as_bits}({as_value}(heddle_old) + ({v})); }} \
-             while ({cmpxchg}(heddle_p, heddle_old, heddle_new) != heddle_old); }}"
+            "{{ volatile __global {bits}* heddle_p = (volatile __global {bits}*){place}; const {c} heddle_v = {v}; {bits} heddle_old = 0, heddle_seen; \
+             for (;;) {{ heddle_seen = {cmpxchg}(heddle_p, heddle_old, {as_bits}({as_value}(heddle_old) + heddle_v)); \
+             if (heddle_seen == heddle_old) break; heddle_old = heddle_seen; }} }}",
+            c = crate::ctype::scalar(ty)
         );
-        self.guarded_line(ctx, depth, &text)
-    }
-
-    /// A statement with a global effect, done once where every work-item runs it (see `store`).
-    fn guarded_line(&mut self, ctx: Ctx, depth: usize, text: &str) -> Result<(), String> {
-        let guard = match ctx {
-            _ if !self.parallel => None,
-            Ctx::Item => None,
-            Ctx::Group => Some("heddle_leader"),
-            Ctx::Top => Some("heddle_first"),
-        };
-        match guard {
-            Some(g) => self.line(depth, &format!("if ({g}) {text}")),
-            None => self.line(depth, text),
-        }
+        self.guarded(depth, &text, pred, &who);
         Ok(())
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn for_loop(&mut self, var: &Name, lo: &Expr, hi: &Expr, schedule: Schedule, body: &Block, env: &mut TypeEnv, ctx: Ctx, depth: usize) -> Result<(), String> {
-        // A `Parallel` loop is the data-parallel top of a program: global ids
-        // in dimension 0, unless that dimension is already taken around it.
-        let schedule = match schedule {
-            Schedule::Parallel if !self.active.contains(&Schedule::Global(0)) && ctx == Ctx::Top => Schedule::Global(0),
-            Schedule::Parallel => Schedule::Seq,
-            s => s,
-        };
+    fn for_loop(&mut self, var: &Name, lo: &Expr, hi: &Expr, schedule: Schedule, body: &Block, env: &mut TypeEnv, ctx: Ctx, depth: usize, pred: &Pred) -> Result<(), String> {
+        let barrier = contains_barrier(body);
+        if barrier && (self.div.expr(lo) || self.div.expr(hi)) {
+            return Err(format!(
+                "the work-items of a group must wait for each other inside the loop over `{var}` ({} .. {}), \
+                 but it runs a different number of times on different work-items (its bounds depend on the work-item); \
+                 share local memory outside that loop, or give it bounds that are the same for the whole group",
+                crate::launch::text(lo),
+                crate::launch::text(hi)
+            ));
+        }
+        if !barrier && pred.is_some() {
+            // Only the items inside the predicate run it.
+            let p = pred.clone().unwrap_or_default();
+            self.line(depth, &format!("if ({p}) {{"));
+            self.for_loop(var, lo, hi, schedule, body, env, ctx, depth + 1, &None)?;
+            self.line(depth, "}");
+            return Ok(());
+        }
         if schedule != Schedule::Seq {
             if self.active.contains(&schedule) {
                 return Err(format!("two nested loops both use {schedule:?}: each OpenCL id dimension can distribute one loop"));
@@ -230,28 +370,40 @@ impl Gen<'_> {
         let (end_decl, end) = if simple {
             (String::new(), hi_text)
         } else {
-            self.fresh += 1;
-            let e = format!("heddle_end{}", self.fresh);
+            let e = self.fresh_name("heddle_end");
             (format!(", {e} = {hi_text}"), e)
         };
-        let start = match (schedule, lo) {
-            (Schedule::Seq, _) => lo_text,
-            (_, Expr::Int(0, _)) => format!("(long){id}"),
-            _ => format!("{lo_text} + (long){id}"),
-        };
-        let step = if schedule == Schedule::Seq { format!("++{v}") } else { format!("{v} += (long){size}") };
-        self.line(depth, &format!("for (long {v} = {start}{end_decl}; {v} < {end}; {step}) {{"));
         let mark = env.mark();
         env.declare_var(var.clone(), heddle_ir::ScalarType::I64);
         self.active.push(schedule);
-        self.block(body, env, inner, depth + 1)?;
-        // The next iteration of a work-group loop overwrites local buffers the
-        // group may still be reading.
-        if matches!(schedule, Schedule::Workgroup(_)) && inner == Ctx::Group && self.touches_local(body) && !matches!(body.last(), Some(Stmt::Barrier)) {
-            self.line(depth + 1, BARRIER);
-        }
+        let per_item = matches!(schedule, Schedule::Global(_) | Schedule::Local(_));
+        let result = if barrier && per_item {
+            // Lock-step rounds: every item of the group runs the same number
+            // of rounds (the bounds are uniform), takes iteration `base + id`
+            // of each, and works only where that iteration exists; barriers
+            // inside are reached by all.
+            let base = self.fresh_name("heddle_base");
+            let live = self.fresh_name("heddle_live");
+            self.line(depth, &format!("for (long {base} = {lo_text}{end_decl}; {base} < {end}; {base} += (long){size}) {{"));
+            self.line(depth + 1, &format!("const long {v} = {base} + (long){id};"));
+            match pred {
+                Some(p) => self.line(depth + 1, &format!("const bool {live} = {p} && {v} < {end};")),
+                None => self.line(depth + 1, &format!("const bool {live} = {v} < {end};")),
+            }
+            self.block(body, env, inner, depth + 1, &Some(live))
+        } else {
+            let start = match (schedule, lo) {
+                (Schedule::Seq, _) => lo_text,
+                (_, Expr::Int(0, _)) => format!("(long){id}"),
+                _ => format!("{lo_text} + (long){id}"),
+            };
+            let step = if schedule == Schedule::Seq { format!("++{v}") } else { format!("{v} += (long){size}") };
+            self.line(depth, &format!("for (long {v} = {start}{end_decl}; {v} < {end}; {step}) {{"));
+            self.block(body, env, inner, depth + 1, pred)
+        };
         self.active.pop();
         env.truncate(mark);
+        result?;
         self.line(depth, "}");
         Ok(())
     }
@@ -310,40 +462,11 @@ impl Gen<'_> {
         }
         Ok(())
     }
+}
 
-    /// Does `s` store into a `__local` buffer (anywhere inside it)?
-    fn writes_local(&self, s: &Stmt) -> bool {
-        match s {
-            Stmt::Store { buf, .. } | Stmt::AddAtomic { buf, .. } => self.local.contains(buf),
-            Stmt::For { body, .. } => body.iter().any(|s| self.writes_local(s)),
-            Stmt::If { then, els, .. } => then.iter().chain(els).any(|s| self.writes_local(s)),
-            _ => false,
-        }
-    }
-
-    /// Does `b` read or write a `__local` buffer?
-    fn touches_local(&self, b: &Block) -> bool {
-        b.iter().any(|s| match s {
-            Stmt::Store { .. } if self.writes_local(s) => true,
-            Stmt::Store { index, value, .. } | Stmt::AddAtomic { index, value, .. } => self.reads_local(index) || self.reads_local(value),
-            Stmt::Let { value, .. } | Stmt::Var { init: value, .. } | Stmt::Assign { value, .. } => self.reads_local(value),
-            Stmt::For { lo, hi, body, .. } => self.reads_local(lo) || self.reads_local(hi) || self.touches_local(body),
-            Stmt::If { cond, then, els } => self.reads_local(cond) || self.touches_local(then) || self.touches_local(els),
-            Stmt::Check { cond, .. } => self.reads_local(cond),
-            Stmt::Alloc { space, .. } => *space == Space::Local,
-            Stmt::Barrier | Stmt::Sort { .. } => false,
-        })
-    }
-
-    fn reads_local(&self, e: &Expr) -> bool {
-        match e {
-            Expr::Load { buf, index, .. } => self.local.contains(buf) || self.reads_local(index),
-            Expr::Bin(_, a, b) => self.reads_local(a) || self.reads_local(b),
-            Expr::Neg(a) | Expr::Not(a) | Expr::Cast(_, a) => self.reads_local(a),
-            Expr::Select(c, a, b) => self.reads_local(c) || self.reads_local(a) || self.reads_local(b),
-            _ => false,
-        }
-    }
+/// The zero of a scalar type, as C.
+fn zero(t: heddle_ir::ScalarType) -> String {
+    if t.is_float() { crate::ctype::float_literal(0.0, t) } else { crate::ctype::int_literal(0, t) }
 }
 
 /// The type of a kernel argument for a loop-program argument.

@@ -22,10 +22,13 @@
 //!   twice, like the interpreter.
 #![warn(missing_docs)]
 
+mod barriers;
 mod ctype;
+mod divergence;
 mod emit;
 mod expr;
 pub mod launch;
+mod normalize;
 
 pub use launch::{Dim, LaunchConfig, WorkSizes};
 
@@ -142,6 +145,12 @@ pub(crate) struct Gen<'a> {
     pub(crate) workspace: Vec<Name>,
     /// Does the kernel run on more than one work-item?
     pub(crate) parallel: bool,
+    /// NDRange dimensions the kernel's loops use.
+    pub(crate) dims: u32,
+    /// Every schedule some loop of the kernel has.
+    pub(crate) schedules: Vec<Schedule>,
+    /// What differs between the items of a group.
+    pub(crate) div: divergence::Divergence,
     pub(crate) fresh: usize,
 }
 
@@ -151,6 +160,7 @@ pub(crate) struct Gen<'a> {
 pub fn compile(prog: &LoopProgram) -> Result<Kernel, Diagnostic> {
     let fail = |m: String| Diagnostic::new(Span::default(), format!("OpenCL backend: {m}"));
     prog.validate().map_err(|e| fail(e.to_string()))?;
+    let prog = &prepare(prog);
     let mut g = Gen {
         prog,
         ids: Idents::default(),
@@ -164,6 +174,9 @@ pub fn compile(prog: &LoopProgram) -> Result<Kernel, Diagnostic> {
         private: Vec::new(),
         workspace: Vec::new(),
         parallel: has_parallel(&prog.body),
+        dims: dims_used(&prog.body),
+        schedules: schedules_in(&prog.body),
+        div: divergence::Divergence::of(&prog.body),
         fresh: 0,
     };
     let mut params_text = Vec::new();
@@ -180,7 +193,7 @@ pub fn compile(prog: &LoopProgram) -> Result<Kernel, Diagnostic> {
         });
     }
     let mut env = prog.arg_env();
-    g.block(&prog.body, &mut env, Ctx::Top, 1).map_err(fail)?;
+    g.block(&prog.body, &mut env, Ctx::Top, 1, &None).map_err(fail)?;
     let mut launch = LaunchConfig::infer(&g.loops).map_err(fail)?;
     if g.params.iter().any(|p| matches!(p, KernelParam::Workspace { .. })) {
         launch.cap_items(WORKSPACE_ITEMS);
@@ -205,15 +218,62 @@ pub fn compile(prog: &LoopProgram) -> Result<Kernel, Diagnostic> {
         src.push_str(SORT_HELPER);
     }
     src.push_str(&format!("\n__kernel void {name}(\n  {}) {{\n", params_text.join(",\n  ")));
-    if g.parallel {
-        // Who stores results computed redundantly (see emit.rs).
-        src.push_str("  const bool heddle_first = get_global_id(0) == 0 && get_global_id(1) == 0 && get_global_id(2) == 0;\n");
-        src.push_str("  const bool heddle_leader = get_local_id(0) == 0 && get_local_id(1) == 0 && get_local_id(2) == 0;\n");
-        src.push_str("  (void)heddle_first; (void)heddle_leader;\n");
-    }
     src.push_str(&g.out);
     src.push_str("}\n");
     Ok(Kernel { name, source: src, params, launch })
+}
+
+/// The program as the OpenCL backend runs it: schedules explicit
+/// (`normalize`) and the barriers the work-groups need (`barriers`).
+/// `heddle compile --target opencl` shows the kernel generated from it.
+pub fn prepare(prog: &LoopProgram) -> LoopProgram {
+    let mut p = prog.clone();
+    normalize::schedules(&mut p.body);
+    p.body = barriers::place(std::mem::take(&mut p.body));
+    p
+}
+
+/// The number of NDRange dimensions the loops of `b` use (at least 1).
+fn dims_used(b: &Block) -> u32 {
+    fn max_dim(b: &Block) -> Option<u32> {
+        b.iter()
+            .filter_map(|s| match s {
+                Stmt::For { schedule, body, .. } => {
+                    let own = match schedule {
+                        Schedule::Global(d) | Schedule::Workgroup(d) | Schedule::Local(d) => Some(*d),
+                        _ => None,
+                    };
+                    own.max(max_dim(body))
+                }
+                Stmt::If { then, els, .. } => max_dim(then).max(max_dim(els)),
+                _ => None,
+            })
+            .max()
+    }
+    max_dim(b).map_or(1, |d| d + 1)
+}
+
+fn schedules_in(b: &Block) -> Vec<Schedule> {
+    let mut out = Vec::new();
+    fn go(b: &Block, out: &mut Vec<Schedule>) {
+        for s in b {
+            match s {
+                Stmt::For { schedule, body, .. } => {
+                    if !out.contains(schedule) {
+                        out.push(*schedule);
+                    }
+                    go(body, out);
+                }
+                Stmt::If { then, els, .. } => {
+                    go(then, out);
+                    go(els, out);
+                }
+                _ => {}
+            }
+        }
+    }
+    go(b, &mut out);
+    out
 }
 
 /// `heddle_` and the program's name reduced to an identifier.

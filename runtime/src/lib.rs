@@ -12,5 +12,6 @@ pub mod opencl;
 pub mod io;
 pub mod launch;
 pub mod loops_interp;
+pub mod oclgrind;
 pub mod value;
 pub mod sparse;

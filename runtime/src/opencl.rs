@@ -8,6 +8,11 @@
 //! the kernel implies for these naturals, reads the output back and turns a
 //! failed check into its diagnostic. Built programs are cached by source.
 //!
+//! On Oclgrind (the OpenCL simulator) every launch is also checked: what
+//! Oclgrind reports — a data race, an uninitialised value, an invalid API
+//! call — is an error of the launch (see [`crate::oclgrind`]). Oclgrind is
+//! chosen only by `--device` when another device exists.
+//!
 //! No OpenCL driver is an ordinary error, never a panic: ocl's
 //! `Platform::list()` / `default()` panic without one, and ocl-core's
 //! `get_platform_ids` sleeps ten seconds retrying, so platforms are counted
@@ -35,15 +40,88 @@ pub struct DeviceEntry {
     pub platform: String,
     /// Is it a GPU?
     pub gpu: bool,
+    /// Is it Oclgrind's simulated device (launches are checked, see [`crate::oclgrind`])?
+    pub simulator: bool,
 }
 
-/// An open device: context, queue and the cache of built programs.
+/// An open device. Launches on Oclgrind go through one thread per process
+/// (see [`Simulator`]); on any other device they run on the caller's thread.
 pub struct OpenCl {
+    entry: DeviceEntry,
+    inner: Inner,
+}
+
+enum Inner {
+    Direct(Session),
+    Simulator(&'static Simulator),
+}
+
+/// A device's context, queue and the cache of built programs.
+struct Session {
     device: Device,
     entry: DeviceEntry,
     context: Context,
     queue: Queue,
     programs: Mutex<HashMap<String, Program>>,
+}
+
+/// Oclgrind's device, driven from one thread that owns its context.
+///
+/// Oclgrind's uninitialised-value checker keeps per-thread state that only
+/// the thread that created the context has (host calls from another thread
+/// crash it), and every context a process creates restarts the log the
+/// reports are read from; so a process has one Oclgrind context, on one
+/// thread, and every call is sent to that thread.
+struct Simulator {
+    jobs: Mutex<std::sync::mpsc::Sender<Job>>,
+}
+
+type Job = Box<dyn FnOnce(&Session) + Send>;
+
+impl Simulator {
+    /// The process's simulator for the device `index` of [`devices`].
+    fn get(index: usize) -> Result<&'static Simulator, Diagnostic> {
+        static ONE: std::sync::OnceLock<Result<(usize, Simulator), Diagnostic>> = std::sync::OnceLock::new();
+        let (opened, sim) = match ONE.get_or_init(|| Simulator::start(index).map(|s| (index, s))) {
+            Ok(one) => one,
+            Err(d) => return Err(d.clone()),
+        };
+        if *opened != index {
+            return Err(err(format!("this process already uses the Oclgrind device {opened}")));
+        }
+        Ok(sim)
+    }
+
+    fn start(index: usize) -> Result<Simulator, Diagnostic> {
+        let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+        let (ready, opened) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("heddle-oclgrind".into())
+            .spawn(move || match Session::open(index) {
+                Ok(session) => {
+                    let _ = ready.send(Ok(()));
+                    for job in queue {
+                        job(&session);
+                    }
+                }
+                Err(d) => {
+                    let _ = ready.send(Err(d));
+                }
+            })
+            .map_err(|e| err(format!("cannot start the Oclgrind thread: {e}")))?;
+        opened.recv().map_err(|_| err("the Oclgrind thread stopped"))??;
+        Ok(Simulator { jobs: Mutex::new(jobs) })
+    }
+
+    /// Runs `f` on the simulator's thread and returns its result.
+    fn call<R: Send + 'static>(&self, f: impl FnOnce(&Session) -> R + Send + 'static) -> Result<R, Diagnostic> {
+        let (done, result) = std::sync::mpsc::channel();
+        let job: Job = Box::new(move |s| {
+            let _ = done.send(f(s));
+        });
+        self.jobs.lock().unwrap_or_else(|p| p.into_inner()).send(job).map_err(|_| err("the Oclgrind thread stopped"))?;
+        result.recv().map_err(|_| err("the Oclgrind thread stopped while running a kernel"))
+    }
 }
 
 /// What one launch measured.
@@ -81,7 +159,8 @@ pub fn devices() -> Result<Vec<(DeviceEntry, Device)>, Diagnostic> {
         for d in list {
             let gpu = matches!(d.info(ocl::enums::DeviceInfo::Type), Ok(ocl::enums::DeviceInfoResult::Type(t)) if t.contains(DeviceType::GPU));
             let name = d.name().unwrap_or_else(|_| "unknown device".into());
-            out.push((DeviceEntry { index: out.len(), name: name.trim().to_string(), platform: pname.trim().to_string(), gpu }, d));
+            let simulator = crate::oclgrind::is_oclgrind(&pname);
+            out.push((DeviceEntry { index: out.len(), name: name.trim().to_string(), platform: pname.trim().to_string(), gpu, simulator }, d));
         }
     }
     if out.is_empty() {
@@ -91,16 +170,70 @@ pub fn devices() -> Result<Vec<(DeviceEntry, Device)>, Diagnostic> {
 }
 
 impl OpenCl {
-    /// Opens device `index` (see [`devices`]), or the first GPU, else the first device.
+    /// Opens device `index` (see [`devices`]), or the first GPU, else the
+    /// first device that is not a simulator, else the first device.
     pub fn new(index: Option<usize>) -> Result<OpenCl, Diagnostic> {
         let all = devices()?;
         let pick = match index {
             Some(k) => all.iter().find(|(e, _)| e.index == k).ok_or_else(|| {
                 err(format!("--device {k}: there are {} OpenCL devices (0 .. {})", all.len(), all.len() - 1))
             })?,
-            None => all.iter().find(|(e, _)| e.gpu).unwrap_or(&all[0]),
+            None => all.iter().find(|(e, _)| e.gpu).or_else(|| all.iter().find(|(e, _)| !e.simulator)).unwrap_or(&all[0]),
         };
-        let (entry, device) = (pick.0.clone(), pick.1);
+        let entry = pick.0.clone();
+        let inner = if entry.simulator { Inner::Simulator(Simulator::get(entry.index)?) } else { Inner::Direct(Session::open(entry.index)?) };
+        Ok(OpenCl { entry, inner })
+    }
+
+    /// The device in use.
+    pub fn device(&self) -> &DeviceEntry {
+        &self.entry
+    }
+
+    /// Builds the kernel's program for the device (cached by source); a
+    /// build failure carries the compiler's log.
+    pub fn build(&self, kernel: &Kernel) -> Result<(), Diagnostic> {
+        match &self.inner {
+            Inner::Direct(s) => s.build(kernel).map(|_| ()),
+            Inner::Simulator(sim) => {
+                let kernel = kernel.clone();
+                sim.call(move |s| {
+                    let mut read = crate::oclgrind::lock();
+                    let built = s.build(&kernel).map(|_| ());
+                    crate::oclgrind::reports(&mut read, &format!("the build of kernel `{}`", kernel.name))?;
+                    built
+                })?
+            }
+        }
+    }
+
+    /// Runs `kernel` (generated from `prog`) `reps` times (at least once) on
+    /// the arguments in `launch`, then copies the output back into `launch`.
+    /// On Oclgrind, anything it reports fails the launch.
+    pub fn run(&self, prog: &LoopProgram, kernel: &Kernel, launch: &mut Launch, reps: usize) -> Result<Timing, Diagnostic> {
+        let sim = match &self.inner {
+            Inner::Direct(s) => return s.launch(prog, kernel, launch, reps),
+            Inner::Simulator(sim) => sim,
+        };
+        let (prog, kernel) = (prog.clone(), kernel.clone());
+        let mut moved = Launch { slots: std::mem::take(&mut launch.slots) };
+        let (back, timing) = sim.call(move |s| {
+            let mut read = crate::oclgrind::lock();
+            // Reports from before (a build, another call) are not this launch's.
+            let _ = crate::oclgrind::reports(&mut read, "an earlier OpenCL call");
+            let timing = s.launch(&prog, &kernel, &mut moved, reps);
+            let timing = crate::oclgrind::reports(&mut read, &format!("kernel `{}`", kernel.name)).and(timing);
+            (moved, timing)
+        })?;
+        launch.slots = back.slots;
+        timing
+    }
+}
+
+impl Session {
+    fn open(index: usize) -> Result<Session, Diagnostic> {
+        let all = devices()?;
+        let (entry, device) = all.into_iter().find(|(e, _)| e.index == index).ok_or_else(|| err(format!("no OpenCL device {index}")))?;
         let platform = Platform::new(device.info(ocl::enums::DeviceInfo::Platform).ok().and_then(|r| match r {
             ocl::enums::DeviceInfoResult::Platform(p) => Some(p),
             _ => None,
@@ -112,17 +245,10 @@ impl OpenCl {
             .map_err(|e| err(format!("cannot create an OpenCL context on {}: {e}", entry.name)))?;
         let queue = Queue::new(&context, device, Some(CommandQueueProperties::PROFILING_ENABLE))
             .map_err(|e| err(format!("cannot create a command queue on {}: {e}", entry.name)))?;
-        Ok(OpenCl { device, entry, context, queue, programs: Mutex::new(HashMap::new()) })
+        Ok(Session { device, entry, context, queue, programs: Mutex::new(HashMap::new()) })
     }
 
-    /// The device in use.
-    pub fn device(&self) -> &DeviceEntry {
-        &self.entry
-    }
-
-    /// Builds the kernel's program for the device (cached by source); a
-    /// build failure carries the compiler's log.
-    pub fn build(&self, kernel: &Kernel) -> Result<Program, Diagnostic> {
+    fn build(&self, kernel: &Kernel) -> Result<Program, Diagnostic> {
         let mut cache = self.programs.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(p) = cache.get(&kernel.source) {
             return Ok(p.clone());
@@ -137,9 +263,7 @@ impl OpenCl {
         Ok(program)
     }
 
-    /// Runs `kernel` (generated from `prog`) `reps` times (at least once) on
-    /// the arguments in `launch`, then copies the output back into `launch`.
-    pub fn run(&self, prog: &LoopProgram, kernel: &Kernel, launch: &mut Launch, reps: usize) -> Result<Timing, Diagnostic> {
+    fn launch(&self, prog: &LoopProgram, kernel: &Kernel, launch: &mut Launch, reps: usize) -> Result<Timing, Diagnostic> {
         let nat = |name: &heddle_ir::Name| {
             let k = prog.args.iter().position(|a| &a.name == name)?;
             match launch.slots.get(k) {
@@ -257,8 +381,13 @@ impl OpenCl {
     }
 
     /// A zeroed device buffer of `len` bytes (at least one), filled on the
-    /// device rather than copied from a zeroed host array.
+    /// device rather than copied from a zeroed host array. (Oclgrind 21.10
+    /// takes memory set by `clEnqueueFillBuffer` for uninitialised: there
+    /// it is copied from the host.)
     fn zeroed(&self, len: usize) -> Result<Buffer<u8>, Diagnostic> {
+        if self.entry.simulator {
+            return self.buffer(&vec![0u8; len.max(1)], MemFlags::READ_WRITE);
+        }
         Buffer::<u8>::builder()
             .queue(self.queue.clone())
             .flags(MemFlags::READ_WRITE)

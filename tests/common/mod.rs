@@ -35,13 +35,25 @@ pub fn heddle(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// The OpenCL device, where a platform exists; under `CI=true` its absence
-/// fails the test (tests/opencl.rs's convention), elsewhere it is skipped visibly.
+/// Is this the Oclgrind pass (`scripts/oclgrind.sh`, `HEDDLE_OCLGRIND=1`)?
+/// Then every OpenCL launch runs on Oclgrind and fails on any report; tests
+/// run the OpenCL backend only and choose small inputs.
+pub fn oclgrind() -> bool {
+    std::env::var("HEDDLE_OCLGRIND").is_ok_and(|v| v == "1")
+}
+
+/// The OpenCL device, where a platform exists; under `CI=true` (or in the
+/// Oclgrind pass) its absence fails the test, elsewhere it is skipped
+/// visibly. In the Oclgrind pass it must be Oclgrind's device.
 pub fn opencl_platform() -> Option<&'static heddle_runtime::opencl::OpenCl> {
     static CL: std::sync::OnceLock<Result<heddle_runtime::opencl::OpenCl, String>> = std::sync::OnceLock::new();
     match CL.get_or_init(|| heddle_runtime::opencl::OpenCl::new(None).map_err(|d| d.message)) {
-        Ok(cl) => Some(cl),
-        Err(e) if std::env::var("CI").is_ok_and(|v| v == "true") => panic!("CI must run the OpenCL tests, but: {e}"),
+        Ok(cl) => {
+            let d = cl.device();
+            assert!(!oclgrind() || d.simulator, "HEDDLE_OCLGRIND=1, but the OpenCL device is {} ({}): run scripts/oclgrind.sh", d.name, d.platform);
+            Some(cl)
+        }
+        Err(e) if oclgrind() || std::env::var("CI").is_ok_and(|v| v == "true") => panic!("CI must run the OpenCL tests, but: {e}"),
         Err(e) => {
             eprintln!("SKIPPED (opencl only): the OpenCL backend needs a platform: {e}");
             None
@@ -49,8 +61,13 @@ pub fn opencl_platform() -> Option<&'static heddle_runtime::opencl::OpenCl> {
     }
 }
 
-/// The backends to run: OpenCL only where a platform exists, never skipped under CI.
+/// The backends to run: OpenCL only where a platform exists, never skipped
+/// under CI; in the Oclgrind pass OpenCL alone (the others ran in the main pass).
 pub fn backends() -> Vec<&'static str> {
+    if oclgrind() {
+        let _ = opencl_platform();
+        return vec!["opencl"];
+    }
     if opencl_platform().is_some() { vec!["interp", "cpu", "opencl"] } else { vec!["interp", "cpu"] }
 }
 

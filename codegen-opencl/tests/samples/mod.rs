@@ -230,3 +230,90 @@ pub fn scalar_mix() -> LoopProgram {
         counts: vec![],
     }
 }
+
+/// A work-group hand-off through local memory: work-group `g` fills
+/// `tmp[w] = xs[g * W + w]` with one item per element, then each item `j`
+/// stores `tmp[read(j)]`. `read` decides whether items read their own
+/// element (`j`) or another's (`W - 1 - j`).
+pub fn hand_off(read: Expr) -> LoopProgram {
+    let fill = for_(
+        "w",
+        i(0),
+        v("W"),
+        Schedule::Local(0),
+        vec![Stmt::Store { buf: "tmp".into(), index: v("w"), field: 0, value: Expr::load("xs", add(mul(v("g"), v("W")), v("w")), 0) }],
+    );
+    let drain = for_(
+        "j",
+        i(0),
+        v("W"),
+        Schedule::Local(0),
+        vec![Stmt::Store { buf: "out".into(), index: add(mul(v("g"), v("W")), v("j")), field: 0, value: Expr::load("tmp", read, 0) }],
+    );
+    let body = vec![for_(
+        "g",
+        i(0),
+        v("n"),
+        Schedule::Workgroup(0),
+        vec![Stmt::Alloc { buf: "tmp".into(), fields: vec![F32], len: v("W"), space: Space::Local }, fill, drain],
+    )];
+    LoopProgram {
+        name: "hand_off".into(),
+        args: vec![
+            arg("n", ArgKind::Nat),
+            arg("W", ArgKind::Nat),
+            arg("xs", ArgKind::Input { fields: vec![F32], len: nat("n * W") }),
+            arg("out", ArgKind::Output { fields: vec![F32], len: nat("n * W") }),
+        ],
+        host: vec![],
+        body,
+        checks: vec![],
+        parallel_work: None,
+        counts: vec![],
+    }
+}
+
+/// Rows of a group handled by items of dimension 1, each row's entries by
+/// items of dimension 0 (the shape lowering gives `mapLocal(1, … mapLocal(0,
+/// …) :>> toLocal :>> reduce)`): the hand-off is inside the dimension-1
+/// loop, after a check on the row that differs between items.
+pub fn nested_hand_off() -> LoopProgram {
+    let part = for_(
+        "w",
+        i(0),
+        v("W"),
+        Schedule::Local(0),
+        vec![Stmt::Store { buf: "tmp".into(), index: add(v("slot"), v("w")), field: 0, value: Expr::Cast(F32, Box::new(add(v("row"), v("w")))) }],
+    );
+    let sum = vec![
+        Stmt::Var { var: "acc".into(), ty: F32, init: Expr::Float(0.0, F32) },
+        for_("k", i(0), v("W"), Schedule::Seq, vec![Stmt::Assign { var: "acc".into(), value: add(v("acc"), Expr::load("tmp", add(v("slot"), v("k")), 0)) }]),
+        Stmt::Store { buf: "out".into(), index: v("row"), field: 0, value: v("acc") },
+    ];
+    let mut row_body = vec![
+        let_("row", add(mul(v("g"), v("R")), v("r"))),
+        Stmt::Check { cond: Expr::bin(BinOp::Lt, v("row"), v("n")), id: 0 },
+        let_("slot", mul(v("r"), v("W"))),
+        part,
+    ];
+    row_body.extend(sum);
+    let body = vec![for_(
+        "g",
+        i(0),
+        div(add(v("n"), sub(v("R"), i(1))), v("R")),
+        Schedule::Workgroup(0),
+        vec![
+            Stmt::Alloc { buf: "tmp".into(), fields: vec![F32], len: mul(v("R"), v("W")), space: Space::Local },
+            for_("r", i(0), v("R"), Schedule::Local(1), row_body),
+        ],
+    )];
+    LoopProgram {
+        name: "nested_hand_off".into(),
+        args: vec![arg("n", ArgKind::Nat), arg("R", ArgKind::Nat), arg("W", ArgKind::Nat), arg("out", ArgKind::Output { fields: vec![F32], len: nat("n") })],
+        host: vec![],
+        body,
+        checks: vec![Check { message: "row out of range".into(), span: Span::default() }],
+        parallel_work: None,
+        counts: vec![],
+    }
+}

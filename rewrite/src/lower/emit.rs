@@ -193,7 +193,7 @@ impl Lowerer<'_> {
                 let dim = nats.first().and_then(|d| d.const_value()).unwrap_or(0) as u32;
                 view(ViewKind::Map { f: Box::new(args[0].clone()), env: env.clone(), src: Box::new(src), binder: binder.cloned(), prim: name, dim })
             }
-            "reduce" | "reduceSeq" => self.reduce(&args[0], &args[1], &args[2], env, span, body),
+            "reduce" | "reduceSeq" => self.reduce(&args[0], &args[1], &args[2], name == "reduce", env, span, body),
             "zip" => {
                 let parts = args.iter().map(|a| self.array(a, env, body)).collect::<Result<_, _>>()?;
                 view(ViewKind::Zip(parts))
@@ -331,19 +331,39 @@ impl Lowerer<'_> {
         if !self.in_parallel && self.loops.iter().all(|(_, s, _)| *s == Schedule::Seq) {
             self.sequential = true;
         }
-        self.write(&v, ty, &buf, offset.clone(), env, body, false)?;
-        // Barriers between local loops are placed by the OpenCL backend; at work-group
-        // level (no enclosing per-item loop) the hand-off needs one here.
-        if space == Space::Local && items.is_empty() && !self.loops.iter().any(|(_, s, _)| matches!(s, Schedule::Local(_))) {
-            body.push(Stmt::Barrier);
+        if let (Space::Local, Val::Array(view)) = (space, &v)
+            && let Schedule::Local(d) = self.schedule_of(view)
+        {
+            self.local_producers.insert(buf.clone(), d);
         }
+        self.write(&v, ty, &buf, offset.clone(), env, body, false)?;
+        // The OpenCL backend places the barriers local memory needs (codegen-opencl/src/barriers.rs).
         Ok(Val::Array(View::buffer(buf, offset, ty.clone())))
     }
 
-    fn reduce(&mut self, op: &TExpr, init: &TExpr, xs: &TExpr, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
+    #[allow(clippy::too_many_arguments)]
+    fn reduce(&mut self, op: &TExpr, init: &TExpr, xs_expr: &TExpr, reassociate: bool, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
         let init_ty = self.program_values_in_type(&env.subst_type(&init.ty), env);
         let init = self.expr(init, env, body)?;
-        let xs = self.array(xs, env, body)?;
+        let mut xs = self.array(xs_expr, env, body)?;
+        // A `mapLocal`'s results are computed by the group's items in parallel
+        // and kept in local memory for the reduction (fused into a sequential
+        // loop, the map would run on one item at a time).
+        if let ViewKind::Map { prim: "mapLocal", .. } = &xs.kind
+            && !self.counting
+        {
+            let ty = xs.ty.clone();
+            if let Val::Array(local) = self.materialize(Val::Array(xs.clone()), &ty, Space::Local, env, span, body)? {
+                xs = local;
+            }
+        }
+        // The reduction may destroy a local buffer made for it alone.
+        let own = matches!(&xs_expr.kind, TKind::Prim { name: "toLocal" | "mapLocal", .. });
+        if reassociate && own && !self.counting
+            && let Some(v) = self.tree_reduce(op, &init, &xs, env, body)?
+        {
+            return Ok(v);
+        }
         if matches!(init, Val::Array(_)) && !super::stream::is_stream(&xs) {
             return self.reduce_array(op, init, &xs, &init_ty, env, span, body);
         }

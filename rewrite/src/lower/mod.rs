@@ -25,6 +25,7 @@ mod scatter;
 mod sums;
 mod stream;
 mod tidy;
+mod tree;
 mod vector_reduce;
 mod view;
 
@@ -160,6 +161,9 @@ fn lower_phase(kernel: &Kernel, name: &str, options: &LowerOptions, counted: &[(
     if let Some((value, env)) = cx.result(&kernel.body, &env, &out, &mut body)? {
         cx.write(&value, &result_ty, &out, Nat::Lit(0), &env, &mut body, true)?;
     }
+    if !cx.prologue.is_empty() {
+        body.splice(0..0, std::mem::take(&mut cx.prologue));
+    }
     if !cx.workspaces.is_empty() {
         body.splice(0..0, std::mem::take(&mut cx.workspaces));
     }
@@ -224,6 +228,12 @@ pub struct Lowerer<'k> {
     workspaces: Vec<heddle_ir::loops::Stmt>,
     /// Lowering a counting phase: `write` stores counted lengths only.
     counting: bool,
+    /// Local buffers written by a `Local(d)` loop, with `d` (see `tree.rs`).
+    local_producers: std::collections::HashMap<Name, u32>,
+    /// Scalar computations over the naturals, run once at the top of the kernel.
+    prologue: Vec<heddle_ir::loops::Stmt>,
+    /// The prologue's `ceil(log2 len)` variables, by `len` (see `tree.rs`).
+    tree_levels: Vec<(heddle_ir::loops::Expr, Name)>,
 }
 
 impl<'k> Lowerer<'k> {
@@ -253,6 +263,9 @@ impl<'k> Lowerer<'k> {
             hoisted: Vec::new(),
             workspaces: Vec::new(),
             counting: false,
+            local_producers: std::collections::HashMap::new(),
+            prologue: Vec::new(),
+            tree_levels: Vec::new(),
         }
     }
 
