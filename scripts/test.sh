@@ -16,4 +16,9 @@ export INSTA_UPDATE=no
 if [ "${CI:-}" = "true" ]; then
   export PROPTEST_RNG_SEED="${PROPTEST_RNG_SEED:-20261121}"
 fi
-cargo test --workspace --no-fail-fast
+status=0
+cargo test --workspace --no-fail-fast || status=$?
+# Every OpenCL test again on Oclgrind: any data race, uninitialised value or
+# invalid API call it reports fails the build.
+bash scripts/oclgrind.sh || status=$?
+exit $status

@@ -27,9 +27,11 @@ mod ctype;
 mod divergence;
 mod emit;
 mod expr;
+pub mod interface;
 pub mod launch;
 mod normalize;
 
+pub use interface::{ArgSpec, ErrorCode, Interface, Role};
 pub use launch::{Dim, LaunchConfig, WorkSizes};
 
 use ctype::{Idents, Records};
@@ -117,11 +119,38 @@ pub struct Kernel {
     pub params: Vec<KernelParam>,
     /// The NDRange the program implies.
     pub launch: LaunchConfig,
+    /// What a host program needs to launch it: arguments, sizes, error codes.
+    pub interface: Interface,
 }
 
 impl fmt::Display for Kernel {
+    /// The source, then how to launch it (as comments).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.source)?;
+        writeln!(f, "// arguments of {}:", self.name)?;
+        for a in &self.interface.args {
+            let of = a.fields.join(", ");
+            let records = a.records.as_deref().unwrap_or("1");
+            let what = match a.role {
+                Role::Natural => "a natural".to_string(),
+                Role::Scalar => "a scalar input".to_string(),
+                Role::Input => format!("input, {records} records of ({of})"),
+                Role::Output => format!("output, {records} records of ({of})"),
+                Role::Host => format!("computed by the host, {records} longs: {}", a.computed.as_deref().unwrap_or("")),
+                Role::Local => format!("__local, {records} records of ({of}): pass its size in bytes, no data"),
+                Role::Scratch => format!("scratch, {records} records of ({of})"),
+                Role::Workspace => format!("workspace, {records} records of ({of}) per work-item"),
+                Role::Error => "0 before the launch; after it, 0 or an error code below".to_string(),
+            };
+            let initial = match (&a.initial, a.role) {
+                (Some(i), Role::Output | Role::Workspace) => format!("; starts {i}"),
+                _ => String::new(),
+            };
+            writeln!(f, "//   {} {}: {what}{initial}", a.index, a.name)?;
+        }
+        for e in &self.interface.errors {
+            writeln!(f, "// error code {}: {}", e.code, e.message)?;
+        }
         writeln!(f, "// launch {}: {}", self.name, self.launch)
     }
 }
@@ -202,6 +231,7 @@ pub fn compile(prog: &LoopProgram) -> Result<Kernel, Diagnostic> {
     params.push(KernelParam::Error);
     params_text.append(&mut g.params_text);
     params_text.push("__global int* restrict heddle_error".into());
+    let interface = Interface::new(prog, &params, &params_text);
 
     let name = kernel_name(&prog.name);
     let mut src = String::new();
@@ -220,7 +250,7 @@ pub fn compile(prog: &LoopProgram) -> Result<Kernel, Diagnostic> {
     src.push_str(&format!("\n__kernel void {name}(\n  {}) {{\n", params_text.join(",\n  ")));
     src.push_str(&g.out);
     src.push_str("}\n");
-    Ok(Kernel { name, source: src, params, launch })
+    Ok(Kernel { name, source: src, params, launch, interface })
 }
 
 /// The program as the OpenCL backend runs it: schedules explicit

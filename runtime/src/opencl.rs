@@ -29,6 +29,9 @@ use ocl::{Buffer, Context, Device, Platform, Program, Queue};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+/// The options heddle builds every generated kernel with.
+pub const BUILD_OPTIONS: &str = "-cl-std=CL1.2";
+
 /// One OpenCL device a kernel can run on.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct DeviceEntry {
@@ -256,7 +259,7 @@ impl Session {
         let program = Program::builder()
             .src(kernel.source.clone())
             .devices(self.device)
-            .cmplr_opt("-cl-std=CL1.2")
+            .cmplr_opt(BUILD_OPTIONS)
             .build(&self.context)
             .map_err(|e| err(format!("the OpenCL compiler rejected kernel `{}`:\n{e}", kernel.name)))?;
         cache.insert(kernel.source.clone(), program.clone());

@@ -2,8 +2,15 @@
 //!
 //! `loops` prints the lowered loop program (the loops and the final index
 //! formulas, Σ already replaced by closed forms or host prefix sums);
-//! `cpu` prints the Cranelift IR the CPU backend JIT-compiles. Each target
-//! is one arm of [`emit`], so a backend adds its own.
+//! `cpu` prints the Cranelift IR the CPU backend JIT-compiles; `opencl` the
+//! OpenCL C kernels with, as comments, how to launch them. Each target is
+//! one arm of [`emit`], so a backend adds its own.
+//!
+//! With `--json`, `--target opencl` also describes every kernel for a host
+//! program that launches it itself (docs/opencl-host.md, schema in
+//! docs/schemas/heddle.compile.json): its arguments in order with role,
+//! C declaration, record layout and size formula, the NDRange formulas, the
+//! values of all of these for the `--param`s given, and the error codes.
 
 use super::{load, Failure, Output};
 use heddle::source::SourceFile;
@@ -28,7 +35,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "loops")]
     target: Target,
     /// A natural parameter: NAME=VALUE. Naturals are kernel arguments, so the
-    /// code does not depend on them; accepted for symmetry with `run`.
+    /// code does not depend on them; with `--json`, sizes are evaluated for them.
     #[arg(long = "param", value_name = "NAME=VALUE", value_parser = super::args::checked(super::args::nat_binding))]
     params: Vec<String>,
     /// Write the text here instead of stdout.
@@ -69,22 +76,106 @@ fn emit(target: Target, file: &SourceFile, kernel: &heddle_typeck::Kernel) -> Re
 }
 
 pub fn run(a: &Args) -> Result<Output, Failure> {
-    for p in &a.params {
-        let ok = p.split_once('=').is_some_and(|(k, v)| !k.is_empty() && v.parse::<i64>().is_ok_and(|v| v >= 0));
-        if !ok {
-            return Err(Failure::Input(format!("--param {p}: expected NAME=VALUE with a natural number")));
+    let params = a.params.iter().map(|p| super::args::nat_binding(p).map_err(Failure::Input)).collect::<Result<Vec<_>, _>>()?;
+    let (file, _, kernel) = load(&a.file)?;
+    for (k, _) in &params {
+        if !kernel.params.iter().any(|p| matches!(p, heddle_typeck::KernelParam::Nat(n) if n.as_str() == k)) {
+            return Err(Failure::Input(format!("--param {k}: the kernel has no natural of this name")));
         }
     }
-    let (file, _, kernel) = load(&a.file)?;
     let text = emit(a.target, &file, &kernel)?;
     if let Some(out) = &a.output {
         std::fs::write(out, &text).map_err(|e| Failure::Input(format!("cannot write {out}: {e}")))?;
     }
-    let json = serde_json::json!({
+    let mut json = serde_json::json!({
         "ok": true,
         "target": format!("{:?}", a.target).to_lowercase(),
         "text": if a.output.is_some() { serde_json::Value::Null } else { serde_json::Value::String(text.clone()) },
         "output": a.output,
     });
+    if a.json && a.target == Target::Opencl {
+        json["params"] = serde_json::Value::Object(params.iter().map(|(k, v)| (k.clone(), serde_json::json!(v))).collect());
+        json["kernels"] = serde_json::Value::Array(describe(&file, &kernel, &params)?);
+    }
     Ok(Output { text: if a.output.is_some() { String::new() } else { text }, json })
+}
+
+/// Every OpenCL kernel of a checked kernel in launch order (counting phases
+/// first), described for a host program.
+fn describe(file: &SourceFile, kernel: &heddle_typeck::Kernel, params: &[(String, i64)]) -> Result<Vec<serde_json::Value>, Failure> {
+    use serde_json::json;
+    let located = |d| Failure::Source(file.clone(), vec![d]);
+    let compiled = heddle::opencl::compile(kernel, &kernel_name(file)).map_err(located)?;
+    let nat = |n: &heddle_ir::Name| params.iter().find(|(k, _)| k == n.as_str()).map(|(_, v)| *v);
+    let one = |k: &heddle_codegen_opencl::Kernel, phase: serde_json::Value| {
+        let bytes = k.interface.bytes(&nat, &k.launch);
+        let args: Vec<serde_json::Value> = k
+            .interface
+            .args
+            .iter()
+            .zip(bytes)
+            .map(|(a, b)| {
+                let mut v = serde_json::to_value(a).unwrap_or_default();
+                if a.record_bytes.is_some() {
+                    v["bytes"] = json!(b);
+                }
+                if a.role == heddle_codegen_opencl::Role::Natural {
+                    v["value"] = json!(nat(&heddle_ir::Name::from(a.name.as_str())));
+                }
+                v
+            })
+            .collect();
+        let sizes = k.launch.sizes(&nat).ok();
+        let dims: Vec<serde_json::Value> = k
+            .launch
+            .dims
+            .iter()
+            .enumerate()
+            .map(|(d, dim)| {
+                let (global, local) = match dim {
+                    heddle_codegen_opencl::Dim::Global { items } => (heddle_codegen_opencl::launch::text(items), None),
+                    heddle_codegen_opencl::Dim::Grouped { groups, local } => {
+                        let l = heddle_codegen_opencl::launch::text(local);
+                        let g = heddle_codegen_opencl::launch::text(groups);
+                        (if g == "1" { l.clone() } else { format!("({g}) * ({l})") }, Some(l))
+                    }
+                };
+                json!({
+                    "global": global,
+                    "local": local,
+                    "global_value": sizes.as_ref().map(|s| s.global[d]),
+                    "local_value": sizes.as_ref().and_then(|s| s.local.as_ref()).map(|l| l[d]),
+                })
+            })
+            .collect();
+        let errors: Vec<serde_json::Value> = k
+            .interface
+            .errors
+            .iter()
+            .map(|e| {
+                let (line, column) = file.line_col(e.span.start as usize);
+                json!({ "code": e.code, "message": e.message, "file": file.name, "line": line, "column": column })
+            })
+            .collect();
+        let mut v = json!({
+            "name": k.name,
+            "source": k.source,
+            "build_options": heddle_runtime::opencl::BUILD_OPTIONS,
+            "args": args,
+            "launch": {
+                "dims": dims,
+                "local_chosen_by_implementation": sizes.as_ref().is_some_and(|s| s.local.is_none()),
+                "text": k.launch.to_string(),
+            },
+            "errors": errors,
+        });
+        v["phase"] = phase;
+        v
+    };
+    let mut out = Vec::new();
+    for (k, phase) in compiled.counts.iter().zip(&compiled.program.counts) {
+        out.push(one(k, json!({ "kind": "count", "fills": phase.name.as_str() })));
+    }
+    out.push(one(&compiled.kernel, json!({ "kind": "main" })));
+    Ok(out)
 }
