@@ -28,6 +28,10 @@ echo "$icd" > "$work/oclgrind.icd"
 export OCL_ICD_VENDORS="$work/oclgrind.icd"
 export OCLGRIND_DATA_RACES=1 OCLGRIND_UNINITIALIZED=1 OCLGRIND_CHECK_API=1
 export OCLGRIND_LOG="$work/oclgrind-%p.log"
+# Oclgrind interprets the LLVM IR of each kernel; built without optimisation
+# it sees the kernel as written (and 21.10 cannot load some optimised IR:
+# "Unsupported constant int size: 5 bytes").
+export OCLGRIND_BUILD_OPTIONS="-cl-opt-disable"
 export HEDDLE_OCLGRIND=1
 unset INSTA_UPDATE
 export INSTA_UPDATE=no

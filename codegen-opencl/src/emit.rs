@@ -26,8 +26,9 @@
 //!   is `p ? value : 0`, a store is `if (p) …`, a loop or branch without a
 //!   barrier is wrapped in `if (p)`, and uniform computations run everywhere.
 //!
-//! A failed check stores its id and predicates the rest of its block off
-//! (no early `return`: work-items leaving a kernel with barriers is undefined).
+//! A failed check stores its id and stops the work-item (`return`); in a
+//! kernel with barriers, where items leaving early is undefined (POCL rejects
+//! it), it predicates the rest of its block off instead.
 
 use crate::ctype::{scalar, stored};
 use crate::launch::{eval, launch_evaluable, LoopInfo};
@@ -76,11 +77,21 @@ impl Gen<'_> {
     fn check(&mut self, cond: &Expr, id: u32, rest: &[Stmt], env: &mut TypeEnv, ctx: Ctx, depth: usize, pred: &Pred) -> Result<(), String> {
         let report = format!("atomic_cmpxchg(heddle_error, 0, {});", u64::from(id) + 1);
         let c = self.expr(cond, env)?;
+        if !self.barriers {
+            // A failed check stops the work-item, as it stops the CPU backend:
+            // later statements may rely on it (a whole loop of checks before
+            // the loop that reads what they checked).
+            match pred {
+                Some(p) => self.line(depth, &format!("if ({p} && !({c})) {{ {report} return; }}")),
+                None => self.line(depth, &format!("if (!({c})) {{ {report} return; }}")),
+            }
+            return self.stmts(rest, env, ctx, depth, pred);
+        }
         if !self.div.expr(cond) || (pred.is_none() && !contains_barrier(rest)) {
             // Every item of the group decides alike (or no barrier follows):
-            // the rest is skipped where the check fails. An early `return`
-            // would be simpler, but items leaving a kernel that has barriers
-            // is undefined (POCL rejects it).
+            // the rest is skipped where the check fails. A `return` would be
+            // simpler, but items leaving a kernel that has barriers is
+            // undefined (POCL rejects it).
             self.line(depth, &format!("if (!({c})) {{"));
             match pred {
                 Some(p) => self.line(depth + 1, &format!("if ({p}) {report}")),

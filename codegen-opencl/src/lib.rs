@@ -17,7 +17,8 @@
 //! - Buffer records are C structs laid out like `record_layout`; `bool` is
 //!   stored as `uchar`; `double` enables `cl_khr_fp64`.
 //! - `Check` writes its 1-based id into the `heddle_error` argument (the last
-//!   one) and skips the rest of its block.
+//!   one) and stops the work-item (`return`), or, in a kernel with barriers,
+//!   predicates the rest of its block off.
 //! - Floating-point contraction is switched off so that `a * b + c` rounds
 //!   twice, like the interpreter.
 #![warn(missing_docs)]
@@ -174,6 +175,8 @@ pub(crate) struct Gen<'a> {
     pub(crate) workspace: Vec<Name>,
     /// Does the kernel run on more than one work-item?
     pub(crate) parallel: bool,
+    /// Does the kernel have a barrier (then no work-item may return early)?
+    pub(crate) barriers: bool,
     /// NDRange dimensions the kernel's loops use.
     pub(crate) dims: u32,
     /// Every schedule some loop of the kernel has.
@@ -203,6 +206,7 @@ pub fn compile(prog: &LoopProgram) -> Result<Kernel, Diagnostic> {
         private: Vec::new(),
         workspace: Vec::new(),
         parallel: has_parallel(&prog.body),
+        barriers: barriers::contains_barrier(&prog.body),
         dims: dims_used(&prog.body),
         schedules: schedules_in(&prog.body),
         div: divergence::Divergence::of(&prog.body),
