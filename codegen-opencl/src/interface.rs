@@ -197,11 +197,17 @@ fn spec(prog: &LoopProgram, index: usize, p: &KernelParam, decl: &str) -> ArgSpe
                     a.role = Role::Host;
                     layout(&mut a, &[heddle_ir::ScalarType::I64]);
                     if let Some(h) = prog.host.iter().find(|h| h.name == arg.name) {
-                        let HostKind::PrefixSum { var, body, count } = &h.kind;
+                        let HostKind::PrefixSum { var, body, count, flat } = &h.kind;
                         a.records = Some(Nat::add(count.clone(), Nat::Lit(1)).to_string());
                         a.size = Size::Nat(Nat::add(count.clone(), Nat::Lit(1)));
+                        let flat = if flat.is_empty() {
+                            String::new()
+                        } else {
+                            let names: Vec<String> = flat.iter().map(|f| format!("`{f}`")).collect();
+                            format!("; {} read by flat record position ({}@q is record q)", names.join(", "), flat[0])
+                        };
                         a.computed = Some(format!(
-                            "the exclusive prefix sum: {n}[j] = sum({var} = 0 .. j - 1, {body}) for j = 0 .. {count} ({n}[0] = 0)",
+                            "the exclusive prefix sum: {n}[j] = sum({var} = 0 .. j - 1, {body}) for j = 0 .. {count} ({n}[0] = 0){flat}",
                             n = a.name
                         ));
                     }

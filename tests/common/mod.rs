@@ -42,6 +42,13 @@ pub fn oclgrind() -> bool {
     std::env::var("HEDDLE_OCLGRIND").is_ok_and(|v| v == "1")
 }
 
+/// How many random cases a test runs: `n`, or one in the Oclgrind pass,
+/// where the simulator is slow and what it checks is the kernel (each case
+/// runs the same kernel on another random input).
+pub fn cases(n: u64) -> u64 {
+    if oclgrind() { 1 } else { n }
+}
+
 /// The OpenCL device, where a platform exists; under `CI=true` (or in the
 /// Oclgrind pass) its absence fails the test, elsewhere it is skipped
 /// visibly. In the Oclgrind pass it must be Oclgrind's device.
