@@ -21,6 +21,7 @@ fn describe(file: &str, params: &[&str]) -> Value {
     assert_eq!(code, 0, "{err}");
     let mut v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert_eq!(v["schema"], "heddle.compile/1");
+    common::assert_schema(&v, &format!("heddle {}", args.join(" ")));
     v["text"] = "…".into();
     for k in v["kernels"].as_array_mut().unwrap() {
         assert!(k["source"].as_str().unwrap().contains(&format!("__kernel void {}(", k["name"].as_str().unwrap())));
