@@ -69,7 +69,7 @@ fn whole<T>(src: &str, item: impl FnOnce(&mut Parser) -> PResult<T>) -> Result<T
 }
 
 /// Words that cannot be used as names.
-pub const KEYWORDS: &[&str] = &["fun", "nFun", "nfun", "let", "in", "def", "select", "true", "false", "max", "min"];
+pub const KEYWORDS: &[&str] = &["fun", "nFun", "nfun", "let", "in", "def", "select", "true", "false", "max", "min", "inf", "nan"];
 
 struct Parser<'a> {
     src: &'a str,
@@ -516,6 +516,12 @@ impl<'a> Parser<'a> {
                 "true" | "false" => {
                     self.bump();
                     Ok(Expr::new(ExprKind::Lit(Literal::Bool(s == "true")), t.span))
+                }
+                // Float literals without a decimal spelling: `-inf` is `-(inf)`.
+                "inf" | "nan" => {
+                    self.bump();
+                    let v = if s == "inf" { f64::INFINITY } else { f64::NAN };
+                    Ok(Expr::new(ExprKind::Lit(Literal::Float(FloatLit(v))), t.span))
                 }
                 "max" | "min" => {
                     self.bump();

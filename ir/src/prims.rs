@@ -146,8 +146,14 @@ pub fn note(name: &str) -> Option<&'static str> {
         "iterate" => Some("the function is applied k times; k must be a constant and each application is checked at its own input type"),
         "asVector" => Some("elements must be scalars and the width a constant 2, 3, 4, 8 or 16"),
         "asScalar" => Some("elements must be vectors"),
+        n if conversion(n).is_some() => Some("the argument must be a scalar: a number or a bool"),
         _ => None,
     }
+}
+
+/// The scalar type a conversion primitive (`float`, `int`, `u8`, …) converts to.
+pub fn conversion(name: &str) -> Option<crate::types::ScalarType> {
+    crate::types::ScalarType::from_keyword(name).filter(|_| lookup(name).is_some())
 }
 
 /// Is `name` one of the `map` family (same typing, different schedules)?

@@ -81,3 +81,28 @@ intersect    : [(I, T)]_N -> [(I, U)]_M -> [(I, T, U)]_counted  // co-iteration 
 // increasing order, with their sums: a compressed row. T is a number. An index
 // outside 0 .. n is a run-time error (a `Check` in compiled code).
 compressAdd  : (n: nat) -> [(I, T)]_N -> [(I, T)]_counted  // sums (index, value) pairs by index in a workspace; the indices that got a value, in order, with their sums
+
+// ## Numeric conversions
+// Each scalar type's name converts a number or a bool to that type:
+// `float(n)`, `int(x)`, `double(k)`, `u8(v)`, ... (aliases included: `i32`
+// is `int`, `f64` is `double`, `index` is `i64`). T is a scalar. Integer to
+// integer wraps at the target's width (two's complement); integer to float
+// rounds to nearest; float to float rounds to nearest; float to integer
+// rounds toward zero and saturates at the target's range, NaN giving 0 (as
+// Rust's `as` and OpenCL's `convert_T_sat_rtz`); to `bool` is `x != 0` (NaN
+// gives true); a bool is 0 or 1. Every backend computes the same value.
+bool         : T -> bool  // x != 0
+int          : T -> int  // to a 32-bit signed integer
+float        : T -> float  // to a 32-bit float
+double       : T -> double  // to a 64-bit float
+index        : T -> index  // to a 64-bit signed integer (as i64)
+i8           : T -> i8  // to an 8-bit signed integer
+i16          : T -> i16  // to a 16-bit signed integer
+i32          : T -> i32  // to a 32-bit signed integer (as int)
+i64          : T -> i64  // to a 64-bit signed integer
+u8           : T -> u8  // to an 8-bit unsigned integer
+u16          : T -> u16  // to a 16-bit unsigned integer
+u32          : T -> u32  // to a 32-bit unsigned integer
+u64          : T -> u64  // to a 64-bit unsigned integer
+f32          : T -> f32  // to a 32-bit float (as float)
+f64          : T -> f64  // to a 64-bit float (as double)

@@ -381,14 +381,16 @@ pub fn eval_scalar(prog: &LoopProgram, launch: &Launch, temps: &[(Name, Buffer)]
     })
 }
 
-/// A scalar conversion with C semantics (float → int truncates).
+/// A scalar conversion as the compiled backends do it (float → int toward
+/// zero, saturating, NaN giving 0: [`crate::value::float_to_int`]).
 pub fn cast(v: Value, t: ScalarType) -> Value {
     match (v, t) {
         (Value::Int(x), t) if t.is_float() => Value::Float(round_float(x as f64, t)),
         (Value::Int(x), ScalarType::Bool) => Value::Bool(x != 0),
         (Value::Int(x), t) => Value::Int(wrap_int(x, t)),
         (Value::Float(x), t) if t.is_float() => Value::Float(round_float(x, t)),
-        (Value::Float(x), t) => Value::Int(wrap_int(x as i64, t)),
+        (Value::Float(x), ScalarType::Bool) => Value::Bool(x != 0.0),
+        (Value::Float(x), t) => Value::Int(crate::value::float_to_int(x, t)),
         (Value::Bool(b), t) if t.is_float() => Value::Float(b as i64 as f64),
         (Value::Bool(b), ScalarType::Bool) => Value::Bool(b),
         (Value::Bool(b), _) => Value::Int(b as i64),

@@ -83,6 +83,45 @@ pub fn round_float(v: f64, s: ScalarType) -> f64 {
     if s == ScalarType::F32 { v as f32 as f64 } else { v }
 }
 
+/// A float as the integer type `s`, as Rust's `as` does: toward zero,
+/// saturating at `s`'s range, NaN giving 0 (the compiled backends do the same:
+/// Cranelift's saturating conversions, OpenCL's `convert_T_sat_rtz`).
+pub fn float_to_int(v: f64, s: ScalarType) -> i64 {
+    match s {
+        ScalarType::I8 => v as i8 as i64,
+        ScalarType::I16 => v as i16 as i64,
+        ScalarType::I32 => v as i32 as i64,
+        ScalarType::U8 => v as u8 as i64,
+        ScalarType::U16 => v as u16 as i64,
+        ScalarType::U32 => v as u32 as i64,
+        // u64 values are kept in the bit pattern of an i64.
+        ScalarType::U64 => v as u64 as i64,
+        _ => v as i64,
+    }
+}
+
+/// The conversion `to(v)` of a scalar `v` of type `from` (LANGUAGE's numeric
+/// conversions, `prims.sig`): integers wrap at `to`'s width, floats round to
+/// nearest, float to integer as [`float_to_int`], to `bool` is `v != 0`, a bool
+/// is 0 or 1. Anything but a scalar is returned unchanged.
+pub fn convert(v: Value, from: ScalarType, to: ScalarType) -> Value {
+    match v {
+        Value::Int(x) if to == ScalarType::Bool => Value::Bool(x != 0),
+        Value::Int(x) if to.is_float() => {
+            let wide = if from == ScalarType::U64 { x as u64 as f64 } else { x as f64 };
+            Value::Float(round_float(wide, to))
+        }
+        Value::Int(x) => Value::Int(wrap_int(x, to)),
+        Value::Float(x) if to == ScalarType::Bool => Value::Bool(x != 0.0),
+        Value::Float(x) if to.is_float() => Value::Float(round_float(x, to)),
+        Value::Float(x) => Value::Int(float_to_int(x, to)),
+        Value::Bool(b) if to == ScalarType::Bool => Value::Bool(b),
+        Value::Bool(b) if to.is_float() => Value::Float(b as i64 as f64),
+        Value::Bool(b) => Value::Int(b as i64),
+        other => other,
+    }
+}
+
 /// The scalar type of a value's type, for arithmetic.
 pub fn scalar_of(t: &Type) -> Option<ScalarType> {
     match t {
@@ -111,5 +150,41 @@ impl fmt::Display for Value {
                 write!(f, "{close}")
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod conversion_tests {
+    use super::{Value, convert};
+    use heddle_ir::ScalarType as S;
+
+    fn f(x: f64, to: S) -> Value {
+        convert(Value::Float(x), S::F64, to)
+    }
+
+    #[test]
+    fn floats_to_integers_truncate_and_saturate() {
+        assert_eq!(f(3.7, S::I32), Value::Int(3));
+        assert_eq!(f(-3.7, S::I32), Value::Int(-3));
+        assert_eq!(f(-3.7, S::U8), Value::Int(0));
+        assert_eq!(f(300.5, S::U8), Value::Int(255));
+        assert_eq!(f(300.5, S::I8), Value::Int(127));
+        assert_eq!(f(-1e20, S::I32), Value::Int(i32::MIN as i64));
+        assert_eq!(f(1e20, S::U64), Value::Int(u64::MAX as i64));
+        assert_eq!(f(f64::NAN, S::I64), Value::Int(0));
+        assert_eq!(f(f64::INFINITY, S::U16), Value::Int(65535));
+        assert_eq!(f(f64::NAN, S::Bool), Value::Bool(true));
+        assert_eq!(f(0.0, S::Bool), Value::Bool(false));
+    }
+
+    #[test]
+    fn integers_wrap_and_round() {
+        assert_eq!(convert(Value::Int(300), S::I32, S::U8), Value::Int(44));
+        assert_eq!(convert(Value::Int(-1), S::I32, S::U16), Value::Int(65535));
+        assert_eq!(convert(Value::Int(16_777_217), S::I32, S::F32), Value::Float(16_777_216.0));
+        assert_eq!(convert(Value::Int(-1), S::U64, S::F64), Value::Float(u64::MAX as f64));
+        assert_eq!(convert(Value::Bool(true), S::Bool, S::F32), Value::Float(1.0));
+        assert_eq!(convert(Value::Int(0), S::I8, S::Bool), Value::Bool(false));
+        assert_eq!(convert(Value::Float(0.1), S::F64, S::F32), Value::Float(0.1f32 as f64));
     }
 }

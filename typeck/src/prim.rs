@@ -290,6 +290,20 @@ impl Checker {
                             .with_label(format!("the element type {} depends on {b}", show(elem))));
                     }
             }
+            conv if heddle_ir::prims::conversion(conv).is_some() => {
+                let arg = inst.types.get(&('T' as u32)).map(|t| self.metas.zonk(t));
+                match arg {
+                    Some(Type::Scalar(_)) => {}
+                    // An unknown (a literal): any number converts.
+                    Some(t @ Type::Meta(_)) => self.require_numeric(&t, span, &format!("`{conv}`"))?,
+                    other => {
+                        let found = other.map_or("?".into(), |t| show(&t));
+                        return Err(Diagnostic::new(span, format!("`{conv}` converts a scalar, found {found}"))
+                            .with_label(format!("this has type {found}"))
+                            .with_note(format!("to convert every element of an array, map it: `xs :>> map({conv})`")));
+                    }
+                }
+            }
             "asVector" | "asScalar" => {
                 let w = inst.named.get(&Name::from("w")).and_then(|w| w.const_value());
                 if name == "asVector" && !w.is_some_and(|w| [2, 3, 4, 8, 16].contains(&w)) {

@@ -190,7 +190,10 @@ impl Translator<'_, '_> {
             return self.b.ins().fcvt_to_sint_sat(ct::I64, v);
         }
         let bits = tt.bits();
-        let wide = if to.is_signed() { self.b.ins().fcvt_to_sint_sat(ct::I64, v) } else { self.b.ins().fcvt_to_uint_sat(ct::I64, v) };
+        // The signed conversion for every narrower type: its range covers
+        // u32's, and the clamp below is signed (an unsigned saturation to
+        // u64::MAX would read as -1 and clamp to 0).
+        let wide = self.b.ins().fcvt_to_sint_sat(ct::I64, v);
         let (lo, hi) = if to.is_signed() { (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1) } else { (0, (1i64 << bits) - 1) };
         let lo = self.b.ins().iconst(ct::I64, lo);
         let hi = self.b.ins().iconst(ct::I64, hi);

@@ -258,9 +258,12 @@ fn print_literal(l: &Literal) -> String {
             if v.is_finite() {
                 let s = format!("{v:?}");
                 if s.contains('.') || s.contains('e') { s } else { format!("{s}.0") }
+            } else if v.is_nan() {
+                "nan".to_string()
+            } else if v > 0.0 {
+                "inf".to_string()
             } else {
-                // Only reachable for computed literals; keep it parseable.
-                "0.0".to_string()
+                "-inf".to_string()
             }
         }
     }

@@ -187,6 +187,13 @@ impl Lowerer<'_> {
     fn prim(&mut self, name: &'static str, nats: &[Nat], args: &[TExpr], binder: Option<&Name>, ty: &Type, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
         let view = |kind: ViewKind| Ok(Val::Array(View { ty: ty.clone(), kind }));
         let nat = |k: usize| env.subst_nat(&nats[k]);
+        if let Some(to) = heddle_ir::prims::conversion(name) {
+            // `float(x)`: a cast from the operand's machine type (`numbers.rs`).
+            let Val::Scalar(e, from) = self.expr(&args[0], env, body)? else {
+                return Err(unsupported(span, &format!("`{name}` of a non-scalar")));
+            };
+            return Ok(Val::Scalar(numbers::convert(e, from, to), to));
+        }
         match name {
             "map" | "mapSeq" | "mapPar" | "mapGlobal" | "mapWorkgroup" | "mapLocal" => {
                 let src = self.array(&args[1], env, body)?;

@@ -23,6 +23,11 @@ fn size_error(span: Span, prim: &str, msg: String) -> Diagnostic {
 pub(super) fn eval_prim(name: &str, nats: &[Nat], args: &[TExpr], binder: Option<&Name>, t: &TExpr, env: &Env) -> Result<Value, Diagnostic> {
     let span = t.span;
     let arg = |k: usize| args.get(k).ok_or_else(|| internal(span, "missing argument"));
+    if let Some(to) = heddle_ir::prims::conversion(name) {
+        let a = arg(0)?;
+        let from = crate::value::scalar_of(&a.ty).ok_or_else(|| internal(span, "a conversion of a non-scalar"))?;
+        return Ok(crate::value::convert(eval(a, env)?, from, to));
+    }
     match name {
         "map" | "mapSeq" | "mapPar" | "mapGlobal" | "mapWorkgroup" | "mapLocal" => {
             let xs = array(eval(arg(1)?, env)?, span)?;
