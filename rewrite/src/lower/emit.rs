@@ -1,7 +1,7 @@
 //! Lowering expressions, primitives, and writing results to buffers.
 
 use super::view::ViewKind;
-use super::{unsupported, Env, Lowerer, Val, View};
+use super::{bug, unsupported, Env, Lowerer, Val, View};
 use super::numbers;
 use heddle_ir::expr::UnOp;
 use heddle_ir::loops::{BinOp, Block, Expr as L, Schedule, Space, Stmt};
@@ -45,7 +45,7 @@ impl Lowerer<'_> {
     pub(super) fn expr(&mut self, t: &TExpr, env: &Env, body: &mut Block) -> Result<Val, Diagnostic> {
         let ty = self.program_values_in_type(&env.subst_type(&t.ty), env);
         match &t.kind {
-            TKind::Var(x) => env.value(x).cloned().ok_or_else(|| unsupported(t.span, &format!("the variable `{x}` here"))),
+            TKind::Var(x) => env.value(x).cloned().ok_or_else(|| bug(t.span, &format!("the variable `{x}` here"))),
             TKind::NatValue(n) => {
                 let s = ty.as_scalar().unwrap_or(ScalarType::I64);
                 let e = self.index_expr(n, env, body)?;
@@ -71,10 +71,10 @@ impl Lowerer<'_> {
             }
             TKind::Index { array, index } => {
                 let Val::Array(a) = self.expr(array, env, body)? else {
-                    return Err(unsupported(t.span, "indexing a non-array"));
+                    return Err(bug(t.span, "indexing a non-array"));
                 };
                 let Val::Scalar(i, s) = self.expr(index, env, body)? else {
-                    return Err(unsupported(index.span, "a non-scalar index"));
+                    return Err(bug(index.span, "a non-scalar index"));
                 };
                 let k = self.bind_index(super::nats::widen(i, s), "idx", body);
                 let what = match &array.kind {
@@ -86,7 +86,7 @@ impl Lowerer<'_> {
             }
             TKind::Proj { tuple, index } => match self.expr(tuple, env, body)? {
                 Val::Tuple(mut items) if *index < items.len() => Ok(items.swap_remove(*index)),
-                _ => Err(unsupported(t.span, "a projection of a non-tuple")),
+                _ => Err(bug(t.span, "a projection of a non-tuple")),
             },
             TKind::Tuple(items) => Ok(Val::Tuple(items.iter().map(|x| self.expr(x, env, body)).collect::<Result<_, _>>()?)),
             TKind::Binary { op, lhs, rhs } => self.binary(*op, lhs, rhs, t.span, env, body),
@@ -105,7 +105,7 @@ impl Lowerer<'_> {
             }
             TKind::Select { cond, then, els } => {
                 let Val::Scalar(c, _) = self.expr(cond, env, body)? else {
-                    return Err(unsupported(cond.span, "`select` on a non-boolean"));
+                    return Err(bug(cond.span, "`select` on a non-boolean"));
                 };
                 self.select(c, then, els, env, t.span, body)
             }
@@ -163,7 +163,7 @@ impl Lowerer<'_> {
     /// Applies a lambda to values.
     pub(super) fn apply(&mut self, f: &TExpr, args: Vec<Val>, env: &Env, body: &mut Block) -> Result<Val, Diagnostic> {
         let TKind::Lambda { params, body: fbody } = &f.kind else {
-            return Err(unsupported(f.span, "applying a non-function"));
+            return Err(bug(f.span, "applying a non-function"));
         };
         let mut inner = env.clone();
         for ((name, _), v) in params.iter().zip(args) {
@@ -207,7 +207,7 @@ impl Lowerer<'_> {
             }
             "unzip" => {
                 let src = self.array(&args[0], env, body)?;
-                let Type::Tuple(ts) = ty else { return Err(unsupported(span, "unzip")) };
+                let Type::Tuple(ts) = ty else { return Err(bug(span, "unzip")) };
                 let parts = (0..ts.len())
                     .map(|k| Val::Array(View { ty: ts[k].clone(), kind: ViewKind::Proj(Box::new(src.clone()), k) }))
                     .collect();
@@ -293,7 +293,7 @@ impl Lowerer<'_> {
     fn array(&mut self, t: &TExpr, env: &Env, body: &mut Block) -> Result<View, Diagnostic> {
         match self.expr(t, env, body)? {
             Val::Array(v) => Ok(v),
-            _ => Err(unsupported(t.span, "a pattern applied to a non-array")),
+            _ => Err(bug(t.span, "a pattern applied to a non-array")),
         }
     }
 

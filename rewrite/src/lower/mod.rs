@@ -310,7 +310,15 @@ impl<'k> Lowerer<'k> {
     }
 }
 
-/// "not supported by the compiled backends yet", located.
+/// A state that lowering never reaches for a well-typed kernel: reported as
+/// an internal error, a bug in heddle (the compile-coverage corpus and the
+/// random program generator fail on it).
+pub(crate) fn bug(span: Span, what: &str) -> Diagnostic {
+    Diagnostic::new(span, format!("internal error in lowering: {what}")).with_note("this is a bug in heddle; please report it with the program")
+}
+
+/// "not supported by the compiled backends yet", located: one of the
+/// refusals ARCHITECTURE.md lists, with its reason.
 pub fn unsupported(span: Span, what: &str) -> Diagnostic {
     Diagnostic::new(span, format!("{what} cannot be compiled yet"))
         .with_label("not supported by the compiled backends")

@@ -1,6 +1,6 @@
 //! Naturals in loop code: Σ elimination, then `i64` expressions.
 
-use super::{unsupported, Env, Lowerer, Val};
+use super::{bug, unsupported, Env, Lowerer, Val};
 use heddle_ir::expr::{BinOp as SrcOp, ExprKind, Literal, UnOp};
 use heddle_ir::loops::{ArgKind, BinOp, Block, Expr as L, Stmt};
 use heddle_ir::nat::{CmpOp, NatCond, NatOp};
@@ -63,8 +63,8 @@ impl Lowerer<'_> {
                 L::Select(Box::new(c), Box::new(a), Box::new(b))
             }
             Nat::ToNat(e) => self.int_expr(e, env, body)?,
-            Nat::Sum { .. } => return Err(unsupported(span, &format!("the Σ in {n}"))),
-            Nat::Meta(_) => return Err(unsupported(span, "an unsolved length")),
+            Nat::Sum { .. } => return Err(bug(span, &format!("the Σ in {n}"))),
+            Nat::Meta(_) => return Err(bug(span, "an unsolved length")),
         })
     }
 
@@ -152,7 +152,7 @@ impl Lowerer<'_> {
     fn lookup_val(&mut self, e: &Expr, env: &Env, body: &mut Block) -> Result<Val, Diagnostic> {
         let span = if e.span.end > 0 { e.span } else { self.kernel.body.span };
         match &e.kind {
-            ExprKind::Var(x) => self.lookup_value(x, env).ok_or_else(|| unsupported(span, &format!("toNat of `{x}` here"))),
+            ExprKind::Var(x) => self.lookup_value(x, env).ok_or_else(|| bug(span, &format!("toNat of `{x}` here"))),
             ExprKind::Index { array, index } => {
                 let at = match index.as_nat() {
                     // Positions resolve through this environment (map binders); an index that
@@ -171,12 +171,12 @@ impl Lowerer<'_> {
                 }
                 match self.lookup_val(array, env, body)? {
                     Val::Array(view) => self.elem(&view, &at, body),
-                    _ => Err(unsupported(span, &format!("the lookup {e} inside toNat, of something that is not an array"))),
+                    _ => Err(bug(span, &format!("the lookup {e} inside toNat, of something that is not an array"))),
                 }
             }
             ExprKind::Proj { tuple, field } => match self.lookup_val(tuple, env, body)? {
                 Val::Tuple(mut items) if (*field as usize) >= 1 && (*field as usize) <= items.len() => Ok(items.swap_remove(*field as usize - 1)),
-                _ => Err(unsupported(span, &format!("toNat of {e}, a projection of something that is not a tuple"))),
+                _ => Err(bug(span, &format!("toNat of {e}, a projection of something that is not a tuple"))),
             },
             _ => Ok(Val::Scalar(self.int_expr(e, env, body)?, ScalarType::I64)),
         }

@@ -10,7 +10,7 @@
 //!
 //! [`ViewKind::Concat`]: super::view::ViewKind::Concat
 
-use super::{unsupported, Env, Lowerer, Val, View};
+use super::{bug, Env, Lowerer, Val, View};
 use heddle_ir::loops::{BinOp, Block, Expr as L, Schedule, Stmt};
 use heddle_ir::{Diagnostic, Nat, ScalarType, Type};
 
@@ -21,7 +21,7 @@ impl Lowerer<'_> {
         let n = rows.len();
         let k = self.fresh("k");
         let Type::Array { len: row_len, .. } = rows.elem_ty(&Nat::Var(k.clone())) else {
-            return Err(unsupported(span, "`join` of something that is not nested arrays"));
+            return Err(bug(span, "`join` of something that is not nested arrays"));
         };
         let start = |r: Nat| Nat::Sum { var: k.clone(), lo: Box::new(Nat::Lit(0)), hi: Box::new(Nat::sub(r, Nat::Lit(1))), body: Box::new(row_len.clone()) };
         let p = self.index_expr(p, &Env::default(), body)?;
@@ -61,7 +61,7 @@ impl Lowerer<'_> {
         let j = self.bind_index(L::bin(BinOp::Sub, p, row_start), "in_row", body);
         match self.elem(rows, &Nat::Var(r), body)? {
             Val::Array(row) => self.elem(&row, &j, body),
-            _ => Err(unsupported(span, "`join` of something that is not nested arrays")),
+            _ => Err(bug(span, "`join` of something that is not nested arrays")),
         }
     }
 }

@@ -34,7 +34,7 @@
 //! here, row by row ([`ViewKind::Concat`]).
 
 use super::view::ViewKind;
-use super::{unsupported, Env, Lowerer, Val, View};
+use super::{bug, unsupported, Env, Lowerer, Val, View};
 use heddle_ir::loops::{BinOp, Block, Expr as L, Schedule, Space, Stmt};
 use heddle_ir::{Diagnostic, Name, Nat, ScalarType, Span, Type};
 use heddle_typeck::{TExpr, TKind};
@@ -47,7 +47,7 @@ impl Lowerer<'_> {
         let (fields, width) = element(ty).ok_or_else(|| unsupported(span, &format!("`scatterAdd` producing {ty} (arrays of numbers, of tuples of numbers, or of rows of numbers)")))?;
         let xs = match self.expr(src, env, body)? {
             Val::Array(v) => v,
-            _ => return Err(unsupported(src.span, "`scatterAdd` of a non-array")),
+            _ => return Err(bug(src.span, "`scatterAdd` of a non-array")),
         };
         let rows = self.index_expr(n, env, body)?;
         let row_len = match &width {
@@ -93,8 +93,8 @@ impl Lowerer<'_> {
 
     /// Lowers `xs :>> scatter(idx)` whose type is `ty` (`[T]_n`).
     pub(super) fn scatter(&mut self, idx: &TExpr, xs: &TExpr, ty: &Type, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
-        let Val::Array(idx) = self.expr(idx, env, body)? else { return Err(unsupported(span, "`scatter` with non-array indices")) };
-        let Val::Array(xs) = self.expr(xs, env, body)? else { return Err(unsupported(span, "`scatter` of a non-array")) };
+        let Val::Array(idx) = self.expr(idx, env, body)? else { return Err(bug(span, "`scatter` with non-array indices")) };
+        let Val::Array(xs) = self.expr(xs, env, body)? else { return Err(bug(span, "`scatter` of a non-array")) };
         let n = xs.len();
         let n_e = self.index_expr(&n, env, body)?;
         let inv = self.scratch("inverse", &[ScalarType::I64], &n_e, "`scatter`", span, body)?;
@@ -109,7 +109,7 @@ impl Lowerer<'_> {
         self.loops.push((k.clone(), Schedule::Seq, hi.clone()));
         let to = self.elem(&idx, &Nat::Var(k.clone()), &mut fill);
         self.loops.pop();
-        let Val::Scalar(to, ts) = to? else { return Err(unsupported(span, "`scatter` with non-scalar indices")) };
+        let Val::Scalar(to, ts) = to? else { return Err(bug(span, "`scatter` with non-scalar indices")) };
         let to = self.bind_index(super::nats::widen(to, ts), "to", &mut fill);
         let to = self.index_expr(&to, &Env::default(), &mut fill)?;
         let in_range = L::bin(BinOp::And, L::bin(BinOp::Ge, to.clone(), L::index(0)), L::bin(BinOp::Lt, to.clone(), n_e.clone()));
@@ -140,7 +140,7 @@ impl Lowerer<'_> {
                 let (fields, width) = element(&ty).ok_or_else(|| unsupported(t.span, &format!("`scatterAdd` producing {ty} (arrays of numbers, of tuples of numbers, or of rows of numbers)")))?;
                 let xs = match self.expr(&args[0], env, body)? {
                     Val::Array(v) => v,
-                    _ => return Err(unsupported(args[0].span, "`scatterAdd` of a non-array")),
+                    _ => return Err(bug(args[0].span, "`scatterAdd` of a non-array")),
                 };
                 let row_len = match &width {
                     Some(w) => Some(self.index_expr(w, env, body)?),
@@ -162,9 +162,9 @@ impl Lowerer<'_> {
         self.in_parallel |= parallel;
         let schedule = if parallel { Schedule::Parallel } else { Schedule::Seq };
         let done = self.each(xs, env, schedule, body, &mut |cx, pair, inner| {
-            let Val::Tuple(mut items) = pair else { return Err(unsupported(span, "`scatterAdd` of something other than pairs")) };
+            let Val::Tuple(mut items) = pair else { return Err(bug(span, "`scatterAdd` of something other than pairs")) };
             let (Some(value), Some(Val::Scalar(i, is))) = (items.pop(), items.pop()) else {
-                return Err(unsupported(span, "`scatterAdd` of something other than pairs"));
+                return Err(bug(span, "`scatterAdd` of something other than pairs"));
             };
             let i = if is == ScalarType::I64 { i } else { L::Cast(ScalarType::I64, Box::new(i)) };
             let k = cx.bind_index(i, "slot", inner);
@@ -198,7 +198,7 @@ impl Lowerer<'_> {
                     add(at, 0, v, vs, &mut each);
                     inner.push(Stmt::For { var: c, lo: L::index(0), hi: w.clone(), schedule: Schedule::Seq, body: each });
                 }
-                _ => return Err(unsupported(span, "`scatterAdd` of values that do not match its result type")),
+                _ => return Err(bug(span, "`scatterAdd` of values that do not match its result type")),
             }
             Ok(())
         });
@@ -216,7 +216,7 @@ impl Lowerer<'_> {
         if let ViewKind::Concat(rows) = &v.kind {
             return self.each(rows, env, schedule, body, &mut |cx, row, inner| match row {
                 Val::Array(row) => cx.each(&row, env, Schedule::Seq, inner, f),
-                _ => Err(unsupported(cx.kernel.body.span, "`join` of something that is not nested arrays")),
+                _ => Err(bug(cx.kernel.body.span, "`join` of something that is not nested arrays")),
             });
         }
         if let ViewKind::Map { f: g, env: genv, src, binder, .. } = &v.kind

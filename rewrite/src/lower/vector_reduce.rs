@@ -13,7 +13,7 @@
 //! overwrites it).
 
 use super::view::ViewKind;
-use super::{unsupported, Env, Lowerer, Val, View};
+use super::{bug, unsupported, Env, Lowerer, Val, View};
 use heddle_ir::loops::{Block, Expr as L, Schedule, Space, Stmt};
 use heddle_ir::{Diagnostic, Name, Nat, ScalarType, Span, Type};
 use heddle_typeck::{TExpr, TKind};
@@ -77,7 +77,7 @@ impl Lowerer<'_> {
     /// `reduce(op, init)(xs)` whose accumulator is an array of scalars.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn reduce_array(&mut self, op: &TExpr, init: Val, xs: &View, acc_ty: &Type, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
-        let Type::Array { elem, len, .. } = acc_ty else { return Err(unsupported(span, "a reduction with this accumulator")) };
+        let Type::Array { elem, len, .. } = acc_ty else { return Err(bug(span, "a reduction with this accumulator")) };
         let Some(s) = elem.as_scalar() else {
             return Err(unsupported(span, &format!("a reduction whose accumulator is {acc_ty} (arrays of scalars only)")));
         };
@@ -91,7 +91,7 @@ impl Lowerer<'_> {
         let acc_ty = Type::Array { binder: None, elem: Box::new(Type::Scalar(s)), len: len.clone() };
         let acc_view = View::buffer(acc.clone(), Nat::Lit(0), acc_ty.clone());
         // acc = init
-        let Val::Array(init) = init else { return Err(unsupported(span, "a reduction whose initial value is not an array")) };
+        let Val::Array(init) = init else { return Err(bug(span, "a reduction whose initial value is not an array")) };
         self.copy_row(&init, &acc, &n, s, span, body)?;
         // for each element: acc = op(acc, x)
         let k = self.fresh("k");
@@ -101,7 +101,7 @@ impl Lowerer<'_> {
         let done = (|| {
             let x = self.elem(xs, &Nat::Var(k.clone()), &mut step)?;
             let Val::Array(next) = self.apply(op, vec![Val::Array(acc_view.clone()), x], env, &mut step)? else {
-                return Err(unsupported(span, "a reduction whose operator does not return an array"));
+                return Err(bug(span, "a reduction whose operator does not return an array"));
             };
             if pointwise(&next, &acc) {
                 self.copy_row(&next, &acc, &n, s, span, &mut step)

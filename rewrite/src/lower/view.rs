@@ -1,6 +1,6 @@
 //! Lazily lowered values: scalars as loop expressions, arrays as views.
 
-use super::{unsupported, Env, Lowerer};
+use super::{bug, unsupported, Env, Lowerer};
 use heddle_ir::loops::{Block, Expr as L, Stmt};
 use heddle_ir::{Diagnostic, Name, Nat, ScalarType, Span, Type};
 use heddle_typeck::TExpr;
@@ -225,7 +225,7 @@ impl Lowerer<'_> {
             ViewKind::Zip(parts) => Ok(Val::Tuple(parts.iter().map(|p| self.elem(p, i, body)).collect::<Result<_, _>>()?)),
             ViewKind::Proj(src, k) => match self.elem(src, i, body)? {
                 Val::Tuple(mut items) if *k < items.len() => Ok(items.swap_remove(*k)),
-                _ => Err(unsupported(span, "unzip of something that is not an array of pairs")),
+                _ => Err(bug(span, "unzip of something that is not an array of pairs")),
             },
             ViewKind::Map { f, env, src, binder, .. } => {
                 let x = self.elem(src, i, body)?;
@@ -255,7 +255,7 @@ impl Lowerer<'_> {
                 let inner = Nat::bin(heddle_ir::nat::NatOp::Mod, i.clone(), k.clone());
                 match self.elem(src, &outer, body)? {
                     Val::Array(row) => self.elem(&row, &inner, body),
-                    _ => Err(unsupported(span, "join of something that is not nested arrays")),
+                    _ => Err(bug(span, "join of something that is not nested arrays")),
                 }
             }
             ViewKind::Concat(rows) => self.concat_elem(rows, i, body),
@@ -266,7 +266,7 @@ impl Lowerer<'_> {
             ViewKind::Transpose(src) => Ok(Val::Array(View { ty: elem_ty, kind: ViewKind::Column { src: src.clone(), col: i.clone() } })),
             ViewKind::Column { src, col } => match self.elem(src, i, body)? {
                 Val::Array(row) => self.elem(&row, col, body),
-                _ => Err(unsupported(span, "transpose of something that is not nested arrays")),
+                _ => Err(bug(span, "transpose of something that is not nested arrays")),
             },
             ViewKind::Generate { f, env } => {
                 let k = self.index_expr(i, &Env::default(), body)?;
@@ -307,7 +307,7 @@ impl Lowerer<'_> {
             }
             ViewKind::Gather { idx, src, span } => {
                 let Val::Scalar(e, _) = self.elem(idx, i, body)? else {
-                    return Err(unsupported(*span, "`gather` with non-scalar indices"));
+                    return Err(bug(*span, "`gather` with non-scalar indices"));
                 };
                 let k = self.bind_index(L::Cast(ScalarType::I64, Box::new(e)), "g", body);
                 self.bounds_check(&k, &src.len(), "the array given to `gather`", *span, body)?;
