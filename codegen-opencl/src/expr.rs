@@ -70,7 +70,8 @@ impl Gen<'_> {
                     wrap(format!("{} != 0", self.expr_at(a, env, prec::REL)?), prec::EQ, ctx)
                 } else if from.is_float() && !t.is_float() {
                     // Toward zero, saturating, NaN giving 0: a C cast is undefined out of range.
-                    format!("convert_{}_sat_rtz({})", scalar(*t), self.expr_at(a, env, 0)?)
+                    self.conversions.insert((*t, from));
+                    format!("{}({})", crate::conversion_name(*t, from), self.expr_at(a, env, 0)?)
                 } else {
                     wrap(format!("({}){}", scalar(*t), self.expr_at(a, env, prec::UNARY)?), prec::UNARY, ctx)
                 }

@@ -79,6 +79,24 @@ pub enum KernelParam {
     Error,
 }
 
+/// The name of the helper converting a `from` float to the integer type `to`.
+pub(crate) fn conversion_name(to: ScalarType, from: ScalarType) -> String {
+    format!("heddle_{}_of_{}", ctype::scalar(to), ctype::scalar(from))
+}
+
+/// A float-to-integer conversion as Rust's `as` does it: toward zero,
+/// saturating, NaN giving 0. `convert_T_sat_rtz` alone leaves NaN to the
+/// device (the specification says it *should* give 0; Oclgrind gives the
+/// minimum), so NaN is tested explicitly. A function rather than an inline
+/// `isnan(x) ? 0 : …` so that the operand's text is not repeated.
+fn conversion_helper(to: ScalarType, from: ScalarType) -> String {
+    let (t, f) = (ctype::scalar(to), ctype::scalar(from));
+    format!(
+        "\nstatic {t} {name}({f} v) {{ return isnan(v) ? ({t})0 : convert_{t}_sat_rtz(v); }}\n",
+        name = conversion_name(to, from)
+    )
+}
+
 /// Work-items of a launch whose kernel has workspaces, at most: every
 /// work-item gets its own, so this bounds their memory (strided loops cover
 /// any range with fewer items).
@@ -184,6 +202,9 @@ pub(crate) struct Gen<'a> {
     /// What differs between the items of a group.
     pub(crate) div: divergence::Divergence,
     pub(crate) fresh: usize,
+    /// Float-to-integer conversions used, `(to, from)`: each gets a helper
+    /// function (`conversion_helper`).
+    pub(crate) conversions: std::collections::BTreeSet<(ScalarType, ScalarType)>,
 }
 
 /// Generates the OpenCL kernel for `prog` (validated first). An error means
@@ -197,6 +218,7 @@ pub fn compile(prog: &LoopProgram) -> Result<Kernel, Diagnostic> {
         prog,
         ids: Idents::default(),
         records: Records::default(),
+        conversions: Default::default(),
         out: String::new(),
         params: Vec::new(),
         params_text: Vec::new(),
@@ -250,6 +272,9 @@ pub fn compile(prog: &LoopProgram) -> Result<Kernel, Diagnostic> {
     src.push_str(&g.records.declarations());
     if uses_sort(&prog.body) {
         src.push_str(SORT_HELPER);
+    }
+    for &(to, from) in &g.conversions {
+        src.push_str(&conversion_helper(to, from));
     }
     src.push_str(&format!("\n__kernel void {name}(\n  {}) {{\n", params_text.join(",\n  ")));
     src.push_str(&g.out);
