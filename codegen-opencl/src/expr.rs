@@ -49,7 +49,10 @@ impl Gen<'_> {
             Expr::Bin(op, a, b) => self.bin(*op, a, b, env, ctx)?,
             Expr::Neg(a) => {
                 let t = self.ty(a, env)?;
-                let text = format!("-{}", self.expr_at(a, env, prec::UNARY)?);
+                let operand = self.expr_at(a, env, prec::UNARY)?;
+                // `-` before an operand that starts with `-` (a negation, a
+                // negative literal) must not lex as C's `--` (pre-decrement).
+                let text = if operand.starts_with('-') { format!("-({operand})") } else { format!("-{operand}") };
                 if is_narrow(t) { wrap(format!("({})({text})", scalar(t)), prec::UNARY, ctx) } else { wrap(text, prec::UNARY, ctx) }
             }
             Expr::Not(a) => wrap(format!("!{}", self.expr_at(a, env, prec::UNARY)?), prec::UNARY, ctx),

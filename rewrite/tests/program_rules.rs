@@ -32,6 +32,20 @@ fn garbage_never_panics() {
 }
 
 #[test]
+fn non_ascii_text_outside_brackets_is_an_error_not_a_panic() {
+    // A character of several bytes where the parser looks for `=>`, `if`
+    // or `for` (the fuzzer's 131 crashes were all this).
+    for text in ["1:§", "a: x § => y", "a: x => y § if ?x", "a: x => y for ?k in §", "a: é => ü", "a: x => y if ?x ≤ 2"] {
+        let errors = parse_rules("t.rules", text).err().unwrap_or_default();
+        for e in &errors {
+            assert!(e.column <= text.chars().count() + 1, "{text:?}: {e}");
+        }
+    }
+    let errors = parse_rules("t.rules", "1:§").unwrap_err();
+    assert_eq!(errors[0].line, 1, "{errors:?}");
+}
+
+#[test]
 fn capture_is_avoided_when_fusing() {
     // `g` uses the outer `y`; the fused lambda is also written with `y`.
     let p = heddle_ir::parser::parse_program(

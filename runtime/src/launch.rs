@@ -24,11 +24,19 @@ pub struct Buffer {
 }
 
 impl Buffer {
-    /// `records` zeroed records of `fields`.
+    /// `records` zeroed records of `fields`, for sizes known to be small;
+    /// panics where [`try_zeroed`](Buffer::try_zeroed) would refuse.
     pub fn zeroed(fields: Vec<ScalarType>, records: usize) -> Buffer {
+        Buffer::try_zeroed(fields, records, "a buffer").unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// `records` zeroed records of `fields`, or why not: the byte size
+    /// overflows or exceeds [`crate::limits::max_bytes`]. `what` names the
+    /// buffer in the error.
+    pub fn try_zeroed(fields: Vec<ScalarType>, records: usize, what: &str) -> Result<Buffer, String> {
         let layout = record_layout(&fields);
-        let bytes = records * layout.size;
-        Buffer { words: vec![0; bytes.div_ceil(8).max(1)], fields, layout, records }
+        let bytes = crate::limits::check_records(what, records as u64, layout.size as u64)?;
+        Ok(Buffer { words: vec![0; bytes.div_ceil(8).max(1)], fields, layout, records })
     }
     /// Number of records.
     pub fn len(&self) -> usize {
@@ -148,7 +156,12 @@ fn eval_len(n: &Nat, env: &Env, what: &str) -> Result<usize, Diagnostic> {
     usize::try_from(v).map_err(|_| fail(Span::DUMMY, format!("the length of {what} ({n}) is {v}, which is negative")))
 }
 
+fn zeroed(fields: Vec<ScalarType>, records: usize, what: &str) -> Result<Buffer, Diagnostic> {
+    Buffer::try_zeroed(fields, records, what).map_err(|m| fail(Span::DUMMY, m))
+}
+
 /// Marshals the inputs, computes host buffers and allocates the output.
+/// Every buffer's size is checked ([`crate::limits`]) before it is allocated.
 pub fn prepare(prog: &LoopProgram, env: &Env) -> Result<Launch, Diagnostic> {
     let mut slots = Vec::with_capacity(prog.args.len());
     for arg in &prog.args {
@@ -169,7 +182,7 @@ pub fn prepare(prog: &LoopProgram, env: &Env) -> Result<Launch, Diagnostic> {
                 if items.len() != expected {
                     return Err(fail(Span::DUMMY, format!("`{name}` has {} records, its layout needs {expected}", items.len())));
                 }
-                let mut buf = Buffer::zeroed(fields.clone(), items.len());
+                let mut buf = zeroed(fields.clone(), items.len(), &format!("the input `{name}`"))?;
                 for (r, item) in items.iter().enumerate() {
                     // A tuple's leaves, nested tuples included, are the record's fields in order.
                     let mut leaves = Vec::with_capacity(fields.len());
@@ -191,7 +204,7 @@ pub fn prepare(prog: &LoopProgram, env: &Env) -> Result<Launch, Diagnostic> {
                     flat_env = Some(flat_env.as_ref().unwrap_or(env).with_value(a.clone(), Value::array(records)));
                 }
                 let env = flat_env.as_ref().unwrap_or(env);
-                let mut buf = Buffer::zeroed(vec![ScalarType::I64], n + 1);
+                let mut buf = zeroed(vec![ScalarType::I64], n.saturating_add(1), &format!("the prefix sum `{name}`"))?;
                 let mut total: i64 = 0;
                 let mut bound = Vec::with_capacity(1);
                 for j in 0..n {
@@ -203,7 +216,7 @@ pub fn prepare(prog: &LoopProgram, env: &Env) -> Result<Launch, Diagnostic> {
                 }
                 Slot::Buffer(buf)
             }
-            ArgKind::Output { fields, len } => Slot::Buffer(Buffer::zeroed(fields.clone(), eval_len(len, env, "the result")?)),
+            ArgKind::Output { fields, len } => Slot::Buffer(zeroed(fields.clone(), eval_len(len, env, "the result")?, "the result")?),
         });
     }
     Ok(Launch { slots })
@@ -258,6 +271,8 @@ fn unflatten(ty: &Type, buf: &Buffer, pos: &mut usize, env: &Env) -> Result<Valu
     match ty {
         Type::Array { binder, elem, len } => {
             let n = eval_len(len, env, "a part of the result")?;
+            // Arrays of empty arrays take no records: bound their number too.
+            crate::limits::check_values("an array of the result", n as i64, std::mem::size_of::<Value>()).map_err(|m| fail(Span::DUMMY, m))?;
             let mut items = Vec::with_capacity(n);
             for k in 0..n {
                 let env_k = match binder {

@@ -11,6 +11,7 @@ pub mod interp;
 pub mod opencl;
 pub mod io;
 pub mod launch;
+pub mod limits;
 pub mod loops_interp;
 pub mod oclgrind;
 pub mod value;

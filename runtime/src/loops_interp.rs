@@ -104,7 +104,8 @@ impl Machine<'_> {
             },
             Stmt::Alloc { buf, fields, len, .. } => {
                 let n = usize::try_from(self.int(len, launch)?).map_err(|_| LoopFailure::Invalid("negative allocation".into()))?;
-                self.temps.push((buf.clone(), Buffer::zeroed(fields.clone(), n)));
+                let temp = Buffer::try_zeroed(fields.clone(), n, &format!("the temporary `{buf}`")).map_err(LoopFailure::Invalid)?;
+                self.temps.push((buf.clone(), temp));
             }
             Stmt::Sort { buf, lo, len } => {
                 let (lo, len) = (self.int(lo, launch)?, self.int(len, launch)?);

@@ -315,7 +315,7 @@ impl Session {
                 KernelParam::Workspace { fields, len, .. } => {
                     let per_item = self.param_bytes(fields, len, &nat)?;
                     let items: usize = sizes.global.iter().product();
-                    let bytes = per_item.checked_mul(items).ok_or_else(|| err("the workspaces are too large to allocate"))?;
+                    let bytes = crate::limits::check_records("the workspaces", items as u64, per_item as u64).map_err(err)?;
                     scratch.push(self.zeroed(bytes)?);
                     if let Some(b) = scratch.last() {
                         set(ArgVal::mem(b.as_core()))?;
@@ -402,8 +402,8 @@ impl Session {
 
     fn param_bytes(&self, fields: &[ScalarType], len: &heddle_ir::loops::Expr, nat: &dyn Fn(&heddle_ir::Name) -> Option<i64>) -> Result<usize, Diagnostic> {
         let n = heddle_codegen_opencl::launch::eval(len, nat).map_err(|m| err(format!("cannot size a buffer: {m}")))?;
-        let n = usize::try_from(n).map_err(|_| err(format!("a buffer of {n} records")))?;
-        n.checked_mul(record_layout(fields).size).ok_or_else(|| err("a buffer too large to allocate"))
+        let n = u64::try_from(n).map_err(|_| err(format!("a buffer of {n} records")))?;
+        crate::limits::check_records("a scratch buffer", n, record_layout(fields).size as u64).map_err(err)
     }
 
     /// Refuses work-group shapes the device cannot run, naming the limit.

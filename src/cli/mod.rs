@@ -184,11 +184,11 @@ pub fn main() -> i32 {
     };
     let warnings = WARNINGS.with(|w| std::mem::take(&mut *w.borrow_mut()));
     for w in &warnings {
-        eprintln!("warning: {w}");
+        complain(&format!("warning: {w}\n"));
     }
     match result {
         Ok(out) => {
-            if json {
+            let mut text = if json {
                 let mut object = serde_json::Map::new();
                 object.insert("schema".into(), schema(name).into());
                 match out.json {
@@ -200,14 +200,24 @@ pub fn main() -> i32 {
                 if !warnings.is_empty() {
                     object.insert("warnings".into(), warnings.into());
                 }
-                println!("{}", serde_json::to_string_pretty(&object).unwrap_or_default());
-            } else if !out.text.is_empty() {
-                print!("{}", out.text);
-                if !out.text.ends_with('\n') {
-                    println!();
+                serde_json::to_string_pretty(&object).unwrap_or_default()
+            } else {
+                out.text
+            };
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            match emit(&text) {
+                Ok(()) => 0,
+                // The reader went away (`heddle run … | head -c 1`): nobody is
+                // left to tell, and what was asked for ran. End quietly.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
+                // Anything else (a full disk) lost output the user asked for.
+                Err(e) => {
+                    complain(&format!("error: cannot write the output: {e}\n"));
+                    1
                 }
             }
-            0
         }
         Err(f) => {
             let code = f.exit_code();
@@ -277,7 +287,7 @@ fn usage_error(mut e: clap::Error, json: bool) -> i32 {
         // The sub-command, if one was named.
         let command = std::env::args().skip(1).find(|a| Cli::command().find_subcommand(a).is_some());
         let object = error_object(command.as_deref(), 2, vec![error], &[]);
-        println!("{}", serde_json::to_string_pretty(&object).unwrap_or_default());
+        let _ = emit(&format!("{}\n", serde_json::to_string_pretty(&object).unwrap_or_default()));
     }
     2
 }
@@ -306,10 +316,25 @@ fn error_object(command: Option<&str>, code: i32, errors: Vec<serde_json::Value>
     object
 }
 
+/// Writes `text` to stdout, flushed, reporting failure instead of panicking
+/// as `print!` does.
+fn emit(text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()
+}
+
+/// Writes `text` to stderr; if even that fails there is nobody to tell.
+fn complain(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
 fn report(f: &Failure, json: bool, command: &str, code: i32, warnings: &[String]) {
     let errors: Vec<serde_json::Value> = match f {
         Failure::Source(file, diags) => {
-            eprint!("{}", file.render(diags));
+            complain(&file.render(diags));
             diags
                 .iter()
                 .map(|d| {
@@ -325,30 +350,31 @@ fn report(f: &Failure, json: bool, command: &str, code: i32, warnings: &[String]
                 .collect()
         }
         Failure::Input(message) => {
-            eprintln!("error: {message}");
+            complain(&format!("error: {message}\n"));
             vec![serde_json::json!({ "kind": "data", "message": message })]
         }
         Failure::Data(e) => {
-            eprintln!("error: {e}");
+            complain(&format!("error: {e}\n"));
             // The readers word a file they cannot open as "cannot read PATH: …".
             let kind = if e.message.starts_with("cannot read") || e.message.starts_with("cannot open") { "io" } else { "data" };
             vec![serde_json::json!({ "kind": kind, "message": e.message, "parameter": e.parameter })]
         }
         Failure::Io(message) => {
-            eprintln!("error: {message}");
+            complain(&format!("error: {message}\n"));
             vec![serde_json::json!({ "kind": "io", "message": message })]
         }
         Failure::Device(message) => {
-            eprintln!("error: {message}");
+            complain(&format!("error: {message}\n"));
             vec![serde_json::json!({ "kind": "device", "message": message })]
         }
         Failure::Usage { flag, message } => {
-            eprintln!("error: {message}");
+            complain(&format!("error: {message}\n"));
             vec![serde_json::json!({ "kind": "usage", "message": message, "flag": flag })]
         }
     };
     if json {
-        println!("{}", serde_json::to_string_pretty(&error_object(Some(command), code, errors, warnings)).unwrap_or_default());
+        // The exit status says what matters when stdout is gone.
+        let _ = emit(&format!("{}\n", serde_json::to_string_pretty(&error_object(Some(command), code, errors, warnings)).unwrap_or_default()));
     }
 }
 

@@ -117,7 +117,8 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         text.push_str(&format!("// rules applied: {}\n", list.join(", ")));
     }
     if let Some(why) = &out.fallback {
-        eprintln!("warning: kept the original program: {why}");
+        // Not eprintln!: a closed stderr must not panic.
+        let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("warning: kept the original program: {why}\n"));
         text.push_str(&format!("// kept the original program: {why}\n"));
     }
     let json = serde_json::json!({

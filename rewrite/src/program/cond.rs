@@ -33,11 +33,13 @@ fn lex(src: &str) -> Result<Vec<Tok>, (usize, String)> {
             while i < b.len() && ((b[i] as char).is_ascii_alphanumeric() || b[i] == b'_') {
                 i += 1;
             }
-        } else if i + 1 < b.len() && ["&&", "==", "!=", "<=", ">="].contains(&&src[i..i + 2]) {
+        } else if i + 1 < b.len() && [b"&&", b"==", b"!=", b"<=", b">="].iter().any(|op| b[i..i + 2] == op[..]) {
             i += 2;
         } else if "+-*/%()<>,".contains(c) {
             i += 1;
         } else {
+            // Only ASCII was consumed before `i`, so it is a character boundary.
+            let c = src[i..].chars().next().unwrap_or(c);
             return Err((start, format!("unexpected `{c}` in a condition")));
         }
         out.push((start, src[start..i].to_string()));

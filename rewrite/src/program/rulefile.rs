@@ -138,7 +138,7 @@ fn find_top(line: &str, from: usize, pat: &str, word: bool) -> Option<usize> {
             b')' | b']' | b'}' => depth -= 1,
             _ => {}
         }
-        if depth == 0 && line[i..].starts_with(pat) {
+        if depth == 0 && b[i..].starts_with(pat.as_bytes()) {
             let before_ok = !word || i == 0 || !is_ident(b[i - 1]);
             let after_ok = !word || b.get(i + pat.len()).is_none_or(|c| !is_ident(*c));
             if before_ok && after_ok {

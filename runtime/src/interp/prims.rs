@@ -16,6 +16,13 @@ fn array(v: Value, span: Span) -> Result<std::rc::Rc<Vec<Value>>, Diagnostic> {
     }
 }
 
+/// A length the program asks for, as a `usize`, if an array of that many
+/// values fits the memory limit ([`crate::limits`]); negative lengths are 0.
+fn length(n: i64, span: Span, prim: &str) -> Result<usize, Diagnostic> {
+    crate::limits::check_values(&format!("an array of `{prim}`"), n.max(0), std::mem::size_of::<Value>())
+        .map_err(|m| Diagnostic::new(span, m).with_label("while running this"))
+}
+
 fn size_error(span: Span, prim: &str, msg: String) -> Diagnostic {
     Diagnostic::new(span, format!("`{prim}`: {msg}")).with_label("while running this")
 }
@@ -86,6 +93,7 @@ pub(super) fn eval_prim(name: &str, nats: &[Nat], args: &[TExpr], binder: Option
             if k <= 0 {
                 return Err(size_error(span, name, format!("cannot interleave into {k} parts")));
             }
+            length(k, span, name)?;
             let parts = (0..k as usize).map(|w| Value::array(xs.iter().skip(w).step_by(k as usize).cloned().collect()));
             Ok(Value::array(parts.collect()))
         }
@@ -110,6 +118,7 @@ pub(super) fn eval_prim(name: &str, nats: &[Nat], args: &[TExpr], binder: Option
                     heddle_ir::Type::Array { len, .. } => nat(len, env, span)?,
                     _ => 0,
                 };
+                length(n, span, name)?;
                 (0..n).map(|_| Value::array(Vec::new())).collect()
             } else {
                 (0..width).map(|j| Value::array(rows.iter().map(|r| r[j].clone()).collect())).collect()
@@ -134,6 +143,8 @@ pub(super) fn eval_prim(name: &str, nats: &[Nat], args: &[TExpr], binder: Option
             }
             let v = eval(arg(0)?, env)?;
             let xs = array(eval(arg(1)?, env)?, span)?;
+            let total = l.checked_add(r).and_then(|lr| lr.checked_add(xs.len() as i64)).unwrap_or(i64::MAX);
+            length(total, span, name)?;
             let mut out = vec![v.clone(); l as usize];
             out.extend(xs.iter().cloned());
             out.extend(std::iter::repeat_n(v, r as usize));
@@ -182,7 +193,7 @@ pub(super) fn eval_prim(name: &str, nats: &[Nat], args: &[TExpr], binder: Option
             };
             let zero = zero_of(&elem_ty, env, span)?;
             let pairs = array(eval(arg(0)?, env)?, span)?;
-            let mut out = vec![zero; n.max(0) as usize];
+            let mut out = vec![zero; length(n, span, name)?];
             for p in pairs.iter() {
                 let (i, v) = match p {
                     Value::Tuple(p) if p.len() == 2 => (p[0].as_int(), &p[1]),
@@ -218,6 +229,7 @@ pub(super) fn eval_prim(name: &str, nats: &[Nat], args: &[TExpr], binder: Option
         }
         "generate" => {
             let n = nat(&nats[0], env, span)?;
+            length(n, span, name)?;
             let f = arg(0)?;
             let out = (0..n.max(0)).map(|k| apply(f, vec![Value::Int(k)], env, None)).collect::<Result<_, _>>()?;
             Ok(Value::array(out))
@@ -256,7 +268,7 @@ fn zero_of(ty: &heddle_ir::Type, env: &Env, span: Span) -> Result<Value, Diagnos
         Type::Tuple(ts) => Ok(Value::tuple(ts.iter().map(|t| zero_of(t, env, span)).collect::<Result<_, _>>()?)),
         Type::Array { elem, len, .. } => {
             let z = zero_of(elem, env, span)?;
-            Ok(Value::array(vec![z; nat(len, env, span)?.max(0) as usize]))
+            Ok(Value::array(vec![z; length(nat(len, env, span)?, span, "scatterAdd")?]))
         }
         other => Err(Diagnostic::new(span, format!("`scatterAdd` cannot sum values of type {other}")).with_label("while running this")),
     }
