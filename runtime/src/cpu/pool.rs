@@ -5,22 +5,14 @@ use rayon::prelude::*;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// The most threads a run uses, however many are asked for (`--threads`
-/// refuses more; `HEDDLE_THREADS` is capped to it).
-pub const MAX_THREADS: usize = 1024;
-
 /// The number of threads to use when none is asked for: `HEDDLE_THREADS` if
-/// set to a positive number (at most [`MAX_THREADS`]), else the machine's
-/// available parallelism.
+/// set to a positive number, else the machine's available parallelism.
 pub fn default_threads() -> usize {
-    threads_from(std::env::var("HEDDLE_THREADS").ok().as_deref())
-}
-
-fn threads_from(var: Option<&str>) -> usize {
-    var.and_then(|s| s.trim().parse::<u64>().ok())
+    std::env::var("HEDDLE_THREADS")
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
         .filter(|n| *n > 0)
-        .map(|n| n.min(MAX_THREADS as u64) as usize)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_THREADS))
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// A rayon pool with `threads` threads, built once per thread count.
@@ -40,25 +32,9 @@ pub fn run_chunks(chunks: &[(i64, i64)], threads: usize, f: &(dyn Fn((i64, i64))
     if threads <= 1 || chunks.len() <= 1 {
         return chunks.iter().map(|c| f(*c)).collect();
     }
-    match pool(threads.min(MAX_THREADS)) {
+    match pool(threads) {
         Some(p) => p.install(|| chunks.par_iter().with_max_len(1).map(|c| f(*c)).collect()),
         // No pool (the OS refused threads): the same work, sequentially.
         None => chunks.iter().map(|c| f(*c)).collect(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_thread_variable_is_capped_like_the_flag() {
-        assert_eq!(threads_from(Some("100000")), MAX_THREADS);
-        assert_eq!(threads_from(Some("18446744073709551615")), MAX_THREADS);
-        assert_eq!(threads_from(Some("3")), 3);
-        let machine = threads_from(None);
-        assert!((1..=MAX_THREADS).contains(&machine));
-        assert_eq!(threads_from(Some("0")), machine);
-        assert_eq!(threads_from(Some("many")), machine);
     }
 }
