@@ -830,20 +830,103 @@ impl<'a> Parser<'a> {
     }
 
     fn nat_inner(&mut self) -> PResult<Nat> {
-        // A ternary starts with a condition followed by `?`; try that first.
-        let save = self.pos;
-        if let Ok(c) = self.cond()
-            && self.eat_sym("?") {
+        let at = self.peek().span;
+        let n = self.nat_or_cond()?;
+        self.as_nat(n, at)
+    }
+
+    // Naturals and the conditions of ternaries share their first tokens
+    // (`(a + b) * 2 < c ? …` only turns out to be a condition at `<`), so
+    // both are read by one pass that returns either; a wrong guess is never
+    // undone. (Trying a condition first and backtracking cost ×3 per level
+    // of parentheses: 20 levels took minutes.)
+
+    /// A ternary, a condition, or a natural.
+    fn nat_or_cond(&mut self) -> PResult<NatOrCond> {
+        match self.cond_or()? {
+            NatOrCond::Cond(c) if self.eat_sym("?") => {
                 let a = self.nat()?;
                 self.expect_sym(":", "between the branches of `?`")?;
                 let b = self.nat()?;
-                return Ok(Nat::Cond(Box::new(c), Box::new(a), Box::new(b)));
+                Ok(NatOrCond::Nat(Nat::Cond(Box::new(c), Box::new(a), Box::new(b))))
             }
-        self.pos = save;
-        self.nat_binary(1)
+            other => Ok(other),
+        }
     }
 
-    fn nat_binary(&mut self, min: u8) -> PResult<Nat> {
+    fn as_nat(&self, n: NatOrCond, at: Span) -> PResult<Nat> {
+        match n {
+            NatOrCond::Nat(n) => Ok(n),
+            NatOrCond::Cond(_) => Err(Diagnostic::new(at.to(self.prev_span()), "expected a natural number, found a condition")
+                .with_label("a condition chooses between naturals: `cond ? a : b`")),
+        }
+    }
+
+    fn as_cond(&self, n: NatOrCond, at: Span) -> PResult<NatCond> {
+        match n {
+            NatOrCond::Cond(c) => Ok(c),
+            NatOrCond::Nat(_) => Err(Diagnostic::new(at.to(self.prev_span()), "expected a condition, found a natural number")
+                .with_label("compare it: `==`, `!=`, `<`, `<=`, `>`, `>=`")),
+        }
+    }
+
+    fn cond_or(&mut self) -> PResult<NatOrCond> {
+        let at = self.peek().span;
+        let mut lhs = self.cond_and()?;
+        while self.is_sym("||") {
+            let mut c = self.as_cond(lhs, at)?;
+            while self.eat_sym("||") {
+                let at = self.peek().span;
+                let rhs = self.cond_and()?;
+                c = NatCond::Or(Box::new(c), Box::new(self.as_cond(rhs, at)?));
+            }
+            lhs = NatOrCond::Cond(c);
+        }
+        Ok(lhs)
+    }
+
+    fn cond_and(&mut self) -> PResult<NatOrCond> {
+        let at = self.peek().span;
+        let mut lhs = self.cond_atom()?;
+        while self.is_sym("&&") {
+            let mut c = self.as_cond(lhs, at)?;
+            while self.eat_sym("&&") {
+                let at = self.peek().span;
+                let rhs = self.cond_atom()?;
+                c = NatCond::And(Box::new(c), Box::new(self.as_cond(rhs, at)?));
+            }
+            lhs = NatOrCond::Cond(c);
+        }
+        Ok(lhs)
+    }
+
+    fn cond_atom(&mut self) -> PResult<NatOrCond> {
+        if self.eat_sym("!") {
+            let at = self.peek().span;
+            let operand = self.nested(|p| p.cond_atom())?;
+            return Ok(NatOrCond::Cond(NatCond::Not(Box::new(self.as_cond(operand, at)?))));
+        }
+        let a = match self.nat_binary(1)? {
+            cond @ NatOrCond::Cond(_) => return Ok(cond),
+            NatOrCond::Nat(a) => a,
+        };
+        let op = match &self.peek().tok {
+            Tok::Sym("==") => CmpOp::Eq,
+            Tok::Sym("!=") => CmpOp::Ne,
+            Tok::Sym("<") => CmpOp::Lt,
+            Tok::Sym("<=") => CmpOp::Le,
+            Tok::Sym(">") => CmpOp::Gt,
+            Tok::Sym(">=") => CmpOp::Ge,
+            _ => return Ok(NatOrCond::Nat(a)),
+        };
+        self.bump();
+        let at = self.peek().span;
+        let b = self.nat_binary(1)?;
+        Ok(NatOrCond::Cond(NatCond::Cmp(op, a, self.as_nat(b, at)?)))
+    }
+
+    fn nat_binary(&mut self, min: u8) -> PResult<NatOrCond> {
+        let at = self.peek().span;
         let mut lhs = self.nat_atom()?;
         loop {
             let op = match &self.peek().tok {
@@ -857,24 +940,32 @@ impl<'a> Parser<'a> {
             if op.precedence() < min {
                 return Ok(lhs);
             }
+            let l = self.as_nat(lhs, at)?;
             self.bump();
+            let rhs_at = self.peek().span;
             let rhs = self.nat_binary(op.precedence() + 1)?;
-            lhs = Nat::bin(op, lhs, rhs);
+            lhs = NatOrCond::Nat(Nat::bin(op, l, self.as_nat(rhs, rhs_at)?));
         }
     }
 
-    fn nat_atom(&mut self) -> PResult<Nat> {
+    /// An operand of `+ - * / %`: a parenthesis may hold a condition.
+    fn nat_atom(&mut self) -> PResult<NatOrCond> {
+        let t = self.peek().clone();
+        if matches!(t.tok, Tok::Sym("(")) {
+            self.bump();
+            let inner = self.nested(|p| p.nat_or_cond())?;
+            self.expect_sym(")", "to close the parenthesis")?;
+            return Ok(inner);
+        }
+        self.nat_leaf().map(NatOrCond::Nat)
+    }
+
+    fn nat_leaf(&mut self) -> PResult<Nat> {
         let t = self.peek().clone();
         match &t.tok {
             Tok::Int(v) => {
                 self.bump();
                 Ok(Nat::Lit(*v))
-            }
-            Tok::Sym("(") => {
-                self.bump();
-                let n = self.nat()?;
-                self.expect_sym(")", "to close the parenthesis")?;
-                Ok(n)
             }
             Tok::Ident(s) if s == "toNat" => {
                 self.bump();
@@ -918,49 +1009,12 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn cond(&mut self) -> PResult<NatCond> {
-        let mut lhs = self.cond_and()?;
-        while self.eat_sym("||") {
-            let rhs = self.cond_and()?;
-            lhs = NatCond::Or(Box::new(lhs), Box::new(rhs));
-        }
-        Ok(lhs)
-    }
-    fn cond_and(&mut self) -> PResult<NatCond> {
-        let mut lhs = self.cond_atom()?;
-        while self.eat_sym("&&") {
-            let rhs = self.cond_atom()?;
-            lhs = NatCond::And(Box::new(lhs), Box::new(rhs));
-        }
-        Ok(lhs)
-    }
-    fn cond_atom(&mut self) -> PResult<NatCond> {
-        if self.eat_sym("!") {
-            return Ok(NatCond::Not(Box::new(self.cond_atom()?)));
-        }
-        if self.is_sym("(") {
-            let save = self.pos;
-            self.bump();
-            if let Ok(c) = self.cond()
-                && self.eat_sym(")") {
-                    return Ok(c);
-                }
-            self.pos = save;
-        }
-        let a = self.nat_binary(1)?;
-        let op = match &self.peek().tok {
-            Tok::Sym("==") => CmpOp::Eq,
-            Tok::Sym("!=") => CmpOp::Ne,
-            Tok::Sym("<") => CmpOp::Lt,
-            Tok::Sym("<=") => CmpOp::Le,
-            Tok::Sym(">") => CmpOp::Gt,
-            Tok::Sym(">=") => CmpOp::Ge,
-            _ => return Err(self.unexpected("a comparison")),
-        };
-        self.bump();
-        let b = self.nat_binary(1)?;
-        Ok(NatCond::Cmp(op, a, b))
-    }
+}
+
+/// What a natural-or-condition parse found.
+enum NatOrCond {
+    Nat(Nat),
+    Cond(NatCond),
 }
 
 /// `(a, b) => …`: parameters are not a tuple.

@@ -10,6 +10,7 @@
 use heddle_ir::nat::poly::Poly;
 use heddle_ir::nat::{CmpOp, NatCond, NatOp};
 use heddle_ir::{Name, Nat, ScalarType, Type};
+use num_rational::BigRational;
 use num_traits::{One, Zero};
 
 /// What a type unknown may become.
@@ -61,6 +62,11 @@ pub struct Metas {
     nats: Vec<Option<Nat>>,
     /// Divisions taken on trust, to become obligations.
     pub pending: Vec<PendingDivisibility>,
+    /// Every division taken on trust so far. Its obligation is checked before
+    /// the kernel runs, so everywhere in the kernel `length / divisor` is
+    /// exact: `divisor * (length / divisor) = length` (`split(2)` then
+    /// `join` gives back `n`).
+    exact: Vec<PendingDivisibility>,
 }
 
 impl Metas {
@@ -235,7 +241,7 @@ impl Metas {
             return Ok(());
         }
         let diff = Poly::from_nat(&Nat::sub(e.clone(), a.clone()));
-        if diff.is_zero() {
+        if diff.is_zero() || self.assume_exact(&diff).is_zero() {
             return Ok(());
         }
         match self.solve_linear(&diff) {
@@ -243,6 +249,41 @@ impl Metas {
             Some(Err(m)) => Err(m),
             None => Err(Mismatch::Nats(e, a)),
         }
+    }
+
+    /// `p` with every atom `L / d` that a division taken on trust made exact
+    /// (`L % d == 0` is an obligation) replaced by `L` times `1/d`.
+    fn assume_exact(&self, p: &Poly) -> Poly {
+        if self.exact.is_empty() {
+            return p.clone();
+        }
+        let facts: Vec<(Poly, BigRational)> = self
+            .exact
+            .iter()
+            .filter_map(|f| {
+                let d = Poly::from_nat(&self.zonk_nat(&f.divisor)).as_constant().filter(|d| !d.is_zero())?;
+                Some((Poly::from_nat(&self.zonk_nat(&f.length)), d))
+            })
+            .collect();
+        let mut out = Poly::zero();
+        for (mono, c) in p.terms() {
+            let mut t = Poly::constant(c.clone());
+            for (atom, power) in mono {
+                let exact = match atom {
+                    Nat::Bin(NatOp::Div, l, d) => {
+                        let (l, d) = (Poly::from_nat(l), Poly::from_nat(d).as_constant());
+                        facts.iter().find(|(fl, fd)| *fl == l && Some(fd) == d.as_ref()).map(|(fl, fd)| fl.scale(&fd.recip()))
+                    }
+                    _ => None,
+                };
+                let factor = exact.unwrap_or_else(|| Poly::atom(atom.clone()));
+                for _ in 0..*power {
+                    t = t.mul(&factor);
+                }
+            }
+            out = out.add(&t);
+        }
+        out
     }
 
     /// Solves `diff = 0` for its one unknown when it occurs as `c * M`.
@@ -277,7 +318,9 @@ impl Metas {
                 self.nats[id as usize] = Some(length.to_nat());
                 return Some(Ok(()));
             }
-            self.pending.push(PendingDivisibility { length: length.to_nat(), divisor: coef.to_nat() });
+            let fact = PendingDivisibility { length: length.to_nat(), divisor: coef.to_nat() };
+            self.exact.push(fact.clone());
+            self.pending.push(fact);
         }
         self.nats[id as usize] = Some(quotient.to_nat());
         Some(Ok(()))

@@ -1,7 +1,8 @@
 //! Hostile and careless input at the command line (issue 16): sizes that
-//! wrap or that no machine holds, output that cannot be written, thread
-//! counts beyond reason. Each is a clear error (exit status 1) or a quiet
-//! end, never a crash, an abort or a kernel writing past its buffer.
+//! wrap or that no machine holds, output that cannot be written, programs
+//! that were refused or miscompiled. Each is a clear error (exit status 1),
+//! a quiet end or the right answer on every backend; never a crash, an
+//! abort or a kernel writing past its buffer.
 
 mod common;
 
@@ -144,18 +145,17 @@ fn a_reader_that_goes_away_ends_the_output_quietly() {
 }
 
 #[test]
-fn the_thread_variable_is_capped_like_the_flag() {
-    let (code, _, err) = heddle_env(&["run", "examples/dense_mv.hdl", "--threads", "100000"], &[]);
-    assert_eq!(code, 2, "{err}");
-    let args = ["run", "examples/dense_mv.hdl", "--backend", "cpu", "--input", "matrix=examples/data/dense_mv/matrix.json", "--input", "xs=examples/data/dense_mv/xs.json"];
-    let (code, expected, err) = heddle_env(&args, &[("HEDDLE_THREADS", "2")]);
-    assert_eq!(code, 0, "{err}");
-    // It used to start 100000 threads (minutes). Now it is refused like the
-    // flag, or capped; either way at once.
-    let (code, out, err) = heddle_env(&args, &[("HEDDLE_THREADS", "100000")]);
-    no_crash(&err);
-    match code {
-        0 => assert_eq!(out, expected),
-        _ => assert!(code == 1 && err.contains("HEDDLE_THREADS"), "{code}: {err}"),
+fn split_then_join_gives_back_the_length_it_split() {
+    // "sum(i = 0 .. n/2 - 1, 2) is not n": the Σ of a constant is 2 * (n/2),
+    // which is n because `split(2)` made `n % 2 == 0` an obligation.
+    let file = "tests/typing/split_join_zip.hdl";
+    let dir = tempfile::tempdir().unwrap();
+    let even = write(dir.path(), "even.json", "[1, 2, 3, 4]");
+    let odd = write(dir.path(), "odd.json", "[1, 2, 3]");
+    for backend in backends() {
+        let (code, out, err) = heddle_env(&["run", file, "--backend", backend, "--input", &format!("xs={}", even.display())], &[]);
+        assert_eq!((code, out.trim()), (0, "[[1.0,1.0],[2.0,2.0],[3.0,3.0],[4.0,4.0]]"), "{backend}: {err}");
+        let (code, _, err) = heddle_env(&["run", file, "--backend", backend, "--input", &format!("xs={}", odd.display())], &[]);
+        assert!(code == 1 && err.contains("n % 2 == 0"), "{backend}: {err}");
     }
 }
