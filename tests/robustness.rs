@@ -159,3 +159,112 @@ fn split_then_join_gives_back_the_length_it_split() {
         assert!(code == 1 && err.contains("n % 2 == 0"), "{backend}: {err}");
     }
 }
+
+/// `heddle check` of `text`, which must end at once with a located refusal
+/// saying `says`.
+fn refused(name: &str, text: &str, says: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), name, text);
+    let (code, _, err) = heddle_env(&["check", file.to_str().unwrap()], &[]);
+    no_crash(&err);
+    assert_eq!(code, 1, "{name}: {err}");
+    assert!(err.contains(says), "{name}: {err}");
+}
+
+#[test]
+fn deep_and_huge_programs_are_refused_at_once() {
+    // 10^4 pipeline stages: 280 KB of text, gigabytes in the type checker.
+    let stages = " :>> map(fun(x => x + 1.0f))".repeat(10_000);
+    refused("stages.hdl", &format!("nFun(n => fun(xs: [float]_n => xs{stages}))\n"), "levels deep");
+    // A long chain of operators, and of applications.
+    refused("sum.hdl", &format!("nFun(n => fun(xs: [float]_n => xs@0{}))\n", " + xs@0".repeat(50_000)), "levels deep");
+    // More text than any kernel (the finding was 100 MB on one line).
+    refused("long.hdl", &format!("fun(x: float => x{})\n", " + x".repeat(1_500_000)), "heddle reads at most");
+    // 40 definitions, each using the previous one twice: 2^40 once inlined.
+    let mut defs = String::from("def f0 = fun(x => x + 1.0f);\n");
+    for k in 1..40 {
+        defs.push_str(&format!("def f{k} = fun(x => f{}(f{}(x)));\n", k - 1, k - 1));
+    }
+    refused("defs.hdl", &format!("{defs}fun(x: float => f39(x))\n"), "too large to check");
+    // Many definitions are read in time linear in their number.
+    let many: String = (0..100_000).map(|k| format!("def d{k} = 1.0f;\n")).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "many.hdl", &format!("{many}fun(x: float => x + d99999)\n"));
+    let (code, _, err) = heddle_env(&["check", file.to_str().unwrap()], &[]);
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn nested_parentheses_in_sizes_parse_at_once() {
+    let open = "(".repeat(40);
+    let close = ")".repeat(40);
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "size.hdl", &format!("nFun(n => fun(xs: [float]_{open}n{close} => xs))\n"));
+    let (code, _, err) = heddle_env(&["check", file.to_str().unwrap()], &[]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = heddle_env(&["simplify", "--nat", &format!("{open}n + 1{close} * 2")], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("2 * n + 2"), "{out}");
+    // The normal form of a product of 20 binomials is bounded (34 s or 3.8 GB before).
+    let product: Vec<String> = (0..20).map(|k| format!("(a{k} + b{k})")).collect();
+    let (code, _, err) = heddle_env(&["simplify", "--nat", &product.join(" * ")], &[]);
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn encodings_and_dimensions_beyond_reason_are_refused() {
+    // A size past 2^63 - 1 was printed wrapped.
+    let csr = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>";
+    let (code, out, err) = heddle_env(&["type", csr, "--dims", "9223372036854775808x4"], &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("more than the largest size"), "{err}");
+    let dense = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : dense) }>";
+    let (code, out, err) = heddle_env(&["type", dense, "--dims", "9223372036854775807x4"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("stored entries: 9223372036854775807 * 4\n"), "{out}");
+    // 400 levels: memory grew with the cube of the level count.
+    let dims: Vec<String> = (0..400).map(|k| format!("d{k}")).collect();
+    let levels: Vec<String> = dims.iter().map(|d| format!("{d} : compressed")).collect();
+    let deep = format!("#sparse_tensor.encoding<{{ map = ({}) -> ({}) }}>", dims.join(", "), levels.join(", "));
+    let (code, _, err) = heddle_env(&["type", &deep], &[]);
+    no_crash(&err);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("levels"), "{err}");
+}
+
+#[test]
+fn a_hypersparse_matrix_with_a_dense_result_is_refused_before_allocating() {
+    // 10^12 rows stored as DCSR hold one entry; the dense result would be 4 TB.
+    let dir = tempfile::tempdir().unwrap();
+    let m = write(dir.path(), "a.mtx", "%%MatrixMarket matrix coordinate real general\n1000000000000 4 1\n1 1 1.0\n");
+    let args = |backend: &'static str| {
+        vec!["run".to_string(), "examples/sparse/spmv_dcsr.hdl".into(), "--backend".into(), backend.into(), "--matrix".into(), format!("A={}", m.display()),
+            "--input".into(), format!("xs={}", write(dir.path(), "x.json", "[1, 2, 3, 4]").display())]
+    };
+    for backend in backends() {
+        let a = args(backend);
+        let (code, _, err) = heddle_env(&a.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
+        no_crash(&err);
+        assert_eq!(code, 1, "{backend}: {err}");
+        assert!(err.contains("more than the limit"), "{backend}: {err}");
+    }
+}
+
+#[test]
+fn the_deepest_programs_the_parser_accepts_run_on_every_backend() {
+    // The parser bounds depth; every later pass recurses within that bound
+    // on the CLI's stack: no stack overflow anywhere up to it.
+    let dir = tempfile::tempdir().unwrap();
+    let xs = write(dir.path(), "xs.json", "[1, 2, 3]");
+    let stages = " :>> map(fun(x => x + 1.0f))".repeat(480);
+    let pipeline = write(dir.path(), "pipeline.hdl", &format!("nFun(n => fun(xs: [float]_n => xs{stages}))\n"));
+    let nested = format!("nFun(n => fun(xs: [float]_n => xs :>> map(fun(x => {}x{}))))\n", "(1.0f + ".repeat(240), ")".repeat(240));
+    let nested = write(dir.path(), "nested.hdl", &nested);
+    for backend in backends() {
+        for (file, want) in [(&pipeline, "[481.0,482.0,483.0]"), (&nested, "[241.0,242.0,243.0]")] {
+            let (code, out, err) = heddle_env(&["run", file.to_str().unwrap(), "--backend", backend, "--input", &format!("xs={}", xs.display())], &[]);
+            no_crash(&err);
+            assert_eq!((code, out.trim()), (0, want), "{backend} {}: {err}", file.display());
+        }
+    }
+}

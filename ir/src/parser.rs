@@ -16,16 +16,18 @@ type PResult<T> = Result<T, Diagnostic>;
 
 /// Parses a whole file. On failure, every error found (at least one).
 pub fn parse_program(src: &str) -> Result<Program, Vec<Diagnostic>> {
+    check_size(src).map_err(|d| vec![d.or_kind(ErrorKind::Syntax)])?;
     let tokens = lex(src).map_err(|d| vec![d.or_kind(ErrorKind::Syntax)])?;
-    let mut p = Parser { src, tokens, pos: 0, sig_mode: false, depth: 0 };
+    let mut p = Parser { src, tokens, pos: 0, sig_mode: false, depth: 0, links: 0 };
     p.program().map_err(|ds| ds.into_iter().map(|d| d.or_kind(ErrorKind::Syntax)).collect())
 }
 
 /// Parses a file of named encodings (`--defs FILE`): `#NAME = ENCODING` lines,
 /// each an MLIR attribute or a name form (`#B = BSR(2, 2)`), `;` optional.
 pub fn parse_encoding_defs(src: &str) -> Result<Vec<EncodingDef>, Vec<Diagnostic>> {
+    check_size(src).map_err(|d| vec![d.or_kind(ErrorKind::Syntax)])?;
     let tokens = lex(src).map_err(|d| vec![d.or_kind(ErrorKind::Syntax)])?;
-    let mut p = Parser { src, tokens, pos: 0, sig_mode: false, depth: 0 };
+    let mut p = Parser { src, tokens, pos: 0, sig_mode: false, depth: 0, links: 0 };
     let mut defs = Vec::new();
     let mut errors = Vec::new();
     while !matches!(p.peek().tok, Tok::Eof) {
@@ -79,10 +81,29 @@ struct Parser<'a> {
     sig_mode: bool,
     /// Current nesting of expressions, types and naturals.
     depth: u32,
+    /// Links of the innermost left-associative chain so far.
+    links: u32,
 }
 
-/// Nesting deeper than this is reported instead of recursing further.
+/// Nesting deeper than this is reported instead of recursing further. It
+/// bounds the depth of every syntax tree the parser builds: parentheses,
+/// arguments and bodies nest one level each, and so does each link of a
+/// left-associative chain (`:>>` stages, operators, `@`, applications), so
+/// every tree is at most twice this deep and every later pass may recurse
+/// that far.
 pub const MAX_NESTING: u32 = 500;
+
+/// Program texts longer than this are refused before they are read: a
+/// kernel is kilobytes, and each byte can become a token (tens of bytes).
+pub const MAX_SOURCE_BYTES: usize = 4 << 20;
+
+fn check_size(src: &str) -> PResult<()> {
+    if src.len() > MAX_SOURCE_BYTES {
+        return Err(Diagnostic::new(Span::new(0, 0), format!("the text is {} bytes long; heddle reads at most {MAX_SOURCE_BYTES} bytes", src.len()))
+            .with_label("too long to read"));
+    }
+    Ok(())
+}
 
 /// Parses a primitive's signature from `prims.sig` (see [`crate::prims`]).
 pub fn parse_signature(src: &str) -> Result<(Vec<crate::prims::Slot>, Type), Diagnostic> {
@@ -137,7 +158,8 @@ fn is_unknown_letter(s: &str) -> Option<char> {
 
 impl<'a> Parser<'a> {
     fn new(src: &'a str) -> PResult<Parser<'a>> {
-        Ok(Parser { src, tokens: lex(src)?, pos: 0, sig_mode: false, depth: 0 })
+        check_size(src)?;
+        Ok(Parser { src, tokens: lex(src)?, pos: 0, sig_mode: false, depth: 0, links: 0 })
     }
 
     // ----- token helpers -------------------------------------------------
@@ -197,6 +219,28 @@ impl<'a> Parser<'a> {
                 .with_label(format!("expected {what}"))),
             _ => Err(self.unexpected(what)),
         }
+    }
+
+    /// Runs `f` over a left-associative chain, counting its links (see
+    /// [`Parser::link`]) apart from those of any chain around it.
+    fn chain<T>(&mut self, f: impl FnOnce(&mut Self) -> PResult<T>) -> PResult<T> {
+        let outer = std::mem::replace(&mut self.links, 0);
+        let r = f(self);
+        self.links = outer;
+        r
+    }
+
+    /// One more link of a left-associative chain: the tree grows one level.
+    /// Links and nesting together stay within [`MAX_NESTING`] (an operand
+    /// is parsed at the chain's own depth, so a tree is at most twice that deep).
+    fn link(&mut self) -> PResult<()> {
+        if self.depth + self.links >= MAX_NESTING {
+            return Err(Diagnostic::new(self.peek().span, format!("the program nests more than {MAX_NESTING} levels deep here"))
+                .with_label("too deeply nested")
+                .with_note("each `:>>` stage, operator, `@` or application in a row nests one level deeper"));
+        }
+        self.links += 1;
+        Ok(())
     }
 
     /// Runs `f` one nesting level deeper, refusing to go past [`MAX_NESTING`].
@@ -357,8 +401,13 @@ impl<'a> Parser<'a> {
     }
 
     fn expr_inner(&mut self) -> PResult<Expr> {
+        self.chain(|p| p.pipeline())
+    }
+
+    fn pipeline(&mut self) -> PResult<Expr> {
         let mut lhs = self.binary(1)?;
         while self.is_sym(":>>") {
+            self.link()?;
             self.bump();
             let rhs = self.binary(1)?;
             let span = lhs.span.to(rhs.span);
@@ -391,6 +440,10 @@ impl<'a> Parser<'a> {
 
     /// Precedence climbing for levels `min..=5`.
     fn binary(&mut self, min: u8) -> PResult<Expr> {
+        self.chain(|p| p.binary_chain(min))
+    }
+
+    fn binary_chain(&mut self, min: u8) -> PResult<Expr> {
         let mut lhs = self.unary()?;
         while let Some(op) = self.binop() {
             let prec = op.precedence();
@@ -401,6 +454,7 @@ impl<'a> Parser<'a> {
             if matches!(op, BinOp::Add | BinOp::Mul) && matches!(self.peek_at(1).tok, Tok::Sym(",") | Tok::Sym(")")) {
                 break;
             }
+            self.link()?;
             let op_span = self.bump().span;
             let rhs = self.binary(prec + 1)?;
             if op.is_comparison()
@@ -440,8 +494,14 @@ impl<'a> Parser<'a> {
     }
 
     fn index(&mut self) -> PResult<Expr> {
+        self.chain(|p| p.index_chain())
+    }
+
+    fn index_chain(&mut self) -> PResult<Expr> {
         let mut lhs = self.postfix()?;
-        while self.eat_sym("@") {
+        while self.is_sym("@") {
+            self.link()?;
+            self.bump();
             let rhs = self.postfix()?;
             let span = lhs.span.to(rhs.span);
             lhs = Expr::new(ExprKind::Index { array: Box::new(lhs), index: Box::new(rhs) }, span);
@@ -450,8 +510,15 @@ impl<'a> Parser<'a> {
     }
 
     fn postfix(&mut self) -> PResult<Expr> {
+        self.chain(|p| p.postfix_chain())
+    }
+
+    fn postfix_chain(&mut self) -> PResult<Expr> {
         let mut e = self.primary()?;
         loop {
+            if self.is_sym(".") || self.is_sym("(") {
+                self.link()?;
+            }
             if self.is_sym(".") {
                 self.bump();
                 let t = self.bump();
@@ -871,11 +938,17 @@ impl<'a> Parser<'a> {
     }
 
     fn cond_or(&mut self) -> PResult<NatOrCond> {
+        self.chain(|p| p.cond_or_chain())
+    }
+
+    fn cond_or_chain(&mut self) -> PResult<NatOrCond> {
         let at = self.peek().span;
         let mut lhs = self.cond_and()?;
         while self.is_sym("||") {
             let mut c = self.as_cond(lhs, at)?;
-            while self.eat_sym("||") {
+            while self.is_sym("||") {
+                self.link()?;
+                self.bump();
                 let at = self.peek().span;
                 let rhs = self.cond_and()?;
                 c = NatCond::Or(Box::new(c), Box::new(self.as_cond(rhs, at)?));
@@ -886,11 +959,17 @@ impl<'a> Parser<'a> {
     }
 
     fn cond_and(&mut self) -> PResult<NatOrCond> {
+        self.chain(|p| p.cond_and_chain())
+    }
+
+    fn cond_and_chain(&mut self) -> PResult<NatOrCond> {
         let at = self.peek().span;
         let mut lhs = self.cond_atom()?;
         while self.is_sym("&&") {
             let mut c = self.as_cond(lhs, at)?;
-            while self.eat_sym("&&") {
+            while self.is_sym("&&") {
+                self.link()?;
+                self.bump();
                 let at = self.peek().span;
                 let rhs = self.cond_atom()?;
                 c = NatCond::And(Box::new(c), Box::new(self.as_cond(rhs, at)?));
@@ -926,6 +1005,10 @@ impl<'a> Parser<'a> {
     }
 
     fn nat_binary(&mut self, min: u8) -> PResult<NatOrCond> {
+        self.chain(|p| p.nat_chain(min))
+    }
+
+    fn nat_chain(&mut self, min: u8) -> PResult<NatOrCond> {
         let at = self.peek().span;
         let mut lhs = self.nat_atom()?;
         loop {
@@ -941,6 +1024,7 @@ impl<'a> Parser<'a> {
                 return Ok(lhs);
             }
             let l = self.as_nat(lhs, at)?;
+            self.link()?;
             self.bump();
             let rhs_at = self.peek().span;
             let rhs = self.nat_binary(op.precedence() + 1)?;

@@ -16,14 +16,46 @@ use std::rc::Rc;
 
 /// An argument on its way into a function.
 #[derive(Clone)]
-pub enum Arg {
+pub enum Arg<'e> {
     /// Not yet checked, with the scope it was written in.
-    Expr(Rc<Expr>, Scope),
+    Expr(ExprRef<'e>, Scope),
     /// Already checked (a lambda parameter supplied by a pattern).
     Typed(TExpr),
 }
 
-impl Arg {
+/// An argument's expression: borrowed from the tree being checked, or
+/// shared with a scope (a definition's body). Never a copy: copying each
+/// argument of a pipeline made checking `xs :>> f :>> f :>> …` quadratic
+/// in time and memory (10 000 stages: gigabytes).
+#[derive(Clone)]
+pub enum ExprRef<'e> {
+    /// Part of the tree being checked.
+    Borrowed(&'e Expr),
+    /// Held by a scope.
+    Shared(Rc<Expr>),
+}
+
+impl std::ops::Deref for ExprRef<'_> {
+    type Target = Expr;
+    fn deref(&self) -> &Expr {
+        match self {
+            ExprRef::Borrowed(e) => e,
+            ExprRef::Shared(e) => e,
+        }
+    }
+}
+
+impl ExprRef<'_> {
+    /// The expression as a scope holds it (a copy only if it was borrowed).
+    pub fn to_rc(&self) -> Rc<Expr> {
+        match self {
+            ExprRef::Borrowed(e) => Rc::new((*e).clone()),
+            ExprRef::Shared(e) => e.clone(),
+        }
+    }
+}
+
+impl Arg<'_> {
     /// The source expression, if the argument has one.
     pub fn expr(&self) -> Option<&Expr> {
         match self {
@@ -41,7 +73,12 @@ impl Arg {
 }
 
 /// Nesting deeper than this is refused (programs that inline without end).
-const MAX_DEPTH: u32 = 2000;
+pub const MAX_DEPTH: u32 = 2000;
+
+/// Checking steps (expressions checked, definitions inlined at each use
+/// counted afresh) beyond this are refused: forty definitions that each
+/// use the previous one twice would inline to 2^40 expressions.
+pub const MAX_WORK: u64 = 500_000;
 
 /// The state of one checking run.
 pub struct Checker {
@@ -52,6 +89,8 @@ pub struct Checker {
     /// Run-time conditions found so far.
     pub obligations: Vec<Obligation>,
     depth: u32,
+    /// Checking steps so far (see [`MAX_WORK`]).
+    work: u64,
     /// Count arrays handed out so far (see `heddle_ir::nat::counted`).
     counts: u32,
 }
@@ -61,7 +100,7 @@ pub(crate) type CResult<T> = Result<T, Diagnostic>;
 impl Checker {
     /// A checker whose generated names avoid `used`.
     pub fn new(used: HashSet<Name>) -> Checker {
-        Checker { metas: Metas::default(), used, obligations: Vec::new(), depth: 0, counts: 0 }
+        Checker { metas: Metas::default(), used, obligations: Vec::new(), depth: 0, work: 0, counts: 0 }
     }
 
     /// The length of a fresh count array: `toNat(count#k)`.
@@ -127,13 +166,26 @@ impl Checker {
         }
     }
 
-    /// The type of an expression that is data (not a function).
-    pub fn infer(&mut self, e: &Expr, scope: &Scope) -> CResult<TExpr> {
+    /// One more step of checking at `span`: refused beyond [`MAX_DEPTH`]
+    /// levels of nesting or [`MAX_WORK`] steps in all.
+    fn step_in(&mut self, span: Span) -> CResult<()> {
+        self.work += 1;
+        if self.work > MAX_WORK {
+            return Err(Diagnostic::new(span, format!("the program is too large to check: more than {MAX_WORK} expressions once its definitions are inlined"))
+                .with_label("while checking this")
+                .with_note("each use of a definition (or of a function argument) is checked afresh at its types, so a definition that uses the previous one twice doubles the size"));
+        }
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             self.depth -= 1;
-            return Err(Diagnostic::new(e.span, "the program nests too deeply to check").with_label("while checking this"));
+            return Err(Diagnostic::new(span, "the program nests too deeply to check").with_label("while checking this"));
         }
+        Ok(())
+    }
+
+    /// The type of an expression that is data (not a function).
+    pub fn infer(&mut self, e: &Expr, scope: &Scope) -> CResult<TExpr> {
+        self.step_in(e.span)?;
         let r = self.infer_inner(e, scope);
         self.depth -= 1;
         r
@@ -186,11 +238,11 @@ impl Checker {
             ExprKind::Section(op) => Err(Diagnostic::new(span, format!("`{}` is a binary function here", op.symbol()))
                 .with_label("pass it to a pattern, e.g. reduce(+, 0)")),
             ExprKind::App { func, args } => {
-                let args = args.iter().map(|a| Arg::Expr(Rc::new(a.clone()), scope.clone())).collect();
+                let args = args.iter().map(|a| Arg::Expr(ExprRef::Borrowed(a), scope.clone())).collect();
                 self.check_app(func, scope, args, span)
             }
             ExprKind::Pipe { arg, func } => {
-                let args = vec![Arg::Expr(Rc::new((**arg).clone()), scope.clone())];
+                let args = vec![Arg::Expr(ExprRef::Borrowed(arg), scope.clone())];
                 self.check_app(func, scope, args, span)
             }
             ExprKind::Index { array, index } => self.index(array, index, scope, span),
@@ -359,24 +411,20 @@ impl Checker {
     }
 
     /// Applies `head` (written in `hscope`) to `args`.
-    pub fn check_app(&mut self, head: &Expr, hscope: &Scope, args: Vec<Arg>, span: Span) -> CResult<TExpr> {
+    pub fn check_app<'e>(&mut self, head: &'e Expr, hscope: &Scope, args: Vec<Arg<'e>>, span: Span) -> CResult<TExpr> {
         if args.is_empty() {
             return self.infer(head, hscope);
         }
-        self.depth += 1;
-        if self.depth > MAX_DEPTH {
-            self.depth -= 1;
-            return Err(Diagnostic::new(span, "the program nests too deeply to check").with_label("while checking this"));
-        }
+        self.step_in(span)?;
         let r = self.check_app_inner(head, hscope, args, span);
         self.depth -= 1;
         r
     }
 
-    fn check_app_inner(&mut self, head: &Expr, hscope: &Scope, args: Vec<Arg>, span: Span) -> CResult<TExpr> {
+    fn check_app_inner<'e>(&mut self, head: &'e Expr, hscope: &Scope, args: Vec<Arg<'e>>, span: Span) -> CResult<TExpr> {
         match &head.kind {
             ExprKind::App { func, args: inner } => {
-                let mut all: Vec<Arg> = inner.iter().map(|a| Arg::Expr(Rc::new(a.clone()), hscope.clone())).collect();
+                let mut all: Vec<Arg> = inner.iter().map(|a| Arg::Expr(ExprRef::Borrowed(a), hscope.clone())).collect();
                 all.extend(args);
                 self.check_app(func, hscope, all, span)
             }
@@ -453,7 +501,7 @@ impl Checker {
         }
     }
 
-    fn apply_lambda(&mut self, params: &[heddle_ir::expr::Param], body: &Expr, hscope: &Scope, args: Vec<Arg>, span: Span) -> CResult<TExpr> {
+    fn apply_lambda<'e>(&mut self, params: &[heddle_ir::expr::Param], body: &'e Expr, hscope: &Scope, args: Vec<Arg<'e>>, span: Span) -> CResult<TExpr> {
         let mut scope = hscope.clone();
         let mut lets: Vec<(Name, TExpr)> = Vec::new();
         let mut aliases: Vec<(Name, Expr)> = Vec::new();
@@ -470,11 +518,12 @@ impl Checker {
                         return Err(Diagnostic::new(e.span, format!("`{}` is declared as data, but a function was given", p.name))
                             .with_label("expected data"));
                     }
-                    scope = scope.with(p.name.clone(), Binding::Macro(e.clone(), s.clone()));
+                    scope = scope.with(p.name.clone(), Binding::Macro(e.to_rc(), s.clone()));
                     continue;
                 }
             let arg_span = arg.span();
-            let arg_expr = arg.expr().cloned();
+            // Only a variable argument is remembered (as an alias in later annotations).
+            let arg_expr = arg.expr().filter(|e| matches!(e.kind, ExprKind::Var(_))).cloned();
             let te = self.force(arg)?;
             if let Some(ann) = &p.ty {
                 let mut ann = ann.clone();

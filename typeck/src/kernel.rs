@@ -273,23 +273,25 @@ fn check_kernel(c: &mut Checker, program: &Program, mut scope: Scope) -> CResult
 /// Reports every unbound name in the program (also in unused definitions).
 pub fn resolve(p: &Program) -> Vec<Diagnostic> {
     let mut errors = Vec::new();
-    let mut globals: Vec<Name> = Vec::new();
+    // A set: files of many definitions must not take time quadratic in their number.
+    let mut globals: HashSet<Name> = HashSet::new();
     for d in &p.defs {
-        resolve_expr(&d.value, &mut globals.clone(), &mut errors);
-        if globals.contains(&d.name) {
+        resolve_expr(&d.value, &mut Vec::new(), &globals, &mut errors);
+        if !globals.insert(d.name.clone()) {
             errors.push(Diagnostic::new(d.span, format!("`{}` is defined twice", d.name)).with_label("second definition"));
         }
-        globals.push(d.name.clone());
     }
-    resolve_expr(&p.kernel, &mut globals, &mut errors);
+    resolve_expr(&p.kernel, &mut Vec::new(), &globals, &mut errors);
     errors
 }
 
-fn resolve_expr(e: &Expr, scope: &mut Vec<Name>, errors: &mut Vec<Diagnostic>) {
+/// Walks `e` with the names bound around it: `scope` (innermost last) and
+/// the definitions before it.
+fn resolve_expr(e: &Expr, scope: &mut Vec<Name>, globals: &HashSet<Name>, errors: &mut Vec<Diagnostic>) {
     match &e.kind {
         ExprKind::Var(x) => {
-            if !scope.contains(x) && heddle_ir::prims::lookup(x.as_str()).is_none() {
-                errors.push(unbound(x, e.span, scope.iter().map(|n| n.as_str())));
+            if !scope.contains(x) && !globals.contains(x) && heddle_ir::prims::lookup(x.as_str()).is_none() {
+                errors.push(unbound(x, e.span, scope.iter().chain(globals.iter()).map(|n| n.as_str())));
             }
         }
         ExprKind::Fun { params, body } => {
@@ -303,26 +305,26 @@ fn resolve_expr(e: &Expr, scope: &mut Vec<Name>, errors: &mut Vec<Diagnostic>) {
                 params.iter().filter(|p| matches!(p.ty, Some(Type::Tensor(_)))).map(|p| format!("{}_", p.name)).collect();
             if !tensors.is_empty() {
                 let mut errs = Vec::new();
-                resolve_expr(body, scope, &mut errs);
+                resolve_expr(body, scope, globals, &mut errs);
                 errors.extend(errs.into_iter().filter(|d| !tensors.iter().any(|t| d.message.starts_with(&format!("unbound variable `{t}")))));
                 scope.truncate(n);
                 return;
             }
-            resolve_expr(body, scope, errors);
+            resolve_expr(body, scope, globals, errors);
             scope.truncate(n);
         }
         ExprKind::NFun { var, body } => {
             scope.push(var.clone());
-            resolve_expr(body, scope, errors);
+            resolve_expr(body, scope, globals, errors);
             scope.pop();
         }
         ExprKind::Let { name, value, body } => {
-            resolve_expr(value, scope, errors);
+            resolve_expr(value, scope, globals, errors);
             scope.push(name.clone());
-            resolve_expr(body, scope, errors);
+            resolve_expr(body, scope, globals, errors);
             scope.pop();
         }
-        _ => e.for_each_child(&mut |c| resolve_expr(c, scope, errors)),
+        _ => e.for_each_child(&mut |c| resolve_expr(c, scope, globals, errors)),
     }
 }
 

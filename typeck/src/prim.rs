@@ -82,7 +82,7 @@ impl Instance {
 
 impl Checker {
     /// Checks `name(args…)` for the primitive with signature `sig`.
-    pub fn check_prim(&mut self, sig: &'static PrimSig, head_span: Span, args: Vec<Arg>, span: Span) -> CResult<TExpr> {
+    pub fn check_prim(&mut self, sig: &'static PrimSig, head_span: Span, args: Vec<Arg<'_>>, span: Span) -> CResult<TExpr> {
         let name = sig.name;
         let with_optional = sig.optional_count() > 0
             && matches!(args.first().and_then(|a| a.expr()).map(|e| &e.kind), Some(ExprKind::Lit(Literal::Int(_))));
@@ -322,7 +322,7 @@ impl Checker {
     }
 
     /// `iterate(k, f)(x)` is `f(f(…f(x)))`: each application is checked at its own type.
-    fn check_iterate(&mut self, args: Vec<Arg>, span: Span) -> CResult<TExpr> {
+    fn check_iterate(&mut self, args: Vec<Arg<'_>>, span: Span) -> CResult<TExpr> {
         const MAX_ITERATIONS: i64 = 64;
         let mut it = args.into_iter();
         let (k_arg, f_arg, x_arg) = (it.next(), it.next(), it.next());

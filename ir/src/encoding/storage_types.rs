@@ -160,9 +160,12 @@ fn to_nat(e: Expr) -> Nat {
         None => Nat::ToNat(Box::new(e)),
     }
 }
+/// `a * b`, folded when both are literals; a product of literals beyond 64
+/// bits stays a product (its evaluation reports the overflow) instead of
+/// wrapping.
 fn nat_mul(a: Nat, b: Nat) -> Nat {
     match (a.as_lit(), b.as_lit()) {
-        (Some(x), Some(y)) => Nat::Lit(x * y),
+        (Some(x), Some(y)) if x.checked_mul(y).is_some() => Nat::Lit(x * y),
         (Some(1), _) => b,
         (_, Some(1)) => a,
         _ => Nat::mul(a, b),
@@ -207,6 +210,9 @@ pub fn storage_layout(
             format!("the encoding has {} dimensions but the tensor type has {}", enc.dim_rank(), dims.len()),
             "dimension count mismatch",
         ));
+    }
+    if let Some((d, v)) = dims.iter().enumerate().find_map(|(d, s)| s.filter(|v| i64::try_from(*v).is_err()).map(|v| (d, v))) {
+        return Err(err(enc.span, format!("dimension {d} has size {v}, more than the largest size, 2^63 - 1"), "too large for this tensor type"));
     }
     let pname = |s: String| Name::from(format!("{param}_{s}"));
     let mut nat_vars = Vec::new();

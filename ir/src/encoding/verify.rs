@@ -13,6 +13,10 @@ use std::collections::BTreeMap;
 
 type VResult<T> = Result<T, Diagnostic>;
 
+/// The most dimensions, and the most levels, an encoding may have (a
+/// 3-D block format has 6 levels).
+pub const MAX_LEVELS: usize = 32;
+
 /// Builds and verifies an encoding from its parsed syntax.
 pub(crate) fn build(raw: RawEncoding) -> VResult<Encoding> {
     let (map, formats): (RawMap, Vec<RawFormat>) = match (raw.map, raw.legacy_levels, raw.legacy_ordering) {
@@ -72,6 +76,16 @@ pub(crate) fn build(raw: RawEncoding) -> VResult<Encoding> {
         }
     }
 
+    // Before anything walks them (some checks compare every pair).
+    if map.levels.len() > MAX_LEVELS || map.dims.len() > MAX_LEVELS {
+        return Err(err(
+            map.span,
+            format!("the map has {} dimensions and {} levels; heddle handles at most {MAX_LEVELS} of each", map.dims.len(), map.levels.len()),
+            "too many levels",
+        )
+        .with_note("each level's types mention every level above it, so their size grows with the cube of the level count"));
+    }
+
     // Names: dimensions, symbols, level variables.
     let mut dims: Vec<DimVar> = Vec::new();
     for d in &map.dims {
@@ -102,6 +116,7 @@ pub(crate) fn build(raw: RawEncoding) -> VResult<Encoding> {
     if map.levels.is_empty() {
         return Err(err(map.span, "the map has no levels", "a sparse tensor has at least one level"));
     }
+
     let lvl_names = level_names(&map)?;
 
     // Levels.

@@ -30,6 +30,22 @@ pub struct Poly {
 const MAX_GRID_POINTS: usize = 4096;
 /// Σs with constant bounds and at most this many terms are expanded.
 const MAX_UNROLL: i64 = 16;
+/// Terms all the Σs of one normalisation may expand to, together (nested
+/// Σs of 16 terms each would otherwise multiply: six levels, 16^6 terms).
+const MAX_UNROLL_TOTAL: i64 = 4096;
+/// A product whose expansion would have more terms than this, or more
+/// nodes than [`MAX_WEIGHT`] (atoms repeated in every term), is kept as an
+/// atom (the product of its two normalised factors) instead: expanding a
+/// product of 20 binomials took minutes and gigabytes. Equality of such
+/// products is then decided structurally (sound, not complete).
+pub const MAX_TERMS: usize = 256;
+/// See [`MAX_TERMS`]: the most nodes the expansion of a product may have.
+pub const MAX_WEIGHT: usize = 4096;
+
+thread_local! {
+    /// (nesting of `from_nat`, Σ terms still allowed to expand).
+    static UNROLL: std::cell::Cell<(u32, i64)> = const { std::cell::Cell::new((0, 0)) };
+}
 
 fn rat(v: i64) -> BigRational {
     BigRational::from_integer(BigInt::from(v))
@@ -53,6 +69,11 @@ impl Poly {
         let mut p = Poly::zero();
         p.terms.insert(vec![(n, 1)], BigRational::one());
         p
+    }
+    /// Nodes of its terms: one per term and per atom node (an atom that is
+    /// a whole expression counts all of it).
+    fn weight(&self) -> usize {
+        self.terms.keys().map(|m| 1 + m.iter().map(|(a, _)| nat_nodes(a)).sum::<usize>()).sum()
     }
     /// Is it zero?
     pub fn is_zero(&self) -> bool {
@@ -102,8 +123,15 @@ impl Poly {
     pub fn sub(&self, other: &Poly) -> Poly {
         self.add(&other.scale(&rat(-1)))
     }
-    /// `self * other`.
+    /// `self * other`; an atom standing for the product when the expansion
+    /// would exceed [`MAX_TERMS`] terms.
     pub fn mul(&self, other: &Poly) -> Poly {
+        let weight = self.weight().saturating_mul(other.terms.len()).saturating_add(other.weight().saturating_mul(self.terms.len()));
+        if self.terms.len().saturating_mul(other.terms.len()) > MAX_TERMS || weight > MAX_WEIGHT {
+            let (a, b) = (self.to_nat(), other.to_nat());
+            let (a, b) = if a <= b { (a, b) } else { (b, a) };
+            return Poly::atom(Nat::mul(a, b));
+        }
         let mut out = Poly::zero();
         for (m1, c1) in &self.terms {
             for (m2, c2) in &other.terms {
@@ -115,6 +143,15 @@ impl Poly {
 
     /// Reads a natural.
     pub fn from_nat(n: &Nat) -> Poly {
+        let (depth, budget) = UNROLL.get();
+        UNROLL.set((depth + 1, if depth == 0 { MAX_UNROLL_TOTAL } else { budget }));
+        let p = Poly::read(n);
+        let (_, left) = UNROLL.get();
+        UNROLL.set((depth, left));
+        p
+    }
+
+    fn read(n: &Nat) -> Poly {
         match n {
             Nat::Lit(v) => Poly::constant(rat(*v)),
             Nat::Var(_) | Nat::Meta(_) | Nat::ToNat(_) => Poly::atom(n.clone()),
@@ -240,6 +277,12 @@ impl Poly {
 
 static EMPTY: Monomial = Vec::new();
 
+fn nat_nodes(n: &Nat) -> usize {
+    let mut count = 1;
+    n.for_each_child(&mut |c| count += nat_nodes(c));
+    count
+}
+
 fn big_to_nat(b: &BigInt) -> Nat {
     match b.to_i64() {
         Some(v) => Nat::Lit(v),
@@ -339,7 +382,9 @@ fn sum(var: &Name, lo: Poly, hi: Poly, body: &Nat) -> Poly {
         if h < l {
             return Poly::zero();
         }
-        if h - l < MAX_UNROLL {
+        let (depth, budget) = UNROLL.get();
+        if let Some(d) = h.checked_sub(l).filter(|d| *d < MAX_UNROLL && *d < budget) {
+            UNROLL.set((depth, budget - (d + 1)));
             let mut total = Poly::zero();
             for k in l..=h {
                 total = total.add(&Poly::from_nat(&body.subst(var, &Nat::Lit(k))));
