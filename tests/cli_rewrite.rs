@@ -113,3 +113,120 @@ fn a_user_rule_file_adds_rules() {
     assert_eq!(p.matches("map(").count(), 1, "{p}");
     assert!(Path::new(&rules).exists());
 }
+
+#[test]
+fn json_has_schema_per_rule_and_per_iteration_stats() {
+    let out = heddle(&["rewrite", "examples/dense_mv.hdl", "--json"]);
+    let j = json(&out);
+    assert_eq!(j["schema"], "heddle.rewrite/1");
+    let rules = j["stats"]["rules"].as_array().unwrap();
+    assert_eq!(rules.len() as u64, j["rules"].as_u64().unwrap());
+    let fusion = rules.iter().find(|r| r["name"] == "lower-map-global").unwrap();
+    assert!(fusion["matches"].as_u64().unwrap() >= fusion["applied"].as_u64().unwrap());
+    assert!(fusion["applied"].as_u64().unwrap() > 0 && fusion["nodes_added"].as_u64().unwrap() > 0);
+    // Applications in the table and in rules_applied agree.
+    for r in rules {
+        assert_eq!(r["applied"], j["rules_applied"][r["name"].as_str().unwrap()], "{r}");
+    }
+    let its = j["stats"]["per_iteration"].as_array().unwrap();
+    assert_eq!(its.len() as u64, j["stats"]["iterations"].as_u64().unwrap());
+    assert_eq!(its.last().unwrap()["nodes"], j["stats"]["nodes"]);
+    assert!(j["stats"]["grew_most"].is_null(), "saturated: no limit stopped it");
+    assert!(j["explanation"].is_null() && j["egraph_dump"].is_null());
+}
+
+#[test]
+fn a_limit_names_the_rule_that_grew_the_egraph_most() {
+    let dir = tempfile::tempdir().unwrap();
+    let terms: Vec<String> = (1..=10).map(|k| format!("x * {k}")).collect();
+    let kernel = dir.path().join("sum.hdl");
+    std::fs::write(&kernel, format!("nFun(n => fun(xs: [int]_n => xs :>> map(fun(x => {}))))", terms.join(" + "))).unwrap();
+    let out = heddle(&["rewrite", kernel.to_str().unwrap(), "--rules", "rewrite/tests/rules/ac.rules", "--node-limit", "1500", "--json"]);
+    let j = json(&out);
+    assert_eq!(j["stats"]["stop_reason"], "node-limit");
+    let grew = j["stats"]["grew_most"].as_str().unwrap();
+    let rules = j["stats"]["rules"].as_array().unwrap();
+    let most = rules.iter().map(|r| r["nodes_added"].as_u64().unwrap()).max().unwrap();
+    assert_eq!(rules.iter().find(|r| r["name"] == grew).unwrap()["nodes_added"].as_u64().unwrap(), most);
+    // The text form says it too, and prints the tables with --stats.
+    let out = heddle(&["rewrite", kernel.to_str().unwrap(), "--rules", "rewrite/tests/rules/ac.rules", "--node-limit", "1500", "--stats"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(&format!("grew the e-graph most: {grew}")), "{text}");
+    assert!(text.contains("// rule ") && text.contains("matches") && text.contains("// iteration"), "{text}");
+}
+
+#[test]
+fn explain_lists_the_steps_in_text_and_json() {
+    let out = heddle(&["rewrite", "examples/dense_mv.hdl", "--explain", "--json"]);
+    let j = json(&out);
+    let steps = j["explanation"]["steps"].as_array().unwrap();
+    assert!(steps.len() >= 2, "{j}");
+    for s in steps {
+        assert!(j["rules_applied"][s["rule"].as_str().unwrap()].as_u64().unwrap() > 0, "{s}");
+        assert!(s["path"].is_array() && s["before"] != s["after"], "{s}");
+    }
+    let out = heddle(&["rewrite", "examples/dense_mv.hdl", "--explain"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("// explanation: ") && text.contains("before: ") && text.contains("after: "), "{text}");
+    // The output is still a heddle file.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("out.hdl");
+    std::fs::write(&path, &out.stdout).unwrap();
+    assert!(heddle(&["check", path.to_str().unwrap()]).status.success());
+}
+
+#[test]
+fn dump_egraph_writes_json_and_dot_and_notes_a_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let js = dir.path().join("g.json");
+    let out = heddle(&["rewrite", "examples/dense_mv.hdl", "--dump-egraph", js.to_str().unwrap(), "--json"]);
+    let j = json(&out);
+    assert_eq!(j["egraph_dump"]["format"], "json");
+    assert!(j["egraph_dump"]["truncated"].is_null());
+    let g: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&js).unwrap()).unwrap();
+    assert_eq!(g["schema"], "heddle.egraph/1");
+    assert_eq!(g["nodes"].as_object().unwrap().len() as u64, j["stats"]["nodes"].as_u64().unwrap());
+    let dot = dir.path().join("g.dot");
+    let out = heddle(&["rewrite", "examples/dense_mv.hdl", "--dump-egraph", dot.to_str().unwrap(), "--dump-limit", "10"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("truncated"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("// TRUNCATED"));
+    assert!(std::fs::read_to_string(&dot).unwrap().starts_with("digraph egraph {"));
+    let bad = heddle(&["rewrite", "examples/dense_mv.hdl", "--dump-egraph", dir.path().join("g.txt").to_str().unwrap()]);
+    assert_eq!(bad.status.code(), Some(1));
+}
+
+#[test]
+fn list_rules_names_every_rule_and_where() {
+    let out = heddle(&["rewrite", "--list-rules", "--json"]);
+    assert!(out.status.success());
+    let j = json(&out);
+    assert_eq!(j["schema"], "heddle.rewrite-rules/1");
+    let rules = j["rules"].as_array().unwrap();
+    assert!(rules.iter().any(|r| r["name"] == "map-fusion" && r["origin"].as_str().unwrap().starts_with("builtin.rules:")));
+    let out = heddle(&["rewrite", "--list-rules", "--no-builtin", "--rules", "rewrite/tests/rules/fusion.rules"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("builtin.rules") && text.contains("rewrite/tests/rules/fusion.rules:"), "{text}");
+}
+
+#[test]
+fn a_cost_file_prices_primitives() {
+    let dir = tempfile::tempdir().unwrap();
+    // Make mapSeq the cheapest way to run a map: the result runs sequentially.
+    let costs = dir.path().join("seq.costs");
+    std::fs::write(&costs, "# sequential\nmap 10\nmapGlobal 50\nmapWorkgroup 50\nmapLocal 50\nmapSeq 1\n").unwrap();
+    let out = heddle(&["rewrite", "examples/dense_mv.hdl", "--cost-file", costs.to_str().unwrap(), "--json"]);
+    let j = json(&out);
+    let p = j["program"].as_str().unwrap();
+    assert!(p.contains("mapSeq") && !p.contains("mapGlobal"), "{p}");
+    assert_eq!(j["cost"]["model"], costs.to_str().unwrap());
+    // The built-in parallel model on the same kernel picks mapGlobal.
+    assert!(json(&heddle(&["rewrite", "examples/dense_mv.hdl", "--json"]))["program"].as_str().unwrap().contains("mapGlobal"));
+    // Errors in a cost file are located, exit 1.
+    std::fs::write(&costs, "map 10\nmapp 3\nmapSeq zero\n").unwrap();
+    let out = heddle(&["rewrite", "examples/dense_mv.hdl", "--cost-file", costs.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("seq.costs:2:1") && err.contains("`mapp` is not a primitive") && err.contains("seq.costs:3:1"), "{err}");
+}

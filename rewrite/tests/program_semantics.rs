@@ -121,7 +121,9 @@ fn rules_actually_fire_on_the_test_kernels() {
     assert!(!by("transpose", "structure").contains("transpose"), "{}", by("transpose", "structure"));
     assert!(!by("zip", "structure").contains("zip"), "{}", by("zip", "structure"));
     assert!(by("dense_mv", "lowering").contains("mapGlobal"), "{}", by("dense_mv", "lowering"));
-    assert!(by("dense_mv", "lowering").contains("reduceSeq"), "{}", by("dense_mv", "lowering"));
+    // The parallel model keeps `reduce` (compiled code may reassociate it) rather than fixing the order.
+    assert!(by("dense_mv", "lowering").contains("reduce(+, 0)"), "{}", by("dense_mv", "lowering"));
+    assert!(!by("dense_mv", "lowering").contains("reduceSeq"), "{}", by("dense_mv", "lowering"));
     assert!(by("dense_mv", "memory").contains("mapWorkgroup"), "{}", by("dense_mv", "memory"));
     // The fused lambda of `capture` must keep referring to the outer `y`.
     let c = by("capture", "fusion");

@@ -1,22 +1,32 @@
 //! `heddle rewrite FILE`: e-graph exploration of the kernel with the
-//! built-in and user rules; prints the extracted program and statistics.
+//! built-in and user rules; prints the extracted program and statistics,
+//! and on request the chain of rule applications (`--explain`), the
+//! per-rule and per-iteration tables (`--stats`), the e-graph
+//! (`--dump-egraph`), or the rules themselves (`--list-rules`).
+
+mod report;
+mod search;
 
 use super::{Failure, Output, load};
 use heddle::source::SourceFile;
 use heddle_ir::{Diagnostic, Program, Span};
-use heddle_rewrite::program::{self, Checked, CostKind, Limits, Options, Rule, RuleError};
+use heddle_rewrite::program::{self, Checked, CostKind, CostModel, Limits, Options, Rule, RuleError};
 use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The source file.
-    file: String,
+    /// The source file (not needed with --list-rules).
+    #[arg(required_unless_present = "list_rules")]
+    file: Option<String>,
     /// A rule file to add (one rule a line: `name: LHS => RHS [if COND] [for ?k in …]`); repeatable.
     #[arg(long = "rules", value_name = "FILE")]
     rules: Vec<String>,
     /// Leave out the built-in rules.
     #[arg(long)]
     no_builtin: bool,
+    /// Print the rules (built-in and --rules files) with where each is defined, and stop.
+    #[arg(long)]
+    list_rules: bool,
     /// Stop after N iterations [default: 30, or $HEDDLE_REWRITE_ITER_LIMIT].
     #[arg(long, value_name = "N")]
     iter_limit: Option<usize>,
@@ -26,9 +36,35 @@ pub struct Args {
     /// Stop after S seconds [default: 5, or $HEDDLE_REWRITE_TIME_LIMIT].
     #[arg(long, value_name = "S", value_parser = parse_seconds)]
     time_limit: Option<f64>,
-    /// Cost model for extraction: size, depth or parallel.
-    #[arg(long, default_value = "parallel", value_parser = parse_cost)]
-    cost: CostKind,
+    /// Cost model for extraction: size, depth, parallel or cpu [default: parallel; cpu for --search --backend cpu].
+    #[arg(long, value_parser = parse_cost, conflicts_with = "cost_file")]
+    cost: Option<CostKind>,
+    /// A cost model read from a file: per-primitive costs, one `NAME COST [at top|workgroup|inner]` a line.
+    #[arg(long, value_name = "FILE")]
+    cost_file: Option<String>,
+    /// Explain the result: the chain of rule applications from the input to the extracted program.
+    #[arg(long)]
+    explain: bool,
+    /// Print the per-rule and per-iteration statistics as tables (always in --json).
+    #[arg(long)]
+    stats: bool,
+    /// Write the e-graph to FILE.json (egraph-serialize's form) or FILE.dot (Graphviz).
+    #[arg(long, value_name = "FILE")]
+    dump_egraph: Option<String>,
+    /// Write at most N e-nodes with --dump-egraph (the rest is cut, and the file says so).
+    #[arg(long, value_name = "N", default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    dump_limit: u64,
+    /// Extract only programs of this shape, e.g. 'mapWorkgroup(mapLocal(?))' (`?` is anything;
+    /// `f(s)`: a use of f whose argument contains s). With --search, repeatable: candidates of each.
+    #[arg(long = "sketch", value_name = "SKETCH")]
+    sketches: Vec<String>,
+    /// A natural's value: NAME=VALUE. Rule conditions are decided with it (a split by 8 of a
+    /// length n needs n % 8 == 0), and the result may then check it at run time. With --search
+    /// the inputs give the values.
+    #[arg(long = "param", value_name = "NAME=VALUE")]
+    params: Vec<String>,
+    #[command(flatten)]
+    search: search::SearchArgs,
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
@@ -53,9 +89,10 @@ fn rule_failure(path: &str, text: String, errors: Vec<RuleError>) -> Failure {
     Failure::Source(SourceFile::new(path, text), diags)
 }
 
-fn load_rules(a: &Args) -> Result<Vec<Rule>, Failure> {
-    let mut rules = if a.no_builtin { Vec::new() } else { program::rulefile::builtin() };
-    for path in &a.rules {
+/// The built-in rules (unless left out) and those of the `--rules` files.
+pub fn load_rules(no_builtin: bool, files: &[String]) -> Result<Vec<Rule>, Failure> {
+    let mut rules = if no_builtin { Vec::new() } else { program::rulefile::builtin() };
+    for path in files {
         let file = SourceFile::read(path).map_err(Failure::Input)?;
         let mut more = program::parse_rules(path, &file.text).map_err(|e| rule_failure(path, file.text.clone(), e))?;
         if let Some(dup) = more.iter().find(|r| rules.iter().any(|q| q.name == r.name)) {
@@ -67,81 +104,141 @@ fn load_rules(a: &Args) -> Result<Vec<Rule>, Failure> {
     Ok(rules)
 }
 
+/// The cost model the flags name.
+pub fn cost_model(kind: CostKind, file: Option<&str>) -> Result<CostModel, Failure> {
+    let Some(path) = file else { return Ok(kind.into()) };
+    let src = SourceFile::read(path).map_err(Failure::Input)?;
+    CostModel::from_file(path, &src.text).map_err(|errs| {
+        let diags = errs.into_iter().map(|e| Diagnostic::new(Span::new(e.offset, e.offset + 1), e.message).with_label("in this entry")).collect();
+        Failure::Source(SourceFile::new(path, src.text.clone()), diags)
+    })
+}
+
 /// Type-checks with heddle-typeck, reporting the type and obligations.
-fn check(p: &Program) -> Result<Checked, String> {
+pub fn check(p: &Program) -> Result<Checked, String> {
     match heddle_typeck::check_program(p) {
-        Ok(k) => Ok(Checked { ty: k.ty.to_string(), obligations: k.obligations.iter().map(|o| o.cond.to_string()).collect() }),
+        Ok(k) => Ok(Checked { ty: k.ty.to_string(), obligations: k.obligations.iter().map(|o| o.cond.clone()).collect(), kernel_ty: Some(k.ty.clone()) }),
         Err(d) => Err(d.first().map_or_else(|| "type error".to_string(), |d| d.message.clone())),
     }
 }
 
-pub fn run(a: &Args) -> Result<Output, Failure> {
-    let (file, program, _) = load(&a.file)?;
-    let rules = load_rules(a)?;
+/// The limits: defaults, then the environment, then the flags.
+pub fn limits(iter: Option<usize>, nodes: Option<usize>, seconds: Option<f64>) -> Limits {
     let mut limits = Limits::from_env();
-    if let Some(n) = a.iter_limit {
+    if let Some(n) = iter {
         limits.iter_limit = n;
     }
-    if let Some(n) = a.node_limit {
+    if let Some(n) = nodes {
         limits.node_limit = n;
     }
-    if let Some(s) = a.time_limit {
+    if let Some(s) = seconds {
         limits.time_limit = Duration::from_secs_f64(s);
     }
-    let out = program::explore(&program, &rules, &Options { limits, cost: a.cost }, &check)
-        .map_err(|e| Failure::Source(file, vec![Diagnostic::new(Span::new(0, 0), e.to_string())]))?;
-    let s = &out.stats;
-    let limit = match &s.stop_reason {
-        program::StopReason::IterationLimit(n) | program::StopReason::NodeLimit(n) => serde_json::json!(n),
-        program::StopReason::TimeLimit(t) => serde_json::json!(t),
-        _ => serde_json::Value::Null,
-    };
-    let applied: Vec<(&String, &usize)> = out.rules_applied.iter().filter(|(_, n)| **n > 0).collect();
-    // Statistics as comments, so the output is itself a heddle file.
-    let mut text = out.text.clone();
-    if !text.ends_with('\n') {
-        text.push('\n');
-    }
-    text.push_str(&format!(
-        "// rewrite: {} iterations, {} e-nodes, {} e-classes, {:.3} s, stopped: {}{}\n",
-        s.iterations,
-        s.nodes,
-        s.classes,
-        s.seconds,
-        s.stop_reason.name(),
-        if limit.is_null() { String::new() } else { format!(" ({limit})") }
-    ));
-    text.push_str(&format!("// cost ({}): {} -> {}\n", cost_name(a.cost), out.cost_before, out.cost_after));
-    if !applied.is_empty() {
-        let list: Vec<String> = applied.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
-        text.push_str(&format!("// rules applied: {}\n", list.join(", ")));
-    }
-    if let Some(why) = &out.fallback {
-        // Not eprintln!: a closed stderr must not panic.
-        let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("warning: kept the original program: {why}\n"));
-        text.push_str(&format!("// kept the original program: {why}\n"));
-    }
-    let json = serde_json::json!({
-        "ok": true,
-        "file": a.file,
-        "program": out.text,
-        "type": out.ty,
-        "cost": { "model": cost_name(a.cost), "before": out.cost_before, "after": out.cost_after },
-        "stats": {
-            "iterations": s.iterations,
-            "nodes": s.nodes,
-            "classes": s.classes,
-            "seconds": s.seconds,
-            "stop_reason": s.stop_reason.name(),
-            "limit": limit,
-        },
-        "rules_applied": out.rules_applied,
-        "rules": rules.len(),
-        "fallback": out.fallback,
-    });
-    Ok(Output { text, json })
+    limits
 }
 
-fn cost_name(c: CostKind) -> &'static str {
-    CostKind::ALL.iter().find(|(_, k)| *k == c).map_or("?", |(n, _)| n)
+pub fn run(a: &Args) -> Result<Output, Failure> {
+    let rules = load_rules(a.no_builtin, &a.rules)?;
+    if a.list_rules {
+        return Ok(report::rule_list(&rules));
+    }
+    let path = a.file.as_deref().unwrap_or_default();
+    let sketches = a.sketches.iter().map(|s| parse_sketch(s)).collect::<Result<Vec<_>, _>>()?;
+    if a.search.count.is_some() {
+        if a.explain || a.dump_egraph.is_some() {
+            return Err(Failure::Input("--search reports measured candidates: --explain and --dump-egraph apply to a plain rewrite".into()));
+        }
+        return search::run(a, path, &rules, &sketches);
+    }
+    a.search.unused()?;
+    if sketches.len() > 1 {
+        return Err(Failure::Input("one --sketch at a time without --search (with --search, candidates of each sketch are measured)".into()));
+    }
+    let dump = a.dump_egraph.as_deref().map(dump_format).transpose()?;
+    let (file, program, _) = load(path)?;
+    let opts = Options {
+        limits: limits(a.iter_limit, a.node_limit, a.time_limit),
+        cost: cost_model(a.cost.unwrap_or(CostKind::Parallel), a.cost_file.as_deref())?,
+        explain: a.explain,
+        keep_egraph: dump.is_some(),
+        facts: nat_params(&a.params)?,
+    };
+    let explored = match sketches.first() {
+        Some(s) => program::explore_with(&program, &rules, &opts, &program::sketch::SketchGoals::new(s), &check),
+        None => program::explore(&program, &rules, &opts, &check),
+    };
+    let out = explored.map_err(|e| Failure::Source(file, vec![Diagnostic::new(Span::new(0, 0), e.to_string())]))?;
+    let dumped = match (&a.dump_egraph, dump, &out.egraph) {
+        (Some(path), Some(format), Some((g, root))) => Some(write_dump(path, format, g, *root, &opts.cost, a.dump_limit as usize)?),
+        _ => None,
+    };
+    if let Some(why) = &out.fallback {
+        super::warn(format!("kept the original program: {why}"));
+    }
+    Ok(Output { text: report::text(&out, &opts.cost, a.explain, a.stats, dumped.as_ref()), json: report::json(path, &out, &opts.cost, rules.len(), dumped.as_ref()) })
+}
+
+/// Parses `--sketch`.
+pub fn parse_sketch(s: &str) -> Result<program::sketch::Sketch, Failure> {
+    program::sketch::parse(s).map_err(|(at, msg)| Failure::Input(format!("--sketch '{s}': at column {}: {msg}", at + 1)))
+}
+
+/// `--param NAME=VALUE` pairs.
+pub fn nat_params(specs: &[String]) -> Result<Vec<(heddle_ir::Name, i64)>, Failure> {
+    specs
+        .iter()
+        .map(|p| {
+            let (k, v) = p.split_once('=').filter(|(k, v)| !k.is_empty() && !v.is_empty()).ok_or_else(|| Failure::Input(format!("--param {p}: expected NAME=VALUE")))?;
+            let v: i64 = v.trim().parse().ok().filter(|v| *v >= 0).ok_or_else(|| Failure::Input(format!("--param {p}: `{v}` is not a natural number")))?;
+            Ok((heddle_ir::Name::from(k.trim()), v))
+        })
+        .collect()
+}
+
+/// The e-graph's file format, from the file name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DumpFormat {
+    /// egraph-serialize's JSON.
+    Json,
+    /// Graphviz.
+    Dot,
+}
+
+fn dump_format(path: &str) -> Result<DumpFormat, Failure> {
+    match std::path::Path::new(path).extension().and_then(|e| e.to_str()) {
+        Some("json") => Ok(DumpFormat::Json),
+        Some("dot") => Ok(DumpFormat::Dot),
+        _ => Err(Failure::Input(format!("--dump-egraph {path}: expected a .json or .dot file name"))),
+    }
+}
+
+/// What was written by `--dump-egraph`.
+pub struct Dumped {
+    /// The file.
+    pub path: String,
+    /// `json` or `dot`.
+    pub format: &'static str,
+    /// How much was cut, if anything.
+    pub truncated: Option<program::export::Truncation>,
+}
+
+fn write_dump(path: &str, format: DumpFormat, g: &program::analysis::ProgGraph, root: program::Id, model: &CostModel, limit: usize) -> Result<Dumped, Failure> {
+    let (text, truncated, name) = match format {
+        DumpFormat::Json => {
+            let (j, t) = program::export::to_json(g, root, model, limit);
+            (serde_json::to_string_pretty(&j).unwrap_or_default(), t, "json")
+        }
+        DumpFormat::Dot => {
+            let (s, t) = program::export::to_dot(g, root, limit);
+            (s, t, "dot")
+        }
+    };
+    std::fs::write(path, text).map_err(|e| Failure::Input(format!("--dump-egraph {path}: {e}")))?;
+    if let Some(t) = &truncated {
+        super::warn(format!(
+            "--dump-egraph {path}: truncated to {} of {} e-classes ({} of {} e-nodes; raise --dump-limit)",
+            t.classes_kept, t.classes, t.nodes_kept, t.nodes
+        ));
+    }
+    Ok(Dumped { path: path.to_string(), format: name, truncated })
 }

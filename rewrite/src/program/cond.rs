@@ -2,12 +2,23 @@
 //!
 //! ```text
 //! cond   ::= atom ('&&' atom)*
-//! atom   ::= 'assoc' '(' ?op ',' ?init ')' | nat cmp nat
+//! atom   ::= 'assoc' '(' ?op ',' ?init ')' | 'known' '(' nat ')' | 'not' '(' atom ')'
+//!          | 'input' '(' ?x ')' | nat cmp nat
 //! nat    ::= term (('+' | '-') term)*
 //! term   ::= factor (('*' | '/' | '%') factor)*
-//! factor ::= integer | ?k | 'len' '(' ?x ')' | '(' nat ')'
+//! factor ::= integer | ?k | 'len' '(' ?x ')' | 'count' '(' ?x ')' | '(' nat ')'
 //! cmp    ::= '==' | '!=' | '<' | '<=' | '>' | '>='
 //! ```
+//!
+//! `len(?x)` is the length of an array whose elements all have one type
+//! (what `split` needs); `count(?x)` the number of elements of any array,
+//! position-dependent ones too.
+//!
+//! An atom holds only when it is *provable* from what the e-graph knows;
+//! `known(n)` holds when the natural can be computed at all, and `not(a)`
+//! when `a` cannot be proved; `input(?x)` when `?x` is an array parameter
+//! of the kernel or a `zip` of them (a guard against pointless application, never
+//! what makes a rule sound).
 
 use super::applier::{Cond, NatTerm};
 use super::pattern::user_var;
@@ -110,6 +121,27 @@ impl P<'_> {
             self.expect(")")?;
             return Ok(Cond::Assoc(user_var(&op), user_var(&init)));
         }
+        if self.peek() == Some("known") {
+            self.pos += 1;
+            self.expect("(")?;
+            let n = self.nat()?;
+            self.expect(")")?;
+            return Ok(Cond::Known(n));
+        }
+        if self.peek() == Some("input") {
+            self.pos += 1;
+            self.expect("(")?;
+            let v = self.pvar()?;
+            self.expect(")")?;
+            return Ok(Cond::Input(user_var(&v)));
+        }
+        if self.peek() == Some("not") {
+            self.pos += 1;
+            self.expect("(")?;
+            let a = self.atom()?;
+            self.expect(")")?;
+            return Ok(Cond::Not(Box::new(a)));
+        }
         let a = self.nat()?;
         let at = self.at();
         let op = match self.peek() {
@@ -158,12 +190,13 @@ impl P<'_> {
                 self.expect(")")?;
                 Ok(n)
             }
-            Some("len") => {
+            Some(f @ ("len" | "count")) => {
+                let count = f == "count";
                 self.pos += 1;
                 self.expect("(")?;
                 let v = self.pvar()?;
                 self.expect(")")?;
-                Ok(NatTerm::Len(user_var(&v)))
+                Ok(if count { NatTerm::Count(user_var(&v)) } else { NatTerm::Len(user_var(&v)) })
             }
             Some(t) if t.starts_with('?') => {
                 let v = self.pvar()?;
@@ -177,7 +210,7 @@ impl P<'_> {
                 self.pos += 1;
                 Ok(NatTerm::Lit(v))
             }
-            Some(t) => Err((at, format!("unexpected `{t}`: expected a number, `?name`, `len(?x)` or `(`"))),
+            Some(t) => Err((at, format!("unexpected `{t}`: expected a number, `?name`, `len(?x)`, `count(?x)` or `(`"))),
             None => Err((at, "the condition ends too early".into())),
         }
     }

@@ -3,7 +3,11 @@
 //! [`explore`] puts a kernel into an e-graph ([`lang::Prog`]), applies
 //! rules read from rule files ([`rulefile`], the built-in set in
 //! `builtin.rules`) under limits, extracts the cheapest program under a cost
-//! model ([`extract::CostKind`]) and has it type-checked.
+//! model ([`costs`]: `size`, `depth`, or a table of per-primitive costs such
+//! as the built-in `parallel.costs`) and has it type-checked. Along the way
+//! it records what each rule and iteration did ([`stats`]), can explain the
+//! result as a chain of rule applications ([`explain`]) and keep the
+//! e-graph for export ([`export`]).
 //!
 //! ```
 //! use heddle_rewrite::program::{explore, rulefile, Checked, CostKind, Options};
@@ -13,8 +17,8 @@
 //! let rules = rulefile::parse_rules("fuse.rules",
 //!     "fuse: ?x :>> map(?f) :>> map(?g) => ?x :>> map(fun(z => ?g(?f(z))))").unwrap();
 //! // The caller type-checks (heddle-typeck, in the CLI); here every program passes.
-//! let check = |_: &heddle_ir::Program| Ok(Checked { ty: "t".into(), obligations: vec![] });
-//! let out = explore(&program, &rules, &Options { cost: CostKind::Parallel, ..Options::default() }, &check).unwrap();
+//! let check = |_: &heddle_ir::Program| Ok(Checked { ty: "t".into(), obligations: vec![], kernel_ty: None });
+//! let out = explore(&program, &rules, &Options { cost: CostKind::Parallel.into(), ..Options::default() }, &check).unwrap();
 //! assert_eq!(out.rules_applied["fuse"], 1);
 //! assert!(out.text.contains("xs :>> map(fun(z => (z + 1.0) * 2.0))"), "{}", out.text);
 //! ```
@@ -40,14 +44,24 @@
 pub mod analysis;
 pub mod applier;
 pub mod beta;
+pub mod candidates;
 pub mod cond;
 pub mod convert;
+pub mod costs;
+pub mod explain;
+pub mod export;
 pub mod extract;
+pub mod kbest;
 pub mod lang;
 pub mod pattern;
 pub mod rulefile;
 mod run;
+pub mod sketch;
+pub mod stats;
+pub mod term;
 
+pub use costs::CostModel;
+pub use egg::Id;
 pub use extract::CostKind;
 pub use rulefile::{Rule, RuleError, parse_rules};
-pub use run::{Checked, ExploreError, Limits, Options, Outcome, Stats, StopReason, explore};
+pub use run::{Checked, ExploreError, Limits, Options, Outcome, Stats, StopReason, explore, explore_with, verify};

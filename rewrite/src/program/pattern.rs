@@ -10,6 +10,7 @@
 //!   same (matched) name; any other right-hand lambda is *new*, and the
 //!   applier names it so that it captures nothing ([`super::applier`]).
 
+use super::applier::NatTerm;
 use super::convert::{Ast, Names, add_expr, node};
 use super::lang::Prog;
 use egg::{ENodeOrVar, Id, Symbol, Var};
@@ -162,6 +163,32 @@ pub struct Compiled {
     pub new_binders: Vec<NewBinder>,
     /// The user's pattern variables of the left-hand side.
     pub lhs_vars: BTreeSet<Var>,
+    /// `len(?x)` and `count(?x)` on the right-hand side: a variable for each, and the natural it stands for.
+    pub computed: Vec<(Var, NatTerm)>,
+}
+
+/// Replaces each `len(?x)` and `count(?x)` of a right-hand side by a pattern variable of
+/// its own (spelled like a `?` variable, at the call's offset), recording
+/// the length it stands for.
+fn computed_lengths(e: &mut Expr, pvar_at: &mut HashSet<usize>, out: &mut Vec<(Var, NatTerm)>) {
+    if let heddle_ir::ExprKind::App { func, args } = &e.kind
+        && let heddle_ir::ExprKind::Var(f) = &func.kind
+        && matches!(f.as_str(), "len" | "count")
+        && let [arg] = args.as_slice()
+        && let heddle_ir::ExprKind::Var(x) = &arg.kind
+        && pvar_at.contains(&(arg.span.start as usize))
+    {
+        let name = format!("_{}{}", f.as_str(), x.as_str());
+        let var = user_var(&name[1..]);
+        let of = user_var(&x.as_str()[1..]);
+        if !out.iter().any(|(v, _)| *v == var) {
+            out.push((var, if f.as_str() == "len" { NatTerm::Len(of) } else { NatTerm::Count(of) }));
+        }
+        pvar_at.insert(e.span.start as usize);
+        e.kind = heddle_ir::ExprKind::Var(Name::from(name.as_str()));
+        return;
+    }
+    e.for_each_child_mut(&mut |c| computed_lengths(c, pvar_at, out));
 }
 
 /// Where a compile error is: on the right-hand side (else the left), the
@@ -200,19 +227,30 @@ pub fn compile(
         return Err((false, lhs.span, "the left-hand side must not be a lone pattern variable: it would match everything".into()));
     }
     let lhs_occ = std::mem::take(&mut names.occurrences);
+    let mut rhs = rhs.clone();
+    let mut rhs_pv = rhs_pv.clone();
+    let mut computed = Vec::new();
+    computed_lengths(&mut rhs, &mut rhs_pv, &mut computed);
     names.side = Side::Rhs;
-    names.pvar_at = rhs_pv;
+    names.pvar_at = &rhs_pv;
     let mut rhs_ast = Ast::default();
-    add_expr(&mut rhs_ast, rhs, &mut names).map_err(on(true))?;
+    add_expr(&mut rhs_ast, &rhs, &mut names).map_err(on(true))?;
 
     let lhs_vars: BTreeSet<Var> = lhs_occ.iter().map(|o| o.0).collect();
+    for (_, len) in &computed {
+        if let NatTerm::Len(x) | NatTerm::Count(x) = len
+            && !lhs_vars.contains(x)
+        {
+            return Err((true, rhs.span, format!("`{x}` does not occur on the left-hand side")));
+        }
+    }
     let mut around_lhs: HashMap<Var, BTreeSet<Var>> = HashMap::new();
     for (v, around, _) in &lhs_occ {
         around_lhs.entry(*v).or_default().extend(around.iter().copied());
     }
     let mut scope_checks = BTreeSet::new();
     for (v, around, span) in &names.occurrences {
-        if !lhs_vars.contains(v) {
+        if !lhs_vars.contains(v) && !computed.iter().any(|(c, _)| c == v) {
             return Err((true, *span, format!("`{v}` does not occur on the left-hand side")));
         }
         for b in around_lhs.get(v).into_iter().flatten() {
@@ -232,6 +270,7 @@ pub fn compile(
         scope_checks: scope_checks.into_iter().collect(),
         new_binders: names.new_binders,
         lhs_vars,
+        computed,
     })
 }
 

@@ -50,7 +50,13 @@ pub struct Rule {
     pub name: String,
     /// `file:line` where it is defined.
     pub origin: String,
-    /// The egg rewrite.
+    /// The rule as written after its name (`LHS => RHS if … for …`).
+    pub text: String,
+    /// The left-hand side (the right-hand side for a `-rev` rule).
+    pub lhs: Pattern<Prog>,
+    /// What applies it: the other side, conditions, binder checks.
+    pub applier: RuleApplier,
+    /// The egg rewrite built from `lhs` and `applier`.
     pub rewrite: Rewrite<Prog, ProgAnalysis>,
 }
 
@@ -60,13 +66,33 @@ impl fmt::Debug for Rule {
     }
 }
 
-/// The built-in rules, as shipped in `builtin.rules`.
+/// The built-in rules, as shipped in `builtin.rules` (Lift's rules).
 pub const BUILTIN: &str = include_str!("builtin.rules");
 
-/// The built-in rules, parsed.
+/// The built-in sparse and GPU schedule rules, `schedule.rules`.
+pub const SCHEDULE: &str = include_str!("schedule.rules");
+
+/// The built-in rule files, by name.
+pub const BUILTIN_FILES: [(&str, &str); 2] = [("builtin.rules", BUILTIN), ("schedule.rules", SCHEDULE)];
+
+/// The built-in rules of every built-in file, parsed.
 pub fn builtin() -> Vec<Rule> {
-    // The file is part of the crate and covered by tests; an error here is a bug.
-    parse_rules("builtin.rules", BUILTIN).unwrap_or_else(|errs| panic!("builtin.rules: {errs:?}"))
+    BUILTIN_FILES.iter().flat_map(|(name, text)| builtin_file(name, text)).collect()
+}
+
+/// Lift's rules alone (`builtin.rules`).
+pub fn lift() -> Vec<Rule> {
+    builtin_file("builtin.rules", BUILTIN)
+}
+
+/// The sparse and GPU schedule rules alone (`schedule.rules`).
+pub fn schedule() -> Vec<Rule> {
+    builtin_file("schedule.rules", SCHEDULE)
+}
+
+fn builtin_file(name: &str, text: &str) -> Vec<Rule> {
+    // The files are part of the crate and covered by tests; an error here is a bug.
+    parse_rules(name, text).unwrap_or_else(|errs| panic!("{name}: {errs:?}"))
 }
 
 /// Parses a rule file; every bad line is reported.
@@ -121,6 +147,8 @@ struct Line {
     for_values: Vec<i64>,
     /// Offsets in the line where a `?` variable starts.
     pvar_at: HashSet<usize>,
+    /// Everything after the name's colon, trimmed.
+    text: String,
 }
 
 fn is_ident(c: u8) -> bool {
@@ -222,6 +250,7 @@ fn parse_line(line: &str) -> Result<Line, (usize, String)> {
         for_var,
         for_values,
         pvar_at,
+        text: line[body..].trim().to_string(),
     })
 }
 
@@ -271,9 +300,16 @@ fn build(l: &Line, origin: &str) -> Result<Vec<Rule>, (usize, String)> {
                 None => Vec::new(),
             };
             let rule_name = if reverse { format!("{name}-rev") } else { name.clone() };
-            let applier = RuleApplier { rhs: Pattern::new(c.rhs), conds, scope_checks: c.scope_checks, new_binders: c.new_binders };
-            let rewrite = Rewrite::new(rule_name.clone(), Pattern::new(c.lhs), applier).map_err(|e| (l.lhs.0, e))?;
-            out.push(Rule { name: rule_name, origin: origin.to_string(), rewrite });
+            let applier = RuleApplier {
+                rhs: Pattern::new(c.rhs),
+                conds,
+                scope_checks: c.scope_checks,
+                new_binders: c.new_binders,
+                computed: c.computed,
+            };
+            let lhs = Pattern::new(c.lhs);
+            let rewrite = Rewrite::new(rule_name.clone(), lhs.clone(), applier.clone()).map_err(|e| (l.lhs.0, e))?;
+            out.push(Rule { name: rule_name, origin: origin.to_string(), text: l.text.clone(), lhs, applier, rewrite });
         }
     }
     Ok(out)

@@ -1,16 +1,20 @@
 //! Running the rules under limits, the true stop reason, extraction and the
 //! final type check.
 
-use super::analysis::{ProgAnalysis, shape_of};
+use super::analysis::{ProgAnalysis, ProgGraph};
 use super::convert::{expr_to_rec, rec_to_expr};
-use super::extract::{CostKind, extract};
+use super::costs::CostModel;
+use super::explain::{self, Explanation};
+use super::extract::{Free, Goals, extract};
 use super::lang::Prog;
 use super::rulefile::Rule;
-use egg::{BackoffScheduler, Runner, Symbol};
-use heddle_ir::expr::{Expr, ExprKind};
-use heddle_ir::{Name, Program};
-use std::collections::{BTreeMap, HashMap};
+use super::stats::{self, Instrumented, IterationStats, RuleStats, Sizes};
+use egg::{RecExpr, Runner, Symbol};
+use heddle_ir::expr::Expr;
+use heddle_ir::Program;
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
+
 
 /// Bounds on one run.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -80,10 +84,27 @@ impl StopReason {
             StopReason::Other(_) => "other",
         }
     }
+
+    /// The limit that stopped the run, as JSON (`null` for the others).
+    pub fn limit(&self) -> serde_json::Value {
+        match self {
+            StopReason::IterationLimit(n) | StopReason::NodeLimit(n) => serde_json::json!(n),
+            StopReason::TimeLimit(t) => serde_json::json!(t),
+            _ => serde_json::Value::Null,
+        }
+    }
+
+    /// What else stopped it.
+    pub fn detail(&self) -> Option<&str> {
+        match self {
+            StopReason::Other(s) => Some(s),
+            _ => None,
+        }
+    }
 }
 
 /// Statistics of a run.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Stats {
     /// Iterations run.
     pub iterations: usize,
@@ -95,20 +116,46 @@ pub struct Stats {
     pub seconds: f64,
     /// Why the run stopped.
     pub stop_reason: StopReason,
+    /// Seconds of the e-graph run alone.
+    pub run_seconds: f64,
+    /// Seconds extracting.
+    pub extract_seconds: f64,
+    /// Each rule's activity, in the order of the rule list.
+    pub rules: Vec<RuleStats>,
+    /// Each iteration.
+    pub per_iteration: Vec<IterationStats>,
+    /// When a limit stopped the run: the rule that added the most e-nodes.
+    pub grew_most: Option<String>,
+}
+
+impl Default for StopReason {
+    fn default() -> StopReason {
+        StopReason::Saturated
+    }
 }
 
 /// What to run.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Options {
     /// The limits.
     pub limits: Limits,
     /// The cost model for extraction.
-    pub cost: CostKind,
+    pub cost: CostModel,
+    /// Record why classes were merged and explain the extracted program
+    /// ([`Outcome::explanation`]); slower and larger.
+    pub explain: bool,
+    /// Keep the e-graph in [`Outcome::egraph`] (for export).
+    pub keep_egraph: bool,
+    /// Known values of the kernel's naturals (`n = 1000`): conditions are
+    /// decided with them, and the result may need a run-time obligation the
+    /// input did not have, provided it holds for these values
+    /// ([`Outcome::assumptions`]).
+    pub facts: Vec<(heddle_ir::Name, i64)>,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { limits: Limits::from_env(), cost: CostKind::Parallel }
+        Options { limits: Limits::from_env(), cost: CostModel::parallel(), explain: false, keep_egraph: false, facts: Vec::new() }
     }
 }
 
@@ -117,8 +164,11 @@ impl Default for Options {
 pub struct Checked {
     /// The kernel's type, printed.
     pub ty: String,
-    /// Its run-time obligations, printed.
-    pub obligations: Vec<String>,
+    /// Its run-time obligations.
+    pub obligations: Vec<heddle_ir::nat::NatCond>,
+    /// The type itself, when the checker gives it: with known values of the
+    /// naturals, `[float]_{4 * (n / 4)}` is then the same as `[float]_n`.
+    pub kernel_ty: Option<heddle_ir::Type>,
 }
 
 /// The result of [`explore`].
@@ -140,6 +190,19 @@ pub struct Outcome {
     pub rules_applied: BTreeMap<String, usize>,
     /// Why the extracted program was rejected, if it was.
     pub fallback: Option<String>,
+    /// With [`Options::explain`] (and no fallback): the rule applications
+    /// from the input to the extracted term (before `tidy`'s β-reduction).
+    pub explanation: Option<Explanation>,
+    /// The extracted term itself (the input where there is a fallback).
+    pub extracted: RecExpr<Prog>,
+    /// The input as a term.
+    pub input: RecExpr<Prog>,
+    /// With [`Options::keep_egraph`]: the e-graph and its root.
+    pub egraph: Option<(Box<ProgGraph>, egg::Id)>,
+    /// Run-time obligations of the result that the input did not have and
+    /// that hold for [`Options::facts`] (`n % 8 == 0`): the result is
+    /// specialised to such inputs.
+    pub assumptions: Vec<String>,
 }
 
 /// Why [`explore`] could not start.
@@ -150,39 +213,7 @@ pub enum ExploreError {
     IllTyped(String),
 }
 
-/// Lengths of the kernel's annotated parameters that no lambda rebinds.
-fn param_shapes(kernel: &Expr) -> HashMap<Symbol, Vec<heddle_ir::Nat>> {
-    let mut params = Vec::new();
-    let mut e = kernel;
-    loop {
-        match &e.kind {
-            ExprKind::NFun { body, .. } => e = body,
-            ExprKind::Fun { params: ps, body } if ps.iter().all(|p| p.ty.is_some()) => {
-                params.extend(ps.iter().map(|p| (p.name.clone(), p.ty.clone())));
-                e = body;
-            }
-            _ => break,
-        }
-    }
-    let mut binders: HashMap<Name, usize> = HashMap::new();
-    count_binders(kernel, &mut binders);
-    params
-        .into_iter()
-        .filter(|(n, _)| binders.get(n) == Some(&1))
-        .filter_map(|(n, t)| Some((Symbol::from(n.as_str()), shape_of(&t?))))
-        .collect()
-}
-
-fn count_binders(e: &Expr, out: &mut HashMap<Name, usize>) {
-    match &e.kind {
-        ExprKind::Fun { params, .. } => params.iter().for_each(|p| *out.entry(p.name.clone()).or_default() += 1),
-        ExprKind::NFun { var, .. } | ExprKind::Let { name: var, .. } => *out.entry(var.clone()).or_default() += 1,
-        _ => {}
-    }
-    e.for_each_child(&mut |c| count_binders(c, out));
-}
-
-fn true_stop_reason(runner: &Runner<Prog, ProgAnalysis>, limits: &Limits, elapsed: Duration) -> StopReason {
+fn true_stop_reason(runner: &Runner<Prog, ProgAnalysis, Sizes>, limits: &Limits, elapsed: Duration) -> StopReason {
     let last_changed = runner.iterations.last().is_some_and(|it| it.applied.values().any(|&n| n > 0) || it.n_rebuilds > 0);
     // egg's node limit counts its hash-cons table, which can exceed the
     // e-nodes proper; either one over the limit is the node limit.
@@ -206,66 +237,186 @@ pub fn explore(
     opts: &Options,
     check: &dyn Fn(&Program) -> Result<Checked, String>,
 ) -> Result<Outcome, ExploreError> {
+    explore_with(program, rules, opts, &Free, check)
+}
+
+/// A saturated e-graph and what the run did.
+pub struct Saturated {
+    /// The runner, holding the e-graph.
+    pub runner: Runner<Prog, ProgAnalysis, Sizes>,
+    /// The input's class.
+    pub root: egg::Id,
+    /// The input as a term.
+    pub input: RecExpr<Prog>,
+    /// The input's type and obligations.
+    pub original: Checked,
+    /// The statistics so far (extraction not yet counted).
+    pub stats: Stats,
+    /// How often each rule changed the e-graph.
+    pub rules_applied: BTreeMap<String, usize>,
+    /// The input's cost under the model.
+    pub cost_before: u64,
+    /// When the run started.
+    pub start: Instant,
+}
+
+/// Type-checks `program`, puts it in an e-graph and applies `rules` under
+/// the limits, recording what each rule and iteration did.
+pub fn saturate(
+    program: &Program,
+    rules: &[Rule],
+    opts: &Options,
+    check: &dyn Fn(&Program) -> Result<Checked, String>,
+) -> Result<Saturated, ExploreError> {
     let start = Instant::now();
     let original = check(program).map_err(ExploreError::IllTyped)?;
     let rec = expr_to_rec(&program.kernel);
-    let analysis = ProgAnalysis { params: param_shapes(&program.kernel) };
+    let mut analysis = ProgAnalysis::for_kernel(&program.kernel);
+    analysis.facts = opts.facts.clone();
     let limits = opts.limits;
-    let runner = Runner::<Prog, ProgAnalysis>::new(analysis)
+    let record = stats::Record::default();
+    let mut runner = Runner::<Prog, ProgAnalysis, Sizes>::new(analysis.clone());
+    if opts.explain {
+        runner = runner.with_explanations_enabled();
+    }
+    let runner = runner
         .with_expr(&rec)
         .with_iter_limit(limits.iter_limit)
         .with_node_limit(limits.node_limit)
         .with_time_limit(limits.time_limit)
-        .with_scheduler(BackoffScheduler::default())
+        .with_scheduler(Instrumented::new(record.clone()))
         .run(rules.iter().map(|r| &r.rewrite));
     let run_time = start.elapsed();
     let stop_reason = true_stop_reason(&runner, &limits, run_time);
-    let mut rules_applied: BTreeMap<String, usize> = rules.iter().map(|r| (r.name.clone(), 0)).collect();
-    for it in &runner.iterations {
-        for (name, n) in &it.applied {
-            *rules_applied.entry(name.to_string()).or_default() += n;
-        }
-    }
+    let rule_stats: Vec<RuleStats> = {
+        let record = record.borrow();
+        rules
+            .iter()
+            .map(|r| record.get(&Symbol::from(r.name.as_str())).cloned().unwrap_or_else(|| RuleStats { name: r.name.clone(), ..RuleStats::default() }))
+            .collect()
+    };
+    let rules_applied: BTreeMap<String, usize> = rule_stats.iter().map(|r| (r.name.clone(), r.applied)).collect();
     let root = runner.roots[0];
     let cost_before = {
-        let g = egg::EGraph::new(ProgAnalysis::default()).with_explanations_disabled();
-        let mut g = g;
+        let mut g = ProgGraph::new(analysis).with_explanations_disabled();
         let id = g.add_expr(&rec);
         g.rebuild();
-        extract(&g, id, opts.cost).map_or(u64::MAX, |(_, c)| c)
+        extract(&g, id, &opts.cost, &Free).map_or(u64::MAX, |(_, c)| c)
     };
-    let (candidate, cost_after) = match extract(&runner.egraph, root, opts.cost) {
-        Some((best, cost)) => match rec_to_expr(&best) {
-            Ok(e) => (Ok(super::beta::tidy(&e)), cost),
-            Err(m) => (Err(m.to_string()), cost_before),
-        },
-        None => (Err("no program could be extracted".into()), cost_before),
-    };
-    let verified = candidate.and_then(|kernel| {
-        let p = Program { kernel, ..program.clone() };
-        let text = heddle_ir::printer::print_program(&p);
-        // Check what users will see: the printed text, parsed back.
-        let reparsed = heddle_ir::parser::parse_program(&text)
-            .map_err(|d| format!("the extracted program does not parse: {}", d.first().map_or("", |d| d.message.as_str())))?;
-        let c = check(&reparsed).map_err(|e| format!("the extracted program does not type-check: {e}"))?;
-        if c.ty != original.ty {
-            return Err(format!("the extracted program has type {} instead of {}", c.ty, original.ty));
-        }
-        if let Some(o) = c.obligations.iter().find(|o| !original.obligations.contains(o)) {
-            return Err(format!("the extracted program needs `{o}` at run time, which the original does not"));
-        }
-        Ok((reparsed, text))
-    });
-    let (program, text, fallback, cost_after) = match verified {
-        Ok((p, t)) => (p, t, None, cost_after),
-        Err(why) => (program.clone(), heddle_ir::printer::print_program(program), Some(why), cost_before),
+    let grew_most = match stop_reason {
+        StopReason::Saturated => None,
+        _ => stats::grew_most(&rule_stats),
     };
     let stats = Stats {
         iterations: runner.iterations.len(),
         nodes: runner.egraph.total_number_of_nodes(),
         classes: runner.egraph.number_of_classes(),
-        seconds: start.elapsed().as_secs_f64(),
+        seconds: 0.0,
         stop_reason,
+        run_seconds: run_time.as_secs_f64(),
+        extract_seconds: 0.0,
+        rules: rule_stats,
+        per_iteration: stats::iterations(&runner),
+        grew_most,
     };
-    Ok(Outcome { program, text, ty: original.ty, cost_before, cost_after, stats, rules_applied, fallback })
+    Ok(Saturated { runner, root, input: rec, original, stats, rules_applied, cost_before, start })
+}
+
+/// [`explore`], with extraction restricted to terms meeting `goals` (a
+/// sketch); the original is kept, with the reason, when none does.
+pub fn explore_with(
+    program: &Program,
+    rules: &[Rule],
+    opts: &Options,
+    goals: &dyn Goals,
+    check: &dyn Fn(&Program) -> Result<Checked, String>,
+) -> Result<Outcome, ExploreError> {
+    let Saturated { mut runner, root, input: rec, original, mut stats, rules_applied, cost_before, start } = saturate(program, rules, opts, check)?;
+    let extract_start = Instant::now();
+    let extracted = extract(&runner.egraph, root, &opts.cost, goals);
+    stats.extract_seconds = extract_start.elapsed().as_secs_f64();
+    let (candidate, cost_after) = match &extracted {
+        Some((best, cost)) => match rec_to_expr(best) {
+            Ok(e) => (Ok(super::beta::tidy(&e)), *cost),
+            Err(m) => (Err(m.to_string()), cost_before),
+        },
+        None => (Err("no program of the sketch's shape is in the e-graph".into()), cost_before),
+    };
+    let verified = candidate.and_then(|kernel| verify(program, kernel, &original, &opts.facts, check));
+    let (program, text, fallback, cost_after, term, assumptions) = match verified {
+        Ok((p, t, a)) => (p, t, None, cost_after, extracted.map(|e| e.0).unwrap_or_else(|| rec.clone()), a),
+        Err(why) => (program.clone(), heddle_ir::printer::print_program(program), Some(why), cost_before, rec.clone(), Vec::new()),
+    };
+    let explanation = (opts.explain && fallback.is_none()).then(|| {
+        let mut e = runner.explain_equivalence(&rec, &term);
+        explain::from_flat(e.make_flat_explanation())
+    });
+    stats.seconds = start.elapsed().as_secs_f64();
+    let egraph = opts.keep_egraph.then(|| (Box::new(std::mem::take(&mut runner.egraph)), root));
+    Ok(Outcome {
+        program,
+        text,
+        ty: original.ty,
+        cost_before,
+        cost_after,
+        stats,
+        rules_applied,
+        fallback,
+        explanation,
+        extracted: term,
+        input: rec,
+        egraph,
+        assumptions,
+    })
+}
+
+/// Checks what users will see: the extracted kernel printed, parsed back
+/// and type-checked, with the original's type and no new obligation (or
+/// only ones that hold for `facts`, returned as assumptions).
+pub fn verify(
+    program: &Program,
+    kernel: Expr,
+    original: &Checked,
+    facts: &[(heddle_ir::Name, i64)],
+    check: &dyn Fn(&Program) -> Result<Checked, String>,
+) -> Result<(Program, String, Vec<String>), String> {
+    let p = Program { kernel, ..program.clone() };
+    let text = heddle_ir::printer::print_program(&p);
+    let reparsed = heddle_ir::parser::parse_program(&text)
+        .map_err(|d| format!("the extracted program does not parse: {}", d.first().map_or("", |d| d.message.as_str())))?;
+    let c = check(&reparsed).map_err(|e| format!("the extracted program does not type-check: {e}"))?;
+    if c.ty != original.ty && !same_for(facts, &c, original) {
+        return Err(format!("the extracted program has type {} instead of {}", c.ty, original.ty));
+    }
+    let env: std::collections::HashMap<heddle_ir::Name, i64> = facts.iter().cloned().collect();
+    let mut assumptions = Vec::new();
+    for o in c.obligations.iter().filter(|o| !original.obligations.contains(o)) {
+        if facts.is_empty() || o.eval_with(&env, &mut Vec::new()) != Ok(true) {
+            return Err(format!("the extracted program needs `{o}` at run time, which the original does not"));
+        }
+        assumptions.push(o.to_string());
+    }
+    Ok((reparsed, text, assumptions))
+}
+
+/// Are two kernel types the same once the known naturals are put in?
+fn same_for(facts: &[(heddle_ir::Name, i64)], a: &Checked, b: &Checked) -> bool {
+    let (Some(x), Some(y)) = (&a.kernel_ty, &b.kernel_ty) else { return false };
+    if facts.is_empty() {
+        return false;
+    }
+    fix(x, facts).map_nats(&mut |n| n.normalize()).to_string() == fix(y, facts).map_nats(&mut |n| n.normalize()).to_string()
+}
+
+/// A kernel type with its `(n: nat) ->` parameters replaced by their known values.
+fn fix(t: &heddle_ir::Type, facts: &[(heddle_ir::Name, i64)]) -> heddle_ir::Type {
+    use heddle_ir::Type;
+    match t {
+        Type::NatFun { var, body } => match facts.iter().find(|(n, _)| n == var) {
+            Some((_, v)) => fix(&body.subst_nat(var, &heddle_ir::Nat::Lit(*v)), facts),
+            None => Type::NatFun { var: var.clone(), body: Box::new(fix(body, facts)) },
+        },
+        Type::Fun { param, from, to } => Type::Fun { param: param.clone(), from: from.clone(), to: Box::new(fix(to, facts)) },
+        other => other.clone(),
+    }
 }

@@ -29,7 +29,7 @@ pub fn parse_file(p: &std::path::Path) -> Program {
 
 pub fn check(p: &Program) -> Result<Checked, String> {
     match heddle_typeck::check_program(p) {
-        Ok(k) => Ok(Checked { ty: k.ty.to_string(), obligations: k.obligations.iter().map(|o| o.cond.to_string()).collect() }),
+        Ok(k) => Ok(Checked { ty: k.ty.to_string(), obligations: k.obligations.iter().map(|o| o.cond.clone()).collect(), kernel_ty: Some(k.ty.clone()) }),
         Err(d) => Err(format!("{d:?}")),
     }
 }
@@ -40,7 +40,7 @@ pub fn rules_file(name: &str) -> Vec<Rule> {
 }
 
 pub fn rewrite(p: &Program, rules: &[Rule], cost: CostKind) -> Outcome {
-    let opts = Options { limits: Limits::default(), cost };
+    let opts = Options { limits: Limits::default(), cost: cost.into(), ..Options::default() };
     explore(p, rules, &opts, &check).unwrap()
 }
 
