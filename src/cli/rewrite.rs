@@ -43,26 +43,26 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     cost_file: Option<String>,
     /// Explain the result: the chain of rule applications from the input to the extracted program.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "count")]
     explain: bool,
     /// Print the per-rule and per-iteration statistics as tables (always in --json).
     #[arg(long)]
     stats: bool,
     /// Write the e-graph to FILE.json (egraph-serialize's form) or FILE.dot (Graphviz).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "count")]
     dump_egraph: Option<String>,
     /// Write at most N e-nodes with --dump-egraph (the rest is cut, and the file says so).
     #[arg(long, value_name = "N", default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     dump_limit: u64,
     /// Extract only programs of this shape, e.g. 'mapWorkgroup(mapLocal(?))' (`?` is anything;
     /// `f(s)`: a use of f whose argument contains s). With --search, repeatable: candidates of each.
-    #[arg(long = "sketch", value_name = "SKETCH")]
-    sketches: Vec<String>,
+    #[arg(long = "sketch", value_name = "SKETCH", value_parser = parse_sketch)]
+    sketches: Vec<program::sketch::Sketch>,
     /// A natural's value: NAME=VALUE. Rule conditions are decided with it (a split by 8 of a
     /// length n needs n % 8 == 0), and the result may then check it at run time. With --search
     /// the inputs give the values.
-    #[arg(long = "param", value_name = "NAME=VALUE")]
-    params: Vec<String>,
+    #[arg(long = "param", value_name = "NAME=VALUE", value_parser = parse_param)]
+    params: Vec<(heddle_ir::Name, i64)>,
     #[command(flatten)]
     search: search::SearchArgs,
     /// Machine-readable output.
@@ -143,14 +143,10 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         return Ok(report::rule_list(&rules));
     }
     let path = a.file.as_deref().unwrap_or_default();
-    let sketches = a.sketches.iter().map(|s| parse_sketch(s)).collect::<Result<Vec<_>, _>>()?;
+    let sketches = &a.sketches;
     if a.search.count.is_some() {
-        if a.explain || a.dump_egraph.is_some() {
-            return Err(Failure::Input("--search reports measured candidates: --explain and --dump-egraph apply to a plain rewrite".into()));
-        }
-        return search::run(a, path, &rules, &sketches);
+        return search::run(a, path, &rules, sketches);
     }
-    a.search.unused()?;
     if sketches.len() > 1 {
         return Err(Failure::Input("one --sketch at a time without --search (with --search, candidates of each sketch are measured)".into()));
     }
@@ -161,7 +157,7 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         cost: cost_model(a.cost.unwrap_or(CostKind::Parallel), a.cost_file.as_deref())?,
         explain: a.explain,
         keep_egraph: dump.is_some(),
-        facts: nat_params(&a.params)?,
+        facts: a.params.clone(),
     };
     let explored = match sketches.first() {
         Some(s) => program::explore_with(&program, &rules, &opts, &program::sketch::SketchGoals::new(s), &check),
@@ -178,21 +174,16 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     Ok(Output { text: report::text(&out, &opts.cost, a.explain, a.stats, dumped.as_ref()), json: report::json(path, &out, &opts.cost, rules.len(), dumped.as_ref()) })
 }
 
-/// Parses `--sketch`.
-pub fn parse_sketch(s: &str) -> Result<program::sketch::Sketch, Failure> {
-    program::sketch::parse(s).map_err(|(at, msg)| Failure::Input(format!("--sketch '{s}': at column {}: {msg}", at + 1)))
+/// Parses `--sketch` (a malformed one is a usage error).
+fn parse_sketch(s: &str) -> Result<program::sketch::Sketch, String> {
+    program::sketch::parse(s).map_err(|(at, msg)| format!("at column {}: {msg}", at + 1))
 }
 
-/// `--param NAME=VALUE` pairs.
-pub fn nat_params(specs: &[String]) -> Result<Vec<(heddle_ir::Name, i64)>, Failure> {
-    specs
-        .iter()
-        .map(|p| {
-            let (k, v) = p.split_once('=').filter(|(k, v)| !k.is_empty() && !v.is_empty()).ok_or_else(|| Failure::Input(format!("--param {p}: expected NAME=VALUE")))?;
-            let v: i64 = v.trim().parse().ok().filter(|v| *v >= 0).ok_or_else(|| Failure::Input(format!("--param {p}: `{v}` is not a natural number")))?;
-            Ok((heddle_ir::Name::from(k.trim()), v))
-        })
-        .collect()
+/// Parses `--param NAME=VALUE`.
+pub fn parse_param(p: &str) -> Result<(heddle_ir::Name, i64), String> {
+    let (k, v) = p.split_once('=').filter(|(k, v)| !k.trim().is_empty() && !v.is_empty()).ok_or("expected NAME=VALUE")?;
+    let v: i64 = v.trim().parse().ok().filter(|v| *v >= 0).ok_or_else(|| format!("`{v}` is not a natural number"))?;
+    Ok((heddle_ir::Name::from(k.trim()), v))
 }
 
 /// The e-graph's file format, from the file name.

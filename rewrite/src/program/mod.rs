@@ -64,4 +64,4 @@ pub use costs::CostModel;
 pub use egg::Id;
 pub use extract::CostKind;
 pub use rulefile::{Rule, RuleError, parse_rules};
-pub use run::{Checked, ExploreError, Limits, Options, Outcome, Stats, StopReason, explore, explore_with, verify};
+pub use run::{Checked, ExploreError, Limits, Options, Outcome, Saturated, Stats, StopReason, explore, explore_with, saturate, verify};

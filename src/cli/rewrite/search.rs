@@ -33,53 +33,35 @@ pub struct SearchArgs {
     #[arg(long = "search", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub count: Option<u64>,
     /// The backend the candidates run on (with --search).
-    #[arg(long, value_enum, default_value = "cpu")]
+    #[arg(long, value_enum, default_value = "cpu", requires = "count")]
     backend: Backend,
     /// The OpenCL device's index (default: the first GPU, else the first device).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", requires = "count")]
     device: Option<usize>,
     /// Threads for --backend cpu (default: HEDDLE_THREADS, else every core).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024), requires = "count")]
     threads: Option<u32>,
     /// Timed runs per candidate after a warm-up; the median counts.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100_000), requires = "count")]
     reps: u32,
     /// An input: NAME=PATH to a .npy or .json file.
-    #[arg(long = "input", value_name = "NAME=PATH")]
+    #[arg(long = "input", value_name = "NAME=PATH", requires = "count")]
     inputs: Vec<String>,
     /// A tensor parameter: NAME=FILE (.mtx, .tns, .json), stored in the parameter's encoding.
-    #[arg(long = "matrix", value_name = "NAME=FILE")]
+    #[arg(long = "matrix", value_name = "NAME=FILE", requires = "count")]
     matrices: Vec<String>,
     /// A Matrix Market file as CSR buffers: OFFSETS,COL_INDICES,VALUES=FILE.mtx.
-    #[arg(long = "csr", value_name = "O,C,V=FILE")]
+    #[arg(long = "csr", value_name = "O,C,V=FILE", requires = "count")]
     csr: Vec<String>,
     /// A Matrix Market file as LIL buffers: ROW_LENGTH,COL_INDICES,VALUES=FILE.mtx.
-    #[arg(long = "lil", value_name = "L,C,V=FILE")]
+    #[arg(long = "lil", value_name = "L,C,V=FILE", requires = "count")]
     lil: Vec<String>,
     /// A Matrix Market file as packed CSR: OFFSETS,ENTRIES=FILE.mtx (Listing 5's form).
-    #[arg(long = "csr-packed", value_name = "O,E=FILE")]
+    #[arg(long = "csr-packed", value_name = "O,E=FILE", requires = "count")]
     csr_packed: Vec<String>,
     /// A Matrix Market file as a dense row-major matrix: MATRIX=FILE.mtx.
-    #[arg(long = "dense", value_name = "M=FILE")]
+    #[arg(long = "dense", value_name = "M=FILE", requires = "count")]
     dense: Vec<String>,
-}
-
-impl SearchArgs {
-    /// Inputs belong to a search: without --search they are an error, not ignored.
-    pub fn unused(&self) -> Result<(), Failure> {
-        let given = !self.inputs.is_empty()
-            || !self.matrices.is_empty()
-            || !self.csr.is_empty()
-            || !self.lil.is_empty()
-            || !self.csr_packed.is_empty()
-            || !self.dense.is_empty()
-            || self.device.is_some()
-            || self.threads.is_some();
-        if given {
-            return Err(Failure::Input("inputs, --device and --threads are for a measured search: add --search N".into()));
-        }
-        Ok(())
-    }
 }
 
 /// The sketches tried when none is given: every level of the OpenCL
@@ -107,7 +89,7 @@ fn split_assignment<'a>(flag: &str, s: &'a str) -> Result<(&'a str, &'a str), Fa
 /// The inputs the flags give, and the naturals.
 fn inputs(a: &Args, kernel: &Kernel) -> Result<(Vec<(String, i64)>, Vec<(String, Loaded)>), Failure> {
     let s = &a.search;
-    let mut nats: Vec<(String, i64)> = super::nat_params(&a.params)?.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    let mut nats: Vec<(String, i64)> = a.params.iter().map(|(k, v)| (k.to_string(), *v)).collect();
     let mut loaded = Vec::new();
     for i in &s.inputs {
         let (k, path) = split_assignment("input", i)?;
