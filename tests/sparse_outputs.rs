@@ -3,9 +3,10 @@
 //! each a CSR result whose row lengths are counted, on every backend,
 //! against a dense computation written here; the sparse dot product
 //! (intersect, reduced as it is produced). Inputs are random (fixed seeds)
-//! with empty rows and columns; the result is the flat list of (column,
-//! value) pairs, row after row, so a row at the wrong offset or of the
-//! wrong length shows as a different list. OpenCL runs wherever a platform
+//! with empty rows and columns; the result is a stored CSR tensor, read here
+//! as its (column, value) pairs row after row, so a row at the wrong offset
+//! or of the wrong length shows as a different list. (tests/sparse_results.rs
+//! covers the other encodings.) OpenCL runs wherever a platform
 //! is installed and must run under `CI=true`.
 
 mod common;
@@ -42,20 +43,33 @@ fn mtx(a: &Dense) -> String {
 }
 
 /// Runs `examples/sparse/<kernel>.hdl` with A and B on every backend and
-/// compares the flattened result with `want`.
+/// compares its (column, value) pairs with `want`.
 fn check(kernel: &str, a: &Path, b: &Path, want: &[f64], case: &str) {
     let file = format!("examples/sparse/{kernel}.hdl");
     let (ma, mb) = (format!("A={}", a.display()), format!("B={}", b.display()));
     for backend in backends() {
         let (code, out, err) = heddle(&["run", &file, "--backend", backend, "--matrix", &ma, "--matrix", &mb]);
         assert_eq!(code, 0, "{kernel} on {backend}, {case}: {err}");
-        let mut got = Vec::new();
-        flatten(&serde_json::from_str(&out).unwrap(), &mut got);
+        let got = csr_pairs(&serde_json::from_str(&out).unwrap());
         assert_eq!(got.len(), want.len(), "{kernel} on {backend}, {case}: got {got:?}, want {want:?}");
         for (g, w) in got.iter().zip(want) {
             assert!((g - w).abs() <= 1e-5 * w.abs().max(1.0), "{kernel} on {backend}, {case}: got {got:?}, want {want:?}");
         }
     }
+}
+
+/// A CSR tensor's storage object as (column, value) pairs, row after row.
+fn csr_pairs(storage: &serde_json::Value) -> Vec<f64> {
+    let numbers = |v: &serde_json::Value| -> Vec<f64> { v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect() };
+    let pos = numbers(&storage["positions"][1]);
+    let (crd, values) = (numbers(&storage["coordinates"][1]), numbers(&storage["values"]));
+    assert_eq!(pos.len() as f64, storage["dim_sizes"][0].as_f64().unwrap() + 1.0, "{storage}");
+    let mut out = Vec::new();
+    for (c, v) in crd.iter().zip(&values) {
+        out.extend([*c, *v]);
+    }
+    assert_eq!(pos.last().copied().unwrap_or(0.0), crd.len() as f64);
+    out
 }
 
 /// (column, value) for every column of row i where `stored(i, j)`, in order.
@@ -137,7 +151,7 @@ fn counted_results_compile_to_a_counting_phase_and_a_fill() {
         assert_eq!(code, 0, "{err}");
         assert!(out.starts_with("count phase count#1[A_dim0]"), "{kernel}: {out}");
         // The fill's rows start at the host prefix sum of the counts.
-        assert!(out.contains("host prefix[j] = sum(k = 0 .. j - 1, toNat(count#1@k))"), "{kernel}: {out}");
+        assert!(out.contains("host prefix[j] = sum(f = 0 .. j - 1, toNat(count#1@f))"), "{kernel}: {out}");
         let fill = out.split("\nkernel ").nth(1).unwrap();
         assert!(fill.contains("row_start"), "{kernel}: {fill}");
         // The workspace is sorted on compress and allocated once per worker.
@@ -177,16 +191,26 @@ fn compress_add_outside_its_workspace_is_a_run_time_error() {
     }
 }
 
+/// A result of rows of (column, value) pairs that is not a stored tensor
+/// (no annotation) is still written as Matrix Market with `--output-dims`.
 #[test]
 fn a_sparse_result_is_written_as_matrix_market() {
     let dir = tempfile::tempdir().unwrap();
+    let rows = write(
+        dir.path(),
+        "rows.hdl",
+        "#CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>\n\
+         fun(A: tensor<?x?xf32, #CSR> => fun(B: tensor<?x?xf32, #CSR> =>\n\
+           A :>> map(fun(row => row :>> map(fun(a => B@a.1 :>> map(fun(b => (b.1, a.2 * b.2))))) :>> join :>> compressAdd(B_dim1)))))\n",
+    );
+    let rows = rows.to_str().unwrap();
     let a = write(dir.path(), "a.mtx", "%%MatrixMarket matrix coordinate real general\n3 4 5\n1 1 1.0\n1 3 2.0\n2 2 3.0\n3 1 4.0\n3 4 6.0\n");
     let b = write(dir.path(), "b.mtx", "%%MatrixMarket matrix coordinate real general\n4 5 4\n1 1 1.0\n3 2 2.0\n4 1 3.0\n4 2 5.0\n");
     let (ma, mb) = (format!("A={}", a.display()), format!("B={}", b.display()));
     let out = dir.path().join("c.mtx");
     for backend in backends() {
         let (code, _, err) = heddle(&[
-            "run", "examples/sparse/spgemm_csr.hdl", "--backend", backend, "--matrix", &ma, "--matrix", &mb,
+            "run", rows, "--backend", backend, "--matrix", &ma, "--matrix", &mb,
             "-o", out.to_str().unwrap(), "--output-dims", "3x5",
         ]);
         assert_eq!(code, 0, "{backend}: {err}");
@@ -200,11 +224,11 @@ fn a_sparse_result_is_written_as_matrix_market() {
     }
     // Without --output-dims the columns end at the last one used; a shape that
     // cannot hold the result, or a result that is no matrix, is an error.
-    let (code, _, err) = heddle(&["run", "examples/sparse/spgemm_csr.hdl", "--matrix", &ma, "--matrix", &mb, "-o", out.to_str().unwrap()]);
+    let (code, _, err) = heddle(&["run", rows, "--matrix", &ma, "--matrix", &mb, "-o", out.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     assert!(std::fs::read_to_string(&out).unwrap().contains("\n3 2 4\n"));
     let (code, _, err) = heddle(&[
-        "run", "examples/sparse/spgemm_csr.hdl", "--matrix", &ma, "--matrix", &mb, "-o", out.to_str().unwrap(), "--output-dims", "3x1",
+        "run", rows, "--matrix", &ma, "--matrix", &mb, "-o", out.to_str().unwrap(), "--output-dims", "3x1",
     ]);
     assert_eq!(code, 1);
     assert!(err.contains("column 1"), "{err}");

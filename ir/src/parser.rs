@@ -837,27 +837,59 @@ impl<'a> Parser<'a> {
             return Err(self.unexpected("`<` after `tensor`"));
         }
         // The shape `?x8xf32` does not tokenize naturally; read it from the source.
+        // A size given as a natural is braced (`{n}`, `{A_dim0 + 1}`): its text may
+        // hold `x`, `,` or `>`, so only separators outside braces count.
         let from = lt.end as usize;
         let rest = &self.src[from..];
-        let shape_len = rest.find([',', '>']).ok_or_else(|| {
+        let mut depth = 0usize;
+        let mut shape_len = None;
+        let mut cuts = Vec::new();
+        for (k, c) in rest.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth = depth.saturating_sub(1),
+                'x' if depth == 0 => cuts.push(k),
+                ',' | '>' if depth == 0 => {
+                    shape_len = Some(k);
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let shape_len = shape_len.ok_or_else(|| {
             Diagnostic::new(start.to(lt), "unterminated tensor type").with_label("expected `tensor<DIMSxTYPE, #ENC>`")
         })?;
-        let shape = rest[..shape_len].trim();
         let shape_span = Span::new(from, from + shape_len);
-        let mut parts: Vec<&str> = shape.split('x').collect();
-        let elem_text = parts.pop().unwrap_or("");
+        // The pieces between the `x`s, with where each starts in the source.
+        let mut pieces: Vec<(usize, &str)> = Vec::new();
+        let mut begin = 0;
+        for &cut in cuts.iter().chain(std::iter::once(&shape_len)) {
+            pieces.push((from + begin, &rest[begin..cut]));
+            begin = cut + 1;
+        }
+        let (_, elem_text) = pieces.pop().unwrap_or((from, ""));
         let elem = mlir_scalar(elem_text.trim()).ok_or_else(|| {
             Diagnostic::new(shape_span, format!("unknown tensor element type `{}`", elem_text.trim()))
                 .with_label("expected f32, f64, i8, i16, i32, i64 (or u8…u64, index)")
         })?;
         let mut dims = Vec::new();
-        for p in parts {
+        for (at, p) in pieces {
             let p = p.trim();
             if p == "?" {
                 dims.push(None);
+            } else if p.starts_with('{') {
+                // Parse the braced natural from the tokens.
+                while (self.peek().span.start as usize) < at && !matches!(self.peek().tok, Tok::Eof) {
+                    self.bump();
+                }
+                self.expect_sym("{", "to open the size")?;
+                let n = self.nat()?;
+                self.expect_sym("}", "to close the size")?;
+                dims.push(Some(n));
             } else {
-                dims.push(Some(p.parse::<u64>().map_err(|_| {
-                    Diagnostic::new(shape_span, format!("bad tensor dimension `{p}`")).with_label("dimensions are `?` or a number")
+                dims.push(Some(p.parse::<i64>().ok().filter(|v| *v >= 0).map(Nat::Lit).ok_or_else(|| {
+                    Diagnostic::new(shape_span, format!("bad tensor dimension `{p}`"))
+                        .with_label("dimensions are `?`, a number or a braced natural `{n}`")
                 })?));
             }
         }

@@ -44,10 +44,11 @@ pub fn run(prog: &LoopProgram, launch: &mut Launch, threads: usize) -> Result<()
 /// which is the one a sequential run meets.
 pub fn execute(prog: &LoopProgram, kernel: &CpuKernel, launch: &mut Launch, plan: &Plan) -> Result<(), Diagnostic> {
     if prog.adds_into_output() {
-        // The kernel adds into the output (scatterAdd): start each run from zero.
-        let out = prog.args.iter().position(|a| matches!(a.kind, heddle_ir::loops::ArgKind::Output { .. }));
-        if let Some(Slot::Buffer(b)) = out.and_then(|o| launch.slots.get_mut(o)) {
-            b.bytes_mut().fill(0);
+        // The kernel adds into its outputs (scatterAdd): start each run from zero.
+        for o in prog.output_slots() {
+            if let Some(Slot::Buffer(b)) = launch.slots.get_mut(o) {
+                b.bytes_mut().fill(0);
+            }
         }
     }
     let args = arguments(prog, launch)?;

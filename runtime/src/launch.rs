@@ -9,7 +9,7 @@
 
 use crate::interp::Env;
 use crate::value::{round_float, wrap_int, Value};
-use heddle_ir::loops::{record_layout, ArgKind, BinOp, Expr, HostKind, LoopProgram, RecordLayout};
+use heddle_ir::loops::{record_layout, ArgKind, BinOp, Expr, HostKind, LoopProgram, RecordLayout, ResultLayout, TensorLayout};
 use heddle_ir::{Diagnostic, Name, Nat, ScalarType, Span, Type};
 
 /// A flat buffer of records, 8-byte aligned.
@@ -256,15 +256,111 @@ fn lookup(env: &Env, name: &Name) -> Option<Value> {
     }
 }
 
-/// The kernel's result, read from the output buffer as a value of `result_ty`.
+/// The kernel's result, read from its output buffers (see
+/// [`LoopProgram::result`]): a value of `result_ty`.
 pub fn output_value(prog: &LoopProgram, launch: &Launch, result_ty: &Type, env: &Env) -> Result<Value, Diagnostic> {
-    let out = launch.output(prog).ok_or_else(|| fail(Span::DUMMY, "the kernel has no output buffer".into()))?;
+    match &prog.result {
+        Some(layout) => read_layout(prog, launch, layout, env),
+        None => {
+            let out = launch.output(prog).ok_or_else(|| fail(Span::DUMMY, "the kernel has no output buffer".into()))?;
+            read_flat(out, result_ty, env)
+        }
+    }
+}
+
+/// The buffer of the argument named `name`.
+fn buffer_named<'a>(prog: &LoopProgram, launch: &'a Launch, name: &Name) -> Result<&'a Buffer, Diagnostic> {
+    let k = prog.args.iter().position(|a| &a.name == name);
+    k.and_then(|k| launch.buffer(k)).ok_or_else(|| fail(Span::DUMMY, format!("the kernel has no output `{name}`")))
+}
+
+fn read_flat(out: &Buffer, ty: &Type, env: &Env) -> Result<Value, Diagnostic> {
     let mut pos = 0;
-    let v = unflatten(result_ty, out, &mut pos, env)?;
+    let v = unflatten(ty, out, &mut pos, env)?;
     if pos != out.len() {
         return Err(fail(Span::DUMMY, format!("the result uses {pos} of the output's {} records", out.len())));
     }
     Ok(v)
+}
+
+fn read_layout(prog: &LoopProgram, launch: &Launch, layout: &ResultLayout, env: &Env) -> Result<Value, Diagnostic> {
+    match layout {
+        ResultLayout::Flat { buf, ty } => read_flat(buffer_named(prog, launch, buf)?, ty, env),
+        ResultLayout::Tuple(parts) => Ok(Value::tuple(parts.iter().map(|p| read_layout(prog, launch, p, env)).collect::<Result<_, _>>()?)),
+        ResultLayout::Tensor(t) => read_tensor(prog, launch, t, env),
+    }
+}
+
+/// A stored tensor: positions from the lists' lengths, entries from the outputs.
+fn read_tensor(prog: &LoopProgram, launch: &Launch, t: &TensorLayout, env: &Env) -> Result<Value, Diagnostic> {
+    let plan = &t.plan;
+    let size = |n: &Nat, what: &str| eval_len(n, env, what);
+    let dims = plan.dims.iter().map(|n| size(n, "a dimension of the stored tensor").map(|v| v as u64)).collect::<Result<Vec<_>, _>>()?;
+    let lvl_sizes = heddle_ir::encoding::map::lvl_sizes(&plan.encoding, &dims).map_err(|m| fail(Span::DUMMY, m))?;
+    // The kernel wrote coordinates at crdWidth, checked below each level's size.
+    let crd_max = plan.encoding.crd_width.max_value();
+    if let Some((l, n)) = lvl_sizes.iter().enumerate().find(|(l, n)| plan.encoding.levels[*l].format.has_coordinates() && **n > 0 && **n - 1 > crd_max) {
+        return Err(fail(Span::DUMMY, format!("level {l} of the stored tensor has size {n}, whose coordinates do not fit the encoding's crdWidth ({} bits)", plan.encoding.crd_width.storage_bits())));
+    }
+    let dense: Vec<(usize, Option<Name>)> =
+        plan.dense_prefix().iter().map(|(n, b)| size(n, "a dense level of the stored tensor").map(|v| (v, b.clone()))).collect::<Result<_, _>>()?;
+    let lens: Vec<usize> = dense.iter().map(|(n, _)| *n).collect();
+    let positions: usize = lens.iter().product();
+    let counts: Vec<u64> = match &t.list_len {
+        None => vec![1; positions],
+        Some(len) => list_lengths(len, &dense, env)?,
+    };
+    let mut entries = crate::sparse::result::Entries::default();
+    for (buf, field) in &t.coordinates {
+        let b = buffer_named(prog, launch, buf)?;
+        let crd = (0..b.len()).map(|r| b.read(r, *field as usize).as_int().map_or(0, |c| c as u64)).collect();
+        entries.coordinates.push(crd);
+    }
+    let values = buffer_named(prog, launch, &t.values)?;
+    entries.values = (0..values.len())
+        .map(|r| match values.read(r, 0) {
+            Value::Float(x) => x,
+            Value::Int(x) => x as f64,
+            Value::Bool(b) => f64::from(u8::from(b)),
+            _ => 0.0,
+        })
+        .collect();
+    let tensor = crate::sparse::result::assemble_result(plan, dims, &lens, &counts, entries)
+        .map_err(|e| fail(Span::DUMMY, format!("the stored result is invalid: {e}")))?;
+    Ok(Value::Tensor(std::rc::Rc::new(tensor)))
+}
+
+/// The list's length at every dense position, row-major: read straight from
+/// a count array indexed by the dense positions, else evaluated per position.
+fn list_lengths(len: &Nat, dense: &[(usize, Option<Name>)], env: &Env) -> Result<Vec<u64>, Diagnostic> {
+    let positions: usize = dense.iter().map(|(n, _)| *n).product();
+    if let Some((array, path)) = heddle_ir::nat::counted::as_counted(len) {
+        let binders: Vec<Option<Name>> = dense.iter().map(|(_, b)| b.clone()).collect();
+        let by_position = path.len() == binders.len()
+            && path.iter().zip(&binders).all(|(e, b)| matches!((&e.kind, b), (heddle_ir::ExprKind::Var(x), Some(b)) if x == b));
+        if let (true, Some(v)) = (by_position, env.value(&array)) {
+            let mut flat = Vec::new();
+            v.flatten_into(&mut flat);
+            if flat.len() == positions {
+                return Ok(flat.iter().map(|c| c.as_int().map_or(0, |c| c.max(0) as u64)).collect());
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(positions);
+    let mut bound = Vec::with_capacity(dense.len());
+    for f in 0..positions {
+        bound.clear();
+        let mut rest = f;
+        for (n, b) in dense.iter().rev() {
+            if let Some(b) = b {
+                bound.push((b.clone(), (rest % n.max(&1)) as i64));
+            }
+            rest /= n.max(&1);
+        }
+        let v = len.eval_with(env, &mut bound).map_err(|e| fail(Span::DUMMY, format!("cannot compute a list's length ({len}): {e}")))?;
+        out.push(u64::try_from(v).map_err(|_| fail(Span::DUMMY, format!("a list's length ({len}) is {v}")))?);
+    }
+    Ok(out)
 }
 
 fn unflatten(ty: &Type, buf: &Buffer, pos: &mut usize, env: &Env) -> Result<Value, Diagnostic> {

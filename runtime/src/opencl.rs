@@ -333,14 +333,14 @@ impl Session {
             a
         });
         let mut times = Vec::with_capacity(reps.max(1));
-        // A kernel that adds into its output (scatterAdd) starts every repetition from zero.
-        let out = prog.args.iter().position(|a| matches!(a.kind, heddle_ir::loops::ArgKind::Output { .. }));
-        let rezero = match out.and_then(|o| buffers.get(o)) {
-            Some(Some(dev)) if prog.adds_into_output() => Some((dev, vec![0u8; dev.len()])),
-            _ => None,
+        // A kernel that adds into its outputs (scatterAdd) starts every repetition from zero.
+        let rezero: Vec<(&Buffer<u8>, Vec<u8>)> = if prog.adds_into_output() {
+            prog.output_slots().into_iter().filter_map(|o| buffers.get(o)?.as_ref()).map(|dev| (dev, vec![0u8; dev.len()])).collect()
+        } else {
+            Vec::new()
         };
         for rep in 0..reps.max(1) {
-            if let (Some((dev, zeros)), true) = (&rezero, rep > 0) {
+            for (dev, zeros) in rezero.iter().filter(|_| rep > 0) {
                 dev.write(&zeros[..]).enq().map_err(|e| err(format!("cannot clear the result between runs: {e}")))?;
             }
             let mut event = CoreEvent::null();
@@ -359,13 +359,14 @@ impl Session {
         if failed > 0 {
             return Err(check_failure(prog, (failed - 1) as u32));
         }
-        let out = prog.args.iter().position(|a| matches!(a.kind, heddle_ir::loops::ArgKind::Output { .. }));
-        if let (Some(o), Some(Some(dev))) = (out, out.and_then(|o| buffers.get(o)))
-            && let Some(Slot::Buffer(host)) = launch.slots.get_mut(o)
-            && host.byte_len() > 0
-        {
-            let n = host.byte_len();
-            dev.read(&mut host.bytes_mut()[..]).len(n).enq().map_err(|e| err(format!("cannot read the result back: {e}")))?;
+        for o in prog.output_slots() {
+            if let Some(Some(dev)) = buffers.get(o)
+                && let Some(Slot::Buffer(host)) = launch.slots.get_mut(o)
+                && host.byte_len() > 0
+            {
+                let n = host.byte_len();
+                dev.read(&mut host.bytes_mut()[..]).len(n).enq().map_err(|e| err(format!("cannot read the result back: {e}")))?;
+            }
         }
         Ok(Timing { kernel_seconds: times, sizes })
     }

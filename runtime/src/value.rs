@@ -22,6 +22,8 @@ pub enum Value {
     Tuple(Rc<Vec<Value>>),
     /// An array (also a vector `<T>w`).
     Array(Rc<Vec<Value>>),
+    /// A stored tensor: the value of `(e : tensor<…, #ENC>)`.
+    Tensor(Rc<crate::sparse::SparseTensor>),
 }
 
 impl Value {
@@ -149,6 +151,7 @@ impl fmt::Display for Value {
                 }
                 write!(f, "{close}")
             }
+            Value::Tensor(t) => write!(f, "{}", crate::sparse::json::storage_to_json(t)),
         }
     }
 }

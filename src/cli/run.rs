@@ -57,8 +57,9 @@ pub struct Args {
     /// Threads for --backend cpu (default: HEDDLE_THREADS, else every core).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     threads: Option<u32>,
-    /// Where to write the result (.npy or .json; .mtx, .npz or .tns for a result of rows of
-    /// (column, value) pairs, such as a sparse product's CSR rows); stdout as JSON without it.
+    /// Where to write the result (.npy or .json; a stored tensor `(e : tensor<…>)` as .json
+    /// storage, .mtx, .tns or .npz; .mtx, .npz or .tns also for a result of rows of
+    /// (column, value) pairs, packed as CSR); stdout as JSON without it.
     #[arg(long, short, value_parser = args::output_file)]
     output: Option<String>,
     /// The matrix shape ROWSxCOLS of a .mtx / .npz / .tns result (default: its rows, and its largest column + 1).
@@ -131,7 +132,20 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     let elapsed = start.elapsed();
     let ty = &kernel.body.ty;
     let result_json = write::to_json(&value, ty);
-    if let Some(out) = &a.output {
+    if let (Some(out), heddle_runtime::value::Value::Tensor(t)) = (&a.output, &value) {
+        // A stored tensor: the writers `heddle convert` uses.
+        if a.output_dims.is_some() {
+            return Err(Failure::Input("--output-dims sizes a result of rows of pairs; a stored tensor has its own shape".into()));
+        }
+        let path = Path::new(out);
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("json" | "mtx" | "tns" | "npz") => heddle_runtime::sparse::write::write(t, path).map_err(|e| match e {
+                heddle_runtime::sparse::SparseError::Io { .. } => Failure::Io(format!("--output {out}: {e}")),
+                _ => Failure::Input(format!("--output {out}: {e}")),
+            })?,
+            _ => return Err(Failure::Input(format!("--output {out}: a stored tensor is written as .json (its storage), .mtx, .tns or .npz"))),
+        }
+    } else if let Some(out) = &a.output {
         let path = Path::new(out);
         match path.extension().and_then(|e| e.to_str()) {
             Some("npy") => write::write_npy(path, &value, ty).map_err(Failure::Input)?,

@@ -93,6 +93,8 @@ pub struct Checker {
     work: u64,
     /// Count arrays handed out so far (see `heddle_ir::nat::counted`).
     counts: u32,
+    /// The program's `#NAME = …` encodings, for `tensor<…, #NAME>` annotations.
+    pub encodings: Vec<heddle_ir::expr::EncodingDef>,
 }
 
 pub(crate) type CResult<T> = Result<T, Diagnostic>;
@@ -100,7 +102,7 @@ pub(crate) type CResult<T> = Result<T, Diagnostic>;
 impl Checker {
     /// A checker whose generated names avoid `used`.
     pub fn new(used: HashSet<Name>) -> Checker {
-        Checker { metas: Metas::default(), used, obligations: Vec::new(), depth: 0, work: 0, counts: 0 }
+        Checker { metas: Metas::default(), used, obligations: Vec::new(), depth: 0, work: 0, counts: 0, encodings: Vec::new() }
     }
 
     /// The length of a fresh count array: `toNat(count#k)`.
@@ -267,6 +269,7 @@ impl Checker {
                 let ty = Type::Tuple(items.iter().map(|t| t.ty.clone()).collect());
                 mk(TKind::Tuple(items), ty)
             }
+            ExprKind::Annot { expr, ty: Type::Tensor(tt) } => self.store_as_tensor(expr, tt, scope, span),
             ExprKind::Annot { expr, ty } => {
                 self.well_formed(ty, scope, span)?;
                 let mut t = self.infer(expr, scope)?;

@@ -40,7 +40,7 @@ impl Checker {
         }
     }
 
-    fn nat_well_formed(&mut self, n: &Nat, scope: &Scope, span: Span) -> CResult<()> {
+    pub(crate) fn nat_well_formed(&mut self, n: &Nat, scope: &Scope, span: Span) -> CResult<()> {
         match n {
             Nat::Var(x) => match scope.lookup(x) {
                 Some(Binding::Nat) => Ok(()),
@@ -103,6 +103,7 @@ impl Checker {
             return Err(Diagnostic::new(t.span, "cannot infer a length in the type of this expression")
                 .with_label(format!("its type is {}", show(&t.ty))));
         }
+        self.replan(t)?;
         match &mut t.kind {
             TKind::Lambda { params, .. } => {
                 for (_, ty) in params.iter_mut() {
@@ -145,6 +146,7 @@ pub fn check_program(p: &Program) -> Result<Kernel, Vec<Diagnostic>> {
         return Err(errors);
     }
     let mut checker = Checker::new(all_names(p));
+    checker.encodings = p.encodings.clone();
     let mut scope = Scope::default();
     for d in &p.defs {
         scope = scope.with(d.name.clone(), Binding::Macro(Rc::new(d.value.clone()), scope.clone()));
@@ -156,14 +158,14 @@ pub fn check_program(p: &Program) -> Result<Kernel, Vec<Diagnostic>> {
 /// the built-in names: `#CSR`, …), written in place (an MLIR attribute or a
 /// name form: `CSR`, `BSR(2, 3)`, `ds:1,0`), or none (a dense tensor, stored
 /// row-major).
-fn tensor_encoding(p: &Program, tt: &TensorType, span: Span) -> CResult<Encoding> {
+pub(crate) fn tensor_encoding(defs: &[heddle_ir::expr::EncodingDef], tt: &TensorType, span: Span) -> CResult<Encoding> {
     let rank = Some(tt.dims.len());
     match &tt.encoding {
-        Some(EncodingRef::Named(n, at)) => match p.encodings.iter().rev().find(|d| &d.name == n) {
+        Some(EncodingRef::Named(n, at)) => match defs.iter().rev().find(|d| &d.name == n) {
             Some(def) => named::resolve(&def.encoding.text, def.encoding.span.start as usize, rank),
             None if matches!(Named::parse(n.as_str()), Some(Ok(_))) => named::resolve(n.as_str(), at.start as usize + 1, rank),
             None => {
-                let defined: Vec<String> = p.encodings.iter().map(|d| format!("#{}", d.name)).collect();
+                let defined: Vec<String> = defs.iter().map(|d| format!("#{}", d.name)).collect();
                 let mut d = Diagnostic::new(*at, format!("unknown encoding `#{n}`"))
                     .with_label("define it with `#NAME = #sparse_tensor.encoding<{...}>`")
                     .with_note(format!("built-in names: {}; or TACO's level letters (`ds`, `ds:1,0`)", named::NAMES.join(", ")));
@@ -203,8 +205,12 @@ fn check_kernel(c: &mut Checker, program: &Program, mut scope: Scope) -> CResult
                             .with_label(format!("write `{}: T`, e.g. `{}: [float]_n`", p.name, p.name)));
                     };
                     if let Type::Tensor(tt) = ty {
-                        let enc = tensor_encoding(program, tt, p.span)?;
-                        let layout = storage_layout(&enc, &tt.dims, tt.elem, p.name.as_str())?;
+                        let enc = tensor_encoding(&program.encodings, tt, p.span)?;
+                        let dims = tt.static_dims().map_err(|n| {
+                            Diagnostic::new(p.span, format!("a tensor parameter's sizes are `?` or numbers, not `{{{n}}}`"))
+                                .with_label("its sizes become naturals of their own (`A_dim0`, …)")
+                        })?;
+                        let layout = storage_layout(&enc, &dims, tt.elem, p.name.as_str())?;
                         for n in &layout.nat_vars {
                             params.push(KernelParam::Nat(n.clone()));
                             scope = scope.with(n.clone(), Binding::Nat);

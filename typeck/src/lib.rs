@@ -22,6 +22,7 @@ mod kernel;
 pub mod metas;
 mod prim;
 pub mod scope;
+mod store;
 pub mod tensor;
 pub mod typed;
 

@@ -110,6 +110,14 @@ pub enum TKind {
         /// If false.
         els: Box<TExpr>,
     },
+    /// `(value : tensor<…, #ENC>)`: the value stored in the encoding's
+    /// buffers, as `plan` says (see `heddle_ir::encoding::result`).
+    Assemble {
+        /// The value, in the encoding's level order.
+        value: Box<TExpr>,
+        /// How it is stored.
+        plan: Box<heddle_ir::encoding::result::ResultPlan>,
+    },
 }
 
 /// A parameter of the kernel.
@@ -200,7 +208,7 @@ impl TExpr {
                 f(lhs);
                 f(rhs)
             }
-            TKind::Unary { operand, .. } => f(operand),
+            TKind::Unary { operand, .. } | TKind::Assemble { value: operand, .. } => f(operand),
             TKind::Select { cond, then, els } => {
                 f(cond);
                 f(then);
@@ -228,7 +236,7 @@ impl TExpr {
                 f(lhs);
                 f(rhs)
             }
-            TKind::Unary { operand, .. } => f(operand),
+            TKind::Unary { operand, .. } | TKind::Assemble { value: operand, .. } => f(operand),
             TKind::Select { cond, then, els } => {
                 f(cond);
                 f(then);

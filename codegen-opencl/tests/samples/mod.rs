@@ -98,6 +98,7 @@ pub fn listing5() -> LoopProgram {
         checks: xs_check(),
         parallel_work: None,
         counts: vec![],
+        result: None,
     }
 }
 
@@ -188,6 +189,7 @@ pub fn listing7() -> LoopProgram {
         checks: xs_check(),
         parallel_work: None,
         counts: vec![],
+        result: None,
     }
 }
 
@@ -228,6 +230,7 @@ pub fn scalar_mix() -> LoopProgram {
         checks: vec![],
         parallel_work: None,
         counts: vec![],
+        result: None,
     }
 }
 

@@ -42,6 +42,7 @@
 
 pub mod map;
 pub mod named;
+pub mod result;
 mod parse;
 mod print;
 pub mod storage_types;

@@ -47,6 +47,43 @@ pub struct LoopProgram {
     /// count array (`count#k`, see [`crate::nat::counted`]) that this
     /// program's lengths and host prefix sums read (count → allocate → fill).
     pub counts: Vec<CountPhase>,
+    /// How the host builds the kernel's result from its outputs; `None`: the
+    /// one output holds the result, flat, as its type lays it out.
+    pub result: Option<ResultLayout>,
+}
+
+/// How a kernel's result is read back from its output buffers.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ResultLayout {
+    /// A value of type `ty`, flat in the output `buf` (records per `record_layout`).
+    Flat {
+        /// The output argument.
+        buf: Name,
+        /// The value's type.
+        ty: crate::Type,
+    },
+    /// A tuple, one layout per component.
+    Tuple(Vec<ResultLayout>),
+    /// A stored tensor (`(e : tensor<…, #ENC>)`).
+    Tensor(Box<TensorLayout>),
+}
+
+/// Where a stored tensor's parts are: the entries in output buffers (the
+/// fill kernel writes them in storage order), every level's positions
+/// computed by the host from the list's lengths (see
+/// `heddle_runtime::sparse::result`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorLayout {
+    /// How the value is stored.
+    pub plan: crate::encoding::result::ResultPlan,
+    /// The list's length at a dense position, over the plan's dense binders
+    /// (`toNat(count#1@i)` when counted); `None` when the value has no list.
+    pub list_len: Option<Nat>,
+    /// Per level of `plan.entry_levels()`: the output and field holding its
+    /// coordinates (the levels of an array-of-structs run share one output).
+    pub coordinates: Vec<(Name, u32)>,
+    /// The output holding the values, `plan.block_len()` per entry.
+    pub values: Name,
 }
 
 /// A counting phase: a kernel whose output is the count array `name`.
@@ -390,13 +427,18 @@ impl LoopProgram {
         self.args.iter().find(|a| &a.name == name)
     }
 
-    /// The output argument.
+    /// The (first) output argument.
     pub fn output(&self) -> Option<&Arg> {
         self.args.iter().find(|a| matches!(a.kind, ArgKind::Output { .. }))
     }
 
-    /// Does the kernel accumulate into its output (`AddAtomic`)? Then the
-    /// output must be zero at every launch, also when a launch is repeated.
+    /// The positions of the output arguments among the arguments.
+    pub fn output_slots(&self) -> Vec<usize> {
+        self.args.iter().enumerate().filter(|(_, a)| matches!(a.kind, ArgKind::Output { .. })).map(|(k, _)| k).collect()
+    }
+
+    /// Does the kernel accumulate into an output (`AddAtomic`)? Then its
+    /// outputs must be zero at every launch, also when a launch is repeated.
     pub fn adds_into_output(&self) -> bool {
         fn any(b: &Block, out: &Name) -> bool {
             b.iter().any(|s| match s {
@@ -406,7 +448,7 @@ impl LoopProgram {
                 _ => false,
             })
         }
-        self.output().is_some_and(|o| any(&self.body, &o.name))
+        self.args.iter().any(|a| matches!(a.kind, ArgKind::Output { .. }) && any(&self.body, &a.name))
     }
 
     /// The type of `e` in `env` (see [`TypeEnv`]).

@@ -11,6 +11,25 @@ fn fields_text(fields: &[crate::ScalarType]) -> String {
     }
 }
 
+/// How a stored tensor is read back (flat outputs need no line).
+fn result_lines(f: &mut fmt::Formatter<'_>, layout: &super::ResultLayout) -> fmt::Result {
+    match layout {
+        super::ResultLayout::Flat { .. } => Ok(()),
+        super::ResultLayout::Tuple(parts) => parts.iter().try_for_each(|p| result_lines(f, p)),
+        super::ResultLayout::Tensor(t) => {
+            let plan = &t.plan;
+            let dims: Vec<String> = plan.dims.iter().map(print_nat).collect();
+            let stores: Vec<String> = plan.levels.iter().map(|l| format!("{:?}", l.store).to_lowercase()).collect();
+            write!(f, "result tensor [{}] {}: levels [{}]", dims.join(", "), crate::encoding::print_encoding(&plan.encoding), stores.join(", "))?;
+            if let Some(len) = &t.list_len {
+                write!(f, ", list length {}", print_nat(len))?;
+            }
+            let crds: Vec<String> = plan.entry_levels().iter().zip(&t.coordinates).map(|(l, (b, k))| format!("crd{l} in {b}.{}", k + 1)).collect();
+            writeln!(f, ", entries: {}values in {}", crds.iter().map(|c| format!("{c}, ")).collect::<String>(), t.values)
+        }
+    }
+}
+
 fn arg_text(a: &Arg) -> String {
     match &a.kind {
         ArgKind::Nat => format!("{}: nat", a.name),
@@ -41,6 +60,9 @@ impl fmt::Display for LoopProgram {
         }
         if let Some((var, work)) = &self.parallel_work {
             writeln!(f, "balance {var} by {}", expr(work))?;
+        }
+        if let Some(layout) = &self.result {
+            result_lines(f, layout)?;
         }
         let args: Vec<String> = self.args.iter().map(arg_text).collect();
         writeln!(f, "kernel {}({}) {{", self.name, args.join(", "))?;

@@ -283,7 +283,14 @@ pub fn print_type(t: &Type) -> String {
         }
         Type::Vector { elem, width } => format!("<{}>{}", print_type(elem), nat_prec(width, 3)),
         Type::Tensor(tt) => {
-            let mut dims: Vec<String> = tt.dims.iter().map(|d| d.map_or("?".to_string(), |v| v.to_string())).collect();
+            let dims = tt.dims.iter().map(|d| match d {
+                None => "?".to_string(),
+                Some(n) => match n.as_lit() {
+                    Some(v) => v.to_string(),
+                    None => format!("{{{}}}", print_nat(n)),
+                },
+            });
+            let mut dims: Vec<String> = dims.collect();
             dims.push(mlir_name(tt.elem).to_string());
             match &tt.encoding {
                 None => format!("tensor<{}>", dims.join("x")),

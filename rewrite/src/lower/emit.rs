@@ -110,6 +110,8 @@ impl Lowerer<'_> {
                 self.select(c, then, els, env, t.span, body)
             }
             TKind::Prim { name, nats, args, binder } => self.prim(name, nats, args, binder.as_ref(), &ty, env, t.span, body),
+            // A stored tensor is assembled by the host after the kernel (see assemble.rs).
+            TKind::Assemble { .. } => Err(unsupported(t.span, "a stored tensor used inside the kernel (it can be the kernel's result or a component of it)")),
         }
     }
 
@@ -426,7 +428,7 @@ impl Lowerer<'_> {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn write(&mut self, v: &Val, ty: &Type, buf: &Name, offset: Nat, env: &Env, body: &mut Block, top: bool) -> Result<(), Diagnostic> {
         let span = self.kernel.body.span;
-        if self.counting {
+        if self.counting.is_some() {
             return self.write_count(v, buf, offset, env, body, top);
         }
         match v {
@@ -532,7 +534,7 @@ impl Lowerer<'_> {
 
     /// Writing in a counting phase: the lengths of the counted arrays in
     /// `v`, in row-major order of the arrays around them; nothing else.
-    fn write_count(&mut self, v: &Val, buf: &Name, offset: Nat, env: &Env, body: &mut Block, top: bool) -> Result<(), Diagnostic> {
+    pub(super) fn write_count(&mut self, v: &Val, buf: &Name, offset: Nat, env: &Env, body: &mut Block, top: bool) -> Result<(), Diagnostic> {
         let Val::Array(view) = v else { return Ok(()) };
         if heddle_ir::nat::counted::as_counted(&view.len()).is_some() {
             let n = self.stream_len(view, env, body)?;
@@ -567,7 +569,7 @@ impl Lowerer<'_> {
     }
 
     /// The work of one parallel iteration: 1 plus the length of its element if that is an array.
-    fn work_estimate(&mut self, elem_ty: &Type, env: &Env, scratch: &mut Block) -> Result<L, Diagnostic> {
+    pub(super) fn work_estimate(&mut self, elem_ty: &Type, env: &Env, scratch: &mut Block) -> Result<L, Diagnostic> {
         match elem_ty {
             Type::Array { len, .. } => {
                 let mut sink = Block::new();
@@ -585,7 +587,7 @@ impl Lowerer<'_> {
         }
     }
 
-    fn schedule_of(&self, v: &View) -> Schedule {
+    pub(super) fn schedule_of(&self, v: &View) -> Schedule {
         match &v.kind {
             ViewKind::Map { prim, dim, .. } => match *prim {
                 "mapSeq" => Schedule::Seq,
@@ -606,7 +608,7 @@ impl Lowerer<'_> {
 
 /// The element type of the array a view ultimately reads (through maps and
 /// zips): what one iteration of a loop over the view works through.
-fn source_elem_ty(v: &View, i: &Nat) -> Type {
+pub(super) fn source_elem_ty(v: &View, i: &Nat) -> Type {
     match &v.kind {
         ViewKind::Map { src, .. } => source_elem_ty(src, i),
         ViewKind::Zip(parts) if !parts.is_empty() => source_elem_ty(&parts[0], i),

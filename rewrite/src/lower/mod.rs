@@ -16,6 +16,7 @@
 //! (LIL's row lengths become exactly CSR's offsets). No loop that evaluates a
 //! Σ is ever generated; `toNat` nodes become inlined loads.
 
+mod assemble;
 mod emit;
 mod nats;
 mod numbers;
@@ -32,7 +33,7 @@ mod view;
 use crate::Facts;
 use heddle_ir::loops::{Arg, ArgKind, Block, Check, CountPhase, HostBuffer, LoopProgram};
 use heddle_ir::{Diagnostic, Name, Nat, ScalarType, Span, Type};
-use heddle_typeck::{Kernel, KernelParam};
+use heddle_typeck::{Kernel, KernelParam, TExpr, TKind};
 use std::collections::HashSet;
 pub use view::{Val, View};
 
@@ -60,19 +61,36 @@ pub fn lower_kernel(kernel: &Kernel, name: &str) -> Result<LoopProgram, Diagnost
 
 /// [`lower_kernel`] with options.
 pub fn lower_kernel_with(kernel: &Kernel, name: &str, options: &LowerOptions) -> Result<LoopProgram, Diagnostic> {
-    let result_ty = kernel.body.ty.clone();
-    let counted = count_arrays(&result_ty).map_err(|m| unsupported(kernel.body.span, &m))?;
+    let counted = result_counts(&kernel.body)?;
     let mut counts = Vec::new();
     for (array, shape) in &counted {
-        let program = lower_phase(kernel, &format!("{name}_{}", array.as_str().replace('#', "")), options, &[], true)?;
+        let program = lower_phase(kernel, &format!("{name}_{}", array.as_str().replace('#', "")), options, &[], Some((array, shape)))?;
         counts.push(CountPhase { name: array.clone(), shape: shape.clone(), program: Box::new(program) });
     }
-    let mut program = lower_phase(kernel, name, options, &counted, false)?;
+    let mut program = lower_phase(kernel, name, options, &counted, None)?;
     program.counts = counts;
     program
         .validate()
         .map_err(|e| Diagnostic::new(kernel.body.span, format!("internal error in lowering: {e}")).with_note(program.to_string()))?;
     Ok(program)
+}
+
+/// The count arrays of the kernel's result, with their shapes: those of its
+/// type, or of each component of a tuple, or of the value a stored tensor is
+/// assembled from (through the `let`s around them).
+fn result_counts(t: &TExpr) -> Result<Vec<(Name, Vec<Nat>)>, Diagnostic> {
+    let mut out = Vec::new();
+    match &t.kind {
+        TKind::Let { body, .. } => return result_counts(body),
+        TKind::Tuple(items) if !assemble::scalars_only(&t.ty) => {
+            for item in items {
+                out.extend(result_counts(item)?);
+            }
+        }
+        TKind::Assemble { value, .. } => out = count_arrays(&value.ty).map_err(|m| unsupported(t.span, &m))?,
+        _ => out = count_arrays(&t.ty).map_err(|m| unsupported(t.span, &m))?,
+    }
+    Ok(out)
 }
 
 /// The count arrays of counted lengths in a result type, with their shapes
@@ -119,11 +137,11 @@ fn count_arrays(ty: &Type) -> Result<Vec<(Name, Vec<Nat>)>, String> {
     Ok(out)
 }
 
-/// One kernel: the counting phase (its output is the counts) or the main
-/// one, which reads the count arrays `counted` as inputs.
-fn lower_phase(kernel: &Kernel, name: &str, options: &LowerOptions, counted: &[(Name, Vec<Nat>)], counting: bool) -> Result<LoopProgram, Diagnostic> {
+/// One kernel: the counting phase of one count array (its output is the
+/// counts), or the main one, which reads the count arrays `counted` as inputs.
+fn lower_phase(kernel: &Kernel, name: &str, options: &LowerOptions, counted: &[(Name, Vec<Nat>)], counting: Option<(&Name, &Vec<Nat>)>) -> Result<LoopProgram, Diagnostic> {
     let mut cx = Lowerer::new(kernel, options);
-    cx.counting = counting;
+    cx.counting = counting.map(|(a, shape)| (a.clone(), shape.clone()));
     let mut env = Env::default();
     for p in &kernel.params {
         match p {
@@ -145,22 +163,8 @@ fn lower_phase(kernel: &Kernel, name: &str, options: &LowerOptions, counted: &[(
         let val = cx.param(array, &ty, kernel.body.span)?;
         cx.globals.values.push((array.clone(), val));
     }
-    let result_ty = kernel.body.ty.clone();
-    let (fields, count) = if counting {
-        let n = count_arrays(&result_ty).map_err(|m| unsupported(kernel.body.span, &m))?.first().map_or(Nat::Lit(1), |(_, shape)| {
-            shape.iter().cloned().reduce(Nat::mul).unwrap_or(Nat::Lit(1))
-        });
-        (vec![ScalarType::I64], n)
-    } else {
-        emit::output_shape(&result_ty, &cx.facts, kernel.body.span)?
-    };
-    let out = cx.fresh("out");
-    cx.args.push(Arg { name: out.clone(), kind: ArgKind::Output { fields, len: count } });
     let mut body = Block::new();
-    // A `scatterAdd` result is added into the output directly (see scatter.rs).
-    if let Some((value, env)) = cx.result(&kernel.body, &env, &out, &mut body)? {
-        cx.write(&value, &result_ty, &out, Nat::Lit(0), &env, &mut body, true)?;
-    }
+    let layout = cx.emit_result(&kernel.body, &env, &mut body)?;
     if !cx.prologue.is_empty() {
         body.splice(0..0, std::mem::take(&mut cx.prologue));
     }
@@ -175,6 +179,7 @@ fn lower_phase(kernel: &Kernel, name: &str, options: &LowerOptions, counted: &[(
         checks: cx.checks,
         parallel_work: cx.parallel_work,
         counts: Vec::new(),
+        result: if counting.is_some() { None } else { Some(layout) },
     };
     tidy::tidy(&mut program);
     program
@@ -226,8 +231,9 @@ pub struct Lowerer<'k> {
     hoisted: Vec<(usize, heddle_ir::loops::Stmt)>,
     /// Workspaces, allocated at the top of the kernel (see `stream.rs`).
     workspaces: Vec<heddle_ir::loops::Stmt>,
-    /// Lowering a counting phase: `write` stores counted lengths only.
-    counting: bool,
+    /// Lowering the counting phase of this count array (and shape): `write`
+    /// stores counted lengths only.
+    counting: Option<(Name, Vec<Nat>)>,
     /// Local buffers written by a `Local(d)` loop, with `d` (see `tree.rs`).
     local_producers: std::collections::HashMap<Name, u32>,
     /// Scalar computations over the naturals, run once at the top of the kernel.
@@ -262,7 +268,7 @@ impl<'k> Lowerer<'k> {
             loops: Vec::new(),
             hoisted: Vec::new(),
             workspaces: Vec::new(),
-            counting: false,
+            counting: None,
             local_producers: std::collections::HashMap::new(),
             prologue: Vec::new(),
             tree_levels: Vec::new(),

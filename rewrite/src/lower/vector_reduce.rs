@@ -32,7 +32,7 @@ fn mentions(t: &TExpr, x: &Name) -> bool {
         TKind::Proj { tuple, .. } => mentions(tuple, x),
         TKind::Tuple(items) => items.iter().any(|i| mentions(i, x)),
         TKind::Binary { lhs, rhs, .. } => mentions(lhs, x) || mentions(rhs, x),
-        TKind::Unary { operand, .. } => mentions(operand, x),
+        TKind::Unary { operand, .. } | TKind::Assemble { value: operand, .. } => mentions(operand, x),
         TKind::Select { cond, then, els } => mentions(cond, x) || mentions(then, x) || mentions(els, x),
     }
 }

@@ -183,7 +183,7 @@ pub fn plan(program: &Program, operand: &str, enc_name: &str, enc: &Encoding) ->
     let mut substs: Vec<(Name, Nat)> = Vec::new();
     for (k, len) in lens.iter().enumerate() {
         if let Some(v) = len.as_lit() {
-            dims.push(u64::try_from(v).ok());
+            dims.push(Some(Nat::Lit(v)).filter(|_| v >= 0));
             continue;
         }
         match len {

@@ -135,5 +135,5 @@ fn work_program(prog: &LoopProgram, var: &Name, lo: &Expr, hi: &Expr, work: &Exp
         schedule: Schedule::Parallel,
         body: vec![Stmt::Store { buf: out, index: Expr::bin(BinOp::Sub, Expr::var(var.clone()), lo.clone()), field: 0, value }],
     }];
-    LoopProgram { name: format!("{}_work", prog.name), args, host: vec![], body, checks: vec![], parallel_work: None, counts: vec![] }
+    LoopProgram { name: format!("{}_work", prog.name), args, host: vec![], body, checks: vec![], parallel_work: None, counts: vec![], result: None }
 }

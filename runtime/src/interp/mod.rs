@@ -8,6 +8,7 @@
 mod env;
 mod merge;
 mod prims;
+mod store;
 
 pub use env::{eval_int_expr, Env};
 
@@ -115,6 +116,7 @@ pub fn eval(t: &TExpr, env: &Env) -> Result<Value, Diagnostic> {
             _ => eval(els, env),
         },
         TKind::Prim { name, nats, args, binder } => prims::eval_prim(name, nats, args, binder.as_ref(), t, env),
+        TKind::Assemble { value, plan } => store::store(plan, &eval(value, env)?, env, t.span),
     }
 }
 

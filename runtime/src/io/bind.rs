@@ -602,7 +602,9 @@ pub fn tensor_inputs(kernel: &Kernel, name: &str, path: &std::path::Path) -> Res
         let (message, file) = (e.to_string(), path.display().to_string());
         err(&n, if message.starts_with(&file) { message } else { format!("{file}: {message}") })
     })?;
-    for (d, (want, got)) in tt.dims.iter().zip(&t.dim_sizes).enumerate() {
+    // The type checker admits only `?` and numbers as a parameter's sizes.
+    let dims = tt.static_dims().unwrap_or_default();
+    for (d, (want, got)) in dims.iter().zip(&t.dim_sizes).enumerate() {
         if want.is_some_and(|w| w != *got) {
             return Err(err(&n, format!("dimension {d} of the file is {got}, but the type says {}", want.unwrap_or(0))));
         }

@@ -22,6 +22,7 @@ fn json_scalar(v: &Value, s: Option<ScalarType>) -> serde_json::Value {
         // Shortest text at the result's width; "inf", "-inf", "nan" (see `number`).
         Value::Float(x) => super::number::float_to_json(*x, s.unwrap_or(ScalarType::F64)),
         Value::Tuple(items) | Value::Array(items) => serde_json::Value::Array(items.iter().map(|x| json_scalar(x, s)).collect()),
+        Value::Tensor(t) => crate::sparse::json::storage_to_json(t),
     }
 }
 

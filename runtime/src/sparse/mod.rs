@@ -26,6 +26,7 @@ pub mod file;
 pub mod json;
 pub mod mtx;
 pub mod npz;
+pub mod result;
 pub mod tensor;
 mod text;
 pub mod tns;

@@ -1,0 +1,125 @@
+//! `(e : tensor<…, #ENC>)` in the interpreter: the value's entries in
+//! storage order, checked (coordinates within their level, lists in order),
+//! then the storage assembled by [`crate::sparse::result`], as compiled code's is.
+
+use super::Env;
+use crate::sparse::result::{assemble_result, Entries};
+use crate::value::Value;
+use heddle_ir::encoding::result::{Order, ResultPlan, Source};
+use heddle_ir::{Diagnostic, Span};
+use std::rc::Rc;
+
+struct Walk<'a> {
+    plan: &'a ResultPlan,
+    lvl_sizes: Vec<u64>,
+    entry_levels: Vec<usize>,
+    counts: Vec<u64>,
+    entries: Entries,
+    /// The coordinates of the current path, per level.
+    path: Vec<u64>,
+    span: Span,
+}
+
+fn number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Float(x) => Some(*x),
+        Value::Int(x) => Some(*x as f64),
+        _ => None,
+    }
+}
+
+impl Walk<'_> {
+    fn fail(&self, m: String) -> Diagnostic {
+        Diagnostic::new(self.span, m).with_label("stored here")
+    }
+    fn coordinate(&self, v: &Value, l: usize) -> Result<u64, Diagnostic> {
+        let c = v.as_int().ok_or_else(|| self.fail("a coordinate is not an integer".into()))?;
+        u64::try_from(c).ok().filter(|c| *c < self.lvl_sizes[l]).ok_or_else(|| self.fail(format!("{} (it is {c})", self.plan.range_message(l))))
+    }
+    /// Level `l` of the value `v` at dense position `g`.
+    fn level(&mut self, v: &Value, l: usize, g: usize) -> Result<(), Diagnostic> {
+        let Some(level) = self.plan.levels.get(l) else { return self.entry(v) };
+        let items = |v: &Value| v.as_array().map(<[Value]>::to_vec).ok_or_else(|| self.fail(format!("level {l} of the value is not an array")));
+        match &level.source {
+            Source::Dense { .. } => {
+                let xs = items(v)?;
+                for (i, x) in xs.iter().enumerate() {
+                    self.path[l] = i as u64;
+                    self.level(x, l + 1, g * xs.len() + i)?;
+                }
+                Ok(())
+            }
+            Source::List { .. } => {
+                let xs = items(v)?;
+                self.counts[g] = xs.len() as u64;
+                let mut last: Option<u64> = None;
+                for x in xs.iter() {
+                    let (c, child) = self.pair(x, l)?;
+                    let in_order = match (self.plan.order(l), last) {
+                        (_, None) | (Order::Any, _) => true,
+                        (Order::Increasing, Some(p)) => c > p,
+                        (Order::NonDecreasing, Some(p)) => c >= p,
+                    };
+                    if !in_order {
+                        return Err(self.fail(format!("{} (coordinate {c} follows {})", self.plan.order_message(l), last.unwrap_or(0))));
+                    }
+                    last = Some(c);
+                    self.path[l] = c;
+                    self.level(&child, l + 1, g)?;
+                }
+                Ok(())
+            }
+            Source::Pair { .. } => {
+                let (c, child) = self.pair(v, l)?;
+                self.path[l] = c;
+                self.level(&child, l + 1, g)
+            }
+        }
+    }
+    fn pair(&self, v: &Value, l: usize) -> Result<(u64, Value), Diagnostic> {
+        match v {
+            Value::Tuple(items) if items.len() == 2 => Ok((self.coordinate(&items[0], l)?, items[1].clone())),
+            _ => Err(self.fail(format!("level {l} of the value is not a (coordinate, …) pair"))),
+        }
+    }
+    /// One entry: its per-entry coordinates and its block of values.
+    fn entry(&mut self, v: &Value) -> Result<(), Diagnostic> {
+        for (k, &l) in self.entry_levels.iter().enumerate() {
+            self.entries.coordinates[k].push(self.path[l]);
+        }
+        let mut flat = Vec::new();
+        v.flatten_into(&mut flat);
+        for x in flat {
+            let x = number(&x).ok_or_else(|| self.fail(format!("a stored value is {x}, not a number")))?;
+            self.entries.values.push(x);
+        }
+        Ok(())
+    }
+}
+
+/// Stores `v` as `plan` says.
+pub fn store(plan: &ResultPlan, v: &Value, env: &Env, span: Span) -> Result<Value, Diagnostic> {
+    let eval = |n: &heddle_ir::Nat| -> Result<u64, Diagnostic> {
+        let x = n.eval(env).map_err(|e| Diagnostic::new(span, format!("cannot compute the size {n} of the stored tensor: {e}")))?;
+        u64::try_from(x).map_err(|_| Diagnostic::new(span, format!("the size {n} of the stored tensor is {x}, which is negative")))
+    };
+    let dims = plan.dims.iter().map(eval).collect::<Result<Vec<_>, _>>()?;
+    let lvl_sizes = heddle_ir::encoding::map::lvl_sizes(&plan.encoding, &dims).map_err(|m| Diagnostic::new(span, m).with_label("stored here"))?;
+    let dense: Vec<usize> = plan.dense_prefix().iter().map(|(n, _)| eval(n).map(|v| v as usize)).collect::<Result<_, _>>()?;
+    let positions: usize = dense.iter().product();
+    let entry_levels = plan.entry_levels();
+    let mut w = Walk {
+        plan,
+        lvl_sizes,
+        entries: Entries { coordinates: vec![Vec::new(); entry_levels.len()], values: Vec::new() },
+        entry_levels,
+        // Without a list every dense position is one entry (a dense tensor).
+        counts: vec![u64::from(plan.list_level().is_none()); positions],
+        path: vec![0; plan.levels.len()],
+        span,
+    };
+    w.level(v, 0, 0)?;
+    let (counts, entries) = (w.counts, w.entries);
+    let t = assemble_result(plan, dims, &dense, &counts, entries).map_err(|e| Diagnostic::new(span, format!("the stored tensor is invalid: {e}")).with_label("stored here"))?;
+    Ok(Value::Tensor(Rc::new(t)))
+}

@@ -1,0 +1,136 @@
+//! Assembling a computed value's storage: the host side of
+//! `(e : tensor<…, #ENC>)` (see `heddle_ir::encoding::result`).
+//!
+//! The value's entries arrive in storage order — the elements of its one
+//! list, row-major over the dense levels above it — from the interpreter
+//! (walking the value) or from compiled code (the fill kernel's buffers). The
+//! *attribute query* of Chou et al. needs only how many entries each dense
+//! position holds (`counts`): from it this module computes every level's
+//! positions and the coordinates of the dense levels stored compressed (the
+//! positions that have an entry below them: DCSR's non-empty rows), so both
+//! paths share one assembly, and [`assemble`] validates the result either way.
+
+use super::assemble::{assemble, Buffers};
+use super::error::{Result, SparseError};
+use super::tensor::SparseTensor;
+use heddle_ir::encoding::result::{ResultPlan, Store};
+use heddle_ir::encoding::LevelFormat;
+
+/// A result's entries in storage order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Entries {
+    /// For each level of [`ResultPlan::entry_levels`], in that order, the
+    /// coordinate of every entry.
+    pub coordinates: Vec<Vec<u64>>,
+    /// The values, [`ResultPlan::block_len`] per entry.
+    pub values: Vec<f64>,
+}
+
+/// The storage of a result: `dims` are the dimension sizes, `dense` the
+/// lengths of the dense levels above the list (every level's when there is
+/// no list), `counts` the list's length at each dense position in row-major
+/// order (one entry per position when there is no list).
+pub fn assemble_result(plan: &ResultPlan, dims: Vec<u64>, dense: &[usize], counts: &[u64], entries: Entries) -> Result<SparseTensor> {
+    let enc = &plan.encoding;
+    let positions_total: usize = dense.iter().product();
+    if counts.len() != positions_total {
+        return Err(SparseError::Shape(format!("{} counts for {positions_total} dense positions", counts.len())));
+    }
+    // Entries below each node of each dense level: totals[l][g] for node g
+    // of the first l dense levels (row-major); totals[dense.len()] = counts.
+    let a = dense.len();
+    let mut totals: Vec<Vec<u64>> = vec![Vec::new(); a + 1];
+    totals[a] = counts.to_vec();
+    for l in (0..a).rev() {
+        let (nodes, n): (usize, usize) = (dense[..l].iter().product(), dense[l]);
+        totals[l] = (0..nodes).map(|g| totals[l + 1][g * n..(g + 1) * n].iter().sum()).collect();
+    }
+    let lr = enc.lvl_rank();
+    let mut positions: Vec<Option<Vec<u64>>> = vec![None; lr];
+    let mut coordinates: Vec<Option<Vec<u64>>> = vec![None; lr];
+    // The stored nodes of the current level: (storage position, dense node index).
+    let mut parents: Vec<(u64, usize)> = vec![(0, 0)];
+    let loose = |l: usize| enc.levels[l].format == LevelFormat::LooseCompressed;
+    let mut per_entry_from = None;
+    for (l, &n) in dense.iter().enumerate() {
+        match plan.levels[l].store {
+            Store::Dense => {
+                parents = parents.iter().flat_map(|&(q, g)| (0..n).map(move |i| (q * n as u64 + i as u64, g * n + i))).collect();
+            }
+            Store::Compress => {
+                let (mut pos, mut crd, mut next) = (vec![0u64], Vec::new(), Vec::new());
+                if loose(l) {
+                    pos.clear();
+                }
+                for &(_, g) in &parents {
+                    let lo = crd.len() as u64;
+                    for i in 0..n {
+                        if totals[l + 1][g * n + i] > 0 {
+                            next.push((crd.len() as u64, g * n + i));
+                            crd.push(i as u64);
+                        }
+                    }
+                    if loose(l) {
+                        pos.push(lo);
+                    }
+                    pos.push(crd.len() as u64);
+                }
+                positions[l] = Some(pos);
+                coordinates[l] = Some(crd);
+                parents = next;
+            }
+            Store::PerEntry | Store::Nodes => {
+                per_entry_from = Some(l);
+                break;
+            }
+        }
+    }
+    // Positions of the level that starts storing entries: a per-entry group's
+    // first level, or the list.
+    let first = per_entry_from.or_else(|| plan.list_level());
+    if let Some(l) = first
+        && enc.levels[l].format.has_positions()
+    {
+        let depth = l.min(dense.len());
+        let mut pos = Vec::with_capacity(parents.len() + 1);
+        let mut at = 0u64;
+        if !loose(l) {
+            pos.push(0);
+        }
+        for &(_, g) in &parents {
+            if loose(l) {
+                pos.push(at);
+            }
+            at += totals[depth][g];
+            pos.push(at);
+        }
+        positions[l] = Some(pos);
+    }
+    // The entries' coordinates; an array-of-structs run interleaved at its first level.
+    let entry_levels = plan.entry_levels();
+    if entries.coordinates.len() != entry_levels.len() {
+        return Err(SparseError::Shape(format!("coordinates for {} levels, the plan stores {}", entries.coordinates.len(), entry_levels.len())));
+    }
+    let nse = counts.iter().sum::<u64>() as usize;
+    for (k, &l) in entry_levels.iter().enumerate() {
+        if entries.coordinates[k].len() != nse {
+            return Err(SparseError::Shape(format!("{} coordinates at level {l} for {nse} entries", entries.coordinates[k].len())));
+        }
+        if enc.in_aos_buffer(l) {
+            continue;
+        }
+        match enc.aos_run(l) {
+            Some(run) => {
+                let cols: Vec<&Vec<u64>> = run.clone().map(|m| &entries.coordinates[entry_levels.iter().position(|&x| x == m).unwrap_or(k)]).collect();
+                let mut buf = Vec::with_capacity(nse * cols.len());
+                for p in 0..nse {
+                    buf.extend(cols.iter().map(|c| c[p]));
+                }
+                coordinates[l] = Some(buf);
+            }
+            None => coordinates[l] = Some(entries.coordinates[k].clone()),
+        }
+    }
+    assemble(enc, plan.elem, dims, Buffers { positions, coordinates, values: entries.values })
+}
+

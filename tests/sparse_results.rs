@@ -1,0 +1,380 @@
+//! Stored sparse results, `(e : tensor<…, #ENC>)` (issue 11): every result
+//! form on interp, cpu and opencl.
+//!
+//! - Each encoding's storage for small hand-checked cases equals MLIR's
+//!   (positions, coordinates, values, sizes), on every backend.
+//! - On random matrices (empty rows and columns, 0×0, 1×1, a single long
+//!   row) the storage is the same on every backend, and its entries — read
+//!   back through `.tns` — are exactly the entries a dense computation
+//!   written here predicts (a union's explicit zeros included).
+//! - A property test: random operands in random row-major encodings, `+`,
+//!   `∘` and SpMSpM with the result in a random encoding, against dense loops.
+//! - Outputs: `.json` storage, `.mtx`, `.tns`, `.npz` (scipy's layout, read
+//!   back here member by member); errors for what a format cannot hold.
+
+mod common;
+
+use common::{backends, heddle, write, Rng};
+use serde_json::{json, Value as J};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Entries by coordinates.
+type Entries = BTreeMap<Vec<u64>, f64>;
+
+const CSR: &str = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>";
+
+fn mtx(rows: u64, cols: u64, e: &Entries) -> String {
+    let mut s = format!("%%MatrixMarket matrix coordinate real general\n{rows} {cols} {}\n", e.len());
+    for (c, v) in e {
+        s.push_str(&format!("{} {} {v}\n", c[0] + 1, c[1] + 1));
+    }
+    s
+}
+
+/// The entries of a `.tns` file (1-based coordinates; the extended header names the shape).
+fn read_tns(path: &Path) -> (Vec<u64>, Entries) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let mut dims = Vec::new();
+    let mut entries = Entries::new();
+    let mut header = false;
+    while let Some(line) = lines.next() {
+        if line.starts_with('#') {
+            header = true;
+            let _rank = lines.next().unwrap();
+            dims = lines.next().unwrap().split_whitespace().map(|x| x.parse().unwrap()).collect();
+            continue;
+        }
+        let parts: Vec<&str> = line.split_whitespace().collect();
+        let (crd, v) = parts.split_at(parts.len() - 1);
+        let crd: Vec<u64> = crd.iter().map(|x| x.parse::<u64>().unwrap() - 1).collect();
+        let old = entries.insert(crd.clone(), v[0].parse().unwrap());
+        assert!(old.is_none(), "{crd:?} twice in {}", path.display());
+    }
+    assert!(header, "{} has no shape header", path.display());
+    (dims, entries)
+}
+
+/// A random m x n matrix, about `percent`% stored (never 0), with an empty
+/// row and an empty column where there is room.
+fn random(rng: &mut Rng, m: u64, n: u64, percent: u64) -> Entries {
+    let (er, ec) = (rng.below(m.max(1)), rng.below(n.max(1)));
+    let mut e = Entries::new();
+    for i in 0..m {
+        for j in 0..n {
+            if (m < 3 || i != er) && (n < 3 || j != ec) && rng.below(100) < percent {
+                e.insert(vec![i, j], rng.value());
+            }
+        }
+    }
+    e
+}
+
+fn union(a: &Entries, b: &Entries) -> Entries {
+    let mut out = a.clone();
+    for (c, v) in b {
+        *out.entry(c.clone()).or_insert(0.0) += v;
+    }
+    out
+}
+
+fn intersection(a: &Entries, b: &Entries) -> Entries {
+    a.iter().filter_map(|(c, v)| b.get(c).map(|w| (c.clone(), v * w))).collect()
+}
+
+/// Gustavson's pattern: every (i, j) reached through a stored A(i, k) and B(k, j).
+fn product(a: &Entries, b: &Entries) -> Entries {
+    let mut out = Entries::new();
+    for (ca, va) in a {
+        for (cb, vb) in b.range(vec![ca[1], 0]..vec![ca[1] + 1, 0]) {
+            *out.entry(vec![ca[0], cb[1]]).or_insert(0.0) += va * vb;
+        }
+    }
+    out
+}
+
+/// Runs `kernel` with `--matrix` arguments on `backend`; stdout as JSON.
+fn run(kernel: &Path, mats: &[(&str, &Path)], backend: &str, extra: &[&str]) -> J {
+    let mut args = vec!["run".to_string(), kernel.display().to_string(), "--backend".into(), backend.into()];
+    for (name, path) in mats {
+        args.extend(["--matrix".into(), format!("{name}={}", path.display())]);
+    }
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = heddle(&args);
+    assert_eq!(code, 0, "{} on {backend}: {err}", kernel.display());
+    if out.trim().is_empty() { J::Null } else { serde_json::from_str(&out).unwrap() }
+}
+
+fn example(name: &str) -> PathBuf {
+    common::root().join("examples/sparse").join(format!("{name}.hdl"))
+}
+
+/// Storage of every encoding for small hand-checked cases: MLIR's buffers.
+#[test]
+fn storage_of_each_encoding_is_mlirs() {
+    let dir = tempfile::tempdir().unwrap();
+    // A = [1 . 2 . . ; . . . . . ; . . . . . ; . . . . 3], B = [. . 5 . . ; . . . . . ; . . . . . ; . 7 . . .]
+    let a = write(dir.path(), "a.mtx", "%%MatrixMarket matrix coordinate real general\n4 5 3\n1 1 1.0\n1 3 2.0\n4 5 3.0\n");
+    let b = write(dir.path(), "b.mtx", "%%MatrixMarket matrix coordinate real general\n4 5 2\n1 3 5.0\n4 2 7.0\n");
+    // 5 x 3 for products: A * C = [1*(C row 0) + 2*(C row 2); 0; 0; 3*(C row 4)].
+    let c = write(dir.path(), "c.mtx", "%%MatrixMarket matrix coordinate real general\n5 3 3\n1 2 1.0\n3 2 4.0\n3 3 -1.0\n");
+    let av = write(dir.path(), "av.tns", "1 1.0\n3 2.0\n6 3.0\n");
+    let bv = write(dir.path(), "bv.tns", "3 5.0\n4 7.0\n6 0.0\n");
+    // Blocks of 2 x 3: A6 = 4 x 6, B6 likewise.
+    let a6 = write(dir.path(), "a6.mtx", "%%MatrixMarket matrix coordinate real general\n4 6 4\n1 1 1.0\n2 3 2.0\n4 5 3.0\n3 6 4.0\n");
+    let b6 = write(dir.path(), "b6.mtx", "%%MatrixMarket matrix coordinate real general\n4 6 3\n1 2 5.0\n4 6 7.0\n3 1 1.5\n");
+    let a3 = write(dir.path(), "a3.tns", "1 1 2 1.0\n1 3 1 2.0\n3 2 2 3.0\n3 2 4 4.0\n");
+    let b3 = write(dir.path(), "b3.tns", "1 1 2 5.0\n2 2 2 6.0\n3 2 3 7.0\n3 3 4 0.0\n");
+    let two = |x: &Path, y: &Path| vec![("A", x.to_path_buf()), ("B", y.to_path_buf())];
+    let cases: Vec<(&str, Vec<(&str, PathBuf)>, J)> = vec![
+        ("spadd_csr", two(&a, &b), json!({"dim_sizes": [4, 5], "lvl_sizes": [4, 5], "nse": 4,
+            "positions": [null, [0, 2, 2, 2, 4]], "coordinates": [null, [0, 2, 1, 4]], "values": [1.0, 7.0, 7.0, 3.0]})),
+        ("spmul_csr", two(&a, &b), json!({"dim_sizes": [4, 5], "lvl_sizes": [4, 5], "nse": 1,
+            "positions": [null, [0, 1, 1, 1, 1]], "coordinates": [null, [2]], "values": [10.0]})),
+        // Rows 1 and 2 are empty in both: DCSR keeps rows 0 and 3.
+        ("spadd_dcsr", two(&a, &b), json!({"dim_sizes": [4, 5], "lvl_sizes": [4, 5], "nse": 4,
+            "positions": [[0, 2], [0, 2, 4]], "coordinates": [[0, 3], [0, 2, 1, 4]], "values": [1.0, 7.0, 7.0, 3.0]})),
+        // COO, array of structs: (row, column) pairs interleaved in the first level's buffer.
+        ("spadd_coo", two(&a, &b), json!({"dim_sizes": [4, 5], "lvl_sizes": [4, 5], "nse": 4,
+            "positions": [[0, 4], null], "coordinates": [[0, 0, 0, 2, 3, 1, 3, 4], null], "values": [1.0, 7.0, 7.0, 3.0]})),
+        // CSC: columns 0..4 hold rows [0], [3], [0], [], [3].
+        ("spadd_csc", two(&a, &b), json!({"dim_sizes": [4, 5], "lvl_sizes": [5, 4], "nse": 4,
+            "positions": [null, [0, 1, 2, 3, 3, 4]], "coordinates": [null, [0, 3, 0, 3]], "values": [1.0, 7.0, 7.0, 3.0]})),
+        // Row 0: 1 * [. 1 .] + 2 * [. 4 -1] = [. 9 -2]; row 3: 3 * (C row 4, empty) is nothing.
+        ("spgemm_csr", two(&a, &c), json!({"dim_sizes": [4, 3], "lvl_sizes": [4, 3], "nse": 2,
+            "positions": [null, [0, 2, 2, 2, 2]], "coordinates": [null, [1, 2]], "values": [9.0, -2.0]})),
+        ("spgemm_dcsr", two(&a, &c), json!({"dim_sizes": [4, 3], "lvl_sizes": [4, 3], "nse": 2,
+            "positions": [[0, 1], [0, 2]], "coordinates": [[0], [1, 2]], "values": [9.0, -2.0]})),
+        // A stored zero (b's last entry) is an entry of the union.
+        ("spvadd", vec![("a", av.clone()), ("b", bv.clone())], json!({"dim_sizes": [6], "lvl_sizes": [6], "nse": 4,
+            "positions": [[0, 4]], "coordinates": [[0, 2, 3, 5]], "values": [1.0, 7.0, 7.0, 3.0]})),
+        // Block row 0: block column 0 = [[1 5 0] [0 0 2]]; block row 1: [[1.5 0 0] [0 0 0]], [[0 0 4] [0 3 7]].
+        ("spadd_bsr", two(&a6, &b6), json!({"dim_sizes": [4, 6], "lvl_sizes": [2, 2, 2, 3], "nse": 18,
+            "positions": [null, [0, 1, 3], null, null], "coordinates": [null, [0, 0, 1], null, null],
+            "values": [1.0, 5.0, 0.0, 0.0, 0.0, 2.0, 1.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 4.0, 0.0, 3.0, 7.0]})),
+        // CSF: slices 0, 1, 2; their rows {0, 2}, {1}, {1, 2}; the fibres' columns.
+        ("csf_add", two(&a3, &b3), json!({"dim_sizes": [3, 3, 4], "lvl_sizes": [3, 3, 4], "nse": 7,
+            "positions": [[0, 3], [0, 2, 3, 5], [0, 1, 2, 3, 6, 7]], "coordinates": [[0, 1, 2], [0, 2, 1, 1, 2], [1, 0, 1, 1, 2, 3, 3]],
+            "values": [6.0, 2.0, 6.0, 3.0, 7.0, 4.0, 0.0]})),
+    ];
+    for (kernel, mats, want) in cases {
+        let mats: Vec<(&str, &Path)> = mats.iter().map(|(n, p)| (*n, p.as_path())).collect();
+        for backend in backends() {
+            let got = run(&example(kernel), &mats, backend, &[]);
+            for (key, value) in want.as_object().unwrap() {
+                assert_eq!(&got[key], value, "{kernel} on {backend}: `{key}` in {got}");
+            }
+        }
+    }
+}
+
+/// A result's storage on every backend (equal to the interpreter's) and its
+/// entries, read from the storage by the runtime's own walk (`to_coo`).
+fn stored(kernel: &Path, mats: &[(&str, &Path)], case: &str) -> (Vec<u64>, Entries) {
+    let mut reference: Option<J> = None;
+    for backend in backends() {
+        let storage = run(kernel, mats, backend, &[]);
+        match &reference {
+            None => reference = Some(storage),
+            Some(r) => assert_eq!(&storage, r, "{} on {backend}, {case}: the storage differs from the interpreter's", kernel.display()),
+        }
+    }
+    let t = heddle_runtime::sparse::json::storage_from_json(&reference.unwrap()).unwrap();
+    let coo = t.to_coo();
+    let entries = (0..coo.len()).map(|k| (coo.entry(k).to_vec(), coo.values[k])).collect();
+    (t.dim_sizes.clone(), entries)
+}
+
+/// Random matrices of awkward shapes: every result form equals the dense computation.
+#[test]
+fn random_results_equal_the_dense_computation() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0x5eed_5e11);
+    let shapes: &[(u64, u64, u64)] = &[(9, 7, 5), (0, 0, 0), (1, 1, 1), (1, 300, 40)];
+    for (case, &(m, k, n)) in shapes.iter().enumerate() {
+        let label = format!("case {case} ({m}x{k}, {k}x{n})");
+        let a = random(&mut rng, m, k, 35);
+        let b = random(&mut rng, m, k, 35);
+        let c = random(&mut rng, k, n, 40);
+        let (fa, fb, fc) = (
+            write(dir.path(), &format!("a{case}.mtx"), &mtx(m, k, &a)),
+            write(dir.path(), &format!("b{case}.mtx"), &mtx(m, k, &b)),
+            write(dir.path(), &format!("c{case}.mtx"), &mtx(k, n, &c)),
+        );
+        let ab = [("A", fa.as_path()), ("B", fb.as_path())];
+        let ac = [("A", fa.as_path()), ("B", fc.as_path())];
+        for (kernel, mats, want, dims) in [
+            ("spadd_csr", &ab, union(&a, &b), vec![m, k]),
+            ("spadd_dcsr", &ab, union(&a, &b), vec![m, k]),
+            ("spadd_coo", &ab, union(&a, &b), vec![m, k]),
+            ("spmul_csr", &ab, intersection(&a, &b), vec![m, k]),
+            ("spgemm_csr", &ac, product(&a, &c), vec![m, n]),
+            ("spgemm_dcsr", &ac, product(&a, &c), vec![m, n]),
+        ] {
+            let (got_dims, got) = stored(&example(kernel), mats, &format!("{kernel}, {label}"));
+            assert_eq!(got_dims, dims, "{kernel}, {label}");
+            assert_eq!(got.len(), want.len(), "{kernel}, {label}: {got:?}, want {want:?}");
+            for ((gc, gv), (wc, wv)) in got.iter().zip(&want) {
+                assert_eq!(gc, wc, "{kernel}, {label}");
+                assert!((gv - wv).abs() <= 1e-5 * wv.abs().max(1.0), "{kernel}, {label}: {gc:?} is {gv}, want {wv}");
+            }
+        }
+        // CSC: the same matrices, stored column-major (the .mtx is read into CSC).
+        let (_, got) = stored(&example("spadd_csc"), &ab, &format!("spadd_csc, {label}"));
+        assert_eq!(got.keys().collect::<Vec<_>>(), union(&a, &b).keys().collect::<Vec<_>>(), "spadd_csc, {label}");
+    }
+}
+
+/// `.npz` members: scipy's names, dtypes and contents.
+fn npz_members(path: &Path) -> BTreeMap<String, (String, Vec<u8>)> {
+    let file = std::fs::File::open(path).unwrap();
+    let mut zip = zip::ZipArchive::new(file).unwrap();
+    let mut out = BTreeMap::new();
+    for k in 0..zip.len() {
+        let mut f = zip.by_index(k).unwrap();
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut f, &mut bytes).unwrap();
+        assert_eq!(&bytes[..6], b"\x93NUMPY");
+        let hlen = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+        let header = String::from_utf8(bytes[10..10 + hlen].to_vec()).unwrap();
+        out.insert(f.name().unwrap().to_string(), (header, bytes[10 + hlen..].to_vec()));
+    }
+    out
+}
+
+fn i32s(b: &[u8]) -> Vec<i32> {
+    b.chunks(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+fn f32s(b: &[u8]) -> Vec<f32> {
+    b.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+#[test]
+fn stored_results_are_written_as_json_mtx_tns_and_npz() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.mtx", "%%MatrixMarket matrix coordinate real general\n4 5 3\n1 1 1.0\n1 3 2.0\n4 5 3.0\n");
+    let b = write(dir.path(), "b.mtx", "%%MatrixMarket matrix coordinate real general\n4 5 2\n1 3 5.0\n4 2 7.0\n");
+    let mats = [("A", a.as_path()), ("B", b.as_path())];
+    for backend in backends() {
+        // .json is the storage object, the same as stdout.
+        let json_out = dir.path().join("c.json");
+        let stdout = run(&example("spadd_dcsr"), &mats, backend, &[]);
+        run(&example("spadd_dcsr"), &mats, backend, &["-o", json_out.to_str().unwrap()]);
+        let file: J = serde_json::from_str(&std::fs::read_to_string(&json_out).unwrap()).unwrap();
+        assert_eq!(file, stdout, "{backend}");
+        assert_eq!(stdout["encoding"], json!("#sparse_tensor.encoding<{ map = (i, j) -> (i : compressed, j : compressed) }>"));
+        // .mtx: the entries, shape from the tensor (the empty last column kept).
+        let mtx_out = dir.path().join("c.mtx");
+        run(&example("spadd_dcsr"), &mats, backend, &["-o", mtx_out.to_str().unwrap()]);
+        assert_eq!(
+            std::fs::read_to_string(&mtx_out).unwrap(),
+            "%%MatrixMarket matrix coordinate real general\n4 5 4\n1 1 1.0\n1 3 7.0\n4 2 7.0\n4 5 3.0\n",
+            "{backend}"
+        );
+        // .npz: CSR as scipy's csr, COO and DCSR as coo, CSC as csc.
+        for (kernel, format, want) in [
+            ("spadd_csr", "csr", vec![("indptr.npy", vec![0, 2, 2, 2, 4]), ("indices.npy", vec![0, 2, 1, 4])]),
+            ("spadd_csc", "csc", vec![("indptr.npy", vec![0, 1, 2, 3, 3, 4]), ("indices.npy", vec![0, 3, 0, 3])]),
+            ("spadd_coo", "coo", vec![("row.npy", vec![0, 0, 3, 3]), ("col.npy", vec![0, 2, 1, 4])]),
+            ("spadd_dcsr", "coo", vec![("row.npy", vec![0, 0, 3, 3]), ("col.npy", vec![0, 2, 1, 4])]),
+        ] {
+            let npz = dir.path().join(format!("{kernel}.npz"));
+            run(&example(kernel), &mats, backend, &["-o", npz.to_str().unwrap()]);
+            let members = npz_members(&npz);
+            assert_eq!(members["format.npy"].1, format.as_bytes(), "{kernel}");
+            assert!(members["format.npy"].0.contains("'descr': '|S3'") && members["format.npy"].0.contains("'shape': ()"));
+            let shape: Vec<i64> = members["shape.npy"].1.chunks(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
+            assert_eq!(shape, vec![4, 5], "{kernel}");
+            for (name, values) in want {
+                assert!(members[name].0.contains("'descr': '<i4'"), "{kernel} {name}: {}", members[name].0);
+                assert_eq!(i32s(&members[name].1), values, "{kernel} {name}");
+            }
+            assert!(members["data.npy"].0.contains("'descr': '<f4'"));
+            let data = f32s(&members["data.npy"].1);
+            // Storage order: by rows, or by columns for csc (the same four values here).
+            assert_eq!(data, vec![1.0, 7.0, 7.0, 3.0], "{kernel}");
+        }
+    }
+    // .tns: any rank, with its shape (3-D CSF here).
+    let a3 = write(dir.path(), "a3.tns", "1 1 2 1.0\n2 3 4 2.0\n");
+    let b3 = write(dir.path(), "b3.tns", "1 1 2 0.5\n2 3 4 0.0\n");
+    let tns = dir.path().join("x.tns");
+    for backend in backends() {
+        run(&example("csf_add"), &[("A", a3.as_path()), ("B", b3.as_path())], backend, &["-o", tns.to_str().unwrap()]);
+        let want: Entries = [(vec![0, 0, 1], 1.5), (vec![1, 2, 3], 2.0)].into_iter().collect();
+        assert_eq!(read_tns(&tns), (vec![2, 3, 4], want), "{backend}");
+    }
+    // What a format cannot hold is an error naming it.
+    let out = dir.path().join("x.npz");
+    let (code, _, err) = heddle(&["run", example("csf_add").to_str().unwrap(), "--matrix", &format!("A={}", a3.display()), "--matrix", &format!("B={}", a3.display()), "-o", out.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(err.contains("3 dimensions"), "{err}");
+    let (code, _, err) = heddle(&["run", example("spadd_csr").to_str().unwrap(), "--matrix", &format!("A={}", a.display()), "--matrix", &format!("B={}", b.display()), "-o", dir.path().join("x.npy").to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(err.contains("a stored tensor is written as"), "{err}");
+}
+
+/// A coordinate outside the stored tensor's size, or out of order in a
+/// list, is a run-time error at the annotation on every backend.
+#[test]
+fn coordinates_outside_the_stored_shape_or_out_of_order_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.mtx", "%%MatrixMarket matrix coordinate real general\n2 6 2\n1 1 1.0\n2 6 2.0\n");
+    // The result claims 5 columns: column 5 does not fit.
+    let small = write(
+        dir.path(),
+        "small.hdl",
+        &format!("#CSR = {CSR}\nfun(A: tensor<?x?xf32, #CSR> => (A :>> map(fun(row => row :>> map(fun(e => (e.1, e.2 * 2))))) : tensor<?x{{5}}xf32, #CSR>))\n"),
+    );
+    // Coordinates reversed: a list out of order.
+    let reversed = write(
+        dir.path(),
+        "reversed.hdl",
+        &format!("#CSR = {CSR}\nfun(A: tensor<?x?xf32, #CSR> => (generate(A_dim0, fun(i => generate(2, fun(k => (1 - k, 1.0))))) : tensor<?x{{A_dim1}}xf32, #CSR>))\n"),
+    );
+    for backend in backends() {
+        for (kernel, message) in [(&small, "outside the level's size 5"), (&reversed, "must be strictly increasing")] {
+            let (code, _, err) = heddle(&["run", kernel.to_str().unwrap(), "--backend", backend, "--matrix", &format!("A={}", a.display())]);
+            assert_eq!(code, 1, "{} on {backend}: {err}", kernel.display());
+            assert!(err.contains(message) && err.contains(":2:"), "{} on {backend}: {err}", kernel.display());
+        }
+    }
+}
+
+/// A tuple result: each component has its own outputs (and count phase) —
+/// two stored tensors, a dense array and counted rows.
+#[test]
+fn tuples_of_results_have_one_output_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.mtx", "%%MatrixMarket matrix coordinate real general\n4 5 3\n1 1 1.0\n1 3 2.0\n4 5 3.0\n");
+    let b = write(dir.path(), "b.mtx", "%%MatrixMarket matrix coordinate real general\n4 5 2\n1 3 5.0\n4 2 7.0\n");
+    let kernel = write(
+        dir.path(),
+        "tuple.hdl",
+        &format!(
+            "#CSR = {CSR}\n#DCSR = #sparse_tensor.encoding<{{ map = (i, j) -> (i : compressed, j : compressed) }}>\n\
+             fun(A: tensor<?x?xf32, #CSR> => fun(B: tensor<?x?xf32, #CSR> =>\n\
+               let s = generate(A_dim0, fun(i => union(0, 0, A@i, B@i) :>> map(fun(e => (e.1, e.2 + e.3))))) in\n\
+               ((s : tensor<?x{{A_dim1}}xf32, #CSR>),\n\
+                (generate(A_dim0, fun(i => intersect(A@i, B@i) :>> map(fun(e => (e.1, e.2 * e.3))))) : tensor<?x{{A_dim1}}xf32, #DCSR>),\n\
+                A :>> map(fun(row => row :>> map(fun(e => e.2)) :>> reduce(+, 0))),\n\
+                generate(A_dim0, fun(i => union(0, 0, A@i, B@i) :>> map(fun(e => e.2 - e.3)))))))\n"
+        ),
+    );
+    let (code, loops, err) = heddle(&["compile", kernel.to_str().unwrap(), "--target", "loops"]);
+    assert_eq!(code, 0, "{err}");
+    // The union is counted twice (the stored tensor's and the rows'), the intersection once.
+    assert_eq!(loops.matches("count phase").count(), 3, "{loops}");
+    for backend in backends() {
+        let got = run(&kernel, &[("A", a.as_path()), ("B", b.as_path())], backend, &[]);
+        assert_eq!(got[0]["positions"], json!([null, [0, 2, 2, 2, 4]]), "{backend}: {got}");
+        assert_eq!(got[0]["values"], json!([1.0, 7.0, 7.0, 3.0]), "{backend}");
+        assert_eq!(got[1]["positions"], json!([[0, 1], [0, 1]]), "{backend}: {got}");
+        assert_eq!(got[1]["coordinates"], json!([[0], [2]]), "{backend}");
+        assert_eq!(got[1]["values"], json!([10.0]), "{backend}");
+        assert_eq!(got[2], json!([3.0, 0.0, 0.0, 3.0]), "{backend}");
+        assert_eq!(got[3], json!([[1.0, -3.0], [], [], [-7.0, 3.0]]), "{backend}");
+    }
+}
