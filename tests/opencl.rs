@@ -304,6 +304,7 @@ fn oclgrind_reports_a_global_race_and_an_uninitialised_value() {
         checks: vec![],
         parallel_work: None,
         counts: vec![],
+        result: None,
     };
     let racy = program(
         "racy",

@@ -273,6 +273,7 @@ pub fn hand_off(read: Expr) -> LoopProgram {
         checks: vec![],
         parallel_work: None,
         counts: vec![],
+        result: None,
     }
 }
 
@@ -318,5 +319,6 @@ pub fn nested_hand_off() -> LoopProgram {
         checks: vec![Check { message: "row out of range".into(), span: Span::default() }],
         parallel_work: None,
         counts: vec![],
+        result: None,
     }
 }

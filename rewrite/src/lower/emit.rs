@@ -359,7 +359,7 @@ impl Lowerer<'_> {
         // and kept in local memory for the reduction (fused into a sequential
         // loop, the map would run on one item at a time).
         if let ViewKind::Map { prim: "mapLocal", .. } = &xs.kind
-            && !self.counting
+            && self.counting.is_none()
         {
             let ty = xs.ty.clone();
             if let Val::Array(local) = self.materialize(Val::Array(xs.clone()), &ty, Space::Local, env, span, body)? {
@@ -368,7 +368,7 @@ impl Lowerer<'_> {
         }
         // The reduction may destroy a local buffer made for it alone.
         let own = matches!(&xs_expr.kind, TKind::Prim { name: "toLocal" | "mapLocal", .. });
-        if reassociate && own && !self.counting
+        if reassociate && own && self.counting.is_none()
             && let Some(v) = self.tree_reduce(op, &init, &xs, env, body)?
         {
             return Ok(v);
