@@ -174,7 +174,7 @@ fn heddle_npz_files_load_in_scipy() {
         .unwrap();
     let (code, _, err) = heddle(&["convert", s(&d.join("i.mtx")), "--to", "CSR", "-o", s(&d.join("i.npz"))]);
     assert_eq!(code, 0, "{err}");
-    // SpGEMM's CSR result (rows of (column, value) pairs) as .npz.
+    // SpGEMM's result, a stored CSR tensor, as .npz.
     let spgemm = common::root().join("examples/sparse/spgemm_csr.hdl");
     let setup = "import numpy as np, scipy.sparse as sp, scipy.io
 rng = np.random.default_rng(3)
@@ -190,7 +190,7 @@ for name, (r, c) in [('P', (9, 7)), ('Q', (7, 11))]:
         let (p, q) = (format!("A={}", s(&d.join("P.npz"))), format!("B={}", s(&d.join("Q.npz"))));
         let out = d.join(format!("PQ_{backend}.npz"));
         let (code, _, err) =
-            heddle(&["run", s(&spgemm), "--backend", backend, "--matrix", &p, "--matrix", &q, "-o", s(&out), "--output-dims", "9x11"]);
+            heddle(&["run", s(&spgemm), "--backend", backend, "--matrix", &p, "--matrix", &q, "-o", s(&out)]);
         assert_eq!(code, 0, "spgemm on {backend}: {err}");
     }
     let check = format!(

@@ -135,7 +135,7 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     if let (Some(out), heddle_runtime::value::Value::Tensor(t)) = (&a.output, &value) {
         // A stored tensor: the writers `heddle convert` uses.
         if a.output_dims.is_some() {
-            return Err(Failure::Input("--output-dims sizes a result of rows of pairs; a stored tensor has its own shape".into()));
+            return Err(Failure::usage("--output-dims", "--output-dims sizes a result of rows of pairs; a stored tensor has its own shape"));
         }
         let path = Path::new(out);
         match path.extension().and_then(|e| e.to_str()) {
