@@ -5,9 +5,11 @@
 
 use heddle_ir::loops::LoopProgram;
 use heddle_ir::{Diagnostic, Span};
+use heddle_runtime::cpu::Parallelism;
 use heddle_runtime::interp::Env;
 use heddle_runtime::value::Value;
 use heddle_typeck::Kernel;
+use std::time::Instant;
 
 /// Lowers `kernel` to its loop program; `name` names it (the file's stem).
 pub fn lower(kernel: &Kernel, name: &str) -> Result<LoopProgram, Diagnostic> {
@@ -20,17 +22,66 @@ pub fn clif(program: &LoopProgram) -> Result<String, Diagnostic> {
         .map_err(|e| crate::compile_error(Diagnostic::new(Span::DUMMY, format!("CPU code generation failed: {e}"))))
 }
 
+/// Compiles `program` and its counting phases to native code (through the
+/// runtime's cache), so that a run that follows finds them compiled.
+pub fn compile(program: &LoopProgram) -> Result<(), Diagnostic> {
+    let failed = |e| crate::compile_error(Diagnostic::new(Span::DUMMY, format!("CPU code generation failed: {e}")));
+    for phase in &program.counts {
+        heddle_runtime::cpu::compile_cached(&phase.program).map_err(failed)?;
+    }
+    heddle_runtime::cpu::compile_cached(program).map_err(failed)?;
+    Ok(())
+}
+
 /// Runs the lowered `program` of `kernel` on bound inputs with `threads`
 /// threads; the result value. Validation is the interpreter's: the same
 /// obligations, the same inputs.
-pub fn run(kernel: &Kernel, program: &LoopProgram, env: &Env, threads: usize) -> Result<Value, Diagnostic> {
-    run_checked(kernel, program, env, threads).map_err(crate::run_error)
+pub fn run(kernel: &Kernel, program: &LoopProgram, env: &Env, threads: impl Into<Parallelism>) -> Result<Value, Diagnostic> {
+    Ok(run_timed(kernel, program, env, threads, 0)?.0)
 }
 
-fn run_checked(kernel: &Kernel, program: &LoopProgram, env: &Env, threads: usize) -> Result<Value, Diagnostic> {
+/// [`run`], then `reps` more runs, each timed: the result of the first run
+/// and the seconds of each repetition.
+///
+/// A repetition is the kernel alone: inputs are bound, validated and laid
+/// out once, the code compiled and the work split planned once (as MKL's
+/// inspector-executor plans once), and each repetition runs the kernel over
+/// them (zeroing the output first where the kernel adds into it). A kernel
+/// whose result has counted lengths (count → allocate → fill) repeats all of
+/// it: the counting phases, the prefix sum of the counts, laying out the
+/// fill's arguments, allocating the result, and the fill.
+pub fn run_timed(kernel: &Kernel, program: &LoopProgram, env: &Env, threads: impl Into<Parallelism>, reps: usize) -> Result<(Value, Vec<f64>), Diagnostic> {
+    run_timed_checked(kernel, program, env, threads.into(), reps).map_err(crate::run_error)
+}
+
+fn run_timed_checked(kernel: &Kernel, program: &LoopProgram, env: &Env, threads: Parallelism, reps: usize) -> Result<(Value, Vec<f64>), Diagnostic> {
+    use heddle_runtime::{cpu, launch};
     heddle_runtime::interp::check_obligations(kernel, env)?;
-    let env = heddle_runtime::launch::run_counts(program, env, &mut |_, phase, launch| heddle_runtime::cpu::run(phase, launch, threads))?;
-    let mut launch = heddle_runtime::launch::prepare(program, &env)?;
-    heddle_runtime::cpu::run(program, &mut launch, threads)?;
-    heddle_runtime::launch::output_value(program, &launch, &kernel.body.ty, &env)
+    let mut times = Vec::with_capacity(reps);
+    if !program.counts.is_empty() {
+        let once = || -> Result<_, Diagnostic> {
+            let env = launch::run_counts(program, env, &mut |_, phase, l| cpu::run(phase, l, threads))?;
+            let mut l = launch::prepare(program, &env)?;
+            cpu::run(program, &mut l, threads)?;
+            Ok((l, env))
+        };
+        let (l, counted) = once()?;
+        for _ in 0..reps {
+            let start = Instant::now();
+            drop(once()?);
+            times.push(start.elapsed().as_secs_f64());
+        }
+        return Ok((launch::output_value(program, &l, &kernel.body.ty, &counted)?, times));
+    }
+    let mut l = launch::prepare(program, env)?;
+    {
+        let mut ready = cpu::Ready::new(program, &mut l, threads)?;
+        ready.run()?;
+        for _ in 0..reps {
+            let start = Instant::now();
+            ready.run()?;
+            times.push(start.elapsed().as_secs_f64());
+        }
+    }
+    Ok((launch::output_value(program, &l, &kernel.body.ty, env)?, times))
 }

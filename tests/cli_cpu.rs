@@ -169,3 +169,54 @@ fn cranelift_ir_of_a_kernel() {
     assert!(std::fs::read_to_string(&o).unwrap().starts_with("function"));
     assert_eq!(heddle(&["compile", "examples/csr_row_sums.hdl", "--target", "nosuch"]).0, 2);
 }
+
+/// `heddle run … --reps N` (LANGUAGE.md §7): with `--json`, `compile_seconds`
+/// and `kernel_seconds {median, min, max, reps}`; without it, one stderr line.
+#[test]
+fn reps_report_kernel_times_on_every_backend() {
+    for backend in common::backends() {
+        let file = "examples/sparse/spmv_csr.hdl";
+        let args = ["run", file, "--backend", backend, "--matrix", "A=tests/data/sparse/m4x8.mtx", "--input", "xs=examples/data/sparse/x8.json"];
+        let (code, out, err) = heddle(&[&args[..], &["--reps", "5", "--json"]].concat());
+        assert_eq!(code, 0, "{backend}: {err}");
+        let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let k = &j["kernel_seconds"];
+        assert_eq!(k["reps"], 5, "{backend}: {j}");
+        let (median, min, max) = (k["median"].as_f64().unwrap(), k["min"].as_f64().unwrap(), k["max"].as_f64().unwrap());
+        assert!(0.0 <= min && min <= median && median <= max, "{backend}: {k}");
+        assert!(j["compile_seconds"].as_f64().is_some_and(|c| c >= 0.0), "{backend}: {j}");
+        // Without --json: the result on stdout, one timing line on stderr.
+        let (code, out, err) = heddle(&[&args[..], &["--reps", "3"]].concat());
+        assert_eq!(code, 0, "{backend}: {err}");
+        assert!(out.trim_start().starts_with('['), "{backend}: {out}");
+        let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("kernel: median")).collect();
+        assert_eq!(lines.len(), 1, "{backend}: {err}");
+        assert!(lines[0].contains("over 3 runs") && lines[0].contains("compile"), "{backend}: {err}");
+        // No timing without --reps.
+        let (_, out, err) = heddle(&[&args[..], &["--json"]].concat());
+        assert!(!out.contains("kernel_seconds") && !err.contains("kernel: median"), "{backend}: {out}{err}");
+    }
+    assert_eq!(run_cpu(&[], &["--reps", "0"]).0, 2, "zero repetitions is a usage error");
+}
+
+/// `HEDDLE_THREADS` takes the values `--threads` takes, and nothing else.
+#[test]
+fn heddle_threads_is_capped_like_threads() {
+    let run = |value: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_heddle"))
+            .args(["run", "examples/sparse/spmv_csr.hdl", "--backend", "cpu", "--matrix", "A=tests/data/sparse/m4x8.mtx", "--input", "xs=examples/data/sparse/x8.json"])
+            .env("HEDDLE_THREADS", value)
+            .current_dir(common::root())
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    for ok in ["1", "3", "1024"] {
+        assert_eq!(run(ok).0, Some(0), "HEDDLE_THREADS={ok}: {}", run(ok).1);
+    }
+    for bad in ["0", "1025", "100000000", "two"] {
+        let (code, err) = run(bad);
+        assert_eq!(code, Some(1), "HEDDLE_THREADS={bad}");
+        assert!(err.contains("HEDDLE_THREADS") && err.contains("1 to 1024"), "{err}");
+    }
+}

@@ -7,6 +7,7 @@
 mod common;
 
 use heddle::source::SourceFile;
+use heddle_runtime::cpu::Parallelism;
 use heddle_runtime::interp::Env;
 use heddle_runtime::io::{bind_inputs, Loaded};
 use heddle_runtime::value::Value;
@@ -156,8 +157,9 @@ fn every_example_agrees_with_the_interpreter() {
         for (case, a) in cases() {
             let env = bind(&kernel, &a);
             let want = heddle_runtime::interp::run_kernel(&kernel, &env).unwrap_or_else(|d| panic!("{name}, {case}: {}", file.render(&[d])));
-            for threads in [1, 2, 3] {
-                let got = heddle::cpu::run(&kernel, &program, &env, threads)
+            // Every launch split, however small, so that 2–4 threads really run.
+            for threads in 1..=4 {
+                let got = heddle::cpu::run(&kernel, &program, &env, Parallelism::always(threads))
                     .unwrap_or_else(|d| panic!("{name}, {case}, {threads} threads: {}", file.render(&[d])));
                 assert!(agree(&got, &want), "{name}, {case}, {threads} threads: cpu {got} != interp {want}");
             }
@@ -174,8 +176,8 @@ fn a_bad_column_fails_the_same_check_on_every_thread_count() {
     a.rows[333][0].0 = 10; // one past the last column
     let env = bind(&kernel, &a);
     let interp = heddle_runtime::interp::run_kernel(&kernel, &env).unwrap_err();
-    for threads in [1, 2, 4] {
-        let d = heddle::cpu::run(&kernel, &program, &env, threads).unwrap_err();
+    for threads in 1..=4 {
+        let d = heddle::cpu::run(&kernel, &program, &env, Parallelism::always(threads)).unwrap_err();
         let text = file.render(&[d]);
         assert!(text.contains("xs"), "{threads} threads: {text}");
         assert!(!interp.message.is_empty());
@@ -208,4 +210,52 @@ fn repeated_runs_reuse_the_compiled_kernel() {
     let first = heddle_runtime::cpu::compile_cached(&program).unwrap();
     let again = heddle_runtime::cpu::compile_cached(&program.clone()).unwrap();
     assert!(std::sync::Arc::ptr_eq(&first, &again));
+}
+
+#[test]
+fn the_split_weighs_empty_rows_as_well_as_nonzeros() {
+    // Ten dense rows, then 20 000 empty ones: by nonzeros alone the first
+    // chunks would take only dense rows and the last one every empty row.
+    // The cost model (ROW_COST per row + ITEM_COST per nonzero) balances
+    // rows and nonzeros together.
+    use heddle_runtime::cpu::{plan_with, ITEM_COST, ROW_COST};
+    let path = common::root().join("examples/csr_unpacked_spmv.hdl");
+    let (_, kernel) = load(&path);
+    let program = heddle::cpu::lower(&kernel, "csr_unpacked_spmv").unwrap();
+    let a = sparse(20_010, 1000, 11, |r, _| if r < 10 { 1000 } else { 0 });
+    let env = bind(&kernel, &a);
+    let mut launch = heddle_runtime::launch::prepare(&program, &env).unwrap();
+    let compiled = heddle_runtime::cpu::compile_cached(&program).unwrap();
+    let plan = plan_with(&program, &compiled, &mut launch, 2, 0);
+    let cost = |(lo, hi): (i64, i64)| -> u64 {
+        (lo..hi).map(|r| ROW_COST + ITEM_COST * a.rows[r as usize].len() as u64).sum()
+    };
+    let costs: Vec<u64> = plan.chunks.iter().map(|c| cost(*c)).collect();
+    let total: u64 = costs.iter().sum();
+    let fair = total / costs.len() as u64;
+    assert!(plan.chunks.len() > 2, "{plan:?}");
+    // Every chunk within one dense row (the unit the cut cannot split) of its share.
+    for (c, k) in plan.chunks.iter().zip(&costs) {
+        assert!(k.abs_diff(fair) <= ROW_COST + 1000 * ITEM_COST, "chunk {c:?} costs {k}, a fair share is {fair}: {plan:?}");
+    }
+    assert_eq!(plan.chunks.first().map(|c| c.0), Some(0));
+    assert_eq!(plan.chunks.last().map(|c| c.1), Some(20_010));
+    assert!(plan.chunks.windows(2).all(|w| w[0].1 == w[1].0), "{plan:?}");
+}
+
+#[test]
+fn small_launches_stay_on_one_thread() {
+    let path = common::root().join("examples/csr_unpacked_spmv.hdl");
+    let (_, kernel) = load(&path);
+    let program = heddle::cpu::lower(&kernel, "csr_unpacked_spmv").unwrap();
+    let small = sparse(100, 100, 12, |_, g| g.below(5));
+    let env = bind(&kernel, &small);
+    let mut launch = heddle_runtime::launch::prepare(&program, &env).unwrap();
+    let compiled = heddle_runtime::cpu::compile_cached(&program).unwrap();
+    assert_eq!(heddle_runtime::cpu::plan(&program, &compiled, &mut launch, 4), heddle_runtime::cpu::Plan::whole());
+    let large = sparse(20_000, 100, 13, |_, _| 3);
+    let env = bind(&kernel, &large);
+    let mut launch = heddle_runtime::launch::prepare(&program, &env).unwrap();
+    let plan = heddle_runtime::cpu::plan(&program, &compiled, &mut launch, 4);
+    assert!(plan.threads == 4 && plan.chunks.len() >= 4, "{plan:?}");
 }

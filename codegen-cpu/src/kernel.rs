@@ -55,6 +55,11 @@ pub enum Fault {
     /// A temporary buffer could not be allocated.
     #[error("out of memory for a temporary buffer")]
     OutOfMemory,
+    /// A loop ran past the range of the 32-bit (or narrower) integer its
+    /// index is converted to, such as a `generate` position of type `int`
+    /// over more than 2^31 elements: the converted index would wrap.
+    #[error("a loop index does not fit the integer type it is converted to")]
+    IndexOverflow,
     /// The arguments do not match the kernel's parameters.
     #[error("bad kernel arguments: {0}")]
     BadArguments(String),
@@ -110,20 +115,36 @@ impl CpuKernel {
     ///   disjoint records).
     pub unsafe fn call(&self, args: &[ArgValue], range: (i64, i64)) -> Result<(), Fault> {
         let slots = self.slots(args)?;
+        // SAFETY: the caller's contract is this function's.
+        unsafe { self.call_with(&slots, range) }
+    }
+
+    /// [`call`](CpuKernel::call) with arguments already checked and packed by
+    /// [`slots`](CpuKernel::slots): nothing is allocated, so a runtime can
+    /// call it for every chunk of every launch.
+    ///
+    /// # Safety
+    ///
+    /// As for [`call`](CpuKernel::call), for the argument values `slots` was made from.
+    pub unsafe fn call_with(&self, slots: &Slots, range: (i64, i64)) -> Result<(), Fault> {
+        if slots.0.len() != self.params.len() {
+            return Err(Fault::BadArguments(format!("{} argument slots for {} parameters", slots.0.len(), self.params.len())));
+        }
         // SAFETY: the slots match the parameters (checked by `slots`); the
         // pointers in them are valid by this function's contract.
-        let code = unsafe { (self.entry)(slots.as_ptr(), range.0, range.1) };
+        let code = unsafe { (self.entry)(slots.0.as_ptr(), range.0, range.1) };
         let _ = &self.code;
         match code {
             status::OK => Ok(()),
             status::DIVISION_BY_ZERO => Err(Fault::DivisionByZero),
             status::OUT_OF_MEMORY => Err(Fault::OutOfMemory),
+            status::INDEX_OVERFLOW => Err(Fault::IndexOverflow),
             id => Err(Fault::Check(id - 1)),
         }
     }
 
     /// The 8-byte argument slots for `args`, after checking they match the parameters.
-    fn slots(&self, args: &[ArgValue]) -> Result<Vec<u64>, Fault> {
+    pub fn slots(&self, args: &[ArgValue]) -> Result<Slots, Fault> {
         if args.len() != self.params.len() {
             return Err(Fault::BadArguments(format!("{} arguments for {} parameters", args.len(), self.params.len())));
         }
@@ -140,6 +161,17 @@ impl CpuKernel {
             };
             slots.push(slot);
         }
-        Ok(slots)
+        Ok(Slots(slots))
     }
 }
+
+/// A call's arguments, checked against a kernel's parameters and packed
+/// into the 8-byte slots the entry point reads (see the crate docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Slots(Vec<u64>);
+
+// SAFETY: the slots are plain integers (buffer addresses among them); what
+// may be done with the memory they point to is `call_with`'s contract.
+unsafe impl Send for Slots {}
+// SAFETY: as for `Send`; the slots are never written after construction.
+unsafe impl Sync for Slots {}

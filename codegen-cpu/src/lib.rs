@@ -39,7 +39,7 @@ mod translate;
 mod types;
 
 pub use error::CodegenError;
-pub use kernel::{ArgValue, CpuKernel, Fault};
+pub use kernel::{ArgValue, CpuKernel, Fault, Slots};
 
 use heddle_ir::loops::LoopProgram;
 

@@ -5,8 +5,10 @@
 //! buffers, host prefix sums, a zeroed output) → [`compile_cached`] (JIT
 //! once per distinct program) → [`plan`] (split the top-level parallel
 //! loop into chunks of equal *work*, from the program's `parallel_work`) →
-//! [`execute`] (one kernel call per chunk on a thread pool) →
-//! [`crate::launch::output_value`]. [`run`] does the middle three.
+//! [`execute`] (one kernel call per chunk on the thread runtime of
+//! `pool.rs`) → [`crate::launch::output_value`]. [`run`] does the middle
+//! three; [`Ready`] keeps the compiled kernel, packed arguments and split of
+//! one launch for running it again and again (`--reps`, benchmarks).
 //!
 //! Why generated code may skip bounds checks: `prepare` lays every input
 //! out at exactly the length its type gives (after `bind` validated offsets
@@ -21,54 +23,154 @@ mod pool;
 mod split;
 
 pub use cache::{compile_cached, KernelCache};
-pub use pool::default_threads;
-pub use split::{plan, Plan};
+pub use pool::{default_threads, parse_threads, threads_from_env, MAX_THREADS};
+pub use split::{plan, plan_with, Plan, ITEM_COST, PARALLEL_THRESHOLD, ROW_COST};
 
 use crate::launch::{check_failure, Launch, Slot};
-use heddle_codegen_cpu::{ArgValue, CpuKernel, Fault};
+use heddle_codegen_cpu::{ArgValue, CpuKernel, Fault, Slots};
 use heddle_ir::loops::{ArgKind, LoopProgram};
 use heddle_ir::{Diagnostic, Span};
+use std::marker::PhantomData;
+use std::sync::Arc;
 
 /// Compiles (or finds in the cache) `prog`, splits its parallel loop over
 /// `threads` threads by work and runs it over `launch`, which must come from
 /// [`crate::launch::prepare`] for the same program. The output buffer holds
 /// the result afterwards.
-pub fn run(prog: &LoopProgram, launch: &mut Launch, threads: usize) -> Result<(), Diagnostic> {
-    let kernel = compile_cached(prog).map_err(|e| Diagnostic::new(Span::DUMMY, format!("CPU code generation failed: {e}")))?;
-    let plan = plan(prog, &kernel, launch, threads);
-    execute(prog, &kernel, launch, &plan)
+pub fn run(prog: &LoopProgram, launch: &mut Launch, threads: impl Into<Parallelism>) -> Result<(), Diagnostic> {
+    Ready::new(prog, launch, threads)?.run()
+}
+
+/// How a launch may use threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Parallelism {
+    /// At most this many threads (the calling one included).
+    pub threads: usize,
+    /// A launch whose estimated cost is below this runs on one thread
+    /// ([`PARALLEL_THRESHOLD`] by default; 0 splits every launch, as tests
+    /// of the split itself want).
+    pub threshold: u64,
+}
+
+impl Parallelism {
+    /// `threads` threads for every launch, however small.
+    pub fn always(threads: usize) -> Parallelism {
+        Parallelism { threads, threshold: 0 }
+    }
+}
+
+impl From<usize> for Parallelism {
+    /// `threads` threads, with the threshold of `HEDDLE_PARALLEL_THRESHOLD`
+    /// when it is set to a valid cost (see [`threshold_from_env`]), else
+    /// [`PARALLEL_THRESHOLD`].
+    fn from(threads: usize) -> Parallelism {
+        let threshold = threshold_from_env().ok().flatten().unwrap_or(PARALLEL_THRESHOLD);
+        Parallelism { threads, threshold }
+    }
+}
+
+/// `HEDDLE_PARALLEL_THRESHOLD`: the estimated cost (about nanoseconds, see
+/// [`ROW_COST`]) below which a launch runs on one thread; `None` when
+/// unset, an error when it is not a whole number. 0 splits every launch
+/// (the integration tests set it, so that their small inputs still run on
+/// several threads).
+pub fn threshold_from_env() -> Result<Option<u64>, String> {
+    let Some(raw) = std::env::var_os("HEDDLE_PARALLEL_THRESHOLD") else { return Ok(None) };
+    let text = raw.to_string_lossy();
+    text.trim().parse::<u64>().map(Some).map_err(|_| format!("HEDDLE_PARALLEL_THRESHOLD={text}: expected a whole number (an estimated cost; 0 splits every launch)"))
 }
 
 /// Runs a compiled kernel over the chunks of `plan`, in parallel. A failed
 /// check is reported as the one the first failing chunk (in loop order) met,
 /// which is the one a sequential run meets.
 pub fn execute(prog: &LoopProgram, kernel: &CpuKernel, launch: &mut Launch, plan: &Plan) -> Result<(), Diagnostic> {
-    if prog.adds_into_output() {
-        // The kernel adds into its outputs (scatterAdd): start each run from zero.
-        for o in prog.output_slots() {
-            if let Some(Slot::Buffer(b)) = launch.slots.get_mut(o) {
-                b.bytes_mut().fill(0);
-            }
+    let args = arguments(prog, launch)?;
+    let slots = kernel.slots(args.values()).map_err(|f| fault(prog, f))?;
+    let outputs = zeroed_output(prog, launch);
+    launch_chunks(prog, kernel, &slots, plan, &outputs)
+}
+
+/// A launch ready to run, again and again: the compiled kernel, its
+/// arguments packed once, and its split into chunks, computed once (the
+/// split depends on the inputs only). Running it allocates nothing.
+pub struct Ready<'l> {
+    prog: &'l LoopProgram,
+    kernel: Arc<CpuKernel>,
+    slots: Slots,
+    plan: Plan,
+    outputs: Vec<(*mut u8, usize)>,
+    // The slots point into the launch's buffers: it stays borrowed.
+    _launch: PhantomData<&'l mut Launch>,
+}
+
+impl<'l> Ready<'l> {
+    /// Compiles (or finds in the cache) `prog` and plans its launch over
+    /// `launch` (from [`crate::launch::prepare`] for the same program) on
+    /// `threads` threads.
+    pub fn new(prog: &'l LoopProgram, launch: &'l mut Launch, threads: impl Into<Parallelism>) -> Result<Ready<'l>, Diagnostic> {
+        let p = threads.into();
+        let kernel = compile_cached(prog).map_err(|e| Diagnostic::new(Span::DUMMY, format!("CPU code generation failed: {e}")))?;
+        let plan = plan_with(prog, &kernel, launch, p.threads, p.threshold);
+        let args = arguments(prog, launch)?;
+        let slots = kernel.slots(args.values()).map_err(|f| fault(prog, f))?;
+        let outputs = zeroed_output(prog, launch);
+        Ok(Ready { prog, kernel, slots, plan, outputs, _launch: PhantomData })
+    }
+
+    /// How the launch is split.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// Runs the kernel once; the launch's output buffer holds the result.
+    pub fn run(&mut self) -> Result<(), Diagnostic> {
+        launch_chunks(self.prog, &self.kernel, &self.slots, &self.plan, &self.outputs)
+    }
+}
+
+/// The output buffers (address and bytes) of a program that adds into them
+/// (`scatterAdd`), which must be zero at the start of every run; none for
+/// other programs.
+fn zeroed_output(prog: &LoopProgram, launch: &mut Launch) -> Vec<(*mut u8, usize)> {
+    if !prog.adds_into_output() {
+        return Vec::new();
+    }
+    let mut outputs = Vec::new();
+    for o in prog.output_slots() {
+        if let Some(Slot::Buffer(b)) = launch.slots.get_mut(o) {
+            outputs.push((b.as_mut_ptr(), b.byte_len()));
         }
     }
-    let args = arguments(prog, launch)?;
+    outputs
+}
+
+fn launch_chunks(prog: &LoopProgram, kernel: &CpuKernel, slots: &Slots, plan: &Plan, outputs: &[(*mut u8, usize)]) -> Result<(), Diagnostic> {
+    for &(ptr, len) in outputs {
+        // SAFETY: `ptr` and `len` are the output buffer of the launch the
+        // caller borrows mutably (`Ready` holds the borrow; `execute` has it).
+        unsafe { std::ptr::write_bytes(ptr, 0, len) };
+    }
     let call = |range: (i64, i64)| {
-        // SAFETY: `arguments` checked that `launch` matches the program slot by
-        // slot and takes the buffer pointers from it: `prepare` built each
-        // input at the length its type gives, the host buffers and the output
-        // at theirs, all 8-byte aligned (see the module docs). The `&mut
-        // Launch` keeps every buffer alive and unshared for this call; the
-        // chunks of a plan are disjoint ranges of a splittable kernel (or one
-        // call), so concurrent calls write disjoint output records, or add into
-        // shared ones only through atomic instructions (`AddAtomic`).
-        unsafe { kernel.call(args.values(), range) }
+        // SAFETY: the slots were packed from `arguments`, which checked that
+        // the launch matches the program slot by slot and took the buffer
+        // pointers from it: `prepare` built each input at the length its type
+        // gives, the host buffers and the output at theirs, all 8-byte aligned
+        // (see the module docs). The caller's `&mut Launch` keeps every buffer
+        // alive and unshared for this call; the chunks of a plan are disjoint
+        // ranges of a splittable kernel (or one call), so concurrent calls
+        // write disjoint output records, or add into shared ones only through
+        // atomic instructions (`AddAtomic`).
+        unsafe { kernel.call_with(slots, range) }
     };
-    let results = pool::run_chunks(&plan.chunks, plan.threads, &call);
-    match results.into_iter().find_map(Result::err) {
-        None => Ok(()),
-        Some(Fault::Check(id)) => Err(check_failure(prog, id)),
-        Some(Fault::DivisionByZero) => Err(Diagnostic::new(Span::DUMMY, "integer division by zero")),
-        Some(f) => Err(Diagnostic::new(Span::DUMMY, f.to_string())),
+    pool::run_chunks(&plan.chunks, plan.threads, &call).map_err(|f| fault(prog, f))
+}
+
+/// The diagnostic for a kernel's fault.
+fn fault(prog: &LoopProgram, f: Fault) -> Diagnostic {
+    match f {
+        Fault::Check(id) => check_failure(prog, id),
+        Fault::DivisionByZero => Diagnostic::new(Span::DUMMY, "integer division by zero"),
+        f => Diagnostic::new(Span::DUMMY, f.to_string()),
     }
 }
 

@@ -3,7 +3,11 @@
 use super::matrix::{self, Storage};
 use super::{args, load, Failure, Output};
 use heddle_runtime::io::bind::InputError;
+use heddle::source::SourceFile;
+use heddle_runtime::interp::Env;
 use heddle_runtime::io::{bind_inputs, read_input, write};
+use heddle_runtime::value::Value;
+use heddle_typeck::Kernel;
 use std::path::Path;
 use std::time::Instant;
 
@@ -57,6 +61,10 @@ pub struct Args {
     /// Threads for --backend cpu (default: HEDDLE_THREADS, else every core).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     threads: Option<u32>,
+    /// Run the kernel N more times after the first run and report the time of the kernel alone
+    /// (median, min, max; inputs already bound and laid out, code already compiled).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    reps: Option<u32>,
     /// Where to write the result (.npy or .json; a stored tensor `(e : tensor<…>)` as .json
     /// storage, .mtx, .tns or .npz; .mtx, .npz or .tns also for a result of rows of
     /// (column, value) pairs, packed as CSR); stdout as JSON without it.
@@ -117,16 +125,34 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         inputs.extend(buffers);
     }
     let env = bind_inputs(&kernel, &nats, inputs)?;
+    let reps = a.reps.map_or(0, |n| n as usize);
     let start = Instant::now();
-    let value = match a.backend {
-        Backend::Interp => heddle_runtime::interp::run_kernel(&kernel, &env)
-            .map_err(|d| Failure::Source(file, vec![d.or_kind(heddle_ir::ErrorKind::Runtime)]))?,
-        Backend::Opencl => super::tune::run_opencl(&file, &kernel, &env, a.device)?,
+    let (value, compile_seconds, times) = match a.backend {
+        Backend::Interp => {
+            let value = heddle_runtime::interp::run_kernel(&kernel, &env).map_err(|d| Failure::Source(file.clone(), vec![d.or_kind(heddle_ir::ErrorKind::Runtime)]))?;
+            let mut times = Vec::with_capacity(reps);
+            for _ in 0..reps {
+                let t = Instant::now();
+                heddle_runtime::interp::run_kernel(&kernel, &env).map_err(|d| Failure::Source(file.clone(), vec![d.or_kind(heddle_ir::ErrorKind::Runtime)]))?;
+                times.push(t.elapsed().as_secs_f64());
+            }
+            (value, 0.0, times)
+        }
+        Backend::Opencl => run_opencl(&file, &kernel, &env, a.device, reps)?,
         Backend::Cpu => {
             let located = |d| Failure::Source(file.clone(), vec![d]);
+            let threads = match a.threads {
+                Some(n) => n as usize,
+                None => heddle_runtime::cpu::threads_from_env().map_err(Failure::Input)?.unwrap_or_else(heddle_runtime::cpu::default_threads),
+            };
+            let threshold = heddle_runtime::cpu::threshold_from_env().map_err(Failure::Input)?.unwrap_or(heddle_runtime::cpu::PARALLEL_THRESHOLD);
+            let threads = heddle_runtime::cpu::Parallelism { threads, threshold };
+            let compiling = Instant::now();
             let program = heddle::cpu::lower(&kernel, &super::compile::kernel_name(&file)).map_err(located)?;
-            let threads = a.threads.map_or_else(heddle_runtime::cpu::default_threads, |n| n as usize);
-            heddle::cpu::run(&kernel, &program, &env, threads).map_err(located)?
+            heddle::cpu::compile(&program).map_err(located)?;
+            let compile_seconds = compiling.elapsed().as_secs_f64();
+            let (value, times) = heddle::cpu::run_timed(&kernel, &program, &env, threads, reps).map_err(located)?;
+            (value, compile_seconds, times)
         }
     };
     let elapsed = start.elapsed();
@@ -165,7 +191,7 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         }
     }
     let text = if a.output.is_some() { String::new() } else { serde_json::to_string(&result_json).unwrap_or_default() };
-    let json = serde_json::json!({
+    let mut json = serde_json::json!({
         "ok": true,
         "backend": format!("{:?}", a.backend).to_lowercase(),
         "type": ty.to_string(),
@@ -173,5 +199,64 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         "output": a.output,
         "seconds": elapsed.as_secs_f64(),
     });
+    if let Some(stats) = KernelTimes::of(&times) {
+        json["compile_seconds"] = serde_json::json!(compile_seconds);
+        json["kernel_seconds"] = serde_json::json!({ "median": stats.median, "min": stats.min, "max": stats.max, "reps": times.len() });
+        if !a.json {
+            // Not eprintln!: a closed stderr must not panic.
+            let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("{}\n", stats.line(times.len(), compile_seconds)));
+        }
+    }
     Ok(Output { text, json })
+}
+
+/// The summary of `--reps` timings.
+struct KernelTimes {
+    median: f64,
+    min: f64,
+    max: f64,
+}
+
+impl KernelTimes {
+    /// The median (the mean of the middle two for an even count), min and max; `None` without times.
+    fn of(times: &[f64]) -> Option<KernelTimes> {
+        let mut t = times.to_vec();
+        t.sort_by(f64::total_cmp);
+        let n = t.len();
+        let median = match n {
+            0 => return None,
+            _ if n % 2 == 1 => t[n / 2],
+            _ => (t[n / 2 - 1] + t[n / 2]) / 2.0,
+        };
+        Some(KernelTimes { median, min: t[0], max: t[n - 1] })
+    }
+
+    /// The one stderr line of `--reps` without `--json`.
+    fn line(&self, reps: usize, compile_seconds: f64) -> String {
+        let ms = |s: f64| format!("{:.4} ms", s * 1e3);
+        format!(
+            "kernel: median {} (min {}, max {}) over {reps} runs; compile {}",
+            ms(self.median),
+            ms(self.min),
+            ms(self.max),
+            ms(compile_seconds)
+        )
+    }
+}
+
+/// Runs a kernel on the OpenCL backend, then `reps` more launches: the
+/// result, the seconds from the checked kernel to a built OpenCL program,
+/// and each repetition's kernel time (OpenCL profiling events: the kernel
+/// alone, no transfers).
+fn run_opencl(file: &SourceFile, kernel: &Kernel, env: &Env, device: Option<usize>, reps: usize) -> Result<(Value, f64, Vec<f64>), Failure> {
+    let cl = heddle_runtime::opencl::OpenCl::new(device).map_err(|d| Failure::Device(d.message))?;
+    let located = |d| Failure::Source(SourceFile::new(file.name.clone(), file.text.clone()), vec![d]);
+    let start = Instant::now();
+    let compiled = heddle::opencl::compile(kernel, &super::compile::kernel_name(file)).map_err(located)?;
+    for k in compiled.counts.iter().chain([&compiled.kernel]) {
+        cl.build(k).map_err(located)?;
+    }
+    let compile_seconds = start.elapsed().as_secs_f64();
+    let (value, timing) = heddle::opencl::run(&cl, kernel, &compiled, env, reps + 1).map_err(located)?;
+    Ok((value, compile_seconds, timing.kernel_seconds.into_iter().skip(1).collect()))
 }

@@ -176,15 +176,6 @@ fn copy(f: &SourceFile) -> SourceFile {
     SourceFile::new(f.name.clone(), f.text.clone())
 }
 
-/// Runs a kernel once on the OpenCL backend (for `heddle run --backend opencl`).
-pub fn run_opencl(file: &SourceFile, kernel: &Kernel, env: &Env, device: Option<usize>) -> Result<Value, Failure> {
-    let cl = OpenCl::new(device).map_err(|d| Failure::Device(d.message))?;
-    let name = Path::new(&file.name).file_stem().and_then(|s| s.to_str()).unwrap_or("kernel");
-    let compiled = heddle::opencl::compile(kernel, name).map_err(|d| Failure::Source(copy(file), vec![d]))?;
-    let (value, _) = heddle::opencl::run(&cl, kernel, &compiled, env, 1).map_err(|d| Failure::Source(copy(file), vec![d]))?;
-    Ok(value)
-}
-
 /// Do two results agree? Floats within a relative 1e-4 (a parallel reduction
 /// adds in another order), everything else exactly.
 pub fn agree(a: &Value, b: &Value) -> bool {

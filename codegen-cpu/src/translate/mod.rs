@@ -24,7 +24,7 @@ use heddle_ir::{Name, ScalarType};
 /// Translates `prog` (already validated) into `f`, whose signature is the
 /// kernel entry signature; helpers are imported from `m`.
 pub fn function(prog: &LoopProgram, m: &mut JITModule, f: &mut Function) -> Result<(), CodegenError> {
-    if prog.checks.len() as u64 >= u64::from(status::OUT_OF_MEMORY) {
+    if prog.checks.len() as u64 >= u64::from(status::INDEX_OVERFLOW) {
         return Err(CodegenError::Unsupported(format!("{} checks in one kernel", prog.checks.len())));
     }
     let ptr_ty = m.target_config().pointer_type();

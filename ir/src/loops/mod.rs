@@ -38,11 +38,10 @@ pub struct LoopProgram {
     /// What each [`Stmt::Check`] guards, by id: the message the runtime
     /// reports when a check fails.
     pub checks: Vec<Check>,
-    /// For a body that is one `Parallel` loop: the loop variable and the work
-    /// of one iteration (an `i64` expression over it and the arguments, e.g.
-    /// a row's number of nonzeros), so the runtime can split the range into
-    /// chunks of equal work rather than equal length.
-    pub parallel_work: Option<(Name, Expr)>,
+    /// For a body that is one `Parallel` loop: how much work each iteration
+    /// does, so the runtime can split the range into chunks of equal work
+    /// rather than equal length.
+    pub parallel_work: Option<ParallelWork>,
     /// Counting phases that run before this kernel, in order: each fills a
     /// count array (`count#k`, see [`crate::nat::counted`]) that this
     /// program's lengths and host prefix sums read (count → allocate → fill).
@@ -84,6 +83,23 @@ pub struct TensorLayout {
     pub coordinates: Vec<(Name, u32)>,
     /// The output holding the values, `plan.block_len()` per entry.
     pub values: Name,
+}
+
+/// The work of the iterations of a body's `Parallel` loop. A runtime weighs
+/// an iteration as a fixed cost plus a cost per inner element (its own
+/// measured model: on the CPU an empty row costs several nonzeros).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParallelWork {
+    /// The loop variable.
+    pub var: Name,
+    /// How many inner elements iteration `var` works through (a CSR row's
+    /// nonzeros): an `i64` expression over `var` and the arguments.
+    pub items: Expr,
+    /// The sum of `items` over the iterations before `var` (from 0), when
+    /// lowering found a closed form for it (CSR: `A_pos1[i] - A_pos1[0]`): a
+    /// runtime can then cut the range at equal work by bisection, without
+    /// visiting every iteration.
+    pub before: Option<Expr>,
 }
 
 /// A counting phase: a kernel whose output is the count array `name`.

@@ -58,8 +58,12 @@ impl fmt::Display for LoopProgram {
                 }
             }
         }
-        if let Some((var, work)) = &self.parallel_work {
-            writeln!(f, "balance {var} by {}", expr(work))?;
+        if let Some(w) = &self.parallel_work {
+            write!(f, "balance {} by {}", w.var, expr(&w.items))?;
+            match &w.before {
+                Some(before) => writeln!(f, " (before: {})", expr(before))?,
+                None => writeln!(f)?,
+            }
         }
         if let Some(layout) = &self.result {
             result_lines(f, layout)?;

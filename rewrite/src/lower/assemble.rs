@@ -244,7 +244,7 @@ impl Lowerer<'_> {
         result?;
         if top && schedule == Schedule::Parallel {
             let work_ty = super::emit::source_elem_ty(view, &i);
-            self.parallel_work = Some((name.clone(), self.work_estimate(&work_ty, env, &mut inner)?));
+            self.parallel_work = Some(self.work_estimate(&name, &work_ty, env));
         }
         body.push(Stmt::For { var: name, lo: L::index(0), hi, schedule, body: inner });
         Ok(())

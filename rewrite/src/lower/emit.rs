@@ -524,7 +524,7 @@ impl Lowerer<'_> {
                 self.in_parallel = was_parallel;
                 if top && schedule == Schedule::Parallel {
                     let work_ty = source_elem_ty(view, &i);
-                    self.parallel_work = Some((name.clone(), self.work_estimate(&work_ty, env, &mut inner)?));
+                    self.parallel_work = Some(self.work_estimate(&name, &work_ty, env));
                 }
                 body.push(Stmt::For { var: name, lo: L::index(0), hi, schedule, body: inner });
                 Ok(())
@@ -562,29 +562,37 @@ impl Lowerer<'_> {
         let work_ty = source_elem_ty(view, &i);
         // A counted length is what this phase computes: no estimate from it.
         if top && schedule == Schedule::Parallel && !work_ty.mentions_count() {
-            self.parallel_work = Some((name.clone(), self.work_estimate(&work_ty, env, &mut inner)?));
+            self.parallel_work = Some(self.work_estimate(&name, &work_ty, env));
         }
         body.push(Stmt::For { var: name, lo: L::index(0), hi, schedule, body: inner });
         Ok(())
     }
 
-    /// The work of one parallel iteration: 1 plus the length of its element if that is an array.
-    pub(super) fn work_estimate(&mut self, elem_ty: &Type, env: &Env, scratch: &mut Block) -> Result<L, Diagnostic> {
-        match elem_ty {
-            Type::Array { len, .. } => {
-                let mut sink = Block::new();
-                let e = self.index_expr(len, env, &mut sink)?;
-                // Only a plain expression over the arguments and the loop variable can be
-                // evaluated by the runtime before the launch.
-                if sink.iter().all(|s| matches!(s, Stmt::Let { .. })) {
-                    let e = inline_lets(e, &sink);
-                    return Ok(L::bin(BinOp::Add, e, L::index(1)));
-                }
-                let _ = scratch;
-                Ok(L::index(1))
-            }
-            _ => Ok(L::index(1)),
-        }
+    /// The work of the parallel iterations over `var`: the length of one
+    /// iteration's element if that is an array (0 otherwise), and the sum of
+    /// those lengths before `var` when it has a closed form.
+    pub(super) fn work_estimate(&mut self, var: &Name, elem_ty: &Type, env: &Env) -> heddle_ir::loops::ParallelWork {
+        let none = |items| heddle_ir::loops::ParallelWork { var: var.clone(), items, before: None };
+        let Type::Array { len, .. } = elem_ty else { return none(L::index(0)) };
+        // Only a plain expression over the arguments and the loop variable can be
+        // evaluated by the runtime before the launch.
+        let plain = |cx: &mut Self, n: &Nat| {
+            let mut sink = Block::new();
+            let e = cx.index_expr(n, env, &mut sink).ok()?;
+            sink.iter().all(|s| matches!(s, Stmt::Let { .. })).then(|| inline_lets(e, &sink))
+        };
+        let Some(items) = plain(self, len) else { return none(L::index(0)) };
+        // Σ(k = 0 .. var - 1, len[var := k]): CSR's telescopes to one difference.
+        let k = self.fresh("k");
+        let before = Nat::Sum {
+            var: k.clone(),
+            lo: Box::new(Nat::Lit(0)),
+            hi: Box::new(Nat::sub(Nat::Var(var.clone()), Nat::Lit(1))),
+            body: Box::new(len.subst(var, &Nat::Var(k))),
+        };
+        let closed = crate::simplify(&env.subst_nat(&before), &self.facts, &self.options.limits).nat;
+        let before = if closed.has_sum() { None } else { plain(self, &closed) };
+        heddle_ir::loops::ParallelWork { var: var.clone(), items, before }
     }
 
     pub(super) fn schedule_of(&self, v: &View) -> Schedule {

@@ -213,7 +213,7 @@ pub struct Lowerer<'k> {
     args: Vec<Arg>,
     host: Vec<HostBuffer>,
     checks: Vec<Check>,
-    parallel_work: Option<(Name, heddle_ir::loops::Expr)>,
+    parallel_work: Option<heddle_ir::loops::ParallelWork>,
     used: HashSet<Name>,
     facts: Facts,
     /// Inside a loop that already runs in parallel (nested maps run sequentially).

@@ -1,40 +1,354 @@
-//! Threads.
+//! The thread runtime for compiled kernels: persistent workers that a launch
+//! wakes, with the calling thread taking a share of the work.
+//!
+//! Why not rayon: dispatching to a rayon pool from a thread outside it costs
+//! ~20 µs per launch (a job is boxed, injected, and the caller blocks on a
+//! latch), more than a whole SpMV of a 20 000-nonzero matrix. Here a launch
+//! allocates nothing: the job lives on the caller's stack, each worker is
+//! handed a pointer to it through its own mailbox, and after a job workers
+//! spin briefly before parking, so back-to-back launches (a solver's
+//! iterations, `--reps`) find them awake.
+//!
+//! Chunks are dealt out in contiguous *home* runs, one per participant
+//! (chunk order is loop order, so a thread touches the same rows launch
+//! after launch and finds them in its own cache); a participant that
+//! finishes its run steals chunks from the back of the others' runs, so a
+//! thread slowed down by another process on a shared machine, or a work
+//! estimate that was off, does not hold everyone up.
+//!
+//! A failing chunk stops the launch at the first failure *in chunk order*
+//! (chunks after it are skipped, chunks before it still run), which is the
+//! failure a sequential run reports.
 
 use heddle_codegen_cpu::Fault;
-use rayon::prelude::*;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+/// The most threads a launch may use: `--threads` and `HEDDLE_THREADS` share it.
+pub const MAX_THREADS: usize = 1024;
+
+/// How long a worker spins for the next job before it parks (and how long
+/// a launcher spins for its workers before it does). Long enough for the gap
+/// between two launches of a loop that times or iterates a kernel; short
+/// enough not to matter to other processes.
+const SPIN: Duration = Duration::from_micros(200);
 
 /// The number of threads to use when none is asked for: `HEDDLE_THREADS` if
-/// set to a positive number, else the machine's available parallelism.
+/// it is set to a valid count (see [`threads_from_env`]), else the machine's
+/// available parallelism (at most [`MAX_THREADS`]).
 pub fn default_threads() -> usize {
-    std::env::var("HEDDLE_THREADS")
-        .ok()
-        .and_then(|s| s.parse::<usize>().ok())
-        .filter(|n| *n > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    match threads_from_env() {
+        Ok(Some(n)) => n,
+        _ => std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_THREADS),
+    }
 }
 
-/// A rayon pool with `threads` threads, built once per thread count.
-fn pool(threads: usize) -> Option<Arc<rayon::ThreadPool>> {
-    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
-    let mut pools = POOLS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(p) = pools.get(&threads) {
-        return Some(p.clone());
-    }
-    let p = Arc::new(rayon::ThreadPoolBuilder::new().num_threads(threads).build().ok()?);
-    pools.insert(threads, p.clone());
-    Some(p)
+/// `HEDDLE_THREADS`: `None` when unset, the count when it is valid (see
+/// [`parse_threads`]), otherwise an error saying why.
+pub fn threads_from_env() -> Result<Option<usize>, String> {
+    let Some(raw) = std::env::var_os("HEDDLE_THREADS") else { return Ok(None) };
+    let text = raw.to_string_lossy();
+    parse_threads(&text).map(Some).map_err(|e| format!("HEDDLE_THREADS={text}: {e}"))
 }
 
-/// Calls `f` on every chunk, on `threads` threads; the results in chunk order.
-pub fn run_chunks(chunks: &[(i64, i64)], threads: usize, f: &(dyn Fn((i64, i64)) -> Result<(), Fault> + Sync)) -> Vec<Result<(), Fault>> {
-    if threads <= 1 || chunks.len() <= 1 {
-        return chunks.iter().map(|c| f(*c)).collect();
+/// A thread count as `--threads` and `HEDDLE_THREADS` accept it: a whole
+/// number from 1 to [`MAX_THREADS`].
+pub fn parse_threads(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_THREADS).contains(&n) => Ok(n),
+        _ => Err(format!("expected a number of threads from 1 to {MAX_THREADS}")),
     }
-    match pool(threads) {
-        Some(p) => p.install(|| chunks.par_iter().with_max_len(1).map(|c| f(*c)).collect()),
-        // No pool (the OS refused threads): the same work, sequentially.
-        None => chunks.iter().map(|c| f(*c)).collect(),
+}
+
+/// The chunk function of a launch.
+pub type ChunkFn<'a> = dyn Fn((i64, i64)) -> Result<(), Fault> + Sync + 'a;
+
+/// A participant's home run of chunks, `front .. back`, packed into one
+/// word so that the owner (popping the front) and thieves (popping the
+/// back) agree through one compare-and-swap.
+#[derive(Default)]
+struct Run(AtomicU64);
+
+impl Run {
+    fn set(&self, front: usize, back: usize) {
+        self.0.store(((back as u64) << 32) | front as u64, Ordering::Relaxed);
+    }
+
+    /// Takes the chunk at the front (`own`) or the back (a thief).
+    fn pop(&self, own: bool) -> Option<usize> {
+        let mut cur = self.0.load(Ordering::Acquire);
+        loop {
+            let (front, back) = (cur & 0xffff_ffff, cur >> 32);
+            if front >= back {
+                return None;
+            }
+            let (taken, next) = if own { (front, cur + 1) } else { (back - 1, ((back - 1) << 32) | front) };
+            match self.0.compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Some(taken as usize),
+                Err(seen) => cur = seen,
+            }
+        }
+    }
+}
+
+/// One launch, on the caller's stack while workers use it.
+struct Job<'a> {
+    f: &'a ChunkFn<'a>,
+    chunks: &'a [(i64, i64)],
+    runs: &'a [Run],
+    /// The first failing chunk (in chunk order) and its fault.
+    failure: Mutex<Option<(usize, Fault)>>,
+    /// Chunks from this index on need not run (a chunk before them failed).
+    stop: AtomicUsize,
+    /// Workers that have not finished with the job yet.
+    pending: AtomicUsize,
+    caller: Thread,
+}
+
+impl Job<'_> {
+    /// Runs chunks as participant `me` until none is left anywhere.
+    fn participate(&self, me: usize) {
+        let n = self.runs.len();
+        loop {
+            // Its own run first; then steal from the back of the others', nearest first.
+            let next = self.runs[me].pop(true).or_else(|| (1..n).find_map(|d| self.runs[(me + d) % n].pop(false)));
+            let Some(k) = next else { return };
+            if k >= self.stop.load(Ordering::Relaxed) {
+                continue;
+            }
+            if let Err(fault) = (self.f)(self.chunks[k]) {
+                let mut first = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+                if first.as_ref().is_none_or(|(j, _)| k < *j) {
+                    *first = Some((k, fault));
+                    self.stop.fetch_min(k, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+}
+
+/// A worker's mailbox: the job it is to help with (a type-erased `*const
+/// Job`), or null. Only the launcher puts a job in, only the worker takes
+/// it out, and a launch ends only after every worker it asked has taken its
+/// job and finished with it, so every mailbox is empty when a launch
+/// starts. Each sits on its own cache line, since its worker spins on it.
+#[repr(align(64))]
+#[derive(Default)]
+struct Mailbox(AtomicPtr<()>);
+
+/// A worker thread.
+struct Worker {
+    thread: Thread,
+    mailbox: Arc<Mailbox>,
+}
+
+/// The workers, and the per-participant runs every launch reuses.
+struct Pool {
+    workers: Vec<Worker>,
+    runs: Vec<Run>,
+}
+
+/// The pool, locked for one launch at a time (concurrent launches from
+/// different threads take turns; each is parallel inside).
+fn pool() -> MutexGuard<'static, Pool> {
+    static POOL: OnceLock<Mutex<Pool>> = OnceLock::new();
+    POOL.get_or_init(|| Mutex::new(Pool { workers: Vec::new(), runs: Vec::new() })).lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The body of worker `index` (participant `index + 1` of the jobs it helps
+/// with): wait for a job in the mailbox, help, report, repeat.
+fn worker_loop(index: usize, mailbox: Arc<Mailbox>) {
+    loop {
+        let spin_until = Instant::now() + SPIN;
+        let mut spins = 0u32;
+        let job = loop {
+            let j = mailbox.0.swap(std::ptr::null_mut(), Ordering::Acquire);
+            if !j.is_null() {
+                break j as *const Job<'static>;
+            }
+            spins = spins.wrapping_add(1);
+            if spins % 64 != 0 || Instant::now() < spin_until {
+                std::hint::spin_loop();
+            } else {
+                // Woken by the launcher's `unpark`, or spuriously: look again.
+                std::thread::park();
+            }
+        };
+        // SAFETY: the launcher put the job in this mailbox and does not return
+        // (so the job stays alive) until `pending`, which counts this worker,
+        // is zero; this worker decrements it as its last use of the job.
+        let job = unsafe { &*job };
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job.participate(index + 1)));
+        if caught.is_err() {
+            // Kernels report faults as values; a panic here is a bug. The
+            // launch still finishes, and says so.
+            let mut first = job.failure.lock().unwrap_or_else(|e| e.into_inner());
+            *first = Some((0, Fault::BadArguments("a worker thread panicked".into())));
+        }
+        let caller = job.caller.clone();
+        if job.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            caller.unpark();
+        }
+    }
+}
+
+/// Makes sure at least `n` workers exist; fewer if the OS refuses threads.
+fn ensure_workers(p: &mut Pool, n: usize) {
+    while p.workers.len() < n {
+        let index = p.workers.len();
+        let mailbox = Arc::new(Mailbox::default());
+        let theirs = mailbox.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("heddle-cpu-{index}"))
+            // Generated code keeps its stack temporaries under 64 KiB.
+            .stack_size(2 << 20)
+            .spawn(move || worker_loop(index, theirs));
+        match spawned {
+            Ok(h) => p.workers.push(Worker { thread: h.thread().clone(), mailbox }),
+            Err(_) => break,
+        }
+    }
+}
+
+/// Calls `f` on every chunk using up to `threads` threads (the calling
+/// thread is one of them). `Ok` when every chunk succeeded, otherwise the
+/// fault of the first failing chunk in chunk order.
+pub fn run_chunks(chunks: &[(i64, i64)], threads: usize, f: &ChunkFn<'_>) -> Result<(), Fault> {
+    let threads = threads.clamp(1, MAX_THREADS).min(chunks.len());
+    if threads <= 1 {
+        return chunks.iter().try_for_each(|c| f(*c));
+    }
+    let mut guard = pool();
+    let p = &mut *guard;
+    ensure_workers(p, threads - 1);
+    let helpers = p.workers.len().min(threads - 1);
+    if helpers == 0 {
+        // The OS refused threads: the same work, sequentially.
+        return chunks.iter().try_for_each(|c| f(*c));
+    }
+    let participants = helpers + 1;
+    if p.runs.len() < participants {
+        p.runs.resize_with(participants, Run::default);
+    }
+    let runs = &p.runs[..participants];
+    let n = chunks.len();
+    for (t, r) in runs.iter().enumerate() {
+        r.set(n * t / participants, n * (t + 1) / participants);
+    }
+    let job = Job {
+        f,
+        chunks,
+        runs,
+        failure: Mutex::new(None),
+        stop: AtomicUsize::new(usize::MAX),
+        pending: AtomicUsize::new(helpers),
+        caller: std::thread::current(),
+    };
+    for w in &p.workers[..helpers] {
+        w.mailbox.0.store(&job as *const Job<'_> as *mut (), Ordering::Release);
+        w.thread.unpark();
+    }
+    // The caller takes the first home run: it starts before any worker wakes.
+    let mine = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job.participate(0)));
+    let spin_until = Instant::now() + SPIN;
+    while job.pending.load(Ordering::Acquire) != 0 {
+        if Instant::now() < spin_until {
+            std::hint::spin_loop();
+        } else {
+            std::thread::park();
+        }
+    }
+    // Every worker is done with `job`; it may now go out of scope.
+    let failure = job.failure.into_inner().unwrap_or_else(|e| e.into_inner());
+    drop(guard);
+    if let Err(panic) = mine {
+        std::panic::resume_unwind(panic);
+    }
+    match failure {
+        None => Ok(()),
+        Some((_, fault)) => Err(fault),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicI64;
+
+    #[test]
+    fn every_chunk_runs_once_on_any_thread_count() {
+        let chunks: Vec<(i64, i64)> = (0..97).map(|k| (k * 10, k * 10 + 10)).collect();
+        for threads in 1..=5 {
+            let sum = AtomicI64::new(0);
+            let count = AtomicUsize::new(0);
+            run_chunks(&chunks, threads, &|(lo, hi)| {
+                sum.fetch_add((lo..hi).sum::<i64>(), Ordering::Relaxed);
+                count.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(sum.into_inner(), (0..970).sum::<i64>(), "{threads} threads");
+            assert_eq!(count.into_inner(), 97, "{threads} threads");
+        }
+    }
+
+    #[test]
+    fn the_first_failure_in_chunk_order_is_reported() {
+        let chunks: Vec<(i64, i64)> = (0..64).map(|k| (k, k + 1)).collect();
+        for threads in 1..=4 {
+            let r = run_chunks(&chunks, threads, &|(lo, _)| if lo % 10 == 7 { Err(Fault::Check(lo as u32)) } else { Ok(()) });
+            assert_eq!(r, Err(Fault::Check(7)), "{threads} threads");
+        }
+    }
+
+    #[test]
+    fn a_slow_participant_has_its_chunks_stolen() {
+        // Chunk 0 (the caller's first) blocks until every other chunk ran:
+        // only stealing lets that happen with two participants.
+        let chunks: Vec<(i64, i64)> = (0..8).map(|k| (k, k + 1)).collect();
+        let done = AtomicUsize::new(0);
+        run_chunks(&chunks, 2, &|(lo, _)| {
+            if lo == 0 {
+                let start = Instant::now();
+                while done.load(Ordering::Acquire) < 7 {
+                    assert!(start.elapsed() < Duration::from_secs(20), "the other chunks were not stolen");
+                    std::thread::yield_now();
+                }
+            } else {
+                done.fetch_add(1, Ordering::AcqRel);
+            }
+            Ok(())
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn launches_from_several_threads_take_turns() {
+        let chunks: Vec<(i64, i64)> = (0..40).map(|k| (k, k + 1)).collect();
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let chunks = &chunks;
+                s.spawn(move || {
+                    for _ in 0..50 {
+                        let total = AtomicI64::new(0);
+                        run_chunks(chunks, 2 + t % 2, &|(lo, _)| {
+                            total.fetch_add(lo, Ordering::Relaxed);
+                            Ok(())
+                        })
+                        .unwrap();
+                        assert_eq!(total.into_inner(), (0..40).sum::<i64>());
+                    }
+                });
+            }
+        });
+    }
+
+    #[test]
+    fn thread_counts_outside_the_cap_are_refused() {
+        for (text, want) in [("1", Some(1)), (" 4 ", Some(4)), ("1024", Some(1024)), ("0", None), ("1025", None), ("many", None), ("-2", None)] {
+            assert_eq!(parse_threads(text).ok(), want, "{text}");
+        }
     }
 }

@@ -2,21 +2,49 @@
 //!
 //! Rows of a sparse matrix differ wildly in length (power-law row lengths,
 //! a band of dense rows), so equal *numbers* of rows are not equal work.
-//! Lowering states the work of one iteration in `parallel_work` (for CSR,
-//! the row's nonzeros plus one); the work of every iteration is computed by
-//! a small JIT-compiled kernel (`work[i - lo] = max(work(i), 0)`, itself
-//! split by rows), summed into a prefix, and cut at equal fractions of the
-//! total. Without `parallel_work` the range is cut into equal lengths.
+//! Lowering states the work of an iteration in `parallel_work`: how many
+//! inner elements it goes through (a CSR row's nonzeros) and, when it has a
+//! closed form, the sum of that over the iterations before it. The runtime
+//! weighs an iteration with a cost model measured on this backend
+//! ([`ROW_COST`] + [`ITEM_COST`] per element): an empty row is not free —
+//! it costs about as much as several nonzeros — so a band of dense rows
+//! followed by half a million nearly empty ones must not be cut by
+//! nonzeros alone.
+//!
+//! With a closed-form sum the cuts are found by bisection, evaluating it at
+//! a few dozen rows; without one a small JIT-compiled kernel writes every
+//! iteration's count, and the cuts come from its prefix sum. A launch whose
+//! total cost is below [`PARALLEL_THRESHOLD`] runs on the calling thread
+//! alone: waking other threads would cost more than they save.
 
 use super::{arguments, compile_cached, pool, Args};
-use crate::launch::{eval_index_expr, Launch};
+use crate::launch::{Buffer, Launch, Slot};
 use heddle_codegen_cpu::{ArgValue, CpuKernel};
 use heddle_ir::loops::{Arg, ArgKind, BinOp, Expr, LoopProgram, Schedule, Stmt};
 use heddle_ir::{Name, Nat, ScalarType};
 
-/// Chunks per thread: more than one, so that a thread slowed down by
-/// another process on a shared machine does not hold the others up.
-const CHUNKS_PER_THREAD: usize = 4;
+/// The cost of one iteration of the parallel loop, apart from its inner
+/// elements, in units of about a nanosecond on the machine it was measured
+/// on (`cargo bench --bench cpu_runtime`, see docs/performance.md): an
+/// empty CSR row (two offset loads, a store, the loop's overhead and a
+/// mispredicted exit from an inner loop that does not run).
+pub const ROW_COST: u64 = 5;
+
+/// The cost of one inner element (a nonzero of SpMV), in the same units.
+pub const ITEM_COST: u64 = 1;
+
+/// Below this total cost a launch runs on one thread. Handing a launch to
+/// awake workers costs ~1–2 µs, to parked ones ~10–50 µs (they must be
+/// woken by the OS); this is where two threads pay for the second case too.
+pub const PARALLEL_THRESHOLD: u64 = 40_000;
+
+/// Chunks aim at no less than this cost, so that a launch just over the
+/// threshold is not cut into slivers whose hand-over costs more than them.
+const MIN_CHUNK_COST: u64 = 8_000;
+
+/// At most this many chunks per thread: enough for a thread to steal from
+/// one that fell behind, few enough that taking a chunk stays cheap.
+const CHUNKS_PER_THREAD: usize = 8;
 
 /// How one launch is split: disjoint ranges of the top-level parallel loop
 /// (or one call over everything) and the threads to run them on.
@@ -37,8 +65,15 @@ impl Plan {
 
 /// Splits the launch of `kernel` (compiled from `prog`) for `threads` threads.
 /// Anything that prevents a split (a kernel that is not one parallel loop,
-/// bounds that cannot be evaluated on the host) gives [`Plan::whole`].
+/// bounds that cannot be evaluated on the host) gives [`Plan::whole`], as
+/// does a launch too small to pay for a second thread.
 pub fn plan(prog: &LoopProgram, kernel: &CpuKernel, launch: &mut Launch, threads: usize) -> Plan {
+    plan_with(prog, kernel, launch, threads, PARALLEL_THRESHOLD)
+}
+
+/// [`plan`] with the cost below which a launch stays on one thread (0:
+/// split whatever the size, for tests of the split itself).
+pub fn plan_with(prog: &LoopProgram, kernel: &CpuKernel, launch: &mut Launch, threads: usize, threshold: u64) -> Plan {
     if threads <= 1 || !kernel.splittable() {
         return Plan::whole();
     }
@@ -48,65 +83,215 @@ pub fn plan(prog: &LoopProgram, kernel: &CpuKernel, launch: &mut Launch, threads
     }) else {
         return Plan::whole();
     };
-    let (Ok(lo), Ok(hi)) = (eval_index_expr(prog, launch, lo_e, &[]), eval_index_expr(prog, launch, hi_e, &[])) else {
-        return Plan::whole();
+    let (lo, hi) = {
+        let ev = Evaluator { prog, launch };
+        match (ev.eval(lo_e, var, 0), ev.eval(hi_e, var, 0)) {
+            (Some(lo), Some(hi)) if lo < hi => (lo, hi),
+            _ => return Plan::whole(),
+        }
     };
-    if hi <= lo {
+    let work = prog.parallel_work.as_ref().filter(|w| &w.var == var);
+    let closed_form = |ev: &Evaluator| -> Option<u64> {
+        let before = work?.before.as_ref()?;
+        Cost::Closed { ev, var, before, lo, base: ev.eval(before, var, lo) }.at(hi)
+    };
+    // Without a closed form (or one that cannot be evaluated), visit every iteration.
+    let prefix = match closed_form(&Evaluator { prog, launch }) {
+        Some(_) => None,
+        None => work.and_then(|w| item_prefix(prog, launch, var, lo_e, hi_e, &w.items, (lo, hi), threads)),
+    };
+    let ev = Evaluator { prog, launch };
+    let cost = match (work.and_then(|w| w.before.as_ref()), prefix) {
+        (_, Some(prefix)) => Cost::Prefix { prefix, lo },
+        (Some(before), None) if work.is_some() => Cost::Closed { ev: &ev, var, before, lo, base: ev.eval(before, var, lo) },
+        _ => Cost::Rows { lo },
+    };
+    let Some(total) = cost.at(hi) else { return Plan::whole() };
+    if total < threshold {
         return Plan::whole();
     }
     let n = (hi - lo) as u64;
-    let count = (threads * CHUNKS_PER_THREAD).min(usize::try_from(n).unwrap_or(usize::MAX)).max(1);
-    let work = match &prog.parallel_work {
-        Some((wvar, work)) if wvar == var => work_prefix(prog, launch, var, lo_e, hi_e, work, (lo, hi), threads),
-        _ => None,
-    };
-    let cuts: Vec<i64> = match work {
-        Some(prefix) => {
-            let total = u128::from(*prefix.last().unwrap_or(&0));
-            (1..count)
-                .map(|c| {
-                    let target = total * c as u128 / count as u128;
-                    lo + prefix.partition_point(|p| u128::from(*p) < target) as i64
-                })
-                .collect()
-        }
-        None => (1..count).map(|c| lo + (u128::from(n) * c as u128 / count as u128) as i64).collect(),
-    };
+    let count = (total / MIN_CHUNK_COST).clamp(threads as u64, (threads * CHUNKS_PER_THREAD) as u64).min(n).max(1) as usize;
     let mut chunks = Vec::with_capacity(count);
     let mut start = lo;
-    for c in cuts.into_iter().chain([hi]) {
-        let c = c.clamp(start, hi);
-        if c > start {
-            chunks.push((start, c));
-            start = c;
+    for c in 1..=count {
+        let end = if c == count {
+            hi
+        } else {
+            let target = (u128::from(total) * c as u128 / count as u128) as u64;
+            match cost.first_reaching(target, start, hi) {
+                Some(e) => e,
+                None => return Plan::whole(),
+            }
+        };
+        if end > start {
+            chunks.push((start, end));
+            start = end;
         }
     }
     Plan { chunks, threads }
 }
 
-/// `prefix[k]` = the work of iterations `lo .. lo + k`, for `k` in `0 ..= hi - lo`,
+/// The cost of the iterations `lo .. i`, as a function of `i`.
+enum Cost<'a> {
+    /// From the closed form of the items before an iteration.
+    Closed { ev: &'a Evaluator<'a>, var: &'a Name, before: &'a Expr, lo: i64, base: Option<i64> },
+    /// From every iteration's items, summed (`prefix[k]`: iterations `lo .. lo + k`).
+    Prefix { prefix: Vec<u64>, lo: i64 },
+    /// Every iteration alike.
+    Rows { lo: i64 },
+}
+
+impl Cost<'_> {
+    /// The cost of iterations `lo .. i` (`None` if it cannot be evaluated).
+    fn at(&self, i: i64) -> Option<u64> {
+        match self {
+            Cost::Closed { ev, var, before, lo, base } => {
+                let items = ev.eval(before, var, i)?.checked_sub((*base)?)?;
+                let rows = u64::try_from(i - lo).ok()?;
+                rows.checked_mul(ROW_COST)?.checked_add(u64::try_from(items).ok()?.checked_mul(ITEM_COST)?)
+            }
+            Cost::Prefix { prefix, lo } => {
+                let k = usize::try_from(i - lo).ok()?;
+                Some((k as u64).saturating_mul(ROW_COST).saturating_add(prefix.get(k)?.saturating_mul(ITEM_COST)))
+            }
+            Cost::Rows { lo } => u64::try_from(i - lo).ok()?.checked_mul(ROW_COST),
+        }
+    }
+
+    /// The first `i` in `from ..= hi` whose cost up to it reaches `target`
+    /// (the cost is non-decreasing in `i`), by bisection.
+    fn first_reaching(&self, target: u64, from: i64, hi: i64) -> Option<i64> {
+        let (mut a, mut b) = (from, hi);
+        while a < b {
+            let mid = a + (b - a) / 2;
+            if self.at(mid)? < target { a = mid + 1 } else { b = mid }
+        }
+        Some(a)
+    }
+}
+
+/// Evaluates the `i64` expressions of `parallel_work` and loop bounds over a
+/// launch's arguments, with the loop variable bound: integer arithmetic at
+/// the expression's types (loads and casts wrap as the kernel would).
+struct Evaluator<'a> {
+    prog: &'a LoopProgram,
+    launch: &'a Launch,
+}
+
+impl Evaluator<'_> {
+    fn eval(&self, e: &Expr, var: &Name, value: i64) -> Option<i64> {
+        Some(self.typed(e, var, value)?.0)
+    }
+
+    /// The value and its type.
+    fn typed(&self, e: &Expr, var: &Name, value: i64) -> Option<(i64, ScalarType)> {
+        Some(match e {
+            Expr::Int(v, t) => (wrap(*v, *t), *t),
+            Expr::Var(v) if v == var => (value, ScalarType::I64),
+            Expr::Var(v) => match self.slot(v)? {
+                Slot::Nat(x) => (*x, ScalarType::I64),
+                Slot::Int(x, t) => (*x, *t),
+                _ => return None,
+            },
+            Expr::Load { buf, index, field } => {
+                let Slot::Buffer(b) = self.slot(buf)? else { return None };
+                let i = usize::try_from(self.eval(index, var, value)?).ok()?;
+                read_int(b, i, *field as usize)?
+            }
+            Expr::Cast(t, a) if t.is_int() => {
+                let (x, _) = self.typed(a, var, value)?;
+                (wrap(x, *t), *t)
+            }
+            Expr::Neg(a) => {
+                let (x, t) = self.typed(a, var, value)?;
+                (wrap(x.wrapping_neg(), t), t)
+            }
+            Expr::Bin(op, a, b) => {
+                let ((x, t), (y, _)) = (self.typed(a, var, value)?, self.typed(b, var, value)?);
+                let r = match op {
+                    BinOp::Add => x.wrapping_add(y),
+                    BinOp::Sub => x.wrapping_sub(y),
+                    BinOp::Mul => x.wrapping_mul(y),
+                    BinOp::Div if y != 0 => x.wrapping_div(y),
+                    BinOp::Rem if y != 0 => x.wrapping_rem(y),
+                    BinOp::Min => x.min(y),
+                    BinOp::Max => x.max(y),
+                    _ => return None,
+                };
+                (wrap(r, t), t)
+            }
+            Expr::Select(c, a, b) => {
+                let Expr::Bin(op, x, y) = &**c else { return None };
+                let (x, y) = (self.eval(x, var, value)?, self.eval(y, var, value)?);
+                let holds = match op {
+                    BinOp::Eq => x == y,
+                    BinOp::Ne => x != y,
+                    BinOp::Lt => x < y,
+                    BinOp::Le => x <= y,
+                    BinOp::Gt => x > y,
+                    BinOp::Ge => x >= y,
+                    _ => return None,
+                };
+                self.typed(if holds { a } else { b }, var, value)?
+            }
+            _ => return None,
+        })
+    }
+
+    fn slot(&self, name: &Name) -> Option<&Slot> {
+        let k = self.prog.args.iter().position(|a| &a.name == name)?;
+        self.launch.slots.get(k)
+    }
+}
+
+/// `v` wrapped to the integer type `t` (signed types sign-extend, unsigned zero-extend).
+fn wrap(v: i64, t: ScalarType) -> i64 {
+    let bits = 8 * t.size_bytes() as u32;
+    if bits >= 64 || !t.is_int() {
+        return v;
+    }
+    let shift = 64 - bits;
+    if t.is_signed() { (v << shift) >> shift } else { ((v as u64) << shift >> shift) as i64 }
+}
+
+/// Integer field `field` of record `i`, without going through a `Value`.
+fn read_int(b: &Buffer, i: usize, field: usize) -> Option<(i64, ScalarType)> {
+    if i >= b.len() {
+        return None;
+    }
+    let t = *b.fields.get(field)?;
+    if !t.is_int() {
+        return None;
+    }
+    let at = i * b.layout.size + b.layout.offsets[field];
+    let bytes = b.bytes().get(at..at + t.size_bytes())?;
+    let mut raw = [0u8; 8];
+    raw[..bytes.len()].copy_from_slice(bytes);
+    Some((wrap(i64::from_le_bytes(raw), t), t))
+}
+
+/// `prefix[k]` = the items of iterations `lo .. lo + k`, for `k` in `0 ..= hi - lo`,
 /// by a compiled kernel; `None` if it cannot be compiled or run.
 #[allow(clippy::too_many_arguments)]
-fn work_prefix(prog: &LoopProgram, launch: &mut Launch, var: &Name, lo_e: &Expr, hi_e: &Expr, work: &Expr, (lo, hi): (i64, i64), threads: usize) -> Option<Vec<u64>> {
-    let wprog = work_program(prog, var, lo_e, hi_e, work);
+fn item_prefix(prog: &LoopProgram, launch: &mut Launch, var: &Name, lo_e: &Expr, hi_e: &Expr, items: &Expr, (lo, hi): (i64, i64), threads: usize) -> Option<Vec<u64>> {
+    let wprog = items_program(prog, var, lo_e, hi_e, items);
     let kernel = compile_cached(&wprog).ok()?;
     let n = usize::try_from(hi - lo).ok()?;
     let mut w = vec![0i64; n];
     let Args(mut args) = arguments(prog, launch).ok()?;
     args.push(ArgValue::Buffer(w.as_mut_ptr().cast()));
-    let args = Args(args);
-    let count = (threads * CHUNKS_PER_THREAD).min(n);
+    let slots = kernel.slots(&args).ok()?;
+    let count = (threads * CHUNKS_PER_THREAD).min(n).max(1);
     let chunks: Vec<(i64, i64)> = (0..count).map(|c| (lo + (n * c / count) as i64, lo + (n * (c + 1) / count) as i64)).collect();
     let call = |r: (i64, i64)| {
         // SAFETY: the arguments are the launch's (see `super::execute`) plus
         // `w`, which has one i64 per iteration of `lo .. hi` and is written at
-        // `i - lo` by disjoint chunks; the work expression reads what the
+        // `i - lo` by disjoint chunks; the items expression reads what the
         // kernel's own loop bounds read for the same iterations.
-        unsafe { kernel.call(args.values(), r) }
+        unsafe { kernel.call_with(&slots, r) }
     };
-    if pool::run_chunks(&chunks, threads, &call).iter().any(Result::is_err) {
-        return None;
-    }
+    pool::run_chunks(&chunks, threads, &call).ok()?;
     let mut prefix = Vec::with_capacity(n + 1);
     let mut total: u64 = 0;
     prefix.push(0);
@@ -117,17 +302,17 @@ fn work_prefix(prog: &LoopProgram, launch: &mut Launch, var: &Name, lo_e: &Expr,
     Some(prefix)
 }
 
-/// `parallel for var in lo .. hi { work[var - lo] = max(work(var), 0) }` over
-/// the program's arguments and one more output, `work`.
-fn work_program(prog: &LoopProgram, var: &Name, lo: &Expr, hi: &Expr, work: &Expr) -> LoopProgram {
-    let mut name = String::from("work");
+/// `parallel for var in lo .. hi { items[var - lo] = max(items(var), 0) }` over
+/// the program's arguments and one more output, `items`.
+fn items_program(prog: &LoopProgram, var: &Name, lo: &Expr, hi: &Expr, items: &Expr) -> LoopProgram {
+    let mut name = String::from("items");
     while prog.args.iter().any(|a| a.name.as_str() == name) || name == var.as_str() {
         name.push('_');
     }
     let out: Name = name.into();
     let mut args = prog.args.clone();
     args.push(Arg { name: out.clone(), kind: ArgKind::Output { fields: vec![ScalarType::I64], len: Nat::Lit(0) } });
-    let value = Expr::bin(BinOp::Max, work.clone(), Expr::index(0));
+    let value = Expr::bin(BinOp::Max, items.clone(), Expr::index(0));
     let body = vec![Stmt::For {
         var: var.clone(),
         lo: lo.clone(),
@@ -135,5 +320,5 @@ fn work_program(prog: &LoopProgram, var: &Name, lo: &Expr, hi: &Expr, work: &Exp
         schedule: Schedule::Parallel,
         body: vec![Stmt::Store { buf: out, index: Expr::bin(BinOp::Sub, Expr::var(var.clone()), lo.clone()), field: 0, value }],
     }];
-    LoopProgram { name: format!("{}_work", prog.name), args, host: vec![], body, checks: vec![], parallel_work: None, counts: vec![], result: None }
+    LoopProgram { name: format!("{}_items", prog.name), args, host: vec![], body, checks: vec![], parallel_work: None, counts: vec![], result: None }
 }
