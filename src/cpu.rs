@@ -22,14 +22,25 @@ pub fn clif(program: &LoopProgram) -> Result<String, Diagnostic> {
         .map_err(|e| crate::compile_error(Diagnostic::new(Span::DUMMY, format!("CPU code generation failed: {e}"))))
 }
 
+/// The machine code of a lowered program, as text.
+pub fn asm(program: &LoopProgram) -> Result<String, Diagnostic> {
+    heddle_codegen_cpu::disassembly(program, &heddle_codegen_cpu::Options::default())
+        .map_err(|e| Diagnostic::new(Span::DUMMY, format!("CPU code generation failed: {e}")))
+}
+
 /// Compiles `program` and its counting phases to native code (through the
-/// runtime's cache), so that a run that follows finds them compiled.
+/// runtime's cache), so that a run that follows finds them compiled: each
+/// program as it is and, when it states input ranges, also without the
+/// checks they imply (what a run uses for inputs inside them).
 pub fn compile(program: &LoopProgram) -> Result<(), Diagnostic> {
     let failed = |e| crate::compile_error(Diagnostic::new(Span::DUMMY, format!("CPU code generation failed: {e}")));
-    for phase in &program.counts {
-        heddle_runtime::cpu::compile_cached(&phase.program).map_err(failed)?;
+    for p in program.counts.iter().map(|c| &*c.program).chain([program]) {
+        heddle_runtime::cpu::compile_cached(p).map_err(failed)?;
+        if !p.ranges.is_empty() {
+            let trusted = heddle_codegen_cpu::Options { trust_ranges: true, ..Default::default() };
+            heddle_runtime::cpu::compile_cached_with(p, &trusted).map_err(failed)?;
+        }
     }
-    heddle_runtime::cpu::compile_cached(program).map_err(failed)?;
     Ok(())
 }
 

@@ -220,3 +220,27 @@ fn heddle_threads_is_capped_like_threads() {
         assert!(err.contains("HEDDLE_THREADS") && err.contains("1 to 1024"), "{err}");
     }
 }
+
+/// Valid tensor coordinates let the CPU backend run code without the checks
+/// their ranges imply (`xs@e.1` in an SpMV); storage buffers given one by
+/// one bypass the readers' validation, and one coordinate outside its level
+/// then runs the checked code, which reports the access where it is.
+#[test]
+fn tensor_coordinates_outside_their_level_fail_the_located_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str, text: &str| common::write(dir.path(), name, text).to_str().unwrap().to_string();
+    let (pos, vals, xs) = (path("pos.json", "[0, 2, 3]"), path("vals.json", "[1.0, 2.0, 3.0]"), path("xs.json", "[1, 2, 3]"));
+    let run = |crd: &str| {
+        let crd = path("crd.json", crd);
+        heddle(&[
+            "run", "examples/sparse/spmv_csr.hdl", "--backend", "cpu", "--param", "A_dim0=2", "--param", "A_dim1=3",
+            "--input", &format!("A_pos1={pos}"), "--input", &format!("A_crd1={crd}"), "--input", &format!("A_values={vals}"),
+            "--input", &format!("xs={xs}"),
+        ])
+    };
+    let (code, out, err) = run("[0, 2, 1]");
+    assert_eq!((code, out.trim()), (0, "[7.0,6.0]"), "{err}");
+    let (code, _, err) = run("[0, 7, 1]");
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("an index into `xs`") && err.contains("spmv_csr.hdl:6:"), "{err}");
+}

@@ -259,3 +259,26 @@ fn small_launches_stay_on_one_thread() {
     let plan = heddle_runtime::cpu::plan(&program, &compiled, &mut launch, 4);
     assert!(plan.threads == 4 && plan.chunks.len() >= 4, "{plan:?}");
 }
+
+#[test]
+fn valid_tensor_coordinates_run_without_their_checks() {
+    let path = common::root().join("examples/sparse/spmv_csr.hdl");
+    let (file, kernel) = load(&path);
+    let program = heddle::cpu::lower(&kernel, "spmv_csr").unwrap();
+    assert_eq!(program.ranges.len(), 1, "{program}");
+    let (nats, mut inputs) = heddle_runtime::io::bind::tensor_inputs(&kernel, "A", &common::root().join("tests/data/sparse/m4x8.mtx")).unwrap();
+    inputs.push(("xs".into(), Loaded::Json(json!([1, 2, 3, 4, 5, 6, 7, 8]))));
+    let env = bind_inputs(&kernel, &nats, inputs).unwrap();
+    let mut launch = heddle_runtime::launch::prepare(&program, &env).unwrap();
+    let ready = heddle_runtime::cpu::Ready::new(&program, &mut launch, 2).unwrap();
+    assert!(ready.ranges_trusted());
+    drop(ready);
+    // One coordinate past A_dim1 = 8: the checked kernel runs and reports it.
+    let crd = program.args.iter().position(|a| a.name.as_str() == "A_crd1").unwrap();
+    let heddle_runtime::launch::Slot::Buffer(b) = &mut launch.slots[crd] else { panic!("A_crd1 is a buffer") };
+    b.write(0, 0, &Value::Int(8));
+    let mut ready = heddle_runtime::cpu::Ready::new(&program, &mut launch, 2).unwrap();
+    assert!(!ready.ranges_trusted());
+    let d = ready.run().unwrap_err();
+    assert!(file.render(&[d]).contains("an index into `xs`"));
+}

@@ -3,7 +3,7 @@
 
 use crate::error::CodegenError;
 use crate::kernel::{CodeMemory, CpuKernel, Entry};
-use crate::{helpers, translate};
+use crate::{helpers, translate, Options};
 use cranelift_codegen::ir::{types, AbiParam, Function, Signature, UserFuncName};
 use cranelift_codegen::isa::OwnedTargetIsa;
 use cranelift_codegen::settings::{self, Configurable};
@@ -48,22 +48,33 @@ fn entry_signature(m: &JITModule) -> Signature {
 }
 
 /// Validates and translates `prog` into a function of `m`.
-fn translate(prog: &LoopProgram, m: &mut JITModule) -> Result<Function, CodegenError> {
+fn translate(prog: &LoopProgram, m: &mut JITModule, options: &Options) -> Result<Function, CodegenError> {
     prog.validate()?;
     let mut f = Function::with_name_signature(UserFuncName::user(0, 0), entry_signature(m));
-    translate::function(prog, m, &mut f)?;
+    translate::function(prog, m, &mut f, options)?;
     Ok(f)
 }
 
-pub fn clif_text(prog: &LoopProgram) -> Result<String, CodegenError> {
+pub fn clif_text(prog: &LoopProgram, options: &Options) -> Result<String, CodegenError> {
     let mut m = module(host_isa()?);
-    let f = translate(prog, &mut m)?;
+    let f = translate(prog, &mut m, options)?;
     Ok(f.display().to_string())
 }
 
-pub fn compile(prog: &LoopProgram) -> Result<CpuKernel, CodegenError> {
+pub fn disassembly(prog: &LoopProgram, options: &Options) -> Result<String, CodegenError> {
+    let isa = host_isa()?;
+    let mut m = module(isa.clone());
+    let f = translate(prog, &mut m, options)?;
+    let mut ctx = Context::for_function(f);
+    ctx.set_disasm(true);
+    let mut ctrl = cranelift_codegen::control::ControlPlane::default();
+    let code = ctx.compile(&*isa, &mut ctrl).map_err(|e| CodegenError::Cranelift(format!("{:?}", e.inner)))?;
+    Ok(code.vcode.clone().unwrap_or_default())
+}
+
+pub fn compile(prog: &LoopProgram, options: &Options) -> Result<CpuKernel, CodegenError> {
     let mut m = module(host_isa()?);
-    let f = translate(prog, &mut m)?;
+    let f = translate(prog, &mut m, options)?;
     let clif = f.display().to_string();
     let id = m.declare_function("heddle_kernel", Linkage::Export, &f.signature).map_err(cl)?;
     let mut ctx = Context::for_function(f);

@@ -43,16 +43,54 @@ pub use kernel::{ArgValue, CpuKernel, Fault, Slots};
 
 use heddle_ir::loops::LoopProgram;
 
+/// Choices in code generation that change speed, never results beyond
+/// what the language allows (a reassociated `reduce`'s rounding).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Options {
+    /// Partial accumulators of a reassociable reduction loop (LANGUAGE.md
+    /// §5): its body is unrolled this many times, each copy adding into its
+    /// own accumulator, combined after the loop. 1 keeps every reduction
+    /// sequential.
+    pub accumulators: u32,
+    /// Leave out the checks that the program's input ranges
+    /// (`LoopProgram::ranges`) imply. Only for inputs validated against those
+    /// ranges: the runtime does that before it runs such a kernel.
+    pub trust_ranges: bool,
+    /// Run innermost reduction and map loops in 128-bit vector lanes where
+    /// that pays (LANGUAGE.md §5 allows it for reductions; maps are exact).
+    pub vectorize: bool,
+}
+
+impl Default for Options {
+    /// Four accumulators: enough independent chains to hide a float add's
+    /// latency behind an SpMV's loads. Every check kept. Vector lanes on.
+    fn default() -> Options {
+        Options { accumulators: 4, trust_ranges: false, vectorize: true }
+    }
+}
+
 /// Compiles `prog` to native code for this machine.
 ///
 /// The program is validated first; a malformed one is a
 /// [`CodegenError::Invalid`], never a crash.
 pub fn compile(prog: &LoopProgram) -> Result<CpuKernel, CodegenError> {
-    jit::compile(prog)
+    jit::compile(prog, &Options::default())
+}
+
+/// [`compile`] with explicit [`Options`].
+pub fn compile_with(prog: &LoopProgram, options: &Options) -> Result<CpuKernel, CodegenError> {
+    jit::compile(prog, options)
 }
 
 /// The Cranelift IR of `prog`, as handed to Cranelift's optimiser (before
 /// its e-graph pass and register allocation), for `heddle compile --target cpu`.
 pub fn clif_text(prog: &LoopProgram) -> Result<String, CodegenError> {
-    jit::clif_text(prog)
+    jit::clif_text(prog, &Options::default())
+}
+
+/// The machine code of `prog` after register allocation, as text (Cranelift's
+/// VCode listing): what `heddle compile --target asm` prints and what tests
+/// of the inner loops' instruction selection inspect.
+pub fn disassembly(prog: &LoopProgram, options: &Options) -> Result<String, CodegenError> {
+    jit::disassembly(prog, options)
 }

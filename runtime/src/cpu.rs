@@ -20,14 +20,15 @@
 
 mod cache;
 mod pool;
+mod ranges;
 mod split;
 
-pub use cache::{compile_cached, KernelCache};
+pub use cache::{compile_cached, compile_cached_with, KernelCache};
 pub use pool::{default_threads, parse_threads, threads_from_env, MAX_THREADS};
 pub use split::{plan, plan_with, Plan, ITEM_COST, PARALLEL_THRESHOLD, ROW_COST};
 
 use crate::launch::{check_failure, Launch, Slot};
-use heddle_codegen_cpu::{ArgValue, CpuKernel, Fault, Slots};
+use heddle_codegen_cpu::{ArgValue, CpuKernel, Fault, Options, Slots};
 use heddle_ir::loops::{ArgKind, LoopProgram};
 use heddle_ir::{Diagnostic, Span};
 use std::marker::PhantomData;
@@ -92,13 +93,16 @@ pub fn execute(prog: &LoopProgram, kernel: &CpuKernel, launch: &mut Launch, plan
 
 /// A launch ready to run, again and again: the compiled kernel, its
 /// arguments packed once, and its split into chunks, computed once (the
-/// split depends on the inputs only). Running it allocates nothing.
+/// split depends on the inputs only). Running it allocates nothing. Inputs
+/// validated against the program's ranges (a tensor's coordinates) get the
+/// kernel compiled without the checks those ranges imply.
 pub struct Ready<'l> {
     prog: &'l LoopProgram,
     kernel: Arc<CpuKernel>,
     slots: Slots,
     plan: Plan,
     outputs: Vec<(*mut u8, usize)>,
+    trusted: bool,
     // The slots point into the launch's buffers: it stays borrowed.
     _launch: PhantomData<&'l mut Launch>,
 }
@@ -109,17 +113,27 @@ impl<'l> Ready<'l> {
     /// `threads` threads.
     pub fn new(prog: &'l LoopProgram, launch: &'l mut Launch, threads: impl Into<Parallelism>) -> Result<Ready<'l>, Diagnostic> {
         let p = threads.into();
-        let kernel = compile_cached(prog).map_err(|e| Diagnostic::new(Span::DUMMY, format!("CPU code generation failed: {e}")))?;
+        // Inputs that lie in the program's ranges (valid tensor coordinates)
+        // run the code without the checks those imply.
+        let trusted = !prog.ranges.is_empty() && ranges::inputs_in_ranges(prog, launch, p.threads);
+        let options = Options { trust_ranges: trusted, ..Options::default() };
+        let kernel = compile_cached_with(prog, &options).map_err(|e| Diagnostic::new(Span::DUMMY, format!("CPU code generation failed: {e}")))?;
         let plan = plan_with(prog, &kernel, launch, p.threads, p.threshold);
         let args = arguments(prog, launch)?;
         let slots = kernel.slots(args.values()).map_err(|f| fault(prog, f))?;
         let outputs = zeroed_output(prog, launch);
-        Ok(Ready { prog, kernel, slots, plan, outputs, _launch: PhantomData })
+        Ok(Ready { prog, kernel, slots, plan, outputs, trusted, _launch: PhantomData })
     }
 
     /// How the launch is split.
     pub fn plan(&self) -> &Plan {
         &self.plan
+    }
+
+    /// Whether the inputs lie in the program's ranges, so that the kernel
+    /// runs without the checks those imply.
+    pub fn ranges_trusted(&self) -> bool {
+        self.trusted
     }
 
     /// Runs the kernel once; the launch's output buffer holds the result.

@@ -2,7 +2,8 @@
 //!
 //! `loops` prints the lowered loop program (the loops and the final index
 //! formulas, Σ already replaced by closed forms or host prefix sums);
-//! `cpu` prints the Cranelift IR the CPU backend JIT-compiles; `opencl` the
+//! `cpu` prints the Cranelift IR the CPU backend JIT-compiles, `asm` the
+//! machine code it becomes (after register allocation); `opencl` the
 //! OpenCL C kernels with, as comments, how to launch them. Each target is
 //! one arm of [`emit`], so a backend adds its own.
 //!
@@ -23,6 +24,8 @@ pub enum Target {
     Loops,
     /// Cranelift IR for the CPU backend.
     Cpu,
+    /// The CPU backend's machine code after register allocation (Cranelift's listing).
+    Asm,
     /// OpenCL C and the launch configuration (global/local sizes over the naturals).
     Opencl,
 }
@@ -58,6 +61,7 @@ fn emit(target: Target, file: &SourceFile, kernel: &heddle_typeck::Kernel) -> Re
     let one = |p: &heddle_ir::loops::LoopProgram| match target {
         Target::Loops => Ok(p.to_string()),
         Target::Cpu => heddle::cpu::clif(p).map_err(located),
+        Target::Asm => heddle::cpu::asm(p).map_err(located),
         Target::Opencl => heddle_codegen_opencl::compile(p).map(|k| k.to_string()).map_err(located),
     };
     if target == Target::Loops {

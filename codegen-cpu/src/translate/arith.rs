@@ -8,7 +8,7 @@ use cranelift_codegen::ir::{types as ct, InstBuilder, Value};
 use heddle_ir::loops::{BinOp, Expr};
 use heddle_ir::ScalarType;
 
-fn int_cc(op: BinOp, signed: bool) -> IntCC {
+pub(super) fn int_cc(op: BinOp, signed: bool) -> IntCC {
     match (op, signed) {
         (BinOp::Eq, _) => IntCC::Equal,
         (BinOp::Ne, _) => IntCC::NotEqual,
@@ -23,7 +23,7 @@ fn int_cc(op: BinOp, signed: bool) -> IntCC {
     }
 }
 
-fn float_cc(op: BinOp) -> FloatCC {
+pub(super) fn float_cc(op: BinOp) -> FloatCC {
     match op {
         BinOp::Eq => FloatCC::Equal,
         BinOp::Ne => FloatCC::NotEqual,
@@ -60,7 +60,7 @@ impl Translator<'_, '_> {
         Ok((r, t))
     }
 
-    fn int_op(&mut self, op: BinOp, x: Value, y: Value, signed: bool) -> Result<Value, CodegenError> {
+    pub(super) fn int_op(&mut self, op: BinOp, x: Value, y: Value, signed: bool) -> Result<Value, CodegenError> {
         Ok(match op {
             BinOp::Add => self.b.ins().iadd(x, y),
             BinOp::Sub => self.b.ins().isub(x, y),
@@ -95,7 +95,7 @@ impl Translator<'_, '_> {
         })
     }
 
-    fn float_op(&mut self, op: BinOp, x: Value, y: Value, t: ScalarType) -> Result<Value, CodegenError> {
+    pub(super) fn float_op(&mut self, op: BinOp, x: Value, y: Value, t: ScalarType) -> Result<Value, CodegenError> {
         Ok(match op {
             BinOp::Add => self.b.ins().fadd(x, y),
             BinOp::Sub => self.b.ins().fsub(x, y),

@@ -1,6 +1,6 @@
 //! Expressions and buffer addresses.
 
-use super::{Bound, Translator};
+use super::Translator;
 use crate::error::CodegenError;
 use crate::types;
 use cranelift_codegen::ir::{condcodes::IntCC, types as ct, InstBuilder, MemFlagsData, Value};
@@ -39,15 +39,18 @@ impl Translator<'_, '_> {
             Expr::Float(v, ScalarType::F32) => (self.b.ins().f32const(*v as f32), ScalarType::F32),
             Expr::Float(v, _) => (self.b.ins().f64const(*v), ScalarType::F64),
             Expr::Bool(v) => (self.b.ins().iconst(ct::I8, i64::from(*v)), ScalarType::Bool),
-            Expr::Var(n) => match self.lookup(n)? {
-                Bound::Val(v, t) => (v, t),
-                Bound::Var(x, t) => (self.b.use_var(x), t),
-            },
+            Expr::Var(n) => {
+                let pos = self.position(n)?;
+                self.value_at(pos)?
+            }
             Expr::Load { buf, index, field } => {
                 if let Some((_, v, t)) = self.hoisted.iter().find(|(h, ..)| h == e) {
                     return Ok((*v, *t));
                 }
-                let (addr, offset, ty, flags) = self.address(buf, index, *field)?;
+                let (addr, offset, ty, mut flags) = self.address(buf, index, *field)?;
+                if flags.readonly() && self.movable(index) {
+                    flags = flags.with_can_move();
+                }
                 let v = self.b.ins().load(types::clif_type(ty), flags, addr, offset);
                 if ty == ScalarType::Bool {
                     // Any non-zero byte in a buffer is true; the code relies on 0 / 1.
@@ -74,6 +77,19 @@ impl Translator<'_, '_> {
             Expr::Select(c, a, b) => self.select(c, a, b)?,
             Expr::Cast(to, a) => {
                 let (v, from) = self.expr(a)?;
+                if let Expr::Var(n) = &**a
+                    && from == ScalarType::I64
+                    && self.narrow_safe.contains(n)
+                    && to.is_int()
+                    && to.size_bytes() < 8
+                {
+                    return Ok((self.narrow_index(v, *to), *to));
+                }
+                if from.is_int() && from.size_bytes() < 8 && *to == ScalarType::I64
+                    && let Some(wide) = self.widened_from(v, from)
+                {
+                    return Ok((wide, *to));
+                }
                 (self.cast(v, from, *to), *to)
             }
         })
@@ -87,6 +103,8 @@ impl Translator<'_, '_> {
             let (bv, _) = self.expr(b)?;
             return Ok((self.b.ins().select(cv, av, bv), t));
         }
+        // Values first computed inside an arm would not dominate later uses.
+        self.force_lazies(None)?;
         let (ta, fa, join) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
         self.b.ins().brif(cv, ta, &[], fa, &[]);
         self.b.switch_to_block(ta);
@@ -115,6 +133,8 @@ impl Translator<'_, '_> {
             let r = if and { self.b.ins().band(av, bv) } else { self.b.ins().bor(av, bv) };
             return Ok((r, ScalarType::Bool));
         }
+        // Values first computed on the right would not dominate later uses.
+        self.force_lazies(None)?;
         let (rhs, join) = (self.b.create_block(), self.b.create_block());
         let r = self.b.append_block_param(join, ct::I8);
         if and {
@@ -141,19 +161,138 @@ impl Translator<'_, '_> {
         (x == x2 && **zero == Expr::Int(0, ScalarType::I64) && simple && is_nat(n)).then_some((&**x, &**n))
     }
 
-    /// The address of `buf[index].field` as `(base + index * size, offset)`,
-    /// the field's type and the buffer's memory flags.
+    /// The address of `buf[index].field` as `(address, offset)`, the
+    /// field's type and the buffer's memory flags.
+    ///
+    /// Inside a loop the index is split into the terms that change in the
+    /// innermost loop, the terms that do not, and a constant: the address is
+    /// `(base + invariant * size) + variant * size` with the constant in the
+    /// offset. Cranelift hoists the invariant part out of the loop (it is
+    /// pure), and `x + k * size + c` is one x86 addressing mode, so an access
+    /// `values[k + start]` costs no arithmetic per iteration.
     pub(super) fn address(&mut self, buf: &Name, index: &Expr, field: u32) -> Result<(Value, i32, ScalarType, MemFlagsData), CodegenError> {
-        let (i, _) = self.expr(index)?;
         let b = self.buffer(buf)?;
         let ty = *b
             .fields
             .get(field as usize)
             .ok_or_else(|| CodegenError::Unsupported(format!("field {field} of `{buf}`")))?;
-        let offset = b.layout.offsets[field as usize] as i32;
+        let field_offset = b.layout.offsets[field as usize] as i64;
         let (base, size, flags) = (b.base, b.layout.size as i64, types::buffer(b.readonly));
-        let scaled = if size == 1 { i } else { self.b.ins().imul_imm_s(i, size) };
-        let addr = self.b.ins().iadd(base, scaled);
+        let mut terms = Vec::new();
+        let mut constant = 0i64;
+        flatten_sum(index, true, &mut terms, &mut constant);
+        let inner = self.loop_names.last().cloned().unwrap_or_default();
+        let (variant, invariant): (Vec<_>, Vec<_>) = terms.into_iter().partition(|(_, e)| !self.invariant_in(e, &inner));
+        let offset = constant.checked_mul(size).and_then(|c| c.checked_add(field_offset)).and_then(|o| i32::try_from(o).ok());
+        let Some(offset) = offset.filter(|_| self.depth > 0) else {
+            // Outside loops (or with a huge constant) there is nothing to gain.
+            let (i, _) = self.expr(index)?;
+            let scaled = self.scaled(i, size);
+            let addr = self.b.ins().iadd(base, scaled);
+            return Ok((addr, field_offset as i32, ty, flags));
+        };
+        let mut addr = base;
+        if let Some(inv) = self.sum_terms(&invariant)? {
+            let scaled = self.scaled(inv, size);
+            addr = self.b.ins().iadd(addr, scaled);
+        }
+        if let Some(var) = self.sum_terms(&variant)? {
+            let scaled = self.scaled(var, size);
+            addr = self.b.ins().iadd(addr, scaled);
+        }
         Ok((addr, offset, ty, flags))
+    }
+
+    /// Whether a load from a read-only buffer at `index` is valid wherever
+    /// its operands are available (Cranelift's `can_move`), so that it can be
+    /// placed next to its use and folded into it: inside a loop and under no
+    /// `if` of that loop, with an index whose terms that change in the loop
+    /// are arithmetic of the loop variable alone (`values[k + start]`; not
+    /// `xs[e]`, whose validity rests on a check of `e`). Such an index is
+    /// in bounds for every iteration the loop runs, and the load depends on
+    /// the loop variable, so it can neither leave the loop nor move before
+    /// the loop starts.
+    fn movable(&self, index: &Expr) -> bool {
+        let Some((var, 0)) = &self.loop_var else { return false };
+        let inner = self.loop_names.last().cloned().unwrap_or_default();
+        let mut terms = Vec::new();
+        let mut constant = 0;
+        flatten_sum(index, true, &mut terms, &mut constant);
+        terms.iter().all(|(_, t)| self.invariant_in(t, &inner) || self.of_loop_var(t, var, 0))
+    }
+
+    /// Whether `e` is arithmetic (`+ - *`, conversions) of `var` and
+    /// constants, looking through `let`s.
+    fn of_loop_var(&self, e: &Expr, var: &Name, depth: usize) -> bool {
+        if depth > 16 {
+            return false;
+        }
+        match e {
+            Expr::Int(..) => true,
+            Expr::Var(n) if n == var => true,
+            Expr::Var(n) => self
+                .let_values
+                .iter()
+                .rev()
+                .find(|(m, _)| m == n)
+                .is_some_and(|(_, v)| self.of_loop_var(v, var, depth + 1)),
+            Expr::Bin(BinOp::Add | BinOp::Sub | BinOp::Mul, a, b) => self.of_loop_var(a, var, depth + 1) && self.of_loop_var(b, var, depth + 1),
+            Expr::Cast(t, a) => t.is_int() && self.of_loop_var(a, var, depth + 1),
+            _ => false,
+        }
+    }
+
+    /// `v * size` (an `i64` index scaled to bytes).
+    fn scaled(&mut self, v: Value, size: i64) -> Value {
+        if size == 1 { v } else { self.b.ins().imul_imm_s(v, size) }
+    }
+
+    /// The sum of signed `i64` terms, `None` when there are none.
+    fn sum_terms(&mut self, terms: &[(bool, &Expr)]) -> Result<Option<Value>, CodegenError> {
+        let mut acc: Option<Value> = None;
+        for (plus, e) in terms {
+            let (v, _) = self.expr(e)?;
+            acc = Some(match (acc, plus) {
+                (None, true) => v,
+                (None, false) => self.b.ins().ineg(v),
+                (Some(a), true) => self.b.ins().iadd(a, v),
+                (Some(a), false) => self.b.ins().isub(a, v),
+            });
+        }
+        Ok(acc)
+    }
+
+    /// Whether `e` has the same value in every iteration of the innermost
+    /// loop, whose body declares or assigns `inner`: it reads none of those
+    /// names and loads only from read-only buffers.
+    fn invariant_in(&self, e: &Expr, inner: &[Name]) -> bool {
+        match e {
+            Expr::Int(..) | Expr::Float(..) | Expr::Bool(_) => true,
+            Expr::Var(n) => !inner.contains(n),
+            Expr::Load { buf, index, .. } => {
+                !inner.contains(buf) && self.buffer(buf).is_ok_and(|b| b.readonly) && self.invariant_in(index, inner)
+            }
+            Expr::Bin(BinOp::Div | BinOp::Rem, ..) => false,
+            Expr::Bin(_, a, b) => self.invariant_in(a, inner) && self.invariant_in(b, inner),
+            Expr::Neg(a) | Expr::Not(a) | Expr::Cast(_, a) => self.invariant_in(a, inner),
+            Expr::Select(c, a, b) => self.invariant_in(c, inner) && self.invariant_in(a, inner) && self.invariant_in(b, inner),
+        }
+    }
+}
+
+/// Splits an `i64` index into signed terms and a constant: `a + b - (c - 2)`
+/// is `+a`, `+b`, `-c` and `2`. Wrapping arithmetic makes any regrouping exact.
+fn flatten_sum<'e>(e: &'e Expr, plus: bool, terms: &mut Vec<(bool, &'e Expr)>, constant: &mut i64) {
+    match e {
+        Expr::Bin(BinOp::Add, a, b) => {
+            flatten_sum(a, plus, terms, constant);
+            flatten_sum(b, plus, terms, constant);
+        }
+        Expr::Bin(BinOp::Sub, a, b) => {
+            flatten_sum(a, plus, terms, constant);
+            flatten_sum(b, !plus, terms, constant);
+        }
+        Expr::Int(v, ScalarType::I64) => *constant = if plus { constant.wrapping_add(*v) } else { constant.wrapping_sub(*v) },
+        other => terms.push((plus, other)),
     }
 }

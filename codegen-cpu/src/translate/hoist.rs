@@ -16,8 +16,23 @@ use crate::error::CodegenError;
 use heddle_ir::loops::{BinOp, Expr, Stmt};
 use heddle_ir::Name;
 
+/// The names a block assigns (`x = …`), nested blocks included.
+pub(super) fn assigned(b: &[Stmt], out: &mut Vec<Name>) {
+    for s in b {
+        match s {
+            Stmt::Assign { var, .. } if !out.contains(var) => out.push(var.clone()),
+            Stmt::For { body, .. } => assigned(body, out),
+            Stmt::If { then, els, .. } => {
+                assigned(then, out);
+                assigned(els, out);
+            }
+            _ => {}
+        }
+    }
+}
+
 /// The names a block declares, nested blocks included.
-fn declared(b: &[Stmt], out: &mut Vec<Name>) {
+pub(super) fn declared(b: &[Stmt], out: &mut Vec<Name>) {
     for s in b {
         match s {
             Stmt::Let { var, .. } | Stmt::Var { var, .. } => out.push(var.clone()),
@@ -95,6 +110,8 @@ impl Translator<'_, '_> {
     pub(super) fn hoist_invariant_loads(&mut self, var: &Name, body: &[Stmt]) -> Result<(), CodegenError> {
         let mut inner = vec![var.clone()];
         declared(body, &mut inner);
+        // A variable assigned in the loop is not invariant either.
+        assigned(body, &mut inner);
         let mut loads = Vec::new();
         for s in body {
             match s {

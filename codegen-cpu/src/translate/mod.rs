@@ -3,13 +3,18 @@
 //! One [`Translator`] walks the body once, emitting Cranelift instructions
 //! through `cranelift-frontend` (which builds SSA form from the mutable
 //! locals and loop variables). Statements are in [`stmt`], expressions in
-//! [`expr`], operators and conversions in [`arith`], and the loop-invariant
-//! load hoisting in [`hoist`].
+//! [`expr`], operators and conversions in [`arith`], the loop-invariant
+//! load hoisting in [`hoist`], lazily evaluated `let`s (loads sunk below
+//! checks) and loop indices proven to fit narrow integers in [`lazy`], and
+//! reassociated reductions in [`reduce`], loops in vector lanes in [`simd`].
 
 mod arith;
 mod atomic;
 mod expr;
 mod hoist;
+mod lazy;
+mod reduce;
+mod simd;
 mod stmt;
 
 use crate::error::CodegenError;
@@ -23,7 +28,7 @@ use heddle_ir::{Name, ScalarType};
 
 /// Translates `prog` (already validated) into `f`, whose signature is the
 /// kernel entry signature; helpers are imported from `m`.
-pub fn function(prog: &LoopProgram, m: &mut JITModule, f: &mut Function) -> Result<(), CodegenError> {
+pub fn function(prog: &LoopProgram, m: &mut JITModule, f: &mut Function, options: &crate::Options) -> Result<(), CodegenError> {
     if prog.checks.len() as u64 >= u64::from(status::INDEX_OVERFLOW) {
         return Err(CodegenError::Unsupported(format!("{} checks in one kernel", prog.checks.len())));
     }
@@ -37,6 +42,7 @@ pub fn function(prog: &LoopProgram, m: &mut JITModule, f: &mut Function) -> Resu
     let (args_ptr, lo, hi) = (params[0], params[1], params[2]);
     let mut t = Translator {
         prog,
+        options: *options,
         b,
         m,
         ptr_ty,
@@ -48,6 +54,13 @@ pub fn function(prog: &LoopProgram, m: &mut JITModule, f: &mut Function) -> Resu
         range: (lo, hi),
         depth: 0,
         helpers: Vec::new(),
+        lazies: Vec::new(),
+        forcing: Vec::new(),
+        widened: Vec::new(),
+        narrow_safe: Vec::new(),
+        loop_names: Vec::new(),
+        loop_var: None,
+        let_values: Vec::new(),
     };
     t.bind_args(args_ptr);
     t.block(&prog.body)?;
@@ -82,6 +95,8 @@ enum Bound {
     Val(Value, ScalarType),
     /// A mutable local or a loop variable.
     Var(Variable, ScalarType),
+    /// A `let` not evaluated yet: entry `k` of [`Translator::lazies`] (see [`lazy`]).
+    Lazy(usize),
 }
 
 /// A buffer in scope.
@@ -107,6 +122,7 @@ const STACK_LIMIT: u64 = 64 * 1024;
 /// The state of one translation.
 pub(crate) struct Translator<'a, 'f> {
     prog: &'a LoopProgram,
+    options: crate::Options,
     b: FunctionBuilder<'f>,
     m: &'a mut JITModule,
     ptr_ty: Type,
@@ -121,6 +137,26 @@ pub(crate) struct Translator<'a, 'f> {
     /// Loop nesting depth of the statement being translated.
     depth: usize,
     helpers: Vec<(&'static str, FuncRef)>,
+    /// The values of lazy `let`s (see [`lazy`]).
+    lazies: Vec<(Expr, ScalarType)>,
+    /// The lazy `let`s being evaluated, innermost last.
+    forcing: Vec<usize>,
+    /// Narrow integers known to be a loop index converted without wrapping:
+    /// the narrow value, the `i64` index it came from and the narrow type
+    /// (see [`lazy`]).
+    widened: Vec<(Value, Value, ScalarType)>,
+    /// Loop variables whose range was checked to fit every narrow integer
+    /// type they are converted to in their body.
+    narrow_safe: Vec<Name>,
+    /// For each enclosing loop, innermost last: the names its body declares
+    /// or assigns and its variable (what is *not* invariant in it).
+    loop_names: Vec<Vec<Name>>,
+    /// The innermost loop's variable, and how many `if`s inside that loop
+    /// enclose the statement being translated.
+    loop_var: Option<(Name, usize)>,
+    /// The values of the `let`s in scope, by name (for loads whose index is
+    /// a function of the loop variable; see [`expr`]'s `movable`).
+    let_values: Vec<(Name, Expr)>,
 }
 
 impl Translator<'_, '_> {
@@ -155,12 +191,11 @@ impl Translator<'_, '_> {
         }
     }
 
-    fn lookup(&self, name: &Name) -> Result<Bound, CodegenError> {
+    /// Where `name` is bound in the scope.
+    fn position(&self, name: &Name) -> Result<usize, CodegenError> {
         self.scope
             .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .map(|(_, b)| *b)
+            .rposition(|(n, _)| n == name)
             .ok_or_else(|| CodegenError::Unsupported(format!("the undeclared name `{name}`")))
     }
 
@@ -228,12 +263,14 @@ impl Translator<'_, '_> {
     /// The block `b` as a scope: names, buffers and heap temporaries declared
     /// in it end with it.
     fn block(&mut self, b: &[Stmt]) -> Result<(), CodegenError> {
-        let (scope, bufs, heap) = (self.scope.len(), self.bufs.len(), self.heap.len());
+        let (scope, bufs, heap, lets) = (self.scope.len(), self.bufs.len(), self.heap.len(), self.let_values.len());
         for s in b {
             self.stmt(s)?;
         }
+        // Lazy `let`s never used are dropped with their scope.
         self.free_heap(heap)?;
         self.heap.truncate(heap);
+        self.let_values.truncate(lets);
         self.scope.truncate(scope);
         self.bufs.truncate(bufs);
         Ok(())

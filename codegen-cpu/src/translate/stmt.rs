@@ -3,13 +3,33 @@
 use super::{Bound, Buf, HeapAlloc, Translator, STACK_LIMIT};
 use crate::error::CodegenError;
 use crate::{helpers, status, types};
-use cranelift_codegen::ir::{condcodes::IntCC, types as ct, InstBuilder, StackSlotData, StackSlotKind};
+use cranelift_codegen::ir::{condcodes::IntCC, types as ct, InstBuilder, StackSlotData, StackSlotKind, Value};
 use heddle_ir::loops::{record_layout, Expr, Schedule, Space, Stmt};
 use heddle_ir::{Name, ScalarType};
 
+/// What [`Translator::leave_loop`] restores.
+pub(super) struct LoopMarks {
+    hoisted: usize,
+    narrow: usize,
+    var: Option<(Name, usize)>,
+}
+
 impl Translator<'_, '_> {
     pub(super) fn stmt(&mut self, s: &Stmt) -> Result<(), CodegenError> {
+        // A pending lazy `let` must not see a name it reads shadowed or
+        // changed, nor be first evaluated inside blocks that open here.
         match s {
+            Stmt::Let { var, .. } | Stmt::Var { var, .. } | Stmt::Assign { var, .. } => self.force_lazies(Some(var))?,
+            Stmt::For { .. } | Stmt::If { .. } | Stmt::Alloc { .. } | Stmt::Sort { .. } => self.force_lazies(None)?,
+            _ => {}
+        }
+        if let Stmt::Let { var, value, .. } = s {
+            self.let_values.push((var.clone(), value.clone()));
+        }
+        match s {
+            // A `let` whose value reads the name it shadows is evaluated now: later,
+            // that name would mean the `let` itself.
+            Stmt::Let { var, ty, value } if self.lazy_candidate(value) && !super::lazy::mentions(value, var) => self.bind_lazy(var, *ty, value),
             Stmt::Let { var, ty, value } => {
                 let (v, _) = self.expr(value)?;
                 self.scope.push((var.clone(), Bound::Val(v, *ty)));
@@ -22,9 +42,9 @@ impl Translator<'_, '_> {
             }
             Stmt::Assign { var, value } => {
                 let (v, _) = self.expr(value)?;
-                match self.lookup(var)? {
+                match self.scope[self.position(var)?].1 {
                     Bound::Var(x, _) => self.b.def_var(x, v),
-                    Bound::Val(..) => return Err(CodegenError::Unsupported(format!("assignment to the immutable `{var}`"))),
+                    _ => return Err(CodegenError::Unsupported(format!("assignment to the immutable `{var}`"))),
                 }
             }
             Stmt::Store { buf, index, field, value } => {
@@ -33,17 +53,30 @@ impl Translator<'_, '_> {
                 self.b.ins().store(flags, v, addr, offset);
             }
             Stmt::AddAtomic { buf, index, field, value } => self.add_atomic(buf, index, *field, value)?,
-            Stmt::For { var, lo, hi, schedule, body } => self.for_loop(var, lo, hi, *schedule, body)?,
+            Stmt::For { var, lo, hi, schedule, body } => {
+                if self.reduction_loop(var, lo, hi, *schedule, body)? {
+                } else if let Some(plan) = (*schedule == Schedule::Seq).then(|| self.lane_plan(var, body, &[])).flatten() {
+                    self.lane_loop(var, lo, hi, body, &[], plan)?
+                } else {
+                    self.for_loop(var, lo, hi, *schedule, body)?
+                }
+            }
             Stmt::If { cond, then, els } => {
                 let (c, _) = self.expr(cond)?;
                 let (tb, eb, join) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
                 self.b.ins().brif(c, tb, &[], eb, &[]);
+                if let Some((_, ifs)) = &mut self.loop_var {
+                    *ifs += 1;
+                }
                 self.b.switch_to_block(tb);
                 self.block(then)?;
                 self.b.ins().jump(join, &[]);
                 self.b.switch_to_block(eb);
                 self.block(els)?;
                 self.b.ins().jump(join, &[]);
+                if let Some((_, ifs)) = &mut self.loop_var {
+                    *ifs -= 1;
+                }
                 self.b.switch_to_block(join);
             }
             Stmt::Alloc { buf, fields, len, space } => self.alloc(buf, fields, len, *space == Space::Workspace)?,
@@ -55,6 +88,7 @@ impl Translator<'_, '_> {
             }
             // Work-group phases already run in order on one thread.
             Stmt::Barrier => {}
+            Stmt::Check { cond, .. } if self.options.trust_ranges && self.implied_by_ranges(cond) => {}
             Stmt::Check { cond, id } => {
                 let (c, _) = self.expr(cond)?;
                 let code = status::check_failed(*id).ok_or_else(|| CodegenError::Unsupported(format!("check id {id}")))?;
@@ -67,14 +101,10 @@ impl Translator<'_, '_> {
     /// `for var in lo .. hi`, rotated so that each iteration takes one
     /// branch: `if lo < hi { var = lo; do { body; var += 1 } while var < hi }`.
     /// The pre-header, reached only when the body runs at least once, is where
-    /// loop-invariant loads are hoisted to.
+    /// loop-invariant loads are hoisted to (and where a body that converts
+    /// `var` to a narrow integer checks that the range fits it).
     fn for_loop(&mut self, var: &Name, lo: &Expr, hi: &Expr, schedule: Schedule, body: &[Stmt]) -> Result<(), CodegenError> {
-        let (mut lo_v, _) = self.expr(lo)?;
-        let (mut hi_v, _) = self.expr(hi)?;
-        if schedule == Schedule::Parallel && self.depth == 0 {
-            lo_v = self.b.ins().smax(lo_v, self.range.0);
-            hi_v = self.b.ins().smin(hi_v, self.range.1);
-        }
+        let (lo_v, hi_v) = self.loop_bounds(lo, hi, schedule)?;
         let iv = self.b.declare_var(ct::I64);
         let (pre, head, exit) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
         let runs = self.b.ins().icmp(IntCC::SignedLessThan, lo_v, hi_v);
@@ -82,8 +112,7 @@ impl Translator<'_, '_> {
 
         self.b.switch_to_block(pre);
         self.b.def_var(iv, lo_v);
-        let hoisted = self.hoisted.len();
-        self.hoist_invariant_loads(var, body)?;
+        let marks = self.enter_loop(var, lo_v, hi_v, body)?;
         self.b.ins().jump(head, &[]);
 
         self.b.switch_to_block(head);
@@ -92,7 +121,7 @@ impl Translator<'_, '_> {
         self.block(body)?;
         self.depth -= 1;
         self.scope.pop();
-        self.hoisted.truncate(hoisted);
+        self.leave_loop(marks);
         let i = self.b.use_var(iv);
         let next = self.b.ins().iadd_imm_s(i, 1);
         self.b.def_var(iv, next);
@@ -100,6 +129,46 @@ impl Translator<'_, '_> {
         self.b.ins().brif(more, head, &[], exit, &[]);
         self.b.switch_to_block(exit);
         Ok(())
+    }
+
+    /// A loop's bounds; the top-level parallel loop's are clipped to the
+    /// call's range.
+    pub(super) fn loop_bounds(&mut self, lo: &Expr, hi: &Expr, schedule: Schedule) -> Result<(Value, Value), CodegenError> {
+        let (mut lo_v, _) = self.expr(lo)?;
+        let (mut hi_v, _) = self.expr(hi)?;
+        if schedule == Schedule::Parallel && self.depth == 0 {
+            lo_v = self.b.ins().smax(lo_v, self.range.0);
+            hi_v = self.b.ins().smin(hi_v, self.range.1);
+        }
+        Ok((lo_v, hi_v))
+    }
+
+    /// In a loop's pre-header (the loop runs: `lo_v < hi_v`): the narrow
+    /// range check, the invariant loads, and the loop's names for the
+    /// invariance of addresses. Returns what [`leave_loop`](Self::leave_loop) restores.
+    pub(super) fn enter_loop(&mut self, var: &Name, lo_v: Value, hi_v: Value, body: &[Stmt]) -> Result<LoopMarks, CodegenError> {
+        let narrow = super::lazy::narrow_casts(var, body);
+        if !narrow.is_empty() {
+            self.check_narrow_range(lo_v, hi_v, &narrow)?;
+        }
+        let marks = LoopMarks { hoisted: self.hoisted.len(), narrow: self.narrow_safe.len(), var: self.loop_var.replace((var.clone(), 0)) };
+        if !narrow.is_empty() {
+            self.narrow_safe.push(var.clone());
+        }
+        self.hoist_invariant_loads(var, body)?;
+        let mut names = vec![var.clone()];
+        super::hoist::declared(body, &mut names);
+        super::hoist::assigned(body, &mut names);
+        self.loop_names.push(names);
+        Ok(marks)
+    }
+
+    /// Undoes [`enter_loop`](Self::enter_loop) after the body.
+    pub(super) fn leave_loop(&mut self, marks: LoopMarks) {
+        self.hoisted.truncate(marks.hoisted);
+        self.narrow_safe.truncate(marks.narrow);
+        self.loop_names.pop();
+        self.loop_var = marks.var;
     }
 
     /// A temporary: a stack slot when its length is a constant and small,

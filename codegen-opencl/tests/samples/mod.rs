@@ -97,6 +97,8 @@ pub fn listing5() -> LoopProgram {
         body,
         checks: xs_check(),
         parallel_work: None,
+        reassociable: vec![],
+        ranges: vec![],
         counts: vec![],
         result: None,
     }
@@ -188,6 +190,8 @@ pub fn listing7() -> LoopProgram {
         body,
         checks: xs_check(),
         parallel_work: None,
+        reassociable: vec![],
+        ranges: vec![],
         counts: vec![],
         result: None,
     }
@@ -229,6 +233,8 @@ pub fn scalar_mix() -> LoopProgram {
         body,
         checks: vec![],
         parallel_work: None,
+        reassociable: vec![],
+        ranges: vec![],
         counts: vec![],
         result: None,
     }

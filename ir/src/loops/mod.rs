@@ -42,6 +42,17 @@ pub struct LoopProgram {
     /// does, so the runtime can split the range into chunks of equal work
     /// rather than equal length.
     pub parallel_work: Option<ParallelWork>,
+    /// Accumulators (declared by `Var`) of `reduce`s, whose operator is
+    /// associative and commutative (LANGUAGE.md §5): a backend may combine
+    /// their loop's contributions in any order — partial accumulators,
+    /// vector lanes, a tree — provided each is assigned once per iteration
+    /// as `acc = acc op e` (or `e op acc`) with `e` not reading it. The
+    /// accumulators of `reduceSeq` are never listed: strictly in order.
+    pub reassociable: Vec<Name>,
+    /// Bounds on the values of inputs (a tensor's coordinates lie below their
+    /// level's size), which a runtime may validate once before a launch; a
+    /// backend may then leave out the checks they imply (see [`InputRange`]).
+    pub ranges: Vec<InputRange>,
     /// Counting phases that run before this kernel, in order: each fills a
     /// count array (`count#k`, see [`crate::nat::counted`]) that this
     /// program's lengths and host prefix sums read (count → allocate → fill).
@@ -100,6 +111,21 @@ pub struct ParallelWork {
     /// runtime can then cut the range at equal work by bisection, without
     /// visiting every iteration.
     pub before: Option<Expr>,
+}
+
+/// Every value of field `field` of input `buf` lies in `0 .. below`: what a
+/// valid tensor's coordinates of one level satisfy (`A_crd1 < A_dim1` for
+/// CSR). Nothing guarantees it (a storage buffer may be given directly), so
+/// the program keeps the checks it implies; a runtime that has validated the
+/// input against it may run code compiled without them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputRange {
+    /// The input buffer.
+    pub buf: Name,
+    /// The field of its records.
+    pub field: u32,
+    /// The exclusive upper bound: an `i64` expression over the naturals.
+    pub below: Expr,
 }
 
 /// A counting phase: a kernel whose output is the count array `name`.

@@ -58,6 +58,9 @@ impl fmt::Display for LoopProgram {
                 }
             }
         }
+        for r in &self.ranges {
+            writeln!(f, "range {}{} < {}", r.buf, if r.field == 0 { String::new() } else { format!(".{}", r.field) }, expr(&r.below))?;
+        }
         if let Some(w) = &self.parallel_work {
             write!(f, "balance {} by {}", w.var, expr(&w.items))?;
             match &w.before {
@@ -79,6 +82,7 @@ impl fmt::Display for LoopProgram {
             .collect();
         collect_multi(&self.body, &mut multi);
         MULTI.with(|m| *m.borrow_mut() = multi);
+        REASSOCIABLE.with(|r| r.borrow_mut().clone_from(&self.reassociable));
         block(&mut out, &self.body, 1);
         f.write_str(&out)?;
         writeln!(f, "}}")
@@ -95,7 +99,10 @@ fn stmt(out: &mut String, s: &Stmt, depth: usize) {
     let pad = "  ".repeat(depth);
     let _ = match s {
         Stmt::Let { var, ty, value } => writeln!(out, "{pad}let {var}: {} = {}", ty.keyword(), expr(value)),
-        Stmt::Var { var, ty, init } => writeln!(out, "{pad}var {var}: {} = {}", ty.keyword(), expr(init)),
+        Stmt::Var { var, ty, init } => {
+            let any_order = if REASSOCIABLE.with(|r| r.borrow().contains(var)) { " (reassociable)" } else { "" };
+            writeln!(out, "{pad}var {var}: {} = {}{any_order}", ty.keyword(), expr(init))
+        }
         Stmt::Assign { var, value } => writeln!(out, "{pad}{var} = {}", expr(value)),
         Stmt::Store { buf, index, field, value } => writeln!(out, "{pad}{buf}[{}]{} = {}", expr(index), field_suffix(buf, *field), expr(value)),
         Stmt::AddAtomic { buf, index, field, value } => {
@@ -140,6 +147,8 @@ fn stmt(out: &mut String, s: &Stmt, depth: usize) {
 thread_local! {
     /// Buffers whose records have several fields (their loads show `.k`).
     static MULTI: std::cell::RefCell<Vec<crate::Name>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The program's reassociable accumulators (their `var` says so).
+    static REASSOCIABLE: std::cell::RefCell<Vec<crate::Name>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 fn collect_multi(b: &Block, out: &mut Vec<crate::Name>) {

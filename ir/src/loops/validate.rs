@@ -41,7 +41,22 @@ impl LoopProgram {
             }
             c.program.validate()?;
         }
+        let mut vars = Vec::new();
+        declared_vars(&self.body, &mut vars);
+        if let Some(a) = self.reassociable.iter().find(|a| !vars.contains(a)) {
+            return Err(LoopError(format!("reassociable accumulator `{a}` is not declared by a `var`")));
+        }
         let mut env = self.arg_env();
+        for r in &self.ranges {
+            let fields = match self.arg(&r.buf).map(|a| &a.kind) {
+                Some(ArgKind::Input { fields, .. }) => fields,
+                _ => return Err(LoopError(format!("the range of `{}` is not about an input", r.buf))),
+            };
+            if !fields.get(r.field as usize).is_some_and(|t| t.is_int()) {
+                return Err(LoopError(format!("the range of `{}` is about field {}, which is not an integer", r.buf, r.field)));
+            }
+            self.expect(&r.below, ScalarType::I64, &env, &format!("the bound of `{}`", r.buf))?;
+        }
         let mut mutable: Vec<Name> = Vec::new();
         let writable: Vec<Name> =
             self.args.iter().filter(|a| matches!(a.kind, ArgKind::Output { .. })).map(|a| a.name.clone()).collect();
@@ -164,6 +179,21 @@ impl LoopProgram {
                 self.type_of(e, env).ok_or_else(|| LoopError("untyped expression".into()))
             }
             _ => self.type_of(e, env).ok_or_else(|| LoopError(format!("cannot type {}", super::print::expr(e)))),
+        }
+    }
+}
+
+/// The names `var` statements declare, anywhere in `b`.
+fn declared_vars<'a>(b: &'a Block, out: &mut Vec<&'a Name>) {
+    for s in b {
+        match s {
+            Stmt::Var { var, .. } => out.push(var),
+            Stmt::For { body, .. } => declared_vars(body, out),
+            Stmt::If { then, els, .. } => {
+                declared_vars(then, out);
+                declared_vars(els, out);
+            }
+            _ => {}
         }
     }
 }

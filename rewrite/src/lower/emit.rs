@@ -350,6 +350,8 @@ impl Lowerer<'_> {
         Ok(Val::Array(View::buffer(buf, offset, ty.clone())))
     }
 
+    /// `reduce(op, init)(xs)` (`reassociate`: its accumulators may be
+    /// reassociated, see `LoopProgram::reassociable`) or `reduceSeq`.
     #[allow(clippy::too_many_arguments)]
     fn reduce(&mut self, op: &TExpr, init: &TExpr, xs_expr: &TExpr, reassociate: bool, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
         let init_ty = self.program_values_in_type(&env.subst_type(&init.ty), env);
@@ -403,6 +405,9 @@ impl Lowerer<'_> {
         let x = self.elem(&xs, &Nat::Var(k.clone()), &mut inner)?;
         let next = self.apply(op, vec![acc_val, x], env, &mut inner)?;
         update(&accs, &next, span, &mut inner)?;
+        if reassociate {
+            self.reassociable.extend(accs.iter().map(|(a, _)| a.clone()));
+        }
         body.push(Stmt::For { var: k, lo: L::index(0), hi, schedule: Schedule::Seq, body: inner });
         // Read the accumulators once, after the loop.
         let mut results = accs.iter().map(|(a, s)| Val::Scalar(L::Var(a.clone()), *s));
@@ -625,7 +630,7 @@ pub(super) fn source_elem_ty(v: &View, i: &Nat) -> Type {
 }
 
 /// Substitutes `let`s into an expression (for the work estimate, which must stand alone).
-fn inline_lets(e: L, lets: &[Stmt]) -> L {
+pub(super) fn inline_lets(e: L, lets: &[Stmt]) -> L {
     fn go(e: L, lets: &[Stmt]) -> L {
         match e {
             L::Var(v) => match lets.iter().rev().find_map(|s| match s {

@@ -22,6 +22,7 @@ mod nats;
 mod numbers;
 mod operators;
 mod ragged;
+mod ranges;
 mod scatter;
 mod sums;
 mod stream;
@@ -171,6 +172,7 @@ fn lower_phase(kernel: &Kernel, name: &str, options: &LowerOptions, counted: &[(
     if !cx.workspaces.is_empty() {
         body.splice(0..0, std::mem::take(&mut cx.workspaces));
     }
+    let ranges = cx.coordinate_ranges();
     let mut program = LoopProgram {
         name: name.to_string(),
         args: cx.args,
@@ -178,6 +180,8 @@ fn lower_phase(kernel: &Kernel, name: &str, options: &LowerOptions, counted: &[(
         body,
         checks: cx.checks,
         parallel_work: cx.parallel_work,
+        reassociable: cx.reassociable,
+        ranges,
         counts: Vec::new(),
         result: if counting.is_some() { None } else { Some(layout) },
     };
@@ -214,6 +218,8 @@ pub struct Lowerer<'k> {
     host: Vec<HostBuffer>,
     checks: Vec<Check>,
     parallel_work: Option<heddle_ir::loops::ParallelWork>,
+    /// Accumulators of `reduce` (not `reduceSeq`): see `LoopProgram::reassociable`.
+    reassociable: Vec<Name>,
     used: HashSet<Name>,
     facts: Facts,
     /// Inside a loop that already runs in parallel (nested maps run sequentially).
@@ -259,6 +265,7 @@ impl<'k> Lowerer<'k> {
             host: Vec::new(),
             checks: Vec::new(),
             parallel_work: None,
+            reassociable: Vec::new(),
             used,
             facts,
             in_parallel: false,

@@ -1,6 +1,6 @@
 //! Compiled kernels, kept so that running a program again does not compile it again.
 
-use heddle_codegen_cpu::{compile, CodegenError, CpuKernel};
+use heddle_codegen_cpu::{compile_with, CodegenError, CpuKernel, Options};
 use heddle_ir::loops::LoopProgram;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// (arguments, types, the body, the check table). Natural parameters are
 /// kernel *arguments*, not part of the code, so one compiled kernel serves
 /// every size; options that change the lowering (`--param` values folded in,
-/// naive sums) change the program and therefore the key.
+/// naive sums) change the program and therefore the key, and code generation
+/// options are part of the key.
 #[derive(Default)]
 pub struct KernelCache {
     kernels: Mutex<HashMap<String, Arc<CpuKernel>>>,
@@ -20,13 +21,18 @@ pub struct KernelCache {
 impl KernelCache {
     /// The kernel for `prog`, compiled on first use.
     pub fn get(&self, prog: &LoopProgram) -> Result<Arc<CpuKernel>, CodegenError> {
-        let key = format!("{prog:?}");
+        self.get_with(prog, &Options::default())
+    }
+
+    /// The kernel for `prog` compiled with `options`, compiled on first use.
+    pub fn get_with(&self, prog: &LoopProgram, options: &Options) -> Result<Arc<CpuKernel>, CodegenError> {
+        let key = format!("{options:?}{prog:?}");
         if let Some(k) = self.lock().get(&key) {
             return Ok(k.clone());
         }
         // Compiled outside the lock: two threads may race to compile the same
         // program, and the second result simply replaces the first.
-        let k = Arc::new(compile(prog)?);
+        let k = Arc::new(compile_with(prog, options)?);
         self.lock().insert(key, k.clone());
         Ok(k)
     }
@@ -56,4 +62,9 @@ pub fn global() -> &'static KernelCache {
 /// Compiles `prog` through the process-wide cache.
 pub fn compile_cached(prog: &LoopProgram) -> Result<Arc<CpuKernel>, CodegenError> {
     global().get(prog)
+}
+
+/// Compiles `prog` with `options` through the process-wide cache.
+pub fn compile_cached_with(prog: &LoopProgram, options: &Options) -> Result<Arc<CpuKernel>, CodegenError> {
+    global().get_with(prog, options)
 }

@@ -16,6 +16,12 @@
 //! thread slowed down by another process on a shared machine, or a work
 //! estimate that was off, does not hold everyone up.
 //!
+//! When the caller has taken the last chunk, workers that have not picked
+//! the job up yet are cancelled (the job is taken back out of their
+//! mailboxes), so a launch never waits for a thread the OS has not run: on
+//! a busy machine a launch degrades to the caller's own speed, not to a
+//! scheduler tick.
+//!
 //! A failing chunk stops the launch at the first failure *in chunk order*
 //! (chunks after it are skipped, chunks before it still run), which is the
 //! failure a sequential run reports.
@@ -130,10 +136,11 @@ impl Job<'_> {
 }
 
 /// A worker's mailbox: the job it is to help with (a type-erased `*const
-/// Job`), or null. Only the launcher puts a job in, only the worker takes
-/// it out, and a launch ends only after every worker it asked has taken its
-/// job and finished with it, so every mailbox is empty when a launch
-/// starts. Each sits on its own cache line, since its worker spins on it.
+/// Job`), or null. The launcher puts a job in, and takes it back out if the
+/// worker has not taken it by the time every chunk is gone; a launch ends
+/// only after every worker that took its job has finished with it, so every
+/// mailbox is empty when a launch starts. Each sits on its own cache line,
+/// since its worker spins on it.
 #[repr(align(64))]
 #[derive(Default)]
 struct Mailbox(AtomicPtr<()>);
@@ -252,6 +259,14 @@ pub fn run_chunks(chunks: &[(i64, i64)], threads: usize, f: &ChunkFn<'_>) -> Res
     }
     // The caller takes the first home run: it starts before any worker wakes.
     let mine = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job.participate(0)));
+    // Every chunk is taken. A worker that has not picked the job up yet (on a
+    // busy machine the OS may not have run it) has nothing left to do: take
+    // the job back out of its mailbox rather than wait for it to wake.
+    for w in &p.workers[..helpers] {
+        if !w.mailbox.0.swap(std::ptr::null_mut(), Ordering::AcqRel).is_null() {
+            job.pending.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
     let spin_until = Instant::now() + SPIN;
     while job.pending.load(Ordering::Acquire) != 0 {
         if Instant::now() < spin_until {
@@ -322,6 +337,22 @@ mod tests {
             Ok(())
         })
         .unwrap();
+    }
+
+    #[test]
+    fn a_launch_does_not_wait_for_a_worker_that_never_woke() {
+        // Two chunks on 3 threads: whichever participants come late find
+        // nothing; many launches in a row must all finish.
+        let chunks = [(0, 1), (1, 2)];
+        for _ in 0..2000 {
+            let total = AtomicI64::new(0);
+            run_chunks(&chunks, 3, &|(lo, _)| {
+                total.fetch_add(lo + 1, Ordering::Relaxed);
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(total.into_inner(), 3);
+        }
     }
 
     #[test]

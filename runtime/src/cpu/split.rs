@@ -174,14 +174,20 @@ impl Cost<'_> {
 /// Evaluates the `i64` expressions of `parallel_work` and loop bounds over a
 /// launch's arguments, with the loop variable bound: integer arithmetic at
 /// the expression's types (loads and casts wrap as the kernel would).
-struct Evaluator<'a> {
-    prog: &'a LoopProgram,
-    launch: &'a Launch,
+pub(super) struct Evaluator<'a> {
+    pub(super) prog: &'a LoopProgram,
+    pub(super) launch: &'a Launch,
 }
 
 impl Evaluator<'_> {
-    fn eval(&self, e: &Expr, var: &Name, value: i64) -> Option<i64> {
+    pub(super) fn eval(&self, e: &Expr, var: &Name, value: i64) -> Option<i64> {
         Some(self.typed(e, var, value)?.0)
+    }
+
+    /// An expression over the arguments alone.
+    pub(super) fn eval_closed(&self, e: &Expr) -> Option<i64> {
+        // No variable is named by the empty string.
+        self.eval(e, &Name::from(""), 0)
     }
 
     /// The value and its type.
@@ -320,5 +326,5 @@ fn items_program(prog: &LoopProgram, var: &Name, lo: &Expr, hi: &Expr, items: &E
         schedule: Schedule::Parallel,
         body: vec![Stmt::Store { buf: out, index: Expr::bin(BinOp::Sub, Expr::var(var.clone()), lo.clone()), field: 0, value }],
     }];
-    LoopProgram { name: format!("{}_items", prog.name), args, host: vec![], body, checks: vec![], parallel_work: None, counts: vec![], result: None }
+    LoopProgram { name: format!("{}_items", prog.name), args, host: vec![], body, checks: vec![], parallel_work: None, reassociable: vec![], ranges: vec![], counts: vec![], result: None }
 }

@@ -1,0 +1,419 @@
+//! CSR SpMV on heddle's CPU backend against the peers of `../shared/bench`
+//! (Intel MKL's inspector-executor, a hand-written C loop, Eigen, scipy), in
+//! one interleaved run over the same binary CSR files, f64 and f32, 1 and 2
+//! threads. Not a timed test: it prints tables and writes the raw rows (see
+//! docs/performance.md for the command and the figures).
+//!
+//! ```text
+//! bash ../shared/bench/setup.sh          # once: builds the peers and the matrices into /tmp/heddle-bench
+//! cargo bench -p heddle --bench spmv_peers -- [--seconds 0.4] [--rounds 3] [--only NAME,…]
+//!     [--tsv OUT.tsv] [--svg docs/spmv_peers.svg] [--accumulators N]
+//! ```
+//!
+//! Every tool times the kernel alone in the same way (`csr_common.h`): three
+//! warm-up runs, then at least 30 timed runs and `--seconds` of them; the
+//! median counts. Rounds interleave the tools matrix by matrix (heddle, MKL
+//! 1T, MKL 2T, the C loops, Eigen, scipy, then again), so that load from
+//! other processes on a shared machine falls on all of them alike, and a
+//! tool's figure is the median of its rounds' medians.
+//!
+//! heddle runs the kernel below, CSR with 32-bit positions and coordinates
+//! (the peers' int32 arrays, so the same bytes are read), through the same
+//! lowering, JIT and thread runtime as `heddle run --backend cpu`: inputs laid
+//! out once, the work split planned once (as MKL's inspector plans once).
+//! `x[j] = 1 + (j mod 17) / 100`, as the peers set it, and each heddle result
+//! is checked against a float64 reference before it is timed.
+
+use heddle_ir::loops::{ArgKind, LoopProgram};
+use heddle_ir::ScalarType;
+use heddle_runtime::cpu::{Parallelism, Ready};
+use heddle_runtime::launch::{Buffer, Launch, Slot};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+/// The kernel, for `double` (f64) or `float` (f32) values.
+fn kernel_source(elem: &str, scalar: &str) -> String {
+    format!(
+        "#CSR32 = #sparse_tensor.encoding<{{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32 }}>
+
+fun(A: tensor<?x?x{elem}, #CSR32> =>
+fun(xs: [{scalar}]_A_dim1 =>
+  A :>> map(fun(row => row :>> map(fun(e => e.2 * (xs@e.1))) :>> reduce(+, 0)))))
+"
+    )
+}
+
+/// A matrix of the peers' binary CSR format (`scripts/csrbin.py`).
+struct Csr {
+    name: String,
+    rows: usize,
+    cols: usize,
+    rowptr: Vec<i32>,
+    col: Vec<i32>,
+    val: Vec<f64>,
+}
+
+fn read_csr(path: &Path) -> Csr {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let word = |k: usize| i64::from_le_bytes(bytes[8 * k..8 * k + 8].try_into().unwrap()) as usize;
+    let (rows, cols, nnz) = (word(0), word(1), word(2));
+    let mut at = 24;
+    let mut i32s = |n: usize| {
+        let v: Vec<i32> = bytes[at..at + 4 * n].chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect();
+        at += 4 * n;
+        v
+    };
+    let rowptr = i32s(rows + 1);
+    let col = i32s(nnz);
+    let val = bytes[at..at + 8 * nnz].chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect();
+    let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+    Csr { name, rows, cols, rowptr, col, val }
+}
+
+/// `x[j]` as the peers set it.
+fn x_of(j: usize) -> f64 {
+    1.0 + (j % 17) as f64 * 0.01
+}
+
+/// The lowered kernel for `f64` or `f32`.
+fn lowered(f32: bool) -> LoopProgram {
+    let src = if f32 { kernel_source("f32", "float") } else { kernel_source("f64", "double") };
+    let file = heddle::source::SourceFile::new("spmv_csr32", &src);
+    let (_, kernel) = heddle::check_source(&file).unwrap_or_else(|d| panic!("{}", file.render(&d)));
+    heddle::cpu::lower(&kernel, "spmv_csr32").unwrap_or_else(|d| panic!("{}", file.render(&[d])))
+}
+
+/// A buffer holding `bytes` as its records.
+fn buffer(fields: &[ScalarType], records: usize, bytes: impl Iterator<Item = u8>) -> Buffer {
+    let mut b = Buffer::zeroed(fields.to_vec(), records);
+    for (dst, src) in b.bytes_mut().iter_mut().zip(bytes) {
+        *dst = src;
+    }
+    b
+}
+
+/// The launch of `prog` on `a`, arguments matched by name.
+fn launch(prog: &LoopProgram, a: &Csr, f32: bool) -> Launch {
+    let floats = |v: &mut dyn Iterator<Item = f64>| -> Vec<u8> {
+        if f32 { v.flat_map(|x| (x as f32).to_le_bytes()).collect() } else { v.flat_map(|x| x.to_le_bytes()).collect() }
+    };
+    let slots = prog
+        .args
+        .iter()
+        .map(|arg| match (&arg.kind, arg.name.as_str()) {
+            (ArgKind::Nat, "A_dim0") => Slot::Nat(a.rows as i64),
+            (ArgKind::Nat, "A_dim1") => Slot::Nat(a.cols as i64),
+            (ArgKind::Input { fields, .. }, "A_pos1") => Slot::Buffer(buffer(fields, a.rows + 1, a.rowptr.iter().flat_map(|x| x.to_le_bytes()))),
+            (ArgKind::Input { fields, .. }, "A_crd1") => Slot::Buffer(buffer(fields, a.col.len(), a.col.iter().flat_map(|x| x.to_le_bytes()))),
+            (ArgKind::Input { fields, .. }, "A_values") => Slot::Buffer(buffer(fields, a.val.len(), floats(&mut a.val.iter().copied()).into_iter())),
+            (ArgKind::Input { fields, .. }, "xs") => Slot::Buffer(buffer(fields, a.cols, floats(&mut (0..a.cols).map(x_of)).into_iter())),
+            (ArgKind::Output { fields, .. }, _) => Slot::Buffer(Buffer::zeroed(fields.clone(), a.rows)),
+            (kind, name) => panic!("the SpMV kernel has an argument {name}: {kind:?} this bench does not know"),
+        })
+        .collect();
+    Launch { slots }
+}
+
+/// `y = A x` in float64, and each row's `Σ |a_ij x_j|` (for the tolerance).
+fn reference(a: &Csr) -> (Vec<f64>, Vec<f64>) {
+    (0..a.rows)
+        .map(|i| {
+            let (lo, hi) = (a.rowptr[i] as usize, a.rowptr[i + 1] as usize);
+            let terms = (lo..hi).map(|k| a.val[k] * x_of(a.col[k] as usize));
+            (terms.clone().sum::<f64>(), terms.map(f64::abs).sum::<f64>())
+        })
+        .unzip()
+}
+
+/// One row of the peers' TSV format.
+#[derive(Clone, Debug)]
+struct Row {
+    tool: String,
+    matrix: String,
+    prec: String,
+    threads: usize,
+    variant: String,
+    median: f64,
+    gflops: f64,
+}
+
+impl Row {
+    fn parse(line: &str) -> Option<Row> {
+        let f: Vec<&str> = line.split('\t').collect();
+        if f.len() < 15 {
+            return None;
+        }
+        Some(Row {
+            tool: f[0].into(),
+            matrix: f[1].into(),
+            prec: f[2].into(),
+            threads: f[3].parse().ok()?,
+            variant: f[4].into(),
+            median: f[9].parse().ok()?,
+            gflops: f[13].parse().ok()?,
+        })
+    }
+
+    /// The column this row's figure goes in.
+    fn key(&self) -> String {
+        match self.tool.as_str() {
+            // One variant each, named after the library version.
+            "scipy" | "eigen" => format!("{} {}T", self.tool, self.threads),
+            t => format!("{t} {} {}T", self.variant, self.threads),
+        }
+    }
+}
+
+/// Times heddle on `a` (`prec` "f64" or "f32") with 1 and 2 threads; TSV rows.
+fn time_heddle(prog: &LoopProgram, a: &Csr, f32: bool, seconds: f64, threads: &[usize]) -> Vec<Row> {
+    let (want, scale) = reference(a);
+    let mut out = Vec::new();
+    for &t in threads {
+        let mut l = launch(prog, a, f32);
+        let mut times = Vec::new();
+        {
+            let mut ready = Ready::new(prog, &mut l, Parallelism::from(t)).expect("compile");
+            let start = Instant::now();
+            ready.run().expect("run");
+            let one = start.elapsed().as_secs_f64();
+            let reps = ((seconds / one.max(1e-9)) as usize).clamp(30, 200_000);
+            for _ in 0..3 {
+                ready.run().expect("run");
+            }
+            for _ in 0..reps {
+                let s = Instant::now();
+                ready.run().expect("run");
+                times.push(s.elapsed().as_secs_f64());
+            }
+        }
+        let out_buf = l.output(prog).expect("output");
+        let tol = if f32 { 2e-6 } else { 1e-13 };
+        for i in 0..a.rows {
+            let got = match out_buf.read(i, 0) {
+                heddle_runtime::value::Value::Float(x) => x,
+                other => panic!("{other}"),
+            };
+            let bound = tol * (scale[i] + 1.0) * 64.0;
+            assert!((got - want[i]).abs() <= bound, "{} {}: row {i}: heddle {got}, reference {}", a.name, if f32 { "f32" } else { "f64" }, want[i]);
+        }
+        times.sort_by(f64::total_cmp);
+        let median = times[times.len() / 2];
+        out.push(Row {
+            tool: "heddle".into(),
+            matrix: a.name.clone(),
+            prec: if f32 { "f32" } else { "f64" }.into(),
+            threads: t,
+            variant: "cpu".into(),
+            median,
+            gflops: 2.0 * a.val.len() as f64 / median * 1e-9,
+        });
+    }
+    out
+}
+
+/// Runs one peer on one matrix; its TSV rows.
+fn peer(dir: &Path, tool: &str, file: &Path, seconds: f64, threads: usize) -> Vec<Row> {
+    let secs = format!("{seconds}");
+    let mut cmd = match tool {
+        "scipy" => {
+            let mut c = Command::new(dir.join("venv/bin/python"));
+            c.arg(dir.join("scripts/bench_scipy.py"));
+            c
+        }
+        t => Command::new(dir.join("native").join(t)),
+    };
+    cmd.arg(&secs).arg(file);
+    let t = threads.to_string();
+    cmd.env("MKL_NUM_THREADS", &t).env("OMP_NUM_THREADS", &t).env("OMP_PROC_BIND", "true");
+    match cmd.output() {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).lines().filter_map(Row::parse).collect(),
+        Ok(o) => {
+            eprintln!("{tool} on {}: exit {:?}: {}", file.display(), o.status.code(), String::from_utf8_lossy(&o.stderr));
+            Vec::new()
+        }
+        Err(e) => {
+            eprintln!("{tool}: {e} (run ../shared/bench/setup.sh)");
+            Vec::new()
+        }
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 { f64::NAN } else if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+}
+
+fn geomean(v: &[f64]) -> f64 {
+    let ok: Vec<f64> = v.iter().copied().filter(|x| x.is_finite() && *x > 0.0).collect();
+    (ok.iter().map(|x| x.ln()).sum::<f64>() / ok.len().max(1) as f64).exp()
+}
+
+struct Args {
+    dir: PathBuf,
+    seconds: f64,
+    rounds: usize,
+    only: Option<Vec<String>>,
+    tsv: Option<PathBuf>,
+    svg: Option<PathBuf>,
+    peers: bool,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        dir: PathBuf::from(std::env::var("BENCH_DIR").unwrap_or_else(|_| "/tmp/heddle-bench".into())),
+        seconds: 0.4,
+        rounds: 3,
+        only: None,
+        tsv: None,
+        svg: None,
+        peers: true,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
+        match flag.as_str() {
+            "--seconds" => a.seconds = value().parse().expect("--seconds"),
+            "--rounds" => a.rounds = value().parse().expect("--rounds"),
+            "--only" => a.only = Some(value().split(',').map(String::from).collect()),
+            "--tsv" => a.tsv = Some(value().into()),
+            "--svg" => a.svg = Some(value().into()),
+            "--bench-dir" => a.dir = value().into(),
+            "--no-peers" => a.peers = false,
+            "--bench" => {}
+            other => panic!("unknown flag {other}"),
+        }
+    }
+    a
+}
+
+fn main() {
+    let a = args();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(a.dir.join("matrices/bin"))
+        .unwrap_or_else(|e| panic!("{}: {e} — run ../shared/bench/setup.sh first", a.dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "csr"))
+        .filter(|p| a.only.as_ref().is_none_or(|o| o.iter().any(|n| p.file_stem().is_some_and(|s| s.to_string_lossy() == *n))))
+        .collect();
+    files.sort();
+    let progs = [lowered(false), lowered(true)];
+    let mut rows: Vec<Row> = Vec::new();
+    let mut shapes = BTreeMap::new();
+    for file in &files {
+        let m = read_csr(file);
+        shapes.insert(m.name.clone(), (m.rows, m.cols, m.val.len()));
+        eprintln!("{}: {} x {}, {} nonzeros", m.name, m.rows, m.cols, m.val.len());
+        for round in 0..a.rounds {
+            eprintln!("  round {}", round + 1);
+            for (k, prog) in progs.iter().enumerate() {
+                rows.extend(time_heddle(prog, &m, k == 1, a.seconds, &[1, 2]));
+            }
+            if a.peers {
+                rows.extend(peer(&a.dir, "spmv_mkl", file, a.seconds, 1));
+                rows.extend(peer(&a.dir, "spmv_mkl", file, a.seconds, 2));
+                rows.extend(peer(&a.dir, "spmv_c", file, a.seconds, 2));
+                rows.extend(peer(&a.dir, "spmv_c_fastmath", file, a.seconds, 2));
+                rows.extend(peer(&a.dir, "spmv_eigen", file, a.seconds, 1));
+                rows.extend(peer(&a.dir, "scipy", file, a.seconds, 1));
+            }
+        }
+    }
+    if let Some(path) = &a.tsv {
+        let text: String = rows
+            .iter()
+            .map(|r| format!("{}\t{}\t{}\t{}\t{}\t{:.4e}\t{:.3}\n", r.tool, r.matrix, r.prec, r.threads, r.variant, r.median, r.gflops))
+            .collect();
+        std::fs::write(path, text).expect("write --tsv");
+    }
+    // GFLOP/s per (matrix, precision, column): the median over rounds.
+    let mut table: BTreeMap<(String, String), BTreeMap<String, f64>> = BTreeMap::new();
+    let mut samples: BTreeMap<(String, String, String), Vec<f64>> = BTreeMap::new();
+    for r in &rows {
+        samples.entry((r.matrix.clone(), r.prec.clone(), r.key())).or_default().push(r.gflops);
+    }
+    for ((m, p, k), v) in samples {
+        table.entry((m, p)).or_default().insert(k, median(v));
+    }
+    let columns = [
+        ("heddle 1T", "heddle cpu 1T"),
+        ("heddle 2T", "heddle cpu 2T"),
+        ("MKL 1T", "mkl mv_opt 1T"),
+        ("MKL 2T", "mkl mv_opt 2T"),
+        ("C 1T", "c_O3 serial 1T"),
+        ("C 2T bal.", "c_O3 omp_nnzbal 2T"),
+        ("C fast-math 2T bal.", "c_O3_fastmath omp_nnzbal 2T"),
+        ("Eigen", "eigen 1T"),
+        ("scipy", "scipy 1T"),
+    ];
+    let mut plot_data = Vec::new();
+    for prec in ["f64", "f32"] {
+        println!("\n### CSR SpMV, {prec}: GFLOP/s (median of {} interleaved rounds)\n", a.rounds);
+        let head: Vec<&str> = columns.iter().map(|c| c.0).collect();
+        println!("| matrix | rows | nnz | {} | 2T / MKL 2T | 1T / MKL 1T | 2T / 1T |", head.join(" | "));
+        println!("|---|---|---|{}---|---|---|", "---|".repeat(columns.len()));
+        let mut ratios: [Vec<f64>; 3] = Default::default();
+        for ((m, p), cells) in &table {
+            if p != prec {
+                continue;
+            }
+            let get = |k: &str| cells.get(k).copied().unwrap_or(f64::NAN);
+            let (rows_n, _, nnz) = shapes[m];
+            let r = [get("heddle cpu 2T") / get("mkl mv_opt 2T"), get("heddle cpu 1T") / get("mkl mv_opt 1T"), get("heddle cpu 2T") / get("heddle cpu 1T")];
+            for (acc, x) in ratios.iter_mut().zip(r) {
+                acc.push(x);
+            }
+            let figures: Vec<String> = columns.iter().map(|c| format!("{:.2}", get(c.1))).collect();
+            println!("| {m} | {rows_n} | {nnz} | {} | {:.2} | {:.2} | {:.2} |", figures.join(" | "), r[0], r[1], r[2]);
+            plot_data.push((format!("{m} {prec}"), get("heddle cpu 1T"), get("heddle cpu 2T"), get("mkl mv_opt 1T"), get("mkl mv_opt 2T")));
+        }
+        println!(
+            "| **geomean** | | | {}| **{:.2}** | **{:.2}** | **{:.2}** |",
+            "| ".repeat(columns.len()),
+            geomean(&ratios[0]),
+            geomean(&ratios[1]),
+            geomean(&ratios[2])
+        );
+    }
+    if let Some(svg) = &a.svg {
+        plot(svg, &plot_data);
+    }
+}
+
+/// A grouped bar chart of GFLOP/s per matrix: heddle and MKL, 1 and 2 threads.
+fn plot(path: &Path, data: &[(String, f64, f64, f64, f64)]) {
+    use plotters::prelude::*;
+    let top = data.iter().flat_map(|d| [d.1, d.2, d.3, d.4]).filter(|x| x.is_finite()).fold(0.0, f64::max) * 1.1;
+    let root = SVGBackend::new(path, (1100, 520)).into_drawing_area();
+    root.fill(&WHITE).unwrap();
+    let n = data.len();
+    let mut chart = ChartBuilder::on(&root)
+        .caption("CSR SpMV, GFLOP/s (2 cores; other builds running)", ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(110)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0.0..n as f64, 0.0..top.max(0.1))
+        .unwrap();
+    let labels: Vec<String> = data.iter().map(|d| d.0.clone()).collect();
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n)
+        .x_label_formatter(&|x| labels.get(x.floor() as usize).cloned().unwrap_or_default())
+        .x_label_style(("sans-serif", 11).into_font().transform(FontTransform::Rotate90))
+        .y_desc("GFLOP/s")
+        .draw()
+        .unwrap();
+    let series = [("heddle 1T", RGBColor(140, 180, 230)), ("heddle 2T", RGBColor(30, 90, 180)), ("MKL 1T", RGBColor(240, 170, 120)), ("MKL 2T", RGBColor(200, 80, 20))];
+    for (s, (name, color)) in series.into_iter().enumerate() {
+        let bars = data.iter().enumerate().map(move |(i, d)| {
+            let v = [d.1, d.2, d.3, d.4][s];
+            let x0 = i as f64 + 0.1 + 0.2 * s as f64;
+            Rectangle::new([(x0, 0.0), (x0 + 0.18, if v.is_finite() { v } else { 0.0 })], color.filled())
+        });
+        chart.draw_series(bars).unwrap().label(name).legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+    }
+    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().unwrap();
+    root.present().unwrap();
+}

@@ -1,0 +1,238 @@
+//! Two things that keep an inner loop's instructions few.
+//!
+//! **Lazy `let`s.** Lowering binds loads to `let`s before the checks that
+//! guard the loads after them (`let e = crd[p]; let v = values[p]; check e
+//! < n; acc += v * xs[e]`). A check is a branch, and a load cannot be
+//! folded into an instruction in another block, so `v` would take a
+//! register and an instruction of its own. A `let` whose value reads
+//! read-only buffers (inputs, host buffers) is therefore evaluated where it
+//! is first used. That is always sound: every check that dominated the
+//! `let` still dominates the use, and nothing writes those buffers during a
+//! call. Pending `let`s are evaluated before anything that opens blocks
+//! whose values would not dominate later uses (a loop, an `if`, a branchy
+//! `select`), before a name they read is assigned or shadowed, and never if
+//! unused.
+//!
+//! **Narrow loop indices.** A `generate` index is an `int` (`(int) k`), and
+//! index arithmetic converts it back (`(i64) A_p`): a sign extension per
+//! element, and an index that Cranelift cannot see is `k` again. When a
+//! loop's body converts its variable to a narrower integer, the loop checks
+//! once, before it starts, that its whole range fits that type (else the
+//! kernel stops with [`Fault::IndexOverflow`](crate::Fault): an index the
+//! narrow type cannot hold would wrap, and the reference interpreter does
+//! not wrap it); the converted value is then known to widen back to `k`.
+
+use super::{Bound, Translator};
+use crate::error::CodegenError;
+use crate::status;
+use cranelift_codegen::ir::{condcodes::IntCC, types as ct, InstBuilder, Value};
+use heddle_ir::loops::{BinOp, Expr, Stmt};
+use heddle_ir::{Name, ScalarType};
+
+/// Does `e` read the variable `name`?
+pub(super) fn mentions(e: &Expr, name: &Name) -> bool {
+    match e {
+        Expr::Var(v) => v == name,
+        Expr::Int(..) | Expr::Float(..) | Expr::Bool(_) => false,
+        Expr::Load { index, .. } => mentions(index, name),
+        Expr::Bin(_, a, b) => mentions(a, name) || mentions(b, name),
+        Expr::Neg(a) | Expr::Not(a) | Expr::Cast(_, a) => mentions(a, name),
+        Expr::Select(c, a, b) => mentions(c, name) || mentions(a, name) || mentions(b, name),
+    }
+}
+
+/// The narrow integer types (under 64 bits) `var` is converted to in `body`.
+pub(super) fn narrow_casts(var: &Name, body: &[Stmt]) -> Vec<ScalarType> {
+    fn expr(e: &Expr, var: &Name, out: &mut Vec<ScalarType>) {
+        match e {
+            Expr::Cast(t, a) => {
+                if matches!(&**a, Expr::Var(v) if v == var) && t.is_int() && t.size_bytes() < 8 && !out.contains(t) {
+                    out.push(*t);
+                }
+                expr(a, var, out);
+            }
+            Expr::Load { index, .. } => expr(index, var, out),
+            Expr::Bin(_, a, b) => {
+                expr(a, var, out);
+                expr(b, var, out);
+            }
+            Expr::Neg(a) | Expr::Not(a) => expr(a, var, out),
+            Expr::Select(c, a, b) => {
+                expr(c, var, out);
+                expr(a, var, out);
+                expr(b, var, out);
+            }
+            Expr::Int(..) | Expr::Float(..) | Expr::Bool(_) | Expr::Var(_) => {}
+        }
+    }
+    fn block(b: &[Stmt], var: &Name, out: &mut Vec<ScalarType>) {
+        for s in b {
+            match s {
+                Stmt::Let { value, .. } | Stmt::Var { init: value, .. } | Stmt::Assign { value, .. } => expr(value, var, out),
+                Stmt::Store { index, value, .. } | Stmt::AddAtomic { index, value, .. } => {
+                    expr(index, var, out);
+                    expr(value, var, out);
+                }
+                Stmt::For { lo, hi, body, var: inner, .. } => {
+                    expr(lo, var, out);
+                    expr(hi, var, out);
+                    if inner != var {
+                        block(body, var, out);
+                    }
+                }
+                Stmt::If { cond, then, els } => {
+                    expr(cond, var, out);
+                    block(then, var, out);
+                    block(els, var, out);
+                }
+                Stmt::Alloc { len, .. } => expr(len, var, out),
+                Stmt::Sort { lo, len, .. } => {
+                    expr(lo, var, out);
+                    expr(len, var, out);
+                }
+                Stmt::Check { cond, .. } => expr(cond, var, out),
+                Stmt::Barrier => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    block(body, var, &mut out);
+    out
+}
+
+/// The range of an integer type, as `i64`s (`u32`'s top fits).
+fn range(t: ScalarType) -> (i64, i64) {
+    let bits = 8 * t.size_bytes() as u32;
+    if t.is_signed() { (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1) } else { (0, (1i64 << bits) - 1) }
+}
+
+impl Translator<'_, '_> {
+    /// Whether `let var = e` is evaluated lazily: `e` loads from read-only
+    /// buffers only (at least once) and cannot fault otherwise.
+    pub(super) fn lazy_candidate(&self, e: &Expr) -> bool {
+        fn walk(t: &Translator<'_, '_>, e: &Expr, loads: &mut bool) -> bool {
+            match e {
+                Expr::Int(..) | Expr::Float(..) | Expr::Bool(_) | Expr::Var(_) => true,
+                Expr::Load { buf, index, .. } => {
+                    *loads = true;
+                    t.buffer(buf).is_ok_and(|b| b.readonly) && walk(t, index, loads)
+                }
+                Expr::Bin(BinOp::Div | BinOp::Rem, ..) => false,
+                Expr::Bin(_, a, b) => walk(t, a, loads) && walk(t, b, loads),
+                Expr::Neg(a) | Expr::Not(a) | Expr::Cast(_, a) => walk(t, a, loads),
+                Expr::Select(c, a, b) => walk(t, c, loads) && walk(t, a, loads) && walk(t, b, loads),
+            }
+        }
+        let mut loads = false;
+        walk(self, e, &mut loads) && loads
+    }
+
+    /// Binds `var` to the lazily evaluated `value`.
+    pub(super) fn bind_lazy(&mut self, var: &Name, ty: ScalarType, value: &Expr) {
+        self.lazies.push((value.clone(), ty));
+        self.scope.push((var.clone(), Bound::Lazy(self.lazies.len() - 1)));
+    }
+
+    /// The value of the name at scope position `pos`, evaluating it now if
+    /// it is a lazy `let`.
+    pub(super) fn value_at(&mut self, pos: usize) -> Result<(Value, ScalarType), CodegenError> {
+        match self.scope[pos].1 {
+            Bound::Val(v, t) => Ok((v, t)),
+            Bound::Var(x, t) => Ok((self.b.use_var(x), t)),
+            Bound::Lazy(k) => {
+                let (e, t) = self.lazies[k].clone();
+                // While it is being evaluated, forcing every pending `let` (a
+                // branchy `select` in its value does) must not start it again.
+                self.forcing.push(k);
+                let v = self.expr(&e);
+                self.forcing.pop();
+                let (v, _) = v?;
+                self.scope[pos].1 = Bound::Val(v, t);
+                Ok((v, t))
+            }
+        }
+    }
+
+    /// Evaluates every pending lazy `let` (in declaration order) whose
+    /// value mentions `name` — or every one, for `None`.
+    pub(super) fn force_lazies(&mut self, name: Option<&Name>) -> Result<(), CodegenError> {
+        for pos in 0..self.scope.len() {
+            if let Bound::Lazy(k) = self.scope[pos].1
+                && !self.forcing.contains(&k)
+                && name.is_none_or(|n| mentions(&self.lazies[k].0, n))
+            {
+                self.value_at(pos)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Before a loop over `var` from `lo_v` to `hi_v` (already known to run:
+    /// `lo_v < hi_v`) whose body converts `var` to the narrow integer
+    /// types `narrow`: stops with the index-overflow fault unless the whole
+    /// range fits each of them.
+    pub(super) fn check_narrow_range(&mut self, lo_v: Value, hi_v: Value, narrow: &[ScalarType]) -> Result<(), CodegenError> {
+        let (mut min, mut max) = (i64::MIN, i64::MAX);
+        for t in narrow {
+            let (a, b) = range(*t);
+            min = min.max(a);
+            max = max.min(b);
+        }
+        let lo_ok = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, lo_v, min);
+        // `hi - 1 <= max`, i.e. `hi <= max + 1` (no overflow: max < i64::MAX).
+        let hi_ok = self.b.ins().icmp_imm_s(IntCC::SignedLessThanOrEqual, hi_v, max + 1);
+        let ok = self.b.ins().band(lo_ok, hi_ok);
+        self.guard(ok, status::INDEX_OVERFLOW)
+    }
+
+    /// `(t) v` of a loop variable (value `v`) whose range was checked to fit
+    /// `t`: the narrow value, remembered as widening back to `v`.
+    pub(super) fn narrow_index(&mut self, v: Value, t: ScalarType) -> Value {
+        let tt = crate::types::clif_type(t);
+        let narrow = if tt == ct::I64 { v } else { self.b.ins().ireduce(tt, v) };
+        self.widened.push((narrow, v, t));
+        narrow
+    }
+
+    /// The `i64` index the narrow value `narrow` of type `t` was converted
+    /// from, if it is one: then widening it (by `t`'s signedness) gives that.
+    pub(super) fn widened_from(&self, narrow: Value, t: ScalarType) -> Option<Value> {
+        self.widened.iter().rev().find(|(n, _, nt)| *n == narrow && *nt == t).map(|(_, w, _)| *w)
+    }
+}
+
+impl Translator<'_, '_> {
+    /// Whether `cond` holds whenever the inputs lie in the program's ranges:
+    /// `x >= 0 && x < below` or `x < below`, where `x` is (through `let`s and
+    /// conversions to `i64`, which keep an integer's value) a load of an
+    /// input field whose range is `0 .. below`.
+    pub(super) fn implied_by_ranges(&self, cond: &Expr) -> bool {
+        let (x, bound) = match cond {
+            Expr::Bin(BinOp::And, a, b) => match (&**a, &**b) {
+                (Expr::Bin(BinOp::Ge, x, zero), Expr::Bin(BinOp::Lt, x2, bound)) if x == x2 && matches!(**zero, Expr::Int(0, _)) => (x, bound),
+                _ => return false,
+            },
+            Expr::Bin(BinOp::Lt, x, bound) => (x, bound),
+            _ => return false,
+        };
+        let Some((buf, field)) = self.loaded_input(x, 0) else { return false };
+        self.prog.ranges.iter().any(|r| r.buf == *buf && r.field == field && r.below == **bound)
+    }
+
+    /// The input field `e` is a load of, looking through `let`s and
+    /// conversions to `i64`.
+    fn loaded_input<'e>(&'e self, e: &'e Expr, depth: usize) -> Option<(&'e Name, u32)> {
+        if depth > 16 {
+            return None;
+        }
+        match e {
+            Expr::Load { buf, field, .. } => Some((buf, *field)),
+            Expr::Cast(ScalarType::I64, a) => self.loaded_input(a, depth + 1),
+            Expr::Var(n) => {
+                let (_, v) = self.let_values.iter().rev().find(|(m, _)| m == n)?;
+                self.loaded_input(v, depth + 1)
+            }
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,241 @@
+//! Reassociated reductions: a `reduce` loop over several accumulators.
+//!
+//! A `reduce` (not `reduceSeq`) may be reassociated (LANGUAGE.md §5), and
+//! lowering lists its accumulators in `LoopProgram::reassociable`. One
+//! accumulator makes every iteration wait for the previous one's add (four
+//! cycles for a float add); with `U` of them, `U` chains run side by side.
+//! An innermost sequential loop whose body assigns each of its reassociable
+//! accumulators once, as `acc = acc op e` with `e` not reading any of them,
+//! becomes
+//!
+//! ```text
+//! if lo < hi {
+//!     acc₁ .. acc_{U-1} = identity of op
+//!     for k in lo .. lo + (hi - lo) / U * U step U {
+//!         body(k) into acc₀ (= acc); body(k + 1) into acc₁; …; body(k + U - 1) into acc_{U-1}
+//!     }
+//!     acc = (acc₀ op acc₁) op (acc₂ op acc₃) …
+//!     for k in lo + (hi - lo) / U * U .. hi { body(k) into acc }
+//! }
+//! ```
+//!
+//! Each copy of the body runs in order, so every other effect of the body
+//! (a failing check above all) happens exactly as in the sequential loop;
+//! only the grouping of the `op`s changes, which for floats changes the
+//! rounding (integer `+`, `*`, `min`, `max` are exact in any order).
+
+use super::{Bound, Translator};
+use crate::error::CodegenError;
+use cranelift_codegen::ir::{condcodes::IntCC, types as ct, InstBuilder, Value};
+use cranelift_frontend::Variable;
+use heddle_ir::loops::{BinOp, Expr, Schedule, Stmt};
+use heddle_ir::{Name, ScalarType};
+
+/// One accumulator of a reduction loop.
+pub(super) struct Accumulator {
+    pub(super) name: Name,
+    pub(super) op: BinOp,
+    pub(super) ty: ScalarType,
+    pub(super) var: Variable,
+}
+
+/// Is `op` associative and commutative on `ty` (as heddle defines it:
+/// integers wrap, float `min`/`max` ignore NaN)?
+fn reassociable_op(op: BinOp, ty: ScalarType) -> bool {
+    match op {
+        BinOp::Add | BinOp::Mul | BinOp::Min | BinOp::Max => ty.is_int() || ty.is_float(),
+        BinOp::And | BinOp::Or => ty == ScalarType::Bool,
+        _ => false,
+    }
+}
+
+impl Translator<'_, '_> {
+    /// The accumulators of `body` if it is a loop body this module unrolls.
+    fn reduction_shape(&self, body: &[Stmt]) -> Option<Vec<Accumulator>> {
+        let mut accs: Vec<(Name, BinOp, &Expr)> = Vec::new();
+        for s in body {
+            match s {
+                Stmt::Let { .. } | Stmt::Check { .. } => {}
+                Stmt::Assign { var, value: Expr::Bin(op, a, b) } if self.prog.reassociable.contains(var) => {
+                    let e = match (&**a, &**b) {
+                        (Expr::Var(x), e) if x == var => e,
+                        (e, Expr::Var(x)) if x == var => e,
+                        _ => return None,
+                    };
+                    if accs.iter().any(|(n, ..)| n == var) {
+                        return None;
+                    }
+                    accs.push((var.clone(), *op, e));
+                }
+                _ => return None,
+            }
+        }
+        if accs.is_empty() {
+            return None;
+        }
+        // Nothing but its own update reads an accumulator.
+        let reads_acc = |e: &Expr| accs.iter().any(|(n, ..)| super::lazy::mentions(e, n));
+        for s in body {
+            let clean = match s {
+                Stmt::Let { value, .. } => !reads_acc(value),
+                Stmt::Check { cond, .. } => !reads_acc(cond),
+                _ => true,
+            };
+            if !clean {
+                return None;
+            }
+        }
+        let mut out = Vec::new();
+        for (name, op, e) in &accs {
+            if reads_acc(e) {
+                return None;
+            }
+            let pos = self.position(name).ok()?;
+            let Bound::Var(var, ty) = self.scope[pos].1 else { return None };
+            if !reassociable_op(*op, ty) {
+                return None;
+            }
+            out.push(Accumulator { name: name.clone(), op: *op, ty, var });
+        }
+        Some(out)
+    }
+
+    /// Translates `for var in lo .. hi { body }` as a reduction over
+    /// [`options.accumulators`](crate::Options::accumulators) partial
+    /// accumulators, if it is one; `false` (nothing emitted) otherwise.
+    pub(super) fn reduction_loop(&mut self, var: &Name, lo: &Expr, hi: &Expr, schedule: Schedule, body: &[Stmt]) -> Result<bool, CodegenError> {
+        let u = self.options.accumulators.max(1) as i64;
+        // One accumulator: no reassociation at all (vector lanes neither).
+        if schedule != Schedule::Seq || u < 2 {
+            return Ok(false);
+        }
+        let Some(accs) = self.reduction_shape(body) else { return Ok(false) };
+        if let Some(plan) = self.lane_plan(var, body, &accs) {
+            self.lane_loop(var, lo, hi, body, &accs, plan)?;
+            return Ok(true);
+        }
+        let (lo_v, hi_v) = self.loop_bounds(lo, hi, schedule)?;
+        let (pre, main, combine, rest_pre, rest, exit) =
+            (self.b.create_block(), self.b.create_block(), self.b.create_block(), self.b.create_block(), self.b.create_block(), self.b.create_block());
+        let runs = self.b.ins().icmp(IntCC::SignedLessThan, lo_v, hi_v);
+        self.b.ins().brif(runs, pre, &[], exit, &[]);
+
+        // Pre-header of both loops: `main_hi = lo + (hi - lo) / U * U`.
+        self.b.switch_to_block(pre);
+        let marks = self.enter_loop(var, lo_v, hi_v, body)?;
+        let n = self.b.ins().isub(hi_v, lo_v);
+        let whole = if (u as u64).is_power_of_two() { self.b.ins().band_imm_s(n, -u) } else {
+            let q = self.b.ins().udiv_imm_s(n, u);
+            self.b.ins().imul_imm_s(q, u)
+        };
+        let main_hi = self.b.ins().iadd(lo_v, whole);
+        let mut partials: Vec<Vec<Variable>> = Vec::new();
+        for a in &accs {
+            let mut vars = vec![a.var];
+            for _ in 1..u {
+                let p = self.b.declare_var(crate::types::clif_type(a.ty));
+                let id = self.identity(a.op, a.ty);
+                self.b.def_var(p, id);
+                vars.push(p);
+            }
+            partials.push(vars);
+        }
+        let iv = self.b.declare_var(ct::I64);
+        self.b.def_var(iv, lo_v);
+        let any = self.b.ins().icmp(IntCC::SignedLessThan, lo_v, main_hi);
+        self.b.ins().brif(any, main, &[], combine, &[]);
+
+        // The unrolled loop: copy c of the body works on `k + c` into partial c.
+        self.b.switch_to_block(main);
+        let k = self.b.use_var(iv);
+        for c in 0..u {
+            let kc = if c == 0 { k } else { self.b.ins().iadd_imm_s(k, c) };
+            let mark = self.scope.len();
+            self.scope.push((var.clone(), Bound::Val(kc, ScalarType::I64)));
+            for (a, p) in accs.iter().zip(&partials) {
+                self.scope.push((a.name.clone(), Bound::Var(p[c as usize], a.ty)));
+            }
+            self.depth += 1;
+            self.block(body)?;
+            self.depth -= 1;
+            self.scope.truncate(mark);
+        }
+        let k = self.b.use_var(iv);
+        let next = self.b.ins().iadd_imm_s(k, u);
+        self.b.def_var(iv, next);
+        let more = self.b.ins().icmp(IntCC::SignedLessThan, next, main_hi);
+        self.b.ins().brif(more, main, &[], combine, &[]);
+
+        // Combine the partial accumulators pairwise into the accumulator.
+        self.b.switch_to_block(combine);
+        for (a, p) in accs.iter().zip(&partials) {
+            let mut vals: Vec<Value> = p.iter().map(|v| self.b.use_var(*v)).collect();
+            while vals.len() > 1 {
+                let mut next = Vec::with_capacity(vals.len().div_ceil(2));
+                for pair in vals.chunks(2) {
+                    next.push(if pair.len() == 2 { self.combine(a.op, a.ty, pair[0], pair[1])? } else { pair[0] });
+                }
+                vals = next;
+            }
+            self.b.def_var(a.var, vals[0]);
+        }
+        self.b.def_var(iv, main_hi);
+        let left = self.b.ins().icmp(IntCC::SignedLessThan, main_hi, hi_v);
+        self.b.ins().brif(left, rest_pre, &[], exit, &[]);
+
+        // The remaining iterations, one at a time, into the accumulator.
+        self.b.switch_to_block(rest_pre);
+        self.b.ins().jump(rest, &[]);
+        self.b.switch_to_block(rest);
+        self.scope.push((var.clone(), Bound::Var(iv, ScalarType::I64)));
+        self.depth += 1;
+        self.block(body)?;
+        self.depth -= 1;
+        self.scope.pop();
+        let k = self.b.use_var(iv);
+        let next = self.b.ins().iadd_imm_s(k, 1);
+        self.b.def_var(iv, next);
+        let more = self.b.ins().icmp(IntCC::SignedLessThan, next, hi_v);
+        self.b.ins().brif(more, rest, &[], exit, &[]);
+
+        self.b.switch_to_block(exit);
+        self.leave_loop(marks);
+        Ok(true)
+    }
+
+    /// The identity of `op` on `ty`: `x op identity == x` for every `x`
+    /// (`-0.0` for a float sum, so that a sum of `-0.0`s stays `-0.0`).
+    pub(super) fn identity(&mut self, op: BinOp, ty: ScalarType) -> Value {
+        let t = crate::types::clif_type(ty);
+        let bits = 8 * ty.size_bytes() as u32;
+        let (int_min, int_max) = match (ty.is_signed(), bits) {
+            (_, 64) if ty.is_signed() => (i64::MIN, i64::MAX),
+            (_, 64) => (0, -1),
+            (true, b) => (-(1i64 << (b - 1)), (1i64 << (b - 1)) - 1),
+            (false, b) => (0, (1i64 << b) - 1),
+        };
+        let float = |b: &mut Self, v: f64| if ty == ScalarType::F32 { b.b.ins().f32const(v as f32) } else { b.b.ins().f64const(v) };
+        match (op, ty.is_float()) {
+            (BinOp::Add, true) => float(self, -0.0),
+            (BinOp::Mul, true) => float(self, 1.0),
+            (BinOp::Min, true) => float(self, f64::INFINITY),
+            (BinOp::Max, true) => float(self, f64::NEG_INFINITY),
+            (BinOp::Mul, false) => self.b.ins().iconst(t, 1),
+            (BinOp::Min, false) => self.b.ins().iconst(t, super::expr::imm(int_max, ty)),
+            (BinOp::Max, false) => self.b.ins().iconst(t, super::expr::imm(int_min, ty)),
+            (BinOp::And, _) => self.b.ins().iconst(ct::I8, 1),
+            // `+` on integers, `||`.
+            _ => self.b.ins().iconst(t, 0),
+        }
+    }
+
+    /// `a op b` with the semantics of the loop IR.
+    pub(super) fn combine(&mut self, op: BinOp, ty: ScalarType, a: Value, b: Value) -> Result<Value, CodegenError> {
+        Ok(match op {
+            BinOp::And => self.b.ins().band(a, b),
+            BinOp::Or => self.b.ins().bor(a, b),
+            _ if ty.is_float() => self.float_op(op, a, b, ty)?,
+            _ => self.int_op(op, a, b, ty.is_signed())?,
+        })
+    }
+}

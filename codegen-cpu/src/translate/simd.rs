@@ -1,0 +1,667 @@
+//! Vectorised inner loops: several iterations at once in 128-bit vectors
+//! (`f32x4`, `f64x2`, `i32x4`, `i64x2`).
+//!
+//! Two kinds of innermost sequential loop run in *lanes*, `W` consecutive
+//! iterations per step (`W` = 16 bytes / the data's size), then one at a
+//! time for the rest:
+//!
+//! - a **reduction** whose accumulators may be reassociated (see
+//!   [`super::reduce`]): each accumulator becomes vectors of partial sums
+//!   (two, so that two chains of vector adds overlap), reduced across lanes
+//!   after the loop — SDDMM's dot products, SpMV's rows;
+//! - a **map**: iterations that store to `buf[k + c]` and read a written
+//!   buffer only at the element they store (MTTKRP's and SpMM's row
+//!   updates `acc[j] = acc[j] + v · D[l·J + j]`), so no iteration sees
+//!   another's store.
+//!
+//! A value in lanes ([`Lanes`]) is the same in every lane, an integer
+//! affine in the loop variable (`k + start`: its lanes are consecutive, so a
+//! load through it is one vector load), one scalar per lane (a gather:
+//! `xs[crd[k]]`), or a vector. Before anything is emitted, [`Translator::lane_plan`]
+//! walks the body with the same rules on *kinds* and says whether every
+//! statement has a lane form and a vector pays (some load or store is
+//! contiguous, and no load is a gather, which x86 builds lane by lane at
+//! the cost of the scalar code); otherwise the loop is left to the scalar
+//! paths.
+//!
+//! Checks keep their order: the lanes' conditions are evaluated together
+//! (all of a step's checks come before its stores), and if any lane fails,
+//! the loop continues one iteration at a time from the step's first lane,
+//! where the sequential code meets the very failure a sequential run meets.
+
+use super::reduce::Accumulator;
+use super::{Bound, Translator};
+use crate::error::CodegenError;
+use crate::types;
+use cranelift_codegen::ir::{condcodes::IntCC, types as ct, InstBuilder, MemFlagsData, Type, Value};
+use cranelift_frontend::Variable;
+use heddle_ir::loops::{BinOp, Expr, Schedule, Stmt};
+use heddle_ir::{Name, ScalarType};
+
+/// Vector registers are 16 bytes.
+const VECTOR_BYTES: usize = 16;
+
+/// Vector accumulators per reduction accumulator.
+const VECTOR_CHAINS: i64 = 2;
+
+/// What a value is across the lanes of one step (at the type level, for planning).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    Uniform,
+    /// Lane `l` is lane 0's value plus `l · stride`.
+    Affine(i64),
+    Each,
+    Vector,
+}
+
+/// A value across the lanes of one step.
+#[derive(Clone, Debug)]
+enum Lanes {
+    Uniform(Value),
+    Affine(Value, i64),
+    Each(Vec<Value>),
+    Vector(Value),
+}
+
+/// Which of the two loop shapes, and its data type.
+#[derive(Clone, Copy, PartialEq)]
+enum Shape {
+    Reduction,
+    Map,
+}
+
+/// A planned lane translation: the lane count and the kinds of the body's `let`s.
+pub(super) struct LanePlan {
+    width: usize,
+    shape: Shape,
+}
+
+fn vector_type(t: ScalarType, width: usize) -> Option<Type> {
+    (t.size_bytes() * width == VECTOR_BYTES && !matches!(t, ScalarType::Bool)).then(|| types::clif_type(t).by(width as u32)).flatten()
+}
+
+/// Whether `op` on vectors of `t` has a lane form with the loop IR's
+/// semantics (float `min`/`max` ignore NaN, unlike vector instructions;
+/// integer division may fault).
+fn vector_op(op: BinOp, t: ScalarType) -> bool {
+    match op {
+        BinOp::Add | BinOp::Sub => t.is_int() || t.is_float(),
+        BinOp::Mul => t.is_float() || matches!(t, ScalarType::I32 | ScalarType::U32 | ScalarType::I16 | ScalarType::U16),
+        BinOp::Div => t.is_float(),
+        _ => false,
+    }
+}
+
+/// Flags for a vector access: not `aligned` (a vector spans records).
+fn vector_flags(readonly: bool) -> MemFlagsData {
+    let f = MemFlagsData::new().with_notrap();
+    if readonly { f.with_readonly() } else { f }
+}
+
+impl Translator<'_, '_> {
+    // ---------------------------------------------------------------- planning
+
+    /// The lane plan of `for var … { body }` if it is a reduction over
+    /// `accs` (or, with `accs` empty, a map loop) that vectorises and pays.
+    pub(super) fn lane_plan(&self, var: &Name, body: &[Stmt], accs: &[Accumulator]) -> Option<LanePlan> {
+        if !self.options.vectorize {
+            return None;
+        }
+        let shape = if accs.is_empty() { Shape::Map } else { Shape::Reduction };
+        // The data type: the accumulators' or the stored values'.
+        let mut data: Option<ScalarType> = None;
+        let mut agree = |t: ScalarType| match data {
+            None => {
+                data = Some(t);
+                true
+            }
+            Some(d) => d.size_bytes() == t.size_bytes() && d.is_float() == t.is_float(),
+        };
+        for a in accs {
+            let ok = match a.op {
+                BinOp::Add | BinOp::Mul => vector_op(a.op, a.ty),
+                _ => false,
+            };
+            if !ok || !agree(a.ty) {
+                return None;
+            }
+        }
+        let mut written: Vec<(Name, Expr)> = Vec::new();
+        if shape == Shape::Map {
+            for s in body {
+                match s {
+                    Stmt::Store { buf, index, field: 0, value } => {
+                        let b = self.buffer(buf).ok()?;
+                        if b.readonly || b.fields.len() != 1 || !agree(b.fields[0]) {
+                            return None;
+                        }
+                        if written.iter().any(|(w, i)| w == buf && i != index) {
+                            return None;
+                        }
+                        written.push((buf.clone(), index.clone()));
+                        let _ = value;
+                    }
+                    Stmt::Let { .. } | Stmt::Check { .. } => {}
+                    _ => return None,
+                }
+            }
+            if written.is_empty() {
+                return None;
+            }
+        }
+        let width = VECTOR_BYTES / data?.size_bytes();
+        if width < 2 {
+            return None;
+        }
+        let mut kinds: Vec<(Name, Kind, ScalarType)> = vec![(var.clone(), Kind::Affine(1), ScalarType::I64)];
+        let mut pays = false;
+        let mut gathers = false;
+        let mut stored = false;
+        for s in body {
+            match s {
+                Stmt::Let { var: v, ty, value } => {
+                    let k = self.kind_of(value, &kinds, &written, width, &mut pays, &mut gathers)?;
+                    kinds.push((v.clone(), k, *ty));
+                }
+                Stmt::Check { cond, .. } => {
+                    if stored {
+                        return None;
+                    }
+                    self.kind_of(cond, &kinds, &written, width, &mut pays, &mut gathers)?;
+                }
+                Stmt::Assign { value: Expr::Bin(_, a, b), .. } if shape == Shape::Reduction => {
+                    // `acc op e` or `e op acc`: plan `e`.
+                    let e = if matches!(&**a, Expr::Var(x) if accs.iter().any(|c| &c.name == x)) { b } else { a };
+                    self.kind_of(e, &kinds, &written, width, &mut pays, &mut gathers)?;
+                }
+                Stmt::Store { index, value, .. } if shape == Shape::Map => {
+                    if self.kind_of(index, &kinds, &written, width, &mut pays, &mut gathers)? != Kind::Affine(1) {
+                        return None;
+                    }
+                    self.kind_of(value, &kinds, &written, width, &mut pays, &mut gathers)?;
+                    pays = true;
+                    stored = true;
+                }
+                _ => return None,
+            }
+        }
+        (pays && !gathers).then_some(LanePlan { width, shape })
+    }
+
+    /// The kind of `e` in lanes, or `None` if it has no lane form here.
+    #[allow(clippy::too_many_arguments)]
+    fn kind_of(&self, e: &Expr, kinds: &[(Name, Kind, ScalarType)], written: &[(Name, Expr)], width: usize, pays: &mut bool, gathers: &mut bool) -> Option<Kind> {
+        let ty = |e: &Expr| self.type_in_lanes(e, kinds);
+        Some(match e {
+            Expr::Int(..) | Expr::Float(..) | Expr::Bool(_) => Kind::Uniform,
+            Expr::Var(n) => match kinds.iter().rev().find(|(m, ..)| m == n) {
+                Some((_, k, _)) => *k,
+                None => Kind::Uniform,
+            },
+            Expr::Load { buf, index, field } => {
+                let b = self.buffer(buf).ok()?;
+                let t = *b.fields.get(*field as usize)?;
+                if let Some((_, w)) = written.iter().find(|(w, _)| w == buf) {
+                    // A written buffer is read only where it is written.
+                    if w != &**index {
+                        return None;
+                    }
+                }
+                match self.kind_of(index, kinds, written, width, pays, gathers)? {
+                    Kind::Uniform => Kind::Uniform,
+                    Kind::Affine(1) if b.fields.len() == 1 && vector_type(t, width).is_some() => {
+                        *pays = true;
+                        Kind::Vector
+                    }
+                    _ => {
+                        // A gather builds its vector lane by lane: as many
+                        // instructions as scalar code, and slower; a loop with one
+                        // is better unrolled (SpMV's `xs[crd[k]]`).
+                        *gathers = true;
+                        Kind::Each
+                    }
+                }
+            }
+            Expr::Bin(op, a, b) => {
+                let (ka, kb) = (self.kind_of(a, kinds, written, width, pays, gathers)?, self.kind_of(b, kinds, written, width, pays, gathers)?);
+                let t = ty(a)?;
+                if matches!(op, BinOp::Div | BinOp::Rem) && t.is_int() && (ka, kb) != (Kind::Uniform, Kind::Uniform) {
+                    // A division by zero must fault in the lane where it happens.
+                    return None;
+                }
+                match (ka, kb) {
+                    (Kind::Uniform, Kind::Uniform) => Kind::Uniform,
+                    _ if op.is_comparison() || matches!(op, BinOp::And | BinOp::Or) => Kind::Each,
+                    (Kind::Affine(s), Kind::Uniform) if matches!(op, BinOp::Add | BinOp::Sub) => Kind::Affine(s),
+                    (Kind::Uniform, Kind::Affine(s)) if *op == BinOp::Add => Kind::Affine(s),
+                    (Kind::Uniform, Kind::Affine(s)) if *op == BinOp::Sub => Kind::Affine(-s),
+                    (Kind::Affine(s), Kind::Affine(r)) if *op == BinOp::Add => Kind::Affine(s + r),
+                    (Kind::Affine(s), Kind::Affine(r)) if *op == BinOp::Sub => Kind::Affine(s - r),
+                    (Kind::Affine(s), Kind::Uniform) if *op == BinOp::Mul && matches!(**b, Expr::Int(..)) => match &**b {
+                        Expr::Int(c, _) => Kind::Affine(s.checked_mul(*c)?),
+                        _ => unreachable!(),
+                    },
+                    (Kind::Vector, _) | (_, Kind::Vector) if vector_op(*op, t) && vector_type(t, width).is_some() => Kind::Vector,
+                    _ => Kind::Each,
+                }
+            }
+            Expr::Neg(a) => match self.kind_of(a, kinds, written, width, pays, gathers)? {
+                Kind::Affine(s) => Kind::Affine(-s),
+                Kind::Vector if ty(a)?.is_float() => Kind::Vector,
+                Kind::Uniform => Kind::Uniform,
+                _ => Kind::Each,
+            },
+            Expr::Not(a) => match self.kind_of(a, kinds, written, width, pays, gathers)? {
+                Kind::Uniform => Kind::Uniform,
+                _ => Kind::Each,
+            },
+            Expr::Cast(t, a) => {
+                let from = ty(a)?;
+                match self.kind_of(a, kinds, written, width, pays, gathers)? {
+                    Kind::Uniform => Kind::Uniform,
+                    // Only value-keeping conversions of affine integers stay affine.
+                    Kind::Affine(s) if t.is_int() && from.is_int() && self.affine_cast_keeps(a, from, *t, kinds) => Kind::Affine(s),
+                    _ => Kind::Each,
+                }
+            }
+            Expr::Select(c, a, b) => {
+                if super::expr::may_fault(a) || super::expr::may_fault(b) {
+                    return None;
+                }
+                let ks = [c, a, b].map(|x| self.kind_of(x, kinds, written, width, pays, gathers));
+                if ks.iter().all(|k| *k == Some(Kind::Uniform)) {
+                    Kind::Uniform
+                } else if ks.iter().all(Option::is_some) {
+                    Kind::Each
+                } else {
+                    return None;
+                }
+            }
+        })
+    }
+
+    /// Whether converting the affine integer `a` (of type `from`) to `to`
+    /// keeps every lane's value: widening, or narrowing the loop variable
+    /// itself when its range was checked to fit (see [`super::lazy`]).
+    fn affine_cast_keeps(&self, a: &Expr, from: ScalarType, to: ScalarType, kinds: &[(Name, Kind, ScalarType)]) -> bool {
+        if to.size_bytes() >= from.size_bytes() && (to.is_signed() || !from.is_signed()) && to == ScalarType::I64 {
+            return true;
+        }
+        // `(int) k` of the loop variable, range-checked.
+        matches!(a, Expr::Var(n) if kinds.first().is_some_and(|(v, ..)| v == n) && self.narrow_safe.contains(n))
+    }
+
+    /// The scalar type of `e` inside the body.
+    fn type_in_lanes(&self, e: &Expr, kinds: &[(Name, Kind, ScalarType)]) -> Option<ScalarType> {
+        Some(match e {
+            Expr::Int(_, t) | Expr::Float(_, t) | Expr::Cast(t, _) => *t,
+            Expr::Bool(_) => ScalarType::Bool,
+            Expr::Var(n) => match kinds.iter().rev().find(|(m, ..)| m == n) {
+                Some((.., t)) => *t,
+                None => match self.scope.iter().rev().find(|(m, _)| m == n)?.1 {
+                    Bound::Val(_, t) | Bound::Var(_, t) => t,
+                    Bound::Lazy(k) => self.lazies[k].1,
+                },
+            },
+            Expr::Load { buf, field, .. } => *self.buffer(buf).ok()?.fields.get(*field as usize)?,
+            Expr::Bin(op, a, _) if op.is_comparison() || matches!(op, BinOp::And | BinOp::Or) => ScalarType::Bool,
+            Expr::Bin(_, a, _) | Expr::Neg(a) => self.type_in_lanes(a, kinds)?,
+            Expr::Not(_) => ScalarType::Bool,
+            Expr::Select(_, a, _) => self.type_in_lanes(a, kinds)?,
+        })
+    }
+}
+
+/// The names a step binds, with their lane values and types.
+type LaneScope = Vec<(Name, Lanes, ScalarType)>;
+
+impl Translator<'_, '_> {
+    // ---------------------------------------------------------------- emission
+
+    /// Translates `for var in lo .. hi { body }` in lanes per `plan` (from
+    /// [`lane_plan`](Self::lane_plan) with the same `accs`), then one
+    /// iteration at a time for what is left.
+    pub(super) fn lane_loop(&mut self, var: &Name, lo: &Expr, hi: &Expr, body: &[Stmt], accs: &[Accumulator], plan: LanePlan) -> Result<(), CodegenError> {
+        let w = plan.width as i64;
+        let chains = if plan.shape == Shape::Reduction { VECTOR_CHAINS } else { 1 };
+        let step = w * chains;
+        let (lo_v, hi_v) = self.loop_bounds(lo, hi, Schedule::Seq)?;
+        let (pre, main, combine, rest_pre, rest, exit) =
+            (self.b.create_block(), self.b.create_block(), self.b.create_block(), self.b.create_block(), self.b.create_block(), self.b.create_block());
+        let runs = self.b.ins().icmp(IntCC::SignedLessThan, lo_v, hi_v);
+        self.b.ins().brif(runs, pre, &[], exit, &[]);
+
+        self.b.switch_to_block(pre);
+        let marks = self.enter_loop(var, lo_v, hi_v, body)?;
+        let n = self.b.ins().isub(hi_v, lo_v);
+        let whole = self.b.ins().band_imm_s(n, -step);
+        let main_hi = self.b.ins().iadd(lo_v, whole);
+        // Per accumulator, `chains` vectors of partial results, from the identity.
+        let mut vaccs: Vec<Vec<Variable>> = Vec::new();
+        for a in accs {
+            let vt = vector_type(a.ty, plan.width).ok_or_else(|| lane_mismatch("an accumulator type"))?;
+            let id = self.identity(a.op, a.ty);
+            let splat = self.b.ins().splat(vt, id);
+            let vars = (0..chains)
+                .map(|_| {
+                    let x = self.b.declare_var(vt);
+                    self.b.def_var(x, splat);
+                    x
+                })
+                .collect();
+            vaccs.push(vars);
+        }
+        let iv = self.b.declare_var(ct::I64);
+        self.b.def_var(iv, lo_v);
+        let any = self.b.ins().icmp(IntCC::SignedLessThan, lo_v, main_hi);
+        self.b.ins().brif(any, main, &[], combine, &[]);
+
+        self.b.switch_to_block(main);
+        let k = self.b.use_var(iv);
+        for c in 0..chains {
+            let lane0 = if c == 0 { k } else { self.b.ins().iadd_imm_s(k, c * w) };
+            let mine: Vec<Variable> = vaccs.iter().map(|v| v[c as usize]).collect();
+            self.lane_step(var, lane0, body, accs, &mine, &plan, iv, combine)?;
+        }
+        let k = self.b.use_var(iv);
+        let next = self.b.ins().iadd_imm_s(k, step);
+        self.b.def_var(iv, next);
+        let more = self.b.ins().icmp(IntCC::SignedLessThan, next, main_hi);
+        self.b.ins().brif(more, main, &[], combine, &[]);
+
+        // Lanes, then chains, folded into each accumulator.
+        self.b.switch_to_block(combine);
+        for (a, vars) in accs.iter().zip(&vaccs) {
+            let mut v = self.b.use_var(vars[0]);
+            for x in &vars[1..] {
+                let y = self.b.use_var(*x);
+                v = self.vector_binary(a.op, a.ty, v, y)?;
+            }
+            let mut lanes: Vec<Value> = (0..plan.width).map(|l| self.b.ins().extractlane(v, l as u8)).collect();
+            while lanes.len() > 1 {
+                let mut folded = Vec::with_capacity(lanes.len() / 2);
+                for pair in lanes.chunks(2) {
+                    folded.push(if pair.len() == 2 { self.combine(a.op, a.ty, pair[0], pair[1])? } else { pair[0] });
+                }
+                lanes = folded;
+            }
+            let acc = self.b.use_var(a.var);
+            let total = self.combine(a.op, a.ty, acc, lanes[0])?;
+            self.b.def_var(a.var, total);
+        }
+        let at = self.b.use_var(iv);
+        let left = self.b.ins().icmp(IntCC::SignedLessThan, at, hi_v);
+        self.b.ins().brif(left, rest_pre, &[], exit, &[]);
+
+        // The rest, one iteration at a time (also where a failing step resumes).
+        self.b.switch_to_block(rest_pre);
+        self.b.ins().jump(rest, &[]);
+        self.b.switch_to_block(rest);
+        self.scope.push((var.clone(), Bound::Var(iv, ScalarType::I64)));
+        self.depth += 1;
+        self.block(body)?;
+        self.depth -= 1;
+        self.scope.pop();
+        let k = self.b.use_var(iv);
+        let next = self.b.ins().iadd_imm_s(k, 1);
+        self.b.def_var(iv, next);
+        let more = self.b.ins().icmp(IntCC::SignedLessThan, next, hi_v);
+        self.b.ins().brif(more, rest, &[], exit, &[]);
+
+        self.b.switch_to_block(exit);
+        self.leave_loop(marks);
+        Ok(())
+    }
+
+    /// One step: the body over lanes `lane0 .. lane0 + W`, accumulating into
+    /// `vaccs`; a failing check sets `iv` to `lane0` and leaves for `resume`.
+    #[allow(clippy::too_many_arguments)]
+    fn lane_step(&mut self, var: &Name, lane0: Value, body: &[Stmt], accs: &[Accumulator], vaccs: &[Variable], plan: &LanePlan, iv: Variable, resume: cranelift_codegen::ir::Block) -> Result<(), CodegenError> {
+        let (scope_mark, lets_mark) = (self.scope.len(), self.let_values.len());
+        let mut lanes: LaneScope = vec![(var.clone(), Lanes::Affine(lane0, 1), ScalarType::I64)];
+        let mut bail: Option<cranelift_codegen::ir::Block> = None;
+        for s in body {
+            match s {
+                Stmt::Let { var: v, ty, value } => {
+                    let x = self.lane_value(value, &lanes, plan.width)?;
+                    if let Lanes::Uniform(u) = x {
+                        // Uniform values are ordinary names for the scalar code.
+                        self.scope.push((v.clone(), Bound::Val(u, *ty)));
+                        self.let_values.push((v.clone(), value.clone()));
+                    }
+                    lanes.push((v.clone(), x, *ty));
+                }
+                Stmt::Check { cond, .. } => {
+                    let c = self.lane_value(cond, &lanes, plan.width)?;
+                    let each = self.to_each(c, ScalarType::Bool, plan.width);
+                    let all = each.into_iter().reduce(|a, b| self.b.ins().band(a, b)).ok_or_else(|| lane_mismatch("a check"))?;
+                    let target = *bail.get_or_insert_with(|| self.b.create_block());
+                    let cont = self.b.create_block();
+                    self.b.ins().brif(all, cont, &[], target, &[]);
+                    self.b.switch_to_block(cont);
+                }
+                Stmt::Assign { var: acc, value: Expr::Bin(op, a, b) } => {
+                    let k = accs.iter().position(|c| &c.name == acc).ok_or_else(|| lane_mismatch("an assignment"))?;
+                    let e = if matches!(&**a, Expr::Var(x) if x == acc) { b } else { a };
+                    let t = accs[k].ty;
+                    let x = self.lane_value(e, &lanes, plan.width)?;
+                    let xv = self.to_vector(x, t, plan.width)?;
+                    let cur = self.b.use_var(vaccs[k]);
+                    let next = self.vector_binary(*op, t, cur, xv)?;
+                    self.b.def_var(vaccs[k], next);
+                }
+                Stmt::Store { buf, index, field, value } => {
+                    let Lanes::Affine(i0, 1) = self.lane_value(index, &lanes, plan.width)? else { return Err(lane_mismatch("a store's index")) };
+                    let b = self.buffer(buf)?;
+                    let (base, size, offset, t) = (b.base, b.layout.size as i64, b.layout.offsets[*field as usize] as i32, b.fields[*field as usize]);
+                    let x = self.lane_value(value, &lanes, plan.width)?;
+                    let xv = self.to_vector(x, t, plan.width)?;
+                    let scaled = self.b.ins().imul_imm_s(i0, size);
+                    let addr = self.b.ins().iadd(base, scaled);
+                    self.b.ins().store(vector_flags(false), xv, addr, offset);
+                }
+                _ => return Err(lane_mismatch("a statement")),
+            }
+        }
+        self.scope.truncate(scope_mark);
+        self.let_values.truncate(lets_mark);
+        if let Some(target) = bail {
+            // Resume one iteration at a time from this step's first lane.
+            let cont = self.b.create_block();
+            self.b.ins().jump(cont, &[]);
+            self.b.switch_to_block(target);
+            self.b.def_var(iv, lane0);
+            self.b.ins().jump(resume, &[]);
+            self.b.switch_to_block(cont);
+        }
+        Ok(())
+    }
+
+    /// Whether `e` reads nothing that differs between lanes.
+    fn uniform(e: &Expr, lanes: &LaneScope) -> bool {
+        match e {
+            Expr::Int(..) | Expr::Float(..) | Expr::Bool(_) => true,
+            Expr::Var(n) => lanes.iter().rev().find(|(m, ..)| m == n).is_none_or(|(_, x, _)| matches!(x, Lanes::Uniform(_))),
+            Expr::Load { index, .. } => Self::uniform(index, lanes),
+            Expr::Bin(_, a, b) => Self::uniform(a, lanes) && Self::uniform(b, lanes),
+            Expr::Neg(a) | Expr::Not(a) | Expr::Cast(_, a) => Self::uniform(a, lanes),
+            Expr::Select(c, a, b) => Self::uniform(c, lanes) && Self::uniform(a, lanes) && Self::uniform(b, lanes),
+        }
+    }
+
+    /// `e` across the lanes of a step.
+    fn lane_value(&mut self, e: &Expr, lanes: &LaneScope, width: usize) -> Result<Lanes, CodegenError> {
+        if Self::uniform(e, lanes) {
+            return Ok(Lanes::Uniform(self.expr(e)?.0));
+        }
+        let kinds: Vec<(Name, Kind, ScalarType)> = Vec::new();
+        let ty_of = |t: &Translator<'_, '_>, e: &Expr| -> Result<ScalarType, CodegenError> {
+            let scope: Vec<(Name, Kind, ScalarType)> = lanes.iter().map(|(n, _, t)| (n.clone(), Kind::Each, *t)).collect();
+            t.type_in_lanes(e, &scope).ok_or_else(|| lane_mismatch("a type"))
+        };
+        let _ = kinds;
+        Ok(match e {
+            Expr::Var(n) => lanes.iter().rev().find(|(m, ..)| m == n).map(|(_, x, _)| x.clone()).ok_or_else(|| lane_mismatch("a name"))?,
+            Expr::Load { buf, index, field } => {
+                let idx = self.lane_value(index, lanes, width)?;
+                let b = self.buffer(buf)?;
+                let (base, size, offset, t, single, readonly) =
+                    (b.base, b.layout.size as i64, b.layout.offsets[*field as usize] as i32, b.fields[*field as usize], b.fields.len() == 1, b.readonly);
+                match idx {
+                    Lanes::Affine(i0, 1) if single && vector_type(t, width).is_some() => {
+                        let vt = vector_type(t, width).ok_or_else(|| lane_mismatch("a vector type"))?;
+                        let scaled = self.b.ins().imul_imm_s(i0, size);
+                        let addr = self.b.ins().iadd(base, scaled);
+                        Lanes::Vector(self.b.ins().load(vt, vector_flags(readonly), addr, offset))
+                    }
+                    other => {
+                        let flags = types::buffer(readonly);
+                        let each = self.to_each(other, ScalarType::I64, width);
+                        Lanes::Each(
+                            each.into_iter()
+                                .map(|i| {
+                                    let scaled = self.b.ins().imul_imm_s(i, size);
+                                    let addr = self.b.ins().iadd(base, scaled);
+                                    let v = self.b.ins().load(types::clif_type(t), flags, addr, offset);
+                                    if t == ScalarType::Bool { self.b.ins().icmp_imm_s(IntCC::NotEqual, v, 0) } else { v }
+                                })
+                                .collect(),
+                        )
+                    }
+                }
+            }
+            Expr::Bin(op, a, b) => {
+                let t = ty_of(self, a)?;
+                let (x, y) = (self.lane_value(a, lanes, width)?, self.lane_value(b, lanes, width)?);
+                let vector = vector_op(*op, t) && vector_type(t, width).is_some();
+                match (x, y) {
+                    (Lanes::Affine(p, s), Lanes::Uniform(u)) if *op == BinOp::Add => Lanes::Affine(self.b.ins().iadd(p, u), s),
+                    (Lanes::Affine(p, s), Lanes::Uniform(u)) if *op == BinOp::Sub => Lanes::Affine(self.b.ins().isub(p, u), s),
+                    (Lanes::Uniform(u), Lanes::Affine(p, s)) if *op == BinOp::Add => Lanes::Affine(self.b.ins().iadd(u, p), s),
+                    (Lanes::Uniform(u), Lanes::Affine(p, s)) if *op == BinOp::Sub => Lanes::Affine(self.b.ins().isub(u, p), -s),
+                    (Lanes::Affine(p, s), Lanes::Affine(q, r)) if *op == BinOp::Add => Lanes::Affine(self.b.ins().iadd(p, q), s + r),
+                    (Lanes::Affine(p, s), Lanes::Affine(q, r)) if *op == BinOp::Sub => Lanes::Affine(self.b.ins().isub(p, q), s - r),
+                    (Lanes::Affine(p, s), Lanes::Uniform(u)) if *op == BinOp::Mul && matches!(**b, Expr::Int(..)) => {
+                        let Expr::Int(c, _) = **b else { unreachable!() };
+                        Lanes::Affine(self.b.ins().imul(p, u), s * c)
+                    }
+                    (x @ Lanes::Vector(_), y) | (x, y @ Lanes::Vector(_)) if vector && !op.is_comparison() => {
+                        let (xv, yv) = (self.to_vector(x, t, width)?, self.to_vector(y, t, width)?);
+                        Lanes::Vector(self.vector_binary(*op, t, xv, yv)?)
+                    }
+                    (x, y) => {
+                        let (xs, ys) = (self.to_each(x, t, width), self.to_each(y, t, width));
+                        let mut out = Vec::with_capacity(width);
+                        for (p, q) in xs.into_iter().zip(ys) {
+                            out.push(self.scalar_binary(*op, t, p, q)?);
+                        }
+                        Lanes::Each(out)
+                    }
+                }
+            }
+            Expr::Neg(a) => {
+                let t = ty_of(self, a)?;
+                match self.lane_value(a, lanes, width)? {
+                    Lanes::Affine(p, s) => Lanes::Affine(self.b.ins().ineg(p), -s),
+                    Lanes::Vector(v) if t.is_float() => Lanes::Vector(self.b.ins().fneg(v)),
+                    x => {
+                        let each = self.to_each(x, t, width);
+                        Lanes::Each(each.into_iter().map(|v| if t.is_float() { self.b.ins().fneg(v) } else if t == ScalarType::Bool { v } else { self.b.ins().ineg(v) }).collect())
+                    }
+                }
+            }
+            Expr::Not(a) => {
+                let t = ty_of(self, a)?;
+                let x = self.lane_value(a, lanes, width)?;
+                let each = self.to_each(x, t, width);
+                Lanes::Each(each.into_iter().map(|v| self.is_zero(v, t)).collect())
+            }
+            Expr::Cast(to, a) => {
+                let from = ty_of(self, a)?;
+                match self.lane_value(a, lanes, width)? {
+                    Lanes::Affine(p, s) if to.is_int() && from.is_int() && to.size_bytes() < from.size_bytes() => Lanes::Affine(self.narrow_index(p, *to), s),
+                    Lanes::Affine(p, s) if *to == ScalarType::I64 && from.is_int() => match self.widened_from(p, from) {
+                        Some(wide) => Lanes::Affine(wide, s),
+                        None => Lanes::Affine(self.cast(p, from, *to), s),
+                    },
+                    x => {
+                        let each = self.to_each(x, from, width);
+                        Lanes::Each(each.into_iter().map(|v| self.cast(v, from, *to)).collect())
+                    }
+                }
+            }
+            Expr::Select(c, a, b) => {
+                let t = ty_of(self, a)?;
+                let (cs, xs, ys) = (self.lane_value(c, lanes, width)?, self.lane_value(a, lanes, width)?, self.lane_value(b, lanes, width)?);
+                let (cs, xs, ys) = (self.to_each(cs, ScalarType::Bool, width), self.to_each(xs, t, width), self.to_each(ys, t, width));
+                Lanes::Each((0..width).map(|l| self.b.ins().select(cs[l], xs[l], ys[l])).collect())
+            }
+            Expr::Int(..) | Expr::Float(..) | Expr::Bool(_) => unreachable!("constants are uniform"),
+        })
+    }
+
+    /// One scalar per lane.
+    fn to_each(&mut self, x: Lanes, t: ScalarType, width: usize) -> Vec<Value> {
+        match x {
+            Lanes::Uniform(v) => vec![v; width],
+            Lanes::Affine(p, s) => (0..width as i64).map(|l| if l == 0 { p } else { self.b.ins().iadd_imm_s(p, l * s) }).collect(),
+            Lanes::Each(vs) => vs,
+            Lanes::Vector(v) => {
+                let _ = t;
+                (0..width).map(|l| self.b.ins().extractlane(v, l as u8)).collect()
+            }
+        }
+    }
+
+    /// A vector of `t`.
+    fn to_vector(&mut self, x: Lanes, t: ScalarType, width: usize) -> Result<Value, CodegenError> {
+        let vt = vector_type(t, width).ok_or_else(|| lane_mismatch("a vector type"))?;
+        Ok(match x {
+            Lanes::Vector(v) => v,
+            Lanes::Uniform(v) => self.b.ins().splat(vt, v),
+            other => {
+                let each = self.to_each(other, t, width);
+                let mut v = self.b.ins().scalar_to_vector(vt, each[0]);
+                for (l, x) in each.iter().enumerate().skip(1) {
+                    v = self.b.ins().insertlane(v, *x, l as u8);
+                }
+                v
+            }
+        })
+    }
+
+    /// `a op b` on vectors of `t` (an op [`vector_op`] accepts).
+    fn vector_binary(&mut self, op: BinOp, t: ScalarType, a: Value, b: Value) -> Result<Value, CodegenError> {
+        Ok(match (op, t.is_float()) {
+            (BinOp::Add, true) => self.b.ins().fadd(a, b),
+            (BinOp::Sub, true) => self.b.ins().fsub(a, b),
+            (BinOp::Mul, true) => self.b.ins().fmul(a, b),
+            (BinOp::Div, true) => self.b.ins().fdiv(a, b),
+            (BinOp::Add, false) => self.b.ins().iadd(a, b),
+            (BinOp::Sub, false) => self.b.ins().isub(a, b),
+            (BinOp::Mul, false) => self.b.ins().imul(a, b),
+            _ => return Err(lane_mismatch("a vector operator")),
+        })
+    }
+
+    /// `a op b` on scalars of `t` (the operands' type), with the loop IR's semantics.
+    fn scalar_binary(&mut self, op: BinOp, t: ScalarType, a: Value, b: Value) -> Result<Value, CodegenError> {
+        if op.is_comparison() {
+            return Ok(if t.is_float() {
+                self.b.ins().fcmp(super::arith::float_cc(op), a, b)
+            } else {
+                self.b.ins().icmp(super::arith::int_cc(op, t.is_signed()), a, b)
+            });
+        }
+        match op {
+            BinOp::And => Ok(self.b.ins().band(a, b)),
+            BinOp::Or => Ok(self.b.ins().bor(a, b)),
+            _ if t.is_float() => self.float_op(op, a, b, t),
+            _ => self.int_op(op, a, b, t.is_signed()),
+        }
+    }
+}
+
+fn lane_mismatch(what: &str) -> CodegenError {
+    CodegenError::Unsupported(format!("{what} in a vectorised loop (the lane plan and its translation disagree)"))
+}
