@@ -305,6 +305,8 @@ fn oclgrind_reports_a_global_race_and_an_uninitialised_value() {
         parallel_work: None,
         counts: vec![],
         result: None,
+        reassociable: vec![],
+        ranges: vec![],
     };
     let racy = program(
         "racy",

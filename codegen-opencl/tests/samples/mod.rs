@@ -280,6 +280,8 @@ pub fn hand_off(read: Expr) -> LoopProgram {
         parallel_work: None,
         counts: vec![],
         result: None,
+        reassociable: vec![],
+        ranges: vec![],
     }
 }
 
@@ -326,5 +328,7 @@ pub fn nested_hand_off() -> LoopProgram {
         parallel_work: None,
         counts: vec![],
         result: None,
+        reassociable: vec![],
+        ranges: vec![],
     }
 }

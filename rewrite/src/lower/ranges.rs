@@ -21,7 +21,8 @@ impl Lowerer<'_> {
         let mut out = Vec::new();
         for p in &self.kernel.params {
             let KernelParam::Tensor { name, ty: Type::Tensor(tt), encoding, .. } = p else { continue };
-            let Ok(layout) = storage_layout(encoding, &tt.dims, tt.elem, name.as_str()) else { continue };
+            let Ok(dims) = tt.static_dims() else { continue };
+            let Ok(layout) = storage_layout(encoding, &dims, tt.elem, name.as_str()) else { continue };
             for b in &layout.buffers {
                 let (BufferKind::Coordinates, Some(l)) = (b.kind, b.level) else { continue };
                 let loose = encoding.levels.get(l).is_none_or(|lv| lv.format == LevelFormat::LooseCompressed);
