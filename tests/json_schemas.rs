@@ -121,3 +121,33 @@ fn opencl_commands() {
     tune.extend(SPMV8);
     ok(&tune);
 }
+
+#[test]
+fn rewrite_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("g.json");
+    let v = ok(&["rewrite", "examples/csr_packed_spmv.hdl", "--explain", "--stats", "--dump-egraph", dump.to_str().unwrap(), "--dump-limit", "50"]);
+    assert!(v["explanation"]["steps"].as_array().is_some_and(|s| !s.is_empty()), "{v:#}");
+    assert!(v["egraph_dump"]["truncated"].is_object());
+    let g: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&dump).unwrap()).unwrap();
+    assert_schema(&g, "the --dump-egraph file");
+    let v = ok(&["rewrite", "examples/dense_mv.hdl", "--sketch", "mapWorkgroup(mapLocal(?))", "--param", "n=8"]);
+    assert!(v["program"].as_str().unwrap().contains("mapLocal"));
+    let v = ok(&["rewrite", "--list-rules"]);
+    assert_eq!(v["schema"], "heddle.rewrite-rules/1");
+    let v = ok(&[
+        "rewrite",
+        "examples/csr_packed_spmv.hdl",
+        "--search",
+        "3",
+        "--backend",
+        "interp",
+        "--csr-packed",
+        "offset,values=examples/data/spmv8/matrix.mtx",
+        "--input",
+        "xs=examples/data/spmv8/xs.json",
+        "--reps",
+        "1",
+    ]);
+    assert_eq!(v["schema"], "heddle.rewrite-search/1");
+}

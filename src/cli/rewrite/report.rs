@@ -143,7 +143,7 @@ pub fn json(file: &str, out: &Outcome, cost: &CostModel, rule_count: usize, dump
             "extract_seconds": s.extract_seconds,
             "stop_reason": s.stop_reason.name(),
             "limit": s.stop_reason.limit(),
-            "stop_detail": s.stop_reason.detail(),
+            "why": s.stop_reason.detail(),
             "grew_most": s.grew_most,
             "rules": s.rules,
             "per_iteration": s.per_iteration,
