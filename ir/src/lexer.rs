@@ -213,7 +213,7 @@ fn lex_number(src: &str, start: usize, integer_only: bool) -> Result<(Tok, usize
     let text = &src[start..i];
     if !integer_only && i < bytes.len() && bytes[i] == b'f' && !bytes.get(i + 1).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_') {
         let v: f64 = text.parse().map_err(|_| bad_number(start, i + 1))?;
-        return Ok((Tok::Float(v), i + 1));
+        return Ok((Tok::Float(finite(v, text, start, i + 1)?), i + 1));
     }
     if i < bytes.len() && (bytes[i].is_ascii_alphabetic() || bytes[i] == b'_') {
         let mut j = i;
@@ -228,13 +228,23 @@ fn lex_number(src: &str, start: usize, integer_only: bool) -> Result<(Tok, usize
     }
     if is_float {
         let v: f64 = text.parse().map_err(|_| bad_number(start, i))?;
-        Ok((Tok::Float(v), i))
+        Ok((Tok::Float(finite(v, text, start, i)?), i))
     } else {
         let v: i64 = text.parse().map_err(|_| {
             Diagnostic::new(Span::new(start, i), format!("integer literal `{text}` is too large"))
                 .with_label("integers must fit in 64 bits")
         })?;
         Ok((Tok::Int(v), i))
+    }
+}
+
+/// A float literal must have a value: `3.0e382` is not a number any type holds.
+fn finite(v: f64, text: &str, start: usize, end: usize) -> Result<f64, Diagnostic> {
+    if v.is_finite() {
+        Ok(v)
+    } else {
+        Err(Diagnostic::new(Span::new(start, end), format!("float literal `{text}` is too large"))
+            .with_label("beyond the largest double, about 1.8e308"))
     }
 }
 

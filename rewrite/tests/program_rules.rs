@@ -46,6 +46,15 @@ fn non_ascii_text_outside_brackets_is_an_error_not_a_panic() {
 }
 
 #[test]
+fn a_rule_file_beyond_the_source_limit_is_refused_unread() {
+    let line = "a: map(?f) => map(?f)\n";
+    let text = line.repeat(heddle_ir::parser::MAX_SOURCE_BYTES / line.len() + 1);
+    let errors = parse_rules("big.rules", &text).unwrap_err();
+    assert_eq!(errors.len(), 1);
+    assert!(errors[0].message.contains("at most"), "{errors:?}");
+}
+
+#[test]
 fn capture_is_avoided_when_fusing() {
     // `g` uses the outer `y`; the fused lambda is also written with `y`.
     let p = heddle_ir::parser::parse_program(

@@ -169,7 +169,14 @@ fn expr_prec(e: &Expr) -> (Doc, u8) {
             (group(cat([expr(cur, 1), nest(2, cat(rest))])), 0)
         }
         ExprKind::Index { array, index } => (cat([expr(array, 7), text("@"), expr(index, 8)]), 7),
-        ExprKind::Proj { tuple, field } => (cat([expr(tuple, 8), text(format!(".{field}"))]), 8),
+        ExprKind::Proj { tuple, field } => {
+            // A number before `.k` is parenthesised: `0 .3` must not print as the float `0.3`.
+            let t = match &tuple.kind {
+                ExprKind::Lit(Literal::Int(_) | Literal::Float(_)) => cat([text("("), expr(tuple, 0), text(")")]),
+                _ => expr(tuple, 8),
+            };
+            (cat([t, text(format!(".{field}"))]), 8)
+        }
         ExprKind::Tuple(es) => (list(text("("), es), 9),
         ExprKind::Annot { expr: inner, ty } => {
             (cat([text("("), expr(inner, 0), text(format!(" : {})", print_type(ty)))]), 9)

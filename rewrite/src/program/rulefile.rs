@@ -97,6 +97,10 @@ fn builtin_file(name: &str, text: &str) -> Vec<Rule> {
 
 /// Parses a rule file; every bad line is reported.
 pub fn parse_rules(file: &str, text: &str) -> Result<Vec<Rule>, Vec<RuleError>> {
+    if text.len() > heddle_ir::parser::MAX_SOURCE_BYTES {
+        let message = format!("the file is {} bytes long; heddle reads at most {} bytes of rules", text.len(), heddle_ir::parser::MAX_SOURCE_BYTES);
+        return Err(vec![RuleError { file: file.to_string(), line: 1, column: 1, offset: 0, message }]);
+    }
     let mut rules = Vec::new();
     let mut errors = Vec::new();
     let mut seen: HashMap<String, usize> = HashMap::new();

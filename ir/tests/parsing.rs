@@ -1,5 +1,7 @@
-//! The natural-number grammar (LANGUAGE.md §3): ternaries, conditions in
-//! parentheses, and nesting that must parse in linear time.
+//! Parsing and printing under hostile input (issue 16): the natural-number
+//! grammar (LANGUAGE.md §3) with ternaries and conditions in parentheses,
+//! nesting that must parse in linear time, normal forms that stay small,
+//! number literals that print back as themselves.
 
 use heddle_ir::parser::parse_nat;
 use heddle_ir::printer::print_nat;
@@ -105,4 +107,18 @@ fn normal_forms_stay_small() {
     let _ = n;
     // Still exact where it unrolls: 0 + 1 + … + 15.
     assert_eq!(print_nat(&parse_nat("sum(i = 0 .. 15, i)").unwrap().normalize()), "120");
+}
+
+#[test]
+fn number_literals_print_back_as_themselves() {
+    use heddle_ir::parser::parse_program;
+    use heddle_ir::printer::print_program;
+    // `0 .3` is a projection of 0, not the float 0.3; and a float literal
+    // beyond f64 (it printed as `0.0`) is an error, as a too-large integer is.
+    let p = parse_program("fun(x: float => (x, 0 .3))").unwrap();
+    let text = print_program(&p);
+    assert_eq!(parse_program(&text).unwrap(), p, "{text}");
+    let e = parse_program("fun(x: float => x + 3.0e382)").unwrap_err();
+    assert!(e[0].message.contains("too large"), "{:?}", e[0]);
+    assert!(parse_program("fun(x: float => x + 1.7e308)").is_ok());
 }
