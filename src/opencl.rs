@@ -4,7 +4,7 @@
 
 use heddle_codegen_opencl::Kernel as ClKernel;
 use heddle_ir::loops::LoopProgram;
-use heddle_ir::Diagnostic;
+use heddle_ir::{Diagnostic, Span};
 use heddle_runtime::interp::Env;
 use heddle_runtime::opencl::{OpenCl, Timing};
 use heddle_runtime::value::Value;
@@ -27,8 +27,17 @@ pub fn compile(kernel: &Kernel, name: &str) -> Result<Compiled, Diagnostic> {
 
 fn compile_checked(kernel: &Kernel, name: &str) -> Result<Compiled, Diagnostic> {
     let program = heddle_rewrite::lower::lower_kernel(kernel, name)?;
-    let cl = heddle_codegen_opencl::compile(&program)?;
-    let counts = program.counts.iter().map(|c| heddle_codegen_opencl::compile(&c.program)).collect::<Result<_, _>>()?;
+    // The OpenCL generator works on the loop program, which has no spans: a
+    // refusal of it is located at the kernel it comes from.
+    let located = |mut d: Diagnostic| {
+        if (d.span.start, d.span.end) == (Span::DUMMY.start, Span::DUMMY.end) {
+            d.span = kernel.body.span;
+            d = d.with_note("the OpenCL backend cannot run this kernel as it is lowered; the cpu backend and the interpreter can");
+        }
+        d
+    };
+    let cl = heddle_codegen_opencl::compile(&program).map_err(located)?;
+    let counts = program.counts.iter().map(|c| heddle_codegen_opencl::compile(&c.program).map_err(located)).collect::<Result<_, _>>()?;
     Ok(Compiled { program, kernel: cl, counts })
 }
 

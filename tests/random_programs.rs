@@ -210,7 +210,9 @@ const PATTERNS: &[&str] = &[
 
 #[test]
 fn random_programs_agree_on_every_backend() {
-    let cases = env_u64("HEDDLE_PROGEN_CASES").unwrap_or(500);
+    // Under Oclgrind (scripts/oclgrind.sh) a sample: the simulator is slow,
+    // and what it adds is the check of each generated kernel's memory use.
+    let cases = env_u64("HEDDLE_PROGEN_CASES").unwrap_or(if common::oclgrind() { 30 } else { 500 });
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");
     let first = env_u64("HEDDLE_PROGEN_SEED").unwrap_or_else(|| {
         if ci { 16_000 } else { std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() % 1_000_000) * 1000 }

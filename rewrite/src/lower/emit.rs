@@ -309,6 +309,25 @@ impl Lowerer<'_> {
         // Local memory belongs to the work-group: inside per-item (local) loops the
         // buffer is allocated once at the work-group loop, one slice per item.
         let group = self.loops.iter().rposition(|(_, s, _)| matches!(s, Schedule::Workgroup(_)));
+        // A local or global temporary inside a parallel loop with no work-group
+        // around it (`toLocal` under `map`): there is no group to share it with and
+        // no launch-wide buffer per iteration, so every worker gets its own — a
+        // workspace, allocated once per worker at the top of the kernel — when its
+        // length is known before the launch. Each iteration writes it whole
+        // before reading it, as it would a buffer of its own.
+        // A private temporary whose length is not a constant (OpenCL's private
+        // arrays have constant sizes) is made a workspace in the same way.
+        let per_item = group.is_none() && self.loops.iter().any(|(_, s, _)| *s != Schedule::Seq);
+        let own = (per_item && matches!(space, Space::Local | Space::Global)) || (space == Space::Private && !matches!(len, L::Int(..)));
+        if own {
+            let mut sink = Block::new();
+            let whole = self.index_expr(&count, &Env::default(), &mut sink).ok().filter(|_| sink.iter().all(|s| matches!(s, Stmt::Let { .. })));
+            if let Some(n) = whole.map(|e| inline_lets(e, &sink)).filter(|e| self.over_naturals(e)) {
+                self.workspaces.push(Stmt::Alloc { buf: buf.clone(), fields, len: n, space: Space::Workspace });
+                self.write(&v, ty, &buf, Nat::Lit(0), env, body, false)?;
+                return Ok(Val::Array(View::buffer(buf, Nat::Lit(0), ty.clone())));
+            }
+        }
         let items: Vec<(Name, L)> = match group {
             Some(g) if space == Space::Local => self.loops[g + 1..]
                 .iter()
