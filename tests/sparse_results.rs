@@ -381,3 +381,36 @@ fn tuples_of_results_have_one_output_each() {
         assert_eq!(got[3], json!([[1.0, -3.0], [], [], [-7.0, 3.0]]), "{backend}");
     }
 }
+
+/// Co-iteration over a `nonordered` level whose coordinates are out of order
+/// is an error on every backend, never a wrong answer (the merge of two
+/// lists needs them sorted; compiled code gave `[3, 1]` with exit 0).
+#[test]
+fn co_iteration_over_unsorted_coordinates_is_an_error_on_every_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let enc = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed(nonordered)) }>";
+    let kernel = write(
+        dir.path(),
+        "count.hdl",
+        &format!(
+            "#NO = {enc}\n\nfun(A: tensor<?x?xf32, #NO> =>\nfun(B: tensor<?x?xf32, #NO> =>\n  generate(A_dim0, fun(i => union(0, 0, A@i, B@i) :>> map(fun(e => 1)) :>> reduce(+, 0)))))\n"
+        ),
+    );
+    let storage = |coordinates: [i64; 3], values: [f64; 3]| {
+        json!({ "encoding": enc, "dim_sizes": [2, 4], "lvl_sizes": [2, 4], "nse": 3, "positions": [null, [0, 2, 3]], "coordinates": [null, coordinates], "values": values })
+    };
+    let sorted = write(dir.path(), "sorted.json", &storage([1, 3, 2], [2.0, 1.0, 4.0]).to_string());
+    let unsorted = write(dir.path(), "unsorted.json", &storage([3, 1, 2], [1.0, 2.0, 4.0]).to_string());
+    for backend in backends() {
+        let run = |a: &Path, b: &Path| {
+            heddle(&["run", kernel.to_str().unwrap(), "--backend", backend, "--matrix", &format!("A={}", a.display()), "--matrix", &format!("B={}", b.display())])
+        };
+        let (code, out, err) = run(&sorted, &sorted);
+        assert_eq!((code, out.trim()), (0, "[2,1]"), "{backend}: {err}");
+        for (a, b, which) in [(&unsorted, &sorted, "first"), (&sorted, &unsorted, "second")] {
+            let (code, out, err) = run(a, b);
+            assert_eq!(code, 1, "{backend}: {out}");
+            assert!(err.contains(&format!("the {which} list is not sorted")), "{backend}: {err}");
+        }
+    }
+}

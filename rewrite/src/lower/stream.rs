@@ -130,6 +130,22 @@ impl<'k> Lowerer<'k> {
         };
         let lt = |x: L, y: L| L::bin(BinOp::Lt, x, y);
         let both_left = L::bin(BinOp::And, lt(L::var(ia.clone()), na.clone()), lt(L::var(ib.clone()), nb.clone()));
+        // Each list must be sorted by strictly increasing coordinate (a
+        // `nonordered` or `nonunique` level need not be): checked as each entry
+        // is consumed, so the merge is never silently wrong.
+        let what = if defaults.is_some() { "union" } else { "intersect" };
+        let (last_a, last_b) = (self.fresh("last_a"), self.fresh("last_b"));
+        body.push(Stmt::Var { var: last_a.clone(), ty: ScalarType::I64, init: L::index(0) });
+        body.push(Stmt::Var { var: last_b.clone(), ty: ScalarType::I64, init: L::index(0) });
+        let unsorted = |cx: &mut Self, which: &str| cx.check(format!("`{what}`: the {which} list is not sorted by strictly increasing coordinate"), span);
+        let (check_a, check_b) = (unsorted(self, "first"), unsorted(self, "second"));
+        let ordered = |c: &L, at: &Name, last: &Name, id: u32| {
+            let first = L::bin(BinOp::Eq, L::var(at.clone()), L::index(0));
+            vec![
+                Stmt::Check { cond: L::bin(BinOp::Or, first, L::bin(BinOp::Gt, c.clone(), L::var(last.clone()))), id },
+                Stmt::Assign { var: last.clone(), value: c.clone() },
+            ]
+        };
 
         let mut both = Block::new();
         let (ca, ca_out, _, va) = entry(self, a, &ia, &mut both)?;
@@ -145,8 +161,12 @@ impl<'k> Lowerer<'k> {
             }
             None => same.push(incr(&matches)),
         }
+        same.extend(ordered(&ca, &ia, &last_a, check_a));
+        same.extend(ordered(&cb, &ib, &last_b, check_b));
         same.extend([incr(&ia), incr(&ib)]);
+        a_first.extend(ordered(&ca, &ia, &last_a, check_a));
         a_first.push(incr(&ia));
+        b_first.extend(ordered(&cb, &ib, &last_b, check_b));
         b_first.push(incr(&ib));
         let lower = vec![Stmt::If { cond: lt(ca.clone(), cb.clone()), then: a_first, els: b_first }];
         both.push(Stmt::If { cond: L::bin(BinOp::Eq, ca, cb), then: same, els: lower });
@@ -155,11 +175,13 @@ impl<'k> Lowerer<'k> {
         let mut rest = Block::new();
         if let (Some(f), Some((za, zb))) = (visit.as_mut(), defaults) {
             let mut only_a = Block::new();
-            let (_, ca_out, _, va) = entry(self, a, &ia, &mut only_a)?;
+            let (ca, ca_out, _, va) = entry(self, a, &ia, &mut only_a)?;
+            only_a.extend(ordered(&ca, &ia, &last_a, check_a));
             f(self, Val::Tuple(vec![Val::Scalar(ca_out, coord), va, zb.clone()]), &mut only_a)?;
             only_a.push(incr(&ia));
             let mut only_b = Block::new();
-            let (_, cb_out, _, vb) = entry(self, b, &ib, &mut only_b)?;
+            let (cb, cb_out, _, vb) = entry(self, b, &ib, &mut only_b)?;
+            only_b.extend(ordered(&cb, &ib, &last_b, check_b));
             f(self, Val::Tuple(vec![Val::Scalar(cb_out, coord), za.clone(), vb]), &mut only_b)?;
             only_b.push(incr(&ib));
             let b_left = vec![Stmt::If { cond: lt(L::var(ib.clone()), nb.clone()), then: only_b, els: vec![] }];
