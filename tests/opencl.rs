@@ -249,6 +249,31 @@ fn compile_target_opencl_listing7() {
     insta::assert_snapshot!(out);
 }
 
+/// `--csr M.mtx` binds the matrix to the kernel's CSR parameters by name
+/// (the form docs/performance.md shows): unpacked `values` of a
+/// position-dependent type are floats, not (column, value) pairs. When no
+/// configuration runs at all, tuning fails with exit status 1.
+#[test]
+fn tune_binds_a_matrix_by_name_and_fails_when_nothing_ran() {
+    if platform().is_none() {
+        return;
+    }
+    let (code, out, err) = common::heddle(&[
+        "tune", "examples/csr_spmv_parallel.hdl", "--csr", "examples/data/spmv8/matrix.mtx",
+        "--param-range", "R=1..2", "--param-range", "W=1..2", "--reps", "1", "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    let variants = v["cases"][0]["variants"].as_array().unwrap();
+    assert!(variants.iter().all(|x| x["seconds"].is_number()), "{out}");
+    // R = 3 does not divide the 8 rows: every configuration fails.
+    let (code, _, err) = common::heddle(&[
+        "tune", "examples/csr_spmv_parallel.hdl", "--csr", "examples/data/spmv8/matrix.mtx", "--param-range", "R=3..3", "--param-range", "W=1..1",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no configuration ran"), "{err}");
+}
+
 #[test]
 fn tune_refuses_an_unknown_tunable() {
     let (code, _, err) = common::heddle(&["tune", "examples/csr_spmv_row_per_item.hdl", "--csr", "examples/data/spmv8/matrix.mtx", "--param-range", "R=1..4"]);

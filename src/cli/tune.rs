@@ -16,6 +16,7 @@ use heddle_runtime::io::{bind_inputs, read_input, Loaded};
 use heddle_runtime::opencl::OpenCl;
 use heddle_runtime::value::Value;
 use heddle_typeck::Kernel;
+use heddle_ir::Type;
 use std::path::Path;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -155,7 +156,7 @@ fn csr_case(kernel: &Kernel, spec: &str, strict: bool) -> Result<Case, Failure> 
             s if s.starts_with("offset") => ints(&offsets),
             "row_length" | "row_lengths" | "lengths" => ints(&counts),
             "col_indices" => flat(cols.clone(), "int64", vec![ScalarKind::Int]),
-            "values" if ty.to_string().contains('(') => flat(
+            "values" if matches!(leaf(ty), Type::Tuple(_)) => flat(
                 cols.iter().zip(&vals).map(|(c, v)| Value::tuple(vec![c.clone(), v.clone()])).collect(),
                 "(int64, float64)",
                 vec![ScalarKind::Int, ScalarKind::Float],
@@ -170,6 +171,15 @@ fn csr_case(kernel: &Kernel, spec: &str, strict: bool) -> Result<Case, Failure> 
     }
     let stem = Path::new(path).file_stem().and_then(|s| s.to_str()).unwrap_or(path);
     Ok(Case { name: stem.to_string(), inputs })
+}
+
+/// The scalar (or tuple) at the bottom of nested array types: `(int, float)` for
+/// packed CSR's `values`, `float` for unpacked CSR's, position-dependent or not.
+fn leaf(ty: &Type) -> &Type {
+    match ty {
+        Type::Array { elem, .. } => leaf(elem),
+        t => t,
+    }
 }
 
 fn copy(f: &SourceFile) -> SourceFile {
@@ -247,6 +257,13 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         table.push((case.name.clone(), variants));
     }
     bar.finish_and_clear();
+    // Nothing ran: a tuning that measured nothing is a failure, not a report.
+    if table.iter().all(|(_, variants)| variants.iter().all(|v| v.seconds.is_none())) {
+        let first = table.iter().find_map(|(case, variants)| {
+            variants.iter().find_map(|v| v.error.as_ref().map(|e| format!("{case}, {}: {e}", show(&v.params))))
+        });
+        return Err(Failure::Input(format!("no configuration ran on any case (the first failure: {})", first.unwrap_or_default())));
+    }
     Ok(report(&table, &configs, cl.device()))
 }
 
