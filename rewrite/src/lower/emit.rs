@@ -316,10 +316,13 @@ impl Lowerer<'_> {
         // length is known before the launch. Each iteration writes it whole
         // before reading it, as it would a buffer of its own.
         // A private temporary whose length is not a constant (OpenCL's private
-        // arrays have constant sizes) is made a workspace in the same way.
+        // arrays have constant sizes) is made a workspace in the same way inside
+        // a parallel loop, and a global temporary outside every one (where
+        // parallel loops may fill it: per-worker storage would split it).
         let per_item = group.is_none() && self.loops.iter().any(|(_, s, _)| *s != Schedule::Seq);
-        let own = (per_item && matches!(space, Space::Local | Space::Global)) || (space == Space::Private && !matches!(len, L::Int(..)));
-        if own {
+        let dynamic_private = space == Space::Private && !matches!(len, L::Int(..));
+        let space = if dynamic_private && !per_item && self.loops.is_empty() { Space::Global } else { space };
+        if per_item && (matches!(space, Space::Local | Space::Global) || dynamic_private) {
             let mut sink = Block::new();
             let whole = self.index_expr(&count, &Env::default(), &mut sink).ok().filter(|_| sink.iter().all(|s| matches!(s, Stmt::Let { .. })));
             if let Some(n) = whole.map(|e| inline_lets(e, &sink)).filter(|e| self.over_naturals(e)) {

@@ -146,7 +146,28 @@ impl Lowerer<'_> {
                     Some(w) => Some(self.index_expr(w, env, body)?),
                     None => None,
                 };
-                self.accumulate(&xs, &n, &fields, row_len.as_ref(), out, true, env, t.span, body)?;
+                // After a top-level temporary (another `scatterAdd`, a `scatter`)
+                // the kernel stays sequential (see the module docs): the adds are
+                // then plain, into an output zeroed here, at every launch.
+                let parallel = !self.sequential;
+                if !parallel {
+                    let rows = self.index_expr(&n, env, body)?;
+                    let len = match &row_len {
+                        Some(w) => L::bin(BinOp::Mul, rows, w.clone()),
+                        None => rows,
+                    };
+                    let z = self.fresh("z");
+                    let init = fields
+                        .iter()
+                        .enumerate()
+                        .map(|(f, s)| {
+                            let zero = if s.is_float() { L::Float(0.0, *s) } else { L::Int(0, *s) };
+                            Stmt::Store { buf: out.clone(), index: L::var(z.clone()), field: f as u32, value: zero }
+                        })
+                        .collect();
+                    body.push(Stmt::For { var: z, lo: L::index(0), hi: len, schedule: Schedule::Seq, body: init });
+                }
+                self.accumulate(&xs, &n, &fields, row_len.as_ref(), out, parallel, env, t.span, body)?;
                 Ok(None)
             }
             _ => Ok(Some((self.expr(t, env, body)?, env.clone()))),
