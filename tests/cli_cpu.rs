@@ -244,3 +244,30 @@ fn tensor_coordinates_outside_their_level_fail_the_located_check() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("an index into `xs`") && err.contains("spmv_csr.hdl:6:"), "{err}");
 }
+
+/// `heddle tune --backend cpu`: variants and thread counts are
+/// configurations, each verified against the interpreter and timed; a thread
+/// count shows in each outcome and in the single best.
+#[test]
+fn tune_on_the_cpu_over_variants_and_threads() {
+    let (code, out, err) = heddle(&[
+        "tune", "examples/csr_unpacked_spmv.hdl", "examples/csr_spmv_row_per_item.hdl", "--backend", "cpu",
+        "--threads", "1,2", "--csr", "examples/data/spmv8/matrix.mtx", "--reps", "3", "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    assert_eq!(v["backend"], "cpu");
+    assert!(v.get("device").is_none(), "{out}");
+    let variants = v["cases"][0]["variants"].as_array().unwrap();
+    let seen: Vec<(String, u64)> = variants.iter().map(|x| (x["kernel"].as_str().unwrap().to_string(), x["threads"].as_u64().unwrap())).collect();
+    assert_eq!(
+        seen,
+        [("csr_unpacked_spmv".to_string(), 1), ("csr_unpacked_spmv".to_string(), 2), ("csr_spmv_row_per_item".to_string(), 1), ("csr_spmv_row_per_item".to_string(), 2)]
+    );
+    assert!(variants.iter().all(|x| x["seconds"].as_f64().is_some_and(|s| s > 0.0)), "{out}");
+    assert!(v["single_best"]["threads"].is_u64(), "{out}");
+    // Nothing to tune on is an input error, not an empty report.
+    let (code, _, err) = heddle(&["tune", "examples/csr_unpacked_spmv.hdl", "--backend", "cpu"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("nothing to tune on"), "{err}");
+}

@@ -274,11 +274,59 @@ fn tune_binds_a_matrix_by_name_and_fails_when_nothing_ran() {
     assert!(err.contains("no configuration ran"), "{err}");
 }
 
+/// Several files are variants of one kernel, tuned together: every
+/// variant's configurations run on every matrix (a range applies only to the
+/// variants with that natural), each matrix has its best, and the single best
+/// names its variant. A variant that computes something else is flagged
+/// wrong, not timed.
+#[test]
+fn tune_searches_kernel_variants_per_matrix() {
+    if platform().is_none() {
+        return;
+    }
+    let (code, out, err) = common::heddle(&[
+        "tune", "examples/csr_spmv_row_per_item.hdl", "examples/csr_spmv_parallel.hdl",
+        "--csr", "examples/data/spmv8/matrix.mtx", "--csr", "tests/data/sparse/m4x8.mtx",
+        "--param-range", "R=1..2", "--param-range", "W=1..2", "--reps", "1", "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    assert_eq!(v["backend"], "opencl");
+    let names: Vec<&str> = v["kernels"].as_array().unwrap().iter().map(|k| k["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["csr_spmv_row_per_item", "csr_spmv_parallel"]);
+    let cases = v["cases"].as_array().unwrap();
+    assert_eq!(cases.iter().map(|c| c["case"].as_str().unwrap()).collect::<Vec<_>>(), ["matrix", "m4x8"]);
+    for case in cases {
+        let variants = case["variants"].as_array().unwrap();
+        // One configuration of the variant without tunables, four of the other.
+        assert_eq!(variants.len(), 1 + 4, "{case:#}");
+        assert_eq!(variants[0]["kernel"], "csr_spmv_row_per_item");
+        assert_eq!(variants[0]["params"], serde_json::json!([]));
+        assert!(variants[1..].iter().all(|x| x["kernel"] == "csr_spmv_parallel" && x["params"].as_array().unwrap().len() == 2), "{case:#}");
+        assert!(variants.iter().all(|x| x["seconds"].is_number()), "{case:#}");
+        assert!(names.contains(&case["best"]["kernel"].as_str().unwrap()), "{case:#}");
+    }
+    assert!(names.contains(&v["single_best"]["kernel"].as_str().unwrap()), "{out}");
+    assert!(v["single_best"]["geomean_slowdown"].as_f64().unwrap() >= 1.0, "{out}");
+
+    // Row sums take the same CSR buffers but compute something else.
+    let (code, out, err) = common::heddle(&[
+        "tune", "examples/csr_spmv_row_per_item.hdl", "examples/csr_row_sums.hdl",
+        "--csr", "examples/data/spmv8/matrix.mtx", "--reps", "1", "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let variants = v["cases"][0]["variants"].as_array().unwrap();
+    assert!(variants[0]["seconds"].is_number(), "{out}");
+    assert!(variants[1]["error"].as_str().unwrap().contains("wrong result"), "{out}");
+    assert_eq!(v["single_best"]["kernel"], "csr_spmv_row_per_item", "{out}");
+}
+
 #[test]
 fn tune_refuses_an_unknown_tunable() {
     let (code, _, err) = common::heddle(&["tune", "examples/csr_spmv_row_per_item.hdl", "--csr", "examples/data/spmv8/matrix.mtx", "--param-range", "R=1..4"]);
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains("no natural of this name"), "{err}");
+    assert!(err.contains("no kernel has a natural of this name"), "{err}");
 }
 
 /// What the Oclgrind pass (`scripts/oclgrind.sh`) must catch: these kernels

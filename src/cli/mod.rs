@@ -66,7 +66,7 @@ enum Command {
     Run(run::Args),
     /// Flattened index formulas before and after Σ elimination.
     Simplify(simplify::Args),
-    /// Search a kernel's tunable naturals on the OpenCL backend, per input.
+    /// Search a kernel's variants and tunable naturals on OpenCL or the CPU, per input.
     Tune(tune::Args),
     /// Explore rewrites of the kernel with an e-graph; print the best program found.
     Rewrite(rewrite::Args),

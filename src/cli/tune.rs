@@ -1,15 +1,19 @@
-//! `heddle tune FILE`: search a kernel's tunable naturals on the OpenCL
-//! backend, per input, verifying every variant's result.
+//! `heddle tune FILE…`: search a kernel's variants and tunable naturals, per
+//! input, on the OpenCL device or on the CPU, verifying every result.
 //!
-//! Each input case (the `--input` set, and each `--csr` matrix) is run with
-//! every combination of the `--param-range` values. A variant's result is
-//! compared with the reference interpreter's (or, with `--verify first`, the
-//! first variant's) before its time counts. The kernel is lowered and
-//! generated once: tunables are kernel arguments, so one OpenCL build serves
-//! every variant.
+//! Each file is a variant of one kernel (the same inputs, the same result:
+//! a row per work-item, rows dealt across a work-group, …). A configuration
+//! is a variant with one combination of the `--param-range` values of the
+//! naturals it has (and, on the CPU, a thread count). Every configuration
+//! runs on every input case (the `--input` set, and each `--csr` matrix);
+//! its result is compared with the reference interpreter's (or, with
+//! `--verify first`, the first configuration's) before its time counts.
+//! Each variant is lowered and generated once: tunables are kernel
+//! arguments, so one build serves all its configurations.
 
 use super::{load, Failure, Output};
 use heddle::source::SourceFile;
+use heddle_ir::loops::LoopProgram;
 use heddle_runtime::interp::Env;
 use heddle_runtime::io::read::ScalarKind;
 use heddle_runtime::io::{bind_inputs, read_input, Loaded};
@@ -23,16 +27,27 @@ use std::path::Path;
 pub enum Verify {
     /// Against the reference interpreter (slow on large inputs).
     Interp,
-    /// Against the first variant that runs.
+    /// Against the first configuration that runs.
     First,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Backend {
+    /// Generated OpenCL C on an OpenCL device (see --device).
+    Opencl,
+    /// Native code JIT-compiled with Cranelift (see --threads).
+    Cpu,
 }
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The source file.
-    file: String,
-    /// A tunable's values: NAME=a..b (inclusive, doubling) or NAME=a..b,step (adding step).
-    #[arg(long = "param-range", value_name = "NAME=a..b[,step]", required = true, value_parser = super::args::checked(super::args::range_binding))]
+    /// The kernel's source file; several files are variants of one kernel
+    /// (the same parameters, the same result), tuned together.
+    #[arg(value_name = "FILE", required = true)]
+    files: Vec<String>,
+    /// A tunable's values: NAME=a..b (inclusive, doubling) or NAME=a..b,step
+    /// (adding step). A variant without this natural ignores it.
+    #[arg(long = "param-range", value_name = "NAME=a..b[,step]", value_parser = super::args::checked(super::args::range_binding))]
     ranges: Vec<String>,
     /// A fixed natural: NAME=VALUE.
     #[arg(long = "param", value_name = "NAME=VALUE", value_parser = super::args::checked(super::args::nat_binding))]
@@ -46,10 +61,16 @@ pub struct Args {
     /// generated).
     #[arg(long = "csr", value_name = "PATH.mtx", value_parser = super::args::mtx_file)]
     csr: Vec<String>,
-    /// Timed launches per variant (the median counts).
+    /// Which backend runs the configurations.
+    #[arg(long, value_enum, default_value = "opencl")]
+    backend: Backend,
+    /// Thread counts to try with --backend cpu: N or N,M,… (default: HEDDLE_THREADS, else every core).
+    #[arg(long, value_name = "N[,N…]", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=1024))]
+    threads: Vec<u32>,
+    /// Timed launches per configuration (the median counts).
     #[arg(long, default_value_t = 10)]
     reps: usize,
-    /// What each variant's result is checked against.
+    /// What each configuration's result is checked against.
     #[arg(long, value_enum, default_value = "interp")]
     verify: Verify,
     /// The OpenCL device's index.
@@ -60,16 +81,51 @@ pub struct Args {
     pub json: bool,
 }
 
-/// One input case.
-struct Case {
+/// One variant: a source file, its kernel, and its code for the backend.
+struct Candidate {
     name: String,
-    inputs: Vec<(String, Loaded)>,
+    file: SourceFile,
+    kernel: Kernel,
+    code: Code,
+    /// The kernel's natural parameters.
+    nats: Vec<String>,
 }
 
-/// One variant's outcome on one case.
-#[derive(Clone, Debug, serde::Serialize)]
-struct Variant {
+enum Code {
+    Opencl(heddle::opencl::Compiled),
+    Cpu(LoopProgram),
+}
+
+/// Where a case's inputs come from; they are bound to each variant's
+/// parameters by name.
+enum Source {
+    Inputs(Vec<(String, Loaded)>),
+    Csr(String),
+}
+
+/// One input case, bound for each variant (in the order of the files).
+struct Case {
+    name: String,
+    per_variant: Vec<Vec<(String, Loaded)>>,
+}
+
+/// A configuration: a variant, its tunables' values, its thread count (CPU).
+#[derive(Clone, Debug)]
+struct Config {
+    variant: usize,
     params: Vec<(String, i64)>,
+    threads: Option<usize>,
+}
+
+/// One configuration's outcome on one case.
+#[derive(Clone, Debug, serde::Serialize)]
+struct Outcome {
+    /// The variant: its file's name.
+    kernel: String,
+    params: Vec<(String, i64)>,
+    /// Threads (--backend cpu).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    threads: Option<usize>,
     /// Median kernel time in seconds, when it ran and verified.
     seconds: Option<f64>,
     /// Input and output bytes over the kernel time, GB/s.
@@ -123,13 +179,13 @@ fn flat(items: Vec<Value>, dtype: &str, kinds: Vec<ScalarKind>) -> Loaded {
 }
 
 /// Binds a Matrix Market matrix to the kernel's CSR/LIL parameters by name.
-fn csr_case(kernel: &Kernel, spec: &str, strict: bool) -> Result<Case, Failure> {
+fn csr_case(kernel: &Kernel, spec: &str, strict: bool) -> Result<(String, Vec<(String, Loaded)>), Failure> {
     if let Some((_, path)) = spec.split_once('=') {
         let mut inputs = super::matrix::inputs(super::matrix::Storage::Csr, spec)?;
         let by_name = csr_case(kernel, path, false)?;
         // The vector is the one input the matrix does not give.
-        inputs.extend(by_name.inputs.into_iter().filter(|(k, _)| k == "xs" || k == "x"));
-        return Ok(Case { name: by_name.name, inputs });
+        inputs.extend(by_name.1.into_iter().filter(|(k, _)| k == "xs" || k == "x"));
+        return Ok((by_name.0, inputs));
     }
     let path = spec;
     let (mut coo, _) = heddle_runtime::sparse::mtx::read_mtx(Path::new(path)).map_err(|e| Failure::Input(format!("--csr {path}: {e}")))?;
@@ -170,7 +226,7 @@ fn csr_case(kernel: &Kernel, spec: &str, strict: bool) -> Result<Case, Failure> 
         inputs.push((name.to_string(), loaded));
     }
     let stem = Path::new(path).file_stem().and_then(|s| s.to_str()).unwrap_or(path);
-    Ok(Case { name: stem.to_string(), inputs })
+    Ok((stem.to_string(), inputs))
 }
 
 /// The scalar (or tuple) at the bottom of nested array types: `(int, float)` for
@@ -180,10 +236,6 @@ fn leaf(ty: &Type) -> &Type {
         Type::Array { elem, .. } => leaf(elem),
         t => t,
     }
-}
-
-fn copy(f: &SourceFile) -> SourceFile {
-    SourceFile::new(f.name.clone(), f.text.clone())
 }
 
 /// Do two results agree? Floats within a relative 1e-4 (a parallel reduction
@@ -197,115 +249,243 @@ pub fn agree(a: &Value, b: &Value) -> bool {
     }
 }
 
-fn bytes_moved(compiled: &heddle::opencl::Compiled, env: &Env) -> f64 {
-    heddle_runtime::launch::prepare(&compiled.program, env)
-        .map(|l| l.slots.iter().map(|s| if let heddle_runtime::launch::Slot::Buffer(b) = s { b.byte_len() as f64 } else { 0.0 }).sum())
-        .unwrap_or(0.0)
-}
-
 pub fn run(a: &Args) -> Result<Output, Failure> {
-    let (file, _, kernel) = load(&a.file)?;
     let ranges = a.ranges.iter().map(|r| parse_range(r)).collect::<Result<Vec<_>, _>>()?;
-    let nat_names: Vec<String> = kernel.params.iter().filter(|p| matches!(p, heddle_typeck::KernelParam::Nat(_))).map(|p| p.name().to_string()).collect();
-    if let Some((bad, _)) = ranges.iter().find(|(n, _)| !nat_names.contains(n)) {
-        return Err(Failure::Input(format!("--param-range {bad}: the kernel has no natural of this name (its naturals: {})", nat_names.join(", "))));
-    }
     let mut fixed = Vec::new();
     for p in &a.params {
         let (k, v) = assignment("param", p)?;
         fixed.push((k.to_string(), v.parse::<i64>().map_err(|_| Failure::Input(format!("--param {p}: `{v}` is not a natural number")))?));
     }
-    let mut cases = Vec::new();
+    if a.backend == Backend::Cpu && a.device.is_some() {
+        super::warn("--device applies to --backend opencl; it is ignored here");
+    }
+    if a.backend == Backend::Opencl && !a.threads.is_empty() {
+        super::warn("--threads applies to --backend cpu; the opencl backend ignores it");
+    }
+    let mut sources = Vec::new();
     if !a.inputs.is_empty() {
         let mut inputs = Vec::new();
         for i in &a.inputs {
             let (k, path) = assignment("input", i)?;
             inputs.push((k.to_string(), read_input(Path::new(path)).map_err(|e| Failure::Input(format!("parameter `{k}`: {e}")))?));
         }
-        cases.push(Case { name: "inputs".into(), inputs });
+        sources.push(Source::Inputs(inputs));
     }
-    for path in &a.csr {
-        cases.push(csr_case(&kernel, path, true)?);
-    }
-    if cases.is_empty() {
+    sources.extend(a.csr.iter().map(|p| Source::Csr(p.clone())));
+    if sources.is_empty() {
         return Err(Failure::Input("nothing to tune on: give --input NAME=PATH… or --csr MATRIX.mtx".into()));
     }
-    let cl = OpenCl::new(a.device).map_err(|d| Failure::Device(d.message))?;
-    let name = Path::new(&a.file).file_stem().and_then(|s| s.to_str()).unwrap_or("kernel");
-    let compiled = heddle::opencl::compile(&kernel, name).map_err(|d| Failure::Source(copy(&file), vec![d]))?;
-    let configs = grid(&ranges);
+    // Every file is checked before anything runs.
+    let mut loaded = Vec::new();
+    for path in &a.files {
+        let (file, _, kernel) = load(path)?;
+        let nats: Vec<String> = kernel.params.iter().filter(|p| matches!(p, heddle_typeck::KernelParam::Nat(_))).map(|p| p.name().to_string()).collect();
+        loaded.push((path.clone(), file, kernel, nats));
+    }
+    let known = |n: &str| loaded.iter().any(|(_, _, _, nats)| nats.iter().any(|x| x == n));
+    if let Some((bad, _)) = ranges.iter().find(|(n, _)| !known(n)) {
+        let theirs: Vec<String> = loaded.iter().flat_map(|(_, _, _, nats)| nats.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+        return Err(Failure::Input(format!("--param-range {bad}: no kernel has a natural of this name (their naturals: {})", theirs.join(", "))));
+    }
+    if let Some((bad, _)) = fixed.iter().find(|(n, _)| !known(n)) {
+        return Err(Failure::Input(format!("--param {bad}=…: no kernel has a natural of this name")));
+    }
+    let names = variant_names(&a.files);
+    let cl = match a.backend {
+        Backend::Opencl => Some(OpenCl::new(a.device).map_err(|d| Failure::Device(d.message))?),
+        Backend::Cpu => None,
+    };
+    let mut candidates = Vec::new();
+    for ((_, file, kernel, nats), name) in loaded.into_iter().zip(names) {
+        let stem = super::compile::kernel_name(&file);
+        let located = |d| Failure::Source(file.clone(), vec![d]);
+        let code = match a.backend {
+            Backend::Opencl => Code::Opencl(heddle::opencl::compile(&kernel, &stem).map_err(located)?),
+            Backend::Cpu => {
+                let program = heddle::cpu::lower(&kernel, &stem).map_err(located)?;
+                heddle::cpu::compile(&program).map_err(located)?;
+                Code::Cpu(program)
+            }
+        };
+        candidates.push(Candidate { name, file, kernel, code, nats });
+    }
+    let mut cases = Vec::new();
+    for source in &sources {
+        let mut per_variant = Vec::new();
+        let mut name = String::from("inputs");
+        for c in &candidates {
+            per_variant.push(match source {
+                Source::Inputs(inputs) => {
+                    let params: Vec<String> = c.kernel.params.iter().map(|p| p.name().to_string()).collect();
+                    inputs.iter().filter(|(k, _)| params.contains(k)).cloned().collect()
+                }
+                Source::Csr(spec) => {
+                    let case = csr_case(&c.kernel, spec, true).map_err(|e| in_variant(e, &c.name, candidates.len()))?;
+                    name = case.0;
+                    case.1
+                }
+            });
+        }
+        cases.push(Case { name, per_variant });
+    }
+    let threads: Vec<Option<usize>> = match a.backend {
+        Backend::Opencl => vec![None],
+        Backend::Cpu if a.threads.is_empty() => {
+            vec![Some(heddle_runtime::cpu::threads_from_env().map_err(Failure::Input)?.unwrap_or_else(heddle_runtime::cpu::default_threads))]
+        }
+        Backend::Cpu => a.threads.iter().map(|t| Some(*t as usize)).collect(),
+    };
+    let mut configs = Vec::new();
+    for (v, c) in candidates.iter().enumerate() {
+        let own: Vec<(String, Vec<i64>)> = ranges.iter().filter(|(n, _)| c.nats.contains(n)).cloned().collect();
+        for params in grid(&own) {
+            for t in &threads {
+                configs.push(Config { variant: v, params: params.clone(), threads: *t });
+            }
+        }
+    }
     let bar = indicatif::ProgressBar::new((configs.len() * cases.len()) as u64);
     bar.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
-    let mut table: Vec<(String, Vec<Variant>)> = Vec::new();
+    let several = candidates.len() > 1;
+    let mut table: Vec<(String, Vec<Outcome>)> = Vec::new();
     for case in &cases {
         let mut reference: Option<Value> = None;
-        let mut variants = Vec::new();
+        let mut outcomes = Vec::new();
         for config in &configs {
-            bar.set_message(format!("{} {}", case.name, show(config)));
-            let nats: Vec<(String, i64)> = fixed.iter().cloned().chain(config.iter().cloned()).collect();
-            let mut v = Variant { params: config.clone(), seconds: None, gbps: None, error: None };
-            match variant(&kernel, &compiled, &cl, &nats, case, a, &mut reference) {
+            let c = &candidates[config.variant];
+            bar.set_message(format!("{} {}", case.name, show(config, &c.name, several)));
+            let nats: Vec<(String, i64)> = fixed.iter().filter(|(n, _)| c.nats.contains(n)).cloned().chain(config.params.iter().cloned()).collect();
+            let mut o = Outcome { kernel: c.name.clone(), params: config.params.clone(), threads: config.threads, seconds: None, gbps: None, error: None };
+            match measure(c, cl.as_ref(), &nats, config.threads, &case.per_variant[config.variant], a, &mut reference) {
                 Ok((s, bytes)) => {
-                    v.seconds = Some(s);
-                    v.gbps = (s > 0.0).then(|| bytes / s * 1e-9);
+                    o.seconds = Some(s);
+                    o.gbps = (s > 0.0).then(|| bytes / s * 1e-9);
                 }
-                Err(e) => v.error = Some(e),
+                Err(e) => o.error = Some(e),
             }
-            variants.push(v);
+            outcomes.push(o);
             bar.inc(1);
         }
-        table.push((case.name.clone(), variants));
+        table.push((case.name.clone(), outcomes));
     }
     bar.finish_and_clear();
     // Nothing ran: a tuning that measured nothing is a failure, not a report.
-    if table.iter().all(|(_, variants)| variants.iter().all(|v| v.seconds.is_none())) {
-        let first = table.iter().find_map(|(case, variants)| {
-            variants.iter().find_map(|v| v.error.as_ref().map(|e| format!("{case}, {}: {e}", show(&v.params))))
+    if table.iter().all(|(_, outcomes)| outcomes.iter().all(|o| o.seconds.is_none())) {
+        let first = table.iter().find_map(|(case, outcomes)| {
+            outcomes.iter().zip(&configs).find_map(|(o, k)| o.error.as_ref().map(|e| format!("{case}, {}: {e}", show(k, &o.kernel, several))))
         });
         return Err(Failure::Input(format!("no configuration ran on any case (the first failure: {})", first.unwrap_or_default())));
     }
-    Ok(report(&table, &configs, cl.device()))
+    let target = match &cl {
+        Some(cl) => Target::Device(cl.device()),
+        None => Target::Cpu,
+    };
+    Ok(report(&table, &configs, &candidates, target))
 }
 
-/// Binds, verifies and times one configuration; (median seconds, bytes moved).
-fn variant(kernel: &Kernel, compiled: &heddle::opencl::Compiled, cl: &OpenCl, nats: &[(String, i64)], case: &Case, a: &Args, reference: &mut Option<Value>) -> Result<(f64, f64), String> {
-    let env = bind_inputs(kernel, nats, case.inputs.iter().map(|(k, l)| (k.clone(), l.clone())).collect()).map_err(|e| e.to_string())?;
-    let (value, timing) = heddle::opencl::run(cl, kernel, compiled, &env, a.reps).map_err(|d| d.message)?;
+/// The names variants are reported by: their files' stems, or their paths
+/// where two stems are the same.
+fn variant_names(files: &[String]) -> Vec<String> {
+    let stem = |f: &String| Path::new(f).file_stem().and_then(|s| s.to_str()).unwrap_or(f).to_string();
+    files
+        .iter()
+        .map(|f| if files.iter().filter(|g| stem(g) == stem(f)).count() > 1 { f.clone() } else { stem(f) })
+        .collect()
+}
+
+/// An input error about one variant names it when there are several.
+fn in_variant(e: Failure, name: &str, variants: usize) -> Failure {
+    match e {
+        Failure::Input(m) if variants > 1 => Failure::Input(format!("{name}: {m}")),
+        e => e,
+    }
+}
+
+/// Binds, runs, verifies and times one configuration on one case; (median
+/// seconds, bytes moved).
+fn measure(c: &Candidate, cl: Option<&OpenCl>, nats: &[(String, i64)], threads: Option<usize>, inputs: &[(String, Loaded)], a: &Args, reference: &mut Option<Value>) -> Result<(f64, f64), String> {
+    let env = bind_inputs(&c.kernel, nats, inputs.to_vec()).map_err(|e| e.to_string())?;
+    let (value, mut times, bytes) = match (&c.code, cl) {
+        (Code::Opencl(compiled), Some(cl)) => {
+            let (value, timing) = heddle::opencl::run(cl, &c.kernel, compiled, &env, a.reps.max(1)).map_err(|d| d.message)?;
+            (value, timing.kernel_seconds, bytes_moved(&compiled.program, &env))
+        }
+        (Code::Cpu(program), _) => {
+            let threshold = heddle_runtime::cpu::threshold_from_env().ok().flatten().unwrap_or(heddle_runtime::cpu::PARALLEL_THRESHOLD);
+            let threads = heddle_runtime::cpu::Parallelism { threads: threads.unwrap_or(1), threshold };
+            let (value, times) = heddle::cpu::run_timed(&c.kernel, program, &env, threads, a.reps.max(1)).map_err(|d| d.message)?;
+            (value, times, bytes_moved(program, &env))
+        }
+        (Code::Opencl(_), None) => return Err("no OpenCL device".into()),
+    };
     if reference.is_none() {
         *reference = Some(match a.verify {
-            Verify::Interp => heddle_runtime::interp::run_kernel(kernel, &env).map_err(|d| format!("the interpreter failed: {}", d.message))?,
+            Verify::Interp => heddle_runtime::interp::run_kernel(&c.kernel, &env).map_err(|d| format!("the interpreter failed: {}", d.message))?,
             Verify::First => value.clone(),
         });
     }
-    if let Some(r) = reference.as_ref().filter(|r| !agree(r, &value)) {
-        let _ = r;
+    if reference.as_ref().is_some_and(|r| !agree(r, &value)) {
         return Err("wrong result: differs from the reference".into());
     }
-    let mut t = timing.kernel_seconds.clone();
-    t.sort_by(f64::total_cmp);
-    Ok((t[t.len() / 2], bytes_moved(compiled, &env)))
+    if times.is_empty() {
+        return Err("no timed launch".into());
+    }
+    times.sort_by(f64::total_cmp);
+    Ok((times[times.len() / 2], bytes))
 }
 
-fn show(config: &[(String, i64)]) -> String {
-    config.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+fn bytes_moved(program: &LoopProgram, env: &Env) -> f64 {
+    heddle_runtime::launch::prepare(program, env)
+        .map(|l| l.slots.iter().map(|s| if let heddle_runtime::launch::Slot::Buffer(b) = s { b.byte_len() as f64 } else { 0.0 }).sum())
+        .unwrap_or(0.0)
 }
 
-fn report(table: &[(String, Vec<Variant>)], configs: &[Vec<(String, i64)>], device: &heddle_runtime::opencl::DeviceEntry) -> Output {
-    let mut text = format!("device: {} ({})\n", device.name, device.platform);
+/// A configuration as text: `R=2 W=4`, with the variant's name first when
+/// there are several, and the thread count on the CPU.
+fn show(config: &Config, name: &str, several: bool) -> String {
+    show_parts(name, &config.params, config.threads, several)
+}
+
+fn show_parts(name: &str, params: &[(String, i64)], threads: Option<usize>, several: bool) -> String {
+    let mut parts: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    if let Some(t) = threads {
+        parts.push(format!("threads={t}"));
+    }
+    match (several, parts.is_empty()) {
+        (true, true) => name.to_string(),
+        (true, false) => format!("{name}: {}", parts.join(" ")),
+        (false, true) => "(no tunables)".to_string(),
+        (false, false) => parts.join(" "),
+    }
+}
+
+enum Target<'a> {
+    Device(&'a heddle_runtime::opencl::DeviceEntry),
+    Cpu,
+}
+
+fn report(table: &[(String, Vec<Outcome>)], configs: &[Config], candidates: &[Candidate], target: Target) -> Output {
+    let several = candidates.len() > 1;
+    let mut text = match &target {
+        Target::Device(d) => format!("device: {} ({})\n", d.name, d.platform),
+        Target::Cpu => "backend: cpu (Cranelift)\n".to_string(),
+    };
+    let width = configs.iter().map(|k| show(k, &candidates[k.variant].name, several).len()).max().unwrap_or(0).max(28);
     let mut cases_json = Vec::new();
-    for (case, variants) in table {
-        text.push_str(&format!("\n{case}\n  {:<28} {:>12} {:>9}\n", "configuration", "median ms", "GB/s"));
-        for v in variants {
-            match (v.seconds, &v.error) {
-                (Some(s), _) => text.push_str(&format!("  {:<28} {:>12.4} {:>9.2}\n", show(&v.params), s * 1e3, v.gbps.unwrap_or(0.0))),
-                (None, e) => text.push_str(&format!("  {:<28} {}\n", show(&v.params), e.as_deref().unwrap_or("failed"))),
+    for (case, outcomes) in table {
+        text.push_str(&format!("\n{case}\n  {:<width$} {:>12} {:>9}\n", "configuration", "median ms", "GB/s"));
+        for (o, k) in outcomes.iter().zip(configs) {
+            let label = show(k, &o.kernel, several);
+            match (o.seconds, &o.error) {
+                (Some(s), _) => text.push_str(&format!("  {label:<width$} {:>12.4} {:>9.2}\n", s * 1e3, o.gbps.unwrap_or(0.0))),
+                (None, e) => text.push_str(&format!("  {label:<width$} {}\n", e.as_deref().unwrap_or("failed"))),
             }
         }
-        let best = variants.iter().filter(|v| v.seconds.is_some()).min_by(|x, y| x.seconds.unwrap_or(f64::MAX).total_cmp(&y.seconds.unwrap_or(f64::MAX)));
+        let best = outcomes.iter().filter(|o| o.seconds.is_some()).min_by(|x, y| x.seconds.unwrap_or(f64::MAX).total_cmp(&y.seconds.unwrap_or(f64::MAX)));
         if let Some(b) = best {
-            text.push_str(&format!("  best: {} ({:.4} ms)\n", show(&b.params), b.seconds.unwrap_or(0.0) * 1e3));
+            text.push_str(&format!("  best: {} ({:.4} ms)\n", show_parts(&b.kernel, &b.params, b.threads, several), b.seconds.unwrap_or(0.0) * 1e3));
         }
-        cases_json.push(serde_json::json!({ "case": case, "best": best, "variants": variants }));
+        cases_json.push(serde_json::json!({ "case": case, "best": best, "variants": outcomes }));
     }
     // The single configuration best over every case: least geometric-mean
     // slowdown relative to each case's own best.
@@ -313,9 +493,9 @@ fn report(table: &[(String, Vec<Variant>)], configs: &[Vec<(String, i64)>], devi
     for (k, _) in configs.iter().enumerate() {
         let mut log_sum = 0.0;
         let mut ok = true;
-        for (_, variants) in table {
-            let best = variants.iter().filter_map(|v| v.seconds).fold(f64::MAX, f64::min);
-            match variants.get(k).and_then(|v| v.seconds) {
+        for (_, outcomes) in table {
+            let best = outcomes.iter().filter_map(|o| o.seconds).fold(f64::MAX, f64::min);
+            match outcomes.get(k).and_then(|o| o.seconds) {
                 Some(s) if best > 0.0 => log_sum += (s / best).ln(),
                 _ => ok = false,
             }
@@ -325,11 +505,26 @@ fn report(table: &[(String, Vec<Variant>)], configs: &[Vec<(String, i64)>], devi
             single = Some((k, geo));
         }
     }
-    let single_json = single.map(|(k, g)| serde_json::json!({ "params": configs[k], "geomean_slowdown": g }));
+    let single_json = single.map(|(k, g)| {
+        let c = &configs[k];
+        let mut j = serde_json::json!({ "kernel": candidates[c.variant].name, "params": c.params, "geomean_slowdown": g });
+        if let Some(t) = c.threads {
+            j["threads"] = serde_json::json!(t);
+        }
+        j
+    });
     match single {
-        Some((k, g)) => text.push_str(&format!("\nsingle best over all cases: {} (geomean {:.3}x the per-case best)\n", show(&configs[k]), g)),
+        Some((k, g)) => text.push_str(&format!(
+            "\nsingle best over all cases: {} (geomean {:.3}x the per-case best)\n",
+            show(&configs[k], &candidates[configs[k].variant].name, several),
+            g
+        )),
         None => text.push_str("\nno configuration ran on every case\n"),
     }
-    let json = serde_json::json!({ "ok": true, "device": device, "cases": cases_json, "single_best": single_json });
+    let kernels: Vec<serde_json::Value> = candidates.iter().map(|c| serde_json::json!({ "name": c.name, "file": c.file.name })).collect();
+    let mut json = serde_json::json!({ "ok": true, "backend": match target { Target::Device(_) => "opencl", Target::Cpu => "cpu" }, "kernels": kernels, "cases": cases_json, "single_best": single_json });
+    if let Target::Device(d) = target {
+        json["device"] = serde_json::json!(d);
+    }
     Output { text, json }
 }
