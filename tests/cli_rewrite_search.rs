@@ -112,3 +112,27 @@ fn text_output_ranks_and_prints_the_programs() {
     assert_eq!(code, 1);
     assert!(err.contains("xs"), "{err}");
 }
+
+/// A candidate the backend refuses (a private buffer of a row's length on
+/// OpenCL) is dropped while extracting and the next one taken, as an
+/// ill-typed one is: a wide OpenCL search from Listing 5 lists none that
+/// fails to compile, and says why the first dropped term was dropped.
+#[test]
+fn candidates_the_backend_refuses_are_skipped_while_extracting() {
+    if common::opencl_platform().is_none() {
+        eprintln!("SKIPPED: no OpenCL platform");
+        return;
+    }
+    let packed = format!("offset,values={MATRIX}");
+    let xs = format!("xs={XS}");
+    let (code, out, err) = heddle(&["rewrite", "examples/csr_packed_spmv.hdl", "--search", "12", "--backend", "opencl", "--csr-packed", &packed, "--input", &xs, "--reps", "1", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let j: J = serde_json::from_str(&out).unwrap();
+    let cands = j["candidates"].as_array().unwrap();
+    assert_eq!(cands.len(), 12, "{j}");
+    for c in cands {
+        assert_eq!(c["verified"], true, "{c}");
+    }
+    let why = j["first_rejection"].as_str().unwrap_or_default();
+    assert!(why.starts_with("the opencl backend refuses it: "), "{j}");
+}

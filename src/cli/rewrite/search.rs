@@ -3,10 +3,11 @@
 //! candidates extracted (the cheapest terms of each sketch in turn,
 //! [`heddle_rewrite::program::candidates`]), each compiled for the backend,
 //! run on the given inputs, checked against the reference interpreter and
-//! timed (the kernel alone, median of `--reps` runs after a warm-up); the
-//! input program is measured the same way for comparison. Candidates that
-//! fail to compile or differ from the interpreter are listed apart and never
-//! ranked.
+//! timed (the kernel alone, median of `--reps` runs after a warm-up, all
+//! programs' runs interleaved); the input program is measured the same way
+//! for comparison. A candidate the backend refuses is rejected while
+//! extracting (the next one is taken instead); candidates that fail to run
+//! or differ from the interpreter are listed apart and never ranked.
 
 use super::{Args, check, cost_model, limits};
 use crate::cli::matrix::{self, Storage};
@@ -15,7 +16,7 @@ use crate::cli::{Failure, Output, load};
 use heddle_ir::{Diagnostic, Program};
 use heddle_rewrite::program::candidates::{Candidate, candidates};
 use heddle_rewrite::program::sketch::{self, Sketch};
-use heddle_rewrite::program::{self, CostKind, Options, Rule};
+use heddle_rewrite::program::{self, Checked, CostKind, Options, Rule};
 use heddle_runtime::interp::Env;
 use heddle_runtime::io::{Loaded, bind_inputs, read_input};
 use heddle_runtime::opencl::OpenCl;
@@ -132,54 +133,93 @@ fn median(mut v: Vec<f64>) -> (f64, f64) {
     (v.get(v.len() / 2).copied().unwrap_or(0.0), v.first().copied().unwrap_or(0.0))
 }
 
-/// Compiles, runs and times one program; its result and timing, or why not.
-fn measure(runner: &Runner, program: &Program, name: &str, nats: &[(String, i64)], loaded: &[(String, Loaded)], reps: usize) -> Result<(Value, Measured), String> {
+/// One compiled, verified program ready to be timed: each call runs the
+/// kernel once and gives its seconds (the kernel alone).
+type Timer<'a> = Box<dyn FnMut() -> Result<f64, String> + 'a>;
+
+/// Compiles and runs one program once (the run that compiles is not timed);
+/// its result, its compile time, and a timer for the timed runs.
+fn prepare<'a>(runner: &'a Runner, program: &Program, name: &str, nats: &[(String, i64)], loaded: &[(String, Loaded)]) -> Result<(Value, f64, Timer<'a>), String> {
     let kernel = heddle_typeck::check_program(program).map_err(|d| d.first().map_or_else(|| "type error".into(), |d| d.message.clone()))?;
     let env = bind_inputs(&kernel, nats, loaded.to_vec()).map_err(|e| e.to_string())?;
     let msg = |d: Diagnostic| d.message;
     let compile_start = Instant::now();
     match runner {
         Runner::Interp => {
-            let mut times = Vec::new();
-            let mut value = None;
-            for _ in 0..reps {
+            let value = heddle_runtime::interp::run_kernel(&kernel, &env).map_err(msg)?;
+            let timer = move || {
                 let t = Instant::now();
-                value = Some(heddle_runtime::interp::run_kernel(&kernel, &env).map_err(msg)?);
-                times.push(t.elapsed().as_secs_f64());
-            }
-            let (median, min) = median(times);
-            Ok((value.ok_or("no run")?, Measured { median, min, compile_seconds: 0.0 }))
+                heddle_runtime::interp::run_kernel(&kernel, &env).map_err(msg)?;
+                Ok(t.elapsed().as_secs_f64())
+            };
+            Ok((value, 0.0, Box::new(timer)))
         }
         Runner::Cpu(threads) => {
+            let threads = *threads;
             let p = heddle::cpu::lower(&kernel, name).map_err(msg)?;
             heddle_runtime::interp::check_obligations(&kernel, &env).map_err(msg)?;
-            let env: Env = heddle_runtime::launch::run_counts(&p, &env, &mut |_, phase, launch| heddle_runtime::cpu::run(phase, launch, *threads)).map_err(msg)?;
+            let env: Env = heddle_runtime::launch::run_counts(&p, &env, &mut |_, phase, launch| heddle_runtime::cpu::run(phase, launch, threads)).map_err(msg)?;
             // The first run compiles (the JIT caches by program): it is not timed.
             let mut launch = heddle_runtime::launch::prepare(&p, &env).map_err(msg)?;
-            heddle_runtime::cpu::run(&p, &mut launch, *threads).map_err(msg)?;
+            heddle_runtime::cpu::run(&p, &mut launch, threads).map_err(msg)?;
             let compile_seconds = compile_start.elapsed().as_secs_f64();
-            let mut times = Vec::new();
-            for _ in 0..reps {
-                // A fresh launch per run: a kernel may accumulate into its output.
-                launch = heddle_runtime::launch::prepare(&p, &env).map_err(msg)?;
-                let t = Instant::now();
-                heddle_runtime::cpu::run(&p, &mut launch, *threads).map_err(msg)?;
-                times.push(t.elapsed().as_secs_f64());
-            }
             let value = heddle_runtime::launch::output_value(&p, &launch, &kernel.body.ty, &env).map_err(msg)?;
-            let (median, min) = median(times);
-            Ok((value, Measured { median, min, compile_seconds }))
+            let timer = move || {
+                // A fresh launch per run: a kernel may accumulate into its output.
+                let mut launch = heddle_runtime::launch::prepare(&p, &env).map_err(msg)?;
+                let t = Instant::now();
+                heddle_runtime::cpu::run(&p, &mut launch, threads).map_err(msg)?;
+                Ok(t.elapsed().as_secs_f64())
+            };
+            Ok((value, compile_seconds, Box::new(timer)))
         }
         Runner::Opencl(cl) => {
             let compiled = heddle::opencl::compile(&kernel, name).map_err(msg)?;
-            // A warm-up launch builds the program (cached by source).
-            heddle::opencl::run(cl, &kernel, &compiled, &env, 1).map_err(msg)?;
+            // The first launch builds the program (cached by source).
+            let (value, _) = heddle::opencl::run(cl, &kernel, &compiled, &env, 1).map_err(msg)?;
             let compile_seconds = compile_start.elapsed().as_secs_f64();
-            let (value, timing) = heddle::opencl::run(cl, &kernel, &compiled, &env, reps).map_err(msg)?;
-            let (median, min) = median(timing.kernel_seconds);
-            Ok((value, Measured { median, min, compile_seconds }))
+            let timer = move || {
+                let (_, timing) = heddle::opencl::run(cl, &kernel, &compiled, &env, 1).map_err(msg)?;
+                timing.kernel_seconds.first().copied().ok_or_else(|| "no timed launch".to_string())
+            };
+            Ok((value, compile_seconds, Box::new(timer)))
         }
     }
+}
+
+/// Times every prepared program `reps` times, interleaved: each round runs
+/// each program once, starting from a different one each round, so that a
+/// burst of load on a shared machine falls on all of them alike rather than
+/// on whichever was being timed. Each program's median and minimum, or the
+/// error of a run that failed.
+fn time_interleaved(timers: &mut [Option<(f64, Timer)>], reps: usize, bar: &indicatif::ProgressBar) -> Vec<Result<Measured, String>> {
+    let mut times: Vec<Result<Vec<f64>, String>> = timers.iter().map(|_| Ok(Vec::new())).collect();
+    let count = timers.len().max(1);
+    for round in 0..reps {
+        for k in 0..timers.len() {
+            let j = (k + round) % count;
+            let (Some((_, timer)), Ok(ts)) = (timers[j].as_mut(), times[j].as_mut()) else { continue };
+            match timer() {
+                Ok(s) => ts.push(s),
+                Err(e) => times[j] = Err(e),
+            }
+        }
+        bar.inc(1);
+    }
+    times
+        .into_iter()
+        .zip(timers.iter())
+        .map(|(t, slot)| {
+            let compile_seconds = slot.as_ref().map_or(0.0, |(c, _)| *c);
+            t.and_then(|ts| {
+                if ts.is_empty() {
+                    return Err("no timed run".to_string());
+                }
+                let (median, min) = median(ts);
+                Ok(Measured { median, min, compile_seconds })
+            })
+        })
+        .collect()
 }
 
 /// One candidate's fate.
@@ -213,29 +253,77 @@ pub fn run(a: &Args, path: &str, rules: &[Rule], sketches: &[Sketch]) -> Result<
         facts,
     };
     let sketches = if sketches.is_empty() { default_sketches(s.backend) } else { sketches.to_vec() };
-    let found = candidates(&program, rules, &opts, &sketches, n, &check).map_err(|e| Failure::Source(file.clone(), vec![Diagnostic::new(heddle_ir::Span::new(0, 0), e.to_string())]))?;
+    // A candidate the backend refuses is rejected while extracting, as an
+    // ill-typed one is, so the search goes on to the next instead of listing
+    // it as a failure. The input program itself is measured as it is.
+    let backend = s.backend;
+    let for_backend = |p: &Program| -> Result<Checked, String> {
+        let checked = check(p)?;
+        if std::ptr::eq(p, &program) || backend == Backend::Interp {
+            return Ok(checked);
+        }
+        let kernel = heddle_typeck::check_program(p).map_err(|d| d.first().map_or_else(|| "type error".into(), |d| d.message.clone()))?;
+        let refused = match backend {
+            Backend::Opencl => heddle::opencl::compile(&kernel, "candidate").err(),
+            _ => heddle::cpu::lower(&kernel, "candidate").err(),
+        };
+        match refused {
+            Some(d) => Err(format!("the {} backend refuses it: {}", format!("{backend:?}").to_lowercase(), d.message)),
+            None => Ok(checked),
+        }
+    };
+    let found = candidates(&program, rules, &opts, &sketches, n, &for_backend).map_err(|e| Failure::Source(file.clone(), vec![Diagnostic::new(heddle_ir::Span::new(0, 0), e.to_string())]))?;
     let runner = match s.backend {
         Backend::Interp => Runner::Interp,
         Backend::Cpu => Runner::Cpu(s.threads.map_or_else(heddle_runtime::cpu::default_threads, |t| t as usize)),
         Backend::Opencl => Runner::Opencl(OpenCl::new(s.device).map_err(|d| Failure::Input(d.message))?),
     };
     let name = crate::cli::compile::kernel_name(&file);
-    let bar = indicatif::ProgressBar::new(found.list.len() as u64 + 1);
-    bar.set_style(indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
-    bar.set_message("the input program");
     let reps = s.reps as usize;
+    let bar = indicatif::ProgressBar::new(found.list.len() as u64 + 1 + reps as u64);
+    bar.set_style(indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
+    bar.set_message("compiling and checking the input program");
     let agrees = |v: &Value| crate::cli::tune::agree(&reference, v);
-    let input = measure(&runner, &program, &name, &nats, &loaded, reps).and_then(|(v, m)| if agrees(&v) { Ok(m) } else { Err("differs from the interpreter".into()) });
-    bar.inc(1);
-    let mut rows = Vec::new();
-    for (k, c) in found.list.into_iter().enumerate() {
-        bar.set_message(format!("candidate {} ({})", k + 1, c.sketch));
-        let result = measure(&runner, &c.program, &name, &nats, &loaded, reps)
-            .and_then(|(v, m)| if agrees(&v) { Ok(m) } else { Err("wrong result: differs from the interpreter".into()) });
-        rows.push(Row { candidate: c, result });
+    // Every program is compiled and checked first, then all are timed together.
+    let mut timers: Vec<Option<(f64, Timer)>> = Vec::new();
+    let mut failures: Vec<Option<String>> = Vec::new();
+    let programs = std::iter::once(&program).chain(found.list.iter().map(|c| &c.program));
+    for (k, p) in programs.enumerate() {
+        if k > 0 {
+            bar.set_message(format!("compiling and checking candidate {k} ({})", found.list[k - 1].sketch));
+        }
+        let wrong = if k == 0 { "differs from the interpreter" } else { "wrong result: differs from the interpreter" };
+        match prepare(&runner, p, &name, &nats, &loaded) {
+            Ok((v, _, _)) if !agrees(&v) => {
+                timers.push(None);
+                failures.push(Some(wrong.to_string()));
+            }
+            Ok((_, compile, timer)) => {
+                timers.push(Some((compile, timer)));
+                failures.push(None);
+            }
+            Err(e) => {
+                timers.push(None);
+                failures.push(Some(e));
+            }
+        }
         bar.inc(1);
     }
+    bar.set_message(format!("timing {} programs, interleaved", timers.iter().filter(|t| t.is_some()).count()));
+    let measured = time_interleaved(&mut timers, reps, &bar);
+    drop(timers);
+    let mut results = measured.into_iter().zip(failures).map(|(m, f)| match f {
+        Some(why) => Err(why),
+        None => m,
+    });
+    let input = results.next().unwrap_or_else(|| Err("not run".into()));
+    let rows: Vec<Row> = found.list.into_iter().zip(results).map(|(candidate, result)| Row { candidate, result }).collect();
     bar.finish_and_clear();
+    // A refusal passed through the type checker's slot: say what it is.
+    let first_rejection = found.first_rejection.as_ref().map(|why| match why.split_once(": the ") {
+        Some((_, rest)) if rest.contains(" backend refuses it: ") => format!("the {rest}"),
+        _ => why.clone(),
+    });
     let device = match &runner {
         Runner::Opencl(cl) => format!("{} ({})", cl.device().name, cl.device().platform),
         Runner::Cpu(t) => format!("cpu, {t} threads"),
@@ -249,7 +337,7 @@ pub fn run(a: &Args, path: &str, rules: &[Rule], sketches: &[Sketch]) -> Result<
         cost: &opts.cost.name,
         terms: found.terms,
         rejected: found.rejected,
-        first_rejection: found.first_rejection.as_deref(),
+        first_rejection: first_rejection.as_deref(),
         empty_sketches: &found.empty_sketches,
         stats: &found.stats,
     };
@@ -363,6 +451,7 @@ fn report(info: &Info, input: Result<Measured, String>, mut rows: Vec<Row>) -> O
         "cost_model": info.cost,
         "terms": info.terms,
         "rejected": info.rejected,
+        "first_rejection": info.first_rejection,
         "empty_sketches": info.empty_sketches,
         "stats": {
             "iterations": info.stats.iterations,
