@@ -223,10 +223,7 @@ fn every_kernel_runs_on_every_backend() {
 
 /// Primitives the corpus cannot cover yet, with the reason. The test fails
 /// once one is covered, so the entry is removed when it stops being true.
-const NOT_YET_COVERED: [(&str, &str); 2] = [
-    ("asVector", "vector element types do not compile yet (issue 14, SIMD)"),
-    ("asScalar", "`asScalar` does not type-check after `asVector` yet (issue 14, SIMD)"),
-];
+const NOT_YET_COVERED: [(&str, &str); 0] = [];
 
 /// The corpus uses every primitive of `prims.sig` in a kernel (comments aside).
 #[test]

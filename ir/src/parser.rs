@@ -760,6 +760,13 @@ impl<'a> Parser<'a> {
                 let w = self.peek().clone();
                 let width = match &w.tok {
                     Tok::Int(v) if [2, 3, 4, 8, 16].contains(v) => Nat::Lit(*v),
+                    // A signature's unknown letter (`<T>W`) is solved at each use; a
+                    // lowercase name is the primitive's natural argument (`asVector(w)`).
+                    Tok::Ident(s) if self.sig_mode && is_unknown_letter(s).is_some() => {
+                        let letter = is_unknown_letter(s).map_or(0, |c| c as u32);
+                        self.bump();
+                        Nat::Meta(letter)
+                    }
                     Tok::Ident(_) if self.sig_mode => Nat::Var(self.ident("a width")?.0),
                     _ => return Err(Diagnostic::new(w.span, "expected a vector width (2, 3, 4, 8 or 16)")),
                 };

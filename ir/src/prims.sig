@@ -40,7 +40,7 @@ toLocal      : (f: T -> U) -> T -> U  // as f; its result in OpenCL local memory
 toPrivate    : (f: T -> U) -> T -> U  // as f; its result in OpenCL private memory
 toGlobal     : (f: T -> U) -> T -> U  // as f; its result in OpenCL global memory
 asVector     : (w: nat) -> [T]_{w * N} -> [<T>w]_N  // groups of w scalars as w-wide vectors
-asScalar     : [<T>w]_N -> [T]_{w * N}  // vectors back to their scalars
+asScalar     : [<T>W]_N -> [T]_{W * N}  // vectors back to their scalars
 
 // ## Accumulation by coordinate
 // Accumulation by coordinate (sparse kernels whose result is scattered: COO,

@@ -384,7 +384,7 @@ fn unflatten(ty: &Type, buf: &Buffer, pos: &mut usize, env: &Env) -> Result<Valu
                 return Err(fail(Span::DUMMY, "the output buffer is shorter than the result".into()));
             }
             let v = match ty {
-                Type::Scalar(_) | Type::Tuple(_) => read_record(ty, buf, *pos, &mut 0),
+                Type::Scalar(_) | Type::Tuple(_) | Type::Vector { .. } => read_record(ty, buf, *pos, &mut 0),
                 _ if buf.fields.len() == 1 => buf.read(*pos, 0),
                 _ => Value::tuple((0..buf.fields.len()).map(|f| buf.read(*pos, f)).collect()),
             };
@@ -402,11 +402,16 @@ fn record_leaves(v: &Value, out: &mut Vec<Value>) {
     }
 }
 
-/// The value of type `ty` (a scalar or nested tuples of them) stored flat in
+/// The value of type `ty` (a scalar, a vector, or nested tuples of them) stored flat in
 /// record `record` from field `*field` on.
 fn read_record(ty: &Type, buf: &Buffer, record: usize, field: &mut usize) -> Value {
     match ty {
         Type::Tuple(ts) => Value::tuple(ts.iter().map(|t| read_record(t, buf, record, field)).collect()),
+        // A vector is its lanes, one field each (lowering sees it as a tuple).
+        Type::Vector { elem, width } => {
+            let lanes = width.const_value().unwrap_or(0).max(0) as usize;
+            Value::array((0..lanes).map(|_| read_record(elem, buf, record, field)).collect())
+        }
         _ => {
             *field += 1;
             buf.read(record, *field - 1)

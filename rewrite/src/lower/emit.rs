@@ -91,17 +91,28 @@ impl Lowerer<'_> {
             TKind::Tuple(items) => Ok(Val::Tuple(items.iter().map(|x| self.expr(x, env, body)).collect::<Result<_, _>>()?)),
             TKind::Binary { op, lhs, rhs } => self.binary(*op, lhs, rhs, t.span, env, body),
             TKind::Unary { op, operand } => {
-                let Val::Scalar(a, s) = self.expr(operand, env, body)? else {
-                    return Err(unsupported(t.span, "a unary operator on a non-scalar"));
-                };
-                Ok(match op {
-                    UnOp::Neg => match numbers::wrapped_at(s, operand.ty.as_scalar()) {
+                let unary = |a: L, s: ScalarType, declared: Option<ScalarType>| match op {
+                    UnOp::Neg => match numbers::wrapped_at(s, declared) {
                         // Negated whole, then wrapped at the checker's type (as the interpreter does).
                         Some(d) => Val::Scalar(numbers::convert(L::Neg(Box::new(numbers::convert(a, s, ScalarType::I64))), ScalarType::I64, d), d),
                         None => Val::Scalar(L::Neg(Box::new(a)), s),
                     },
                     UnOp::Not => Val::Scalar(L::Not(Box::new(a)), s),
-                })
+                };
+                match self.expr(operand, env, body)? {
+                    Val::Scalar(a, s) => Ok(unary(a, s, operand.ty.as_scalar())),
+                    // A vector (the tuple of its lanes, `vectors.rs`): lane by lane.
+                    Val::Tuple(lanes) if matches!(&operand.ty, Type::Tuple(ts) if ts.iter().all(|t| t.as_scalar().is_some())) => {
+                        let Type::Tuple(ts) = &operand.ty else { unreachable!("matched above") };
+                        let mut out = Vec::new();
+                        for (x, t) in lanes.into_iter().zip(ts) {
+                            let Val::Scalar(a, s) = x else { return Err(bug(operand.span, "a vector lane that is not a scalar")) };
+                            out.push(unary(a, s, t.as_scalar()));
+                        }
+                        Ok(Val::Tuple(out))
+                    }
+                    _ => Err(unsupported(t.span, "a unary operator on a non-scalar")),
+                }
             }
             TKind::Select { cond, then, els } => {
                 let Val::Scalar(c, _) = self.expr(cond, env, body)? else {
@@ -267,6 +278,28 @@ impl Lowerer<'_> {
                     },
                     _ => view(ViewKind::Concat(Box::new(src))),
                 }
+            }
+            "asVector" => {
+                let src = self.array(&args[0], env, body)?;
+                let w = match ty {
+                    Type::Array { elem, .. } => match &**elem {
+                        Type::Tuple(lanes) => lanes.len(),
+                        other => return Err(unsupported(span, &format!("vectors of type {other}"))),
+                    },
+                    _ => return Err(bug(span, "asVector")),
+                };
+                view(ViewKind::Lanes { src: Box::new(src), w })
+            }
+            "asScalar" => {
+                let src = self.array(&args[0], env, body)?;
+                let w = match &src.ty {
+                    Type::Array { elem, .. } => match &**elem {
+                        Type::Tuple(lanes) => lanes.len(),
+                        other => return Err(unsupported(span, &format!("vectors of type {other}"))),
+                    },
+                    _ => return Err(bug(span, "asScalar")),
+                };
+                view(ViewKind::Unlanes { src: Box::new(src), w })
             }
             "transpose" => {
                 let src = self.array(&args[0], env, body)?;

@@ -30,6 +30,7 @@ mod stream;
 mod tidy;
 mod tree;
 mod vector_reduce;
+mod vectors;
 mod view;
 
 use crate::Facts;
@@ -63,6 +64,9 @@ pub fn lower_kernel(kernel: &Kernel, name: &str) -> Result<LoopProgram, Diagnost
 
 /// [`lower_kernel`] with options.
 pub fn lower_kernel_with(kernel: &Kernel, name: &str, options: &LowerOptions) -> Result<LoopProgram, Diagnostic> {
+    let own = kernel;
+    let lanes = vectors::with_lanes(kernel)?;
+    let kernel = lanes.as_ref().unwrap_or(kernel);
     let counted = result_counts(&kernel.body)?;
     let mut counts = Vec::new();
     for (array, shape) in &counted {
@@ -71,6 +75,9 @@ pub fn lower_kernel_with(kernel: &Kernel, name: &str, options: &LowerOptions) ->
     }
     let mut program = lower_phase(kernel, name, options, &counted, None)?;
     program.counts = counts;
+    if let (Some(layout), Some(_)) = (program.result.as_mut(), lanes.as_ref()) {
+        vectors::restore_result_types(layout, &own.body.ty);
+    }
     program
         .validate()
         .map_err(|e| Diagnostic::new(kernel.body.span, format!("internal error in lowering: {e}")).with_note(program.to_string()))?;

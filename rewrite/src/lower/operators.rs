@@ -115,7 +115,11 @@ impl Lowerer<'_> {
     /// `lhs op rhs`.
     pub(super) fn binary(&mut self, op: SrcOp, lhs: &TExpr, rhs: &TExpr, span: Span, env: &Env, body: &mut Block) -> Result<Val, Diagnostic> {
         let not_scalars = || unsupported(span, &format!("`{}` on non-scalars", op.symbol()));
-        let Val::Scalar(a, sa) = self.expr(lhs, env, body)? else { return Err(not_scalars()) };
+        let (a, sa) = match self.expr(lhs, env, body)? {
+            Val::Scalar(a, sa) => (a, sa),
+            Val::Tuple(lanes) => return self.lanes_binary(op, lhs, lanes, rhs, span, env, body),
+            Val::Array(_) => return Err(not_scalars()),
+        };
         if op.is_logical() {
             let (b, block) = self.expr_apart(rhs, env)?;
             let Val::Scalar(b, _) = b else { return Err(not_scalars()) };
@@ -132,7 +136,32 @@ impl Lowerer<'_> {
             return Ok(Val::Scalar(L::var(r), ScalarType::Bool));
         }
         let Val::Scalar(b, sb) = self.expr(rhs, env, body)? else { return Err(not_scalars()) };
-        let m = meet(sa, sb, lhs.ty.as_scalar());
+        self.scalar_binary(op, (a, sa), (b, sb), lhs.ty.as_scalar(), span, body)
+    }
+
+    /// `lhs op rhs` on vectors (tuples of lanes, `vectors.rs`): lane by lane.
+    fn lanes_binary(&mut self, op: SrcOp, lhs: &TExpr, a: Vec<Val>, rhs: &TExpr, span: Span, env: &Env, body: &mut Block) -> Result<Val, Diagnostic> {
+        let not_vectors = || unsupported(span, &format!("`{}` on values that are not scalars or vectors", op.symbol()));
+        if op.is_logical() || op.is_comparison() {
+            return Err(unsupported(span, &format!("`{}` on vectors", op.symbol())));
+        }
+        let heddle_ir::Type::Tuple(lane_types) = &lhs.ty else { return Err(not_vectors()) };
+        let Val::Tuple(b) = self.expr(rhs, env, body)? else { return Err(not_vectors()) };
+        if a.len() != b.len() || a.len() != lane_types.len() {
+            return Err(not_vectors());
+        }
+        let mut out = Vec::new();
+        for ((x, y), t) in a.into_iter().zip(b).zip(lane_types) {
+            let (Val::Scalar(x, sx), Val::Scalar(y, sy)) = (x, y) else { return Err(not_vectors()) };
+            out.push(self.scalar_binary(op, (x, sx), (y, sy), t.as_scalar(), span, body)?);
+        }
+        Ok(Val::Tuple(out))
+    }
+
+    /// `a op b` on scalars of machine types `sa` and `sb`, where the checker
+    /// gave the left operand the type `declared`.
+    fn scalar_binary(&mut self, op: SrcOp, (a, sa): (L, ScalarType), (b, sb): (L, ScalarType), declared: Option<ScalarType>, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
+        let m = meet(sa, sb, declared);
         let (a, mut b) = (convert(a, sa, m), convert(b, sb, m));
         if matches!(op, SrcOp::Div | SrcOp::Rem) && m.is_int() && !matches!(b, L::Int(v, _) if v != 0) {
             // The interpreter's error, located, on every backend (in OpenCL C it is undefined).
@@ -149,7 +178,7 @@ impl Lowerer<'_> {
             // One of the operands, unchanged (the interpreter keeps it whole).
             return Ok(Val::Scalar(e, m));
         }
-        Ok(match wrapped_at(m, lhs.ty.as_scalar()) {
+        Ok(match wrapped_at(m, declared) {
             Some(d) => Val::Scalar(convert(e, m, d), d),
             None => Val::Scalar(e, m),
         })

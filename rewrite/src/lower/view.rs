@@ -92,6 +92,21 @@ pub enum ViewKind {
         /// Distance between elements.
         step: Nat,
     },
+    /// `asVector(w)`: element `k` is the vector (the tuple of lanes) of
+    /// elements `w·k … w·k + w − 1` (`vectors.rs`).
+    Lanes {
+        /// The array of scalars.
+        src: Box<View>,
+        /// The width.
+        w: usize,
+    },
+    /// `asScalar`: element `k` is lane `k mod w` of vector `k / w`.
+    Unlanes {
+        /// The array of vectors.
+        src: Box<View>,
+        /// The width.
+        w: usize,
+    },
     /// `join` of arrays of one length `k`.
     Join {
         /// The nested array.
@@ -264,6 +279,40 @@ impl Lowerer<'_> {
                     Val::Array(row) => self.elem(&row, &inner, body),
                     _ => Err(bug(span, "join of something that is not nested arrays")),
                 }
+            }
+            ViewKind::Lanes { src, w } => {
+                let first = Nat::mul(i.clone(), Nat::Lit(*w as i64));
+                let lanes = (0..*w).map(|j| self.elem(src, &Nat::add(first.clone(), Nat::Lit(j as i64)), body)).collect::<Result<_, _>>()?;
+                Ok(Val::Tuple(lanes))
+            }
+            ViewKind::Unlanes { src, w } => {
+                // `asScalar` of `asVector`: the scalars themselves.
+                if let ViewKind::Lanes { src: scalars, w: w2 } = &src.kind
+                    && w2 == w
+                {
+                    return self.elem(scalars, i, body);
+                }
+                let width = Nat::Lit(*w as i64);
+                let vector = self.elem(src, &Nat::div(i.clone(), width.clone()), body)?;
+                let Val::Tuple(mut lanes) = vector else { return Err(bug(span, "asScalar of something that is not vectors")) };
+                let lane = Nat::bin(heddle_ir::nat::NatOp::Mod, i.clone(), width);
+                if let Some(k) = lane.const_value() {
+                    return Ok(lanes.swap_remove(k as usize));
+                }
+                // A lane chosen at run time: the last lane, unless the lane is
+                // an earlier one (every lane is already computed).
+                let at = self.index_expr(&lane, &Env::default(), body)?;
+                let at = self.bind_index(at, "lane", body);
+                let at = self.index_expr(&at, &Env::default(), body)?;
+                let mut chosen = lanes.pop().ok_or_else(|| bug(span, "a vector without lanes"))?;
+                for (k, x) in lanes.into_iter().enumerate().rev() {
+                    let (Val::Scalar(a, s), Val::Scalar(b, _)) = (x, chosen) else {
+                        return Err(bug(span, "a vector lane that is not a scalar"));
+                    };
+                    let cond = L::bin(heddle_ir::loops::BinOp::Eq, at.clone(), L::index(k as i64));
+                    chosen = Val::Scalar(L::Select(Box::new(cond), Box::new(a), Box::new(b)), s);
+                }
+                Ok(chosen)
             }
             ViewKind::Concat(rows) => self.concat_elem(rows, i, body),
             ViewKind::Merge { span: at, .. } | ViewKind::Compress { span: at, .. } => Err(unsupported(
