@@ -186,14 +186,31 @@ def _matrix_arg(name: str, x: Any, storage: str | None) -> tuple:
         x = sp.coo_array(dense)
     if x.dtype.kind not in "fiub":
         raise InputError(f"parameter `{name}`: sparse arrays of {x.dtype} are not supported (real numbers only)")
-    f64 = lambda a: _np.ascontiguousarray(a, dtype=_np.float64)  # noqa: E731
+    vals = _typed_values  # the values keep their dtype
     i64 = lambda a: _np.ascontiguousarray(a, dtype=_np.int64)  # noqa: E731
     shape = [int(d) for d in x.shape]
     if x.format in ("csr", "csc") and (storage == x.format or storage is None):
-        return (name, x.format, shape, i64(x.indptr), i64(x.indices), f64(x.data))
+        return (name, x.format, shape, i64(x.indptr), i64(x.indices), vals(x.data))
     coo = x.tocoo()
     coords = _np.stack([i64(c) for c in coo.coords], axis=1) if coo.nnz else _np.zeros((0, len(shape)), dtype=_np.int64)
-    return (name, "coo", shape, _np.ascontiguousarray(coords.ravel()), _np.zeros(0, dtype=_np.int64), f64(coo.data))
+    return (name, "coo", shape, _np.ascontiguousarray(coords.ravel()), _np.zeros(0, dtype=_np.int64), vals(coo.data))
+
+
+def _typed_values(a: Any) -> Any:
+    """A sparse array's values as float64, float32, int64 or uint64, without
+    loss (booleans as 0/1): the kernel's element type is reached by an exact
+    conversion on the Rust side, never through float64."""
+    a = _np.asarray(a)
+    k = a.dtype.kind
+    if a.dtype == _np.float32:
+        return _np.ascontiguousarray(a, dtype=_np.float32)
+    if k == "f":
+        return _np.ascontiguousarray(a, dtype=_np.float64)
+    if k == "i":
+        return _np.ascontiguousarray(a, dtype=_np.int64)
+    if k == "u":
+        return _np.ascontiguousarray(a, dtype=_np.uint64)
+    return _np.ascontiguousarray(a, dtype=_np.int64)
 
 
 def _array_arg(name: str, x: Any) -> tuple:
@@ -345,6 +362,6 @@ def from_buffers(buffers: Mapping[str, Any]) -> Any:
         [int(s) for s in buffers["dim_sizes"]],
         [as_list(p) for p in buffers["positions"]],
         [as_list(c) for c in buffers["coordinates"]],
-        [float(v) for v in _np.asarray(buffers["values"]).ravel()],
+        _typed_values(_np.asarray(buffers["values"]).ravel()),
     )
     return _to_scipy(d)

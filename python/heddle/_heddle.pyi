@@ -36,7 +36,7 @@ def assemble_tensor(
     dim_sizes: Sequence[int],
     positions: Sequence[Sequence[int] | None],
     coordinates: Sequence[Sequence[int] | None],
-    values: Sequence[float],
+    values: Any,
 ) -> dict[str, Any]: ...
 
 class Compiled:

@@ -12,6 +12,7 @@ use heddle_ir::encoding::Encoding;
 use heddle_ir::{ScalarType, Type};
 use heddle_runtime::io::{Loaded, ScalarKind};
 use heddle_runtime::sparse::assemble::{assemble, Buffers};
+use heddle_runtime::scalars::ScalarVec;
 use heddle_runtime::sparse::{Coo, SparseTensor};
 use heddle_runtime::value::Value;
 use heddle_typeck::Kernel;
@@ -63,6 +64,27 @@ impl From<heddle_runtime::io::bind::InputError> for Fail {
 fn floats(py: Python<'_>, obj: &PyObject, what: &str) -> PyResult<Vec<f64>> {
     let buf = PyBuffer::<f64>::get(obj.bind(py)).map_err(|e| input_error(None, format!("{what}: expected a float64 buffer: {e}")))?;
     buf.to_vec(py)
+}
+
+/// A sparse array's values at their own type: a float64, float32, int64 or
+/// uint64 buffer (the Python side makes every other dtype one of these
+/// without loss). A parameter's element type is reached from them by
+/// an exact conversion, never through float64.
+fn typed_values(py: Python<'_>, obj: &PyObject, what: &str) -> PyResult<ScalarVec> {
+    let any = obj.bind(py);
+    if let Ok(b) = PyBuffer::<f64>::get(any) {
+        return Ok(b.to_vec(py)?.into());
+    }
+    if let Ok(b) = PyBuffer::<f32>::get(any) {
+        return Ok(b.to_vec(py)?.into());
+    }
+    if let Ok(b) = PyBuffer::<i64>::get(any) {
+        return Ok(b.to_vec(py)?.into());
+    }
+    if let Ok(b) = PyBuffer::<u64>::get(any) {
+        return Ok(b.to_vec(py)?.into());
+    }
+    Err(input_error(None, format!("{what}: expected a buffer of float64, float32, int64 or uint64")))
 }
 
 fn ints(py: Python<'_>, obj: &PyObject, what: &str) -> PyResult<Vec<i64>> {
@@ -125,14 +147,14 @@ pub struct RawTensor {
     shape: Vec<u64>,
     a: Vec<i64>,
     b: Vec<i64>,
-    values: Vec<f64>,
+    values: ScalarVec,
 }
 
 impl TensorArg {
     /// Copies the buffers (the GIL held).
     pub fn extract(self, py: Python<'_>) -> PyResult<RawTensor> {
         let TensorArg(name, format, shape, a, b, values) = self;
-        Ok(RawTensor { a: ints(py, &a, "indices")?, b: ints(py, &b, "indices")?, values: floats(py, &values, "data")?, name, format, shape })
+        Ok(RawTensor { a: ints(py, &a, "indices")?, b: ints(py, &b, "indices")?, values: typed_values(py, &values, "data")?, name, format, shape })
     }
 }
 
@@ -158,7 +180,7 @@ impl RawTensor {
                 if heddle_runtime::sparse::csr::csr_like(enc) == Some(want) {
                     // The parameter stores it this way: take the buffers as they are
                     // (assemble checks them; an unsorted one is converted below).
-                    let buffers = Buffers { positions: vec![None, Some(indptr.clone())], coordinates: vec![None, Some(idx.clone())], values: values.clone().into() };
+                    let buffers = Buffers { positions: vec![None, Some(indptr.clone())], coordinates: vec![None, Some(idx.clone())], values: values.clone() };
                     if let Ok(t) = assemble(enc, elem, shape.clone(), buffers) {
                         return Ok(t);
                     }
@@ -170,7 +192,7 @@ impl RawTensor {
                 if coords.len() != values.len() * shape.len() {
                     return Err(fail(&name, "coordinates and values differ in length"));
                 }
-                Coo { dims: shape, coords, values: values.into() }
+                Coo { dims: shape, coords, values }
             }
             other => return Err(fail(&name, format!("unknown storage {other:?}"))),
         };
@@ -191,7 +213,7 @@ fn check_coords(name: &str, coo: &Coo) -> Result<(), Fail> {
     Ok(())
 }
 
-fn compressed_to_coo(name: &str, shape: &[u64], indptr: &[u64], idx: &[u64], values: Vec<f64>, rows: bool) -> Result<Coo, Fail> {
+fn compressed_to_coo(name: &str, shape: &[u64], indptr: &[u64], idx: &[u64], values: ScalarVec, rows: bool) -> Result<Coo, Fail> {
     let outer = if rows { shape[0] } else { shape[1] } as usize;
     if indptr.len() != outer + 1 || idx.len() != values.len() || indptr.last().copied() != Some(idx.len() as u64) || indptr.windows(2).any(|w| w[0] > w[1]) {
         return Err(fail(name, "malformed compressed array: indptr must have one more entry than the compressed dimension, never decrease, and end at the number of entries"));
@@ -202,7 +224,7 @@ fn compressed_to_coo(name: &str, shape: &[u64], indptr: &[u64], idx: &[u64], val
             coords.extend_from_slice(&if rows { [o as u64, i] } else { [i, o as u64] });
         }
     }
-    Ok(Coo { dims: shape.to_vec(), coords, values: values.into() })
+    Ok(Coo { dims: shape.to_vec(), coords, values })
 }
 
 /// The innermost scalar type of an array type.
@@ -337,6 +359,15 @@ impl Out {
 /// "other"), `dim_sizes`, `lvl_sizes`, `positions` and `coordinates` (per
 /// level, None where the level has none), `values`, and its entries
 /// (`coords`: one row per entry; `entry_values`).
+/// Values as a numpy array of their own dtype (int64 beyond 2^53 and uint64
+/// stay exact).
+fn numpy_values(py: Python<'_>, v: &ScalarVec) -> PyResult<PyObject> {
+    let np = py.import("numpy")?;
+    let bytes = pyo3::types::PyBytes::new(py, &v.to_le_bytes());
+    let dtype = np.getattr("dtype")?.call1((dtype_name(v.elem()),))?.call_method1("newbyteorder", ("<",))?;
+    Ok(np.call_method1("frombuffer", (bytes, dtype))?.call_method0("copy")?.unbind())
+}
+
 pub fn tensor_dict(py: Python<'_>, t: &SparseTensor) -> PyResult<PyObject> {
     let d = PyDict::new(py);
     let np = py.import("numpy")?;
@@ -354,12 +385,12 @@ pub fn tensor_dict(py: Python<'_>, t: &SparseTensor) -> PyResult<PyObject> {
     let coordinates = t.coordinates.iter().map(|c| c.as_ref().map(|b| i64s(b.to_u64())).transpose()).collect::<PyResult<Vec<_>>>()?;
     d.set_item("positions", positions)?;
     d.set_item("coordinates", coordinates)?;
-    d.set_item("values", np.call_method1("array", (t.values.to_f64s(), "float64"))?)?;
+    d.set_item("values", numpy_values(py, &t.values)?)?;
     let coo = t.to_coo();
     let coords = i64s(coo.coords.clone())?;
     let coords = coords.bind(py).call_method1("reshape", ((coo.len(), coo.rank()),))?;
     d.set_item("coords", coords)?;
-    d.set_item("entry_values", np.call_method1("array", (coo.values.to_f64s(), "float64"))?)?;
+    d.set_item("entry_values", numpy_values(py, &coo.values)?)?;
     Ok(d.into_any().unbind())
 }
 
@@ -370,7 +401,10 @@ pub fn tensor_dict(py: Python<'_>, t: &SparseTensor) -> PyResult<PyObject> {
 pub fn convert(py: Python<'_>, storage: String, shape: Vec<u64>, a: PyObject, b: PyObject, values: PyObject, encoding: &str) -> PyResult<PyObject> {
     let enc = heddle::cli::resolve_encoding("encoding", encoding, None, Some(shape.len())).map_err(crate::failure)?;
     let file = heddle::source::SourceFile::new("encoding", encoding);
-    let t = TensorArg("matrix".into(), storage, shape, a, b, values).extract(py)?.into_tensor(&enc, ScalarType::F64).map_err(|f| f.into_py(&file))?;
+    let raw = TensorArg("matrix".into(), storage, shape, a, b, values).extract(py)?;
+    // Stored at the values' own type, as `heddle convert` keeps a file's.
+    let elem = raw.values.elem();
+    let t = raw.into_tensor(&enc, elem).map_err(|f| f.into_py(&file))?;
     tensor_dict(py, &t)
 }
 
@@ -378,8 +412,10 @@ pub fn convert(py: Python<'_>, storage: String, shape: Vec<u64>, a: PyObject, b:
 /// checked; its entries as a dict (as [`tensor_dict`]).
 #[pyfunction]
 #[pyo3(signature = (encoding, dim_sizes, positions, coordinates, values))]
-pub fn assemble_tensor(py: Python<'_>, encoding: &str, dim_sizes: Vec<u64>, positions: Vec<Option<Vec<u64>>>, coordinates: Vec<Option<Vec<u64>>>, values: Vec<f64>) -> PyResult<PyObject> {
+pub fn assemble_tensor(py: Python<'_>, encoding: &str, dim_sizes: Vec<u64>, positions: Vec<Option<Vec<u64>>>, coordinates: Vec<Option<Vec<u64>>>, values: PyObject) -> PyResult<PyObject> {
     let enc = heddle::cli::resolve_encoding("encoding", encoding, None, Some(dim_sizes.len())).map_err(crate::failure)?;
-    let t = assemble(&enc, ScalarType::F64, dim_sizes, Buffers { positions, coordinates, values: values.into() }).map_err(|e| input_error(None, e.to_string()))?;
+    let values = typed_values(py, &values, "values")?;
+    let elem = values.elem();
+    let t = assemble(&enc, elem, dim_sizes, Buffers { positions, coordinates, values }).map_err(|e| input_error(None, e.to_string()))?;
     tensor_dict(py, &t)
 }

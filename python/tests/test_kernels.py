@@ -201,3 +201,39 @@ def test_int32_and_float32_inputs_match_float64(spmv_csr):
     narrow.indices = narrow.indices.astype(np.int32)
     narrow.indptr = narrow.indptr.astype(np.int32)
     np.testing.assert_allclose(k(A=narrow, xs=x.astype(np.float32)), k(A=A, xs=x), rtol=1e-6)
+
+
+IDENTITY_I64 = """
+fun(A: tensor<?x?xi64, CSR> =>
+  (generate(A_dim0, fun(i => union(0, 0, A@i, A@i) :>> map(fun(e => (e.1, e.2))))) : tensor<?x{A_dim1}xi64, CSR>))
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_int64_values_beyond_2_53_pass_exactly(backend):
+    # Through float64, 2**53 + 1 would become 2**53.
+    big = np.array([2**53 + 1, -(2**62) - 3, 7, 2**63 - 1], dtype=np.int64)
+    A = sp.csr_array((big, np.array([0, 2, 1, 3]), np.array([0, 2, 2, 4])), shape=(3, 4))
+    C = heddle.compile(IDENTITY_I64, backend=backend)(A=A)
+    assert C.dtype == np.int64
+    np.testing.assert_array_equal(C.data, big)
+    np.testing.assert_array_equal(C.indices, A.indices)
+
+
+def test_values_keep_their_dtype_through_convert():
+    big = np.array([2**63 + 5, 1, 2**64 - 1], dtype=np.uint64)
+    A = sp.coo_array((big, (np.array([0, 1, 2]), np.array([2, 0, 1]))), shape=(3, 3))
+    d = heddle.convert(A, "CSR")
+    assert d["values"].dtype == np.uint64
+    np.testing.assert_array_equal(d["values"], big)
+    back = heddle.from_buffers(d)
+    assert back.dtype == np.uint64
+    np.testing.assert_array_equal(back.toarray(), A.toarray())
+    f32 = A.astype(np.float32) * np.float32(0.1)
+    assert heddle.convert(f32, "CSR")["values"].dtype == np.float32
+
+
+def test_a_value_that_does_not_fit_the_parameter_is_an_error():
+    A = sp.csr_array((np.array([1.5]), np.array([0]), np.array([0, 1])), shape=(1, 1))
+    with pytest.raises(heddle.InputError, match="1.5"):
+        heddle.compile(IDENTITY_I64)(A=A)
