@@ -21,6 +21,7 @@ mod run;
 mod search_formats;
 mod simplify;
 mod sparsify;
+mod timing;
 mod tune;
 mod type_cmd;
 

@@ -8,9 +8,12 @@
 //! runs on every input case (the `--input` set, and each `--csr` matrix);
 //! its result is compared with the reference interpreter's (or, with
 //! `--verify first`, the first configuration's) before its time counts.
+//! The timed runs of all a case's configurations are interleaved, round by
+//! round (`timing.rs`), so that load on a shared machine falls on all alike.
 //! Each variant is lowered and generated once: tunables are kernel
 //! arguments, so one build serves all its configurations.
 
+use super::timing::{self, Timer};
 use super::{load, Failure, Output};
 use heddle::source::SourceFile;
 use heddle_ir::loops::LoopProgram;
@@ -344,27 +347,60 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             }
         }
     }
-    let bar = indicatif::ProgressBar::new((configs.len() * cases.len()) as u64);
+    let reps = a.reps.max(1);
+    let bar = indicatif::ProgressBar::new(((configs.len() + reps) * cases.len()) as u64);
     bar.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
     let several = candidates.len() > 1;
     let mut table: Vec<(String, Vec<Outcome>)> = Vec::new();
     for case in &cases {
         let mut reference: Option<Value> = None;
+        // Each variant's inputs are bound once, with its first configuration's
+        // naturals; another configuration's naturals shadow them.
+        let mut bases: Vec<Option<Result<Env, String>>> = vec![None; candidates.len()];
+        let mut timers: Vec<Option<Timer>> = Vec::new();
         let mut outcomes = Vec::new();
+        let mut bytes = Vec::new();
         for config in &configs {
             let c = &candidates[config.variant];
-            bar.set_message(format!("{} {}", case.name, show(config, &c.name, several)));
+            bar.set_message(format!("{}: checking {}", case.name, show(config, &c.name, several)));
             let nats: Vec<(String, i64)> = fixed.iter().filter(|(n, _)| c.nats.contains(n)).cloned().chain(config.params.iter().cloned()).collect();
+            let base = bases[config.variant]
+                .get_or_insert_with(|| bind_inputs(&c.kernel, &nats, case.per_variant[config.variant].clone()).map_err(|e| e.to_string()))
+                .clone();
             let mut o = Outcome { kernel: c.name.clone(), params: config.params.clone(), threads: config.threads, seconds: None, gbps: None, error: None };
-            match measure(c, cl.as_ref(), &nats, config.threads, &case.per_variant[config.variant], a, &mut reference) {
-                Ok((s, bytes)) => {
-                    o.seconds = Some(s);
-                    o.gbps = (s > 0.0).then(|| bytes / s * 1e-9);
+            let prepared = base.and_then(|env| {
+                let env = nats.iter().fold(env, |e, (k, v)| e.with_nat(heddle_ir::Name::from(k.as_str()), *v));
+                prepare(c, cl.as_ref(), env, config.threads, a.verify, &mut reference)
+            });
+            match prepared {
+                Ok((timer, moved)) => {
+                    timers.push(Some(timer));
+                    bytes.push(moved);
                 }
-                Err(e) => o.error = Some(e),
+                Err(e) => {
+                    timers.push(None);
+                    bytes.push(0.0);
+                    o.error = Some(e);
+                }
             }
             outcomes.push(o);
             bar.inc(1);
+        }
+        bar.set_message(format!("{}: timing {} configurations, interleaved", case.name, timers.iter().filter(|t| t.is_some()).count()));
+        let times = timing::interleaved(&mut timers, reps, &mut || bar.inc(1));
+        drop(timers);
+        for ((o, t), moved) in outcomes.iter_mut().zip(times).zip(bytes) {
+            if o.error.is_some() {
+                continue;
+            }
+            match t.map(timing::median_min) {
+                Ok(Some((s, _))) => {
+                    o.seconds = Some(s);
+                    o.gbps = (s > 0.0).then(|| moved / s * 1e-9);
+                }
+                Ok(None) => o.error = Some("no timed launch".into()),
+                Err(e) => o.error = Some(e),
+            }
         }
         table.push((case.name.clone(), outcomes));
     }
@@ -401,37 +437,40 @@ fn in_variant(e: Failure, name: &str, variants: usize) -> Failure {
     }
 }
 
-/// Binds, runs, verifies and times one configuration on one case; (median
-/// seconds, bytes moved).
-fn measure(c: &Candidate, cl: Option<&OpenCl>, nats: &[(String, i64)], threads: Option<usize>, inputs: &[(String, Loaded)], a: &Args, reference: &mut Option<Value>) -> Result<(f64, f64), String> {
-    let env = bind_inputs(&c.kernel, nats, inputs.to_vec()).map_err(|e| e.to_string())?;
-    let (value, mut times, bytes) = match (&c.code, cl) {
+/// Runs one configuration once on its bound inputs and checks the result
+/// (against the interpreter, or the first configuration's); a timer for its
+/// timed runs and the bytes it moves.
+fn prepare<'a>(c: &'a Candidate, cl: Option<&'a OpenCl>, env: Env, threads: Option<usize>, verify: Verify, reference: &mut Option<Value>) -> Result<(Timer<'a>, f64), String> {
+    if reference.is_none() && verify == Verify::Interp {
+        *reference = Some(heddle_runtime::interp::run_kernel(&c.kernel, &env).map_err(|d| format!("the interpreter failed: {}", d.message))?);
+    }
+    let (value, timer, bytes): (Value, Timer<'a>, f64) = match (&c.code, cl) {
         (Code::Opencl(compiled), Some(cl)) => {
-            let (value, timing) = heddle::opencl::run(cl, &c.kernel, compiled, &env, a.reps.max(1)).map_err(|d| d.message)?;
-            (value, timing.kernel_seconds, bytes_moved(&compiled.program, &env))
+            let (value, _) = heddle::opencl::run(cl, &c.kernel, compiled, &env, 1).map_err(|d| d.message)?;
+            let bytes = bytes_moved(&compiled.program, &env);
+            let timer = move || {
+                let (_, timing) = heddle::opencl::run(cl, &c.kernel, compiled, &env, 1).map_err(|d| d.message)?;
+                timing.kernel_seconds.first().copied().ok_or_else(|| "no timed launch".to_string())
+            };
+            (value, Box::new(timer), bytes)
         }
         (Code::Cpu(program), _) => {
             let threshold = heddle_runtime::cpu::threshold_from_env().ok().flatten().unwrap_or(heddle_runtime::cpu::PARALLEL_THRESHOLD);
             let threads = heddle_runtime::cpu::Parallelism { threads: threads.unwrap_or(1), threshold };
-            let (value, times) = heddle::cpu::run_timed(&c.kernel, program, &env, threads, a.reps.max(1)).map_err(|d| d.message)?;
-            (value, times, bytes_moved(program, &env))
+            let value = heddle::cpu::run(&c.kernel, program, &env, threads).map_err(|d| d.message)?;
+            let bytes = bytes_moved(program, &env);
+            let timer = move || {
+                let (_, times) = heddle::cpu::run_timed(&c.kernel, program, &env, threads, 1).map_err(|d| d.message)?;
+                times.first().copied().ok_or_else(|| "no timed run".to_string())
+            };
+            (value, Box::new(timer), bytes)
         }
         (Code::Opencl(_), None) => return Err("no OpenCL device".into()),
     };
-    if reference.is_none() {
-        *reference = Some(match a.verify {
-            Verify::Interp => heddle_runtime::interp::run_kernel(&c.kernel, &env).map_err(|d| format!("the interpreter failed: {}", d.message))?,
-            Verify::First => value.clone(),
-        });
-    }
-    if reference.as_ref().is_some_and(|r| !agree(r, &value)) {
+    if !agree(reference.get_or_insert_with(|| value.clone()), &value) {
         return Err("wrong result: differs from the reference".into());
     }
-    if times.is_empty() {
-        return Err("no timed launch".into());
-    }
-    times.sort_by(f64::total_cmp);
-    Ok((times[times.len() / 2], bytes))
+    Ok((timer, bytes))
 }
 
 fn bytes_moved(program: &LoopProgram, env: &Env) -> f64 {

@@ -12,6 +12,7 @@
 use super::{Args, check, cost_model, limits};
 use crate::cli::matrix::{self, Storage};
 use crate::cli::run::Backend;
+use crate::cli::timing::{self, Timer};
 use crate::cli::{Failure, Output, load};
 use heddle_ir::{Diagnostic, Program};
 use heddle_rewrite::program::candidates::{Candidate, candidates};
@@ -128,15 +129,6 @@ enum Runner {
     Opencl(OpenCl),
 }
 
-fn median(mut v: Vec<f64>) -> (f64, f64) {
-    v.sort_by(f64::total_cmp);
-    (v.get(v.len() / 2).copied().unwrap_or(0.0), v.first().copied().unwrap_or(0.0))
-}
-
-/// One compiled, verified program ready to be timed: each call runs the
-/// kernel once and gives its seconds (the kernel alone).
-type Timer<'a> = Box<dyn FnMut() -> Result<f64, String> + 'a>;
-
 /// Compiles and runs one program once (the run that compiles is not timed);
 /// its result, its compile time, and a timer for the timed runs.
 fn prepare<'a>(runner: &'a Runner, program: &Program, name: &str, nats: &[(String, i64)], loaded: &[(String, Loaded)]) -> Result<(Value, f64, Timer<'a>), String> {
@@ -187,37 +179,20 @@ fn prepare<'a>(runner: &'a Runner, program: &Program, name: &str, nats: &[(Strin
     }
 }
 
-/// Times every prepared program `reps` times, interleaved: each round runs
-/// each program once, starting from a different one each round, so that a
-/// burst of load on a shared machine falls on all of them alike rather than
-/// on whichever was being timed. Each program's median and minimum, or the
-/// error of a run that failed.
-fn time_interleaved(timers: &mut [Option<(f64, Timer)>], reps: usize, bar: &indicatif::ProgressBar) -> Vec<Result<Measured, String>> {
-    let mut times: Vec<Result<Vec<f64>, String>> = timers.iter().map(|_| Ok(Vec::new())).collect();
-    let count = timers.len().max(1);
-    for round in 0..reps {
-        for k in 0..timers.len() {
-            let j = (k + round) % count;
-            let (Some((_, timer)), Ok(ts)) = (timers[j].as_mut(), times[j].as_mut()) else { continue };
-            match timer() {
-                Ok(s) => ts.push(s),
-                Err(e) => times[j] = Err(e),
-            }
-        }
-        bar.inc(1);
-    }
+/// Times every prepared program `reps` times, interleaved ([`timing::interleaved`]):
+/// each program's median and minimum, or the error of a run that failed.
+fn time_interleaved(timers: Vec<Option<(f64, Timer)>>, reps: usize, bar: &indicatif::ProgressBar) -> Vec<Result<Measured, String>> {
+    let (compile, mut timers): (Vec<f64>, Vec<Option<Timer>>) = timers.into_iter().map(|t| match t {
+        Some((c, t)) => (c, Some(t)),
+        None => (0.0, None),
+    }).unzip();
+    let times = timing::interleaved(&mut timers, reps, &mut || bar.inc(1));
     times
         .into_iter()
-        .zip(timers.iter())
-        .map(|(t, slot)| {
-            let compile_seconds = slot.as_ref().map_or(0.0, |(c, _)| *c);
-            t.and_then(|ts| {
-                if ts.is_empty() {
-                    return Err("no timed run".to_string());
-                }
-                let (median, min) = median(ts);
-                Ok(Measured { median, min, compile_seconds })
-            })
+        .zip(compile)
+        .map(|(t, compile_seconds)| {
+            let (median, min) = timing::median_min(t?).ok_or_else(|| "no timed run".to_string())?;
+            Ok(Measured { median, min, compile_seconds })
         })
         .collect()
 }
@@ -310,8 +285,7 @@ pub fn run(a: &Args, path: &str, rules: &[Rule], sketches: &[Sketch]) -> Result<
         bar.inc(1);
     }
     bar.set_message(format!("timing {} programs, interleaved", timers.iter().filter(|t| t.is_some()).count()));
-    let measured = time_interleaved(&mut timers, reps, &bar);
-    drop(timers);
+    let measured = time_interleaved(timers, reps, &bar);
     let mut results = measured.into_iter().zip(failures).map(|(m, f)| match f {
         Some(why) => Err(why),
         None => m,
