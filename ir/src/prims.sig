@@ -82,6 +82,14 @@ intersect    : [(I, T)]_N -> [(I, U)]_M -> [(I, T, U)]_counted  // co-iteration 
 // outside 0 .. n is a run-time error (a `Check` in compiled code).
 compressAdd  : (n: nat) -> [(I, T)]_N -> [(I, T)]_counted  // sums (index, value) pairs by index in a workspace; the indices that got a value, in order, with their sums
 
+// ## Filtering
+// `filter(p)` keeps the elements for which `p` holds, in order: MLIR's
+// `sparse_tensor.select` on a row of (coordinate, value) pairs (the lower
+// triangle, `filter(fun(e => e.1 <= i))`; a threshold on the values). Its
+// length is counted, as co-iteration's: compiled code counts the kept
+// elements first, then writes them.
+filter       : (p: T -> bool) -> [T]_N -> [T]_counted  // the elements for which p holds, in order
+
 // ## Numeric conversions
 // Each scalar type's name converts a number or a bool to that type:
 // `float(n)`, `int(x)`, `double(k)`, `u8(v)`, ... (aliases included: `i32`

@@ -202,6 +202,7 @@ impl<'k> Lowerer<'k> {
                 let (b, ob) = operand(self, b, "second", body)?;
                 Kind::Merge { a: Box::new(a), b: Box::new(b), defaults: defaults.clone(), order: [oa, ob] }
             }
+            ViewKind::Filter { span, .. } => return Err(unsupported(*span, "co-iteration over the result of `filter`")),
             ViewKind::Compress { src, n, span } => {
                 // Expanded and sorted before the loop; each entry is reset as it
                 // is taken, and every entry is taken (an intersection takes the

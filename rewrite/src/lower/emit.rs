@@ -320,6 +320,10 @@ impl Lowerer<'_> {
                 let b = self.array(&args[1], env, body)?;
                 view(ViewKind::Merge { a: Box::new(a), b: Box::new(b), defaults: None, span })
             }
+            "filter" => {
+                let src = self.array(&args[1], env, body)?;
+                view(ViewKind::Filter { p: Box::new(args[0].clone()), env: env.clone(), src: Box::new(src), span })
+            }
             "compressAdd" => {
                 let src = self.array(&args[0], env, body)?;
                 view(ViewKind::Compress { src: Box::new(src), n: nat(0), span })

@@ -63,7 +63,7 @@ pub(super) type Visit<'a, 'k> = &'a mut dyn FnMut(&mut Lowerer<'k>, Val, &mut Bl
 /// Is `v` (or what it maps) a stream?
 pub(super) fn is_stream(v: &View) -> bool {
     match &v.kind {
-        ViewKind::Merge { .. } | ViewKind::Compress { .. } => true,
+        ViewKind::Merge { .. } | ViewKind::Compress { .. } | ViewKind::Filter { .. } => true,
         ViewKind::Map { src, .. } => is_stream(src),
         _ => false,
     }
@@ -106,6 +106,20 @@ impl<'k> Lowerer<'k> {
                 self.merge(a, b, defaults.as_deref(), coord, env, *span, body, Some(f)).map(|_| ())
             }
             ViewKind::Compress { src, n, span } => self.compress(src, n, coordinate_type(v), env, *span, body, Some(f)).map(|_| ()),
+            ViewKind::Filter { p, env: penv, src, .. } => {
+                let (p, penv) = ((**p).clone(), penv.clone());
+                self.each(src, env, Schedule::Seq, body, &mut |cx, x, inner| {
+                    // The element is read once: the predicate and the visit share it.
+                    let x = cx.share(x, "kept", inner);
+                    let Val::Scalar(keep, _) = cx.apply(&p, vec![x.clone()], &penv, inner)? else {
+                        return Err(super::bug(span, "a `filter` predicate that is not a boolean"));
+                    };
+                    let mut then = Block::new();
+                    f(cx, x, &mut then)?;
+                    inner.push(Stmt::If { cond: keep, then, els: Block::new() });
+                    Ok(())
+                })
+            }
             _ => Err(unsupported(span, "visiting an array that is not a stream")),
         }
     }
@@ -118,6 +132,20 @@ impl<'k> Lowerer<'k> {
             ViewKind::Merge { .. } if super::coiter::nested(v) => self.coiterate(v, env, body, None),
             ViewKind::Merge { a, b, defaults, span } => self.merge(a, b, defaults.as_deref(), coordinate_type(v), env, *span, body, None),
             ViewKind::Compress { src, n, span } => self.compress(src, n, coordinate_type(v), env, *span, body, None),
+            ViewKind::Filter { p, env: penv, src, .. } => {
+                let span = self.kernel.body.span;
+                let kept = self.fresh("kept");
+                body.push(Stmt::Var { var: kept.clone(), ty: ScalarType::I64, init: L::index(0) });
+                let (p, penv, counter) = ((**p).clone(), penv.clone(), kept.clone());
+                self.each(src, env, Schedule::Seq, body, &mut |cx, x, inner| {
+                    let Val::Scalar(keep, _) = cx.apply(&p, vec![x], &penv, inner)? else {
+                        return Err(super::bug(span, "a `filter` predicate that is not a boolean"));
+                    };
+                    inner.push(Stmt::If { cond: keep, then: vec![incr(&counter)].into(), els: Block::new() });
+                    Ok(())
+                })?;
+                Ok(L::var(kept))
+            }
             _ => self.index_expr(&v.len(), env, body),
         }
     }

@@ -164,6 +164,18 @@ pub enum ViewKind {
         /// Where the pattern is (for the bounds check's message).
         span: Span,
     },
+    /// `filter(p)` of `src`: a stream (see `stream.rs`) of the elements
+    /// for which `p` holds.
+    Filter {
+        /// The predicate.
+        p: Box<TExpr>,
+        /// Where it was written.
+        env: Env,
+        /// The filtered array.
+        src: Box<View>,
+        /// Where the pattern is (for refusals).
+        span: Span,
+    },
     /// `select(cond, a, b)` of two arrays (of one type): element `i` is
     /// `a@i` or `b@i`, only the chosen one computed.
     Choice {
@@ -315,9 +327,9 @@ impl Lowerer<'_> {
                 Ok(chosen)
             }
             ViewKind::Concat(rows) => self.concat_elem(rows, i, body),
-            ViewKind::Merge { span: at, .. } | ViewKind::Compress { span: at, .. } => Err(unsupported(
+            ViewKind::Merge { span: at, .. } | ViewKind::Compress { span: at, .. } | ViewKind::Filter { span: at, .. } => Err(unsupported(
                 *at,
-                "indexing the result of `union`, `intersect` or `compressAdd` (it is produced in order; map, reduce or return it instead)",
+                "indexing the result of `union`, `intersect`, `compressAdd` or `filter` (it is produced in order; map, reduce or return it instead)",
             )),
             ViewKind::Transpose(src) => Ok(Val::Array(View { ty: elem_ty, kind: ViewKind::Column { src: src.clone(), col: i.clone() } })),
             ViewKind::Column { src, col } => match self.elem(src, i, body)? {

@@ -218,6 +218,19 @@ pub(super) fn eval_prim(name: &str, nats: &[Nat], args: &[TExpr], binder: Option
             let b = array(eval(arg(1)?, env)?, span)?;
             super::merge::merge(&a, &b, None, name, span)
         }
+        "filter" => {
+            let xs = array(eval(arg(1)?, env)?, span)?;
+            let p = arg(0)?;
+            let mut kept = Vec::new();
+            for x in xs.iter() {
+                match apply(p, vec![x.clone()], env, None)? {
+                    Value::Bool(true) => kept.push(x.clone()),
+                    Value::Bool(false) => {}
+                    other => return Err(internal(span, &format!("a `filter` predicate gave {other}"))),
+                }
+            }
+            Ok(Value::array(kept))
+        }
         "compressAdd" => {
             let n = nat(&nats[0], env, span)?;
             let pairs = array(eval(arg(0)?, env)?, span)?;
