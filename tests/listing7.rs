@@ -145,7 +145,7 @@ fn a_row_not_divisible_by_num_splits_is_a_located_error() {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let (code, _, err) = heddle(&args);
         assert_eq!(code, 1, "{b}: {err}");
-        assert!(err.contains("listing7.hdl:22:"), "{b}: not located at the split: {err}");
+        assert!(err.contains("listing7.hdl:24:"), "{b}: not located at the split: {err}");
         assert!(err.contains("`split(NUM_SPLITS)`: the array's length is not a multiple of NUM_SPLITS"), "{b}: {err}");
         assert!(!err.contains("internal error"), "{b}: {err}");
     }
