@@ -189,7 +189,14 @@ impl Checker {
             let raw: Vec<Type> = params.iter().map(|p| inst.ty(self, p)).collect();
             let ptys: Vec<Type> = raw.iter().map(|t| self.metas.zonk(t)).collect();
             let want_result = inst.ty(self, result);
-            let lam = self.check_fn(&f, &fscope, &ptys, span)?;
+            let pair_operator = heddle_ir::prims::is_reduce(name) && sig.arity() == 2;
+            let lam = self.check_fn(&f, &fscope, &ptys, span).map_err(|d| {
+                if pair_operator {
+                    d.with_note(format!("without an initial value, `{name}`'s operator takes one pair: `x.1` the elements so far combined, `x.2` the next (`{name}(x => x.1 + x.2)`)"))
+                } else {
+                    d
+                }
+            })?;
             let TKind::Lambda { body, .. } = &lam.kind else { unreachable!("check_fn returns a lambda") };
             let ctx = format!("in the result of the function given to `{name}`");
             self.unify_at(&want_result, &body.ty, f.span, &ctx).map_err(|d| d.with_note(format!("{name} : {}", sig.text)))?;
