@@ -189,3 +189,18 @@ fn reduce_without_init_on_every_backend() {
         }
     }
 }
+
+#[test]
+fn an_empty_matrix_is_a_located_error() {
+    // `split(n)` with n = 0 asks for chunks of no elements: refused on every backend.
+    let a = Csr::from_rows(3, &[]);
+    let dir = tempfile::tempdir().unwrap();
+    for b in backends() {
+        let args = run_args(dir.path(), &a, &xs(3), 1, 1, b);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, _, err) = heddle(&args);
+        assert_eq!(code, 1, "{b}: {err}");
+        assert!(err.contains("listing7.hdl:"), "{b}: {err}");
+        assert!(err.contains("`split(n)` needs n to be at least 1"), "{b}: {err}");
+    }
+}

@@ -390,7 +390,7 @@ impl Checker {
                 let base = match &head.kind {
                     ExprKind::Var(x) if scope.lookup(x).is_none() => match heddle_ir::prims::lookup(x.as_str()) {
                         Some(_) => {
-                            let first = args.first().map(|a| Arg::Expr(ExprRef::Borrowed(*a), scope.clone()));
+                            let first = args.first().map(|a| Arg::Expr(ExprRef::Borrowed(a), scope.clone()));
                             let sig = self.prim_form(x.as_str(), first.as_ref()).expect("looked up above");
                             let with_dim = sig.optional_count() > 0
                                 && matches!(args.first().map(|a| &a.kind), Some(ExprKind::Lit(Literal::Int(_))));

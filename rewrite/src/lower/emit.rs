@@ -491,19 +491,21 @@ impl Lowerer<'_> {
         names.extend(super::nats::free_names(k));
         let over_params = names.iter().all(|x| params.contains(&x));
         // An obligation of the kernel (`n % R == 0`, checked before it runs) covers it.
-        let obligation = self.kernel.obligations.iter().any(|o| o.span == span);
+        // (Spans never compare equal or unequal with `==`: compare their bytes.)
+        let obligation = self.kernel.obligations.iter().any(|o| (o.span.start, o.span.end) == (span.start, span.end));
         let positive = k.const_value().is_some_and(|v| v > 0);
         let divides = Nat::bin(heddle_ir::nat::NatOp::Mod, len.clone(), k.clone()).const_value() == Some(0);
-        if positive && (divides || (over_params && obligation)) {
+        let covered = over_params && obligation;
+        if positive && (divides || covered) {
             return Ok(());
         }
         let k_e = self.index_expr(k, env, body)?;
-        if !positive && !(over_params && obligation) {
+        if !(positive || covered) {
             // `split(n)` of n elements (exact, so no obligation) with n = 0.
             let id = self.check(split_empty_chunks(written), span);
             body.push(Stmt::Check { cond: L::bin(BinOp::Gt, k_e.clone(), L::index(0)), id });
         }
-        if divides || (over_params && obligation) {
+        if divides || covered {
             return Ok(());
         }
         let message = format!("`split({written})`: the array's length is not a multiple of {written}, so it cannot be split into chunks");
