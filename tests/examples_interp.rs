@@ -87,6 +87,16 @@ fn check_all(a: &Matrix) {
     // R = 1 divides every n; W = 3 leaves some work-items without entries.
     let parallel = run_with("csr_spmv_parallel", csr_inputs(), &[("R", 1), ("W", 3)]);
     assert_eq!(parallel, expected, "csr_spmv_parallel on {a:?}");
+    // Listing 7 as printed: R = 1 divides every n and S = 1 every row length; its
+    // `split(n)` needs a row (an empty matrix is refused, tests/listing7.rs).
+    if n > 0 {
+        let listing7 = run_with(
+            "listing7",
+            vec![("offsets", json!(a.offsets())), ("col_indices", json!(flat_cols)), ("values", json!(flat_vals)), ("xs", json!(xs))],
+            &[("ROWS_PER_WKGP", 1), ("NUM_SPLITS", 1)],
+        );
+        assert_eq!(listing7, expected, "listing7 on {a:?}");
+    }
     let lil_par = run("lil_spmv_parallel", vec![("row_length", json!(lengths)), ("col_indices", json!(flat_cols)), ("values", json!(flat_vals)), ("xs", json!(xs))]);
     assert_eq!(lil_par, expected, "lil_spmv_parallel on {a:?}");
     for packed_example in ["csr_packed_spmv", "csr_refined_spmv"] {
@@ -119,7 +129,7 @@ fn edge_cases() {
 fn every_example_is_exercised() {
     let tested = ["dense_mv", "lil_spmv", "csr_unpacked_spmv", "csr_packed_spmv", "csr_refined_spmv", "csr_row_sums"]
         .into_iter()
-        .chain(["csr_spmv_row_per_item", "csr_spmv_parallel", "lil_spmv_parallel"]);
+        .chain(["csr_spmv_row_per_item", "csr_spmv_parallel", "lil_spmv_parallel", "listing7"]);
     for path in common::hdl_files("examples") {
         let name = common::stem(&path);
         assert!(tested.clone().any(|t| t == name), "examples/{name}.hdl has no differential test in tests/examples_interp.rs");

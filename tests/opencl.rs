@@ -71,6 +71,8 @@ const EXAMPLES: &[Case] = &[
     ("csr_spmv_row_per_item", "spmv8", CSR, &[]),
     ("lil_spmv_parallel", "spmv8", LIL, &[]),
     ("csr_spmv_parallel", "spmv8", CSR, &[("R", 2), ("W", 4)]),
+    // Listing 7 names its offsets `offsets`; NUM_SPLITS = 1 divides every row of spmv8.
+    ("listing7", "spmv8", &[("offsets", "offset.json"), ("col_indices", "col_indices.json"), ("values", "values.json"), ("xs", "xs.json")], &[("ROWS_PER_WKGP", 2), ("NUM_SPLITS", 1)]),
 ];
 
 #[test]

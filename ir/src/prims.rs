@@ -140,6 +140,28 @@ pub fn lookup(name: &str) -> Option<&'static PrimSig> {
     signatures().iter().find(|s| s.name == name)
 }
 
+/// The second form of a primitive declared twice in `prims.sig`: `reduce` and
+/// `reduceSeq` without an initial value, whose operator takes one pair.
+pub fn second_form(name: &str) -> Option<&'static PrimSig> {
+    signatures().iter().filter(|s| s.name == name).nth(1)
+}
+
+/// The form of `name` to use when its first argument is a function of
+/// `params` parameters (`None`: not a function, or not known): the second
+/// form when its first function slot takes that many and the first form does
+/// not (`reduce(x => x.1 + x.2)` against `reduce(+, 0)`).
+pub fn form(name: &str, params: Option<usize>) -> Option<&'static PrimSig> {
+    let first = lookup(name)?;
+    let takes = |s: &PrimSig| match s.slots.first() {
+        Some(Slot::Fun { params, .. }) => Some(params.len()),
+        _ => None,
+    };
+    match (second_form(name), params) {
+        (Some(second), Some(p)) if takes(second) == Some(p) && takes(first) != Some(p) => Some(second),
+        _ => Some(first),
+    }
+}
+
 /// Rules a signature cannot state, checked by name in the type checker.
 pub fn note(name: &str) -> Option<&'static str> {
     match name {
@@ -199,5 +221,18 @@ mod tests {
             assert!(p.section < sections().len(), "`{}` is before any `// ## Section`", p.name);
         }
         assert_eq!(sections()[lookup("union").unwrap().section].title, "Co-iteration");
+    }
+
+    #[test]
+    fn reduce_has_a_form_without_init() {
+        let with = form("reduce", Some(2)).unwrap();
+        let without = form("reduce", Some(1)).unwrap();
+        assert_eq!(with.arity(), 3);
+        assert_eq!(without.arity(), 2);
+        assert!(matches!(&without.slots[0], Slot::Fun { params, .. } if params.len() == 1 && matches!(params[0], Type::Tuple(_))));
+        assert_eq!(form("reduceSeq", Some(1)).unwrap().arity(), 2);
+        assert_eq!(form("reduce", None).unwrap().arity(), 3);
+        assert_eq!(form("map", Some(1)).unwrap().arity(), 2);
+        assert!(second_form("map").is_none());
     }
 }

@@ -6,6 +6,8 @@
 // dimension of `mapGlobal(d, f)`, default 0), or a function `A -> B` that is
 // checked once the types it receives are known. Unnamed slots are data inputs.
 // Single capital letters are unknowns: types (T U V W) and naturals (N M K).
+// A name declared twice has two forms, told apart by the number of parameters
+// of its first function argument (`reduce(+, 0)` and `reduce(x => x.1 + x.2)`).
 // In `[i -> T]_N` the element type may depend on the position i.
 //
 // Sections start with `// ## Title`, followed by their description; a
@@ -24,6 +26,8 @@ mapWorkgroup : (d: nat?) -> (f: T -> U) -> [i -> T]_N -> [i -> U]_N  // as map, 
 mapLocal     : (d: nat?) -> (f: T -> U) -> [i -> T]_N -> [i -> U]_N  // as map, over the local work-items of a work-group (dimension d)
 reduce       : (op: U -> T -> U) -> (init: U) -> [T]_N -> U  // combines the elements with op from init; op associative and commutative, may be reassociated
 reduceSeq    : (op: U -> T -> U) -> (init: U) -> [T]_N -> U  // as reduce, strictly left to right
+reduce       : (op: (T, T) -> T) -> [T]_N -> T  // without init (the array must not be empty): op takes a pair, x.1 the elements so far combined, x.2 the next
+reduceSeq    : (op: (T, T) -> T) -> [T]_N -> T  // as reduce without init, strictly left to right
 zip          : [i -> T]_N -> [i -> U]_N -> [i -> (T, U)]_N  // pairs the elements at each position
 unzip        : [i -> (T, U)]_N -> ([i -> T]_N, [i -> U]_N)  // two arrays from an array of pairs
 split        : (k: nat) -> [T]_{k * M} -> [[T]_k]_M  // chunks of k consecutive elements

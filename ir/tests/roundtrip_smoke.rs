@@ -30,3 +30,19 @@ fn bare_lambda_is_fun() {
     assert_eq!(nested, parse_expr("map(fun(a => fun(b => a + b)))").unwrap());
     assert!(parse_expr("f(x =>)").is_err(), "a lambda needs a body");
 }
+
+/// A lambda written without `fun(…)` prints as written (the canonical form of
+/// Listing 7 keeps `reduce(x => x.1 + x.2)`); one written with it keeps it.
+#[test]
+fn bare_lambda_prints_as_written() {
+    use heddle_ir::printer::format_source;
+    let bare = "nFun(n =>\nfun(xs: [float]_n =>\n  xs :>> reduce(x => x.1 + x.2)))\n";
+    assert_eq!(format_source(bare).unwrap(), bare);
+    let full = "nFun(n =>\nfun(xs: [float]_n =>\n  xs :>> reduce(fun(x => x.1 + x.2))))\n";
+    assert_eq!(format_source(full).unwrap(), full);
+    // In a tuple, and with a pipeline for a body: the `,` or `)` ends it.
+    let items = parse_program("nFun(n => fun(xs: [float]_n => (xs :>> reduce(x => x.1 :>> f), 1)))").unwrap();
+    let text = print_program(&items);
+    assert!(text.contains("reduce(x => x.1 :>> f)"), "{text}");
+    assert_eq!(parse_program(&text).unwrap(), items);
+}

@@ -46,6 +46,7 @@ fn inputs(name: &str, a: &Matrix) -> Vec<(&'static str, J)> {
             vec![("row_length", json!(lengths)), ("col_indices", json!(cols)), ("values", json!(vals)), ("xs", json!(xs))]
         }
         "csr_unpacked_spmv" | "csr_spmv_row_per_item" | "csr_spmv_parallel" => vec![("offset", json!(offsets)), ("col_indices", json!(cols)), ("values", json!(vals)), ("xs", json!(xs))],
+        "listing7" => vec![("offsets", json!(offsets)), ("col_indices", json!(cols)), ("values", json!(vals)), ("xs", json!(xs))],
         "csr_packed_spmv" | "csr_refined_spmv" => vec![("offset", json!(offsets)), ("values", json!(packed)), ("xs", json!(xs))],
         "csr_row_sums" => vec![("offset", json!(offsets)), ("values", json!(vals))],
         "fuse" => vec![("xs", json!(flat))],
@@ -132,11 +133,16 @@ fn rules_actually_fire_on_the_test_kernels() {
 
 fn same_results(a: &Matrix) {
     for (name, subset, cost, before, after, _) in rewritten() {
+        // Listing 7's `split(n)` needs a row (chunks of 0 are an error).
+        if name == "listing7" && a.rows.is_empty() {
+            continue;
+        }
         let ins = inputs(name, a);
         // The parallel examples' tiling parameters: 1 divides every length.
         let dims = [("n", a.rows.len() as i64), ("m", a.cols as i64)];
         let nats: &[(&str, i64)] = match name.as_str() {
             "csr_spmv_parallel" => &[("R", 1), ("W", 1)],
+            "listing7" => &[("ROWS_PER_WKGP", 1), ("NUM_SPLITS", 1)],
             // An empty matrix does not tell its column count.
             "transpose" | "capture" => &dims,
             _ => &[],

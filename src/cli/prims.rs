@@ -49,7 +49,8 @@ fn prim_text(p: &PrimSig, width: usize) -> String {
 pub fn run(a: &Args) -> Result<Output, Failure> {
     let chosen: Vec<&PrimSig> = match &a.name {
         Some(n) => match lookup(n) {
-            Some(p) => vec![p],
+            // Every form of it (`reduce` with and without an initial value).
+            Some(_) => signatures().iter().filter(|s| s.name == n.as_str()).collect(),
             None => {
                 let names = signatures().iter().map(|s| s.name);
                 let hint = heddle_ir::suggest::closest(n, names).map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default();

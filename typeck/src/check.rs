@@ -389,7 +389,9 @@ impl Checker {
                 let (head, args) = spine(e);
                 let base = match &head.kind {
                     ExprKind::Var(x) if scope.lookup(x).is_none() => match heddle_ir::prims::lookup(x.as_str()) {
-                        Some(sig) => {
+                        Some(_) => {
+                            let first = args.first().map(|a| Arg::Expr(ExprRef::Borrowed(a), scope.clone()));
+                            let sig = self.prim_form(x.as_str(), first.as_ref()).expect("looked up above");
                             let with_dim = sig.optional_count() > 0
                                 && matches!(args.first().map(|a| &a.kind), Some(ExprKind::Lit(Literal::Int(_))));
                             if with_dim { sig.arity() } else { sig.arity() - sig.optional_count() }
@@ -400,7 +402,11 @@ impl Checker {
                 };
                 base.saturating_sub(args.len())
             }
-            ExprKind::Pipe { func, .. } => self.arity(func, scope).saturating_sub(1),
+            // `f :>> g` with `f` a function is their composition: it takes what `f` takes.
+            ExprKind::Pipe { arg, func } => match self.arity(arg, scope) {
+                0 => self.arity(func, scope).saturating_sub(1),
+                n => n,
+            },
             ExprKind::Let { name, value, body } => {
                 let b = if self.arity(value, scope) > 0 {
                     Binding::Macro(Rc::new((**value).clone()), scope.clone())
@@ -444,11 +450,20 @@ impl Checker {
                 Some(Binding::Nat) => Err(Diagnostic::new(head.span, format!("`{x}` is a natural, not a function"))
                     .with_label("cannot be applied")),
                 None => match heddle_ir::prims::lookup(x.as_str()) {
-                    Some(sig) => self.check_prim(sig, head.span, args, span),
+                    Some(_) => {
+                        let sig = self.prim_form(x.as_str(), args.first()).expect("looked up above");
+                        self.check_prim(sig, head.span, args, span)
+                    }
                     None => Err(unbound(x, head.span, [])),
                 },
             },
             ExprKind::Fun { params, body } => self.apply_lambda(params, body, hscope, args, span),
+            // `(f :>> g)(x)` is `g(f(x))`: a pipeline of functions is their composition
+            // (Listing 7: `mapLocal(map(f) :>> reduce(+, 0))`).
+            ExprKind::Pipe { arg, func } if self.arity(arg, hscope) > 0 => {
+                let inner = self.check_app(arg, hscope, args, span)?;
+                self.check_app(func, hscope, vec![Arg::Typed(inner)], span)
+            }
             ExprKind::NFun { var, body } => {
                 let mut args = args.into_iter();
                 let first = args.next().expect("check_app is called with at least one argument");
@@ -560,6 +575,16 @@ impl Checker {
             Arg::Expr(e, s) => self.infer(&e, &s),
             Arg::Typed(t) => Ok(t),
         }
+    }
+
+    /// The form of the primitive `name` that its first argument selects
+    /// (`reduce(x => x.1 + x.2)`: the form without an initial value).
+    pub(crate) fn prim_form(&self, name: &str, first: Option<&Arg>) -> Option<&'static heddle_ir::prims::PrimSig> {
+        let params = match first {
+            Some(Arg::Expr(e, s)) => Some(self.arity(e, s)).filter(|&n| n > 0),
+            _ => None,
+        };
+        heddle_ir::prims::form(name, params)
     }
 
     /// Checks `f` as a function of the given parameter types: the lambda it denotes.

@@ -266,14 +266,53 @@ fn check_kernel(c: &mut Checker, program: &Program, mut scope: Scope) -> CResult
             Type::Fun { param: later_mention.then(|| name.clone()), from: Box::new(ty.clone()), to: Box::new(acc) }
         }
     });
+    // An obligation over the parameters alone is checked before the kernel runs;
+    // one that mentions names bound inside it (a row's length `toNat(offsets@(i + 1) - …)`
+    // inside a map over rows, a lambda's parameter) cannot be, and the pattern
+    // checks it where it runs instead (`split`: a located run-time error).
+    let param_names: HashSet<Name> = params
+        .iter()
+        .map(|p| match p {
+            KernelParam::Nat(n) => n.clone(),
+            KernelParam::Value { name, .. } | KernelParam::Tensor { name, .. } => name.clone(),
+        })
+        .collect();
     let obligations = std::mem::take(&mut c.obligations)
         .into_iter()
         .map(|mut o| {
             o.cond = o.cond.map_nats(&mut |n| c.metas.zonk_nat(n));
             o
         })
+        .filter(|o| {
+            let mut names = Vec::new();
+            o.cond.for_each_nat(&mut |n| free_names(n, &mut Vec::new(), &mut names));
+            names.iter().all(|x| param_names.contains(x))
+        })
         .collect();
     Ok(Kernel { params, body, ty, obligations })
+}
+
+/// The names a natural mentions (variables and names inside `toNat`), Σ indices excluded.
+fn free_names(n: &Nat, bound: &mut Vec<Name>, out: &mut Vec<Name>) {
+    fn expr(e: &Expr, bound: &mut Vec<Name>, out: &mut Vec<Name>) {
+        match &e.kind {
+            ExprKind::Var(x) if !bound.contains(x) => out.push(x.clone()),
+            ExprKind::NatValue(n) => free_names(n, bound, out),
+            _ => e.for_each_child(&mut |c| expr(c, bound, out)),
+        }
+    }
+    match n {
+        Nat::Var(x) if !bound.contains(x) => out.push(x.clone()),
+        Nat::Sum { var, lo, hi, body } => {
+            free_names(lo, bound, out);
+            free_names(hi, bound, out);
+            bound.push(var.clone());
+            free_names(body, bound, out);
+            bound.pop();
+        }
+        Nat::ToNat(e) => expr(e, bound, out),
+        _ => n.for_each_child(&mut |c| free_names(c, bound, out)),
+    }
 }
 
 /// Reports every unbound name in the program (also in unused definitions).

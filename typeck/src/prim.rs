@@ -102,9 +102,14 @@ impl Checker {
             } else {
                 format!("`{name}` takes {expected} arguments ({}), but {} were given", slot_names.join(", "), args.len())
             };
-            return Err(Diagnostic::new(span, msg)
-                .with_label("wrong number of arguments")
-                .with_note(format!("{name} : {}", sig.text)));
+            let d = Diagnostic::new(span, msg).with_label("wrong number of arguments").with_note(format!("{name} : {}", sig.text));
+            return Err(match heddle_ir::prims::second_form(name) {
+                Some(other) if heddle_ir::prims::is_reduce(name) => d.with_note(format!(
+                    "{name} : {} — without an initial value, the operator takes one pair: `{name}(x => x.1 + x.2)`",
+                    other.text
+                )),
+                _ => d,
+            });
         }
         if name == "iterate" {
             return self.check_iterate(args, span);
@@ -133,6 +138,19 @@ impl Checker {
                 inst.named.insert(slot_name.clone(), n.clone());
                 nats.push(n);
             }
+        }
+        // `split(k)` of a position-dependent array: chunks that keep each element's type.
+        if name == "split"
+            && let Some(k_data) = pairs.iter().position(|(s, _)| matches!(s, Slot::Input(_)))
+            && let Some(data) = pairs[k_data].1.take()
+        {
+            let te = self.force(data)?;
+            if let Type::Array { binder: Some(b), elem, len } = self.metas.zonk(&te.ty)
+                && elem.mentions(&b)
+            {
+                return self.split_position_dependent(&nats[0], te, &b, &elem, &len, span);
+            }
+            pairs[k_data].1 = Some(Arg::Typed(te));
         }
         // Data and values next, then functions at the types now known.
         let mut checked: Vec<Option<TExpr>> = vec![None; pairs.len()];
@@ -171,7 +189,14 @@ impl Checker {
             let raw: Vec<Type> = params.iter().map(|p| inst.ty(self, p)).collect();
             let ptys: Vec<Type> = raw.iter().map(|t| self.metas.zonk(t)).collect();
             let want_result = inst.ty(self, result);
-            let lam = self.check_fn(&f, &fscope, &ptys, span)?;
+            let pair_operator = heddle_ir::prims::is_reduce(name) && sig.arity() == 2;
+            let lam = self.check_fn(&f, &fscope, &ptys, span).map_err(|d| {
+                if pair_operator {
+                    d.with_note(format!("without an initial value, `{name}`'s operator takes one pair: `x.1` the elements so far combined, `x.2` the next (`{name}(x => x.1 + x.2)`)"))
+                } else {
+                    d
+                }
+            })?;
             let TKind::Lambda { body, .. } = &lam.kind else { unreachable!("check_fn returns a lambda") };
             let ctx = format!("in the result of the function given to `{name}`");
             self.unify_at(&want_result, &body.ty, f.span, &ctx).map_err(|d| d.with_note(format!("{name} : {}", sig.text)))?;
@@ -194,6 +219,22 @@ impl Checker {
         };
         let result = lift_counts(name, result, self);
         self.post_checks(name, &inst, &result, head_span)?;
+        if heddle_ir::prims::is_reduce(name) && sig.arity() == 2 {
+            // Without an initial value the array must have an element to start from.
+            let n = inst.nats.get(&('N' as u32)).map(|n| self.metas.zonk_nat(n));
+            if let Some(n) = n.filter(|n| n.const_value() == Some(0)) {
+                return Err(Diagnostic::new(span, format!("`{name}` without an initial value needs a non-empty array, but this one has length {n}"))
+                    .with_label("reduces an empty array")
+                    .with_note(format!("give an initial value, the result for an empty array: `{name}(op, init)`")));
+            }
+        }
+        self.take_pending(name, span);
+        let args: Vec<TExpr> = checked.into_iter().flatten().collect();
+        Ok(TExpr { kind: TKind::Prim { name, nats, args, binder }, ty: result, span })
+    }
+
+    /// Turns the divisions taken on trust by the last pattern into obligations.
+    fn take_pending(&mut self, name: &str, span: Span) {
         for p in std::mem::take(&mut self.metas.pending) {
             self.obligations.push(Obligation {
                 cond: divisibility(&self.metas.zonk_nat(&p.length), &self.metas.zonk_nat(&p.divisor)),
@@ -201,8 +242,25 @@ impl Checker {
                 reason: format!("`{name}` needs the length {} to be a multiple of {}", p.length, p.divisor),
             });
         }
-        let args: Vec<TExpr> = checked.into_iter().flatten().collect();
-        Ok(TExpr { kind: TKind::Prim { name, nats, args, binder }, ty: result, span })
+    }
+
+    /// `split(k)` of `[b -> T(b)]_len`: `[c -> [j -> T(c * k + j)]_k]_{len / k}`
+    /// (chunk `c` holds elements `c * k ..`). Divisibility as for any split: exact
+    /// when the normal form shows it, refused when both are constants that do not
+    /// divide, else checked at run time.
+    fn split_position_dependent(&mut self, k: &Nat, data: TExpr, b: &Name, elem: &Type, len: &Nat, span: Span) -> CResult<TExpr> {
+        let m = self.metas.fresh_nat();
+        if let Err(e) = self.metas.unify_nat(&Nat::mul(k.clone(), m.clone()), len) {
+            let d = self.mismatch(e, data.span, "in the data argument of `split`");
+            return Err(d.with_note(format!("split : {}", heddle_ir::prims::lookup("split").map_or("", |s| s.text.as_str()))));
+        }
+        self.take_pending("split", span);
+        let (c, j) = (self.fresh("c"), self.fresh("j"));
+        let at = Nat::add(Nat::mul(Nat::Var(c.clone()), k.clone()), Nat::Var(j.clone()));
+        let chunk_elem = elem.subst_nat(b, &at);
+        let chunk = Type::Array { binder: Some(j), elem: Box::new(chunk_elem), len: k.clone() };
+        let ty = Type::Array { binder: Some(c), elem: Box::new(chunk), len: self.metas.zonk_nat(&m) };
+        Ok(TExpr { kind: TKind::Prim { name: "split", nats: vec![k.clone()], args: vec![data], binder: None }, ty, span })
     }
 
     /// The result of `map(fun(a => …))` over `xs` (or `generate(n, fun(i => …))`)

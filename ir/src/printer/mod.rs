@@ -228,7 +228,7 @@ fn list(open: Doc, items: &[Expr]) -> Doc {
             if k > 0 {
                 parts.push(text(", "));
             }
-            parts.push(expr(it, 0));
+            parts.push(argument(it));
         }
         parts.push(text(")"));
         return cat(parts);
@@ -238,9 +238,32 @@ fn list(open: Doc, items: &[Expr]) -> Doc {
         if k > 0 {
             inner.extend([text(","), Doc::Line]);
         }
-        inner.push(expr(it, 0));
+        inner.push(argument(it));
     }
     group(cat([open, nest(2, cat(inner)), text(")")]))
+}
+
+/// An argument of a call or an item of a tuple: a lambda written without
+/// `fun(…)` in the source (`reduce(x => x.1 + x.2)`, the paper's Listing 7) is
+/// printed as written; the `,` or `)` after it ends its body.
+fn argument(e: &Expr) -> Doc {
+    match &e.kind {
+        ExprKind::Fun { params, body } if is_bare(e) => {
+            group(cat([text(format!("{} =>", params[0].name)), nest(2, cat([Doc::Line, expr(body, 0)]))]))
+        }
+        _ => expr(e, 0),
+    }
+}
+
+/// Was this lambda written `x => body`? Its span then starts at its parameter's
+/// (a `fun(x => …)` starts at `fun`); a synthesized tree has empty spans.
+fn is_bare(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Fun { params, .. } => {
+            params.len() == 1 && params[0].ty.is_none() && e.span.end > e.span.start && e.span.start == params[0].span.start
+        }
+        _ => false,
+    }
 }
 
 /// An expression without functions, pipelines or `let`s: short enough to

@@ -236,6 +236,7 @@ impl Lowerer<'_> {
                 let dim = nats.first().and_then(|d| d.const_value()).unwrap_or(0) as u32;
                 view(ViewKind::Map { f: Box::new(args[0].clone()), env: env.clone(), src: Box::new(src), binder: binder.cloned(), prim: name, dim })
             }
+            "reduce" | "reduceSeq" if args.len() == 2 => self.reduce_from_first(&args[0], &args[1], name, env, span, body),
             "reduce" | "reduceSeq" => self.reduce(&args[0], &args[1], &args[2], name == "reduce", env, span, body),
             "zip" => {
                 let parts = args.iter().map(|a| self.array(a, env, body)).collect::<Result<_, _>>()?;
@@ -251,6 +252,7 @@ impl Lowerer<'_> {
             }
             "split" => {
                 let src = self.array(&args[0], env, body)?;
+                self.check_split(&src.len(), &nat(0), &nats[0], env, span, body)?;
                 view(ViewKind::Split { src: Box::new(src), k: nat(0) })
             }
             "slide" => {
@@ -513,6 +515,75 @@ impl Lowerer<'_> {
         // Read the accumulators once, after the loop.
         let mut results = accs.iter().map(|(a, s)| Val::Scalar(L::Var(a.clone()), *s));
         Ok(rebuild(&init, &mut results))
+    }
+
+    /// `split(k)` of an array of length `len`: a run-time check that `k` divides
+    /// `len` where the kernel's obligations do not cover it (a length or `k`
+    /// that mentions names bound inside the kernel: a row's `toNat` length, a
+    /// position), as the interpreter checks every split. A row of length 0 is
+    /// 0 chunks.
+    fn check_split(&mut self, len: &Nat, k: &Nat, written: &Nat, env: &Env, span: Span, body: &mut Block) -> Result<(), Diagnostic> {
+        let params: Vec<&Name> = self.kernel.params.iter().map(|p| p.name()).collect();
+        let mut names = super::nats::free_names(len);
+        names.extend(super::nats::free_names(k));
+        let over_params = names.iter().all(|x| params.contains(&x));
+        // An obligation of the kernel (`n % R == 0`, checked before it runs) covers it.
+        // (Spans never compare equal or unequal with `==`: compare their bytes.)
+        let obligation = self.kernel.obligations.iter().any(|o| (o.span.start, o.span.end) == (span.start, span.end));
+        let positive = k.const_value().is_some_and(|v| v > 0);
+        let divides = Nat::bin(heddle_ir::nat::NatOp::Mod, len.clone(), k.clone()).const_value() == Some(0);
+        let covered = over_params && obligation;
+        if positive && (divides || covered) {
+            return Ok(());
+        }
+        let k_e = self.index_expr(k, env, body)?;
+        if !(positive || covered) {
+            // `split(n)` of n elements (exact, so no obligation) with n = 0.
+            let id = self.check(split_empty_chunks(written), span);
+            body.push(Stmt::Check { cond: L::bin(BinOp::Gt, k_e.clone(), L::index(0)), id });
+        }
+        if divides || covered {
+            return Ok(());
+        }
+        let message = format!("`split({written})`: the array's length is not a multiple of {written}, so it cannot be split into chunks");
+        let len_e = self.index_expr(len, env, body)?;
+        let id = self.check(message, span);
+        body.push(Stmt::Check { cond: L::bin(BinOp::Eq, L::bin(BinOp::Rem, len_e, k_e), L::index(0)), id });
+        Ok(())
+    }
+
+    /// `reduce(op)(xs)` without an initial value: a located run-time error on an
+    /// empty array (the interpreter's), else the first element starts the
+    /// accumulator and `op` takes the pair (accumulator, element) for the rest,
+    /// left to right (so not listed as reassociable).
+    fn reduce_from_first(&mut self, op: &TExpr, xs_expr: &TExpr, name: &str, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
+        let mut xs = self.array(xs_expr, env, body)?;
+        if let ViewKind::Map { prim: "mapLocal", .. } = &xs.kind
+            && self.counting.is_none()
+        {
+            let ty = xs.ty.clone();
+            if let Val::Array(local) = self.materialize(Val::Array(xs.clone()), &ty, Space::Local, env, span, body)? {
+                xs = local;
+            }
+        }
+        if super::stream::is_stream(&xs) || super::scatter::walked(&xs) {
+            return Err(unsupported(span, &format!("`{name}` without an initial value of an array produced in order")));
+        }
+        let hi = self.index_expr(&xs.len(), env, body)?;
+        let hi = self.bind_index(hi, "len", body);
+        let hi = self.nat_to_expr(&hi, env, body)?;
+        let id = self.check(format!("`{name}`: an empty array has no first element to start from (without an initial value)"), span);
+        body.push(Stmt::Check { cond: L::bin(BinOp::Gt, hi.clone(), L::index(0)), id });
+        let first = self.elem(&xs, &Nat::Lit(0), body)?;
+        let (accs, acc_val) = self.accumulators(&first, span, body)?;
+        let k = self.fresh("k");
+        let mut inner = Block::new();
+        let x = self.elem(&xs, &Nat::Var(k.clone()), &mut inner)?;
+        let next = self.apply(op, vec![Val::Tuple(vec![acc_val, x])], env, &mut inner)?;
+        update(&accs, &next, span, &mut inner)?;
+        body.push(Stmt::For { var: k, lo: L::index(1), hi, schedule: Schedule::Seq, body: inner });
+        let mut results = accs.iter().map(|(a, s)| Val::Scalar(L::Var(a.clone()), *s));
+        Ok(rebuild(&first, &mut results))
     }
 
     /// Mutable locals for a reduction's accumulator (scalars or tuples of them).
@@ -808,3 +879,8 @@ fn rebuild(like: &Val, values: &mut dyn Iterator<Item = Val>) -> Val {
     }
 }
 
+
+/// The error of `split(k)` with `k` = 0 (the interpreter's too).
+pub fn split_empty_chunks(written: &Nat) -> String {
+    format!("`split({written})` needs {written} to be at least 1: chunks of no elements")
+}

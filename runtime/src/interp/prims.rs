@@ -46,6 +46,18 @@ pub(super) fn eval_prim(name: &str, nats: &[Nat], args: &[TExpr], binder: Option
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(Value::array(out))
         }
+        "reduce" | "reduceSeq" if args.len() == 2 => {
+            // Without an initial value: the first element starts, `op` takes (acc, x) as one pair.
+            let xs = array(eval(arg(1)?, env)?, span)?;
+            let Some((first, rest)) = xs.split_first() else {
+                return Err(size_error(span, name, "an empty array has no first element to start from (without an initial value)".into()));
+            };
+            let mut acc = first.clone();
+            for x in rest {
+                acc = apply(arg(0)?, vec![Value::tuple(vec![acc, x.clone()])], env, None)?;
+            }
+            Ok(acc)
+        }
         "reduce" | "reduceSeq" => {
             let mut acc = eval(arg(1)?, env)?;
             let xs = array(eval(arg(2)?, env)?, span)?;
@@ -80,8 +92,15 @@ pub(super) fn eval_prim(name: &str, nats: &[Nat], args: &[TExpr], binder: Option
         "split" => {
             let k = nat(&nats[0], env, span)?;
             let xs = array(eval(arg(0)?, env)?, span)?;
-            if k <= 0 || xs.len() as i64 % k != 0 {
-                return Err(size_error(span, name, format!("an array of length {} cannot be split into chunks of {k}", xs.len())));
+            let written = &nats[0];
+            if k <= 0 {
+                return Err(Diagnostic::new(span, format!("`split({written})` needs {written} to be at least 1: chunks of no elements"))
+                    .with_label(format!("{written} = {k}")));
+            }
+            if xs.len() as i64 % k != 0 {
+                let named = if written.as_lit().is_some() { String::new() } else { format!(" ({written} = {k})") };
+                return Err(Diagnostic::new(span, format!("`split({written})`: the array's length is not a multiple of {written}, so it cannot be split into chunks"))
+                    .with_label(format!("an array of length {} cannot be split into chunks of {k}{named}", xs.len())));
             }
             Ok(Value::array(xs.chunks(k as usize).map(|c| Value::array(c.to_vec())).collect()))
         }
