@@ -23,4 +23,10 @@ bash scripts/python-package.sh || status=$?
 # Every OpenCL test again on Oclgrind: any data race, uninitialised value or
 # invalid API call it reports fails the build.
 bash scripts/oclgrind.sh || status=$?
+# Every fuzz target (fuzz/) for a few seconds each, FUZZ_SECONDS (5 by
+# default; libFuzzer's seed fixed under CI=true): a crash, a hang or an
+# allocation beyond the limits fails the build. The self-test first proves
+# that a crashing input does. Installs cargo-fuzz if it is missing.
+bash scripts/fuzz.sh --selftest || status=$?
+bash scripts/fuzz.sh "${FUZZ_SECONDS:-5}" || status=$?
 exit $status
