@@ -8,8 +8,9 @@
 //! `HEDDLE_PROGEN_CASES` sets how many programs (500 by default),
 //! `HEDDLE_PROGEN_SEED` the first seed (fixed under `CI=true`, else drawn
 //! from the clock and printed). A failing case is shrunk (its random
-//! choices minimised) and printed with its inputs; a shrunk failure becomes
-//! a file in `tests/random_programs/`, which [`regressions_agree`] runs.
+//! choices minimised) and printed with its inputs; a shrunk failure, once
+//! fixed, becomes a kernel of the compile-coverage corpus
+//! (`tests/compile_coverage/`), which runs it on every backend.
 
 mod common;
 mod progen;
@@ -268,8 +269,16 @@ fn random_programs_agree_on_every_backend() {
     eprintln!("  patterns: {seen:?}");
     assert!(found.is_empty(), "failures by kind: {found:#?}");
     if cases >= 500 {
+        // A pattern no program of the sample used: a fault of the generator
+        // for CI's seeds (the same sample every run); by chance for any other
+        // sample (a rare pattern can miss 500 draws), so there it is said,
+        // not failed.
         let missing: Vec<&&str> = PATTERNS.iter().filter(|p| !seen.contains_key(**p)).collect();
-        assert!(missing.is_empty(), "no program used {missing:?}");
+        if ci {
+            assert!(missing.is_empty(), "no program used {missing:?}");
+        } else if !missing.is_empty() {
+            eprintln!("note: no program of this sample used {missing:?} (by chance; CI's seeds use every pattern)");
+        }
         let ran = tally.counts.get("cpu ran").copied().unwrap_or(0);
         assert!(ran * 2 >= cases as usize, "most programs must compile and run on the CPU: {:?}", tally.counts);
     }
