@@ -136,3 +136,24 @@ fn candidates_the_backend_refuses_are_skipped_while_extracting() {
     let why = j["first_rejection"].as_str().unwrap_or_default();
     assert!(why.starts_with("the opencl backend refuses it: "), "{j}");
 }
+
+/// `examples/measured_search.py` (the measured search from Listing 5 and the
+/// comparison with the hand-written Listing 7 through `tune`) runs as
+/// documented and prints both parts.
+#[test]
+fn the_measured_search_script_runs() {
+    if std::process::Command::new("python3").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: no python3 to run examples/measured_search.py");
+        return;
+    }
+    let out = std::process::Command::new("python3")
+        .args(["examples/measured_search.py", "--backend", "cpu", "--search", "3", "--reps", "2", "--tune"])
+        .env("HEDDLE", env!("CARGO_BIN_EXE_heddle"))
+        .current_dir(root())
+        .output()
+        .unwrap();
+    let (text, err) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{text}\n{err}");
+    assert!(text.contains("search from Listing 5") && text.contains("(Listing 5 as written)"), "{text}");
+    assert!(text.contains("one interleaved tune run") && text.contains("csr_spmv_parallel") && text.contains("search_best"), "{text}");
+}
