@@ -283,24 +283,12 @@ impl Lowerer<'_> {
             }
             "asVector" => {
                 let src = self.array(&args[0], env, body)?;
-                let w = match ty {
-                    Type::Array { elem, .. } => match &**elem {
-                        Type::Tuple(lanes) => lanes.len(),
-                        other => return Err(unsupported(span, &format!("vectors of type {other}"))),
-                    },
-                    _ => return Err(bug(span, "asVector")),
-                };
+                let w = super::vectors::width(ty, span)?;
                 view(ViewKind::Lanes { src: Box::new(src), w })
             }
             "asScalar" => {
                 let src = self.array(&args[0], env, body)?;
-                let w = match &src.ty {
-                    Type::Array { elem, .. } => match &**elem {
-                        Type::Tuple(lanes) => lanes.len(),
-                        other => return Err(unsupported(span, &format!("vectors of type {other}"))),
-                    },
-                    _ => return Err(bug(span, "asScalar")),
-                };
+                let w = super::vectors::width(&src.ty, span)?;
                 view(ViewKind::Unlanes { src: Box::new(src), w })
             }
             "transpose" => {

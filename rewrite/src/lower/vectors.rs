@@ -15,9 +15,9 @@
 //! The result's values are read back by the runtime through the kernel's own
 //! type, where a vector is `w` consecutive fields of its record.
 
-use super::unsupported;
+use super::{bug, unsupported};
 use heddle_ir::loops::ResultLayout;
-use heddle_ir::{Diagnostic, Type};
+use heddle_ir::{Diagnostic, Span, Type};
 use heddle_typeck::{Kernel, KernelParam, TExpr, TKind};
 
 /// `t` with every vector of a known width replaced by the tuple of its lanes.
@@ -98,5 +98,17 @@ pub fn restore_result_types(layout: &mut ResultLayout, own: &Type) {
             }
         }
         _ => {}
+    }
+}
+
+/// The width of the vectors of an array of vectors as lowering sees it (an
+/// array of tuples of lanes).
+pub fn width(ty: &Type, span: Span) -> Result<usize, Diagnostic> {
+    match ty {
+        Type::Array { elem, .. } => match &**elem {
+            Type::Tuple(lanes) => Ok(lanes.len()),
+            other => Err(unsupported(span, &format!("vectors of type {other}"))),
+        },
+        _ => Err(bug(span, "an array of vectors that is not an array")),
     }
 }
