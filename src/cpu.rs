@@ -84,8 +84,11 @@ fn run_timed_checked(kernel: &Kernel, program: &LoopProgram, env: &Env, threads:
         }
         return Ok((launch::output_value(program, &l, &kernel.body.ty, &counted)?, times));
     }
+    let layout = heddle_runtime::profile::phase(|| "lay out the launch".into());
     let mut l = launch::prepare(program, env)?;
+    drop(layout);
     {
+        let _kernel = heddle_runtime::profile::phase(|| format!("kernel ({} runs)", 1 + reps));
         let mut ready = cpu::Ready::new(program, &mut l, threads)?;
         ready.run()?;
         for _ in 0..reps {
@@ -94,5 +97,6 @@ fn run_timed_checked(kernel: &Kernel, program: &LoopProgram, env: &Env, threads:
             times.push(start.elapsed().as_secs_f64());
         }
     }
+    let _result = heddle_runtime::profile::phase(|| "read the result back".into());
     Ok((launch::output_value(program, &l, &kernel.body.ty, env)?, times))
 }

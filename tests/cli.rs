@@ -82,7 +82,7 @@ fn output_to_npy_round_trips() {
     let out = csr.dir.path().join("y.npy");
     let (code, _, err) = csr.run(&[], &["--output", out.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
-    match heddle_runtime::io::read_input(&out).unwrap() {
+    match heddle_runtime::io::read_input(&out).unwrap().into_values() {
         heddle_runtime::io::Loaded::Flat { items, dtype, .. } => {
             assert_eq!(dtype, "float32");
             assert_eq!(items, floats(&[7.5, 0.0, -2.0]));

@@ -66,7 +66,7 @@ fn json_numbers(v: &serde_json::Value, out: &mut Vec<f64>) {
 }
 
 fn read_npy(path: &Path) -> Vec<f64> {
-    match heddle_runtime::io::read_input(path).unwrap() {
+    match heddle_runtime::io::read_input(path).unwrap().into_values() {
         heddle_runtime::io::Loaded::Flat { items, .. } => items.iter().map(|v| v.as_float().unwrap()).collect(),
         other => panic!("{other:?}"),
     }

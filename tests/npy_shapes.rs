@@ -47,7 +47,7 @@ fn a_2d_npy_gives_both_sizes_and_a_2d_result_is_written_2d() {
             heddle(&["run", kernel.to_str().unwrap(), "--backend", backend, "--input", &input, "-o", out.to_str().unwrap()]);
         assert_eq!(code, 0, "{backend}: {err}");
         assert!(npy_header(&out).contains("'shape': (3, 4)"), "{backend}: {}", npy_header(&out));
-        let Loaded::Flat { items, shape, .. } = read_input(&out).unwrap() else { panic!("not an npy") };
+        let Loaded::Flat { items, shape, .. } = read_input(&out).unwrap().into_values() else { panic!("not an npy") };
         assert_eq!(shape, vec![3, 4]);
         let want: Vec<f64> = (0..3).flat_map(|i| (0..4).map(move |j| 2.0 * (10 * i + j) as f64)).collect();
         assert_eq!(items.iter().map(|v| v.as_float().unwrap()).collect::<Vec<_>>(), want, "{backend}");

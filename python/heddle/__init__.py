@@ -217,10 +217,12 @@ def _array_arg(name: str, x: Any) -> tuple:
     """A numpy array (or anything numpy.asarray takes) as the extension's array argument."""
     a = _np.asarray(x)
     kind = a.dtype.kind
+    # Numbers keep their dtype (the kernel's buffer is a copy of them when the
+    # parameter has that type); half floats widen to float32, which holds them.
     if kind == "f":
-        buf, k = _np.ascontiguousarray(a, dtype=_np.float64), "f"
+        buf, k = _np.ascontiguousarray(a, dtype=_np.float32 if a.dtype.itemsize <= 4 else _np.float64), "f"
     elif kind in "iu":
-        buf, k = _np.ascontiguousarray(a, dtype=_np.int64), "i"
+        buf, k = _np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("=")), "i"
     elif kind == "b":
         buf, k = _np.ascontiguousarray(a, dtype=_np.uint8), "b"
     else:

@@ -1,8 +1,9 @@
 //! Data between Python and the runtime: numpy buffers and scipy sparse
 //! arrays in, the runtime's values out; `heddle.convert`.
 //!
-//! The runtime keeps inputs as per-element values, so every input is copied
-//! once into them; a sparse array whose layout is the parameter's (a
+//! Inputs are copied once out of Python at their own dtype, into the packed
+//! buffers the compiled backends bind as the kernel's (the interpreter makes
+//! values of them); a sparse array whose layout is the parameter's (a
 //! canonical csr array for a CSR parameter, csc for CSC) is taken as it is
 //! stored (checked, not re-sorted), any other is converted through its
 //! entries.
@@ -10,7 +11,7 @@
 use crate::errors::input_error;
 use heddle_ir::encoding::Encoding;
 use heddle_ir::{ScalarType, Type};
-use heddle_runtime::io::{Loaded, ScalarKind};
+use heddle_runtime::io::Loaded;
 use heddle_runtime::sparse::assemble::{assemble, Buffers};
 use heddle_runtime::scalars::ScalarVec;
 use heddle_runtime::sparse::{Coo, SparseTensor};
@@ -61,11 +62,6 @@ impl From<heddle_runtime::io::bind::InputError> for Fail {
     }
 }
 
-fn floats(py: Python<'_>, obj: &PyObject, what: &str) -> PyResult<Vec<f64>> {
-    let buf = PyBuffer::<f64>::get(obj.bind(py)).map_err(|e| input_error(None, format!("{what}: expected a float64 buffer: {e}")))?;
-    buf.to_vec(py)
-}
-
 /// A sparse array's values at their own type: a float64, float32, int64 or
 /// uint64 buffer (the Python side makes every other dtype one of these
 /// without loss). A parameter's element type is reached from them by
@@ -99,17 +95,10 @@ fn indices(v: Vec<i64>, name: &str, what: &str) -> Result<Vec<u64>, Fail> {
     Ok(v.into_iter().map(|x| x as u64).collect())
 }
 
-/// An array input's elements, copied out of Python.
-pub enum Elements {
-    Floats(Vec<f64>),
-    Ints(Vec<i64>),
-    Bools(Vec<u8>),
-}
-
-/// An array input, copied out of its Python buffer.
+/// An array input, copied out of its Python buffer at its own type.
 pub struct RawArray {
     name: String,
-    elements: Elements,
+    elements: ScalarVec,
     dtype: String,
     shape: Vec<u64>,
 }
@@ -119,24 +108,33 @@ impl ArrayArg {
     pub fn extract(self, py: Python<'_>) -> PyResult<RawArray> {
         let ArrayArg(name, data, kind, dtype, shape) = self;
         let elements = match kind.as_str() {
-            "f" => Elements::Floats(floats(py, &data, &name)?),
-            "i" => Elements::Ints(ints(py, &data, &name)?),
-            "b" => Elements::Bools(PyBuffer::<u8>::get(data.bind(py))?.to_vec(py)?),
+            "f" | "i" => numbers(py, &data).ok_or_else(|| input_error(Some(&name), format!("arrays of {dtype} are not supported (integers, floats or booleans)")))??,
+            "b" => ScalarVec::Bool(PyBuffer::<u8>::get(data.bind(py))?.to_vec(py)?.into_iter().map(|b| b != 0).collect()),
             other => return Err(input_error(Some(&name), format!("unsupported element kind {other:?}"))),
         };
         Ok(RawArray { name, elements, dtype, shape })
     }
 }
 
+/// A numeric buffer at its own type (`None` for a type the runtime has no scalar for).
+fn numbers(py: Python<'_>, obj: &PyObject) -> Option<PyResult<ScalarVec>> {
+    let any = obj.bind(py);
+    macro_rules! try_as {
+        ($($t:ty),*) => {$(
+            if let Ok(b) = PyBuffer::<$t>::get(any) {
+                return Some(b.to_vec(py).map(ScalarVec::from));
+            }
+        )*};
+    }
+    try_as!(f64, f32, i64, i32, i16, i8, u64, u32, u16, u8);
+    None
+}
+
 impl RawArray {
-    /// The input as the runtime's loaded data.
+    /// The input as the runtime's loaded data: packed, so that the compiled
+    /// backends bind it as the kernel's buffer.
     pub fn into_input(self) -> (String, Loaded) {
-        let (items, kind): (Vec<Value>, ScalarKind) = match self.elements {
-            Elements::Floats(v) => (v.into_iter().map(Value::Float).collect(), ScalarKind::Float),
-            Elements::Ints(v) => (v.into_iter().map(Value::Int).collect(), ScalarKind::Int),
-            Elements::Bools(v) => (v.into_iter().map(|b| Value::Bool(b != 0)).collect(), ScalarKind::Bool),
-        };
-        (self.name, Loaded::Flat { items, dtype: self.dtype, kinds: vec![kind], shape: self.shape })
+        (self.name, Loaded::Packed { data: self.elements, dtype: self.dtype, shape: self.shape })
     }
 }
 
@@ -163,7 +161,17 @@ impl RawTensor {
     pub fn into_inputs(self, kernel: &Kernel) -> Result<(Vec<(String, i64)>, Vec<(String, Loaded)>), Fail> {
         let name = self.name.clone();
         let (enc, elem) = heddle_runtime::io::bind::tensor_param(kernel, &name)?;
-        let t = self.into_tensor(enc, elem)?;
+        // A csr (csc) array for a CSR (CSC) parameter: its buffers as they are, checked once.
+        let this = if matches!(self.format.as_str(), "csr" | "csc") {
+            let RawTensor { name, format, shape, a, b, values } = self;
+            match heddle_runtime::io::bind::compressed_inputs(kernel, &name, &shape, format == "csr", (a, b, values)) {
+                Ok(bound) => return Ok(bound),
+                Err((a, b, values)) => RawTensor { name, format, shape, a, b, values },
+            }
+        } else {
+            self
+        };
+        let t = this.into_tensor(enc, elem)?;
         Ok(heddle_runtime::io::bind::stored_tensor_inputs(kernel, &name, &t)?)
     }
 

@@ -225,14 +225,23 @@ impl Inner {
     /// Binds the inputs and runs (on the kernel's thread); the
     /// result, out of the runtime's values, and the repetitions' seconds.
     fn bind_and_run(&self, mut nats: Vec<(String, i64)>, arrays: Vec<data::RawArray>, tensors: Vec<data::RawTensor>, reps: usize) -> Result<(Out, Vec<f64>), Fail> {
+        use heddle_runtime::profile::phase;
         let mut inputs: Vec<_> = arrays.into_iter().map(data::RawArray::into_input).collect();
         for t in tensors {
+            let _p = phase(|| "store the sparse inputs".into());
             let (dims, buffers) = t.into_inputs(&self.kernel)?;
             nats.extend(dims);
             inputs.extend(buffers);
         }
-        let env = heddle_runtime::io::bind_inputs(&self.kernel, &nats, inputs)?;
+        let binding = phase(|| "bind inputs".into());
+        let env = match self.backend {
+            Backend::Interp => heddle_runtime::io::bind_inputs(&self.kernel, &nats, inputs)?,
+            // Packed arrays become the kernel's buffers, not per-element values.
+            Backend::Cpu { .. } | Backend::Opencl { .. } => heddle_runtime::io::bind_inputs_flat(&self.kernel, &nats, inputs)?,
+        };
+        drop(binding);
         let (value, times) = self.execute(&env, reps).map_err(|d| Fail::Source(vec![d]))?;
+        let _p = phase(|| "the result as numpy data".into());
         Ok((data::to_out(&value, &self.kernel.body.ty), times))
     }
 

@@ -115,9 +115,14 @@ impl<'l> Ready<'l> {
         let p = threads.into();
         // Inputs that lie in the program's ranges (valid tensor coordinates)
         // run the code without the checks those imply.
+        let checking = crate::profile::phase(|| "check the inputs' ranges".into());
         let trusted = !prog.ranges.is_empty() && ranges::inputs_in_ranges(prog, launch, p.threads);
+        drop(checking);
         let options = Options { trust_ranges: trusted, ..Options::default() };
+        let compiling = crate::profile::phase(|| "compile (or find in the cache)".into());
         let kernel = compile_cached_with(prog, &options).map_err(|e| Diagnostic::new(Span::DUMMY, format!("CPU code generation failed: {e}")))?;
+        drop(compiling);
+        let _planning = crate::profile::phase(|| "plan the split".into());
         let plan = plan_with(prog, &kernel, launch, p.threads, p.threshold);
         let args = arguments(prog, launch)?;
         let slots = kernel.slots(args.values()).map_err(|f| fault(prog, f))?;
@@ -217,9 +222,10 @@ pub(crate) fn arguments(prog: &LoopProgram, launch: &mut Launch) -> Result<Args,
             (Slot::Int(v, _), ArgKind::Scalar(_)) => ArgValue::Int(*v),
             (Slot::Float(v, _), ArgKind::Scalar(_)) => ArgValue::Float(*v),
             (Slot::Bool(v), ArgKind::Scalar(_)) => ArgValue::Bool(*v),
-            (Slot::Buffer(b), ArgKind::Input { fields, .. } | ArgKind::Output { fields, .. }) if &b.fields == fields => {
-                ArgValue::Buffer(b.as_mut_ptr())
-            }
+            // Kernels only read their inputs, so an input's storage stays
+            // shared with the binding it came from (no copy per launch).
+            (Slot::Buffer(b), ArgKind::Input { fields, .. }) if &b.fields == fields => ArgValue::Buffer(b.as_ptr().cast_mut()),
+            (Slot::Buffer(b), ArgKind::Output { fields, .. }) if &b.fields == fields => ArgValue::Buffer(b.as_mut_ptr()),
             (Slot::Buffer(b), ArgKind::Host) => ArgValue::Buffer(b.as_mut_ptr()),
             _ => return Err(Diagnostic::new(Span::DUMMY, format!("the launch's value for `{}` does not match its kind", arg.name))),
         };

@@ -11,11 +11,17 @@ use crate::interp::Env;
 use crate::value::{round_float, wrap_int, Value};
 use heddle_ir::loops::{record_layout, ArgKind, BinOp, Expr, HostKind, LoopProgram, RecordLayout, ResultLayout, TensorLayout};
 use heddle_ir::{Diagnostic, Name, Nat, ScalarType, Span, Type};
+use std::sync::Arc;
 
-/// A flat buffer of records, 8-byte aligned.
+/// A flat buffer of records, each aligned to its record (zeroed buffers to 8 bytes).
+///
+/// Its storage is shared between clones and copied on the first write
+/// (`as_mut_ptr`, `bytes_mut`, `write`): an input bound once
+/// ([`crate::io::bind::bind_inputs_flat`]) goes into every launch that reads
+/// it without a copy.
 #[derive(Clone, Debug)]
 pub struct Buffer {
-    words: Vec<u64>,
+    words: Arc<Storage>,
     /// The record's fields.
     pub fields: Vec<ScalarType>,
     /// Their layout.
@@ -36,7 +42,7 @@ impl Buffer {
     pub fn try_zeroed(fields: Vec<ScalarType>, records: usize, what: &str) -> Result<Buffer, String> {
         let layout = record_layout(&fields);
         let bytes = crate::limits::check_records(what, records as u64, layout.size as u64)?;
-        Ok(Buffer { words: vec![0; bytes.div_ceil(8).max(1)], fields, layout, records })
+        Ok(Buffer { words: Arc::new(Storage::Words(vec![0; bytes.div_ceil(8).max(1)])), fields, layout, records })
     }
     /// Number of records.
     pub fn len(&self) -> usize {
@@ -50,17 +56,72 @@ impl Buffer {
     pub fn byte_len(&self) -> usize {
         self.records * self.layout.size
     }
-    /// The first byte (valid for [`byte_len`](Buffer::byte_len) bytes; at least 8 bytes are allocated).
+    /// The first byte (valid for [`byte_len`](Buffer::byte_len) bytes, and
+    /// for at least 8 when that is less).
     pub fn as_ptr(&self) -> *const u8 {
-        self.words.as_ptr() as *const u8
+        match &*self.words {
+            Storage::Words(w) => w.as_ptr().cast(),
+            Storage::Scalars(v) => crate::with_values!(v, x => x.as_ptr().cast()),
+        }
     }
-    /// The first byte, writable.
+    /// The first byte, writable (the storage is copied first if a clone shares it).
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
-        self.words.as_mut_ptr() as *mut u8
+        match Arc::make_mut(&mut self.words) {
+            Storage::Words(w) => w.as_mut_ptr().cast(),
+            Storage::Scalars(v) => crate::with_values!(v, x => x.as_mut_ptr().cast()),
+        }
+    }
+    /// Whether `other` is a clone sharing this buffer's storage.
+    pub fn shares_storage(&self, other: &Buffer) -> bool {
+        Arc::ptr_eq(&self.words, &other.words)
+    }
+
+    /// One field of scalar type `elem` per record, from `data` (whose
+    /// elements must already be of that type: the caller converts).
+    pub fn from_scalars(data: &crate::scalars::ScalarVec, what: &str) -> Result<Buffer, String> {
+        let elem = data.elem();
+        let mut buf = Buffer::try_zeroed(vec![elem], data.len(), what)?;
+        debug_assert_eq!(buf.layout.size, elem.size_bytes(), "a one-field record is its field");
+        data.write_le_into(buf.bytes_mut());
+        Ok(buf)
+    }
+
+    /// One field of the scalar type of `data` per record, holding `data`
+    /// itself: no copy (on a little-endian machine, where its memory is the
+    /// records' bytes; elsewhere, and for fewer than 8 bytes, a copy).
+    pub fn from_scalar_vec(data: crate::scalars::ScalarVec, what: &str) -> Result<Buffer, String> {
+        let elem = data.elem();
+        if cfg!(target_endian = "big") || data.len() * elem.size_bytes() < 8 {
+            return Buffer::from_scalars(&data, what);
+        }
+        let layout = record_layout(&[elem]);
+        crate::limits::check_records(what, data.len() as u64, layout.size as u64)?;
+        debug_assert_eq!(layout.size, elem.size_bytes(), "a one-field record is its field");
+        let records = data.len();
+        Ok(Buffer { words: Arc::new(Storage::Scalars(data)), fields: vec![elem], layout, records })
+    }
+
+    /// Field 0 of record `record` as an integer, for single-field integer buffers.
+    pub fn int_at(&self, record: usize) -> Option<i64> {
+        let &[s] = self.fields.as_slice() else { return None };
+        if record >= self.records || !s.is_int() {
+            return None;
+        }
+        let u = self.bits(record, 0);
+        let shift = 64 - 8 * s.size_bytes() as u32;
+        Some(if s.is_signed() { ((u << shift) as i64) >> shift } else { u as i64 })
+    }
+
+    /// The records as values: scalars, or tuples of a record's fields.
+    pub fn to_values(&self) -> Vec<Value> {
+        (0..self.records)
+            .map(|r| if self.fields.len() == 1 { self.read(r, 0) } else { Value::tuple((0..self.fields.len()).map(|f| self.read(r, f)).collect()) })
+            .collect()
     }
     /// The records' bytes.
     pub fn bytes(&self) -> &[u8] {
-        // SAFETY: `words` owns at least `byte_len` initialised bytes; u8 has no alignment needs.
+        // SAFETY: the storage owns at least `byte_len` initialised bytes (a
+        // scalar vector's elements have no padding); u8 has no alignment needs.
         unsafe { std::slice::from_raw_parts(self.as_ptr(), self.byte_len()) }
     }
     /// The records' bytes, writable.
@@ -77,11 +138,7 @@ impl Buffer {
     /// Field `field` of record `record`.
     pub fn read(&self, record: usize, field: usize) -> Value {
         let s = self.fields[field];
-        let at = self.at(record, field);
-        let b = &self.bytes()[at..at + s.size_bytes()];
-        let mut raw = [0u8; 8];
-        raw[..b.len()].copy_from_slice(b);
-        let u = u64::from_le_bytes(raw);
+        let u = self.bits(record, field);
         match s {
             ScalarType::Bool => Value::Bool(u != 0),
             ScalarType::F32 => Value::Float(f32::from_bits(u as u32) as f64),
@@ -91,6 +148,24 @@ impl Buffer {
                 Value::Int(((u << shift) as i64) >> shift)
             }
             _ => Value::Int(u as i64),
+        }
+    }
+
+    /// The bits of field `field` of record `record`, zero-extended.
+    fn bits(&self, record: usize, field: usize) -> u64 {
+        let size = self.fields[field].size_bytes();
+        let at = self.at(record, field);
+        let b = self.bytes();
+        assert!(at + size <= b.len(), "record {record} of a buffer of {}", self.records);
+        // SAFETY: `at + size` is within the buffer's bytes (asserted above).
+        unsafe {
+            let p = b.as_ptr().add(at);
+            u64::from_le(match size {
+                8 => p.cast::<u64>().read_unaligned(),
+                4 => u64::from(p.cast::<u32>().read_unaligned()),
+                2 => u64::from(p.cast::<u16>().read_unaligned()),
+                _ => u64::from(p.read()),
+            })
         }
     }
 
@@ -108,6 +183,16 @@ impl Buffer {
         let n = s.size_bytes();
         self.bytes_mut()[at..at + n].copy_from_slice(&bits.to_le_bytes()[..n]);
     }
+}
+
+/// A buffer's memory.
+#[derive(Clone, Debug)]
+enum Storage {
+    /// Records laid out by [`record_layout`], in 8-byte words (at least one).
+    Words(Vec<u64>),
+    /// Records of one scalar field, in the vector they were given in
+    /// (aligned to the scalar; at least 8 bytes).
+    Scalars(crate::scalars::ScalarVec),
 }
 
 /// One kernel argument, ready to pass.
@@ -174,6 +259,15 @@ pub fn prepare(prog: &LoopProgram, env: &Env) -> Result<Launch, Diagnostic> {
                 Some(Value::Bool(b)) => Slot::Bool(b),
                 _ => return Err(fail(Span::DUMMY, format!("no scalar value for `{name}`"))),
             },
+            ArgKind::Input { fields, len } if env.buffer(name).is_some_and(|b| &b.fields == fields) => {
+                // Bound flat (`bind_inputs_flat`): shared, not copied.
+                let buf = env.buffer(name).expect("checked").clone();
+                let expected = eval_len(len, env, &format!("`{name}`"))?;
+                if buf.len() != expected {
+                    return Err(fail(Span::DUMMY, format!("`{name}` has {} records, its layout needs {expected}", buf.len())));
+                }
+                Slot::Buffer(buf)
+            }
             ArgKind::Input { fields, len } => {
                 let value = lookup(env, name).ok_or_else(|| fail(Span::DUMMY, format!("no value for the input `{name}`")))?;
                 let mut items = Vec::new();
@@ -198,6 +292,9 @@ pub fn prepare(prog: &LoopProgram, env: &Env) -> Result<Launch, Diagnostic> {
                 // Inputs read by flat record position: bound to their records in order.
                 let mut flat_env = None;
                 for a in flat {
+                    if env.buffer(a).is_some() {
+                        continue; // Already its records in order.
+                    }
                     let value = lookup(env, a).ok_or_else(|| fail(Span::DUMMY, format!("no value for the input `{a}`")))?;
                     let mut records = Vec::new();
                     value.flatten_into(&mut records);
@@ -247,6 +344,10 @@ pub fn run_counts(prog: &LoopProgram, env: &Env, run: &mut dyn FnMut(usize, &Loo
 fn lookup(env: &Env, name: &Name) -> Option<Value> {
     if let Some(v) = env.value(name) {
         return Some(v.clone());
+    }
+    if let Some(b) = env.buffer(name) {
+        // A flat input the program wants at other fields: its records, converted below.
+        return Some(Value::array(b.to_values()));
     }
     let (base, k) = name.as_str().rsplit_once('_')?;
     let k: usize = k.parse().ok()?;
@@ -369,6 +470,15 @@ fn unflatten(ty: &Type, buf: &Buffer, pos: &mut usize, env: &Env) -> Result<Valu
             let n = eval_len(len, env, "a part of the result")?;
             // Arrays of empty arrays take no records: bound their number too.
             crate::limits::check_values("an array of the result", n as i64, std::mem::size_of::<Value>()).map_err(|m| fail(Span::DUMMY, m))?;
+            if let (Type::Scalar(_), 1) = (&**elem, buf.fields.len()) {
+                // A row of scalars: its records in one sweep, no environment per element.
+                if buf.len().saturating_sub(*pos) < n {
+                    return Err(fail(Span::DUMMY, "the output buffer is shorter than the result".into()));
+                }
+                let items = (*pos..*pos + n).map(|r| buf.read(r, 0)).collect();
+                *pos += n;
+                return Ok(Value::array(items));
+            }
             let mut items = Vec::with_capacity(n);
             for k in 0..n {
                 let env_k = match binder {

@@ -14,6 +14,7 @@ pub mod launch;
 pub mod limits;
 pub mod loops_interp;
 pub mod oclgrind;
+pub mod profile;
 pub mod scalars;
 pub mod value;
 pub mod sparse;

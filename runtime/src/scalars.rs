@@ -445,10 +445,29 @@ impl ScalarVec {
     }
     /// The little-endian bytes of every value, back to back.
     pub fn to_le_bytes(&self) -> Vec<u8> {
-        let size = self.elem().size_bytes();
-        let mut out = vec![0u8; self.len() * size];
-        with_values!(self, v => v.iter().zip(out.chunks_exact_mut(size)).for_each(|(x, o)| x.write_le(o)));
+        let mut out = vec![0u8; self.len() * self.elem().size_bytes()];
+        self.write_le_into(&mut out);
         out
+    }
+
+    /// Writes the scalars' little-endian bytes to the start of `out` (which
+    /// holds at least `len × size` bytes): one copy of memory on a
+    /// little-endian machine.
+    pub fn write_le_into(&self, out: &mut [u8]) {
+        #[cfg(target_endian = "little")]
+        with_values!(self, v => {
+            let n = std::mem::size_of_val(v.as_slice());
+            // SAFETY: bool, the integers and the floats have no padding and
+            // every byte initialised (a bool is 0 or 1); on a little-endian
+            // machine their bytes in memory are their little-endian encoding.
+            let bytes = unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), n) };
+            out[..n].copy_from_slice(bytes);
+        });
+        #[cfg(not(target_endian = "little"))]
+        {
+            let size = self.elem().size_bytes();
+            with_values!(self, v => v.iter().zip(out.chunks_exact_mut(size)).for_each(|(x, o)| x.write_le(o)));
+        }
     }
 }
 

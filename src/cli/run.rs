@@ -5,7 +5,7 @@ use super::{args, load, Failure, Output};
 use heddle_runtime::io::bind::InputError;
 use heddle::source::SourceFile;
 use heddle_runtime::interp::Env;
-use heddle_runtime::io::{bind_inputs, read_input, write};
+use heddle_runtime::io::{bind_inputs, bind_inputs_flat, read_input, write};
 use heddle_runtime::value::Value;
 use heddle_typeck::Kernel;
 use std::path::Path;
@@ -99,7 +99,10 @@ fn check_usage(a: &Args) -> Result<(), Failure> {
 
 pub fn run(a: &Args) -> Result<Output, Failure> {
     check_usage(a)?;
+    use heddle_runtime::profile::phase as prof;
+    let front = prof(|| "parse and check".into());
     let (file, program, kernel) = load(&a.file)?;
+    drop(front);
     let (file, kernel) = if a.encodings.is_empty() {
         (file, kernel)
     } else {
@@ -110,6 +113,7 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     let mut nats = a.params.clone();
     let mut inputs = Vec::new();
     for (k, path) in &a.inputs {
+        let _p = prof(|| format!("read --input {k}"));
         let loaded = read_input(Path::new(path)).map_err(|e| InputError { parameter: Some(k.clone()), message: e })?;
         inputs.push((k.to_string(), loaded));
     }
@@ -120,12 +124,20 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         }
     }
     for (k, path) in &a.matrices {
+        let _p = prof(|| format!("read --matrix {k}"));
         let (dims, buffers) = heddle_runtime::io::bind::tensor_inputs(&kernel, k, Path::new(path))?;
         nats.extend(dims);
         inputs.extend(buffers);
     }
-    let env = bind_inputs(&kernel, &nats, inputs)?;
+    // The compiled backends take packed inputs as their flat buffers.
+    let binding = prof(|| "bind inputs".into());
+    let env = match a.backend {
+        Backend::Interp => bind_inputs(&kernel, &nats, inputs)?,
+        Backend::Cpu | Backend::Opencl => bind_inputs_flat(&kernel, &nats, inputs)?,
+    };
+    drop(binding);
     let reps = a.reps.map_or(0, |n| n as usize);
+    let running = prof(|| "run (compile, lay out, kernel, result)".into());
     let start = Instant::now();
     let (value, compile_seconds, times) = match a.backend {
         Backend::Interp => {
@@ -156,6 +168,8 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         }
     };
     let elapsed = start.elapsed();
+    drop(running);
+    let _writing = prof(|| "write the result".into());
     let ty = &kernel.body.ty;
     let result_json = write::to_json(&value, ty);
     if let (Some(out), heddle_runtime::value::Value::Tensor(t)) = (&a.output, &value) {

@@ -31,7 +31,14 @@ fn all_below(b: &Buffer, field: usize, ty: ScalarType, below: u64, threads: usiz
     let (size, offset, width) = (b.layout.size, b.layout.offsets[field], ty.size_bytes());
     let bytes = b.bytes();
     let check = |(lo, hi): (i64, i64)| -> Result<(), heddle_codegen_cpu::Fault> {
-        let ok = (lo as usize..hi as usize).all(|r| {
+        let (lo, hi) = (lo as usize, hi as usize);
+        if size == width {
+            // One field per record (a coordinates buffer): a branch-free
+            // maximum the compiler vectorises.
+            let ok = max_unsigned(&bytes[lo * width..hi * width], width, ty.is_signed()) < below;
+            return if ok { Ok(()) } else { Err(heddle_codegen_cpu::Fault::Check(0)) };
+        }
+        let ok = (lo..hi).all(|r| {
             let at = r * size + offset;
             let mut raw = [0u8; 8];
             raw[..width].copy_from_slice(&bytes[at..at + width]);
@@ -45,4 +52,32 @@ fn all_below(b: &Buffer, field: usize, ty: ScalarType, below: u64, threads: usiz
     let n = b.len();
     let chunks: Vec<(i64, i64)> = (0..n.div_ceil(CHUNK)).map(|c| ((c * CHUNK) as i64, ((c + 1) * CHUNK).min(n) as i64)).collect();
     pool::run_chunks(&chunks, threads, &check).is_ok()
+}
+
+/// The largest of the little-endian integers of `width` bytes in `bytes`,
+/// a negative signed one counted as `u64::MAX` (never below any bound).
+fn max_unsigned(bytes: &[u8], width: usize, signed: bool) -> u64 {
+    macro_rules! max_of {
+        ($t:ty) => {
+            bytes
+                .chunks_exact(width)
+                .map(|c| <$t>::from_le_bytes(c.try_into().expect("exact chunks")))
+                .fold(0u64, |m, x| {
+                    // Sign-extended to 64 bits, then seen unsigned: a negative value is huge.
+                    #[allow(clippy::unnecessary_cast)]
+                    let v = if signed { x as i64 as u64 } else { x as u64 };
+                    m.max(v)
+                })
+        };
+    }
+    match (width, signed) {
+        (8, true) => max_of!(i64),
+        (8, false) => max_of!(u64),
+        (4, true) => max_of!(i32),
+        (4, false) => max_of!(u32),
+        (2, true) => max_of!(i16),
+        (2, false) => max_of!(u16),
+        (1, true) => max_of!(i8),
+        _ => max_of!(u8),
+    }
 }

@@ -1,5 +1,6 @@
 //! The interpreter's environment: values and naturals in scope.
 
+use crate::launch::Buffer;
 use crate::value::Value;
 use heddle_ir::expr::{BinOp, ExprKind, Literal, UnOp};
 use heddle_ir::nat::{NatEnv, NatEvalError};
@@ -10,6 +11,9 @@ use std::rc::Rc;
 enum Bound {
     Value(Value),
     Nat(i64),
+    /// An input bound for the compiled backends as the flat buffer the
+    /// kernel reads (`bind_inputs_flat`), never as per-element values.
+    Buffer(Buffer),
 }
 
 #[derive(Debug)]
@@ -27,6 +31,30 @@ impl Env {
     /// This environment with a value bound.
     pub fn with_value(&self, name: Name, v: Value) -> Env {
         Env(Some(Rc::new(Node { name, bound: Bound::Value(v), next: self.clone() })))
+    }
+    /// This environment with an input bound as its flat buffer of records
+    /// (for the compiled backends; the interpreter cannot read it).
+    pub fn with_buffer(&self, name: Name, b: Buffer) -> Env {
+        Env(Some(Rc::new(Node { name, bound: Bound::Buffer(b), next: self.clone() })))
+    }
+    /// The flat buffer bound to `name`.
+    pub fn buffer(&self, name: &Name) -> Option<&Buffer> {
+        match self.find(name) {
+            Some(Bound::Buffer(b)) => Some(b),
+            _ => None,
+        }
+    }
+    /// Whether any input is bound as a flat buffer (so the interpreter, which
+    /// reads values, cannot run in this environment).
+    pub fn has_buffers(&self) -> bool {
+        let mut cur = &self.0;
+        while let Some(n) = cur {
+            if matches!(n.bound, Bound::Buffer(_)) {
+                return true;
+            }
+            cur = &n.next.0;
+        }
+        false
     }
     /// This environment with a natural bound.
     pub fn with_nat(&self, name: Name, v: i64) -> Env {
@@ -79,11 +107,23 @@ pub fn eval_int_expr(e: &Expr, env: &Env) -> Result<Value, NatEvalError> {
         ExprKind::Var(x) => match env.find(x) {
             Some(Bound::Value(v)) => Ok(v.clone()),
             Some(Bound::Nat(v)) => Ok(Value::Int(*v)),
+            Some(Bound::Buffer(b)) => Ok(Value::array(b.to_values())),
             None => Err(NatEvalError::Unbound(x.clone())),
         },
         ExprKind::Lit(Literal::Int(v)) => Ok(Value::Int(*v)),
         ExprKind::NatValue(n) => Ok(Value::Int(n.eval(env)?)),
         ExprKind::Index { array, index } => {
+            // A flat input buffer is read in place (sizes index offsets arrays per row).
+            if let ExprKind::Var(x) = &array.kind
+                && let Some(Bound::Buffer(b)) = env.find(x)
+            {
+                let i = eval_int_expr(index, env)?.as_int().ok_or_else(|| err("a non-integer index".into()))?;
+                return match usize::try_from(i).ok().filter(|&k| k < b.len()) {
+                    Some(k) if b.fields.len() == 1 => Ok(b.read(k, 0)),
+                    Some(k) => Ok(Value::tuple((0..b.fields.len()).map(|f| b.read(k, f)).collect())),
+                    None => Err(err(format!("{array}@{i} is out of bounds (length {})", b.len()))),
+                };
+            }
             let a = eval_int_expr(array, env)?;
             let i = eval_int_expr(index, env)?.as_int().ok_or_else(|| err("a non-integer index".into()))?;
             let items = a.as_array().ok_or_else(|| err(format!("`{array}` is not an array")))?;

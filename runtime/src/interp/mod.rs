@@ -21,6 +21,10 @@ use heddle_typeck::{Kernel, KernelParam, TExpr, TKind, TLit};
 /// parameter, both by name. Inputs are assumed validated against their
 /// types (see [`crate::io::bind`]).
 pub fn run_kernel(kernel: &Kernel, env: &Env) -> Result<Value, Diagnostic> {
+    if env.has_buffers() {
+        // `bind_inputs_flat` is for the compiled backends; a caller mixed them up.
+        return Err(Diagnostic::new(kernel.body.span, "internal error: the interpreter was given inputs bound as flat buffers (bind them with `bind_inputs`)"));
+    }
     check_obligations(kernel, env)?;
     eval(&kernel.body, env)
 }

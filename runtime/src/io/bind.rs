@@ -10,6 +10,8 @@
 
 use super::read::{Loaded, ScalarKind};
 use crate::interp::Env;
+use crate::launch::Buffer;
+use crate::scalars::ScalarVec;
 use crate::value::Value;
 use heddle_ir::{Name, Nat, ScalarType, Type};
 use heddle_typeck::{Kernel, KernelParam};
@@ -29,8 +31,40 @@ fn err(param: &Name, message: impl Into<String>) -> InputError {
     InputError { parameter: Some(param.to_string()), message: message.into() }
 }
 
-/// Binds naturals and inputs; returns the environment the kernel runs in.
+/// Binds naturals and inputs; returns the environment the kernel runs in,
+/// every input as the interpreter's values.
 pub fn bind_inputs(kernel: &Kernel, nat_args: &[(String, i64)], inputs: Vec<(String, Loaded)>) -> Result<Env, InputError> {
+    let inputs = inputs.into_iter().map(|(n, l)| (n, l.into_values())).collect();
+    bind(kernel, nat_args, inputs)
+}
+
+/// [`bind_inputs`] for the compiled backends: a packed input
+/// ([`Loaded::Packed`]) of an array of scalars is checked as it is and bound
+/// as the flat buffer the kernel reads ([`Env::with_buffer`]), shared by
+/// every launch, never as per-element values. The checks and their messages
+/// are [`bind_inputs`']; the environment is for `launch::prepare` (the
+/// interpreter cannot run in it).
+pub fn bind_inputs_flat(kernel: &Kernel, nat_args: &[(String, i64)], inputs: Vec<(String, Loaded)>) -> Result<Env, InputError> {
+    let inputs = inputs
+        .into_iter()
+        .map(|(n, l)| {
+            let scalar_leaf = kernel.params.iter().any(|p| match p {
+                KernelParam::Value { name, ty, .. } => name.as_str() == n && matches!(super::write::leaf_type(ty), Type::Scalar(_)),
+                _ => false,
+            });
+            if scalar_leaf { (n, l) } else { (n, l.into_values()) }
+        })
+        .collect();
+    bind(kernel, nat_args, inputs)
+}
+
+/// An input once bound.
+enum Bound {
+    Value(Value),
+    Buffer(Buffer),
+}
+
+fn bind(kernel: &Kernel, nat_args: &[(String, i64)], inputs: Vec<(String, Loaded)>) -> Result<Env, InputError> {
     let nat_params: Vec<&Name> = kernel.params.iter().filter(|&p| matches!(p, KernelParam::Nat(_))).map(|p| p.name()).collect();
     let value_params: Vec<(&Name, &Type)> = kernel
         .params
@@ -85,7 +119,7 @@ pub fn bind_inputs(kernel: &Kernel, nat_args: &[(String, i64)], inputs: Vec<(Str
         }
     }
 
-    let mut values: Vec<(Name, Value)> = Vec::new();
+    let mut values: Vec<(Name, Bound)> = Vec::new();
     let mut pending: Vec<(&Name, &Type)> = value_params.clone();
     while !pending.is_empty() {
         let env = make_env(&nats, &values);
@@ -96,7 +130,11 @@ pub fn bind_inputs(kernel: &Kernel, nat_args: &[(String, i64)], inputs: Vec<(Str
             let needs = free_names(ty);
             let ready = needs.iter().all(|n| nats.contains_key(n) || values.iter().any(|(v, _)| v == n));
             if ready {
-                let v = build_input(name, ty, &data[name], &env)?;
+                // Built once: the data moves into the binding.
+                let v = match data.remove(name).expect("every input was given") {
+                    Loaded::Packed { data, dtype, shape } => Bound::Buffer(build_packed(name, ty, data, &dtype, &shape, &env)?),
+                    other => Bound::Value(build_input(name, ty, &other, &env)?),
+                };
                 values.push((name.clone(), v));
                 pending.remove(k);
                 progress = true;
@@ -137,7 +175,7 @@ pub fn bind_inputs(kernel: &Kernel, nat_args: &[(String, i64)], inputs: Vec<(Str
 /// cannot state it. (`--matrix` storage is validated when it is assembled;
 /// this covers buffers given with `--input`.) The error names the tensor
 /// parameter and the buffer.
-fn check_loose_positions(kernel: &Kernel, nats: &HashMap<Name, i64>, values: &[(Name, Value)]) -> Result<(), InputError> {
+fn check_loose_positions(kernel: &Kernel, nats: &HashMap<Name, i64>, values: &[(Name, Bound)]) -> Result<(), InputError> {
     use heddle_ir::encoding::LevelFormat;
     for p in &kernel.params {
         let KernelParam::Tensor { name, encoding, .. } = p else { continue };
@@ -147,14 +185,15 @@ fn check_loose_positions(kernel: &Kernel, nats: &HashMap<Name, i64>, values: &[(
             }
             let pos_name = Name::from(format!("{name}_pos{l}"));
             let len_name = Name::from(format!("{name}_crd{l}_len"));
-            let (Some(pos), Some(&len)) =
-                (values.iter().find(|(n, _)| *n == pos_name).and_then(|(_, v)| v.as_array()), nats.get(&len_name))
-            else {
+            let pos: Option<Vec<i64>> = values.iter().find(|(n, _)| *n == pos_name).and_then(|(_, v)| match v {
+                Bound::Value(v) => v.as_array().map(|items| items.iter().map(|x| x.as_int().unwrap_or(-1)).collect()),
+                Bound::Buffer(b) => Some((0..b.len()).map(|k| b.int_at(k).unwrap_or(-1)).collect()),
+            });
+            let (Some(pos), Some(&len)) = (pos, nats.get(&len_name)) else {
                 continue;
             };
             for (q, pair) in pos.chunks(2).enumerate() {
-                let [lo, hi] = pair else { continue };
-                let (lo, hi) = (lo.as_int().unwrap_or(-1), hi.as_int().unwrap_or(-1));
+                let &[lo, hi] = pair else { continue };
                 let at = |k: usize| format!("`{pos_name}`[{k}]");
                 let problem = if lo < 0 {
                     Some(format!("{} = {lo} is negative", at(2 * q)))
@@ -181,7 +220,7 @@ fn check_loose_positions(kernel: &Kernel, nats: &HashMap<Name, i64>, values: &[(
     Ok(())
 }
 
-fn make_env(nats: &HashMap<Name, i64>, values: &[(Name, Value)]) -> Env {
+fn make_env(nats: &HashMap<Name, i64>, values: &[(Name, Bound)]) -> Env {
     let mut env = Env::default();
     let mut sorted: Vec<_> = nats.iter().collect();
     sorted.sort();
@@ -189,7 +228,10 @@ fn make_env(nats: &HashMap<Name, i64>, values: &[(Name, Value)]) -> Env {
         env = env.with_nat(n.clone(), *v);
     }
     for (n, v) in values {
-        env = env.with_value(n.clone(), v.clone());
+        env = match v {
+            Bound::Value(v) => env.with_value(n.clone(), v.clone()),
+            Bound::Buffer(b) => env.with_buffer(n.clone(), b.clone()),
+        };
     }
     env
 }
@@ -309,6 +351,17 @@ fn observed_lengths(t: &Type, data: &Loaded) -> Vec<(Nat, i64)> {
             out
         }
         Loaded::Flat { items, .. } => vec![(flat_count(t), items.len() as i64)],
+        Loaded::Packed { shape, .. } if shaped(t, shape) => {
+            let mut out = Vec::new();
+            let mut ty = t;
+            for &d in shape {
+                let Type::Array { elem, len, .. } = ty else { break };
+                out.push((len.clone(), d as i64));
+                ty = elem;
+            }
+            out
+        }
+        Loaded::Packed { data, .. } => vec![(flat_count(t), data.len() as i64)],
         Loaded::Json(j) => {
             let mut out = Vec::new();
             let (mut ty, mut cur) = (t, j);
@@ -334,7 +387,7 @@ fn solve_from_length(name: &Name, ty: &Type, data: &Loaded, nats: &HashMap<Name,
     for (formula, observed) in observed_lengths(ty, data) {
         let unknown: Vec<Name> = free_names(&Type::array(Type::Scalar(ScalarType::I32), formula.clone()))
             .into_iter()
-            .filter(|n| !nats.contains_key(n) && env.value(n).is_none())
+            .filter(|n| !nats.contains_key(n) && env.value(n).is_none() && env.buffer(n).is_none())
             .collect();
         let [u] = unknown.as_slice() else { continue };
         let g = |x: i64| formula.eval(&env.with_nat(u.clone(), x)).ok();
@@ -363,7 +416,7 @@ fn check_sizes(name: &Name, t: &Type, env: &Env, at: &mut Vec<i64>) -> Result<()
             let position = if at.is_empty() { String::new() } else { format!(" at position {at:?}") };
             let reads: Vec<String> = free_names(&Type::array(Type::Scalar(ScalarType::I32), len.clone()))
                 .into_iter()
-                .filter(|x| env.value(x).is_some())
+                .filter(|x| env.value(x).is_some() || env.buffer(x).is_some())
                 .map(|x| format!("`{x}`"))
                 .collect();
             let hint = if reads.is_empty() { String::new() } else { format!(" (check {}: is it decreasing?)", reads.join(", ")) };
@@ -399,6 +452,7 @@ fn build_input(name: &Name, ty: &Type, data: &Loaded, env: &Env) -> Result<Value
     check_sizes(name, ty, env, &mut Vec::new())?;
     let flat_items: Option<(Vec<Value>, String)> = match data {
         Loaded::Flat { items, dtype, .. } => Some((items.clone(), dtype.clone())),
+        Loaded::Packed { .. } => return build_input(name, ty, &data.clone().into_values(), env),
         Loaded::Json(j) if json_depth(j) < type_depth(ty) || !matches!(ty, Type::Array { .. }) && !j.is_array() => {
             let items = match j {
                 serde_json::Value::Array(items) => items.iter().map(|x| json_item(name, x, super::write::leaf_type(ty))).collect::<Result<Vec<_>, _>>()?,
@@ -408,22 +462,8 @@ fn build_input(name: &Name, ty: &Type, data: &Loaded, env: &Env) -> Result<Value
         }
         Loaded::Json(_) => None,
     };
-    if let Loaded::Flat { shape, .. } = data
-        && shaped(ty, shape)
-    {
-        let mut t = ty;
-        for (k, &d) in shape.iter().enumerate() {
-            let Type::Array { elem, len, .. } = t else { break };
-            let n = len.eval(env).map_err(|e| err(name, format!("cannot evaluate the length {len}: {e}")))?;
-            if n != d as i64 {
-                let shown: Vec<String> = shape.iter().map(u64::to_string).collect();
-                return Err(err(
-                    name,
-                    format!("its type {ty} needs length {n} in dimension {k}, but the file's shape is ({})", shown.join(", ")),
-                ));
-            }
-            t = elem;
-        }
+    if let Loaded::Flat { shape, .. } = data {
+        check_shape(name, ty, shape, env)?;
     }
     match flat_items {
         Some((items, dtype)) => {
@@ -442,6 +482,126 @@ fn build_input(name: &Name, ty: &Type, data: &Loaded, env: &Env) -> Result<Value
             build_json(name, ty, j, env, &mut Vec::new())
         }
     }
+}
+
+/// A multi-dimensional file's shape against the type's lengths.
+fn check_shape(name: &Name, ty: &Type, shape: &[u64], env: &Env) -> Result<(), InputError> {
+    if !shaped(ty, shape) {
+        return Ok(());
+    }
+    let mut t = ty;
+    for (k, &d) in shape.iter().enumerate() {
+        let Type::Array { elem, len, .. } = t else { break };
+        let n = len.eval(env).map_err(|e| err(name, format!("cannot evaluate the length {len}: {e}")))?;
+        if n != d as i64 {
+            let shown: Vec<String> = shape.iter().map(u64::to_string).collect();
+            return Err(err(name, format!("its type {ty} needs length {n} in dimension {k}, but the file's shape is ({})", shown.join(", "))));
+        }
+        t = elem;
+    }
+    Ok(())
+}
+
+/// A packed input of an array of scalars, checked as [`build_input`] checks
+/// it (lengths, sizes, each element against the type) and laid out as the
+/// kernel's flat buffer: the data itself when the file's type is the
+/// parameter's, converted element by element otherwise.
+fn build_packed(name: &Name, ty: &Type, data: ScalarVec, dtype: &str, shape: &[u64], env: &Env) -> Result<Buffer, InputError> {
+    let Type::Scalar(leaf) = *super::write::leaf_type(ty) else {
+        return Err(err(name, format!("inputs of type {ty} are not supported")));
+    };
+    // Rows sized by an offsets array (CSR, LIL): their lengths in one pass over it.
+    let fast = row_lengths(ty, env);
+    let _p = crate::profile::phase(|| format!("bind `{name}` ({} elements; row lengths {})", data.len(), if fast.is_some() { "read from the offsets" } else { "evaluated" }));
+    if !fast.as_ref().is_some_and(|f| f.all_sizes) {
+        check_sizes(name, ty, env, &mut Vec::new())?;
+    }
+    check_shape(name, ty, shape, env)?;
+    let expected = match fast {
+        Some(f) => f.total,
+        None => flat_count(ty).eval(env).map_err(|e| err(name, format!("cannot compute its size: {e}")))?,
+    };
+    if expected != data.len() as i64 {
+        return Err(err(name, format!("its type {ty} needs {expected} elements, but the {dtype} data has {}", data.len())));
+    }
+    let what = format!("the input `{name}`");
+    if data.elem() == leaf {
+        return Buffer::from_scalar_vec(data, &what).map_err(|m| err(name, m));
+    }
+    let mut out = ScalarVec::with_capacity(leaf, data.len());
+    for k in 0..data.len() {
+        // Kinds and rounding as for values; an integer kept exact (a `u64`
+        // beyond `i64` does not fit an `i64`).
+        let exact = data.num(k);
+        let v = scalar(name, leaf, &exact.to_value(), k, dtype)?;
+        let num = if leaf.is_int() { Some(exact) } else { crate::scalars::Num::of_value(&v, leaf) };
+        if !num.is_some_and(|n| out.push_num(n)) {
+            let v = exact;
+            return Err(err(name, format!("element {k} = {v} does not fit in {leaf}")));
+        }
+    }
+    Buffer::from_scalars(&out, &what).map_err(|m| err(name, m))
+}
+
+/// What [`row_lengths`] finds.
+struct RowLengths {
+    /// Their sum: the flat count.
+    total: i64,
+    /// Whether every one is ≥ 0.
+    all_sizes: bool,
+}
+
+/// The row lengths of `[i -> [T]_{toNat(X@(i + a) - X@(i + b))}]_n` (or
+/// `toNat(X@(i + a)) - toNat(X@(i + b))`) with `X` a bound integer buffer,
+/// read straight from it; `None` for any other type, an index outside `X` or
+/// an overflow (the general check then reports it).
+fn row_lengths(ty: &Type, env: &Env) -> Option<RowLengths> {
+    use heddle_ir::expr::{BinOp, ExprKind};
+    let Type::Array { binder: Some(b), elem, len } = ty else { return None };
+    let Type::Array { elem: leaf, len: row, .. } = &**elem else { return None };
+    if contains_array(leaf) {
+        return None;
+    }
+    let n = len.eval(env).ok().filter(|&n| n >= 0)?;
+    // `X@(i + c)`: the buffer's name and c.
+    let lookup = |e: &heddle_ir::Expr| -> Option<(Name, i64)> {
+        let ExprKind::Index { array, index } = &e.kind else { return None };
+        let ExprKind::Var(x) = &array.kind else { return None };
+        let offset = match &index.kind {
+            ExprKind::Var(v) if v == b => 0,
+            ExprKind::NatValue(Nat::Var(v)) if v == b => 0,
+            ExprKind::Binary { op: BinOp::Add, lhs, rhs } => match (&lhs.kind, &rhs.kind) {
+                (ExprKind::Var(v), ExprKind::Lit(heddle_ir::expr::Literal::Int(c))) if v == b => *c,
+                _ => return None,
+            },
+            _ => return None,
+        };
+        Some((x.clone(), offset))
+    };
+    let (hi, lo) = match row {
+        Nat::ToNat(e) => match &e.kind {
+            ExprKind::Binary { op: BinOp::Sub, lhs, rhs } => (lookup(lhs)?, lookup(rhs)?),
+            _ => return None,
+        },
+        Nat::Bin(heddle_ir::nat::NatOp::Sub, a, c) => match (&**a, &**c) {
+            (Nat::ToNat(a), Nat::ToNat(c)) => (lookup(a)?, lookup(c)?),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    if hi.0 != lo.0 {
+        return None;
+    }
+    let x = env.buffer(&hi.0)?;
+    let at = |k: i64, c: i64| usize::try_from(k.checked_add(c)?).ok().and_then(|k| x.int_at(k));
+    let mut total = 0i64;
+    let mut all_sizes = true;
+    for k in 0..n {
+        let l = at(k, hi.1)?.checked_sub(at(k, lo.1)?)?;
+        all_sizes &= l >= 0;
+        total = total.checked_add(l)?;
+    }
+    Some(RowLengths { total, all_sizes })
 }
 
 /// One JSON scalar, or a list as a tuple, for an item of type `item` (a
@@ -522,6 +682,11 @@ fn convert_scalar(name: &Name, ty: &Type, item: &Value, at: usize, dtype: &str) 
 
 fn scalar(name: &Name, s: ScalarType, v: &Value, at: usize, dtype: &str) -> Result<Value, InputError> {
     match v {
+        // A `uint64` file's integers beyond `i64` are held in an i64's bits:
+        // only a `u64` holds them.
+        Value::Int(x) if s.is_int() && *x < 0 && dtype == "uint64" && s != ScalarType::U64 => {
+            Err(err(name, format!("element {at} = {} does not fit in {s}", *x as u64)))
+        }
         Value::Int(x) if s.is_int() => {
             let fits = match s {
                 ScalarType::I8 => i8::try_from(*x).is_ok(),
@@ -590,6 +755,7 @@ fn build_json(name: &Name, ty: &Type, j: &serde_json::Value, env: &Env, at: &mut
 pub fn kinds(data: &Loaded) -> Vec<ScalarKind> {
     match data {
         Loaded::Flat { kinds, .. } => kinds.clone(),
+        Loaded::Packed { data, .. } => vec![super::read::kind_of(data.elem())],
         Loaded::Json(_) => Vec::new(),
     }
 }
@@ -645,27 +811,112 @@ pub fn stored_tensor_inputs(kernel: &Kernel, name: &str, t: &crate::sparse::Spar
         let shape = vec![items.len() as u64];
         Loaded::Flat { items, dtype: "storage".into(), kinds: vec![kind], shape }
     };
+    // Positions and coordinates packed at the buffer parameter's own type
+    // (kept as `u64` where one does not fit it: binding then names it).
+    let packed = |buffer: &str, v: &[u64]| {
+        let leaf = kernel.params.iter().find_map(|p| match p {
+            KernelParam::Value { name, ty, .. } if name.as_str() == buffer => match super::write::leaf_type(ty) {
+                Type::Scalar(s) => Some(*s),
+                _ => None,
+            },
+            _ => None,
+        });
+        let data = match leaf {
+            // The usual case (`index` positions and coordinates), in one pass.
+            Some(ScalarType::I64) if v.iter().all(|&x| x <= i64::MAX as u64) => ScalarVec::I64(v.iter().map(|&x| x as i64).collect()),
+            Some(s) if s != ScalarType::U64 => ScalarVec::U64(v.to_vec()).convert(s).unwrap_or_else(|_| ScalarVec::U64(v.to_vec())),
+            _ => ScalarVec::U64(v.to_vec()),
+        };
+        Loaded::packed(data, "storage")
+    };
     for (l, level) in encoding.levels.iter().enumerate() {
         if let Some(p) = &b.positions[l] {
-            inputs.push((format!("{name}_pos{l}"), flat(ints(p), super::read::ScalarKind::Int)));
+            let buffer = format!("{name}_pos{l}");
+            inputs.push((buffer.clone(), packed(&buffer, p)));
         }
         if let Some(c) = &b.coordinates[l] {
             // An array-of-structs COO region interleaves the coordinates of its levels.
             let run = encoding.aos_run(l).map_or(1, |r| r.len()).max(1);
-            let items: Vec<Value> = if run > 1 && level.format != LevelFormat::Singleton {
-                c.chunks(run).map(|ch| Value::tuple(ints(ch))).collect()
+            let buffer = format!("{name}_crd{l}");
+            if run > 1 && level.format != LevelFormat::Singleton {
+                let items = c.chunks(run).map(|ch| Value::tuple(ints(ch))).collect();
+                inputs.push((buffer, flat(items, super::read::ScalarKind::Int)));
             } else {
-                ints(c)
-            };
-            inputs.push((format!("{name}_crd{l}"), flat(items, super::read::ScalarKind::Int)));
+                inputs.push((buffer.clone(), packed(&buffer, c)));
+            }
         }
     }
-    let floats = tt.elem.is_float();
     // At the parameter's element type, exactly (an integer beyond what the
     // type holds is an error naming it; a float is rounded once).
     let typed = b.values.convert(tt.elem).map_err(|e| err(&n, format!("stored value {}: {}", e.position, e.message)))?;
-    let values: Vec<Value> = (0..typed.len()).map(|k| typed.num(k).to_value()).collect();
-    let kind = if floats { super::read::ScalarKind::Float } else { super::read::ScalarKind::Int };
-    inputs.push((format!("{name}_values"), flat(values, kind)));
+    inputs.push((format!("{name}_values"), Loaded::packed(typed, "storage")));
     Ok((nats, inputs))
+}
+
+/// A compressed array given as its three buffers (scipy's `indptr`,
+/// `indices`, `data`) for a tensor parameter stored the same way (CSR for
+/// `by_rows`, CSC otherwise; sorted, unique, no fill values, no slices): the
+/// parameter's dimension sizes and buffers as packed inputs, taken as they
+/// are after one validating pass — the checks [`crate::sparse::assemble`]
+/// makes of such storage. The buffers come back unchanged where the
+/// parameter stores the array otherwise or a check fails: the general path
+/// (assemble, or convert) then takes them and reports what is wrong.
+#[allow(clippy::type_complexity)]
+pub fn compressed_inputs(
+    kernel: &Kernel,
+    name: &str,
+    shape: &[u64],
+    by_rows: bool,
+    (indptr, indices, values): (Vec<i64>, Vec<i64>, ScalarVec),
+) -> Result<(Vec<(String, i64)>, Vec<(String, Loaded)>), (Vec<i64>, Vec<i64>, ScalarVec)> {
+    let Some((tt, nats)) = compressed_fits(kernel, name, shape, by_rows, &indptr, &indices, values.len()) else {
+        return Err((indptr, indices, values));
+    };
+    let values = if values.elem() == tt.elem {
+        values
+    } else {
+        // Exactly, or the general path names the value that does not fit.
+        match values.clone().convert(tt.elem) {
+            Ok(v) => v,
+            Err(_) => return Err((indptr, indices, values)),
+        }
+    };
+    let inputs = vec![
+        (format!("{name}_pos1"), Loaded::packed(ScalarVec::I64(indptr), "storage")),
+        (format!("{name}_crd1"), Loaded::packed(ScalarVec::I64(indices), "storage")),
+        (format!("{name}_values"), Loaded::packed(values, "storage")),
+    ];
+    Ok((nats, inputs))
+}
+
+/// Whether [`compressed_inputs`] applies: the parameter's tensor type and
+/// its dimension-size naturals.
+fn compressed_fits(kernel: &Kernel, name: &str, shape: &[u64], by_rows: bool, indptr: &[i64], indices: &[i64], nnz_values: usize) -> Option<(heddle_ir::tensor::TensorType, Vec<(String, i64)>)> {
+    let n = Name::from(name);
+    let Some(KernelParam::Tensor { ty: Type::Tensor(tt), encoding: enc, .. }) = kernel.params.iter().find(|p| p.name() == &n) else { return None };
+    let want = if by_rows { (0, 1) } else { (1, 0) };
+    if crate::sparse::csr::csr_like(enc) != Some(want) || enc.levels[1].props.nonordered || enc.explicit_val.is_some() || enc.implicit_val.is_some() || shape.len() != 2 {
+        return None;
+    }
+    let dims = tt.static_dims().ok()?;
+    if dims.iter().zip(shape).any(|(want, got)| want.is_some_and(|w| w != *got)) {
+        return None;
+    }
+    let (outer, inner) = if by_rows { (shape[0], shape[1]) } else { (shape[1], shape[0]) };
+    let nnz = indices.len();
+    if indptr.len() as u64 != outer.checked_add(1)? || indptr[0] != 0 || indptr[indptr.len() - 1] != nnz as i64 || nnz_values != nnz {
+        return None;
+    }
+    let inner = i64::try_from(inner).ok()?;
+    for row in indptr.windows(2) {
+        let (start, end) = (usize::try_from(row[0]).ok()?, usize::try_from(row[1]).ok()?);
+        let cols = indices.get(start..end)?;
+        // In range, and strictly increasing within the row (branch-free, so it vectorises).
+        let sorted = cols.windows(2).fold(true, |ok, w| ok & (w[0] < w[1]));
+        if !sorted || cols.first().is_some_and(|&c| c < 0) || cols.last().is_some_and(|&c| c >= inner) {
+            return None;
+        }
+    }
+    let nats = (0..2).filter(|&d| tt.dims[d].is_none()).map(|d| (format!("{name}_dim{d}"), shape[d] as i64)).collect();
+    Some(((**tt).clone(), nats))
 }

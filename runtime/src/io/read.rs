@@ -21,8 +21,51 @@ pub enum Loaded {
         /// buffer; a 2-D `.npy` gives `[[T]_m]_n` its `n` and `m`.
         shape: Vec<u64>,
     },
+    /// A flat buffer of one scalar type, kept packed (a plain `.npy`, a stored
+    /// tensor's buffers, a numpy array): the compiled backends bind it as
+    /// the kernel's buffer ([`super::bind::bind_inputs_flat`]), the interpreter
+    /// as values.
+    Packed {
+        /// The scalars, at the file's type.
+        data: crate::scalars::ScalarVec,
+        /// The file's element type, for messages (`int64`, `float32`, `storage`).
+        dtype: String,
+        /// The file's shape, as in `Flat`.
+        shape: Vec<u64>,
+    },
     /// A JSON document.
     Json(serde_json::Value),
+}
+
+impl Loaded {
+    /// One dimension of packed scalars.
+    pub fn packed(data: crate::scalars::ScalarVec, dtype: impl Into<String>) -> Loaded {
+        let shape = vec![data.len() as u64];
+        Loaded::Packed { data, dtype: dtype.into(), shape }
+    }
+
+    /// `Packed` data as `Flat` values (what the interpreter binds); others unchanged.
+    pub fn into_values(self) -> Loaded {
+        match self {
+            Loaded::Packed { data, dtype, shape } => {
+                let kind = kind_of(data.elem());
+                let items = (0..data.len()).map(|k| data.num(k).to_value()).collect();
+                Loaded::Flat { items, dtype, kinds: vec![kind], shape }
+            }
+            other => other,
+        }
+    }
+}
+
+/// The kind of a scalar type.
+pub fn kind_of(s: heddle_ir::ScalarType) -> ScalarKind {
+    if s.is_float() {
+        ScalarKind::Float
+    } else if s.is_int() {
+        ScalarKind::Int
+    } else {
+        ScalarKind::Bool
+    }
 }
 
 /// The kind of scalar a file holds.
@@ -149,6 +192,9 @@ fn read_npy(path: &Path) -> Result<Loaded, String> {
             data.len()
         ));
     }
+    if !structured {
+        return Ok(Loaded::Packed { data: packed(&fields[0], &data[..needed]), dtype: fields[0].name.clone(), shape });
+    }
     let mut items = Vec::with_capacity(count);
     for r in 0..count {
         let base = r * row;
@@ -166,4 +212,34 @@ fn read_npy(path: &Path) -> Result<Loaded, String> {
         fields[0].name.clone()
     };
     Ok(Loaded::Flat { items, dtype, kinds: fields.iter().map(|f| f.kind).collect(), shape })
+}
+
+/// The scalars of a plain dtype, at their own type (byte order fixed).
+fn packed(f: &FieldLayout, raw: &[u8]) -> crate::scalars::ScalarVec {
+    use crate::scalars::ScalarVec;
+    fn read<const N: usize, T>(raw: &[u8], big: bool, from: impl Fn([u8; N]) -> T) -> Vec<T> {
+        raw.chunks_exact(N)
+            .map(|c| {
+                let mut b: [u8; N] = c.try_into().expect("exact chunks");
+                if big {
+                    b.reverse();
+                }
+                from(b)
+            })
+            .collect()
+    }
+    let big = f.big_endian;
+    match (f.kind, f.bytes, f.signed) {
+        (ScalarKind::Bool, _, _) => ScalarVec::Bool(raw.iter().map(|b| *b != 0).collect()),
+        (ScalarKind::Float, 4, _) => ScalarVec::F32(read(raw, big, f32::from_le_bytes)),
+        (ScalarKind::Float, _, _) => ScalarVec::F64(read(raw, big, f64::from_le_bytes)),
+        (ScalarKind::Int, 1, true) => ScalarVec::I8(read(raw, big, i8::from_le_bytes)),
+        (ScalarKind::Int, 2, true) => ScalarVec::I16(read(raw, big, i16::from_le_bytes)),
+        (ScalarKind::Int, 4, true) => ScalarVec::I32(read(raw, big, i32::from_le_bytes)),
+        (ScalarKind::Int, _, true) => ScalarVec::I64(read(raw, big, i64::from_le_bytes)),
+        (ScalarKind::Int, 1, false) => ScalarVec::U8(raw.to_vec()),
+        (ScalarKind::Int, 2, false) => ScalarVec::U16(read(raw, big, u16::from_le_bytes)),
+        (ScalarKind::Int, 4, false) => ScalarVec::U32(read(raw, big, u32::from_le_bytes)),
+        (ScalarKind::Int, _, false) => ScalarVec::U64(read(raw, big, u64::from_le_bytes)),
+    }
 }
