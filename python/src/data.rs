@@ -172,7 +172,7 @@ impl RawTensor {
             self
         };
         let t = this.into_tensor(enc, elem)?;
-        Ok(heddle_runtime::io::bind::stored_tensor_inputs(kernel, &name, &t)?)
+        Ok(heddle_runtime::io::bind::stored_tensor_inputs(kernel, &name, t)?)
     }
 
     /// The tensor stored in `enc`.

@@ -171,7 +171,9 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     drop(running);
     let _writing = prof(|| "write the result".into());
     let ty = &kernel.body.ty;
-    let result_json = write::to_json(&value, ty);
+    // The JSON form only where it is printed or written (building it for a
+    // million elements costs more than the kernel).
+    let result_json = || write::to_json(&value, ty);
     if let (Some(out), heddle_runtime::value::Value::Tensor(t)) = (&a.output, &value) {
         // A stored tensor: the writers `heddle convert` uses.
         if a.output_dims.is_some() {
@@ -189,7 +191,7 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         let path = Path::new(out);
         match path.extension().and_then(|e| e.to_str()) {
             Some("npy") => write::write_npy(path, &value, ty).map_err(Failure::Input)?,
-            Some("json") => std::fs::write(path, serde_json::to_string(&result_json).unwrap_or_default())
+            Some("json") => std::fs::write(path, serde_json::to_string(&result_json()).unwrap_or_default())
                 .map_err(|e| Failure::Io(format!("cannot write {out}: {e}")))?,
             Some("mtx" | "npz" | "tns") => {
                 let dims = a.output_dims;
@@ -204,12 +206,13 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             _ => return Err(Failure::usage("--output", format!("--output {out}: expected a .npy, .json, .mtx, .npz or .tns file name"))),
         }
     }
+    let result_json = if a.output.is_some() { serde_json::Value::Null } else { result_json() };
     let text = if a.output.is_some() { String::new() } else { serde_json::to_string(&result_json).unwrap_or_default() };
     let mut json = serde_json::json!({
         "ok": true,
         "backend": format!("{:?}", a.backend).to_lowercase(),
         "type": ty.to_string(),
-        "result": if a.output.is_some() { serde_json::Value::Null } else { result_json },
+        "result": result_json,
         "output": a.output,
         "seconds": elapsed.as_secs_f64(),
     });

@@ -771,7 +771,7 @@ pub fn tensor_inputs(kernel: &Kernel, name: &str, path: &std::path::Path) -> Res
         let (message, file) = (e.to_string(), path.display().to_string());
         err(&n, if message.starts_with(&file) { message } else { format!("{file}: {message}") })
     })?;
-    stored_tensor_inputs(kernel, name, &t)
+    stored_tensor_inputs(kernel, name, t)
 }
 
 /// The encoding and element type of the tensor parameter `name`.
@@ -785,7 +785,7 @@ pub fn tensor_param<'k>(kernel: &'k Kernel, name: &str) -> Result<(&'k heddle_ir
 
 /// [`tensor_inputs`] of a tensor already stored in the parameter's encoding
 /// (the Python package binds scipy arrays through it).
-pub fn stored_tensor_inputs(kernel: &Kernel, name: &str, t: &crate::sparse::SparseTensor) -> Result<(Vec<(String, i64)>, Vec<(String, Loaded)>), InputError> {
+pub fn stored_tensor_inputs(kernel: &Kernel, name: &str, t: crate::sparse::SparseTensor) -> Result<(Vec<(String, i64)>, Vec<(String, Loaded)>), InputError> {
     use heddle_ir::encoding::LevelFormat;
     let n = Name::from(name);
     let Some(KernelParam::Tensor { ty: Type::Tensor(tt), encoding, .. }) = kernel.params.iter().find(|p| p.name() == &n) else {
@@ -798,22 +798,17 @@ pub fn stored_tensor_inputs(kernel: &Kernel, name: &str, t: &crate::sparse::Spar
             return Err(err(&n, format!("dimension {d} of the file is {got}, but the type says {}", want.unwrap_or(0))));
         }
     }
-    let b = crate::sparse::assemble::disassemble(t);
+    let _p = crate::profile::phase(|| format!("the buffers of `{name}`"));
     let mut nats = Vec::new();
     for (d, size) in t.dim_sizes.iter().enumerate() {
         if tt.dims[d].is_none() {
             nats.push((format!("{name}_dim{d}"), *size as i64));
         }
     }
-    let ints = |v: &[u64]| -> Vec<Value> { v.iter().map(|x| Value::Int(*x as i64)).collect() };
     let mut inputs = Vec::new();
-    let flat = |items: Vec<Value>, kind: super::read::ScalarKind| {
-        let shape = vec![items.len() as u64];
-        Loaded::Flat { items, dtype: "storage".into(), kinds: vec![kind], shape }
-    };
     // Positions and coordinates packed at the buffer parameter's own type
     // (kept as `u64` where one does not fit it: binding then names it).
-    let packed = |buffer: &str, v: &[u64]| {
+    let packed = |buffer: &str, v: &crate::sparse::buffer::IndexBuf| {
         let leaf = kernel.params.iter().find_map(|p| match p {
             KernelParam::Value { name, ty, .. } if name.as_str() == buffer => match super::write::leaf_type(ty) {
                 Type::Scalar(s) => Some(*s),
@@ -821,26 +816,21 @@ pub fn stored_tensor_inputs(kernel: &Kernel, name: &str, t: &crate::sparse::Spar
             },
             _ => None,
         });
-        let data = match leaf {
-            // The usual case (`index` positions and coordinates), in one pass.
-            Some(ScalarType::I64) if v.iter().all(|&x| x <= i64::MAX as u64) => ScalarVec::I64(v.iter().map(|&x| x as i64).collect()),
-            Some(s) if s != ScalarType::U64 => ScalarVec::U64(v.to_vec()).convert(s).unwrap_or_else(|_| ScalarVec::U64(v.to_vec())),
-            _ => ScalarVec::U64(v.to_vec()),
-        };
-        Loaded::packed(data, "storage")
+        Loaded::packed(index_data(v, leaf), "storage")
     };
     for (l, level) in encoding.levels.iter().enumerate() {
-        if let Some(p) = &b.positions[l] {
+        if let Some(p) = &t.positions[l] {
             let buffer = format!("{name}_pos{l}");
             inputs.push((buffer.clone(), packed(&buffer, p)));
         }
-        if let Some(c) = &b.coordinates[l] {
+        if let Some(c) = &t.coordinates[l] {
             // An array-of-structs COO region interleaves the coordinates of its levels.
             let run = encoding.aos_run(l).map_or(1, |r| r.len()).max(1);
             let buffer = format!("{name}_crd{l}");
             if run > 1 && level.format != LevelFormat::Singleton {
-                let items = c.chunks(run).map(|ch| Value::tuple(ints(ch))).collect();
-                inputs.push((buffer, flat(items, super::read::ScalarKind::Int)));
+                let items = (0..c.len() / run).map(|e| Value::tuple((0..run).map(|k| Value::Int(c.get(e * run + k) as i64)).collect())).collect::<Vec<_>>();
+                let shape = vec![items.len() as u64];
+                inputs.push((buffer, Loaded::Flat { items, dtype: "storage".into(), kinds: vec![super::read::ScalarKind::Int], shape }));
             } else {
                 inputs.push((buffer.clone(), packed(&buffer, c)));
             }
@@ -848,9 +838,27 @@ pub fn stored_tensor_inputs(kernel: &Kernel, name: &str, t: &crate::sparse::Spar
     }
     // At the parameter's element type, exactly (an integer beyond what the
     // type holds is an error naming it; a float is rounded once).
-    let typed = b.values.convert(tt.elem).map_err(|e| err(&n, format!("stored value {}: {}", e.position, e.message)))?;
+    let typed = t.values.convert(tt.elem).map_err(|e| err(&n, format!("stored value {}: {}", e.position, e.message)))?;
     inputs.push((format!("{name}_values"), Loaded::packed(typed, "storage")));
     Ok((nats, inputs))
+}
+
+/// A stored tensor's positions or coordinates at the type `leaf` of the
+/// parameter that takes them, in one pass; as `u64` where a value does not
+/// fit `leaf` (binding then names it).
+fn index_data(v: &crate::sparse::buffer::IndexBuf, leaf: Option<ScalarType>) -> ScalarVec {
+    use crate::sparse::buffer::IndexBuf;
+    let wide = || ScalarVec::U64(v.to_u64());
+    match (v, leaf) {
+        // The usual case: `index` positions and coordinates.
+        (IndexBuf::U64(x), Some(ScalarType::I64)) if x.iter().all(|&c| c <= i64::MAX as u64) => ScalarVec::I64(x.iter().map(|&c| c as i64).collect()),
+        (IndexBuf::U64(x), Some(ScalarType::U64) | None) => ScalarVec::U64(x.clone()),
+        (IndexBuf::U32(x), Some(ScalarType::U32)) => ScalarVec::U32(x.clone()),
+        (IndexBuf::U16(x), Some(ScalarType::U16)) => ScalarVec::U16(x.clone()),
+        (IndexBuf::U8(x), Some(ScalarType::U8)) => ScalarVec::U8(x.clone()),
+        (_, Some(s)) => wide().convert(s).unwrap_or_else(|_| wide()),
+        (_, None) => wide(),
+    }
 }
 
 /// A compressed array given as its three buffers (scipy's `indptr`,

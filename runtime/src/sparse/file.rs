@@ -183,7 +183,11 @@ pub fn read_into(path: &Path, enc: &Encoding) -> Result<SparseTensor> {
 /// element type): `.mtx` / `.tns` values are rounded once, straight to `f32`
 /// for an `f32` destination.
 pub fn read_into_for(path: &Path, enc: &Encoding, dest: ScalarType) -> Result<SparseTensor> {
-    read(path, Some(dest))?.into_encoding(enc)
+    let parsing = crate::profile::phase(|| format!("parse {}", path.display()));
+    let contents = read(path, Some(dest))?;
+    drop(parsing);
+    let _storing = crate::profile::phase(|| "store in the encoding".into());
+    contents.into_encoding(enc)
 }
 
 /// Do two encodings store a tensor in the same buffers? (Level names,
