@@ -101,6 +101,17 @@ impl Buffer {
         Ok(Buffer { words: Arc::new(Storage::Scalars(data)), fields: vec![elem], layout, records })
     }
 
+    /// The records as a slice of `i64`, for a buffer of one `i64` field.
+    pub fn as_i64s(&self) -> Option<&[i64]> {
+        if self.fields.as_slice() != [ScalarType::I64] {
+            return None;
+        }
+        // SAFETY: one `i64` field per record: the records are `records`
+        // consecutive 8-byte integers, and the storage (`u64` words, or a
+        // vector of `i64`) is aligned to 8 bytes; `bytes` holds them all.
+        Some(unsafe { std::slice::from_raw_parts(self.as_ptr().cast::<i64>(), self.records) })
+    }
+
     /// Field 0 of record `record` as an integer, for single-field integer buffers.
     pub fn int_at(&self, record: usize) -> Option<i64> {
         let &[s] = self.fields.as_slice() else { return None };
