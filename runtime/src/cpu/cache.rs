@@ -16,7 +16,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 #[derive(Default)]
 pub struct KernelCache {
     kernels: Mutex<HashMap<String, Arc<CpuKernel>>>,
+    /// The last few kernels handed out, found by comparing programs (no
+    /// key text to build): a kernel run again and again (`run --reps`,
+    /// calls from Python) skips formatting its program on every launch.
+    recent: Mutex<Vec<(Options, LoopProgram, Arc<CpuKernel>)>>,
 }
+
+/// How many programs [`KernelCache`] compares before building a key.
+const RECENT: usize = 4;
 
 impl KernelCache {
     /// The kernel for `prog`, compiled on first use.
@@ -26,14 +33,29 @@ impl KernelCache {
 
     /// The kernel for `prog` compiled with `options`, compiled on first use.
     pub fn get_with(&self, prog: &LoopProgram, options: &Options) -> Result<Arc<CpuKernel>, CodegenError> {
-        let key = format!("{options:?}{prog:?}");
-        if let Some(k) = self.lock().get(&key) {
-            return Ok(k.clone());
+        {
+            let recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((_, _, k)) = recent.iter().find(|(o, p, _)| o == options && p == prog) {
+                return Ok(k.clone());
+            }
         }
-        // Compiled outside the lock: two threads may race to compile the same
-        // program, and the second result simply replaces the first.
-        let k = Arc::new(compile_with(prog, options)?);
-        self.lock().insert(key, k.clone());
+        let key = format!("{options:?}{prog:?}");
+        let found = self.lock().get(&key).cloned();
+        let k = match found {
+            Some(k) => k,
+            None => {
+                // Compiled outside the lock: two threads may race to compile the same
+                // program, and the second result simply replaces the first.
+                let k = Arc::new(compile_with(prog, options)?);
+                self.lock().insert(key, k.clone());
+                k
+            }
+        };
+        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        if recent.len() == RECENT {
+            recent.remove(0);
+        }
+        recent.push((*options, prog.clone(), k.clone()));
         Ok(k)
     }
 
