@@ -71,8 +71,14 @@ fn run_timed_checked(kernel: &Kernel, program: &LoopProgram, env: &Env, threads:
     let mut times = Vec::with_capacity(reps);
     if !program.counts.is_empty() {
         let once = || -> Result<_, Diagnostic> {
+            use heddle_runtime::profile::phase;
+            let counting = phase(|| "count (the counting phases, their counts back)".into());
             let env = launch::run_counts(program, env, &mut |_, phase, l| cpu::run(phase, l, threads))?;
+            drop(counting);
+            let layout = phase(|| "lay out the fill (prefix sums, the result allocated)".into());
             let mut l = launch::prepare(program, &env)?;
+            drop(layout);
+            let _fill = phase(|| "fill".into());
             cpu::run(program, &mut l, threads)?;
             Ok((l, env))
         };

@@ -117,3 +117,25 @@ fn stored_tensors_bind_flat_and_agree_with_the_interpreter() {
     let reference = heddle_runtime::interp::run_kernel(&k, &bind_inputs(&k, &nats, inputs).unwrap()).unwrap();
     assert_eq!(run_cpu(&k, &flat), reference);
 }
+
+#[test]
+fn sums_over_a_flat_buffer_equal_the_term_by_term_sums() {
+    use heddle_runtime::interp::Env;
+    use heddle_runtime::launch::Buffer;
+    let xs = vec![3i64, -1, 5, i64::MAX];
+    let flat = Env::default().with_buffer("X".into(), Buffer::from_scalar_vec(ScalarVec::I64(xs.clone()), "X").unwrap());
+    let values = Env::default().with_value("X".into(), Value::array(xs.iter().map(|&x| Value::Int(x)).collect()));
+    for (text, expect) in [
+        ("sum(f = 0 .. 2, toNat(X@f))", Some(7)),
+        ("sum(f = 1 .. 1, toNat(X@f))", Some(-1)),
+        ("sum(f = 2 .. 1, toNat(X@f))", Some(0)),
+        ("sum(f = 0 .. 3, toNat(X@f))", None), // overflows
+        ("sum(f = 0 .. 4, toNat(X@f))", None), // reads past the end
+        ("sum(g = 0 .. 1, sum(f = 0 .. g, toNat(X@f)))", Some(5)),
+    ] {
+        let n = heddle_ir::parser::parse_nat(text).unwrap_or_else(|e| panic!("{text}: {e:?}"));
+        let (by_buffer, by_values) = (n.eval(&flat), n.eval(&values));
+        assert_eq!(by_buffer.as_ref().ok(), expect.as_ref(), "{text}");
+        assert_eq!(format!("{by_buffer:?}"), format!("{by_values:?}"), "{text}: the same result or error as term by term");
+    }
+}

@@ -112,6 +112,18 @@ impl Buffer {
         Some(unsafe { std::slice::from_raw_parts(self.as_ptr().cast::<i64>(), self.records) })
     }
 
+    /// [`as_i64s`](Buffer::as_i64s), writable (copied first if shared).
+    pub fn as_mut_i64s(&mut self) -> Option<&mut [i64]> {
+        if self.fields.as_slice() != [ScalarType::I64] {
+            return None;
+        }
+        let n = self.records;
+        let p = self.as_mut_ptr().cast::<i64>();
+        // SAFETY: as in `as_i64s`; `&mut self` and `as_mut_ptr`'s copy on
+        // write make the access unique.
+        Some(unsafe { std::slice::from_raw_parts_mut(p, n) })
+    }
+
     /// Field 0 of record `record` as an integer, for single-field integer buffers.
     pub fn int_at(&self, record: usize) -> Option<i64> {
         let &[s] = self.fields.as_slice() else { return None };
@@ -313,6 +325,18 @@ pub fn prepare(prog: &LoopProgram, env: &Env) -> Result<Launch, Diagnostic> {
                 }
                 let env = flat_env.as_ref().unwrap_or(env);
                 let mut buf = zeroed(vec![ScalarType::I64], n.saturating_add(1), &format!("the prefix sum `{name}`"))?;
+                if let Nat::ToNat(e) = body
+                    && let Some(terms) = env.lookups(e, var).and_then(|xs| xs.get(..n))
+                {
+                    // The usual prefix sum (`toNat(count@j)`, `toNat(len@j)`), straight off the buffer.
+                    let mut total: i64 = 0;
+                    let slots = buf.as_mut_i64s().expect("one i64 field");
+                    for (j, &term) in terms.iter().enumerate() {
+                        total = total.checked_add(term).ok_or_else(|| fail(Span::DUMMY, format!("`{name}` overflows")))?;
+                        slots[j + 1] = total;
+                    }
+                    Slot::Buffer(buf)
+                } else {
                 let mut total: i64 = 0;
                 let mut bound = Vec::with_capacity(1);
                 for j in 0..n {
@@ -323,6 +347,7 @@ pub fn prepare(prog: &LoopProgram, env: &Env) -> Result<Launch, Diagnostic> {
                     buf.write(j + 1, 0, &Value::Int(total));
                 }
                 Slot::Buffer(buf)
+                }
             }
             ArgKind::Output { fields, len } => Slot::Buffer(zeroed(fields.clone(), eval_len(len, env, "the result")?, "the result")?),
         });
@@ -339,6 +364,17 @@ pub fn run_counts(prog: &LoopProgram, env: &Env, run: &mut dyn FnMut(usize, &Loo
     for (k, phase) in prog.counts.iter().enumerate() {
         let mut launch = prepare(&phase.program, &env)?;
         run(k, &phase.program, &mut launch)?;
+        if let ([_], Some(out)) = (phase.shape.as_slice(), launch.output(&phase.program))
+            && let Some(counts) = out.as_i64s()
+        {
+            // One count per row: the output buffer itself is the count array
+            // (read in place by the fill's sizes and passed to it uncopied).
+            if let Some((r, bad)) = counts.iter().enumerate().find(|(_, c)| **c < 0) {
+                return Err(fail(Span::DUMMY, format!("the counting phase of `{}` produced {bad} (row {r})", phase.name)));
+            }
+            env = env.with_buffer(phase.name.clone(), out.clone());
+            continue;
+        }
         let ty = phase.shape.iter().rev().fold(Type::Scalar(ScalarType::I64), |t, n| Type::array(t, n.clone()));
         let counts = output_value(&phase.program, &launch, &ty, &env)?;
         let mut flat = Vec::new();
@@ -450,6 +486,11 @@ fn list_lengths(len: &Nat, dense: &[(usize, Option<Name>)], env: &Env) -> Result
         let binders: Vec<Option<Name>> = dense.iter().map(|(_, b)| b.clone()).collect();
         let by_position = path.len() == binders.len()
             && path.iter().zip(&binders).all(|(e, b)| matches!((&e.kind, b), (heddle_ir::ExprKind::Var(x), Some(b)) if x == b));
+        if let (true, Some(counts)) = (by_position, env.buffer(&array).and_then(Buffer::as_i64s))
+            && counts.len() == positions
+        {
+            return Ok(counts.iter().map(|&c| c.max(0) as u64).collect());
+        }
         if let (true, Some(v)) = (by_position, env.value(&array)) {
             let mut flat = Vec::new();
             v.flatten_into(&mut flat);

@@ -36,6 +36,14 @@ pub trait NatEnv {
     /// Evaluates the expression of `toNat(e)`; `bound` holds the Σ indices
     /// (and other binders) in scope at that point, innermost last.
     fn to_nat(&self, e: &Expr, bound: &[(Name, i64)]) -> Result<i64, NatEvalError>;
+    /// `sum(var = lo .. hi, toNat(e))` at once, where the environment can
+    /// read the terms faster than one evaluation each (a lookup `X@var` into
+    /// a flat buffer); `None` to evaluate term by term. Only called where
+    /// `var` is not shadowed by an outer binder that `e` could mean instead
+    /// (`var` is the innermost binder).
+    fn sum_to_nat(&self, _e: &Expr, _var: &Name, _lo: i64, _hi: i64) -> Option<Result<i64, NatEvalError>> {
+        None
+    }
 }
 
 impl NatEnv for HashMap<Name, i64> {
@@ -92,6 +100,13 @@ impl Nat {
                 let terms = hi as i128 - lo as i128 + 1;
                 if terms > MAX_SUM_TERMS {
                     return Err(NatEvalError::SumTooLong(terms));
+                }
+                // The array `e` reads must not be a binder of the enclosing Σs.
+                if let Nat::ToNat(e) = &**body
+                    && !bound.iter().any(|(n, _)| e.mentions(n) && n != var)
+                    && let Some(total) = env.sum_to_nat(e, var, lo, hi)
+                {
+                    return total;
                 }
                 let mut total: i64 = 0;
                 for k in lo..=hi {

@@ -44,6 +44,18 @@ impl Env {
             _ => None,
         }
     }
+    /// The `i64` records that `e` reads as `var` runs over them: for `e` =
+    /// `X@var` with `X` a flat buffer of one `i64` field (a count array, an
+    /// offsets input). Lets sums and prefix sums over `toNat(X@var)` read the
+    /// buffer instead of evaluating a term per index.
+    pub fn lookups(&self, e: &Expr, var: &Name) -> Option<&[i64]> {
+        let ExprKind::Index { array, index } = &e.kind else { return None };
+        let (ExprKind::Var(x), ExprKind::Var(v)) = (&array.kind, &index.kind) else { return None };
+        if v != var {
+            return None;
+        }
+        self.buffer(x)?.as_i64s()
+    }
     /// Whether any input is bound as a flat buffer (so the interpreter, which
     /// reads values, cannot run in this environment).
     pub fn has_buffers(&self) -> bool {
@@ -89,6 +101,11 @@ impl Env {
 impl NatEnv for Env {
     fn nat_var(&self, name: &Name) -> Option<i64> {
         self.nat(name)
+    }
+    fn sum_to_nat(&self, e: &Expr, var: &Name, lo: i64, hi: i64) -> Option<Result<i64, NatEvalError>> {
+        let xs = self.lookups(e, var)?;
+        let terms = xs.get(usize::try_from(lo).ok()?..=usize::try_from(hi).ok()?)?;
+        Some(terms.iter().try_fold(0i64, |a, &t| a.checked_add(t)).ok_or(NatEvalError::Overflow))
     }
     fn to_nat(&self, e: &Expr, bound: &[(Name, i64)]) -> Result<i64, NatEvalError> {
         let env = bound.iter().fold(self.clone(), |env, (n, v)| env.with_nat(n.clone(), *v));
