@@ -441,24 +441,30 @@ impl Lowerer<'_> {
         Ok(Val::Array(View::buffer(buf, offset, ty.clone())))
     }
 
+    /// The array a reduction reads: a `mapLocal`'s results are computed by
+    /// the group's items in parallel and kept in local memory for it (fused
+    /// into the reduction's sequential loop, the map would run on one item at
+    /// a time); any other array as it is.
+    fn reduction_operand(&mut self, xs: View, env: &Env, span: Span, body: &mut Block) -> Result<View, Diagnostic> {
+        if let ViewKind::Map { prim: "mapLocal", .. } = &xs.kind
+            && self.counting.is_none()
+        {
+            let ty = xs.ty.clone();
+            if let Val::Array(local) = self.materialize(Val::Array(xs.clone()), &ty, Space::Local, env, span, body)? {
+                return Ok(local);
+            }
+        }
+        Ok(xs)
+    }
+
     /// `reduce(op, init)(xs)` (`reassociate`: its accumulators may be
     /// reassociated, see `LoopProgram::reassociable`) or `reduceSeq`.
     #[allow(clippy::too_many_arguments)]
     fn reduce(&mut self, op: &TExpr, init: &TExpr, xs_expr: &TExpr, reassociate: bool, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
         let init_ty = self.program_values_in_type(&env.subst_type(&init.ty), env);
         let init = self.expr(init, env, body)?;
-        let mut xs = self.array(xs_expr, env, body)?;
-        // A `mapLocal`'s results are computed by the group's items in parallel
-        // and kept in local memory for the reduction (fused into a sequential
-        // loop, the map would run on one item at a time).
-        if let ViewKind::Map { prim: "mapLocal", .. } = &xs.kind
-            && self.counting.is_none()
-        {
-            let ty = xs.ty.clone();
-            if let Val::Array(local) = self.materialize(Val::Array(xs.clone()), &ty, Space::Local, env, span, body)? {
-                xs = local;
-            }
-        }
+        let xs = self.array(xs_expr, env, body)?;
+        let xs = self.reduction_operand(xs, env, span, body)?;
         // The reduction may destroy a local buffer made for it alone.
         let own = matches!(&xs_expr.kind, TKind::Prim { name: "toLocal" | "mapLocal", .. });
         if reassociate && own && self.counting.is_none()
@@ -545,15 +551,8 @@ impl Lowerer<'_> {
     /// accumulator and `op` takes the pair (accumulator, element) for the rest,
     /// left to right (so not listed as reassociable).
     fn reduce_from_first(&mut self, op: &TExpr, xs_expr: &TExpr, name: &str, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
-        let mut xs = self.array(xs_expr, env, body)?;
-        if let ViewKind::Map { prim: "mapLocal", .. } = &xs.kind
-            && self.counting.is_none()
-        {
-            let ty = xs.ty.clone();
-            if let Val::Array(local) = self.materialize(Val::Array(xs.clone()), &ty, Space::Local, env, span, body)? {
-                xs = local;
-            }
-        }
+        let xs = self.array(xs_expr, env, body)?;
+        let xs = self.reduction_operand(xs, env, span, body)?;
         if super::stream::is_stream(&xs) || super::scatter::walked(&xs) {
             return Err(unsupported(span, &format!("`{name}` without an initial value of an array produced in order")));
         }
