@@ -51,13 +51,10 @@ def power_law(n: int, nnz: int, seed: int) -> sp.csr_array:
     return a
 
 
-def median_seconds(f, reps: int) -> float:
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+def seconds(f) -> float:
+    t = time.perf_counter()
+    f()
+    return time.perf_counter() - t
 
 
 def scipy_product(a, b):
@@ -98,7 +95,7 @@ def main() -> None:
                 for t, k in by_threads.items():
                     times[t].append(k.time(reps=1, A=A, B=B)["median"])
                 peer = (lambda: scipy_product(A, B)) if name.startswith("spgemm") else (lambda: A + B)
-                times["scipy"].append(median_seconds(peer, 1))
+                times["scipy"].append(seconds(peer))
             m = {k: statistics.median(v) * 1e3 for k, v in times.items()}
             print(f"| {label} | {A.nnz} | {name} | {want.nnz} | {m[1]:.2f} | {m[2]:.2f} | {m['scipy']:.2f} | {m['scipy'] / m[1]:.2f} | {m[1] / m[2]:.2f} |", flush=True)
 

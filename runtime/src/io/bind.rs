@@ -339,7 +339,7 @@ fn shaped(t: &Type, shape: &[u64]) -> bool {
 /// Lengths the data shows, each with the type's formula for it.
 fn observed_lengths(t: &Type, data: &Loaded) -> Vec<(Nat, i64)> {
     match data {
-        Loaded::Flat { shape, .. } if shaped(t, shape) => {
+        Loaded::Flat { shape, .. } | Loaded::Packed { shape, .. } if shaped(t, shape) => {
             // One equation per dimension of the file, along the nesting.
             let mut out = Vec::new();
             let mut ty = t;
@@ -351,16 +351,6 @@ fn observed_lengths(t: &Type, data: &Loaded) -> Vec<(Nat, i64)> {
             out
         }
         Loaded::Flat { items, .. } => vec![(flat_count(t), items.len() as i64)],
-        Loaded::Packed { shape, .. } if shaped(t, shape) => {
-            let mut out = Vec::new();
-            let mut ty = t;
-            for &d in shape {
-                let Type::Array { elem, len, .. } = ty else { break };
-                out.push((len.clone(), d as i64));
-                ty = elem;
-            }
-            out
-        }
         Loaded::Packed { data, .. } => vec![(flat_count(t), data.len() as i64)],
         Loaded::Json(j) => {
             let mut out = Vec::new();
