@@ -103,7 +103,8 @@ impl Buffer {
 
     /// The records as a slice of `i64`, for a buffer of one `i64` field.
     pub fn as_i64s(&self) -> Option<&[i64]> {
-        if self.fields.as_slice() != [ScalarType::I64] {
+        // The records are little-endian bytes: native integers only on a little-endian machine.
+        if self.fields.as_slice() != [ScalarType::I64] || cfg!(target_endian = "big") {
             return None;
         }
         // SAFETY: one `i64` field per record: the records are `records`
@@ -114,7 +115,7 @@ impl Buffer {
 
     /// [`as_i64s`](Buffer::as_i64s), writable (copied first if shared).
     pub fn as_mut_i64s(&mut self) -> Option<&mut [i64]> {
-        if self.fields.as_slice() != [ScalarType::I64] {
+        if self.fields.as_slice() != [ScalarType::I64] || cfg!(target_endian = "big") {
             return None;
         }
         let n = self.records;
@@ -325,29 +326,29 @@ pub fn prepare(prog: &LoopProgram, env: &Env) -> Result<Launch, Diagnostic> {
                 }
                 let env = flat_env.as_ref().unwrap_or(env);
                 let mut buf = zeroed(vec![ScalarType::I64], n.saturating_add(1), &format!("the prefix sum `{name}`"))?;
-                if let Nat::ToNat(e) = body
-                    && let Some(terms) = env.lookups(e, var).and_then(|xs| xs.get(..n))
-                {
+                let terms = match body {
+                    Nat::ToNat(e) => env.lookups(e, var).and_then(|xs| xs.get(..n)),
+                    _ => None,
+                };
+                if let (Some(terms), Some(sums)) = (terms, buf.as_mut_i64s()) {
                     // The usual prefix sum (`toNat(count@j)`, `toNat(len@j)`), straight off the buffer.
                     let mut total: i64 = 0;
-                    let slots = buf.as_mut_i64s().expect("one i64 field");
                     for (j, &term) in terms.iter().enumerate() {
                         total = total.checked_add(term).ok_or_else(|| fail(Span::DUMMY, format!("`{name}` overflows")))?;
-                        slots[j + 1] = total;
+                        sums[j + 1] = total;
                     }
-                    Slot::Buffer(buf)
                 } else {
-                let mut total: i64 = 0;
-                let mut bound = Vec::with_capacity(1);
-                for j in 0..n {
-                    bound.push((var.clone(), j as i64));
-                    let term = body.eval_with(env, &mut bound).map_err(|e| fail(Span::DUMMY, format!("computing `{name}`: {e}")))?;
-                    bound.pop();
-                    total = total.checked_add(term).ok_or_else(|| fail(Span::DUMMY, format!("`{name}` overflows")))?;
-                    buf.write(j + 1, 0, &Value::Int(total));
+                    let mut total: i64 = 0;
+                    let mut bound = Vec::with_capacity(1);
+                    for j in 0..n {
+                        bound.push((var.clone(), j as i64));
+                        let term = body.eval_with(env, &mut bound).map_err(|e| fail(Span::DUMMY, format!("computing `{name}`: {e}")))?;
+                        bound.pop();
+                        total = total.checked_add(term).ok_or_else(|| fail(Span::DUMMY, format!("`{name}` overflows")))?;
+                        buf.write(j + 1, 0, &Value::Int(total));
+                    }
                 }
                 Slot::Buffer(buf)
-                }
             }
             ArgKind::Output { fields, len } => Slot::Buffer(zeroed(fields.clone(), eval_len(len, env, "the result")?, "the result")?),
         });
