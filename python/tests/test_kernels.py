@@ -237,3 +237,52 @@ def test_a_value_that_does_not_fit_the_parameter_is_an_error():
     A = sp.csr_array((np.array([1.5]), np.array([0]), np.array([0, 1])), shape=(1, 1))
     with pytest.raises(heddle.InputError, match="1.5"):
         heddle.compile(IDENTITY_I64)(A=A)
+
+
+INT_SUM = "nFun(n => fun(xs: [int]_n => xs :>> reduce(+, 0)))"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64])
+def test_integer_arrays_of_every_width_bind_exactly(backend, dtype):
+    # Each dtype arrives at its own width and is converted (and checked) in the runtime.
+    xs = np.array([0, 1, 100, 7], dtype=dtype)
+    assert heddle.compile(INT_SUM, backend=backend)(xs=xs) == 108
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_integer_beyond_the_parameters_type_is_an_error_naming_it(backend):
+    k = heddle.compile(INT_SUM, backend=backend)
+    with pytest.raises(heddle.InputError, match="18446744073709551615 does not fit in int"):
+        k(xs=np.array([1, 2**64 - 1], dtype=np.uint64))
+    with pytest.raises(heddle.InputError, match="does not fit in int"):
+        k(xs=np.array([1, 2**40], dtype=np.int64))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_float16_float32_and_float64_arrays_give_the_same_spmv(spmv_csr, backend):
+    k = heddle.compile(spmv_csr, backend=backend)
+    A = matrix(seed=21)
+    x = np.arange(A.shape[1], dtype=np.float16) / 8  # exact in every float width
+    want = k(A=A, xs=x.astype(np.float64))
+    for dtype in (np.float16, np.float32):
+        np.testing.assert_array_equal(k(A=A, xs=x.astype(dtype)), want)
+
+
+def test_a_canonical_csr_array_and_a_converted_one_agree(spmv_csr):
+    # Canonical: taken as it is after one check. Unsorted, or with duplicates: converted.
+    k = heddle.compile(spmv_csr)
+    A = matrix(seed=31)
+    x = np.random.default_rng(32).random(A.shape[1])
+    shuffled = A.copy()
+    for i in range(A.shape[0]):
+        lo, hi = A.indptr[i], A.indptr[i + 1]
+        order = np.arange(lo, hi)[::-1]
+        shuffled.indices[lo:hi], shuffled.data[lo:hi] = A.indices[order], A.data[order]
+    shuffled.has_sorted_indices = False
+    np.testing.assert_allclose(k(A=shuffled, xs=x), k(A=A, xs=x), rtol=1e-6)
+    np.testing.assert_allclose(k(A=A, xs=x), A @ x, rtol=1e-5)
+    # A csr array whose column is out of range is an error, not a read out of bounds.
+    bad = sp.csr_array((np.array([1.0]), np.array([A.shape[1]]), np.array([0, 1] + [1] * (A.shape[0] - 1))), shape=A.shape)
+    with pytest.raises(heddle.InputError):
+        k(A=bad, xs=x)
