@@ -153,7 +153,8 @@ impl CpuKernel {
             let slot = match (a, p) {
                 (ArgValue::Nat(v), ArgKind::Nat) => *v as u64,
                 (ArgValue::Int(v), ArgKind::Scalar(t)) if t.is_int() => *v as u64,
-                (ArgValue::Float(v), ArgKind::Scalar(ScalarType::F32)) => u64::from((*v as f32).to_bits()),
+                // An f16 / bf16 is passed in an f32 (its value is exact there).
+                (ArgValue::Float(v), ArgKind::Scalar(ScalarType::F32 | ScalarType::F16 | ScalarType::BF16)) => u64::from((*v as f32).to_bits()),
                 (ArgValue::Float(v), ArgKind::Scalar(ScalarType::F64)) => v.to_bits(),
                 (ArgValue::Bool(v), ArgKind::Scalar(ScalarType::Bool)) => u64::from(*v),
                 (ArgValue::Buffer(p), ArgKind::Input { .. } | ArgKind::Host | ArgKind::Output { .. }) if !p.is_null() => *p as u64,

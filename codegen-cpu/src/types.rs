@@ -4,9 +4,12 @@ use cranelift_codegen::ir::{types, MemFlagsData, Type};
 use heddle_ir::ScalarType;
 
 /// The Cranelift type a scalar is held in. `bool` is an `i8` that is 0 or 1
-/// (what Cranelift's comparisons produce and what a buffer stores).
+/// (what Cranelift's comparisons produce and what a buffer stores). `f16`
+/// and `bf16` are held in an `f32` (exactly) and stored as their 16 bits
+/// ([`memory_type`]).
 pub fn clif_type(t: ScalarType) -> Type {
     match t {
+        ScalarType::F16 | ScalarType::BF16 => types::F32,
         ScalarType::Bool | ScalarType::I8 | ScalarType::U8 => types::I8,
         ScalarType::I16 | ScalarType::U16 => types::I16,
         ScalarType::I32 | ScalarType::U32 => types::I32,
@@ -14,6 +17,11 @@ pub fn clif_type(t: ScalarType) -> Type {
         ScalarType::F32 => types::F32,
         ScalarType::F64 => types::F64,
     }
+}
+
+/// The Cranelift type a scalar is stored in, in a buffer.
+pub fn memory_type(t: ScalarType) -> Type {
+    if t.is_half() { types::I16 } else { clif_type(t) }
 }
 
 /// Flags for the argument-slot loads at entry: the slot array is read-only

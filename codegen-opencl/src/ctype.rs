@@ -15,6 +15,9 @@ pub fn scalar(t: ScalarType) -> &'static str {
         ScalarType::U16 => "ushort",
         ScalarType::U32 => "uint",
         ScalarType::U64 => "ulong",
+        // Computed in `float`, rounded back after every operation (`half`
+        // arithmetic needs cl_khr_fp16, which few devices have).
+        ScalarType::F16 | ScalarType::BF16 => "float",
         ScalarType::F32 => "float",
         ScalarType::F64 => "double",
     }
@@ -22,9 +25,15 @@ pub fn scalar(t: ScalarType) -> &'static str {
 
 /// The OpenCL C type of a scalar stored in memory or passed as an argument:
 /// `bool` has no defined size in OpenCL C and may not be a kernel argument,
-/// so it is stored as a `uchar` (0 or 1), the one-byte layout the host uses.
+/// so it is stored as a `uchar` (0 or 1), the one-byte layout the host uses;
+/// `f16` and `bf16` are stored as their bits in a `ushort` (converted by
+/// the `heddle_from_*` / `heddle_to_*` helpers of `halves.rs`).
 pub fn stored(t: ScalarType) -> &'static str {
-    if t == ScalarType::Bool { "uchar" } else { scalar(t) }
+    match t {
+        ScalarType::Bool => "uchar",
+        ScalarType::F16 | ScalarType::BF16 => "ushort",
+        t => scalar(t),
+    }
 }
 
 /// Integer types narrower than `int`: C promotes their arithmetic to `int`,
@@ -48,20 +57,27 @@ pub fn int_literal(v: i64, t: ScalarType) -> String {
         ScalarType::U8 => format!("(uchar){}", v as u8),
         ScalarType::U16 => format!("(ushort){}", v as u16),
         ScalarType::Bool => (if v != 0 { "true" } else { "false" }).into(),
-        ScalarType::F32 | ScalarType::F64 => float_literal(v as f64, t),
+        ScalarType::F16 | ScalarType::BF16 | ScalarType::F32 | ScalarType::F64 => float_literal(v as f64, t),
     }
 }
 
 /// A literal of a float type (`INFINITY` / `NAN` for the non-finite values).
 pub fn float_literal(v: f64, t: ScalarType) -> String {
-    let (text, suffix) = if t == ScalarType::F32 {
+    // f16 and bf16 literals are rounded to their type and held in a `float`
+    // (their values are exact there).
+    let v = match t {
+        ScalarType::F16 => heddle_ir::rounding::f16_of_f64(v).to_f64(),
+        ScalarType::BF16 => heddle_ir::rounding::bf16_of_f64(v).to_f64(),
+        _ => v,
+    };
+    let (text, suffix) = if t != ScalarType::F64 {
         let v = v as f32;
         (if v.is_finite() { format!("{v:?}") } else { non_finite(f64::from(v)) }, "f")
     } else {
         (if v.is_finite() { format!("{v:?}") } else { non_finite(v) }, "")
     };
     if !v.is_finite() {
-        return if t == ScalarType::F32 { text } else { format!("(double){text}") };
+        return if t != ScalarType::F64 { text } else { format!("(double){text}") };
     }
     format!("{text}{suffix}")
 }

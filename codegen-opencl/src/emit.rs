@@ -286,6 +286,8 @@ impl Gen<'_> {
         let mut v = self.expr(value, env)?;
         if ty == heddle_ir::ScalarType::Bool {
             v = format!("(uchar)({v})");
+        } else if ty.is_half() {
+            v = self.halves.store(ty, &v);
         }
         let target = format!("{}[{}]{member} = {v};", self.ids.get(buf), self.expr(index, env)?);
         let who = if self.private.contains(buf) { Vec::new() } else { self.who(self.local.contains(buf)) };
@@ -481,6 +483,7 @@ fn zero(t: heddle_ir::ScalarType) -> String {
 }
 
 /// The type of a kernel argument for a loop-program argument.
+/// An `f16` / `bf16` argument is passed as a `float` holding its value.
 pub(crate) fn scalar_param(t: heddle_ir::ScalarType) -> &'static str {
-    stored(t)
+    if t.is_half() { "float" } else { stored(t) }
 }

@@ -43,8 +43,14 @@ impl Gen<'_> {
                 let ty = *fields.get(*field as usize).ok_or_else(|| format!("`{buf}` has no field {field}"))?;
                 let member = if fields.len() > 1 { format!(".f{field}") } else { String::new() };
                 let text = format!("{}[{}]{member}", self.ids.get(buf), self.expr_at(index, env, 0)?);
-                // Booleans are stored as uchar (see ctype::stored).
-                if ty == ScalarType::Bool { wrap(format!("{text} != 0"), prec::EQ, ctx) } else { text }
+                // Booleans are stored as uchar, halves as their bits (see ctype::stored).
+                if ty == ScalarType::Bool {
+                    wrap(format!("{text} != 0"), prec::EQ, ctx)
+                } else if ty.is_half() {
+                    self.halves.load(ty, &text)
+                } else {
+                    text
+                }
             }
             Expr::Bin(op, a, b) => self.bin(*op, a, b, env, ctx)?,
             Expr::Neg(a) => {
@@ -69,10 +75,18 @@ impl Gen<'_> {
                 let from = self.ty(a, env)?;
                 if *t == from {
                     self.expr_at(a, env, ctx)?
+                } else if t.is_half() {
+                    let v = self.expr_at(a, env, 0)?;
+                    self.halves.convert(*t, from, &v)
+                } else if from.is_half() && matches!(t, ScalarType::F32) {
+                    // Held in a float already, exactly.
+                    self.expr_at(a, env, ctx)?
                 } else if *t == ScalarType::Bool {
                     wrap(format!("{} != 0", self.expr_at(a, env, prec::REL)?), prec::EQ, ctx)
                 } else if from.is_float() && !t.is_float() {
                     // Toward zero, saturating, NaN giving 0: a C cast is undefined out of range.
+                    // A half is held in a float: the float's helper serves it.
+                    let from = if from.is_half() { ScalarType::F32 } else { from };
                     self.conversions.insert((*t, from));
                     format!("{}({})", crate::conversion_name(*t, from), self.expr_at(a, env, 0)?)
                 } else {
@@ -106,6 +120,9 @@ impl Gen<'_> {
         };
         let text = format!("{} {} {}", self.expr_at(a, env, p)?, op.symbol(), self.expr_at(b, env, p + 1)?);
         let arithmetic = !op.is_comparison() && !matches!(op, BinOp::And | BinOp::Or);
+        if arithmetic && t.is_half() {
+            return Ok(self.halves.round(t, &text));
+        }
         if arithmetic && is_narrow(t) {
             return Ok(wrap(format!("({})({text})", scalar(t)), prec::UNARY, ctx));
         }

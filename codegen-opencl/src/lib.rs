@@ -28,6 +28,7 @@ mod ctype;
 mod divergence;
 mod emit;
 mod expr;
+mod halves;
 pub mod interface;
 pub mod launch;
 mod normalize;
@@ -205,6 +206,8 @@ pub(crate) struct Gen<'a> {
     /// Float-to-integer conversions used, `(to, from)`: each gets a helper
     /// function (`conversion_helper`).
     pub(crate) conversions: std::collections::BTreeSet<(ScalarType, ScalarType)>,
+    /// The `f16` / `bf16` helpers used.
+    pub(crate) halves: halves::Halves,
 }
 
 /// Generates the OpenCL kernel for `prog` (validated first). An error means
@@ -219,6 +222,7 @@ pub fn compile(prog: &LoopProgram) -> Result<Kernel, Diagnostic> {
         ids: Idents::default(),
         records: Records::default(),
         conversions: Default::default(),
+        halves: Default::default(),
         out: String::new(),
         params: Vec::new(),
         params_text: Vec::new(),
@@ -276,6 +280,7 @@ pub fn compile(prog: &LoopProgram) -> Result<Kernel, Diagnostic> {
     for &(to, from) in &g.conversions {
         src.push_str(&conversion_helper(to, from));
     }
+    src.push_str(&g.halves.declarations());
     src.push_str(&format!("\n__kernel void {name}(\n  {}) {{\n", params_text.join(",\n  ")));
     src.push_str(&g.out);
     src.push_str("}\n");

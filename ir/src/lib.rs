@@ -22,6 +22,7 @@ pub mod nat;
 pub mod parser;
 pub mod prims;
 pub mod printer;
+pub mod rounding;
 pub mod span;
 pub mod suggest;
 pub mod tensor;

@@ -1162,6 +1162,8 @@ fn s_of(t: &Token) -> &str {
 /// MLIR's spelling of element types in `tensor<…>`.
 pub fn mlir_scalar(s: &str) -> Option<ScalarType> {
     Some(match s {
+        "f16" => ScalarType::F16,
+        "bf16" => ScalarType::BF16,
         "f32" => ScalarType::F32,
         "f64" => ScalarType::F64,
         "i1" => ScalarType::Bool,

@@ -103,6 +103,10 @@ filter       : (p: T -> bool) -> [T]_N -> [T]_counted  // the elements for which
 // rounds toward zero and saturates at the target's range, NaN giving 0 (as
 // Rust's `as` and OpenCL's `convert_T_sat_rtz`); to `bool` is `x != 0` (NaN
 // gives true); a bool is 0 or 1. Every backend computes the same value.
+// `f16` and `bf16` are stored in 2 bytes and computed in `f32`: an operation
+// on them rounds its exact result once, to nearest even, back to their
+// precision (the IEEE result: `f32` is wide enough that rounding twice never
+// differs), and a `double` converts to them in one rounding.
 bool         : T -> bool  // x != 0
 int          : T -> int  // to a 32-bit signed integer
 float        : T -> float  // to a 32-bit float
@@ -118,3 +122,6 @@ u32          : T -> u32  // to a 32-bit unsigned integer
 u64          : T -> u64  // to a 64-bit unsigned integer
 f32          : T -> f32  // to a 32-bit float (as float)
 f64          : T -> f64  // to a 64-bit float (as double)
+f16          : T -> f16  // to an IEEE 754 16-bit float (binary16)
+half         : T -> half  // to an IEEE 754 16-bit float (as f16)
+bf16         : T -> bf16  // to a bfloat16 (f32's exponent, 8-bit significand)

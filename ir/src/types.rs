@@ -19,13 +19,19 @@ pub enum ScalarType {
     U16,
     U32,
     U64,
+    /// IEEE 754 binary16 (`f16`, `half`): stored in 2 bytes, computed in
+    /// `f32` and rounded back to `f16` after every operation.
+    F16,
+    /// bfloat16 (`bf16`): `f32`'s exponent with an 8-bit significand, stored
+    /// in 2 bytes, computed in `f32` and rounded back after every operation.
+    BF16,
     F32,
     F64,
 }
 
 impl ScalarType {
     /// Every scalar type, for tables and tests.
-    pub const ALL: [ScalarType; 11] = [
+    pub const ALL: [ScalarType; 13] = [
         ScalarType::Bool,
         ScalarType::I8,
         ScalarType::I16,
@@ -35,6 +41,8 @@ impl ScalarType {
         ScalarType::U16,
         ScalarType::U32,
         ScalarType::U64,
+        ScalarType::F16,
+        ScalarType::BF16,
         ScalarType::F32,
         ScalarType::F64,
     ];
@@ -53,6 +61,8 @@ impl ScalarType {
             "u16" => ScalarType::U16,
             "u32" => ScalarType::U32,
             "u64" => ScalarType::U64,
+            "half" | "f16" => ScalarType::F16,
+            "bf16" => ScalarType::BF16,
             _ => return None,
         })
     }
@@ -69,6 +79,8 @@ impl ScalarType {
             ScalarType::U16 => "u16",
             ScalarType::U32 => "u32",
             ScalarType::U64 => "u64",
+            ScalarType::F16 => "f16",
+            ScalarType::BF16 => "bf16",
             ScalarType::F32 => "float",
             ScalarType::F64 => "double",
         }
@@ -76,7 +88,12 @@ impl ScalarType {
 
     /// Floating-point?
     pub fn is_float(self) -> bool {
-        matches!(self, ScalarType::F32 | ScalarType::F64)
+        matches!(self, ScalarType::F16 | ScalarType::BF16 | ScalarType::F32 | ScalarType::F64)
+    }
+    /// A float type narrower than `f32` (`f16`, `bf16`): stored at its width,
+    /// computed in `f32`.
+    pub fn is_half(self) -> bool {
+        matches!(self, ScalarType::F16 | ScalarType::BF16)
     }
     /// Integer (signed or not)?
     pub fn is_int(self) -> bool {
@@ -90,7 +107,7 @@ impl ScalarType {
     pub fn size_bytes(self) -> usize {
         match self {
             ScalarType::Bool | ScalarType::I8 | ScalarType::U8 => 1,
-            ScalarType::I16 | ScalarType::U16 => 2,
+            ScalarType::I16 | ScalarType::U16 | ScalarType::F16 | ScalarType::BF16 => 2,
             ScalarType::I32 | ScalarType::U32 | ScalarType::F32 => 4,
             ScalarType::I64 | ScalarType::U64 | ScalarType::F64 => 8,
         }

@@ -255,6 +255,9 @@ fn dtype_name(s: ScalarType) -> &'static str {
         ScalarType::U16 => "uint16",
         ScalarType::U32 => "uint32",
         ScalarType::U64 => "uint64",
+        ScalarType::F16 => "float16",
+        // numpy has no bfloat16: float32 holds every value exactly.
+        ScalarType::BF16 => "float32",
         ScalarType::F32 => "float32",
         ScalarType::F64 => "float64",
     }
@@ -371,6 +374,14 @@ impl Out {
 /// stay exact).
 fn numpy_values(py: Python<'_>, v: &ScalarVec) -> PyResult<PyObject> {
     let np = py.import("numpy")?;
+    // numpy has no bfloat16: float32 holds its values exactly.
+    let widened;
+    let v = if v.elem() == ScalarType::BF16 {
+        widened = v.clone().convert(ScalarType::F32).map_err(|e| input_error(None, e.message))?;
+        &widened
+    } else {
+        v
+    };
     let bytes = pyo3::types::PyBytes::new(py, &v.to_le_bytes());
     let dtype = np.getattr("dtype")?.call1((dtype_name(v.elem()),))?.call_method1("newbyteorder", ("<",))?;
     Ok(np.call_method1("frombuffer", (bytes, dtype))?.call_method0("copy")?.unbind())

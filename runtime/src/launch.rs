@@ -165,6 +165,8 @@ impl Buffer {
         let u = self.bits(record, field);
         match s {
             ScalarType::Bool => Value::Bool(u != 0),
+            ScalarType::F16 => Value::Float(half::f16::from_bits(u as u16).to_f64()),
+            ScalarType::BF16 => Value::Float(half::bf16::from_bits(u as u16).to_f64()),
             ScalarType::F32 => Value::Float(f32::from_bits(u as u32) as f64),
             ScalarType::F64 => Value::Float(f64::from_bits(u)),
             ScalarType::I8 | ScalarType::I16 | ScalarType::I32 | ScalarType::I64 => {
@@ -199,6 +201,8 @@ impl Buffer {
         let at = self.at(record, field);
         let bits: u64 = match (v, s) {
             (Value::Float(x), ScalarType::F32) => (*x as f32).to_bits() as u64,
+            (Value::Float(x), ScalarType::F16) => u64::from(heddle_ir::rounding::f16_of_f64(*x).to_bits()),
+            (Value::Float(x), ScalarType::BF16) => u64::from(heddle_ir::rounding::bf16_of_f64(*x).to_bits()),
             (Value::Float(x), _) => x.to_bits(),
             (Value::Int(x), _) => *x as u64,
             (Value::Bool(b), _) => *b as u64,
@@ -664,7 +668,7 @@ pub fn eval_scalar(prog: &LoopProgram, launch: &Launch, temps: &[(Name, Buffer)]
 /// zero, saturating, NaN giving 0: [`crate::value::float_to_int`]).
 pub fn cast(v: Value, t: ScalarType) -> Value {
     match (v, t) {
-        (Value::Int(x), t) if t.is_float() => Value::Float(round_float(x as f64, t)),
+        (Value::Int(x), t) if t.is_float() => Value::Float(crate::value::int_to_float(i128::from(x), t)),
         (Value::Int(x), ScalarType::Bool) => Value::Bool(x != 0),
         (Value::Int(x), t) => Value::Int(wrap_int(x, t)),
         (Value::Float(x), t) if t.is_float() => Value::Float(round_float(x, t)),

@@ -297,7 +297,8 @@ impl Session {
                     (Some(Slot::Nat(v)), _) => set(ArgVal::scalar(v))?,
                     (Some(Slot::Bool(b)), _) => set(ArgVal::scalar(&u8::from(*b)))?,
                     (Some(Slot::Int(v, t)), _) => set_int(&set, *v, *t)?,
-                    (Some(Slot::Float(v, ScalarType::F32)), _) => set(ArgVal::scalar(&(*v as f32)))?,
+                    // An f16 / bf16 argument is a `float` holding its (exact) value.
+                    (Some(Slot::Float(v, ScalarType::F32 | ScalarType::F16 | ScalarType::BF16)), _) => set(ArgVal::scalar(&(*v as f32)))?,
                     (Some(Slot::Float(v, _)), _) => set(ArgVal::scalar(v))?,
                     _ => return Err(err(format!("no launch slot for argument {a} of `{}`", kernel.name))),
                 },

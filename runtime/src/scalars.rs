@@ -177,6 +177,37 @@ macro_rules! float_scalar {
 }
 float_scalar!(f32 => F32, f64 => F64);
 
+/// `f16` and `bf16` (the `half` crate's types): stored in 2 bytes, every
+/// operation rounded once back to their precision, as compiled code does.
+macro_rules! half_scalar {
+    ($($t:ty => $s:ident, $round:path),*) => {$(
+        impl Scalar for $t {
+            const TYPE: ScalarType = ScalarType::$s;
+            #[inline]
+            fn add(self, other: Self) -> Self { $round(self.to_f64() + other.to_f64()) }
+            #[inline]
+            fn neg(self) -> Self { -self }
+            #[inline]
+            fn num(self) -> Num { Num::Float(self.to_f64()) }
+            #[inline]
+            fn from_num(n: Num) -> Option<Self> {
+                Some(match n {
+                    Num::Float(x) => $round(x),
+                    Num::Int(i) => $round(heddle_ir::rounding::f64_to_odd(i)),
+                    Num::Bool(b) => $round(f64::from(u8::from(b))),
+                })
+            }
+            #[inline]
+            fn is_padding(self) -> bool { self.to_bits() == 0 }
+            #[inline]
+            fn write_le(self, out: &mut [u8]) { out.copy_from_slice(&self.to_le_bytes()) }
+            #[inline]
+            fn read_le(bytes: &[u8]) -> Self { <$t>::from_le_bytes([bytes[0], bytes[1]]) }
+        }
+    )*};
+}
+half_scalar!(half::f16 => F16, heddle_ir::rounding::f16_of_f64, half::bf16 => BF16, heddle_ir::rounding::bf16_of_f64);
+
 impl Scalar for bool {
     const TYPE: ScalarType = ScalarType::Bool;
     #[inline]
@@ -237,6 +268,10 @@ pub enum ScalarVec {
     U32(Vec<u32>),
     /// `u64`.
     U64(Vec<u64>),
+    /// `f16` (IEEE binary16).
+    F16(Vec<half::f16>),
+    /// `bf16` (bfloat16).
+    BF16(Vec<half::bf16>),
     /// `f32`.
     F32(Vec<f32>),
     /// `f64`.
@@ -259,6 +294,8 @@ macro_rules! with_values {
             $crate::scalars::ScalarVec::U16($x) => $body,
             $crate::scalars::ScalarVec::U32($x) => $body,
             $crate::scalars::ScalarVec::U64($x) => $body,
+            $crate::scalars::ScalarVec::F16($x) => $body,
+            $crate::scalars::ScalarVec::BF16($x) => $body,
             $crate::scalars::ScalarVec::F32($x) => $body,
             $crate::scalars::ScalarVec::F64($x) => $body,
         }
@@ -279,6 +316,8 @@ macro_rules! with_scalar_type {
             heddle_ir::ScalarType::U16 => { type $t = u16; $body }
             heddle_ir::ScalarType::U32 => { type $t = u32; $body }
             heddle_ir::ScalarType::U64 => { type $t = u64; $body }
+            heddle_ir::ScalarType::F16 => { type $t = half::f16; $body }
+            heddle_ir::ScalarType::BF16 => { type $t = half::bf16; $body }
             heddle_ir::ScalarType::F32 => { type $t = f32; $body }
             heddle_ir::ScalarType::F64 => { type $t = f64; $body }
         }
@@ -292,7 +331,7 @@ macro_rules! from_vec {
         }
     )*};
 }
-from_vec!(bool => Bool, i8 => I8, i16 => I16, i32 => I32, i64 => I64, u8 => U8, u16 => U16, u32 => U32, u64 => U64, f32 => F32, f64 => F64);
+from_vec!(bool => Bool, i8 => I8, i16 => I16, i32 => I32, i64 => I64, u8 => U8, u16 => U16, u32 => U32, u64 => U64, half::f16 => F16, half::bf16 => BF16, f32 => F32, f64 => F64);
 
 impl fmt::Debug for ScalarVec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -340,6 +379,8 @@ impl ScalarVec {
             ScalarVec::U16(_) => ScalarType::U16,
             ScalarVec::U32(_) => ScalarType::U32,
             ScalarVec::U64(_) => ScalarType::U64,
+            ScalarVec::F16(_) => ScalarType::F16,
+            ScalarVec::BF16(_) => ScalarType::BF16,
             ScalarVec::F32(_) => ScalarType::F32,
             ScalarVec::F64(_) => ScalarType::F64,
         }

@@ -80,9 +80,24 @@ pub fn wrap_int(v: i64, s: ScalarType) -> i64 {
     }
 }
 
-/// Rounds a float to the precision of `s`.
+/// Rounds a float to the precision of `s`, once, to nearest even.
 pub fn round_float(v: f64, s: ScalarType) -> f64 {
-    if s == ScalarType::F32 { v as f32 as f64 } else { v }
+    match s {
+        ScalarType::F32 => v as f32 as f64,
+        ScalarType::F16 => heddle_ir::rounding::f16_of_f64(v).to_f64(),
+        ScalarType::BF16 => heddle_ir::rounding::bf16_of_f64(v).to_f64(),
+        _ => v,
+    }
+}
+
+/// The integer `x` as a float of type `s`, rounded once to nearest even
+/// (never through `f64` first, which could round twice).
+pub fn int_to_float(x: i128, s: ScalarType) -> f64 {
+    match s {
+        ScalarType::F32 => x as f32 as f64,
+        ScalarType::F16 | ScalarType::BF16 => round_float(heddle_ir::rounding::f64_to_odd(x), s),
+        _ => x as f64,
+    }
 }
 
 /// A float as the integer type `s`, as Rust's `as` does: toward zero,
@@ -110,8 +125,8 @@ pub fn convert(v: Value, from: ScalarType, to: ScalarType) -> Value {
     match v {
         Value::Int(x) if to == ScalarType::Bool => Value::Bool(x != 0),
         Value::Int(x) if to.is_float() => {
-            let wide = if from == ScalarType::U64 { x as u64 as f64 } else { x as f64 };
-            Value::Float(round_float(wide, to))
+            let wide = if from == ScalarType::U64 { i128::from(x as u64) } else { i128::from(x) };
+            Value::Float(int_to_float(wide, to))
         }
         Value::Int(x) => Value::Int(wrap_int(x, to)),
         Value::Float(x) if to == ScalarType::Bool => Value::Bool(x != 0.0),

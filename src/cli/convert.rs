@@ -25,6 +25,10 @@ pub struct Args {
     /// A file with `#NAME = #sparse_tensor.encoding<{...}>` lines.
     #[arg(long)]
     defs: Option<String>,
+    /// Store the values at this element type (heddle or MLIR spelling: f16, bf16,
+    /// f32, f64, i32, ...), rounded once to nearest; the file's own type by default.
+    #[arg(long, value_parser = super::type_cmd::parse_elem)]
+    elem: Option<heddle_ir::ScalarType>,
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
@@ -38,7 +42,14 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     let entries_read = contents.len();
     let t1 = Instant::now();
     let enc = resolve_encoding("--to", &a.to, a.defs.as_deref(), Some(contents.rank()))?;
-    let t = contents.into_encoding(&enc).map_err(|e| Failure::Input(format!("{}: {e}", a.input)))?;
+    let mut t = contents.into_encoding(&enc).map_err(|e| Failure::Input(format!("{}: {e}", a.input)))?;
+    if let Some(elem) = a.elem {
+        let values = std::mem::take(&mut t.values);
+        t.values = values
+            .convert(elem)
+            .map_err(|e| Failure::Input(format!("{}: stored value {} does not convert to {elem}: {}", a.input, e.position, e.message)))?;
+        t.elem = elem;
+    }
     let t2 = Instant::now();
     write::write_as(&t, format, Path::new(&a.output)).map_err(|e| Failure::Input(e.to_string()))?;
     let t3 = Instant::now();

@@ -48,7 +48,7 @@ pub fn parse_dims(s: &str) -> Result<Dims, String> {
         .map(Dims)
 }
 
-fn parse_elem(s: &str) -> Result<ScalarType, String> {
+pub(super) fn parse_elem(s: &str) -> Result<ScalarType, String> {
     ScalarType::from_keyword(s)
         .or_else(|| heddle_ir::parser::mlir_scalar(s))
         .ok_or_else(|| format!("`{s}` is not a scalar type"))

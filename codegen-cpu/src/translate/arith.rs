@@ -97,20 +97,26 @@ impl Translator<'_, '_> {
 
     pub(super) fn float_op(&mut self, op: BinOp, x: Value, y: Value, t: ScalarType) -> Result<Value, CodegenError> {
         Ok(match op {
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div if t.is_half() => {
+                let r = self.float_op(op, x, y, ScalarType::F32)?;
+                self.round_half(r, t)?
+            }
             BinOp::Add => self.b.ins().fadd(x, y),
             BinOp::Sub => self.b.ins().fsub(x, y),
             BinOp::Mul => self.b.ins().fmul(x, y),
             BinOp::Div => self.b.ins().fdiv(x, y),
             BinOp::Rem => {
                 let fmod = self.helper(helpers::FMOD)?;
-                let (x64, y64) = if t == ScalarType::F32 {
+                // The remainder is exact, so an f32 (or half) one computed in f64 is the same.
+                let single = types::clif_type(t) == ct::F32;
+                let (x64, y64) = if single {
                     (self.b.ins().fpromote(ct::F64, x), self.b.ins().fpromote(ct::F64, y))
                 } else {
                     (x, y)
                 };
                 let call = self.b.ins().call(fmod, &[x64, y64]);
                 let r = self.b.inst_results(call)[0];
-                if t == ScalarType::F32 { self.b.ins().fdemote(ct::F32, r) } else { r }
+                if single { self.b.ins().fdemote(ct::F32, r) } else { r }
             }
             BinOp::Min | BinOp::Max => {
                 // Rust's `min`/`max`: a NaN operand yields the other one.
@@ -127,7 +133,7 @@ impl Translator<'_, '_> {
     /// `v == 0` as a truth value.
     pub(super) fn is_zero(&mut self, v: Value, t: ScalarType) -> Value {
         match t {
-            ScalarType::F32 => {
+            ScalarType::F16 | ScalarType::BF16 | ScalarType::F32 => {
                 let z = self.b.ins().f32const(0.0);
                 self.b.ins().fcmp(FloatCC::Equal, v, z)
             }
@@ -141,16 +147,23 @@ impl Translator<'_, '_> {
 
     /// `(to) v`: integers extend by the source's signedness and truncate;
     /// anything to `bool` is `!= 0`; floats to integers saturate (NaN is 0).
-    pub(super) fn cast(&mut self, v: Value, from: ScalarType, to: ScalarType) -> Value {
+    pub(super) fn cast(&mut self, v: Value, from: ScalarType, to: ScalarType) -> Result<Value, CodegenError> {
         let (ft, tt) = (types::clif_type(from), types::clif_type(to));
         if from == to {
-            return v;
+            return Ok(v);
         }
         if to == ScalarType::Bool {
             let z = self.is_zero(v, from);
-            return self.b.ins().bxor_imm_s(z, 1);
+            return Ok(self.b.ins().bxor_imm_s(z, 1));
         }
-        match (from.is_float(), to.is_float()) {
+        if to.is_half() {
+            return self.to_half(v, from, to);
+        }
+        if from.is_half() {
+            // Held in an f32, exactly.
+            return self.cast(v, ScalarType::F32, to);
+        }
+        Ok(match (from.is_float(), to.is_float()) {
             (true, true) if tt.bits() > ft.bits() => self.b.ins().fpromote(tt, v),
             (true, true) => self.b.ins().fdemote(tt, v),
             (false, true) => {
@@ -176,7 +189,7 @@ impl Translator<'_, '_> {
                     self.b.ins().uextend(tt, v)
                 }
             }
-        }
+        })
     }
 
     /// Rust's saturating `f as int`: convert to 64 bits, clamp to the target's

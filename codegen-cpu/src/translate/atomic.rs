@@ -25,6 +25,7 @@ impl Translator<'_, '_> {
             ScalarType::F32 => ct::I32,
             ScalarType::F64 => ct::I64,
             ScalarType::Bool => return Err(CodegenError::Unsupported("an atomic add of booleans".into())),
+            t if t.is_half() => return Err(CodegenError::Unsupported(format!("an atomic add of {t} values (a parallel scatterAdd into an {t} array)"))),
             int => {
                 self.b.ins().atomic_rmw(types::clif_type(int), flags, AtomicRmwOp::Add, p, v);
                 return Ok(());

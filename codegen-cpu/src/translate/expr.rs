@@ -37,6 +37,9 @@ impl Translator<'_, '_> {
         Ok(match e {
             Expr::Int(v, t) => (self.b.ins().iconst(types::clif_type(*t), imm(*v, *t)), *t),
             Expr::Float(v, ScalarType::F32) => (self.b.ins().f32const(*v as f32), ScalarType::F32),
+            // Rounded once to the half type; exact in the f32 that holds it.
+            Expr::Float(v, ScalarType::F16) => (self.b.ins().f32const(heddle_ir::rounding::f16_of_f64(*v).to_f32()), ScalarType::F16),
+            Expr::Float(v, ScalarType::BF16) => (self.b.ins().f32const(heddle_ir::rounding::bf16_of_f64(*v).to_f32()), ScalarType::BF16),
             Expr::Float(v, _) => (self.b.ins().f64const(*v), ScalarType::F64),
             Expr::Bool(v) => (self.b.ins().iconst(ct::I8, i64::from(*v)), ScalarType::Bool),
             Expr::Var(n) => {
@@ -51,8 +54,10 @@ impl Translator<'_, '_> {
                 if flags.readonly() && self.movable(index) {
                     flags = flags.with_can_move();
                 }
-                let v = self.b.ins().load(types::clif_type(ty), flags, addr, offset);
-                if ty == ScalarType::Bool {
+                let v = self.b.ins().load(types::memory_type(ty), flags, addr, offset);
+                if ty.is_half() {
+                    (self.half_from_bits(v, ty)?, ty)
+                } else if ty == ScalarType::Bool {
                     // Any non-zero byte in a buffer is true; the code relies on 0 / 1.
                     (self.b.ins().icmp_imm_s(IntCC::NotEqual, v, 0), ty)
                 } else {
@@ -63,7 +68,7 @@ impl Translator<'_, '_> {
             Expr::Neg(a) => {
                 let (v, t) = self.expr(a)?;
                 let r = match t {
-                    ScalarType::F32 | ScalarType::F64 => self.b.ins().fneg(v),
+                    ScalarType::F16 | ScalarType::BF16 | ScalarType::F32 | ScalarType::F64 => self.b.ins().fneg(v),
                     // `-b` of a boolean is true exactly when `b` is (C's truth of -1).
                     ScalarType::Bool => v,
                     _ => self.b.ins().ineg(v),
@@ -90,7 +95,7 @@ impl Translator<'_, '_> {
                 {
                     return Ok((wide, *to));
                 }
-                (self.cast(v, from, *to), *to)
+                (self.cast(v, from, *to)?, *to)
             }
         })
     }

@@ -214,7 +214,7 @@ impl Translator<'_, '_> {
             (true, b) => (-(1i64 << (b - 1)), (1i64 << (b - 1)) - 1),
             (false, b) => (0, (1i64 << b) - 1),
         };
-        let float = |b: &mut Self, v: f64| if ty == ScalarType::F32 { b.b.ins().f32const(v as f32) } else { b.b.ins().f64const(v) };
+        let float = |b: &mut Self, v: f64| if t == ct::F32 { b.b.ins().f32const(v as f32) } else { b.b.ins().f64const(v) };
         match (op, ty.is_float()) {
             (BinOp::Add, true) => float(self, -0.0),
             (BinOp::Mul, true) => float(self, 1.0),

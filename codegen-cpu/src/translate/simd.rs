@@ -104,7 +104,7 @@ impl Translator<'_, '_> {
     /// The lane plan of `for var … { body }` if it is a reduction over
     /// `accs` (or, with `accs` empty, a map loop) that vectorises and pays.
     pub(super) fn lane_plan(&self, var: &Name, body: &[Stmt], accs: &[Accumulator]) -> Option<LanePlan> {
-        if !self.options.vectorize {
+        if !self.options.vectorize || accs.iter().any(|a| a.ty.is_half()) || self.mentions_half(body) {
             return None;
         }
         let shape = if accs.is_empty() { Shape::Map } else { Shape::Reduction };
@@ -582,11 +582,11 @@ impl Translator<'_, '_> {
                     Lanes::Affine(p, s) if to.is_int() && from.is_int() && to.size_bytes() < from.size_bytes() => Lanes::Affine(self.narrow_index(p, *to), s),
                     Lanes::Affine(p, s) if *to == ScalarType::I64 && from.is_int() => match self.widened_from(p, from) {
                         Some(wide) => Lanes::Affine(wide, s),
-                        None => Lanes::Affine(self.cast(p, from, *to), s),
+                        None => Lanes::Affine(self.cast(p, from, *to)?, s),
                     },
                     x => {
                         let each = self.to_each(x, from, width);
-                        Lanes::Each(each.into_iter().map(|v| self.cast(v, from, *to)).collect())
+                        Lanes::Each(each.into_iter().map(|v| self.cast(v, from, *to)).collect::<Result<_, _>>()?)
                     }
                 }
             }
@@ -665,3 +665,94 @@ impl Translator<'_, '_> {
 fn lane_mismatch(what: &str) -> CodegenError {
     CodegenError::Unsupported(format!("{what} in a vectorised loop (the lane plan and its translation disagree)"))
 }
+
+impl Translator<'_, '_> {
+    /// Does `body` compute with `f16` or `bf16` anywhere (a buffer field, a
+    /// `let`, a literal, a conversion)? Such loops are not vectorised: their
+    /// values are held in `f32` lanes but stored in 16 bits, and every
+    /// operation rounds.
+    fn mentions_half(&self, body: &[Stmt]) -> bool {
+        fn expr(e: &Expr) -> bool {
+            match e {
+                Expr::Float(_, t) | Expr::Int(_, t) => t.is_half(),
+                Expr::Cast(t, a) => t.is_half() || expr(a),
+                Expr::Bin(_, a, b) => expr(a) || expr(b),
+                Expr::Neg(a) | Expr::Not(a) => expr(a),
+                Expr::Select(c, a, b) => expr(c) || expr(a) || expr(b),
+                Expr::Load { index, .. } => expr(index),
+                Expr::Bool(_) | Expr::Var(_) => false,
+            }
+        }
+        let buffer_half = |b: &Name| self.buffer(b).map(|b| b.fields.iter().any(|f| f.is_half())).unwrap_or(false);
+        fn loads(e: &Expr, f: &mut dyn FnMut(&Name)) {
+            match e {
+                Expr::Load { buf, index, .. } => {
+                    f(buf);
+                    loads(index, f)
+                }
+                Expr::Cast(_, a) | Expr::Neg(a) | Expr::Not(a) => loads(a, f),
+                Expr::Bin(_, a, b) => {
+                    loads(a, f);
+                    loads(b, f)
+                }
+                Expr::Select(c, a, b) => {
+                    loads(c, f);
+                    loads(a, f);
+                    loads(b, f)
+                }
+                _ => {}
+            }
+        }
+        let mut found = false;
+        let mut visit_expr = |e: &Expr, found: &mut bool| {
+            *found |= expr(e);
+            loads(e, &mut |b| *found |= buffer_half(b));
+        };
+        fn walk(b: &[Stmt], v: &mut dyn FnMut(&Expr, &mut bool), found: &mut bool) {
+            for s in b {
+                match s {
+                    Stmt::Let { ty, value, .. } | Stmt::Var { ty, init: value, .. } => {
+                        *found |= ty.is_half();
+                        v(value, found)
+                    }
+                    Stmt::Assign { value, .. } => v(value, found),
+                    Stmt::Store { index, value, .. } | Stmt::AddAtomic { index, value, .. } => {
+                        v(index, found);
+                        v(value, found)
+                    }
+                    Stmt::For { lo, hi, body, .. } => {
+                        v(lo, found);
+                        v(hi, found);
+                        walk(body, v, found)
+                    }
+                    Stmt::If { cond, then, els } => {
+                        v(cond, found);
+                        walk(then, v, found);
+                        walk(els, v, found)
+                    }
+                    Stmt::Alloc { fields, .. } => *found |= fields.iter().any(|f| f.is_half()),
+                    Stmt::Check { cond, .. } => v(cond, found),
+                    Stmt::Barrier | Stmt::Sort { .. } => {}
+                }
+            }
+        }
+        walk(body, &mut visit_expr, &mut found);
+        // Stores to a half buffer.
+        fn stores(b: &[Stmt], f: &mut dyn FnMut(&Name)) {
+            for s in b {
+                match s {
+                    Stmt::Store { buf, .. } | Stmt::AddAtomic { buf, .. } => f(buf),
+                    Stmt::For { body, .. } => stores(body, f),
+                    Stmt::If { then, els, .. } => {
+                        stores(then, f);
+                        stores(els, f)
+                    }
+                    _ => {}
+                }
+            }
+        }
+        stores(body, &mut |b| found |= buffer_half(b));
+        found
+    }
+}
+

@@ -49,7 +49,8 @@ impl Translator<'_, '_> {
             }
             Stmt::Store { buf, index, field, value } => {
                 let (v, _) = self.expr(value)?;
-                let (addr, offset, _, flags) = self.address(buf, index, *field)?;
+                let (addr, offset, ty, flags) = self.address(buf, index, *field)?;
+                let v = if ty.is_half() { self.half_to_bits(v, ty)? } else { v };
                 self.b.ins().store(flags, v, addr, offset);
             }
             Stmt::AddAtomic { buf, index, field, value } => self.add_atomic(buf, index, *field, value)?,

@@ -353,6 +353,8 @@ pub fn mlir_name(s: ScalarType) -> &'static str {
         ScalarType::U16 => "ui16",
         ScalarType::U32 => "ui32",
         ScalarType::U64 => "ui64",
+        ScalarType::F16 => "f16",
+        ScalarType::BF16 => "bf16",
         ScalarType::F32 => "f32",
         ScalarType::F64 => "f64",
     }

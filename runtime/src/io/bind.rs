@@ -623,8 +623,7 @@ fn json_item(name: &Name, j: &serde_json::Value, item: &Type) -> Result<Value, I
             let u = n.as_u64().unwrap_or_default();
             match s {
                 Some(ScalarType::U64) => Value::Int(u as i64),
-                Some(ScalarType::F32) => Value::Float(u as f32 as f64),
-                Some(ScalarType::F64) => Value::Float(u as f64),
+                Some(s) if s.is_float() => Value::Float(crate::value::int_to_float(i128::from(u), s)),
                 _ => return Err(err(name, format!("the number {n} is too large for {}", s.map_or("an i64".into(), |s| s.to_string())))),
             }
         }
@@ -707,7 +706,7 @@ fn scalar(name: &Name, s: ScalarType, v: &Value, at: usize, dtype: &str) -> Resu
             if fits { Ok(Value::Int(*x)) } else { Err(err(name, format!("element {at} = {x} does not fit in {s}"))) }
         }
         // Rounded once, straight to the width (i64 → f64 → f32 could round twice).
-        Value::Int(x) if s.is_float() && dtype == "JSON" => Ok(Value::Float(if s == ScalarType::F32 { *x as f32 as f64 } else { *x as f64 })),
+        Value::Int(x) if s.is_float() && dtype == "JSON" => Ok(Value::Float(crate::value::int_to_float(i128::from(*x), s))),
         Value::Float(x) if s.is_float() => Ok(Value::Float(crate::value::round_float(*x, s))),
         Value::Bool(b) if s == ScalarType::Bool => Ok(Value::Bool(*b)),
         Value::Int(x) if s == ScalarType::Bool && dtype == "JSON" && (*x == 0 || *x == 1) => Ok(Value::Bool(*x == 1)),

@@ -157,9 +157,18 @@ pub fn dtype_text(dtype: &DType) -> String {
     }
 }
 
+/// The type a value of type `s` is written as in `.npy` and `.npz` files:
+/// itself, except `bf16`, which numpy lacks, written exactly as `float32`.
+pub fn file_type(s: ScalarType) -> ScalarType {
+    if s == ScalarType::BF16 { ScalarType::F32 } else { s }
+}
+
 /// numpy's type string for a scalar type, little-endian (`<f8`, `|b1`, ...).
+/// A `bf16` is written as `<f4` ([`file_type`]).
 pub fn descr(s: ScalarType) -> &'static str {
     match s {
+        ScalarType::F16 => "<f2",
+        ScalarType::BF16 => "<f4",
         ScalarType::Bool => "|b1",
         ScalarType::I8 => "|i1",
         ScalarType::I16 => "<i2",
@@ -175,7 +184,7 @@ pub fn descr(s: ScalarType) -> &'static str {
 }
 
 /// The scalar type of a plain numeric dtype (`None` for records, strings,
-/// complex numbers, half floats and the like).
+/// complex numbers and the like).
 pub fn scalar_type(dtype: &DType) -> Option<(ScalarType, bool)> {
     let DType::Plain(ts) = dtype else { return None };
     let big = ts.endianness() == npyz::Endianness::Big;
@@ -189,6 +198,7 @@ pub fn scalar_type(dtype: &DType) -> Option<(ScalarType, bool)> {
         (TypeChar::Uint, 2) => ScalarType::U16,
         (TypeChar::Uint, 4) => ScalarType::U32,
         (TypeChar::Uint, 8) => ScalarType::U64,
+        (TypeChar::Float, 2) => ScalarType::F16,
         (TypeChar::Float, 4) => ScalarType::F32,
         (TypeChar::Float, 8) => ScalarType::F64,
         _ => return None,

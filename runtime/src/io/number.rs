@@ -40,19 +40,19 @@ pub fn parse_f32(tok: &[u8]) -> Option<f32> {
 }
 
 /// A float written as heddle writes every float: the shortest text that
-/// reads back to the same value at the element type's width (`f32` when
-/// `elem` is `F32`, else `f64`), `inf`, `-inf` or `nan`.
+/// reads back to the same value at the element type's width (`f16`, `bf16`,
+/// `f32`; `f64` for any other type), `inf`, `-inf` or `nan`.
 #[derive(Clone, Copy, Debug)]
 pub struct Float {
     /// The value.
     pub value: f64,
-    /// Print at `f32` precision?
-    pub single: bool,
+    /// The precision it is printed at.
+    pub elem: ScalarType,
 }
 
 /// `v` printed at the precision of `elem` (see [`Float`]).
 pub fn float(v: f64, elem: ScalarType) -> Float {
-    Float { value: v, single: elem == ScalarType::F32 }
+    Float { value: v, elem }
 }
 
 impl fmt::Display for Float {
@@ -62,8 +62,10 @@ impl fmt::Display for Float {
             f.write_str("nan")
         } else if v.is_infinite() {
             f.write_str(if v > 0.0 { "inf" } else { "-inf" })
-        } else if self.single {
+        } else if self.elem == ScalarType::F32 {
             f.write_str(&f32_text(v as f32))
+        } else if self.elem.is_half() {
+            f.write_str(&half_text(v, self.elem))
         } else {
             write!(f, "{v:?}")
         }
@@ -84,6 +86,22 @@ fn f32_text(x: f32) -> String {
         return shortest;
     }
     (1..17).map(|digits| format!("{x:.digits$e}")).find(|t| through_f64(t)).unwrap_or_else(|| format!("{:?}", f64::from(x)))
+}
+
+/// The text of a finite `f16` or `bf16` value `v`: the fewest significant
+/// digits that read back (through `f64`, as every heddle reader rounds) to
+/// the same value: `0.1` for the `f16` nearest 0.1, not `0.0999755859375`.
+fn half_text(v: f64, elem: ScalarType) -> String {
+    let back = |t: &str| parse_float(t.as_bytes()).is_some_and(|d| crate::value::round_float(d, elem) == v);
+    for digits in 0..17 {
+        let t = format!("{v:.digits$e}");
+        if back(&t) {
+            // Plain notation where Rust's shortest form of that value is short.
+            let plain = format!("{:?}", parse_float(t.as_bytes()).unwrap_or(v));
+            return if plain.len() <= t.len() + 2 { plain } else { t };
+        }
+    }
+    format!("{v:?}")
 }
 
 /// The JSON spelling of a non-finite float (`"inf"`, `"-inf"`, `"nan"`), or
@@ -108,7 +126,11 @@ pub fn float_to_json(v: f64, elem: ScalarType) -> serde_json::Value {
     // f64 nearest to the f32's shortest text, which serde_json then prints as
     // that text (it has at most 9 significant digits, so it is the f64's
     // shortest form too), and which reads back to the same f32.
-    let shown = if elem == ScalarType::F32 { f32_text(v as f32).parse().unwrap_or(v) } else { v };
+    let shown = match elem {
+        ScalarType::F32 => f32_text(v as f32).parse().unwrap_or(v),
+        e if e.is_half() => half_text(v, e).parse().unwrap_or(v),
+        _ => v,
+    };
     serde_json::Number::from_f64(shown).map_or(serde_json::Value::Null, serde_json::Value::Number)
 }
 

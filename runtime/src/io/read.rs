@@ -116,7 +116,7 @@ fn field_layout(dtype: &DType) -> Result<FieldLayout, String> {
     };
     let ok = match kind {
         ScalarKind::Int => [1, 2, 4, 8].contains(&bytes),
-        ScalarKind::Float => [4, 8].contains(&bytes),
+        ScalarKind::Float => [2, 4, 8].contains(&bytes),
         ScalarKind::Bool => bytes == 1,
     };
     if !ok {
@@ -142,6 +142,7 @@ fn decode(f: &FieldLayout, raw: &[u8]) -> Value {
     let u = u64::from_le_bytes(b);
     match f.kind {
         ScalarKind::Bool => Value::Bool(u != 0),
+        ScalarKind::Float if f.bytes == 2 => Value::Float(half::f16::from_bits(u as u16).to_f64()),
         ScalarKind::Float if f.bytes == 4 => Value::Float(f32::from_bits(u as u32) as f64),
         ScalarKind::Float => Value::Float(f64::from_bits(u)),
         ScalarKind::Int if f.signed => {
@@ -231,6 +232,7 @@ fn packed(f: &FieldLayout, raw: &[u8]) -> crate::scalars::ScalarVec {
     let big = f.big_endian;
     match (f.kind, f.bytes, f.signed) {
         (ScalarKind::Bool, _, _) => ScalarVec::Bool(raw.iter().map(|b| *b != 0).collect()),
+        (ScalarKind::Float, 2, _) => ScalarVec::F16(read(raw, big, half::f16::from_le_bytes)),
         (ScalarKind::Float, 4, _) => ScalarVec::F32(read(raw, big, f32::from_le_bytes)),
         (ScalarKind::Float, _, _) => ScalarVec::F64(read(raw, big, f64::from_le_bytes)),
         (ScalarKind::Int, 1, true) => ScalarVec::I8(read(raw, big, i8::from_le_bytes)),

@@ -47,7 +47,9 @@ pub fn to_json(v: &Value, ty: &Type) -> serde_json::Value {
 
 fn push_scalar(out: &mut Vec<u8>, v: &Value, s: ScalarType) {
     match (v, s) {
-        (Value::Float(x), ScalarType::F32) => out.extend_from_slice(&(*x as f32).to_le_bytes()),
+        // A bf16 is written as a float32 (see npy::file_type), exactly.
+        (Value::Float(x), ScalarType::F32 | ScalarType::BF16) => out.extend_from_slice(&(*x as f32).to_le_bytes()),
+        (Value::Float(x), ScalarType::F16) => out.extend_from_slice(&heddle_ir::rounding::f16_of_f64(*x).to_le_bytes()),
         (Value::Float(x), _) => out.extend_from_slice(&x.to_le_bytes()),
         (Value::Bool(b), _) => out.push(*b as u8),
         (Value::Int(x), s) => out.extend_from_slice(&x.to_le_bytes()[..s.size_bytes()]),

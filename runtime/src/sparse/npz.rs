@@ -389,7 +389,7 @@ fn values(a: Loc, arr: &Array) -> Result<(ScalarVec, ScalarType)> {
     let Some((s, big)) = npy::scalar_type(&arr.header.dtype) else {
         return Err(a.err(
             "data",
-            format!("`{}` is not a value type heddle reads (integers, float32, float64, bool)", npy::dtype_text(&arr.header.dtype)),
+            format!("`{}` is not a value type heddle reads (integers, float16, float32, float64, bool)", npy::dtype_text(&arr.header.dtype)),
         ));
     };
     let size = s.size_bytes();
@@ -481,6 +481,7 @@ pub fn write_npz(t: &SparseTensor, path: &Path) -> Result<()> {
         shape.iter().try_for_each(|&d| w.write_all(&(d as i64).to_le_bytes()))
     })?;
     member("_is_array", "'|b1'", &[], 1, &mut |w| w.write_all(&[1]))?;
+    let elem = npy::file_type(elem);
     let vdescr = format!("'{}'", npy::descr(elem));
     let vsize = elem.size_bytes();
     match format {
