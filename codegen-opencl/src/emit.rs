@@ -325,7 +325,7 @@ impl Gen<'_> {
                 self.guarded(depth, &format!("atom_add((volatile __global {c}*){place}, {v});"), pred, &who);
                 return Ok(());
             }
-            other => return Err(format!("an atomic add of {other:?} values (OpenCL 1.2 has atomics on 32- and 64-bit integers only)")),
+            other => return Err(format!("an atomic add of {other} values (OpenCL 1.2 has atomics on 32- and 64-bit words only)")),
         };
         // Every access to the slot is atomic (a plain read racing with the
         // other items' exchanges is a data race): the first exchange guesses

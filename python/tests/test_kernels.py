@@ -286,3 +286,37 @@ def test_a_canonical_csr_array_and_a_converted_one_agree(spmv_csr):
     bad = sp.csr_array((np.array([1.0]), np.array([A.shape[1]]), np.array([0, 1] + [1] * (A.shape[0] - 1))), shape=A.shape)
     with pytest.raises(heddle.InputError):
         k(A=bad, xs=x)
+
+
+HALF_SPMV = """#CSR = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>
+fun(A: tensor<?x?xELEM, #CSR> =>
+fun(xs: [ELEM]_A_dim1 =>
+  A :>> map(fun(row => row :>> map(fun(e => e.2 * xs@e.1)) :>> reduceSeq(+, 0)))))"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_f16_kernels_take_and_return_float16_and_round_like_numpy(backend):
+    k = heddle.compile(HALF_SPMV.replace("ELEM", "f16"), backend=backend)
+    A = matrix(seed=41)
+    x = (np.random.default_rng(42).random(A.shape[1]) * 4 - 2).astype(np.float16)
+    y = k(A=A, xs=x)
+    assert y.dtype == np.float16
+    # numpy's float16 arithmetic rounds each product and each sum, as f16 does.
+    data = A.data.astype(np.float16)
+    want = np.zeros(A.shape[0], dtype=np.float16)
+    for i in range(A.shape[0]):
+        for p in range(A.indptr[i], A.indptr[i + 1]):
+            want[i] = want[i] + data[p] * x[A.indices[p]]
+    np.testing.assert_array_equal(y, want)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bf16_results_come_back_as_float32_holding_bfloat16_values(backend):
+    k = heddle.compile(HALF_SPMV.replace("ELEM", "bf16"), backend=backend)
+    A = matrix(seed=43)
+    x = np.random.default_rng(44).random(A.shape[1])
+    y = k(A=A, xs=x)
+    assert y.dtype == np.float32
+    # Every value has a zero low half: a bfloat16 in a float32.
+    assert not np.any(y.view(np.uint32) & 0xFFFF)
+    np.testing.assert_allclose(y, A @ x, rtol=0.05, atol=0.05)

@@ -25,7 +25,9 @@ impl Translator<'_, '_> {
             ScalarType::F32 => ct::I32,
             ScalarType::F64 => ct::I64,
             ScalarType::Bool => return Err(CodegenError::Unsupported("an atomic add of booleans".into())),
-            t if t.is_half() => return Err(CodegenError::Unsupported(format!("an atomic add of {t} values (a parallel scatterAdd into an {t} array)"))),
+            // Held in an f32, stored in 16 bits: the loop below widens the
+            // bits it finds, adds, rounds and narrows.
+            t if t.is_half() => ct::I16,
             int => {
                 self.b.ins().atomic_rmw(types::clif_type(int), flags, AtomicRmwOp::Add, p, v);
                 return Ok(());
@@ -38,9 +40,15 @@ impl Translator<'_, '_> {
         self.b.ins().jump(retry, &[]);
         self.b.switch_to_block(retry);
         let old = self.b.use_var(guess);
-        let old_value = self.b.ins().bitcast(types::clif_type(ty), MemFlagsData::new(), old);
-        let sum = self.b.ins().fadd(old_value, v);
-        let new = self.b.ins().bitcast(bits, MemFlagsData::new(), sum);
+        let new = if ty.is_half() {
+            let old_value = self.half_from_bits(old, ty)?;
+            let sum = self.float_op(heddle_ir::loops::BinOp::Add, old_value, v, ty)?;
+            self.half_to_bits(sum, ty)?
+        } else {
+            let old_value = self.b.ins().bitcast(types::clif_type(ty), MemFlagsData::new(), old);
+            let sum = self.b.ins().fadd(old_value, v);
+            self.b.ins().bitcast(bits, MemFlagsData::new(), sum)
+        };
         let found = self.b.ins().atomic_cas(flags, p, old, new);
         self.b.def_var(guess, found);
         let swapped = self.b.ins().icmp(IntCC::Equal, found, old);
