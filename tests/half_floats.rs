@@ -319,3 +319,40 @@ fn a_scatter_add_into_halves_runs_on_the_cpu_and_is_refused_with_its_reason_on_o
         }
     }
 }
+
+#[test]
+fn floats_narrow_to_f16_and_bf16_exactly_as_the_half_crate_rounds_them() {
+    // f32 → f16 / bf16 (one rounding; `from_f32` is correctly rounded):
+    // random bit patterns and every boundary of the conversions (the
+    // smallest normal f16, the overflow threshold, subnormal ties, NaNs).
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0xf16);
+    let mut xs: Vec<f32> = (0..60_000).map(|_| f32::from_bits(rng.next() as u32)).collect();
+    // Values in f16's range, where the rounding bits matter.
+    xs.extend((0..60_000).map(|_| f32::from_bits(0x3300_0000 + (rng.next() as u32 % 0x1500_0000)) * if rng.below(2) == 0 { 1.0 } else { -1.0 }));
+    for b in [0x387f_ffffu32, 0x3880_0000, 0x477f_efff, 0x477f_f000, 0x477f_e000, 0x3300_0000, 0x3300_0001, 0x3380_0000, 0x33c0_0000, 0x7f80_0001, 0xffc0_0000, 0x7f7f_ffff, 0x0000_0001] {
+        xs.push(f32::from_bits(b));
+        xs.push(-f32::from_bits(b));
+    }
+    let mut bytes = Vec::new();
+    heddle_runtime::io::npy::write_header(&mut bytes, "'<f4'", &[xs.len() as u64]).unwrap();
+    xs.iter().for_each(|x| bytes.extend_from_slice(&x.to_le_bytes()));
+    std::fs::write(dir.path().join("xs.npy"), bytes).unwrap();
+    let args = vec!["--input".to_string(), format!("xs={}", dir.path().join("xs.npy").display())];
+    let src = "nFun(n => fun(xs: [float]_n => xs :>> map(fun(x => f16(x)))))";
+    for (backend, out) in run_all(dir.path(), src, &args) {
+        let got = read_f16_npy(&out);
+        for (x, g) in xs.iter().zip(&got) {
+            let want = f16::from_f32(*x);
+            assert!(same16(g.to_bits(), want.to_bits(), |b| f16::from_bits(b).is_nan()), "{backend}: f16({x:e} = {:#010x}) gave {g:?}, expected {want:?}", x.to_bits());
+        }
+    }
+    let src = "nFun(n => fun(xs: [float]_n => xs :>> map(fun(x => bf16(x)))))";
+    for (backend, out) in run_all(dir.path(), src, &args) {
+        let got = read_bf16_npy(&out);
+        for (x, g) in xs.iter().zip(&got) {
+            let want = bf16::from_f32(*x);
+            assert!(same16(g.to_bits(), want.to_bits(), |b| bf16::from_bits(b).is_nan()), "{backend}: bf16({x:e}) gave {g:?}, expected {want:?}");
+        }
+    }
+}

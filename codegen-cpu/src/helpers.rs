@@ -83,10 +83,6 @@ pub const BF16_OF_I64: &str = "heddle_cpu_bf16_of_i64";
 pub const F16_OF_U64: &str = "heddle_cpu_f16_of_u64";
 /// The name of [`bf16_of_u64`] in generated code.
 pub const BF16_OF_U64: &str = "heddle_cpu_bf16_of_u64";
-/// The name of [`f16_from_bits`] in generated code.
-pub const F16_FROM_BITS: &str = "heddle_cpu_f16_from_bits";
-/// The name of [`f16_to_bits`] in generated code.
-pub const F16_TO_BITS: &str = "heddle_cpu_f16_to_bits";
 
 /// `x` rounded once, to nearest even, to an `f16`, returned in an `f32`
 /// (which holds every `f16` exactly). An `f32` operation's result widened
@@ -119,16 +115,6 @@ pub extern "C" fn bf16_of_u64(i: u64) -> f32 {
     bf16_of_f64(f64_to_odd(i128::from(i)))
 }
 
-/// The `f16` whose bits are the low 16 of `bits`, as an `f32` (exactly).
-pub extern "C" fn f16_from_bits(bits: u32) -> f32 {
-    half::f16::from_bits(bits as u16).to_f32()
-}
-
-/// The bits of `x`, an `f32` holding an `f16` value, in the low 16 bits.
-pub extern "C" fn f16_to_bits(x: f32) -> u32 {
-    u32::from(half::f16::from_f32(x).to_bits())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,12 +130,5 @@ mod tests {
         assert_eq!(f16_of_i64(70000), f32::INFINITY);
         assert_eq!(f16_of_i64(-3), -3.0);
         assert_eq!(bf16_of_u64(u64::MAX), 2f32.powi(64));
-    }
-
-    #[test]
-    fn f16_bits_round_trip() {
-        for bits in [0u32, 0x8000, 0x3c00, 0x7bff, 0x0001, 0x03ff, 0x7c00, 0xfc00] {
-            assert_eq!(f16_to_bits(f16_from_bits(bits)), bits);
-        }
     }
 }

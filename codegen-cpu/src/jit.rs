@@ -40,8 +40,6 @@ fn module(isa: OwnedTargetIsa) -> JITModule {
     b.symbol(helpers::BF16_OF_I64, helpers::bf16_of_i64 as *const u8);
     b.symbol(helpers::F16_OF_U64, helpers::f16_of_u64 as *const u8);
     b.symbol(helpers::BF16_OF_U64, helpers::bf16_of_u64 as *const u8);
-    b.symbol(helpers::F16_FROM_BITS, helpers::f16_from_bits as *const u8);
-    b.symbol(helpers::F16_TO_BITS, helpers::f16_to_bits as *const u8);
     JITModule::new(b)
 }
 

@@ -221,8 +221,6 @@ impl Translator<'_, '_> {
             helpers::SORT => (&[self.ptr_ty, ct::I64], None),
             helpers::F16_OF_F64 | helpers::BF16_OF_F64 => (&[ct::F64], Some(ct::F32)),
             helpers::F16_OF_I64 | helpers::BF16_OF_I64 | helpers::F16_OF_U64 | helpers::BF16_OF_U64 => (&[ct::I64], Some(ct::F32)),
-            helpers::F16_FROM_BITS => (&[ct::I32], Some(ct::F32)),
-            helpers::F16_TO_BITS => (&[ct::F32], Some(ct::I32)),
             _ => (&[self.ptr_ty, ct::I64, ct::I64, ct::I64], None),
         };
         sig.params.extend(params.iter().map(|t| AbiParam::new(*t)));
