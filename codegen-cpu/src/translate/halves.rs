@@ -37,60 +37,54 @@ impl Translator<'_, '_> {
         Ok(self.f16_from_bits(wide))
     }
 
-    /// The `f16` in the low 16 bits of the `i32` `h`, as an `f32`: normal
-    /// numbers rebias the exponent (15 → 127) and widen the significand;
-    /// infinities and NaNs keep theirs; subnormals (`m` × 2^-24) are exact
-    /// in `f32` arithmetic.
+    /// The `f16` in the low 16 bits of the `i32` `h`, as an `f32`: the
+    /// exponent and significand bits moved to `f32`'s places and the value
+    /// scaled by 2^112 (rebiasing 15 to 127; exact, and right for subnormal
+    /// halves too, which land on `f32` subnormals), except infinities and
+    /// NaNs, whose exponent becomes all ones.
     fn f16_from_bits(&mut self, h: Value) -> Value {
+        let magnitude = self.b.ins().band_imm_s(h, 0x7fff);
+        let o = self.b.ins().ishl_imm_s(magnitude, 13);
+        let of = self.b.ins().bitcast(ct::F32, MemFlagsData::new(), o);
+        let scale = self.b.ins().f32const(2f32.powi(112));
+        let scaled = self.b.ins().fmul(of, scale);
+        let scaled = self.b.ins().bitcast(ct::I32, MemFlagsData::new(), scaled);
+        let special = self.b.ins().bor_imm_s(o, 0x7f80_0000);
+        let is_special = self.b.ins().icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, o, 0x0f80_0000);
+        let bits = self.b.ins().select(is_special, special, scaled);
         let sign = self.b.ins().band_imm_s(h, 0x8000);
         let sign = self.b.ins().ishl_imm_s(sign, 16);
-        let e = self.b.ins().ushr_imm_s(h, 10);
-        let e = self.b.ins().band_imm_s(e, 0x1f);
-        let m = self.b.ins().band_imm_s(h, 0x3ff);
-        let m13 = self.b.ins().ishl_imm_s(m, 13);
-        let body = self.b.ins().bor(m13, sign);
-        let exp = self.b.ins().ishl_imm_s(e, 23);
-        let exp = self.b.ins().iadd_imm_s(exp, 112 << 23);
-        let normal = self.b.ins().bor(exp, body);
-        let special = self.b.ins().bor_imm_s(body, 0x7f80_0000);
-        let mf = self.b.ins().fcvt_from_uint(ct::F32, m);
-        let scale = self.b.ins().f32const(2f32.powi(-24));
-        let sub = self.b.ins().fmul(mf, scale);
-        let sub = self.b.ins().bitcast(ct::I32, MemFlagsData::new(), sub);
-        let sub = self.b.ins().bor(sub, sign);
-        let is_special = self.b.ins().icmp_imm_s(IntCC::Equal, e, 0x1f);
-        let is_sub = self.b.ins().icmp_imm_s(IntCC::Equal, e, 0);
-        let bits = self.b.ins().select(is_special, special, normal);
-        let bits = self.b.ins().select(is_sub, sub, bits);
+        let bits = self.b.ins().bor(bits, sign);
         self.b.ins().bitcast(ct::F32, MemFlagsData::new(), bits)
     }
 
     /// The `f16` nearest to the `f32` `v` (ties to even), its bits in the
-    /// low 16 of an `i32`: NaN stays a quiet NaN, at least 65520 in
-    /// magnitude overflows to infinity, normal results round the cut
-    /// significand bits, subnormal ones are `v` × 2^24 rounded to an integer.
+    /// low 16 of an `i32`: NaN stays a quiet NaN (its top payload bits
+    /// kept), 65536 and beyond in magnitude is infinite (65520 up to it
+    /// rounds there by itself), normal results round the 13 cut significand
+    /// bits, and subnormal ones are rounded by adding 0.5, whose last bit is
+    /// worth 2^-24, the f16 subnormal step.
     fn f16_bits_of(&mut self, v: Value) -> Value {
         let x = self.b.ins().bitcast(ct::I32, MemFlagsData::new(), v);
         let sign = self.b.ins().ushr_imm_s(x, 16);
         let sign = self.b.ins().band_imm_s(sign, 0x8000);
         let a = self.b.ins().band_imm_s(x, 0x7fff_ffff);
-        let r = self.b.ins().iadd_imm_s(a, -0x3800_0000);
-        let lsb = self.b.ins().ushr_imm_s(r, 13);
+        let lsb = self.b.ins().ushr_imm_s(a, 13);
         let lsb = self.b.ins().band_imm_s(lsb, 1);
-        let r = self.b.ins().iadd_imm_s(r, 0xfff);
+        let r = self.b.ins().iadd_imm_s(a, -0x3800_0000 + 0xfff);
         let r = self.b.ins().iadd(r, lsb);
         let normal = self.b.ins().ushr_imm_s(r, 13);
+        let af = self.b.ins().bitcast(ct::F32, MemFlagsData::new(), a);
+        let half = self.b.ins().f32const(0.5);
+        let sum = self.b.ins().fadd(af, half);
+        let sum = self.b.ins().bitcast(ct::I32, MemFlagsData::new(), sum);
+        let sub = self.b.ins().iadd_imm_s(sum, -0x3f00_0000);
         let nan = self.b.ins().ushr_imm_s(a, 13);
         let nan = self.b.ins().band_imm_s(nan, 0x3ff);
         let nan = self.b.ins().bor_imm_s(nan, 0x7e00);
-        let af = self.b.ins().bitcast(ct::F32, MemFlagsData::new(), a);
-        let scale = self.b.ins().f32const(16_777_216.0);
-        let scaled = self.b.ins().fmul(af, scale);
-        let scaled = self.b.ins().nearest(scaled);
-        let sub = self.b.ins().fcvt_to_uint_sat(ct::I32, scaled);
         let inf = self.b.ins().iconst(ct::I32, 0x7c00);
         let is_normal = self.b.ins().icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, a, 0x3880_0000);
-        let overflows = self.b.ins().icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, a, 0x477f_f000);
+        let overflows = self.b.ins().icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, a, 0x4780_0000);
         let is_nan = self.b.ins().icmp_imm_s(IntCC::UnsignedGreaterThan, a, 0x7f80_0000);
         let bits = self.b.ins().select(is_normal, normal, sub);
         let bits = self.b.ins().select(overflows, inf, bits);
