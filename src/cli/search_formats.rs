@@ -11,7 +11,7 @@ use super::run::Backend;
 use super::sparsify::front_door;
 use super::{Failure, Output, load};
 use heddle_ir::encoding::parse_encoding;
-use heddle_runtime::io::{bind_inputs, read_input, write};
+use heddle_runtime::io::{bind_inputs, bind_inputs_flat, read_input, write};
 use heddle_runtime::opencl::OpenCl;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -140,7 +140,9 @@ fn one(
         nats.extend(dims);
         inputs.extend(buffers);
     }
-    let env = bind_inputs(&kernel, &nats, inputs).map_err(|e| e.to_string())?;
+    // Compiled kernels read the inputs as flat buffers; the interpreter as values.
+    let bind = if matches!(a.backend, Backend::Interp) { bind_inputs } else { bind_inputs_flat };
+    let env = bind(&kernel, &nats, inputs).map_err(|e| e.to_string())?;
     let located = |d| first(Failure::Source(sparse.clone(), vec![d]));
     let lowered = match a.backend {
         Backend::Cpu => Some(heddle::cpu::lower(&kernel, &super::compile::kernel_name(&sparse)).map_err(located)?),

@@ -19,7 +19,7 @@ use heddle::source::SourceFile;
 use heddle_ir::loops::LoopProgram;
 use heddle_runtime::interp::Env;
 use heddle_runtime::io::read::ScalarKind;
-use heddle_runtime::io::{bind_inputs, read_input, Loaded};
+use heddle_runtime::io::{bind_inputs, bind_inputs_flat, read_input, Loaded};
 use heddle_runtime::opencl::OpenCl;
 use heddle_runtime::value::Value;
 use heddle_typeck::Kernel;
@@ -355,7 +355,9 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     for case in &cases {
         let mut reference: Option<Value> = None;
         // Each variant's inputs are bound once, with its first configuration's
-        // naturals; another configuration's naturals shadow them.
+        // naturals (as the flat buffers the compiled kernels read; as values
+        // only for the interpreter's reference); another configuration's
+        // naturals shadow them.
         let mut bases: Vec<Option<Result<Env, String>>> = vec![None; candidates.len()];
         let mut timers: Vec<Option<Timer>> = Vec::new();
         let mut outcomes = Vec::new();
@@ -365,12 +367,16 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             bar.set_message(format!("{}: checking {}", case.name, show(config, &c.name, several)));
             let nats: Vec<(String, i64)> = fixed.iter().filter(|(n, _)| c.nats.contains(n)).cloned().chain(config.params.iter().cloned()).collect();
             let base = bases[config.variant]
-                .get_or_insert_with(|| bind_inputs(&c.kernel, &nats, case.per_variant[config.variant].clone()).map_err(|e| e.to_string()))
+                .get_or_insert_with(|| bind_inputs_flat(&c.kernel, &nats, case.per_variant[config.variant].clone()).map_err(|e| e.to_string()))
                 .clone();
+            let values = || {
+                let env = bind_inputs(&c.kernel, &nats, case.per_variant[config.variant].clone()).map_err(|e| e.to_string())?;
+                Ok(nats.iter().fold(env, |e, (k, v)| e.with_nat(heddle_ir::Name::from(k.as_str()), *v)))
+            };
             let mut o = Outcome { kernel: c.name.clone(), params: config.params.clone(), threads: config.threads, seconds: None, gbps: None, error: None };
             let prepared = base.and_then(|env| {
                 let env = nats.iter().fold(env, |e, (k, v)| e.with_nat(heddle_ir::Name::from(k.as_str()), *v));
-                prepare(c, cl.as_ref(), env, config.threads, a.verify, &mut reference)
+                prepare(c, cl.as_ref(), env, config.threads, a.verify, &mut reference, values)
             });
             match prepared {
                 Ok((timer, moved)) => {
@@ -440,9 +446,19 @@ fn in_variant(e: Failure, name: &str, variants: usize) -> Failure {
 /// Runs one configuration once on its bound inputs and checks the result
 /// (against the interpreter, or the first configuration's); a timer for its
 /// timed runs and the bytes it moves.
-fn prepare<'a>(c: &'a Candidate, cl: Option<&'a OpenCl>, env: Env, threads: Option<usize>, verify: Verify, reference: &mut Option<Value>) -> Result<(Timer<'a>, f64), String> {
+/// `values` binds the inputs as the interpreter's values, for its reference.
+fn prepare<'a>(
+    c: &'a Candidate,
+    cl: Option<&'a OpenCl>,
+    env: Env,
+    threads: Option<usize>,
+    verify: Verify,
+    reference: &mut Option<Value>,
+    values: impl FnOnce() -> Result<Env, String>,
+) -> Result<(Timer<'a>, f64), String> {
     if reference.is_none() && verify == Verify::Interp {
-        *reference = Some(heddle_runtime::interp::run_kernel(&c.kernel, &env).map_err(|d| format!("the interpreter failed: {}", d.message))?);
+        let values = values()?;
+        *reference = Some(heddle_runtime::interp::run_kernel(&c.kernel, &values).map_err(|d| format!("the interpreter failed: {}", d.message))?);
     }
     let (value, timer, bytes): (Value, Timer<'a>, f64) = match (&c.code, cl) {
         (Code::Opencl(compiled), Some(cl)) => {

@@ -19,7 +19,7 @@ use heddle_rewrite::program::candidates::{Candidate, candidates};
 use heddle_rewrite::program::sketch::{self, Sketch};
 use heddle_rewrite::program::{self, Checked, CostKind, Options, Rule};
 use heddle_runtime::interp::Env;
-use heddle_runtime::io::{Loaded, bind_inputs, read_input};
+use heddle_runtime::io::{Loaded, bind_inputs, bind_inputs_flat, read_input};
 use heddle_runtime::opencl::OpenCl;
 use heddle_runtime::value::Value;
 use heddle_typeck::Kernel;
@@ -133,7 +133,9 @@ enum Runner {
 /// its result, its compile time, and a timer for the timed runs.
 fn prepare<'a>(runner: &'a Runner, program: &Program, name: &str, nats: &[(String, i64)], loaded: &[(String, Loaded)]) -> Result<(Value, f64, Timer<'a>), String> {
     let kernel = heddle_typeck::check_program(program).map_err(|d| d.first().map_or_else(|| "type error".into(), |d| d.message.clone()))?;
-    let env = bind_inputs(&kernel, nats, loaded.to_vec()).map_err(|e| e.to_string())?;
+    // Compiled candidates read the inputs as flat buffers; the interpreter as values.
+    let bind = if matches!(runner, Runner::Interp) { bind_inputs } else { bind_inputs_flat };
+    let env = bind(&kernel, nats, loaded.to_vec()).map_err(|e| e.to_string())?;
     let msg = |d: Diagnostic| d.message;
     let compile_start = Instant::now();
     match runner {
