@@ -251,6 +251,18 @@ fn compile_target_opencl_listing7() {
     insta::assert_snapshot!(out);
 }
 
+/// The generated OpenCL of a bfloat16 SpMV: `ushort` buffers, `float`
+/// variables, each product and sum rounded by the bit-arithmetic helpers,
+/// which are emitted once and only when used.
+#[test]
+fn compile_target_opencl_bf16_spmv() {
+    let (code, out, err) = common::heddle(&["compile", "examples/sparse/spmv_csr_bf16.hdl", "--target", "opencl"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.matches("static ushort heddle_to_bf16").count(), 1, "{out}");
+    assert!(!out.contains("heddle_to_f16") && !out.contains("cl_khr_fp16"), "{out}");
+    insta::assert_snapshot!(out);
+}
+
 /// `--csr M.mtx` binds the matrix to the kernel's CSR parameters by name
 /// (the form docs/performance.md shows): unpacked `values` of a
 /// position-dependent type are floats, not (column, value) pairs. When no
