@@ -325,6 +325,13 @@ impl Gen<'_> {
                 self.guarded(depth, &format!("atom_add((volatile __global {c}*){place}, {v});"), pred, &who);
                 return Ok(());
             }
+            S::F16 | S::BF16 => {
+                // A compare-and-swap of the 32-bit word holding the slot (the
+                // runtime pads every buffer to whole words).
+                let call = self.halves.atomic_add(ty, &place, &v);
+                self.guarded(depth, &call, pred, &who);
+                return Ok(());
+            }
             other => return Err(format!("an atomic add of {other} values (OpenCL 1.2 has atomics on 32- and 64-bit words only)")),
         };
         // Every access to the slot is atomic (a plain read racing with the

@@ -35,6 +35,8 @@ pub(crate) struct Halves {
     kinds: BTreeSet<&'static str>,
     /// Round-to-odd narrowing to `float` from these C types.
     odd_from: BTreeSet<&'static str>,
+    /// Atomic adds into `f16` / `bf16` slots.
+    atomics: BTreeSet<&'static str>,
 }
 
 impl Halves {
@@ -54,6 +56,14 @@ impl Halves {
     pub(crate) fn round(&mut self, t: ScalarType, v: &str) -> String {
         self.kinds.insert(stem(t));
         format!("heddle_round_{}({v})", stem(t))
+    }
+
+    /// `*place += v` atomically, for `place` a `__global` pointer to a slot
+    /// of type `t` and `v` a `float` holding a `t`: a statement.
+    pub(crate) fn atomic_add(&mut self, t: ScalarType, place: &str, v: &str) -> String {
+        self.kinds.insert(stem(t));
+        self.atomics.insert(stem(t));
+        format!("heddle_atomic_add_{}((volatile __global ushort*){place}, {v});", stem(t))
     }
 
     /// `v`, of type `from`, converted to the half type `t` in one rounding.
@@ -92,6 +102,9 @@ impl Halves {
         if self.kinds.contains("bf16") {
             out.push_str(BF16_HELPERS);
         }
+        for stem in &self.atomics {
+            out.push_str(&ATOMIC_ADD.replace("STEM", stem));
+        }
         out
     }
 }
@@ -123,4 +136,28 @@ static ushort heddle_to_bf16(float f) {
   return (ushort)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 static float heddle_round_bf16(float f) { return heddle_from_bf16(heddle_to_bf16(f)); }
+";
+
+/// `*p += v` for a half slot (`STEM` is `f16` or `bf16`): OpenCL 1.2 has no
+/// 16-bit atomics, so the aligned 32-bit word holding the slot is exchanged
+/// with `atomic_cmpxchg` until no other work-item changed it in between
+/// (the other half of the word is put back as found). Every access to the
+/// word is atomic; the first exchange guesses it holds 0.
+const ATOMIC_ADD: &str = "
+static void heddle_atomic_add_STEM(volatile __global ushort* p, float v) {
+  volatile __global uint* w = (volatile __global uint*)((size_t)p & ~(size_t)3);
+#ifdef __ENDIAN_LITTLE__
+  const uint sh = ((size_t)p & 2) ? 16u : 0u;
+#else
+  const uint sh = ((size_t)p & 2) ? 0u : 16u;
+#endif
+  uint old = 0u;
+  for (;;) {
+    const float sum = heddle_from_STEM((ushort)(old >> sh)) + v;
+    const uint next = (old & ~(0xffffu << sh)) | ((uint)heddle_to_STEM(sum) << sh);
+    const uint seen = atomic_cmpxchg(w, old, next);
+    if (seen == old) break;
+    old = seen;
+  }
+}
 ";

@@ -373,9 +373,18 @@ impl Session {
     }
 
     fn buffer(&self, bytes: &[u8], flags: MemFlags) -> Result<Buffer<u8>, Diagnostic> {
-        // OpenCL has no empty buffers: an empty input gets one unused byte.
-        let one = [0u8];
-        let data = if bytes.is_empty() { &one[..] } else { bytes };
+        // A whole number of 4-byte words (zero-padded), never empty: OpenCL has
+        // no empty buffers, and a 16-bit atomic add exchanges the aligned word
+        // that holds its slot, which must lie inside the buffer.
+        let padded;
+        let data = if !bytes.is_empty() && bytes.len() % 4 == 0 {
+            bytes
+        } else {
+            let mut v = bytes.to_vec();
+            v.resize(bytes.len().max(1).next_multiple_of(4), 0);
+            padded = v;
+            &padded[..]
+        };
         Buffer::<u8>::builder()
             .queue(self.queue.clone())
             .flags(flags | MemFlags::COPY_HOST_PTR)
@@ -390,13 +399,14 @@ impl Session {
     /// takes memory set by `clEnqueueFillBuffer` for uninitialised: there
     /// it is copied from the host.)
     fn zeroed(&self, len: usize) -> Result<Buffer<u8>, Diagnostic> {
+        let len = len.max(1).next_multiple_of(4);
         if self.entry.simulator {
-            return self.buffer(&vec![0u8; len.max(1)], MemFlags::READ_WRITE);
+            return self.buffer(&vec![0u8; len], MemFlags::READ_WRITE);
         }
         Buffer::<u8>::builder()
             .queue(self.queue.clone())
             .flags(MemFlags::READ_WRITE)
-            .len(len.max(1))
+            .len(len)
             .fill_val(0u8)
             .build()
             .map_err(|e| err(format!("cannot allocate a device buffer of {len} bytes: {e}")))
