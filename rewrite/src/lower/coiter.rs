@@ -24,7 +24,9 @@
 //! run-time error on every backend. Two-list co-iteration over plain lists
 //! keeps `stream.rs`'s loop. A `compressAdd` operand is expanded and sorted
 //! in its workspace before the loop and walked like a list, each entry reset
-//! as it is taken.
+//! as it is taken. A `filter` operand is its source's cursor whose element
+//! is ready only when the predicate holds for it; skipping passes a source
+//! element the predicate rejects.
 
 use super::emit::leaf_fields;
 use super::stream::{reset, Expanded, Visit};
@@ -62,6 +64,9 @@ enum Kind {
     Compressed { x: Expanded, at: Name },
     /// A map over a stream.
     Map { f: TExpr, env: Env, src: Box<Cursor> },
+    /// `filter(p)` of a list or stream: its source's elements for which `p`
+    /// holds (`keep`, a variable of the step, set when the source is ready).
+    Filter { p: TExpr, env: Env, src: Box<Cursor>, keep: Name },
     /// `union` (with the defaults) or `intersect`, with each operand's order check.
     Merge { a: Box<Cursor>, b: Box<Cursor>, defaults: Option<Box<(Val, Val)>>, order: [Order; 2] },
 }
@@ -202,7 +207,12 @@ impl<'k> Lowerer<'k> {
                 let (b, ob) = operand(self, b, "second", body)?;
                 Kind::Merge { a: Box::new(a), b: Box::new(b), defaults: defaults.clone(), order: [oa, ob] }
             }
-            ViewKind::Filter { span, .. } => return Err(unsupported(*span, "co-iteration over the result of `filter`")),
+            ViewKind::Filter { p, env: fenv, src, .. } => Kind::Filter {
+                p: (**p).clone(),
+                env: fenv.clone(),
+                src: Box::new(self.cursor(src, env, lens, body)?),
+                keep: self.fresh("keep"),
+            },
             ViewKind::Compress { src, n, span } => {
                 // Expanded and sorted before the loop; each entry is reset as it
                 // is taken, and every entry is taken (an intersection takes the
@@ -249,6 +259,19 @@ impl<'k> Lowerer<'k> {
                 let mut fill = Block::new();
                 let y = self.apply(f, vec![src.value()], env, &mut fill)?;
                 (src.done(), src.ready(), (fill, y))
+            }
+            Kind::Filter { p, env, src, keep } => {
+                self.refresh(src, step)?;
+                // The predicate reads the source's element only when there is one.
+                let mut test = Block::new();
+                let Val::Scalar(holds, _) = self.apply(p, vec![src.value()], env, &mut test)? else {
+                    return Err(super::bug(span, "a `filter` predicate that is not a boolean"));
+                };
+                test.push(Stmt::Assign { var: keep.clone(), value: holds });
+                self.var_types.push((keep.clone(), ScalarType::Bool));
+                step.push(Stmt::Var { var: keep.clone(), ty: ScalarType::Bool, init: L::Bool(false) });
+                step.push(when(src.ready(), test, vec![]));
+                (src.done(), and(src.ready(), L::var(keep.clone())), (Block::new(), src.value()))
             }
             Kind::Merge { a, b, defaults, .. } => {
                 self.refresh(a, step)?;
@@ -323,7 +346,7 @@ fn advance(c: &Cursor, out: &mut Block) {
             out.extend(reset(x, &L::load(x.list.clone(), L::var(at.clone()), 0)));
             out.push(Stmt::Assign { var: at.clone(), value: L::bin(BinOp::Add, L::var(at.clone()), L::index(1)) });
         }
-        Kind::Map { src, .. } => advance(src, out),
+        Kind::Map { src, .. } | Kind::Filter { src, .. } => advance(src, out),
         Kind::Merge { a, b, defaults: Some(_), order } => {
             let (ca, cb) = (a.coord(), b.coord());
             let mut ta = Block::new();
@@ -355,6 +378,15 @@ fn skip(c: &Cursor, out: &mut Block) {
     match &c.kind {
         Kind::Leaf { .. } | Kind::Compressed { .. } => {}
         Kind::Map { src, .. } => skip(src, out),
+        Kind::Filter { src, .. } => {
+            // The source's element is not kept: pass it; else the source
+            // itself is neither done nor ready.
+            let mut pass = Block::new();
+            advance(src, &mut pass);
+            let mut towards = Block::new();
+            skip(src, &mut towards);
+            out.push(when(src.ready(), pass, vec![when(not(src.done()), towards, vec![])]));
+        }
         Kind::Merge { a, b, defaults: Some(_), .. } => {
             let (mut sa, mut sb) = (Block::new(), Block::new());
             skip(a, &mut sa);
