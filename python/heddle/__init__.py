@@ -342,15 +342,18 @@ def compile(source: str, backend: str = "cpu", *, threads: int | None = None, de
 _BUFFER_KEYS = ("encoding", "dim_sizes", "lvl_sizes", "positions", "coordinates", "values")
 
 
-def convert(matrix: Any, encoding: str) -> dict:
+def convert(matrix: Any, encoding: str, elem: str | None = None) -> dict:
     """Store a matrix (scipy sparse array, or dense numpy array) in
     `encoding` (as `heddle convert --to` spells it: CSR, CSC, COO, DCSR,
     BSR(2, 2), `ds`, `#sparse_tensor.encoding<{...}>`); its buffers:
     {"encoding", "dim_sizes", "lvl_sizes", "positions", "coordinates",
     "values"}, positions and coordinates per level (None where a level has
-    none). `from_buffers` turns them back into a scipy array."""
+    none). The values keep their type, or are stored at `elem` ("f16",
+    "bf16", "f32", "i32", ...; `heddle convert --elem`), each converted once
+    (a bf16 comes back as float32 holding it). `from_buffers` turns them back
+    into a scipy array."""
     arg = _matrix_arg("matrix", matrix, None)
-    d = _heddle.convert(*arg[1:], encoding)
+    d = _heddle.convert(*arg[1:], encoding, elem)
     return {k: d[k] for k in _BUFFER_KEYS}
 
 

@@ -416,13 +416,20 @@ pub fn tensor_dict(py: Python<'_>, t: &SparseTensor) -> PyResult<PyObject> {
 /// `heddle.convert`'s low-level half: a matrix (a [`TensorArg`] without a
 /// name) stored in `encoding` (as `heddle convert --to` spells it).
 #[pyfunction]
-#[pyo3(signature = (storage, shape, a, b, values, encoding))]
-pub fn convert(py: Python<'_>, storage: String, shape: Vec<u64>, a: PyObject, b: PyObject, values: PyObject, encoding: &str) -> PyResult<PyObject> {
+#[pyo3(signature = (storage, shape, a, b, values, encoding, elem=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn convert(py: Python<'_>, storage: String, shape: Vec<u64>, a: PyObject, b: PyObject, values: PyObject, encoding: &str, elem: Option<&str>) -> PyResult<PyObject> {
     let enc = heddle::cli::resolve_encoding("encoding", encoding, None, Some(shape.len())).map_err(crate::failure)?;
     let file = heddle::source::SourceFile::new("encoding", encoding);
     let raw = TensorArg("matrix".into(), storage, shape, a, b, values).extract(py)?;
-    // Stored at the values' own type, as `heddle convert` keeps a file's.
-    let elem = raw.values.elem();
+    // Stored at the values' own type, as `heddle convert` keeps a file's,
+    // or at `elem` (`--elem`), each value converted once.
+    let elem = match elem {
+        None => raw.values.elem(),
+        Some(e) => ScalarType::from_keyword(e)
+            .or_else(|| heddle_ir::parser::mlir_scalar(e))
+            .ok_or_else(|| input_error(None, format!("`{e}` is not a scalar type")))?,
+    };
     let t = raw.into_tensor(&enc, elem).map_err(|f| f.into_py(&file))?;
     tensor_dict(py, &t)
 }

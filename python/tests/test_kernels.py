@@ -320,3 +320,15 @@ def test_bf16_results_come_back_as_float32_holding_bfloat16_values(backend):
     # Every value has a zero low half: a bfloat16 in a float32.
     assert not np.any(y.view(np.uint32) & 0xFFFF)
     np.testing.assert_allclose(y, A @ x, rtol=0.05, atol=0.05)
+
+
+def test_convert_stores_values_at_a_given_element_type():
+    A = matrix(seed=45)
+    b = heddle.convert(A, "CSR", elem="f16")
+    assert b["values"].dtype == np.float16
+    np.testing.assert_array_equal(b["values"], A.data.astype(np.float16))
+    # bf16 values come back as float32 holding them (low 16 bits zero).
+    b = heddle.convert(A, "CSR", elem="bf16")
+    assert b["values"].dtype == np.float32 and not np.any(b["values"].view(np.uint32) & 0xFFFF)
+    with pytest.raises(heddle.InputError, match="`f8` is not a scalar type"):
+        heddle.convert(A, "CSR", elem="f8")
