@@ -2,14 +2,13 @@
 //! exact there), stored as their 16 bits, and rounded back after every
 //! operation. Computing `+ - * /` in `f32` and rounding the result once more
 //! gives the correctly rounded half result: `f32`'s 24 bits are at least
-//! twice the half's precision plus two. Conversions from wider types round
-//! once (helpers in `crate::helpers`, shared with nothing but the tests).
+//! twice the half's precision plus two.
 //!
 //! Loads, stores and rounding are a few integer instructions and selects,
 //! with no call (`bf16` is `f32`'s upper half; `f16` rebiases the exponent
 //! and handles subnormals in `f32` arithmetic, which is exact there).
-//! Conversions from `f64` and integers call the helpers (round to odd, then
-//! to the half).
+//! Conversions from `f64` and integers call `crate::helpers`, which round
+//! once through `heddle_ir::rounding` as the interpreter does.
 
 use super::Translator;
 use crate::error::CodegenError;
