@@ -101,6 +101,19 @@ impl Translator<'_, '_> {
         if !may_fault(a) && !may_fault(b) {
             let (av, t) = self.expr(a)?;
             let (bv, _) = self.expr(b)?;
+            if let Some(bits) = match t {
+                ScalarType::F32 => Some(ct::I32),
+                ScalarType::F64 => Some(ct::I64),
+                _ => None,
+            } {
+                // x64 lowers a float `select` to a conditional jump over a move:
+                // a branch on data (a merge's "which list"), mispredicted about
+                // every other time. The bits are chosen with a `cmov` instead.
+                let flags = MemFlagsData::new();
+                let (ai, bi) = (self.b.ins().bitcast(bits, flags, av), self.b.ins().bitcast(bits, flags, bv));
+                let r = self.b.ins().select(cv, ai, bi);
+                return Ok((self.b.ins().bitcast(types::clif_type(t), flags, r), t));
+            }
             return Ok((self.b.ins().select(cv, av, bv), t));
         }
         // Values first computed inside an arm would not dominate later uses.
