@@ -88,7 +88,7 @@ impl Translator<'_, '_> {
             }
             // Work-group phases already run in order on one thread.
             Stmt::Barrier => {}
-            Stmt::Check { cond, .. } if self.options.trust_ranges && self.implied_by_ranges(cond) => {}
+            Stmt::Check { cond, .. } if self.options.trust_ranges && self.implied_by_ranges(cond) => self.trusted_checks += 1,
             Stmt::Check { cond, id } => {
                 let (c, _) = self.expr(cond)?;
                 let code = status::check_failed(*id).ok_or_else(|| CodegenError::Unsupported(format!("check id {id}")))?;
