@@ -88,6 +88,18 @@ fn incr(var: &Name) -> Stmt {
     Stmt::Assign { var: var.clone(), value: L::bin(BinOp::Add, L::var(var.clone()), L::index(1)) }
 }
 
+/// How many entries counting the stream `v` walks, where its lists are
+/// indexable: a co-iteration's, the sum of its operands' (for a counting
+/// phase's work estimate; `None` for a workspace or a filter).
+pub(super) fn stream_bound(v: &View) -> Option<Nat> {
+    let walked = |x: &View| if is_stream(x) { stream_bound(x) } else { Some(x.len()) };
+    match &v.kind {
+        ViewKind::Map { src, .. } if is_stream(src) => stream_bound(src),
+        ViewKind::Merge { a, b, .. } => Some(Nat::add(walked(a)?, walked(b)?)),
+        _ => None,
+    }
+}
+
 impl<'k> Lowerer<'k> {
     /// Emits a visit of every element of the stream `v`, in order.
     pub(super) fn each_stream(&mut self, v: &View, env: &Env, body: &mut Block, f: Visit<'_, 'k>) -> Result<(), Diagnostic> {
