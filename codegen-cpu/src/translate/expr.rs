@@ -224,9 +224,14 @@ impl Translator<'_, '_> {
     /// `xs[e]`, whose validity rests on a check of `e`). Such an index is
     /// in bounds for every iteration the loop runs, and the load depends on
     /// the loop variable, so it can neither leave the loop nor move before
-    /// the loop starts.
+    /// the loop starts. Not in a loop whose body holds another: Cranelift
+    /// places a `can_move` load next to its use, which may be the inner loop
+    /// (a row's start, read once per row, read again at every entry).
     fn movable(&self, index: &Expr) -> bool {
         let Some((var, 0)) = &self.loop_var else { return false };
+        if self.outer_loop {
+            return false;
+        }
         let inner = self.loop_names.last().cloned().unwrap_or_default();
         let mut terms = Vec::new();
         let mut constant = 0;

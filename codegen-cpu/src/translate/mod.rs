@@ -64,6 +64,7 @@ pub fn function(prog: &LoopProgram, m: &mut JITModule, f: &mut Function, options
         loop_var: None,
         let_values: Vec::new(),
         trusted_checks: 0,
+        outer_loop: false,
     };
     t.bind_args(args_ptr);
     t.block(&prog.body)?;
@@ -163,6 +164,9 @@ pub(crate) struct Translator<'a, 'f> {
     let_values: Vec<(Name, Expr)>,
     /// Checks left out because the input ranges imply them.
     trusted_checks: usize,
+    /// The innermost loop's body holds another loop: its loads are not
+    /// `can_move` (see [`expr`]'s `movable`).
+    outer_loop: bool,
 }
 
 impl Translator<'_, '_> {
