@@ -257,9 +257,10 @@ impl<'k> Lowerer<'k> {
             }
         };
         let scalar = |v: &Val| matches!(v, Val::Scalar(..));
-        let chosen = match defaults {
-            Some((za, zb)) => scalar(&va) && scalar(&vb) && scalar(za) && scalar(zb),
-            None => true,
+        // Counting reads no value; a union visits a chosen value only where values are scalars.
+        let chosen = match (&visit, defaults) {
+            (Some(_), Some((za, zb))) => scalar(&va) && scalar(&vb) && scalar(za) && scalar(zb),
+            _ => true,
         };
         if chosen {
             let ta = take(self, &ca, &cb, "take_a", &mut both);
@@ -295,10 +296,15 @@ impl<'k> Lowerer<'k> {
             same.extend(ordered(&cb, &ib, &last_b, check_b));
             a_first.extend(ordered(&ca, &ia, &last_a, check_a));
             b_first.extend(ordered(&cb, &ib, &last_b, check_b));
-            if let (Some(f), Some((za, zb))) = (visit.as_mut(), defaults) {
-                f(self, Val::Tuple(vec![Val::Scalar(ca_out.clone(), coord), va.clone(), vb.clone()]), &mut same)?;
-                f(self, Val::Tuple(vec![Val::Scalar(ca_out.clone(), coord), va.clone(), zb.clone()]), &mut a_first)?;
-                f(self, Val::Tuple(vec![Val::Scalar(cb_out.clone(), coord), za.clone(), vb.clone()]), &mut b_first)?;
+            // (A union visiting values that are not scalars: arrays, tuples.)
+            match (visit.as_mut(), defaults) {
+                (Some(f), Some((za, zb))) => {
+                    f(self, Val::Tuple(vec![Val::Scalar(ca_out.clone(), coord), va.clone(), vb.clone()]), &mut same)?;
+                    f(self, Val::Tuple(vec![Val::Scalar(ca_out.clone(), coord), va.clone(), zb.clone()]), &mut a_first)?;
+                    f(self, Val::Tuple(vec![Val::Scalar(cb_out.clone(), coord), za.clone(), vb.clone()]), &mut b_first)?;
+                }
+                (Some(f), None) => f(self, Val::Tuple(vec![Val::Scalar(ca_out.clone(), coord), va.clone(), vb.clone()]), &mut same)?,
+                (None, _) => same.push(incr(&matches)),
             }
             same.extend([incr(&ia), incr(&ib)]);
             a_first.push(incr(&ia));
