@@ -451,6 +451,8 @@ fn least_value(n: &Nat) -> Option<i64> {
         Nat::Lit(k) => Some(*k),
         Nat::Var(_) | Nat::ToNat(_) => Some(0),
         Nat::Bin(NatOp::Add, a, b) => least_value(a)?.checked_add(least_value(b)?),
+        // Floor division of a natural by a positive one: at least 0.
+        Nat::Bin(NatOp::Div, a, b) => (least_value(a)? >= 0 && least_value(b)? >= 1).then_some(0),
         Nat::Bin(NatOp::Mul, a, b) => {
             let (a, b) = (least_value(a)?, least_value(b)?);
             if a >= 0 && b >= 0 { a.checked_mul(b) } else { None }
