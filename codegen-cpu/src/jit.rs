@@ -54,23 +54,23 @@ fn entry_signature(m: &JITModule) -> Signature {
 }
 
 /// Validates and translates `prog` into a function of `m`.
-fn translate(prog: &LoopProgram, m: &mut JITModule, options: &Options) -> Result<Function, CodegenError> {
+fn translate(prog: &LoopProgram, m: &mut JITModule, options: &Options) -> Result<(Function, usize), CodegenError> {
     prog.validate()?;
     let mut f = Function::with_name_signature(UserFuncName::user(0, 0), entry_signature(m));
-    translate::function(prog, m, &mut f, options)?;
-    Ok(f)
+    let trusted = translate::function(prog, m, &mut f, options)?;
+    Ok((f, trusted))
 }
 
 pub fn clif_text(prog: &LoopProgram, options: &Options) -> Result<String, CodegenError> {
     let mut m = module(host_isa()?);
-    let f = translate(prog, &mut m, options)?;
+    let (f, _) = translate(prog, &mut m, options)?;
     Ok(f.display().to_string())
 }
 
 pub fn disassembly(prog: &LoopProgram, options: &Options) -> Result<String, CodegenError> {
     let isa = host_isa()?;
     let mut m = module(isa.clone());
-    let f = translate(prog, &mut m, options)?;
+    let (f, _) = translate(prog, &mut m, options)?;
     let mut ctx = Context::for_function(f);
     ctx.set_disasm(true);
     let mut ctrl = cranelift_codegen::control::ControlPlane::default();
@@ -80,7 +80,7 @@ pub fn disassembly(prog: &LoopProgram, options: &Options) -> Result<String, Code
 
 pub fn compile(prog: &LoopProgram, options: &Options) -> Result<CpuKernel, CodegenError> {
     let mut m = module(host_isa()?);
-    let f = translate(prog, &mut m, options)?;
+    let (f, trusted_checks) = translate(prog, &mut m, options)?;
     let clif = f.display().to_string();
     let id = m.declare_function("heddle_kernel", Linkage::Export, &f.signature).map_err(cl)?;
     let mut ctx = Context::for_function(f);
@@ -100,5 +100,6 @@ pub fn compile(prog: &LoopProgram, options: &Options) -> Result<CpuKernel, Codeg
         params: prog.args.iter().map(|a| a.kind.clone()).collect(),
         splittable: translate::splittable(prog),
         clif,
+        trusted_checks,
     })
 }

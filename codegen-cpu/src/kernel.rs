@@ -73,6 +73,8 @@ pub struct CpuKernel {
     pub(crate) params: Vec<ArgKind>,
     pub(crate) splittable: bool,
     pub(crate) clif: String,
+    /// Checks left out because the program's input ranges imply them.
+    pub(crate) trusted_checks: usize,
 }
 
 impl std::fmt::Debug for CpuKernel {
@@ -88,6 +90,13 @@ impl CpuKernel {
     /// `(i64::MIN, i64::MAX)`.
     pub fn splittable(&self) -> bool {
         self.splittable
+    }
+
+    /// Whether the code leaves out checks that the program's input ranges
+    /// imply (compiled with `Options::trust_ranges`): only then must the
+    /// inputs be validated against the ranges before it runs.
+    pub fn relies_on_ranges(&self) -> bool {
+        self.trusted_checks > 0
     }
 
     /// The Cranelift IR the kernel was compiled from.

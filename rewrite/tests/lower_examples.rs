@@ -1,7 +1,7 @@
 //! Lowering every example: the loop programs are valid, contain no Σ loop, and
 //! show the closed-form or precomputed indices (insta snapshots).
 
-use heddle_ir::loops::{Block, HostKind, LoopProgram, Stmt};
+use heddle_ir::loops::{Block, Expr, HostKind, LoopProgram, Stmt};
 
 fn examples() -> Vec<(String, String)> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples");
@@ -68,4 +68,62 @@ fn naive_sums_are_loops() {
     let p = heddle_rewrite::lower::lower_kernel_with(&kernel, "lil", &opts).unwrap();
     assert!(p.host.is_empty());
     assert!(loop_count(&p.body) > 2, "the naive variant evaluates the Σ with a loop:\n{p}");
+}
+
+/// The merge loops of a CSR + CSR sum (`examples/sparse/spadd_csr.hdl`):
+/// each row's starts are read once, before the loop (not in every branch of
+/// every step), and the rows of the CSR inputs, whose ordered, unique level
+/// input binding checks sorted, are merged without a sortedness check. A
+/// list of plain arrays, whose order nobody checked, and a `nonordered`
+/// level keep theirs.
+#[test]
+fn merges_of_tensor_rows_read_row_starts_once_and_skip_the_order_check() {
+    fn merge_loops<'a>(b: &'a Block, out: &mut Vec<&'a Block>) {
+        for s in b {
+            match s {
+                Stmt::For { var, body, .. } if var.as_str().starts_with("step") => out.push(body),
+                Stmt::For { body, .. } => merge_loops(body, out),
+                Stmt::If { then, els, .. } => {
+                    merge_loops(then, out);
+                    merge_loops(els, out);
+                }
+                _ => {}
+            }
+        }
+    }
+    fn loads(e: &Expr, suffix: &str) -> bool {
+        match e {
+            Expr::Load { buf, index, .. } => buf.as_str().ends_with(suffix) || loads(index, suffix),
+            Expr::Bin(_, a, b) => loads(a, suffix) || loads(b, suffix),
+            Expr::Neg(a) | Expr::Not(a) | Expr::Cast(_, a) => loads(a, suffix),
+            Expr::Select(c, a, b) => loads(c, suffix) || loads(a, suffix) || loads(b, suffix),
+            _ => false,
+        }
+    }
+    // Whether a statement of `b` loads a buffer named `…suffix`.
+    fn reads(b: &Block, suffix: &str) -> bool {
+        b.iter().any(|s| match s {
+            Stmt::Let { value, .. } | Stmt::Assign { value, .. } | Stmt::Var { init: value, .. } => loads(value, suffix),
+            Stmt::Check { cond, .. } => loads(cond, suffix),
+            Stmt::Store { index, value, .. } => loads(index, suffix) || loads(value, suffix),
+            Stmt::If { cond, then, els } => loads(cond, suffix) || reads(then, suffix) || reads(els, suffix),
+            Stmt::For { lo, hi, body, .. } => loads(lo, suffix) || loads(hi, suffix) || reads(body, suffix),
+            _ => false,
+        })
+    }
+    let unsorted_checks = |p: &LoopProgram| p.checks.iter().filter(|c| c.message.contains("not sorted")).count();
+    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sparse/spadd_csr.hdl")).unwrap();
+    let fill = lower(&src, "spadd_csr");
+    let count = &fill.counts[0].program;
+    for p in [&fill, &**count] {
+        let mut loops = Vec::new();
+        merge_loops(&p.body, &mut loops);
+        assert_eq!(loops.len(), 1, "{p}");
+        assert!(!reads(loops[0], "_pos1"), "a row start read inside the merge loop:\n{p}");
+        assert_eq!(unsorted_checks(p), 0, "CSR rows are sorted already:\n{p}");
+    }
+    let plain = "nFun(n => nFun(m =>\nfun(xc: [int]_n => fun(xv: [float]_n => fun(yc: [int]_m => fun(yv: [float]_m =>\n  union(0, 0, zip(xc, xv), zip(yc, yv)) :>> map(fun(e => e.2 + e.3)) :>> reduce(+, 0)))))))\n";
+    assert_eq!(unsorted_checks(&lower(plain, "plain")), 2, "plain arrays are checked");
+    let nonordered = src.replace("j : compressed", "j : compressed(nonordered)");
+    assert!(unsorted_checks(&lower(&nonordered, "nonordered")) >= 2, "a nonordered level is checked");
 }

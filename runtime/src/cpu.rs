@@ -114,9 +114,13 @@ impl<'l> Ready<'l> {
     pub fn new(prog: &'l LoopProgram, launch: &'l mut Launch, threads: impl Into<Parallelism>) -> Result<Ready<'l>, Diagnostic> {
         let p = threads.into();
         // Inputs that lie in the program's ranges (valid tensor coordinates)
-        // run the code without the checks those imply.
+        // run the code without the checks those imply. Code that leaves out
+        // none is the checked code: the inputs need no validating pass.
         let checking = crate::profile::phase(|| "check the inputs' ranges".into());
-        let trusted = !prog.ranges.is_empty() && ranges::inputs_in_ranges(prog, launch, p.threads);
+        let trust = Options { trust_ranges: true, ..Options::default() };
+        let trusted = !prog.ranges.is_empty()
+            && compile_cached_with(prog, &trust).is_ok_and(|k| k.relies_on_ranges())
+            && ranges::inputs_in_ranges(prog, launch, p.threads);
         drop(checking);
         let options = Options { trust_ranges: trusted, ..Options::default() };
         let compiling = crate::profile::phase(|| "compile (or find in the cache)".into());

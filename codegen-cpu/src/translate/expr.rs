@@ -106,6 +106,19 @@ impl Translator<'_, '_> {
         if !may_fault(a) && !may_fault(b) {
             let (av, t) = self.expr(a)?;
             let (bv, _) = self.expr(b)?;
+            if let Some(bits) = match t {
+                ScalarType::F32 => Some(ct::I32),
+                ScalarType::F64 => Some(ct::I64),
+                _ => None,
+            } {
+                // x64 lowers a float `select` to a conditional jump over a move:
+                // a branch on data (a merge's "which list"), mispredicted about
+                // every other time. The bits are chosen with a `cmov` instead.
+                let flags = MemFlagsData::new();
+                let (ai, bi) = (self.b.ins().bitcast(bits, flags, av), self.b.ins().bitcast(bits, flags, bv));
+                let r = self.b.ins().select(cv, ai, bi);
+                return Ok((self.b.ins().bitcast(types::clif_type(t), flags, r), t));
+            }
             return Ok((self.b.ins().select(cv, av, bv), t));
         }
         // Values first computed inside an arm would not dominate later uses.
@@ -216,9 +229,14 @@ impl Translator<'_, '_> {
     /// `xs[e]`, whose validity rests on a check of `e`). Such an index is
     /// in bounds for every iteration the loop runs, and the load depends on
     /// the loop variable, so it can neither leave the loop nor move before
-    /// the loop starts.
+    /// the loop starts. Not in a loop whose body holds another: Cranelift
+    /// places a `can_move` load next to its use, which may be the inner loop
+    /// (a row's start, read once per row, read again at every entry).
     fn movable(&self, index: &Expr) -> bool {
         let Some((var, 0)) = &self.loop_var else { return false };
+        if self.outer_loop {
+            return false;
+        }
         let inner = self.loop_names.last().cloned().unwrap_or_default();
         let mut terms = Vec::new();
         let mut constant = 0;

@@ -29,7 +29,9 @@ use heddle_ir::{Name, ScalarType};
 
 /// Translates `prog` (already validated) into `f`, whose signature is the
 /// kernel entry signature; helpers are imported from `m`.
-pub fn function(prog: &LoopProgram, m: &mut JITModule, f: &mut Function, options: &crate::Options) -> Result<(), CodegenError> {
+/// Translates `prog` into `f`; returns how many checks it left out because
+/// the program's input ranges imply them (`Options::trust_ranges`).
+pub fn function(prog: &LoopProgram, m: &mut JITModule, f: &mut Function, options: &crate::Options) -> Result<usize, CodegenError> {
     if prog.checks.len() as u64 >= u64::from(status::INDEX_OVERFLOW) {
         return Err(CodegenError::Unsupported(format!("{} checks in one kernel", prog.checks.len())));
     }
@@ -62,6 +64,8 @@ pub fn function(prog: &LoopProgram, m: &mut JITModule, f: &mut Function, options
         loop_names: Vec::new(),
         loop_var: None,
         let_values: Vec::new(),
+        trusted_checks: 0,
+        outer_loop: false,
     };
     t.bind_args(args_ptr);
     t.block(&prog.body)?;
@@ -69,8 +73,9 @@ pub fn function(prog: &LoopProgram, m: &mut JITModule, f: &mut Function, options
     t.b.ins().return_(&[ok]);
     t.b.seal_all_blocks();
     let config = t.m.target_config();
+    let trusted = t.trusted_checks;
     t.b.finalize(config);
-    Ok(())
+    Ok(trusted)
 }
 
 /// Whether calls over disjoint sub-ranges of the top-level `Parallel` loop
@@ -158,6 +163,11 @@ pub(crate) struct Translator<'a, 'f> {
     /// The values of the `let`s in scope, by name (for loads whose index is
     /// a function of the loop variable; see [`expr`]'s `movable`).
     let_values: Vec<(Name, Expr)>,
+    /// Checks left out because the input ranges imply them.
+    trusted_checks: usize,
+    /// The innermost loop's body holds another loop: its loads are not
+    /// `can_move` (see [`expr`]'s `movable`).
+    outer_loop: bool,
 }
 
 impl Translator<'_, '_> {

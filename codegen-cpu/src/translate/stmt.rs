@@ -12,6 +12,16 @@ pub(super) struct LoopMarks {
     hoisted: usize,
     narrow: usize,
     var: Option<(Name, usize)>,
+    outer: bool,
+}
+
+/// Whether a block holds a loop (at any depth).
+fn has_loop(b: &[Stmt]) -> bool {
+    b.iter().any(|s| match s {
+        Stmt::For { .. } => true,
+        Stmt::If { then, els, .. } => has_loop(then) || has_loop(els),
+        _ => false,
+    })
 }
 
 impl Translator<'_, '_> {
@@ -89,7 +99,7 @@ impl Translator<'_, '_> {
             }
             // Work-group phases already run in order on one thread.
             Stmt::Barrier => {}
-            Stmt::Check { cond, .. } if self.options.trust_ranges && self.implied_by_ranges(cond) => {}
+            Stmt::Check { cond, .. } if self.options.trust_ranges && self.implied_by_ranges(cond) => self.trusted_checks += 1,
             Stmt::Check { cond, id } => {
                 let (c, _) = self.expr(cond)?;
                 let code = status::check_failed(*id).ok_or_else(|| CodegenError::Unsupported(format!("check id {id}")))?;
@@ -152,7 +162,12 @@ impl Translator<'_, '_> {
         if !narrow.is_empty() {
             self.check_narrow_range(lo_v, hi_v, &narrow)?;
         }
-        let marks = LoopMarks { hoisted: self.hoisted.len(), narrow: self.narrow_safe.len(), var: self.loop_var.replace((var.clone(), 0)) };
+        let marks = LoopMarks {
+            hoisted: self.hoisted.len(),
+            narrow: self.narrow_safe.len(),
+            var: self.loop_var.replace((var.clone(), 0)),
+            outer: std::mem::replace(&mut self.outer_loop, has_loop(body)),
+        };
         if !narrow.is_empty() {
             self.narrow_safe.push(var.clone());
         }
@@ -170,6 +185,7 @@ impl Translator<'_, '_> {
         self.narrow_safe.truncate(marks.narrow);
         self.loop_names.pop();
         self.loop_var = marks.var;
+        self.outer_loop = marks.outer;
     }
 
     /// A temporary: a stack slot when its length is a constant and small,

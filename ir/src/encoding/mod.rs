@@ -300,6 +300,15 @@ impl Encoding {
     pub fn lvl_rank(&self) -> usize {
         self.levels.len()
     }
+    /// Whether level `l` keeps, in a coordinates buffer of its own, strictly
+    /// increasing coordinates under each parent: a compressed level, ordered
+    /// and unique, not sharing an array-of-structs buffer. Input binding
+    /// checks it of every tensor parameter's storage (`heddle_runtime::io`),
+    /// and compiled co-iteration relies on it (an unchecked merge).
+    pub fn strictly_increasing(&self, l: usize) -> bool {
+        self.levels.get(l).is_some_and(|lv| lv.format == LevelFormat::Compressed && !lv.props.nonordered && !lv.props.nonunique)
+            && self.aos_run(l).is_none()
+    }
     /// The first level of the trailing run of singletons that shares an
     /// array-of-structs coordinates buffer with level `l`, when `l` is a
     /// (loose_)compressed level followed by non-`soa` singletons. MLIR stores

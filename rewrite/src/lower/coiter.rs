@@ -21,7 +21,9 @@
 //! out (without visiting anything), so every list is checked sorted by
 //! strictly increasing coordinate as its entries are taken — a computed list
 //! too (a map may change coordinates) — and an unsorted list is the same
-//! run-time error on every backend. Two-list co-iteration over plain lists
+//! run-time error on every backend. (One parent's entries of a tensor
+//! parameter's ordered, unique level are not checked: input binding has.)
+//! Two-list co-iteration over plain lists
 //! keeps `stream.rs`'s loop. A `compressAdd` operand is expanded and sorted
 //! in its workspace before the loop and walked like a list, each entry reset
 //! as it is taken. A `filter` operand is its source's cursor whose element
@@ -67,8 +69,9 @@ enum Kind {
     /// `filter(p)` of a list or stream: its source's elements for which `p`
     /// holds (`keep`, a variable of the step, set when the source is ready).
     Filter { p: TExpr, env: Env, src: Box<Cursor>, keep: Name },
-    /// `union` (with the defaults) or `intersect`, with each operand's order check.
-    Merge { a: Box<Cursor>, b: Box<Cursor>, defaults: Option<Box<(Val, Val)>>, order: [Order; 2] },
+    /// `union` (with the defaults) or `intersect`, with each operand's order
+    /// check (none for a tensor level's entries, sorted already).
+    Merge { a: Box<Cursor>, b: Box<Cursor>, defaults: Option<Box<(Val, Val)>>, order: [Option<Order>; 2] },
 }
 
 /// The last coordinate taken from an operand, for its sortedness check.
@@ -192,16 +195,20 @@ impl<'k> Lowerer<'k> {
             ViewKind::Merge { a, b, defaults, span } => {
                 let span = *span;
                 let what = if defaults.is_some() { "union" } else { "intersect" };
-                let mut operand = |cx: &mut Self, x: &View, which: &str, body: &mut Block| -> Result<(Cursor, Order), Diagnostic> {
+                let mut operand = |cx: &mut Self, x: &View, which: &str, body: &mut Block| -> Result<(Cursor, Option<Order>), Diagnostic> {
                     if !matches!(&x.ty, Type::Array { elem, .. } if matches!(&**elem, Type::Tuple(ts) if ts.len() == 2)) {
                         return Err(unsupported(span, "co-iteration over lists that are not (coordinate, value) pairs"));
                     }
                     let c = cx.cursor(x, env, lens, body)?;
+                    // One parent's entries of a tensor's ordered, unique level: checked by input binding.
+                    if matches!(c.kind, Kind::Leaf { .. }) && cx.sorted_leaf(x) {
+                        return Ok((c, None));
+                    }
                     let (last, first) = (cx.fresh("last"), cx.fresh("first"));
                     body.push(Stmt::Var { var: last.clone(), ty: ScalarType::I64, init: L::index(0) });
                     body.push(Stmt::Var { var: first.clone(), ty: ScalarType::Bool, init: L::Bool(true) });
                     let check = cx.check(format!("`{what}`: the {which} list is not sorted by strictly increasing coordinate"), span);
-                    Ok((c, Order { last, first, check }))
+                    Ok((c, Some(Order { last, first, check })))
                 };
                 let (a, oa) = operand(self, a, "first", body)?;
                 let (b, ob) = operand(self, b, "second", body)?;
@@ -364,12 +371,14 @@ fn advance(c: &Cursor, out: &mut Block) {
 }
 
 /// Takes the current element of the operand `c` (ready): checks it comes
-/// after the last one taken, then advances.
-fn take(c: &Cursor, order: &Order, out: &mut Block) {
-    let after = L::bin(BinOp::Gt, c.coord(), L::var(order.last.clone()));
-    out.push(Stmt::Check { cond: or(L::var(order.first.clone()), after), id: order.check });
-    out.push(Stmt::Assign { var: order.last.clone(), value: c.coord() });
-    out.push(Stmt::Assign { var: order.first.clone(), value: L::Bool(false) });
+/// after the last one taken (unless the list is sorted already), then advances.
+fn take(c: &Cursor, order: &Option<Order>, out: &mut Block) {
+    if let Some(order) = order {
+        let after = L::bin(BinOp::Gt, c.coord(), L::var(order.last.clone()));
+        out.push(Stmt::Check { cond: or(L::var(order.first.clone()), after), id: order.check });
+        out.push(Stmt::Assign { var: order.last.clone(), value: c.coord() });
+        out.push(Stmt::Assign { var: order.first.clone(), value: L::Bool(false) });
+    }
     advance(c, out);
 }
 

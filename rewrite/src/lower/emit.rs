@@ -716,7 +716,13 @@ impl Lowerer<'_> {
         }
         let mut inner = Block::new();
         self.loops.push((name.clone(), schedule, hi.clone()));
+        let mut bound = None;
         let written = self.elem(view, &i, &mut inner).and_then(|x| {
+            if let Val::Array(row) = &x
+                && let Some(n) = super::stream::stream_bound(row)
+            {
+                bound = self.walked_per_row(&n, &name, env, &inner);
+            }
             let at = Nat::add(Nat::mul(offset, view.len()), i.clone());
             self.write_count(&x, buf, at, env, &mut inner, false)
         });
@@ -724,12 +730,52 @@ impl Lowerer<'_> {
         self.in_parallel = was_parallel;
         written?;
         let work_ty = source_elem_ty(view, &i);
-        // A counted length is what this phase computes: no estimate from it.
-        if top && schedule == Schedule::Parallel && !work_ty.mentions_count() {
-            self.parallel_work = Some(self.work_estimate(&name, &work_ty, env));
+        if top && schedule == Schedule::Parallel {
+            if !work_ty.mentions_count() {
+                self.parallel_work = Some(self.work_estimate(&name, &work_ty, env));
+            } else if let Some(items) = bound {
+                // A counted length is what this phase computes: the work is what
+                // counting it walks (a merge's two lists), so rows split by it.
+                self.parallel_work = Some(heddle_ir::loops::ParallelWork { var: name.clone(), items, before: None });
+            }
         }
         body.push(Stmt::For { var: name, lo: L::index(0), hi, schedule, body: inner });
         Ok(())
+    }
+
+    /// The entries a counting phase's row walks (`n`, a co-iteration's lists'
+    /// lengths), as an expression over the arguments and the loop variable
+    /// `var` alone: the row's `let`s (`row`) substituted, and zero unless the
+    /// checks the row makes before them hold, so evaluating it reads only
+    /// what the row itself reads.
+    fn walked_per_row(&mut self, n: &Nat, var: &Name, env: &Env, row: &Block) -> Option<L> {
+        let mut sink = Block::new();
+        let e = self.index_expr(n, env, &mut sink).ok()?;
+        if !sink.iter().all(|s| matches!(s, Stmt::Let { .. })) {
+            return None;
+        }
+        let lets: Vec<Stmt> = row.iter().chain(&sink).cloned().collect();
+        let mut guard: Option<L> = None;
+        for s in row {
+            match s {
+                Stmt::Let { .. } => {}
+                Stmt::Check { cond, .. } => {
+                    let c = inline_lets(cond.clone(), &lets);
+                    guard = Some(match guard {
+                        Some(g) => L::bin(BinOp::And, g, c),
+                        None => c,
+                    });
+                }
+                _ => return None,
+            }
+        }
+        let e = inline_lets(e, &lets);
+        let e = match guard {
+            Some(g) => L::Select(Box::new(g), Box::new(e), Box::new(L::index(0))),
+            None => e,
+        };
+        let known = |v: &Name| v == var || self.args.iter().any(|a| &a.name == v);
+        only_vars(&e, &known).then_some(e)
     }
 
     /// The work of the parallel iterations over `var`: the length of one
@@ -785,6 +831,18 @@ pub(super) fn source_elem_ty(v: &View, i: &Nat) -> Type {
         ViewKind::Map { src, .. } => source_elem_ty(src, i),
         ViewKind::Zip(parts) if !parts.is_empty() => source_elem_ty(&parts[0], i),
         _ => v.elem_ty(i),
+    }
+}
+
+/// Whether every variable `e` reads satisfies `known`.
+fn only_vars(e: &L, known: &dyn Fn(&Name) -> bool) -> bool {
+    match e {
+        L::Var(v) => known(v),
+        L::Int(..) | L::Float(..) | L::Bool(_) => true,
+        L::Load { index, .. } => only_vars(index, known),
+        L::Bin(_, a, b) => only_vars(a, known) && only_vars(b, known),
+        L::Neg(a) | L::Not(a) | L::Cast(_, a) => only_vars(a, known),
+        L::Select(c, a, b) => only_vars(c, known) && only_vars(a, known) && only_vars(b, known),
     }
 }
 

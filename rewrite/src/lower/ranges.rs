@@ -3,13 +3,18 @@
 //! lie below the level's size. A runtime that validates an input against
 //! them may run code without the checks they imply (`xs@e.1` in an SpMV);
 //! the program itself keeps every check.
+//!
+//! Also which lists are one parent's entries of an ordered, unique level
+//! (`sorted_leaf`): sorted by strictly increasing coordinate, which input
+//! binding guarantees, so co-iteration need not check them.
 
-use super::{Env, Lowerer};
+use super::view::ViewKind;
+use super::{Env, Lowerer, Val, View};
 use heddle_ir::encoding::storage_types::{storage_layout, BufferKind};
 use heddle_ir::encoding::LevelFormat;
 use heddle_ir::loops::{Block, InputRange, Stmt};
-use heddle_ir::Type;
-use heddle_typeck::KernelParam;
+use heddle_ir::{Name, Nat, Type};
+use heddle_typeck::{KernelParam, TKind};
 
 impl Lowerer<'_> {
     /// The ranges of the coordinate buffers of the kernel's tensor
@@ -40,5 +45,49 @@ impl Lowerer<'_> {
             }
         }
         out
+    }
+}
+
+impl Lowerer<'_> {
+    /// Is `v` one parent's entries of a tensor parameter's level whose
+    /// coordinates are sorted by strictly increasing coordinate under each
+    /// parent (see [`Lowerer::sorted_coordinates`])? That is the view the
+    /// tensor's `generate` builds (`tensor.rs` in the type checker):
+    /// `generate(len, fun(p => (crd@…@p, …)))` over the coordinates buffer
+    /// itself, not a list computed from it.
+    pub(super) fn sorted_leaf(&self, v: &View) -> bool {
+        let ViewKind::Generate { f, env } = &v.kind else { return false };
+        let TKind::Lambda { params, body } = &f.kind else { return false };
+        let [(p, _)] = params.as_slice() else { return false };
+        let TKind::Tuple(items) = &body.kind else { return false };
+        let Some(TKind::Index { array, index }) = items.first().map(|c| &c.kind) else { return false };
+        if !matches!(&index.kind, TKind::Var(x) if x == p) {
+            return false;
+        }
+        let mut base = &**array;
+        while let TKind::Index { array, .. } = &base.kind {
+            base = array;
+        }
+        let TKind::Var(crd) = &base.kind else { return false };
+        // The name is the buffer itself (the parameter, not a rebinding).
+        let is_buffer = matches!(env.value(crd), Some(Val::Array(View { kind: ViewKind::Buffer { buf, offset }, .. })) if buf == crd && *offset == Nat::Lit(0));
+        is_buffer && self.sorted_coordinates(crd)
+    }
+
+    /// Is `buf` the coordinates buffer (one scalar per entry) of a tensor
+    /// parameter's compressed level that is ordered and unique? Input binding
+    /// checks that every such buffer is strictly increasing under each parent
+    /// (`heddle_runtime::io::bind`, whatever the storage came from), so code
+    /// may rely on it.
+    pub(super) fn sorted_coordinates(&self, buf: &Name) -> bool {
+        self.kernel.params.iter().any(|p| {
+            let KernelParam::Tensor { name, ty: Type::Tensor(tt), encoding, .. } = p else { return false };
+            let Ok(dims) = tt.static_dims() else { return false };
+            let Ok(layout) = storage_layout(encoding, &dims, tt.elem, name.as_str()) else { return false };
+            layout.buffers.iter().any(|b| {
+                let (BufferKind::Coordinates, Some(l)) = (b.kind, b.level) else { return false };
+                &b.name == buf && encoding.strictly_increasing(l)
+            })
+        })
     }
 }

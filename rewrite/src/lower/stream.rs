@@ -88,6 +88,18 @@ fn incr(var: &Name) -> Stmt {
     Stmt::Assign { var: var.clone(), value: L::bin(BinOp::Add, L::var(var.clone()), L::index(1)) }
 }
 
+/// How many entries counting the stream `v` walks, where its lists are
+/// indexable: a co-iteration's, the sum of its operands' (for a counting
+/// phase's work estimate; `None` for a workspace or a filter).
+pub(super) fn stream_bound(v: &View) -> Option<Nat> {
+    let walked = |x: &View| if is_stream(x) { stream_bound(x) } else { Some(x.len()) };
+    match &v.kind {
+        ViewKind::Map { src, .. } if is_stream(src) => stream_bound(src),
+        ViewKind::Merge { a, b, .. } => Some(Nat::add(walked(a)?, walked(b)?)),
+        _ => None,
+    }
+}
+
 impl<'k> Lowerer<'k> {
     /// Emits a visit of every element of the stream `v`, in order.
     pub(super) fn each_stream(&mut self, v: &View, env: &Env, body: &mut Block, f: Visit<'_, 'k>) -> Result<(), Diagnostic> {
@@ -189,44 +201,117 @@ impl<'k> Lowerer<'k> {
         let both_left = L::bin(BinOp::And, lt(L::var(ia.clone()), na.clone()), lt(L::var(ib.clone()), nb.clone()));
         // Each list must be sorted by strictly increasing coordinate (a
         // `nonordered` or `nonunique` level need not be): checked as each entry
-        // is consumed, so the merge is never silently wrong.
+        // is consumed, so the merge is never silently wrong. One parent's entries
+        // of a tensor parameter's ordered, unique level are sorted already (input
+        // binding checks every tensor's storage: see `sorted_coordinates`), so
+        // such a list goes unchecked.
         let what = if defaults.is_some() { "union" } else { "intersect" };
         let (last_a, last_b) = (self.fresh("last_a"), self.fresh("last_b"));
-        body.push(Stmt::Var { var: last_a.clone(), ty: ScalarType::I64, init: L::index(0) });
-        body.push(Stmt::Var { var: last_b.clone(), ty: ScalarType::I64, init: L::index(0) });
+        let (sorted_a, sorted_b) = (self.sorted_leaf(a), self.sorted_leaf(b));
+        if !sorted_a {
+            body.push(Stmt::Var { var: last_a.clone(), ty: ScalarType::I64, init: L::index(0) });
+        }
+        if !sorted_b {
+            body.push(Stmt::Var { var: last_b.clone(), ty: ScalarType::I64, init: L::index(0) });
+        }
         let unsorted = |cx: &mut Self, which: &str| cx.check(format!("`{what}`: the {which} list is not sorted by strictly increasing coordinate"), span);
-        let (check_a, check_b) = (unsorted(self, "first"), unsorted(self, "second"));
-        let ordered = |c: &L, at: &Name, last: &Name, id: u32| {
-            let first = L::bin(BinOp::Eq, L::var(at.clone()), L::index(0));
-            vec![
-                Stmt::Check { cond: L::bin(BinOp::Or, first, L::bin(BinOp::Gt, c.clone(), L::var(last.clone()))), id },
-                Stmt::Assign { var: last.clone(), value: c.clone() },
-            ]
+        let check_a = if sorted_a { None } else { Some(unsorted(self, "first")) };
+        let check_b = if sorted_b { None } else { Some(unsorted(self, "second")) };
+        let ordered = |c: &L, at: &Name, last: &Name, id: Option<u32>| match id {
+            None => vec![],
+            Some(id) => {
+                let first = L::bin(BinOp::Eq, L::var(at.clone()), L::index(0));
+                vec![
+                    Stmt::Check { cond: L::bin(BinOp::Or, first, L::bin(BinOp::Gt, c.clone(), L::var(last.clone()))), id },
+                    Stmt::Assign { var: last.clone(), value: c.clone() },
+                ]
+            }
         };
+        // The same, for an entry taken only where `taken` holds (no branch).
+        let ordered_if = |c: &L, taken: &L, at: &Name, last: &Name, id: Option<u32>| match id {
+            None => vec![],
+            Some(id) => {
+                let first = L::bin(BinOp::Eq, L::var(at.clone()), L::index(0));
+                let fine = L::bin(BinOp::Or, L::Not(Box::new(taken.clone())), L::bin(BinOp::Or, first, L::bin(BinOp::Gt, c.clone(), L::var(last.clone()))));
+                vec![
+                    Stmt::Check { cond: fine, id },
+                    Stmt::Assign { var: last.clone(), value: L::Select(Box::new(taken.clone()), Box::new(c.clone()), Box::new(L::var(last.clone()))) },
+                ]
+            }
+        };
+        let one_if = |c: &L| L::Select(Box::new(c.clone()), Box::new(L::index(1)), Box::new(L::index(0)));
+        let grow = |var: &Name, by: L| Stmt::Assign { var: var.clone(), value: L::bin(BinOp::Add, L::var(var.clone()), by) };
 
+        // While both lists have entries, a step takes the smaller coordinate
+        // (both where they are equal) without a branch: which list moves is
+        // data, and a mispredicted branch per entry is what a merge costs. In
+        // a union whose values are scalars the element is chosen the same way
+        // and visited once; an intersection visits only equal coordinates.
         let mut both = Block::new();
         let (ca, ca_out, _, va) = entry(self, a, &ia, &mut both)?;
         let (cb, cb_out, _, vb) = entry(self, b, &ib, &mut both)?;
-        let (mut same, mut a_first, mut b_first) = (Block::new(), Block::new(), Block::new());
-        match visit.as_mut() {
-            Some(f) => {
-                f(self, Val::Tuple(vec![Val::Scalar(ca_out.clone(), coord), va.clone(), vb.clone()]), &mut same)?;
-                if let Some((za, zb)) = defaults {
+        let take = |cx: &mut Self, x: &L, y: &L, name: &str, inner: &mut Block| {
+            match cx.share(Val::Scalar(L::bin(BinOp::Le, x.clone(), y.clone()), ScalarType::Bool), name, inner) {
+                Val::Scalar(e, _) => e,
+                _ => unreachable!("share keeps scalars"),
+            }
+        };
+        let scalar = |v: &Val| matches!(v, Val::Scalar(..));
+        // Counting reads no value; a union visits a chosen value only where values are scalars.
+        let chosen = match (&visit, defaults) {
+            (Some(_), Some((za, zb))) => scalar(&va) && scalar(&vb) && scalar(za) && scalar(zb),
+            _ => true,
+        };
+        if chosen {
+            let ta = take(self, &ca, &cb, "take_a", &mut both);
+            let tb = take(self, &cb, &ca, "take_b", &mut both);
+            both.extend(ordered_if(&ca, &ta, &ia, &last_a, check_a));
+            both.extend(ordered_if(&cb, &tb, &ib, &last_b, check_b));
+            match (visit.as_mut(), defaults) {
+                (Some(f), Some((za, zb))) => {
+                    // Both values read (each list has an entry here), then chosen.
+                    let (va, vb) = (self.share(va.clone(), "va", &mut both), self.share(vb.clone(), "vb", &mut both));
+                    let pick = |c: &L, x: &Val, z: &Val| match (x, z) {
+                        (Val::Scalar(x, s), Val::Scalar(z, _)) => Val::Scalar(L::Select(Box::new(c.clone()), Box::new(x.clone()), Box::new(z.clone())), *s),
+                        _ => unreachable!("checked scalar above"),
+                    };
+                    let crd = L::Select(Box::new(ta.clone()), Box::new(ca_out.clone()), Box::new(cb_out.clone()));
+                    let crd = self.share(Val::Scalar(crd, coord), "crd", &mut both);
+                    let (x, y) = (pick(&ta, &va, za), pick(&tb, &vb, zb));
+                    let (x, y) = (self.share(x, "x", &mut both), self.share(y, "y", &mut both));
+                    f(self, Val::Tuple(vec![crd, x, y]), &mut both)?;
+                }
+                (Some(f), None) => {
+                    let mut same = Block::new();
+                    f(self, Val::Tuple(vec![Val::Scalar(ca_out.clone(), coord), va.clone(), vb.clone()]), &mut same)?;
+                    both.push(Stmt::If { cond: L::bin(BinOp::Eq, ca.clone(), cb.clone()), then: same, els: vec![] });
+                }
+                (None, _) => both.push(grow(&matches, one_if(&L::bin(BinOp::And, ta.clone(), tb.clone())))),
+            }
+            both.push(grow(&ia, one_if(&ta)));
+            both.push(grow(&ib, one_if(&tb)));
+        } else {
+            let (mut same, mut a_first, mut b_first) = (Block::new(), Block::new(), Block::new());
+            same.extend(ordered(&ca, &ia, &last_a, check_a));
+            same.extend(ordered(&cb, &ib, &last_b, check_b));
+            a_first.extend(ordered(&ca, &ia, &last_a, check_a));
+            b_first.extend(ordered(&cb, &ib, &last_b, check_b));
+            // (A union visiting values that are not scalars: arrays, tuples.)
+            match (visit.as_mut(), defaults) {
+                (Some(f), Some((za, zb))) => {
+                    f(self, Val::Tuple(vec![Val::Scalar(ca_out.clone(), coord), va.clone(), vb.clone()]), &mut same)?;
                     f(self, Val::Tuple(vec![Val::Scalar(ca_out.clone(), coord), va.clone(), zb.clone()]), &mut a_first)?;
                     f(self, Val::Tuple(vec![Val::Scalar(cb_out.clone(), coord), za.clone(), vb.clone()]), &mut b_first)?;
                 }
+                (Some(f), None) => f(self, Val::Tuple(vec![Val::Scalar(ca_out.clone(), coord), va.clone(), vb.clone()]), &mut same)?,
+                (None, _) => same.push(incr(&matches)),
             }
-            None => same.push(incr(&matches)),
+            same.extend([incr(&ia), incr(&ib)]);
+            a_first.push(incr(&ia));
+            b_first.push(incr(&ib));
+            let lower = vec![Stmt::If { cond: lt(ca.clone(), cb.clone()), then: a_first, els: b_first }];
+            both.push(Stmt::If { cond: L::bin(BinOp::Eq, ca, cb), then: same, els: lower });
         }
-        same.extend(ordered(&ca, &ia, &last_a, check_a));
-        same.extend(ordered(&cb, &ib, &last_b, check_b));
-        same.extend([incr(&ia), incr(&ib)]);
-        a_first.extend(ordered(&ca, &ia, &last_a, check_a));
-        a_first.push(incr(&ia));
-        b_first.extend(ordered(&cb, &ib, &last_b, check_b));
-        b_first.push(incr(&ib));
-        let lower = vec![Stmt::If { cond: lt(ca.clone(), cb.clone()), then: a_first, els: b_first }];
-        both.push(Stmt::If { cond: L::bin(BinOp::Eq, ca, cb), then: same, els: lower });
 
         // In a union, the rest of whichever list is left over.
         let mut rest = Block::new();
@@ -243,7 +328,7 @@ impl<'k> Lowerer<'k> {
             only_b.push(incr(&ib));
             let b_left = vec![Stmt::If { cond: lt(L::var(ib.clone()), nb.clone()), then: only_b, els: vec![] }];
             rest.push(Stmt::If { cond: lt(L::var(ia.clone()), na.clone()), then: only_a, els: b_left });
-        } else {
+        } else if check_a.is_some() || check_b.is_some() {
             // Nothing more to visit, but the interpreter checks every entry of
             // both lists: the rest of the longer one is taken and checked sorted.
             let mut only_a = Block::new();

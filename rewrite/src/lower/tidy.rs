@@ -16,7 +16,8 @@
 //!   `generate` index is an `int`, so lengths beyond 2^31 are outside what the
 //!   language's index type can express anyway.
 //! - **Guards.** Inside `if v < hi && …`, where `v` is a loop variable or a
-//!   *counter* (a `var` that starts at 0 and only ever grows by a constant),
+//!   *counter* (a `var` that starts at 0 and only ever grows by a constant,
+//!   or by one of two chosen by a `select`: a branch-free merge's cursor),
 //!   `0 <= v < hi` holds until `v` is assigned again: a co-iteration's cursors
 //!   are checked by the loop condition that guards their use.
 //! - **Repeats.** A check whose condition, renamings undone, is the one of a
@@ -31,9 +32,19 @@
 //!   Executing it when the loop runs zero times is harmless. An invariant
 //!   check at the head moves in front of the loop too, under `if lo < hi`
 //!   (it fails exactly when the first iteration's would); `let`s after it stay.
+//!   An invariant `let` further in, inside `if`s of the body (not nested
+//!   loops), moves too when every load it makes is in bounds wherever it
+//!   runs: a load an earlier statement outside the loop always made (the
+//!   same buffer and index, renamings undone), or a constant index below the
+//!   input's least length (`A_pos1[0]` of an `A_dim0 + 1` buffer). A
+//!   co-iteration reads a row's start in every branch of every step.
+//! - **Sharing.** A `let` whose stable value (immutable names, buffers
+//!   nothing writes) a `let` in scope already computes becomes a renaming of
+//!   it: a row's start read for the coordinates and again for the values.
 
-use heddle_ir::loops::{BinOp, Block, Expr as L, LoopProgram, Stmt};
-use heddle_ir::{Name, ScalarType};
+use heddle_ir::loops::{ArgKind, BinOp, Block, Expr as L, LoopProgram, Stmt};
+use heddle_ir::nat::NatOp;
+use heddle_ir::{Name, Nat, ScalarType};
 use std::collections::{HashMap, HashSet};
 
 /// Drops provable checks and hoists invariant `let`s, in place.
@@ -43,7 +54,27 @@ pub fn tidy(prog: &mut LoopProgram) {
     let mut mutable = HashSet::new();
     mutated(&prog.body, &mut mutable);
     let counters = counters(&prog.body, &mutable);
-    let mut cx = Tidy { aliases: HashMap::new(), defs: HashMap::new(), ranges: HashMap::new(), written, mutable, counters, checked: Vec::new() };
+    // The records every input surely has: a read of a constant index below is in bounds.
+    let least = prog
+        .args
+        .iter()
+        .filter_map(|a| match &a.kind {
+            ArgKind::Input { len, .. } => least_value(len).map(|n| (a.name.clone(), n)),
+            _ => None,
+        })
+        .collect();
+    let mut cx = Tidy {
+        aliases: HashMap::new(),
+        defs: HashMap::new(),
+        ranges: HashMap::new(),
+        written,
+        mutable,
+        counters,
+        checked: Vec::new(),
+        loaded: Vec::new(),
+        values: Vec::new(),
+        least,
+    };
     let body = std::mem::take(&mut prog.body);
     prog.body = cx.block(body);
 }
@@ -63,13 +94,24 @@ struct Tidy {
     defs: HashMap<Name, L>,
     /// Conditions (renamings undone) of the checks in force here.
     checked: Vec<L>,
+    /// Loads (renamings undone, over immutable names) that the statements
+    /// before this point, in this block and the enclosing ones, always made:
+    /// the same load made again here is in bounds.
+    loaded: Vec<L>,
+    /// The values (renamings undone) of the stable `let`s in scope, with their
+    /// type and name: a second `let` of one of them becomes a renaming.
+    values: Vec<(L, ScalarType, Name)>,
+    /// The least number of records of each input buffer whose length has one.
+    least: HashMap<Name, i64>,
 }
 
 impl Tidy {
     fn block(&mut self, body: Block) -> Block {
-        let in_force = self.checked.len();
+        let (in_force, made, known) = (self.checked.len(), self.loaded.len(), self.values.len());
         let out = self.block_inner(body);
         self.checked.truncate(in_force);
+        self.loaded.truncate(made);
+        self.values.truncate(known);
         out
     }
 
@@ -77,14 +119,7 @@ impl Tidy {
         let mut out = Block::with_capacity(body.len());
         for s in body {
             match s {
-                Stmt::Let { var, ty, value } => {
-                    if let Some(v) = renaming(&value, ty) {
-                        self.aliases.insert(var.clone(), v);
-                    } else if self.stable(&value) {
-                        self.defs.insert(var.clone(), value.clone());
-                    }
-                    out.push(Stmt::Let { var, ty, value });
-                }
+                Stmt::Let { var, ty, value } => out.push(self.bind(var, ty, value)),
                 Stmt::Assign { var, value } => {
                     // A counter that moves no longer satisfies the guard it was checked by.
                     if self.counters.contains(&var) {
@@ -111,7 +146,13 @@ impl Tidy {
                     mutated(&body, &mut moved);
                     self.ranges.retain(|v, _| !(moved.contains(v) && self.counters.contains(v)));
                     let (hoisted, body) = self.hoist(&var, &lo, &hi, body);
-                    out.extend(hoisted);
+                    // Now in this block: a value hoisted from two branches is computed once.
+                    for s in hoisted {
+                        out.push(match s {
+                            Stmt::Let { var, ty, value } => self.bind(var, ty, value),
+                            other => other,
+                        });
+                    }
                     out.push(Stmt::For { var, lo, hi, schedule, body });
                 }
                 Stmt::If { cond, then, els } => {
@@ -138,6 +179,32 @@ impl Tidy {
             }
         }
         out
+    }
+
+    /// A `let` reached in order: a renaming is noted, and a stable value
+    /// already bound in scope (a row's start, read for the coordinates and
+    /// again for the values) becomes a renaming of that `let`.
+    fn bind(&mut self, var: Name, ty: ScalarType, value: L) -> Stmt {
+        if let Some(v) = renaming(&value, ty) {
+            self.aliases.insert(var.clone(), v);
+            return Stmt::Let { var, ty, value };
+        }
+        if self.stable(&value) {
+            let canon = self.canon(&value);
+            if let Some((_, _, same)) = self.values.iter().find(|(v, t, _)| *v == canon && *t == ty) {
+                let same = L::Var(same.clone());
+                if let Some(v) = renaming(&same, ty) {
+                    self.aliases.insert(var.clone(), v);
+                }
+                return Stmt::Let { var, ty, value: same };
+            }
+            self.defs.insert(var.clone(), value.clone());
+            if !matches!(canon, L::Var(_) | L::Int(..) | L::Float(..) | L::Bool(_)) {
+                self.values.push((canon, ty, var.clone()));
+            }
+        }
+        self.record_loads(&value);
+        Stmt::Let { var, ty, value }
     }
 
     /// `e` with renamings undone (to compare bounds).
@@ -268,7 +335,82 @@ impl Tidy {
                 }
             }
         }
+        let kept = self.hoist_nested(kept, &mut inside, &mut hoisted);
         (hoisted, kept)
+    }
+
+    /// Notes the loads evaluating `e` always makes (not those under a
+    /// `select`'s arms or the right of `&&` / `||`).
+    fn record_loads(&mut self, e: &L) {
+        match e {
+            L::Load { index, .. } => {
+                let canon = self.canon(e);
+                if !mentions_any(&canon, &self.mutable) && !self.loaded.contains(&canon) {
+                    self.loaded.push(canon);
+                }
+                self.record_loads(index);
+            }
+            L::Bin(BinOp::And | BinOp::Or, a, _) | L::Select(a, ..) => self.record_loads(a),
+            L::Bin(_, a, b) => {
+                self.record_loads(a);
+                self.record_loads(b);
+            }
+            L::Neg(a) | L::Not(a) | L::Cast(_, a) => self.record_loads(a),
+            L::Int(..) | L::Float(..) | L::Bool(_) | L::Var(_) => {}
+        }
+    }
+
+    /// Every load in `e` is one an earlier statement made, or of a constant
+    /// index every record of the input has: in bounds wherever `e` is evaluated.
+    fn loads_in_bounds(&self, e: &L) -> bool {
+        match e {
+            L::Load { buf, index, .. } => {
+                let canon = self.canon(e);
+                let constant_in = matches!(&**index, L::Int(k, _) if *k >= 0 && self.least.get(buf).is_some_and(|n| k < n));
+                (constant_in || self.loaded.contains(&canon)) && self.loads_in_bounds(index)
+            }
+            L::Bin(_, a, b) => self.loads_in_bounds(a) && self.loads_in_bounds(b),
+            L::Neg(a) | L::Not(a) | L::Cast(_, a) => self.loads_in_bounds(a),
+            L::Select(c, a, b) => self.loads_in_bounds(c) && self.loads_in_bounds(a) && self.loads_in_bounds(b),
+            L::Int(..) | L::Float(..) | L::Bool(_) | L::Var(_) => true,
+        }
+    }
+
+    /// Moves the invariant `let`s anywhere in `body` (inside `if`s too, not
+    /// inside nested loops) whose loads are in bounds wherever they run into
+    /// `hoisted`, in order: a row's start that a co-iteration reads in each
+    /// branch of each step is read once.
+    fn hoist_nested(&self, body: Block, inside: &mut HashSet<Name>, hoisted: &mut Block) -> Block {
+        let mut kept = Block::with_capacity(body.len());
+        for s in body {
+            match s {
+                Stmt::Let { var, ty, value } if self.invariant(&value, inside) && self.loads_in_bounds(&value) => {
+                    hoisted.push(Stmt::Let { var, ty, value });
+                }
+                Stmt::Let { var, ty, value } => {
+                    inside.insert(var.clone());
+                    kept.push(Stmt::Let { var, ty, value });
+                }
+                Stmt::If { cond, then, els } => {
+                    let then = self.hoist_nested(then, inside, hoisted);
+                    let els = self.hoist_nested(els, inside, hoisted);
+                    kept.push(Stmt::If { cond, then, els });
+                }
+                Stmt::For { var, lo, hi, schedule, body } => {
+                    let mut declared = Vec::new();
+                    lets_declared(&body, &mut declared);
+                    inside.extend(declared);
+                    kept.push(Stmt::For { var, lo, hi, schedule, body });
+                }
+                other => {
+                    if let Stmt::Var { var, .. } = &other {
+                        inside.insert(var.clone());
+                    }
+                    kept.push(other);
+                }
+            }
+        }
+        kept
     }
 
     fn invariant(&self, e: &L, inside: &HashSet<Name>) -> bool {
@@ -281,6 +423,41 @@ impl Tidy {
             L::Neg(a) | L::Not(a) | L::Cast(_, a) => self.invariant(a, inside),
             L::Select(c, a, b) => self.invariant(c, inside) && self.invariant(a, inside) && self.invariant(b, inside),
         }
+    }
+}
+
+/// The names `let`s and `var`s declare anywhere in a block.
+fn lets_declared(body: &Block, out: &mut Vec<Name>) {
+    for s in body {
+        match s {
+            Stmt::Let { var, .. } | Stmt::Var { var, .. } => out.push(var.clone()),
+            Stmt::For { var, body, .. } => {
+                out.push(var.clone());
+                lets_declared(body, out);
+            }
+            Stmt::If { then, els, .. } => {
+                lets_declared(then, out);
+                lets_declared(els, out);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A lower bound of a natural (an input's length), where one is plain:
+/// variables and `toNat`s are at least 0.
+fn least_value(n: &Nat) -> Option<i64> {
+    match n {
+        Nat::Lit(k) => Some(*k),
+        Nat::Var(_) | Nat::ToNat(_) => Some(0),
+        Nat::Bin(NatOp::Add, a, b) => least_value(a)?.checked_add(least_value(b)?),
+        // Floor division of a natural by a positive one: at least 0.
+        Nat::Bin(NatOp::Div, a, b) => (least_value(a)? >= 0 && least_value(b)? >= 1).then_some(0),
+        Nat::Bin(NatOp::Mul, a, b) => {
+            let (a, b) = (least_value(a)?, least_value(b)?);
+            if a >= 0 && b >= 0 { a.checked_mul(b) } else { None }
+        }
+        _ => None,
     }
 }
 
@@ -327,8 +504,14 @@ fn counters(body: &Block, mutable: &HashSet<Name>) -> HashSet<Name> {
                     }
                 }
                 Stmt::Assign { var, value } => {
+                    // `v + k`, or `v + select(c, k1, k2)` (a cursor that moves or not), for constants `k >= 0`.
+                    let step = |c: &L| match c {
+                        L::Int(k, _) => *k >= 0,
+                        L::Select(_, k1, k2) => matches!((&**k1, &**k2), (L::Int(k1, _), L::Int(k2, _)) if *k1 >= 0 && *k2 >= 0),
+                        _ => false,
+                    };
                     let grows = matches!(value, L::Bin(BinOp::Add, a, c)
-                        if matches!(&**a, L::Var(x) if x == var) && matches!(&**c, L::Int(k, _) if *k >= 0));
+                        if matches!(&**a, L::Var(x) if x == var) && step(c));
                     if !grows {
                         spoiled.insert(var.clone());
                     }

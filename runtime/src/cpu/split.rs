@@ -277,6 +277,9 @@ fn read_int(b: &Buffer, i: usize, field: usize) -> Option<(i64, ScalarType)> {
     Some((wrap(i64::from_le_bytes(raw), t), t))
 }
 
+/// Iterations whose work [`item_prefix`] evaluates on the calling thread alone.
+const ITEMS_ON_ONE_THREAD: usize = 1 << 16;
+
 /// `prefix[k]` = the items of iterations `lo .. lo + k`, for `k` in `0 ..= hi - lo`,
 /// by a compiled kernel; `None` if it cannot be compiled or run.
 #[allow(clippy::too_many_arguments)]
@@ -288,6 +291,9 @@ fn item_prefix(prog: &LoopProgram, launch: &mut Launch, var: &Name, lo_e: &Expr,
     let Args(mut args) = arguments(prog, launch).ok()?;
     args.push(ArgValue::Buffer(w.as_mut_ptr().cast()));
     let slots = kernel.slots(&args).ok()?;
+    // A few thousand rows take microseconds on one thread: less than waking
+    // a parked worker, which a launch below the threshold would pay for nothing.
+    let threads = if n < ITEMS_ON_ONE_THREAD { 1 } else { threads };
     let count = (threads * CHUNKS_PER_THREAD).min(n).max(1);
     let chunks: Vec<(i64, i64)> = (0..count).map(|c| (lo + (n * c / count) as i64, lo + (n * (c + 1) / count) as i64)).collect();
     let call = |r: (i64, i64)| {

@@ -166,7 +166,104 @@ fn bind(kernel: &Kernel, nat_args: &[(String, i64)], inputs: Vec<(String, Loaded
         }
     }
     check_loose_positions(kernel, &nats, &values)?;
+    check_sorted_levels(kernel, &values)?;
     Ok(make_env(&nats, &values))
+}
+
+/// Every ordered, unique compressed level of a tensor parameter
+/// (`Encoding::strictly_increasing`) holds strictly increasing coordinates
+/// under each parent, whatever the storage came from (`--matrix` storage is
+/// checked when it is assembled too; this covers buffers given with
+/// `--input`): compiled co-iteration merges such lists without checking them
+/// again. Under parent `q` the entries are `pos[q] - pos[0] .. pos[q+1] - pos[0]`
+/// of the flat coordinates buffer, or the innermost arrays of its values.
+fn check_sorted_levels(kernel: &Kernel, values: &[(Name, Bound)]) -> Result<(), InputError> {
+    use heddle_ir::encoding::storage_types::{storage_layout, BufferKind};
+    let find = |n: &Name| values.iter().find(|(v, _)| v == n).map(|(_, b)| b);
+    for p in &kernel.params {
+        let KernelParam::Tensor { name, ty: Type::Tensor(tt), encoding, .. } = p else { continue };
+        let Ok(dims) = tt.static_dims() else { continue };
+        let Ok(layout) = storage_layout(encoding, &dims, tt.elem, name.as_str()) else { continue };
+        for b in &layout.buffers {
+            let (BufferKind::Coordinates, Some(l)) = (b.kind, b.level) else { continue };
+            if !encoding.strictly_increasing(l) {
+                continue;
+            }
+            let Some(crd) = find(&b.name) else { continue };
+            // The first entry out of order: (position, coordinate, the one before).
+            let mut bad: Option<(usize, i64, i64)> = None;
+            match crd {
+                Bound::Value(v) => {
+                    let mut at = 0;
+                    innermost_unsorted(v, &mut at, &mut bad);
+                }
+                Bound::Buffer(c) => {
+                    let pos_name = layout.buffers.iter().find(|p| p.kind == BufferKind::Positions && p.level == Some(l)).map(|p| p.name.clone());
+                    let mut pos = Vec::new();
+                    match pos_name.as_ref().and_then(find) {
+                        Some(Bound::Buffer(pb)) => pos.extend((0..pb.len()).map(|k| pb.int_at(k).unwrap_or(0))),
+                        Some(Bound::Value(pv)) => flat_ints(pv, &mut pos),
+                        None => continue,
+                    }
+                    let base = pos.first().copied().unwrap_or(0);
+                    let wide;
+                    let crd: &[i64] = match c.as_i64s() {
+                        Some(x) => x,
+                        None => {
+                            wide = (0..c.len()).map(|k| c.int_at(k).unwrap_or(0)).collect::<Vec<_>>();
+                            &wide
+                        }
+                    };
+                    for w in pos.windows(2) {
+                        let (lo, hi) = ((w[0] - base).max(0) as usize, ((w[1] - base).max(0) as usize).min(crd.len()));
+                        let Some(row) = crd.get(lo..hi) else { continue };
+                        // Branch-free, so it vectorises; the place only once one is out of order.
+                        if !row.windows(2).fold(true, |ok, p| ok & (p[0] < p[1])) {
+                            let k = (1..row.len()).find(|&k| row[k] <= row[k - 1]).unwrap_or(1);
+                            bad = Some((lo + k, row[k], row[k - 1]));
+                            break;
+                        }
+                    }
+                }
+            }
+            if let Some((k, cur, prev)) = bad {
+                let why = if cur < prev { "ordered" } else { "unique" };
+                return Err(err(
+                    name,
+                    format!("`{}`[{k}] = {cur} follows {prev} under one parent (level {l} is {why}: its coordinates must strictly increase under each parent)", b.name),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The first entry of an innermost array (of integers) of `v` that is not
+/// above the one before it, counting entries across arrays from `at`.
+fn innermost_unsorted(v: &Value, at: &mut usize, bad: &mut Option<(usize, i64, i64)>) {
+    let Some(items) = v.as_array() else { return };
+    if items.first().is_some_and(|x| x.as_array().is_some()) {
+        for x in items {
+            innermost_unsorted(x, at, bad);
+            if bad.is_some() {
+                return;
+            }
+        }
+        return;
+    }
+    let ints: Vec<i64> = items.iter().map(|x| x.as_int().unwrap_or(0)).collect();
+    if let Some(k) = (1..ints.len()).find(|&k| ints[k] <= ints[k - 1]) {
+        *bad = Some((*at + k, ints[k], ints[k - 1]));
+    }
+    *at += ints.len();
+}
+
+/// The integers of `v`, nested arrays flattened in order.
+fn flat_ints(v: &Value, out: &mut Vec<i64>) {
+    match v.as_array() {
+        Some(items) => items.iter().for_each(|x| flat_ints(x, out)),
+        None => out.extend(v.as_int()),
+    }
 }
 
 /// A loose_compressed level's `lo, hi` pairs must satisfy
