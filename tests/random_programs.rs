@@ -211,6 +211,17 @@ const PATTERNS: &[&str] = &[
 
 #[test]
 fn random_programs_agree_on_every_backend() {
+    // The passes recurse as deep as a program nests (bounded: ARCHITECTURE.md,
+    // "Limits"); the CLI gives them a 256 MB stack (src/main.rs), a test
+    // thread has 2 MB, which a deeply nested program overflows in a debug
+    // build (seed 2000647). So this test gives them what the CLI does.
+    let runner = std::thread::Builder::new().stack_size(256 << 20).spawn(agree_on_every_backend).expect("a thread for the random programs");
+    if let Err(panic) = runner.join() {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+fn agree_on_every_backend() {
     // Under Oclgrind (scripts/oclgrind.sh) a sample: the simulator is slow,
     // and what it adds is the check of each generated kernel's memory use.
     let cases = env_u64("HEDDLE_PROGEN_CASES").unwrap_or(if common::oclgrind() { 30 } else { 500 });
