@@ -54,6 +54,23 @@ impl Translator<'_, '_> {
                 if flags.readonly() && self.movable(index) {
                     flags = flags.with_can_move();
                 }
+                if ty.is_int() && ty != ScalarType::Bool && ty.size_bytes() < 8 {
+                    // Loaded straight to 64 bits by the type's signedness (one
+                    // `movl`/`movslq`/`movzx` on x64), remembered as the
+                    // narrow value's widening: a coordinate converted to an
+                    // index costs no separate extension.
+                    let wide = match (ty.size_bytes(), ty.is_signed()) {
+                        (1, false) => self.b.ins().uload8(ct::I64, flags, addr, offset),
+                        (1, true) => self.b.ins().sload8(ct::I64, flags, addr, offset),
+                        (2, false) => self.b.ins().uload16(ct::I64, flags, addr, offset),
+                        (2, true) => self.b.ins().sload16(ct::I64, flags, addr, offset),
+                        (_, false) => self.b.ins().uload32(flags, addr, offset),
+                        (_, true) => self.b.ins().sload32(flags, addr, offset),
+                    };
+                    let narrow = self.b.ins().ireduce(types::clif_type(ty), wide);
+                    self.widened.push((narrow, wide, ty));
+                    return Ok((narrow, ty));
+                }
                 let v = self.b.ins().load(types::memory_type(ty), flags, addr, offset);
                 if ty.is_half() {
                     (self.half_from_bits(v, ty)?, ty)
