@@ -22,10 +22,26 @@ pub fn clif(program: &LoopProgram) -> Result<String, Diagnostic> {
         .map_err(|e| crate::compile_error(Diagnostic::new(Span::DUMMY, format!("CPU code generation failed: {e}"))))
 }
 
-/// The machine code of a lowered program, as text.
+/// The machine code of a lowered program, as text. A program that states
+/// input ranges has two: the code a run uses for inputs inside them (the
+/// checks they imply left out) and the checked code for any other inputs;
+/// both are listed, each under a heading.
 pub fn asm(program: &LoopProgram) -> Result<String, Diagnostic> {
-    heddle_codegen_cpu::disassembly(program, &heddle_codegen_cpu::Options::default())
-        .map_err(|e| Diagnostic::new(Span::DUMMY, format!("CPU code generation failed: {e}")))
+    let failed = |e| Diagnostic::new(Span::DUMMY, format!("CPU code generation failed: {e}"));
+    let checked = heddle_codegen_cpu::disassembly(program, &heddle_codegen_cpu::Options::default()).map_err(failed)?;
+    if program.ranges.is_empty() {
+        return Ok(checked);
+    }
+    let trusted_options = heddle_codegen_cpu::Options { trust_ranges: true, ..Default::default() };
+    let trusted = heddle_codegen_cpu::disassembly(program, &trusted_options).map_err(failed)?;
+    if trusted == checked {
+        return Ok(checked);
+    }
+    // The loop program's own `range` lines name them.
+    let ranges = program.to_string().lines().filter_map(|l| l.strip_prefix("range ")).collect::<Vec<_>>().join(", ");
+    Ok(format!(
+        "; for inputs inside the ranges ({ranges}), checked once before the launch:\n{trusted}\n; for any other inputs:\n{checked}"
+    ))
 }
 
 /// Compiles `program` and its counting phases to native code (through the

@@ -170,6 +170,26 @@ fn cranelift_ir_of_a_kernel() {
     assert_eq!(heddle(&["compile", "examples/csr_row_sums.hdl", "--target", "nosuch"]).0, 2);
 }
 
+/// `heddle compile --target asm` of a kernel whose inputs have ranges (a
+/// tensor's coordinates) lists both codes a run may use: without the bounds
+/// checks the ranges imply (inputs validated once) and with them; a kernel
+/// without ranges has one listing and no headings.
+#[test]
+fn machine_code_lists_the_code_for_validated_inputs() {
+    let (code, out, err) = heddle(&["compile", "examples/sparse/spmv_csr.hdl", "--target", "asm"]);
+    assert_eq!(code, 0, "{err}");
+    let (trusted, checked) = out.split_once("; for any other inputs:\n").expect("two listings");
+    assert!(trusted.starts_with("; for inputs inside the ranges (A_crd1 < A_dim1), checked once before the launch:\n"), "{out}");
+    // The checked code compares every coordinate with the bound; the other
+    // code leaves those compare-and-branch pairs out.
+    let branches = |s: &str| s.lines().filter(|l| l.trim_start().starts_with('j')).count();
+    assert!(branches(trusted) < branches(checked), "trusted:\n{trusted}\nchecked:\n{checked}");
+    let (code, out, err) = heddle(&["compile", "examples/dense_mv.hdl", "--target", "asm"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("; for"), "{out}");
+    assert!(out.contains("ret"), "{out}");
+}
+
 /// `heddle run … --reps N` (LANGUAGE.md §7): with `--json`, `compile_seconds`
 /// and `kernel_seconds {median, min, max, reps}`; without it, one stderr line.
 #[test]

@@ -24,7 +24,9 @@ pub enum Target {
     Loops,
     /// Cranelift IR for the CPU backend.
     Cpu,
-    /// The CPU backend's machine code after register allocation (Cranelift's listing).
+    /// The CPU backend's machine code after register allocation (Cranelift's listing; a kernel
+    /// with input ranges has two: the code for inputs validated once, without the bounds checks the
+    /// ranges imply, and the checked code for other inputs).
     Asm,
     /// OpenCL C and the launch configuration (global/local sizes over the naturals).
     Opencl,
