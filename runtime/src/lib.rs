@@ -6,6 +6,7 @@
 //! input against its type before anything runs, and writing results.
 #![warn(missing_docs)]
 
+#[cfg(feature = "cpu")]
 pub mod cpu;
 pub mod interp;
 pub mod opencl;
