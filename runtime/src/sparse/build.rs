@@ -183,6 +183,7 @@ fn remap(coo: &Coo, enc: &Encoding) -> Result<(Vec<u64>, ScalarVec)> {
         _ => coo,
     };
     let mut out = vec![0u64; coo.len() * lr];
+    let bias = map::diff_bias(enc, &coo.dims);
     let mut counts: Vec<u64> = Vec::new();
     let counter = map::counter_level(enc);
     if let Some((_, d)) = counter {
@@ -207,7 +208,7 @@ fn remap(coo: &Coo, enc: &Encoding) -> Result<(Vec<u64>, ScalarVec)> {
             }
             None => 0,
         };
-        map::dim_to_lvl(enc, c, n, &mut out[k * lr..(k + 1) * lr]);
+        map::dim_to_lvl(enc, c, n, bias, &mut out[k * lr..(k + 1) * lr]);
     }
     Ok((out, coo.values.clone()))
 }
@@ -416,9 +417,21 @@ pub(crate) fn finish(
     }
     let mut positions = Vec::with_capacity(lr);
     let mut coordinates = Vec::with_capacity(lr);
+    // A difference level's internal coordinates become signed offsets.
+    let bias = map::diff_bias(enc, &dim_sizes);
     for (l, (p, c)) in pos_bufs.into_iter().zip(crd_bufs).enumerate() {
         positions.push(p.map(|v| IndexBuf::from_u64(v, enc.pos_width, &format!("positions[{l}]"))).transpose()?);
-        coordinates.push(c.map(|v| IndexBuf::from_u64(v, enc.crd_width, &format!("coordinates[{l}]"))).transpose()?);
+        let name = format!("coordinates[{l}]");
+        coordinates.push(
+            c.map(|v| {
+                if enc.signed_level(l) {
+                    IndexBuf::from_i64(v.into_iter().map(|x| map::stored_offset(x, bias)).collect(), enc.crd_width, &name)
+                } else {
+                    IndexBuf::from_u64(v, enc.crd_width, &name)
+                }
+            })
+            .transpose()?,
+        );
     }
     Ok(SparseTensor { encoding: enc.clone(), elem, dim_sizes, lvl_sizes, positions, coordinates, values })
 }

@@ -219,7 +219,17 @@ fn rewidth(t: SparseTensor, enc: &Encoding) -> Result<SparseTensor> {
     let narrow = |bufs: Vec<Option<super::buffer::IndexBuf>>, width, what: &str| {
         bufs.into_iter()
             .enumerate()
-            .map(|(l, b)| b.map(|b| super::buffer::IndexBuf::from_u64(b.to_u64(), width, &format!("{what}[{l}]"))).transpose())
+            .map(|(l, b)| {
+                b.map(|b| {
+                    let name = format!("{what}[{l}]");
+                    if what == "coordinates" && enc.signed_level(l) {
+                        super::buffer::IndexBuf::from_i64(b.to_i64(), width, &name)
+                    } else {
+                        super::buffer::IndexBuf::from_u64(b.to_u64(), width, &name)
+                    }
+                })
+                .transpose()
+            })
             .collect::<Result<Vec<_>>>()
     };
     Ok(SparseTensor {
