@@ -242,3 +242,31 @@ fn direct_path_equals_the_general_path() {
         }
     }
 }
+
+/// DIA's storage is sized by the offsets present, not by the ones possible:
+/// a tridiagonal 300 000 x 300 000 matrix (about 900 000 values stored)
+/// converts from entries (the general path) and from CSR (the direct one),
+/// though 599 999 diagonals times 300 000 rows would be refused.
+#[test]
+fn a_big_banded_matrix_fits() {
+    let n = 300_000u64;
+    let mut c = Coo::new(vec![n, n]);
+    for i in 0..n {
+        for j in i.saturating_sub(1)..(i + 2).min(n) {
+            c.push(&[i, j], 1.0 + (i % 7) as f64);
+        }
+    }
+    let t = pack(&c, &enc(DIA), ScalarType::F64).unwrap();
+    assert_eq!(buffers(&t).0, vec![-1, 0, 1]);
+    assert_eq!(t.nse(), 3 * n as usize);
+    let csr = pack(&c, &enc("(i, j) -> (i : dense, j : compressed)"), ScalarType::F64).unwrap();
+    assert_eq!(convert(&csr, &enc(DIA)).unwrap(), t);
+    // A matrix that really has that many diagonals is still refused, with the reason.
+    let mut wide = Coo::new(vec![n, n]);
+    for i in 0..n {
+        wide.push(&[i, 0], 1.0);
+        wide.push(&[0, i], 1.0);
+    }
+    let err = pack(&wide, &enc(DIA), ScalarType::F64).unwrap_err().to_string();
+    assert!(err.contains("more than the 268435456 heddle allocates"), "{err}");
+}
