@@ -57,6 +57,12 @@ const FORMATS: &[(&str, &str, &[Option<u64>])] = &[
     ),
     ("batch_csr", "map = (b, i, j) -> (b : batch, i : dense, j : compressed)", &[Some(2), None, None]),
     ("sparse_vector", "map = (i) -> (i : compressed)", &[Some(16)]),
+    ("dia", "map = (i, j) -> (j - i : compressed, i : dense)", &[None, None]),
+    ("dia_static_i32", "map = (i, j) -> (j - i : compressed, i : dense), crdWidth = 32", &[Some(3), Some(5)]),
+    ("dia_by_column", "map = (i, j) -> (j - i : compressed, j : dense), crdWidth = 16", &[None, None]),
+    ("dia_rows_first", "map = (i, j) -> (i : dense, i - j : compressed)", &[Some(4), Some(4)]),
+    ("dia_explicit", "map = {d, r}(i = r, j = d + r) -> (d = j - i : compressed, r = i : dense)", &[None, None]),
+    ("dia_soa", "map = (i, j) -> (i : compressed(nonunique), j - i : singleton(soa))", &[None, None]),
     (
         "csr_slice",
         "map = (i : #sparse_tensor<slice(0, 4, 1)>, j : #sparse_tensor<slice(0, 8, ?)>) -> (i : dense, j : compressed)",

@@ -31,6 +31,7 @@ const FORMATS: &[(&str, &str)] = &[
     ("loose_compressed", "map = (i, j) -> (i : dense, j : loose_compressed)"),
     ("ell_3", "map = [c](i, j) -> (c * 3 * i : dense, i : dense, j : compressed)"),
     ("structured_2_4", "map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4])"),
+    ("dia", "map = (i, j) -> (j - i : compressed, i : dense)"),
     ("dense", "map = (i, j) -> (i : dense, j : dense)"),
     ("compressed_dense", "map = (i, j) -> (i : compressed, j : dense)"),
 ];

@@ -22,8 +22,9 @@
 //!   format, and the legacy `high` on `compressed`, which is what
 //!   `loose_compressed` used to be called (so `compressed(nonunique, high)` from
 //!   older MLIR documentation is read as `loose_compressed(nonunique)`);
-//! - level expressions `d`, `d floordiv K`, `d mod K` and the ELL counting form
-//!   `c * K * d` over a symbol `c` (see [`LvlExpr::Counter`]);
+//! - level expressions `d`, `d floordiv K`, `d mod K`, the ELL counting form
+//!   `c * K * d` over a symbol `c` (see [`LvlExpr::Counter`]), and DIA's
+//!   offset `a - b` of two different dimensions (see [`LvlExpr::Diff`]);
 //! - symbols either before the dimensions (`[c](i, j)`, as MLIR's map parser
 //!   and the seed write it) or after them (`(i, j)[c]`, affine-map style);
 //! - the legacy fields of the MLIR paper: `dimLevelType = ["dense", "compressed"]`
@@ -140,15 +141,37 @@ pub enum LvlExpr {
         /// Number of slices (the largest count plus one that fits).
         slices: u64,
     },
+    /// `a - b` of two different dimensions: DIA's diagonal offset
+    /// (`j - i` for a matrix indexed `(i, j)`). The coordinate is signed, in
+    /// `-(size_b - 1) ..= size_a - 1`; its coordinates buffer stores it in
+    /// two's complement at `crdWidth` (a signed buffer type: `i8` .. `i64`).
+    /// The runtime handles it internally as the unsigned `a - b + size_b - 1`
+    /// (see [`map`]), so the level's size there is `size_a + size_b - 1`.
+    /// Only `a - b` is accepted (not `-b + a`, no coefficients or constants),
+    /// on a compressed, loose_compressed or `soa` singleton level, at most one
+    /// per encoding, and with exactly one of `a`, `b` stored whole by another
+    /// level (see [`verify`]).
+    Diff {
+        /// The dimension added (`j` in `j - i`).
+        plus: usize,
+        /// The dimension subtracted (`i` in `j - i`).
+        minus: usize,
+    },
 }
 
 impl LvlExpr {
-    /// The dimension this level's coordinate is computed from.
+    /// The dimension this level's coordinate is computed from (for a
+    /// difference, the one added).
     pub fn dim(self) -> usize {
         match self {
             LvlExpr::Dim(d) | LvlExpr::FloorDiv(d, _) | LvlExpr::Mod(d, _) => d,
             LvlExpr::Counter { dim, .. } => dim,
+            LvlExpr::Diff { plus, .. } => plus,
         }
+    }
+    /// Is the coordinate signed (stored in two's complement)?
+    pub fn is_signed(self) -> bool {
+        matches!(self, LvlExpr::Diff { .. })
     }
 }
 
@@ -335,6 +358,18 @@ impl Encoding {
     /// unless the innermost level is `nonunique` (then duplicates are kept).
     pub fn sums_duplicates(&self) -> bool {
         self.levels.last().is_none_or(|l| !l.props.nonunique)
+    }
+    /// Does level `l` store signed coordinates (a difference level, DIA's
+    /// offsets)? Its coordinates buffer then holds two's complement values.
+    pub fn signed_level(&self, l: usize) -> bool {
+        self.levels.get(l).is_some_and(|lv| lv.expr.is_signed())
+    }
+    /// The difference level (DIA's offsets), if any: (level, plus, minus).
+    pub fn diff_level(&self) -> Option<(usize, usize, usize)> {
+        self.levels.iter().enumerate().find_map(|(l, lv)| match lv.expr {
+            LvlExpr::Diff { plus, minus } => Some((l, plus, minus)),
+            _ => None,
+        })
     }
     /// Is this the identity map with all-dense levels (a dense tensor's layout)?
     pub fn is_all_dense(&self) -> bool {

@@ -1,5 +1,6 @@
 //! Encodings by name (LANGUAGE.md §6): `CSR`, `CSC`, `COO`, `DCSR`, `DCSC`,
-//! `CSF` (any rank), `BSR(r, c)`, and TACO's level letters (`ds` is CSR,
+//! `CSF` (any rank), `BSR(r, c)`, `DIA` (diagonals: `(i, j) -> (j - i :
+//! compressed, i : dense)`), and TACO's level letters (`ds` is CSR,
 //! `ds:1,0` CSC, `sss` a 3-D CSF): wherever an encoding is taken, one of these
 //! stands for the MLIR attribute it names ([`Named::mlir`]), which is then
 //! parsed and verified like a pasted one ([`resolve`]).
@@ -29,6 +30,9 @@ pub enum Named {
     Csf,
     /// Block sparse rows with `r × c` dense blocks.
     Bsr(u64, u64),
+    /// Diagonals: the offsets `j - i` of the stored diagonals, then a
+    /// row-indexed dense array per diagonal.
+    Dia,
     /// TACO's level letters and mode order.
     Taco {
         /// One MLIR level format per letter.
@@ -39,7 +43,7 @@ pub enum Named {
 }
 
 /// The names, for help and suggestions.
-pub const NAMES: &[&str] = &["CSR", "CSC", "COO", "DCSR", "DCSC", "CSF", "BSR(r, c)"];
+pub const NAMES: &[&str] = &["CSR", "CSC", "COO", "DCSR", "DCSC", "CSF", "BSR(r, c)", "DIA"];
 
 impl Named {
     /// Reads a name form; `None` when `text` is not one (e.g. an MLIR
@@ -61,6 +65,7 @@ impl Named {
             "DCSR" => Some(Named::Dcsr),
             "DCSC" => Some(Named::Dcsc),
             "CSF" => Some(Named::Csf),
+            "DIA" => Some(Named::Dia),
             _ => None,
         };
         if let Some(n) = simple {
@@ -117,7 +122,7 @@ impl Named {
     /// The rank the name implies, if it does.
     pub fn rank(&self) -> Option<usize> {
         match self {
-            Named::Csr | Named::Csc | Named::Dcsr | Named::Dcsc | Named::Bsr(..) => Some(2),
+            Named::Csr | Named::Csc | Named::Dcsr | Named::Dcsc | Named::Bsr(..) | Named::Dia => Some(2),
             Named::Coo | Named::Csf => None,
             Named::Taco { levels, .. } => Some(levels.len()),
         }
@@ -161,6 +166,7 @@ impl Named {
                 format!("i mod {r} : dense"),
                 format!("j mod {c} : dense"),
             ],
+            Named::Dia => vec!["j - i : compressed".to_string(), "i : dense".to_string()],
             Named::Taco { levels, order } => levels.iter().zip(order).map(|(f, &dim)| format!("{} : {f}", d(dim))).collect(),
         };
         let dims: Vec<String> = (0..rank).map(d).collect();
@@ -225,6 +231,7 @@ mod tests {
             "#sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 2 : dense, j floordiv 3 : compressed, i mod 2 : dense, j mod 3 : dense) }>",
             None,
         );
+        same("DIA", "#sparse_tensor.encoding<{ map = (i, j) -> (j - i : compressed, i : dense) }>", None);
     }
 
     #[test]

@@ -43,6 +43,7 @@ pub fn print_encoding(e: &Encoding) -> String {
                 LvlExpr::FloorDiv(d, k) => format!("{} floordiv {k}", dim(d)),
                 LvlExpr::Mod(d, k) => format!("{} mod {k}", dim(d)),
                 LvlExpr::Counter { dim: d, slices } => format!("{sym} * {slices} * {}", dim(d)),
+                LvlExpr::Diff { plus, minus } => format!("{} - {}", dim(plus), dim(minus)),
             };
             let mut props = Vec::new();
             if lv.props.nonunique {

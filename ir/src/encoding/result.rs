@@ -192,6 +192,7 @@ fn describe_level(enc: &Encoding, l: usize) -> String {
         LvlExpr::FloorDiv(d, k) => format!("{} floordiv {k}", enc.dims[d].name),
         LvlExpr::Mod(d, k) => format!("{} mod {k}", enc.dims[d].name),
         LvlExpr::Counter { .. } => "the counter".into(),
+        LvlExpr::Diff { plus, minus } => format!("{} - {}", enc.dims[plus].name, enc.dims[minus].name),
     };
     format!("level {l} (`{expr} : {}`)", lv.format.keyword())
 }
@@ -221,6 +222,12 @@ pub fn plan(enc: &Encoding, elem: ScalarType, given: &[Option<Nat>], value: &Typ
         }
         if matches!(lv.expr, LvlExpr::Counter { .. }) {
             return Err(format!("{}: a value cannot be stored in an encoding with a counting (ELL) level", describe_level(enc, l)));
+        }
+        if matches!(lv.expr, LvlExpr::Diff { .. }) {
+            return Err(format!(
+                "{}: a value cannot be stored in an encoding with a difference (DIA offset) level; store it as CSR or COO and convert with `heddle convert`",
+                describe_level(enc, l)
+            ));
         }
     }
     let walked = enc.levels.iter().rposition(|l| !l.format.is_dense_like()).map_or(0, |k| k + 1);
@@ -357,6 +364,8 @@ pub fn plan(enc: &Encoding, elem: ScalarType, given: &[Option<Nat>], value: &Typ
             LvlExpr::Dim(d) => dims[d].clone(),
             LvlExpr::FloorDiv(d, k) => Nat::div(dims[d].clone(), Nat::Lit(k as i64)),
             LvlExpr::Mod(_, k) | LvlExpr::Counter { slices: k, .. } => Nat::Lit(k as i64),
+            // Refused above.
+            LvlExpr::Diff { plus, minus } => Nat::sub(Nat::add(dims[plus].clone(), dims[minus].clone()), Nat::Lit(1)),
         })
         .collect();
     for (l, p) in levels.iter().enumerate() {

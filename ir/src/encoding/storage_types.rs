@@ -12,7 +12,9 @@
 //!   a `lo, hi` pair per parent) and coordinates `A_crd{l}`; the values are
 //!   `A_values`;
 //! - buffer element types follow the widths: `posWidth`/`crdWidth` 8, 16, 32,
-//!   64 give `u8`, `u16`, `u32`, `u64`; 0 (native) gives `i64`;
+//!   64 give `u8`, `u16`, `u32`, `u64`; 0 (native) gives `i64`; the
+//!   coordinates of a difference level (DIA's offsets `j - i`) are signed:
+//!   `i8`, `i16`, `i32`, `i64` (native `i64`), in two's complement;
 //! - coordinates and values are typed as nested position-dependent arrays,
 //!   one layer per level that adds one (singletons add none): a dense level of
 //!   size `N` is `[c -> ...]_N`, whose child position is `q * N + c` for parent
@@ -181,6 +183,17 @@ fn width_type(w: Width) -> ScalarType {
     }
 }
 
+/// The signed type of a difference level's coordinates (DIA's offsets) at
+/// `crdWidth`: two's complement of the same width.
+pub fn signed_width_type(w: Width) -> ScalarType {
+    match w {
+        Width::W8 => ScalarType::I8,
+        Width::W16 => ScalarType::I16,
+        Width::W32 => ScalarType::I32,
+        Width::Native | Width::W64 => ScalarType::I64,
+    }
+}
+
 /// One array layer of the nested types: `[binder -> _]_len`.
 struct Layer {
     binder: Name,
@@ -242,6 +255,11 @@ pub fn storage_layout(
                 None => Nat::div(dim_sizes[d].clone(), Nat::Lit(k as i64)),
             },
             LvlExpr::Mod(_, k) | LvlExpr::Counter { slices: k, .. } => Nat::Lit(k as i64),
+            // The number of offsets (they run from `-(size_b - 1)` to `size_a - 1`).
+            LvlExpr::Diff { plus, minus } => match (dim_sizes[plus].as_lit(), dim_sizes[minus].as_lit()) {
+                (Some(a), Some(b)) => Nat::Lit(map::diff_size(a as u64, b as u64) as i64),
+                _ => Nat::sub(Nat::add(dim_sizes[plus].clone(), dim_sizes[minus].clone()), Nat::Lit(1)),
+            },
         })
         .collect();
 
@@ -339,6 +357,8 @@ pub fn storage_layout(
         if lv.format.has_coordinates() && !enc.in_aos_buffer(l) {
             let elem = match enc.aos_run(l) {
                 Some(run) => Type::Tuple(vec![crd_ty.clone(); run.len()]),
+                // DIA's offsets are signed (never in an AoS region: `verify`).
+                None if lv.expr.is_signed() => Type::Scalar(signed_width_type(enc.crd_width)),
                 None => crd_ty.clone(),
             };
             let ty = wrap(&layers, elem);

@@ -243,7 +243,7 @@ fn classify(e: &AExpr, map: &RawMap, dims: &[DimVar]) -> VResult<LvlExpr> {
     };
     let unsupported = || {
         err(e.span, format!("unsupported level expression `{}`", show(e)), "not a form heddle can store").with_note(
-            "a level is `d`, `d floordiv K`, `d mod K` (K > 0), or ELL's counting form `c * K * d` with a symbol `c`",
+            "a level is `d`, `d floordiv K`, `d mod K` (K > 0), ELL's counting form `c * K * d` with a symbol `c`, or DIA's offset `a - b` of two different dimensions",
         )
     };
     match &e.kind {
@@ -270,6 +270,19 @@ fn classify(e: &AExpr, map: &RawMap, dims: &[DimVar]) -> VResult<LvlExpr> {
                 ABin::Mod => Ok(LvlExpr::Mod(d, k as u64)),
                 _ => Err(err(e.span, "`ceildiv` cannot define a storage level", "use `floordiv`")),
             }
+        }
+        AKind::Bin(ABin::Sub, a, b) => {
+            // DIA's diagonal offset: exactly `a - b` of two different dimensions.
+            let (Some(x), Some(y)) = (dim_of(a)?, dim_of(b)?) else { return Err(unsupported()) };
+            if x == y {
+                return Err(err(
+                    e.span,
+                    format!("`{}` is always 0", show(e)),
+                    "a difference of one dimension with itself",
+                )
+                .with_note("DIA's offset subtracts two different dimensions: `j - i`"));
+            }
+            Ok(LvlExpr::Diff { plus: x, minus: y })
         }
         AKind::Bin(ABin::Mul, _, _) => {
             // Flatten the product; ELL's counter is symbol × constant × dimension.
@@ -498,6 +511,11 @@ fn check_order(levels: &[Level]) -> VResult<()> {
 fn check_invertible(levels: &[Level], dims: &[DimVar], map: &RawMap) -> VResult<()> {
     let name = |d: usize| dims[d].name.clone();
     let mut counters = 0;
+    check_diff(levels, dims)?;
+    let diff = levels.iter().find_map(|lv| match lv.expr {
+        LvlExpr::Diff { plus, minus } => Some((plus, minus)),
+        _ => None,
+    });
     for (d, dv) in dims.iter().enumerate() {
         let mut whole = Vec::new();
         let mut divs = Vec::new();
@@ -557,6 +575,8 @@ fn check_invertible(levels: &[Level], dims: &[DimVar], map: &RawMap) -> VResult<
                     "the map is not invertible",
                 ));
             }
+            // Recovered through the difference level (checked by `check_diff`).
+            (None, None) if whole.is_empty() && diff.is_some_and(|(a, b)| a == d || b == d) => {}
             (None, None) if whole.is_empty() => {
                 return Err(err(
                     dv.span,
@@ -588,6 +608,76 @@ fn check_invertible(levels: &[Level], dims: &[DimVar], map: &RawMap) -> VResult<
     Ok(())
 }
 
+/// A difference level (DIA's offset `a - b`): at most one; on a level that
+/// keeps its own coordinates buffer (compressed, loose_compressed, or a
+/// `soa` singleton: the buffer holds signed coordinates, which an
+/// array-of-structs buffer shared with unsigned ones could not); and exactly
+/// one of `a`, `b` stored whole by another level, the other by no level
+/// (then the map inverts: `a = offset + b`, or `b = a - offset`).
+fn check_diff(levels: &[Level], dims: &[DimVar]) -> VResult<()> {
+    let name = |d: usize| dims[d].name.clone();
+    let mut seen: Option<usize> = None;
+    for (l, lv) in levels.iter().enumerate() {
+        let LvlExpr::Diff { plus, minus } = lv.expr else { continue };
+        if let Some(first) = seen {
+            return Err(err(lv.span, "only one difference (DIA offset) level is supported", "second difference")
+                .with_note(format!("level {first} is already a difference")));
+        }
+        seen = Some(l);
+        let aos_head = matches!(lv.format, LevelFormat::Compressed | LevelFormat::LooseCompressed)
+            && levels.get(l + 1).is_some_and(|n| n.format == LevelFormat::Singleton && !n.props.soa);
+        match lv.format {
+            LevelFormat::Compressed | LevelFormat::LooseCompressed if !aos_head => {}
+            LevelFormat::Singleton if lv.props.soa => {}
+            f => {
+                let why = if aos_head || f == LevelFormat::Singleton {
+                    "its coordinates would share an array-of-structs buffer with unsigned ones".to_string()
+                } else {
+                    format!("a {} level stores no coordinates", f.keyword())
+                };
+                return Err(err(
+                    lv.format_span,
+                    format!("a difference level (`{} - {}`) must store its signed coordinates in a buffer of its own", name(plus), name(minus)),
+                    why,
+                )
+                .with_note("make it `compressed` (DIA: `(j - i : compressed, i : dense)`), `loose_compressed`, or a `singleton(soa)`"));
+            }
+        }
+        let whole = |d: usize| levels.iter().filter(|o| o.expr == LvlExpr::Dim(d)).count();
+        for (lx, o) in levels.iter().enumerate() {
+            if let LvlExpr::FloorDiv(d, _) | LvlExpr::Mod(d, _) | LvlExpr::Counter { dim: d, .. } = o.expr
+                && (d == plus || d == minus)
+            {
+                return Err(err(
+                    o.span,
+                    format!("dimension `{}` is both in the difference `{} - {}` and {}", name(d), name(plus), name(minus), if matches!(o.expr, LvlExpr::Counter { .. }) { "counted" } else { "blocked" }),
+                    format!("level {lx}"),
+                )
+                .with_note("a difference level's dimensions may only be stored whole"));
+            }
+        }
+        match (whole(plus), whole(minus)) {
+            (1, 0) | (0, 1) => {}
+            (0, 0) => {
+                return Err(err(
+                    lv.span,
+                    format!("neither `{}` nor `{}` is stored whole by another level", name(plus), name(minus)),
+                    "the map cannot be inverted",
+                )
+                .with_note(format!("store `{m}` (or `{p}`) whole as well, as DIA does: `{p} - {m} : compressed, {m} : dense`", p = name(plus), m = name(minus))));
+            }
+            _ => {
+                return Err(err(
+                    lv.span,
+                    format!("both `{}` and `{}` are stored whole by other levels, so the difference is redundant", name(plus), name(minus)),
+                    "one of them must be recovered from the difference",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The level expression as text, in the encoding's dimension names.
 pub(crate) fn show_lvl(l: &Level, dims: &[DimVar]) -> String {
     let n = |d: usize| dims.get(d).map_or_else(|| format!("d{d}"), |v| v.name.to_string());
@@ -596,6 +686,7 @@ pub(crate) fn show_lvl(l: &Level, dims: &[DimVar]) -> String {
         LvlExpr::FloorDiv(d, k) => format!("{} floordiv {k}", n(d)),
         LvlExpr::Mod(d, k) => format!("{} mod {k}", n(d)),
         LvlExpr::Counter { dim, slices } => format!("c * {slices} * {}", n(dim)),
+        LvlExpr::Diff { plus, minus } => format!("{} - {}", n(plus), n(minus)),
     }
 }
 
@@ -664,6 +755,21 @@ fn check_inverse_exprs(map: &RawMap, levels: &[Level], dims: &[DimVar]) -> VResu
                 LvlExpr::FloorDiv(x, k) if x == d => {
                     expected.insert(names[l].clone(), k as i64);
                     text.insert(0, format!("{} * {k}", names[l]));
+                }
+                // The dimension not stored whole comes back through the difference.
+                LvlExpr::Diff { plus, minus } if (plus == d || minus == d) && !levels.iter().any(|o| o.expr == LvlExpr::Dim(d)) => {
+                    let other = if plus == d { minus } else { plus };
+                    if let Some(w) = levels.iter().position(|o| o.expr == LvlExpr::Dim(other)) {
+                        if plus == d {
+                            expected.insert(names[l].clone(), 1);
+                            expected.insert(names[w].clone(), 1);
+                            text.push(format!("{} + {}", names[l], names[w]));
+                        } else {
+                            expected.insert(names[l].clone(), -1);
+                            expected.insert(names[w].clone(), 1);
+                            text.push(format!("{} - {}", names[w], names[l]));
+                        }
+                    }
                 }
                 _ => {}
             }

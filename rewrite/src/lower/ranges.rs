@@ -30,7 +30,8 @@ impl Lowerer<'_> {
             let Ok(layout) = storage_layout(encoding, &dims, tt.elem, name.as_str()) else { continue };
             for b in &layout.buffers {
                 let (BufferKind::Coordinates, Some(l)) = (b.kind, b.level) else { continue };
-                let loose = encoding.levels.get(l).is_none_or(|lv| lv.format == LevelFormat::LooseCompressed);
+                // A difference level's offsets (DIA) are signed: not below a size.
+                let loose = encoding.levels.get(l).is_none_or(|lv| lv.format == LevelFormat::LooseCompressed || lv.expr.is_signed());
                 let aos = encoding.aos_run(l).is_some_and(|r| r.len() > 1);
                 let scalar = self.args.iter().any(|a| a.name == b.name && matches!(&a.kind, heddle_ir::loops::ArgKind::Input { fields, .. } if fields.len() == 1));
                 let Some(size) = layout.lvl_sizes.get(l) else { continue };

@@ -930,6 +930,21 @@ pub fn stored_tensor_inputs(kernel: &Kernel, name: &str, t: crate::sparse::Spars
                 let items = (0..c.len() / run).map(|e| Value::tuple((0..run).map(|k| Value::Int(c.get(e * run + k) as i64)).collect())).collect::<Vec<_>>();
                 let shape = vec![items.len() as u64];
                 inputs.push((buffer, Loaded::Flat { items, dtype: "storage".into(), kinds: vec![super::read::ScalarKind::Int], shape }));
+            } else if encoding.signed_level(l) {
+                // DIA's offsets: signed, sign-extended from the stored width.
+                let leaf = kernel.params.iter().find_map(|p| match p {
+                    KernelParam::Value { name, ty, .. } if name.as_str() == buffer => match super::write::leaf_type(ty) {
+                        Type::Scalar(s) => Some(*s),
+                        _ => None,
+                    },
+                    _ => None,
+                });
+                let wide = ScalarVec::I64(c.to_i64());
+                let data = match leaf {
+                    Some(s) => wide.clone().convert(s).unwrap_or(wide),
+                    None => wide,
+                };
+                inputs.push((buffer.clone(), Loaded::packed(data, "storage")));
             } else {
                 inputs.push((buffer.clone(), packed(&buffer, c)));
             }

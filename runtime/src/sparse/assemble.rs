@@ -19,7 +19,9 @@ pub struct Buffers {
     /// Positions per level (`None` where the level has none).
     pub positions: Vec<Option<Vec<u64>>>,
     /// Coordinates per level (`None` where the level has none; an AoS COO
-    /// region's buffer sits at its first level, interleaved).
+    /// region's buffer sits at its first level, interleaved). A difference
+    /// level's (DIA's offsets) are signed: each is the 64-bit two's
+    /// complement of the offset (`offset as u64`).
     pub coordinates: Vec<Option<Vec<u64>>>,
     /// The values, at their own type.
     pub values: ScalarVec,
@@ -29,7 +31,14 @@ pub struct Buffers {
 pub fn disassemble(t: &SparseTensor) -> Buffers {
     Buffers {
         positions: t.positions.iter().map(|b| b.as_ref().map(IndexBuf::to_u64)).collect(),
-        coordinates: t.coordinates.iter().map(|b| b.as_ref().map(IndexBuf::to_u64)).collect(),
+        coordinates: t
+            .coordinates
+            .iter()
+            .enumerate()
+            .map(|(l, b)| {
+                b.as_ref().map(|b| if t.encoding.signed_level(l) { b.to_i64().into_iter().map(|x| x as u64).collect() } else { b.to_u64() })
+            })
+            .collect(),
         values: t.values.clone(),
     }
 }
@@ -45,6 +54,7 @@ pub fn assemble(enc: &Encoding, elem: ScalarType, dim_sizes: Vec<u64>, b: Buffer
             b.coordinates.len()
         )));
     }
+    let bias = map::diff_bias(enc, &dim_sizes);
     let mut count: u64 = 1;
     for (l, lv) in enc.levels.iter().enumerate() {
         let pname = format!("positions[{l}]");
@@ -65,10 +75,29 @@ pub fn assemble(enc: &Encoding, elem: ScalarType, dim_sizes: Vec<u64>, b: Buffer
                 format!("length {} is not a multiple of {stride} (coordinates per AoS entry)", c.len()),
             ));
         }
-        let crd_at = |p: usize| crd.map_or(0, |c| c[p * stride + off]);
+        // A difference level's signed offsets, checked and ordered as the
+        // internal unsigned coordinates `offset + bias` (see `map`); one below
+        // the smallest offset becomes u64::MAX, which the range check reports.
+        let signed = enc.signed_level(l);
+        let internal: Option<Vec<u64>> = (signed && stride == 1).then(|| {
+            crd.unwrap_or_default().iter().map(|&v| map::offset_level(v as i64, bias).unwrap_or(u64::MAX)).collect()
+        });
+        let crd_at = |p: usize| match &internal {
+            Some(c) => c[p],
+            None => crd.map_or(0, |c| c[p * stride + off]),
+        };
         let check_range = |p: usize| -> Result<()> {
             let v = crd_at(p);
             if v >= lvl_sizes[l] {
+                if signed {
+                    let stored = crd.map_or(0, |c| c[p * stride + off]) as i64;
+                    let hi = lvl_sizes[l] as i64 - 1 - bias as i64;
+                    return Err(SparseError::buffer(
+                        &crd_name,
+                        p * stride + off,
+                        format!("offset {stored} is outside level {l}'s offsets {} ..= {hi} (for these dimension sizes)", -(bias as i64)),
+                    ));
+                }
                 return Err(SparseError::buffer(
                     &crd_name,
                     p * stride + off,
@@ -84,10 +113,11 @@ pub fn assemble(enc: &Encoding, elem: ScalarType, dim_sizes: Vec<u64>, b: Buffer
                     let (a, c) = (crd_at(p - 1), crd_at(p));
                     if c < a || (c == a && !lv.props.nonunique) {
                         let why = if c < a { "coordinates must be ordered" } else { "coordinates must be unique" };
+                        let show = |x: u64| if signed { map::stored_offset(x, bias).to_string() } else { x.to_string() };
                         return Err(SparseError::buffer(
                             &crd_name,
                             p * stride + off,
-                            format!("{c} follows {a} under one parent ({why} at level {l})"),
+                            format!("{} follows {} under one parent ({why} at level {l})", show(c), show(a)),
                         ));
                     }
                 }
@@ -96,10 +126,11 @@ pub fn assemble(enc: &Encoding, elem: ScalarType, dim_sizes: Vec<u64>, b: Buffer
                 let mut seg: Vec<u64> = (s..e).map(crd_at).collect();
                 seg.sort_unstable();
                 if let Some(w) = seg.windows(2).find(|w| w[0] == w[1]) {
+                    let shown = if signed { map::stored_offset(w[0], bias).to_string() } else { w[0].to_string() };
                     return Err(SparseError::buffer(
                         &crd_name,
                         s * stride + off,
-                        format!("coordinate {} appears twice under one parent (level {l} is unique)", w[0]),
+                        format!("coordinate {shown} appears twice under one parent (level {l} is unique)"),
                     ));
                 }
             }
@@ -192,7 +223,17 @@ pub fn assemble(enc: &Encoding, elem: ScalarType, dim_sizes: Vec<u64>, b: Buffer
     let mut coordinates = Vec::with_capacity(lr);
     for (l, (p, c)) in b.positions.into_iter().zip(b.coordinates).enumerate() {
         positions.push(p.map(|v| IndexBuf::from_u64(v, enc.pos_width, &format!("positions[{l}]"))).transpose()?);
-        coordinates.push(c.map(|v| IndexBuf::from_u64(v, enc.crd_width, &format!("coordinates[{l}]"))).transpose()?);
+        let name = format!("coordinates[{l}]");
+        coordinates.push(
+            c.map(|v| {
+                if enc.signed_level(l) {
+                    IndexBuf::from_i64(v.into_iter().map(|x| x as i64).collect(), enc.crd_width, &name)
+                } else {
+                    IndexBuf::from_u64(v, enc.crd_width, &name)
+                }
+            })
+            .transpose()?,
+        );
     }
     let values = b.values.convert(elem).map_err(|e| SparseError::buffer("values", e.position, e.message))?;
     check_explicit_values(enc, &values)?;

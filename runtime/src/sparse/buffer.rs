@@ -36,6 +36,42 @@ impl IndexBuf {
             _ => IndexBuf::U64(v),
         })
     }
+    /// Stores the signed values `v` (two's complement in 64 bits) at `width`
+    /// in two's complement: a difference level's coordinates (DIA's offsets).
+    /// A value outside the width's signed range is an error naming `name`
+    /// and the position.
+    pub fn from_i64(v: Vec<i64>, width: Width, name: &str) -> Result<IndexBuf> {
+        let bits = width.storage_bits();
+        let (lo, hi) = if bits == 64 { (i64::MIN, i64::MAX) } else { (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1) };
+        if let Some(p) = v.iter().position(|&x| x < lo || x > hi) {
+            return Err(SparseError::buffer(
+                name,
+                p,
+                format!("{} does not fit in {bits} signed bits (the encoding's width)", v[p]),
+            ));
+        }
+        Ok(match bits {
+            8 => IndexBuf::U8(v.into_iter().map(|x| x as i8 as u8).collect()),
+            16 => IndexBuf::U16(v.into_iter().map(|x| x as i16 as u16).collect()),
+            32 => IndexBuf::U32(v.into_iter().map(|x| x as i32 as u32).collect()),
+            _ => IndexBuf::U64(v.into_iter().map(|x| x as u64).collect()),
+        })
+    }
+    /// Entry `i` read as a signed (two's complement) value of the buffer's
+    /// width and sign-extended: a difference level's coordinate.
+    #[inline]
+    pub fn get_signed(&self, i: usize) -> i64 {
+        match self {
+            IndexBuf::U8(v) => i64::from(v[i] as i8),
+            IndexBuf::U16(v) => i64::from(v[i] as i16),
+            IndexBuf::U32(v) => i64::from(v[i] as i32),
+            IndexBuf::U64(v) => v[i] as i64,
+        }
+    }
+    /// All entries read as signed values.
+    pub fn to_i64(&self) -> Vec<i64> {
+        (0..self.len()).map(|i| self.get_signed(i)).collect()
+    }
     /// Number of entries.
     pub fn len(&self) -> usize {
         match self {

@@ -120,7 +120,9 @@ pub(crate) fn check_shape(coo: &Coo, enc: &Encoding) -> Result<Vec<u64>> {
         ));
     }
     let lvl_sizes = map::lvl_sizes(enc, &coo.dims).map_err(SparseError::Shape)?;
-    check_storage_size(enc, &lvl_sizes, coo.len() as u64)?;
+    if enc.diff_level().is_none() {
+        check_storage_size(enc, &lvl_sizes, coo.len() as u64, None)?;
+    }
     // One pass over the coordinates, in blocks of 64k entries per task.
     let r = coo.rank().max(1);
     const BLOCK: usize = 1 << 16;
@@ -135,7 +137,32 @@ pub(crate) fn check_shape(coo: &Coo, enc: &Encoding) -> Result<Vec<u64>> {
             c[d], coo.dims[d]
         )));
     }
+    // DIA's storage is sized by its offsets, counted once the coordinates are known to be in range.
+    if enc.diff_level().is_some() {
+        check_storage_size(enc, &lvl_sizes, coo.len() as u64, distinct_offsets(coo, enc, &lvl_sizes))?;
+    }
     Ok(lvl_sizes)
+}
+
+/// The number of different offsets among the entries of `coo` when `enc`
+/// has a difference level (DIA): the attribute query that sizes DIA's
+/// storage, so a banded matrix of a million rows is not refused for the
+/// two million diagonals it could have had.
+fn distinct_offsets(coo: &Coo, enc: &Encoding, lvl_sizes: &[u64]) -> Option<u64> {
+    let (l, plus, minus) = enc.diff_level()?;
+    let bias = map::diff_bias(enc, &coo.dims);
+    let r = coo.rank();
+    let key = |k: usize| coo.coords[k * r + plus] + bias - coo.coords[k * r + minus];
+    if lvl_sizes[l] <= MAX_STORED {
+        let mut seen = vec![false; lvl_sizes[l] as usize];
+        (0..coo.len()).for_each(|k| seen[key(k) as usize] = true);
+        Some(seen.iter().filter(|&&s| s).count() as u64)
+    } else {
+        let mut keys: Vec<u64> = (0..coo.len()).map(key).collect();
+        keys.par_sort_unstable();
+        keys.dedup();
+        Some(keys.len() as u64)
+    }
 }
 
 /// Refuses, before anything is allocated, storage whose levels would hold
@@ -144,14 +171,22 @@ pub(crate) fn check_shape(coo: &Coo, enc: &Encoding) -> Result<Vec<u64>> {
 /// per entry, and assembly keeps a range per position of every level (so the
 /// cap is on the sum over levels, not on each level alone: 40 dense levels of
 /// size 2 would otherwise pass every per-level check up to the 28th).
-pub(crate) fn check_storage_size(enc: &Encoding, lvl_sizes: &[u64], entries: u64) -> Result<()> {
+/// `offsets`: for a difference level, how many different offsets the
+/// entries have (each parent holds at most that many).
+pub(crate) fn check_storage_size(enc: &Encoding, lvl_sizes: &[u64], entries: u64, offsets: Option<u64>) -> Result<()> {
     let (mut parents, mut total) = (1u64, 0u64);
     for (level, &n) in enc.levels.iter().zip(lvl_sizes) {
         parents = match level.format {
             LevelFormat::Dense | LevelFormat::Batch => parents.saturating_mul(n),
             LevelFormat::Singleton => parents,
             LevelFormat::NOutOfM { n, .. } => parents.saturating_mul(u64::from(n)),
-            LevelFormat::Compressed | LevelFormat::LooseCompressed => parents.saturating_mul(n).min(entries),
+            LevelFormat::Compressed | LevelFormat::LooseCompressed => {
+                let most = parents.saturating_mul(n).min(entries);
+                match offsets {
+                    Some(k) if level.expr.is_signed() => most.min(parents.saturating_mul(k)),
+                    _ => most,
+                }
+            }
         };
         total = total.saturating_add(parents);
     }
@@ -183,6 +218,7 @@ fn remap(coo: &Coo, enc: &Encoding) -> Result<(Vec<u64>, ScalarVec)> {
         _ => coo,
     };
     let mut out = vec![0u64; coo.len() * lr];
+    let bias = map::diff_bias(enc, &coo.dims);
     let mut counts: Vec<u64> = Vec::new();
     let counter = map::counter_level(enc);
     if let Some((_, d)) = counter {
@@ -207,7 +243,7 @@ fn remap(coo: &Coo, enc: &Encoding) -> Result<(Vec<u64>, ScalarVec)> {
             }
             None => 0,
         };
-        map::dim_to_lvl(enc, c, n, &mut out[k * lr..(k + 1) * lr]);
+        map::dim_to_lvl(enc, c, n, bias, &mut out[k * lr..(k + 1) * lr]);
     }
     Ok((out, coo.values.clone()))
 }
@@ -416,9 +452,21 @@ pub(crate) fn finish(
     }
     let mut positions = Vec::with_capacity(lr);
     let mut coordinates = Vec::with_capacity(lr);
+    // A difference level's internal coordinates become signed offsets.
+    let bias = map::diff_bias(enc, &dim_sizes);
     for (l, (p, c)) in pos_bufs.into_iter().zip(crd_bufs).enumerate() {
         positions.push(p.map(|v| IndexBuf::from_u64(v, enc.pos_width, &format!("positions[{l}]"))).transpose()?);
-        coordinates.push(c.map(|v| IndexBuf::from_u64(v, enc.crd_width, &format!("coordinates[{l}]"))).transpose()?);
+        let name = format!("coordinates[{l}]");
+        coordinates.push(
+            c.map(|v| {
+                if enc.signed_level(l) {
+                    IndexBuf::from_i64(v.into_iter().map(|x| map::stored_offset(x, bias)).collect(), enc.crd_width, &name)
+                } else {
+                    IndexBuf::from_u64(v, enc.crd_width, &name)
+                }
+            })
+            .transpose()?,
+        );
     }
     Ok(SparseTensor { encoding: enc.clone(), elem, dim_sizes, lvl_sizes, positions, coordinates, values })
 }

@@ -5,15 +5,18 @@
 //! level order, then level-by-level assembly. Targets shaped like CSR or CSC
 //! take the counting-sort path instead, which also makes CSR ↔ CSC a
 //! transpose without comparisons, and dense → CSR a single scan (the dense
-//! tensor's nonzeros arrive already in row order).
+//! tensor's nonzeros arrive already in row order). CSR or CSC → DIA marks
+//! the non-empty diagonals and scatters the values, without a sort.
 
 use super::build::{finish, pack};
 use super::csr::csr_like;
 use super::dense::DenseTensor;
 use super::error::Result;
 use super::tensor::SparseTensor;
+use super::error::SparseError;
+use crate::scalars::{Scalar, ScalarVec};
 use heddle_ir::ScalarType;
-use heddle_ir::encoding::Encoding;
+use heddle_ir::encoding::{Encoding, LevelFormat, LvlExpr, map};
 
 /// Stores the tensor `src` denotes in `target`.
 pub fn convert(src: &SparseTensor, target: &Encoding) -> Result<SparseTensor> {
@@ -23,7 +26,76 @@ pub fn convert(src: &SparseTensor, target: &Encoding) -> Result<SparseTensor> {
     {
         return transpose(src, target);
     }
+    if let Some(t) = csr_to_dia(src, target)? {
+        return Ok(t);
+    }
     pack(&src.to_coo(), target, src.elem)
+}
+
+/// CSR or CSC → DIA (a difference level `a - b`, compressed, over a dense
+/// level of `a` or `b`) on the buffers, in Chou et al.'s phases without a
+/// sort: the attribute query marks the non-empty diagonals (one pass over
+/// the coordinates), their prefix count numbers them, and one more pass
+/// scatters each value to its diagonal's row (or column) slot; the rest is
+/// the implicit value. Stored explicit zeros count, as on the general path.
+/// `None` when the encodings are not of these shapes.
+fn csr_to_dia(src: &SparseTensor, target: &Encoding) -> Result<Option<SparseTensor>> {
+    let Some((a, b)) = csr_like(&src.encoding) else { return Ok(None) };
+    let (Some(pos), Some(crd)) = (&src.positions[1], &src.coordinates[1]) else { return Ok(None) };
+    let ([l0, l1], 2) = (target.levels.as_slice(), target.dim_rank()) else { return Ok(None) };
+    let (LvlExpr::Diff { plus, minus }, LvlExpr::Dim(d)) = (l0.expr, l1.expr) else { return Ok(None) };
+    if l0.format != LevelFormat::Compressed
+        || l0.props.nonunique
+        || l1.format != LevelFormat::Dense
+        || target.dims.iter().any(|x| x.slice.is_some())
+        || src.nse() == 0
+    {
+        return Ok(None);
+    }
+    let dims = src.dim_sizes.clone();
+    let lvl_sizes = map::lvl_sizes(target, &dims).map_err(SparseError::Shape)?;
+    let bias = map::diff_bias(target, &dims);
+    let (len, n_offsets) = (lvl_sizes[1] as usize, lvl_sizes[0] as usize);
+    let major = src.lvl_sizes[0] as usize;
+    // Phase 1: which diagonals hold an entry (internal coordinate k = x[plus] + bias - x[minus]).
+    super::build::check_alloc(n_offsets as u64, "the diagonals")?;
+    let mut diag = vec![u32::MAX; n_offsets];
+    let mut x = [0u64; 2];
+    let slot = |x: &[u64; 2]| (x[plus] + bias - x[minus]) as usize;
+    for r in 0..major {
+        x[a] = r as u64;
+        for p in pos.get(r) as usize..pos.get(r + 1) as usize {
+            x[b] = crd.get(p);
+            diag[slot(&x)] = 0;
+        }
+    }
+    // Phase 2: number the non-empty diagonals in offset order.
+    let mut offsets = Vec::new();
+    for (k, e) in diag.iter_mut().enumerate() {
+        if *e == 0 {
+            *e = offsets.len() as u32;
+            offsets.push(k as u64);
+        }
+    }
+    let total = (offsets.len() as u64).saturating_mul(len as u64);
+    super::build::check_alloc(total, "the diagonals' values")?;
+    // Phase 3: each value to its slot; the padding is the implicit value.
+    let implicit = super::assemble::implicit_value(target);
+    let values = crate::with_values!(&src.values, vals => {
+        let pad = Scalar::from_num(implicit)
+            .ok_or_else(|| SparseError::Shape(format!("the encoding's implicitVal {implicit} is not a {}", src.elem.keyword())))?;
+        let mut out = vec![pad; total as usize];
+        for r in 0..major {
+            x[a] = r as u64;
+            for p in pos.get(r) as usize..pos.get(r + 1) as usize {
+                x[b] = crd.get(p);
+                out[diag[slot(&x)] as usize * len + x[d] as usize] = vals[p];
+            }
+        }
+        ScalarVec::from(out)
+    });
+    let n = offsets.len() as u64;
+    finish(target, src.elem, dims, lvl_sizes, vec![Some(vec![0, n]), None], vec![Some(offsets), None], values).map(Some)
 }
 
 /// CSR → CSC (or back) directly on the buffers: a counting sort of the

@@ -63,6 +63,8 @@ impl Contents {
         match self {
             Contents::Stored(t) if same_storage(&t.encoding, enc) => Ok(SparseTensor { encoding: enc.clone(), ..*t }),
             Contents::Stored(t) if same_scheme(&t.encoding, enc) => rewidth(*t, enc),
+            // DIA from CSR / CSC has a direct path (`convert::csr_to_dia`).
+            Contents::Stored(t) if enc.diff_level().is_some() => super::convert::convert(&t, enc),
             Contents::Stored(t) => pack(&t.to_coo(), enc, t.elem),
             Contents::Entries(coo, elem) => pack(&coo, enc, elem),
             Contents::Pattern(coo, elem) => match enc.explicit_val.as_ref().and_then(Num::of_literal) {
@@ -219,7 +221,17 @@ fn rewidth(t: SparseTensor, enc: &Encoding) -> Result<SparseTensor> {
     let narrow = |bufs: Vec<Option<super::buffer::IndexBuf>>, width, what: &str| {
         bufs.into_iter()
             .enumerate()
-            .map(|(l, b)| b.map(|b| super::buffer::IndexBuf::from_u64(b.to_u64(), width, &format!("{what}[{l}]"))).transpose())
+            .map(|(l, b)| {
+                b.map(|b| {
+                    let name = format!("{what}[{l}]");
+                    if what == "coordinates" && enc.signed_level(l) {
+                        super::buffer::IndexBuf::from_i64(b.to_i64(), width, &name)
+                    } else {
+                        super::buffer::IndexBuf::from_u64(b.to_u64(), width, &name)
+                    }
+                })
+                .transpose()
+            })
             .collect::<Result<Vec<_>>>()
     };
     Ok(SparseTensor {

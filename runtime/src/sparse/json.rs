@@ -90,13 +90,18 @@ fn json_num(x: &Value, dest: ScalarType) -> std::result::Result<Num, String> {
 pub fn storage_to_json(t: &SparseTensor) -> Value {
     let b = disassemble(t);
     let opt = |v: &Option<Vec<u64>>| v.as_ref().map_or(Value::Null, |x| json!(x));
+    // A difference level's offsets are signed.
+    let crd = |(l, v): (usize, &Option<Vec<u64>>)| match v {
+        Some(x) if t.encoding.signed_level(l) => json!(x.iter().map(|&c| c as i64).collect::<Vec<_>>()),
+        _ => opt(v),
+    };
     json!({
         "encoding": print_encoding(&t.encoding),
         "dim_sizes": t.dim_sizes,
         "lvl_sizes": t.lvl_sizes,
         "nse": t.nse(),
         "positions": b.positions.iter().map(opt).collect::<Vec<_>>(),
-        "coordinates": b.coordinates.iter().map(opt).collect::<Vec<_>>(),
+        "coordinates": b.coordinates.iter().enumerate().map(crd).collect::<Vec<_>>(),
         "values": (0..t.values.len()).map(|k| num(t.values.num(k), t.elem)).collect::<Vec<_>>(),
     })
 }
@@ -117,13 +122,30 @@ pub fn storage_from_json(v: &Value, dest: Option<ScalarType>) -> Result<SparseTe
             })
             .collect()
     };
+    // A difference level's coordinates (DIA's offsets) may be negative: kept
+    // as their 64-bit two's complement (see `Buffers`).
+    let signed_ints = |x: &Value, what: &str| -> Result<Vec<u64>> {
+        let arr = x.as_array().ok_or_else(|| SparseError::Json(format!("`{what}` must be a list")))?;
+        arr.iter()
+            .enumerate()
+            .map(|(i, e)| e.as_i64().map(|v| v as u64).ok_or_else(|| SparseError::buffer(what, i, format!("{e} is not a 64-bit integer"))))
+            .collect()
+    };
     let per_level = |k: &str| -> Result<Vec<Option<Vec<u64>>>> {
         let arr = field(k)?
             .as_array()
             .ok_or_else(|| SparseError::Json(format!("`{k}` must be a list with one entry per level")))?;
         arr.iter()
             .enumerate()
-            .map(|(l, x)| if x.is_null() { Ok(None) } else { ints(x, &format!("{k}[{l}]")).map(Some) })
+            .map(|(l, x)| {
+                if x.is_null() {
+                    Ok(None)
+                } else if k == "coordinates" && enc.signed_level(l) {
+                    signed_ints(x, &format!("{k}[{l}]")).map(Some)
+                } else {
+                    ints(x, &format!("{k}[{l}]")).map(Some)
+                }
+            })
             .collect()
     };
     let dim_sizes = ints(field("dim_sizes")?, "dim_sizes")?;

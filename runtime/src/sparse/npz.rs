@@ -20,6 +20,10 @@
 //! the corresponding encoding); anything else becomes a coordinate list.
 //! Values keep their numeric type; padding zeros inside bsr blocks and dia
 //! diagonals are not entries.
+//!
+//! Writing picks scipy's format from the encoding: csr, csc, bsr, and dia
+//! for a difference level `j - i` over a dense level (`(j - i : compressed,
+//! j : dense)` is scipy's layout; `i : dense` is moved to it); else coo.
 
 use crate::scalars::{Scalar, ScalarVec};
 use super::build::{MAX_STORED, finish};
@@ -406,6 +410,10 @@ enum Layout {
     Compressed { transposed: bool },
     /// `bsr` with `r`x`c` blocks.
     Blocked { r: u64, c: u64 },
+    /// `dia`: a difference level `j - i` over a dense level of `j`
+    /// (scipy's own layout, `by_row = false`) or of `i` (`by_row = true`:
+    /// the diagonals' values are moved to scipy's column indexing).
+    Diagonal { by_row: bool },
     /// `coo`: the entries.
     Entries,
 }
@@ -431,6 +439,17 @@ fn layout(t: &SparseTensor) -> Layout {
         && l3.format == LevelFormat::Dense
     {
         return Layout::Blocked { r, c };
+    }
+    if let [l0, l1] = enc.levels.as_slice()
+        && enc.dims.len() == 2
+        && enc.dims.iter().all(|d| d.slice.is_none())
+        && l0.expr == (LvlExpr::Diff { plus: 1, minus: 0 })
+        && l0.format == LevelFormat::Compressed
+        && !l0.props.nonunique
+        && l1.format == LevelFormat::Dense
+        && let LvlExpr::Dim(d) = l1.expr
+    {
+        return Layout::Diagonal { by_row: d == 0 };
     }
     Layout::Entries
 }
@@ -473,8 +492,10 @@ pub fn write_npz(t: &SparseTensor, path: &Path) -> Result<()> {
     let (format, dims) = match layout(t) {
         Layout::Compressed { transposed } => (if transposed { "csc" } else { "csr" }, None),
         Layout::Blocked { r, c } => ("bsr", Some((r, c))),
+        Layout::Diagonal { .. } => ("dia", None),
         Layout::Entries => ("coo", None),
     };
+    let by_row = matches!(layout(t), Layout::Diagonal { by_row: true });
     member("format", "'|S3'", &[], 3, &mut |w| w.write_all(format.as_bytes()))?;
     let shape = t.dim_sizes.clone();
     member("shape", "'<i8'", &[shape.len() as u64], 8, &mut |w| {
@@ -504,6 +525,38 @@ pub fn write_npz(t: &SparseTensor, path: &Path) -> Result<()> {
                 })?;
             }
             member("data", &vdescr, &[n], vsize, &mut |w| write_values(w, &coo.values, elem))?;
+        }
+        "dia" => {
+            // `offsets` (signed) and `data` of shape (diagonals, columns):
+            // data[k, j] is entry (j - offsets[k], j); positions outside the
+            // matrix hold the implicit value, as scipy pads with zeros.
+            let Some(crd) = &t.coordinates[0] else {
+                return Err(SparseError::Shape("a difference level without its coordinates".into()));
+            };
+            let (m, n) = (t.dim_sizes[0], t.dim_sizes[1]);
+            let it = index_type(max_dim);
+            let idescr = format!("'{}'", npy::descr(it));
+            let diags = crd.len();
+            member("offsets", &idescr, &[diags as u64], it.size_bytes(), &mut |w| {
+                write_ints(w, (0..diags).map(|k| crd.get_signed(k) as u64), it)
+            })?;
+            let values = if by_row {
+                // values[k * m + i] is entry (i, i + offsets[k]); scipy wants it at column j = i + offsets[k].
+                let pad = crate::sparse::assemble::implicit_value(&t.encoding);
+                let mut out = ScalarVec::with_capacity(t.elem, diags * n as usize);
+                for k in 0..diags {
+                    let o = crd.get_signed(k);
+                    for j in 0..n as i64 {
+                        let i = j - o;
+                        let v = if i >= 0 && (i as u64) < m { t.values.num(k * m as usize + i as usize) } else { pad };
+                        let _ = out.push_num(v);
+                    }
+                }
+                out
+            } else {
+                t.values.clone()
+            };
+            member("data", &vdescr, &[diags as u64, n], vsize, &mut |w| write_values(w, &values, elem))?;
         }
         _ => {
             let (Some(pos), Some(crd)) = (&t.positions[1], &t.coordinates[1]) else {

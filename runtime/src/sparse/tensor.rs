@@ -36,9 +36,18 @@ impl SparseTensor {
     }
 
     /// The coordinate that level `l` stores at position `p`, whichever
-    /// buffer (own or AoS) holds it.
+    /// buffer (own or AoS) holds it. A difference level's signed offset
+    /// comes back as the internal coordinate `offset + bias` (see
+    /// `heddle_ir::encoding::map`); storage that was validated has it in
+    /// range.
     #[inline]
     pub fn crd(&self, l: usize, p: usize) -> u64 {
+        if self.encoding.signed_level(l)
+            && let Some(b) = &self.coordinates[l]
+        {
+            let bias = map::diff_bias(&self.encoding, &self.dim_sizes);
+            return map::offset_level(b.get_signed(p), bias).unwrap_or(u64::MAX);
+        }
         if let Some(b) = &self.coordinates[l] {
             let stride = self.encoding.aos_run(l).map_or(1, |r| r.len());
             return b.get(p * stride);
@@ -139,12 +148,16 @@ impl SparseTensor {
         let mut dim = vec![0u64; self.dim_sizes.len()];
         let mut at = Vec::with_capacity(self.nse());
         let enc = &self.encoding;
+        let bias = map::diff_bias(enc, &self.dim_sizes);
         self.for_each_stored(&mut |lvl, q| {
             // Padding is +0; an explicit -0 is kept.
             if skip_zeros && (if padding_is_zero { self.values.is_padding(q) } else { self.values.num(q).to_f64() == implicit.to_f64() }) {
                 return;
             }
-            map::lvl_to_dim(enc, lvl, &mut dim);
+            // DIA's padding past the matrix's edge holds no entries, whatever its value.
+            if !map::lvl_to_dim(enc, &self.dim_sizes, bias, lvl, &mut dim) {
+                return;
+            }
             coords.extend_from_slice(&dim);
             at.push(q);
         });

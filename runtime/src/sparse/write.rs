@@ -95,9 +95,9 @@ pub fn write_json(t: &SparseTensor, w: &mut impl Write) -> std::io::Result<()> {
     w.write_all(b",\"lvl_sizes\":")?;
     list(w, t.lvl_sizes.iter().copied())?;
     write!(w, ",\"nse\":{},\"positions\":", t.nse())?;
-    per_level(w, &t.positions)?;
+    per_level(w, &t.positions, &|_| false)?;
     w.write_all(b",\"coordinates\":")?;
-    per_level(w, &t.coordinates)?;
+    per_level(w, &t.coordinates, &|l| t.encoding.signed_level(l))?;
     w.write_all(b",\"values\":[")?;
     for k in 0..t.values.len() {
         if k > 0 {
@@ -119,7 +119,8 @@ fn list(w: &mut impl Write, xs: impl Iterator<Item = u64>) -> std::io::Result<()
     w.write_all(b"]")
 }
 
-fn per_level(w: &mut impl Write, bufs: &[Option<IndexBuf>]) -> std::io::Result<()> {
+/// `signed(l)`: level `l` keeps signed coordinates (DIA's offsets).
+fn per_level(w: &mut impl Write, bufs: &[Option<IndexBuf>], signed: &dyn Fn(usize) -> bool) -> std::io::Result<()> {
     w.write_all(b"[")?;
     for (l, b) in bufs.iter().enumerate() {
         if l > 0 {
@@ -127,6 +128,16 @@ fn per_level(w: &mut impl Write, bufs: &[Option<IndexBuf>]) -> std::io::Result<(
         }
         match b {
             None => w.write_all(b"null")?,
+            Some(b) if signed(l) => {
+                w.write_all(b"[")?;
+                for i in 0..b.len() {
+                    if i > 0 {
+                        w.write_all(b",")?;
+                    }
+                    write!(w, "{}", b.get_signed(i))?;
+                }
+                w.write_all(b"]")?;
+            }
             Some(b) => list(w, (0..b.len()).map(|i| b.get(i)))?,
         }
     }
