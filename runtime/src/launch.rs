@@ -27,6 +27,21 @@ pub struct Buffer {
     /// Their layout.
     pub layout: RecordLayout,
     records: usize,
+    /// What a validation established about the records (dropped on any write).
+    checked: Option<Arc<Checked>>,
+}
+
+/// Facts about a coordinates buffer of one `i64` field, established by the
+/// pass that validated it ([`crate::io::bind::compressed_inputs`]), so that
+/// later checks of the same facts can be skipped.
+#[derive(Debug)]
+struct Checked {
+    /// Every coordinate lies in `0 .. below`.
+    below: u64,
+    /// The coordinates strictly increase under each parent of these
+    /// positions (their storage, held: a write to the positions copies them,
+    /// so the fact then no longer matches).
+    sorted_under: Arc<Storage>,
 }
 
 impl Buffer {
@@ -42,7 +57,7 @@ impl Buffer {
     pub fn try_zeroed(fields: Vec<ScalarType>, records: usize, what: &str) -> Result<Buffer, String> {
         let layout = record_layout(&fields);
         let bytes = crate::limits::check_records(what, records as u64, layout.size as u64)?;
-        Ok(Buffer { words: Arc::new(Storage::Words(vec![0; bytes.div_ceil(8).max(1)])), fields, layout, records })
+        Ok(Buffer { words: Arc::new(Storage::Words(vec![0; bytes.div_ceil(8).max(1)])), fields, layout, records, checked: None })
     }
     /// Number of records.
     pub fn len(&self) -> usize {
@@ -56,19 +71,86 @@ impl Buffer {
     pub fn byte_len(&self) -> usize {
         self.records * self.layout.size
     }
+    /// One field of the float type `elem` per record, `records` of them, read
+    /// in place from memory the buffer does not own (a numpy array's): no
+    /// copy. `None` where the memory is not aligned to `elem`, holds fewer
+    /// than 8 bytes, `elem` is not a float or the machine is big-endian
+    /// (the caller copies instead). Writing to the buffer copies it first.
+    ///
+    /// Only floats: a kernel never addresses memory by a float it read, so
+    /// memory that another thread changes while a kernel runs (a Python
+    /// thread, without the GIL) can give wrong values but never an access
+    /// outside a buffer; integers (offsets, coordinates) are validated
+    /// before a run and must not change after it.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be valid for reading `records * elem.size_bytes()` bytes,
+    /// and stay so (neither freed nor moved) as long as the buffer or any
+    /// clone of it lives.
+    pub unsafe fn borrowed(elem: ScalarType, ptr: *const u8, records: usize, what: &str) -> Result<Option<Buffer>, String> {
+        let size = elem.size_bytes();
+        if !elem.is_float() || cfg!(target_endian = "big") || !(ptr as usize).is_multiple_of(size) || records.saturating_mul(size) < 8 {
+            return Ok(None);
+        }
+        let layout = record_layout(&[elem]);
+        crate::limits::check_records(what, records as u64, layout.size as u64)?;
+        debug_assert_eq!(layout.size, size, "a one-field record is its field");
+        Ok(Some(Buffer { words: Arc::new(Storage::Borrowed(Borrowed { ptr, bytes: records * size })), fields: vec![elem], layout, records, checked: None }))
+    }
+
+    /// Records that a validating pass found this buffer's coordinates (one
+    /// `i64` field) all in `0 .. below` and strictly increasing under each
+    /// parent of `positions`. Crate-internal: only a pass that checked
+    /// exactly this may say so.
+    pub(crate) fn with_checked_coordinates(mut self, below: u64, positions: &Buffer) -> Buffer {
+        self.checked = Some(Arc::new(Checked { below, sorted_under: positions.words.clone() }));
+        self
+    }
+
+    /// Whether a validating pass found every coordinate below `below` (see
+    /// [`with_checked_coordinates`](Buffer::with_checked_coordinates)).
+    pub(crate) fn known_below(&self, below: u64) -> bool {
+        self.fields.as_slice() == [ScalarType::I64] && self.checked.as_ref().is_some_and(|c| c.below <= below)
+    }
+
+    /// Whether a validating pass found the coordinates strictly increasing
+    /// under each parent of `positions` (these very positions, unchanged).
+    pub(crate) fn known_sorted_under(&self, positions: &Buffer) -> bool {
+        self.fields.as_slice() == [ScalarType::I64] && positions.fields.as_slice() == [ScalarType::I64] && self.checked.as_ref().is_some_and(|c| Arc::ptr_eq(&c.sorted_under, &positions.words))
+    }
+
+    /// Whether the buffer reads memory it does not own ([`Buffer::borrowed`]).
+    pub fn is_borrowed(&self) -> bool {
+        matches!(*self.words, Storage::Borrowed(_))
+    }
+
     /// The first byte (valid for [`byte_len`](Buffer::byte_len) bytes, and
     /// for at least 8 when that is less).
     pub fn as_ptr(&self) -> *const u8 {
         match &*self.words {
             Storage::Words(w) => w.as_ptr().cast(),
             Storage::Scalars(v) => crate::with_values!(v, x => x.as_ptr().cast()),
+            Storage::Borrowed(b) => b.ptr,
         }
     }
-    /// The first byte, writable (the storage is copied first if a clone shares it).
+    /// The first byte, writable (the storage is copied first if a clone
+    /// shares it, or if it is borrowed).
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        // The records may change: what a validation found no longer holds.
+        self.checked = None;
+        if let Storage::Borrowed(b) = &*self.words {
+            // SAFETY: `borrowed`'s contract: `ptr` is valid for `bytes` bytes.
+            let bytes = unsafe { std::slice::from_raw_parts(b.ptr, b.bytes) };
+            let mut words = vec![0u64; b.bytes.div_ceil(8).max(1)];
+            // SAFETY: `words` holds at least `bytes.len()` bytes; the two do not overlap.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), words.as_mut_ptr().cast::<u8>(), bytes.len()) };
+            self.words = Arc::new(Storage::Words(words));
+        }
         match Arc::make_mut(&mut self.words) {
             Storage::Words(w) => w.as_mut_ptr().cast(),
             Storage::Scalars(v) => crate::with_values!(v, x => x.as_mut_ptr().cast()),
+            Storage::Borrowed(_) => unreachable!("copied above"),
         }
     }
     /// Whether `other` is a clone sharing this buffer's storage.
@@ -98,7 +180,7 @@ impl Buffer {
         crate::limits::check_records(what, data.len() as u64, layout.size as u64)?;
         debug_assert_eq!(layout.size, elem.size_bytes(), "a one-field record is its field");
         let records = data.len();
-        Ok(Buffer { words: Arc::new(Storage::Scalars(data)), fields: vec![elem], layout, records })
+        Ok(Buffer { words: Arc::new(Storage::Scalars(data)), fields: vec![elem], layout, records, checked: None })
     }
 
     /// The records as a slice of `i64`, for a buffer of one `i64` field.
@@ -221,7 +303,23 @@ enum Storage {
     /// Records of one scalar field, in the vector they were given in
     /// (aligned to the scalar; at least 8 bytes).
     Scalars(crate::scalars::ScalarVec),
+    /// Records of one float field in memory owned elsewhere ([`Buffer::borrowed`]).
+    Borrowed(Borrowed),
 }
+
+/// Memory a buffer reads but does not own.
+#[derive(Clone, Debug)]
+struct Borrowed {
+    ptr: *const u8,
+    bytes: usize,
+}
+
+// SAFETY: `Buffer::borrowed`'s contract keeps the memory valid for as long as
+// any buffer reads it, from any thread; it is only read (a write copies it
+// first, `as_mut_ptr`).
+unsafe impl Send for Borrowed {}
+// SAFETY: as for `Send`: shared references only read.
+unsafe impl Sync for Borrowed {}
 
 /// One kernel argument, ready to pass.
 #[derive(Clone, Debug)]
