@@ -226,8 +226,9 @@ impl Buffer {
     }
     /// The records' bytes.
     pub fn bytes(&self) -> &[u8] {
-        // SAFETY: the storage owns at least `byte_len` initialised bytes (a
-        // scalar vector's elements have no padding); u8 has no alignment needs.
+        // SAFETY: the storage holds at least `byte_len` initialised bytes (a
+        // scalar vector's elements have no padding; borrowed memory is valid
+        // for them by `borrowed`'s contract); u8 has no alignment needs.
         unsafe { std::slice::from_raw_parts(self.as_ptr(), self.byte_len()) }
     }
     /// The records' bytes, writable.
