@@ -832,3 +832,47 @@ pub fn bin(op: BinOp, a: Value, b: Value, s: ScalarType) -> Result<Value, String
         (a, b) => return Err(format!("`{}` on {a} and {b}", op.symbol())),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Buffer;
+    use heddle_ir::ScalarType;
+
+    #[test]
+    fn a_borrowed_buffer_reads_in_place_and_copies_before_a_write() {
+        let owner = vec![1.5f32, 2.5, 3.5];
+        // SAFETY: `owner` outlives the buffer and its clones (dropped below first).
+        let b = unsafe { Buffer::borrowed(ScalarType::F32, owner.as_ptr().cast(), owner.len(), "x") }.unwrap().expect("aligned floats");
+        assert!(b.is_borrowed() && b.as_ptr() == owner.as_ptr().cast());
+        let mut c = b.clone();
+        c.write(0, 0, &crate::value::Value::Float(9.0));
+        assert!(!c.is_borrowed() && b.is_borrowed());
+        assert_eq!(owner[0], 1.5);
+        assert_eq!((b.read(0, 0), c.read(0, 0), c.read(2, 0)), (crate::value::Value::Float(1.5), crate::value::Value::Float(9.0), crate::value::Value::Float(3.5)));
+        drop((b, c));
+        // Integers, fewer than 8 bytes, misaligned memory: not borrowed.
+        let ints = [1i64, 2];
+        assert!(unsafe { Buffer::borrowed(ScalarType::I64, ints.as_ptr().cast(), 2, "x") }.unwrap().is_none());
+        assert!(unsafe { Buffer::borrowed(ScalarType::F32, owner.as_ptr().cast(), 1, "x") }.unwrap().is_none());
+        let bytes = [0u8; 16];
+        let odd = bytes.as_ptr().wrapping_add(if (bytes.as_ptr() as usize).is_multiple_of(2) { 1 } else { 0 });
+        assert!(unsafe { Buffer::borrowed(ScalarType::F32, odd, 2, "x") }.unwrap().is_none());
+    }
+
+    #[test]
+    fn checked_coordinates_hold_until_a_write() {
+        let pos = Buffer::from_scalar_vec(crate::scalars::ScalarVec::I64(vec![0, 1, 2]), "p").unwrap();
+        let mut crd = Buffer::from_scalar_vec(crate::scalars::ScalarVec::I64(vec![3, 4]), "c").unwrap().with_checked_coordinates(5, &pos);
+        assert!(crd.known_below(5) && crd.known_below(6) && !crd.known_below(4));
+        assert!(crd.known_sorted_under(&pos) && crd.clone().known_sorted_under(&pos.clone()));
+        // Other positions (equal, but not these) are not known.
+        let other = Buffer::from_scalar_vec(crate::scalars::ScalarVec::I64(vec![0, 1, 2]), "p").unwrap();
+        assert!(!crd.known_sorted_under(&other));
+        // A write to the positions copies them: the fact no longer matches.
+        let mut written = pos.clone();
+        written.write(1, 0, &crate::value::Value::Int(2));
+        assert!(!crd.known_sorted_under(&written));
+        crd.write(0, 0, &crate::value::Value::Int(7));
+        assert!(!crd.known_below(100) && !crd.known_sorted_under(&pos));
+    }
+}

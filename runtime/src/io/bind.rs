@@ -1194,3 +1194,51 @@ fn compressed_fits(kernel: &Kernel, name: &str, shape: &[u64], by_rows: bool, in
     let nats = (0..2).filter(|&d| tt.dims[d].is_none()).map(|d| (format!("{name}_dim{d}"), shape[d] as i64)).collect();
     Some(((**tt).clone(), nats))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::sorted_rows;
+
+    /// The per-row check `sorted_rows` must agree with, entry by entry.
+    fn slow(pos: &[i64], crd: &[i64]) -> bool {
+        pos.windows(2).all(|w| crd[w[0] as usize..w[1] as usize].windows(2).all(|p| p[0] < p[1]))
+    }
+
+    #[test]
+    fn sorted_rows_agrees_with_the_per_row_check() {
+        let cases: &[(&[i64], &[i64])] = &[
+            (&[0, 2, 2, 5], &[1, 3, 0, 4, 9]),
+            (&[0, 2, 2, 5], &[1, 1, 0, 4, 9]),
+            (&[0, 2, 2, 5], &[1, 3, 0, 9, 4]),
+            (&[0, 3], &[5, 6, 7]),
+            (&[0, 3], &[5, 7, 6]),
+            (&[0, 1, 2, 3], &[9, 1, 0]),
+            (&[0, 0, 0, 2], &[4, 4]),
+            (&[0, 0, 0, 2], &[3, 4]),
+            // A descent at a row start shared by an empty row counts once.
+            (&[0, 2, 2, 2, 4], &[3, 5, 1, 0]),
+            (&[0, 2, 2, 2, 4], &[3, 5, 1, 2]),
+        ];
+        for &(pos, crd) in cases {
+            let r = sorted_rows(pos, crd).expect("positions cover the coordinates");
+            assert_eq!(r.sorted, slow(pos, crd), "{pos:?} {crd:?}");
+            assert_eq!(r.range, Some((*crd.iter().min().unwrap(), *crd.iter().max().unwrap())));
+        }
+        // Long rows (the vectorised sweep), one entry out of order at each place in turn.
+        let crd: Vec<i64> = (0..300).map(|k| k % 100).collect();
+        let pos = [0, 100, 200, 300];
+        assert!(sorted_rows(&pos, &crd).unwrap().sorted);
+        for k in 1..300 {
+            if k % 100 == 0 {
+                continue;
+            }
+            let mut bad = crd.clone();
+            bad[k] = bad[k - 1];
+            assert!(!sorted_rows(&pos, &bad).unwrap().sorted, "{k}");
+        }
+        // Positions that decrease, or do not end at the last entry: not for the count.
+        assert!(sorted_rows(&[0, 2, 1, 3], &[1, 2, 3]).is_none());
+        assert!(sorted_rows(&[0, 2], &[1, 2, 3]).is_none());
+        assert!(sorted_rows(&[0, 0], &[]).is_some_and(|r| r.sorted && r.range.is_none()));
+    }
+}
