@@ -78,10 +78,38 @@ pub fn run(kernel: &Kernel, program: &LoopProgram, env: &Env, threads: impl Into
 /// it: the counting phases, the prefix sum of the counts, laying out the
 /// fill's arguments, allocating the result, and the fill.
 pub fn run_timed(kernel: &Kernel, program: &LoopProgram, env: &Env, threads: impl Into<Parallelism>, reps: usize) -> Result<(Value, Vec<f64>), Diagnostic> {
-    run_timed_checked(kernel, program, env, threads.into(), reps).map_err(crate::run_error)
+    let (value, times) = run_timed_read(kernel, program, env, threads, reps, |_, _, _| None::<std::convert::Infallible>)?;
+    let value = match value {
+        Ok(never) => match never {},
+        Err(v) => v,
+    };
+    Ok((value, times))
 }
 
-fn run_timed_checked(kernel: &Kernel, program: &LoopProgram, env: &Env, threads: Parallelism, reps: usize) -> Result<(Value, Vec<f64>), Diagnostic> {
+/// [`run_timed`], the result read by `read` from the launch's output
+/// buffers (given the program whose outputs they are, the launch and the
+/// environment its lengths are evaluated in) where it gives one: `Ok` with
+/// what it read, else `Err` with the result as a value. Lets a caller copy a
+/// flat result straight out of the output buffer.
+pub fn run_timed_read<T>(
+    kernel: &Kernel,
+    program: &LoopProgram,
+    env: &Env,
+    threads: impl Into<Parallelism>,
+    reps: usize,
+    read: impl FnOnce(&LoopProgram, &heddle_runtime::launch::Launch, &Env) -> Option<T>,
+) -> Result<(Result<T, Value>, Vec<f64>), Diagnostic> {
+    run_timed_checked(kernel, program, env, threads.into(), reps, read).map_err(crate::run_error)
+}
+
+fn run_timed_checked<T>(
+    kernel: &Kernel,
+    program: &LoopProgram,
+    env: &Env,
+    threads: Parallelism,
+    reps: usize,
+    read: impl FnOnce(&LoopProgram, &heddle_runtime::launch::Launch, &Env) -> Option<T>,
+) -> Result<(Result<T, Value>, Vec<f64>), Diagnostic> {
     use heddle_runtime::{cpu, launch};
     heddle_runtime::interp::check_obligations(kernel, env)?;
     let mut times = Vec::with_capacity(reps);
@@ -104,7 +132,10 @@ fn run_timed_checked(kernel: &Kernel, program: &LoopProgram, env: &Env, threads:
             drop(once()?);
             times.push(start.elapsed().as_secs_f64());
         }
-        return Ok((launch::output_value(program, &l, &kernel.body.ty, &counted)?, times));
+        if let Some(out) = read(program, &l, &counted) {
+            return Ok((Ok(out), times));
+        }
+        return Ok((Err(launch::output_value(program, &l, &kernel.body.ty, &counted)?), times));
     }
     let layout = heddle_runtime::profile::phase(|| "lay out the launch".into());
     let mut l = launch::prepare(program, env)?;
@@ -120,5 +151,8 @@ fn run_timed_checked(kernel: &Kernel, program: &LoopProgram, env: &Env, threads:
         }
     }
     let _result = heddle_runtime::profile::phase(|| "read the result back".into());
-    Ok((launch::output_value(program, &l, &kernel.body.ty, env)?, times))
+    if let Some(out) = read(program, &l, env) {
+        return Ok((Ok(out), times));
+    }
+    Ok((Err(launch::output_value(program, &l, &kernel.body.ty, env)?), times))
 }

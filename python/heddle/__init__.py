@@ -175,8 +175,29 @@ def _is_sparse(x: Any) -> bool:
     return sp.issparse(x)
 
 
+def _compressed_types() -> frozenset:
+    global _COMPRESSED
+    if _COMPRESSED is None:
+        import scipy.sparse as sp
+
+        _COMPRESSED = frozenset((sp.csr_array, sp.csc_array, sp.csr_matrix, sp.csc_matrix))
+    return _COMPRESSED
+
+
+_COMPRESSED: frozenset | None = None
+# Values the extension takes as they are (`_typed_values` gives these unchanged).
+_PLAIN_VALUES = frozenset(_np.dtype(t) for t in (_np.float32, _np.float64, _np.int64, _np.uint64))
+# Arrays the extension takes as they are (`_array_arg`), by dtype: its name.
+_PLAIN_FLOATS = {_np.dtype(_np.float32): "float32", _np.dtype(_np.float64): "float64"}
+
+
 def _matrix_arg(name: str, x: Any, storage: str | None) -> tuple:
     """A scipy sparse array (or a dense 2-D array) as the extension's tensor argument."""
+    if type(x) in (_COMPRESSED or _compressed_types()) and (storage == x.format or storage is None):
+        # The common case, without conversions: what the general way below gives.
+        data = x.data
+        if type(data) is _np.ndarray and data.dtype in _PLAIN_VALUES and data.ndim == 1 and data.flags.c_contiguous and data.flags.aligned:
+            return (name, x.format, [int(d) for d in x.shape], _index_array(x.indptr), _index_array(x.indices), data)
     import scipy.sparse as sp
 
     if not sp.issparse(x):
@@ -190,10 +211,28 @@ def _matrix_arg(name: str, x: Any, storage: str | None) -> tuple:
     i64 = lambda a: _np.ascontiguousarray(a, dtype=_np.int64)  # noqa: E731
     shape = [int(d) for d in x.shape]
     if x.format in ("csr", "csc") and (storage == x.format or storage is None):
-        return (name, x.format, shape, i64(x.indptr), i64(x.indices), vals(x.data))
+        return (name, x.format, shape, _index_array(x.indptr), _index_array(x.indices), vals(x.data))
     coo = x.tocoo()
     coords = _np.stack([i64(c) for c in coo.coords], axis=1) if coo.nnz else _np.zeros((0, len(shape)), dtype=_np.int64)
     return (name, "coo", shape, _np.ascontiguousarray(coords.ravel()), _np.zeros(0, dtype=_np.int64), vals(coo.data))
+
+
+def _index_array(a: Any) -> Any:
+    """scipy's indptr or indices as they are when they are contiguous native
+    int32 or int64 (read in place, widened on the Rust side while copied),
+    else as int64."""
+    if isinstance(a, _np.ndarray) and a.dtype in _NATIVE_INDEX and a.flags.c_contiguous and a.flags.aligned:
+        return a
+    return _aligned(_np.ascontiguousarray(a, dtype=_np.int64))
+
+
+def _aligned(a: Any) -> Any:
+    """`a`, copied if its data is not aligned to its dtype (a buffer the
+    extension reads must be)."""
+    return a if a.flags.aligned else a.copy()
+
+
+_NATIVE_INDEX = (_np.dtype(_np.int32), _np.dtype(_np.int64))
 
 
 def _typed_values(a: Any) -> Any:
@@ -203,18 +242,23 @@ def _typed_values(a: Any) -> Any:
     a = _np.asarray(a)
     k = a.dtype.kind
     if a.dtype == _np.float32:
-        return _np.ascontiguousarray(a, dtype=_np.float32)
-    if k == "f":
-        return _np.ascontiguousarray(a, dtype=_np.float64)
-    if k == "i":
-        return _np.ascontiguousarray(a, dtype=_np.int64)
-    if k == "u":
-        return _np.ascontiguousarray(a, dtype=_np.uint64)
-    return _np.ascontiguousarray(a, dtype=_np.int64)
+        dtype = _np.float32
+    elif k == "f":
+        dtype = _np.float64
+    elif k == "u":
+        dtype = _np.uint64
+    else:
+        dtype = _np.int64
+    return _aligned(_np.ascontiguousarray(a, dtype=dtype))
 
 
 def _array_arg(name: str, x: Any) -> tuple:
     """A numpy array (or anything numpy.asarray takes) as the extension's array argument."""
+    if type(x) is _np.ndarray and x.ndim == 1 and x.flags.c_contiguous and x.flags.aligned:
+        # The common case, without conversions: what the general way below gives.
+        dtype = _PLAIN_FLOATS.get(x.dtype)
+        if dtype is not None:
+            return (name, x, "f", dtype, [x.shape[0]])
     a = _np.asarray(x)
     kind = a.dtype.kind
     # Numbers keep their dtype (the kernel's buffer is a copy of them when the
@@ -228,7 +272,7 @@ def _array_arg(name: str, x: Any) -> tuple:
     else:
         raise InputError(f"parameter `{name}`: arrays of {a.dtype} are not supported (integers, floats or booleans)")
     shape = [int(d) for d in a.shape] or [1]
-    return (name, buf.reshape(-1), k, str(a.dtype), shape)
+    return (name, _aligned(buf.reshape(-1)), k, str(a.dtype), shape)
 
 
 def _to_scipy(d: dict) -> Any:
@@ -245,6 +289,8 @@ def _to_scipy(d: dict) -> Any:
 
 
 def _result(value: Any) -> Any:
+    if type(value) is _np.ndarray:
+        return value
     if isinstance(value, dict) and value.get("__tensor__"):
         return _to_scipy(value)
     if isinstance(value, tuple):

@@ -19,7 +19,7 @@ use heddle_runtime::value::Value;
 use heddle_typeck::Kernel;
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyDict, PyList, PyTuple};
+use pyo3::types::{PyByteArray, PyDict, PyList, PyModule, PyTuple};
 
 /// An array input from Python: name, a C-contiguous buffer (float64,
 /// int64 or uint8 for kind "f", "i", "b"), the kind, numpy's dtype name
@@ -83,8 +83,14 @@ fn typed_values(py: Python<'_>, obj: &PyObject, what: &str) -> PyResult<ScalarVe
     Err(input_error(None, format!("{what}: expected a buffer of float64, float32, int64 or uint64")))
 }
 
+/// An int64 or int32 buffer (scipy's indices as they are), as `i64`s in one copy.
 fn ints(py: Python<'_>, obj: &PyObject, what: &str) -> PyResult<Vec<i64>> {
-    let buf = PyBuffer::<i64>::get(obj.bind(py)).map_err(|e| input_error(None, format!("{what}: expected an int64 buffer: {e}")))?;
+    let any = obj.bind(py);
+    if let Ok(b) = PyBuffer::<i32>::get(any) {
+        let cells = b.as_slice(py).ok_or_else(|| input_error(None, format!("{what}: expected a contiguous int32 buffer")))?;
+        return Ok(cells.iter().map(|c| i64::from(c.get())).collect());
+    }
+    let buf = PyBuffer::<i64>::get(any).map_err(|e| input_error(None, format!("{what}: expected an int64 buffer: {e}")))?;
     buf.to_vec(py)
 }
 
@@ -95,24 +101,64 @@ fn indices(v: Vec<i64>, name: &str, what: &str) -> Result<Vec<u64>, Fail> {
     Ok(v.into_iter().map(|x| x as u64).collect())
 }
 
-/// An array input, copied out of its Python buffer at its own type.
+/// An array input: copied out of its Python buffer at its own type, or a
+/// float array read in place.
 pub struct RawArray {
     name: String,
-    elements: ScalarVec,
+    elements: Elements,
     dtype: String,
     shape: Vec<u64>,
 }
 
+enum Elements {
+    Copied(ScalarVec),
+    /// Borrowed from a Python buffer that a [`Keep`] holds.
+    InPlace(heddle_runtime::launch::Buffer),
+}
+
+/// A Python buffer that an input reads in place: it must outlive the call
+/// (every runtime buffer made of it). Dropped with the GIL held.
+pub enum Keep {
+    F32(PyBuffer<f32>),
+    F64(PyBuffer<f64>),
+}
+
 impl ArrayArg {
-    /// Copies the buffer (the GIL held).
-    pub fn extract(self, py: Python<'_>) -> PyResult<RawArray> {
+    /// Copies the buffer (the GIL held); with `in_place`, a C-contiguous
+    /// float32 or float64 buffer is read in place instead, and comes back
+    /// as the [`Keep`] that must outlive every use of the input.
+    pub fn extract(self, py: Python<'_>, in_place: bool) -> PyResult<(RawArray, Option<Keep>)> {
         let ArrayArg(name, data, kind, dtype, shape) = self;
+        if in_place && kind == "f" {
+            let any = data.bind(py);
+            let keep = match PyBuffer::<f32>::get(any) {
+                Ok(b) => Some(Keep::F32(b)),
+                Err(_) => PyBuffer::<f64>::get(any).ok().map(Keep::F64),
+            };
+            if let Some(keep) = keep {
+                let (ptr, len, contiguous, elem) = match &keep {
+                    Keep::F32(b) => (b.buf_ptr(), b.item_count(), b.is_c_contiguous(), ScalarType::F32),
+                    Keep::F64(b) => (b.buf_ptr(), b.item_count(), b.is_c_contiguous(), ScalarType::F64),
+                };
+                if contiguous {
+                    let what = format!("the input `{name}`");
+                    // SAFETY: a C-contiguous buffer of `len` elements of `elem` at
+                    // `ptr`, exported (so neither freed nor resized) until `keep`
+                    // is released; the caller keeps `keep` until every runtime
+                    // buffer made of it is dropped.
+                    let buffer = unsafe { heddle_runtime::launch::Buffer::borrowed(elem, ptr.cast::<u8>().cast_const(), len, &what) };
+                    if let Some(buffer) = buffer.map_err(|m| input_error(Some(&name), m))? {
+                        return Ok((RawArray { name, elements: Elements::InPlace(buffer), dtype, shape }, Some(keep)));
+                    }
+                }
+            }
+        }
         let elements = match kind.as_str() {
             "f" | "i" => numbers(py, &data).ok_or_else(|| input_error(Some(&name), format!("arrays of {dtype} are not supported (integers, floats or booleans)")))??,
             "b" => ScalarVec::Bool(PyBuffer::<u8>::get(data.bind(py))?.to_vec(py)?.into_iter().map(|b| b != 0).collect()),
             other => return Err(input_error(Some(&name), format!("unsupported element kind {other:?}"))),
         };
-        Ok(RawArray { name, elements, dtype, shape })
+        Ok((RawArray { name, elements: Elements::Copied(elements), dtype, shape }, None))
     }
 }
 
@@ -134,11 +180,16 @@ impl RawArray {
     /// The input as the runtime's loaded data: packed, so that the compiled
     /// backends bind it as the kernel's buffer.
     pub fn into_input(self) -> (String, Loaded) {
-        (self.name, Loaded::Packed { data: self.elements, dtype: self.dtype, shape: self.shape })
+        let loaded = match self.elements {
+            Elements::Copied(data) => Loaded::Packed { data, dtype: self.dtype, shape: self.shape },
+            Elements::InPlace(buffer) => Loaded::Buffer { buffer, dtype: self.dtype, shape: self.shape },
+        };
+        (self.name, loaded)
     }
 }
 
-/// A sparse input, copied out of its Python buffers.
+/// A sparse input, copied out of its Python buffers (its values may be read
+/// in place instead, `in_place`).
 pub struct RawTensor {
     name: String,
     format: String,
@@ -146,27 +197,77 @@ pub struct RawTensor {
     a: Vec<i64>,
     b: Vec<i64>,
     values: ScalarVec,
+    /// The values, read in place (then `values` is empty).
+    in_place: Option<heddle_runtime::launch::Buffer>,
 }
 
 impl TensorArg {
-    /// Copies the buffers (the GIL held).
-    pub fn extract(self, py: Python<'_>) -> PyResult<RawTensor> {
+    /// The parameter's name.
+    pub fn name(&self) -> &str {
+        &self.0
+    }
+
+    /// Copies the buffers (the GIL held). The indices are always copied
+    /// (validated, they must not change while a kernel runs); with
+    /// `in_place` (the parameter's element type), values of that float type
+    /// in a C-contiguous buffer of a compressed array are read in place, and
+    /// their buffer comes back as the [`Keep`] that must outlive every use.
+    pub fn extract(self, py: Python<'_>, in_place: Option<ScalarType>) -> PyResult<(RawTensor, Option<Keep>)> {
         let TensorArg(name, format, shape, a, b, values) = self;
-        Ok(RawTensor { a: ints(py, &a, "indices")?, b: ints(py, &b, "indices")?, values: typed_values(py, &values, "data")?, name, format, shape })
+        let (a, b) = (ints(py, &a, "indices")?, ints(py, &b, "indices")?);
+        if let (Some(elem @ (ScalarType::F32 | ScalarType::F64)), true) = (in_place, matches!(format.as_str(), "csr" | "csc")) {
+            let any = values.bind(py);
+            let keep = match elem {
+                ScalarType::F32 => PyBuffer::<f32>::get(any).ok().map(Keep::F32),
+                _ => PyBuffer::<f64>::get(any).ok().map(Keep::F64),
+            };
+            let view = keep.as_ref().and_then(|k| match k {
+                Keep::F32(b) => b.is_c_contiguous().then(|| (b.buf_ptr(), b.item_count())),
+                Keep::F64(b) => b.is_c_contiguous().then(|| (b.buf_ptr(), b.item_count())),
+            });
+            if let Some((ptr, len)) = view {
+                // SAFETY: as in `ArrayArg::extract`: the buffer stays exported
+                // until `keep` is released, which the caller holds until every
+                // runtime buffer made of it is dropped.
+                let buffer = unsafe { heddle_runtime::launch::Buffer::borrowed(elem, ptr.cast::<u8>().cast_const(), len, "the values") };
+                if let Some(buffer) = buffer.map_err(|m| input_error(Some(&name), m))? {
+                    return Ok((RawTensor { a, b, values: ScalarVec::new(elem), in_place: Some(buffer), name, format, shape }, keep));
+                }
+            }
+        }
+        Ok((RawTensor { a, b, values: typed_values(py, &values, "data")?, in_place: None, name, format, shape }, None))
     }
 }
 
 impl RawTensor {
     /// The tensor parameter's dimension sizes and storage buffers.
-    pub fn into_inputs(self, kernel: &Kernel) -> Result<(Vec<(String, i64)>, Vec<(String, Loaded)>), Fail> {
+    pub fn into_inputs(mut self, kernel: &Kernel) -> Result<(Vec<(String, i64)>, Vec<(String, Loaded)>), Fail> {
         let name = self.name.clone();
         let (enc, elem) = heddle_runtime::io::bind::tensor_param(kernel, &name)?;
+        if let Some(buffer) = self.in_place.take() {
+            let RawTensor { name, format, shape, a, b, .. } = self;
+            // Taken as they are where they are valid (checked once), else the
+            // values are copied out for the general path below.
+            match heddle_runtime::io::bind::compressed_buffer_inputs(kernel, &name, &shape, format == "csr", (a, b, buffer)) {
+                Ok(bound) => return Ok(bound),
+                Err((a, b, buffer)) => {
+                    let mut values = ScalarVec::with_capacity(buffer.fields[0], buffer.len());
+                    for k in 0..buffer.len() {
+                        let num = heddle_runtime::scalars::Num::of_value(&buffer.read(k, 0), buffer.fields[0]);
+                        if !num.is_some_and(|n| values.push_num(n)) {
+                            return Err(fail(&name, format!("value {k} is not a {}", buffer.fields[0])));
+                        }
+                    }
+                    self = RawTensor { name, format, shape, a, b, values, in_place: None };
+                }
+            }
+        }
         // A csr (csc) array for a CSR (CSC) parameter: its buffers as they are, checked once.
         let this = if matches!(self.format.as_str(), "csr" | "csc") {
-            let RawTensor { name, format, shape, a, b, values } = self;
+            let RawTensor { name, format, shape, a, b, values, .. } = self;
             match heddle_runtime::io::bind::compressed_inputs(kernel, &name, &shape, format == "csr", (a, b, values)) {
                 Ok(bound) => return Ok(bound),
-                Err((a, b, values)) => RawTensor { name, format, shape, a, b, values },
+                Err((a, b, values)) => RawTensor { name, format, shape, a, b, values, in_place: None },
             }
         } else {
             self
@@ -177,7 +278,7 @@ impl RawTensor {
 
     /// The tensor stored in `enc`.
     pub fn into_tensor(self, enc: &Encoding, elem: ScalarType) -> Result<SparseTensor, Fail> {
-        let RawTensor { name, format, shape, a, b, values } = self;
+        let RawTensor { name, format, shape, a, b, values, .. } = self;
         if shape.len() != enc.dims.len() {
             return Err(fail(&name, format!("a {}-dimensional array for a parameter of {} dimensions", shape.len(), enc.dims.len())));
         }
@@ -297,9 +398,10 @@ pub enum Out {
     Bool(bool),
     Tuple(Vec<Out>),
     List(Vec<Out>),
-    /// A rectangular array of scalars: little-endian bytes of `<f8`, `<i8`
-    /// or `u1`, its shape, and the numpy dtype to cast to.
-    NdArray { bytes: Vec<u8>, raw: &'static str, shape: Vec<usize>, dtype: &'static str },
+    /// A rectangular array of scalars: little-endian bytes of numpy's dtype
+    /// `raw` (`<f8`, `<i8` or `u1` from values, any from [`flat_out`]), its
+    /// shape, and the numpy dtype to cast to (none: `raw` is it).
+    NdArray { bytes: Vec<u8>, raw: &'static str, shape: Vec<usize>, dtype: Option<&'static str> },
     Tensor(Box<SparseTensor>),
 }
 
@@ -334,6 +436,42 @@ pub fn to_out(v: &Value, ty: &Type) -> Out {
     }
 }
 
+/// The result of a cpu kernel whose output holds it flat (no result layout,
+/// or a flat one) and which is a one-dimensional array of a scalar with a numpy
+/// dtype: its bytes copied straight out of that output, `None` otherwise.
+pub fn flat_out(prog: &heddle_ir::loops::LoopProgram, launch: &heddle_runtime::launch::Launch, env: &heddle_runtime::interp::Env, ty: &Type) -> Option<Out> {
+    let out = match &prog.result {
+        None => launch.output(prog)?,
+        Some(heddle_ir::loops::ResultLayout::Flat { buf, ty: flat }) if flat == ty => launch.buffer(prog.args.iter().position(|a| &a.name == buf)?)?,
+        Some(_) => return None,
+    };
+    let Type::Array { elem, len, .. } = ty else { return None };
+    let Type::Scalar(s) = **elem else { return None };
+    if out.fields.as_slice() != [s] || cfg!(target_endian = "big") {
+        return None;
+    }
+    let n = usize::try_from(len.eval(env).ok()?).ok()?;
+    if n != out.len() {
+        return None;
+    }
+    let raw = match s {
+        ScalarType::Bool | ScalarType::U8 => "u1",
+        ScalarType::I8 => "i1",
+        ScalarType::I16 => "<i2",
+        ScalarType::I32 => "<i4",
+        ScalarType::I64 => "<i8",
+        ScalarType::U16 => "<u2",
+        ScalarType::U32 => "<u4",
+        ScalarType::U64 => "<u8",
+        ScalarType::F16 => "<f2",
+        ScalarType::F32 => "<f4",
+        ScalarType::F64 => "<f8",
+        ScalarType::BF16 => return None,
+    };
+    let cast = (s == ScalarType::Bool).then_some("bool");
+    Some(Out::NdArray { bytes: out.bytes().to_vec(), raw, shape: vec![n], dtype: cast })
+}
+
 fn nd_array(shape: Vec<usize>, flat: &[&Value], s: ScalarType) -> Out {
     let (bytes, raw): (Vec<u8>, &str) = if s.is_float() {
         (flat.iter().flat_map(|x| x.as_float().unwrap_or(f64::NAN).to_le_bytes()).collect(), "<f8")
@@ -342,7 +480,7 @@ fn nd_array(shape: Vec<usize>, flat: &[&Value], s: ScalarType) -> Out {
     } else {
         (flat.iter().flat_map(|x| x.as_int().unwrap_or(0).to_le_bytes()).collect(), "<i8")
     };
-    Out::NdArray { bytes, raw, shape, dtype: dtype_name(s) }
+    Out::NdArray { bytes, raw, shape, dtype: Some(dtype_name(s)) }
 }
 
 impl Out {
@@ -356,14 +494,26 @@ impl Out {
             Out::Tuple(items) => PyTuple::new(py, items.iter().map(|x| x.to_python(py)).collect::<PyResult<Vec<_>>>()?)?.into_any().unbind(),
             Out::List(items) => PyList::new(py, items.iter().map(|x| x.to_python(py)).collect::<PyResult<Vec<_>>>()?)?.into_any().unbind(),
             Out::NdArray { bytes, raw, shape, dtype } => {
-                let np = py.import("numpy")?;
-                let array = np.call_method1("frombuffer", (PyByteArray::new(py, bytes), *raw))?;
-                let array = array.call_method1("reshape", (PyTuple::new(py, shape)?,))?;
-                array.call_method1("astype", (*dtype,))?.unbind()
+                let np = numpy(py)?;
+                // A writable array over a bytearray of its own.
+                let mut array = np.call_method1(pyo3::intern!(py, "frombuffer"), (PyByteArray::new(py, bytes), *raw))?;
+                if shape.len() != 1 {
+                    array = array.call_method1(pyo3::intern!(py, "reshape"), (PyTuple::new(py, shape)?,))?;
+                }
+                match dtype {
+                    Some(dtype) => array.call_method1(pyo3::intern!(py, "astype"), (*dtype,))?.unbind(),
+                    None => array.unbind(),
+                }
             }
             Out::Tensor(t) => tensor_dict(py, t)?,
         })
     }
+}
+
+/// The numpy module, imported once.
+fn numpy(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
+    static NUMPY: pyo3::sync::GILOnceCell<Py<PyModule>> = pyo3::sync::GILOnceCell::new();
+    Ok(NUMPY.get_or_try_init(py, || py.import("numpy").map(Bound::unbind))?.bind(py))
 }
 
 /// A stored tensor as a dict: `encoding`, `storage` ("csr", "csc" or
@@ -421,7 +571,7 @@ pub fn tensor_dict(py: Python<'_>, t: &SparseTensor) -> PyResult<PyObject> {
 pub fn convert(py: Python<'_>, storage: String, shape: Vec<u64>, a: PyObject, b: PyObject, values: PyObject, encoding: &str, elem: Option<&str>) -> PyResult<PyObject> {
     let enc = heddle::cli::resolve_encoding("encoding", encoding, None, Some(shape.len())).map_err(crate::failure)?;
     let file = heddle::source::SourceFile::new("encoding", encoding);
-    let raw = TensorArg("matrix".into(), storage, shape, a, b, values).extract(py)?;
+    let (raw, _) = TensorArg("matrix".into(), storage, shape, a, b, values).extract(py, None)?;
     // Stored at the values' own type, as `heddle convert` keeps a file's,
     // or at `elem` (`--elem`), each value converted once.
     let elem = match elem {

@@ -11,7 +11,7 @@ use heddle_runtime::interp::Env;
 use heddle_runtime::value::Value;
 use heddle_typeck::{Kernel, KernelParam};
 use pyo3::prelude::*;
-use std::sync::{mpsc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Instant;
 
 enum Backend {
@@ -20,19 +20,31 @@ enum Backend {
     Opencl { cl: heddle_runtime::opencl::OpenCl, compiled: heddle::opencl::Compiled },
 }
 
-/// A compiled kernel (made by `heddle.compile`). The kernel and its code
-/// live on a thread of their own (with the big stack the front end needs):
-/// the runtime's values and types are reference-counted without atomics, so
-/// they never leave it. Calls are sent to it, one at a time, and wait for
-/// its answer without the GIL. Any Python thread may call.
+/// A compiled kernel (made by `heddle.compile`). It is checked and compiled
+/// on a thread of its own, with the big stack the front end needs. A cpu
+/// kernel then comes back to be shared ([`Runner::Shared`]): its kernel and
+/// machine code are thread-safe, and a call runs on the calling thread with
+/// the GIL released (the runtime's values, reference-counted without
+/// atomics, are made and dropped there). The interpreter's and OpenCL's
+/// stay on that thread ([`Runner::Worker`]): calls are sent to it, one at
+/// a time, and wait for its answer without the GIL. Any Python thread may call.
 #[pyclass(module = "heddle._heddle")]
 pub struct Compiled {
-    worker: Mutex<mpsc::Sender<Request>>,
+    runner: Runner,
     file: SourceFile,
     ty: String,
     result_type: String,
     backend: &'static str,
     params: Vec<(String, &'static str, String, Option<&'static str>)>,
+}
+
+/// Where a call runs.
+enum Runner {
+    /// On the kernel's thread, sent over the channel.
+    Worker(Mutex<mpsc::Sender<Request>>),
+    /// On the calling thread (or, for a kernel too deeply nested for an
+    /// ordinary thread's stack, on a big-stack thread of its own).
+    Shared(Arc<Inner>),
 }
 
 /// One call: the inputs copied out of Python, and where the answer goes.
@@ -44,11 +56,21 @@ struct Request {
     reply: mpsc::Sender<Result<(Out, Vec<f64>), Fail>>,
 }
 
-/// The kernel and its compiled code, on the worker thread.
+/// The kernel and its compiled code.
 struct Inner {
     kernel: Kernel,
     backend: Backend,
+    /// Whether a call may run on an ordinary thread's stack (see [`shallow`]).
+    shallow: bool,
 }
+
+// A cpu kernel is shared between Python threads ([`Runner::Shared`]).
+const _: fn() = || {
+    fn shared<T: Send + Sync>() {}
+    shared::<Kernel>();
+    shared::<LoopProgram>();
+    shared::<Parallelism>();
+};
 
 /// What the worker reports once the kernel is compiled.
 struct Ready {
@@ -56,6 +78,8 @@ struct Ready {
     result_type: String,
     backend: &'static str,
     params: Vec<(String, &'static str, String, Option<&'static str>)>,
+    /// A cpu kernel, to be shared.
+    shared: Option<Arc<Inner>>,
 }
 
 #[pyfunction]
@@ -80,7 +104,14 @@ pub fn compile(py: Python<'_>, source: &str, backend: &str, filename: &str, thre
                 return;
             }
         };
-        let _ = built_tx.send(Ok(inner.describe()));
+        let mut ready = inner.describe();
+        if let Backend::Cpu { .. } = inner.backend {
+            // Thread-safe: it leaves this thread, which ends.
+            ready.shared = Some(Arc::new(inner));
+            let _ = built_tx.send(Ok(ready));
+            return;
+        }
+        let _ = built_tx.send(Ok(ready));
         // Until the Compiled is dropped (its sender with it).
         for request in rx {
             let answer = inner.bind_and_run(request.nats, request.arrays, request.tensors, request.reps);
@@ -92,7 +123,12 @@ pub fn compile(py: Python<'_>, source: &str, backend: &str, filename: &str, thre
     }
     let built = py.allow_threads(move || built_rx.recv());
     match built {
-        Ok(Ok(r)) => Ok(Compiled { worker: Mutex::new(tx), file, ty: r.ty, result_type: r.result_type, backend: r.backend, params: r.params }),
+        Ok(Ok(r)) => Ok(Compiled {
+            runner: match r.shared {
+                Some(inner) => Runner::Shared(inner),
+                None => Runner::Worker(Mutex::new(tx)),
+            },
+            file, ty: r.ty, result_type: r.result_type, backend: r.backend, params: r.params }),
         Ok(Err(Build::Source(d))) => Err(source_error(&file, &d)),
         Ok(Err(Build::Input(m))) => Err(crate::errors::input_error(None, m)),
         Ok(Err(Build::Device(m))) => Err(DeviceError::new_err(m)),
@@ -140,7 +176,36 @@ fn build(file: &SourceFile, backend: &str, threads: Option<usize>, device: Optio
         }
         _ => Backend::Interp,
     };
-    Ok(Inner { kernel, backend })
+    let shallow = matches!(backend, Backend::Cpu { ref program, .. } if shallow(&kernel, program));
+    Ok(Inner { kernel, backend, shallow })
+}
+
+/// Whether binding, running and reading back a call of `kernel` stays
+/// well within an ordinary thread's stack, so that it may run on the
+/// calling thread: they recurse along the nesting of the kernel's types and
+/// requirements (binding, the result) and of its loop program (finding it in
+/// the cache compares programs), which their printed forms bound.
+fn shallow(kernel: &Kernel, program: &LoopProgram) -> bool {
+    fn nesting(text: &str) -> usize {
+        let (mut depth, mut most) = (0usize, 0usize);
+        for c in text.bytes() {
+            match c {
+                b'(' | b'[' | b'{' | b'<' => {
+                    depth += 1;
+                    most = most.max(depth);
+                }
+                b')' | b']' | b'}' | b'>' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        most
+    }
+    let mut types = format!("{} {}", kernel.ty, kernel.body.ty);
+    for o in &kernel.obligations {
+        types.push_str(&format!(" {}", o.cond));
+    }
+    // A long chain without brackets (`a + b + …`) nests too: the length bounds it.
+    types.len() <= 4096 && nesting(&types) <= 32 && nesting(&format!("{program:?}")) <= 256
 }
 
 #[pymethods]
@@ -176,11 +241,27 @@ impl Compiled {
     /// kernel seconds.
     #[pyo3(signature = (nats, arrays, tensors, reps=0))]
     fn run(&self, py: Python<'_>, nats: Vec<(String, i64)>, arrays: Vec<ArrayArg>, tensors: Vec<TensorArg>, reps: usize) -> PyResult<(PyObject, Vec<f64>)> {
-        let arrays = arrays.into_iter().map(|a| a.extract(py)).collect::<PyResult<Vec<_>>>()?;
-        let tensors = tensors.into_iter().map(|t| t.extract(py)).collect::<PyResult<Vec<_>>>()?;
+        let worker = match &self.runner {
+            Runner::Worker(worker) => worker,
+            Runner::Shared(inner) => {
+                let elem = |t: &TensorArg| heddle_runtime::io::bind::tensor_param(&inner.kernel, t.name()).ok().map(|(_, elem)| elem);
+                let (tensors, kept): (Vec<_>, Vec<_>) = tensors.into_iter().map(|t| { let e = elem(&t); t.extract(py, e) }).collect::<PyResult<Vec<_>>>()?.into_iter().unzip();
+                // Float arrays are read in place: their Python buffers are
+                // held (`keep`) until the call is over and every runtime
+                // buffer made of them is dropped (with `bind_and_run`'s frame).
+                let (arrays, keep): (Vec<_>, Vec<_>) = arrays.into_iter().map(|a| a.extract(py, true)).collect::<PyResult<Vec<_>>>()?.into_iter().unzip();
+                let inner = &**inner;
+                let run = move || inner.bind_and_run(nats, arrays, tensors, reps);
+                let outcome = py.allow_threads(move || if inner.shallow { run() } else { crate::on_big_stack(run) });
+                drop((keep, kept));
+                let (out, times) = outcome.map_err(|f| f.into_py(&self.file))?;
+                return Ok((out.to_python(py)?, times));
+            }
+        };
+        let arrays = arrays.into_iter().map(|a| a.extract(py, false).map(|(a, _)| a)).collect::<PyResult<Vec<_>>>()?;
+        let tensors = tensors.into_iter().map(|t| t.extract(py, None).map(|(t, _)| t)).collect::<PyResult<Vec<_>>>()?;
         let (reply, answer) = mpsc::channel();
         let request = Request { nats, arrays, tensors, reps, reply };
-        let worker = &self.worker;
         let outcome = py.allow_threads(move || {
             let worker = worker.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             worker.send(request).ok()?;
@@ -219,7 +300,7 @@ impl Inner {
             Backend::Cpu { .. } => "cpu",
             Backend::Opencl { .. } => "opencl",
         };
-        Ready { ty: self.kernel.ty.to_string(), result_type: self.kernel.body.ty.to_string(), backend, params }
+        Ready { ty: self.kernel.ty.to_string(), result_type: self.kernel.body.ty.to_string(), backend, params, shared: None }
     }
 
     /// Binds the inputs and runs (on the kernel's thread); the
@@ -242,10 +323,24 @@ impl Inner {
         drop(binding);
         let (value, times) = self.execute(&env, reps).map_err(|d| Fail::Source(vec![d]))?;
         let _p = phase(|| "the result as numpy data".into());
-        Ok((data::to_out(&value, &self.kernel.body.ty), times))
+        match value {
+            Ok(out) => Ok((out, times)),
+            Err(value) => Ok((data::to_out(&value, &self.kernel.body.ty), times)),
+        }
     }
 
-    fn execute(&self, env: &Env, reps: usize) -> Result<(Value, Vec<f64>), Diagnostic> {
+    /// The result: read straight from the output buffer where it is a flat
+    /// array of scalars (cpu), else as a value.
+    fn execute(&self, env: &Env, reps: usize) -> Result<(Result<Out, Value>, Vec<f64>), Diagnostic> {
+        if let Backend::Cpu { program, threads } = &self.backend {
+            let ty = &self.kernel.body.ty;
+            return heddle::cpu::run_timed_read(&self.kernel, program, env, *threads, reps, |p, l, env| data::flat_out(p, l, env, ty));
+        }
+        let (value, times) = self.execute_value(env, reps)?;
+        Ok((Err(value), times))
+    }
+
+    fn execute_value(&self, env: &Env, reps: usize) -> Result<(Value, Vec<f64>), Diagnostic> {
         match &self.backend {
             Backend::Interp => {
                 let runtime = |d: Diagnostic| d.or_kind(ErrorKind::Runtime);

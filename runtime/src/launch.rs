@@ -27,6 +27,21 @@ pub struct Buffer {
     /// Their layout.
     pub layout: RecordLayout,
     records: usize,
+    /// What a validation established about the records (dropped on any write).
+    checked: Option<Arc<Checked>>,
+}
+
+/// Facts about a coordinates buffer of one `i64` field, established by the
+/// pass that validated it ([`crate::io::bind::compressed_inputs`]), so that
+/// later checks of the same facts can be skipped.
+#[derive(Debug)]
+struct Checked {
+    /// Every coordinate lies in `0 .. below`.
+    below: u64,
+    /// The coordinates strictly increase under each parent of these
+    /// positions (their storage, held: a write to the positions copies them,
+    /// so the fact then no longer matches).
+    sorted_under: Arc<Storage>,
 }
 
 impl Buffer {
@@ -42,7 +57,7 @@ impl Buffer {
     pub fn try_zeroed(fields: Vec<ScalarType>, records: usize, what: &str) -> Result<Buffer, String> {
         let layout = record_layout(&fields);
         let bytes = crate::limits::check_records(what, records as u64, layout.size as u64)?;
-        Ok(Buffer { words: Arc::new(Storage::Words(vec![0; bytes.div_ceil(8).max(1)])), fields, layout, records })
+        Ok(Buffer { words: Arc::new(Storage::Words(vec![0; bytes.div_ceil(8).max(1)])), fields, layout, records, checked: None })
     }
     /// Number of records.
     pub fn len(&self) -> usize {
@@ -56,19 +71,86 @@ impl Buffer {
     pub fn byte_len(&self) -> usize {
         self.records * self.layout.size
     }
+    /// One field of the float type `elem` per record, `records` of them, read
+    /// in place from memory the buffer does not own (a numpy array's): no
+    /// copy. `None` where the memory is not aligned to `elem`, holds fewer
+    /// than 8 bytes, `elem` is not a float or the machine is big-endian
+    /// (the caller copies instead). Writing to the buffer copies it first.
+    ///
+    /// Only floats: a kernel never addresses memory by a float it read, so
+    /// memory that another thread changes while a kernel runs (a Python
+    /// thread, without the GIL) can give wrong values but never an access
+    /// outside a buffer; integers (offsets, coordinates) are validated
+    /// before a run and must not change after it.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be valid for reading `records * elem.size_bytes()` bytes,
+    /// and stay so (neither freed nor moved) as long as the buffer or any
+    /// clone of it lives.
+    pub unsafe fn borrowed(elem: ScalarType, ptr: *const u8, records: usize, what: &str) -> Result<Option<Buffer>, String> {
+        let size = elem.size_bytes();
+        if !elem.is_float() || cfg!(target_endian = "big") || !(ptr as usize).is_multiple_of(size) || records.saturating_mul(size) < 8 {
+            return Ok(None);
+        }
+        let layout = record_layout(&[elem]);
+        crate::limits::check_records(what, records as u64, layout.size as u64)?;
+        debug_assert_eq!(layout.size, size, "a one-field record is its field");
+        Ok(Some(Buffer { words: Arc::new(Storage::Borrowed(Borrowed { ptr, bytes: records * size })), fields: vec![elem], layout, records, checked: None }))
+    }
+
+    /// Records that a validating pass found this buffer's coordinates (one
+    /// `i64` field) all in `0 .. below` and strictly increasing under each
+    /// parent of `positions`. Crate-internal: only a pass that checked
+    /// exactly this may say so.
+    pub(crate) fn with_checked_coordinates(mut self, below: u64, positions: &Buffer) -> Buffer {
+        self.checked = Some(Arc::new(Checked { below, sorted_under: positions.words.clone() }));
+        self
+    }
+
+    /// Whether a validating pass found every coordinate below `below` (see
+    /// [`with_checked_coordinates`](Buffer::with_checked_coordinates)).
+    pub(crate) fn known_below(&self, below: u64) -> bool {
+        self.fields.as_slice() == [ScalarType::I64] && self.checked.as_ref().is_some_and(|c| c.below <= below)
+    }
+
+    /// Whether a validating pass found the coordinates strictly increasing
+    /// under each parent of `positions` (these very positions, unchanged).
+    pub(crate) fn known_sorted_under(&self, positions: &Buffer) -> bool {
+        self.fields.as_slice() == [ScalarType::I64] && positions.fields.as_slice() == [ScalarType::I64] && self.checked.as_ref().is_some_and(|c| Arc::ptr_eq(&c.sorted_under, &positions.words))
+    }
+
+    /// Whether the buffer reads memory it does not own ([`Buffer::borrowed`]).
+    pub fn is_borrowed(&self) -> bool {
+        matches!(*self.words, Storage::Borrowed(_))
+    }
+
     /// The first byte (valid for [`byte_len`](Buffer::byte_len) bytes, and
     /// for at least 8 when that is less).
     pub fn as_ptr(&self) -> *const u8 {
         match &*self.words {
             Storage::Words(w) => w.as_ptr().cast(),
             Storage::Scalars(v) => crate::with_values!(v, x => x.as_ptr().cast()),
+            Storage::Borrowed(b) => b.ptr,
         }
     }
-    /// The first byte, writable (the storage is copied first if a clone shares it).
+    /// The first byte, writable (the storage is copied first if a clone
+    /// shares it, or if it is borrowed).
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        // The records may change: what a validation found no longer holds.
+        self.checked = None;
+        if let Storage::Borrowed(b) = &*self.words {
+            // SAFETY: `borrowed`'s contract: `ptr` is valid for `bytes` bytes.
+            let bytes = unsafe { std::slice::from_raw_parts(b.ptr, b.bytes) };
+            let mut words = vec![0u64; b.bytes.div_ceil(8).max(1)];
+            // SAFETY: `words` holds at least `bytes.len()` bytes; the two do not overlap.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), words.as_mut_ptr().cast::<u8>(), bytes.len()) };
+            self.words = Arc::new(Storage::Words(words));
+        }
         match Arc::make_mut(&mut self.words) {
             Storage::Words(w) => w.as_mut_ptr().cast(),
             Storage::Scalars(v) => crate::with_values!(v, x => x.as_mut_ptr().cast()),
+            Storage::Borrowed(_) => unreachable!("copied above"),
         }
     }
     /// Whether `other` is a clone sharing this buffer's storage.
@@ -98,7 +180,7 @@ impl Buffer {
         crate::limits::check_records(what, data.len() as u64, layout.size as u64)?;
         debug_assert_eq!(layout.size, elem.size_bytes(), "a one-field record is its field");
         let records = data.len();
-        Ok(Buffer { words: Arc::new(Storage::Scalars(data)), fields: vec![elem], layout, records })
+        Ok(Buffer { words: Arc::new(Storage::Scalars(data)), fields: vec![elem], layout, records, checked: None })
     }
 
     /// The records as a slice of `i64`, for a buffer of one `i64` field.
@@ -144,8 +226,9 @@ impl Buffer {
     }
     /// The records' bytes.
     pub fn bytes(&self) -> &[u8] {
-        // SAFETY: the storage owns at least `byte_len` initialised bytes (a
-        // scalar vector's elements have no padding); u8 has no alignment needs.
+        // SAFETY: the storage holds at least `byte_len` initialised bytes (a
+        // scalar vector's elements have no padding; borrowed memory is valid
+        // for them by `borrowed`'s contract); u8 has no alignment needs.
         unsafe { std::slice::from_raw_parts(self.as_ptr(), self.byte_len()) }
     }
     /// The records' bytes, writable.
@@ -221,7 +304,23 @@ enum Storage {
     /// Records of one scalar field, in the vector they were given in
     /// (aligned to the scalar; at least 8 bytes).
     Scalars(crate::scalars::ScalarVec),
+    /// Records of one float field in memory owned elsewhere ([`Buffer::borrowed`]).
+    Borrowed(Borrowed),
 }
+
+/// Memory a buffer reads but does not own.
+#[derive(Clone, Debug)]
+struct Borrowed {
+    ptr: *const u8,
+    bytes: usize,
+}
+
+// SAFETY: `Buffer::borrowed`'s contract keeps the memory valid for as long as
+// any buffer reads it, from any thread; it is only read (a write copies it
+// first, `as_mut_ptr`).
+unsafe impl Send for Borrowed {}
+// SAFETY: as for `Send`: shared references only read.
+unsafe impl Sync for Borrowed {}
 
 /// One kernel argument, ready to pass.
 #[derive(Clone, Debug)]
@@ -732,4 +831,48 @@ pub fn bin(op: BinOp, a: Value, b: Value, s: ScalarType) -> Result<Value, String
         },
         (a, b) => return Err(format!("`{}` on {a} and {b}", op.symbol())),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Buffer;
+    use heddle_ir::ScalarType;
+
+    #[test]
+    fn a_borrowed_buffer_reads_in_place_and_copies_before_a_write() {
+        let owner = vec![1.5f32, 2.5, 3.5];
+        // SAFETY: `owner` outlives the buffer and its clones (dropped below first).
+        let b = unsafe { Buffer::borrowed(ScalarType::F32, owner.as_ptr().cast(), owner.len(), "x") }.unwrap().expect("aligned floats");
+        assert!(b.is_borrowed() && b.as_ptr() == owner.as_ptr().cast());
+        let mut c = b.clone();
+        c.write(0, 0, &crate::value::Value::Float(9.0));
+        assert!(!c.is_borrowed() && b.is_borrowed());
+        assert_eq!(owner[0], 1.5);
+        assert_eq!((b.read(0, 0), c.read(0, 0), c.read(2, 0)), (crate::value::Value::Float(1.5), crate::value::Value::Float(9.0), crate::value::Value::Float(3.5)));
+        drop((b, c));
+        // Integers, fewer than 8 bytes, misaligned memory: not borrowed.
+        let ints = [1i64, 2];
+        assert!(unsafe { Buffer::borrowed(ScalarType::I64, ints.as_ptr().cast(), 2, "x") }.unwrap().is_none());
+        assert!(unsafe { Buffer::borrowed(ScalarType::F32, owner.as_ptr().cast(), 1, "x") }.unwrap().is_none());
+        let bytes = [0u8; 16];
+        let odd = bytes.as_ptr().wrapping_add(if (bytes.as_ptr() as usize).is_multiple_of(2) { 1 } else { 0 });
+        assert!(unsafe { Buffer::borrowed(ScalarType::F32, odd, 2, "x") }.unwrap().is_none());
+    }
+
+    #[test]
+    fn checked_coordinates_hold_until_a_write() {
+        let pos = Buffer::from_scalar_vec(crate::scalars::ScalarVec::I64(vec![0, 1, 2]), "p").unwrap();
+        let mut crd = Buffer::from_scalar_vec(crate::scalars::ScalarVec::I64(vec![3, 4]), "c").unwrap().with_checked_coordinates(5, &pos);
+        assert!(crd.known_below(5) && crd.known_below(6) && !crd.known_below(4));
+        assert!(crd.known_sorted_under(&pos) && crd.clone().known_sorted_under(&pos.clone()));
+        // Other positions (equal, but not these) are not known.
+        let other = Buffer::from_scalar_vec(crate::scalars::ScalarVec::I64(vec![0, 1, 2]), "p").unwrap();
+        assert!(!crd.known_sorted_under(&other));
+        // A write to the positions copies them: the fact no longer matches.
+        let mut written = pos.clone();
+        written.write(1, 0, &crate::value::Value::Int(2));
+        assert!(!crd.known_sorted_under(&written));
+        crd.write(0, 0, &crate::value::Value::Int(7));
+        assert!(!crd.known_below(100) && !crd.known_sorted_under(&pos));
+    }
 }

@@ -133,6 +133,7 @@ fn bind(kernel: &Kernel, nat_args: &[(String, i64)], inputs: Vec<(String, Loaded
                 // Built once: the data moves into the binding.
                 let v = match data.remove(name).expect("every input was given") {
                     Loaded::Packed { data, dtype, shape } => Bound::Buffer(build_packed(name, ty, data, &dtype, &shape, &env)?),
+                    Loaded::Buffer { buffer, dtype, shape } => Bound::Buffer(build_buffer(name, ty, buffer, &dtype, &shape, &env)?),
                     other => Bound::Value(build_input(name, ty, &other, &env)?),
                 };
                 values.push((name.clone(), v));
@@ -199,12 +200,25 @@ fn check_sorted_levels(kernel: &Kernel, values: &[(Name, Bound)]) -> Result<(), 
                 }
                 Bound::Buffer(c) => {
                     let pos_name = layout.buffers.iter().find(|p| p.kind == BufferKind::Positions && p.level == Some(l)).map(|p| p.name.clone());
-                    let mut pos = Vec::new();
-                    match pos_name.as_ref().and_then(find) {
-                        Some(Bound::Buffer(pb)) => pos.extend((0..pb.len()).map(|k| pb.int_at(k).unwrap_or(0))),
-                        Some(Bound::Value(pv)) => flat_ints(pv, &mut pos),
-                        None => continue,
+                    if let Some(Bound::Buffer(pb)) = pos_name.as_ref().and_then(find)
+                        && c.known_sorted_under(pb)
+                    {
+                        continue; // Validated when bound (`compressed_inputs`).
                     }
+                    let mut copied = Vec::new();
+                    let pos: &[i64] = match pos_name.as_ref().and_then(find) {
+                        // The usual `index` positions: read in place.
+                        Some(Bound::Buffer(pb)) if pb.as_i64s().is_some() => pb.as_i64s().unwrap_or_default(),
+                        Some(Bound::Buffer(pb)) => {
+                            copied.extend((0..pb.len()).map(|k| pb.int_at(k).unwrap_or(0)));
+                            &copied
+                        }
+                        Some(Bound::Value(pv)) => {
+                            flat_ints(pv, &mut copied);
+                            &copied
+                        }
+                        None => continue,
+                    };
                     let base = pos.first().copied().unwrap_or(0);
                     let wide;
                     let crd: &[i64] = match c.as_i64s() {
@@ -214,6 +228,10 @@ fn check_sorted_levels(kernel: &Kernel, values: &[(Name, Bound)]) -> Result<(), 
                             &wide
                         }
                     };
+                    if sorted_rows(pos, crd).is_some_and(|r| r.sorted) {
+                        continue;
+                    }
+                    // Out of order somewhere (or positions the count does not cover): find where.
                     for w in pos.windows(2) {
                         let (lo, hi) = ((w[0] - base).max(0) as usize, ((w[1] - base).max(0) as usize).min(crd.len()));
                         let Some(row) = crd.get(lo..hi) else { continue };
@@ -236,6 +254,78 @@ fn check_sorted_levels(kernel: &Kernel, values: &[(Name, Bound)]) -> Result<(), 
         }
     }
     Ok(())
+}
+
+/// What [`sorted_rows`] finds.
+struct SortedRows {
+    /// Whether the coordinates strictly increase under every parent.
+    sorted: bool,
+    /// The least and greatest coordinate (`None` for none).
+    range: Option<(i64, i64)>,
+}
+
+/// Whether the coordinates `crd` strictly increase under each parent `q`
+/// (entries `pos[q] - pos[0] .. pos[q+1] - pos[0]`), and their range, in one
+/// branch-free pass over `crd` (it vectorises) and one over `pos`: the
+/// descents (`crd[k] <= crd[k-1]`) all lie at the start of a non-empty row.
+/// `None` where `pos` decreases or does not end at the last entry (the
+/// caller checks such positions entry by entry).
+fn sorted_rows(pos: &[i64], crd: &[i64]) -> Option<SortedRows> {
+    let base = *pos.first()?;
+    let n = crd.len();
+    if pos.last()?.checked_sub(base)? != n as i64 {
+        return None;
+    }
+    let (mut monotone, mut at_starts) = (true, 0usize);
+    for w in pos.windows(2) {
+        monotone &= w[0] <= w[1];
+        // A descent at the first entry of a non-empty row is where it belongs
+        // (non-empty rows of non-decreasing positions start at distinct entries).
+        let p = w[0].wrapping_sub(base) as usize;
+        if w[0] < w[1] && p > 0 && p < n {
+            at_starts += usize::from(crd[p] <= crd[p - 1]);
+        }
+    }
+    if !monotone {
+        return None;
+    }
+    if crd.is_empty() {
+        return Some(SortedRows { sorted: true, range: None });
+    }
+    let (lo, hi, descents) = summary(crd);
+    Some(SortedRows { sorted: descents == at_starts as u64, range: Some((lo, hi)) })
+}
+
+/// The least and greatest of `crd` (not empty) and how many entries are not
+/// above the one before: with AVX2 where the machine has it (64-bit integer
+/// comparisons in vectors), else as the target allows.
+fn summary(crd: &[i64]) -> (i64, i64, u64) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2, checked just above.
+        return unsafe { summary_avx2(crd) };
+    }
+    summary_plain(crd)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn summary_avx2(crd: &[i64]) -> (i64, i64, u64) {
+    summary_plain(crd)
+}
+
+#[inline(always)]
+fn summary_plain(crd: &[i64]) -> (i64, i64, u64) {
+    let first = crd[0];
+    let (next, prev) = (&crd[1..], &crd[..crd.len() - 1]);
+    // Branch-free reductions over two equal slices: they vectorise.
+    let (mut lo, mut hi, mut descents) = (first, first, 0u64);
+    for (&x, &p) in next.iter().zip(prev) {
+        lo = lo.min(x);
+        hi = hi.max(x);
+        descents += u64::from(x <= p);
+    }
+    (lo, hi, descents)
 }
 
 /// The first entry of an innermost array (of integers) of `v` that is not
@@ -436,7 +526,7 @@ fn shaped(t: &Type, shape: &[u64]) -> bool {
 /// Lengths the data shows, each with the type's formula for it.
 fn observed_lengths(t: &Type, data: &Loaded) -> Vec<(Nat, i64)> {
     match data {
-        Loaded::Flat { shape, .. } | Loaded::Packed { shape, .. } if shaped(t, shape) => {
+        Loaded::Flat { shape, .. } | Loaded::Packed { shape, .. } | Loaded::Buffer { shape, .. } if shaped(t, shape) => {
             // One equation per dimension of the file, along the nesting.
             let mut out = Vec::new();
             let mut ty = t;
@@ -449,6 +539,7 @@ fn observed_lengths(t: &Type, data: &Loaded) -> Vec<(Nat, i64)> {
         }
         Loaded::Flat { items, .. } => vec![(flat_count(t), items.len() as i64)],
         Loaded::Packed { data, .. } => vec![(flat_count(t), data.len() as i64)],
+        Loaded::Buffer { buffer, .. } => vec![(flat_count(t), buffer.len() as i64)],
         Loaded::Json(j) => {
             let mut out = Vec::new();
             let (mut ty, mut cur) = (t, j);
@@ -539,7 +630,7 @@ fn build_input(name: &Name, ty: &Type, data: &Loaded, env: &Env) -> Result<Value
     check_sizes(name, ty, env, &mut Vec::new())?;
     let flat_items: Option<(Vec<Value>, String)> = match data {
         Loaded::Flat { items, dtype, .. } => Some((items.clone(), dtype.clone())),
-        Loaded::Packed { .. } => return build_input(name, ty, &data.clone().into_values(), env),
+        Loaded::Packed { .. } | Loaded::Buffer { .. } => return build_input(name, ty, &data.clone().into_values(), env),
         Loaded::Json(j) if json_depth(j) < type_depth(ty) || !matches!(ty, Type::Array { .. }) && !j.is_array() => {
             let items = match j {
                 serde_json::Value::Array(items) => items.iter().map(|x| json_item(name, x, super::write::leaf_type(ty))).collect::<Result<Vec<_>, _>>()?,
@@ -593,13 +684,36 @@ fn check_shape(name: &Name, ty: &Type, shape: &[u64], env: &Env) -> Result<(), I
 /// it (lengths, sizes, each element against the type) and laid out as the
 /// kernel's flat buffer: the data itself when the file's type is the
 /// parameter's, converted element by element otherwise.
-fn build_packed(name: &Name, ty: &Type, data: ScalarVec, dtype: &str, shape: &[u64], env: &Env) -> Result<Buffer, InputError> {
+/// A [`Loaded::Buffer`] input: the buffer itself where its field is the
+/// input's scalar type, after [`build_packed`]'s checks; else its values,
+/// converted as `build_packed` converts.
+fn build_buffer(name: &Name, ty: &Type, buffer: Buffer, dtype: &str, shape: &[u64], env: &Env) -> Result<Buffer, InputError> {
+    let leaf = check_packed(name, ty, buffer.len(), dtype, shape, env)?;
+    if buffer.fields.as_slice() == [leaf] {
+        return Ok(buffer);
+    }
+    let &[elem] = buffer.fields.as_slice() else {
+        return Err(err(name, format!("inputs of records of {} fields are not supported", buffer.fields.len())));
+    };
+    let mut data = ScalarVec::with_capacity(elem, buffer.len());
+    for k in 0..buffer.len() {
+        let num = crate::scalars::Num::of_value(&buffer.read(k, 0), elem);
+        if !num.is_some_and(|n| data.push_num(n)) {
+            return Err(err(name, format!("element {k} is not a {elem}")));
+        }
+    }
+    build_packed(name, ty, data, dtype, shape, env)
+}
+
+/// The checks of a packed input of `len` elements against its type (sizes,
+/// shape, element count); its scalar type.
+fn check_packed(name: &Name, ty: &Type, len: usize, dtype: &str, shape: &[u64], env: &Env) -> Result<ScalarType, InputError> {
     let Type::Scalar(leaf) = *super::write::leaf_type(ty) else {
         return Err(err(name, format!("inputs of type {ty} are not supported")));
     };
     // Rows sized by an offsets array (CSR, LIL): their lengths in one pass over it.
     let fast = row_lengths(ty, env);
-    let _p = crate::profile::phase(|| format!("bind `{name}` ({} elements; row lengths {})", data.len(), if fast.is_some() { "read from the offsets" } else { "evaluated" }));
+    let _p = crate::profile::phase(|| format!("bind `{name}` ({len} elements; row lengths {})", if fast.is_some() { "read from the offsets" } else { "evaluated" }));
     if !fast.as_ref().is_some_and(|f| f.all_sizes) {
         check_sizes(name, ty, env, &mut Vec::new())?;
     }
@@ -608,9 +722,14 @@ fn build_packed(name: &Name, ty: &Type, data: ScalarVec, dtype: &str, shape: &[u
         Some(f) => f.total,
         None => flat_count(ty).eval(env).map_err(|e| err(name, format!("cannot compute its size: {e}")))?,
     };
-    if expected != data.len() as i64 {
-        return Err(err(name, format!("its type {ty} needs {expected} elements, but the {dtype} data has {}", data.len())));
+    if expected != len as i64 {
+        return Err(err(name, format!("its type {ty} needs {expected} elements, but the {dtype} data has {len}")));
     }
+    Ok(leaf)
+}
+
+fn build_packed(name: &Name, ty: &Type, data: ScalarVec, dtype: &str, shape: &[u64], env: &Env) -> Result<Buffer, InputError> {
+    let leaf = check_packed(name, ty, data.len(), dtype, shape, env)?;
     let what = format!("the input `{name}`");
     if data.elem() == leaf {
         return Buffer::from_scalar_vec(data, &what).map_err(|m| err(name, m));
@@ -684,6 +803,10 @@ fn row_lengths(ty: &Type, env: &Env) -> Option<RowLengths> {
         // The usual offsets (`X@(i + 1) - X@i`), in one sweep over the slice.
         let n = usize::try_from(n).ok()?;
         let (hs, ls) = (xs.get(hi.1 as usize..hi.1 as usize + n)?, xs.get(lo.1 as usize..lo.1 as usize + n)?);
+        if (hi.1, lo.1) == (1, 0) && xs[..=n].windows(2).fold(true, |ok, w| ok & (w[0] <= w[1])) {
+            // Non-decreasing offsets (branch-free check): the lengths telescope.
+            return Some(RowLengths { total: xs[n].checked_sub(xs[0])?, all_sizes: true });
+        }
         let mut total = 0i64;
         let mut all_sizes = true;
         for (&h, &l) in hs.iter().zip(ls) {
@@ -855,6 +978,7 @@ pub fn kinds(data: &Loaded) -> Vec<ScalarKind> {
     match data {
         Loaded::Flat { kinds, .. } => kinds.clone(),
         Loaded::Packed { data, .. } => vec![super::read::kind_of(data.elem())],
+        Loaded::Buffer { buffer, .. } => buffer.fields.iter().map(|&f| super::read::kind_of(f)).collect(),
         Loaded::Json(_) => Vec::new(),
     }
 }
@@ -1003,12 +1127,58 @@ pub fn compressed_inputs(
             Err(_) => return Err((indptr, indices, values)),
         }
     };
-    let inputs = vec![
-        (format!("{name}_pos1"), Loaded::packed(ScalarVec::I64(indptr), "storage")),
-        (format!("{name}_crd1"), Loaded::packed(ScalarVec::I64(indices), "storage")),
-        (format!("{name}_values"), Loaded::packed(values, "storage")),
-    ];
-    Ok((nats, inputs))
+    Ok((nats, compressed_buffers(kernel, name, indptr, indices, Loaded::packed(values, "storage"), if by_rows { shape[1] } else { shape[0] })))
+}
+
+/// [`compressed_inputs`] with the values as a buffer of one field, bound as
+/// it is ([`Loaded::Buffer`]: it may read memory owned elsewhere); it
+/// applies where the field is the parameter's element type.
+#[allow(clippy::type_complexity)]
+pub fn compressed_buffer_inputs(
+    kernel: &Kernel,
+    name: &str,
+    shape: &[u64],
+    by_rows: bool,
+    (indptr, indices, values): (Vec<i64>, Vec<i64>, Buffer),
+) -> Result<(Vec<(String, i64)>, Vec<(String, Loaded)>), (Vec<i64>, Vec<i64>, Buffer)> {
+    let Some((tt, nats)) = compressed_fits(kernel, name, shape, by_rows, &indptr, &indices, values.len()) else {
+        return Err((indptr, indices, values));
+    };
+    if values.fields.as_slice() != [tt.elem] {
+        return Err((indptr, indices, values));
+    }
+    let below = if by_rows { shape[1] } else { shape[0] };
+    let values_shape = vec![values.len() as u64];
+    Ok((nats, compressed_buffers(kernel, name, indptr, indices, Loaded::Buffer { buffer: values, dtype: "storage".into(), shape: values_shape }, below)))
+}
+
+/// The three inputs of a validated compressed array. Positions and
+/// coordinates bound as `index` (`i64`) carry what the validation found
+/// (coordinates below `below`, strictly increasing in each row), so that
+/// binding and the launch do not check it again.
+fn compressed_buffers(kernel: &Kernel, name: &str, indptr: Vec<i64>, indices: Vec<i64>, values: Loaded, below: u64) -> Vec<(String, Loaded)> {
+    let (pos_name, crd_name) = (format!("{name}_pos1"), format!("{name}_crd1"));
+    let leaf = |buffer: &str| {
+        kernel.params.iter().find_map(|p| match p {
+            KernelParam::Value { name, ty, .. } if name.as_str() == buffer => Some(super::write::leaf_type(ty).clone()),
+            _ => None,
+        })
+    };
+    let index = Some(Type::Scalar(ScalarType::I64));
+    let (nnz, rows) = (indices.len(), indptr.len());
+    let fits = |n: usize| crate::limits::check_records("", n as u64, 8).is_ok();
+    if leaf(&pos_name) == index && leaf(&crd_name) == index && nnz >= 1 && rows >= 1 && fits(nnz) && fits(rows) {
+        let loaded = |buffer: Buffer| {
+            let shape = vec![buffer.len() as u64];
+            Loaded::Buffer { buffer, dtype: "storage".into(), shape }
+        };
+        return match (Buffer::from_scalar_vec(ScalarVec::I64(indptr), "the positions"), Buffer::from_scalar_vec(ScalarVec::I64(indices), "the coordinates")) {
+            (Ok(pos), Ok(crd)) => vec![(pos_name, loaded(pos.clone())), (crd_name, loaded(crd.with_checked_coordinates(below, &pos))), (format!("{name}_values"), values)],
+            // Not reached (the sizes fit, above); binding then reports the buffers missing.
+            _ => vec![(format!("{name}_values"), values)],
+        };
+    }
+    vec![(pos_name, Loaded::packed(ScalarVec::I64(indptr), "storage")), (crd_name, Loaded::packed(ScalarVec::I64(indices), "storage")), (format!("{name}_values"), values)]
 }
 
 /// Whether [`compressed_inputs`] applies: the parameter's tensor type and
@@ -1030,15 +1200,60 @@ fn compressed_fits(kernel: &Kernel, name: &str, shape: &[u64], by_rows: bool, in
         return None;
     }
     let inner = i64::try_from(inner).ok()?;
-    for row in indptr.windows(2) {
-        let (start, end) = (usize::try_from(row[0]).ok()?, usize::try_from(row[1]).ok()?);
-        let cols = indices.get(start..end)?;
-        // In range, and strictly increasing within the row (branch-free, so it vectorises).
-        let sorted = cols.windows(2).fold(true, |ok, w| ok & (w[0] < w[1]));
-        if !sorted || cols.first().is_some_and(|&c| c < 0) || cols.last().is_some_and(|&c| c >= inner) {
-            return None;
-        }
+    // Positions from 0 to nnz, non-decreasing (checked above and by `sorted_rows`);
+    // coordinates strictly increasing in each row and in range.
+    let rows = sorted_rows(indptr, indices)?;
+    if !rows.sorted || rows.range.is_some_and(|(lo, hi)| lo < 0 || hi >= inner) {
+        return None;
     }
     let nats = (0..2).filter(|&d| tt.dims[d].is_none()).map(|d| (format!("{name}_dim{d}"), shape[d] as i64)).collect();
     Some(((**tt).clone(), nats))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sorted_rows;
+
+    /// The per-row check `sorted_rows` must agree with, entry by entry.
+    fn slow(pos: &[i64], crd: &[i64]) -> bool {
+        pos.windows(2).all(|w| crd[w[0] as usize..w[1] as usize].windows(2).all(|p| p[0] < p[1]))
+    }
+
+    #[test]
+    fn sorted_rows_agrees_with_the_per_row_check() {
+        let cases: &[(&[i64], &[i64])] = &[
+            (&[0, 2, 2, 5], &[1, 3, 0, 4, 9]),
+            (&[0, 2, 2, 5], &[1, 1, 0, 4, 9]),
+            (&[0, 2, 2, 5], &[1, 3, 0, 9, 4]),
+            (&[0, 3], &[5, 6, 7]),
+            (&[0, 3], &[5, 7, 6]),
+            (&[0, 1, 2, 3], &[9, 1, 0]),
+            (&[0, 0, 0, 2], &[4, 4]),
+            (&[0, 0, 0, 2], &[3, 4]),
+            // A descent at a row start shared by an empty row counts once.
+            (&[0, 2, 2, 2, 4], &[3, 5, 1, 0]),
+            (&[0, 2, 2, 2, 4], &[3, 5, 1, 2]),
+        ];
+        for &(pos, crd) in cases {
+            let r = sorted_rows(pos, crd).expect("positions cover the coordinates");
+            assert_eq!(r.sorted, slow(pos, crd), "{pos:?} {crd:?}");
+            assert_eq!(r.range, Some((*crd.iter().min().unwrap(), *crd.iter().max().unwrap())));
+        }
+        // Long rows (the vectorised sweep), one entry out of order at each place in turn.
+        let crd: Vec<i64> = (0..300).map(|k| k % 100).collect();
+        let pos = [0, 100, 200, 300];
+        assert!(sorted_rows(&pos, &crd).unwrap().sorted);
+        for k in 1..300 {
+            if k % 100 == 0 {
+                continue;
+            }
+            let mut bad = crd.clone();
+            bad[k] = bad[k - 1];
+            assert!(!sorted_rows(&pos, &bad).unwrap().sorted, "{k}");
+        }
+        // Positions that decrease, or do not end at the last entry: not for the count.
+        assert!(sorted_rows(&[0, 2, 1, 3], &[1, 2, 3]).is_none());
+        assert!(sorted_rows(&[0, 2], &[1, 2, 3]).is_none());
+        assert!(sorted_rows(&[0, 0], &[]).is_some_and(|r| r.sorted && r.range.is_none()));
+    }
 }

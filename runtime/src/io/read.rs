@@ -33,6 +33,18 @@ pub enum Loaded {
         /// The file's shape, as in `Flat`.
         shape: Vec<u64>,
     },
+    /// A flat buffer of one scalar field per record, bound as it is by the
+    /// compiled backends where the field is the input's type (no copy: it may
+    /// read memory owned elsewhere, [`crate::launch::Buffer::borrowed`]);
+    /// converted as `Packed` data otherwise, values for the interpreter.
+    Buffer {
+        /// The records.
+        buffer: crate::launch::Buffer,
+        /// The data's element type, for messages.
+        dtype: String,
+        /// The data's shape, as in `Flat`.
+        shape: Vec<u64>,
+    },
     /// A JSON document.
     Json(serde_json::Value),
 }
@@ -51,6 +63,10 @@ impl Loaded {
                 let kind = kind_of(data.elem());
                 let items = (0..data.len()).map(|k| data.num(k).to_value()).collect();
                 Loaded::Flat { items, dtype, kinds: vec![kind], shape }
+            }
+            Loaded::Buffer { buffer, dtype, shape } => {
+                let kinds = buffer.fields.iter().map(|&f| kind_of(f)).collect();
+                Loaded::Flat { items: buffer.to_values(), dtype, kinds, shape }
             }
             other => other,
         }
