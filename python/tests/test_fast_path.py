@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 
 import heddle
-from conftest import example
+from conftest import example, reversed_rows
 
 SPMV_F64 = example("sparse/spmv_csr.hdl").replace("xf32", "xf64").replace("[float]", "[f64]")
 
@@ -109,12 +109,7 @@ def test_unsorted_and_duplicate_entries_with_in_place_values(kernels):
     k = kernels["cpu"]
     A = matrix(seed=9)
     x = np.random.default_rng(10).random(A.shape[1]).astype(np.float32)
-    shuffled = A.copy()
-    for i in range(A.shape[0]):
-        lo, hi = A.indptr[i], A.indptr[i + 1]
-        order = np.arange(lo, hi)[::-1]
-        shuffled.indices[lo:hi], shuffled.data[lo:hi] = A.indices[order], A.data[order]
-    shuffled.has_sorted_indices = False
+    shuffled = reversed_rows(A)
     np.testing.assert_allclose(k(A=shuffled, xs=x), reference(A, x), rtol=1e-5)
     dup = sp.csr_array((np.array([1.0, 2.0, 4.0], dtype=np.float32), np.array([1, 1, 0], dtype=np.int32), np.array([0, 2, 3], dtype=np.int32)), shape=(2, 2))
     np.testing.assert_allclose(k(A=dup, xs=np.array([10.0, 100.0], dtype=np.float32)), [300.0, 40.0])

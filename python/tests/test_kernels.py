@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 import heddle
-from conftest import example
+from conftest import example, reversed_rows
 
 BACKENDS = ["cpu", "interp"]
 DENSE_MV = "nFun(n => nFun(m => fun(a: [[float]_m]_n => fun(xs: [float]_m => a :>> map(fun(row => zip(row, xs) :>> map(fun(p => p.1 * p.2)) :>> reduce(+, 0)))))))"
@@ -274,12 +274,7 @@ def test_a_canonical_csr_array_and_a_converted_one_agree(spmv_csr):
     k = heddle.compile(spmv_csr)
     A = matrix(seed=31)
     x = np.random.default_rng(32).random(A.shape[1])
-    shuffled = A.copy()
-    for i in range(A.shape[0]):
-        lo, hi = A.indptr[i], A.indptr[i + 1]
-        order = np.arange(lo, hi)[::-1]
-        shuffled.indices[lo:hi], shuffled.data[lo:hi] = A.indices[order], A.data[order]
-    shuffled.has_sorted_indices = False
+    shuffled = reversed_rows(A)
     np.testing.assert_allclose(k(A=shuffled, xs=x), k(A=A, xs=x), rtol=1e-6)
     np.testing.assert_allclose(k(A=A, xs=x), A @ x, rtol=1e-5)
     # A csr array whose column is out of range is an error, not a read out of bounds.
