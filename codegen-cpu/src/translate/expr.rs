@@ -68,7 +68,7 @@ impl Translator<'_, '_> {
                         (_, true) => self.b.ins().sload32(flags, addr, offset),
                     };
                     let narrow = self.b.ins().ireduce(types::clif_type(ty), wide);
-                    self.widened.push((narrow, wide, ty));
+                    self.widened.insert((narrow, ty), wide);
                     return Ok((narrow, ty));
                 }
                 let v = self.b.ins().load(types::memory_type(ty), flags, addr, offset);

@@ -190,14 +190,14 @@ impl Translator<'_, '_> {
     pub(super) fn narrow_index(&mut self, v: Value, t: ScalarType) -> Value {
         let tt = crate::types::clif_type(t);
         let narrow = if tt == ct::I64 { v } else { self.b.ins().ireduce(tt, v) };
-        self.widened.push((narrow, v, t));
+        self.widened.insert((narrow, t), v);
         narrow
     }
 
     /// The `i64` index the narrow value `narrow` of type `t` was converted
     /// from, if it is one: then widening it (by `t`'s signedness) gives that.
     pub(super) fn widened_from(&self, narrow: Value, t: ScalarType) -> Option<Value> {
-        self.widened.iter().rev().find(|(n, _, nt)| *n == narrow && *nt == t).map(|(_, w, _)| *w)
+        self.widened.get(&(narrow, t)).copied()
     }
 }
 

@@ -59,7 +59,7 @@ pub fn function(prog: &LoopProgram, m: &mut JITModule, f: &mut Function, options
         helpers: Vec::new(),
         lazies: Vec::new(),
         forcing: Vec::new(),
-        widened: Vec::new(),
+        widened: std::collections::HashMap::new(),
         narrow_safe: Vec::new(),
         loop_names: Vec::new(),
         loop_var: None,
@@ -147,10 +147,11 @@ pub(crate) struct Translator<'a, 'f> {
     lazies: Vec<(Expr, ScalarType)>,
     /// The lazy `let`s being evaluated, innermost last.
     forcing: Vec<usize>,
-    /// Narrow integers known to be a loop index converted without wrapping:
-    /// the narrow value, the `i64` index it came from and the narrow type
-    /// (see [`lazy`]).
-    widened: Vec<(Value, Value, ScalarType)>,
+    /// Narrow integers with a known widening to `i64`: a loop index
+    /// converted without wrapping (see [`lazy`]) or an integer loaded
+    /// straight to 64 bits. Keyed by the narrow value and its type; one
+    /// entry per narrow load, so a map rather than a list to search.
+    widened: std::collections::HashMap<(Value, ScalarType), Value>,
     /// Loop variables whose range was checked to fit every narrow integer
     /// type they are converted to in their body.
     narrow_safe: Vec<Name>,
