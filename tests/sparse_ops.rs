@@ -2,7 +2,8 @@
 //! 1): the examples `select_tril_csr` (`sparse_tensor.select`),
 //! `unary_abs_csr` (`unary` with a `present` region only), `binary_csr`
 //! (`binary` with different `overlap`, `left` and `right` regions) and
-//! `foreach_coo` (`foreach`: every stored entry with its coordinates), on
+//! `foreach_coo` (`foreach`: every stored entry with its coordinates),
+//! `concat_cols_csr` (`concatenate` along dimension 1), on
 //! every backend, against the same operation computed here on the entries.
 //!
 //! Matrices are random with an empty row and column, plus the edge shapes:
@@ -138,5 +139,40 @@ fn foreach_visits_every_entry_with_its_coordinates() {
             let got = got.as_f64().unwrap_or_else(|| panic!("foreach_coo, case {case}, {backend}: {got}"));
             assert!((got - want).abs() <= 1e-9 * want.abs().max(1.0), "foreach_coo, case {case} ({m} x {n}), {backend}: {got}, want {want}");
         }
+    }
+}
+
+#[test]
+fn concatenate_along_columns_shifts_the_second_operand() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0xc0ca7);
+    for (case, (m, n, percent)) in shapes(&mut rng).into_iter().enumerate() {
+        // B has as many rows as A and a column count of its own (0 included).
+        let nb = rng.below(9);
+        let a = random(&mut rng, m, n, percent);
+        let b = random(&mut rng, m, nb, percent);
+        let pa = write(dir.path(), &format!("a{case}.mtx"), &mtx(m, n, &a));
+        let pb = write(dir.path(), &format!("b{case}.mtx"), &mtx(m, nb, &b));
+        let mut want = a.clone();
+        want.extend(b.iter().map(|((i, j), v)| ((*i, j + n), *v)));
+        for backend in backends() {
+            let got = run("concat_cols_csr", &[("A", &pa), ("B", &pb)], backend);
+            assert_eq!(storage_of(&got), csr_storage(m, n + nb, &want), "concat_cols_csr, case {case} ({m} x {n} and {m} x {nb}), {backend}");
+        }
+    }
+}
+
+#[test]
+fn concatenating_rows_of_different_counts_is_a_run_time_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.mtx", "%%MatrixMarket matrix coordinate real general\n3 2 1\n3 1 1.0\n");
+    let b = write(dir.path(), "b.mtx", "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 2.0\n");
+    for backend in backends() {
+        let file = example("concat_cols_csr");
+        let args = ["run", file.to_str().unwrap(), "--backend", backend, "--matrix", &format!("A={}", a.display()), "--matrix", &format!("B={}", b.display())];
+        let (code, out, err) = heddle(&args);
+        assert_eq!(code, 1, "{backend}: B has 2 rows, A 3: {out}{err}");
+        assert!(err.contains("concat_cols_csr.hdl:"), "{backend}: the error names no place: {err}");
+        assert!(!err.contains("internal error"), "{backend}: {err}");
     }
 }

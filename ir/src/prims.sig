@@ -15,7 +15,7 @@
 
 // ## Data-parallel patterns
 // The patterns of Lift and RISE: maps and their OpenCL schedules, reductions,
-// layout patterns (zip, split, join, transpose, slide, pad, gather, scatter,
+// layout patterns (zip, split, join, concat, transpose, slide, pad, gather, scatter,
 // interleave), generation, iteration, memory placement and vectors.
 
 map          : (f: T -> U) -> [i -> T]_N -> [i -> U]_N  // applies f to every element (in parallel where the backend can)
@@ -35,6 +35,7 @@ interleave   : (k: nat) -> [T]_N -> [w -> [T]_{(N - w + k - 1) / k}]_k  // k par
 join         : [i -> [T]_K]_M -> [T]_{sum(i = 0 .. M - 1, K)}  // concatenates the rows (of any lengths)
 transpose    : [[T]_N]_M -> [[T]_M]_N  // swaps the two outer dimensions
 slide        : (size: nat) -> (step: nat) -> [T]_N -> [[T]_size]_{(N - size) / step + 1}  // windows of size elements, step apart
+concat       : [T]_N -> [T]_M -> [T]_{N + M}  // the elements of the first array, then those of the second (MLIR's concatenate: rows side by side)
 pad          : (l: nat) -> (r: nat) -> (v: T) -> [T]_N -> [T]_{l + N + r}  // l copies of v before the array and r after it
 gather       : (idx: [int]_M) -> [T]_N -> [T]_M  // the elements at positions idx
 scatter      : (idx: [int]_N) -> [T]_N -> [T]_N  // element i written at position idx@i (idx a permutation)

@@ -318,6 +318,11 @@ impl Lowerer<'_> {
                 let src = self.array(&args[0], env, body)?;
                 view(ViewKind::Compress { src: Box::new(src), n: nat(0), span })
             }
+            "concat" => {
+                let a = self.array(&args[0], env, body)?;
+                let b = self.array(&args[1], env, body)?;
+                view(ViewKind::Appended { a: Box::new(a), b: Box::new(b) })
+            }
             "pad" => {
                 let value = self.expr(&args[0], env, body)?;
                 let src = self.array(&args[1], env, body)?;

@@ -134,6 +134,14 @@ pub enum ViewKind {
         /// Where it was written.
         env: Env,
     },
+    /// `concat(a, b)`: element `i` is `a@i` below `a`'s length, else
+    /// `b@(i - len a)`.
+    Appended {
+        /// The first array.
+        a: Box<View>,
+        /// The second array.
+        b: Box<View>,
+    },
     /// `pad(l, r, v)`.
     Pad {
         /// The padded array.
@@ -361,6 +369,23 @@ impl Lowerer<'_> {
                 let at = self.bind_index(L::bin(BinOp::Sub, ie, le), "p", &mut inside);
                 let x = self.elem(src, &at, &mut inside)?;
                 self.choose_strictly(outside, ((**value).clone(), Block::new()), (x, inside), &elem_ty, span, body)
+            }
+            ViewKind::Appended { a, b } => {
+                let ie = self.index_expr(i, &Env::default(), body)?;
+                let na = self.index_expr(&a.len(), &Env::default(), body)?;
+                use heddle_ir::loops::BinOp;
+                let in_a = L::bin(BinOp::Lt, ie.clone(), na.clone());
+                // Only the chosen array's element is read: the other index is out of its bounds.
+                let (mut a_block, mut b_block) = (Block::new(), Block::new());
+                let x = self.elem(a, i, &mut a_block)?;
+                let at = self.bind_index(L::bin(BinOp::Sub, ie, na), "q", &mut b_block);
+                let y = self.elem(b, &at, &mut b_block)?;
+                if matches!(elem_ty, heddle_ir::Type::Array { .. }) {
+                    // Rows: a choice between the two views, each read under the condition.
+                    self.choose(in_a, (x, a_block), (y, b_block), &elem_ty, span, body)
+                } else {
+                    self.choose_strictly(in_a, (x, a_block), (y, b_block), &elem_ty, span, body)
+                }
             }
             ViewKind::Choice { cond, a, b } => {
                 let (mut a_block, mut b_block) = (Block::new(), Block::new());

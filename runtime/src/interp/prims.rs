@@ -155,6 +155,14 @@ pub(super) fn eval_prim(name: &str, nats: &[Nat], args: &[TExpr], binder: Option
                 (0..count).map(|w| Value::array(xs[(w * step) as usize..(w * step + size) as usize].to_vec())).collect(),
             ))
         }
+        "concat" => {
+            let a = array(eval(arg(0)?, env)?, span)?;
+            let b = array(eval(arg(1)?, env)?, span)?;
+            let mut out = Vec::with_capacity(a.len() + b.len());
+            out.extend(a.iter().cloned());
+            out.extend(b.iter().cloned());
+            Ok(Value::array(out))
+        }
         "pad" => {
             let (l, r) = (nat(&nats[0], env, span)?, nat(&nats[1], env, span)?);
             if l < 0 || r < 0 {
