@@ -3,7 +3,8 @@
 //! `unary_abs_csr` (`unary` with a `present` region only), `binary_csr`
 //! (`binary` with different `overlap`, `left` and `right` regions) and
 //! `foreach_coo` (`foreach`: every stored entry with its coordinates),
-//! `concat_cols_csr` (`concatenate` along dimension 1), on
+//! `concat_cols_csr` (`concatenate` along dimension 1), `collapse_coo` and
+//! `expand_sv` (`tensor.collapse_shape` / `expand_shape`), on
 //! every backend, against the same operation computed here on the entries.
 //!
 //! Matrices are random with an empty row and column, plus the edge shapes:
@@ -174,5 +175,49 @@ fn concatenating_rows_of_different_counts_is_a_run_time_error() {
         assert_eq!(code, 1, "{backend}: B has 2 rows, A 3: {out}{err}");
         assert!(err.contains("concat_cols_csr.hdl:"), "{backend}: the error names no place: {err}");
         assert!(!err.contains("internal error"), "{backend}: {err}");
+    }
+}
+
+/// A sparse vector's storage object (`(i) -> (i : compressed)`), as read and printed.
+fn vector_storage(len: u64, e: &BTreeMap<u64, f64>) -> J {
+    json!({
+        "dim_sizes": [len], "lvl_sizes": [len], "nse": e.len(),
+        "positions": [[0, e.len()]], "coordinates": [e.keys().collect::<Vec<_>>()],
+        "values": e.values().collect::<Vec<_>>(),
+    })
+}
+
+#[test]
+fn reshapes_move_every_entry_to_its_linear_or_split_coordinate() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0x5a9e);
+    let vector_encoding = "#sparse_tensor.encoding<{ map = (i) -> (i : compressed) }>";
+    for (case, (m, n, percent)) in shapes(&mut rng).into_iter().enumerate() {
+        let a = random(&mut rng, m, n, percent);
+        let pa = write(dir.path(), &format!("a{case}.mtx"), &mtx(m, n, &a));
+        let linear: BTreeMap<u64, f64> = a.iter().map(|((i, j), v)| (i * n + j, *v)).collect();
+        // The same entries as a vector of length m * n, split back into rows of n.
+        let mut stored = vector_storage(m * n, &linear);
+        stored["encoding"] = json!(vector_encoding);
+        let pv = write(dir.path(), &format!("v{case}.json"), &stored.to_string());
+        let coo = json!({
+            "dim_sizes": [m, n], "lvl_sizes": [m, n], "nse": a.len(),
+            "positions": [[0, a.len()], null],
+            "coordinates": [a.keys().flat_map(|(i, j)| [*i, *j]).collect::<Vec<_>>(), null],
+            "values": a.values().collect::<Vec<_>>(),
+        });
+        for backend in backends() {
+            let got = run("collapse_coo", &[("A", &pa)], backend);
+            assert_eq!(storage_of(&got), vector_storage(m * n, &linear), "collapse_coo, case {case} ({m} x {n}), {backend}");
+            if n == 0 {
+                continue; // expand_sv divides by n
+            }
+            let file = example("expand_sv");
+            let args = ["run", file.to_str().unwrap(), "--backend", backend, "--matrix", &format!("V={}", pv.display()), "--param", &format!("n={n}")];
+            let (code, out, err) = heddle(&args);
+            assert_eq!(code, 0, "expand_sv, case {case}, {backend}: {err}");
+            let got: J = serde_json::from_str(&out).unwrap();
+            assert_eq!(storage_of(&got), coo, "expand_sv, case {case} ({m} x {n}), {backend}");
+        }
     }
 }
