@@ -92,6 +92,8 @@ pub enum Len {
     Mul(Box<Len>, Box<Len>),
     /// `pad(l, r, _)`'s length.
     Pad(u32, Box<Len>, u32),
+    /// `concat`'s length: the sum of its arrays' lengths.
+    Add(Box<Len>, Box<Len>),
     /// `slide(size, step)`'s number of windows.
     Slide(Box<Len>, u32, u32),
     /// A length no formula gives: a row of a position-dependent array, a
@@ -111,6 +113,7 @@ impl Len {
             Len::Div(l, k) => format!("({}) / {k}", l.text()?),
             Len::Mul(a, b) => format!("({}) * ({})", a.text()?, b.text()?),
             Len::Pad(l, x, r) => format!("{l} + ({}) + {r}", x.text()?),
+            Len::Add(a, b) => format!("({}) + ({})", a.text()?, b.text()?),
             Len::Slide(x, size, step) => format!("(({}) - {size}) / {step} + 1", x.text()?),
             Len::Opaque(_) | Len::PerPosition(_) => return None,
         })
@@ -123,6 +126,7 @@ impl Len {
             Len::Div(l, k) => l.value(nats)? / i64::from(*k),
             Len::Mul(a, b) => a.value(nats)? * b.value(nats)?,
             Len::Pad(l, x, r) => i64::from(*l) + x.value(nats)? + i64::from(*r),
+            Len::Add(a, b) => a.value(nats)? + b.value(nats)?,
             Len::Slide(x, size, step) => (x.value(nats)? - i64::from(*size)).div_euclid(i64::from(*step)) + 1,
             Len::Opaque(_) | Len::PerPosition(_) => return None,
         })
@@ -422,7 +426,7 @@ impl Gen {
     /// literal, or what a layout pattern makes of one.
     fn some_len(&mut self) -> Len {
         let n = Box::new(Len::Nat("n"));
-        match self.tape.weighted(&[8, 6, 4, 1, 1, 1, 1]) {
+        match self.tape.weighted(&[8, 6, 4, 1, 1, 1, 1, 1]) {
             1 => Len::Nat("m"),
             2 => Len::Lit(self.tape.below(4) as u32),
             3 => Len::Pad(self.tape.below(3) as u32, n, self.tape.below(3) as u32),
@@ -434,6 +438,7 @@ impl Gen {
             }
             5 => Len::Div(n, 2),
             6 => Len::Mul(n, Box::new(Len::Nat("m"))),
+            7 => Len::Add(n, Box::new(Len::Nat("m"))),
             _ => Len::Nat("n"),
         }
     }
@@ -496,6 +501,7 @@ impl Gen {
             if *len == Len::Lit(2) && numeric { 1 } else { 0 },                  // 14 interleave
             if is_n && numeric { 1 } else { 0 },                                 // 15 a counted (sparse) row, reduced
             if matches!(len, Len::Slide(..)) { 6 } else { 0 },                    // 16 slide
+            if matches!(len, Len::Add(..)) { 6 } else { 0 },                      // 17 concat
         ];
         if weights.iter().all(|w| *w == 0) {
             return match vars.first() {
@@ -617,6 +623,11 @@ impl Gen {
                 let w = self.fresh("w");
                 let body = self.with_var(&w.clone(), arr(t, Len::Lit(*size)), |g| g.expr(elem));
                 format!("({src} :>> slide({size}, {step}) :>> map(fun({w} => {body})))")
+            }
+            17 => {
+                let Len::Add(a, b) = len else { unreachable!() };
+                let (first, second) = (self.array(elem, a), self.array(elem, b));
+                format!("concat({first}, {second})")
             }
             _ => self.generate(elem, len),
         }
