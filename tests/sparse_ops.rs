@@ -4,7 +4,8 @@
 //! (`binary` with different `overlap`, `left` and `right` regions) and
 //! `foreach_coo` (`foreach`: every stored entry with its coordinates),
 //! `concat_cols_csr` (`concatenate` along dimension 1), `collapse_coo` and
-//! `expand_sv` (`tensor.collapse_shape` / `expand_shape`), on
+//! `expand_sv` (`tensor.collapse_shape` / `expand_shape`), `insert_dense_csr`
+//! (`tensor.insert` in order, from a dense matrix), on
 //! every backend, against the same operation computed here on the entries.
 //!
 //! Matrices are random with an empty row and column, plus the edge shapes:
@@ -218,6 +219,27 @@ fn reshapes_move_every_entry_to_its_linear_or_split_coordinate() {
             assert_eq!(code, 0, "expand_sv, case {case}, {backend}: {err}");
             let got: J = serde_json::from_str(&out).unwrap();
             assert_eq!(storage_of(&got), coo, "expand_sv, case {case} ({m} x {n}), {backend}");
+        }
+    }
+}
+
+#[test]
+fn inserting_the_nonzeros_of_a_dense_matrix_builds_its_csr_storage() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0x1a5e47);
+    for (case, (m, n, percent)) in shapes(&mut rng).into_iter().enumerate() {
+        let a = random(&mut rng, m, n, percent);
+        let dense: Vec<Vec<f64>> = (0..m).map(|i| (0..n).map(|j| a.get(&(i, j)).copied().unwrap_or(0.0)).collect()).collect();
+        let pd = write(dir.path(), &format!("d{case}.json"), &json!(dense).to_string());
+        for backend in backends() {
+            let file = example("insert_dense_csr");
+            // The sizes are given: an empty matrix has no row to tell its column count.
+            let (rows, cols) = (format!("n={m}"), format!("m={n}"));
+            let args = ["run", file.to_str().unwrap(), "--backend", backend, "--input", &format!("dense={}", pd.display()), "--param", &rows, "--param", &cols];
+            let (code, out, err) = heddle(&args);
+            assert_eq!(code, 0, "insert_dense_csr, case {case}, {backend}: {err}");
+            let got: J = serde_json::from_str(&out).unwrap();
+            assert_eq!(storage_of(&got), csr_storage(m, n, &a), "insert_dense_csr, case {case} ({m} x {n}), {backend}");
         }
     }
 }
