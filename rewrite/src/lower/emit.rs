@@ -81,6 +81,10 @@ impl Lowerer<'_> {
                     TKind::Var(x) => format!("`{x}`"),
                     _ => "an array".to_string(),
                 };
+                if super::stream::is_stream(&a) {
+                    // Its length is counted only by walking it (`stream.rs`).
+                    return self.index_stream(&a, &k, &t.ty, &what, env, t.span, body);
+                }
                 self.bounds_check(&k, &a.len(), &what, t.span, body)?;
                 self.elem(&a, &k, body)
             }

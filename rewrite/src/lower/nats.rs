@@ -193,7 +193,7 @@ impl Lowerer<'_> {
     /// array holds it: only a stream consumed in order, a result's counting
     /// phase or a materialised stream (`materialize`) knows its length.
     fn counted_elsewhere(&self) -> Diagnostic {
-        unsupported(self.kernel.body.span, "indexing or zipping the result of `union`, `intersect` or `compressAdd`, or using its length (it is produced in order; map, reduce or return it instead)")
+        unsupported(self.kernel.body.span, "zipping the result of `union`, `intersect`, `compressAdd` or `filter`, or using its length (it is produced in order; map, reduce, index or return it instead)")
     }
 
     /// `lhs op rhs` inside a `toNat`, on `i64` (comparisons give `bool`).

@@ -60,7 +60,7 @@ fn cannot_fail(e: &L, types: &dyn Fn(&L) -> Option<ScalarType>) -> bool {
 }
 
 /// The scalars of a value, with their types (`None` for a value holding an array).
-fn leaves(v: &Val, out: &mut Vec<(L, ScalarType)>) -> bool {
+pub(super) fn leaves(v: &Val, out: &mut Vec<(L, ScalarType)>) -> bool {
     match v {
         Val::Scalar(e, s) => {
             out.push((e.clone(), *s));
@@ -72,7 +72,7 @@ fn leaves(v: &Val, out: &mut Vec<(L, ScalarType)>) -> bool {
 }
 
 /// The scalar types of a tuple type's leaves, in order (`None` where unknown).
-fn declared_leaves(t: &heddle_ir::Type, out: &mut Vec<Option<ScalarType>>) {
+pub(super) fn declared_leaves(t: &heddle_ir::Type, out: &mut Vec<Option<ScalarType>>) {
     match t {
         heddle_ir::Type::Tuple(ts) => ts.iter().for_each(|t| declared_leaves(t, out)),
         t => out.push(t.as_scalar()),

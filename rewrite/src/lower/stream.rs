@@ -7,7 +7,8 @@
 //! order (a reduction over it, or writing it to the next free records of
 //! the output); [`Lowerer::stream_len`] counts them with the cheapest loop
 //! that can (coordinates only, no values), which is what a counting phase
-//! stores; nothing indexes one.
+//! stores; [`Lowerer::index_stream`] takes element `k` of one (`u@k`) by
+//! walking it to the end, which also counts it for the bounds check.
 //!
 //! - **Co-iteration** walks the two sorted coordinate lists with one cursor
 //!   each, in a loop of at most `na + nb` steps (each step advances at least
@@ -134,6 +135,55 @@ impl<'k> Lowerer<'k> {
             }
             _ => Err(unsupported(span, "visiting an array that is not a stream")),
         }
+    }
+
+    /// Element `k` of the stream `v` (`u@k`), whose elements have type
+    /// `ty` (scalars or tuples of them): the stream is walked once, element
+    /// `k` kept as it passes, and `k` checked below the number walked —
+    /// an index past the end is the run-time error indexing always gives.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn index_stream(&mut self, v: &View, k: &Nat, ty: &Type, what: &str, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
+        let mut declared = Vec::new();
+        super::operators::declared_leaves(ty, &mut declared);
+        let Some(types) = declared.into_iter().collect::<Option<Vec<ScalarType>>>() else {
+            return Err(unsupported(span, "indexing the result of `union`, `intersect`, `compressAdd` or `filter` whose elements hold arrays"));
+        };
+        let kept: Vec<Name> = types.iter().map(|_| self.fresh("kept")).collect();
+        for (var, t) in kept.iter().zip(&types) {
+            let zero = if t.is_float() { L::Float(0.0, *t) } else if *t == ScalarType::Bool { L::Bool(false) } else { L::Int(0, *t) };
+            body.push(Stmt::Var { var: var.clone(), ty: *t, init: zero });
+        }
+        let walked = self.fresh("walked");
+        body.push(Stmt::Var { var: walked.clone(), ty: ScalarType::I64, init: L::index(0) });
+        let ke = self.index_expr(k, &Env::default(), body)?;
+        let (vars, leaf_types, counter) = (kept.clone(), types.clone(), walked.clone());
+        self.each_stream(v, env, body, &mut |_, x, inner| {
+            let mut xs = Vec::new();
+            if !super::operators::leaves(&x, &mut xs) || xs.len() != vars.len() {
+                return Err(super::bug(span, "a stream element whose shape differs from its type"));
+            }
+            let then: Vec<Stmt> = vars
+                .iter()
+                .zip(xs)
+                .zip(&leaf_types)
+                .map(|((var, (e, s)), t)| Stmt::Assign { var: var.clone(), value: super::numbers::convert(e, s, *t) })
+                .collect();
+            inner.push(Stmt::If { cond: L::bin(BinOp::Eq, L::var(counter.clone()), ke.clone()), then: then.into(), els: Block::new() });
+            inner.push(incr(&counter));
+            Ok(())
+        })?;
+        let id = self.check(format!("index out of bounds: an index into {what} is not below the number of its elements"), span);
+        let ke = self.index_expr(k, &Env::default(), body)?;
+        let cond = L::bin(BinOp::And, L::bin(BinOp::Ge, ke.clone(), L::index(0)), L::bin(BinOp::Lt, ke, L::var(walked)));
+        body.push(Stmt::Check { cond, id });
+        fn shaped(ty: &Type, from: &mut impl Iterator<Item = Val>) -> Val {
+            match ty {
+                Type::Tuple(ts) => Val::Tuple(ts.iter().map(|t| shaped(t, from)).collect()),
+                _ => from.next().expect("one kept variable per leaf of the type"),
+            }
+        }
+        let mut values = kept.into_iter().zip(types).map(|(var, t)| Val::Scalar(L::var(var), t));
+        Ok(shaped(ty, &mut values))
     }
 
     /// The number of elements of `v` as an `i64` expression; a stream's is

@@ -152,7 +152,7 @@ pub enum ViewKind {
         value: Box<Val>,
     },
     /// `union(za, zb)(a, b)` (with the defaults) or `intersect(a, b)`: a
-    /// stream (see `stream.rs`), visited in order, never indexed.
+    /// stream (see `stream.rs`), visited in order; indexing walks it.
     Merge {
         /// The first list.
         a: Box<View>,
