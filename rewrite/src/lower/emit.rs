@@ -238,13 +238,19 @@ impl Lowerer<'_> {
             "map" | "mapSeq" | "mapPar" | "mapGlobal" | "mapWorkgroup" | "mapLocal" => {
                 let src = self.array(&args[1], env, body)?;
                 let dim = nats.first().and_then(|d| d.const_value()).unwrap_or(0) as u32;
-                view(ViewKind::Map { f: Box::new(args[0].clone()), env: env.clone(), src: Box::new(src), binder: binder.cloned(), prim: name, dim })
+                let ty = with_known_len(ty, &src.len());
+                let kind = ViewKind::Map { f: Box::new(args[0].clone()), env: env.clone(), src: Box::new(src), binder: binder.cloned(), prim: name, dim };
+                Ok(Val::Array(View { ty, kind }))
             }
             "reduce" | "reduceSeq" if args.len() == 2 => self.reduce_from_first(&args[0], &args[1], name, env, span, body),
             "reduce" | "reduceSeq" => self.reduce(&args[0], &args[1], &args[2], name == "reduce", env, span, body),
             "zip" => {
-                let parts = args.iter().map(|a| self.array(a, env, body)).collect::<Result<_, _>>()?;
-                view(ViewKind::Zip(parts))
+                let parts: Vec<View> = args.iter().map(|a| self.array(a, env, body)).collect::<Result<_, _>>()?;
+                let ty = match parts.first() {
+                    Some(first) => with_known_len(ty, &first.len()),
+                    None => ty.clone(),
+                };
+                Ok(Val::Array(View { ty, kind: ViewKind::Zip(parts) }))
             }
             "unzip" => {
                 let src = self.array(&args[0], env, body)?;
@@ -937,4 +943,17 @@ fn rebuild(like: &Val, values: &mut dyn Iterator<Item = Val>) -> Val {
 /// The error of `split(k)` with `k` = 0 (the interpreter's too).
 pub fn split_empty_chunks(written: &Nat) -> String {
     format!("`split({written})` needs {written} to be at least 1: chunks of no elements")
+}
+
+/// `ty` with the length `known` of the array it is computed from, where its
+/// own length is counted and `known` is not: a stream stored in a temporary
+/// (`materialize`) has its count in a variable, and a map or zip of it is as
+/// long — the count array its type names exists only for a stream's result.
+fn with_known_len(ty: &Type, known: &Nat) -> Type {
+    match ty {
+        Type::Array { binder, elem, len } if heddle_ir::nat::counted::mentions_count(len) && !heddle_ir::nat::counted::mentions_count(known) => {
+            Type::Array { binder: binder.clone(), elem: elem.clone(), len: known.clone() }
+        }
+        other => other.clone(),
+    }
 }

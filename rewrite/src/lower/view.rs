@@ -337,7 +337,7 @@ impl Lowerer<'_> {
             ViewKind::Concat(rows) => self.concat_elem(rows, i, body),
             ViewKind::Merge { span: at, .. } | ViewKind::Compress { span: at, .. } | ViewKind::Filter { span: at, .. } => Err(unsupported(
                 *at,
-                "indexing the result of `union`, `intersect`, `compressAdd` or `filter` (it is produced in order; map, reduce or return it instead)",
+                "reading the result of `union`, `intersect`, `compressAdd` or `filter` element by element here (it is produced in order; map, reduce, index it with `@` or return it instead)",
             )),
             ViewKind::Transpose(src) => Ok(Val::Array(View { ty: elem_ty, kind: ViewKind::Column { src: src.clone(), col: i.clone() } })),
             ViewKind::Column { src, col } => match self.elem(src, i, body)? {
