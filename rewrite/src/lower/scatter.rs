@@ -234,6 +234,12 @@ impl Lowerer<'_> {
         if super::stream::is_stream(v) {
             return self.each_stream(v, env, body, f);
         }
+        if let ViewKind::Appended { a, b } = &v.kind
+            && walked(v)
+        {
+            self.each(a, env, Schedule::Seq, body, f)?;
+            return self.each(b, env, Schedule::Seq, body, f);
+        }
         if let ViewKind::Concat(rows) = &v.kind {
             return self.each(rows, env, schedule, body, &mut |cx, row, inner| match row {
                 Val::Array(row) => cx.each(&row, env, Schedule::Seq, inner, f),
@@ -288,6 +294,8 @@ pub(super) fn walked(v: &View) -> bool {
     match &v.kind {
         ViewKind::Concat(_) => true,
         ViewKind::Map { src, .. } => walked(src),
+        // `concat` of a stream: its parts walked one after the other.
+        ViewKind::Appended { a, b } => [a, b].iter().any(|x| super::stream::is_stream(x) || walked(x)),
         _ => false,
     }
 }
