@@ -25,16 +25,7 @@ use std::path::{Path, PathBuf};
 type Entries = BTreeMap<(u64, u64), f64>;
 
 fn random(rng: &mut Rng, m: u64, n: u64, percent: u64) -> Entries {
-    let (er, ec) = (rng.below(m.max(1)), rng.below(n.max(1)));
-    let mut e = Entries::new();
-    for i in 0..m {
-        for j in 0..n {
-            if (m < 3 || i != er) && (n < 3 || j != ec) && rng.below(100) < percent {
-                e.insert((i, j), rng.value());
-            }
-        }
-    }
-    e
+    common::random_entries(rng, m, n, percent)
 }
 
 fn mtx(m: u64, n: u64, e: &Entries) -> String {

@@ -56,19 +56,9 @@ fn read_tns(path: &Path) -> (Vec<u64>, Entries) {
     (dims, entries)
 }
 
-/// A random m x n matrix, about `percent`% stored (never 0), with an empty
-/// row and an empty column where there is room.
+/// A random m x n matrix (`common::random_entries`), keyed by coordinate lists.
 fn random(rng: &mut Rng, m: u64, n: u64, percent: u64) -> Entries {
-    let (er, ec) = (rng.below(m.max(1)), rng.below(n.max(1)));
-    let mut e = Entries::new();
-    for i in 0..m {
-        for j in 0..n {
-            if (m < 3 || i != er) && (n < 3 || j != ec) && rng.below(100) < percent {
-                e.insert(vec![i, j], rng.value());
-            }
-        }
-    }
-    e
+    common::random_entries(rng, m, n, percent).into_iter().map(|((i, j), v)| (vec![i, j], v)).collect()
 }
 
 fn union(a: &Entries, b: &Entries) -> Entries {

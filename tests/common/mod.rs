@@ -107,6 +107,22 @@ impl Rng {
     }
 }
 
+/// A random m x n matrix's entries by (row, column), about `percent`% of
+/// them stored (never as 0), with an empty row and an empty column where
+/// there is room.
+pub fn random_entries(rng: &mut Rng, m: u64, n: u64, percent: u64) -> std::collections::BTreeMap<(u64, u64), f64> {
+    let (er, ec) = (rng.below(m.max(1)), rng.below(n.max(1)));
+    let mut e = std::collections::BTreeMap::new();
+    for i in 0..m {
+        for j in 0..n {
+            if (m < 3 || i != er) && (n < 3 || j != ec) && rng.below(100) < percent {
+                e.insert((i, j), rng.value());
+            }
+        }
+    }
+    e
+}
+
 /// Writes `text` to `dir/name`; its path.
 pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
