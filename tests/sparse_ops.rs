@@ -5,7 +5,8 @@
 //! `foreach_coo` (`foreach`: every stored entry with its coordinates),
 //! `concat_cols_csr` (`concatenate` along dimension 1), `collapse_coo` and
 //! `expand_sv` (`tensor.collapse_shape` / `expand_shape`), `insert_dense_csr`
-//! (`tensor.insert` in order, from a dense matrix), on
+//! (`tensor.insert` in order, from a dense matrix), `insert_unordered_csr`
+//! (`tensor.insert` out of order, assembled by the workspace), on
 //! every backend, against the same operation computed here on the entries.
 //!
 //! Matrices are random with an empty row and column, plus the edge shapes:
@@ -231,6 +232,22 @@ fn inserting_the_nonzeros_of_a_dense_matrix_builds_its_csr_storage() {
             assert_eq!(code, 0, "insert_dense_csr, case {case}, {backend}: {err}");
             let got: J = serde_json::from_str(&out).unwrap();
             assert_eq!(storage_of(&got), csr_storage(m, n, &a), "insert_dense_csr, case {case} ({m} x {n}), {backend}");
+        }
+    }
+}
+
+#[test]
+fn inserting_out_of_order_assembles_sorted_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0xf11b);
+    for (case, (m, n, percent)) in shapes(&mut rng).into_iter().enumerate() {
+        let a = random(&mut rng, m, n, percent);
+        let pa = write(dir.path(), &format!("a{case}.mtx"), &mtx(m, n, &a));
+        // Flipped left to right: column j goes to n - 1 - j.
+        let flipped: Entries = a.iter().map(|((i, j), v)| ((*i, n - 1 - j), *v)).collect();
+        for backend in backends() {
+            let got = run("insert_unordered_csr", &[("A", &pa)], backend);
+            assert_eq!(storage_of(&got), csr_storage(m, n, &flipped), "insert_unordered_csr, case {case} ({m} x {n}), {backend}");
         }
     }
 }
