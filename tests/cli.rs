@@ -223,3 +223,20 @@ fn hostile_programs_do_not_crash() {
         assert!(!err.contains("panicked"), "case {k}: {err}");
     }
 }
+
+#[test]
+fn an_empty_json_array_has_no_rows_at_every_depth() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = common::write(dir.path(), "empty.json", "[]");
+    let two = common::write(dir.path(), "two.json", "[1.0, 2.0]");
+    let (e, t) = (format!("matrix={}", empty.display()), format!("xs={}", two.display()));
+    // n = 0 rows from `[]`, m from xs (or 0 from an empty xs): no rows, an empty result.
+    for xs in [format!("xs={}", empty.display()), t] {
+        let (code, out, err) = common::heddle(&["run", "examples/dense_mv.hdl", "--input", &e, "--input", &xs]);
+        assert_eq!((code, out.trim()), (0, "[]"), "{xs}: {err}");
+    }
+    // A row length nothing gives is still asked for, by name.
+    let (code, _, err) = common::heddle(&["run", "examples/sparse/insert_dense_csr.hdl", "--input", &format!("dense={}", empty.display())]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("--param m="), "{err}");
+}

@@ -543,6 +543,13 @@ fn observed_lengths(t: &Type, data: &Loaded) -> Vec<(Nat, i64)> {
         Loaded::Json(j) => {
             let mut out = Vec::new();
             let (mut ty, mut cur) = (t, j);
+            // `[]` is an empty array at every depth: its outer length is 0 (read
+            // as a flat list it would only say that a product of lengths is 0).
+            if let (serde_json::Value::Array(items), Type::Array { len, .. }) = (j, t)
+                && items.is_empty()
+            {
+                return vec![(len.clone(), 0)];
+            }
             if json_depth(j) < type_depth(t)
                 && let serde_json::Value::Array(items) = j {
                     return vec![(flat_count(t), items.len() as i64)];
