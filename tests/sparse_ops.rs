@@ -167,6 +167,7 @@ fn concatenating_rows_of_different_counts_is_a_run_time_error() {
         let (code, out, err) = heddle(&args);
         assert_eq!(code, 1, "{backend}: B has 2 rows, A 3: {out}{err}");
         assert!(err.contains("concat_cols_csr.hdl:"), "{backend}: the error names no place: {err}");
+        assert!(err.contains("out of bounds"), "{backend}: the error does not say what went wrong: {err}");
         assert!(!err.contains("internal error"), "{backend}: {err}");
     }
 }

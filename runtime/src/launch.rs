@@ -445,7 +445,7 @@ pub fn prepare(prog: &LoopProgram, env: &Env) -> Result<Launch, Diagnostic> {
                     let mut bound = Vec::with_capacity(1);
                     for j in 0..n {
                         bound.push((var.clone(), j as i64));
-                        let term = body.eval_with(env, &mut bound).map_err(|e| fail(Span::DUMMY, format!("computing `{name}`: {e}")))?;
+                        let term = body.eval_with(env, &mut bound).map_err(|e| fail(Span::DUMMY, format!("computing the prefix sum `{name}` before the launch: {e} (an input is shorter than the kernel reads it)")))?;
                         bound.pop();
                         total = total.checked_add(term).ok_or_else(|| fail(Span::DUMMY, format!("`{name}` overflows")))?;
                         buf.write(j + 1, 0, &Value::Int(total));
