@@ -3,7 +3,8 @@
 //! `unary_abs_csr` (`unary` with a `present` region only), `binary_csr`
 //! (`binary` with different `overlap`, `left` and `right` regions) and
 //! `foreach_coo` (`foreach`: every stored entry with its coordinates),
-//! `concat_cols_csr` (`concatenate` along dimension 1), `collapse_coo` and
+//! `concat_cols_csr` and `concat_rows_coo` (`concatenate` along dimensions 1
+//! and 0), `collapse_coo` and
 //! `expand_sv` (`tensor.collapse_shape` / `expand_shape`), `insert_dense_csr`
 //! (`tensor.insert` in order, from a dense matrix), `insert_unordered_csr`
 //! (`tensor.insert` out of order, assembled by the workspace), on
@@ -194,12 +195,7 @@ fn reshapes_move_every_entry_to_its_linear_or_split_coordinate() {
         let mut stored = vector_storage(m * n, &linear);
         stored["encoding"] = json!(vector_encoding);
         let pv = write(dir.path(), &format!("v{case}.json"), &stored.to_string());
-        let coo = json!({
-            "dim_sizes": [m, n], "lvl_sizes": [m, n], "nse": a.len(),
-            "positions": [[0, a.len()], null],
-            "coordinates": [a.keys().flat_map(|(i, j)| [*i, *j]).collect::<Vec<_>>(), null],
-            "values": a.values().collect::<Vec<_>>(),
-        });
+        let coo = coo_storage(m, n, &a);
         for backend in backends() {
             let got = run("collapse_coo", &[("A", &pa)], backend);
             assert_eq!(storage_of(&got), vector_storage(m * n, &linear), "collapse_coo, case {case} ({m} x {n}), {backend}");
@@ -249,6 +245,36 @@ fn inserting_out_of_order_assembles_sorted_rows() {
         for backend in backends() {
             let got = run("insert_unordered_csr", &[("A", &pa)], backend);
             assert_eq!(storage_of(&got), csr_storage(m, n, &flipped), "insert_unordered_csr, case {case} ({m} x {n}), {backend}");
+        }
+    }
+}
+
+/// The COO storage object (`compressed(nonunique)` then `singleton`, coordinates as pairs).
+fn coo_storage(m: u64, n: u64, e: &Entries) -> J {
+    json!({
+        "dim_sizes": [m, n], "lvl_sizes": [m, n], "nse": e.len(),
+        "positions": [[0, e.len()], null],
+        "coordinates": [e.keys().flat_map(|(i, j)| [*i, *j]).collect::<Vec<_>>(), null],
+        "values": e.values().collect::<Vec<_>>(),
+    })
+}
+
+#[test]
+fn concatenate_along_rows_stacks_the_coordinate_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0x57ac);
+    for (case, (m, n, percent)) in shapes(&mut rng).into_iter().enumerate() {
+        // B has as many columns as A and a row count of its own (0 included).
+        let mb = rng.below(9);
+        let a = random(&mut rng, m, n, percent);
+        let b = random(&mut rng, mb, n, percent);
+        let pa = write(dir.path(), &format!("a{case}.mtx"), &mtx(m, n, &a));
+        let pb = write(dir.path(), &format!("b{case}.mtx"), &mtx(mb, n, &b));
+        let mut want = a.clone();
+        want.extend(b.iter().map(|((i, j), v)| ((i + m, *j), *v)));
+        for backend in backends() {
+            let got = run("concat_rows_coo", &[("A", &pa), ("B", &pb)], backend);
+            assert_eq!(storage_of(&got), coo_storage(m + mb, n, &want), "concat_rows_coo, case {case} ({m} x {n} over {mb} x {n}), {backend}");
         }
     }
 }
