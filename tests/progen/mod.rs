@@ -667,11 +667,6 @@ impl Gen {
                 format!("{a} :>> map(fun({t} => ({t}.1, {t}.2 * 2.0))) :>> compressAdd(m)")
             }
         };
-        if self.tape.below(4) == 0 {
-            // Element k of the stream (walked to its end; a shorter row is a run-time error).
-            let k = self.tape.below(3);
-            return format!("generate(n, fun({i} => ({row} :>> map(fun({t} => {value})))@{k}))");
-        }
         format!("generate(n, fun({i} => {row} :>> map(fun({t} => {value})) :>> reduce(+, 0)))")
     }
 
