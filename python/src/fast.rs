@@ -71,6 +71,10 @@ pub struct Signature {
 /// A tensor parameter the fast path binds from a scipy array.
 struct TensorParam {
     name: String,
+    /// The names its sizes and offsets have in the program (`A_dim0`,
+    /// `A_dim1`, `A_pos1`), made once.
+    dim_names: [Name; 2],
+    pos_name: Name,
     /// "csr" or "csc": the scipy format stored the way the encoding stores it.
     format: &'static str,
     elem: ScalarType,
@@ -135,7 +139,8 @@ impl Signature {
                 let sizes = tt.static_dims().ok()?;
                 storage.extend([format!("{name}_pos1"), format!("{name}_crd1"), format!("{name}_values")]);
                 dims.extend((0..2).map(|d| format!("{name}_dim{d}")));
-                tensors.push(TensorParam { name: name.to_string(), format, elem: tt.elem, dims: sizes });
+                let dim_names = [Name::from(format!("{name}_dim0")), Name::from(format!("{name}_dim1"))];
+                tensors.push(TensorParam { name: name.to_string(), dim_names, pos_name: Name::from(format!("{name}_pos1")), format, elem: tt.elem, dims: sizes });
             }
         }
         for p in &kernel.params {
@@ -397,7 +402,11 @@ pub fn call(
     // The Python buffers stay held until here: every runtime buffer made of them is gone.
     let result = match outcome {
         None | Some(Ok(None)) => Ok(None),
-        Some(Ok(Some((out, dtype)))) => to_numpy(py, &out, dtype).map(Some).map_err(|e| Fail::Input(None, e.to_string())),
+        Some(Ok(Some((out, dtype)))) => {
+            let _p = heddle_runtime::profile::phase(|| "fast path: the result to numpy".into());
+            to_numpy(py, &out, dtype)
+        }
+        .map(Some).map_err(|e| Fail::Input(None, e.to_string())),
         Some(Err(fail)) => Err(fail),
     };
     drop((tensors, arrays));
@@ -407,6 +416,8 @@ pub fn call(
 /// Binds and runs (without the GIL): the output buffer, `Ok(None)` where
 /// the inputs are not for the fast path.
 fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], threads: Parallelism) -> Result<Option<Buffer>, Fail> {
+    use heddle_runtime::profile::phase;
+    let validating = phase(|| "fast path: copy the offsets, validate".into());
     // Offsets: copied, then validated with the coordinates they delimit.
     let mut positions = Vec::with_capacity(tensors.len());
     let mut coordinates = Vec::with_capacity(tensors.len());
@@ -444,10 +455,9 @@ fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], thre
         if !ok {
             return Ok(None);
         }
-        let what = format!("the coordinates of `{}`", param.name);
         // SAFETY: as above; the plan's code is the checked code, which
         // tests every coordinate before addressing memory by it.
-        let crd = unsafe { Buffer::borrowed_coordinates(elem, cp, nc, &what) };
+        let crd = unsafe { Buffer::borrowed_coordinates(elem, cp, nc, "the coordinates") };
         // SAFETY: as above (floats: a change gives wrong sums only).
         let vals = unsafe { Buffer::borrowed(param.elem, vp, nv, "the values") };
         let (Ok(Some(crd)), Ok(Some(vals)), Ok(pos)) = (crd, vals, Buffer::from_scalar_vec(heddle_runtime::scalars::ScalarVec::I64(pos), "the offsets")) else {
@@ -457,6 +467,8 @@ fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], thre
         coordinates.push(crd);
         values.push(vals);
     }
+    drop(validating);
+    let binding = phase(|| "fast path: bind, lengths, the launch".into());
     let mut inputs = Vec::with_capacity(arrays.len());
     for (a, param) in arrays.iter().zip(&sig.arrays) {
         let Some((ptr, n)) = a.view() else { return Ok(None) };
@@ -467,10 +479,10 @@ fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], thre
     // The environment the lengths are evaluated in: the sizes, and the offsets (`toNat(A_pos1@…)`).
     let mut env = Env::default();
     for (t, param) in tensors.iter().zip(&sig.tensors) {
-        env = env.with_nat(Name::from(format!("{}_dim0", param.name)), t.shape.0 as i64).with_nat(Name::from(format!("{}_dim1", param.name)), t.shape.1 as i64);
+        env = env.with_nat(param.dim_names[0].clone(), t.shape.0 as i64).with_nat(param.dim_names[1].clone(), t.shape.1 as i64);
     }
     for (k, param) in sig.tensors.iter().enumerate() {
-        env = env.with_buffer(Name::from(format!("{}_pos1", param.name)), positions[k].clone());
+        env = env.with_buffer(param.pos_name.clone(), positions[k].clone());
     }
     for (b, param) in inputs.iter().zip(&sig.arrays) {
         if param.len.eval(&env).ok() != Some(b.len() as i64) {
@@ -500,6 +512,8 @@ fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], thre
         slots.push(slot);
     }
     let mut launch = Launch { slots };
+    drop(binding);
+    let _kernel = phase(|| "fast path: the kernel".into());
     let plan_split = heddle_runtime::cpu::plan_with(&plan.program, &plan.code, &mut launch, threads.threads, threads.threshold);
     // A failed check: only another thread writing a coordinate during the
     // call can make one fail (they were validated); reported as the general
