@@ -70,6 +70,36 @@ def test_fast_calls_agree_with_the_general_path_and_scipy(kernels, name, index):
         np.testing.assert_array_equal(k(A=A, xs=x), fast)
 
 
+def test_csr_matrix_and_first_calls_from_many_threads():
+    """A fresh kernel's first calls race to make its plans (int32 and int64
+    at once): every call gets the right result, scipy's older csr_matrix too."""
+    k = heddle.compile(example("sparse/spmv_csr.hdl"), backend="cpu")
+    cases = []
+    for s in range(8):
+        A = matrix(120, 80, seed=60 + s, index=np.int32 if s % 2 else np.int64)
+        if s % 3 == 0:
+            A = sp.csr_matrix(A)
+        x = np.random.default_rng(70 + s).random(80).astype(np.float32)
+        cases.append((A, x, A.astype(np.float64) @ x.astype(np.float64)))
+    start = threading.Barrier(len(cases))
+    results = [None] * len(cases)
+
+    def work(j):
+        A, x, _ = cases[j]
+        start.wait()
+        results[j] = (k._c.call_fast({"A": A, "xs": x}), k(A=A, xs=x))
+
+    threads = [threading.Thread(target=work, args=(j,)) for j in range(len(cases))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for (fast, called), (_, _, want) in zip(results, cases):
+        assert fast is not None
+        np.testing.assert_allclose(fast, want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(called, want, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("index", [np.int32, np.int64])
 def test_csc_arrays_take_the_fast_path(kernels, index):
     A = matrix(50, 80, seed=4, index=index).tocsc()
