@@ -244,7 +244,8 @@ impl Plan {
 
 /// `kernel` checked again with every tensor parameter's positions at the
 /// native width and coordinates at `width`, and its loop program; the
-/// kernel itself where that changes nothing.
+/// kernel itself where that changes nothing; `None` where the variant does
+/// not check, or its tensors' views or its result type differ.
 fn variant(file: &heddle::source::SourceFile, kernel: &Kernel, width: IndexWidth) -> Option<(Kernel, LoopProgram)> {
     let crd_width = match width {
         IndexWidth::I32 => Width::W32,
@@ -283,9 +284,23 @@ fn variant(file: &heddle::source::SourceFile, kernel: &Kernel, width: IndexWidth
             _ => break,
         }
     }
-    let kernel = heddle_typeck::check_program(&program).ok()?;
-    let program = heddle::cpu::lower(&kernel, &name).ok()?;
-    Some((kernel, program))
+    let variant = heddle_typeck::check_program(&program).ok()?;
+    // Only the storage differs: the body sees the same tensors (coordinates
+    // as `int`, widened where they are read) and gives the same result.
+    let views = |k: &Kernel| -> Vec<Type> {
+        k.params
+            .iter()
+            .filter_map(|p| match p {
+                KernelParam::Tensor { view, .. } => Some(view.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    if variant.body.ty != kernel.body.ty || views(&variant) != views(kernel) {
+        return None;
+    }
+    let program = heddle::cpu::lower(&variant, &name).ok()?;
+    Some((variant, program))
 }
 
 /// A Python buffer read in place during a call; dropped with the GIL held.
