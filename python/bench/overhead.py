@@ -6,9 +6,12 @@ against scipy's `A @ x`.
 Prints, per figure, the median over `reps` calls (seconds and µs):
 kernel (Kernel.time: the kernel alone, inputs bound once), call (a whole
 `k(A=A, xs=x)`: binding the scipy and numpy inputs, checking them, laying
-them out, running, the result back as numpy), their difference (the call
-overhead), the Python half of binding alone, and scipy's `A @ x` on the
-same float32 data.
+them out, running, the result back as numpy; the planned fast path where it
+applies), their difference (the call overhead), the same through the
+general path (`Compiled.run`, what a call did before the fast path), the
+Python half of the general binding alone, and scipy's `A @ x` on the same
+float32 data. The figures are taken in 5 interleaved rounds of reps/5
+calls each; each is the median of the rounds' medians.
 """
 
 from __future__ import annotations
@@ -53,10 +56,19 @@ def main() -> None:
     k = heddle.compile(src, backend=a.backend, threads=a.threads if a.backend == "cpu" else None)
     y = k(A=A, xs=x)
     np.testing.assert_allclose(y, A @ x, rtol=1e-4, atol=1e-4)
-    kernel = k.time(reps=a.reps, A=A, xs=x)["median"]
-    call = median_seconds(lambda: k(A=A, xs=x), a.reps)
-    bind = median_seconds(lambda: k._bind({"A": A, "xs": x}), a.reps)
-    scipy_mv = median_seconds(lambda: A @ x, a.reps)
+    np.testing.assert_allclose(k._c.run(*k._bind({"A": A, "xs": x}), 0)[0], y, rtol=1e-6, atol=1e-6)
+    fast_taken = k._c.call_fast({"A": A, "xs": x}) is not None
+    # Interleaved rounds, so that load from elsewhere falls on every figure alike.
+    rounds = 5
+    per = max(1, a.reps // rounds)
+    samples = {"kernel": [], "call": [], "general": [], "bind": [], "scipy": []}
+    for _ in range(rounds):
+        samples["kernel"].append(k.time(reps=per, A=A, xs=x)["median"])
+        samples["call"].append(median_seconds(lambda: k(A=A, xs=x), per))
+        samples["general"].append(median_seconds(lambda: k._c.run(*k._bind({"A": A, "xs": x}), 0), per))
+        samples["bind"].append(median_seconds(lambda: k._bind({"A": A, "xs": x}), per))
+        samples["scipy"].append(median_seconds(lambda: A @ x, per))
+    kernel, call, general, bind, scipy_mv = (statistics.median(samples[n]) for n in ("kernel", "call", "general", "bind", "scipy"))
     figures = {
         "nnz": int(A.nnz),
         "rows": a.rows,
@@ -65,6 +77,9 @@ def main() -> None:
         "kernel_us": kernel * 1e6,
         "call_us": call * 1e6,
         "overhead_us": (call - kernel) * 1e6,
+        "fast_path": fast_taken,
+        "general_call_us": general * 1e6,
+        "general_overhead_us": (general - kernel) * 1e6,
         "python_bind_us": bind * 1e6,
         "scipy_us": scipy_mv * 1e6,
         "kernel_vs_scipy": scipy_mv / kernel,

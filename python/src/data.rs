@@ -324,8 +324,8 @@ fn check_coords(name: &str, coo: &Coo) -> Result<(), Fail> {
 
 fn compressed_to_coo(name: &str, shape: &[u64], indptr: &[u64], idx: &[u64], values: ScalarVec, rows: bool) -> Result<Coo, Fail> {
     let outer = if rows { shape[0] } else { shape[1] } as usize;
-    if indptr.len() != outer + 1 || idx.len() != values.len() || indptr.last().copied() != Some(idx.len() as u64) || indptr.windows(2).any(|w| w[0] > w[1]) {
-        return Err(fail(name, "malformed compressed array: indptr must have one more entry than the compressed dimension, never decrease, and end at the number of entries"));
+    if indptr.len() != outer + 1 || idx.len() != values.len() || indptr.first() != Some(&0) || indptr.last().copied() != Some(idx.len() as u64) || indptr.windows(2).any(|w| w[0] > w[1]) {
+        return Err(fail(name, "malformed compressed array: indptr must have one more entry than the compressed dimension, start at 0, never decrease, and end at the number of entries"));
     }
     let mut coords = Vec::with_capacity(2 * idx.len());
     for o in 0..outer {
@@ -511,7 +511,7 @@ impl Out {
 }
 
 /// The numpy module, imported once.
-fn numpy(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
+pub(crate) fn numpy(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
     static NUMPY: pyo3::sync::GILOnceCell<Py<PyModule>> = pyo3::sync::GILOnceCell::new();
     Ok(NUMPY.get_or_try_init(py, || py.import("numpy").map(Bound::unbind))?.bind(py))
 }

@@ -36,6 +36,8 @@ pub struct Compiled {
     result_type: String,
     backend: &'static str,
     params: Vec<(String, &'static str, String, Option<&'static str>)>,
+    /// A cpu kernel's fast path (see [`crate::fast`]), made on first use.
+    fast: crate::fast::FastPaths,
 }
 
 /// Where a call runs.
@@ -128,7 +130,7 @@ pub fn compile(py: Python<'_>, source: &str, backend: &str, filename: &str, thre
                 Some(inner) => Runner::Shared(inner),
                 None => Runner::Worker(Mutex::new(tx)),
             },
-            file, ty: r.ty, result_type: r.result_type, backend: r.backend, params: r.params }),
+            file, ty: r.ty, result_type: r.result_type, backend: r.backend, params: r.params, fast: Default::default() }),
         Ok(Err(Build::Source(d))) => Err(source_error(&file, &d)),
         Ok(Err(Build::Input(m))) => Err(crate::errors::input_error(None, m)),
         Ok(Err(Build::Device(m))) => Err(DeviceError::new_err(m)),
@@ -234,6 +236,22 @@ impl Compiled {
     /// else "other".
     fn params(&self) -> Vec<(String, &'static str, String, Option<&'static str>)> {
         self.params.clone()
+    }
+
+    /// Runs a cpu kernel on `inputs` (by parameter name) through its fast
+    /// path: the result, or None where the inputs are not for it (then
+    /// `run` takes them). See `crate::fast`.
+    fn call_fast(&self, py: Python<'_>, inputs: &Bound<'_, pyo3::types::PyDict>) -> PyResult<Option<PyObject>> {
+        let Runner::Shared(inner) = &self.runner else { return Ok(None) };
+        let Backend::Cpu { threads, .. } = inner.backend else { return Ok(None) };
+        if !inner.shallow {
+            return Ok(None);
+        }
+        let (kernel, file) = (&inner.kernel, &self.file);
+        let signature = || crate::fast::Signature::of(kernel);
+        // Checked and lowered again on the big stack, as when compiled.
+        let plan = |sig: &crate::fast::Signature, width| crate::on_big_stack(|| crate::fast::Plan::make(file, kernel, sig, width));
+        crate::fast::call(py, &self.fast, inputs, threads, signature, plan).map_err(|f| f.into_py(&self.file))
     }
 
     /// Binds the inputs, runs the kernel once and then `reps` more times

@@ -5,6 +5,7 @@
 
 mod data;
 mod errors;
+mod fast;
 mod kernel;
 
 use heddle::source::SourceFile;

@@ -99,6 +99,35 @@ impl Buffer {
         Ok(Some(Buffer { words: Arc::new(Storage::Borrowed(Borrowed { ptr, bytes: records * size })), fields: vec![elem], layout, records, checked: None }))
     }
 
+    /// One field of the integer type `elem` per record, `records` of them,
+    /// read in place from memory the buffer does not own (scipy's `int32` or
+    /// `int64` indices): no copy. `None` where the memory is not aligned to
+    /// `elem`, holds fewer than 8 bytes, `elem` is not an integer or the
+    /// machine is big-endian (the caller copies instead).
+    ///
+    /// Unlike floats, integers may address memory: only for coordinates
+    /// that a kernel checks at every use, that is code compiled with the
+    /// checks the program's ranges imply kept (`Options::default()`, never
+    /// `trust_ranges`). Another thread may write the memory while the kernel
+    /// runs; a check then fails, nothing is read out of bounds. The launch
+    /// never takes such a buffer for validated: it carries no
+    /// [`Checked`] facts, and `cpu::Ready` refuses to trust the ranges of a
+    /// launch that holds one. Never for positions (offsets), which kernels
+    /// use unchecked: copy those, then validate the copy.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Buffer::borrowed`].
+    pub unsafe fn borrowed_coordinates(elem: ScalarType, ptr: *const u8, records: usize, what: &str) -> Result<Option<Buffer>, String> {
+        let size = elem.size_bytes();
+        if !elem.is_int() || cfg!(target_endian = "big") || !(ptr as usize).is_multiple_of(size) || records.saturating_mul(size) < 8 {
+            return Ok(None);
+        }
+        let layout = record_layout(&[elem]);
+        crate::limits::check_records(what, records as u64, layout.size as u64)?;
+        Ok(Some(Buffer { words: Arc::new(Storage::Borrowed(Borrowed { ptr, bytes: records * size })), fields: vec![elem], layout, records, checked: None }))
+    }
+
     /// Records that a validating pass found this buffer's coordinates (one
     /// `i64` field) all in `0 .. below` and strictly increasing under each
     /// parent of `positions`. Crate-internal: only a pass that checked

@@ -22,6 +22,11 @@ pub fn inputs_in_ranges(prog: &LoopProgram, launch: &Launch, threads: usize) -> 
         let Some(k) = prog.args.iter().position(|a| a.name == r.buf) else { return false };
         let (Some(Slot::Buffer(b)), Some(below)) = (launch.slots.get(k), ev.eval_closed(&r.below)) else { return false };
         let Some(&ty) = b.fields.get(r.field as usize) else { return false };
+        // Memory read in place may change after this pass (another thread
+        // writing it): its uses stay checked (`Buffer::borrowed_coordinates`).
+        if b.is_borrowed() {
+            return false;
+        }
         // Coordinates validated when they were bound need no second pass.
         below >= 0 && (r.field == 0 && b.known_below(below as u64) || all_below(b, r.field as usize, ty, below as u64, threads))
     })
