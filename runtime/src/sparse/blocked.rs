@@ -110,37 +110,55 @@ fn fill<S: Idx, T: Scalar>(
     let (r, c) = (blk.rows, blk.cols);
     let size = r * c;
     let (n_brows, n_bcols) = (lvl_sizes[0] as usize, lvl_sizes[1] as usize);
-    // slot[bc] - 1: the number of block column bc's block in the current
+    let rows_of = |br: usize| (pos.get(br * r) as usize, pos.get(((br + 1) * r).min(major)) as usize);
+    // slot[bc]: 1 + the number of block column bc's block in the current
     // block row; a value at most the number of blocks before this block row
     // means it has none there (yet).
     let mut slot = vec![0u64; n_bcols];
+    // Attribute query: the blocks of each block row, counted, so the
+    // coordinates and values are allocated once (the values as zeroed
+    // memory when the padding is 0).
     let mut bpos = Vec::with_capacity(n_brows + 1);
     bpos.push(0u64);
-    let mut bcrd: Vec<u64> = Vec::new();
-    let mut out: Vec<T> = Vec::new();
-    let mut row_blocks: Vec<u64> = Vec::new();
+    let mut blocks = 0u64;
     for br in 0..n_brows {
-        let (r0, r1) = (br * r, ((br + 1) * r).min(major));
-        let (s, e) = (pos.get(r0) as usize, pos.get(r1) as usize);
-        let first = bcrd.len() as u64;
-        row_blocks.clear();
+        let (s, e) = rows_of(br);
+        let first = blocks;
         for &j in &crd[s..e] {
             let bc = j.at() / c;
             if slot[bc] <= first {
-                slot[bc] = first + 1;
-                row_blocks.push(bc as u64);
+                blocks += 1;
+                slot[bc] = blocks;
+            }
+        }
+        bpos.push(blocks);
+    }
+    let total = blocks.saturating_mul(size as u64);
+    check_alloc(total, "the blocks' values")?;
+    let mut bcrd = vec![0u64; blocks as usize];
+    let mut out = vec![pad; total as usize];
+    slot.fill(0);
+    for br in 0..n_brows {
+        let (s, e) = rows_of(br);
+        let (first, last) = (bpos[br] as usize, bpos[br + 1] as usize);
+        // This block row's block columns, sorted, number its blocks.
+        let row_blocks = &mut bcrd[first..last];
+        let mut k = 0;
+        for &j in &crd[s..e] {
+            let bc = j.at() / c;
+            if slot[bc] <= first as u64 {
+                slot[bc] = u64::MAX;
+                row_blocks[k] = bc as u64;
+                k += 1;
             }
         }
         row_blocks.sort_unstable();
         for (k, &bc) in row_blocks.iter().enumerate() {
-            slot[bc as usize] = first + k as u64 + 1;
+            slot[bc as usize] = (first + k + 1) as u64;
         }
-        bcrd.extend_from_slice(&row_blocks);
-        let total = (bcrd.len() as u64).saturating_mul(size as u64);
-        check_alloc(total, "the blocks' values")?;
-        out.resize(total as usize, pad);
+        let r0 = br * r;
         let mut p = s;
-        for i in r0..r1 {
+        for i in r0..((br + 1) * r).min(major) {
             let end = pos.get(i + 1) as usize;
             for (j, &v) in crd[p..end].iter().zip(&vals[p..end]) {
                 let j = j.at();
@@ -150,7 +168,6 @@ fn fill<S: Idx, T: Scalar>(
             }
             p = end;
         }
-        bpos.push(bcrd.len() as u64);
     }
     Ok((bpos, bcrd, out))
 }
