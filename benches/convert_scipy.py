@@ -44,9 +44,9 @@ BSR = (
 )
 
 
-def heddle(src: pathlib.Path, enc: str, out: pathlib.Path) -> float:
+def heddle(src: pathlib.Path, enc: str, out: pathlib.Path, exe: pathlib.Path = HEDDLE) -> float:
     env = dict(os.environ, RAYON_NUM_THREADS="1")
-    r = subprocess.run([str(HEDDLE), "convert", str(src), "--to", enc, "-o", str(out), "--json"], capture_output=True, text=True, check=True, env=env)
+    r = subprocess.run([str(exe), "convert", str(src), "--to", enc, "-o", str(out), "--json"], capture_output=True, text=True, check=True, env=env)
     return json.loads(r.stdout)["convert_seconds"]
 
 
@@ -68,6 +68,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--nnz", type=int, default=5_000_000)
     ap.add_argument("--reps", type=int, default=7, help="0: only write the matrices")
+    ap.add_argument("--before", type=pathlib.Path, help="another heddle binary (an older build) to time in the same run")
     a = ap.parse_args()
     d = ROOT / "target" / "convert-bench"
     d.mkdir(parents=True, exist_ok=True)
@@ -113,18 +114,22 @@ def main() -> None:
         ("CSR -> BSR 2x2 (blocky)", d / "blocky.npz", BSR, lambda: blocky.tobsr(blocksize=(2, 2))),
         ("CSR -> BSR 2x2 (random)", d / "random_csr.npz", BSR, lambda: csr.tobsr(blocksize=(2, 2))),
     ]
-    times = {name: ([], []) for name, *_ in cases}
+    times = {name: ([], [], []) for name, *_ in cases}
     for _ in range(a.reps):
         for i, (name, src, enc, ref) in enumerate(cases):
             times[name][0].append(heddle(src, enc, d / f"out{i}.npz"))
             times[name][1].append(timed(ref)[1])
-    print("| conversion | nonzeros | heddle median | scipy median | heddle / scipy |")
-    print("|---|---|---|---|---|")
+            if a.before:
+                times[name][2].append(heddle(src, enc, d / "before.npz", a.before))
+    before = " before / scipy |" if a.before else ""
+    print(f"| conversion | nonzeros | heddle median | scipy median | heddle / scipy |{before}")
+    print("|---|---|---|---|---|" + ("---|" if a.before else ""))
     for i, (name, src, enc, ref) in enumerate(cases):
-        h, s = (statistics.median(t) for t in times[name])
+        h, s = (statistics.median(t) for t in times[name][:2])
+        b = f" {statistics.median(times[name][2]) / s:.2f}x |" if a.before else ""
         ok = same(sp.load_npz(d / f"out{i}.npz"), ref())
         nnz = sp.load_npz(src).nnz
-        print(f"| {name} | {nnz} | {h:.3f} s | {s:.3f} s | {h / s:.2f}x |{'' if ok else ' (RESULT DIFFERS)'}")
+        print(f"| {name} | {nnz} | {h:.3f} s | {s:.3f} s | {h / s:.2f}x |{b}{'' if ok else ' (RESULT DIFFERS)'}")
 
 
 if __name__ == "__main__":

@@ -129,6 +129,29 @@ fn csr_and_csc_to_bsr_equal_the_general_path() {
 }
 
 #[test]
+fn csr_to_ell_equals_the_general_path() {
+    let mut rng = Rng(31);
+    for (m, n, fill) in [(1, 1, 1.0), (10, 8, 0.3), (30, 40, 0.1), (6, 6, 0.0), (5, 9, 1.0)] {
+        let c = random(&mut rng, m, n, fill);
+        for widths in ["", ", posWidth = 32, crdWidth = 32"] {
+            let csr = pack(&c, &enc(&format!("{CSR}{widths}")), ScalarType::F64).unwrap();
+            let longest = (0..m as usize).map(|i| csr.positions[1].as_ref().unwrap().get(i + 1) - csr.positions[1].as_ref().unwrap().get(i)).max().unwrap_or(0);
+            for k in [longest.max(1), longest + 2] {
+                let target = enc(&format!("map = [c](i, j) -> (c * {k} * i : dense, i : dense, j : compressed){widths}"));
+                assert_eq!(convert(&csr, &target).unwrap(), general(&csr, &target), "{m}x{n} K = {k}");
+            }
+            if longest > 1 {
+                // Too few slices: the same error as the general path.
+                let target = enc(&format!("map = [c](i, j) -> (c * {} * i : dense, i : dense, j : compressed)", longest - 1));
+                let direct = convert(&csr, &target).unwrap_err().to_string();
+                assert_eq!(direct, pack(&csr.to_coo(), &target, ScalarType::F64).unwrap_err().to_string());
+                assert!(direct.contains("the number of ELL slices"), "{direct}");
+            }
+        }
+    }
+}
+
+#[test]
 fn bsr_keeps_explicit_zeros_and_integer_values() {
     // An explicit zero makes a block, as on the general path; i32 values stay i32.
     let b = Buffers {

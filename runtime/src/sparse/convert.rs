@@ -8,7 +8,8 @@
 //! tensor's nonzeros arrive already in row order). CSR or CSC → DIA marks
 //! the non-empty diagonals and scatters the values, without a sort; CSR or
 //! CSC → BSR gathers each block row's blocks and scatters the values into
-//! them ([`super::blocked`]).
+//! them ([`super::blocked`]); CSR → ELL gathers each slice from the rows
+//! ([`super::ell`]).
 
 use super::buffer::IndexBuf;
 use super::build::{finish, finish_stored, pack};
@@ -34,6 +35,9 @@ pub fn convert(src: &SparseTensor, target: &Encoding) -> Result<SparseTensor> {
         return Ok(t);
     }
     if let Some(t) = super::blocked::csr_to_bsr(src, target)? {
+        return Ok(t);
+    }
+    if let Some(t) = super::ell::csr_to_ell(src, target)? {
         return Ok(t);
     }
     pack(&src.to_coo(), target, src.elem)

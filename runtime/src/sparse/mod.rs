@@ -23,6 +23,7 @@ pub mod coo;
 mod counting;
 pub mod csr;
 pub mod dense;
+mod ell;
 pub mod error;
 pub mod file;
 pub mod json;
