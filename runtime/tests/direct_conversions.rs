@@ -91,7 +91,7 @@ fn csr_csc_transpose_equals_the_general_path() {
                 continue;
             }
             let src = pack(&c, &enc(&format!("{CSR}{src_widths}")), ScalarType::F64).unwrap();
-            for target in [format!("{CSC}"), format!("{CSC}, posWidth = 32, crdWidth = 32")] {
+            for target in [CSC.to_string(), format!("{CSC}, posWidth = 32, crdWidth = 32")] {
                 let target = enc(&target);
                 assert_eq!(convert(&src, &target).unwrap(), general(&src, &target), "{m}x{n} {src_widths}");
                 // And back.
