@@ -62,8 +62,9 @@ impl Idx for u64 {
     }
 }
 
-/// `v` stored at `width`; every value is known to fit, the check in
-/// [`IndexBuf::from_u64`] is kept anyway for widths that are narrowed.
+/// `v` stored at `width`: as it is when the widths agree, else through
+/// [`IndexBuf::from_u64`], whose check names the buffer (`name`) and the
+/// position of a value the width cannot hold.
 pub(crate) fn at_width<I: Idx>(v: Vec<I>, width: Width, name: &str) -> Result<IndexBuf> {
     if width.storage_bits() == I::BITS {
         return Ok(I::buf(v));

@@ -55,8 +55,8 @@ pub struct StorageStats {
     /// DIA: the number of stored diagonals (the difference level's coordinates).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diagonals: Option<usize>,
-    /// Blocked storage (BSR): the number of stored blocks (the coordinates
-    /// of the innermost level that is not a block's inside) and a block's shape.
+    /// Blocked storage (BSR: trailing dense `d mod K` levels): the number
+    /// of stored blocks.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blocks: Option<usize>,
     /// The shape of a block, outermost first.
