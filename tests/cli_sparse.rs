@@ -93,3 +93,35 @@ fn convert_rejects_bad_inputs_with_locations() {
     let (code, _, _) = heddle(&["convert", "tests/data/sparse/m4x8.mtx", "-o", "x.json"]);
     assert_eq!(code, 2);
 }
+
+/// `convert --stats`: the storage's sizes, level by level, for people and
+/// in `--json` (snapshots), on a matrix with 6 entries: BSR's blocks and
+/// padding, DIA's diagonals, a CSR at narrow widths.
+#[test]
+fn convert_stats_report_levels_values_blocks_and_diagonals() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("bsr", "BSR(2, 2)"),
+        ("dia", "DIA"),
+        ("csr_narrow", "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 16 }>"),
+    ];
+    for (name, enc) in cases {
+        let out = dir.path().join(format!("{name}.json"));
+        let o = out.to_str().unwrap();
+        let (code, text, err) = heddle(&["convert", "tests/data/sparse/m4x8.mtx", "--to", enc, "-o", o, "--stats"]);
+        assert_eq!(code, 0, "{err}");
+        insta::assert_snapshot!(format!("convert_stats_{name}"), text.replace(o, "OUT"));
+        let (code, json, err) = heddle(&["convert", "tests/data/sparse/m4x8.mtx", "--to", enc, "-o", o, "--stats", "--json"]);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let stats = &v["stats"];
+        // Every stored value is an entry or padding; the matrix has 6 entries.
+        assert_eq!(stats["entries"], 6, "{stats}");
+        assert_eq!(stats["entries"].as_u64().unwrap() + stats["padding"].as_u64().unwrap(), v["nse"].as_u64().unwrap());
+        insta::assert_snapshot!(format!("convert_stats_{name}_json"), serde_json::to_string_pretty(stats).unwrap());
+    }
+    // Without --stats there is none.
+    let o = dir.path().join("plain.json");
+    let (_, json, _) = heddle(&["convert", "tests/data/sparse/m4x8.mtx", "--to", "CSR", "-o", o.to_str().unwrap(), "--json"]);
+    assert!(serde_json::from_str::<serde_json::Value>(&json).unwrap().get("stats").is_none());
+}

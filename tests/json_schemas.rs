@@ -92,6 +92,10 @@ fn sparse_storage_commands() {
     let out = dir.path().join("m.json");
     let v = ok(&["convert", "examples/data/spmv8/matrix.mtx", "--to", "ds:1,0", "-o", out.to_str().unwrap()]);
     assert_eq!(v["dim_sizes"], serde_json::json!([8, 6]));
+    for to in ["DIA", "BSR(2, 2)", "COO"] {
+        let v = ok(&["convert", "examples/data/spmv8/matrix.mtx", "--to", to, "-o", out.to_str().unwrap(), "--stats"]);
+        assert!(v["stats"]["levels"].is_array(), "{to}: {v}");
+    }
     ok(&[
         "search-formats",
         "examples/dense_mv.hdl",

@@ -6,6 +6,7 @@
 use super::type_cmd::{check_encoding_arg, resolve_encoding};
 use super::{Failure, Output};
 use heddle_ir::encoding::print_encoding;
+use heddle_runtime::sparse::stats::{BufferStats, StorageStats};
 use heddle_runtime::sparse::{file, write};
 use std::path::Path;
 use std::time::Instant;
@@ -29,6 +30,12 @@ pub struct Args {
     /// f32, f64, i32, ...), rounded once to nearest; the file's own type by default.
     #[arg(long, value_parser = super::type_cmd::parse_elem)]
     elem: Option<heddle_ir::ScalarType>,
+    /// Also report what the storage holds: per level its format, size and the
+    /// entries and bytes of its positions and coordinates buffers; the stored
+    /// values, how many hold entries and how many are padding; DIA's diagonals
+    /// and BSR's blocks (`stats` in --json).
+    #[arg(long)]
+    stats: bool,
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
@@ -62,20 +69,56 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         dims.join("x"),
         t.nse()
     );
-    Ok(Output {
-        text,
-        json: serde_json::json!({
-            "ok": true,
-            "input": a.input,
-            "output": a.output,
-            "encoding": print_encoding(&enc),
-            "dim_sizes": t.dim_sizes,
-            "lvl_sizes": t.lvl_sizes,
-            "entries_read": entries_read,
-            "nse": t.nse(),
-            "read_seconds": (t1 - t0).as_secs_f64(),
-            "convert_seconds": (t2 - t1).as_secs_f64(),
-            "write_seconds": (t3 - t2).as_secs_f64(),
-        }),
-    })
+    let stats = a.stats.then(|| t.stats());
+    let text = match &stats {
+        Some(s) => text + &stats_text(s),
+        None => text,
+    };
+    let mut json = serde_json::json!({
+        "ok": true,
+        "input": a.input,
+        "output": a.output,
+        "encoding": print_encoding(&enc),
+        "dim_sizes": t.dim_sizes,
+        "lvl_sizes": t.lvl_sizes,
+        "entries_read": entries_read,
+        "nse": t.nse(),
+        "read_seconds": (t1 - t0).as_secs_f64(),
+        "convert_seconds": (t2 - t1).as_secs_f64(),
+        "write_seconds": (t3 - t2).as_secs_f64(),
+    });
+    if let Some(s) = stats {
+        json["stats"] = serde_json::to_value(s).map_err(|e| Failure::Input(e.to_string()))?;
+    }
+    Ok(Output { text, json })
+}
+
+/// `--stats` for people: one line per level, then the values.
+fn stats_text(s: &StorageStats) -> String {
+    let buf = |what: &str, b: &Option<BufferStats>| {
+        b.as_ref().map(|b| format!(", {} {what} ({}-bit, {} bytes)", b.count, b.bits, b.bytes)).unwrap_or_default()
+    };
+    let mut out = String::new();
+    for (l, level) in s.levels.iter().enumerate() {
+        out += &format!(
+            "level {l}: {} of size {}{}{}\n",
+            level.format,
+            level.size,
+            buf("positions", &level.positions),
+            buf("coordinates", &level.coordinates)
+        );
+    }
+    out += &format!(
+        "values: {} ({}-bit, {} bytes): {} entries, {} padding\n",
+        s.values.count, s.values.bits, s.values.bytes, s.entries, s.padding
+    );
+    if let Some(d) = s.diagonals {
+        out += &format!("diagonals: {d}\n");
+    }
+    if let (Some(b), Some(shape)) = (s.blocks, &s.block_shape) {
+        let shape: Vec<String> = shape.iter().map(u64::to_string).collect();
+        out += &format!("blocks: {b} of {}\n", shape.join("x"));
+    }
+    out += &format!("storage: {} bytes\n", s.bytes);
+    out
 }

@@ -57,10 +57,12 @@ pub fn pack(coo: &Coo, enc: &Encoding, elem: ScalarType) -> Result<SparseTensor>
         converted = Coo { dims: coo.dims.clone(), coords: coo.coords.clone(), values };
         &converted
     };
-    let lvl_sizes = check_shape(coo, enc)?;
-    if let Some(t) = csr::pack_csr_like(coo, enc, elem, &lvl_sizes)? {
-        return Ok(t);
+    // CSR-like targets check the coordinates' range in their histogram pass.
+    if csr::csr_like(enc).is_some() && coo.rank() == 2 {
+        let lvl_sizes = check_sizes(coo, enc)?;
+        return csr::pack_csr_like(coo, enc, elem, &lvl_sizes);
     }
+    let lvl_sizes = check_shape(coo, enc)?;
     let (lvl, vals) = remap(coo, enc)?;
     let (lvl, vals) = sort_levels(lvl, vals, &lvl_sizes, enc.sums_duplicates());
     assemble_levels(enc, elem, coo.dims.clone(), lvl_sizes, &lvl, &vals)
@@ -114,6 +116,27 @@ fn slice_window(coo: &Coo, enc: &Encoding) -> Result<(Coo, Encoding)> {
 
 /// Level sizes for the tensor's shape; rejects what cannot be stored.
 pub(crate) fn check_shape(coo: &Coo, enc: &Encoding) -> Result<Vec<u64>> {
+    let lvl_sizes = check_sizes(coo, enc)?;
+    // One pass over the coordinates, in blocks of 64k entries per task.
+    let r = coo.rank().max(1);
+    const BLOCK: usize = 1 << 16;
+    let bad = coo.coords.par_chunks(r * BLOCK).enumerate().find_map_first(|(b, block)| {
+        block.chunks_exact(r).position(|c| c.iter().zip(&coo.dims).any(|(x, d)| x >= d)).map(|k| b * BLOCK + k)
+    });
+    if let Some(k) = bad {
+        return Err(out_of_range(coo, k));
+    }
+    // DIA's storage is sized by its offsets, counted once the coordinates are known to be in range.
+    if enc.diff_level().is_some() {
+        check_storage_size(enc, &lvl_sizes, coo.len() as u64, distinct_offsets(coo, enc, &lvl_sizes))?;
+    }
+    Ok(lvl_sizes)
+}
+
+/// Level sizes for the tensor's shape, and the storage they would need
+/// checked (but for DIA's, which [`check_shape`] checks once it has counted
+/// the offsets); the coordinates are not looked at.
+pub(crate) fn check_sizes(coo: &Coo, enc: &Encoding) -> Result<Vec<u64>> {
     if enc.dims.iter().any(|d| d.slice.is_some()) {
         return Err(SparseError::Shape(
             "an encoding with dimension slices describes a view into another tensor's storage; it cannot be a conversion target".into(),
@@ -123,25 +146,14 @@ pub(crate) fn check_shape(coo: &Coo, enc: &Encoding) -> Result<Vec<u64>> {
     if enc.diff_level().is_none() {
         check_storage_size(enc, &lvl_sizes, coo.len() as u64, None)?;
     }
-    // One pass over the coordinates, in blocks of 64k entries per task.
-    let r = coo.rank().max(1);
-    const BLOCK: usize = 1 << 16;
-    let bad = coo.coords.par_chunks(r * BLOCK).enumerate().find_map_first(|(b, block)| {
-        block.chunks_exact(r).position(|c| c.iter().zip(&coo.dims).any(|(x, d)| x >= d)).map(|k| b * BLOCK + k)
-    });
-    if let Some(k) = bad {
-        let c = coo.entry(k);
-        let d = (0..c.len()).find(|&d| c[d] >= coo.dims[d]).unwrap_or(0);
-        return Err(SparseError::Shape(format!(
-            "entry {k} has coordinate {} in dimension {d}, outside its size {}",
-            c[d], coo.dims[d]
-        )));
-    }
-    // DIA's storage is sized by its offsets, counted once the coordinates are known to be in range.
-    if enc.diff_level().is_some() {
-        check_storage_size(enc, &lvl_sizes, coo.len() as u64, distinct_offsets(coo, enc, &lvl_sizes))?;
-    }
     Ok(lvl_sizes)
+}
+
+/// The error for entry `k` of `coo`, which has a coordinate outside its dimension.
+pub(crate) fn out_of_range(coo: &Coo, k: usize) -> SparseError {
+    let c = coo.entry(k);
+    let d = (0..c.len()).find(|&d| c[d] >= coo.dims[d]).unwrap_or(0);
+    SparseError::Shape(format!("entry {k} has coordinate {} in dimension {d}, outside its size {}", c[d], coo.dims[d]))
 }
 
 /// The number of different offsets among the entries of `coo` when `enc`
@@ -424,6 +436,23 @@ pub(crate) fn assemble_levels(
 
 fn vals_type<T: Scalar>(_: &[T]) -> ScalarType {
     T::TYPE
+}
+
+/// A tensor from buffers already at the encoding's widths (no AoS region):
+/// the values converted to `elem` and checked against `explicitVal`, as
+/// [`finish`] does.
+pub(crate) fn finish_stored(
+    enc: &Encoding,
+    elem: ScalarType,
+    dim_sizes: Vec<u64>,
+    lvl_sizes: Vec<u64>,
+    positions: Vec<Option<IndexBuf>>,
+    coordinates: Vec<Option<IndexBuf>>,
+    values: ScalarVec,
+) -> Result<SparseTensor> {
+    let values = values.convert(elem).map_err(|e| SparseError::buffer("values", e.position, e.message))?;
+    super::assemble::check_explicit_values(enc, &values)?;
+    Ok(SparseTensor { encoding: enc.clone(), elem, dim_sizes, lvl_sizes, positions, coordinates, values })
 }
 
 /// Narrows the buffers to the encoding's widths and interleaves AoS COO regions.

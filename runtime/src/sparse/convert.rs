@@ -6,9 +6,14 @@
 //! take the counting-sort path instead, which also makes CSR ↔ CSC a
 //! transpose without comparisons, and dense → CSR a single scan (the dense
 //! tensor's nonzeros arrive already in row order). CSR or CSC → DIA marks
-//! the non-empty diagonals and scatters the values, without a sort.
+//! the non-empty diagonals and scatters the values, without a sort; CSR or
+//! CSC → BSR gathers each block row's blocks and scatters the values into
+//! them ([`super::blocked`]); CSR → ELL gathers each slice from the rows
+//! ([`super::ell`]).
 
-use super::build::{finish, pack};
+use super::buffer::IndexBuf;
+use super::build::{finish, finish_stored, pack};
+use super::counting::{self, Idx};
 use super::csr::csr_like;
 use super::dense::DenseTensor;
 use super::error::Result;
@@ -27,6 +32,12 @@ pub fn convert(src: &SparseTensor, target: &Encoding) -> Result<SparseTensor> {
         return transpose(src, target);
     }
     if let Some(t) = csr_to_dia(src, target)? {
+        return Ok(t);
+    }
+    if let Some(t) = super::blocked::csr_to_bsr(src, target)? {
+        return Ok(t);
+    }
+    if let Some(t) = super::ell::csr_to_ell(src, target)? {
         return Ok(t);
     }
     pack(&src.to_coo(), target, src.elem)
@@ -99,39 +110,31 @@ fn csr_to_dia(src: &SparseTensor, target: &Encoding) -> Result<Option<SparseTens
 }
 
 /// CSR → CSC (or back) directly on the buffers: a counting sort of the
-/// coordinates. Rows are visited in order, so every output segment comes out
-/// sorted; explicit zeros are kept, as any compressed → compressed path does.
-fn transpose(src: &SparseTensor, target: &Encoding) -> Result<SparseTensor> {
+/// coordinates ([`counting::scatter_transpose`]). Rows are visited in
+/// order, so every output segment comes out sorted; explicit zeros are
+/// kept, as any compressed → compressed path does.
+pub(crate) fn transpose(src: &SparseTensor, target: &Encoding) -> Result<SparseTensor> {
     let (Some(pos), Some(crd)) = (&src.positions[1], &src.coordinates[1]) else {
         return pack(&src.to_coo(), target, src.elem);
     };
-    let rows = src.lvl_sizes[0] as usize;
-    let cols = src.lvl_sizes[1] as usize;
-    let nse = src.nse();
-    super::build::check_alloc(cols as u64, "the positions buffer")?;
-    let mut tpos = vec![0u64; cols + 1];
-    for p in 0..nse {
-        tpos[crd.get(p) as usize + 1] += 1;
+    super::build::check_alloc(src.lvl_sizes[1], "the positions buffer")?;
+    if counting::narrow(src.nse(), src.lvl_sizes[0]) {
+        transpose_at::<u32>(src, target, pos, crd)
+    } else {
+        transpose_at::<u64>(src, target, pos, crd)
     }
-    for c in 0..cols {
-        tpos[c + 1] += tpos[c];
-    }
-    let mut next: Vec<u64> = tpos[..cols].to_vec();
-    let mut tcrd = vec![0u64; nse];
-    // Where each stored value goes; the values are moved once, at their type.
-    let mut to = vec![0usize; nse];
-    for r in 0..rows {
-        for p in pos.get(r) as usize..pos.get(r + 1) as usize {
-            let c = crd.get(p) as usize;
-            let at = next[c] as usize;
-            next[c] += 1;
-            tcrd[at] = r as u64;
-            to[at] = p;
-        }
-    }
-    let tvals = src.values.gather(&to);
+}
+
+fn transpose_at<I: Idx>(src: &SparseTensor, target: &Encoding, pos: &IndexBuf, crd: &IndexBuf) -> Result<SparseTensor> {
+    let s: counting::Scattered<I> = match crd {
+        IndexBuf::U32(c) => counting::scatter_transpose(src, pos, c),
+        IndexBuf::U64(c) => counting::scatter_transpose(src, pos, c),
+        other => counting::scatter_transpose(src, pos, &other.to_u64()),
+    };
+    let tpos = counting::at_width(s.pos, target.pos_width, "positions[1]")?;
+    let tcrd = counting::at_width(s.crd, target.crd_width, "coordinates[1]")?;
     let lvl_sizes = vec![src.lvl_sizes[1], src.lvl_sizes[0]];
-    finish(target, src.elem, src.dim_sizes.clone(), lvl_sizes, vec![None, Some(tpos)], vec![None, Some(tcrd)], tvals)
+    finish_stored(target, src.elem, src.dim_sizes.clone(), lvl_sizes, vec![None, Some(tpos)], vec![None, Some(tcrd)], s.vals)
 }
 
 /// Stores a dense tensor in `target` (its zeros are not stored, except where

@@ -7,8 +7,9 @@
 //! entries arrive in input order within a row, so a row-major input gives
 //! sorted rows for CSR, and (CSR → CSC) sorted columns for the transpose.
 
-use super::build::finish;
+use super::build::finish_stored;
 use super::coo::Coo;
+use super::counting::{self, Idx};
 use super::error::{Result, SparseError};
 use super::tensor::SparseTensor;
 use crate::scalars::{Scalar, ScalarVec};
@@ -116,18 +117,32 @@ pub fn csr_like(enc: &Encoding) -> Option<(usize, usize)> {
     }
 }
 
-/// The counting-sort path of [`super::build::pack`]; `None` when `enc` is not CSR-like.
-pub(crate) fn pack_csr_like(
-    coo: &Coo,
-    enc: &Encoding,
-    elem: ScalarType,
-    lvl_sizes: &[u64],
-) -> Result<Option<SparseTensor>> {
-    let Some((a, b)) = csr_like(enc) else { return Ok(None) };
+/// The counting-sort path of [`super::build::pack`] for a CSR-like `enc`
+/// (see [`csr_like`]) and a matrix `coo`: checks every coordinate against
+/// its dimension on the way, and stores positions and coordinates at the
+/// encoding's widths (a value that does not fit is an error naming it).
+pub(crate) fn pack_csr_like(coo: &Coo, enc: &Encoding, elem: ScalarType, lvl_sizes: &[u64]) -> Result<SparseTensor> {
+    let Some((a, b)) = csr_like(enc) else {
+        return Err(SparseError::Shape(format!("`{}` is not CSR-like", heddle_ir::encoding::print_encoding(enc))));
+    };
     super::build::check_alloc(coo.dims[a], "the positions buffer")?;
-    let c = compress(coo, a, b);
-    finish(enc, elem, coo.dims.clone(), lvl_sizes.to_vec(), vec![None, Some(c.pos)], vec![None, Some(c.crd)], c.vals)
-        .map(Some)
+    if counting::narrow(coo.len(), coo.dims[b]) {
+        pack_scattered::<u32>(coo, enc, elem, lvl_sizes, a, b)
+    } else {
+        pack_scattered::<u64>(coo, enc, elem, lvl_sizes, a, b)
+    }
+}
+
+fn pack_scattered<I: Idx>(coo: &Coo, enc: &Encoding, elem: ScalarType, lvl_sizes: &[u64], a: usize, b: usize) -> Result<SparseTensor> {
+    let mut s = counting::scatter_coo::<I>(coo, a, b).map_err(|k| super::build::out_of_range(coo, k))?;
+    // Rows from an unsorted input, or with duplicates, are sorted and
+    // merged; already-clean rows (the common case) are only scanned.
+    if !s.clean() {
+        s.sort_rows();
+    }
+    let pos = counting::at_width(s.pos, enc.pos_width, "positions[1]")?;
+    let crd = counting::at_width(s.crd, enc.crd_width, "coordinates[1]")?;
+    finish_stored(enc, elem, coo.dims.clone(), lvl_sizes.to_vec(), vec![None, Some(pos)], vec![None, Some(crd)], s.vals)
 }
 
 /// Raw CSR buffers with 32- or 64-bit signed indices, as OpenCL / C kernels

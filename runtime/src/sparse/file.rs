@@ -63,9 +63,9 @@ impl Contents {
         match self {
             Contents::Stored(t) if same_storage(&t.encoding, enc) => Ok(SparseTensor { encoding: enc.clone(), ..*t }),
             Contents::Stored(t) if same_scheme(&t.encoding, enc) => rewidth(*t, enc),
-            // DIA from CSR / CSC has a direct path (`convert::csr_to_dia`).
-            Contents::Stored(t) if enc.diff_level().is_some() => super::convert::convert(&t, enc),
-            Contents::Stored(t) => pack(&t.to_coo(), enc, t.elem),
+            // Direct paths where there are (CSR ↔ CSC, CSR / CSC → DIA or
+            // BSR), else through the entries (`convert::convert`).
+            Contents::Stored(t) => super::convert::convert(&t, enc),
             Contents::Entries(coo, elem) => pack(&coo, enc, elem),
             Contents::Pattern(coo, elem) => match enc.explicit_val.as_ref().and_then(Num::of_literal) {
                 // Every entry takes the explicit value.

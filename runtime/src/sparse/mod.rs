@@ -15,18 +15,22 @@
 //! [`Encoding`]: heddle_ir::encoding::Encoding
 
 pub mod assemble;
+mod blocked;
 pub mod buffer;
 pub mod build;
 pub mod convert;
 pub mod coo;
+mod counting;
 pub mod csr;
 pub mod dense;
+mod ell;
 pub mod error;
 pub mod file;
 pub mod json;
 pub mod mtx;
 pub mod npz;
 pub mod result;
+pub mod stats;
 pub mod tensor;
 mod text;
 pub mod tns;

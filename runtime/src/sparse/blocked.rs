@@ -1,0 +1,173 @@
+//! CSR / CSC → BSR directly on the buffers, without sorting the entries.
+//!
+//! BSR (`(i floordiv R : dense, j floordiv C : compressed, i mod R : dense,
+//! j mod C : dense)`, or the blocks' insides column-major) stores, per block
+//! row, the block columns that hold an entry, and a full R×C block of values
+//! for each. Chou et al.'s attribute query here is per block row: one pass
+//! over the block row's entries (R source rows, contiguous in CSR) marks the
+//! block columns present, their sorted list is that block row's coordinates
+//! and numbers its blocks, and a second pass over the same, still cached,
+//! entries scatters each value into its block; the rest is the implicit
+//! value. From CSC the blocks run across the stored order, so the source is
+//! first transposed (a counting sort). Stored explicit zeros make blocks, as
+//! on the general path.
+
+use super::build::{check_alloc, check_storage_size, finish};
+use super::counting::Idx;
+use super::csr::csr_like;
+use super::buffer::IndexBuf;
+use super::error::{Result, SparseError};
+use super::tensor::SparseTensor;
+use crate::scalars::{Scalar, ScalarVec};
+use crate::with_values;
+use heddle_ir::encoding::{Encoding, LevelFormat, LvlExpr, map};
+
+/// The block structure of a BSR-like encoding.
+struct Blocks {
+    /// The dimension whose blocks the first level lists (rows for BSR).
+    outer: usize,
+    /// Block size along `outer`.
+    rows: usize,
+    /// Block size along the other dimension.
+    cols: usize,
+    /// Are the blocks' insides row-major (`outer mod R` before the other)?
+    row_major: bool,
+}
+
+/// `(a floordiv R : dense, b floordiv C : compressed, a mod R : dense, b mod
+/// C : dense)` (the last two in either order), unique, without slices.
+fn blocks(enc: &Encoding) -> Option<Blocks> {
+    let ([l0, l1, l2, l3], 2) = (enc.levels.as_slice(), enc.dim_rank()) else { return None };
+    let dense = |f: LevelFormat| f == LevelFormat::Dense;
+    if !dense(l0.format)
+        || l1.format != LevelFormat::Compressed
+        || l1.props.nonunique
+        || !dense(l2.format)
+        || !dense(l3.format)
+        || enc.dims.iter().any(|d| d.slice.is_some())
+    {
+        return None;
+    }
+    let (LvlExpr::FloorDiv(a, r), LvlExpr::FloorDiv(b, c)) = (l0.expr, l1.expr) else { return None };
+    let inner = (l2.expr, l3.expr);
+    let row_major = if inner == (LvlExpr::Mod(a, r), LvlExpr::Mod(b, c)) {
+        true
+    } else if inner == (LvlExpr::Mod(b, c), LvlExpr::Mod(a, r)) {
+        false
+    } else {
+        return None;
+    };
+    (a != b).then_some(Blocks { outer: a, rows: r as usize, cols: c as usize, row_major })
+}
+
+/// CSR or CSC `src` stored in the BSR-like `target` (see [`blocks`]);
+/// `None` when the encodings are not of these shapes.
+pub(crate) fn csr_to_bsr(src: &SparseTensor, target: &Encoding) -> Result<Option<SparseTensor>> {
+    let Some((a, b)) = csr_like(&src.encoding) else { return Ok(None) };
+    let Some(blk) = blocks(target) else { return Ok(None) };
+    let (Some(pos), Some(crd)) = (&src.positions[1], &src.coordinates[1]) else { return Ok(None) };
+    if blk.outer == b {
+        // The blocks run along the stored coordinate: transpose first.
+        let mut flipped = src.encoding.clone();
+        flipped.levels[0].expr = LvlExpr::Dim(b);
+        flipped.levels[1].expr = LvlExpr::Dim(a);
+        flipped.pos_width = heddle_ir::encoding::Width::Native;
+        flipped.crd_width = heddle_ir::encoding::Width::Native;
+        let t = super::convert::transpose(src, &flipped)?;
+        return csr_to_bsr(&t, target);
+    }
+    let dims = src.dim_sizes.clone();
+    let lvl_sizes = map::lvl_sizes(target, &dims).map_err(SparseError::Shape)?;
+    check_storage_size(target, &lvl_sizes, src.nse() as u64, None)?;
+    check_alloc(lvl_sizes[1], "the block columns")?;
+    let implicit = super::assemble::implicit_value(target);
+    let major = src.lvl_sizes[0] as usize;
+    let (bpos, bcrd, values) = with_values!(&src.values, vals => {
+        let pad = Scalar::from_num(implicit)
+            .ok_or_else(|| SparseError::Shape(format!("the encoding's implicitVal {implicit} is not a {}", src.elem.keyword())))?;
+        let (bpos, bcrd, out) = match crd {
+            IndexBuf::U32(c) => fill(pos, c, vals, major, &blk, &lvl_sizes, pad)?,
+            IndexBuf::U64(c) => fill(pos, c, vals, major, &blk, &lvl_sizes, pad)?,
+            other => fill(pos, &other.to_u64(), vals, major, &blk, &lvl_sizes, pad)?,
+        };
+        (bpos, bcrd, ScalarVec::from(out))
+    });
+    let positions = vec![None, Some(bpos), None, None];
+    let coordinates = vec![None, Some(bcrd), None, None];
+    finish(target, src.elem, dims, lvl_sizes, positions, coordinates, values).map(Some)
+}
+
+/// The block rows' positions, the block columns and the blocks' values.
+fn fill<S: Idx, T: Scalar>(
+    pos: &IndexBuf,
+    crd: &[S],
+    vals: &[T],
+    major: usize,
+    blk: &Blocks,
+    lvl_sizes: &[u64],
+    pad: T,
+) -> Result<(Vec<u64>, Vec<u64>, Vec<T>)> {
+    let (r, c) = (blk.rows, blk.cols);
+    let size = r * c;
+    let (n_brows, n_bcols) = (lvl_sizes[0] as usize, lvl_sizes[1] as usize);
+    let rows_of = |br: usize| (pos.get(br * r) as usize, pos.get(((br + 1) * r).min(major)) as usize);
+    // slot[bc]: 1 + the number of block column bc's block in the current
+    // block row; a value at most the number of blocks before this block row
+    // means it has none there (yet).
+    let mut slot = vec![0u64; n_bcols];
+    // Attribute query: the blocks of each block row, counted, so the
+    // coordinates and values are allocated once (the values as zeroed
+    // memory when the padding is 0).
+    let mut bpos = Vec::with_capacity(n_brows + 1);
+    bpos.push(0u64);
+    let mut blocks = 0u64;
+    for br in 0..n_brows {
+        let (s, e) = rows_of(br);
+        let first = blocks;
+        for &j in &crd[s..e] {
+            let bc = j.at() / c;
+            if slot[bc] <= first {
+                blocks += 1;
+                slot[bc] = blocks;
+            }
+        }
+        bpos.push(blocks);
+    }
+    let total = blocks.saturating_mul(size as u64);
+    check_alloc(total, "the blocks' values")?;
+    let mut bcrd = vec![0u64; blocks as usize];
+    let mut out = vec![pad; total as usize];
+    slot.fill(0);
+    for br in 0..n_brows {
+        let (s, e) = rows_of(br);
+        let (first, last) = (bpos[br] as usize, bpos[br + 1] as usize);
+        // This block row's block columns, sorted, number its blocks.
+        let row_blocks = &mut bcrd[first..last];
+        let mut k = 0;
+        for &j in &crd[s..e] {
+            let bc = j.at() / c;
+            if slot[bc] <= first as u64 {
+                slot[bc] = u64::MAX;
+                row_blocks[k] = bc as u64;
+                k += 1;
+            }
+        }
+        row_blocks.sort_unstable();
+        for (k, &bc) in row_blocks.iter().enumerate() {
+            slot[bc as usize] = (first + k + 1) as u64;
+        }
+        let r0 = br * r;
+        let mut p = s;
+        for i in r0..((br + 1) * r).min(major) {
+            let end = pos.get(i + 1) as usize;
+            for (j, &v) in crd[p..end].iter().zip(&vals[p..end]) {
+                let j = j.at();
+                let block = (slot[j / c] - 1) as usize;
+                let within = if blk.row_major { (i - r0) * c + j % c } else { (j % c) * r + (i - r0) };
+                out[block * size + within] = v;
+            }
+            p = end;
+        }
+    }
+    Ok((bpos, bcrd, out))
+}

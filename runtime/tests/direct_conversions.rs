@@ -1,0 +1,203 @@
+//! The direct conversions (issue 12): COO → CSR / CSC and CSR ↔ CSC
+//! (counting sorts at the storage widths) and CSR / CSC → BSR (blocks per
+//! block row), each equal, buffer for buffer, to the general path (sort in
+//! level order, level-by-level assembly) on random matrices: unsorted
+//! entries with duplicates, explicit zeros, empty rows, narrow widths, and
+//! every error the general path reports.
+
+use heddle_ir::ScalarType;
+use heddle_ir::encoding::{Encoding, parse_encoding};
+use heddle_runtime::sparse::assemble::{Buffers, assemble};
+use heddle_runtime::sparse::build::pack;
+use heddle_runtime::sparse::convert::convert;
+use heddle_runtime::sparse::{Coo, SparseTensor};
+
+fn enc(body: &str) -> Encoding {
+    parse_encoding(&format!("#sparse_tensor.encoding<{{ {body} }}>"), 0).unwrap()
+}
+
+const CSR: &str = "map = (i, j) -> (i : dense, j : compressed)";
+const CSC: &str = "map = (i, j) -> (j : dense, i : compressed)";
+
+/// Deterministic xorshift64* numbers.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A random `m` x `n` matrix with about `fill` of its entries, in random
+/// order with some repeated (they add up) and some zeros (stored explicitly).
+fn random(rng: &mut Rng, m: u64, n: u64, fill: f64) -> Coo {
+    let mut c = Coo::new(vec![m, n]);
+    let count = ((m * n) as f64 * fill) as u64;
+    for _ in 0..count {
+        let (i, j) = (rng.below(m), rng.below(n));
+        // Multiples of 1/4 in [-2, 2]: sums of duplicates are exact in any order.
+        c.push(&[i, j], rng.below(17) as f64 / 4.0 - 2.0);
+    }
+    c
+}
+
+/// The general path: the entries, sorted and assembled level by level.
+fn general(t: &SparseTensor, target: &Encoding) -> SparseTensor {
+    pack(&t.to_coo(), target, t.elem).unwrap()
+}
+
+/// The entries sorted and summed: what CSR holds, in its order.
+fn sorted_entries(c: &Coo) -> Coo {
+    let mut c = c.clone();
+    c.sort_and_sum();
+    c
+}
+
+#[test]
+fn coo_to_csr_and_csc_equal_the_sorted_entries_at_every_width() {
+    let mut rng = Rng(0x1234_5678);
+    for (m, n, fill) in [(1, 1, 1.0), (7, 5, 0.3), (40, 33, 0.2), (300, 2, 0.5), (3, 300, 0.5), (64, 64, 0.0)] {
+        let c = random(&mut rng, m, n, fill);
+        let want = sorted_entries(&c);
+        for widths in ["", ", posWidth = 32, crdWidth = 32", ", posWidth = 16, crdWidth = 16", ", crdWidth = 64"] {
+            for (map, transposed) in [(CSR, false), (CSC, true)] {
+                let target = enc(&format!("{map}{widths}"));
+                let t = pack(&c, &target, ScalarType::F64).unwrap();
+                let bits = |w: &str| if w.contains("= 16") { 16 } else if w.contains("= 32") { 32 } else { 64 };
+                assert_eq!(t.positions[1].as_ref().unwrap().bits(), bits(widths), "{widths}");
+                // Read back in storage order: CSC's order is by column.
+                let mut got = t.to_coo();
+                if transposed {
+                    got.sort_and_sum();
+                }
+                assert_eq!(got, want, "{m}x{n} {map}{widths}");
+            }
+        }
+    }
+}
+
+#[test]
+fn csr_csc_transpose_equals_the_general_path() {
+    let mut rng = Rng(99);
+    for (m, n, fill) in [(1, 1, 1.0), (9, 4, 0.4), (50, 70, 0.1), (2, 200, 0.3), (200, 3, 0.3), (5, 5, 0.0)] {
+        let c = random(&mut rng, m, n, fill);
+        for src_widths in ["", ", posWidth = 32, crdWidth = 32", ", crdWidth = 8, posWidth = 16"] {
+            if src_widths.contains("crdWidth = 8") && m.max(n) > 255 {
+                continue;
+            }
+            let src = pack(&c, &enc(&format!("{CSR}{src_widths}")), ScalarType::F64).unwrap();
+            for target in [CSC.to_string(), format!("{CSC}, posWidth = 32, crdWidth = 32")] {
+                let target = enc(&target);
+                assert_eq!(convert(&src, &target).unwrap(), general(&src, &target), "{m}x{n} {src_widths}");
+                // And back.
+                let csc = convert(&src, &target).unwrap();
+                let back = enc(&format!("{CSR}{src_widths}"));
+                assert_eq!(convert(&csc, &back).unwrap(), src);
+            }
+        }
+    }
+}
+
+#[test]
+fn csr_and_csc_to_bsr_equal_the_general_path() {
+    let mut rng = Rng(7);
+    let blocks = [(1, 1), (2, 2), (2, 3), (3, 1), (4, 4)];
+    for (m, n, fill) in [(12, 12, 0.2), (24, 36, 0.05), (48, 12, 0.5), (12, 48, 0.0), (12, 12, 1.0)] {
+        let c = random(&mut rng, m, n, fill);
+        let csr = pack(&c, &enc(CSR), ScalarType::F64).unwrap();
+        let csc = pack(&c, &enc(&format!("{CSC}, crdWidth = 32")), ScalarType::F64).unwrap();
+        for (r, k) in blocks {
+            let inside_row_major = format!("(i, j) -> (i floordiv {r} : dense, j floordiv {k} : compressed, i mod {r} : dense, j mod {k} : dense)");
+            let inside_col_major = format!("(i, j) -> (i floordiv {r} : dense, j floordiv {k} : compressed, j mod {k} : dense, i mod {r} : dense)");
+            let by_columns = format!("(i, j) -> (j floordiv {k} : dense, i floordiv {r} : compressed, i mod {r} : dense, j mod {k} : dense)");
+            for map in [inside_row_major, inside_col_major, by_columns] {
+                for widths in ["", ", posWidth = 32, crdWidth = 32"] {
+                    let target = enc(&format!("map = {map}{widths}"));
+                    for (name, src) in [("csr", &csr), ("csc", &csc)] {
+                        let direct = convert(src, &target).unwrap();
+                        assert_eq!(direct, general(src, &target), "{m}x{n} {map}{widths} from {name}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn csr_to_ell_equals_the_general_path() {
+    let mut rng = Rng(31);
+    for (m, n, fill) in [(1, 1, 1.0), (10, 8, 0.3), (30, 40, 0.1), (6, 6, 0.0), (5, 9, 1.0)] {
+        let c = random(&mut rng, m, n, fill);
+        for widths in ["", ", posWidth = 32, crdWidth = 32"] {
+            let csr = pack(&c, &enc(&format!("{CSR}{widths}")), ScalarType::F64).unwrap();
+            let longest = (0..m as usize).map(|i| csr.positions[1].as_ref().unwrap().get(i + 1) - csr.positions[1].as_ref().unwrap().get(i)).max().unwrap_or(0);
+            for k in [longest.max(1), longest + 2] {
+                let target = enc(&format!("map = [c](i, j) -> (c * {k} * i : dense, i : dense, j : compressed){widths}"));
+                assert_eq!(convert(&csr, &target).unwrap(), general(&csr, &target), "{m}x{n} K = {k}");
+            }
+            if longest > 1 {
+                // Too few slices: the same error as the general path.
+                let target = enc(&format!("map = [c](i, j) -> (c * {} * i : dense, i : dense, j : compressed)", longest - 1));
+                let direct = convert(&csr, &target).unwrap_err().to_string();
+                assert_eq!(direct, pack(&csr.to_coo(), &target, ScalarType::F64).unwrap_err().to_string());
+                assert!(direct.contains("the number of ELL slices"), "{direct}");
+            }
+        }
+    }
+}
+
+#[test]
+fn bsr_keeps_explicit_zeros_and_integer_values() {
+    // An explicit zero makes a block, as on the general path; i32 values stay i32.
+    let b = Buffers {
+        positions: vec![None, Some(vec![0, 2, 2, 3, 4])],
+        coordinates: vec![None, Some(vec![0, 5, 1, 3])],
+        values: heddle_runtime::scalars::ScalarVec::from(vec![0i32, 7, -3, 2]),
+    };
+    let csr = assemble(&enc(CSR), ScalarType::I32, vec![4, 6], b).unwrap();
+    let bsr = enc("map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense)");
+    let t = convert(&csr, &bsr).unwrap();
+    assert_eq!(t, general(&csr, &bsr));
+    assert_eq!(t.coordinates[1].as_ref().unwrap().to_u64(), vec![0, 2, 0, 1]);
+    assert_eq!(t.values, heddle_runtime::scalars::ScalarVec::from(vec![0i32, 0, 0, 0, 0, 7, 0, 0, 0, -3, 0, 0, 0, 0, 0, 2]));
+}
+
+#[test]
+fn direct_paths_report_what_the_general_path_reports() {
+    // A coordinate outside its dimension: the first such entry, by its dimension.
+    let mut c = Coo::new(vec![4, 5]);
+    c.push(&[1, 2], 1.0);
+    c.push(&[2, 5], 1.0);
+    c.push(&[4, 0], 1.0);
+    for map in [CSR, CSC] {
+        let e = pack(&c, &enc(map), ScalarType::F64).unwrap_err().to_string();
+        assert!(e.contains("entry 1 has coordinate 5 in dimension 1, outside its size 5"), "{e}");
+    }
+    let mut c = Coo::new(vec![4, 5]);
+    c.push(&[9, 9], 1.0);
+    let e = pack(&c, &enc(CSR), ScalarType::F64).unwrap_err().to_string();
+    assert!(e.contains("entry 0 has coordinate 9 in dimension 0"), "{e}");
+    // A coordinate the encoding's width cannot hold names the buffer and position.
+    let mut c = Coo::new(vec![2, 300]);
+    c.push(&[0, 3], 1.0);
+    c.push(&[1, 299], 1.0);
+    let e = pack(&c, &enc(&format!("{CSR}, crdWidth = 8")), ScalarType::F64).unwrap_err().to_string();
+    assert!(e.contains("coordinates[1]") && e.contains("299 does not fit in 8 bits"), "{e}");
+    let mut tall = Coo::new(vec![300, 2]);
+    tall.push(&[3, 0], 1.0);
+    tall.push(&[299, 1], 1.0);
+    let csr = pack(&tall, &enc(CSR), ScalarType::F64).unwrap();
+    let e = convert(&csr, &enc(&format!("{CSC}, crdWidth = 8"))).unwrap_err().to_string();
+    assert!(e.contains("coordinates[1]") && e.contains("299 does not fit in 8 bits"), "{e}");
+    let csr = pack(&c, &enc(CSR), ScalarType::F64).unwrap();
+    // A block size that does not divide the dimension.
+    let e = convert(&csr, &enc("map = (i, j) -> (i floordiv 2 : dense, j floordiv 7 : compressed, i mod 2 : dense, j mod 7 : dense)"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("not a multiple of its block size 7"), "{e}");
+}
