@@ -34,7 +34,9 @@ fn run_f64(p: &LoopProgram, options: Options, xs: &mut [f64]) -> f64 {
 #[test]
 fn integer_reductions_are_exact_over_any_number_of_accumulators() {
     let ops = [(BinOp::Add, 0), (BinOp::Mul, 1), (BinOp::Min, i64::MAX), (BinOp::Max, i64::MIN)];
-    for len in [0usize, 1, 3, 4, 5, 8, 13, 100] {
+    // Every length up to 20: the iterations before the unrolled loop (0 to
+    // U - 1 of them), with and without the unrolled loop after them.
+    for len in (0usize..=20).chain([100]) {
         let mut xs: Vec<i64> = (0..len as i64).map(|k| (k * 7919 + 13) % 201 - 100).collect();
         for (op, init) in ops {
             let want = xs.iter().fold(init, |a, x| match op {
@@ -197,6 +199,21 @@ fn the_csr_inner_loop_has_no_sign_extension_and_unrolls() {
     assert!(asm.matches("mulss").count() >= 4, "{asm}");
     let single = disassembly(&p, &Options { accumulators: 1, ..Options::default() }).unwrap();
     assert!(single.matches("mulss").count() < asm.matches("mulss").count(), "{single}");
+}
+
+#[test]
+fn unrolled_copies_address_their_elements_by_displacement() {
+    // Copy c of the body reads `values[j + c]`: `c · size` belongs in the
+    // instruction's displacement, not in an add of its own per copy.
+    let mut p = csr_packed();
+    p.reassociable.push("acc".into());
+    let asm = disassembly(&p, &Options { accumulators: 4, ..Options::default() }).unwrap();
+    // (`leaq 1(` is also the one-at-a-time loop's step, `leaq 4(` the unrolled one's.)
+    for c in 2..4 {
+        assert!(!asm.contains(&format!("leaq {c}(")), "copy {c} computes its index with an add:\n{asm}");
+    }
+    // The records of `values` are 8 bytes (column, value): copy 3 is 24 bytes on.
+    assert!(asm.contains("0x18("), "{asm}");
 }
 
 /// `for j in 0 .. n { acc[j + a] = acc[j + a] + v * d[j + b] }`: a map loop

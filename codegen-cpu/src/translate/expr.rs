@@ -231,7 +231,20 @@ impl Translator<'_, '_> {
             let scaled = self.scaled(inv, size);
             addr = self.b.ins().iadd(addr, scaled);
         }
+        let mut offset = offset;
         if let Some(var) = self.sum_terms(&variant)? {
+            // `(k + c) * size` as `k * size` and `c * size` in the offset: an
+            // unrolled copy's `k + c` (a value, not an expression here)
+            // then needs no add of its own, and the copies share `k * size`.
+            let (rest, c) = self.constant_addend(var);
+            let folded = c.checked_mul(size).and_then(|cs| i32::try_from(cs).ok()).and_then(|cs| offset.checked_add(cs));
+            let var = match folded {
+                Some(o) => {
+                    offset = o;
+                    rest
+                }
+                None => var,
+            };
             let scaled = self.scaled(var, size);
             addr = self.b.ins().iadd(addr, scaled);
         }
@@ -280,6 +293,34 @@ impl Translator<'_, '_> {
             Expr::Cast(t, a) => t.is_int() && self.of_loop_var(a, var, depth + 1),
             _ => false,
         }
+    }
+
+    /// `v` as `x + c` with a constant `c` when Cranelift's instructions say
+    /// so (`iadd x, iconst c`), else `(v, 0)`.
+    fn constant_addend(&self, v: Value) -> (Value, i64) {
+        use cranelift_codegen::ir::{InstructionData, Opcode, ValueDef};
+        let dfg = &self.b.func.dfg;
+        let constant = |x: Value| match dfg.value_def(x) {
+            ValueDef::Result(i, 0) => match dfg.insts[i] {
+                InstructionData::UnaryImm { opcode: Opcode::Iconst, imm } => Some(imm.bits()),
+                _ => None,
+            },
+            _ => None,
+        };
+        if dfg.value_type(v) != cranelift_codegen::ir::types::I64 {
+            return (v, 0);
+        }
+        if let ValueDef::Result(i, 0) = dfg.value_def(v) {
+            if let InstructionData::Binary { opcode: Opcode::Iadd, args: [x, y] } = dfg.insts[i] {
+                if let Some(c) = constant(y) {
+                    return (x, c);
+                }
+                if let Some(c) = constant(x) {
+                    return (y, c);
+                }
+            }
+        }
+        (v, 0)
     }
 
     /// `v * size` (an `i64` index scaled to bytes).

@@ -10,12 +10,15 @@
 //!
 //! ```text
 //! if lo < hi {
-//!     acc₁ .. acc_{U-1} = identity of op
-//!     for k in lo .. lo + (hi - lo) / U * U step U {
-//!         body(k) into acc₀ (= acc); body(k + 1) into acc₁; …; body(k + U - 1) into acc_{U-1}
+//!     mid = lo + (hi - lo) mod U
+//!     for k in lo .. mid { body(k) into acc }
+//!     if mid < hi {
+//!         acc₁ .. acc_{U-1} = identity of op
+//!         for k in mid .. hi step U {
+//!             body(k) into acc₀ (= acc); body(k + 1) into acc₁; …; body(k + U - 1) into acc_{U-1}
+//!         }
+//!         acc = (acc₀ op acc₁) op (acc₂ op acc₃) …
 //!     }
-//!     acc = (acc₀ op acc₁) op (acc₂ op acc₃) …
-//!     for k in lo + (hi - lo) / U * U .. hi { body(k) into acc }
 //! }
 //! ```
 //!
@@ -115,20 +118,23 @@ impl Translator<'_, '_> {
             return Ok(true);
         }
         let (lo_v, hi_v) = self.loop_bounds(lo, hi, schedule)?;
-        let (pre, main, combine, rest_pre, rest, exit) =
-            (self.b.create_block(), self.b.create_block(), self.b.create_block(), self.b.create_block(), self.b.create_block(), self.b.create_block());
+        let [pre, rest, after_rest, main, combine, exit] = std::array::from_fn(|_| self.b.create_block());
         let runs = self.b.ins().icmp(IntCC::SignedLessThan, lo_v, hi_v);
         self.b.ins().brif(runs, pre, &[], exit, &[]);
 
-        // Pre-header of both loops: `main_hi = lo + (hi - lo) / U * U`.
+        // Pre-header of both loops: the first `n mod U` iterations run one at
+        // a time, up to `mid`, and the unrolled loop takes the rest.
         self.b.switch_to_block(pre);
         let marks = self.enter_loop(var, lo_v, hi_v, body)?;
         let n = self.b.ins().isub(hi_v, lo_v);
-        let whole = if (u as u64).is_power_of_two() { self.b.ins().band_imm_s(n, -u) } else {
-            let q = self.b.ins().udiv_imm_s(n, u);
-            self.b.ins().imul_imm_s(q, u)
-        };
-        let main_hi = self.b.ins().iadd(lo_v, whole);
+        let left_over = if (u as u64).is_power_of_two() { self.b.ins().band_imm_s(n, u - 1) } else { self.b.ins().urem_imm_s(n, u) };
+        // `mid = hi - (n - n mod U)`, not `lo + n mod U`: Cranelift
+        // recomputes an and with a constant at each use (in the loop), not
+        // a difference of two values.
+        let whole = self.b.ins().isub(n, left_over);
+        let mid = self.b.ins().isub(hi_v, whole);
+        let iv = self.b.declare_var(ct::I64);
+        self.b.def_var(iv, lo_v);
         let mut partials: Vec<Vec<Variable>> = Vec::new();
         for a in &accs {
             let mut vars = vec![a.var];
@@ -140,10 +146,28 @@ impl Translator<'_, '_> {
             }
             partials.push(vars);
         }
-        let iv = self.b.declare_var(ct::I64);
-        self.b.def_var(iv, lo_v);
-        let any = self.b.ins().icmp(IntCC::SignedLessThan, lo_v, main_hi);
-        self.b.ins().brif(any, main, &[], combine, &[]);
+        let any_first = self.b.ins().icmp(IntCC::SignedLessThan, lo_v, mid);
+        self.b.ins().brif(any_first, rest, &[], after_rest, &[]);
+
+        // The first iterations, one at a time into the accumulator.
+        self.b.switch_to_block(rest);
+        self.scope.push((var.clone(), Bound::Var(iv, ScalarType::I64)));
+        self.depth += 1;
+        self.block(body)?;
+        self.depth -= 1;
+        self.scope.pop();
+        let k = self.b.use_var(iv);
+        let next = self.b.ins().iadd_imm_s(k, 1);
+        self.b.def_var(iv, next);
+        let more = self.b.ins().icmp(IntCC::SignedLessThan, next, mid);
+        self.b.ins().brif(more, rest, &[], after_rest, &[]);
+
+        // A row shorter than `U` ends here, without the partials' set-up
+        // (their identities are arguments of the branch into the loop) or
+        // their combination.
+        self.b.switch_to_block(after_rest);
+        let any = self.b.ins().icmp(IntCC::SignedLessThan, mid, hi_v);
+        self.b.ins().brif(any, main, &[], exit, &[]);
 
         // The unrolled loop: copy c of the body works on `k + c` into partial c.
         self.b.switch_to_block(main);
@@ -163,7 +187,7 @@ impl Translator<'_, '_> {
         let k = self.b.use_var(iv);
         let next = self.b.ins().iadd_imm_s(k, u);
         self.b.def_var(iv, next);
-        let more = self.b.ins().icmp(IntCC::SignedLessThan, next, main_hi);
+        let more = self.b.ins().icmp(IntCC::SignedLessThan, next, hi_v);
         self.b.ins().brif(more, main, &[], combine, &[]);
 
         // Combine the partial accumulators pairwise into the accumulator.
@@ -179,24 +203,7 @@ impl Translator<'_, '_> {
             }
             self.b.def_var(a.var, vals[0]);
         }
-        self.b.def_var(iv, main_hi);
-        let left = self.b.ins().icmp(IntCC::SignedLessThan, main_hi, hi_v);
-        self.b.ins().brif(left, rest_pre, &[], exit, &[]);
-
-        // The remaining iterations, one at a time, into the accumulator.
-        self.b.switch_to_block(rest_pre);
-        self.b.ins().jump(rest, &[]);
-        self.b.switch_to_block(rest);
-        self.scope.push((var.clone(), Bound::Var(iv, ScalarType::I64)));
-        self.depth += 1;
-        self.block(body)?;
-        self.depth -= 1;
-        self.scope.pop();
-        let k = self.b.use_var(iv);
-        let next = self.b.ins().iadd_imm_s(k, 1);
-        self.b.def_var(iv, next);
-        let more = self.b.ins().icmp(IntCC::SignedLessThan, next, hi_v);
-        self.b.ins().brif(more, rest, &[], exit, &[]);
+        self.b.ins().jump(exit, &[]);
 
         self.b.switch_to_block(exit);
         self.leave_loop(marks);
