@@ -1,0 +1,73 @@
+"""Two heddle builds' CSR SpMV kernels timed against each other, interleaved.
+
+f64 SpMV over CSR with 32-bit positions and coordinates, one thread, on the
+synthetic matrices of ../shared/bench (run its setup.sh first: it writes
+/tmp/heddle-bench/matrices/bin/*.csr). Each round runs both binaries on each
+matrix (`heddle run … --reps N --json`, the kernel's median); the figure is
+the median over rounds of the new build's time over the old one's.
+
+    python3 benches/spmv_ab.py --old OLD/heddle --new target/release/heddle --rounds 7
+"""
+import argparse, json, os, statistics, subprocess, sys, tempfile
+
+import numpy as np
+import scipy.sparse as sp
+
+KERNEL = """#CSR32 = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>
+
+fun(A: tensor<?x?xf64, #CSR32> =>
+fun(xs: [double]_A_dim1 =>
+  A :>> map(fun(row => row :>> map(fun(e => e.2 * xs@e.1)) :>> reduce(+, 0.0)))))
+"""
+
+# (matrix, repetitions per run): enough for a stable median in well under a second.
+CASES = [("uniform_5k_d4", 400), ("uniform_100k_d10", 60), ("banded_1M_k2", 15)]
+
+
+def read_csr(path):
+    """The bench's binary CSR container (see ../shared/bench/scripts/csrbin.py)."""
+    with open(path, "rb") as f:
+        r, c, nnz = np.fromfile(f, dtype=np.int64, count=3)
+        ip = np.fromfile(f, dtype=np.int32, count=r + 1)
+        ix = np.fromfile(f, dtype=np.int32, count=nnz)
+        v = np.fromfile(f, dtype=np.float64, count=nnz)
+    return sp.csr_array((v, ix, ip), shape=(int(r), int(c)))
+
+
+def kernel_median(binary, work, m, reps):
+    out = subprocess.run(
+        [binary, "run", os.path.join(work, "spmv.hdl"), "--backend", "cpu", "--threads", "1",
+         "--matrix", f"A={work}/{m}.npz", "--input", f"xs={work}/{m}_x.npy",
+         "--reps", str(reps), "--json", "-o", os.path.join(work, "y.npy")],
+        capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"{binary} on {m}: {out.stderr}")
+    return json.loads(out.stdout)["kernel_seconds"]["median"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--old", required=True, help="the heddle binary to compare against")
+    ap.add_argument("--new", default="target/release/heddle")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--matrices", default="/tmp/heddle-bench/matrices/bin")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as work:
+        with open(os.path.join(work, "spmv.hdl"), "w") as f:
+            f.write(KERNEL)
+        for m, _ in CASES:
+            a = read_csr(os.path.join(args.matrices, f"{m}.csr"))
+            sp.save_npz(os.path.join(work, f"{m}.npz"), a, compressed=False)
+            np.save(os.path.join(work, f"{m}_x.npy"), np.random.default_rng(0).random(a.shape[1]))
+        for m, reps in CASES:
+            ratios, new, old = [], [], []
+            for _ in range(args.rounds):
+                n = kernel_median(args.new, work, m, reps)
+                o = kernel_median(args.old, work, m, reps)
+                new.append(n), old.append(o), ratios.append(n / o)
+            print(f"{m}: new {statistics.median(new) * 1e3:.4f} ms, old {statistics.median(old) * 1e3:.4f} ms, "
+                  f"new/old {statistics.median(ratios):.3f} (rounds: {', '.join(f'{r:.2f}' for r in ratios)})", flush=True)
+
+
+if __name__ == "__main__":
+    main()
