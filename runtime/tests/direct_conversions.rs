@@ -201,3 +201,17 @@ fn direct_paths_report_what_the_general_path_reports() {
         .to_string();
     assert!(e.contains("not a multiple of its block size 7"), "{e}");
 }
+
+#[test]
+fn a_hypersparse_csr_matrix_converts_to_bsr_without_a_slot_per_block_column() {
+    // 10^12 columns, two entries: the direct path would need a slot per block
+    // column; the conversion takes the general path instead, as `.mtx` input does.
+    let mut c = Coo::new(vec![4, 1_000_000_000_000]);
+    c.push(&[0, 999_999_999_998], 2.5);
+    c.push(&[3, 7], -1.0);
+    let csr = pack(&c, &enc(CSR), ScalarType::F64).unwrap();
+    let target = enc("map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense)");
+    let direct = convert(&csr, &target).unwrap();
+    assert_eq!(direct, general(&csr, &target));
+    assert_eq!(direct.nse(), 8, "two 2 x 2 blocks");
+}

@@ -79,7 +79,12 @@ pub(crate) fn csr_to_bsr(src: &SparseTensor, target: &Encoding) -> Result<Option
     let dims = src.dim_sizes.clone();
     let lvl_sizes = map::lvl_sizes(target, &dims).map_err(SparseError::Shape)?;
     check_storage_size(target, &lvl_sizes, src.nse() as u64, None)?;
-    check_alloc(lvl_sizes[1], "the block columns")?;
+    // One slot per block column: worth it unless the block columns far
+    // outnumber the entries (a hypersparse matrix), which the general path
+    // (sorted coordinates) stores without such an array.
+    if lvl_sizes[1] > (src.nse() as u64).saturating_mul(4).max(1 << 16) {
+        return Ok(None);
+    }
     let implicit = super::assemble::implicit_value(target);
     let major = src.lvl_sizes[0] as usize;
     let (bpos, bcrd, values) = with_values!(&src.values, vals => {
