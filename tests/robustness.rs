@@ -61,6 +61,16 @@ fn a_result_whose_byte_size_wraps_is_refused_on_every_backend() {
             assert_eq!(code, 1, "{backend} n={n}: {err}");
             assert!(err.contains("overflows") || err.contains("more than the limit"), "{backend} n={n}: {err}");
         }
+        // On a machine with memory enough for the outer array of 2^31 inner
+        // arrays (a 128 GiB GPU machine), the interpreter built inner arrays of
+        // 2^31 values one after the other, each within the limit, for hours.
+        let (code, _, err) = heddle_env(&["run", nested.to_str().unwrap(), "--backend", backend, "--param", "n=2147483648"], &[("HEDDLE_MAX_MEMORY", "1T")]);
+        no_crash(&err);
+        assert_eq!(code, 1, "{backend} with 1 TiB: {err}");
+        assert!(err.contains("overflows"), "{backend} with 1 TiB: {err}");
+        let (code, _, err) = heddle_env(&["run", nested.to_str().unwrap(), "--backend", backend, "--param", "n=100000"], &[("HEDDLE_MAX_MEMORY", "16G")]);
+        assert_eq!(code, 1, "{backend} n=100000 with 16 GiB: {err}");
+        assert!(err.contains("more than the limit of 16.0 GiB"), "{backend} n=100000 with 16 GiB: {err}");
     }
 }
 

@@ -12,6 +12,9 @@
 //! (`MemTotal` of `/proc/meminfo`), else [`FALLBACK_BYTES`]. It bounds each
 //! allocation, not their sum: a program that builds many arrays each below
 //! the limit can still exhaust the machine, as it could by its own work.
+//! One case is caught before it starts: the interpreter's `generate` checks
+//! the whole of the nested arrays its type gives the lengths of (an array
+//! of n arrays of n values), not only the outer one.
 
 use std::sync::OnceLock;
 

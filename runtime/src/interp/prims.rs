@@ -23,6 +23,36 @@ fn length(n: i64, span: Span, prim: &str) -> Result<usize, Diagnostic> {
         .map_err(|m| Diagnostic::new(span, m).with_label("while running this"))
 }
 
+/// Checks the whole of an array `prim` is about to build, nested arrays
+/// included, where the type gives its lengths without evaluating any
+/// element: `generate(n, i => generate(n, …))` holds n·n values, and on a
+/// machine whose memory admits the outer array of n inner ones the inner
+/// arrays alone would run on for ever (each within the limit, their sum
+/// far beyond it).
+fn whole_length(ty: &heddle_ir::Type, env: &Env, span: Span, prim: &str) -> Result<(), Diagnostic> {
+    /// Values in a value of type `ty`; `None` where a length depends on a
+    /// position or cannot be evaluated here, saturating past `u128`.
+    fn values_in(ty: &heddle_ir::Type, env: &Env) -> Option<u128> {
+        use heddle_ir::Type;
+        match ty {
+            Type::Array { binder: Some(_), .. } => None,
+            Type::Array { binder: None, elem, len } => {
+                let n = u128::try_from(len.eval(env).ok()?.max(0)).ok()?;
+                // Each array is a value too, besides the values it holds.
+                Some(n.saturating_mul(values_in(elem, env)?).saturating_add(1))
+            }
+            Type::Tuple(parts) => parts.iter().try_fold(1u128, |acc, p| Some(acc.saturating_add(values_in(p, env)?))),
+            _ => Some(1),
+        }
+    }
+    let Some(values) = values_in(ty, env) else { return Ok(()) };
+    let what = format!("an array of `{prim}`, with the arrays it holds,");
+    let values = u64::try_from(values).unwrap_or(u64::MAX);
+    crate::limits::check_records(&what, values, std::mem::size_of::<Value>() as u64)
+        .map(|_| ())
+        .map_err(|m| Diagnostic::new(span, m).with_label("while running this"))
+}
+
 fn size_error(span: Span, prim: &str, msg: String) -> Diagnostic {
     Diagnostic::new(span, format!("`{prim}`: {msg}")).with_label("while running this")
 }
@@ -270,6 +300,7 @@ pub(super) fn eval_prim(name: &str, nats: &[Nat], args: &[TExpr], binder: Option
         "generate" => {
             let n = nat(&nats[0], env, span)?;
             length(n, span, name)?;
+            whole_length(&t.ty, env, span, name)?;
             let f = arg(0)?;
             let out = (0..n.max(0)).map(|k| apply(f, vec![Value::Int(k)], env, None)).collect::<Result<_, _>>()?;
             Ok(Value::array(out))
