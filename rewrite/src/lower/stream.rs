@@ -532,3 +532,64 @@ impl<'k> Lowerer<'k> {
         }
     }
 }
+
+impl Lowerer<'_> {
+    /// An upper bound on the number of elements of the stream `v` over the
+    /// natural parameters alone, so known before the launch, where the
+    /// inputs give one: a union has at most the entries of both lists, an
+    /// intersection at most those of the shorter, `compressAdd(n)` at most
+    /// `n` coordinates and `filter` at most its array's elements; a list is
+    /// bounded by its length where that is a formula over the naturals, or,
+    /// where it is one parent's entries of a tensor parameter's ordered,
+    /// unique level, by the level's size (its coordinates are distinct and
+    /// below it: input binding checks both). A stream stored in a temporary
+    /// is given this many records (`materialize`), so the temporary can be
+    /// allocated before the launch (a per-worker workspace, or a global
+    /// buffer at the top of the kernel) and is written in one pass.
+    pub(super) fn stream_capacity(&mut self, v: &View) -> Option<Nat> {
+        match &v.kind {
+            ViewKind::Map { src, .. } if is_stream(src) => self.stream_capacity(src),
+            ViewKind::Merge { a, b, defaults: Some(_), .. } => Some(Nat::add(self.list_capacity(a)?, self.list_capacity(b)?)),
+            ViewKind::Merge { a, b, defaults: None, .. } => match (self.list_capacity(a), self.list_capacity(b)) {
+                (Some(x), Some(y)) => Some(Nat::bin(heddle_ir::nat::NatOp::Min, x, y)),
+                (x, y) => x.or(y),
+            },
+            ViewKind::Compress { n, .. } => Some(n.clone()),
+            ViewKind::Filter { src, .. } => self.list_capacity(src),
+            _ => None,
+        }
+    }
+
+    /// An upper bound over the naturals on the length of `x`, an operand of a stream.
+    fn list_capacity(&mut self, x: &View) -> Option<Nat> {
+        if is_stream(x) {
+            return self.stream_capacity(x);
+        }
+        let len = x.len();
+        if heddle_ir::nat::counted::mentions_count(&len) {
+            return None;
+        }
+        let mut sink = Block::new();
+        if let Ok(e) = self.index_expr(&len, &Env::default(), &mut sink)
+            && sink.is_empty()
+            && self.over_naturals(&e)
+        {
+            return Some(len);
+        }
+        self.sorted_leaf_bound(x)
+    }
+}
+
+/// The base name of the temporary a stream is stored in: its pattern's
+/// (`union_tmp`), so that a refusal naming only the buffer (OpenCL's)
+/// names the construct too.
+pub(super) fn temporary_name(v: &View) -> &'static str {
+    match &v.kind {
+        ViewKind::Map { src, .. } => temporary_name(src),
+        ViewKind::Merge { defaults: Some(_), .. } => "union_tmp",
+        ViewKind::Merge { defaults: None, .. } => "intersect_tmp",
+        ViewKind::Compress { .. } => "compressAdd_tmp",
+        ViewKind::Filter { .. } => "filter_tmp",
+        _ => "tmp",
+    }
+}
