@@ -87,11 +87,11 @@ impl Lowerer<'_> {
                 }
                 // `concat` with a stream among its parts: the streams stored first
                 // (with their counts), so the parts can be indexed.
-                let a = match &a.kind {
-                    ViewKind::Appended { a: x, b: y } if super::scatter::walked(&a) => {
+                let a = match appended_parts(&a) {
+                    Some((x, y)) if super::scatter::walked(&a) => {
                         let mut known = Vec::new();
-                        let x = self.settle((**x).clone(), env, array.span, body, &mut known)?;
-                        let y = self.settle((**y).clone(), env, array.span, body, &mut known)?;
+                        let x = self.settle(x, env, array.span, body, &mut known)?;
+                        let y = self.settle(y, env, array.span, body, &mut known)?;
                         View { ty: with_counts_known(&a.ty, &known), kind: ViewKind::Appended { a: Box::new(x), b: Box::new(y) } }
                     }
                     _ => a,
@@ -918,6 +918,26 @@ impl Lowerer<'_> {
             } else {
                 self.index_expr(&view.len(), env, body)?
             }));
+        }
+        if !heddle_ir::nat::counted::mentions_count(&view.len()) {
+            // A stream stored first (`settle`: `pad` of a stream): the view's length
+            // is the static one, `k · count + rest`, with the count in its place.
+            let mut terms = Vec::new();
+            super::sum_terms(len, &mut terms);
+            let (mut k, mut rest) = (0, Nat::Lit(0));
+            for t in terms {
+                match super::counted_term(&t) {
+                    Some((c, (times, _))) if c == array => k += times,
+                    Some(_) => return Ok(None),
+                    None => rest = Nat::add(rest, t),
+                }
+            }
+            if k == 0 || heddle_ir::nat::counted::mentions_count(&rest) {
+                return Ok(None);
+            }
+            let whole = self.index_expr(&view.len(), env, body)?;
+            let rest = self.index_expr(&rest, env, body)?;
+            return Ok(Some(L::bin(BinOp::Div, L::bin(BinOp::Sub, whole, rest), L::index(k))));
         }
         match appended_parts(view) {
             Some((a, b)) => {

@@ -113,9 +113,9 @@ fn count_arrays(ty: &Type) -> Result<Vec<(Name, Vec<Nat>)>, String> {
                 // (`concat` of a stream and an array): one count array per term.
                 let mut terms = Vec::new();
                 sum_terms(len, &mut terms);
-                let counted: Vec<_> = terms.iter().filter_map(|t| heddle_ir::nat::counted::as_counted(t)).collect();
+                let counted: Vec<_> = terms.iter().filter_map(|t| counted_term(t)).filter_map(|(_, c)| heddle_ir::nat::counted::as_counted(&c.1)).collect();
                 if !counted.is_empty() {
-                    if terms.iter().any(|t| heddle_ir::nat::counted::as_counted(t).is_none() && heddle_ir::nat::counted::mentions_count(t)) {
+                    if terms.iter().any(|t| counted_term(t).is_none() && heddle_ir::nat::counted::mentions_count(t)) {
                         return Err(format!("a result of length {len}"));
                     }
                     for (array, path) in counted {
@@ -156,8 +156,23 @@ fn count_arrays(ty: &Type) -> Result<Vec<(Name, Vec<Nat>)>, String> {
     Ok(out)
 }
 
+/// A term `k · toNat(count#…)` of a length (`concat(u, u)` has `2 · count`):
+/// the count array, and `k` with the counted natural.
+pub(crate) fn counted_term(t: &Nat) -> Option<(Name, (i64, Nat))> {
+    let (k, c) = match t {
+        Nat::Bin(heddle_ir::nat::NatOp::Mul, a, b) => match (a.as_lit(), b.as_lit()) {
+            (Some(k), _) => (k, (**b).clone()),
+            (_, Some(k)) => (k, (**a).clone()),
+            _ => return None,
+        },
+        other => (1, other.clone()),
+    };
+    let (array, _) = heddle_ir::nat::counted::as_counted(&c)?;
+    (k > 0).then_some((array, (k, c)))
+}
+
 /// The terms of a sum of naturals (`n` itself when it is no sum).
-fn sum_terms(n: &Nat, out: &mut Vec<Nat>) {
+pub(crate) fn sum_terms(n: &Nat, out: &mut Vec<Nat>) {
     match n {
         Nat::Bin(heddle_ir::nat::NatOp::Add, a, b) => {
             sum_terms(a, out);

@@ -66,6 +66,8 @@ pub(super) fn is_stream(v: &View) -> bool {
     match &v.kind {
         ViewKind::Merge { .. } | ViewKind::Compress { .. } | ViewKind::Filter { .. } => true,
         ViewKind::Map { src, .. } => is_stream(src),
+        // `select` between a stream and an array of its length: the chosen one walked.
+        ViewKind::Choice { a, b, .. } => is_stream(a) || is_stream(b),
         _ => false,
     }
 }
@@ -119,6 +121,14 @@ impl<'k> Lowerer<'k> {
                 self.merge(a, b, defaults.as_deref(), coord, env, *span, body, Some(f)).map(|_| ())
             }
             ViewKind::Compress { src, n, span } => self.compress(src, n, coordinate_type(v), env, *span, body, Some(f)).map(|_| ()),
+            ViewKind::Choice { cond, a, b } => {
+                // Only the chosen array is walked (its checks made), as the interpreter evaluates only it.
+                let (mut then, mut els) = (Block::new(), Block::new());
+                self.each(a, env, Schedule::Seq, &mut then, &mut *f)?;
+                self.each(b, env, Schedule::Seq, &mut els, &mut *f)?;
+                body.push(Stmt::If { cond: cond.clone(), then, els });
+                Ok(())
+            }
             ViewKind::Filter { p, env: penv, src, .. } => {
                 let (p, penv) = ((**p).clone(), penv.clone());
                 self.each(src, env, Schedule::Seq, body, &mut |cx, x, inner| {
@@ -194,6 +204,17 @@ impl<'k> Lowerer<'k> {
             ViewKind::Merge { .. } if super::coiter::nested(v) => self.coiterate(v, env, body, None),
             ViewKind::Merge { a, b, defaults, span } => self.merge(a, b, defaults.as_deref(), coordinate_type(v), env, *span, body, None),
             ViewKind::Compress { src, n, span } => self.compress(src, n, coordinate_type(v), env, *span, body, None),
+            ViewKind::Choice { cond, a, b } if is_stream(v) => {
+                let n = self.fresh("chosen_len");
+                body.push(Stmt::Var { var: n.clone(), ty: ScalarType::I64, init: L::index(0) });
+                let (mut then, mut els) = (Block::new(), Block::new());
+                let na = self.stream_len(a, env, &mut then)?;
+                then.push(Stmt::Assign { var: n.clone(), value: na });
+                let nb = self.stream_len(b, env, &mut els)?;
+                els.push(Stmt::Assign { var: n.clone(), value: nb });
+                body.push(Stmt::If { cond: cond.clone(), then, els });
+                Ok(L::var(n))
+            }
             ViewKind::Filter { p, env: penv, src, .. } => {
                 let span = self.kernel.body.span;
                 let kept = self.fresh("kept");
@@ -556,6 +577,7 @@ impl Lowerer<'_> {
             },
             ViewKind::Compress { n, .. } => Some(n.clone()),
             ViewKind::Filter { src, .. } => self.list_capacity(src),
+            ViewKind::Choice { a, b, .. } => Some(Nat::bin(heddle_ir::nat::NatOp::Max, self.list_capacity(a)?, self.list_capacity(b)?)),
             _ => None,
         }
     }
@@ -590,6 +612,7 @@ pub(super) fn temporary_name(v: &View) -> &'static str {
         ViewKind::Merge { defaults: None, .. } => "intersect_tmp",
         ViewKind::Compress { .. } => "compressAdd_tmp",
         ViewKind::Filter { .. } => "filter_tmp",
+        ViewKind::Choice { a, b, .. } => if is_stream(a) { temporary_name(a) } else { temporary_name(b) },
         _ => "tmp",
     }
 }
