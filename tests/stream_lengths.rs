@@ -45,6 +45,7 @@ const KERNELS: &[(&str, Inputs)] = &[
     ("filter_concat_mapped_index", Inputs::Dense),
     ("filter_select_streams", Inputs::Dense),
     ("tensor_union_pad_rows", Inputs::SameShape),
+    ("filter_reduce_first", Inputs::Dense),
     ("tensor_coiter_zip_stream", Inputs::SameShape),
     ("tensor_coiter_temporary_zip", Inputs::SameShape),
     ("tensor_coiter_private_zip", Inputs::SameShape),

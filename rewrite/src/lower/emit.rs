@@ -650,6 +650,17 @@ impl Lowerer<'_> {
     fn reduce_from_first(&mut self, op: &TExpr, xs_expr: &TExpr, name: &str, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
         let xs = self.array(xs_expr, env, body)?;
         let xs = self.reduction_operand(xs, env, span, body)?;
+        // A stream (or `concat` with one among its parts) is stored first, with
+        // its count: the first element starts the accumulator.
+        let mut known = Vec::new();
+        let xs = match appended_parts(&xs) {
+            Some((a, b)) if super::scatter::walked(&xs) => {
+                let a = self.settle(a, env, span, body, &mut known)?;
+                let b = self.settle(b, env, span, body, &mut known)?;
+                View { ty: with_counts_known(&xs.ty, &known), kind: ViewKind::Appended { a: Box::new(a), b: Box::new(b) } }
+            }
+            _ => self.settle(xs, env, span, body, &mut known)?,
+        };
         if super::stream::is_stream(&xs) || super::scatter::walked(&xs) {
             return Err(unsupported(span, &format!("`{name}` without an initial value of an array produced in order")));
         }
