@@ -46,6 +46,8 @@ const KERNELS: &[(&str, Inputs)] = &[
     ("filter_select_streams", Inputs::Dense),
     ("tensor_union_pad_rows", Inputs::SameShape),
     ("filter_reduce_first", Inputs::Dense),
+    ("filter_join_rows", Inputs::Dense),
+    ("filter_scatter_fails", Inputs::Dense),
     ("tensor_coiter_zip_stream", Inputs::SameShape),
     ("tensor_coiter_temporary_zip", Inputs::SameShape),
     ("tensor_coiter_private_zip", Inputs::SameShape),

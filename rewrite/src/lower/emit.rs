@@ -307,21 +307,22 @@ impl Lowerer<'_> {
                 view(ViewKind::Interleave { src: Box::new(src), k: nat(0) }, &known)
             }
             "join" => {
-                let src = self.array(&args[0], env, body)?;
+                // Rows of a stream: stored first (with the count), then joined as any array.
+                let src = self.settled(&args[0], env, body, &mut known)?;
                 if let ViewKind::Buffer { buf, offset } = &src.kind {
                     // Nested arrays are stored contiguously: joining is reading the same records flat.
-                    return view(ViewKind::Buffer { buf: buf.clone(), offset: offset.clone() }, &[]);
+                    return view(ViewKind::Buffer { buf: buf.clone(), offset: offset.clone() }, &known);
                 }
                 match &src.ty {
                     Type::Array { binder: None, elem, .. } => match &**elem {
                         Type::Array { binder: None, len: k, .. } => {
                             let k = k.clone();
-                            view(ViewKind::Join { src: Box::new(src), k }, &[])
+                            view(ViewKind::Join { src: Box::new(src), k }, &known)
                         }
                         // Rows of different lengths: walkable in order (by `scatterAdd`), not indexable.
-                        _ => view(ViewKind::Concat(Box::new(src)), &[]),
+                        _ => view(ViewKind::Concat(Box::new(src)), &known),
                     },
-                    _ => view(ViewKind::Concat(Box::new(src)), &[]),
+                    _ => view(ViewKind::Concat(Box::new(src)), &known),
                 }
             }
             "asVector" => {
@@ -519,7 +520,7 @@ impl Lowerer<'_> {
     /// `split`, …): a stream (`stream.rs`) is stored in a temporary first,
     /// with its count (`materialize`); `known` gets its counted length and
     /// the count, for the types that mention it ([`with_counts_known`]).
-    fn settle(&mut self, v: View, env: &Env, span: Span, body: &mut Block, known: &mut Vec<(Nat, Nat)>) -> Result<View, Diagnostic> {
+    pub(super) fn settle(&mut self, v: View, env: &Env, span: Span, body: &mut Block, known: &mut Vec<(Nat, Nat)>) -> Result<View, Diagnostic> {
         if !super::stream::is_stream(&v) {
             return Ok(v);
         }
@@ -800,12 +801,20 @@ impl Lowerer<'_> {
         let start = self.index_expr(&offset, env, body)?;
         let start = self.bind_index(start, "row_start", body);
         let elem_ty = view.elem_ty(&Nat::Var(k.clone()));
-        if matches!(elem_ty, Type::Array { .. }) {
-            return Err(unsupported(self.kernel.body.span, "storing the result of `union`, `intersect`, `compressAdd` or `filter` whose elements are arrays"));
-        }
+        // Elements that are arrays (of one length: rows of a `join`) take that many records each.
+        let records = match &elem_ty {
+            Type::Array { .. } => {
+                let n = crate::flat_size(&elem_ty).ok().filter(|n| !heddle_ir::nat::counted::mentions_count(n) && !n.mentions(&k));
+                Some(n.ok_or_else(|| unsupported(self.kernel.body.span, "storing the result of `union`, `intersect`, `compressAdd` or `filter` whose elements are arrays of different lengths"))?)
+            }
+            _ => None,
+        };
         let (buf, env_c, k_c) = (buf.clone(), env.clone(), k.clone());
         self.each_stream(view, env, body, &mut |cx, x, inner| {
-            let at = Nat::add(start.clone(), Nat::Var(k_c.clone()));
+            let at = match &records {
+                Some(n) => Nat::add(start.clone(), Nat::mul(Nat::Var(k_c.clone()), n.clone())),
+                None => Nat::add(start.clone(), Nat::Var(k_c.clone())),
+            };
             cx.write(&x, &elem_ty, &buf, at, &env_c, inner, false)?;
             inner.push(Stmt::Assign { var: k_c.clone(), value: L::bin(BinOp::Add, L::var(k_c.clone()), L::index(1)) });
             Ok(())
@@ -1189,7 +1198,7 @@ fn appended_parts(v: &View) -> Option<(View, View)> {
 
 /// `ty` with the counted lengths in `known` replaced by their counts (a
 /// stream stored in a temporary, [`Lowerer::settle`]).
-fn with_counts_known(ty: &Type, known: &[(Nat, Nat)]) -> Type {
+pub(super) fn with_counts_known(ty: &Type, known: &[(Nat, Nat)]) -> Type {
     if known.is_empty() {
         return ty.clone();
     }
