@@ -8,7 +8,12 @@
 //! the output); [`Lowerer::stream_len`] counts them with the cheapest loop
 //! that can (coordinates only, no values), which is what a counting phase
 //! stores; [`Lowerer::index_stream`] takes element `k` of one (`u@k`) by
-//! walking it to the end, which also counts it for the bounds check.
+//! walking it to the end, which also counts it for the bounds check. A
+//! pattern that reads it by position stores it first (`emit.rs`, `settle`),
+//! in a temporary with room for [`Lowerer::stream_capacity`] records where
+//! the inputs bound it over the naturals (written in one pass that counts),
+//! else of the length counted first. A `select` between a stream and a map
+//! of it (`ViewKind::Choice`) is a stream too: the chosen one is walked.
 //!
 //! - **Co-iteration** walks the two sorted coordinate lists with one cursor
 //!   each, in a loop of at most `na + nb` steps (each step advances at least
