@@ -266,15 +266,18 @@ impl Lowerer<'_> {
                 let mut parts = Vec::new();
                 for a in args {
                     let v = self.array(a, env, body)?;
+                    if !super::stream::is_stream(&v) {
+                        parts.push(v);
+                        continue;
+                    }
                     let key = format!("{:?}", v.kind);
                     let part = match stored.iter().find(|(k, _)| *k == key) {
                         Some((_, s)) => s.clone(),
-                        None if super::stream::is_stream(&v) => {
+                        None => {
                             let s = self.settle(v, env, a.span, body, &mut known)?;
                             stored.push((key, s.clone()));
                             s
                         }
-                        None => v,
                     };
                     parts.push(part);
                 }
@@ -831,14 +834,15 @@ impl Lowerer<'_> {
         let mut at = offset;
         let mut total = Nat::Lit(0);
         for part in [a, b] {
+            // A part's length counts its records only where each element is one.
+            if matches!(part.elem_ty(&Nat::Lit(0)), Type::Array { .. }) {
+                return Err(unsupported(span, "writing `concat` of a stream and arrays of arrays"));
+            }
             let n = if super::stream::is_stream(&part) {
                 Nat::Var(self.write_stream(&part, buf, at.clone(), env, body)?)
             } else if super::scatter::walked(&part) && appended_parts(&part).is_some() {
                 self.write_walked(&part, buf, at.clone(), env, body)?
             } else {
-                if matches!(part.elem_ty(&Nat::Lit(0)), Type::Array { .. }) {
-                    return Err(unsupported(span, "writing `concat` of a stream and arrays of arrays"));
-                }
                 let ty = part.ty.clone();
                 self.write(&Val::Array(part.clone()), &ty, buf, at.clone(), env, body, false)?;
                 let n = self.index_expr(&part.len(), env, body)?;
@@ -957,7 +961,8 @@ impl Lowerer<'_> {
             }
             let whole = self.index_expr(&view.len(), env, body)?;
             let rest = self.index_expr(&rest, env, body)?;
-            return Ok(Some(L::bin(BinOp::Div, L::bin(BinOp::Sub, whole, rest), L::index(k))));
+            let count = L::bin(BinOp::Sub, whole, rest);
+            return Ok(Some(if k == 1 { count } else { L::bin(BinOp::Div, count, L::index(k)) }));
         }
         match appended_parts(view) {
             Some((a, b)) => {
@@ -1188,7 +1193,7 @@ fn appended_parts(v: &View) -> Option<(View, View)> {
             };
             let mapped = |x: View| View {
                 ty: Type::Array { binder: None, elem: Box::new(elem.clone()), len: x.len() },
-                kind: ViewKind::Map { f: f.clone(), env: env.clone(), src: Box::new(x), binder: None, prim: *prim, dim: *dim },
+                kind: ViewKind::Map { f: f.clone(), env: env.clone(), src: Box::new(x), binder: None, prim, dim: *dim },
             };
             Some((mapped(a), mapped(b)))
         }

@@ -113,7 +113,7 @@ fn count_arrays(ty: &Type) -> Result<Vec<(Name, Vec<Nat>)>, String> {
                 // (`concat` of a stream and an array): one count array per term.
                 let mut terms = Vec::new();
                 sum_terms(len, &mut terms);
-                let counted: Vec<_> = terms.iter().filter_map(|t| counted_term(t)).filter_map(|(_, c)| heddle_ir::nat::counted::as_counted(&c.1)).collect();
+                let counted: Vec<_> = terms.iter().filter_map(counted_term).filter_map(|(_, c)| heddle_ir::nat::counted::as_counted(&c.1)).collect();
                 if !counted.is_empty() {
                     if terms.iter().any(|t| counted_term(t).is_none() && heddle_ir::nat::counted::mentions_count(t)) {
                         return Err(format!("a result of length {len}"));
