@@ -48,6 +48,7 @@ const KERNELS: &[(&str, Inputs)] = &[
     ("filter_reduce_first", Inputs::Dense),
     ("filter_join_rows", Inputs::Dense),
     ("filter_scatter_fails", Inputs::Dense),
+    ("tensor_select_stream_in_union", Inputs::SameShape),
     ("tensor_coiter_zip_stream", Inputs::SameShape),
     ("tensor_coiter_temporary_zip", Inputs::SameShape),
     ("tensor_coiter_private_zip", Inputs::SameShape),

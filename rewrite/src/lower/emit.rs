@@ -348,13 +348,13 @@ impl Lowerer<'_> {
             "union" => {
                 let za = self.expr(&args[0], env, body)?;
                 let zb = self.expr(&args[1], env, body)?;
-                let a = self.array(&args[2], env, body)?;
-                let b = self.array(&args[3], env, body)?;
+                let a = self.coiteration_operand(&args[2], env, body)?;
+                let b = self.coiteration_operand(&args[3], env, body)?;
                 view(ViewKind::Merge { a: Box::new(a), b: Box::new(b), defaults: Some(Box::new((za, zb))), span }, &[])
             }
             "intersect" => {
-                let a = self.array(&args[0], env, body)?;
-                let b = self.array(&args[1], env, body)?;
+                let a = self.coiteration_operand(&args[0], env, body)?;
+                let b = self.coiteration_operand(&args[1], env, body)?;
                 view(ViewKind::Merge { a: Box::new(a), b: Box::new(b), defaults: None, span }, &[])
             }
             "filter" => {
@@ -534,6 +534,17 @@ impl Lowerer<'_> {
         };
         known.push((counted, stored.len()));
         Ok(stored)
+    }
+
+    /// An operand of `union` or `intersect`: a stream is walked by a cursor of
+    /// the fused loop (`coiter.rs`), except a `select` between streams, which
+    /// has none and is stored first.
+    fn coiteration_operand(&mut self, t: &TExpr, env: &Env, body: &mut Block) -> Result<View, Diagnostic> {
+        let v = self.array(t, env, body)?;
+        if matches!(v.kind, ViewKind::Choice { .. }) {
+            return self.settle(v, env, t.span, body, &mut Vec::new());
+        }
+        Ok(v)
     }
 
     /// [`settle`](Self::settle) of the array `t`.
