@@ -310,8 +310,11 @@ impl Lowerer<'_> {
                 view(ViewKind::Interleave { src: Box::new(src), k: nat(0) }, &known)
             }
             "join" => {
-                // Rows of a stream: stored first (with the count), then joined as any array.
-                let src = self.settled(&args[0], env, body, &mut known)?;
+                // Rows of one length of a stream: stored first (with the count), then
+                // joined as any array (rows of different lengths are walked in order).
+                let src = self.array(&args[0], env, body)?;
+                let one_length = matches!(&src.ty, Type::Array { binder: None, elem, .. } if matches!(&**elem, Type::Array { binder: None, .. }));
+                let src = if one_length { self.settle(src, env, args[0].span, body, &mut known)? } else { src };
                 if let ViewKind::Buffer { buf, offset } = &src.kind {
                     // Nested arrays are stored contiguously: joining is reading the same records flat.
                     return view(ViewKind::Buffer { buf: buf.clone(), offset: offset.clone() }, &known);
