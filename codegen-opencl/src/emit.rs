@@ -436,7 +436,7 @@ impl Gen<'_> {
         match space {
             Space::Private => {
                 let n = eval(len, &|_| None).map_err(|_| {
-                    format!("the private buffer `{buf}` needs a length known when the kernel is compiled, not {}", crate::launch::text(len))
+                    format!("the private buffer `{buf}` needs a length known when the kernel is compiled, not {}{}", crate::launch::text(len), stream_temporary(buf))
                 })?;
                 if !(1..=1 << 16).contains(&n) {
                     return Err(format!("the private buffer `{buf}` has {n} elements"));
@@ -473,7 +473,11 @@ impl Gen<'_> {
             }
             Space::Global => {
                 if ctx != Ctx::Top || depth != 1 || !launch_evaluable(len, self.prog) {
-                    return Err(format!("the global buffer `{buf}` must be allocated at the top of the kernel with a length over the naturals"));
+                    return Err(format!(
+                        "the global buffer `{buf}` must be allocated at the top of the kernel with a length over the naturals, not {}{}",
+                        crate::launch::text(len),
+                        stream_temporary(buf)
+                    ));
                 }
                 self.params.push(KernelParam::Scratch { name: buf.clone(), fields: fields.to_vec(), len: len.clone() });
                 self.params_text.push(format!("__global {elem}* restrict {name}"));
@@ -481,6 +485,20 @@ impl Gen<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// What a temporary that lowering named after a stream's pattern
+/// (`union_tmp`, `rewrite::lower::stream::temporary_name`) holds, and why
+/// OpenCL cannot have it: said after a refusal of its allocation.
+fn stream_temporary(buf: &Name) -> String {
+    let pattern = ["union", "intersect", "compressAdd", "filter"].into_iter().find(|p| buf.as_str().starts_with(&format!("{p}_tmp")));
+    match pattern {
+        Some(p) => format!(
+            " (it stores the result of `{p}` — copied by `toGlobal`/`toPrivate`, or to be zipped or indexed — whose length only the data gives and no \
+             natural parameter bounds; OpenCL 1.2 allocates no memory inside a kernel)"
+        ),
+        None => String::new(),
     }
 }
 

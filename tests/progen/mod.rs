@@ -5,7 +5,8 @@
 //! that can produce that type (every pattern of `prims.sig`: maps of every
 //! kind, reductions, zip, split/join, transpose, slide, pad, gather, scatter,
 //! generate, iterate, the address-space wrappers, interleave, scatterAdd,
-//! union/intersect/compressAdd, nested: n-way co-iteration), over dense inputs, position-dependent CSR
+//! union/intersect/compressAdd, nested: n-way co-iteration, their rows reduced, zipped,
+//! padded or filtered), over dense inputs, position-dependent CSR
 //! rows and `tensor<…, #ENC>` parameters in random encodings, and returning
 //! dense, nested, position-dependent or counted (sparse) results. Array
 //! lengths are tracked symbolically ([`Len`]): two arrays are zipped only
@@ -667,7 +668,23 @@ impl Gen {
                 format!("{a} :>> map(fun({t} => ({t}.1, {t}.2 * 2.0))) :>> compressAdd(m)")
             }
         };
-        format!("generate(n, fun({i} => {row} :>> map(fun({t} => {value})) :>> reduce(+, 0)))")
+        // The row reduced as it is produced, or read by position, which stores
+        // it first with its count (issue 11): zipped with itself, padded, or
+        // filtered and zipped with a map of it.
+        let (u, p) = (self.fresh("u"), self.fresh("p"));
+        let (first, second) = match elem {
+            Ty::I => (format!("{p}.1.1"), format!("{p}.2.1")),
+            _ => (format!("{p}.1.2"), format!("{p}.2.2")),
+        };
+        let used = match self.tape.below(4) {
+            0 => format!("{row} :>> map(fun({t} => {value})) :>> reduce(+, 0)"),
+            1 => format!("(let {u} = {row} in zip({u}, {u})) :>> map(fun({p} => {first} + {second})) :>> reduce(+, 0)"),
+            2 => format!("pad(1, 2, (0, 1.5), {row}) :>> map(fun({t} => {value})) :>> reduce(+, 0)"),
+            _ => format!(
+                "(let {u} = {row} :>> filter(fun({t} => {t}.2 > 0.0)) in zip({u}, {u} :>> map(fun({t} => ({t}.1 + 1, {t}.2 * 0.5))))) :>> map(fun({p} => {first} + {second})) :>> reduce(+, 0)"
+            ),
+        };
+        format!("generate(n, fun({i} => {used}))")
     }
 
     /// A list of row `i`'s (coordinate, value) pairs sorted by coordinate: a

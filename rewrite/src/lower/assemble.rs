@@ -125,7 +125,8 @@ impl Lowerer<'_> {
                 let out = self.fresh("out");
                 self.args.push(Arg { name: out.clone(), kind: ArgKind::Output { fields: vec![ScalarType::I64], len } });
                 let v = self.expr(value, env, body)?;
-                self.write_count(&v, &out, Nat::Lit(0), env, body, true)
+                let ty = self.program_values_in_type(&env.subst_type(&value.ty), env);
+                self.write_count(&v, &ty, &out, Nat::Lit(0), env, body, true)
             }
         }
     }
@@ -304,8 +305,9 @@ impl Lowerer<'_> {
             inner.push(Stmt::Assign { var: next.clone(), value: L::bin(BinOp::Add, L::var(next.clone()), L::index(1)) });
             Ok(())
         };
-        if super::stream::is_stream(view) {
-            return self.each_stream(view, env, body, &mut visit);
+        if super::stream::is_stream(view) || super::scatter::walked(view) {
+            // Produced in order (a stream, or `concat` with one among its parts).
+            return self.each(view, env, Schedule::Seq, body, &mut visit);
         }
         let k = self.fresh("k");
         let hi = self.index_expr(&view.len(), env, body)?;

@@ -85,6 +85,17 @@ impl Lowerer<'_> {
                     // Its length is counted only by walking it (`stream.rs`).
                     return self.index_stream(&a, &k, &t.ty, &what, env, t.span, body);
                 }
+                // `concat` with a stream among its parts: the streams stored first
+                // (with their counts), so the parts can be indexed.
+                let a = match appended_parts(&a) {
+                    Some((x, y)) if super::scatter::walked(&a) => {
+                        let mut known = Vec::new();
+                        let x = self.settle(x, env, array.span, body, &mut known)?;
+                        let y = self.settle(y, env, array.span, body, &mut known)?;
+                        View { ty: with_counts_known(&a.ty, &known), kind: ViewKind::Appended { a: Box::new(x), b: Box::new(y) } }
+                    }
+                    _ => a,
+                };
                 self.bounds_check(&k, &a.len(), &what, t.span, body)?;
                 self.elem(&a, &k, body)
             }
@@ -225,7 +236,9 @@ impl Lowerer<'_> {
 
     #[allow(clippy::too_many_arguments)]
     fn prim(&mut self, name: &'static str, nats: &[Nat], args: &[TExpr], binder: Option<&Name>, ty: &Type, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
-        let view = |kind: ViewKind| Ok(Val::Array(View { ty: ty.clone(), kind }));
+        // Counted lengths of streams stored here (`settle`), and their counts.
+        let mut known: Vec<(Nat, Nat)> = Vec::new();
+        let view = |kind: ViewKind, known: &[(Nat, Nat)]| Ok(Val::Array(View { ty: with_counts_known(ty, known), kind }));
         let nat = |k: usize| env.subst_nat(&nats[k]);
         if let Some(to) = heddle_ir::prims::conversion(name) {
             // `float(x)`: a cast from the operand's machine type (`numbers.rs`).
@@ -245,10 +258,33 @@ impl Lowerer<'_> {
             "reduce" | "reduceSeq" if args.len() == 2 => self.reduce_from_first(&args[0], &args[1], name, env, span, body),
             "reduce" | "reduceSeq" => self.reduce(&args[0], &args[1], &args[2], name == "reduce", env, span, body),
             "zip" => {
-                let parts: Vec<View> = args.iter().map(|a| self.array(a, env, body)).collect::<Result<_, _>>()?;
+                // A stream among the parts is stored first (with its count): the
+                // parts are read in step, by position. One stream zipped with
+                // itself (`zip(u, u)`) is stored once.
+                let mut known = Vec::new();
+                let mut stored: Vec<(String, View)> = Vec::new();
+                let mut parts = Vec::new();
+                for a in args {
+                    let v = self.array(a, env, body)?;
+                    if !super::stream::is_stream(&v) {
+                        parts.push(v);
+                        continue;
+                    }
+                    let key = format!("{:?}", v.kind);
+                    let part = match stored.iter().find(|(k, _)| *k == key) {
+                        Some((_, s)) => s.clone(),
+                        None => {
+                            let s = self.settle(v, env, a.span, body, &mut known)?;
+                            stored.push((key, s.clone()));
+                            s
+                        }
+                    };
+                    parts.push(part);
+                }
+                let ty = with_counts_known(ty, &known);
                 let ty = match parts.first() {
-                    Some(first) => with_known_len(ty, &first.len()),
-                    None => ty.clone(),
+                    Some(first) => with_known_len(&ty, &first.len()),
+                    None => ty,
                 };
                 Ok(Val::Array(View { ty, kind: ViewKind::Zip(parts) }))
             }
@@ -261,87 +297,91 @@ impl Lowerer<'_> {
                 Ok(Val::Tuple(parts))
             }
             "split" => {
-                let src = self.array(&args[0], env, body)?;
+                let src = self.settled(&args[0], env, body, &mut known)?;
                 self.check_split(&src.len(), &nat(0), &nats[0], env, span, body)?;
-                view(ViewKind::Split { src: Box::new(src), k: nat(0) })
+                view(ViewKind::Split { src: Box::new(src), k: nat(0) }, &known)
             }
             "slide" => {
-                let src = self.array(&args[0], env, body)?;
-                view(ViewKind::Slide { src: Box::new(src), step: nat(1) })
+                let src = self.settled(&args[0], env, body, &mut known)?;
+                view(ViewKind::Slide { src: Box::new(src), step: nat(1) }, &known)
             }
             "interleave" => {
-                let src = self.array(&args[0], env, body)?;
-                view(ViewKind::Interleave { src: Box::new(src), k: nat(0) })
+                let src = self.settled(&args[0], env, body, &mut known)?;
+                view(ViewKind::Interleave { src: Box::new(src), k: nat(0) }, &known)
             }
             "join" => {
+                // Rows of one length of a stream: stored first (with the count), then
+                // joined as any array (rows of different lengths are walked in order).
                 let src = self.array(&args[0], env, body)?;
+                let one_length = matches!(&src.ty, Type::Array { binder: None, elem, .. } if matches!(&**elem, Type::Array { binder: None, .. }));
+                let src = if one_length { self.settle(src, env, args[0].span, body, &mut known)? } else { src };
                 if let ViewKind::Buffer { buf, offset } = &src.kind {
                     // Nested arrays are stored contiguously: joining is reading the same records flat.
-                    return view(ViewKind::Buffer { buf: buf.clone(), offset: offset.clone() });
+                    return view(ViewKind::Buffer { buf: buf.clone(), offset: offset.clone() }, &known);
                 }
                 match &src.ty {
                     Type::Array { binder: None, elem, .. } => match &**elem {
                         Type::Array { binder: None, len: k, .. } => {
                             let k = k.clone();
-                            view(ViewKind::Join { src: Box::new(src), k })
+                            view(ViewKind::Join { src: Box::new(src), k }, &known)
                         }
                         // Rows of different lengths: walkable in order (by `scatterAdd`), not indexable.
-                        _ => view(ViewKind::Concat(Box::new(src))),
+                        _ => view(ViewKind::Concat(Box::new(src)), &known),
                     },
-                    _ => view(ViewKind::Concat(Box::new(src))),
+                    _ => view(ViewKind::Concat(Box::new(src)), &known),
                 }
             }
             "asVector" => {
-                let src = self.array(&args[0], env, body)?;
+                let src = self.settled(&args[0], env, body, &mut known)?;
                 let w = super::vectors::width(ty, span)?;
-                view(ViewKind::Lanes { src: Box::new(src), w })
+                view(ViewKind::Lanes { src: Box::new(src), w }, &known)
             }
             "asScalar" => {
-                let src = self.array(&args[0], env, body)?;
+                let src = self.settled(&args[0], env, body, &mut known)?;
                 let w = super::vectors::width(&src.ty, span)?;
-                view(ViewKind::Unlanes { src: Box::new(src), w })
+                view(ViewKind::Unlanes { src: Box::new(src), w }, &known)
             }
             "transpose" => {
-                let src = self.array(&args[0], env, body)?;
-                view(ViewKind::Transpose(Box::new(src)))
+                let src = self.settled(&args[0], env, body, &mut known)?;
+                view(ViewKind::Transpose(Box::new(src)), &known)
             }
             "scatterAdd" => self.scatter_add(&nat(0), &args[0], ty, env, span, body),
             "scatter" => self.scatter(&args[0], &args[1], ty, env, span, body),
-            "generate" => view(ViewKind::Generate { f: Box::new(args[0].clone()), env: env.clone() }),
+            "generate" => view(ViewKind::Generate { f: Box::new(args[0].clone()), env: env.clone() }, &[]),
             "union" => {
                 let za = self.expr(&args[0], env, body)?;
                 let zb = self.expr(&args[1], env, body)?;
-                let a = self.array(&args[2], env, body)?;
-                let b = self.array(&args[3], env, body)?;
-                view(ViewKind::Merge { a: Box::new(a), b: Box::new(b), defaults: Some(Box::new((za, zb))), span })
+                let a = self.coiteration_operand(&args[2], env, body)?;
+                let b = self.coiteration_operand(&args[3], env, body)?;
+                view(ViewKind::Merge { a: Box::new(a), b: Box::new(b), defaults: Some(Box::new((za, zb))), span }, &[])
             }
             "intersect" => {
-                let a = self.array(&args[0], env, body)?;
-                let b = self.array(&args[1], env, body)?;
-                view(ViewKind::Merge { a: Box::new(a), b: Box::new(b), defaults: None, span })
+                let a = self.coiteration_operand(&args[0], env, body)?;
+                let b = self.coiteration_operand(&args[1], env, body)?;
+                view(ViewKind::Merge { a: Box::new(a), b: Box::new(b), defaults: None, span }, &[])
             }
             "filter" => {
                 let src = self.array(&args[1], env, body)?;
-                view(ViewKind::Filter { p: Box::new(args[0].clone()), env: env.clone(), src: Box::new(src), span })
+                view(ViewKind::Filter { p: Box::new(args[0].clone()), env: env.clone(), src: Box::new(src), span }, &[])
             }
             "compressAdd" => {
                 let src = self.array(&args[0], env, body)?;
-                view(ViewKind::Compress { src: Box::new(src), n: nat(0), span })
+                view(ViewKind::Compress { src: Box::new(src), n: nat(0), span }, &[])
             }
             "concat" => {
                 let a = self.array(&args[0], env, body)?;
                 let b = self.array(&args[1], env, body)?;
-                view(ViewKind::Appended { a: Box::new(a), b: Box::new(b) })
+                view(ViewKind::Appended { a: Box::new(a), b: Box::new(b) }, &[])
             }
             "pad" => {
                 let value = self.expr(&args[0], env, body)?;
-                let src = self.array(&args[1], env, body)?;
-                view(ViewKind::Pad { src: Box::new(src), l: nat(0), value: Box::new(value) })
+                let src = self.settled(&args[1], env, body, &mut known)?;
+                view(ViewKind::Pad { src: Box::new(src), l: nat(0), value: Box::new(value) }, &known)
             }
             "gather" => {
-                let idx = self.array(&args[0], env, body)?;
-                let src = self.array(&args[1], env, body)?;
-                view(ViewKind::Gather { idx: Box::new(idx), src: Box::new(src), span })
+                let idx = self.settled(&args[0], env, body, &mut known)?;
+                let src = self.settled(&args[1], env, body, &mut known)?;
+                view(ViewKind::Gather { idx: Box::new(idx), src: Box::new(src), span }, &known)
             }
             "toLocal" | "toPrivate" | "toGlobal" => {
                 let x = self.expr(&args[1], env, body)?;
@@ -367,8 +407,6 @@ impl Lowerer<'_> {
     /// Computes an array into a temporary buffer in `space`.
     fn materialize(&mut self, v: Val, ty: &Type, space: Space, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
         let Val::Array(view) = &v else { return Ok(self.share(v, "tmp", body)) };
-        // A stream's counted length is counted first (`stream.rs`); the temporary
-        // then has that many records and is written in order.
         if let Type::Array { binder, elem, len } = ty
             && super::stream::is_stream(view)
             && heddle_ir::nat::counted::mentions_count(len)
@@ -376,16 +414,52 @@ impl Lowerer<'_> {
             if elem.mentions_count() {
                 return Err(unsupported(span, "a temporary of streams of streams"));
             }
+            // A stream bounded over the naturals (`stream_capacity`) gets that many
+            // records, allocated before the launch, and is written in one pass
+            // that counts it; its length is the count.
+            if let Some(capacity) = self.stream_capacity(view) {
+                let room = Type::Array { binder: binder.clone(), elem: elem.clone(), len: capacity };
+                let base = super::stream::temporary_name(view);
+                let (buf, offset, _) = self.temporary(&room, space, base, env, span, body)?;
+                let written = self.write_stream(view, &buf, offset.clone(), env, body)?;
+                let n = self.fresh("counted");
+                self.var_types.push((n.clone(), ScalarType::I64));
+                body.push(Stmt::Let { var: n.clone(), ty: ScalarType::I64, value: L::var(written) });
+                let ty = Type::Array { binder: binder.clone(), elem: elem.clone(), len: Nat::Var(n) };
+                return Ok(Val::Array(View::buffer(buf, offset, ty)));
+            }
+            // Otherwise it is counted first; the temporary then has that many
+            // records and is written in order (OpenCL, which allocates nothing
+            // inside a kernel, refuses it).
             let n = self.stream_len(view, env, body)?;
             let n = self.bind_index(n, "counted", body);
             let ty = Type::Array { binder: binder.clone(), elem: elem.clone(), len: n };
             let view = View { ty: ty.clone(), kind: view.kind.clone() };
             return self.materialize(Val::Array(view), &ty, space, env, span, body);
         }
+        // A stream's temporary is named after its pattern (`union_tmp`), for
+        // the refusals that can name only the buffer (OpenCL's).
+        let base = if super::stream::is_stream(view) { super::stream::temporary_name(view) } else { "tmp" };
+        let (buf, offset, per_worker) = self.temporary(ty, space, base, env, span, body)?;
+        if !per_worker
+            && let (Space::Local, Val::Array(view)) = (space, &v)
+            && let Schedule::Local(d) = self.schedule_of(view)
+        {
+            self.local_producers.insert(buf.clone(), d);
+        }
+        self.write(&v, ty, &buf, offset.clone(), env, body, false)?;
+        // The OpenCL backend places the barriers local memory needs (codegen-opencl/src/barriers.rs).
+        Ok(Val::Array(View::buffer(buf, offset, ty.clone())))
+    }
+
+    /// Allocates a temporary for a value of type `ty` in `space` (or the
+    /// space this position needs, below): the buffer, the record it starts
+    /// at, and whether it is a per-worker workspace.
+    fn temporary(&mut self, ty: &Type, space: Space, base: &str, env: &Env, span: Span, body: &mut Block) -> Result<(Name, Nat, bool), Diagnostic> {
         let fields = leaf_fields(ty, span)?;
         let count = crate::flat_size(ty).map_err(|e| unsupported(span, &format!("the layout of a temporary: {e}")))?;
         let len = self.index_expr(&count, env, body)?;
-        let buf = self.fresh("tmp");
+        let buf = self.fresh(base);
         // Local memory belongs to the work-group: inside per-item (local) loops the
         // buffer is allocated once at the work-group loop, one slice per item.
         let group = self.loops.iter().rposition(|(_, s, _)| matches!(s, Schedule::Workgroup(_)));
@@ -407,8 +481,7 @@ impl Lowerer<'_> {
             let whole = self.index_expr(&count, &Env::default(), &mut sink).ok().filter(|_| sink.iter().all(|s| matches!(s, Stmt::Let { .. })));
             if let Some(n) = whole.map(|e| inline_lets(e, &sink)).filter(|e| self.over_naturals(e)) {
                 self.workspaces.push(Stmt::Alloc { buf: buf.clone(), fields, len: n, space: Space::Workspace });
-                self.write(&v, ty, &buf, Nat::Lit(0), env, body, false)?;
-                return Ok(Val::Array(View::buffer(buf, Nat::Lit(0), ty.clone())));
+                return Ok((buf, Nat::Lit(0), true));
             }
         }
         let items: Vec<(Name, L)> = match group {
@@ -446,14 +519,41 @@ impl Lowerer<'_> {
         if !self.in_parallel && self.loops.iter().all(|(_, s, _)| *s == Schedule::Seq) {
             self.sequential = true;
         }
-        if let (Space::Local, Val::Array(view)) = (space, &v)
-            && let Schedule::Local(d) = self.schedule_of(view)
-        {
-            self.local_producers.insert(buf.clone(), d);
+        Ok((buf, offset, false))
+    }
+
+    /// `v` where an array that can be indexed is needed (`zip`, `pad`,
+    /// `split`, …): a stream (`stream.rs`) is stored in a temporary first,
+    /// with its count (`materialize`); `known` gets its counted length and
+    /// the count, for the types that mention it ([`with_counts_known`]).
+    pub(super) fn settle(&mut self, v: View, env: &Env, span: Span, body: &mut Block, known: &mut Vec<(Nat, Nat)>) -> Result<View, Diagnostic> {
+        if !super::stream::is_stream(&v) {
+            return Ok(v);
         }
-        self.write(&v, ty, &buf, offset.clone(), env, body, false)?;
-        // The OpenCL backend places the barriers local memory needs (codegen-opencl/src/barriers.rs).
-        Ok(Val::Array(View::buffer(buf, offset, ty.clone())))
+        let counted = v.len();
+        let ty = v.ty.clone();
+        let Val::Array(stored) = self.materialize(Val::Array(v), &ty, Space::Global, env, span, body)? else {
+            return Err(bug(span, "a stream stored as something other than an array"));
+        };
+        known.push((counted, stored.len()));
+        Ok(stored)
+    }
+
+    /// An operand of `union` or `intersect`: a stream is walked by a cursor of
+    /// the fused loop (`coiter.rs`), except a `select` between streams, which
+    /// has none and is stored first.
+    fn coiteration_operand(&mut self, t: &TExpr, env: &Env, body: &mut Block) -> Result<View, Diagnostic> {
+        let v = self.array(t, env, body)?;
+        if matches!(v.kind, ViewKind::Choice { .. }) {
+            return self.settle(v, env, t.span, body, &mut Vec::new());
+        }
+        Ok(v)
+    }
+
+    /// [`settle`](Self::settle) of the array `t`.
+    fn settled(&mut self, t: &TExpr, env: &Env, body: &mut Block, known: &mut Vec<(Nat, Nat)>) -> Result<View, Diagnostic> {
+        let v = self.array(t, env, body)?;
+        self.settle(v, env, t.span, body, known)
     }
 
     /// The array a reduction reads: a `mapLocal`'s results are computed by
@@ -568,6 +668,17 @@ impl Lowerer<'_> {
     fn reduce_from_first(&mut self, op: &TExpr, xs_expr: &TExpr, name: &str, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
         let xs = self.array(xs_expr, env, body)?;
         let xs = self.reduction_operand(xs, env, span, body)?;
+        // A stream (or `concat` with one among its parts) is stored first, with
+        // its count: the first element starts the accumulator.
+        let mut known = Vec::new();
+        let xs = match appended_parts(&xs) {
+            Some((a, b)) if super::scatter::walked(&xs) => {
+                let a = self.settle(a, env, span, body, &mut known)?;
+                let b = self.settle(b, env, span, body, &mut known)?;
+                View { ty: with_counts_known(&xs.ty, &known), kind: ViewKind::Appended { a: Box::new(a), b: Box::new(b) } }
+            }
+            _ => self.settle(xs, env, span, body, &mut known)?,
+        };
         if super::stream::is_stream(&xs) || super::scatter::walked(&xs) {
             return Err(unsupported(span, &format!("`{name}` without an initial value of an array produced in order")));
         }
@@ -608,24 +719,12 @@ impl Lowerer<'_> {
     pub(super) fn write(&mut self, v: &Val, ty: &Type, buf: &Name, offset: Nat, env: &Env, body: &mut Block, top: bool) -> Result<(), Diagnostic> {
         let span = self.kernel.body.span;
         if self.counting.is_some() {
-            return self.write_count(v, buf, offset, env, body, top);
+            return self.write_count(v, ty, buf, offset, env, body, top);
         }
         match v {
-            Val::Array(view) if super::stream::is_stream(view) => {
-                // Produced in order: each element goes to the next record.
-                let k = self.fresh("next");
-                body.push(Stmt::Var { var: k.clone(), ty: ScalarType::I64, init: L::index(0) });
-                let start = self.index_expr(&offset, env, body)?;
-                let start = self.bind_index(start, "row_start", body);
-                let elem_ty = view.elem_ty(&Nat::Var(k.clone()));
-                let (buf, env_c, k_c) = (buf.clone(), env.clone(), k.clone());
-                self.each_stream(view, env, body, &mut |cx, x, inner| {
-                    let at = Nat::add(start.clone(), Nat::Var(k_c.clone()));
-                    cx.write(&x, &elem_ty, &buf, at, &env_c, inner, false)?;
-                    inner.push(Stmt::Assign { var: k_c.clone(), value: L::bin(BinOp::Add, L::var(k_c.clone()), L::index(1)) });
-                    Ok(())
-                })
-            }
+            Val::Array(view) if super::stream::is_stream(view) => self.write_stream(view, buf, offset, env, body).map(|_| ()),
+            // `concat` with a stream among its parts: the parts one after the other.
+            Val::Array(view) if super::scatter::walked(view) && appended_parts(view).is_some() => self.write_walked(view, buf, offset, env, body).map(|_| ()),
             Val::Scalar(e, s) => {
                 let index = self.index_expr(&offset, env, body)?;
                 body.push(Stmt::Store { buf: buf.clone(), index, field: 0, value: numbers::convert(e.clone(), *s, ty.as_scalar().unwrap_or(*s)) });
@@ -711,14 +810,91 @@ impl Lowerer<'_> {
         }
     }
 
+    /// Writes the stream `view` in order from record `offset`, each element
+    /// at the next record; the variable that holds how many it wrote.
+    pub(super) fn write_stream(&mut self, view: &View, buf: &Name, offset: Nat, env: &Env, body: &mut Block) -> Result<Name, Diagnostic> {
+        let k = self.fresh("next");
+        body.push(Stmt::Var { var: k.clone(), ty: ScalarType::I64, init: L::index(0) });
+        let start = self.index_expr(&offset, env, body)?;
+        let start = self.bind_index(start, "row_start", body);
+        let elem_ty = view.elem_ty(&Nat::Var(k.clone()));
+        // Elements that are arrays (of one length: rows of a `join`) take that many records each.
+        let records = match &elem_ty {
+            Type::Array { .. } => {
+                let n = crate::flat_size(&elem_ty).ok().filter(|n| !heddle_ir::nat::counted::mentions_count(n) && !n.mentions(&k));
+                Some(n.ok_or_else(|| unsupported(self.kernel.body.span, "storing the result of `union`, `intersect`, `compressAdd` or `filter` whose elements are arrays of different lengths"))?)
+            }
+            _ => None,
+        };
+        let (buf, env_c, k_c) = (buf.clone(), env.clone(), k.clone());
+        self.each_stream(view, env, body, &mut |cx, x, inner| {
+            let at = match &records {
+                Some(n) => Nat::add(start.clone(), Nat::mul(Nat::Var(k_c.clone()), n.clone())),
+                None => Nat::add(start.clone(), Nat::Var(k_c.clone())),
+            };
+            cx.write(&x, &elem_ty, &buf, at, &env_c, inner, false)?;
+            inner.push(Stmt::Assign { var: k_c.clone(), value: L::bin(BinOp::Add, L::var(k_c.clone()), L::index(1)) });
+            Ok(())
+        })?;
+        Ok(k)
+    }
+
+    /// Writes `concat(a, b)` (or a map over it) with a stream among its parts
+    /// from record `offset`: `a`, then `b` after as many records as `a` took
+    /// (a stream's count, as it is written); how many records that is.
+    fn write_walked(&mut self, view: &View, buf: &Name, offset: Nat, env: &Env, body: &mut Block) -> Result<Nat, Diagnostic> {
+        let span = self.kernel.body.span;
+        let Some((a, b)) = appended_parts(view) else { return Err(bug(span, "writing a walked array that is not a `concat`")) };
+        let mut at = offset;
+        let mut total = Nat::Lit(0);
+        for part in [a, b] {
+            // A part's length counts its records only where each element is one.
+            if matches!(part.elem_ty(&Nat::Lit(0)), Type::Array { .. }) {
+                return Err(unsupported(span, "writing `concat` of a stream and arrays of arrays"));
+            }
+            let n = if super::stream::is_stream(&part) {
+                Nat::Var(self.write_stream(&part, buf, at.clone(), env, body)?)
+            } else if super::scatter::walked(&part) && appended_parts(&part).is_some() {
+                self.write_walked(&part, buf, at.clone(), env, body)?
+            } else {
+                let ty = part.ty.clone();
+                self.write(&Val::Array(part.clone()), &ty, buf, at.clone(), env, body, false)?;
+                let n = self.index_expr(&part.len(), env, body)?;
+                self.bind_index(n, "part_len", body)
+            };
+            // A stream's counter goes on changing while the next part is written: copy it.
+            let n = match n {
+                Nat::Var(v) => {
+                    let copy = self.fresh("written");
+                    self.var_types.push((copy.clone(), ScalarType::I64));
+                    body.push(Stmt::Let { var: copy.clone(), ty: ScalarType::I64, value: L::var(v) });
+                    Nat::Var(copy)
+                }
+                other => other,
+            };
+            at = Nat::add(at, n.clone());
+            total = Nat::add(total, n);
+        }
+        Ok(total)
+    }
+
     /// Writing in a counting phase: the lengths of the counted arrays in
     /// `v`, in row-major order of the arrays around them; nothing else.
-    pub(super) fn write_count(&mut self, v: &Val, buf: &Name, offset: Nat, env: &Env, body: &mut Block, top: bool) -> Result<(), Diagnostic> {
+    /// `ty` is the value's type as the program writes it: a stream stored
+    /// in a temporary (`settle`) has its count as its view's length, where
+    /// the type still names the count array this phase fills.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn write_count(&mut self, v: &Val, ty: &Type, buf: &Name, offset: Nat, env: &Env, body: &mut Block, top: bool) -> Result<(), Diagnostic> {
         let Val::Array(view) = v else { return Ok(()) };
-        if heddle_ir::nat::counted::as_counted(&view.len()).is_some() {
-            let n = self.stream_len(view, env, body)?;
-            let index = self.index_expr(&offset, env, body)?;
-            body.push(Stmt::Store { buf: buf.clone(), index, field: 0, value: n });
+        let Type::Array { len, .. } = ty else { return Ok(()) };
+        if heddle_ir::nat::counted::mentions_count(len) {
+            // The length is a count array's element, or a sum of lengths with
+            // one per count array (`concat` of a stream): this phase's array
+            // is counted, at most once.
+            if let Some(n) = self.count_of_phase(view, len, env, body)? {
+                let index = self.index_expr(&offset, env, body)?;
+                body.push(Stmt::Store { buf: buf.clone(), index, field: 0, value: n });
+            }
             return Ok(());
         }
         let schedule = self.schedule_of(view);
@@ -739,7 +915,12 @@ impl Lowerer<'_> {
                 bound = self.walked_per_row(&n, &name, env, &inner);
             }
             let at = Nat::add(Nat::mul(offset, view.len()), i.clone());
-            self.write_count(&x, buf, at, env, &mut inner, false)
+            let elem_ty = match ty {
+                Type::Array { binder: Some(b), elem, .. } => elem.subst_nat(b, &i),
+                Type::Array { elem, .. } => (**elem).clone(),
+                other => other.clone(),
+            };
+            self.write_count(&x, &elem_ty, buf, at, env, &mut inner, false)
         });
         self.loops.pop();
         self.in_parallel = was_parallel;
@@ -756,6 +937,61 @@ impl Lowerer<'_> {
         }
         body.push(Stmt::For { var: name, lo: L::index(0), hi, schedule, body: inner });
         Ok(())
+    }
+
+    /// The element of this counting phase's count array in the length `len`
+    /// of `view` (a counted length, or a sum with one counted term per
+    /// part of a `concat`), counted; `None` where `len` counts for
+    /// another array only.
+    fn count_of_phase(&mut self, view: &View, len: &Nat, env: &Env, body: &mut Block) -> Result<Option<L>, Diagnostic> {
+        let span = self.kernel.body.span;
+        let Some((array, _)) = self.counting.clone() else { return Err(bug(span, "counting outside a counting phase")) };
+        if let Some((counted, _)) = heddle_ir::nat::counted::as_counted(len) {
+            if counted != array {
+                return Ok(None);
+            }
+            // A stream counts itself; a stream stored in a temporary has its count.
+            return Ok(Some(if heddle_ir::nat::counted::mentions_count(&view.len()) {
+                self.stream_len(view, env, body)?
+            } else {
+                self.index_expr(&view.len(), env, body)?
+            }));
+        }
+        if !heddle_ir::nat::counted::mentions_count(&view.len()) {
+            // A stream stored first (`settle`: `pad` of a stream): the view's length
+            // is the static one, `k · count + rest`, with the count in its place.
+            let mut terms = Vec::new();
+            super::sum_terms(len, &mut terms);
+            let (mut k, mut rest) = (0, Nat::Lit(0));
+            for t in terms {
+                match super::counted_term(&t) {
+                    Some((c, (times, _))) if c == array => k += times,
+                    Some(_) => return Ok(None),
+                    None => rest = Nat::add(rest, t),
+                }
+            }
+            if k == 0 || heddle_ir::nat::counted::mentions_count(&rest) {
+                return Ok(None);
+            }
+            let whole = self.index_expr(&view.len(), env, body)?;
+            let rest = self.index_expr(&rest, env, body)?;
+            let count = L::bin(BinOp::Sub, whole, rest);
+            return Ok(Some(if k == 1 { count } else { L::bin(BinOp::Div, count, L::index(k)) }));
+        }
+        match appended_parts(view) {
+            Some((a, b)) => {
+                for part in [a, b] {
+                    let len = part.len();
+                    if heddle_ir::nat::counted::mentions_count(&len)
+                        && let Some(n) = self.count_of_phase(&part, &len, env, body)?
+                    {
+                        return Ok(Some(n));
+                    }
+                }
+                Ok(None)
+            }
+            None => Err(unsupported(span, &format!("a result of length {len}, which counts something other than the parts of `concat`"))),
+        }
     }
 
     /// The entries a counting phase's row walks (`n`, a co-iteration's lists'
@@ -956,4 +1192,39 @@ fn with_known_len(ty: &Type, known: &Nat) -> Type {
         }
         other => other.clone(),
     }
+}
+
+/// The two parts of `concat(a, b)`, through the maps over it (each part
+/// mapped the same way), where the map's function does not read its position.
+fn appended_parts(v: &View) -> Option<(View, View)> {
+    match &v.kind {
+        ViewKind::Appended { a, b } => Some(((**a).clone(), (**b).clone())),
+        ViewKind::Map { f, env, src, binder: None, prim, dim } => {
+            let (a, b) = appended_parts(src)?;
+            let elem = match &v.ty {
+                Type::Array { elem, .. } => (**elem).clone(),
+                _ => return None,
+            };
+            let mapped = |x: View| View {
+                ty: Type::Array { binder: None, elem: Box::new(elem.clone()), len: x.len() },
+                kind: ViewKind::Map { f: f.clone(), env: env.clone(), src: Box::new(x), binder: None, prim, dim: *dim },
+            };
+            Some((mapped(a), mapped(b)))
+        }
+        _ => None,
+    }
+}
+
+/// `ty` with the counted lengths in `known` replaced by their counts (a
+/// stream stored in a temporary, [`Lowerer::settle`]).
+pub(super) fn with_counts_known(ty: &Type, known: &[(Nat, Nat)]) -> Type {
+    if known.is_empty() {
+        return ty.clone();
+    }
+    ty.map_nats(&mut |n| {
+        n.map_bottom_up(&mut |m| match known.iter().find(|(from, _)| *from == m) {
+            Some((_, to)) => to.clone(),
+            None => m,
+        })
+    })
 }

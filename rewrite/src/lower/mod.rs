@@ -109,20 +109,30 @@ fn count_arrays(ty: &Type) -> Result<Vec<(Name, Vec<Nat>)>, String> {
     fn walk(ty: &Type, outer: &mut Vec<(Option<Name>, Nat)>, out: &mut Vec<(Name, Vec<Nat>)>) -> Result<(), String> {
         match ty {
             Type::Array { binder, elem, len } => {
-                if let Some((array, path)) = heddle_ir::nat::counted::as_counted(len) {
-                    let positions: Vec<Option<Name>> = path
-                        .iter()
-                        .map(|e| match &e.kind {
-                            heddle_ir::ExprKind::Var(v) => Some(v.clone()),
-                            _ => None,
-                        })
-                        .collect();
-                    let around: Vec<Option<Name>> = outer.iter().map(|(b, _)| b.clone()).collect();
-                    if positions != around || outer.iter().any(|(_, n)| heddle_ir::nat::counted::mentions_count(n)) {
-                        return Err(format!("a result whose length {len} is counted inside arrays of counted length"));
+                // A counted length, or a sum of lengths with counted terms
+                // (`concat` of a stream and an array): one count array per term.
+                let mut terms = Vec::new();
+                sum_terms(len, &mut terms);
+                let counted: Vec<_> = terms.iter().filter_map(counted_term).filter_map(|(_, c)| heddle_ir::nat::counted::as_counted(&c.1)).collect();
+                if !counted.is_empty() {
+                    if terms.iter().any(|t| counted_term(t).is_none() && heddle_ir::nat::counted::mentions_count(t)) {
+                        return Err(format!("a result of length {len}"));
                     }
-                    if !out.iter().any(|(a, _)| *a == array) {
-                        out.push((array, outer.iter().map(|(_, n)| n.clone()).collect()));
+                    for (array, path) in counted {
+                        let positions: Vec<Option<Name>> = path
+                            .iter()
+                            .map(|e| match &e.kind {
+                                heddle_ir::ExprKind::Var(v) => Some(v.clone()),
+                                _ => None,
+                            })
+                            .collect();
+                        let around: Vec<Option<Name>> = outer.iter().map(|(b, _)| b.clone()).collect();
+                        if positions != around || outer.iter().any(|(_, n)| heddle_ir::nat::counted::mentions_count(n)) {
+                            return Err(format!("a result whose length {len} is counted inside arrays of counted length"));
+                        }
+                        if !out.iter().any(|(a, _)| *a == array) {
+                            out.push((array, outer.iter().map(|(_, n)| n.clone()).collect()));
+                        }
                     }
                     if elem.mentions_count() {
                         return Err("a counted array of counted arrays".into());
@@ -144,6 +154,32 @@ fn count_arrays(ty: &Type) -> Result<Vec<(Name, Vec<Nat>)>, String> {
     let mut out = Vec::new();
     walk(ty, &mut Vec::new(), &mut out)?;
     Ok(out)
+}
+
+/// A term `k · toNat(count#…)` of a length (`concat(u, u)` has `2 · count`):
+/// the count array, and `k` with the counted natural.
+pub(crate) fn counted_term(t: &Nat) -> Option<(Name, (i64, Nat))> {
+    let (k, c) = match t {
+        Nat::Bin(heddle_ir::nat::NatOp::Mul, a, b) => match (a.as_lit(), b.as_lit()) {
+            (Some(k), _) => (k, (**b).clone()),
+            (_, Some(k)) => (k, (**a).clone()),
+            _ => return None,
+        },
+        other => (1, other.clone()),
+    };
+    let (array, _) = heddle_ir::nat::counted::as_counted(&c)?;
+    (k > 0).then_some((array, (k, c)))
+}
+
+/// The terms of a sum of naturals (`n` itself when it is no sum).
+pub(crate) fn sum_terms(n: &Nat, out: &mut Vec<Nat>) {
+    match n {
+        Nat::Bin(heddle_ir::nat::NatOp::Add, a, b) => {
+            sum_terms(a, out);
+            sum_terms(b, out);
+        }
+        other => out.push(other.clone()),
+    }
 }
 
 /// One kernel: the counting phase of one count array (its output is the

@@ -193,7 +193,10 @@ impl Lowerer<'_> {
     /// array holds it: only a stream consumed in order, a result's counting
     /// phase or a materialised stream (`materialize`) knows its length.
     fn counted_elsewhere(&self) -> Diagnostic {
-        unsupported(self.kernel.body.span, "zipping the result of `union`, `intersect`, `compressAdd` or `filter`, or using its length (it is produced in order; map, reduce, index or return it instead)")
+        unsupported(
+            self.kernel.body.span,
+            "using the length of the result of `union`, `intersect`, `compressAdd` or `filter` here (it is known only by walking it: store it with `toGlobal` first, or map, reduce, zip, pad, index or return it)",
+        )
     }
 
     /// `lhs op rhs` inside a `toNat`, on `i64` (comparisons give `bool`).

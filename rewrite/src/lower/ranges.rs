@@ -57,22 +57,23 @@ impl Lowerer<'_> {
     /// `generate(len, fun(p => (crd@…@p, …)))` over the coordinates buffer
     /// itself, not a list computed from it.
     pub(super) fn sorted_leaf(&self, v: &View) -> bool {
-        let ViewKind::Generate { f, env } = &v.kind else { return false };
-        let TKind::Lambda { params, body } = &f.kind else { return false };
-        let [(p, _)] = params.as_slice() else { return false };
-        let TKind::Tuple(items) = &body.kind else { return false };
-        let Some(TKind::Index { array, index }) = items.first().map(|c| &c.kind) else { return false };
-        if !matches!(&index.kind, TKind::Var(x) if x == p) {
-            return false;
-        }
-        let mut base = &**array;
-        while let TKind::Index { array, .. } = &base.kind {
-            base = array;
-        }
-        let TKind::Var(crd) = &base.kind else { return false };
-        // The name is the buffer itself (the parameter, not a rebinding).
-        let is_buffer = matches!(env.value(crd), Some(Val::Array(View { kind: ViewKind::Buffer { buf, offset }, .. })) if buf == crd && *offset == Nat::Lit(0));
-        is_buffer && self.sorted_coordinates(crd)
+        leaf_coordinates(v).is_some_and(|crd| self.sorted_coordinates(&crd))
+    }
+
+    /// How many entries the list `v` can have at most when it is a
+    /// [`sorted_leaf`](Self::sorted_leaf): its coordinates are distinct and
+    /// below its level's size (input binding checks both), so that size.
+    pub(super) fn sorted_leaf_bound(&self, v: &View) -> Option<Nat> {
+        let crd = leaf_coordinates(v)?;
+        self.kernel.params.iter().find_map(|p| {
+            let KernelParam::Tensor { name, ty: Type::Tensor(tt), encoding, .. } = p else { return None };
+            let dims = tt.static_dims().ok()?;
+            let layout = storage_layout(encoding, &dims, tt.elem, name.as_str()).ok()?;
+            layout.buffers.iter().find_map(|b| {
+                let (BufferKind::Coordinates, Some(l)) = (b.kind, b.level) else { return None };
+                (b.name == crd && encoding.strictly_increasing(l)).then(|| layout.lvl_sizes.get(l).cloned()).flatten()
+            })
+        })
     }
 
     /// Is `buf` the coordinates buffer (one scalar per entry) of a tensor
@@ -91,4 +92,27 @@ impl Lowerer<'_> {
             })
         })
     }
+}
+
+/// The coordinates buffer `v` reads when it is one parent's entries of a
+/// tensor parameter's level as the type checker views it (`tensor.rs`):
+/// `generate(len, fun(p => (crd@…@p, …)))` over the buffer itself, not a
+/// list computed from it.
+fn leaf_coordinates(v: &View) -> Option<Name> {
+    let ViewKind::Generate { f, env } = &v.kind else { return None };
+    let TKind::Lambda { params, body } = &f.kind else { return None };
+    let [(p, _)] = params.as_slice() else { return None };
+    let TKind::Tuple(items) = &body.kind else { return None };
+    let Some(TKind::Index { array, index }) = items.first().map(|c| &c.kind) else { return None };
+    if !matches!(&index.kind, TKind::Var(x) if x == p) {
+        return None;
+    }
+    let mut base = &**array;
+    while let TKind::Index { array, .. } = &base.kind {
+        base = array;
+    }
+    let TKind::Var(crd) = &base.kind else { return None };
+    // The name is the buffer itself (the parameter, not a rebinding).
+    let is_buffer = matches!(env.value(crd), Some(Val::Array(View { kind: ViewKind::Buffer { buf, offset }, .. })) if buf == crd && *offset == Nat::Lit(0));
+    is_buffer.then(|| crd.clone())
 }

@@ -95,6 +95,11 @@ impl Lowerer<'_> {
     pub(super) fn scatter(&mut self, idx: &TExpr, xs: &TExpr, ty: &Type, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
         let Val::Array(idx) = self.expr(idx, env, body)? else { return Err(bug(span, "`scatter` with non-array indices")) };
         let Val::Array(xs) = self.expr(xs, env, body)? else { return Err(bug(span, "`scatter` of a non-array")) };
+        // Streams are read by position here: stored first, with their counts.
+        let mut known = Vec::new();
+        let idx = self.settle(idx, env, span, body, &mut known)?;
+        let xs = self.settle(xs, env, span, body, &mut known)?;
+        let ty = &super::emit::with_counts_known(ty, &known);
         let n = xs.len();
         let n_e = self.index_expr(&n, env, body)?;
         let inv = self.scratch("inverse", &[ScalarType::I64], &n_e, "`scatter`", span, body)?;

@@ -8,7 +8,12 @@
 //! the output); [`Lowerer::stream_len`] counts them with the cheapest loop
 //! that can (coordinates only, no values), which is what a counting phase
 //! stores; [`Lowerer::index_stream`] takes element `k` of one (`u@k`) by
-//! walking it to the end, which also counts it for the bounds check.
+//! walking it to the end, which also counts it for the bounds check. A
+//! pattern that reads it by position stores it first (`emit.rs`, `settle`),
+//! in a temporary with room for [`Lowerer::stream_capacity`] records where
+//! the inputs bound it over the naturals (written in one pass that counts),
+//! else of the length counted first. A `select` between a stream and a map
+//! of it (`ViewKind::Choice`) is a stream too: the chosen one is walked.
 //!
 //! - **Co-iteration** walks the two sorted coordinate lists with one cursor
 //!   each, in a loop of at most `na + nb` steps (each step advances at least
@@ -66,6 +71,8 @@ pub(super) fn is_stream(v: &View) -> bool {
     match &v.kind {
         ViewKind::Merge { .. } | ViewKind::Compress { .. } | ViewKind::Filter { .. } => true,
         ViewKind::Map { src, .. } => is_stream(src),
+        // `select` between a stream and an array of its length: the chosen one walked.
+        ViewKind::Choice { a, b, .. } => is_stream(a) || is_stream(b),
         _ => false,
     }
 }
@@ -119,6 +126,14 @@ impl<'k> Lowerer<'k> {
                 self.merge(a, b, defaults.as_deref(), coord, env, *span, body, Some(f)).map(|_| ())
             }
             ViewKind::Compress { src, n, span } => self.compress(src, n, coordinate_type(v), env, *span, body, Some(f)).map(|_| ()),
+            ViewKind::Choice { cond, a, b } => {
+                // Only the chosen array is walked (its checks made), as the interpreter evaluates only it.
+                let (mut then, mut els) = (Block::new(), Block::new());
+                self.each(a, env, Schedule::Seq, &mut then, &mut *f)?;
+                self.each(b, env, Schedule::Seq, &mut els, &mut *f)?;
+                body.push(Stmt::If { cond: cond.clone(), then, els });
+                Ok(())
+            }
             ViewKind::Filter { p, env: penv, src, .. } => {
                 let (p, penv) = ((**p).clone(), penv.clone());
                 self.each(src, env, Schedule::Seq, body, &mut |cx, x, inner| {
@@ -194,6 +209,17 @@ impl<'k> Lowerer<'k> {
             ViewKind::Merge { .. } if super::coiter::nested(v) => self.coiterate(v, env, body, None),
             ViewKind::Merge { a, b, defaults, span } => self.merge(a, b, defaults.as_deref(), coordinate_type(v), env, *span, body, None),
             ViewKind::Compress { src, n, span } => self.compress(src, n, coordinate_type(v), env, *span, body, None),
+            ViewKind::Choice { cond, a, b } if is_stream(v) => {
+                let n = self.fresh("chosen_len");
+                body.push(Stmt::Var { var: n.clone(), ty: ScalarType::I64, init: L::index(0) });
+                let (mut then, mut els) = (Block::new(), Block::new());
+                let na = self.stream_len(a, env, &mut then)?;
+                then.push(Stmt::Assign { var: n.clone(), value: na });
+                let nb = self.stream_len(b, env, &mut els)?;
+                els.push(Stmt::Assign { var: n.clone(), value: nb });
+                body.push(Stmt::If { cond: cond.clone(), then, els });
+                Ok(L::var(n))
+            }
             ViewKind::Filter { p, env: penv, src, .. } => {
                 let span = self.kernel.body.span;
                 let kept = self.fresh("kept");
@@ -530,5 +556,68 @@ impl<'k> Lowerer<'k> {
             L::Cast(_, a) | L::Neg(a) => self.over_naturals(a),
             _ => false,
         }
+    }
+}
+
+impl Lowerer<'_> {
+    /// An upper bound on the number of elements of the stream `v` over the
+    /// natural parameters alone, so known before the launch, where the
+    /// inputs give one: a union has at most the entries of both lists, an
+    /// intersection at most those of the shorter, `compressAdd(n)` at most
+    /// `n` coordinates and `filter` at most its array's elements; a list is
+    /// bounded by its length where that is a formula over the naturals, or,
+    /// where it is one parent's entries of a tensor parameter's ordered,
+    /// unique level, by the level's size (its coordinates are distinct and
+    /// below it: input binding checks both). A stream stored in a temporary
+    /// is given this many records (`materialize`), so the temporary can be
+    /// allocated before the launch (a per-worker workspace, or a global
+    /// buffer at the top of the kernel) and is written in one pass.
+    pub(super) fn stream_capacity(&mut self, v: &View) -> Option<Nat> {
+        match &v.kind {
+            ViewKind::Map { src, .. } if is_stream(src) => self.stream_capacity(src),
+            ViewKind::Merge { a, b, defaults: Some(_), .. } => Some(Nat::add(self.list_capacity(a)?, self.list_capacity(b)?)),
+            ViewKind::Merge { a, b, defaults: None, .. } => match (self.list_capacity(a), self.list_capacity(b)) {
+                (Some(x), Some(y)) => Some(Nat::bin(heddle_ir::nat::NatOp::Min, x, y)),
+                (x, y) => x.or(y),
+            },
+            ViewKind::Compress { n, .. } => Some(n.clone()),
+            ViewKind::Filter { src, .. } => self.list_capacity(src),
+            ViewKind::Choice { a, b, .. } => Some(Nat::bin(heddle_ir::nat::NatOp::Max, self.list_capacity(a)?, self.list_capacity(b)?)),
+            _ => None,
+        }
+    }
+
+    /// An upper bound over the naturals on the length of `x`, an operand of a stream.
+    fn list_capacity(&mut self, x: &View) -> Option<Nat> {
+        if is_stream(x) {
+            return self.stream_capacity(x);
+        }
+        let len = x.len();
+        if heddle_ir::nat::counted::mentions_count(&len) {
+            return None;
+        }
+        let mut sink = Block::new();
+        if let Ok(e) = self.index_expr(&len, &Env::default(), &mut sink)
+            && sink.is_empty()
+            && self.over_naturals(&e)
+        {
+            return Some(len);
+        }
+        self.sorted_leaf_bound(x)
+    }
+}
+
+/// The base name of the temporary a stream is stored in: its pattern's
+/// (`union_tmp`), so that a refusal naming only the buffer (OpenCL's)
+/// names the construct too.
+pub(super) fn temporary_name(v: &View) -> &'static str {
+    match &v.kind {
+        ViewKind::Map { src, .. } => temporary_name(src),
+        ViewKind::Merge { defaults: Some(_), .. } => "union_tmp",
+        ViewKind::Merge { defaults: None, .. } => "intersect_tmp",
+        ViewKind::Compress { .. } => "compressAdd_tmp",
+        ViewKind::Filter { .. } => "filter_tmp",
+        ViewKind::Choice { a, b, .. } => if is_stream(a) { temporary_name(a) } else { temporary_name(b) },
+        _ => "tmp",
     }
 }
