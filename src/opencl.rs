@@ -57,3 +57,19 @@ fn run_checked(cl: &OpenCl, kernel: &Kernel, compiled: &Compiled, env: &Env, rep
     let value = heddle_runtime::launch::output_value(&compiled.program, &launch, &kernel.body.ty, &env)?;
     Ok((value, timing))
 }
+
+/// The kernel's launch on `env`, staged on the device so that it can be run
+/// again and again without laying out, uploading or reading back its buffers
+/// (counting phases, where the result is sparse, run once here); `None` on
+/// Oclgrind. The first run of the staged launch computes what [`run`] does.
+pub fn stage(cl: &OpenCl, kernel: &Kernel, compiled: &Compiled, env: &Env) -> Result<Option<heddle_runtime::opencl::Staged>, Diagnostic> {
+    let staged = (|| {
+        heddle_runtime::interp::check_obligations(kernel, env)?;
+        let env = heddle_runtime::launch::run_counts(&compiled.program, env, &mut |k, phase, launch| {
+            cl.run(phase, &compiled.counts[k], launch, 1).map(|_| ())
+        })?;
+        let launch = heddle_runtime::launch::prepare(&compiled.program, &env)?;
+        cl.stage(&compiled.program, &compiled.kernel, &launch)
+    })();
+    staged.map_err(crate::run_error)
+}

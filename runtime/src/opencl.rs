@@ -210,6 +210,16 @@ impl OpenCl {
         }
     }
 
+    /// Stages a launch on the device for repeated runs ([`Staged`]); `None`
+    /// on Oclgrind, whose device lives on a thread of its own (run
+    /// [`OpenCl::run`] there instead).
+    pub fn stage(&self, prog: &LoopProgram, kernel: &Kernel, launch: &Launch) -> Result<Option<Staged>, Diagnostic> {
+        match &self.inner {
+            Inner::Direct(s) => s.stage(prog, kernel, launch).map(Some),
+            Inner::Simulator(_) => Ok(None),
+        }
+    }
+
     /// Runs `kernel` (generated from `prog`) `reps` times (at least once) on
     /// the arguments in `launch`, then copies the output back into `launch`.
     /// On Oclgrind, anything it reports fails the launch.
@@ -232,6 +242,69 @@ impl OpenCl {
         timing
     }
 }
+
+/// A launch staged on the device ([`OpenCl::stage`]): its buffers uploaded
+/// and its arguments set, so that it can run again and again with no layout,
+/// upload or read-back in between (the timed runs of `heddle tune`).
+pub struct Staged {
+    kernel: core::Kernel,
+    name: String,
+    queue: Queue,
+    dims: u32,
+    global: [usize; 3],
+    local: Option<[usize; 3]>,
+    sizes: WorkSizes,
+    rezero: Vec<(Buffer<u8>, Vec<u8>)>,
+    buffers: Vec<Option<Buffer<u8>>>,
+    error: Buffer<u8>,
+    // Held until the last run: the kernel's arguments point at them.
+    #[allow(dead_code)]
+    scratch: Vec<Buffer<u8>>,
+    runs: usize,
+}
+
+impl Staged {
+    /// Runs the kernel once and returns its time (OpenCL profiling events,
+    /// seconds). Outputs a kernel adds into are cleared before every run but
+    /// the first.
+    pub fn run_once(&mut self) -> Result<f64, Diagnostic> {
+        if self.runs > 0 {
+            for (dev, zeros) in &self.rezero {
+                dev.write(&zeros[..]).enq().map_err(|e| err(format!("cannot clear the result between runs: {e}")))?;
+            }
+        }
+        self.runs += 1;
+        let mut event = CoreEvent::null();
+        // SAFETY: every argument was set by `stage` to a live buffer (held by
+        // `self`), a scalar or a local size; the wait below ends the run.
+        unsafe { core::enqueue_kernel(self.queue.as_core(), &self.kernel, self.dims, None, &self.global, self.local, None::<&CoreEvent>, Some(&mut event)) }
+            .map_err(|e| err(format!("cannot launch `{}` (global {:?}, local {:?}): {e}", self.name, self.sizes.global, self.sizes.local)))?;
+        core::wait_for_event(&event).map_err(|e| err(format!("kernel `{}` failed: {e}", self.name)))?;
+        Ok(profiled_seconds(&event).unwrap_or(f64::NAN))
+    }
+
+    /// The run-time check that failed in any run so far, if one did; then
+    /// the outputs copied back into `launch`.
+    pub fn finish(&self, prog: &LoopProgram, launch: &mut Launch) -> Result<(), Diagnostic> {
+        let mut failed = [0u8; 4];
+        self.error.read(&mut failed[..]).enq().map_err(|e| err(format!("cannot read the error flag: {e}")))?;
+        let failed = i32::from_le_bytes(failed);
+        if failed > 0 {
+            return Err(check_failure(prog, (failed - 1) as u32));
+        }
+        for o in prog.output_slots() {
+            if let Some(Some(dev)) = self.buffers.get(o)
+                && let Some(Slot::Buffer(host)) = launch.slots.get_mut(o)
+                && host.byte_len() > 0
+            {
+                let n = host.byte_len();
+                dev.read(&mut host.bytes_mut()[..]).len(n).enq().map_err(|e| err(format!("cannot read the result back: {e}")))?;
+            }
+        }
+        Ok(())
+    }
+}
+
 
 impl Session {
     fn open(index: usize) -> Result<Session, Diagnostic> {
@@ -267,6 +340,18 @@ impl Session {
     }
 
     fn launch(&self, prog: &LoopProgram, kernel: &Kernel, launch: &mut Launch, reps: usize) -> Result<Timing, Diagnostic> {
+        let mut staged = self.stage(prog, kernel, launch)?;
+        let mut times = Vec::with_capacity(reps.max(1));
+        for _ in 0..reps.max(1) {
+            times.push(staged.run_once()?);
+        }
+        staged.finish(prog, launch)?;
+        Ok(Timing { kernel_seconds: times, sizes: staged.sizes.clone() })
+    }
+
+    /// Uploads `launch`'s buffers, sets the kernel's arguments and sizes the
+    /// launch: everything but running it.
+    fn stage(&self, prog: &LoopProgram, kernel: &Kernel, launch: &Launch) -> Result<Staged, Diagnostic> {
         let nat = |name: &heddle_ir::Name| {
             let k = prog.args.iter().position(|a| &a.name == name)?;
             match launch.slots.get(k) {
@@ -333,43 +418,13 @@ impl Session {
             a[..l.len()].copy_from_slice(l);
             a
         });
-        let mut times = Vec::with_capacity(reps.max(1));
         // A kernel that adds into its outputs (scatterAdd) starts every repetition from zero.
-        let rezero: Vec<(&Buffer<u8>, Vec<u8>)> = if prog.adds_into_output() {
-            prog.output_slots().into_iter().filter_map(|o| buffers.get(o)?.as_ref()).map(|dev| (dev, vec![0u8; dev.len()])).collect()
+        let rezero: Vec<(Buffer<u8>, Vec<u8>)> = if prog.adds_into_output() {
+            prog.output_slots().into_iter().filter_map(|o| buffers.get(o)?.clone()).map(|dev| { let n = dev.len(); (dev, vec![0u8; n]) }).collect()
         } else {
             Vec::new()
         };
-        for rep in 0..reps.max(1) {
-            for (dev, zeros) in rezero.iter().filter(|_| rep > 0) {
-                dev.write(&zeros[..]).enq().map_err(|e| err(format!("cannot clear the result between runs: {e}")))?;
-            }
-            let mut event = CoreEvent::null();
-            // SAFETY: every argument was set above to a live buffer, a scalar
-            // or a local size; the buffers outlive the wait below.
-            unsafe {
-                core::enqueue_kernel(self.queue.as_core(), &k, sizes.global.len() as u32, None, &global, local, None::<&CoreEvent>, Some(&mut event))
-            }
-            .map_err(|e| err(format!("cannot launch `{}` (global {:?}, local {:?}): {e}", kernel.name, sizes.global, sizes.local)))?;
-            core::wait_for_event(&event).map_err(|e| err(format!("kernel `{}` failed: {e}", kernel.name)))?;
-            times.push(profiled_seconds(&event).unwrap_or(f64::NAN));
-        }
-        let mut failed = [0u8; 4];
-        error.read(&mut failed[..]).enq().map_err(|e| err(format!("cannot read the error flag: {e}")))?;
-        let failed = i32::from_le_bytes(failed);
-        if failed > 0 {
-            return Err(check_failure(prog, (failed - 1) as u32));
-        }
-        for o in prog.output_slots() {
-            if let Some(Some(dev)) = buffers.get(o)
-                && let Some(Slot::Buffer(host)) = launch.slots.get_mut(o)
-                && host.byte_len() > 0
-            {
-                let n = host.byte_len();
-                dev.read(&mut host.bytes_mut()[..]).len(n).enq().map_err(|e| err(format!("cannot read the result back: {e}")))?;
-            }
-        }
-        Ok(Timing { kernel_seconds: times, sizes })
+        Ok(Staged { kernel: k, name: kernel.name.clone(), queue: self.queue.clone(), dims: sizes.global.len() as u32, global, local, sizes, rezero, buffers, error, scratch, runs: 0 })
     }
 
     fn buffer(&self, bytes: &[u8], flags: MemFlags) -> Result<Buffer<u8>, Diagnostic> {

@@ -464,11 +464,17 @@ fn prepare<'a>(
         (Code::Opencl(compiled), Some(cl)) => {
             let (value, _) = heddle::opencl::run(cl, &c.kernel, compiled, &env, 1).map_err(|d| d.message)?;
             let bytes = bytes_moved(&compiled.program, &env);
-            let timer = move || {
-                let (_, timing) = heddle::opencl::run(cl, &c.kernel, compiled, &env, 1).map_err(|d| d.message)?;
-                timing.kernel_seconds.first().copied().ok_or_else(|| "no timed launch".to_string())
+            // Staged once: each timed run is the kernel alone, its buffers
+            // left on the device (re-uploading a large matrix for every run
+            // made tuning take seconds per configuration).
+            let timer: Timer<'a> = match heddle::opencl::stage(cl, &c.kernel, compiled, &env).map_err(|d| d.message)? {
+                Some(mut staged) => Box::new(move || staged.run_once().map_err(|d| d.message)),
+                None => Box::new(move || {
+                    let (_, timing) = heddle::opencl::run(cl, &c.kernel, compiled, &env, 1).map_err(|d| d.message)?;
+                    timing.kernel_seconds.first().copied().ok_or_else(|| "no timed launch".to_string())
+                }),
             };
-            (value, Box::new(timer), bytes)
+            (value, timer, bytes)
         }
         (Code::Cpu(program), _) => {
             let threshold = heddle_runtime::cpu::threshold_from_env().ok().flatten().unwrap_or(heddle_runtime::cpu::PARALLEL_THRESHOLD);
