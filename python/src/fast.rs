@@ -80,6 +80,9 @@ struct TensorParam {
     elem: ScalarType,
     /// The declared sizes (`None` for `?`).
     dims: Vec<Option<u64>>,
+    /// Whether the kernel reads it only as a sum of its entries' products
+    /// ([`crate::entries`]): its coordinates then need no sortedness sweep.
+    sum_of_entries: bool,
 }
 
 /// An array parameter the fast path binds from a one-dimensional numpy array.
@@ -140,7 +143,8 @@ impl Signature {
                 storage.extend([format!("{name}_pos1"), format!("{name}_crd1"), format!("{name}_values")]);
                 dims.extend((0..2).map(|d| format!("{name}_dim{d}")));
                 let dim_names = [Name::from(format!("{name}_dim0")), Name::from(format!("{name}_dim1"))];
-                tensors.push(TensorParam { name: name.to_string(), dim_names, pos_name: Name::from(format!("{name}_pos1")), format, elem: tt.elem, dims: sizes });
+                let sum_of_entries = crate::entries::sum_of_entries(kernel, name.as_str());
+                tensors.push(TensorParam { name: name.to_string(), dim_names, pos_name: Name::from(format!("{name}_pos1")), format, elem: tt.elem, dims: sizes, sum_of_entries });
             }
         }
         for p in &kernel.params {
@@ -372,18 +376,21 @@ fn floats(obj: &Bound<'_, PyAny>, elem: ScalarType) -> Option<Held> {
     }
 }
 
-/// Calls the kernel through its fast path: the result as a numpy array, or
-/// `None` where the inputs are not what the fast path binds (the caller
-/// then takes the general path). `signature` and `plan` make the kernel's
-/// signature and the plan of a width, on first use (without the GIL).
+/// Calls the kernel through its fast path, once and then `reps` more times
+/// (timed, the kernel alone): the result as a numpy array and the
+/// repetitions' seconds, or `None` where the inputs are not what the fast
+/// path binds (the caller then takes the general path). `signature` and
+/// `plan` make the kernel's signature and the plan of a width, on first use
+/// (without the GIL).
 pub fn call(
     py: Python<'_>,
     paths: &FastPaths,
     inputs: &Bound<'_, PyDict>,
     threads: Parallelism,
+    reps: usize,
     signature: impl FnOnce() -> Option<Signature> + Send,
     plan: impl FnOnce(&Signature, IndexWidth) -> Option<Plan> + Send,
-) -> Result<Option<PyObject>, Fail> {
+) -> Result<Option<(PyObject, Vec<f64>)>, Fail> {
     let sig = match paths.signature.get() {
         Some(sig) => sig.as_ref(),
         None => py.allow_threads(|| paths.signature.get_or_init(signature).as_ref()),
@@ -412,25 +419,27 @@ pub fn call(
     let width = width.unwrap_or(IndexWidth::I64);
     let outcome = py.allow_threads(|| {
         let plan = paths.by_width[width as usize].get_or_init(|| plan(sig, width)).as_ref()?;
-        Some(run(plan, sig, &tensors, &arrays, threads).map(|out| out.map(|o| (o, plan.out_dtype))))
+        Some(run(plan, sig, &tensors, &arrays, threads, reps).map(|out| out.map(|(o, times)| (o, times, plan.out_dtype))))
     });
     // The Python buffers stay held until here: every runtime buffer made of them is gone.
     let result = match outcome {
         None | Some(Ok(None)) => Ok(None),
-        Some(Ok(Some((out, dtype)))) => {
+        Some(Ok(Some((out, times, dtype)))) => {
             let _p = heddle_runtime::profile::phase(|| "fast path: the result to numpy".into());
             to_numpy(py, &out, dtype)
         }
-        .map(Some).map_err(|e| Fail::Input(None, e.to_string())),
+        .map(|array| Some((array, times)))
+        .map_err(|e| Fail::Input(None, e.to_string())),
         Some(Err(fail)) => Err(fail),
     };
     drop((tensors, arrays));
     result
 }
 
-/// Binds and runs (without the GIL): the output buffer, `Ok(None)` where
-/// the inputs are not for the fast path.
-fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], threads: Parallelism) -> Result<Option<Buffer>, Fail> {
+/// Binds and runs (without the GIL), once and then `reps` more times: the
+/// output buffer and the repetitions' seconds, `Ok(None)` where the inputs
+/// are not for the fast path.
+fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], threads: Parallelism, reps: usize) -> Result<Option<(Buffer, Vec<f64>)>, Fail> {
     use heddle_runtime::profile::phase;
     let validating = phase(|| "fast path: copy the offsets, validate".into());
     // Offsets: copied, then validated with the coordinates they delimit.
@@ -455,13 +464,13 @@ fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], thre
         let (pos, ok, elem) = unsafe {
             match (&t.indptr, &t.indices) {
                 (Held::I32(_), Held::I32(_)) if pp.cast::<i32>().is_aligned() && cp.cast::<i32>().is_aligned() => {
-                    let pos: Vec<i64> = std::slice::from_raw_parts(pp.cast::<i32>(), np).iter().map(|&x| i64::from(x)).collect();
-                    let ok = heddle_runtime::io::bind::canonical_compressed(&pos, std::slice::from_raw_parts(cp.cast::<i32>(), nc), outer, inner);
+                    let (pos, ok) = checked_offsets(std::slice::from_raw_parts(pp.cast::<i32>(), np), outer, nc);
+                    let ok = ok && (param.sum_of_entries || heddle_runtime::io::bind::canonical_compressed(&pos, std::slice::from_raw_parts(cp.cast::<i32>(), nc), outer, inner));
                     (pos, ok, ScalarType::U32)
                 }
                 (Held::I64(_), Held::I64(_)) if pp.cast::<i64>().is_aligned() && cp.cast::<i64>().is_aligned() => {
-                    let pos: Vec<i64> = std::slice::from_raw_parts(pp.cast::<i64>(), np).to_vec();
-                    let ok = heddle_runtime::io::bind::canonical_compressed(&pos, std::slice::from_raw_parts(cp.cast::<i64>(), nc), outer, inner);
+                    let (pos, ok) = checked_offsets(std::slice::from_raw_parts(pp.cast::<i64>(), np), outer, nc);
+                    let ok = ok && (param.sum_of_entries || heddle_runtime::io::bind::canonical_compressed(&pos, std::slice::from_raw_parts(cp.cast::<i64>(), nc), outer, inner));
                     (pos, ok, ScalarType::I64)
                 }
                 _ => return Ok(None),
@@ -530,11 +539,46 @@ fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], thre
     drop(binding);
     let _kernel = phase(|| "fast path: the kernel".into());
     let plan_split = heddle_runtime::cpu::plan_with(&plan.program, &plan.code, &mut launch, threads.threads, threads.threshold);
-    // A failed check: only another thread writing a coordinate during the
-    // call can make one fail (they were validated); reported as the general
-    // path reports a check that fails.
-    heddle_runtime::cpu::execute(&plan.program, &plan.code, &mut launch, &plan_split).map_err(|d| Fail::Source(vec![d.or_kind(ErrorKind::Runtime)]))?;
-    Ok(launch.output(&plan.program).cloned())
+    match heddle_runtime::cpu::execute(&plan.program, &plan.code, &mut launch, &plan_split) {
+        Ok(()) => {
+            drop(_kernel);
+            let times = if reps == 0 { Vec::new() } else { repeat(plan, &mut launch, threads, reps)? };
+            Ok(launch.output(&plan.program).cloned().map(|out| (out, times)))
+        }
+        // Coordinates not swept: a check failed on one out of range. The
+        // general path validates them and names the parameter.
+        Err(_) if sig.tensors.iter().any(|t| t.sum_of_entries) => Ok(None),
+        // Validated coordinates: only another thread writing one during the
+        // call can make a check fail; reported as the general path reports
+        // a check that fails.
+        Err(d) => Err(Fail::Source(vec![d.or_kind(ErrorKind::Runtime)])),
+    }
+}
+
+/// Runs `launch` `reps` more times, as `heddle run --reps` does (arguments
+/// packed and the split planned once, then the kernel alone timed): the
+/// seconds of each. The inputs are the same as the run before, which passed.
+fn repeat(plan: &Plan, launch: &mut Launch, threads: Parallelism, reps: usize) -> Result<Vec<f64>, Fail> {
+    let _p = heddle_runtime::profile::phase(|| format!("fast path: the kernel ({reps} timed runs)"));
+    let failed = |d: heddle_ir::Diagnostic| Fail::Source(vec![d.or_kind(ErrorKind::Runtime)]);
+    let mut ready = heddle_runtime::cpu::Ready::new(&plan.program, launch, threads).map_err(failed)?;
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let start = std::time::Instant::now();
+        ready.run().map_err(failed)?;
+        times.push(start.elapsed().as_secs_f64());
+    }
+    Ok(times)
+}
+
+/// The offsets `indptr` of a compressed array of `outer` rows (columns) and
+/// `nnz` entries, copied at 64 bits, and whether they are well formed: from
+/// 0 to `nnz`, never decreasing. One pass, branch-free (it vectorises).
+fn checked_offsets<T: Copy + Into<i64>>(indptr: &[T], outer: u64, nnz: usize) -> (Vec<i64>, bool) {
+    let pos: Vec<i64> = indptr.iter().map(|&x| x.into()).collect();
+    let increasing = pos.windows(2).fold(true, |ok, w| ok & (w[0] <= w[1]));
+    let ends = pos.len() as u64 == outer.saturating_add(1) && pos.first() == Some(&0) && pos.last() == Some(&(nnz as i64));
+    (pos, increasing && ends)
 }
 
 /// A numpy array of `dtype` holding the output's records.
