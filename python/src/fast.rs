@@ -19,12 +19,16 @@
 //! Safety against what Python can do: the offsets (`indptr`, a few bytes
 //! per row) are copied, then validated, so the kernel's unchecked position
 //! arithmetic reads a snapshot no other thread can change; the coordinates
-//! are validated in place (in range, strictly increasing in each row: the
-//! canonical form the general path takes as it is) and the kernel that
-//! reads them is the *checked* code, which tests every coordinate before it
-//! addresses memory by it, so another Python thread writing them during the
-//! call can make a check fail or a sum wrong, never an access out of
-//! bounds (`launch::Buffer::borrowed_coordinates`). Anything else (another
+//! are read in place by the *checked* code, which tests every coordinate
+//! before it addresses memory by it, so another Python thread writing them
+//! during the call can make a check fail or a sum wrong, never an access
+//! out of bounds (`launch::Buffer::borrowed_coordinates`). They are
+//! validated in place (in range, strictly increasing in each row: the
+//! canonical form the general path takes as it is) unless the kernel reads
+//! the tensor only as a sum of its entries' products ([`crate::entries`]),
+//! whose result does not depend on that form; a coordinate out of range
+//! then fails the kernel's check, and the call goes to the general path,
+//! which reports it. Anything else (another
 //! dtype, a non-canonical or malformed array, a natural given by hand, a
 //! result that is not a flat array) returns `None`, and the caller takes
 //! the general path, which converts or reports it.
@@ -71,6 +75,8 @@ pub struct Signature {
 /// A tensor parameter the fast path binds from a scipy array.
 struct TensorParam {
     name: String,
+    /// `name` as a Python string, made on first use.
+    key: Key,
     /// The names its sizes and offsets have in the program (`A_dim0`,
     /// `A_dim1`, `A_pos1`), made once.
     dim_names: [Name; 2],
@@ -88,9 +94,25 @@ struct TensorParam {
 /// An array parameter the fast path binds from a one-dimensional numpy array.
 struct ArrayParam {
     name: String,
+    /// `name` as a Python string, made on first use.
+    key: Key,
     elem: ScalarType,
     /// The length its type gives.
     len: Nat,
+}
+
+/// A parameter's name as an interned Python string, made once: looking an
+/// input up by a `&str` makes a Python string (and hashes it) every call.
+#[derive(Default)]
+struct Key(pyo3::sync::GILOnceCell<Py<pyo3::types::PyString>>);
+
+impl Key {
+    /// The input `name` of `inputs`, if given.
+    fn get<'py>(&self, inputs: &Bound<'py, PyDict>, name: &str) -> Option<Bound<'py, PyAny>> {
+        let py = inputs.py();
+        let key = self.0.get_or_init(py, || pyo3::types::PyString::intern(py, name).unbind());
+        inputs.get_item(key.bind(py)).ok().flatten()
+    }
 }
 
 /// Where a loop-program argument comes from.
@@ -144,7 +166,7 @@ impl Signature {
                 dims.extend((0..2).map(|d| format!("{name}_dim{d}")));
                 let dim_names = [Name::from(format!("{name}_dim0")), Name::from(format!("{name}_dim1"))];
                 let sum_of_entries = crate::entries::sum_of_entries(kernel, name.as_str());
-                tensors.push(TensorParam { name: name.to_string(), dim_names, pos_name: Name::from(format!("{name}_pos1")), format, elem: tt.elem, dims: sizes, sum_of_entries });
+                tensors.push(TensorParam { name: name.to_string(), key: Key::default(), dim_names, pos_name: Name::from(format!("{name}_pos1")), format, elem: tt.elem, dims: sizes, sum_of_entries });
             }
         }
         for p in &kernel.params {
@@ -154,7 +176,7 @@ impl Signature {
                 KernelParam::Nat(n) if dims.iter().any(|d| d == n.as_str()) => {}
                 KernelParam::Value { name, .. } if storage.iter().any(|s| s == name.as_str()) => {}
                 KernelParam::Value { name, ty: Type::Array { binder: None, elem, len }, .. } => match **elem {
-                    Type::Scalar(s @ (ScalarType::F32 | ScalarType::F64)) => arrays.push(ArrayParam { name: name.to_string(), elem: s, len: len.clone() }),
+                    Type::Scalar(s @ (ScalarType::F32 | ScalarType::F64)) => arrays.push(ArrayParam { name: name.to_string(), key: Key::default(), elem: s, len: len.clone() }),
                     _ => return None,
                 },
                 KernelParam::Tensor { .. } => {}
@@ -402,7 +424,7 @@ pub fn call(
     let mut width = None;
     let mut tensors = Vec::with_capacity(sig.tensors.len());
     for param in &sig.tensors {
-        let Ok(Some(obj)) = inputs.get_item(param.name.as_str()) else { return Ok(None) };
+        let Some(obj) = param.key.get(inputs, &param.name) else { return Ok(None) };
         let Some((w, t)) = tensor_in(&obj, param) else { return Ok(None) };
         if width.is_some_and(|x| x != w) {
             return Ok(None);
@@ -412,7 +434,7 @@ pub fn call(
     }
     let mut arrays = Vec::with_capacity(sig.arrays.len());
     for param in &sig.arrays {
-        let Ok(Some(obj)) = inputs.get_item(param.name.as_str()) else { return Ok(None) };
+        let Some(obj) = param.key.get(inputs, &param.name) else { return Ok(None) };
         let Some(held) = floats(&obj, param.elem) else { return Ok(None) };
         arrays.push(held);
     }
@@ -583,8 +605,16 @@ fn checked_offsets<T: Copy + Into<i64>>(indptr: &[T], outer: u64, nnz: usize) ->
 
 /// A numpy array of `dtype` holding the output's records.
 fn to_numpy(py: Python<'_>, out: &Buffer, dtype: &'static str) -> PyResult<PyObject> {
-    let np = crate::data::numpy(py)?;
-    let array = np.call_method1(pyo3::intern!(py, "empty"), (out.len(), dtype))?;
+    // `numpy.empty` and the dtypes, looked up once (a dtype named by a
+    // string is parsed at every call).
+    static EMPTY: pyo3::sync::GILOnceCell<(PyObject, PyObject, PyObject)> = pyo3::sync::GILOnceCell::new();
+    let (empty, f32s, f64s) = EMPTY.get_or_try_init(py, || -> PyResult<_> {
+        let np = crate::data::numpy(py)?;
+        let dtype = |name: &str| np.getattr("dtype").and_then(|d| d.call1((name,))).map(Bound::unbind);
+        Ok((np.getattr("empty")?.unbind(), dtype("float32")?, dtype("float64")?))
+    })?;
+    let dtype_object = if dtype == "float32" { f32s } else { f64s };
+    let array = empty.bind(py).call1((out.len(), dtype_object.bind(py)))?;
     match dtype {
         "float32" => fill::<f32>(&array, out.bytes())?,
         _ => fill::<f64>(&array, out.bytes())?,
