@@ -32,18 +32,29 @@
 //! name counts as used wherever it occurs, shadowed or not.
 
 use heddle_ir::expr::BinOp;
-use heddle_ir::Name;
+use heddle_ir::{Name, Nat, Type};
 use heddle_typeck::{Kernel, KernelParam, TExpr, TKind, TLit};
 
 /// Whether `kernel` reads tensor parameter `tensor` only in one of the
 /// forms above: its result then does not depend on the order of a row's
 /// entries or on repeated coordinates, up to float rounding.
 pub fn sum_of_entries(kernel: &Kernel, tensor: &str) -> bool {
+    // The compressed level's size: what every coordinate must lie below.
+    let Some(compressed) = kernel.params.iter().find_map(|p| match p {
+        KernelParam::Tensor { name, encoding, .. } if name.as_str() == tensor => heddle_runtime::sparse::csr::csr_like(encoding).map(|(_, inner)| inner),
+        _ => None,
+    }) else {
+        return false;
+    };
+    let bound = Nat::var(format!("{tensor}_dim{compressed}"));
+    // Array parameters exactly that long: indexing one by a coordinate is
+    // checked against that size, as the general path checks the coordinate.
+    let names: Vec<&Name> = kernel.params.iter().map(KernelParam::name).collect();
     let arrays: Vec<&Name> = kernel
         .params
         .iter()
         .filter_map(|p| match p {
-            KernelParam::Value { name, .. } => Some(name),
+            KernelParam::Value { name, ty: Type::Array { binder: None, len, .. }, .. } if *len == bound => Some(name),
             _ => None,
         })
         .collect();
@@ -55,7 +66,12 @@ pub fn sum_of_entries(kernel: &Kernel, tensor: &str) -> bool {
     {
         body = inner;
     }
-    rows_summed(body, tensor, &is_array) || columns_scattered(body, tensor, &is_array)
+    // No binder inside the body may take a parameter's name: a name then
+    // always means the parameter (the test below goes by names).
+    if binds_any(body, &names) {
+        return false;
+    }
+    rows_summed(body, tensor, &is_array) || columns_scattered(body, tensor, &names, &is_array)
 }
 
 /// `A :>> map(fun(row => row :>> map(fun(e => E)) :>> reduce(+, 0)))`.
@@ -71,15 +87,20 @@ fn rows_summed(body: &TExpr, tensor: &str, is_array: &dyn Fn(&TExpr) -> bool) ->
 }
 
 /// `zip(A, X) :>> map(fun(c => c.1 :>> map(fun(e => (e.1, E))))) :>> join :>> scatterAdd(n)`.
-fn columns_scattered(body: &TExpr, tensor: &str, is_array: &dyn Fn(&TExpr) -> bool) -> bool {
-    let TKind::Prim { name: "scatterAdd", args, .. } = &body.kind else { return false };
+fn columns_scattered(body: &TExpr, tensor: &str, names: &[&Name], is_array: &dyn Fn(&TExpr) -> bool) -> bool {
+    let TKind::Prim { name: "scatterAdd", nats, args, .. } = &body.kind else { return false };
+    // Scattered into exactly the compressed level's size (the rows of a CSC tensor).
     let [joined] = args.as_slice() else { return false };
+    if !matches!(nats.as_slice(), [Nat::Var(n)] if n.as_str() == format!("{tensor}_dim0")) {
+        return false;
+    }
     let TKind::Prim { name: "join", args, .. } = &joined.kind else { return false };
     let [columns] = args.as_slice() else { return false };
     let Some((c, per_column, over)) = mapped(columns) else { return false };
     let TKind::Prim { name: "zip", args, .. } = &over.kind else { return false };
+    // `X` any array parameter (`zip` gives it the columns' count).
     let [a, x] = args.as_slice() else { return false };
-    if !is_var(a, tensor) || !is_array(x) {
+    if !is_var(a, tensor) || !matches!(&x.ty, Type::Array { .. }) || !matches!(&x.kind, TKind::Var(n) if names.contains(&n)) {
         return false;
     }
     let Some((e, pair, over)) = mapped(per_column) else { return false };
@@ -159,6 +180,18 @@ fn uses_only(f: &TExpr, e: &str, is_array: &dyn Fn(&TExpr) -> bool, allowed: &[(
     let mut ok = true;
     f.for_each_child(&mut |child| ok = ok && uses_only(child, e, is_array, allowed));
     ok
+}
+
+/// Whether a `fun` or `let` inside `e` binds one of `names`.
+fn binds_any(e: &TExpr, names: &[&Name]) -> bool {
+    let binds = match &e.kind {
+        TKind::Lambda { params, .. } => params.iter().any(|(p, _)| names.contains(&p)),
+        TKind::Let { name, .. } => names.contains(&name),
+        _ => false,
+    };
+    let mut found = binds;
+    e.for_each_child(&mut |child| found = found || binds_any(child, names));
+    found
 }
 
 fn is_var(e: &TExpr, name: &str) -> bool {

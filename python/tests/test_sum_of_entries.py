@@ -26,6 +26,8 @@ NOT_LINEAR = {
     "squared": "fun(xs: [float]_A_dim1 => A :>> map(fun(row => row :>> map(fun(e => e.2 * (e.2 * xs@e.1))) :>> reduce(+, 0))))",
     # One per entry: counts a repeated coordinate twice.
     "plus one": "fun(xs: [float]_A_dim1 => A :>> map(fun(row => row :>> map(fun(e => e.2 * xs@e.1 + 1.0)) :>> reduce(+, 0))))",
+    # A parameter's name bound again inside: names are taken at their word only when unique.
+    "rebound name": "fun(xs: [float]_A_dim1 => A :>> map(fun(row => row :>> map(fun(e => e.2 * (let xs = (xs :>> map(fun(v => v * 2.0))) in xs@e.1))) :>> reduce(+, 0))))",
     # The coordinate as a number, not an index.
     "coordinate": "fun(xs: [float]_A_dim1 => A :>> map(fun(row => row :>> map(fun(e => e.2 * xs@e.1 * float(e.1))) :>> reduce(+, 0))))",
 }
@@ -175,3 +177,22 @@ def test_kernel_time_takes_the_fast_path_where_it_applies(kernels, fmt):
     general_median = k.time(reps=20, A=A.tocoo(), xs=x)["median"]
     fast_median = k.time(reps=20, A=A, xs=x)["median"]
     assert general_median / 10 < fast_median < general_median * 10
+
+
+def test_an_index_into_a_longer_array_keeps_the_sweep():
+    """`xs@e.1` checks a coordinate against xs's length: where that exceeds
+    the columns, a coordinate past the columns would pass the kernel's
+    check, so the sweep must stay for the general path's InputError."""
+    k = heddle.compile(CSR_HEADER + "fun(xs: [float]_{A_dim1 + 1} => A :>> map(fun(row => row :>> map(fun(e => e.2 * xs@e.1)) :>> reduce(+, 0)))))", backend="cpu")
+    A = matrix(40, 30, seed=61)
+    x = np.random.default_rng(62).random(31).astype(np.float32)
+    fast = k._c.call_fast({"A": A, "xs": x})
+    assert fast is not None
+    np.testing.assert_allclose(fast, A @ x[:30], rtol=1e-5, atol=1e-5)
+    assert k._c.call_fast({"A": reversed_rows(A), "xs": x}) is None
+    past = A.copy()
+    past.indices[4] = 30
+    assert k._c.call_fast({"A": past, "xs": x}) is None
+    with pytest.raises(heddle.InputError) as e:
+        k(A=past, xs=x)
+    assert e.value.parameter == "A"
