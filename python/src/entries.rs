@@ -20,7 +20,9 @@
 //! Recognised, in the elaborated program (definitions inlined, every
 //! primitive applied to all its arguments), with `A` the tensor parameter,
 //! `E` a product of `e.2` and a factor that reads the entry only through
-//! `X@e.1` (`X` another parameter), and `0` a literal zero:
+//! `X@e.1` (`X` an array parameter exactly as long as the compressed
+//! level's size, so that its range check is the coordinate's), and `0` a
+//! literal zero:
 //!
 //! - rows summed (CSR SpMV):
 //!   `A :>> map(fun(row => row :>> map(fun(e => E)) :>> reduce(+, 0)))`;
@@ -28,8 +30,10 @@
 //!   `zip(A, X) :>> map(fun(c => c.1 :>> map(fun(e => (e.1, E))))) :>> join :>> scatterAdd(n)`,
 //!   where `E` may read `c.2` but not `c.1`.
 //!
-//! Anything else keeps the sweep. The test is syntactic and conservative: a
-//! name counts as used wherever it occurs, shadowed or not.
+//! Anything else keeps the sweep. The test is syntactic and conservative:
+//! it goes by names, so a body that binds a parameter's name again (in a
+//! `fun` or `let`) keeps the sweep, and a name counts as used wherever it
+//! occurs.
 
 use heddle_ir::expr::BinOp;
 use heddle_ir::{Name, Nat, Type};
