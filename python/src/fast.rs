@@ -116,6 +116,7 @@ impl Key {
 }
 
 /// Where a loop-program argument comes from.
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Source {
     /// Size `d` of tensor `t` (its shape).
     Dim(usize, usize),
@@ -138,8 +139,51 @@ pub struct Plan {
     code: Arc<CpuKernel>,
     /// Per argument of the program, in order.
     sources: Vec<Source>,
+    /// Per argument of the program, how a call finds the length its type
+    /// gives (inputs and the output; unused for the sizes).
+    lengths: Vec<Length>,
+    /// Per array parameter, how a call finds the length its declared type gives.
+    array_lengths: Vec<Length>,
     /// The numpy dtype of the result's elements.
     out_dtype: &'static str,
+}
+
+/// How a call finds a length that a type gives: most are a tensor's size
+/// (`A_dim1`, `A_dim0 + 1`), read off the shape instead of evaluated in an
+/// environment; the rest are evaluated, each distinct expression once.
+#[derive(Clone, Copy, Debug)]
+enum Length {
+    /// Size `d` of tensor `t`, plus a constant.
+    Dim(usize, usize, i64),
+    /// The same expression as program argument `k`'s, found before it.
+    Same(usize),
+    /// Evaluated in the call's environment (the sizes and the offsets).
+    Eval,
+}
+
+/// At most this many program arguments have their lengths remembered
+/// within a call (on the stack) for [`Length::Same`].
+const REMEMBERED: usize = 16;
+
+/// The [`Length`] of `len`, the type of argument `k` (`None` for an array
+/// parameter's), given the earlier arguments' types `before`.
+fn length_of(len: &Nat, k: Option<usize>, before: &[Option<&Nat>], tensors: &[TensorParam]) -> Length {
+    let dim = |n: &Nat| match n {
+        Nat::Var(x) => tensors.iter().enumerate().find_map(|(t, p)| p.dim_names.iter().position(|d| d == x).map(|d| (t, d))),
+        _ => None,
+    };
+    if let Some((t, d)) = dim(len) {
+        return Length::Dim(t, d, 0);
+    }
+    if let Nat::Bin(heddle_ir::nat::NatOp::Add, a, b) = len
+        && let (Some((t, d)), Nat::Lit(c)) = (dim(a), &**b)
+    {
+        return Length::Dim(t, d, *c);
+    }
+    match k {
+        Some(k) if k < REMEMBERED => before.iter().position(|b| *b == Some(len)).map_or(Length::Eval, Length::Same),
+        _ => Length::Eval,
+    }
 }
 
 impl Signature {
@@ -262,9 +306,22 @@ impl Plan {
         if (0..arrays.len()).any(|k| !sources.iter().any(|s| matches!(s, Source::Array(j) if *j == k))) {
             return None;
         }
+        // Each buffer fills one argument (a call moves it into the launch).
+        if sources.iter().enumerate().any(|(k, s)| !matches!(s, Source::Dim(..)) && sources[..k].contains(s)) {
+            return None;
+        }
         // The checked code: the checks of the program's ranges kept.
         let code = heddle_runtime::cpu::compile_cached_with(&program, &Options::default()).ok()?;
-        Some(Plan { program, code, sources, out_dtype: out_dtype? })
+        fn arg_len(a: &heddle_ir::loops::Arg) -> Option<&Nat> {
+            match &a.kind {
+                ArgKind::Input { len, .. } | ArgKind::Output { len, .. } => Some(len),
+                _ => None,
+            }
+        }
+        let lens: Vec<Option<&Nat>> = program.args.iter().map(arg_len).collect();
+        let lengths = lens.iter().enumerate().map(|(k, len)| len.map_or(Length::Eval, |len| length_of(len, Some(k), &lens[..k], tensors))).collect();
+        let array_lengths = arrays.iter().map(|a| length_of(&a.len, None, &[], tensors)).collect();
+        Some(Plan { program, code, sources, lengths, array_lengths, out_dtype: out_dtype? })
     }
 }
 
@@ -522,40 +579,78 @@ fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], thre
         let Ok(Some(b)) = (unsafe { Buffer::borrowed(param.elem, ptr, n, "an array") }) else { return Ok(None) };
         inputs.push(b);
     }
-    // The environment the lengths are evaluated in: the sizes, and the offsets (`toNat(A_pos1@…)`).
+    // The environment the other lengths are evaluated in: the sizes, and
+    // the offsets (`toNat(A_pos1@…)`); made only where a length needs it.
+    let needs_env = plan.lengths.iter().zip(&plan.sources).any(|(l, s)| matches!(l, Length::Eval) && !matches!(s, Source::Dim(..))) || plan.array_lengths.iter().any(|l| matches!(l, Length::Eval));
     let mut env = Env::default();
-    for (t, param) in tensors.iter().zip(&sig.tensors) {
-        env = env.with_nat(param.dim_names[0].clone(), t.shape.0 as i64).with_nat(param.dim_names[1].clone(), t.shape.1 as i64);
+    if needs_env {
+        for (t, param) in tensors.iter().zip(&sig.tensors) {
+            env = env.with_nat(param.dim_names[0].clone(), t.shape.0 as i64).with_nat(param.dim_names[1].clone(), t.shape.1 as i64);
+        }
+        for (k, param) in sig.tensors.iter().enumerate() {
+            env = env.with_buffer(param.pos_name.clone(), positions[k].clone());
+        }
     }
-    for (k, param) in sig.tensors.iter().enumerate() {
-        env = env.with_buffer(param.pos_name.clone(), positions[k].clone());
-    }
-    for (b, param) in inputs.iter().zip(&sig.arrays) {
-        if param.len.eval(&env).ok() != Some(b.len() as i64) {
+    let mut remembered = [0usize; REMEMBERED];
+    let length = |how: Length, len: &Nat, remembered: &[usize]| -> Option<usize> {
+        let n = match how {
+            Length::Dim(t, d, plus) => i64::try_from(if d == 0 { tensors[t].shape.0 } else { tensors[t].shape.1 }).ok()?.checked_add(plus)?,
+            Length::Same(k) => return remembered.get(k).copied(),
+            Length::Eval => len.eval(&env).ok()?,
+        };
+        usize::try_from(n).ok()
+    };
+    for ((b, param), how) in inputs.iter().zip(&sig.arrays).zip(&plan.array_lengths) {
+        if length(*how, &param.len, &remembered) != Some(b.len()) {
             return Ok(None);
         }
     }
+    // Every input exactly as long as the program's type of it says, and the
+    // result's length.
+    let mut out_len = None;
+    for (k, ((source, arg), how)) in plan.sources.iter().zip(&plan.program.args).zip(&plan.lengths).enumerate() {
+        let (len, have) = match (*source, &arg.kind) {
+            (Source::Dim(..), _) => continue,
+            (Source::Output, ArgKind::Output { len, .. }) => (len, None),
+            (Source::Positions(t), ArgKind::Input { len, .. }) => (len, Some(positions[t].len())),
+            (Source::Coordinates(t), ArgKind::Input { len, .. }) => (len, Some(coordinates[t].len())),
+            (Source::Values(t), ArgKind::Input { len, .. }) => (len, Some(values[t].len())),
+            (Source::Array(k), ArgKind::Input { len, .. }) => (len, Some(inputs[k].len())),
+            _ => return Ok(None),
+        };
+        let Some(n) = length(*how, len, &remembered) else { return Ok(None) };
+        if let Some(slot) = remembered.get_mut(k) {
+            *slot = n;
+        }
+        match have {
+            Some(have) if have != n => return Ok(None),
+            Some(_) => {}
+            None => out_len = Some(n),
+        }
+    }
+    drop(env);
+    // The buffers move into the launch (a `Buffer` clone allocates): the
+    // plan uses each at most once.
+    let take = |bufs: &mut Vec<Option<Buffer>>, k: usize| bufs.get_mut(k).and_then(Option::take);
+    let (mut positions, mut coordinates, mut values, mut inputs) = (positions.into_iter().map(Some).collect(), coordinates.into_iter().map(Some).collect(), values.into_iter().map(Some).collect(), inputs.into_iter().map(Some).collect());
     let mut slots = Vec::with_capacity(plan.sources.len());
     for (source, arg) in plan.sources.iter().zip(&plan.program.args) {
-        let slot = match *source {
-            Source::Dim(t, d) => Slot::Nat(if d == 0 { tensors[t].shape.0 } else { tensors[t].shape.1 } as i64),
-            Source::Positions(t) => Slot::Buffer(positions[t].clone()),
-            Source::Coordinates(t) => Slot::Buffer(coordinates[t].clone()),
-            Source::Values(t) => Slot::Buffer(values[t].clone()),
-            Source::Array(k) => Slot::Buffer(inputs[k].clone()),
+        let buffer = match *source {
+            Source::Dim(t, d) => {
+                slots.push(Slot::Nat(if d == 0 { tensors[t].shape.0 } else { tensors[t].shape.1 } as i64));
+                continue;
+            }
+            Source::Positions(t) => take(&mut positions, t),
+            Source::Coordinates(t) => take(&mut coordinates, t),
+            Source::Values(t) => take(&mut values, t),
+            Source::Array(k) => take(&mut inputs, k),
             Source::Output => {
-                let ArgKind::Output { fields, len } = &arg.kind else { return Ok(None) };
-                let Some(n) = len.eval(&env).ok().and_then(|n| usize::try_from(n).ok()) else { return Ok(None) };
-                Slot::Buffer(Buffer::try_zeroed(fields.clone(), n, "the result").map_err(|m| Fail::Input(None, m))?)
+                let (ArgKind::Output { fields, .. }, Some(n)) = (&arg.kind, out_len) else { return Ok(None) };
+                Some(Buffer::try_zeroed(fields.clone(), n, "the result").map_err(|m| Fail::Input(None, m))?)
             }
         };
-        // Every input exactly as long as the program's type of it says.
-        if let (ArgKind::Input { len, .. }, Slot::Buffer(b)) = (&arg.kind, &slot)
-            && len.eval(&env).ok() != Some(b.len() as i64)
-        {
-            return Ok(None);
-        }
-        slots.push(slot);
+        let Some(buffer) = buffer else { return Ok(None) };
+        slots.push(Slot::Buffer(buffer));
     }
     let mut launch = Launch { slots };
     drop(binding);
@@ -565,7 +660,12 @@ fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], thre
         Ok(()) => {
             drop(_kernel);
             let times = if reps == 0 { Vec::new() } else { repeat(plan, &mut launch, threads, reps)? };
-            Ok(launch.output(&plan.program).cloned().map(|out| (out, times)))
+            // The output out of the launch, not cloned (the launch is done).
+            let at = plan.sources.iter().position(|s| matches!(s, Source::Output));
+            match at.map(|k| launch.slots.swap_remove(k)) {
+                Some(Slot::Buffer(out)) => Ok(Some((out, times))),
+                _ => Ok(None),
+            }
         }
         // Coordinates not swept: a check failed on one out of range. The
         // general path validates them and names the parameter.
