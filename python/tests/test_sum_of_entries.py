@@ -196,3 +196,23 @@ def test_an_index_into_a_longer_array_keeps_the_sweep():
     with pytest.raises(heddle.InputError) as e:
         k(A=past, xs=x)
     assert e.value.parameter == "A"
+
+
+@pytest.mark.parametrize("index", [np.int32, np.int64])
+def test_two_dense_vectors(index):
+    """Several array parameters: each read in place by the plan; the
+    factor `xs@e.1 * ws@e.1` reads the entry only through indices."""
+    k = heddle.compile(CSR_HEADER + "fun(xs: [float]_A_dim1 => fun(ws: [float]_A_dim1 => A :>> map(fun(row => row :>> map(fun(e => e.2 * (xs@e.1 * ws@e.1))) :>> reduce(+, 0))))))", backend="cpu")
+    A = matrix(70, 50, seed=71, index=index)
+    rng = np.random.default_rng(72)
+    x, w = rng.random(50).astype(np.float32), rng.random(50).astype(np.float32)
+    want = A.astype(np.float64) @ (x.astype(np.float64) * w)
+    for M in (A, reversed_rows(A), with_repeats(A, 73)):
+        fast = k._c.call_fast({"A": M, "xs": x, "ws": w})
+        assert fast is not None
+        np.testing.assert_allclose(fast, want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(k(A=M, xs=x, ws=w), general(k, A=M, xs=x, ws=w), rtol=1e-5, atol=1e-5)
+    # One of them too short: the general path names it.
+    assert k._c.call_fast({"A": A, "xs": x, "ws": w[:-1]}) is None
+    with pytest.raises(heddle.InputError):
+        k(A=A, xs=x, ws=w[:-1])
