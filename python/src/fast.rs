@@ -695,12 +695,23 @@ fn repeat(plan: &Plan, launch: &mut Launch, threads: Parallelism, reps: usize) -
 
 /// The offsets `indptr` of a compressed array of `outer` rows (columns) and
 /// `nnz` entries, copied at 64 bits, and whether they are well formed: from
-/// 0 to `nnz`, never decreasing. One pass, branch-free (it vectorises).
-fn checked_offsets<T: Copy + Into<i64>>(indptr: &[T], outer: u64, nnz: usize) -> (Vec<i64>, bool) {
+/// 0 to `nnz`, never decreasing.
+fn checked_offsets<T: Copy + Into<i64> + PartialOrd>(indptr: &[T], outer: u64, nnz: usize) -> (Vec<i64>, bool) {
     let pos: Vec<i64> = indptr.iter().map(|&x| x.into()).collect();
-    let increasing = pos.windows(2).fold(true, |ok, w| ok & (w[0] <= w[1]));
+    // The descents counted over two shifted slices of the source, in 32-bit
+    // lanes per block: it vectorises (a fold over `windows` did not, and
+    // took a quarter of a 20 000-nonzero call's binding).
+    let (next, prev) = (indptr.get(1..).unwrap_or(&[]), indptr.get(..indptr.len().saturating_sub(1)).unwrap_or(&[]));
+    let mut descents = 0u64;
+    for (next, prev) in next.chunks(1 << 30).zip(prev.chunks(1 << 30)) {
+        let mut block = 0u32;
+        for (&b, &a) in next.iter().zip(prev) {
+            block += u32::from(b < a);
+        }
+        descents += u64::from(block);
+    }
     let ends = pos.len() as u64 == outer.saturating_add(1) && pos.first() == Some(&0) && pos.last() == Some(&(nnz as i64));
-    (pos, increasing && ends)
+    (pos, descents == 0 && ends)
 }
 
 /// A numpy array of `dtype` holding the output's records.
