@@ -9,8 +9,11 @@ kernel (Kernel.time: the kernel alone, inputs bound once), call (a whole
 them out, running, the result back as numpy; the planned fast path where it
 applies), their difference (the call overhead), the same through the
 general path (`Compiled.run`, what a call did before the fast path), the
-Python half of the general binding alone, and scipy's `A @ x` on the same
-float32 data. The figures are taken in 5 interleaved rounds of reps/5
+Python half of the general binding alone, scipy's `A @ x` on the same
+float32 data, and the fast path of the same kernel written so that the
+fast path does not recognise it as a sum of the entries' products (its
+body under a `let`): the call with the coordinates' sortedness sweep
+(`swept_*`), what the fast path did before that test. The figures are taken in 5 interleaved rounds of reps/5
 calls each; each is the median of the rounds' medians.
 """
 
@@ -53,7 +56,13 @@ def main() -> None:
     A = sp.random_array((a.rows, a.rows), density=density, format="csr", dtype=np.float32, rng=rng)
     x = rng.random(a.rows, dtype=np.float32)
     src = (ROOT / "examples" / "sparse" / "spmv_csr.hdl").read_text()
-    k = heddle.compile(src, backend=a.backend, threads=a.threads if a.backend == "cpu" else None)
+    threads = a.threads if a.backend == "cpu" else None
+    k = heddle.compile(src, backend=a.backend, threads=threads)
+    # The same SpMV, its product under a `let`: not recognised, so swept.
+    swept_src = src.replace("fun(e => e.2 * xs@e.1)", "fun(e => let p = e.2 * xs@e.1 in p)")
+    assert swept_src != src
+    swept = heddle.compile(swept_src, backend=a.backend, threads=threads)
+    np.testing.assert_allclose(swept(A=A, xs=x), A @ x, rtol=1e-4, atol=1e-4)
     y = k(A=A, xs=x)
     np.testing.assert_allclose(y, A @ x, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(k._c.run(*k._bind({"A": A, "xs": x}), 0)[0], y, rtol=1e-6, atol=1e-6)
@@ -61,14 +70,18 @@ def main() -> None:
     # Interleaved rounds, so that load from elsewhere falls on every figure alike.
     rounds = 5
     per = max(1, a.reps // rounds)
-    samples = {"kernel": [], "call": [], "general": [], "bind": [], "scipy": []}
+    samples = {"kernel": [], "call": [], "general": [], "bind": [], "scipy": [], "swept_kernel": [], "swept_call": []}
     for _ in range(rounds):
         samples["kernel"].append(k.time(reps=per, A=A, xs=x)["median"])
         samples["call"].append(median_seconds(lambda: k(A=A, xs=x), per))
         samples["general"].append(median_seconds(lambda: k._c.run(*k._bind({"A": A, "xs": x}), 0), per))
         samples["bind"].append(median_seconds(lambda: k._bind({"A": A, "xs": x}), per))
         samples["scipy"].append(median_seconds(lambda: A @ x, per))
-    kernel, call, general, bind, scipy_mv = (statistics.median(samples[n]) for n in ("kernel", "call", "general", "bind", "scipy"))
+        samples["swept_kernel"].append(swept.time(reps=per, A=A, xs=x)["median"])
+        samples["swept_call"].append(median_seconds(lambda: swept(A=A, xs=x), per))
+    kernel, call, general, bind, scipy_mv, swept_kernel, swept_call = (
+        statistics.median(samples[n]) for n in ("kernel", "call", "general", "bind", "scipy", "swept_kernel", "swept_call")
+    )
     figures = {
         "nnz": int(A.nnz),
         "rows": a.rows,
@@ -81,6 +94,9 @@ def main() -> None:
         "general_call_us": general * 1e6,
         "general_overhead_us": (general - kernel) * 1e6,
         "python_bind_us": bind * 1e6,
+        "swept_kernel_us": swept_kernel * 1e6,
+        "swept_call_us": swept_call * 1e6,
+        "swept_overhead_us": (swept_call - swept_kernel) * 1e6,
         "scipy_us": scipy_mv * 1e6,
         "kernel_vs_scipy": scipy_mv / kernel,
         "call_vs_scipy": scipy_mv / call,

@@ -367,7 +367,11 @@ class Kernel:
         {"median", "min", "max", "reps"} (inputs bound and laid out once)."""
         if reps < 1:
             raise ValueError("reps must be at least 1")
-        _, times = self._c.run(*self._bind(inputs), int(reps))
+        # The call's own binding where the fast path takes the inputs (as
+        # `__call__` does), else the general one.
+        times = self._c.time_fast(inputs, int(reps))
+        if times is None:
+            _, times = self._c.run(*self._bind(inputs), int(reps))
         t = sorted(times)
         n = len(t)
         median = t[n // 2] if n % 2 else (t[n // 2 - 1] + t[n // 2]) / 2

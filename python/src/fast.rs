@@ -19,12 +19,16 @@
 //! Safety against what Python can do: the offsets (`indptr`, a few bytes
 //! per row) are copied, then validated, so the kernel's unchecked position
 //! arithmetic reads a snapshot no other thread can change; the coordinates
-//! are validated in place (in range, strictly increasing in each row: the
-//! canonical form the general path takes as it is) and the kernel that
-//! reads them is the *checked* code, which tests every coordinate before it
-//! addresses memory by it, so another Python thread writing them during the
-//! call can make a check fail or a sum wrong, never an access out of
-//! bounds (`launch::Buffer::borrowed_coordinates`). Anything else (another
+//! are read in place by the *checked* code, which tests every coordinate
+//! before it addresses memory by it, so another Python thread writing them
+//! during the call can make a check fail or a sum wrong, never an access
+//! out of bounds (`launch::Buffer::borrowed_coordinates`). They are
+//! validated in place (in range, strictly increasing in each row: the
+//! canonical form the general path takes as it is) unless the kernel reads
+//! the tensor only as a sum of its entries' products ([`crate::entries`]),
+//! whose result does not depend on that form; a coordinate out of range
+//! then fails the kernel's check, and the call goes to the general path,
+//! which reports it. Anything else (another
 //! dtype, a non-canonical or malformed array, a natural given by hand, a
 //! result that is not a flat array) returns `None`, and the caller takes
 //! the general path, which converts or reports it.
@@ -71,6 +75,8 @@ pub struct Signature {
 /// A tensor parameter the fast path binds from a scipy array.
 struct TensorParam {
     name: String,
+    /// `name` as a Python string, made on first use.
+    key: Key,
     /// The names its sizes and offsets have in the program (`A_dim0`,
     /// `A_dim1`, `A_pos1`), made once.
     dim_names: [Name; 2],
@@ -80,17 +86,37 @@ struct TensorParam {
     elem: ScalarType,
     /// The declared sizes (`None` for `?`).
     dims: Vec<Option<u64>>,
+    /// Whether the kernel reads it only as a sum of its entries' products
+    /// ([`crate::entries`]): its coordinates then need no sortedness sweep.
+    sum_of_entries: bool,
 }
 
 /// An array parameter the fast path binds from a one-dimensional numpy array.
 struct ArrayParam {
     name: String,
+    /// `name` as a Python string, made on first use.
+    key: Key,
     elem: ScalarType,
     /// The length its type gives.
     len: Nat,
 }
 
+/// A parameter's name as an interned Python string, made once: looking an
+/// input up by a `&str` makes a Python string (and hashes it) every call.
+#[derive(Default)]
+struct Key(pyo3::sync::GILOnceCell<Py<pyo3::types::PyString>>);
+
+impl Key {
+    /// The input `name` of `inputs`, if given.
+    fn get<'py>(&self, inputs: &Bound<'py, PyDict>, name: &str) -> Option<Bound<'py, PyAny>> {
+        let py = inputs.py();
+        let key = self.0.get_or_init(py, || pyo3::types::PyString::intern(py, name).unbind());
+        inputs.get_item(key.bind(py)).ok().flatten()
+    }
+}
+
 /// Where a loop-program argument comes from.
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Source {
     /// Size `d` of tensor `t` (its shape).
     Dim(usize, usize),
@@ -113,8 +139,51 @@ pub struct Plan {
     code: Arc<CpuKernel>,
     /// Per argument of the program, in order.
     sources: Vec<Source>,
+    /// Per argument of the program, how a call finds the length its type
+    /// gives (inputs and the output; unused for the sizes).
+    lengths: Vec<Length>,
+    /// Per array parameter, how a call finds the length its declared type gives.
+    array_lengths: Vec<Length>,
     /// The numpy dtype of the result's elements.
     out_dtype: &'static str,
+}
+
+/// How a call finds a length that a type gives: most are a tensor's size
+/// (`A_dim1`, `A_dim0 + 1`), read off the shape instead of evaluated in an
+/// environment; the rest are evaluated, each distinct expression once.
+#[derive(Clone, Copy, Debug)]
+enum Length {
+    /// Size `d` of tensor `t`, plus a constant.
+    Dim(usize, usize, i64),
+    /// The same expression as program argument `k`'s, found before it.
+    Same(usize),
+    /// Evaluated in the call's environment (the sizes and the offsets).
+    Eval,
+}
+
+/// At most this many program arguments have their lengths remembered
+/// within a call (on the stack) for [`Length::Same`].
+const REMEMBERED: usize = 16;
+
+/// The [`Length`] of `len`, the type of argument `k` (`None` for an array
+/// parameter's), given the earlier arguments' types `before`.
+fn length_of(len: &Nat, k: Option<usize>, before: &[Option<&Nat>], tensors: &[TensorParam]) -> Length {
+    let dim = |n: &Nat| match n {
+        Nat::Var(x) => tensors.iter().enumerate().find_map(|(t, p)| p.dim_names.iter().position(|d| d == x).map(|d| (t, d))),
+        _ => None,
+    };
+    if let Some((t, d)) = dim(len) {
+        return Length::Dim(t, d, 0);
+    }
+    if let Nat::Bin(heddle_ir::nat::NatOp::Add, a, b) = len
+        && let (Some((t, d)), Nat::Lit(c)) = (dim(a), &**b)
+    {
+        return Length::Dim(t, d, *c);
+    }
+    match k {
+        Some(k) if k < REMEMBERED => before.iter().position(|b| *b == Some(len)).map_or(Length::Eval, Length::Same),
+        _ => Length::Eval,
+    }
 }
 
 impl Signature {
@@ -140,7 +209,8 @@ impl Signature {
                 storage.extend([format!("{name}_pos1"), format!("{name}_crd1"), format!("{name}_values")]);
                 dims.extend((0..2).map(|d| format!("{name}_dim{d}")));
                 let dim_names = [Name::from(format!("{name}_dim0")), Name::from(format!("{name}_dim1"))];
-                tensors.push(TensorParam { name: name.to_string(), dim_names, pos_name: Name::from(format!("{name}_pos1")), format, elem: tt.elem, dims: sizes });
+                let sum_of_entries = crate::entries::sum_of_entries(kernel, name.as_str());
+                tensors.push(TensorParam { name: name.to_string(), key: Key::default(), dim_names, pos_name: Name::from(format!("{name}_pos1")), format, elem: tt.elem, dims: sizes, sum_of_entries });
             }
         }
         for p in &kernel.params {
@@ -150,7 +220,7 @@ impl Signature {
                 KernelParam::Nat(n) if dims.iter().any(|d| d == n.as_str()) => {}
                 KernelParam::Value { name, .. } if storage.iter().any(|s| s == name.as_str()) => {}
                 KernelParam::Value { name, ty: Type::Array { binder: None, elem, len }, .. } => match **elem {
-                    Type::Scalar(s @ (ScalarType::F32 | ScalarType::F64)) => arrays.push(ArrayParam { name: name.to_string(), elem: s, len: len.clone() }),
+                    Type::Scalar(s @ (ScalarType::F32 | ScalarType::F64)) => arrays.push(ArrayParam { name: name.to_string(), key: Key::default(), elem: s, len: len.clone() }),
                     _ => return None,
                 },
                 KernelParam::Tensor { .. } => {}
@@ -236,9 +306,22 @@ impl Plan {
         if (0..arrays.len()).any(|k| !sources.iter().any(|s| matches!(s, Source::Array(j) if *j == k))) {
             return None;
         }
+        // Each buffer fills one argument (a call moves it into the launch).
+        if sources.iter().enumerate().any(|(k, s)| !matches!(s, Source::Dim(..)) && sources[..k].contains(s)) {
+            return None;
+        }
         // The checked code: the checks of the program's ranges kept.
         let code = heddle_runtime::cpu::compile_cached_with(&program, &Options::default()).ok()?;
-        Some(Plan { program, code, sources, out_dtype: out_dtype? })
+        fn arg_len(a: &heddle_ir::loops::Arg) -> Option<&Nat> {
+            match &a.kind {
+                ArgKind::Input { len, .. } | ArgKind::Output { len, .. } => Some(len),
+                _ => None,
+            }
+        }
+        let lens: Vec<Option<&Nat>> = program.args.iter().map(arg_len).collect();
+        let lengths = lens.iter().enumerate().map(|(k, len)| len.map_or(Length::Eval, |len| length_of(len, Some(k), &lens[..k], tensors))).collect();
+        let array_lengths = arrays.iter().map(|a| length_of(&a.len, None, &[], tensors)).collect();
+        Some(Plan { program, code, sources, lengths, array_lengths, out_dtype: out_dtype? })
     }
 }
 
@@ -372,18 +455,21 @@ fn floats(obj: &Bound<'_, PyAny>, elem: ScalarType) -> Option<Held> {
     }
 }
 
-/// Calls the kernel through its fast path: the result as a numpy array, or
-/// `None` where the inputs are not what the fast path binds (the caller
-/// then takes the general path). `signature` and `plan` make the kernel's
-/// signature and the plan of a width, on first use (without the GIL).
+/// Calls the kernel through its fast path, once and then `reps` more times
+/// (timed, the kernel alone): the result as a numpy array and the
+/// repetitions' seconds, or `None` where the inputs are not what the fast
+/// path binds (the caller then takes the general path). `signature` and
+/// `plan` make the kernel's signature and the plan of a width, on first use
+/// (without the GIL).
 pub fn call(
     py: Python<'_>,
     paths: &FastPaths,
     inputs: &Bound<'_, PyDict>,
     threads: Parallelism,
+    reps: usize,
     signature: impl FnOnce() -> Option<Signature> + Send,
     plan: impl FnOnce(&Signature, IndexWidth) -> Option<Plan> + Send,
-) -> Result<Option<PyObject>, Fail> {
+) -> Result<Option<(PyObject, Vec<f64>)>, Fail> {
     let sig = match paths.signature.get() {
         Some(sig) => sig.as_ref(),
         None => py.allow_threads(|| paths.signature.get_or_init(signature).as_ref()),
@@ -395,7 +481,7 @@ pub fn call(
     let mut width = None;
     let mut tensors = Vec::with_capacity(sig.tensors.len());
     for param in &sig.tensors {
-        let Ok(Some(obj)) = inputs.get_item(param.name.as_str()) else { return Ok(None) };
+        let Some(obj) = param.key.get(inputs, &param.name) else { return Ok(None) };
         let Some((w, t)) = tensor_in(&obj, param) else { return Ok(None) };
         if width.is_some_and(|x| x != w) {
             return Ok(None);
@@ -405,32 +491,34 @@ pub fn call(
     }
     let mut arrays = Vec::with_capacity(sig.arrays.len());
     for param in &sig.arrays {
-        let Ok(Some(obj)) = inputs.get_item(param.name.as_str()) else { return Ok(None) };
+        let Some(obj) = param.key.get(inputs, &param.name) else { return Ok(None) };
         let Some(held) = floats(&obj, param.elem) else { return Ok(None) };
         arrays.push(held);
     }
     let width = width.unwrap_or(IndexWidth::I64);
     let outcome = py.allow_threads(|| {
         let plan = paths.by_width[width as usize].get_or_init(|| plan(sig, width)).as_ref()?;
-        Some(run(plan, sig, &tensors, &arrays, threads).map(|out| out.map(|o| (o, plan.out_dtype))))
+        Some(run(plan, sig, &tensors, &arrays, threads, reps).map(|out| out.map(|(o, times)| (o, times, plan.out_dtype))))
     });
     // The Python buffers stay held until here: every runtime buffer made of them is gone.
     let result = match outcome {
         None | Some(Ok(None)) => Ok(None),
-        Some(Ok(Some((out, dtype)))) => {
+        Some(Ok(Some((out, times, dtype)))) => {
             let _p = heddle_runtime::profile::phase(|| "fast path: the result to numpy".into());
             to_numpy(py, &out, dtype)
         }
-        .map(Some).map_err(|e| Fail::Input(None, e.to_string())),
+        .map(|array| Some((array, times)))
+        .map_err(|e| Fail::Input(None, e.to_string())),
         Some(Err(fail)) => Err(fail),
     };
     drop((tensors, arrays));
     result
 }
 
-/// Binds and runs (without the GIL): the output buffer, `Ok(None)` where
-/// the inputs are not for the fast path.
-fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], threads: Parallelism) -> Result<Option<Buffer>, Fail> {
+/// Binds and runs (without the GIL), once and then `reps` more times: the
+/// output buffer and the repetitions' seconds, `Ok(None)` where the inputs
+/// are not for the fast path.
+fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], threads: Parallelism, reps: usize) -> Result<Option<(Buffer, Vec<f64>)>, Fail> {
     use heddle_runtime::profile::phase;
     let validating = phase(|| "fast path: copy the offsets, validate".into());
     // Offsets: copied, then validated with the coordinates they delimit.
@@ -455,13 +543,13 @@ fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], thre
         let (pos, ok, elem) = unsafe {
             match (&t.indptr, &t.indices) {
                 (Held::I32(_), Held::I32(_)) if pp.cast::<i32>().is_aligned() && cp.cast::<i32>().is_aligned() => {
-                    let pos: Vec<i64> = std::slice::from_raw_parts(pp.cast::<i32>(), np).iter().map(|&x| i64::from(x)).collect();
-                    let ok = heddle_runtime::io::bind::canonical_compressed(&pos, std::slice::from_raw_parts(cp.cast::<i32>(), nc), outer, inner);
+                    let (pos, ok) = checked_offsets(std::slice::from_raw_parts(pp.cast::<i32>(), np), outer, nc);
+                    let ok = ok && (param.sum_of_entries || heddle_runtime::io::bind::canonical_compressed(&pos, std::slice::from_raw_parts(cp.cast::<i32>(), nc), outer, inner));
                     (pos, ok, ScalarType::U32)
                 }
                 (Held::I64(_), Held::I64(_)) if pp.cast::<i64>().is_aligned() && cp.cast::<i64>().is_aligned() => {
-                    let pos: Vec<i64> = std::slice::from_raw_parts(pp.cast::<i64>(), np).to_vec();
-                    let ok = heddle_runtime::io::bind::canonical_compressed(&pos, std::slice::from_raw_parts(cp.cast::<i64>(), nc), outer, inner);
+                    let (pos, ok) = checked_offsets(std::slice::from_raw_parts(pp.cast::<i64>(), np), outer, nc);
+                    let ok = ok && (param.sum_of_entries || heddle_runtime::io::bind::canonical_compressed(&pos, std::slice::from_raw_parts(cp.cast::<i64>(), nc), outer, inner));
                     (pos, ok, ScalarType::I64)
                 }
                 _ => return Ok(None),
@@ -491,56 +579,153 @@ fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], thre
         let Ok(Some(b)) = (unsafe { Buffer::borrowed(param.elem, ptr, n, "an array") }) else { return Ok(None) };
         inputs.push(b);
     }
-    // The environment the lengths are evaluated in: the sizes, and the offsets (`toNat(A_pos1@…)`).
+    // The environment the other lengths are evaluated in: the sizes, and
+    // the offsets (`toNat(A_pos1@…)`); made only where a length needs it.
+    let needs_env = plan.lengths.iter().zip(&plan.sources).any(|(l, s)| matches!(l, Length::Eval) && !matches!(s, Source::Dim(..))) || plan.array_lengths.iter().any(|l| matches!(l, Length::Eval));
     let mut env = Env::default();
-    for (t, param) in tensors.iter().zip(&sig.tensors) {
-        env = env.with_nat(param.dim_names[0].clone(), t.shape.0 as i64).with_nat(param.dim_names[1].clone(), t.shape.1 as i64);
+    if needs_env {
+        for (t, param) in tensors.iter().zip(&sig.tensors) {
+            env = env.with_nat(param.dim_names[0].clone(), t.shape.0 as i64).with_nat(param.dim_names[1].clone(), t.shape.1 as i64);
+        }
+        for (k, param) in sig.tensors.iter().enumerate() {
+            env = env.with_buffer(param.pos_name.clone(), positions[k].clone());
+        }
     }
-    for (k, param) in sig.tensors.iter().enumerate() {
-        env = env.with_buffer(param.pos_name.clone(), positions[k].clone());
-    }
-    for (b, param) in inputs.iter().zip(&sig.arrays) {
-        if param.len.eval(&env).ok() != Some(b.len() as i64) {
+    let mut remembered = [0usize; REMEMBERED];
+    let length = |how: Length, len: &Nat, remembered: &[usize]| -> Option<usize> {
+        let n = match how {
+            Length::Dim(t, d, plus) => i64::try_from(if d == 0 { tensors[t].shape.0 } else { tensors[t].shape.1 }).ok()?.checked_add(plus)?,
+            Length::Same(k) => return remembered.get(k).copied(),
+            Length::Eval => len.eval(&env).ok()?,
+        };
+        usize::try_from(n).ok()
+    };
+    for ((b, param), how) in inputs.iter().zip(&sig.arrays).zip(&plan.array_lengths) {
+        if length(*how, &param.len, &remembered) != Some(b.len()) {
             return Ok(None);
         }
     }
+    // Every input exactly as long as the program's type of it says, and the
+    // result's length.
+    let mut out_len = None;
+    for (k, ((source, arg), how)) in plan.sources.iter().zip(&plan.program.args).zip(&plan.lengths).enumerate() {
+        let (len, have) = match (*source, &arg.kind) {
+            (Source::Dim(..), _) => continue,
+            (Source::Output, ArgKind::Output { len, .. }) => (len, None),
+            (Source::Positions(t), ArgKind::Input { len, .. }) => (len, Some(positions[t].len())),
+            (Source::Coordinates(t), ArgKind::Input { len, .. }) => (len, Some(coordinates[t].len())),
+            (Source::Values(t), ArgKind::Input { len, .. }) => (len, Some(values[t].len())),
+            (Source::Array(k), ArgKind::Input { len, .. }) => (len, Some(inputs[k].len())),
+            _ => return Ok(None),
+        };
+        let Some(n) = length(*how, len, &remembered) else { return Ok(None) };
+        if let Some(slot) = remembered.get_mut(k) {
+            *slot = n;
+        }
+        match have {
+            Some(have) if have != n => return Ok(None),
+            Some(_) => {}
+            None => out_len = Some(n),
+        }
+    }
+    drop(env);
+    // The buffers move into the launch (a `Buffer` clone allocates): the
+    // plan uses each at most once.
+    let take = |bufs: &mut Vec<Option<Buffer>>, k: usize| bufs.get_mut(k).and_then(Option::take);
+    let (mut positions, mut coordinates, mut values, mut inputs) = (positions.into_iter().map(Some).collect(), coordinates.into_iter().map(Some).collect(), values.into_iter().map(Some).collect(), inputs.into_iter().map(Some).collect());
     let mut slots = Vec::with_capacity(plan.sources.len());
     for (source, arg) in plan.sources.iter().zip(&plan.program.args) {
-        let slot = match *source {
-            Source::Dim(t, d) => Slot::Nat(if d == 0 { tensors[t].shape.0 } else { tensors[t].shape.1 } as i64),
-            Source::Positions(t) => Slot::Buffer(positions[t].clone()),
-            Source::Coordinates(t) => Slot::Buffer(coordinates[t].clone()),
-            Source::Values(t) => Slot::Buffer(values[t].clone()),
-            Source::Array(k) => Slot::Buffer(inputs[k].clone()),
+        let buffer = match *source {
+            Source::Dim(t, d) => {
+                slots.push(Slot::Nat(if d == 0 { tensors[t].shape.0 } else { tensors[t].shape.1 } as i64));
+                continue;
+            }
+            Source::Positions(t) => take(&mut positions, t),
+            Source::Coordinates(t) => take(&mut coordinates, t),
+            Source::Values(t) => take(&mut values, t),
+            Source::Array(k) => take(&mut inputs, k),
             Source::Output => {
-                let ArgKind::Output { fields, len } = &arg.kind else { return Ok(None) };
-                let Some(n) = len.eval(&env).ok().and_then(|n| usize::try_from(n).ok()) else { return Ok(None) };
-                Slot::Buffer(Buffer::try_zeroed(fields.clone(), n, "the result").map_err(|m| Fail::Input(None, m))?)
+                let (ArgKind::Output { fields, .. }, Some(n)) = (&arg.kind, out_len) else { return Ok(None) };
+                Some(Buffer::try_zeroed(fields.clone(), n, "the result").map_err(|m| Fail::Input(None, m))?)
             }
         };
-        // Every input exactly as long as the program's type of it says.
-        if let (ArgKind::Input { len, .. }, Slot::Buffer(b)) = (&arg.kind, &slot)
-            && len.eval(&env).ok() != Some(b.len() as i64)
-        {
-            return Ok(None);
-        }
-        slots.push(slot);
+        let Some(buffer) = buffer else { return Ok(None) };
+        slots.push(Slot::Buffer(buffer));
     }
     let mut launch = Launch { slots };
     drop(binding);
     let _kernel = phase(|| "fast path: the kernel".into());
     let plan_split = heddle_runtime::cpu::plan_with(&plan.program, &plan.code, &mut launch, threads.threads, threads.threshold);
-    // A failed check: only another thread writing a coordinate during the
-    // call can make one fail (they were validated); reported as the general
-    // path reports a check that fails.
-    heddle_runtime::cpu::execute(&plan.program, &plan.code, &mut launch, &plan_split).map_err(|d| Fail::Source(vec![d.or_kind(ErrorKind::Runtime)]))?;
-    Ok(launch.output(&plan.program).cloned())
+    match heddle_runtime::cpu::execute(&plan.program, &plan.code, &mut launch, &plan_split) {
+        Ok(()) => {
+            drop(_kernel);
+            let times = if reps == 0 { Vec::new() } else { repeat(plan, &mut launch, threads, reps)? };
+            // The output out of the launch, not cloned (the launch is done).
+            let at = plan.sources.iter().position(|s| matches!(s, Source::Output));
+            match at.map(|k| launch.slots.swap_remove(k)) {
+                Some(Slot::Buffer(out)) => Ok(Some((out, times))),
+                _ => Ok(None),
+            }
+        }
+        // Coordinates not swept: a check failed on one out of range. The
+        // general path validates them and names the parameter.
+        Err(_) if sig.tensors.iter().any(|t| t.sum_of_entries) => Ok(None),
+        // Validated coordinates: only another thread writing one during the
+        // call can make a check fail; reported as the general path reports
+        // a check that fails.
+        Err(d) => Err(Fail::Source(vec![d.or_kind(ErrorKind::Runtime)])),
+    }
+}
+
+/// Runs `launch` `reps` more times, as `heddle run --reps` does (arguments
+/// packed and the split planned once, then the kernel alone timed): the
+/// seconds of each. The inputs are the same as the run before, which passed.
+fn repeat(plan: &Plan, launch: &mut Launch, threads: Parallelism, reps: usize) -> Result<Vec<f64>, Fail> {
+    let _p = heddle_runtime::profile::phase(|| format!("fast path: the kernel ({reps} timed runs)"));
+    let failed = |d: heddle_ir::Diagnostic| Fail::Source(vec![d.or_kind(ErrorKind::Runtime)]);
+    let mut ready = heddle_runtime::cpu::Ready::new(&plan.program, launch, threads).map_err(failed)?;
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let start = std::time::Instant::now();
+        ready.run().map_err(failed)?;
+        times.push(start.elapsed().as_secs_f64());
+    }
+    Ok(times)
+}
+
+/// The offsets `indptr` of a compressed array of `outer` rows (columns) and
+/// `nnz` entries, copied at 64 bits, and whether they are well formed: from
+/// 0 to `nnz`, never decreasing.
+fn checked_offsets<T: Copy + Into<i64> + PartialOrd>(indptr: &[T], outer: u64, nnz: usize) -> (Vec<i64>, bool) {
+    let pos: Vec<i64> = indptr.iter().map(|&x| x.into()).collect();
+    // The descents counted over two shifted slices of the source, in 32-bit
+    // lanes per block: it vectorises (a fold over `windows` did not, and
+    // took a quarter of a 20 000-nonzero call's binding).
+    let (next, prev) = (indptr.get(1..).unwrap_or(&[]), indptr.get(..indptr.len().saturating_sub(1)).unwrap_or(&[]));
+    let mut descents = 0u64;
+    for (next, prev) in next.chunks(1 << 30).zip(prev.chunks(1 << 30)) {
+        let mut block = 0u32;
+        for (&b, &a) in next.iter().zip(prev) {
+            block += u32::from(b < a);
+        }
+        descents += u64::from(block);
+    }
+    let ends = pos.len() as u64 == outer.saturating_add(1) && pos.first() == Some(&0) && pos.last() == Some(&(nnz as i64));
+    (pos, descents == 0 && ends)
 }
 
 /// A numpy array of `dtype` holding the output's records.
 fn to_numpy(py: Python<'_>, out: &Buffer, dtype: &'static str) -> PyResult<PyObject> {
-    let np = crate::data::numpy(py)?;
-    let array = np.call_method1(pyo3::intern!(py, "empty"), (out.len(), dtype))?;
+    // `numpy.empty` and the dtypes, looked up once (a dtype named by a
+    // string is parsed at every call).
+    static EMPTY: pyo3::sync::GILOnceCell<(PyObject, PyObject, PyObject)> = pyo3::sync::GILOnceCell::new();
+    let (empty, f32s, f64s) = EMPTY.get_or_try_init(py, || -> PyResult<_> {
+        let np = crate::data::numpy(py)?;
+        let dtype = |name: &str| np.getattr("dtype").and_then(|d| d.call1((name,))).map(Bound::unbind);
+        Ok((np.getattr("empty")?.unbind(), dtype("float32")?, dtype("float64")?))
+    })?;
+    let dtype_object = if dtype == "float32" { f32s } else { f64s };
+    let array = empty.bind(py).call1((out.len(), dtype_object.bind(py)))?;
     match dtype {
         "float32" => fill::<f32>(&array, out.bytes())?,
         _ => fill::<f64>(&array, out.bytes())?,

@@ -242,16 +242,14 @@ impl Compiled {
     /// path: the result, or None where the inputs are not for it (then
     /// `run` takes them). See `crate::fast`.
     fn call_fast(&self, py: Python<'_>, inputs: &Bound<'_, pyo3::types::PyDict>) -> PyResult<Option<PyObject>> {
-        let Runner::Shared(inner) = &self.runner else { return Ok(None) };
-        let Backend::Cpu { threads, .. } = inner.backend else { return Ok(None) };
-        if !inner.shallow {
-            return Ok(None);
-        }
-        let (kernel, file) = (&inner.kernel, &self.file);
-        let signature = || crate::fast::Signature::of(kernel);
-        // Checked and lowered again on the big stack, as when compiled.
-        let plan = |sig: &crate::fast::Signature, width| crate::on_big_stack(|| crate::fast::Plan::make(file, kernel, sig, width));
-        crate::fast::call(py, &self.fast, inputs, threads, signature, plan).map_err(|f| f.into_py(&self.file))
+        Ok(self.fast(py, inputs, 0)?.map(|(out, _)| out))
+    }
+
+    /// Times a cpu kernel on `inputs` through its fast path, as `run` with
+    /// `reps` does: the repetitions' kernel seconds, or None where the
+    /// inputs are not for it.
+    fn time_fast(&self, py: Python<'_>, inputs: &Bound<'_, pyo3::types::PyDict>, reps: usize) -> PyResult<Option<Vec<f64>>> {
+        Ok(self.fast(py, inputs, reps)?.map(|(_, times)| times))
     }
 
     /// Binds the inputs, runs the kernel once and then `reps` more times
@@ -291,6 +289,23 @@ impl Compiled {
         };
         let (out, times) = outcome.map_err(|f| f.into_py(&self.file))?;
         Ok((out.to_python(py)?, times))
+    }
+}
+
+impl Compiled {
+    /// A cpu kernel's call through its fast path (see [`crate::fast::call`]):
+    /// the result and `reps` timed repetitions' seconds, or `None`.
+    fn fast(&self, py: Python<'_>, inputs: &Bound<'_, pyo3::types::PyDict>, reps: usize) -> PyResult<Option<(PyObject, Vec<f64>)>> {
+        let Runner::Shared(inner) = &self.runner else { return Ok(None) };
+        let Backend::Cpu { threads, .. } = inner.backend else { return Ok(None) };
+        if !inner.shallow {
+            return Ok(None);
+        }
+        let (kernel, file) = (&inner.kernel, &self.file);
+        let signature = || crate::fast::Signature::of(kernel);
+        // Checked and lowered again on the big stack, as when compiled.
+        let plan = |sig: &crate::fast::Signature, width| crate::on_big_stack(|| crate::fast::Plan::make(file, kernel, sig, width));
+        crate::fast::call(py, &self.fast, inputs, threads, reps, signature, plan).map_err(|f| f.into_py(&self.file))
     }
 }
 

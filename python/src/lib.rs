@@ -4,6 +4,7 @@
 //! `heddle` crate, the code the command-line tool runs.
 
 mod data;
+mod entries;
 mod errors;
 mod fast;
 mod kernel;
