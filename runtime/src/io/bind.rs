@@ -1164,6 +1164,22 @@ pub fn stored_tensor_inputs(kernel: &Kernel, name: &str, t: crate::sparse::Spars
             nats.push((format!("{name}_dim{d}"), *size as i64));
         }
     }
+    // A batched tensor's rows of coordinates and values: their length is a
+    // natural of its own (`A_crd{l}_len`), given here because the lengths
+    // cannot tell it when there is no batch.
+    let k = encoding.levels.iter().take_while(|l| l.format == LevelFormat::Batch).count();
+    if k > 0 {
+        let batches: u64 = t.lvl_sizes[..k].iter().product();
+        for (l, level) in encoding.levels.iter().enumerate().skip(k) {
+            if !matches!(level.format, LevelFormat::Compressed | LevelFormat::LooseCompressed) {
+                continue;
+            }
+            let stride = encoding.aos_run(l).map_or(1, |r| r.len()).max(1) as u64;
+            let len = t.coordinates[l].as_ref().map_or(0, |c| c.len() as u64);
+            let row = if batches == 0 { 0 } else { len / stride / batches };
+            nats.push((format!("{name}_crd{l}_len"), row as i64));
+        }
+    }
     let mut inputs = Vec::new();
     // Positions and coordinates packed at the buffer parameter's own type
     // (kept as `u64` where one does not fit it: binding then names it).

@@ -151,12 +151,31 @@ fn in_batch(e: SparseError, k: usize, b: usize, rows: &[usize; 3]) -> SparseErro
             SparseError::Buffer {
                 buffer: name,
                 position: b * row + position,
-                message: format!("{message} (batch {b}, entry {position} of its row)"),
+                message: format!("{} (batch {b}, entry {position} of its row)", shift_levels(&message, k)),
             }
         }
-        SparseError::Shape(m) => SparseError::Shape(format!("batch {b}: {m}")),
+        SparseError::Shape(m) => SparseError::Shape(format!("batch {b}: {}", shift_levels(&m, k))),
         other => other,
     }
+}
+
+/// `text` with every "level N" of one batch's numbering renumbered for the
+/// whole tensor (`k` batch levels come first).
+fn shift_levels(text: &str, k: usize) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("level ") {
+        let (head, tail) = rest.split_at(at + "level ".len());
+        out.push_str(head);
+        let digits = tail.len() - tail.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        match tail[..digits].parse::<usize>() {
+            Ok(l) => out.push_str(&(l + k).to_string()),
+            Err(_) => {}
+        }
+        rest = &tail[digits..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The batches of a batched tensor's buffers, each checked and stored on its
