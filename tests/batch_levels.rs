@@ -379,3 +379,28 @@ fn bad_batched_storage_is_a_located_error() {
         }
     }
 }
+
+/// A kernel's result stored in a batched encoding (each row of a CSR
+/// matrix, doubled, as a batch of sparse vectors) is stored as MLIR stores
+/// batches, the same on every backend.
+#[test]
+fn results_stored_in_a_batched_encoding_have_one_row_per_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = write(
+        dir.path(),
+        "double.hdl",
+        "#OUT = #sparse_tensor.encoding<{ map = (i, j) -> (i : batch, j : compressed) }>\n\
+         fun(A: tensor<?x?xf32, CSR> =>\n  (generate(A_dim0, fun(i => A@i :>> map(fun(e => (e.1, e.2 * 2.0))))) : tensor<?x{A_dim1}xf32, #OUT>))\n",
+    );
+    let m = write(dir.path(), "m.mtx", "%%MatrixMarket matrix coordinate real general\n3 4 3\n1 1 1.0\n1 3 2.0\n3 2 5.0\n");
+    for b in backends() {
+        let (code, out, err) = heddle(&["run", kernel.to_str().unwrap(), "--backend", b, "--matrix", &format!("A={}", m.display())]);
+        assert_eq!(code, 0, "{b}: {err}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            storage(&v),
+            (json!([null, [[0, 2], [0, 0], [0, 1]]]), json!([null, [[0, 2], [0, 0], [1, 0]]]), json!([[2.0, 4.0], [0.0, 0.0], [10.0, 0.0]])),
+            "{b}: {v}"
+        );
+    }
+}
