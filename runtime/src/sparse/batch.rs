@@ -27,6 +27,9 @@ use crate::scalars::ScalarVec;
 use heddle_ir::ScalarType;
 use heddle_ir::encoding::{Encoding, LevelFormat, LvlExpr, map};
 
+/// The most batches a tensor may have.
+pub const MAX_BATCHES: u64 = 1 << 20;
+
 /// The number of leading `batch` levels of `enc` (the verifier keeps them leading).
 pub fn batch_rank(enc: &Encoding) -> usize {
     enc.levels.iter().take_while(|l| l.format == LevelFormat::Batch).count()
@@ -101,11 +104,16 @@ impl Batching {
         self.batch_dims.iter().map(|&d| dim_sizes[d]).collect()
     }
 
-    /// The number of batches: the product of the batch levels' sizes.
+    /// The number of batches: the product of the batch levels' sizes, at
+    /// most [`MAX_BATCHES`] (each batch is stored, checked and converted on
+    /// its own, so one costs more than a dense position).
     pub fn count(&self, dim_sizes: &[u64]) -> Result<usize> {
         let n = self.sizes(dim_sizes).iter().try_fold(1u64, |n, &s| n.checked_mul(s));
-        let n = n.filter(|&n| n <= super::build::MAX_STORED).ok_or_else(|| {
-            SparseError::Shape(format!("the batch levels' sizes {:?} make more batches than heddle allocates", self.sizes(dim_sizes)))
+        let n = n.filter(|&n| n <= MAX_BATCHES).ok_or_else(|| {
+            SparseError::Shape(format!(
+                "the batch levels' sizes {:?} make more than the {MAX_BATCHES} batches heddle stores; store the batch dimension as a dense level",
+                self.sizes(dim_sizes)
+            ))
         })?;
         Ok(n as usize)
     }
@@ -116,9 +124,10 @@ impl Batching {
     }
 }
 
-/// Is level `l`'s positions row length fixed by the dense levels above it in
-/// its batch (CSR's `rows + 1`), and what is it? `None` below a level whose
-/// size depends on the data.
+/// The number of positions at level `l` of one batch where the dense levels
+/// above fix it (CSR's rows; a positions row is one longer), `None` below a
+/// level whose size depends on the data; one entry per level, then the count
+/// below the last level (a dense batch's values).
 fn fixed_counts(inner: &Encoding, inner_lvl_sizes: &[u64]) -> Vec<Option<u64>> {
     let mut count = Some(1u64);
     let mut out = Vec::with_capacity(inner.lvl_rank());
@@ -131,6 +140,7 @@ fn fixed_counts(inner: &Encoding, inner_lvl_sizes: &[u64]) -> Vec<Option<u64>> {
             LevelFormat::Compressed | LevelFormat::LooseCompressed => None,
         };
     }
+    out.push(count);
     out
 }
 
@@ -395,8 +405,12 @@ pub fn pack_batched(coo: &Coo, enc: &Encoding, elem: ScalarType) -> Result<Spars
     let sizes = bt.sizes(&coo.dims);
     let nb = bt.count(&coo.dims)?;
     let inner_sizes = bt.inner_sizes(&coo.dims);
-    let mut groups: Vec<Coo> = (0..nb).map(|_| Coo::of_type(inner_sizes.clone(), coo.elem())).collect();
-    let mut inner = vec![0u64; inner_sizes.len()];
+    // Every batch's positions rows have at least the length the dense levels fix.
+    let inner_lvl = map::lvl_sizes(&bt.inner, &inner_sizes).map_err(SparseError::Shape)?;
+    let fixed = fixed_counts(&bt.inner, &inner_lvl).into_iter().flatten().max().unwrap_or(0);
+    super::build::check_alloc((nb as u64).saturating_mul(fixed.saturating_add(1)), "the batches' buffers")?;
+    // The entries in batch order (stable: each batch's in the file's order).
+    let mut batch_of = Vec::with_capacity(coo.len());
     for e in 0..coo.len() {
         let x = coo.entry(e);
         let mut b = 0u64;
@@ -406,12 +420,36 @@ pub fn pack_batched(coo: &Coo, enc: &Encoding, elem: ScalarType) -> Result<Spars
             }
             b = b * s + x[d];
         }
-        for (i, &d) in bt.inner_dims.iter().enumerate() {
-            inner[i] = x[d];
-        }
-        groups[b as usize].push_from(&inner, &coo.values, e);
+        batch_of.push(b as usize);
     }
-    let parts = groups.iter().map(|g| super::build::pack(g, &bt.inner, elem)).collect::<Result<Vec<_>>>()?;
+    let mut order: Vec<usize> = (0..coo.len()).collect();
+    order.sort_by_key(|&e| batch_of[e]);
+    // Empty batches are all the same tensor: stored once.
+    let empty = super::build::pack(&Coo::of_type(inner_sizes.clone(), coo.elem()), &bt.inner, elem)?;
+    let mut parts = Vec::with_capacity(nb);
+    let mut inner = vec![0u64; inner_sizes.len()];
+    let mut next = 0;
+    for b in 0..nb {
+        let start = next;
+        while next < order.len() && batch_of[order[next]] == b {
+            next += 1;
+        }
+        if start == next {
+            parts.push(empty.clone());
+            continue;
+        }
+        let mut group = Coo::of_type(inner_sizes.clone(), coo.elem());
+        for &e in &order[start..next] {
+            for (i, &d) in bt.inner_dims.iter().enumerate() {
+                inner[i] = coo.entry(e)[d];
+            }
+            group.push_from(&inner, &coo.values, e);
+        }
+        parts.push(super::build::pack(&group, &bt.inner, elem).map_err(|e| match e {
+            SparseError::Shape(m) => SparseError::Shape(format!("batch {b}: {}", shift_levels(&m, bt.batch_dims.len()))),
+            other => other,
+        })?);
+    }
     join(enc, elem, coo.dims.clone(), &parts)
 }
 
