@@ -453,10 +453,8 @@ fn check_batched_levels(kernel: &Kernel, nats: &HashMap<Name, i64>, values: &[(N
                     Some(format!("{} = {} is negative", at(i), r[i]))
                 } else if let Some(i) = (1..r.len()).find(|&i| if loose { i % 2 == 1 && r[i] < r[i - 1] } else { r[i] < r[i - 1] }) {
                     Some(format!("{} = {} is below {} = {} (batch {b}, level {l})", at(i), r[i], at(i - 1), r[i - 1]))
-                } else if let Some(i) = r.iter().position(|&x| x > len) {
-                    Some(format!("{} = {} is past the end of batch {b}'s row of `{crd_name}` ({len} entries)", at(i), r[i]))
                 } else {
-                    None
+                    r.iter().position(|&x| x > len).map(|i| format!("{} = {} is past the end of batch {b}'s row of `{crd_name}` ({len} entries)", at(i), r[i]))
                 };
                 if let Some(m) = problem {
                     return Err(err(name, m));
@@ -1176,7 +1174,7 @@ pub fn stored_tensor_inputs(kernel: &Kernel, name: &str, t: crate::sparse::Spars
             }
             let stride = encoding.aos_run(l).map_or(1, |r| r.len()).max(1) as u64;
             let len = t.coordinates[l].as_ref().map_or(0, |c| c.len() as u64);
-            let row = if batches == 0 { 0 } else { len / stride / batches };
+            let row = (len / stride).checked_div(batches).unwrap_or(0);
             nats.push((format!("{name}_crd{l}_len"), row as i64));
         }
     }

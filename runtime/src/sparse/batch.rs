@@ -178,9 +178,8 @@ fn shift_levels(text: &str, k: usize) -> String {
         let (head, tail) = rest.split_at(at + "level ".len());
         out.push_str(head);
         let digits = tail.len() - tail.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-        match tail[..digits].parse::<usize>() {
-            Ok(l) => out.push_str(&(l + k).to_string()),
-            Err(_) => {}
+        if let Ok(l) = tail[..digits].parse::<usize>() {
+            out.push_str(&(l + k).to_string());
         }
         rest = &tail[digits..];
     }
@@ -219,7 +218,7 @@ fn split_buffers(enc: &Encoding, elem: ScalarType, dim_sizes: &[u64], b: &Buffer
         if nb == 0 {
             return Ok(0);
         }
-        if len % nb != 0 {
+        if !len.is_multiple_of(nb) {
             return Err(SparseError::buffer(name, len, format!("has {len} entries, not {nb} rows of one length (one per batch)")));
         }
         Ok(len / nb)

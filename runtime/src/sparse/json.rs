@@ -115,7 +115,7 @@ pub fn storage_to_json(t: &SparseTensor) -> Value {
 fn nest(items: Vec<Value>, shape: &[u64]) -> Value {
     let Some((&n, rest)) = shape.split_first() else { return Value::Array(items) };
     let n = n as usize;
-    let row = if n == 0 { 0 } else { items.len() / n };
+    let row = items.len().checked_div(n).unwrap_or(0);
     let mut it = items.into_iter();
     Value::Array((0..n).map(|_| nest(it.by_ref().take(row).collect(), rest)).collect())
 }
