@@ -198,7 +198,12 @@ fn convert_round_trips_batched_storage() {
         // tns -> each batched encoding -> the others -> tns: the same entries;
         // storing in the encoding it already has changes no buffer.
         let mut prev = src.clone();
-        for (k, enc) in [BCSR, BCOO, BDCSR, BCSR].iter().enumerate() {
+        let (bcsc, bloose, bdia) = (
+            "#sparse_tensor.encoding<{ map = (b, i, j) -> (b : batch, j : dense, i : compressed) }>",
+            "#sparse_tensor.encoding<{ map = (b, i, j) -> (b : batch, i : dense, j : loose_compressed) }>",
+            "#sparse_tensor.encoding<{ map = (b, i, j) -> (b : batch, j - i : compressed, i : dense) }>",
+        );
+        for (k, enc) in [BCSR, BCOO, BDCSR, bcsc, bloose, bdia, BCSR].iter().enumerate() {
             let v = convert(dir.path(), &prev, enc, &format!("s{k}.json"));
             let again = convert(dir.path(), &dir.path().join(format!("s{k}.json")), enc, &format!("t{k}.json"));
             assert_eq!(v, again, "case {case}: {enc} stored twice differs");
