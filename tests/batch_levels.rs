@@ -409,3 +409,24 @@ fn results_stored_in_a_batched_encoding_have_one_row_per_batch() {
         );
     }
 }
+
+/// No batch at all, and batches without entries (rows of length 0): both
+/// kernels give zeros of the right shape on every backend.
+#[test]
+fn zero_batches_and_entryless_batches_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (json!([0, 3, 4]), json!([null, null, []]), json!([null, null, []]), json!([]), "[]", vec![]),
+        (json!([2, 3, 4]), json!([null, null, [[0, 0, 0, 0], [0, 0, 0, 0]]]), json!([null, null, [[], []]]), json!([[], []]), "[[1, 2, 3, 4], [5, 6, 7, 8]]", vec![0.0; 6]),
+    ];
+    for (k, (dims, pos, crd, vals, xs, want)) in cases.into_iter().enumerate() {
+        let st = json!({ "encoding": BCSR, "dim_sizes": dims, "positions": pos, "coordinates": crd, "values": vals });
+        let p = write(dir.path(), &format!("z{k}.json"), &st.to_string());
+        let px = write(dir.path(), &format!("x{k}.json"), xs);
+        for kernel in ["spmv_batch_csr", "spmv_batch_coo"] {
+            for backend in backends() {
+                assert_close(&run_kernel(kernel, backend, &p, &px), &want, &format!("{kernel} on {backend}, case {k}"));
+            }
+        }
+    }
+}
