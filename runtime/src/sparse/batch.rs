@@ -195,6 +195,9 @@ fn split_buffers(enc: &Encoding, elem: ScalarType, dim_sizes: &[u64], b: &Buffer
     let bt = Batching::of(enc)?.ok_or_else(|| SparseError::Shape("the encoding has no batch level".into()))?;
     let k = batch_rank(enc);
     let lr = enc.lvl_rank();
+    if dim_sizes.len() != enc.dim_rank() {
+        return Err(SparseError::Shape(format!("the encoding has {} dimensions but the tensor has {}", enc.dim_rank(), dim_sizes.len())));
+    }
     if b.positions.len() != lr || b.coordinates.len() != lr {
         return Err(SparseError::Shape(format!(
             "the encoding has {lr} levels but {} positions and {} coordinates entries were given (one per level, null where none)",

@@ -217,6 +217,8 @@ pub fn storage_from_json(v: &Value, dest: Option<ScalarType>) -> Result<SparseTe
             .map(|(l, x)| {
                 if x.is_null() {
                     Ok(None)
+                } else if l < shape.len() {
+                    Err(SparseError::buffer(format!("{k}[{l}]"), 0, format!("unexpected: level {l} (batch) has no such buffer; give null")))
                 } else if k == "coordinates" && enc.signed_level(l) {
                     signed_ints(x, &format!("{k}[{l}]")).map(Some)
                 } else {
