@@ -136,8 +136,16 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     text.push_str(&format!("dimension sizes: [{}]\n", nats(&layout.dim_sizes).join(", ")));
     text.push_str(&format!("level sizes: [{}]\n", nats(&layout.lvl_sizes).join(", ")));
     text.push_str("storage:\n");
+    // MLIR's memref shape, which shows a batched buffer's rows (`memref<A_dim0 x ? x i64>`).
+    let memref = |b: &heddle_ir::encoding::storage_types::Buffer| b.shape.iter().map(|n| {
+        let t = print_nat(n);
+        if t.contains(' ') { format!("({t})") } else { t }
+    }).collect::<Vec<_>>().join(" x ");
     for b in &layout.buffers {
         text.push_str(&format!("  {} : {}\n", b.name, print_type(&b.ty)));
+        if layout.batch_levels > 0 {
+            text.push_str(&format!("    shape: {} (one row per batch)\n", memref(b)));
+        }
     }
     text.push_str(&format!("stored entries: {}\nview: {}\n", print_nat(&layout.nse), print_type(&layout.view)));
     let buffers: Vec<_> = layout
@@ -150,6 +158,7 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
                 "level": b.level,
                 "type": print_type(&b.ty),
                 "length": print_nat(&b.len),
+                "shape": b.shape.iter().map(print_nat).collect::<Vec<_>>(),
             })
         })
         .collect();

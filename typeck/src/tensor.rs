@@ -36,6 +36,12 @@
 //!
 //! `A_q1` is data-dependent, so lowering checks it against the buffers'
 //! length (`A_crd1_len`); input binding has checked `lo <= hi <= A_crd1_len`.
+//!
+//! Leading batch levels are `generate`s like dense ones, and every buffer is
+//! indexed by their parameters first: a batch's (loose_)compressed level
+//! reads its parent's start in the batch's row of positions and restarts the
+//! path at the child's position in the batch's rows (batched CSR:
+//! `let A_lo2 = A_pos2@A_b@(A_i : i64) in … (A_crd2@A_b@A_q2, A_values@A_b@A_q2)`).
 
 use heddle_ir::encoding::storage_types::{BufferKind, StorageLayout};
 use heddle_ir::encoding::Encoding;
@@ -129,10 +135,12 @@ pub fn view_expr(enc: &Encoding, layout: &StorageLayout, param: &Name, span: Spa
                 // variables; positions at index width (`i64`), not `int`.
                 let pos = buffer(BufferKind::Positions, Some(l)).ok_or_else(|| unsupported("position-less"))?;
                 let (lo, q) = (Name::from(format!("{param}_lo{l}")), Name::from(format!("{param}_q{l}")));
-                let lo_value = Expr::synth(ExprKind::Index { array: Box::new(Expr::var(pos)), index: Box::new(i64_nat(lambdas(lo_at, &binders))) });
+                // In a batch, the batch's row of positions first.
+                let batch: Vec<Expr> = binders.iter().take(layout.batch_levels).map(|(_, p)| Expr::var(p.clone())).collect();
+                let lo_value = Expr::synth(ExprKind::Index { array: Box::new(indexed(&pos, &batch)), index: Box::new(i64_nat(lambdas(lo_at, &binders))) });
                 let child = Nat::add(Nat::ToNat(Box::new(Expr::var(lo.clone()))), Nat::ToNat(Box::new(Expr::var(lambda.clone()))));
                 loose = Some(Box::new(Loose { lo, lo_value, q: q.clone(), q_value: i64_nat(child) }));
-                path.clear();
+                path = batch;
                 path.push(Expr::var(q));
             }
             None => path.push(Expr::var(lambda.clone())),

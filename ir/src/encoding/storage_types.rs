@@ -42,7 +42,18 @@
 //!   `[T]_N` indexed by coordinate, compressed → `[p -> (int, T)]_{len}`
 //!   (coordinate, child), loose_compressed → `[p -> (int, T)]_{toNat(A_pos@(2q + 1) - A_pos@(2q))}`,
 //!   singleton → `(int, T)`, n:m → `[p -> (int, T)]_n`, leaf = the value's
-//!   scalar type; batch levels are stored (and viewed) like dense ones.
+//!   scalar type;
+//! - leading `batch` levels are stored as MLIR stores them (its buffers are
+//!   `memref<B0 x … x ? x T>`): every buffer is an array over the batches,
+//!   `[b -> row]_{A_dim0}`, each row holding one batch stored on its own
+//!   (positions from 0). Rows are rectangular, so a batch's (loose_)compressed
+//!   level restarts its storage flat like a loose level: its coordinates and
+//!   values rows are `[p -> ...]_{A_crd{l}_len}` (room past a batch's last
+//!   position is padding) and the view reaches child `p` of parent `q` in
+//!   batch `b` at `A_pos{l}@b@q + p`. Batched CSR's positions are
+//!   `[b -> [i64]_{A_dim1 + 1}]_{A_dim0}` and its values
+//!   `[b -> [T]_{A_crd2_len}]_{A_dim0}`; its view is the array over the
+//!   batches of each batch's CSR view.
 //!
 //! Binder names: a dense level storing dimension `i` whole binds `i`; any
 //! other dense level binds `c{l}`; a level iterated by position binds `p{l}`.
@@ -80,6 +91,9 @@ pub struct Buffer {
     pub ty: Type,
     /// Its length as a flat buffer.
     pub len: Nat,
+    /// Its shape as MLIR's memref: the batch levels' sizes, then the row
+    /// length (just the length without batch levels).
+    pub shape: Vec<Nat>,
 }
 
 /// How the view reaches one level's storage.
@@ -118,6 +132,8 @@ pub struct StorageLayout {
     /// The natural variables the types use that the program must bind
     /// (`A_dim0`, `A_crd1_len`, ...).
     pub nat_vars: Vec<Name>,
+    /// The number of leading batch levels: every buffer's first indices.
+    pub batch_levels: usize,
 }
 
 fn lit(v: i64) -> Expr {
@@ -155,6 +171,12 @@ fn mul(a: Expr, b: Expr) -> Expr {
 }
 fn at(buf: &Name, i: Expr) -> Expr {
     Expr::synth(ExprKind::Index { array: Box::new(Expr::var(buf.clone())), index: Box::new(i) })
+}
+/// `buf@b0@…@i`: element `i` of the row of batch `b0, …` (no batch: `buf@i`).
+fn at_row(buf: &Name, batch: &[Expr], i: Expr) -> Expr {
+    batch.iter().chain(std::iter::once(&i)).fold(Expr::var(buf.clone()), |e, k| {
+        Expr::synth(ExprKind::Index { array: Box::new(e), index: Box::new(k.clone()) })
+    })
 }
 fn to_nat(e: Expr) -> Nat {
     match as_lit(&e) {
@@ -274,7 +296,13 @@ pub fn storage_layout(
     // where the storage binder is the absolute position.
     let mut q = lit(0);
     let mut qv = lit(0);
-    let mut count = Nat::Lit(1); // positions at the current depth
+    let mut count = Nat::Lit(1); // positions at the current depth (within a batch)
+    // Leading batch levels: their layers start every buffer, their binders
+    // every index into one, and the batches multiply every flat length.
+    let batch_levels = enc.levels.iter().take_while(|l| l.format == LevelFormat::Batch).count();
+    let mut batch_layers: Vec<Layer> = Vec::new();
+    let mut batch_path: Vec<Expr> = Vec::new();
+    let mut batches = Nat::Lit(1);
     let pos_ty = Type::Scalar(width_type(enc.pos_width));
     let crd_ty = Type::Scalar(width_type(enc.crd_width));
     for (l, lv) in enc.levels.iter().enumerate() {
@@ -293,11 +321,50 @@ pub fn storage_layout(
                     _ => Name::from(format!("c{l}")),
                 };
                 let n = lvl_sizes[l].clone();
+                if lv.format == LevelFormat::Batch {
+                    // Positions restart at 0 in every batch: `q` and `count` are within one.
+                    batches = nat_mul(batches, n.clone());
+                    batch_path.push(Expr::var(binder.clone()));
+                    batch_layers.push(Layer { binder: binder.clone(), len: n.clone() });
+                    levels.push(LevelAccess { layer: Some((binder.clone(), n.clone())), loose_lo: None });
+                    layers.push(Layer { binder, len: n });
+                    continue;
+                }
                 q = add(mul(q, Expr::from_nat(&n)), Expr::var(binder.clone()));
                 qv = add(mul(qv, Expr::from_nat(&n)), Expr::var(binder.clone()));
                 count = nat_mul(count, n.clone());
                 levels.push(LevelAccess { layer: Some((binder.clone(), n.clone())), loose_lo: None });
                 layers.push(Layer { binder, len: n });
+            }
+            LevelFormat::Compressed | LevelFormat::LooseCompressed if batch_levels > 0 => {
+                // In a batch: parent q's children are `A_pos@b@q .. A_pos@b@(q + 1)`
+                // (loose: `@(2q)`, `@(2q + 1)`) of a row that may end in padding, so,
+                // as below a loose level, the view indexes the rows at `lo + p` and
+                // the storage restarts flat over the row's length.
+                let loose = lv.format == LevelFormat::LooseCompressed;
+                let (lo_at, hi_at, row) = if loose {
+                    (mul(lit(2), qv.clone()), add(mul(lit(2), qv.clone()), lit(1)), nat_mul(Nat::Lit(2), count.clone()).normalize())
+                } else {
+                    (qv.clone(), add(qv.clone(), lit(1)), Nat::add(count.clone(), Nat::Lit(1)).normalize())
+                };
+                let lo = at_row(&pos, &batch_path, lo_at.clone());
+                let hi = at_row(&pos, &batch_path, hi_at);
+                buffers.push(Buffer {
+                    name: pos.clone(),
+                    kind: BufferKind::Positions,
+                    level: Some(l),
+                    ty: wrap(&batch_layers, Type::array(pos_ty.clone(), row.clone())),
+                    len: nat_mul(batches.clone(), row.clone()),
+                    shape: batch_layers.iter().map(|b| b.len.clone()).chain([row]).collect(),
+                });
+                let v = pname(format!("crd{l}_len"));
+                nat_vars.push(v.clone());
+                count = Nat::Var(v);
+                levels.push(LevelAccess { layer: Some((pbind.clone(), to_nat(sub(hi, lo.clone())))), loose_lo: Some(to_nat(lo_at)) });
+                layers = batch_layers.iter().map(|b| Layer { binder: b.binder.clone(), len: b.len.clone() }).collect();
+                layers.push(Layer { binder: pbind.clone(), len: count.clone() });
+                q = Expr::var(pbind.clone());
+                qv = add(lo, Expr::var(pbind));
             }
             LevelFormat::Compressed => {
                 // A compressed level's first position is 0 (assembly checks it), which
@@ -310,7 +377,8 @@ pub fn storage_layout(
                     kind: BufferKind::Positions,
                     level: Some(l),
                     ty: Type::array(pos_ty.clone(), pos_len.clone()),
-                    len: pos_len,
+                    len: pos_len.clone(),
+                    shape: vec![pos_len],
                 });
                 count = to_nat(at(&pos, Expr::from_nat(&count)));
                 levels.push(LevelAccess { layer: Some((pbind.clone(), len_at(&qv))), loose_lo: None });
@@ -330,7 +398,8 @@ pub fn storage_layout(
                     kind: BufferKind::Positions,
                     level: Some(l),
                     ty: Type::array(pos_ty.clone(), pos_len.clone()),
-                    len: pos_len,
+                    len: pos_len.clone(),
+                    shape: vec![pos_len],
                 });
                 let v = pname(format!("crd{l}_len"));
                 nat_vars.push(v.clone());
@@ -362,7 +431,8 @@ pub fn storage_layout(
                 None => crd_ty.clone(),
             };
             let ty = wrap(&layers, elem);
-            buffers.push(Buffer { name: crd, kind: BufferKind::Coordinates, level: Some(l), ty, len: count.clone() });
+            let shape = batch_layers.iter().map(|b| b.len.clone()).chain([count.clone()]).collect();
+            buffers.push(Buffer { name: crd, kind: BufferKind::Coordinates, level: Some(l), ty, len: nat_mul(batches.clone(), count.clone()), shape });
         }
     }
     let values = Buffer {
@@ -370,7 +440,8 @@ pub fn storage_layout(
         kind: BufferKind::Values,
         level: None,
         ty: wrap(&layers, Type::Scalar(elem)),
-        len: count.clone(),
+        len: nat_mul(batches.clone(), count.clone()),
+        shape: batch_layers.iter().map(|b| b.len.clone()).chain([count.clone()]).collect(),
     };
     buffers.push(values);
 
@@ -386,5 +457,6 @@ pub fn storage_layout(
             }
         };
     }
-    Ok(StorageLayout { param: Name::from(param), dim_sizes, lvl_sizes, buffers, nse: count, view, levels, nat_vars })
+    let nse = nat_mul(batches, count);
+    Ok(StorageLayout { param: Name::from(param), dim_sizes, lvl_sizes, buffers, nse, view, levels, nat_vars, batch_levels })
 }

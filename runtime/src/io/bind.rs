@@ -167,6 +167,7 @@ fn bind(kernel: &Kernel, nat_args: &[(String, i64)], inputs: Vec<(String, Loaded
         }
     }
     check_loose_positions(kernel, &nats, &values)?;
+    check_batched_levels(kernel, &nats, &values)?;
     check_sorted_levels(kernel, &values)?;
     Ok(make_env(&nats, &values))
 }
@@ -185,6 +186,10 @@ fn check_sorted_levels(kernel: &Kernel, values: &[(Name, Bound)]) -> Result<(), 
         let KernelParam::Tensor { name, ty: Type::Tensor(tt), encoding, .. } = p else { continue };
         let Ok(dims) = tt.static_dims() else { continue };
         let Ok(layout) = storage_layout(encoding, &dims, tt.elem, name.as_str()) else { continue };
+        // A batched tensor's rows are checked batch by batch (`check_batched_levels`).
+        if layout.batch_levels > 0 {
+            continue;
+        }
         for b in &layout.buffers {
             let (BufferKind::Coordinates, Some(l)) = (b.kind, b.level) else { continue };
             if !encoding.strictly_increasing(l) {
@@ -391,6 +396,92 @@ fn flat_ints(v: &Value, out: &mut Vec<i64>) {
     }
 }
 
+/// The integers of a bound buffer, flat (`-1` for what is not one).
+fn bound_ints(b: &Bound) -> Vec<i64> {
+    match b {
+        Bound::Value(v) => {
+            let mut out = Vec::new();
+            flat_ints(v, &mut out);
+            out
+        }
+        Bound::Buffer(b) => (0..b.len()).map(|k| b.int_at(k).unwrap_or(-1)).collect(),
+    }
+}
+
+/// A tensor parameter with leading batch levels holds one row per batch in
+/// every buffer (see `crate::sparse::batch`); the view reads parent q's
+/// entries of batch b at `A_pos{l}@b@q ..` of the batch's rows, which no type
+/// states. So each batch's positions row of a (loose_)compressed level must
+/// start at 0 (MLIR's rule: each batch is stored on its own), never decrease
+/// (loose: `lo <= hi` per pair) and stay within the row (`A_crd{l}_len`); an
+/// ordered, unique level's coordinates must strictly increase under each
+/// parent. Errors name the tensor parameter, the buffer, the batch and the
+/// flat position.
+fn check_batched_levels(kernel: &Kernel, nats: &HashMap<Name, i64>, values: &[(Name, Bound)]) -> Result<(), InputError> {
+    use heddle_ir::encoding::LevelFormat;
+    let env = make_env(nats, &[]);
+    let find = |n: &Name| values.iter().find(|(v, _)| v == n).map(|(_, b)| b);
+    for p in &kernel.params {
+        let KernelParam::Tensor { name, ty: Type::Tensor(tt), encoding, .. } = p else { continue };
+        let k = encoding.levels.iter().take_while(|l| l.format == LevelFormat::Batch).count();
+        if k == 0 {
+            continue;
+        }
+        let Ok(dims) = tt.static_dims() else { continue };
+        let Ok(layout) = heddle_ir::encoding::storage_layout(encoding, &dims, tt.elem, name.as_str()) else { continue };
+        let sizes: Option<Vec<i64>> = layout.lvl_sizes[..k].iter().map(|n| n.eval(&env).ok()).collect();
+        let Some(nb) = sizes.map(|s| s.iter().product::<i64>()) else { continue };
+        if nb <= 0 {
+            continue;
+        }
+        let nb = nb as usize;
+        for (l, level) in encoding.levels.iter().enumerate().skip(k) {
+            let loose = level.format == LevelFormat::LooseCompressed;
+            if !(loose || level.format == LevelFormat::Compressed) {
+                continue;
+            }
+            let (pos_name, crd_name) = (Name::from(format!("{name}_pos{l}")), Name::from(format!("{name}_crd{l}")));
+            let (Some(pos), Some(&len)) = (find(&pos_name).map(bound_ints), nats.get(&Name::from(format!("{name}_crd{l}_len")))) else { continue };
+            let row = pos.len() / nb;
+            let crd = find(&crd_name).filter(|_| encoding.strictly_increasing(l)).map(bound_ints);
+            for b in 0..nb {
+                let r = &pos[b * row..(b + 1) * row];
+                let at = |i: usize| format!("`{pos_name}`[{b}][{i}]");
+                let problem = if !loose && r.first().is_some_and(|&x| x != 0) {
+                    Some(format!("{} = {} but each batch's positions start at 0 (batch {b} is stored on its own)", at(0), r[0]))
+                } else if let Some(i) = r.iter().position(|&x| x < 0) {
+                    Some(format!("{} = {} is negative", at(i), r[i]))
+                } else if let Some(i) = (1..r.len()).find(|&i| if loose { i % 2 == 1 && r[i] < r[i - 1] } else { r[i] < r[i - 1] }) {
+                    Some(format!("{} = {} is below {} = {} (batch {b}, level {l})", at(i), r[i], at(i - 1), r[i - 1]))
+                } else {
+                    r.iter().position(|&x| x > len).map(|i| format!("{} = {} is past the end of batch {b}'s row of `{crd_name}` ({len} entries)", at(i), r[i]))
+                };
+                if let Some(m) = problem {
+                    return Err(err(name, m));
+                }
+                let Some(crd) = &crd else { continue };
+                let c = &crd[b * len as usize..((b + 1) * len as usize).min(crd.len())];
+                for w in r.windows(2) {
+                    let Some(seg) = c.get(w[0] as usize..w[1] as usize) else { continue };
+                    if let Some(i) = (1..seg.len()).find(|&i| seg[i] <= seg[i - 1]) {
+                        let why = if seg[i] < seg[i - 1] { "ordered" } else { "unique" };
+                        return Err(err(
+                            name,
+                            format!(
+                                "`{crd_name}`[{b}][{}] = {} follows {} under one parent (level {l} is {why}: its coordinates must strictly increase under each parent)",
+                                w[0] as usize + i,
+                                seg[i],
+                                seg[i - 1]
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A loose_compressed level's `lo, hi` pairs must satisfy
 /// `0 <= lo <= hi <= A_crd{l}_len`: the view reads parent q's entries at
 /// `A_pos@(2q) + p` of the flat coordinates and values buffers, whose types
@@ -402,7 +493,8 @@ fn check_loose_positions(kernel: &Kernel, nats: &HashMap<Name, i64>, values: &[(
     for p in &kernel.params {
         let KernelParam::Tensor { name, encoding, .. } = p else { continue };
         for (l, level) in encoding.levels.iter().enumerate() {
-            if level.format != LevelFormat::LooseCompressed {
+            // Batched tensors' loose levels are checked per batch (`check_batched_levels`).
+            if level.format != LevelFormat::LooseCompressed || encoding.levels[0].format == LevelFormat::Batch {
                 continue;
             }
             let pos_name = Name::from(format!("{name}_pos{l}"));
@@ -1068,6 +1160,22 @@ pub fn stored_tensor_inputs(kernel: &Kernel, name: &str, t: crate::sparse::Spars
     for (d, size) in t.dim_sizes.iter().enumerate() {
         if tt.dims[d].is_none() {
             nats.push((format!("{name}_dim{d}"), *size as i64));
+        }
+    }
+    // A batched tensor's rows of coordinates and values: their length is a
+    // natural of its own (`A_crd{l}_len`), given here because the lengths
+    // cannot tell it when there is no batch.
+    let k = encoding.levels.iter().take_while(|l| l.format == LevelFormat::Batch).count();
+    if k > 0 {
+        let batches: u64 = t.lvl_sizes[..k].iter().product();
+        for (l, level) in encoding.levels.iter().enumerate().skip(k) {
+            if !matches!(level.format, LevelFormat::Compressed | LevelFormat::LooseCompressed) {
+                continue;
+            }
+            let stride = encoding.aos_run(l).map_or(1, |r| r.len()).max(1) as u64;
+            let len = t.coordinates[l].as_ref().map_or(0, |c| c.len() as u64);
+            let row = (len / stride).checked_div(batches).unwrap_or(0);
+            nats.push((format!("{name}_crd{l}_len"), row as i64));
         }
     }
     let mut inputs = Vec::new();

@@ -45,6 +45,10 @@ pub fn disassemble(t: &SparseTensor) -> Buffers {
 
 /// Builds a tensor from its buffers after checking them against `enc`.
 pub fn assemble(enc: &Encoding, elem: ScalarType, dim_sizes: Vec<u64>, b: Buffers) -> Result<SparseTensor> {
+    // Batches are stored (and checked) one by one, each in its own rows.
+    if super::batch::batch_rank(enc) > 0 {
+        return super::batch::assemble_batched(enc, elem, dim_sizes, b);
+    }
     let lr = enc.lvl_rank();
     let lvl_sizes = map::lvl_sizes(enc, &dim_sizes).map_err(SparseError::Shape)?;
     if b.positions.len() != lr || b.coordinates.len() != lr {

@@ -49,6 +49,9 @@ pub fn pack(coo: &Coo, enc: &Encoding, elem: ScalarType) -> Result<SparseTensor>
         let (window, base) = slice_window(coo, enc)?;
         return pack(&window, &base, elem);
     }
+    if super::batch::batch_rank(enc) > 0 {
+        return super::batch::pack_batched(coo, enc, elem);
+    }
     let converted;
     let coo = if coo.elem() == elem {
         coo

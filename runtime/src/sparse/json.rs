@@ -89,21 +89,76 @@ fn json_num(x: &Value, dest: ScalarType) -> std::result::Result<Num, String> {
 /// every buffer exactly as stored, `null` for a level without one.
 pub fn storage_to_json(t: &SparseTensor) -> Value {
     let b = disassemble(t);
-    let opt = |v: &Option<Vec<u64>>| v.as_ref().map_or(Value::Null, |x| json!(x));
+    // A batched tensor's buffers nest one list per batch level (see `batch`).
+    let shape = super::batch::row_shape(t);
+    let opt = |v: &Option<Vec<u64>>| v.as_ref().map_or(Value::Null, |x| nest(x.iter().map(|&c| json!(c)).collect(), &shape));
     // A difference level's offsets are signed.
     let crd = |(l, v): (usize, &Option<Vec<u64>>)| match v {
-        Some(x) if t.encoding.signed_level(l) => json!(x.iter().map(|&c| c as i64).collect::<Vec<_>>()),
+        Some(x) if t.encoding.signed_level(l) => nest(x.iter().map(|&c| json!(c as i64)).collect(), &shape),
         _ => opt(v),
     };
+    let batches = shape.iter().product::<u64>().max(1) as usize;
     json!({
         "encoding": print_encoding(&t.encoding),
         "dim_sizes": t.dim_sizes,
         "lvl_sizes": t.lvl_sizes,
-        "nse": t.nse(),
+        // Per batch, as MLIR's `sparse_tensor.print` counts them: the values' row length.
+        "nse": if shape.is_empty() { t.nse() } else { t.nse() / batches },
         "positions": b.positions.iter().map(opt).collect::<Vec<_>>(),
         "coordinates": b.coordinates.iter().enumerate().map(crd).collect::<Vec<_>>(),
-        "values": (0..t.values.len()).map(|k| num(t.values.num(k), t.elem)).collect::<Vec<_>>(),
+        "values": nest((0..t.values.len()).map(|k| num(t.values.num(k), t.elem)).collect(), &shape),
     })
+}
+
+/// `items` as nested lists: one level per entry of `shape` (the batch
+/// levels' sizes), the last holding equal rows; flat when `shape` is empty.
+fn nest(items: Vec<Value>, shape: &[u64]) -> Value {
+    let Some((&n, rest)) = shape.split_first() else { return Value::Array(items) };
+    let n = n as usize;
+    let row = items.len().checked_div(n).unwrap_or(0);
+    let mut it = items.into_iter();
+    Value::Array((0..n).map(|_| nest(it.by_ref().take(row).collect(), rest)).collect())
+}
+
+/// The leaves of a batched buffer given as nested lists (`shape`: the batch
+/// levels' sizes; every innermost row of one length), in order. An error
+/// names the buffer and says where the nesting differs.
+fn flatten<'a>(x: &'a Value, shape: &[u64], what: &str) -> Result<Vec<&'a Value>> {
+    fn walk<'a>(x: &'a Value, shape: &[u64], what: &str, at: &mut Vec<usize>, row: &mut Option<usize>, out: &mut Vec<&'a Value>) -> Result<()> {
+        let here = || if at.is_empty() { format!("`{what}`") } else { format!("`{what}`{}", at.iter().map(|i| format!("[{i}]")).collect::<String>()) };
+        let arr = x.as_array().ok_or_else(|| SparseError::Json(format!("{} must be a list", here())))?;
+        let Some((&n, rest)) = shape.split_first() else {
+            match *row {
+                Some(r) if r != arr.len() => {
+                    return Err(SparseError::Json(format!(
+                        "{} has {} entries but the rows before it {r}: a batched buffer has rows of one length (a memref<B x ? x T>)",
+                        here(),
+                        arr.len()
+                    )));
+                }
+                _ => *row = Some(arr.len()),
+            }
+            out.extend(arr.iter());
+            return Ok(());
+        };
+        if arr.len() as u64 != n {
+            return Err(SparseError::Json(format!(
+                "{} has {} entries but batch level {} has size {n}: a batched buffer nests one list per batch",
+                here(),
+                arr.len(),
+                at.len()
+            )));
+        }
+        for (i, e) in arr.iter().enumerate() {
+            at.push(i);
+            walk(e, rest, what, at, row, out)?;
+            at.pop();
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(x, shape, what, &mut Vec::new(), &mut None, &mut out)?;
+    Ok(out)
 }
 
 /// Reads the storage form back, validating it (see [`assemble`]). Values
@@ -113,8 +168,30 @@ pub fn storage_from_json(v: &Value, dest: Option<ScalarType>) -> Result<SparseTe
     let field = |k: &str| v.get(k).ok_or_else(|| SparseError::Json(format!("the storage object has no `{k}` field")));
     let text = field("encoding")?.as_str().ok_or_else(|| SparseError::Json("`encoding` must be a string".into()))?;
     let enc = parse_encoding(text, 0).map_err(SparseError::Encoding)?;
-    let ints = |x: &Value, what: &str| -> Result<Vec<u64>> {
+    let plain_ints = |x: &Value, what: &str| -> Result<Vec<u64>> {
         let arr = x.as_array().ok_or_else(|| SparseError::Json(format!("`{what}` must be a list")))?;
+        arr.iter()
+            .enumerate()
+            .map(|(i, e)| {
+                e.as_u64().ok_or_else(|| SparseError::buffer(what, i, format!("{e} is not a non-negative integer")))
+            })
+            .collect()
+    };
+    let dim_sizes = plain_ints(field("dim_sizes")?, "dim_sizes")?;
+    // A batched tensor's buffers nest one list per batch level (see `batch`).
+    let shape: Vec<u64> = match super::batch::Batching::of(&enc)? {
+        Some(bt) if bt.batch_dims.iter().all(|&d| d < dim_sizes.len()) => bt.sizes(&dim_sizes),
+        _ => Vec::new(),
+    };
+    let leaves = |x: &'_ Value, what: &str| -> Result<Vec<Value>> {
+        if shape.is_empty() {
+            let arr = x.as_array().ok_or_else(|| SparseError::Json(format!("`{what}` must be a list")))?;
+            return Ok(arr.clone());
+        }
+        Ok(flatten(x, &shape, what)?.into_iter().cloned().collect())
+    };
+    let ints = |x: &Value, what: &str| -> Result<Vec<u64>> {
+        let arr = leaves(x, what)?;
         arr.iter()
             .enumerate()
             .map(|(i, e)| {
@@ -125,7 +202,7 @@ pub fn storage_from_json(v: &Value, dest: Option<ScalarType>) -> Result<SparseTe
     // A difference level's coordinates (DIA's offsets) may be negative: kept
     // as their 64-bit two's complement (see `Buffers`).
     let signed_ints = |x: &Value, what: &str| -> Result<Vec<u64>> {
-        let arr = x.as_array().ok_or_else(|| SparseError::Json(format!("`{what}` must be a list")))?;
+        let arr = leaves(x, what)?;
         arr.iter()
             .enumerate()
             .map(|(i, e)| e.as_i64().map(|v| v as u64).ok_or_else(|| SparseError::buffer(what, i, format!("{e} is not a 64-bit integer"))))
@@ -140,6 +217,8 @@ pub fn storage_from_json(v: &Value, dest: Option<ScalarType>) -> Result<SparseTe
             .map(|(l, x)| {
                 if x.is_null() {
                     Ok(None)
+                } else if l < shape.len() {
+                    Err(SparseError::buffer(format!("{k}[{l}]"), 0, format!("unexpected: level {l} (batch) has no such buffer; give null")))
                 } else if k == "coordinates" && enc.signed_level(l) {
                     signed_ints(x, &format!("{k}[{l}]")).map(Some)
                 } else {
@@ -148,14 +227,13 @@ pub fn storage_from_json(v: &Value, dest: Option<ScalarType>) -> Result<SparseTe
             })
             .collect()
     };
-    let dim_sizes = ints(field("dim_sizes")?, "dim_sizes")?;
-    let items = field("values")?.as_array().ok_or_else(|| SparseError::Json("`values` must be a list".into()))?;
+    let items = leaves(field("values")?, "values")?;
     let values = scalars_from_json(items.iter(), dest).map_err(|(i, m)| SparseError::buffer("values", i, m))?;
     let elem = values.elem();
     let b = Buffers { positions: per_level("positions")?, coordinates: per_level("coordinates")?, values };
     let t = assemble(&enc, elem, dim_sizes, b)?;
     if let Some(l) = v.get("lvl_sizes") {
-        let given = ints(l, "lvl_sizes")?;
+        let given = plain_ints(l, "lvl_sizes")?;
         if given != t.lvl_sizes {
             return Err(SparseError::Json(format!(
                 "`lvl_sizes` is {given:?}, but the encoding gives {:?} for these dimensions",

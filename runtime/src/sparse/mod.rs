@@ -15,6 +15,7 @@
 //! [`Encoding`]: heddle_ir::encoding::Encoding
 
 pub mod assemble;
+pub mod batch;
 mod blocked;
 pub mod buffer;
 pub mod build;

@@ -132,6 +132,17 @@ pub fn assemble_result(plan: &ResultPlan, dims: Vec<u64>, dense: &[usize], count
             None => coordinates[l] = Some(entries.coordinates[k].clone()),
         }
     }
-    assemble(enc, plan.elem, dims, Buffers { positions, coordinates, values: entries.values })
+    let buffers = Buffers { positions, coordinates, values: entries.values };
+    if super::batch::batch_rank(enc) > 0 {
+        // Counted and filled with the batch levels as dense ones (one list over
+        // all batches); stored then as MLIR stores batches, one row each.
+        let mut flat = enc.clone();
+        for level in flat.levels.iter_mut().filter(|l| l.format == LevelFormat::Batch) {
+            level.format = LevelFormat::Dense;
+        }
+        let t = assemble(&flat, plan.elem, dims, buffers)?;
+        return super::batch::pack_batched(&t.to_coo(), enc, plan.elem);
+    }
+    assemble(enc, plan.elem, dims, buffers)
 }
 

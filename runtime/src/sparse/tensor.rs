@@ -68,6 +68,10 @@ impl SparseTensor {
     /// tensor is read back as coordinates; explicit zeros of purely
     /// compressed storage are kept.
     pub fn has_padding(&self) -> bool {
+        // Batches' rows end in padding when a batch stores fewer entries than the longest.
+        if super::batch::batch_rank(&self.encoding) > 0 {
+            return true;
+        }
         let lv = &self.encoding.levels;
         let first_sparse = lv.iter().position(|l| !l.format.is_dense_like());
         lv.last().is_some_and(|l| l.format.is_dense_like())
@@ -77,6 +81,12 @@ impl SparseTensor {
 
     /// Calls `f(level coordinates, position in values)` for every stored entry, in storage order.
     pub fn for_each_stored(&self, f: &mut dyn FnMut(&[u64], usize)) {
+        if super::batch::batch_rank(&self.encoding) > 0 {
+            // Validated when built, so its batches split (see `batch`).
+            let split = super::batch::for_each_stored(self, f);
+            debug_assert!(split.is_ok(), "a stored batched tensor splits into its batches");
+            return;
+        }
         let mut lvl = vec![0u64; self.encoding.lvl_rank()];
         self.walk(0, 0, &mut lvl, f);
     }
@@ -88,6 +98,7 @@ impl SparseTensor {
         }
         let pos = |i: usize| self.positions[l].as_ref().map_or(0, |b| b.get(i) as usize);
         match self.encoding.levels[l].format {
+            // Batch levels are split off before the walk (`for_each_stored`).
             LevelFormat::Dense | LevelFormat::Batch => {
                 let n = self.lvl_sizes[l] as usize;
                 for c in 0..n {
@@ -124,6 +135,12 @@ impl SparseTensor {
     /// The entries as dimension coordinates, in storage order; padding zeros
     /// (see [`SparseTensor::has_padding`]) are left out.
     pub fn to_coo(&self) -> Coo {
+        if super::batch::batch_rank(&self.encoding) > 0 {
+            // Validated when built, so its batches split (see `batch`).
+            let coo = super::batch::to_coo(self);
+            debug_assert!(coo.is_ok(), "a stored batched tensor splits into its batches");
+            return coo.unwrap_or_else(|_| Coo::of_type(self.dim_sizes.clone(), self.elem));
+        }
         let mut coords = Vec::with_capacity(self.nse() * self.dim_sizes.len());
         // CSR / CSC: straight from the buffers, without the generic walk.
         if let Some((a, b)) = super::csr::csr_like(&self.encoding)

@@ -89,6 +89,16 @@ pub fn write_as(t: &SparseTensor, format: Format, path: &Path) -> Result<()> {
 /// `null`) to `w`, without a trailing newline. It parses to exactly
 /// [`super::json::storage_to_json`]'s value.
 pub fn write_json(t: &SparseTensor, w: &mut impl Write) -> std::io::Result<()> {
+    // Batched buffers nest one list per batch (see `super::batch`): the tree's form.
+    if super::batch::batch_rank(&t.encoding) > 0 {
+        let v = super::json::storage_to_json(t);
+        w.write_all(b"{")?;
+        for (k, key) in ["encoding", "dim_sizes", "lvl_sizes", "nse", "positions", "coordinates", "values"].into_iter().enumerate() {
+            let field = serde_json::to_string(&v[key]).map_err(std::io::Error::other)?;
+            write!(w, "{}\"{key}\":{field}", if k > 0 { "," } else { "" })?;
+        }
+        return w.write_all(b"}");
+    }
     let text = serde_json::to_string(&print_encoding(&t.encoding)).map_err(std::io::Error::other)?;
     write!(w, "{{\"encoding\":{text},\"dim_sizes\":")?;
     list(w, t.dim_sizes.iter().copied())?;
