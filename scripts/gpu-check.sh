@@ -58,9 +58,9 @@ run() {
     export LD_LIBRARY_PATH="$PWD/$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     echo "== using the bundled OpenCL ICD loader" >&2
   fi
-  # The NVIDIA driver alone, even where other platforms (POCL) are
-  # registered: the tests take the first GPU, but a CPU platform must not
-  # stand in for a GPU that is not found.
+  # The NVIDIA driver, registered even where /etc/OpenCL/vendors lists
+  # other platforms (the H200 machine listed only POCL's CPU device, which
+  # a first run tested in the GPU's place); the tests take the first GPU.
   local lib
   lib="$(ldconfig -p | awk '/libnvidia-opencl.so.1 /{print $NF; exit}')"
   [ -n "$lib" ] || lib="$(find /usr/local/nvidia /usr/lib /usr/lib64 /lib -name 'libnvidia-opencl.so.1' 2>/dev/null | head -1)"
