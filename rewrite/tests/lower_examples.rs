@@ -127,3 +127,27 @@ fn merges_of_tensor_rows_read_row_starts_once_and_skip_the_order_check() {
     let nonordered = src.replace("j : compressed", "j : compressed(nonordered)");
     assert!(unsorted_checks(&lower(&nonordered, "nonordered")) >= 2, "a nonordered level is checked");
 }
+
+/// Run-time checks in a block, nested ones included.
+fn check_count(b: &Block) -> usize {
+    b.iter()
+        .map(|s| match s {
+            Stmt::Check { .. } => 1,
+            Stmt::For { body, .. } => check_count(body),
+            Stmt::If { then, els, .. } => check_count(then) + check_count(els),
+            _ => 0,
+        })
+        .sum()
+}
+
+#[test]
+fn checks_of_constants_are_left_out() {
+    // `w@0`, `w@1`, `w@2` of a window of 3: each index is a `let` of a
+    // constant, so its check always passes (and NVIDIA's OpenCL compiler
+    // warned about `idx >= 0L && idx < 3L` with `idx = 0`).
+    let p = lower("nFun(n => fun(xs: [float]_n => xs :>> slide(3, 1) :>> map(fun(w => w@0 - 2.0 * w@1 + w@2))))", "stencil");
+    assert_eq!(check_count(&p.body), 0, "{p}");
+    // An index past the window is still checked (it fails at run time).
+    let p = lower("nFun(n => fun(xs: [float]_n => xs :>> slide(3, 1) :>> map(fun(w => w@3))))", "past");
+    assert_eq!(check_count(&p.body), 1, "{p}");
+}
