@@ -385,6 +385,30 @@ fn bad_batched_storage_is_a_located_error() {
     }
 }
 
+/// Binding keeps every batch's positions within the row (`0 ..= A_crd2_len`,
+/// checked above), so batched CSR's loop checks an entry's child position
+/// `A_q = A_lo + p` no more than unbatched CSR's nested types make it: its
+/// inner loop checks only `xs@col`, as CSR SpMV's does (`sparse_kernels.rs`).
+/// So do batched COO's and loose CSR's, which reach their entries the same way.
+#[test]
+fn batched_csr_loops_check_only_the_data_dependent_index() {
+    let loops = |kernel: &str| {
+        let (code, out, err) = heddle(&["compile", &format!("examples/sparse/{kernel}.hdl"), "--target", "loops"]);
+        assert_eq!(code, 0, "{kernel}: {err}");
+        out
+    };
+    let text = loops("spmv_batch_csr");
+    insta::assert_snapshot!("loops_spmv_batch_csr", text);
+    let inner = text.split("for k in").nth(1).expect("an inner loop");
+    let inner = &inner[inner.find('{').expect("a loop body")..];
+    assert_eq!(inner.matches("check").count(), 1, "{text}");
+    assert!(inner.contains("check e1 >= 0 && e1 < A_dim2"), "{text}");
+    for kernel in ["spmv_batch_coo", "spmv_loose_csr"] {
+        let text = loops(kernel);
+        assert!(text.contains("A_q") && !text.contains("check A_q"), "{kernel}: the child position is checked per entry:\n{text}");
+    }
+}
+
 /// A kernel's result stored in a batched encoding (each row of a CSR
 /// matrix, doubled, as a batch of sparse vectors) is stored as MLIR stores
 /// batches, the same on every backend.

@@ -240,3 +240,30 @@ fn an_empty_json_array_has_no_rows_at_every_depth() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("--param m="), "{err}");
 }
+
+/// Rows without entries show no depth in JSON (`[[]]`), yet they are rows:
+/// packed CSR's values (tuples) bind as n = 1, 2 empty rows wherever the
+/// offsets agree, and a row count the offsets contradict is still an error.
+#[test]
+fn json_rows_without_entries_bind_as_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let arg = |name: &str, file: &str, text: &str| format!("{name}={}", common::write(dir.path(), file, text).display());
+    let xs = arg("xs", "xs.json", "[1.0, 2.0]");
+    let run = |offsets: &str, values: &str| {
+        let (o, v) = (arg("offset", "offset.json", offsets), arg("values", "values.json", values));
+        common::heddle(&["run", "examples/csr_packed_spmv.hdl", "--input", &o, "--input", &v, "--input", &xs])
+    };
+    for (offsets, values, want) in [("[0, 0]", "[[]]", "[0.0]"), ("[0, 0, 0]", "[[], []]", "[0.0,0.0]"), ("[0, 0, 1]", "[[], [[1, 3.0]]]", "[0.0,6.0]")] {
+        let (code, out, err) = run(offsets, values);
+        assert_eq!((code, out.trim()), (0, want), "{offsets} {values}: {err}");
+    }
+    // One row given, two in the offsets (and the reverse): the lengths disagree.
+    for (offsets, values, words) in [("[0, 0, 0]", "[[]]", "expected 2 elements"), ("[0, 0]", "[[], []]", "expected 1 elements"), ("[0, 1]", "[[]]", "expected 1 elements")] {
+        let (code, _, err) = run(offsets, values);
+        assert_eq!(code, 1, "{offsets} {values}: {err}");
+        assert!(err.contains("parameter `values`") && err.contains(words), "{offsets} {values}: {err}");
+    }
+    // A flat list of tuples still reads as the flat buffer.
+    let (code, out, err) = run("[0, 0, 1]", "[[1, 3.0]]");
+    assert_eq!((code, out.trim()), (0, "[0.0,6.0]"), "{err}");
+}

@@ -34,8 +34,9 @@
 //!     let A_q1 = (toNat(A_lo1) + toNat(A_p1) : i64) in (A_crd1@A_q1, A_values@A_q1)))))
 //! ```
 //!
-//! `A_q1` is data-dependent, so lowering checks it against the buffers'
-//! length (`A_crd1_len`); input binding has checked `lo <= hi <= A_crd1_len`.
+//! `A_q1` is data-dependent; indexing checks it against the buffers' length
+//! (`A_crd1_len`), and lowering's tidying drops that check because input
+//! binding has checked `0 <= lo <= hi <= A_crd1_len` (`bounded_positions`).
 //!
 //! Leading batch levels are `generate`s like dense ones, and every buffer is
 //! indexed by their parameters first: a batch's (loose_)compressed level

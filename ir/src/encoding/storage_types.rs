@@ -32,8 +32,8 @@
 //!   position `p` (then the inner levels' layers as above). Loose CSR's values
 //!   are `[T]_{A_crd1_len}`; the view reaches element `p` of parent `q` at
 //!   `A_pos1@(2q) + p` (see [`LevelAccess::loose_lo`]), a data-dependent
-//!   index that assembly validates (`lo <= hi <= A_crd1_len`) and compiled
-//!   code bounds-checks;
+//!   index that binding validates (`lo <= hi <= A_crd1_len`), so compiled
+//!   code need not check it per entry;
 //! - a COO region in MLIR's default array-of-structs layout (a
 //!   (loose_)compressed level followed by singletons without `soa`) keeps all
 //!   its coordinates in the compressed level's buffer as tuples, one

@@ -217,6 +217,7 @@ fn lower_phase(kernel: &Kernel, name: &str, options: &LowerOptions, counted: &[(
         body.splice(0..0, std::mem::take(&mut cx.workspaces));
     }
     let ranges = cx.coordinate_ranges();
+    let bounded = cx.bounded_positions();
     let mut program = LoopProgram {
         name: name.to_string(),
         args: cx.args,
@@ -229,7 +230,7 @@ fn lower_phase(kernel: &Kernel, name: &str, options: &LowerOptions, counted: &[(
         counts: Vec::new(),
         result: if counting.is_some() { None } else { Some(layout) },
     };
-    tidy::tidy(&mut program);
+    tidy::tidy(&mut program, &bounded);
     program
         .validate()
         .map_err(|e| Diagnostic::new(kernel.body.span, format!("internal error in lowering: {e}")).with_note(program.to_string()))?;

@@ -7,6 +7,14 @@
 //! Also which lists are one parent's entries of an ordered, unique level
 //! (`sorted_leaf`): sorted by strictly increasing coordinate, which input
 //! binding guarantees, so co-iteration need not check them.
+//!
+//! And which positions buffers hold only values in `0 ..= A_crd{l}_len`
+//! (`bounded_positions`): those the view indexes the flat rows with (a
+//! loose_compressed level, or a (loose_)compressed level of a batched
+//! tensor), which input binding checks whatever the storage came from. Tidying
+//! (`tidy.rs`) uses them as an unbatched CSR's nested types are used: the
+//! child position `lo + p` of a parent's `lo .. hi` is below the rows' length,
+//! so the compiled code need not check it per entry.
 
 use super::view::ViewKind;
 use super::{Env, Lowerer, Val, View};
@@ -43,6 +51,48 @@ impl Lowerer<'_> {
                 if sink.iter().all(|s| matches!(s, Stmt::Let { .. })) {
                     out.push(InputRange { buf: b.name.clone(), field: 0, below: super::emit::inline_lets(below, &sink) });
                 }
+            }
+        }
+        out
+    }
+}
+
+/// Every value of the positions buffer `buf` lies in `0 ..= at_most`, which
+/// input binding guarantees (`check_loose_positions`, `check_batched_levels`
+/// in `heddle_runtime::io::bind`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BoundedPositions {
+    /// The positions buffer (an input of the program).
+    pub buf: Name,
+    /// The inclusive upper bound, the rows' length `A_crd{l}_len`: an `i64`
+    /// expression over the naturals.
+    pub at_most: heddle_ir::loops::Expr,
+}
+
+impl Lowerer<'_> {
+    /// The positions buffers, among this program's inputs, that the view reads
+    /// a parent's `lo` from and indexes the flat rows below at `lo + p`
+    /// ([`LevelAccess::loose_lo`](heddle_ir::encoding::storage_types::LevelAccess)):
+    /// a loose_compressed level's, and a batched tensor's (loose_)compressed
+    /// levels'. Binding checks that each holds only values in
+    /// `0 ..= A_crd{l}_len` (the rows' length).
+    pub(super) fn bounded_positions(&mut self) -> Vec<BoundedPositions> {
+        let mut out = Vec::new();
+        for p in &self.kernel.params {
+            let KernelParam::Tensor { name, ty: Type::Tensor(tt), encoding, .. } = p else { continue };
+            let Ok(dims) = tt.static_dims() else { continue };
+            let Ok(layout) = storage_layout(encoding, &dims, tt.elem, name.as_str()) else { continue };
+            for (l, access) in layout.levels.iter().enumerate() {
+                if access.loose_lo.is_none() {
+                    continue;
+                }
+                let Some(pos) = layout.buffers.iter().find(|b| b.kind == BufferKind::Positions && b.level == Some(l)) else { continue };
+                let len = Name::from(format!("{name}_crd{l}_len"));
+                let input = |n: &Name| self.args.iter().any(|a| &a.name == n);
+                if !layout.nat_vars.contains(&len) || !input(&pos.name) || !input(&len) {
+                    continue;
+                }
+                out.push(BoundedPositions { buf: pos.name.clone(), at_most: heddle_ir::loops::Expr::Var(len) });
             }
         }
         out

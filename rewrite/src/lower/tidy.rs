@@ -12,7 +12,8 @@
 //!   `let` that renames a variable (`let A_i: int = (int) i`, `let idx: i64 =
 //!   (i64) A_i`) has its range. A check `k >= 0 && k < len` is dropped when `k`
 //!   has a range `0 .. hi` and `hi` and `len` are the same expression once the
-//!   renamings are undone. Casts to 32-bit indices are taken as exact: a
+//!   renamings are undone, or `len` is `hi + c` for a constant `c >= 0` (a
+//!   row's index into its positions row of `rows + 1`). Casts to 32-bit indices are taken as exact: a
 //!   `generate` index is an `int`, so lengths beyond 2^31 are outside what the
 //!   language's index type can express anyway.
 //! - **Guards.** Inside `if v < hi && …`, where `v` is a loop variable or a
@@ -20,6 +21,12 @@
 //!   or by one of two chosen by a `select`: a branch-free merge's cursor),
 //!   `0 <= v < hi` holds until `v` is assigned again: a co-iteration's cursors
 //!   are checked by the loop condition that guards their use.
+//! - **Positions.** A check `lo + v >= 0 && lo + v < len`, where `v` is a
+//!   loop variable of `0 .. hi - lo` and `lo`, `hi` are values of a positions
+//!   buffer whose values binding keeps in `0 ..= len`
+//!   ([`BoundedPositions`]), is dropped: `0 <= lo + v < hi <= len`. It is a
+//!   child position in the flat rows below a loose or batched level (`A_q`),
+//!   checked once per entry otherwise.
 //! - **Repeats.** A check whose condition, renamings undone, is the one of a
 //!   check already made in an enclosing block (or earlier in the same one), or
 //!   is true whatever the inputs (`0 >= 0 && 0 < 2`), is
@@ -43,12 +50,14 @@
 //!   it: a row's start read for the coordinates and again for the values.
 
 use heddle_ir::loops::{ArgKind, BinOp, Block, Expr as L, LoopProgram, Stmt};
+use super::ranges::BoundedPositions;
 use heddle_ir::nat::NatOp;
 use heddle_ir::{Name, Nat, ScalarType};
 use std::collections::{HashMap, HashSet};
 
-/// Drops provable checks and hoists invariant `let`s, in place.
-pub fn tidy(prog: &mut LoopProgram) {
+/// Drops provable checks and hoists invariant `let`s, in place; `bounded`
+/// are the positions buffers whose values binding keeps in range.
+pub fn tidy(prog: &mut LoopProgram, bounded: &[BoundedPositions]) {
     let mut written = HashSet::new();
     stored_buffers(&prog.body, &mut written);
     let mut mutable = HashSet::new();
@@ -74,6 +83,7 @@ pub fn tidy(prog: &mut LoopProgram) {
         loaded: Vec::new(),
         values: Vec::new(),
         least,
+        bounded: bounded.to_vec(),
     };
     let body = std::mem::take(&mut prog.body);
     prog.body = cx.block(body);
@@ -103,6 +113,8 @@ struct Tidy {
     values: Vec<(L, ScalarType, Name)>,
     /// The least number of records of each input buffer whose length has one.
     least: HashMap<Name, i64>,
+    /// Positions buffers whose values lie in `0 ..= at_most`.
+    bounded: Vec<BoundedPositions>,
 }
 
 impl Tidy {
@@ -230,15 +242,55 @@ impl Tidy {
         }
     }
 
-    /// `k >= 0 && k < len` where `k` is a loop variable of `0 .. len`.
+    /// `k >= 0 && k < len` where `k` is a loop variable of `0 .. len` (or of
+    /// `0 .. hi` with `len = hi + c`, `c >= 0`), or a child position within
+    /// bounded positions (see [`Tidy::within_positions`]).
     fn provable(&self, cond: &L) -> bool {
         let L::Bin(BinOp::And, ge, lt) = cond else { return false };
         let (L::Bin(BinOp::Ge, k, zero), L::Bin(BinOp::Lt, k2, len)) = (&**ge, &**lt) else { return false };
         if **zero != L::index(0) || k != k2 {
             return false;
         }
-        let L::Var(v) = self.canon(k) else { return false };
-        self.ranges.get(&v).is_some_and(|hi| self.same(hi, len))
+        if let L::Var(v) = self.canon(k)
+            && let Some(hi) = self.ranges.get(&v)
+        {
+            let above = match self.canon(len) {
+                L::Bin(BinOp::Add, x, c) if matches!(*c, L::Int(c, _) if c >= 0) => self.same(hi, &x),
+                _ => false,
+            };
+            return self.same(hi, len) || above;
+        }
+        self.within_positions(k, len)
+    }
+
+    /// Is `k` (its `let`s expanded) `lo + v`, with `v` a loop variable of
+    /// `0 .. hi - lo`, where `lo` and `hi` are values of one positions buffer
+    /// whose values lie in `0 ..= len`? Then `0 <= lo <= lo + v < hi <= len`.
+    /// (When `hi < lo` the loop runs no iteration.)
+    fn within_positions(&self, k: &L, len: &L) -> bool {
+        let L::Bin(BinOp::Add, lo, v) = self.expand(&self.canon(k), 0) else { return false };
+        let L::Var(v) = *v else { return false };
+        if self.mutable.contains(&v) {
+            return false;
+        }
+        let Some(range) = self.ranges.get(&v) else { return false };
+        let L::Bin(BinOp::Sub, hi, lo_again) = self.expand(&self.canon(range), 0) else { return false };
+        if lo_again != lo {
+            return false;
+        }
+        let (Some(a), Some(b)) = (self.positions_read(&lo), self.positions_read(&hi)) else { return false };
+        a == b && self.bounded.iter().any(|p| &p.buf == a && self.same(&p.at_most, len))
+    }
+
+    /// The bounded positions buffer `e` reads a value of (widened to `i64`
+    /// or not), if it is one nothing writes.
+    fn positions_read<'e>(&self, e: &'e L) -> Option<&'e Name> {
+        let load = match e {
+            L::Cast(ScalarType::I64, inner) => &**inner,
+            other => other,
+        };
+        let L::Load { buf, field: 0, .. } = load else { return None };
+        (!self.written.contains(buf) && self.bounded.iter().any(|p| &p.buf == buf)).then_some(buf)
     }
 
     /// Equal values: the same once renamings are undone, or once the stable

@@ -633,6 +633,27 @@ fn json_depth(v: &serde_json::Value) -> usize {
     }
 }
 
+/// Is the JSON value `j` for `t` its flat buffer rather than nested lists?
+/// When it nests less deeply than `t` does, unless it is a non-empty list
+/// that nests as `t` does wherever it has elements: rows without entries
+/// (`[[]]`, `[[], []]`) show no depth, but a flat list's items are scalars or
+/// tuples, never empty lists. (`[]` alone stays flat: no elements at all.)
+fn reads_flat(j: &serde_json::Value, t: &Type) -> bool {
+    json_depth(j) < type_depth(t) && !(matches!(j, serde_json::Value::Array(items) if !items.is_empty()) && nests_as(j, t))
+}
+
+/// Does `j` have lists where `t` has arrays (an empty list fits any array)
+/// and tuples (lists of the tuple's arity), and non-lists at its scalars?
+fn nests_as(j: &serde_json::Value, t: &Type) -> bool {
+    use serde_json::Value::Array;
+    match (t, j) {
+        (Type::Array { elem, .. }, Array(items)) => items.iter().all(|x| nests_as(x, elem)),
+        (Type::Tuple(ts), Array(items)) => items.len() == ts.len() && items.iter().zip(ts).all(|(x, t)| nests_as(x, t)),
+        (Type::Array { .. } | Type::Tuple(_), _) | (_, Array(_)) => false,
+        _ => true,
+    }
+}
+
 /// Does an n-D file (n ≥ 2) give the lengths of `t` level by level? When
 /// `t` nests at least n dense arrays (no position binder among the outer n).
 /// Otherwise the file is the flat buffer of `t`.
@@ -677,7 +698,7 @@ fn observed_lengths(t: &Type, data: &Loaded) -> Vec<(Nat, i64)> {
             {
                 return vec![(len.clone(), 0)];
             }
-            if json_depth(j) < type_depth(t)
+            if reads_flat(j, t)
                 && let serde_json::Value::Array(items) = j {
                     return vec![(flat_count(t), items.len() as i64)];
                 }
@@ -765,7 +786,7 @@ fn build_input(name: &Name, ty: &Type, data: &Loaded, env: &Env) -> Result<Value
     let flat_items: Option<(Vec<Value>, String)> = match data {
         Loaded::Flat { items, dtype, .. } => Some((items.clone(), dtype.clone())),
         Loaded::Packed { .. } | Loaded::Buffer { .. } => return build_input(name, ty, &data.clone().into_values(), env),
-        Loaded::Json(j) if json_depth(j) < type_depth(ty) || !matches!(ty, Type::Array { .. }) && !j.is_array() => {
+        Loaded::Json(j) if reads_flat(j, ty) || !matches!(ty, Type::Array { .. }) && !j.is_array() => {
             let items = match j {
                 serde_json::Value::Array(items) => items.iter().map(|x| json_item(name, x, super::write::leaf_type(ty))).collect::<Result<Vec<_>, _>>()?,
                 other => vec![json_item(name, other, super::write::leaf_type(ty))?],
