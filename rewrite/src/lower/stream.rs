@@ -603,7 +603,56 @@ impl Lowerer<'_> {
         {
             return Some(len);
         }
-        self.sorted_leaf_bound(x)
+        self.sorted_leaf_bound(x).or_else(|| self.largest_row(x))
+    }
+
+    /// A bound the host computes before the launch on the length of `x`, a
+    /// row of a nested array parameter whose row lengths only the data gives
+    /// (`v@i` of `v: [i -> [T]_{toNat(o@(i + 1) - o@i)}]_n`): the longest
+    /// row's length, a natural argument of the kernel that the launch fills
+    /// from the inputs (`HostKind::Largest`), so a temporary sized by it is
+    /// allocated before the launch like one sized over the naturals.
+    fn largest_row(&mut self, x: &View) -> Option<Nat> {
+        let buf = match &x.kind {
+            ViewKind::Buffer { buf, .. } => buf,
+            ViewKind::Map { src, .. } if !is_stream(src) => return self.largest_row(src),
+            _ => return None,
+        };
+        let Type::Array { elem: row_elem, .. } = &x.ty else { return None };
+        if matches!(**row_elem, Type::Array { .. }) {
+            return None;
+        }
+        let ty = self.kernel.params.iter().find_map(|p| match p {
+            heddle_typeck::KernelParam::Value { name, ty, .. } if name == buf => Some(ty.clone()),
+            _ => None,
+        })?;
+        // The levels above the rows, outermost first: each binder with its level's length.
+        let mut ranges: Vec<(Name, Nat)> = Vec::new();
+        let mut level = &ty;
+        let row_len = loop {
+            let Type::Array { binder, elem, len } = level else { return None };
+            if !matches!(**elem, Type::Array { .. }) {
+                break len.clone();
+            }
+            let var = binder.clone().unwrap_or_else(|| self.fresh("row"));
+            ranges.push((var, len.clone()));
+            level = elem;
+        };
+        // Over the parameters and the binders alone, so the host can evaluate it.
+        let known = |n: &Nat, upto: usize| {
+            super::nats::free_names(n).iter().all(|v| ranges[..upto].iter().any(|(b, _)| b == v) || self.kernel.params.iter().any(|p| p.name() == v))
+        };
+        if ranges.is_empty() || !known(&row_len, ranges.len()) || !ranges.iter().enumerate().all(|(k, (_, n))| known(n, k)) {
+            return None;
+        }
+        let kind = heddle_ir::loops::HostKind::Largest { ranges, body: row_len };
+        if let Some(h) = self.host.iter().find(|h| h.kind == kind) {
+            return Some(Nat::Var(h.name.clone()));
+        }
+        let name = self.fresh("longest_row");
+        self.args.push(heddle_ir::loops::Arg { name: name.clone(), kind: heddle_ir::loops::ArgKind::Nat });
+        self.host.push(heddle_ir::loops::HostBuffer { name: name.clone(), kind });
+        Some(Nat::Var(name))
     }
 }
 
