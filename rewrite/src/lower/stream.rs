@@ -11,8 +11,9 @@
 //! walking it to the end, which also counts it for the bounds check. A
 //! pattern that reads it by position stores it first (`emit.rs`, `settle`),
 //! in a temporary with room for [`Lowerer::stream_capacity`] records where
-//! the inputs bound it over the naturals (written in one pass that counts),
-//! else of the length counted first. A `select` between a stream and a map
+//! the inputs bound it over the naturals, or over the longest row of a
+//! nested input that the host computes before the launch (written in one
+//! pass that counts), else of the length counted first. A `select` between a stream and a map
 //! of it (`ViewKind::Choice`) is a stream too: the chosen one is walked.
 //!
 //! - **Co-iteration** walks the two sorted coordinate lists with one cursor
@@ -568,7 +569,9 @@ impl Lowerer<'_> {
     /// bounded by its length where that is a formula over the naturals, or,
     /// where it is one parent's entries of a tensor parameter's ordered,
     /// unique level, by the level's size (its coordinates are distinct and
-    /// below it: input binding checks both). A stream stored in a temporary
+    /// below it: input binding checks both), or, where it is a row of a
+    /// nested array parameter, by the longest row, a natural the host
+    /// computes before the launch ([`largest_row`](Self::largest_row)). A stream stored in a temporary
     /// is given this many records (`materialize`), so the temporary can be
     /// allocated before the launch (a per-worker workspace, or a global
     /// buffer at the top of the kernel) and is written in one pass.
