@@ -648,6 +648,12 @@ impl Lowerer<'_> {
         if ranges.is_empty() || !known(&row_len, ranges.len()) || !ranges.iter().enumerate().all(|(k, (_, n))| known(n, k)) {
             return None;
         }
+        // `x` must be one row, its length the row length at some positions,
+        // not a view of several (`join(v)`, `join(v@i)`, which are longer).
+        let binders: Vec<Name> = ranges.iter().map(|(b, _)| b.clone()).collect();
+        if !instance_of(&row_len.to_string(), &binders, &x.len().to_string()) {
+            return None;
+        }
         let kind = heddle_ir::loops::HostKind::Largest { ranges, body: row_len };
         if let Some(h) = self.host.iter().find(|h| h.kind == kind) {
             return Some(Nat::Var(h.name.clone()));
@@ -657,6 +663,68 @@ impl Lowerer<'_> {
         self.host.push(heddle_ir::loops::HostBuffer { name: name.clone(), kind });
         Some(Nat::Var(name))
     }
+}
+
+/// Does `text` read as `pattern` with each of the `binders` standing for
+/// one atom (a name, a literal, a lookup, a parenthesised or called form:
+/// nothing with an operator outside brackets, so precedence cannot differ),
+/// every occurrence of a binder for the same one? Both are printed naturals:
+/// a row's length in its array's type, and a view's length at positions.
+fn instance_of(pattern: &str, binders: &[Name], text: &str) -> bool {
+    enum Piece<'a> {
+        Text(&'a str),
+        Hole(usize),
+    }
+    let is_name = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut pieces = Vec::new();
+    let mut rest = pattern;
+    while !rest.is_empty() {
+        let word = rest.find(|c: char| !is_name(c)).unwrap_or(rest.len());
+        let (head, tail) = if word > 0 { rest.split_at(word) } else { rest.split_at(rest.chars().next().map_or(1, char::len_utf8)) };
+        match binders.iter().position(|b| word > 0 && b.as_str() == head) {
+            Some(k) => pieces.push(Piece::Hole(k)),
+            None => pieces.push(Piece::Text(head)),
+        }
+        rest = tail;
+    }
+    fn atom(s: &str) -> bool {
+        let mut depth = 0i32;
+        for c in s.chars() {
+            match c {
+                '(' | '[' | '{' => depth += 1,
+                ')' | ']' | '}' => depth -= 1,
+                ' ' if depth == 0 => return false,
+                _ => {}
+            }
+            if depth < 0 {
+                return false;
+            }
+        }
+        depth == 0 && !s.is_empty()
+    }
+    fn matches<'t>(pieces: &[Piece<'_>], text: &'t str, bound: &mut Vec<Option<&'t str>>) -> bool {
+        let Some((first, rest)) = pieces.split_first() else { return text.is_empty() };
+        match first {
+            Piece::Text(t) => text.strip_prefix(t).is_some_and(|after| matches(rest, after, bound)),
+            Piece::Hole(k) => {
+                if let Some(v) = bound[*k] {
+                    return text.strip_prefix(v).is_some_and(|after| matches(rest, after, bound));
+                }
+                for (end, _) in text.char_indices().skip(1).chain([(text.len(), ' ')]) {
+                    let candidate = &text[..end];
+                    if atom(candidate) {
+                        bound[*k] = Some(candidate);
+                        if matches(rest, &text[end..], bound) {
+                            return true;
+                        }
+                        bound[*k] = None;
+                    }
+                }
+                false
+            }
+        }
+    }
+    matches(&pieces, text, &mut vec![None; binders.len()])
 }
 
 /// The base name of the temporary a stream is stored in: its pattern's
@@ -671,5 +739,26 @@ pub(super) fn temporary_name(v: &View) -> &'static str {
         ViewKind::Filter { .. } => "filter_tmp",
         ViewKind::Choice { a, b, .. } => if is_stream(a) { temporary_name(a) } else { temporary_name(b) },
         _ => "tmp",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::instance_of;
+    use heddle_ir::Name;
+
+    #[test]
+    fn a_row_length_at_positions_is_an_instance_and_a_join_is_not() {
+        let i = [Name::from("i")];
+        let row = "toNat(o@(i + 1) - o@i)";
+        assert!(instance_of(row, &i, "toNat(o@(idx + 1) - o@idx)"));
+        assert!(instance_of(row, &i, "toNat(o@(len@k + 1) - o@len@k)"));
+        // The same binder stands for one atom everywhere, and never for an operation.
+        assert!(!instance_of(row, &i, "toNat(o@(idx + 1) - o@idx1)"));
+        assert!(!instance_of("i * 2", &i, "a + b * 2"));
+        assert!(!instance_of(row, &i, "sum(k = 0 .. n - 1, toNat(o@(k + 1) - o@k))"));
+        let ij = [Name::from("i"), Name::from("j")];
+        assert!(instance_of("toNat(len@i@j)", &ij, "toNat(len@p@q)"));
+        assert!(!instance_of("toNat(len@i@j)", &ij, "sum(k = 0 .. toNat(cnt@p) - 1, toNat(len@p@k))"));
     }
 }
