@@ -495,8 +495,8 @@ fn stream_temporary(buf: &Name) -> String {
     let pattern = ["union", "intersect", "compressAdd", "filter"].into_iter().find(|p| buf.as_str().starts_with(&format!("{p}_tmp")));
     match pattern {
         Some(p) => format!(
-            " (it stores the result of `{p}` — copied by `toGlobal`/`toPrivate`, or to be zipped or indexed — whose length only the data gives and no \
-             natural parameter bounds; OpenCL 1.2 allocates no memory inside a kernel)"
+            " (it stores the result of `{p}` — copied by `toGlobal`/`toPrivate`, or to be zipped or indexed — whose length only the data gives and \
+             neither a natural parameter nor an input's longest row bounds; OpenCL 1.2 allocates no memory inside a kernel)"
         ),
         None => String::new(),
     }

@@ -64,7 +64,8 @@ pub struct ArgSpec {
     /// The number of records, as a formula (per work-item for a workspace).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub records: Option<String>,
-    /// How the host computes a `host` buffer.
+    /// How the host computes a `host` buffer, or a natural it computes from
+    /// the inputs (`HostKind::Largest`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub computed: Option<String>,
     /// What the buffer must hold at the launch, when it matters.
@@ -176,7 +177,13 @@ fn spec(prog: &LoopProgram, index: usize, p: &KernelParam, decl: &str) -> ArgSpe
         KernelParam::Arg(k) => {
             let arg = &prog.args[*k];
             match &arg.kind {
-                ArgKind::Nat => a.role = Role::Natural,
+                ArgKind::Nat => {
+                    a.role = Role::Natural;
+                    if let Some(HostKind::Largest { ranges, body }) = prog.host.iter().find(|h| h.name == arg.name).map(|h| &h.kind) {
+                        let ranges: Vec<String> = ranges.iter().map(|(v, n)| format!("{v} = 0 .. {n} - 1")).collect();
+                        a.computed = Some(format!("the largest {body} for {} (0 where there is none)", ranges.join(", ")));
+                    }
+                }
                 ArgKind::Scalar(_) => a.role = Role::Scalar,
                 ArgKind::Input { fields, len } => {
                     a.role = Role::Input;
@@ -196,8 +203,7 @@ fn spec(prog: &LoopProgram, index: usize, p: &KernelParam, decl: &str) -> ArgSpe
                 ArgKind::Host => {
                     a.role = Role::Host;
                     layout(&mut a, &[heddle_ir::ScalarType::I64]);
-                    if let Some(h) = prog.host.iter().find(|h| h.name == arg.name) {
-                        let HostKind::PrefixSum { var, body, count, flat } = &h.kind;
+                    if let Some(HostKind::PrefixSum { var, body, count, flat }) = prog.host.iter().find(|h| h.name == arg.name).map(|h| &h.kind) {
                         a.records = Some(Nat::add(count.clone(), Nat::Lit(1)).to_string());
                         a.size = Size::Nat(Nat::add(count.clone(), Nat::Lit(1)));
                         let flat = if flat.is_empty() {

@@ -152,7 +152,10 @@ impl fmt::Display for Kernel {
             let of = a.fields.join(", ");
             let records = a.records.as_deref().unwrap_or("1");
             let what = match a.role {
-                Role::Natural => "a natural".to_string(),
+                Role::Natural => match &a.computed {
+                    Some(c) => format!("a natural computed by the host: {c}"),
+                    None => "a natural".to_string(),
+                },
                 Role::Scalar => "a scalar input".to_string(),
                 Role::Input => format!("input, {records} records of ({of})"),
                 Role::Output => format!("output, {records} records of ({of})"),

@@ -54,7 +54,7 @@ fn csr_needs_no_precomputation_and_lil_gets_csr_offsets() {
     }
     let p = lower(&src("lil_spmv"), "lil_spmv");
     assert_eq!(p.host.len(), 1, "LIL's col_indices and values share one prefix sum:\n{p}");
-    let HostKind::PrefixSum { body, .. } = &p.host[0].kind;
+    let HostKind::PrefixSum { body, .. } = &p.host[0].kind else { panic!("LIL's Σ should be a prefix sum:\n{p}") };
     assert_eq!(body.to_string(), "toNat(row_length@k)");
 }
 

@@ -408,7 +408,10 @@ pub fn prepare(prog: &LoopProgram, env: &Env) -> Result<Launch, Diagnostic> {
     for arg in &prog.args {
         let name = &arg.name;
         slots.push(match &arg.kind {
-            ArgKind::Nat => Slot::Nat(env.nat(name).ok_or_else(|| fail(Span::DUMMY, format!("no value for the natural `{name}`")))?),
+            ArgKind::Nat => match prog.host.iter().find(|h| &h.name == name).map(|h| &h.kind) {
+                Some(HostKind::Largest { ranges, body }) => Slot::Nat(largest(name, ranges, body, env)?),
+                _ => Slot::Nat(env.nat(name).ok_or_else(|| fail(Span::DUMMY, format!("no value for the natural `{name}`")))?),
+            },
             ArgKind::Scalar(s) => match lookup(env, name) {
                 Some(Value::Int(v)) => Slot::Int(v, *s),
                 Some(Value::Float(v)) => Slot::Float(v, *s),
@@ -443,7 +446,9 @@ pub fn prepare(prog: &LoopProgram, env: &Env) -> Result<Launch, Diagnostic> {
             }
             ArgKind::Host => {
                 let host = prog.host.iter().find(|h| &h.name == name).ok_or_else(|| fail(Span::DUMMY, format!("no host computation for `{name}`")))?;
-                let HostKind::PrefixSum { var, body, count, flat } = &host.kind;
+                let HostKind::PrefixSum { var, body, count, flat } = &host.kind else {
+                    return Err(fail(Span::DUMMY, format!("`{name}` is a host buffer but its computation is not a prefix sum")));
+                };
                 let n = eval_len(count, env, &format!("the prefix sum `{name}`"))?;
                 // Inputs read by flat record position: bound to their records in order.
                 let mut flat_env = None;
@@ -486,6 +491,84 @@ pub fn prepare(prog: &LoopProgram, env: &Env) -> Result<Launch, Diagnostic> {
         });
     }
     Ok(Launch { slots })
+}
+
+/// The natural `name` ([`HostKind::Largest`]): the largest `body` as the
+/// `ranges`' variables run over theirs, 0 where none does. A body that reads
+/// one flat `i64` input at the variable (`toNat(len@i)`) or the difference
+/// of two neighbours (`toNat(o@(i + 1) - o@i)`, a nested input's offsets)
+/// is read straight off the buffer; any other is evaluated term by term.
+fn largest(name: &Name, ranges: &[(Name, Nat)], body: &Nat, env: &Env) -> Result<i64, Diagnostic> {
+    if let ([(var, count)], Nat::ToNat(e)) = (ranges, body) {
+        let n = eval_len(count, env, &format!("the range of `{var}` in the bound `{name}`"))?;
+        if let Some(terms) = env.lookups(e, var).and_then(|xs| xs.get(..n)) {
+            return Ok(terms.iter().copied().max().unwrap_or(0).max(0));
+        }
+        if let Some(offsets) = neighbour_difference(e, var).and_then(|o| env.buffer(o)).and_then(|b| b.as_i64s()).and_then(|xs| xs.get(..n.checked_add(1)?)) {
+            return Ok(offsets.windows(2).map(|w| w[1].saturating_sub(w[0])).max().unwrap_or(0).max(0));
+        }
+    }
+    // Inputs bound flat are read here as values, once rather than per term.
+    let mut values = env.clone();
+    for x in nat_names(body).iter().chain(ranges.iter().flat_map(|(_, n)| nat_names(n)).collect::<Vec<_>>().iter()) {
+        if let Some(b) = env.buffer(x) {
+            values = values.with_value(x.clone(), Value::array(b.to_values()));
+        }
+    }
+    let mut best = 0i64;
+    let mut bound = Vec::with_capacity(ranges.len());
+    largest_over(name, ranges, body, &values, &mut bound, &mut best)?;
+    Ok(best)
+}
+
+/// [`largest`] over `ranges` with `bound` fixed, into `best`.
+fn largest_over(name: &Name, ranges: &[(Name, Nat)], body: &Nat, env: &Env, bound: &mut Vec<(Name, i64)>, best: &mut i64) -> Result<(), Diagnostic> {
+    let computing = |e: heddle_ir::nat::NatEvalError| fail(Span::DUMMY, format!("computing the bound `{name}` before the launch: {e} (an input is shorter than the kernel reads it)"));
+    let Some(((var, count), rest)) = ranges.split_first() else {
+        *best = (*best).max(body.eval_with(env, bound).map_err(computing)?);
+        return Ok(());
+    };
+    let n = count.eval_with(env, bound).map_err(computing)?;
+    for j in 0..n.max(0) {
+        bound.push((var.clone(), j));
+        largest_over(name, rest, body, env, bound, best)?;
+        bound.pop();
+    }
+    Ok(())
+}
+
+/// `o` where `e` is `o@(var + 1) - o@var`.
+fn neighbour_difference<'a>(e: &'a heddle_ir::Expr, var: &Name) -> Option<&'a Name> {
+    use heddle_ir::expr::{BinOp as B, ExprKind as K, Literal};
+    let K::Binary { op: B::Sub, lhs, rhs } = &e.kind else { return None };
+    let (K::Index { array: a, index: i }, K::Index { array: b, index: j }) = (&lhs.kind, &rhs.kind) else { return None };
+    let (K::Var(a), K::Var(b), K::Var(j)) = (&a.kind, &b.kind, &j.kind) else { return None };
+    let K::Binary { op: B::Add, lhs: i, rhs: one } = &i.kind else { return None };
+    let (K::Var(i), K::Lit(Literal::Int(1))) = (&i.kind, &one.kind) else { return None };
+    (a == b && i == var && j == var).then_some(a)
+}
+
+/// The names a natural mentions (its `toNat`s' included).
+fn nat_names(n: &Nat) -> Vec<Name> {
+    fn expr(e: &heddle_ir::Expr, out: &mut Vec<Name>) {
+        match &e.kind {
+            heddle_ir::expr::ExprKind::Var(x) => out.push(x.clone()),
+            heddle_ir::expr::ExprKind::NatValue(n) => nat(n, out),
+            _ => e.for_each_child(&mut |c| expr(c, out)),
+        }
+    }
+    fn nat(n: &Nat, out: &mut Vec<Name>) {
+        match n {
+            Nat::Var(x) => out.push(x.clone()),
+            Nat::ToNat(e) => expr(e, out),
+            _ => n.for_each_child(&mut |c| nat(c, out)),
+        }
+    }
+    let mut out = Vec::new();
+    nat(n, &mut out);
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// Runs the counting phases of `prog` (count → allocate → fill, see
@@ -903,5 +986,36 @@ mod tests {
         assert!(!crd.known_sorted_under(&written));
         crd.write(0, 0, &crate::value::Value::Int(7));
         assert!(!crd.known_below(100) && !crd.known_sorted_under(&pos));
+    }
+
+    /// The host bound (`HostKind::Largest`) on each path — an offsets
+    /// array's neighbour differences and a lengths array read off the
+    /// buffer, the same inputs bound as values, a formula over nested
+    /// ranges term by term — against the largest term computed here.
+    #[test]
+    fn the_longest_row_is_the_largest_term_on_every_path() {
+        use crate::interp::Env;
+        use crate::value::Value;
+        use heddle_ir::parser::parse_nat;
+        use heddle_ir::{Name, Nat};
+        let offsets = [0i64, 2, 2, 9, 10, 10];
+        let n = offsets.len() as i64 - 1;
+        let buffer = Buffer::from_scalar_vec(crate::scalars::ScalarVec::I64(offsets.to_vec()), "o").unwrap();
+        let flat = Env::default().with_nat(Name::from("n"), n).with_buffer(Name::from("o"), buffer);
+        let values = Env::default().with_nat(Name::from("n"), n).with_value(Name::from("o"), Value::array(offsets.iter().map(|&v| Value::Int(v)).collect()));
+        let over_rows = |count: Nat| vec![(Name::from("i"), count)];
+        let largest = |ranges: &[(Name, Nat)], body: &str, env: &Env| super::largest(&Name::from("bound"), ranges, &parse_nat(body).unwrap(), env).unwrap();
+        let longest_row = offsets.windows(2).map(|w| w[1] - w[0]).max().unwrap();
+        let largest_length = offsets[..n as usize].iter().copied().max().unwrap();
+        for env in [&flat, &values] {
+            assert_eq!(largest(&over_rows(Nat::Var(Name::from("n"))), "toNat(o@(i + 1) - o@i)", env), longest_row);
+            assert_eq!(largest(&over_rows(Nat::Var(Name::from("n"))), "toNat(o@i)", env), largest_length);
+            // No rows: no row is longer than 0.
+            assert_eq!(largest(&over_rows(Nat::Lit(0)), "toNat(o@(i + 1) - o@i)", env), 0);
+            // Nested ranges, the inner one's count over the outer variable: term by term.
+            let ranges = [(Name::from("i"), Nat::Lit(3)), (Name::from("j"), parse_nat("toNat(o@i)").unwrap())];
+            let want = (0..3).flat_map(|i| (0..offsets[i]).map(move |j| offsets[i + 1] + j)).max().unwrap();
+            assert_eq!(largest(&ranges, "toNat(o@(i + 1) + j)", env), want);
+        }
     }
 }

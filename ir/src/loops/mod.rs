@@ -187,7 +187,9 @@ pub enum ArgKind {
     },
 }
 
-/// A buffer the host fills before the launch.
+/// A value the host computes from the inputs before the launch: a buffer
+/// ([`HostKind::PrefixSum`], an [`ArgKind::Host`] argument) or a natural
+/// ([`HostKind::Largest`], an [`ArgKind::Nat`] argument).
 #[derive(Clone, Debug, PartialEq)]
 pub struct HostBuffer {
     /// The argument it is passed as.
@@ -215,6 +217,21 @@ pub enum HostKind {
         /// array, re-indexed over the whole array, so that one prefix sum
         /// serves every row (a 3-level LIL's innermost lengths).
         flat: Vec<Name>,
+    },
+    /// The largest value of `body` as the `ranges`' variables run over
+    /// `0 .. count` each (the first outermost; a count may use the variables
+    /// before it), 0 where there is none: a natural the launch knows, passed
+    /// as the [`ArgKind::Nat`] argument of this name, so buffers allocated
+    /// before the launch may be sized by it. This is how a temporary holding
+    /// one row's stream gets room for the longest row of a nested input whose
+    /// row lengths only the data gives (`[i -> [T]_{toNat(o@(i + 1) - o@i)}]_n`:
+    /// the largest `o@(i + 1) - o@i`), where OpenCL allocates nothing inside a
+    /// kernel.
+    Largest {
+        /// The variables bound in `body`, each with its number of values.
+        ranges: Vec<(Name, Nat)>,
+        /// A natural over the variables, the naturals and the inputs.
+        body: Nat,
     },
 }
 

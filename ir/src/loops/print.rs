@@ -56,6 +56,10 @@ impl fmt::Display for LoopProgram {
                     let flat: String = flat.iter().map(|a| format!(", {a} flat")).collect();
                     writeln!(f, "host {}[j] = sum({var} = 0 .. j - 1, {}) for j in 0 ..= {}{flat}", h.name, print_nat(body), print_nat(count))?
                 }
+                HostKind::Largest { ranges, body } => {
+                    let ranges: Vec<String> = ranges.iter().map(|(v, n)| format!("{v} in 0 .. {}", print_nat(n))).collect();
+                    writeln!(f, "host {} = max({}, 0 where none) for {}", h.name, print_nat(body), ranges.join(", "))?
+                }
             }
         }
         for r in &self.ranges {

@@ -21,10 +21,18 @@ impl LoopProgram {
             names.push(&a.name);
         }
         for h in &self.host {
+            let flat = match &h.kind {
+                super::HostKind::PrefixSum { flat, .. } => flat.as_slice(),
+                super::HostKind::Largest { .. } => {
+                    if !matches!(self.arg(&h.name).map(|a| &a.kind), Some(ArgKind::Nat)) {
+                        return Err(LoopError(format!("host bound `{}` is not a natural argument", h.name)));
+                    }
+                    continue;
+                }
+            };
             if !matches!(self.arg(&h.name).map(|a| &a.kind), Some(ArgKind::Host)) {
                 return Err(LoopError(format!("host buffer `{}` is not a host argument", h.name)));
             }
-            let super::HostKind::PrefixSum { flat, .. } = &h.kind;
             if let Some(a) = flat.iter().find(|a| !matches!(self.arg(a).map(|a| &a.kind), Some(ArgKind::Input { .. }))) {
                 return Err(LoopError(format!("host buffer `{}` reads `{a}` flat, which is not an input", h.name)));
             }

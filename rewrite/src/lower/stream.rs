@@ -11,8 +11,9 @@
 //! walking it to the end, which also counts it for the bounds check. A
 //! pattern that reads it by position stores it first (`emit.rs`, `settle`),
 //! in a temporary with room for [`Lowerer::stream_capacity`] records where
-//! the inputs bound it over the naturals (written in one pass that counts),
-//! else of the length counted first. A `select` between a stream and a map
+//! the inputs bound it over the naturals, or over the longest row of a
+//! nested input that the host computes before the launch (written in one
+//! pass that counts), else of the length counted first. A `select` between a stream and a map
 //! of it (`ViewKind::Choice`) is a stream too: the chosen one is walked.
 //!
 //! - **Co-iteration** walks the two sorted coordinate lists with one cursor
@@ -568,7 +569,9 @@ impl Lowerer<'_> {
     /// bounded by its length where that is a formula over the naturals, or,
     /// where it is one parent's entries of a tensor parameter's ordered,
     /// unique level, by the level's size (its coordinates are distinct and
-    /// below it: input binding checks both). A stream stored in a temporary
+    /// below it: input binding checks both), or, where it is a row of a
+    /// nested array parameter, by the longest row, a natural the host
+    /// computes before the launch ([`largest_row`](Self::largest_row)). A stream stored in a temporary
     /// is given this many records (`materialize`), so the temporary can be
     /// allocated before the launch (a per-worker workspace, or a global
     /// buffer at the top of the kernel) and is written in one pass.
@@ -603,8 +606,125 @@ impl Lowerer<'_> {
         {
             return Some(len);
         }
-        self.sorted_leaf_bound(x)
+        self.sorted_leaf_bound(x).or_else(|| self.largest_row(x))
     }
+
+    /// A bound the host computes before the launch on the length of `x`, a
+    /// row of a nested array parameter whose row lengths only the data gives
+    /// (`v@i` of `v: [i -> [T]_{toNat(o@(i + 1) - o@i)}]_n`): the longest
+    /// row's length, a natural argument of the kernel that the launch fills
+    /// from the inputs (`HostKind::Largest`), so a temporary sized by it is
+    /// allocated before the launch like one sized over the naturals.
+    fn largest_row(&mut self, x: &View) -> Option<Nat> {
+        let buf = match &x.kind {
+            ViewKind::Buffer { buf, .. } => buf,
+            ViewKind::Map { src, .. } if !is_stream(src) => return self.largest_row(src),
+            _ => return None,
+        };
+        let Type::Array { elem: row_elem, .. } = &x.ty else { return None };
+        if matches!(**row_elem, Type::Array { .. }) {
+            return None;
+        }
+        let ty = self.kernel.params.iter().find_map(|p| match p {
+            heddle_typeck::KernelParam::Value { name, ty, .. } if name == buf => Some(ty.clone()),
+            _ => None,
+        })?;
+        // The levels above the rows, outermost first: each binder with its level's length.
+        let mut ranges: Vec<(Name, Nat)> = Vec::new();
+        let mut level = &ty;
+        let row_len = loop {
+            let Type::Array { binder, elem, len } = level else { return None };
+            if !matches!(**elem, Type::Array { .. }) {
+                break len.clone();
+            }
+            let var = binder.clone().unwrap_or_else(|| self.fresh("row"));
+            ranges.push((var, len.clone()));
+            level = elem;
+        };
+        // Over the parameters and the binders alone, so the host can evaluate it.
+        let known = |n: &Nat, upto: usize| {
+            super::nats::free_names(n).iter().all(|v| ranges[..upto].iter().any(|(b, _)| b == v) || self.kernel.params.iter().any(|p| p.name() == v))
+        };
+        if ranges.is_empty() || !known(&row_len, ranges.len()) || !ranges.iter().enumerate().all(|(k, (_, n))| known(n, k)) {
+            return None;
+        }
+        // `x` must be one row, its length the row length at some positions,
+        // not a view of several (`join(v)`, `join(v@i)`, which are longer).
+        let binders: Vec<Name> = ranges.iter().map(|(b, _)| b.clone()).collect();
+        if !instance_of(&row_len.to_string(), &binders, &x.len().to_string()) {
+            return None;
+        }
+        let kind = heddle_ir::loops::HostKind::Largest { ranges, body: row_len };
+        if let Some(h) = self.host.iter().find(|h| h.kind == kind) {
+            return Some(Nat::Var(h.name.clone()));
+        }
+        let name = self.fresh("longest_row");
+        self.args.push(heddle_ir::loops::Arg { name: name.clone(), kind: heddle_ir::loops::ArgKind::Nat });
+        self.host.push(heddle_ir::loops::HostBuffer { name: name.clone(), kind });
+        Some(Nat::Var(name))
+    }
+}
+
+/// Does `text` read as `pattern` with each of the `binders` standing for
+/// one atom (a name, a literal, a lookup, a parenthesised or called form:
+/// nothing with an operator outside brackets, so precedence cannot differ),
+/// every occurrence of a binder for the same one? Both are printed naturals:
+/// a row's length in its array's type, and a view's length at positions.
+fn instance_of(pattern: &str, binders: &[Name], text: &str) -> bool {
+    enum Piece<'a> {
+        Text(&'a str),
+        Hole(usize),
+    }
+    let is_name = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut pieces = Vec::new();
+    let mut rest = pattern;
+    while !rest.is_empty() {
+        let word = rest.find(|c: char| !is_name(c)).unwrap_or(rest.len());
+        let (head, tail) = if word > 0 { rest.split_at(word) } else { rest.split_at(rest.chars().next().map_or(1, char::len_utf8)) };
+        match binders.iter().position(|b| word > 0 && b.as_str() == head) {
+            Some(k) => pieces.push(Piece::Hole(k)),
+            None => pieces.push(Piece::Text(head)),
+        }
+        rest = tail;
+    }
+    fn atom(s: &str) -> bool {
+        let mut depth = 0i32;
+        for c in s.chars() {
+            match c {
+                '(' | '[' | '{' => depth += 1,
+                ')' | ']' | '}' => depth -= 1,
+                ' ' if depth == 0 => return false,
+                _ => {}
+            }
+            if depth < 0 {
+                return false;
+            }
+        }
+        depth == 0 && !s.is_empty()
+    }
+    fn matches<'t>(pieces: &[Piece<'_>], text: &'t str, bound: &mut Vec<Option<&'t str>>) -> bool {
+        let Some((first, rest)) = pieces.split_first() else { return text.is_empty() };
+        match first {
+            Piece::Text(t) => text.strip_prefix(t).is_some_and(|after| matches(rest, after, bound)),
+            Piece::Hole(k) => {
+                if let Some(v) = bound[*k] {
+                    return text.strip_prefix(v).is_some_and(|after| matches(rest, after, bound));
+                }
+                for (end, _) in text.char_indices().skip(1).chain([(text.len(), ' ')]) {
+                    let candidate = &text[..end];
+                    if atom(candidate) {
+                        bound[*k] = Some(candidate);
+                        if matches(rest, &text[end..], bound) {
+                            return true;
+                        }
+                        bound[*k] = None;
+                    }
+                }
+                false
+            }
+        }
+    }
+    matches(&pieces, text, &mut vec![None; binders.len()])
 }
 
 /// The base name of the temporary a stream is stored in: its pattern's
@@ -619,5 +739,26 @@ pub(super) fn temporary_name(v: &View) -> &'static str {
         ViewKind::Filter { .. } => "filter_tmp",
         ViewKind::Choice { a, b, .. } => if is_stream(a) { temporary_name(a) } else { temporary_name(b) },
         _ => "tmp",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::instance_of;
+    use heddle_ir::Name;
+
+    #[test]
+    fn a_row_length_at_positions_is_an_instance_and_a_join_is_not() {
+        let i = [Name::from("i")];
+        let row = "toNat(o@(i + 1) - o@i)";
+        assert!(instance_of(row, &i, "toNat(o@(idx + 1) - o@idx)"));
+        assert!(instance_of(row, &i, "toNat(o@(len@k + 1) - o@len@k)"));
+        // The same binder stands for one atom everywhere, and never for an operation.
+        assert!(!instance_of(row, &i, "toNat(o@(idx + 1) - o@idx1)"));
+        assert!(!instance_of("i * 2", &i, "a + b * 2"));
+        assert!(!instance_of(row, &i, "sum(k = 0 .. n - 1, toNat(o@(k + 1) - o@k))"));
+        let ij = [Name::from("i"), Name::from("j")];
+        assert!(instance_of("toNat(len@i@j)", &ij, "toNat(len@p@q)"));
+        assert!(!instance_of("toNat(len@i@j)", &ij, "sum(k = 0 .. toNat(cnt@p) - 1, toNat(len@p@k))"));
     }
 }

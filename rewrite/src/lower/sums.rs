@@ -228,7 +228,7 @@ impl Lowerer<'_> {
     /// The host buffer holding the prefix sums of `summand`, shared by equal Σs.
     pub(super) fn prefix_sum(&mut self, var: &Name, summand: &Nat, count: &Nat, flat: Vec<Name>) -> Name {
         for h in &self.host {
-            let HostKind::PrefixSum { var: v, body, count: c, flat: f } = &h.kind;
+            let HostKind::PrefixSum { var: v, body, count: c, flat: f } = &h.kind else { continue };
             if body.subst(v, &Nat::Var(var.clone())) == *summand && c == count && *f == flat {
                 return h.name.clone();
             }
