@@ -257,13 +257,6 @@ fn run_kernel(kernel: &str, backend: &str, matrix: &Path, xs: &Path) -> Vec<f64>
     flat
 }
 
-fn assert_close(got: &[f64], want: &[f64], what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: got {got:?}, want {want:?}");
-    for (g, w) in got.iter().zip(want) {
-        assert!((g - w).abs() <= 1e-4 * w.abs().max(1.0), "{what}: got {got:?}, want {want:?}");
-    }
-}
-
 /// Batched CSR and COO SpMV (and batched DCSR's) on every backend equal
 /// numpy's and the sums written here, from the `.tns` file and from the
 /// stored batched `.json` (with empty batches and a batch of one).
@@ -283,7 +276,7 @@ fn batched_spmv_matches_numpy_on_every_backend() {
         let xs: Vec<Vec<f64>> = (0..b).map(|_| (0..n).map(|_| rng.value()).collect()).collect();
         let want: Vec<f64> = a.iter().zip(&xs).flat_map(|(mat, x)| mat.iter().map(|r| r.iter().zip(x).map(|(p, q)| p * q).sum::<f64>()).collect::<Vec<_>>()).collect();
         if let Some(np) = numpy_spmv(&a, &xs) {
-            assert_close(&np, &want, &format!("numpy, case {case}"));
+            common::assert_close(&np, &want, &format!("numpy, case {case}"));
         }
         let src = write(dir.path(), "a.tns", &tns(&a));
         let px = write(dir.path(), "x.json", &json!(xs).to_string());
@@ -293,7 +286,7 @@ fn batched_spmv_matches_numpy_on_every_backend() {
             for backend in backends() {
                 for input in [&src, &stored] {
                     let got = run_kernel(kernel, backend, input, &px);
-                    assert_close(&got, &want, &format!("{kernel} on {backend} from {}, case {case}: {a:?}", input.display()));
+                    common::assert_close(&got, &want, &format!("{kernel} on {backend} from {}, case {case}: {a:?}", input.display()));
                 }
             }
         }
@@ -315,7 +308,7 @@ fn padding_past_a_batchs_last_position_is_never_read() {
     let p = write(dir.path(), "padded.json", &st.to_string());
     let px = write(dir.path(), "x.json", "[[1, 2, 3, 4], [10, 20, 30, 40]]");
     for backend in backends() {
-        assert_close(&run_kernel("spmv_batch_csr", backend, &p, &px), &[7.0, 0.0, 6.0, 0.0, 160.0, 0.0], backend);
+        common::assert_close(&run_kernel("spmv_batch_csr", backend, &p, &px), &[7.0, 0.0, 6.0, 0.0, 160.0, 0.0], backend);
     }
 }
 
@@ -449,7 +442,7 @@ fn zero_batches_and_entryless_batches_run() {
         let px = write(dir.path(), &format!("x{k}.json"), xs);
         for kernel in ["spmv_batch_csr", "spmv_batch_coo"] {
             for backend in backends() {
-                assert_close(&run_kernel(kernel, backend, &p, &px), &want, &format!("{kernel} on {backend}, case {k}"));
+                common::assert_close(&run_kernel(kernel, backend, &p, &px), &want, &format!("{kernel} on {backend}, case {k}"));
             }
         }
     }

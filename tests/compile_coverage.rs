@@ -87,20 +87,6 @@ fn bind(kernel: &Kernel, s: &Spec) -> Result<Env, String> {
     bind_inputs(kernel, &nats, inputs).map_err(|e| e.to_string())
 }
 
-/// Do two results agree: the same structure, integers and booleans equal,
-/// floats within a relative 1e-4?
-fn agree(a: &J, b: &J) -> bool {
-    match (a, b) {
-        (J::Array(xs), J::Array(ys)) => xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| agree(x, y)),
-        (J::Object(xs), J::Object(ys)) => xs.len() == ys.len() && xs.iter().all(|(k, x)| ys.get(k).is_some_and(|y| agree(x, y))),
-        (J::Number(x), J::Number(y)) if x.is_f64() || y.is_f64() => {
-            let (x, y) = (x.as_f64().unwrap_or(f64::NAN), y.as_f64().unwrap_or(f64::NAN));
-            x == y || (x - y).abs() <= 1e-4 * x.abs().max(y.abs()).max(1.0)
-        }
-        _ => a == b,
-    }
-}
-
 /// How one backend ended.
 enum Outcome {
     Ran(Value),
@@ -190,7 +176,7 @@ fn check_file(path: &Path) -> Vec<String> {
             (Outcome::Failed(d), _, Some(_)) => problems.push(format!("{at}: fails:\n{}", file.render(&[d]))),
             (Outcome::Ran(v), None, Some(want)) => {
                 let got = heddle_runtime::io::write::to_json(&v, ty);
-                if !agree(&got, want) {
+                if !common::json_agree(&got, want) {
                     problems.push(format!("{at}: got {got}, the interpreter gives {want}"));
                 }
             }

@@ -75,17 +75,10 @@ fn run(kernel: &str, backend: &str, args: &[String]) -> Vec<f64> {
     flat
 }
 
-fn assert_close(got: &[f64], want: &[f64], what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: got {got:?}, want {want:?}");
-    for (g, w) in got.iter().zip(want) {
-        assert!((g - w).abs() <= 1e-4 * w.abs().max(1.0), "{what}: got {got:?}, want {want:?}");
-    }
-}
-
 /// Runs the kernel on every backend and compares with `want`.
 fn check(kernel: &str, args: &[String], want: &[f64], case: &str) {
     for b in backends() {
-        assert_close(&run(kernel, b, args), want, &format!("{kernel} on {b}, {case}"));
+        common::assert_close(&run(kernel, b, args), want, &format!("{kernel} on {b}, {case}"));
     }
 }
 
@@ -574,7 +567,7 @@ fn spmv_over_a_compressed_then_loose_matrix_matches_dense() {
             assert_eq!(code, 0, "case {case} on {b}: {err}");
             let mut got = Vec::new();
             flatten(&serde_json::from_str(&out).unwrap(), &mut got);
-            assert_close(&got, &dense_spmv(&a, &x), &format!("compressed-then-loose SpMV, case {case}, on {b}"));
+            common::assert_close(&got, &dense_spmv(&a, &x), &format!("compressed-then-loose SpMV, case {case}, on {b}"));
         }
     }
 }

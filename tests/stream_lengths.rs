@@ -166,19 +166,6 @@ fn draw(kernel: &Kernel, inputs: Inputs, case: u64, rng: &mut Rng, dir: &Path) -
     (env, said)
 }
 
-/// Do two results agree: the same structure, floats within a relative 1e-4?
-fn agree(a: &J, b: &J) -> bool {
-    match (a, b) {
-        (J::Array(xs), J::Array(ys)) => xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| agree(x, y)),
-        (J::Object(xs), J::Object(ys)) => xs.len() == ys.len() && xs.iter().all(|(k, x)| ys.get(k).is_some_and(|y| agree(x, y))),
-        (J::Number(x), J::Number(y)) if x.is_f64() || y.is_f64() => {
-            let (x, y) = (x.as_f64().unwrap_or(f64::NAN), y.as_f64().unwrap_or(f64::NAN));
-            x == y || (x - y).abs() <= 1e-4 * x.abs().max(y.abs()).max(1.0)
-        }
-        _ => a == b,
-    }
-}
-
 #[test]
 fn used_stream_lengths_agree_with_the_interpreter_on_random_inputs() {
     let cases = common::cases(12);
@@ -210,7 +197,7 @@ fn used_stream_lengths_agree_with_the_interpreter_on_random_inputs() {
             for (backend, r) in got {
                 let r = r.map(|v| heddle_runtime::io::write::to_json(&v, &kernel.body.ty));
                 let fine = match (&want, &r) {
-                    (Ok(a), Ok(b)) => agree(a, b),
+                    (Ok(a), Ok(b)) => common::json_agree(a, b),
                     (Err(_), Err(d)) => !d.message.contains("internal error"),
                     _ => false,
                 };

@@ -162,3 +162,27 @@ pub fn heddle_json(args: &[&str]) -> (i32, serde_json::Value) {
     let v = serde_json::from_str(&out).unwrap_or_else(|e| panic!("heddle {}: stdout is not one JSON object ({e}):\n{out}\nstderr:\n{err}", all.join(" ")));
     (code, v)
 }
+
+/// Floats equal within a relative 1e-4 (at least 1e-4 absolute), element by
+/// element; `what` names the comparison in the failure.
+pub fn assert_close(got: &[f64], want: &[f64], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: got {got:?}, want {want:?}");
+    for (g, w) in got.iter().zip(want) {
+        assert!((g - w).abs() <= 1e-4 * w.abs().max(1.0), "{what}: got {got:?}, want {want:?}");
+    }
+}
+
+/// Do two JSON results agree: the same structure, integers and booleans
+/// equal, floats within a relative 1e-4?
+pub fn json_agree(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value as J;
+    match (a, b) {
+        (J::Array(xs), J::Array(ys)) => xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| json_agree(x, y)),
+        (J::Object(xs), J::Object(ys)) => xs.len() == ys.len() && xs.iter().all(|(k, x)| ys.get(k).is_some_and(|y| json_agree(x, y))),
+        (J::Number(x), J::Number(y)) if x.is_f64() || y.is_f64() => {
+            let (x, y) = (x.as_f64().unwrap_or(f64::NAN), y.as_f64().unwrap_or(f64::NAN));
+            x == y || (x - y).abs() <= 1e-4 * x.abs().max(y.abs()).max(1.0)
+        }
+        _ => a == b,
+    }
+}
