@@ -503,9 +503,16 @@ pub fn call(
     // The Python buffers stay held until here: every runtime buffer made of them is gone.
     let result = match outcome {
         None | Some(Ok(None)) => Ok(None),
-        Some(Ok(Some((out, times, dtype)))) => {
-            let _p = heddle_runtime::profile::phase(|| "fast path: the result to numpy".into());
-            to_numpy(py, &out, dtype)
+        Some(Ok(Some((Output { buffer, array }, times, dtype)))) => match array {
+            // The kernel wrote the numpy array itself.
+            Some(array) if buffer.writes_in_place_at(array.data) => {
+                drop(buffer);
+                Ok(array.object)
+            }
+            _ => {
+                let _p = heddle_runtime::profile::phase(|| "fast path: the result to numpy".into());
+                to_numpy(py, &buffer, dtype)
+            }
         }
         .map(|array| Some((array, times)))
         .map_err(|e| Fail::Input(None, e.to_string())),
@@ -515,10 +522,80 @@ pub fn call(
     result
 }
 
+/// A fresh zeroed numpy array and the address of its data.
+struct NumpyOut {
+    object: PyObject,
+    data: *const u8,
+}
+
+// SAFETY: the address is only compared, never dereferenced, away from the
+// GIL; the array itself (`PyObject`) is `Send`.
+unsafe impl Send for NumpyOut {}
+
+/// The kernel's output: its buffer, and the numpy array it was lent (the
+/// buffer then writes the array's memory in place, unless a shared write
+/// copied it: `Buffer::writes_in_place_at` tells).
+struct Output {
+    buffer: Buffer,
+    array: Option<NumpyOut>,
+}
+
+/// The kernel's output buffer of `n` records of `elem`: a numpy array's
+/// memory, lent (`numpy.zeros`, so the kernel's writes are its first touch
+/// of the pages and nothing is copied afterwards), or a buffer of its own
+/// where numpy's array does not fit.
+fn output_buffer(elem: ScalarType, n: usize) -> Result<Output, Fail> {
+    let own = |array| Buffer::try_zeroed(vec![elem], n, "the result").map(|buffer| Output { buffer, array }).map_err(|m| Fail::Input(None, m));
+    let dtype = match elem {
+        ScalarType::F32 => "float32",
+        ScalarType::F64 => "float64",
+        _ => return own(None),
+    };
+    let lent = Python::with_gil(|py| -> PyResult<Option<(PyObject, *mut u8)>> {
+        let array = zeros(py, n, dtype)?;
+        let ptr = match elem {
+            ScalarType::F32 => writable_ptr::<f32>(&array, n)?,
+            _ => writable_ptr::<f64>(&array, n)?,
+        };
+        Ok(ptr.map(|p| (array.unbind(), p)))
+    })
+    .map_err(|e| Fail::Input(None, e.to_string()))?;
+    let Some((object, ptr)) = lent else { return own(None) };
+    // SAFETY: a fresh array from `numpy.zeros` (zeroed), C-contiguous and
+    // writable, of exactly `n` elements (`writable_ptr` checked); no one
+    // else holds it until `call` hands it to Python, after the buffer is
+    // gone, and it is kept alive (`object`) until then.
+    match unsafe { Buffer::lent_output(elem, ptr, n, "the result") } {
+        Ok(Some(buffer)) => Ok(Output { buffer, array: Some(NumpyOut { object, data: ptr.cast_const() }) }),
+        Ok(None) => own(None),
+        Err(m) => Err(Fail::Input(None, m)),
+    }
+}
+
+/// `numpy.zeros(n, dtype)`, with numpy's function and the dtypes looked up once.
+fn zeros<'py>(py: Python<'py>, n: usize, dtype: &str) -> PyResult<Bound<'py, PyAny>> {
+    static ZEROS: pyo3::sync::GILOnceCell<(PyObject, PyObject, PyObject)> = pyo3::sync::GILOnceCell::new();
+    let (zeros, f32s, f64s) = ZEROS.get_or_try_init(py, || -> PyResult<_> {
+        let np = crate::data::numpy(py)?;
+        let dtype = |name: &str| np.getattr("dtype").and_then(|d| d.call1((name,))).map(Bound::unbind);
+        Ok((np.getattr("zeros")?.unbind(), dtype("float32")?, dtype("float64")?))
+    })?;
+    zeros.bind(py).call1((n, if dtype == "float32" { f32s } else { f64s }.bind(py)))
+}
+
+/// The data of `array`, a fresh numpy array of `n` `T`s, if it is writable
+/// and C-contiguous (the buffer view is released on return; the array keeps
+/// its memory, which no one else can resize: no one else holds the array).
+fn writable_ptr<T: pyo3::buffer::Element>(array: &Bound<'_, PyAny>, n: usize) -> PyResult<Option<*mut u8>> {
+    let view = PyBuffer::<T>::get(array)?;
+    let fits = !view.readonly() && view.is_c_contiguous() && view.item_count() == n;
+    Ok(fits.then(|| view.buf_ptr().cast::<u8>()))
+}
+
 /// Binds and runs (without the GIL), once and then `reps` more times: the
-/// output buffer and the repetitions' seconds, `Ok(None)` where the inputs
-/// are not for the fast path.
-fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], threads: Parallelism, reps: usize) -> Result<Option<(Buffer, Vec<f64>)>, Fail> {
+/// output and the repetitions' seconds, `Ok(None)` where the inputs are not
+/// for the fast path.
+fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], threads: Parallelism, reps: usize) -> Result<Option<(Output, Vec<f64>)>, Fail> {
     use heddle_runtime::profile::phase;
     let validating = phase(|| "fast path: copy the offsets, validate".into());
     // Offsets: copied, then validated with the coordinates they delimit.
@@ -634,6 +711,7 @@ fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], thre
     let take = |bufs: &mut Vec<Option<Buffer>>, k: usize| bufs.get_mut(k).and_then(Option::take);
     let (mut positions, mut coordinates, mut values, mut inputs) = (positions.into_iter().map(Some).collect(), coordinates.into_iter().map(Some).collect(), values.into_iter().map(Some).collect(), inputs.into_iter().map(Some).collect());
     let mut slots = Vec::with_capacity(plan.sources.len());
+    let mut lent = None;
     for (source, arg) in plan.sources.iter().zip(&plan.program.args) {
         let buffer = match *source {
             Source::Dim(t, d) => {
@@ -646,7 +724,10 @@ fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], thre
             Source::Array(k) => take(&mut inputs, k),
             Source::Output => {
                 let (ArgKind::Output { fields, .. }, Some(n)) = (&arg.kind, out_len) else { return Ok(None) };
-                Some(Buffer::try_zeroed(fields.clone(), n, "the result").map_err(|m| Fail::Input(None, m))?)
+                let [elem] = fields.as_slice() else { return Ok(None) };
+                let out = output_buffer(*elem, n)?;
+                lent = out.array;
+                Some(out.buffer)
             }
         };
         let Some(buffer) = buffer else { return Ok(None) };
@@ -663,7 +744,7 @@ fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], thre
             // The output out of the launch, not cloned (the launch is done).
             let at = plan.sources.iter().position(|s| matches!(s, Source::Output));
             match at.map(|k| launch.slots.swap_remove(k)) {
-                Some(Slot::Buffer(out)) => Ok(Some((out, times))),
+                Some(Slot::Buffer(buffer)) => Ok(Some((Output { buffer, array: lent }, times))),
                 _ => Ok(None),
             }
         }

@@ -1,7 +1,7 @@
 """The cpu backend's fast path: a call runs on the calling thread, float
 arrays (and a compressed array's float values) are read in place, scipy's
-int32 indices are widened while copied, and a flat result is copied straight
-out of the kernel's output. Every input the fast path does not take must
+int32 indices are widened while copied, and a flat result is written by the
+kernel straight into the numpy array the call returns. Every input the fast path does not take must
 still give what the general path gives, and bad data must still raise."""
 
 import threading
@@ -70,6 +70,27 @@ def test_arrays_changed_between_calls_are_read_again(kernels):
     A.indices[0] = A.shape[1] + 3
     with pytest.raises(heddle.InputError):
         k(A=A, xs=x)
+
+
+def test_each_result_is_a_fresh_array_of_its_own(kernels):
+    # The kernel writes the result into the numpy array the call returns:
+    # every call must get its own, which later calls never write again.
+    A = matrix(rows=3000, cols=200, seed=9)
+    x = np.linspace(-1, 1, A.shape[1], dtype=np.float32)
+    for k in (kernels["cpu"], kernels["f64"]):
+        first = k(A=A, xs=x)
+        kept = first.copy()
+        first[:] = 7.0
+        second = k(A=A, xs=2 * x)
+        assert not np.shares_memory(first, second)
+        assert second.flags.writeable and second.flags.c_contiguous
+        np.testing.assert_array_equal(first, np.full_like(first, 7.0))
+        np.testing.assert_allclose(second, 2 * kept, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(kept, reference(A, x), rtol=1e-5, atol=1e-5)
+        # Timed repetitions run the kernel again on the same output.
+        assert k.time(reps=3, A=A, xs=x)["reps"] == 3
+        third = k(A=A, xs=x)
+        np.testing.assert_array_equal(third, kept)
 
 
 def test_non_contiguous_read_only_and_offset_arrays(kernels):

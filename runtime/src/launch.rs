@@ -149,6 +149,38 @@ impl Buffer {
         self.fields.as_slice() == [ScalarType::I64] && positions.fields.as_slice() == [ScalarType::I64] && self.checked.as_ref().is_some_and(|c| Arc::ptr_eq(&c.sorted_under, &positions.words))
     }
 
+    /// A zeroed output of one field of `elem` per record, `records` of them,
+    /// written in place in memory the buffer does not own (a fresh numpy
+    /// array's), so the result needs no copy and its pages are touched
+    /// once. `None` where the memory is not aligned to `elem`, holds fewer
+    /// than 8 bytes, or the machine is big-endian (the caller allocates
+    /// instead). While the buffer is the only one holding the memory, writes
+    /// go to it; a write through a clone that shares it copies first, as
+    /// for any storage, so [`Buffer::writes_in_place_at`] tells afterwards
+    /// whether the records are still there.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be valid for reading and writing `records *
+    /// elem.size_bytes()` bytes, all zero, and nothing else may read or
+    /// write them as long as the buffer or any clone of it lives.
+    pub unsafe fn lent_output(elem: ScalarType, ptr: *mut u8, records: usize, what: &str) -> Result<Option<Buffer>, String> {
+        let size = elem.size_bytes();
+        if cfg!(target_endian = "big") || !(ptr as usize).is_multiple_of(size) || records.saturating_mul(size) < 8 {
+            return Ok(None);
+        }
+        let layout = record_layout(&[elem]);
+        crate::limits::check_records(what, records as u64, layout.size as u64)?;
+        debug_assert_eq!(layout.size, size, "a one-field record is its field");
+        Ok(Some(Buffer { words: Arc::new(Storage::Lent(Lent { ptr, bytes: records * size })), fields: vec![elem], layout, records, checked: None }))
+    }
+
+    /// Whether the records live in the lent memory at `ptr`
+    /// ([`Buffer::lent_output`]), not in a copy made on a shared write.
+    pub fn writes_in_place_at(&self, ptr: *const u8) -> bool {
+        matches!(&*self.words, Storage::Lent(l) if std::ptr::eq(l.ptr.cast_const(), ptr))
+    }
+
     /// Whether the buffer reads memory it does not own ([`Buffer::borrowed`]).
     pub fn is_borrowed(&self) -> bool {
         matches!(*self.words, Storage::Borrowed(_))
@@ -161,6 +193,7 @@ impl Buffer {
             Storage::Words(w) => w.as_ptr().cast(),
             Storage::Scalars(v) => crate::with_values!(v, x => x.as_ptr().cast()),
             Storage::Borrowed(b) => b.ptr,
+            Storage::Lent(l) => l.ptr.cast_const(),
         }
     }
     /// The first byte, writable (the storage is copied first if a clone
@@ -168,10 +201,22 @@ impl Buffer {
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
         // The records may change: what a validation found no longer holds.
         self.checked = None;
-        if let Storage::Borrowed(b) = &*self.words {
-            // SAFETY: `borrowed`'s contract: `ptr` is valid for `bytes` bytes.
-            let bytes = unsafe { std::slice::from_raw_parts(b.ptr, b.bytes) };
-            let mut words = vec![0u64; b.bytes.div_ceil(8).max(1)];
+        if let Storage::Lent(l) = &*self.words {
+            // The only holder writes in place (`lent_output`'s contract: no
+            // one else touches the memory meanwhile).
+            if Arc::strong_count(&self.words) == 1 {
+                return l.ptr;
+            }
+        }
+        let elsewhere = match &*self.words {
+            Storage::Borrowed(b) => Some((b.ptr, b.bytes)),
+            Storage::Lent(l) => Some((l.ptr.cast_const(), l.bytes)),
+            Storage::Words(_) | Storage::Scalars(_) => None,
+        };
+        if let Some((ptr, len)) = elsewhere {
+            // SAFETY: `borrowed`'s (`lent_output`'s) contract: `ptr` is valid for `len` bytes.
+            let bytes = unsafe { std::slice::from_raw_parts(ptr, len) };
+            let mut words = vec![0u64; len.div_ceil(8).max(1)];
             // SAFETY: `words` holds at least `bytes.len()` bytes; the two do not overlap.
             unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), words.as_mut_ptr().cast::<u8>(), bytes.len()) };
             self.words = Arc::new(Storage::Words(words));
@@ -179,7 +224,7 @@ impl Buffer {
         match Arc::make_mut(&mut self.words) {
             Storage::Words(w) => w.as_mut_ptr().cast(),
             Storage::Scalars(v) => crate::with_values!(v, x => x.as_mut_ptr().cast()),
-            Storage::Borrowed(_) => unreachable!("copied above"),
+            Storage::Borrowed(_) | Storage::Lent(_) => unreachable!("copied above"),
         }
     }
     /// Whether `other` is a clone sharing this buffer's storage.
@@ -335,6 +380,9 @@ enum Storage {
     Scalars(crate::scalars::ScalarVec),
     /// Records of one float field in memory owned elsewhere ([`Buffer::borrowed`]).
     Borrowed(Borrowed),
+    /// An output's records written in place in memory owned elsewhere
+    /// ([`Buffer::lent_output`]).
+    Lent(Lent),
 }
 
 /// Memory a buffer reads but does not own.
@@ -350,6 +398,22 @@ struct Borrowed {
 unsafe impl Send for Borrowed {}
 // SAFETY: as for `Send`: shared references only read.
 unsafe impl Sync for Borrowed {}
+
+/// Memory an output is written to in place but that the buffer does not own.
+/// Cloning it (only `Arc::make_mut` would, and `as_mut_ptr` copies a shared
+/// one before that) would alias the memory.
+#[derive(Clone, Debug)]
+struct Lent {
+    ptr: *mut u8,
+    bytes: usize,
+}
+
+// SAFETY: `Buffer::lent_output`'s contract: the memory stays valid, and only
+// this buffer's holders touch it, from whichever thread holds them; writes
+// need `&mut Buffer` and are in place only while one holder is left.
+unsafe impl Send for Lent {}
+// SAFETY: as for `Send`: shared references only read.
+unsafe impl Sync for Lent {}
 
 /// One kernel argument, ready to pass.
 #[derive(Clone, Debug)]
