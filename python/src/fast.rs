@@ -540,13 +540,19 @@ struct Output {
     array: Option<NumpyOut>,
 }
 
+/// Results smaller than this many bytes are copied into their numpy array
+/// after the kernel: taking the GIL again for `numpy.zeros` costs a few
+/// microseconds, more than copying them (and their pages are recycled).
+const LEND_FROM_BYTES: usize = 1 << 16;
+
 /// The kernel's output buffer of `n` records of `elem`: a numpy array's
 /// memory, lent (`numpy.zeros`, so the kernel's writes are its first touch
 /// of the pages and nothing is copied afterwards), or a buffer of its own
-/// where numpy's array does not fit.
+/// for a small result or where numpy's array does not fit.
 fn output_buffer(elem: ScalarType, n: usize) -> Result<Output, Fail> {
     let own = |array| Buffer::try_zeroed(vec![elem], n, "the result").map(|buffer| Output { buffer, array }).map_err(|m| Fail::Input(None, m));
     let dtype = match elem {
+        _ if n.saturating_mul(elem.size_bytes()) < LEND_FROM_BYTES => return own(None),
         ScalarType::F32 => "float32",
         ScalarType::F64 => "float64",
         _ => return own(None),

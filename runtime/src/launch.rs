@@ -1036,6 +1036,29 @@ mod tests {
     }
 
     #[test]
+    fn a_lent_output_is_written_in_place_until_a_clone_shares_it() {
+        let mut owner = vec![0.0f64; 4];
+        let ptr: *mut u8 = owner.as_mut_ptr().cast();
+        // SAFETY: `owner` is zeroed, outlives the buffers (dropped below first)
+        // and is not touched while they live.
+        let mut b = unsafe { Buffer::lent_output(ScalarType::F64, ptr, 4, "out") }.unwrap().expect("aligned f64s");
+        assert!(b.writes_in_place_at(ptr) && b.as_ptr() == ptr.cast_const());
+        b.write(1, 0, &crate::value::Value::Float(2.5));
+        assert!(b.writes_in_place_at(ptr));
+        // A clone shares the memory: the next write copies it, and the
+        // records no longer live in the lent memory.
+        let keep = b.clone();
+        b.write(2, 0, &crate::value::Value::Float(7.0));
+        assert!(!b.writes_in_place_at(ptr) && keep.writes_in_place_at(ptr));
+        assert_eq!((b.read(1, 0), b.read(2, 0), keep.read(2, 0)), (crate::value::Value::Float(2.5), crate::value::Value::Float(7.0), crate::value::Value::Float(0.0)));
+        drop((b, keep));
+        assert_eq!(owner, [0.0, 2.5, 0.0, 0.0]);
+        // Fewer than 8 bytes, or misaligned: not lent.
+        assert!(unsafe { Buffer::lent_output(ScalarType::F32, ptr, 1, "out") }.unwrap().is_none());
+        assert!(unsafe { Buffer::lent_output(ScalarType::F64, ptr.wrapping_add(4), 2, "out") }.unwrap().is_none());
+    }
+
+    #[test]
     fn checked_coordinates_hold_until_a_write() {
         let pos = Buffer::from_scalar_vec(crate::scalars::ScalarVec::I64(vec![0, 1, 2]), "p").unwrap();
         let mut crd = Buffer::from_scalar_vec(crate::scalars::ScalarVec::I64(vec![3, 4]), "c").unwrap().with_checked_coordinates(5, &pos);
