@@ -62,6 +62,9 @@ impl Gen<'_> {
                 if is_narrow(t) { wrap(format!("({})({text})", scalar(t)), prec::UNARY, ctx) } else { wrap(text, prec::UNARY, ctx) }
             }
             Expr::Not(a) => wrap(format!("!{}", self.expr_at(a, env, prec::UNARY)?), prec::UNARY, ctx),
+            // A choice between equal values is that value (the condition, which
+            // cannot fault, need not be evaluated).
+            Expr::Select(_, a, b) if a == b => self.expr_at(a, env, ctx)?,
             Expr::Select(c, a, b) => {
                 let text = format!(
                     "{} ? {} : {}",
@@ -106,6 +109,12 @@ impl Gen<'_> {
                 (ScalarType::Bool, _) => wrap(format!("({x}) || ({y})"), prec::OR, ctx),
                 _ => format!("{}({x}, {y})", op.symbol()),
             });
+        }
+        if op.is_comparison() && a == b && !t.is_float() {
+            // An integer compared with itself (`select(i == i, …)` once
+            // lowering has simplified both sides to `i`): its answer, rather
+            // than a self-comparison, which C compilers warn about.
+            return Ok(matches!(op, BinOp::Eq | BinOp::Le | BinOp::Ge).to_string());
         }
         if op == BinOp::Rem && t.is_float() {
             return Ok(format!("fmod({}, {})", self.expr_at(a, env, 0)?, self.expr_at(b, env, 0)?));
