@@ -50,12 +50,20 @@ impl Gen<'_> {
             ));
         }
         let n = self.expr(len, env)?;
-        let words = self.fresh_name("heddle_words");
+        let (records, words) = (self.fresh_name("heddle_records"), self.fresh_name("heddle_words"));
         self.line(depth, &format!("// {name}: {} records from the work-item's arena", text(len)));
-        self.line(depth, &format!("const long {words} = ((long)({n}) * (long)sizeof({elem}) + 7) / 8;"));
+        self.line(depth, &format!("const long {records} = max((long)({n}), 0L);"));
+        // Words, rounded up; a length whose bytes overflow needs more than any arena.
         self.line(
             depth,
-            &format!("if ({words} > heddle_arena_words - heddle_sp) {{ atomic_max(heddle_arena_need, (int)min(heddle_sp + {words}, (long)INT_MAX)); return; }}"),
+            &format!("const long {words} = {records} <= (LONG_MAX - 7) / (long)sizeof({elem}) ? ({records} * (long)sizeof({elem}) + 7) / 8 : LONG_MAX;"),
+        );
+        // The need saturates at INT_MAX (the host refuses an arena that large).
+        self.line(
+            depth,
+            &format!(
+                "if ({words} > heddle_arena_words - heddle_sp) {{ atomic_max(heddle_arena_need, (int)(min({words}, (long)INT_MAX - heddle_sp) + heddle_sp)); return; }}"
+            ),
         );
         self.line(depth, &format!("__global {elem}* {name} = (__global {elem}*)(heddle_arena + heddle_sp);"));
         self.line(depth, &format!("heddle_sp += {words};"));

@@ -283,7 +283,11 @@ impl Arena {
     /// least twice as many as now, so a kernel needing much more is
     /// relaunched a few times only) and clears the need.
     fn grow(&mut self, kernel: &core::Kernel, queue: &Queue, need: usize) -> Result<(), Diagnostic> {
-        self.words = need.max(self.words.saturating_mul(2));
+        if need <= self.words {
+            // The kernel saturates the need at `i32::MAX` words.
+            return Err(err(format!("a work-item needs an arena of more than {} words", self.words)));
+        }
+        self.words = need.max(self.words.saturating_mul(2)).min(i32::MAX as usize);
         let words = i64::try_from(self.words).map_err(|_| err("an arena of more than 2^63 words"))?;
         self.buffer = arena_buffer(queue, self.items, self.words, self.simulator)?;
         let set = |index: u32, v: ArgVal| core::set_kernel_arg(kernel, index, v).map_err(|e| err(format!("cannot set the arena argument {index}: {e}")));
@@ -293,12 +297,13 @@ impl Arena {
         Ok(())
     }
 
-    /// The words per work-item the last run needed, where more than it had.
+    /// The words per work-item the last run needed where some work-item
+    /// found its slice too small (and stopped), else `None`.
     fn short_of(&self) -> Result<Option<usize>, Diagnostic> {
         let mut need = [0u8; 4];
         self.need.read(&mut need[..]).enq().map_err(|e| err(format!("cannot read the arena's need: {e}")))?;
         let need = i32::from_le_bytes(need).max(0) as usize;
-        Ok((need > self.words).then_some(need))
+        Ok((need > 0).then_some(need))
     }
 }
 
