@@ -94,7 +94,11 @@ fn an_integer_compared_with_itself_is_its_answer_not_a_self_comparison() {
     body.insert(0, Stmt::Let { var: "same".into(), ty: ScalarType::I64, value: same });
     body.insert(1, Stmt::Let { var: "below".into(), ty: ScalarType::Bool, value: below });
     body.insert(2, Stmt::Let { var: "chosen".into(), ty: ScalarType::I64, value: Expr::Select(Box::new(Expr::bin(BinOp::Ge, i(), i())), Box::new(i()), Box::new(Expr::index(0))) });
+    // Equal once the choice between equal values is folded.
+    let folded = Expr::bin(BinOp::Ne, Expr::Select(Box::new(Expr::Bool(true)), Box::new(i()), Box::new(i())), i());
+    body.insert(3, Stmt::Let { var: "differs".into(), ty: ScalarType::Bool, value: folded });
     let src = compile(&p).unwrap().source;
+    assert!(src.contains("const bool differs = false;"), "{src}");
     assert!(src.contains("const long same = i;"), "{src}");
     assert!(src.contains("const bool below = false;"), "{src}");
     assert!(src.contains("const long chosen = true ? i : 0L;"), "{src}");
