@@ -259,7 +259,7 @@ fn spec(prog: &LoopProgram, index: usize, p: &KernelParam, decl: &str) -> ArgSpe
             a.role = Role::Natural;
             a.computed = Some(format!(
                 "the arena's words per work-item: any number at first (heddle starts with {}); after a launch that leaves \
-                 heddle_arena_need above it, at least heddle_arena_need for the launch again",
+                 heddle_arena_need not 0 (a work-item stopped for want of room), at least heddle_arena_need for the launch again",
                 crate::ARENA_FIRST_WORDS
             ));
         }
