@@ -294,3 +294,46 @@ fn agree_on_every_backend() {
         assert!(ran * 2 >= cases as usize, "most programs must compile and run on the CPU: {:?}", tally.counts);
     }
 }
+
+/// The seeds among `HEDDLE_PROGEN_SEED=813642000 HEDDLE_PROGEN_CASES=800`
+/// whose programs OpenCL refused before temporaries it cannot size before
+/// the launch came from the work-item's arena (codegen-opencl's `arena.rs`):
+/// stored streams, `toGlobal`/`toPrivate` temporaries and `scatter`'s
+/// buffers allocated inside a loop or a branch, or of a length the data gives.
+const ARENA_SEEDS: &[u64] = &[
+    813642013, 813642022, 813642042, 813642054, 813642063, 813642089, 813642103, 813642133, 813642135, 813642171, 813642235,
+    813642246, 813642249, 813642338, 813642351, 813642356, 813642362, 813642380, 813642404, 813642419, 813642438, 813642449,
+    813642476, 813642481, 813642500, 813642503, 813642555, 813642558, 813642625, 813642671, 813642684, 813642707,
+];
+
+/// Those programs now compile on OpenCL and agree with the interpreter
+/// there (`check`), and they still exercise the arena (a change of the
+/// generator gives these seeds other programs: then take the seeds of a new
+/// survey whose kernels use `heddle_arena`).
+#[test]
+fn programs_opencl_refused_before_the_arena_run_there() {
+    let Some(_) = common::opencl_platform() else { return };
+    let runner = std::thread::Builder::new().stack_size(256 << 20).spawn(|| {
+        let mut with_arena = 0;
+        for &seed in ARENA_SEEDS {
+            let case = progen::case(Tape::seeded(seed));
+            let name = format!("case{seed}");
+            let mut tally = Tally::default();
+            if let Err(problem) = check_caught(&case, &name, &mut tally) {
+                panic!("seed {seed}: {problem:?}\n{}", case.describe());
+            }
+            let refused: Vec<&String> = tally.counts.keys().filter(|k| k.starts_with("opencl refused")).collect();
+            assert!(refused.is_empty(), "seed {seed}: {refused:?}\n{}", case.describe());
+            let file = SourceFile::new(format!("{name}.hdl"), case.source.clone());
+            let (_, kernel) = heddle::check_source(&file).expect("checked by `check`");
+            let compiled = heddle::opencl::compile(&kernel, &name).expect("compiled by `check`");
+            if std::iter::once(&compiled.kernel).chain(&compiled.counts).any(|k| k.source.contains("heddle_arena")) {
+                with_arena += 1;
+            }
+        }
+        assert!(with_arena * 2 >= ARENA_SEEDS.len(), "only {with_arena} of the {} programs use the arena: the generator changed", ARENA_SEEDS.len());
+    });
+    if let Err(panic) = runner.expect("a thread for the programs").join() {
+        std::panic::resume_unwind(panic);
+    }
+}

@@ -55,9 +55,11 @@ const BARRIER: &str = "barrier(CLK_LOCAL_MEM_FENCE);";
 impl Gen<'_> {
     pub(crate) fn block(&mut self, b: &Block, env: &mut TypeEnv, ctx: Ctx, depth: usize, pred: &Pred) -> Result<(), String> {
         let mark = env.mark();
-        self.stmts(b, env, ctx, depth, pred)?;
+        let at = self.arena_enter();
+        let done = self.stmts(b, env, ctx, depth, pred);
+        self.arena_leave(at, depth);
         env.truncate(mark);
-        Ok(())
+        done
     }
 
     fn stmts(&mut self, b: &[Stmt], env: &mut TypeEnv, ctx: Ctx, depth: usize, pred: &Pred) -> Result<(), String> {
@@ -120,7 +122,7 @@ impl Gen<'_> {
         self.stmts(rest, env, ctx, depth, &Some(live))
     }
 
-    fn line(&mut self, depth: usize, text: &str) {
+    pub(crate) fn line(&mut self, depth: usize, text: &str) {
         for _ in 0..depth {
             self.out.push_str("  ");
         }
@@ -282,6 +284,7 @@ impl Gen<'_> {
     fn store(&mut self, buf: &Name, index: &Expr, field: u32, value: &Expr, env: &TypeEnv, depth: usize, pred: &Pred) -> Result<(), String> {
         let fields = env.buffer(buf).ok_or_else(|| format!("buffer `{buf}` is not declared"))?.to_vec();
         let ty = *fields.get(field as usize).ok_or_else(|| format!("`{buf}` has no field {field}"))?;
+        self.arena_store(buf)?;
         let member = if fields.len() > 1 { format!(".f{field}") } else { String::new() };
         let mut v = self.expr(value, env)?;
         if ty == heddle_ir::ScalarType::Bool {
@@ -434,16 +437,14 @@ impl Gen<'_> {
         let name = self.ids.get(buf);
         env.declare_buffer(buf.clone(), fields.to_vec());
         match space {
-            Space::Private => {
-                let n = eval(len, &|_| None).map_err(|_| {
-                    format!("the private buffer `{buf}` needs a length known when the kernel is compiled, not {}{}", crate::launch::text(len), stream_temporary(buf))
-                })?;
-                if !(1..=1 << 16).contains(&n) {
-                    return Err(format!("the private buffer `{buf}` has {n} elements"));
+            Space::Private => match eval(len, &|_| None) {
+                // A private array needs a constant size (and not too large a one).
+                Ok(n) if (1..=1 << 16).contains(&n) => {
+                    self.private.push(buf.clone());
+                    self.line(depth, &format!("{elem} {name}[{n}];"));
                 }
-                self.private.push(buf.clone());
-                self.line(depth, &format!("{elem} {name}[{n}];"));
-            }
+                _ => self.arena_alloc(buf, &elem, &name, len, env, depth)?,
+            },
             Space::Local => {
                 if ctx == Ctx::Item {
                     return Err(format!("the local buffer `{buf}` is allocated per work-item; allocate it outside mapLocal/mapGlobal"));
@@ -473,11 +474,8 @@ impl Gen<'_> {
             }
             Space::Global => {
                 if ctx != Ctx::Top || depth != 1 || !launch_evaluable(len, self.prog) {
-                    return Err(format!(
-                        "the global buffer `{buf}` must be allocated at the top of the kernel with a length over the naturals, not {}{}",
-                        crate::launch::text(len),
-                        stream_temporary(buf)
-                    ));
+                    // Allocated inside a loop, or of a length the data gives: the host cannot size it before the launch.
+                    return self.arena_alloc(buf, &elem, &name, len, env, depth);
                 }
                 self.params.push(KernelParam::Scratch { name: buf.clone(), fields: fields.to_vec(), len: len.clone() });
                 self.params_text.push(format!("__global {elem}* restrict {name}"));
@@ -485,20 +483,6 @@ impl Gen<'_> {
             }
         }
         Ok(())
-    }
-}
-
-/// What a temporary that lowering named after a stream's pattern
-/// (`union_tmp`, `rewrite::lower::stream::temporary_name`) holds, and why
-/// OpenCL cannot have it: said after a refusal of its allocation.
-fn stream_temporary(buf: &Name) -> String {
-    let pattern = ["union", "intersect", "compressAdd", "filter"].into_iter().find(|p| buf.as_str().starts_with(&format!("{p}_tmp")));
-    match pattern {
-        Some(p) => format!(
-            " (it stores the result of `{p}` — copied by `toGlobal`/`toPrivate`, or to be zipped or indexed — whose length only the data gives and \
-             neither a natural parameter nor an input's longest row bounds; OpenCL 1.2 allocates no memory inside a kernel)"
-        ),
-        None => String::new(),
     }
 }
 

@@ -62,6 +62,9 @@ impl Gen<'_> {
                 if is_narrow(t) { wrap(format!("({})({text})", scalar(t)), prec::UNARY, ctx) } else { wrap(text, prec::UNARY, ctx) }
             }
             Expr::Not(a) => wrap(format!("!{}", self.expr_at(a, env, prec::UNARY)?), prec::UNARY, ctx),
+            // A choice between equal values is that value (the condition, which
+            // cannot fault, need not be evaluated).
+            Expr::Select(_, a, b) if same_value(a, b) => self.expr_at(a, env, ctx)?,
             Expr::Select(c, a, b) => {
                 let text = format!(
                     "{} ? {} : {}",
@@ -107,6 +110,12 @@ impl Gen<'_> {
                 _ => format!("{}({x}, {y})", op.symbol()),
             });
         }
+        if op.is_comparison() && !t.is_float() && same_value(a, b) {
+            // An integer compared with itself (`select(i == i, …)` once
+            // lowering has simplified both sides to `i`): its answer, rather
+            // than a self-comparison, which C compilers warn about.
+            return Ok(matches!(op, BinOp::Eq | BinOp::Le | BinOp::Ge).to_string());
+        }
         if op == BinOp::Rem && t.is_float() {
             return Ok(format!("fmod({}, {})", self.expr_at(a, env, 0)?, self.expr_at(b, env, 0)?));
         }
@@ -127,5 +136,31 @@ impl Gen<'_> {
             return Ok(wrap(format!("({})({text})", scalar(t)), prec::UNARY, ctx));
         }
         Ok(wrap(text, p, ctx))
+    }
+}
+
+/// Are `a` and `b` the same once choices between equal values are folded
+/// (as they are written), so the same value (expressions have no side
+/// effects)? `select(c, i, i) == i` compares `i` with itself.
+fn same_value(a: &Expr, b: &Expr) -> bool {
+    a == b || choices_folded(a) == choices_folded(b)
+}
+
+/// `e` with every choice between equal values replaced by the value,
+/// bottom-up (linear in its size, so checking it at every level of a nest
+/// costs the nest's size times its depth).
+fn choices_folded(e: &Expr) -> Expr {
+    let fold = |x: &Expr| Box::new(choices_folded(x));
+    match e {
+        Expr::Select(c, a, b) => {
+            let (a, b) = (fold(a), fold(b));
+            if a == b { *a } else { Expr::Select(fold(c), a, b) }
+        }
+        Expr::Bin(op, a, b) => Expr::Bin(*op, fold(a), fold(b)),
+        Expr::Neg(a) => Expr::Neg(fold(a)),
+        Expr::Not(a) => Expr::Not(fold(a)),
+        Expr::Cast(t, a) => Expr::Cast(*t, fold(a)),
+        Expr::Load { buf, index, field } => Expr::Load { buf: buf.clone(), index: fold(index), field: *field },
+        other => other.clone(),
     }
 }

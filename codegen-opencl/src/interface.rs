@@ -32,6 +32,13 @@ pub enum Role {
     Scratch,
     /// One zeroed slice per work-item of the launch (`records` per item).
     Workspace,
+    /// The arena: `records` 8-byte words per work-item (the natural
+    /// `heddle_arena_words`); its contents do not matter.
+    Arena,
+    /// One `int`, 0 before the launch; after it, 0, or the arena words per
+    /// work-item a work-item needed where it had fewer: launch again with at
+    /// least that many (and the error buffer and added-into outputs cleared).
+    ArenaNeed,
     /// One `int`, 0 before the launch; after it, 0 or the code of the check that failed.
     Error,
 }
@@ -151,6 +158,9 @@ fn spec(prog: &LoopProgram, index: usize, p: &KernelParam, decl: &str) -> ArgSpe
     let param = match p {
         KernelParam::Arg(k) => prog.args[*k].name.to_string(),
         KernelParam::Local { name, .. } | KernelParam::Scratch { name, .. } | KernelParam::Workspace { name, .. } => name.to_string(),
+        KernelParam::Arena => "heddle_arena_all".to_string(),
+        KernelParam::ArenaWords => "heddle_arena_words".to_string(),
+        KernelParam::ArenaNeed => "heddle_arena_need".to_string(),
         KernelParam::Error => "heddle_error".to_string(),
     };
     let mut a = ArgSpec {
@@ -238,6 +248,27 @@ fn spec(prog: &LoopProgram, index: usize, p: &KernelParam, decl: &str) -> ArgSpe
             a.records = Some(text(len));
             a.size = Size::PerItem(len.clone());
             a.initial = Some("zero; work-item g (its linear global id) uses records g * records ..".into());
+        }
+        KernelParam::Arena => {
+            a.role = Role::Arena;
+            layout(&mut a, &[heddle_ir::ScalarType::U64]);
+            a.records = Some("heddle_arena_words".into());
+            a.initial = Some("anything; work-item g (its linear global id) uses words g * heddle_arena_words ..".into());
+        }
+        KernelParam::ArenaWords => {
+            a.role = Role::Natural;
+            a.computed = Some(format!(
+                "the arena's words per work-item: any number at first (heddle starts with {}); after a launch that leaves \
+                 heddle_arena_need not 0 (a work-item stopped for want of room), at least heddle_arena_need for the launch again",
+                crate::ARENA_FIRST_WORDS
+            ));
+        }
+        KernelParam::ArenaNeed => {
+            a.role = Role::ArenaNeed;
+            layout(&mut a, &[heddle_ir::ScalarType::I32]);
+            a.records = Some("1".into());
+            a.size = Size::Nat(Nat::Lit(1));
+            a.initial = Some("0".into());
         }
         KernelParam::Error => {
             a.role = Role::Error;

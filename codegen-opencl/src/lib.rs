@@ -14,6 +14,10 @@
 //!   a barrier follows every statement of the work-group that writes one
 //!   (see [`emit`](crate::emit) for who executes what). `Space::Private`
 //!   buffers are private arrays of constant size.
+//! - A temporary only the running kernel can size (a global buffer allocated
+//!   inside a loop or of a length the data gives, a private one of a length
+//!   that is not a constant) comes from the work-item's slice of an arena the
+//!   host allocates and enlarges on demand ([`arena`](crate::arena)).
 //! - Buffer records are C structs laid out like `record_layout`; `bool` is
 //!   stored as `uchar`; `double` enables `cl_khr_fp64`.
 //! - `Check` writes its 1-based id into the `heddle_error` argument (the last
@@ -23,6 +27,7 @@
 //!   twice, like the interpreter.
 #![warn(missing_docs)]
 
+mod arena;
 mod barriers;
 mod ctype;
 mod divergence;
@@ -76,9 +81,24 @@ pub enum KernelParam {
         /// Records per work-item.
         len: Expr,
     },
+    /// The arena ([`arena`](crate::arena)): [`ArenaWords`](KernelParam::ArenaWords)
+    /// 8-byte words for each work-item of the launch; work-item `g` (its
+    /// linear global id) uses words `g * words ..`. Its contents do not matter.
+    Arena,
+    /// The arena's words per work-item (a `long`): any number at the first
+    /// launch ([`ARENA_FIRST_WORDS`]), then at least what
+    /// [`ArenaNeed`](KernelParam::ArenaNeed) said.
+    ArenaWords,
+    /// One `int`, zero before the launch; after it, the words per work-item
+    /// a work-item needed where it was more than it had (the launch must then
+    /// be repeated with that many), else zero.
+    ArenaNeed,
     /// One `int`, zero before the launch; a failed check stores its id + 1.
     Error,
 }
+
+/// The arena's words per work-item at a first launch.
+pub const ARENA_FIRST_WORDS: i64 = arena::FIRST_WORDS;
 
 /// The name of the helper converting a `from` float to the integer type `to`.
 pub(crate) fn conversion_name(to: ScalarType, from: ScalarType) -> String {
@@ -163,6 +183,8 @@ impl fmt::Display for Kernel {
                 Role::Local => format!("__local, {records} records of ({of}): pass its size in bytes, no data"),
                 Role::Scratch => format!("scratch, {records} records of ({of})"),
                 Role::Workspace => format!("workspace, {records} records of ({of}) per work-item"),
+                Role::Arena => format!("the arena, {records} words per work-item; its contents do not matter"),
+                Role::ArenaNeed => "0 before the launch; after it, the arena words a work-item needed where it had fewer (then launch again with that many)".to_string(),
                 Role::Error => "0 before the launch; after it, 0 or an error code below".to_string(),
             };
             let initial = match (&a.initial, a.role) {
@@ -211,6 +233,11 @@ pub(crate) struct Gen<'a> {
     pub(crate) conversions: std::collections::BTreeSet<(ScalarType, ScalarType)>,
     /// The `f16` / `bf16` helpers used.
     pub(crate) halves: halves::Halves,
+    /// Temporaries taken from the arena, each with the number of loops
+    /// around it (`active.len()`) where it was allocated.
+    pub(crate) arena: Vec<(Name, usize)>,
+    /// For each block being emitted: has it allocated from the arena?
+    pub(crate) arena_marks: Vec<bool>,
 }
 
 /// Generates the OpenCL kernel for `prog` (validated first). An error means
@@ -240,6 +267,8 @@ pub fn compile(prog: &LoopProgram) -> Result<Kernel, Diagnostic> {
         schedules: schedules_in(&prog.body),
         div: divergence::Divergence::of(&prog.body),
         fresh: 0,
+        arena: Vec::new(),
+        arena_marks: Vec::new(),
     };
     let mut params_text = Vec::new();
     let mut params = Vec::new();
@@ -257,8 +286,16 @@ pub fn compile(prog: &LoopProgram) -> Result<Kernel, Diagnostic> {
     let mut env = prog.arg_env();
     g.block(&prog.body, &mut env, Ctx::Top, 1, &None).map_err(fail)?;
     let mut launch = LaunchConfig::infer(&g.loops).map_err(fail)?;
-    if g.params.iter().any(|p| matches!(p, KernelParam::Workspace { .. })) {
+    let arena = !g.arena.is_empty();
+    if arena || g.params.iter().any(|p| matches!(p, KernelParam::Workspace { .. })) {
         launch.cap_items(WORKSPACE_ITEMS);
+    }
+    if arena {
+        g.params.extend([KernelParam::Arena, KernelParam::ArenaWords, KernelParam::ArenaNeed]);
+        g.params_text.extend(
+            ["__global ulong* restrict heddle_arena_all", "const long heddle_arena_words", "__global int* restrict heddle_arena_need"].map(String::from),
+        );
+        g.out.insert_str(0, arena::PROLOGUE);
     }
     params.append(&mut g.params);
     params.push(KernelParam::Error);

@@ -260,27 +260,95 @@ pub struct Staged {
     // Held until the last run: the kernel's arguments point at them.
     #[allow(dead_code)]
     scratch: Vec<Buffer<u8>>,
+    arena: Option<Arena>,
     runs: usize,
+}
+
+/// A kernel's arena (`heddle_codegen_opencl`'s `arena` module): `words`
+/// 8-byte words for each of `items` work-items, made larger and the launch
+/// repeated when a work-item needed more.
+struct Arena {
+    /// The arguments: the arena, its words per item, the words needed.
+    args: [u32; 3],
+    words: usize,
+    items: usize,
+    buffer: Buffer<u8>,
+    need: Buffer<u8>,
+    /// Zeroed buffers on Oclgrind (see [`Session::zeroed`]).
+    simulator: bool,
+}
+
+impl Arena {
+    /// Replaces the arena by one of at least `need` words per work-item (at
+    /// least twice as many as now, so a kernel needing much more is
+    /// relaunched a few times only) and clears the need.
+    fn grow(&mut self, kernel: &core::Kernel, queue: &Queue, need: usize) -> Result<(), Diagnostic> {
+        if need <= self.words {
+            // The kernel saturates the need at `i32::MAX` words.
+            return Err(err(format!("a work-item needs an arena of more than {} words", self.words)));
+        }
+        self.words = need.max(self.words.saturating_mul(2)).min(i32::MAX as usize);
+        let words = i64::try_from(self.words).map_err(|_| err("an arena of more than 2^63 words"))?;
+        self.buffer = arena_buffer(queue, self.items, self.words, self.simulator)?;
+        let set = |index: u32, v: ArgVal| core::set_kernel_arg(kernel, index, v).map_err(|e| err(format!("cannot set the arena argument {index}: {e}")));
+        set(self.args[0], ArgVal::mem(self.buffer.as_core()))?;
+        set(self.args[1], ArgVal::scalar(&words))?;
+        self.need.write(&[0u8; 4][..]).enq().map_err(|e| err(format!("cannot clear the arena's need: {e}")))?;
+        Ok(())
+    }
+
+    /// The words per work-item the last run needed where some work-item
+    /// found its slice too small (and stopped), else `None`.
+    fn short_of(&self) -> Result<Option<usize>, Diagnostic> {
+        let mut need = [0u8; 4];
+        self.need.read(&mut need[..]).enq().map_err(|e| err(format!("cannot read the arena's need: {e}")))?;
+        let need = i32::from_le_bytes(need).max(0) as usize;
+        Ok((need > 0).then_some(need))
+    }
+}
+
+/// A device buffer of `words` 8-byte words for each of `items` work-items.
+fn arena_buffer(queue: &Queue, items: usize, words: usize, simulator: bool) -> Result<Buffer<u8>, Diagnostic> {
+    let bytes = crate::limits::check_records("the arena", items as u64, (words as u64).saturating_mul(8)).map_err(err)?;
+    let len = bytes.max(1).next_multiple_of(4);
+    // Zeroed, though its contents do not matter, so that runs repeat exactly;
+    // on Oclgrind copied from the host (see `Session::zeroed`).
+    let built = if simulator {
+        Buffer::<u8>::builder().queue(queue.clone()).flags(MemFlags::READ_WRITE | MemFlags::COPY_HOST_PTR).len(len).copy_host_slice(&vec![0u8; len][..]).build()
+    } else {
+        Buffer::<u8>::builder().queue(queue.clone()).flags(MemFlags::READ_WRITE).len(len).fill_val(0u8).build()
+    };
+    built.map_err(|e| err(format!("cannot allocate an arena of {len} bytes: {e}")))
 }
 
 impl Staged {
     /// Runs the kernel once and returns its time (OpenCL profiling events,
     /// seconds). Outputs a kernel adds into are cleared before every run but
     /// the first.
+    ///
+    /// A kernel with an arena is launched again, with a larger one, while a
+    /// work-item finds its slice too small (the time is the last launch's).
     pub fn run_once(&mut self) -> Result<f64, Diagnostic> {
-        if self.runs > 0 {
-            for (dev, zeros) in &self.rezero {
-                dev.write(&zeros[..]).enq().map_err(|e| err(format!("cannot clear the result between runs: {e}")))?;
+        loop {
+            if self.runs > 0 {
+                for (dev, zeros) in &self.rezero {
+                    dev.write(&zeros[..]).enq().map_err(|e| err(format!("cannot clear the result between runs: {e}")))?;
+                }
             }
+            self.runs += 1;
+            let mut event = CoreEvent::null();
+            // SAFETY: every argument was set by `stage` to a live buffer (held by
+            // `self`), a scalar or a local size; the wait below ends the run.
+            unsafe { core::enqueue_kernel(self.queue.as_core(), &self.kernel, self.dims, None, &self.global, self.local, None::<&CoreEvent>, Some(&mut event)) }
+                .map_err(|e| err(format!("cannot launch `{}` (global {:?}, local {:?}): {e}", self.name, self.sizes.global, self.sizes.local)))?;
+            core::wait_for_event(&event).map_err(|e| err(format!("kernel `{}` failed: {e}", self.name)))?;
+            let seconds = profiled_seconds(&event).unwrap_or(f64::NAN);
+            let Some(arena) = &mut self.arena else { return Ok(seconds) };
+            let Some(need) = arena.short_of()? else { return Ok(seconds) };
+            // Work-items stopped early: nothing this launch did counts.
+            arena.grow(&self.kernel, &self.queue, need)?;
+            self.error.write(&[0u8; 4][..]).enq().map_err(|e| err(format!("cannot clear the error flag: {e}")))?;
         }
-        self.runs += 1;
-        let mut event = CoreEvent::null();
-        // SAFETY: every argument was set by `stage` to a live buffer (held by
-        // `self`), a scalar or a local size; the wait below ends the run.
-        unsafe { core::enqueue_kernel(self.queue.as_core(), &self.kernel, self.dims, None, &self.global, self.local, None::<&CoreEvent>, Some(&mut event)) }
-            .map_err(|e| err(format!("cannot launch `{}` (global {:?}, local {:?}): {e}", self.name, self.sizes.global, self.sizes.local)))?;
-        core::wait_for_event(&event).map_err(|e| err(format!("kernel `{}` failed: {e}", self.name)))?;
-        Ok(profiled_seconds(&event).unwrap_or(f64::NAN))
     }
 
     /// The run-time check that failed in any run so far, if one did; then
@@ -373,6 +441,8 @@ impl Session {
         }
         let error = self.buffer(&[0u8; 4], MemFlags::READ_WRITE)?;
         let mut scratch = Vec::new();
+        let mut arena = None;
+        let items: usize = sizes.global.iter().product();
         for (index, param) in kernel.params.iter().enumerate() {
             let index = index as u32;
             let set = |v: ArgVal| core::set_kernel_arg(&k, index, v).map_err(|e| err(format!("cannot set argument {index} of `{}`: {e}", kernel.name)));
@@ -400,12 +470,28 @@ impl Session {
                 }
                 KernelParam::Workspace { fields, len, .. } => {
                     let per_item = self.param_bytes(fields, len, &nat)?;
-                    let items: usize = sizes.global.iter().product();
                     let bytes = crate::limits::check_records("the workspaces", items as u64, per_item as u64).map_err(err)?;
                     scratch.push(self.zeroed(bytes)?);
                     if let Some(b) = scratch.last() {
                         set(ArgVal::mem(b.as_core()))?;
                     }
+                }
+                KernelParam::Arena => {
+                    let words = heddle_codegen_opencl::ARENA_FIRST_WORDS as usize;
+                    let buffer = arena_buffer(&self.queue, items, words, self.entry.simulator)?;
+                    set(ArgVal::mem(buffer.as_core()))?;
+                    let need = self.buffer(&[0u8; 4], MemFlags::READ_WRITE)?;
+                    arena = Some(Arena { args: [index, index, index], words, items, buffer, need, simulator: self.entry.simulator });
+                }
+                KernelParam::ArenaWords => {
+                    let a = arena.as_mut().ok_or_else(|| err(format!("`{}` has the arena's size without the arena", kernel.name)))?;
+                    a.args[1] = index;
+                    set(ArgVal::scalar(&(a.words as i64)))?;
+                }
+                KernelParam::ArenaNeed => {
+                    let a = arena.as_mut().ok_or_else(|| err(format!("`{}` has the arena's need without the arena", kernel.name)))?;
+                    a.args[2] = index;
+                    set(ArgVal::mem(a.need.as_core()))?;
                 }
                 KernelParam::Error => set(ArgVal::mem(error.as_core()))?,
             }
@@ -424,7 +510,7 @@ impl Session {
         } else {
             Vec::new()
         };
-        Ok(Staged { kernel: k, name: kernel.name.clone(), queue: self.queue.clone(), dims: sizes.global.len() as u32, global, local, sizes, rezero, buffers, error, scratch, runs: 0 })
+        Ok(Staged { kernel: k, name: kernel.name.clone(), queue: self.queue.clone(), dims: sizes.global.len() as u32, global, local, sizes, rezero, buffers, error, scratch, arena, runs: 0 })
     }
 
     fn buffer(&self, bytes: &[u8], flags: MemFlags) -> Result<Buffer<u8>, Diagnostic> {
