@@ -13,8 +13,8 @@ against scipy's `A @ x` in float64; a wrong result is a failure (exit 1).
 
 The matrices are generated here with numpy (f32 values, n = 2^LOG_N rows):
 uniform (16 entries a row), power-law row lengths, banded (width 21) and a
-row band (a few long rows among nearly empty ones). Matrix Market copies for
-`tune --csr` are written by `heddle convert`.
+row band (a few long rows among nearly empty ones), saved as scipy `.npz`
+files, which `run --matrix`, `run --csr` and `tune --csr` read directly.
 
     python3 benches/gpu_spmv.py --heddle target/release/heddle --log-n 20 --reps 30 --out /tmp/gpu
 
@@ -128,10 +128,9 @@ def main():
         t0 = time.time()
         x = rng.uniform(-1, 1, a.shape[1]).astype(np.float32)
         ref = a.astype(np.float64) @ x.astype(np.float64)
-        npz, mtx, xs = (os.path.join(args.out, f"{name}.{e}") for e in ("npz", "mtx", "npy"))
+        npz, xs = (os.path.join(args.out, f"{name}.{e}") for e in ("npz", "npy"))
         sp.save_npz(npz, a, compressed=False)
         np.save(xs, x)
-        run([args.heddle, "convert", npz, "--to", "CSR", "-o", mtx])
         print(f"# {name}: {a.shape[0]} rows, {a.nnz} nonzeros, longest row {int(np.diff(a.indptr).max())} "
               f"(generated in {time.time() - t0:.1f} s)", flush=True)
         gb = bytes_moved(a) / 1e9
@@ -143,7 +142,7 @@ def main():
         rows.append((name, a.nnz, "heddle spmv_csr.hdl (row per work-item)", "", r["kernel_seconds"]["median"]))
         # The row-per-item and Listing 7 kernels, tuned together (each checked against the first).
         t = json.loads(run([args.heddle, "tune", ex("csr_spmv_row_per_item.hdl"), ex("csr_spmv_parallel.hdl"),
-                            "--csr", mtx, "--param-range", f"R={args.r}", "--param-range", f"W={args.w}",
+                            "--csr", npz, "--param-range", f"R={args.r}", "--param-range", f"W={args.w}",
                             "--reps", str(args.reps), "--verify", "first", "--json"]))
         variants = t["cases"][0]["variants"]
         bad = [v for v in variants if v["error"]]
@@ -162,7 +161,7 @@ def main():
             best = min(par, key=lambda v: v["seconds"])
             y2 = os.path.join(args.out, f"{name}.y2.npy")
             cmd = [args.heddle, "run", ex("csr_spmv_parallel.hdl"), "--backend", "opencl",
-                   "--csr", f"offset,col_indices,values={mtx}", "--input", f"xs={xs}", "-o", y2]
+                   "--csr", f"offset,col_indices,values={npz}", "--input", f"xs={xs}", "-o", y2]
             for k, v in best["params"]:
                 cmd += ["--param", f"{k}={v}"]
             run(cmd)
@@ -175,7 +174,7 @@ def main():
         for row in rows:
             if row[0] == name:
                 print("\t".join([row[0], str(row[1]), row[2], row[3], f"{row[4] * 1e3:.4f} ms", f"{gb / row[4]:.1f} GB/s"]), flush=True)
-        os.remove(mtx)
+        os.remove(npz)
     with open(os.path.join(args.out, "gpu_spmv.tsv"), "w") as f:
         f.write("matrix\tnnz\tkernel\tparams\tmedian_s\n")
         for row in rows:

@@ -111,14 +111,28 @@ fn matrix_market_inputs_in_every_storage() {
         ("csr_refined_spmv", "--csr-packed", "offset,values"),
         ("dense_mv", "--dense", "matrix"),
     ];
-    for (example, flag, names) in cases {
-        for backend in ["interp", "cpu"] {
-            let file = format!("examples/{example}.hdl");
-            let spec = format!("{names}={a}");
-            let (code, out, err) = heddle(&["run", &file, "--backend", backend, flag, &spec, "--input", &xs]);
-            assert_eq!((code, out.trim()), (0, "[7.5,0.0,-2.0]"), "{example} on {backend}: {err}");
+    // The same matrix in every tensor file heddle reads.
+    let mut files = vec![a.clone()];
+    for (ext, to) in [("npz", "CSR"), ("tns", "COO"), ("json", "CSC")] {
+        let path = dir.path().join(format!("a.{ext}")).to_str().unwrap().to_string();
+        let (code, _, err) = heddle(&["convert", &a, "--to", to, "-o", &path]);
+        assert_eq!(code, 0, "{err}");
+        files.push(path);
+    }
+    for file_path in &files {
+        for (example, flag, names) in cases {
+            for backend in ["interp", "cpu"] {
+                let file = format!("examples/{example}.hdl");
+                let spec = format!("{names}={file_path}");
+                let (code, out, err) = heddle(&["run", &file, "--backend", backend, flag, &spec, "--input", &xs]);
+                assert_eq!((code, out.trim()), (0, "[7.5,0.0,-2.0]"), "{example} on {backend} from {file_path}: {err}");
+            }
         }
     }
+    // Another file type is a usage error that lists the ones read.
+    let (code, _, err) = heddle(&["run", "examples/csr_unpacked_spmv.hdl", "--csr", "offset,col_indices,values=a.txt"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(".mtx") && err.contains(".npz"), "{err}");
 }
 
 #[test]
@@ -132,7 +146,7 @@ fn matrix_market_errors_are_located_and_clean() {
     // A malformed flag value is a usage error, found before any work.
     let (code, _, err) = heddle(&["run", "examples/csr_unpacked_spmv.hdl", "--csr", "offset,values=x.mtx"]);
     assert_eq!(code, 2);
-    assert!(err.contains("expected 3 buffer name(s)") && err.contains("OFFSETS,COL_INDICES,VALUES=FILE.mtx"), "{err}");
+    assert!(err.contains("expected 3 buffer name(s)") && err.contains("OFFSETS,COL_INDICES,VALUES=FILE"), "{err}");
 }
 
 /// The kernel lines of a lowered program (host lines may hold a Σ: they run once, on the host).
@@ -286,6 +300,18 @@ fn tune_on_the_cpu_over_variants_and_threads() {
     );
     assert!(variants.iter().all(|x| x["seconds"].as_f64().is_some_and(|s| s > 0.0)), "{out}");
     assert!(v["single_best"]["threads"].is_u64(), "{out}");
+    // A scipy .npz is a case as the .mtx is (the GPU benchmark skips the
+    // Matrix Market text): the same matrix, so the same case name and the
+    // same verified variants.
+    let dir = tempfile::tempdir().unwrap();
+    let npz = dir.path().join("matrix.npz").to_str().unwrap().to_string();
+    let (code, _, err) = heddle(&["convert", "examples/data/spmv8/matrix.mtx", "--to", "CSR", "-o", &npz]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = heddle(&["tune", "examples/csr_unpacked_spmv.hdl", "--backend", "cpu", "--threads", "1", "--csr", &npz, "--reps", "2", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    assert_eq!(v["cases"][0]["case"], "matrix", "{out}");
+    assert!(v["cases"][0]["variants"].as_array().unwrap().iter().all(|x| x["error"].is_null()), "{out}");
     // Nothing to tune on is an input error, not an empty report.
     let (code, _, err) = heddle(&["tune", "examples/csr_unpacked_spmv.hdl", "--backend", "cpu"]);
     assert_eq!(code, 1, "{err}");

@@ -52,9 +52,9 @@ pub fn range_binding(s: &str) -> Result<(String, String), String> {
     }
 }
 
-/// A `PATH.mtx` file (`tune --csr`).
-pub fn mtx_file(s: &str) -> Result<String, String> {
-    check_format(s, &["mtx"])?;
+/// A matrix file, `.mtx`, `.npz`, `.tns` or `.json` (`tune --csr`).
+pub fn matrix_file(s: &str) -> Result<String, String> {
+    check_format(s, MATRIX_FILES)?;
     Ok(s.to_string())
 }
 
@@ -94,19 +94,23 @@ pub fn dims2(s: &str) -> Result<(u64, u64), String> {
         .ok_or_else(|| "expected ROWSxCOLS, e.g. 1024x1024".to_string())
 }
 
-/// `A,B,C=FILE.mtx` with exactly `names` names (`--csr offset,col,val=M.mtx`).
-pub fn buffers_from_mtx(names: usize) -> impl Fn(&str) -> Result<String, String> + Clone + Send + Sync + 'static {
+/// `A,B,C=FILE` with exactly `names` names (`--csr offset,col,val=M.mtx`), FILE a matrix file.
+pub fn buffers_from_matrix(names: usize) -> impl Fn(&str) -> Result<String, String> + Clone + Send + Sync + 'static {
     move |s: &str| {
         let example = ["OFFSETS", "COL_INDICES", "VALUES"][..names.min(3)].join(",");
-        let (list, path) = binding_parts(s, &format!("{example}=FILE.mtx"))?;
+        let (list, path) = binding_parts(s, &format!("{example}=FILE"))?;
         let count = list.split(',').filter(|n| !n.trim().is_empty()).count();
         if count != names || list.split(',').count() != names {
             return Err(format!("expected {names} buffer name(s) separated by commas before `=`, e.g. {example}=FILE.mtx"));
         }
-        check_format(path, &["mtx"])?;
+        check_format(path, MATRIX_FILES)?;
         Ok(s.to_string())
     }
 }
+
+/// The files a matrix given as plain buffers (`--csr`, `--lil`, …) may come
+/// from: any tensor file `heddle convert` reads.
+const MATRIX_FILES: &[&str] = &["mtx", "npz", "tns", "json"];
 
 fn binding_parts<'a>(s: &'a str, shape: &str) -> Result<(&'a str, &'a str), String> {
     match s.split_once('=') {
@@ -139,7 +143,7 @@ mod tests {
         assert_eq!(output_file("o.json"), Ok("o.json".into()));
         assert!(output_file("out.csv").is_err() && output_file("out").is_err());
         assert_eq!(dims2("3x4"), Ok((3, 4)));
-        assert!(buffers_from_mtx(3)("a,b=m.mtx").is_err());
-        assert!(buffers_from_mtx(2)("a,b=m.mtx").is_ok());
+        assert!(buffers_from_matrix(3)("a,b=m.mtx").is_err());
+        assert!(buffers_from_matrix(2)("a,b=m.mtx").is_ok());
     }
 }

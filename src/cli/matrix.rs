@@ -23,7 +23,6 @@
 use super::Failure;
 use heddle_runtime::io::read::{Loaded, ScalarKind};
 use heddle_runtime::sparse::csr::coo_to_csr_i32;
-use heddle_runtime::sparse::mtx::read_mtx;
 use heddle_runtime::value::Value;
 use std::path::Path;
 
@@ -73,14 +72,14 @@ pub fn inputs(storage: Storage, spec: &str) -> Result<Vec<(String, Loaded)>, Fai
     let usage = || {
         let names = ["offsets,col_indices,values", "row_length,col_indices,values", "offsets,entries", "matrix"];
         let k = [Storage::Csr, Storage::Lil, Storage::CsrPacked, Storage::Dense].iter().position(|s| *s == storage).unwrap_or(0);
-        Failure::Input(format!("--{flag} {spec}: expected {}=FILE.mtx", names[k]))
+        Failure::Input(format!("--{flag} {spec}: expected {}=FILE (.mtx, .npz, .tns or .json)", names[k]))
     };
     let (names, path) = spec.split_once('=').ok_or_else(usage)?;
     let names: Vec<String> = names.split(',').map(|s| s.trim().to_string()).collect();
     if names.len() != storage.arity() || names.iter().any(String::is_empty) || path.is_empty() {
         return Err(usage());
     }
-    let (coo, _) = read_mtx(Path::new(path)).map_err(|e| Failure::Input(format!("--{flag}: {e}")))?;
+    let (coo, _) = heddle_runtime::sparse::file::read_coo(Path::new(path)).map_err(|e| Failure::Input(format!("--{flag}: {e}")))?;
     if storage == Storage::Dense {
         let values = coo.to_dense_values().ok_or_else(|| Failure::Input(format!("--{flag}: {path} is too large to store densely")))?;
         return Ok(vec![(names[0].clone(), floats(values.to_f64s()))]);

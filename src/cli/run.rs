@@ -46,17 +46,17 @@ pub struct Args {
     /// A file with `#NAME = #sparse_tensor.encoding<{...}>` lines, for --encoding NAME=#ENC.
     #[arg(long)]
     defs: Option<String>,
-    /// A Matrix Market file as CSR buffers: OFFSETS,COL_INDICES,VALUES=FILE.mtx.
-    #[arg(long = "csr", value_name = "O,C,V=FILE", value_parser = args::buffers_from_mtx(3))]
+    /// A matrix file (.mtx, .npz, .tns or .json) as CSR buffers: OFFSETS,COL_INDICES,VALUES=FILE.
+    #[arg(long = "csr", value_name = "O,C,V=FILE", value_parser = args::buffers_from_matrix(3))]
     csr: Vec<String>,
-    /// A Matrix Market file as LIL buffers: ROW_LENGTH,COL_INDICES,VALUES=FILE.mtx.
-    #[arg(long = "lil", value_name = "L,C,V=FILE", value_parser = args::buffers_from_mtx(3))]
+    /// A matrix file as LIL buffers: ROW_LENGTH,COL_INDICES,VALUES=FILE.
+    #[arg(long = "lil", value_name = "L,C,V=FILE", value_parser = args::buffers_from_matrix(3))]
     lil: Vec<String>,
-    /// A Matrix Market file as packed CSR: OFFSETS,ENTRIES=FILE.mtx, entries (column, value).
-    #[arg(long = "csr-packed", value_name = "O,E=FILE", value_parser = args::buffers_from_mtx(2))]
+    /// A matrix file as packed CSR: OFFSETS,ENTRIES=FILE, entries (column, value).
+    #[arg(long = "csr-packed", value_name = "O,E=FILE", value_parser = args::buffers_from_matrix(2))]
     csr_packed: Vec<String>,
-    /// A Matrix Market file as a dense row-major matrix: MATRIX=FILE.mtx.
-    #[arg(long = "dense", value_name = "M=FILE", value_parser = args::buffers_from_mtx(1))]
+    /// A matrix file as a dense row-major matrix: MATRIX=FILE.
+    #[arg(long = "dense", value_name = "M=FILE", value_parser = args::buffers_from_matrix(1))]
     dense: Vec<String>,
     /// Threads for --backend cpu (default: HEDDLE_THREADS, else every core).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]

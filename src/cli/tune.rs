@@ -58,11 +58,11 @@ pub struct Args {
     /// An input of the first case: NAME=PATH (.npy or .json).
     #[arg(long = "input", value_name = "NAME=PATH", value_parser = super::args::checked(super::args::input_binding))]
     inputs: Vec<String>,
-    /// A Matrix Market file, one case: PATH.mtx binds the CSR/LIL parameters by
-    /// name (offset(s), row_length, col_indices, values — packed or not — and
-    /// xs); O,C,V=PATH.mtx names them as `heddle run --csr` does (xs is still
-    /// generated).
-    #[arg(long = "csr", value_name = "PATH.mtx", value_parser = super::args::mtx_file)]
+    /// A matrix file (.mtx, .npz, .tns or .json), one case: PATH binds the
+    /// CSR/LIL parameters by name (offset(s), row_length, col_indices, values —
+    /// packed or not — and xs); O,C,V=PATH names them as `heddle run --csr`
+    /// does (xs is still generated).
+    #[arg(long = "csr", value_name = "PATH", value_parser = super::args::matrix_file)]
     csr: Vec<String>,
     /// Which backend runs the configurations.
     #[arg(long, value_enum, default_value = "opencl")]
@@ -191,7 +191,7 @@ fn csr_case(kernel: &Kernel, spec: &str, strict: bool) -> Result<(String, Vec<(S
         return Ok((by_name.0, inputs));
     }
     let path = spec;
-    let (mut coo, _) = heddle_runtime::sparse::mtx::read_mtx(Path::new(path)).map_err(|e| Failure::Input(format!("--csr {path}: {e}")))?;
+    let (mut coo, _) = heddle_runtime::sparse::file::read_coo(Path::new(path)).map_err(|e| Failure::Input(format!("--csr {path}: {e}")))?;
     if coo.rank() != 2 {
         return Err(Failure::Input(format!("--csr {path}: a matrix has two dimensions, this tensor has {}", coo.rank())));
     }
