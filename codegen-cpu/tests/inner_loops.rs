@@ -344,9 +344,10 @@ fn dot_products_in_vector_lanes_agree_within_rounding() {
     let asm = disassembly(&p, &unfused).unwrap();
     assert!(asm.contains("mulps") && asm.contains("addps"), "{asm}");
     // Fused, the lanes multiply-add in one packed instruction.
-    let fused = disassembly(&p, &Options::default()).unwrap();
+    let fusing = Options { fused_multiply_add: true, ..Options::default() };
+    let fused = disassembly(&p, &fusing).unwrap();
     assert_eq!(fused.lines().any(|l| l.contains("vfmadd") && l.contains("ps ")), host_has_fma(), "{fused}");
-    for (n, options) in [0usize, 1, 7, 8, 9, 31, 100, 1001].into_iter().flat_map(|n| [(n, unfused), (n, Options::default())]) {
+    for (n, options) in [0usize, 1, 7, 8, 9, 31, 100, 1001].into_iter().flat_map(|n| [(n, unfused), (n, fusing)]) {
         let mut x: Vec<f32> = (0..n).map(|k| ((k * 37) % 23) as f32 - 11.0).collect();
         let mut y: Vec<f32> = (0..n).map(|k| ((k * 11) % 7) as f32 * 0.25).collect();
         let exact: f64 = x.iter().zip(&y).map(|(a, b)| *a as f64 * *b as f64).sum();
