@@ -145,7 +145,8 @@ impl Translator<'_, '_> {
         // - the jump's arguments are computed in their order, so the new
         //   index comes after the last load at the old one, which no longer
         //   needs a register of its own (and a move on the back edge).
-        // The body is placed before its head: its jump back falls through.
+        // (Each body is inserted before its head in the layout, but
+        // Cranelift lowers blocks in its own order: the jump back stays.)
         // Each head branches to its exit first: Cranelift's elaboration
         // visits a block's dominator-tree children in reverse post-order,
         // which puts a branch's first target last, and a loop body visited
