@@ -240,8 +240,8 @@ fn only_a_reassociable_sum_of_products_is_fused() {
     // The same sums, fused or not, up to rounding.
     let mut offset = [0i32, 3, 3, 8, 17];
     let mut values: Vec<u8> = Vec::new();
-    for k in 0..17 {
-        values.extend_from_slice(&((k * 5 % 7) as i32).to_le_bytes());
+    for k in 0..17i32 {
+        values.extend_from_slice(&(k * 5 % 7).to_le_bytes());
         values.extend_from_slice(&(1.0f32 + k as f32 / 3.0).to_le_bytes());
     }
     let mut xs: Vec<f32> = (0..7).map(|k| 0.5 + k as f32 * 0.25).collect();
