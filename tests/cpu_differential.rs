@@ -273,6 +273,25 @@ fn small_launches_stay_on_one_thread() {
 }
 
 #[test]
+fn every_thread_gets_the_same_number_of_chunks() {
+    // 5 000 rows of 4 nonzeros cost 45 000: five chunks of the minimum cost,
+    // which would leave one of two threads running a third chunk alone.
+    let path = common::root().join("examples/csr_unpacked_spmv.hdl");
+    let (_, kernel) = load(&path);
+    let program = heddle::cpu::lower(&kernel, "csr_unpacked_spmv").unwrap();
+    let a = sparse(5000, 5000, 14, |_, _| 4);
+    let env = bind(&kernel, &a);
+    let mut launch = heddle_runtime::launch::prepare(&program, &env).unwrap();
+    let compiled = heddle_runtime::cpu::compile_cached(&program).unwrap();
+    for threads in [2, 3, 4] {
+        let plan = heddle_runtime::cpu::plan(&program, &compiled, &mut launch, threads);
+        assert_eq!(plan.threads, threads, "{plan:?}");
+        assert_eq!(plan.chunks.len() % threads, 0, "{threads} threads: {plan:?}");
+        assert_eq!((plan.chunks[0].0, plan.chunks.last().unwrap().1), (0, 5000), "{plan:?}");
+    }
+}
+
+#[test]
 fn valid_tensor_coordinates_run_without_their_checks() {
     let path = common::root().join("examples/sparse/spmv_csr.hdl");
     let (file, kernel) = load(&path);

@@ -59,13 +59,24 @@ pub struct Options {
     /// Run innermost reduction and map loops in 128-bit vector lanes where
     /// that pays (LANGUAGE.md §5 allows it for reductions; maps are exact).
     pub vectorize: bool,
+    /// Fuse a reassociable float reduction's `acc + a * b` (a `reduce`'s
+    /// add of a product, SpMV's multiply-add) into one fused multiply-add,
+    /// rounded once, where the host has the instruction (x86-64 with AVX and
+    /// FMA, AArch64); elsewhere, and for `reduceSeq`, the product is rounded
+    /// on its own. Like reassociation, this changes only the rounding of a
+    /// `reduce`'s float result (ARCHITECTURE.md, "codegen-cpu"). Off by
+    /// default: Cranelift's x86-64 FMA overwrites a multiplicand, so a
+    /// loop-carried accumulator needs a move after each one, and CSR SpMV on
+    /// short rows measured 15–20% slower with it (docs/performance.md).
+    pub fused_multiply_add: bool,
 }
 
 impl Default for Options {
     /// Four accumulators: enough independent chains to hide a float add's
-    /// latency behind an SpMV's loads. Every check kept. Vector lanes on.
+    /// latency behind an SpMV's loads. Every check kept. Vector lanes on,
+    /// fused multiply-adds off.
     fn default() -> Options {
-        Options { accumulators: 4, trust_ranges: false, vectorize: true }
+        Options { accumulators: 4, trust_ranges: false, vectorize: true, fused_multiply_add: false }
     }
 }
 

@@ -195,10 +195,73 @@ fn the_csr_inner_loop_has_no_sign_extension_and_unrolls() {
     let mut p = csr_packed();
     p.reassociable.push("acc".into());
     let asm = disassembly(&p, &Options::default()).unwrap();
-    // Four copies of the multiply-add, and the loaded value folded into the multiply.
-    assert!(asm.matches("mulss").count() >= 4, "{asm}");
+    // Four copies of the multiply-add (fused or not).
+    let multiplies = |asm: &str| asm.matches("mulss").count() + asm.matches("vfmadd").count();
+    assert!(multiplies(&asm) >= 4, "{asm}");
     let single = disassembly(&p, &Options { accumulators: 1, ..Options::default() }).unwrap();
-    assert!(single.matches("mulss").count() < asm.matches("mulss").count(), "{single}");
+    assert!(multiplies(&single) < multiplies(&asm), "{single}");
+}
+
+/// Whether Cranelift fuses multiply-adds on this host (see `Options::fused_multiply_add`).
+fn host_has_fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx") && std::is_x86_feature_detected!("fma")
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        true
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        false
+    }
+}
+
+#[test]
+fn only_a_reassociable_sum_of_products_is_fused() {
+    let strict = csr_packed();
+    let mut reassociable = csr_packed();
+    reassociable.reassociable.push("acc".into());
+    let fused = |p: &LoopProgram, fused_multiply_add: bool| {
+        let asm = disassembly(p, &Options { fused_multiply_add, ..Options::default() }).unwrap();
+        (asm.contains("vfmadd"), asm)
+    };
+    let (yes, asm) = fused(&reassociable, true);
+    assert_eq!(yes, host_has_fma(), "{asm}");
+    if cfg!(target_arch = "x86_64") && host_has_fma() {
+        // The `values` or `xs` load is the fused multiply-add's memory operand.
+        assert!(asm.lines().any(|l| l.contains("vfmadd") && l.contains('(')), "{asm}");
+    }
+    for (p, allowed, what) in [(&reassociable, false, "with the option off"), (&strict, true, "a sequential reduction")] {
+        let (yes, asm) = fused(p, allowed);
+        assert!(!yes, "{what} must round the product on its own:\n{asm}");
+    }
+    // The same sums, fused or not, up to rounding.
+    let mut offset = [0i32, 3, 3, 8, 17];
+    let mut values: Vec<u8> = Vec::new();
+    for k in 0..17i32 {
+        values.extend_from_slice(&(k * 5 % 7).to_le_bytes());
+        values.extend_from_slice(&(1.0f32 + k as f32 / 3.0).to_le_bytes());
+    }
+    let mut xs: Vec<f32> = (0..7).map(|k| 0.5 + k as f32 * 0.25).collect();
+    let mut outs = Vec::new();
+    for fused_multiply_add in [false, true] {
+        let k = compile_with(&reassociable, &Options { fused_multiply_add, ..Options::default() }).unwrap();
+        let mut out = [f32::NAN; 4];
+        call(&k, &[ArgValue::Nat(4), ArgValue::Nat(7), buf(&mut offset), buf(&mut values), buf(&mut xs), buf(&mut out)]).unwrap();
+        outs.push(out);
+    }
+    // Against the sums in f64 (each row's terms are positive: no cancellation).
+    let want: Vec<f64> = offset
+        .windows(2)
+        .map(|w| (w[0]..w[1]).map(|k| f64::from(1.0f32 + k as f32 / 3.0) * f64::from(xs[(k * 5 % 7) as usize])).sum())
+        .collect();
+    for out in &outs {
+        for (g, w) in out.iter().zip(&want) {
+            assert!((f64::from(*g) - w).abs() <= 1e-6 * w.abs().max(1.0), "{outs:?} against {want:?}");
+        }
+    }
 }
 
 #[test]
@@ -277,17 +340,22 @@ fn dot_products_in_vector_lanes_agree_within_rounding() {
     ];
     let mut p = program("dot", vec![arg("n", heddle_ir::loops::ArgKind::Nat), input("x", &[F32], "n"), input("y", &[F32], "n"), output("out", &[F32], "1")], body, 0);
     p.reassociable.push("acc".into());
-    let asm = disassembly(&p, &Options::default()).unwrap();
+    let unfused = Options { fused_multiply_add: false, ..Options::default() };
+    let asm = disassembly(&p, &unfused).unwrap();
     assert!(asm.contains("mulps") && asm.contains("addps"), "{asm}");
-    for n in [0usize, 1, 7, 8, 9, 31, 100, 1001] {
+    // Fused, the lanes multiply-add in one packed instruction.
+    let fusing = Options { fused_multiply_add: true, ..Options::default() };
+    let fused = disassembly(&p, &fusing).unwrap();
+    assert_eq!(fused.lines().any(|l| l.contains("vfmadd") && l.contains("ps ")), host_has_fma(), "{fused}");
+    for (n, options) in [0usize, 1, 7, 8, 9, 31, 100, 1001].into_iter().flat_map(|n| [(n, unfused), (n, fusing)]) {
         let mut x: Vec<f32> = (0..n).map(|k| ((k * 37) % 23) as f32 - 11.0).collect();
         let mut y: Vec<f32> = (0..n).map(|k| ((k * 11) % 7) as f32 * 0.25).collect();
         let exact: f64 = x.iter().zip(&y).map(|(a, b)| *a as f64 * *b as f64).sum();
         let scale: f64 = x.iter().zip(&y).map(|(a, b)| (*a as f64 * *b as f64).abs()).sum();
-        let k = compile_with(&p, &Options::default()).unwrap();
+        let k = compile_with(&p, &options).unwrap();
         let mut out = [f32::NAN];
         call(&k, &[ArgValue::Nat(n as i64), buf(&mut x), buf(&mut y), buf(&mut out)]).unwrap();
-        assert!((out[0] as f64 - exact).abs() <= 2.0 * n as f64 * f32::EPSILON as f64 * scale, "n = {n}: {} vs {exact}", out[0]);
+        assert!((out[0] as f64 - exact).abs() <= 2.0 * n as f64 * f32::EPSILON as f64 * scale, "n = {n}, {options:?}: {} vs {exact}", out[0]);
     }
 }
 

@@ -43,8 +43,10 @@ pub fn function(prog: &LoopProgram, m: &mut JITModule, f: &mut Function, options
     b.switch_to_block(entry);
     let params = b.block_params(entry).to_vec();
     let (args_ptr, lo, hi) = (params[0], params[1], params[2]);
+    let fma = options.fused_multiply_add && native_fma(m.isa());
     let mut t = Translator {
         prog,
+        fma,
         options: *options,
         b,
         m,
@@ -76,6 +78,18 @@ pub fn function(prog: &LoopProgram, m: &mut JITModule, f: &mut Function, options
     let trusted = t.trusted_checks;
     t.b.finalize(config);
     Ok(trusted)
+}
+
+/// Whether Cranelift lowers `fma` on `isa` to one instruction rather than a
+/// call to libm's `fma`: on x86-64 when the host has AVX and FMA (the flags
+/// `cranelift_native` sets from `cpuid`), always on AArch64.
+fn native_fma(isa: &dyn cranelift_codegen::isa::TargetIsa) -> bool {
+    let flag = |name: &str| isa.isa_flags().iter().any(|f| f.name == name && f.as_bool() == Some(true));
+    match isa.name() {
+        "x64" => flag("has_avx") && flag("has_fma"),
+        "aarch64" => true,
+        _ => false,
+    }
 }
 
 /// Whether calls over disjoint sub-ranges of the top-level `Parallel` loop
@@ -169,6 +183,9 @@ pub(crate) struct Translator<'a, 'f> {
     /// The innermost loop's body holds another loop: its loads are not
     /// `can_move` (see [`expr`]'s `movable`).
     outer_loop: bool,
+    /// Contract a reassociable float accumulator's `acc + a * b` into a
+    /// fused multiply-add (see [`reduce`]): asked for, and native on the host.
+    fma: bool,
 }
 
 impl Translator<'_, '_> {

@@ -29,7 +29,7 @@
 
 use super::{Bound, Translator};
 use crate::error::CodegenError;
-use cranelift_codegen::ir::{condcodes::IntCC, types as ct, InstBuilder, Value};
+use cranelift_codegen::ir::{condcodes::IntCC, types as ct, Block, BlockArg, InstBuilder, Value};
 use cranelift_frontend::Variable;
 use heddle_ir::loops::{BinOp, Expr, Schedule, Stmt};
 use heddle_ir::{Name, ScalarType};
@@ -118,7 +118,7 @@ impl Translator<'_, '_> {
             return Ok(true);
         }
         let (lo_v, hi_v) = self.loop_bounds(lo, hi, schedule)?;
-        let [pre, rest, after_rest, main, combine, exit] = std::array::from_fn(|_| self.b.create_block());
+        let [pre, rest, rest_head, after_rest, main, main_head, combine, exit] = std::array::from_fn(|_| self.b.create_block());
         let runs = self.b.ins().icmp(IntCC::SignedLessThan, lo_v, hi_v);
         self.b.ins().brif(runs, pre, &[], exit, &[]);
 
@@ -133,45 +133,75 @@ impl Translator<'_, '_> {
         // a difference of two values.
         let whole = self.b.ins().isub(n, left_over);
         let mid = self.b.ins().isub(hi_v, whole);
-        let iv = self.b.declare_var(ct::I64);
-        self.b.def_var(iv, lo_v);
-        let mut partials: Vec<Vec<Variable>> = Vec::new();
-        for a in &accs {
-            let mut vars = vec![a.var];
-            for _ in 1..u {
-                let p = self.b.declare_var(crate::types::clif_type(a.ty));
-                let id = self.identity(a.op, a.ty);
-                self.b.def_var(p, id);
-                vars.push(p);
-            }
-            partials.push(vars);
-        }
-        let any_first = self.b.ins().icmp(IntCC::SignedLessThan, lo_v, mid);
-        self.b.ins().brif(any_first, rest, &[], after_rest, &[]);
+        let mut entry: Vec<BlockArg> = accs.iter().map(|a| self.b.use_var(a.var).into()).collect();
+        entry.push(lo_v.into());
+        self.b.ins().jump(rest_head, &entry);
 
-        // The first iterations, one at a time into the accumulator.
+        // Both loops test at their head, and their values are explicit
+        // parameters of the head, accumulators first and the index last:
+        // - a new accumulator value then has one use, the jump back (with
+        //   the test at the bottom it also flowed to the exit), so the loads
+        //   feeding it fold into the multiply or fused multiply-add;
+        // - the jump's arguments are computed in their order, so the new
+        //   index comes after the last load at the old one, which no longer
+        //   needs a register of its own (and a move on the back edge).
+        // (Each body is inserted before its head in the layout, but
+        // Cranelift lowers blocks in its own order: the jump back stays.)
+        // Each head branches to its exit first: Cranelift's elaboration
+        // visits a block's dominator-tree children in reverse post-order,
+        // which puts a branch's first target last, and a loop body visited
+        // after the exit has left the loop is not recognised as inside it,
+        // so nothing computed there (a row's base addresses) is hoisted.
+        let (rest_accs, k) = self.loop_head(rest_head, &accs, 1);
+        self.b.insert_block_after(rest, pre);
         self.b.switch_to_block(rest);
-        self.scope.push((var.clone(), Bound::Var(iv, ScalarType::I64)));
+        for (a, v) in accs.iter().zip(&rest_accs) {
+            self.b.def_var(a.var, *v);
+        }
+        self.scope.push((var.clone(), Bound::Val(k, ScalarType::I64)));
         self.depth += 1;
         self.block(body)?;
         self.depth -= 1;
         self.scope.pop();
-        let k = self.b.use_var(iv);
+        let mut back: Vec<BlockArg> = accs.iter().map(|a| self.b.use_var(a.var).into()).collect();
         let next = self.b.ins().iadd_imm_s(k, 1);
-        self.b.def_var(iv, next);
-        let more = self.b.ins().icmp(IntCC::SignedLessThan, next, mid);
-        self.b.ins().brif(more, rest, &[], after_rest, &[]);
+        back.push(next.into());
+        self.b.ins().jump(rest_head, &back);
+        self.b.switch_to_block(rest_head);
+        let done = self.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, k, mid);
+        self.b.ins().brif(done, after_rest, &[], rest, &[]);
 
         // A row shorter than `U` ends here, without the partials' set-up
-        // (their identities are arguments of the branch into the loop) or
+        // (their identities are arguments of the jump into the loop) or
         // their combination.
         self.b.switch_to_block(after_rest);
+        for (a, v) in accs.iter().zip(&rest_accs) {
+            self.b.def_var(a.var, *v);
+        }
+        let mut entry: Vec<BlockArg> = Vec::new();
+        for (a, v) in accs.iter().zip(&rest_accs) {
+            entry.push((*v).into());
+            for _ in 1..u {
+                entry.push(self.identity(a.op, a.ty).into());
+            }
+        }
+        entry.push(mid.into());
         let any = self.b.ins().icmp(IntCC::SignedLessThan, mid, hi_v);
-        self.b.ins().brif(any, main, &[], exit, &[]);
+        self.b.ins().brif(any, main_head, &entry, exit, &[]);
 
         // The unrolled loop: copy c of the body works on `k + c` into partial c.
+        let (partial_vals, k) = self.loop_head(main_head, &accs, u as usize);
+        let partials: Vec<Vec<Variable>> = accs
+            .iter()
+            .map(|a| (0..u).map(|_| self.b.declare_var(crate::types::clif_type(a.ty))).collect())
+            .collect();
+        self.b.insert_block_after(main, after_rest);
         self.b.switch_to_block(main);
-        let k = self.b.use_var(iv);
+        for (vars, vals) in partials.iter().zip(partial_vals.chunks(u as usize)) {
+            for (p, v) in vars.iter().zip(vals) {
+                self.b.def_var(*p, *v);
+            }
+        }
         for c in 0..u {
             let kc = if c == 0 { k } else { self.b.ins().iadd_imm_s(k, c) };
             let mark = self.scope.len();
@@ -184,16 +214,18 @@ impl Translator<'_, '_> {
             self.depth -= 1;
             self.scope.truncate(mark);
         }
-        let k = self.b.use_var(iv);
+        let mut back: Vec<BlockArg> = partials.iter().flatten().map(|p| self.b.use_var(*p).into()).collect();
         let next = self.b.ins().iadd_imm_s(k, u);
-        self.b.def_var(iv, next);
-        let more = self.b.ins().icmp(IntCC::SignedLessThan, next, hi_v);
-        self.b.ins().brif(more, main, &[], combine, &[]);
+        back.push(next.into());
+        self.b.ins().jump(main_head, &back);
+        self.b.switch_to_block(main_head);
+        let done = self.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, k, hi_v);
+        self.b.ins().brif(done, combine, &[], main, &[]);
 
         // Combine the partial accumulators pairwise into the accumulator.
         self.b.switch_to_block(combine);
-        for (a, p) in accs.iter().zip(&partials) {
-            let mut vals: Vec<Value> = p.iter().map(|v| self.b.use_var(*v)).collect();
+        for (a, vals) in accs.iter().zip(partial_vals.chunks(u as usize)) {
+            let mut vals: Vec<Value> = vals.to_vec();
             while vals.len() > 1 {
                 let mut next = Vec::with_capacity(vals.len().div_ceil(2));
                 for pair in vals.chunks(2) {
@@ -208,6 +240,65 @@ impl Translator<'_, '_> {
         self.b.switch_to_block(exit);
         self.leave_loop(marks);
         Ok(true)
+    }
+
+    /// Gives `head` explicit parameters, `copies` values per accumulator and
+    /// then the `i64` index, and returns them (accumulator values in order).
+    fn loop_head(&mut self, head: Block, accs: &[Accumulator], copies: usize) -> (Vec<Value>, Value) {
+        let mut vals = Vec::with_capacity(accs.len() * copies);
+        for a in accs {
+            for _ in 0..copies {
+                vals.push(self.b.append_block_param(head, crate::types::clif_type(a.ty)));
+            }
+        }
+        let k = self.b.append_block_param(head, ct::I64);
+        (vals, k)
+    }
+
+    /// `acc = acc + a * b` (or `(a * b) + acc`) of a reassociable `f32` or
+    /// `f64` accumulator as `acc = fma(a, b, acc)`, the product not rounded
+    /// on its own, when the host has a fused multiply-add
+    /// ([`Options::fused_multiply_add`](crate::Options::fused_multiply_add)):
+    /// one instruction where there were two, and the `b` load folds into it.
+    /// Only a `reduce`'s accumulator is reassociable (never a
+    /// `reduceSeq`'s), and a `reduce`'s float result is only defined up to
+    /// rounding (LANGUAGE.md §5). `None` (nothing emitted) when the update
+    /// is not such an add; an add whose other operand turns out not to be a
+    /// product is emitted as the add.
+    pub(super) fn fused_update(&mut self, var: &Name, value: &Expr) -> Result<Option<Value>, CodegenError> {
+        if !self.fma || !self.prog.reassociable.contains(var) {
+            return Ok(None);
+        }
+        let Expr::Bin(BinOp::Add, a, b) = value else { return Ok(None) };
+        let (other, acc_first) = match (&**a, &**b) {
+            (Expr::Var(x), e) if x == var => (e, true),
+            (e, Expr::Var(x)) if x == var => (e, false),
+            _ => return Ok(None),
+        };
+        let Bound::Var(_, ty) = self.scope[self.position(var)?].1 else { return Ok(None) };
+        if !matches!(ty, ScalarType::F32 | ScalarType::F64) {
+            return Ok(None);
+        }
+        let (acc, _) = self.expr(&Expr::Var(var.clone()))?;
+        let (term, term_ty) = self.expr(other)?;
+        if term_ty == ty
+            && let Some((x, y)) = self.product_operands(term)
+        {
+            return Ok(Some(self.b.ins().fma(x, y, acc)));
+        }
+        let (l, r) = if acc_first { (acc, term) } else { (term, acc) };
+        Ok(Some(self.float_op(BinOp::Add, l, r, ty)?))
+    }
+
+    /// The operands of `v` if Cranelift's instruction defining it is an `fmul`.
+    pub(super) fn product_operands(&self, v: Value) -> Option<(Value, Value)> {
+        use cranelift_codegen::ir::{InstructionData, Opcode, ValueDef};
+        let dfg = &self.b.func.dfg;
+        let ValueDef::Result(inst, 0) = dfg.value_def(v) else { return None };
+        match dfg.insts[inst] {
+            InstructionData::Binary { opcode: Opcode::Fmul, args: [x, y] } => Some((x, y)),
+            _ => None,
+        }
     }
 
     /// The identity of `op` on `ty`: `x op identity == x` for every `x`

@@ -447,7 +447,15 @@ impl Translator<'_, '_> {
                     let x = self.lane_value(e, &lanes, plan.width)?;
                     let xv = self.to_vector(x, t, plan.width)?;
                     let cur = self.b.use_var(vaccs[k]);
-                    let next = self.vector_binary(*op, t, cur, xv)?;
+                    // A sum of products fuses as in the scalar loop (`reduce.rs`'s `fused_update`).
+                    let product = (self.fma && *op == BinOp::Add && matches!(t, ScalarType::F32 | ScalarType::F64))
+                        .then(|| self.product_operands(xv))
+                        .flatten()
+                        .filter(|(x, _)| self.b.func.dfg.value_type(*x) == self.b.func.dfg.value_type(cur));
+                    let next = match product {
+                        Some((x, y)) => self.b.ins().fma(x, y, cur),
+                        None => self.vector_binary(*op, t, cur, xv)?,
+                    };
                     self.b.def_var(vaccs[k], next);
                 }
                 Stmt::Store { buf, index, field, value } => {

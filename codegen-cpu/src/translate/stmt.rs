@@ -51,7 +51,10 @@ impl Translator<'_, '_> {
                 self.scope.push((var.clone(), Bound::Var(x, *ty)));
             }
             Stmt::Assign { var, value } => {
-                let (v, _) = self.expr(value)?;
+                let v = match self.fused_update(var, value)? {
+                    Some(v) => v,
+                    None => self.expr(value)?.0,
+                };
                 match self.scope[self.position(var)?].1 {
                     Bound::Var(x, _) => self.b.def_var(x, v),
                     _ => return Err(CodegenError::Unsupported(format!("assignment to the immutable `{var}`"))),

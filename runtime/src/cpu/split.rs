@@ -111,7 +111,12 @@ pub fn plan_with(prog: &LoopProgram, kernel: &CpuKernel, launch: &mut Launch, th
         return Plan::whole();
     }
     let n = (hi - lo) as u64;
-    let count = (total / MIN_CHUNK_COST).clamp(threads as u64, (threads * CHUNKS_PER_THREAD) as u64).min(n).max(1) as usize;
+    let count = (total / MIN_CHUNK_COST).clamp(threads as u64, (threads * CHUNKS_PER_THREAD) as u64);
+    // A whole number of chunks per thread: 5 equal chunks on 2 threads end
+    // with one thread running its third while the other waits (a fifth of
+    // the launch, the most of a small one's time lost).
+    let count = count.div_ceil(threads as u64) * threads as u64;
+    let count = count.min(n).max(1) as usize;
     let mut chunks = Vec::with_capacity(count);
     let mut start = lo;
     for c in 1..=count {
