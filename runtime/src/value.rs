@@ -18,6 +18,9 @@ pub enum Value {
     Float(f64),
     /// A boolean.
     Bool(bool),
+    /// A complex number (real, imaginary), each part rounded to `f32` when
+    /// its type is `complex<f32>`.
+    Complex(f64, f64),
     /// A tuple.
     Tuple(Rc<Vec<Value>>),
     /// An array (also a vector `<T>w`).
@@ -154,6 +157,7 @@ impl fmt::Display for Value {
             Value::Int(v) => write!(f, "{v}"),
             Value::Float(v) => write!(f, "{v}"),
             Value::Bool(b) => write!(f, "{b}"),
+            Value::Complex(re, im) => write!(f, "complex({re}, {im})"),
             Value::Tuple(items) | Value::Array(items) => {
                 let open = if matches!(self, Value::Tuple(_)) { "(" } else { "[" };
                 let close = if matches!(self, Value::Tuple(_)) { ")" } else { "]" };

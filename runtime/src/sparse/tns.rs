@@ -164,5 +164,9 @@ pub(crate) fn write_num(w: &mut impl Write, v: Num, elem: ScalarType) -> std::io
         Num::Int(i) => write!(w, "{i}"),
         Num::Bool(b) => write!(w, "{}", u8::from(b)),
         Num::Float(x) => write!(w, "{}", crate::io::number::float(x, elem)),
+        // Matrix Market's `complex` field: the real part, a space, the imaginary part.
+        Num::Complex(re, im) => {
+            write!(w, "{} {}", crate::io::number::float(re, elem.part()), crate::io::number::float(im, elem.part()))
+        }
     }
 }
