@@ -351,8 +351,10 @@ impl Checker {
             "complex" => {
                 let part = inst.types.get(&('T' as u32)).cloned().unwrap_or(Type::Meta(u32::MAX));
                 let whole = inst.types.get(&('C' as u32)).cloned().unwrap_or(Type::Meta(u32::MAX));
-                let float = self.metas.fresh_type(MetaKind::Float);
-                self.unify_at(&float, &part, span, "in the parts given to `complex`")?;
+                if !matches!(self.metas.zonk(&part), Type::Scalar(_)) {
+                    let float = self.metas.fresh_type(MetaKind::Float);
+                    self.unify_at(&float, &part, span, "in the parts given to `complex`")?;
+                }
                 match self.metas.zonk(&part) {
                     Type::Scalar(p) => match p.complex_of() {
                         Some(c) => self.unify_at(&Type::Scalar(c), &whole, span, "in the result of `complex`")?,

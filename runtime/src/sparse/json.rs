@@ -40,7 +40,10 @@ pub(crate) fn scalars_from_json<'a>(
 ) -> std::result::Result<ScalarVec, (usize, String)> {
     let dest = dest.unwrap_or_else(|| {
         let text_ints = items.clone().all(|x| matches!(x, Value::Number(n) if is_integer_text(&n.to_string())));
-        if !text_ints || items.len() == 0 {
+        // Pairs [re, im] are complex numbers.
+        if items.len() > 0 && items.clone().all(|x| matches!(x, Value::Array(p) if p.len() == 2)) {
+            ScalarType::C64
+        } else if !text_ints || items.len() == 0 {
             ScalarType::F64
         } else if items.clone().all(|x| x.as_i64().is_some()) {
             ScalarType::I64

@@ -127,6 +127,12 @@ fn nth_line_start(bytes: &[u8], line: usize) -> usize {
 
 /// Writes MLIR's extended FROSTT form (header with rank, count and sizes).
 pub fn write_tns(coo: &Coo, elem: ScalarType, path: &Path) -> Result<()> {
+    if elem.is_complex() {
+        // FROSTT has one number per value: a complex one would not read back.
+        return Err(SparseError::Shape(format!(
+            "FROSTT .tns files hold real values; write this {elem} tensor as .mtx (matrices), .npz or .json"
+        )));
+    }
     let mut c = coo.clone();
     c.sort_and_sum();
     let io = |source| SparseError::Io { path: path.to_path_buf(), source };
