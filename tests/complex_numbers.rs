@@ -260,3 +260,32 @@ fn bad_complex_matrix_market_files_are_located_errors() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("FROSTT .tns files hold real values"), "{err}");
 }
+
+#[test]
+fn stored_complex_results_are_written_for_scipy() {
+    let d = dir("stored");
+    if python(&d, SETUP).is_none() {
+        return;
+    }
+    // 2 conj(H), stored as CSR: written as .npz and .mtx, read back by scipy.
+    let k = write(
+        &d,
+        "k.hdl",
+        "fun(A: tensor<?x?xcomplex<f64>, #CSR> =>\n  (A :>> map(fun(row => row :>> map(fun(e => (e.1, conj(e.2) * 2.0))))) : tensor<?x{A_dim1}xcomplex<f64>, #CSR>))\n",
+    );
+    let a = format!("A={}", s(&d.join("H.mtx")));
+    for out in ["C.npz", "C.mtx"] {
+        ok(&["run", s(&k), "--matrix", &a, "-o", s(&d.join(out))]);
+    }
+    let check = python(
+        &d,
+        "
+import numpy as np, scipy.sparse as sp, scipy.io as sio
+want = 2 * sio.mmread('H.mtx').toarray().conj()
+for got in [sp.load_npz('C.npz').toarray(), sio.mmread('C.mtx').toarray()]:
+    assert got.dtype == np.complex128 and np.array_equal(got, want), (got, want)
+print('ok')
+",
+    );
+    assert_eq!(check.as_deref().map(str::trim), Some("ok"));
+}

@@ -314,7 +314,11 @@ fn parse_chunk<T: EntryValue>(
             return Err(SparseError::file(
                 path,
                 no,
-                format!("unexpected `{}` after {want} numbers", token_at(body, i)),
+                format!(
+                    "unexpected `{}` after {want} numbers{}",
+                    token_at(body, i),
+                    if f.value == ValueKind::Real { " (a complex matrix says `complex` in its header)" } else { "" }
+                ),
             ));
         }
     }
