@@ -418,7 +418,7 @@ pub fn to_out(v: &Value, ty: &Type) -> Out {
             _ => Out::Int(*i),
         },
         Value::Float(f) => Out::Float(*f),
-        Value::Complex(re, im) => Out::Complex(*re, *im),
+        Value::Complex(z) => Out::Complex(z.re, z.im),
         Value::Bool(b) => Out::Bool(*b),
         Value::Tuple(items) => {
             let tys: Vec<Type> = match ty {
@@ -483,7 +483,7 @@ fn nd_array(shape: Vec<usize>, flat: &[&Value], s: ScalarType) -> Out {
         (flat.iter().flat_map(|x| x.as_float().unwrap_or(f64::NAN).to_le_bytes()).collect(), "<f8")
     } else if s.is_complex() {
         let parts = |x: &&Value| match x {
-            Value::Complex(re, im) => [*re, *im],
+            Value::Complex(z) => [z.re, z.im],
             _ => [f64::NAN; 2],
         };
         (flat.iter().flat_map(parts).flat_map(f64::to_le_bytes).collect(), "<c16")

@@ -934,7 +934,7 @@ pub fn bin(op: BinOp, a: Value, b: Value, s: ScalarType) -> Result<Value, String
             BinOp::Ge => Value::Bool(x >= y),
             BinOp::And | BinOp::Or => return Err("logical operator on floats".into()),
         },
-        (Value::Complex(a, b), Value::Complex(c, d)) => complex_bin(op, (a, b), (c, d), s.part())?,
+        (Value::Complex(x), Value::Complex(y)) => complex_bin(op, (x.re, x.im), (y.re, y.im), s.part())?,
         (Value::Bool(x), Value::Bool(y)) => match op {
             BinOp::And => Value::Bool(x && y),
             BinOp::Or => Value::Bool(x || y),
@@ -954,12 +954,12 @@ pub fn bin(op: BinOp, a: Value, b: Value, s: ScalarType) -> Result<Value, String
 pub fn complex_bin(op: BinOp, (a, b): (f64, f64), (c, d): (f64, f64), part: ScalarType) -> Result<Value, String> {
     let r = |x: f64| round_float(x, part);
     Ok(match op {
-        BinOp::Add => Value::Complex(r(a + c), r(b + d)),
-        BinOp::Sub => Value::Complex(r(a - c), r(b - d)),
-        BinOp::Mul => Value::Complex(r(r(a * c) - r(b * d)), r(r(a * d) + r(b * c))),
+        BinOp::Add => Value::complex(r(a + c), r(b + d)),
+        BinOp::Sub => Value::complex(r(a - c), r(b - d)),
+        BinOp::Mul => Value::complex(r(r(a * c) - r(b * d)), r(r(a * d) + r(b * c))),
         BinOp::Div => {
             let denominator = r(r(c * c) + r(d * d));
-            Value::Complex(r(r(r(a * c) + r(b * d)) / denominator), r(r(r(b * c) - r(a * d)) / denominator))
+            Value::complex(r(r(r(a * c) + r(b * d)) / denominator), r(r(r(b * c) - r(a * d)) / denominator))
         }
         BinOp::Eq => Value::Bool(a == c && b == d),
         BinOp::Ne => Value::Bool(a != c || b != d),

@@ -63,7 +63,7 @@ impl Num {
             Value::Int(x) => Some(Num::Int(i128::from(*x))),
             Value::Float(x) => Some(Num::Float(*x)),
             Value::Bool(b) => Some(Num::Bool(*b)),
-            Value::Complex(re, im) => Some(Num::Complex(*re, *im)),
+            Value::Complex(z) => Some(Num::Complex(z.re, z.im)),
             _ => None,
         }
     }
@@ -75,7 +75,7 @@ impl Num {
             Num::Int(i) => Value::Int(i64::try_from(i).unwrap_or(i as u64 as i64)),
             Num::Float(x) => Value::Float(x),
             Num::Bool(b) => Value::Bool(b),
-            Num::Complex(re, im) => Value::Complex(re, im),
+            Num::Complex(re, im) => Value::complex(re, im),
         }
     }
 }

@@ -1021,7 +1021,7 @@ fn json_item(name: &Name, j: &serde_json::Value, item: &Type) -> Result<Value, I
                 _ => None,
             };
             match (float(json_item(name, re, &part)?), float(json_item(name, im, &part)?)) {
-                (Some(re), Some(im)) => Value::Complex(re, im),
+                (Some(re), Some(im)) => Value::complex(re, im),
                 _ => return Err(err(name, format!("a {c} value is a pair of numbers [re, im], found {j}"))),
             }
         }
@@ -1100,12 +1100,12 @@ fn scalar(name: &Name, s: ScalarType, v: &Value, at: usize, dtype: &str) -> Resu
         Value::Int(x) if s.is_float() && dtype == "JSON" => Ok(Value::Float(crate::value::int_to_float(i128::from(*x), s))),
         Value::Float(x) if s.is_float() => Ok(Value::Float(crate::value::round_float(*x, s))),
         // Each part rounded once to the part type; real data is complex with imaginary part 0.
-        Value::Complex(re, im) if s.is_complex() => {
-            Ok(Value::Complex(crate::value::round_float(*re, s.part()), crate::value::round_float(*im, s.part())))
+        Value::Complex(z) if s.is_complex() => {
+            Ok(Value::complex(crate::value::round_float(z.re, s.part()), crate::value::round_float(z.im, s.part())))
         }
-        Value::Float(x) if s.is_complex() => Ok(Value::Complex(crate::value::round_float(*x, s.part()), 0.0)),
+        Value::Float(x) if s.is_complex() => Ok(Value::complex(crate::value::round_float(*x, s.part()), 0.0)),
         Value::Int(x) if s.is_complex() && dtype == "JSON" => {
-            Ok(Value::Complex(crate::value::int_to_float(i128::from(*x), s.part()), 0.0))
+            Ok(Value::complex(crate::value::int_to_float(i128::from(*x), s.part()), 0.0))
         }
         Value::Bool(b) if s == ScalarType::Bool => Ok(Value::Bool(*b)),
         Value::Int(x) if s == ScalarType::Bool && dtype == "JSON" && (*x == 0 || *x == 1) => Ok(Value::Bool(*x == 1)),

@@ -158,7 +158,7 @@ fn decode(f: &FieldLayout, raw: &[u8]) -> Value {
         // Two floats, the real part first whatever the byte order.
         let half = FieldLayout { kind: ScalarKind::Float, bytes: f.bytes / 2, big_endian: f.big_endian, signed: true, name: String::new() };
         return match (decode(&half, &raw[..f.bytes / 2]), decode(&half, &raw[f.bytes / 2..])) {
-            (Value::Float(re), Value::Float(im)) => Value::Complex(re, im),
+            (Value::Float(re), Value::Float(im)) => Value::complex(re, im),
             _ => unreachable!("float halves decode to floats"),
         };
     }
