@@ -269,7 +269,7 @@ fn parse_chunk<T: EntryValue>(
                 let end = body[i..].iter().position(|b| b.is_ascii_whitespace()).map_or(n, |p| i + p);
                 let tok = &body[start..end];
                 i = end;
-                let v = if kind == ValueKind::Complex {
+                if kind == ValueKind::Complex {
                     while i < n && is_blank(body[i]) {
                         i += 1;
                     }
@@ -288,21 +288,8 @@ fn parse_chunk<T: EntryValue>(
                         SparseError::file(path, no, format!("value `{}` is not a number (nor `inf`, `-inf` or `nan`)", show(bad)))
                     })?
                 } else {
-                    match T::parse(tok, kind, f.single) {
-                        Some(v) => v,
-                        None => {
-                    let message = if kind == ValueKind::Real {
-                        format!("value `{}` is not a number (nor `inf`, `-inf` or `nan`)", show(tok))
-                    } else if std::str::from_utf8(tok).is_ok_and(|t| t.parse::<i128>().is_ok()) {
-                        format!("integer value `{}` is beyond the 64-bit integers", show(tok))
-                    } else {
-                        format!("value `{}` is not an integer", show(tok))
-                    };
-                    return Err(SparseError::file(path, no, message));
-                        }
-                    }
-                };
-                v
+                    T::parse(tok, kind, f.single).ok_or_else(|| SparseError::file(path, no, bad_value(tok, kind)))?
+                }
             }
         };
         values[count] = value;
@@ -323,6 +310,17 @@ fn parse_chunk<T: EntryValue>(
         }
     }
     Ok(count)
+}
+
+/// Why `tok` is not a value of `kind` (a real or an integer).
+fn bad_value(tok: &[u8], kind: ValueKind) -> String {
+    if kind == ValueKind::Real {
+        format!("value `{}` is not a number (nor `inf`, `-inf` or `nan`)", show(tok))
+    } else if std::str::from_utf8(tok).is_ok_and(|t| t.parse::<i128>().is_ok()) {
+        format!("integer value `{}` is beyond the 64-bit integers", show(tok))
+    } else {
+        format!("value `{}` is not an integer", show(tok))
+    }
 }
 
 /// Lines in `body`: newlines, plus one for a last line without one.
