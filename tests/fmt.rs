@@ -124,18 +124,24 @@ fn token_after(src: &str, at: usize) -> Option<Tok> {
 }
 
 /// Where comments may be inserted: before each token, except inside
-/// `tensor<…>` (whose shape is read as text).
+/// `tensor<…>` (whose shape is read as text, `complex<f64>` elements included).
 fn boundaries(src: &str) -> Vec<(usize, Tok)> {
     let (tokens, _) = lex_with_comments(src).unwrap();
     let mut out = Vec::new();
     let mut in_tensor = false;
+    // Open `<`s inside the tensor type.
+    let mut depth = 0usize;
     for t in &tokens {
         if !in_tensor {
             out.push((t.span.start as usize, t.tok.clone()));
         }
         match &t.tok {
             Tok::Ident(s) if s == "tensor" => in_tensor = true,
-            Tok::Sym(">") => in_tensor = false,
+            Tok::Sym("<") if in_tensor => depth += 1,
+            Tok::Sym(">") if in_tensor => {
+                depth = depth.saturating_sub(1);
+                in_tensor = depth > 0;
+            }
             _ => {}
         }
     }

@@ -16,6 +16,10 @@ pub fn clif_type(t: ScalarType) -> Type {
         ScalarType::I64 | ScalarType::U64 => types::I64,
         ScalarType::F32 => types::F32,
         ScalarType::F64 => types::F64,
+        // Lowering refuses complex numbers (`heddle_rewrite::lower::complex`):
+        // no loop program holds one. The part type keeps this total.
+        ScalarType::C32 => types::F32,
+        ScalarType::C64 => types::F64,
     }
 }
 

@@ -20,6 +20,10 @@ pub fn scalar(t: ScalarType) -> &'static str {
         ScalarType::F16 | ScalarType::BF16 => "float",
         ScalarType::F32 => "float",
         ScalarType::F64 => "double",
+        // Lowering refuses complex numbers (`heddle_rewrite::lower::complex`);
+        // OpenCL's pair types name them.
+        ScalarType::C32 => "float2",
+        ScalarType::C64 => "double2",
     }
 }
 
@@ -58,6 +62,8 @@ pub fn int_literal(v: i64, t: ScalarType) -> String {
         ScalarType::U16 => format!("(ushort){}", v as u16),
         ScalarType::Bool => (if v != 0 { "true" } else { "false" }).into(),
         ScalarType::F16 | ScalarType::BF16 | ScalarType::F32 | ScalarType::F64 => float_literal(v as f64, t),
+        // Never met: lowering refuses complex numbers. The real part's literal.
+        ScalarType::C32 | ScalarType::C64 => float_literal(v as f64, t.part()),
     }
 }
 

@@ -77,6 +77,8 @@ impl Halves {
                 self.odd_from.insert(c);
                 format!("heddle_odd_of_{c}({v})")
             }
+            // Never met: lowering refuses complex numbers (and no conversion takes one).
+            ScalarType::C32 | ScalarType::C64 => format!("({v}).x"),
         };
         self.round(t, &as_float)
     }

@@ -732,6 +732,7 @@ impl<'a> Parser<'a> {
                 self.bump();
                 Ok(Type::Meta(is_unknown_letter(s).map_or(0, |c| c as u32)))
             }
+            Tok::Ident(s) if s == "complex" && matches!(self.peek_at(1).tok, Tok::Sym("<")) => self.complex_type(),
             Tok::Ident(s) => match ScalarType::from_keyword(s) {
                 Some(st) => {
                     self.bump();
@@ -777,6 +778,20 @@ impl<'a> Parser<'a> {
             }
             Tok::Sym("[") => self.array_type(),
             _ => Err(self.unexpected("a type")),
+        }
+    }
+
+    /// `complex<f32>` / `complex<f64>` (MLIR's spelling; `float` and `double`
+    /// name the same parts).
+    fn complex_type(&mut self) -> PResult<Type> {
+        let start = self.bump().span;
+        self.bump();
+        let (part, part_span) = self.ident("the type of the parts (f32 or f64)")?;
+        self.expect_sym(">", "to close `complex<`")?;
+        match ScalarType::from_keyword(&format!("complex<{part}>")) {
+            Some(s) => Ok(Type::Scalar(s)),
+            None => Err(Diagnostic::new(start.to(part_span), format!("unknown complex type `complex<{part}>`"))
+                .with_label("expected complex<f32> or complex<f64>")),
         }
     }
 
@@ -851,8 +866,15 @@ impl<'a> Parser<'a> {
         let mut depth = 0usize;
         let mut shape_len = None;
         let mut cuts = Vec::new();
+        // `complex<f64>` holds an `x` and a `>` that separate nothing.
+        let mut inside_complex = false;
         for (k, c) in rest.char_indices() {
+            if inside_complex {
+                inside_complex = c != '>';
+                continue;
+            }
             match c {
+                'c' if depth == 0 && rest[k..].starts_with("complex<") => inside_complex = true,
                 '{' => depth += 1,
                 '}' => depth = depth.saturating_sub(1),
                 'x' if depth == 0 => cuts.push(k),
@@ -877,7 +899,7 @@ impl<'a> Parser<'a> {
         let (_, elem_text) = pieces.pop().unwrap_or((from, ""));
         let elem = mlir_scalar(elem_text.trim()).ok_or_else(|| {
             Diagnostic::new(shape_span, format!("unknown tensor element type `{}`", elem_text.trim()))
-                .with_label("expected f32, f64, i8, i16, i32, i64 (or u8…u64, index)")
+                .with_label("expected f32, f64, i8, i16, i32, i64 (or u8…u64, index, f16, bf16, complex<f32>, complex<f64>)")
         })?;
         let mut dims = Vec::new();
         for (at, p) in pieces {
@@ -1166,6 +1188,8 @@ pub fn mlir_scalar(s: &str) -> Option<ScalarType> {
         "bf16" => ScalarType::BF16,
         "f32" => ScalarType::F32,
         "f64" => ScalarType::F64,
+        "complex<f32>" => ScalarType::C32,
+        "complex<f64>" => ScalarType::C64,
         "i1" => ScalarType::Bool,
         "i8" => ScalarType::I8,
         "i16" => ScalarType::I16,

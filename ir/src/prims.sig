@@ -126,3 +126,19 @@ f64          : T -> f64  // to a 64-bit float (as double)
 f16          : T -> f16  // to an IEEE 754 16-bit float (binary16)
 half         : T -> half  // to an IEEE 754 16-bit float (as f16)
 bf16         : T -> bf16  // to a bfloat16 (f32's exponent, 8-bit significand)
+
+// ## Complex numbers
+// `complex<f32>` and `complex<f64>` (MLIR's spelling) are scalars: pairs of
+// floats (real, imaginary), stored as two consecutive floats as numpy's
+// complex64 / complex128 and MLIR store them. They have `+ - * /`, unary
+// `-`, `==` and `!=` (no order, `%`, `min` or `max`); a real literal where a
+// complex number is expected is one with imaginary part 0 (`z * 2.0`,
+// `reduce(+, 0.0)`). `complex(re, im)` builds one from two parts of the same
+// float type T (`f32` or `f64`; literal parts default to `float`, or follow
+// the complex type the context needs). C is a complex type whose parts have
+// type T. Multiplication and division are the textbook formulas, each
+// operation rounded as the parts' type rounds (no fused multiply-add).
+complex      : T -> T -> C  // the complex number re + im·i (T is f32 or f64)
+re           : C -> T  // the real part
+im           : C -> T  // the imaginary part
+conj         : C -> C  // the complex conjugate re - im·i

@@ -27,11 +27,16 @@ pub enum ScalarType {
     BF16,
     F32,
     F64,
+    /// `complex<f32>`: a complex number, a pair of `f32` (real, imaginary),
+    /// stored as two consecutive `f32`s as numpy's `complex64` and MLIR do.
+    C32,
+    /// `complex<f64>`: a pair of `f64`, numpy's `complex128`.
+    C64,
 }
 
 impl ScalarType {
     /// Every scalar type, for tables and tests.
-    pub const ALL: [ScalarType; 13] = [
+    pub const ALL: [ScalarType; 15] = [
         ScalarType::Bool,
         ScalarType::I8,
         ScalarType::I16,
@@ -45,6 +50,8 @@ impl ScalarType {
         ScalarType::BF16,
         ScalarType::F32,
         ScalarType::F64,
+        ScalarType::C32,
+        ScalarType::C64,
     ];
 
     /// The scalar type a keyword names, aliases included.
@@ -63,6 +70,8 @@ impl ScalarType {
             "u64" => ScalarType::U64,
             "half" | "f16" => ScalarType::F16,
             "bf16" => ScalarType::BF16,
+            "complex<f32>" | "complex<float>" => ScalarType::C32,
+            "complex<f64>" | "complex<double>" => ScalarType::C64,
             _ => return None,
         })
     }
@@ -83,6 +92,8 @@ impl ScalarType {
             ScalarType::BF16 => "bf16",
             ScalarType::F32 => "float",
             ScalarType::F64 => "double",
+            ScalarType::C32 => "complex<f32>",
+            ScalarType::C64 => "complex<f64>",
         }
     }
 
@@ -95,9 +106,30 @@ impl ScalarType {
     pub fn is_half(self) -> bool {
         matches!(self, ScalarType::F16 | ScalarType::BF16)
     }
+    /// Complex (`complex<f32>`, `complex<f64>`)?
+    pub fn is_complex(self) -> bool {
+        matches!(self, ScalarType::C32 | ScalarType::C64)
+    }
+    /// The type of a complex type's real and imaginary parts (`f32`, `f64`);
+    /// any other type is its own.
+    pub fn part(self) -> ScalarType {
+        match self {
+            ScalarType::C32 => ScalarType::F32,
+            ScalarType::C64 => ScalarType::F64,
+            s => s,
+        }
+    }
+    /// The complex type whose parts have type `self` (`f32`, `f64`), if any.
+    pub fn complex_of(self) -> Option<ScalarType> {
+        match self {
+            ScalarType::F32 => Some(ScalarType::C32),
+            ScalarType::F64 => Some(ScalarType::C64),
+            _ => None,
+        }
+    }
     /// Integer (signed or not)?
     pub fn is_int(self) -> bool {
-        !self.is_float() && self != ScalarType::Bool
+        !self.is_float() && !self.is_complex() && self != ScalarType::Bool
     }
     /// Signed integer?
     pub fn is_signed(self) -> bool {
@@ -109,7 +141,8 @@ impl ScalarType {
             ScalarType::Bool | ScalarType::I8 | ScalarType::U8 => 1,
             ScalarType::I16 | ScalarType::U16 | ScalarType::F16 | ScalarType::BF16 => 2,
             ScalarType::I32 | ScalarType::U32 | ScalarType::F32 => 4,
-            ScalarType::I64 | ScalarType::U64 | ScalarType::F64 => 8,
+            ScalarType::I64 | ScalarType::U64 | ScalarType::F64 | ScalarType::C32 => 8,
+            ScalarType::C64 => 16,
         }
     }
 }

@@ -361,6 +361,8 @@ fn dtype_name(s: ScalarType) -> &'static str {
         ScalarType::BF16 => "float32",
         ScalarType::F32 => "float32",
         ScalarType::F64 => "float64",
+        ScalarType::C32 => "complex64",
+        ScalarType::C64 => "complex128",
     }
 }
 
@@ -395,6 +397,8 @@ pub enum Out {
     Int(i64),
     UInt(u64),
     Float(f64),
+    /// A complex number (real, imaginary).
+    Complex(f64, f64),
     Bool(bool),
     Tuple(Vec<Out>),
     List(Vec<Out>),
@@ -414,6 +418,7 @@ pub fn to_out(v: &Value, ty: &Type) -> Out {
             _ => Out::Int(*i),
         },
         Value::Float(f) => Out::Float(*f),
+        Value::Complex(z) => Out::Complex(z.re, z.im),
         Value::Bool(b) => Out::Bool(*b),
         Value::Tuple(items) => {
             let tys: Vec<Type> = match ty {
@@ -466,7 +471,8 @@ pub fn flat_out(prog: &heddle_ir::loops::LoopProgram, launch: &heddle_runtime::l
         ScalarType::F16 => "<f2",
         ScalarType::F32 => "<f4",
         ScalarType::F64 => "<f8",
-        ScalarType::BF16 => return None,
+        // Complex kernels are not compiled (the interpreter's values take `to_out`).
+        ScalarType::BF16 | ScalarType::C32 | ScalarType::C64 => return None,
     };
     let cast = (s == ScalarType::Bool).then_some("bool");
     Some(Out::NdArray { bytes: out.bytes().to_vec(), raw, shape: vec![n], dtype: cast })
@@ -475,6 +481,12 @@ pub fn flat_out(prog: &heddle_ir::loops::LoopProgram, launch: &heddle_runtime::l
 fn nd_array(shape: Vec<usize>, flat: &[&Value], s: ScalarType) -> Out {
     let (bytes, raw): (Vec<u8>, &str) = if s.is_float() {
         (flat.iter().flat_map(|x| x.as_float().unwrap_or(f64::NAN).to_le_bytes()).collect(), "<f8")
+    } else if s.is_complex() {
+        let parts = |x: &&Value| match x {
+            Value::Complex(z) => [z.re, z.im],
+            _ => [f64::NAN; 2],
+        };
+        (flat.iter().flat_map(parts).flat_map(f64::to_le_bytes).collect(), "<c16")
     } else if s == ScalarType::Bool {
         (flat.iter().map(|x| matches!(x, Value::Bool(true)) as u8).collect(), "u1")
     } else {
@@ -490,6 +502,7 @@ impl Out {
             Out::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
             Out::UInt(i) => i.into_pyobject(py)?.into_any().unbind(),
             Out::Float(f) => f.into_pyobject(py)?.into_any().unbind(),
+            Out::Complex(re, im) => pyo3::types::PyComplex::from_doubles(py, *re, *im).into_any().unbind(),
             Out::Bool(b) => pyo3::types::PyBool::new(py, *b).to_owned().into_any().unbind(),
             Out::Tuple(items) => PyTuple::new(py, items.iter().map(|x| x.to_python(py)).collect::<PyResult<Vec<_>>>()?)?.into_any().unbind(),
             Out::List(items) => PyList::new(py, items.iter().map(|x| x.to_python(py)).collect::<PyResult<Vec<_>>>()?)?.into_any().unbind(),

@@ -998,6 +998,7 @@ pub fn bin(op: BinOp, a: Value, b: Value, s: ScalarType) -> Result<Value, String
             BinOp::Ge => Value::Bool(x >= y),
             BinOp::And | BinOp::Or => return Err("logical operator on floats".into()),
         },
+        (Value::Complex(x), Value::Complex(y)) => complex_bin(op, (x.re, x.im), (y.re, y.im), s.part())?,
         (Value::Bool(x), Value::Bool(y)) => match op {
             BinOp::And => Value::Bool(x && y),
             BinOp::Or => Value::Bool(x || y),
@@ -1006,6 +1007,27 @@ pub fn bin(op: BinOp, a: Value, b: Value, s: ScalarType) -> Result<Value, String
             _ => return Err(format!("`{}` on booleans", op.symbol())),
         },
         (a, b) => return Err(format!("`{}` on {a} and {b}", op.symbol())),
+    })
+}
+
+/// `(a + bi) op (c + di)` with parts of type `part`, each real operation
+/// rounded to `part` as compiled code rounds it (no fused multiply-add):
+/// the textbook product and quotient (`(ac + bd) / (c² + d²)`, which
+/// overflows sooner than Smith's algorithm, but every backend computes it the
+/// same way, in the same order).
+pub fn complex_bin(op: BinOp, (a, b): (f64, f64), (c, d): (f64, f64), part: ScalarType) -> Result<Value, String> {
+    let r = |x: f64| round_float(x, part);
+    Ok(match op {
+        BinOp::Add => Value::complex(r(a + c), r(b + d)),
+        BinOp::Sub => Value::complex(r(a - c), r(b - d)),
+        BinOp::Mul => Value::complex(r(r(a * c) - r(b * d)), r(r(a * d) + r(b * c))),
+        BinOp::Div => {
+            let denominator = r(r(c * c) + r(d * d));
+            Value::complex(r(r(r(a * c) + r(b * d)) / denominator), r(r(r(b * c) - r(a * d)) / denominator))
+        }
+        BinOp::Eq => Value::Bool(a == c && b == d),
+        BinOp::Ne => Value::Bool(a != c || b != d),
+        _ => return Err(format!("`{}` on complex numbers", op.symbol())),
     })
 }
 

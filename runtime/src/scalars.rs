@@ -20,6 +20,8 @@ pub enum Num {
     Float(f64),
     /// A boolean.
     Bool(bool),
+    /// A complex number (real, imaginary) of either width.
+    Complex(f64, f64),
 }
 
 impl fmt::Display for Num {
@@ -28,17 +30,23 @@ impl fmt::Display for Num {
             Num::Int(i) => write!(f, "{i}"),
             Num::Float(x) => write!(f, "{}", crate::io::number::float(*x, ScalarType::F64)),
             Num::Bool(b) => write!(f, "{b}"),
+            Num::Complex(re, im) => write!(
+                f,
+                "complex({}, {})",
+                crate::io::number::float(*re, ScalarType::F64),
+                crate::io::number::float(*im, ScalarType::F64)
+            ),
         }
     }
 }
 
 impl Num {
-    /// The value as an `f64` (rounded for integers beyond 2^53): for
-    /// densifying and comparing, never for storing.
+    /// The value as an `f64` (rounded for integers beyond 2^53; a complex
+    /// number's real part): for densifying and comparing, never for storing.
     pub fn to_f64(self) -> f64 {
         match self {
             Num::Int(i) => i as f64,
-            Num::Float(x) => x,
+            Num::Float(x) | Num::Complex(x, _) => x,
             Num::Bool(b) => f64::from(u8::from(b)),
         }
     }
@@ -55,6 +63,7 @@ impl Num {
             Value::Int(x) => Some(Num::Int(i128::from(*x))),
             Value::Float(x) => Some(Num::Float(*x)),
             Value::Bool(b) => Some(Num::Bool(*b)),
+            Value::Complex(z) => Some(Num::Complex(z.re, z.im)),
             _ => None,
         }
     }
@@ -66,6 +75,7 @@ impl Num {
             Num::Int(i) => Value::Int(i64::try_from(i).unwrap_or(i as u64 as i64)),
             Num::Float(x) => Value::Float(x),
             Num::Bool(b) => Value::Bool(b),
+            Num::Complex(re, im) => Value::complex(re, im),
         }
     }
 }
@@ -111,7 +121,7 @@ fn int_of(n: Num) -> Option<i128> {
         Num::Int(i) => Some(i),
         Num::Bool(b) => Some(i128::from(b)),
         Num::Float(x) if x.fract() == 0.0 && x.abs() < 1e30 => Some(x as i128),
-        Num::Float(_) => None,
+        Num::Float(_) | Num::Complex(..) => None,
     }
 }
 
@@ -160,6 +170,8 @@ macro_rules! float_scalar {
                     Num::Float(x) => x as $t,
                     Num::Int(i) => i as $t,
                     Num::Bool(b) => <$t>::from(u8::from(b)),
+                    // A complex number is not a real one, whatever its imaginary part.
+                    Num::Complex(..) => return None,
                 })
             }
             #[inline]
@@ -195,6 +207,7 @@ macro_rules! half_scalar {
                     Num::Float(x) => $round(x),
                     Num::Int(i) => $round(heddle_ir::rounding::f64_to_odd(i)),
                     Num::Bool(b) => $round(f64::from(u8::from(b))),
+                    Num::Complex(..) => return None,
                 })
             }
             #[inline]
@@ -207,6 +220,56 @@ macro_rules! half_scalar {
     )*};
 }
 half_scalar!(half::f16 => F16, heddle_ir::rounding::f16_of_f64, half::bf16 => BF16, heddle_ir::rounding::bf16_of_f64);
+
+/// A complex number as numpy (`complex64`, `complex128`) and MLIR store
+/// one: the real part, then the imaginary part, each a `T`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Complex<T> {
+    /// The real part.
+    pub re: T,
+    /// The imaginary part.
+    pub im: T,
+}
+
+macro_rules! complex_scalar {
+    ($($t:ty => $s:ident),*) => {$(
+        impl Scalar for Complex<$t> {
+            const TYPE: ScalarType = ScalarType::$s;
+            #[inline]
+            fn add(self, other: Self) -> Self { Complex { re: self.re + other.re, im: self.im + other.im } }
+            #[inline]
+            fn neg(self) -> Self { Complex { re: -self.re, im: -self.im } }
+            #[inline]
+            fn num(self) -> Num { Num::Complex(f64::from(self.re), f64::from(self.im)) }
+            #[inline]
+            fn from_num(n: Num) -> Option<Self> {
+                // Each part rounded once to the width; a real number has imaginary part 0.
+                let (re, im) = match n {
+                    Num::Complex(re, im) => (re as $t, im as $t),
+                    Num::Float(x) => (x as $t, 0.0),
+                    Num::Int(i) => (i as $t, 0.0),
+                    Num::Bool(b) => (<$t>::from(u8::from(b)), 0.0),
+                };
+                Some(Complex { re, im })
+            }
+            #[inline]
+            fn is_padding(self) -> bool { self.re.to_bits() == 0 && self.im.to_bits() == 0 }
+            #[inline]
+            fn write_le(self, out: &mut [u8]) {
+                let half = out.len() / 2;
+                out[..half].copy_from_slice(&self.re.to_le_bytes());
+                out[half..].copy_from_slice(&self.im.to_le_bytes());
+            }
+            #[inline]
+            fn read_le(bytes: &[u8]) -> Self {
+                let half = bytes.len() / 2;
+                Complex { re: <$t as Scalar>::read_le(&bytes[..half]), im: <$t as Scalar>::read_le(&bytes[half..]) }
+            }
+        }
+    )*};
+}
+complex_scalar!(f32 => C32, f64 => C64);
 
 impl Scalar for bool {
     const TYPE: ScalarType = ScalarType::Bool;
@@ -276,6 +339,10 @@ pub enum ScalarVec {
     F32(Vec<f32>),
     /// `f64`.
     F64(Vec<f64>),
+    /// `complex<f32>`.
+    C32(Vec<Complex<f32>>),
+    /// `complex<f64>`.
+    C64(Vec<Complex<f64>>),
 }
 
 /// Runs `$body` with `$x` bound to the vector inside a [`ScalarVec`] (by
@@ -298,6 +365,8 @@ macro_rules! with_values {
             $crate::scalars::ScalarVec::BF16($x) => $body,
             $crate::scalars::ScalarVec::F32($x) => $body,
             $crate::scalars::ScalarVec::F64($x) => $body,
+            $crate::scalars::ScalarVec::C32($x) => $body,
+            $crate::scalars::ScalarVec::C64($x) => $body,
         }
     };
 }
@@ -320,6 +389,8 @@ macro_rules! with_scalar_type {
             heddle_ir::ScalarType::BF16 => { type $t = half::bf16; $body }
             heddle_ir::ScalarType::F32 => { type $t = f32; $body }
             heddle_ir::ScalarType::F64 => { type $t = f64; $body }
+            heddle_ir::ScalarType::C32 => { type $t = $crate::scalars::Complex<f32>; $body }
+            heddle_ir::ScalarType::C64 => { type $t = $crate::scalars::Complex<f64>; $body }
         }
     };
 }
@@ -331,7 +402,7 @@ macro_rules! from_vec {
         }
     )*};
 }
-from_vec!(bool => Bool, i8 => I8, i16 => I16, i32 => I32, i64 => I64, u8 => U8, u16 => U16, u32 => U32, u64 => U64, half::f16 => F16, half::bf16 => BF16, f32 => F32, f64 => F64);
+from_vec!(bool => Bool, i8 => I8, i16 => I16, i32 => I32, i64 => I64, u8 => U8, u16 => U16, u32 => U32, u64 => U64, half::f16 => F16, half::bf16 => BF16, f32 => F32, f64 => F64, Complex<f32> => C32, Complex<f64> => C64);
 
 impl fmt::Debug for ScalarVec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -383,6 +454,8 @@ impl ScalarVec {
             ScalarVec::BF16(_) => ScalarType::BF16,
             ScalarVec::F32(_) => ScalarType::F32,
             ScalarVec::F64(_) => ScalarType::F64,
+            ScalarVec::C32(_) => ScalarType::C32,
+            ScalarVec::C64(_) => ScalarType::C64,
         }
     }
     /// Number of values.
@@ -433,7 +506,7 @@ impl ScalarVec {
                 }
             };
         }
-        same!(Bool, I8, I16, I32, I64, U8, U16, U32, U64, F32, F64)
+        same!(Bool, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64, C32, C64)
     }
     /// The values at `perm`'s positions, in `perm`'s order.
     pub fn gather(&self, perm: &[usize]) -> ScalarVec {
@@ -448,6 +521,15 @@ impl ScalarVec {
         with_values!(self, v => if let Some(x) = v.last_mut() {
             *x = Scalar::neg(*x);
         })
+    }
+    /// Conjugates the last value, if complex (a Hermitian matrix's mirrored
+    /// entry); a real value is its own conjugate.
+    pub fn conjugate_last(&mut self) {
+        match self {
+            ScalarVec::C32(v) => v.last_mut().into_iter().for_each(|x| x.im = -x.im),
+            ScalarVec::C64(v) => v.last_mut().into_iter().for_each(|x| x.im = -x.im),
+            _ => {}
+        }
     }
     /// The values at positions `range`.
     pub fn slice(&self, range: std::ops::Range<usize>) -> ScalarVec {
@@ -498,7 +580,8 @@ impl ScalarVec {
         #[cfg(target_endian = "little")]
         with_values!(self, v => {
             let n = std::mem::size_of_val(v.as_slice());
-            // SAFETY: bool, the integers and the floats have no padding and
+            // SAFETY: bool, the integers, the floats and `Complex` (`repr(C)`,
+            // two floats of one type) have no padding and
             // every byte initialised (a bool is 0 or 1); on a little-endian
             // machine their bytes in memory are their little-endian encoding.
             let bytes = unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), n) };

@@ -18,6 +18,10 @@ pub enum Value {
     Float(f64),
     /// A boolean.
     Bool(bool),
+    /// A complex number, each part rounded to `f32` when its type is
+    /// `complex<f32>`. Behind a pointer so that every other value stays 16
+    /// bytes (the interpreter's memory limits count `size_of::<Value>()`).
+    Complex(Rc<crate::scalars::Complex<f64>>),
     /// A tuple.
     Tuple(Rc<Vec<Value>>),
     /// An array (also a vector `<T>w`).
@@ -34,6 +38,17 @@ impl Value {
     /// A tuple value.
     pub fn tuple(items: Vec<Value>) -> Value {
         Value::Tuple(Rc::new(items))
+    }
+    /// The complex number `re + im·i`.
+    pub fn complex(re: f64, im: f64) -> Value {
+        Value::Complex(Rc::new(crate::scalars::Complex { re, im }))
+    }
+    /// The parts of a complex number (real, imaginary).
+    pub fn as_complex(&self) -> Option<(f64, f64)> {
+        match self {
+            Value::Complex(z) => Some((z.re, z.im)),
+            _ => None,
+        }
     }
     /// The integer inside.
     pub fn as_int(&self) -> Option<i64> {
@@ -154,6 +169,7 @@ impl fmt::Display for Value {
             Value::Int(v) => write!(f, "{v}"),
             Value::Float(v) => write!(f, "{v}"),
             Value::Bool(b) => write!(f, "{b}"),
+            Value::Complex(z) => write!(f, "complex({}, {})", z.re, z.im),
             Value::Tuple(items) | Value::Array(items) => {
                 let open = if matches!(self, Value::Tuple(_)) { "(" } else { "[" };
                 let close = if matches!(self, Value::Tuple(_)) { ")" } else { "]" };
@@ -178,6 +194,12 @@ mod conversion_tests {
 
     fn f(x: f64, to: S) -> Value {
         convert(Value::Float(x), S::F64, to)
+    }
+
+    #[test]
+    fn values_stay_two_words() {
+        // The interpreter's memory limits count this size; a complex number is boxed to keep it.
+        assert_eq!(std::mem::size_of::<Value>(), 16);
     }
 
     #[test]

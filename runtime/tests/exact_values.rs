@@ -96,6 +96,7 @@ fn is_zero(v: Num) -> bool {
         Num::Float(x) => x.to_bits() == 0,
         Num::Int(i) => i == 0,
         Num::Bool(b) => !b,
+        Num::Complex(re, im) => re.to_bits() == 0 && im.to_bits() == 0,
     }
 }
 
@@ -131,6 +132,9 @@ fn entries(c: &Coo, single: bool) -> BTreeMap<Vec<u64>, i128> {
         Num::Float(x) => i128::from(x.to_bits()),
         Num::Int(i) => i,
         Num::Bool(b) => i128::from(b),
+        // Both parts' bits, the real part high.
+        Num::Complex(re, im) if single => i128::from((re as f32).to_bits()) << 64 | i128::from((im as f32).to_bits()),
+        Num::Complex(re, im) => i128::from(re.to_bits()) << 64 | i128::from(im.to_bits()),
     };
     (0..c.len()).filter(|&k| !is_zero(c.values.num(k))).map(|k| (c.entry(k).to_vec(), key(c.values.num(k)))).collect()
 }

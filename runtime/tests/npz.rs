@@ -232,7 +232,7 @@ fn bad_archives_are_located_errors() {
         ("no_indptr", base().into_iter().filter(|m| m.name != "indptr").collect(), "`indptr`: missing"),
         ("no_format", base().into_iter().filter(|m| m.name != "format").collect(), "`format`: missing"),
         ("float_indices", replace(base(), member("indices", "'<f8'", &[4], f64s(&[0.0, 2.0, 3.0, 1.0]))), "`indices`: must hold integers"),
-        ("complex_data", replace(base(), member("data", "'<c16'", &[4], vec![0; 64])), "`data`: `<c16` is not a value type"),
+        ("float128_data", replace(base(), member("data", "'<f16'", &[4], vec![0; 64])), "`data`: `<f16` is not a value type"),
         ("indptr_decreasing", replace(base(), member("indptr", "'<i4'", &[4], i32s(&[0, 3, 2, 4]))), "`indptr`: [2] = 2 is less than [1] = 3"),
         ("indptr_not_from_0", replace(base(), member("indptr", "'<i4'", &[4], i32s(&[1, 2, 3, 4]))), "`indptr`: [0] = 1, not 0"),
         ("indptr_too_short", replace(base(), member("indptr", "'<i4'", &[3], i32s(&[0, 2, 3]))), "`indptr`: has 3 entries"),

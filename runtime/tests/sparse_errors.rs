@@ -14,7 +14,8 @@ use std::path::Path;
 const MTX: &[(&str, &str)] = &[
     ("empty", ""),
     ("bad_banner", "%%MatrixMarket tensor coordinate real general\n2 2 1\n1 1 1\n"),
-    ("complex", "%%MatrixMarket matrix coordinate complex general\n2 2 1\n1 1 1 0\n"),
+    ("complex_one_part", "%%MatrixMarket matrix coordinate complex general\n2 2 1\n1 1 1\n"),
+    ("hermitian_complex_diagonal", "%%MatrixMarket matrix coordinate complex hermitian\n2 2 1\n1 1 1 2\n"),
     ("hermitian", "%%MatrixMarket matrix coordinate real hermitian\n2 2 1\n1 1 1\n"),
     ("pattern_array", "%%MatrixMarket matrix array pattern general\n2 2\n"),
     ("no_size_line", "%%MatrixMarket matrix coordinate real general\n% only comments\n"),
@@ -76,6 +77,16 @@ fn symmetric_and_skew_files_expand() {
     let text = "%%MatrixMarket matrix array integer general\n2 2\n1\n2\n3\n4\n";
     let (c, elem) = parse_mtx(text.as_bytes(), Path::new("a.mtx")).unwrap();
     assert_eq!((c.to_dense_values().unwrap(), elem), (vec![1i64, 3, 2, 4].into(), ScalarType::I64));
+    // Hermitian: the mirror holds the conjugate (array format: the lower triangle by columns).
+    let text = "%%MatrixMarket matrix array complex hermitian\n2 2\n4 0\n1.5 -2\n-1 0\n";
+    let (c, elem) = parse_mtx(text.as_bytes(), Path::new("h.mtx")).unwrap();
+    let z = |re: f64, im: f64| heddle_runtime::scalars::Complex { re, im };
+    assert_eq!(elem, ScalarType::C64);
+    assert_eq!(c.to_dense_values().unwrap(), vec![z(4.0, 0.0), z(1.5, 2.0), z(1.5, -2.0), z(-1.0, 0.0)].into());
+    // Complex skew-symmetric: the mirror is negated, both parts.
+    let text = "%%MatrixMarket matrix coordinate complex skew-symmetric\n2 2 1\n2 1 3 -0.5\n";
+    let (c, _) = parse_mtx(text.as_bytes(), Path::new("k.mtx")).unwrap();
+    assert_eq!(c.to_dense_values().unwrap(), vec![z(0.0, 0.0), z(-3.0, 0.5), z(3.0, -0.5), z(0.0, 0.0)].into());
     // Plain FROSTT infers sizes from the largest coordinates.
     let c = parse_tns(b"# plain\n1 2 3 1.5\n2 1 1 2.5\n", Path::new("p.tns")).unwrap();
     assert_eq!(c.dims, vec![2, 2, 3]);

@@ -156,6 +156,7 @@ impl Checker {
                 let msg = match wanted {
                     MetaKind::Float => format!("type mismatch{ctx}: a float literal cannot have type {found}"),
                     MetaKind::Integer => format!("type mismatch{ctx}: expected an integer, found {found}"),
+                    MetaKind::Complex => format!("type mismatch{ctx}: expected a complex number, found {found}"),
                     _ => format!("type mismatch{ctx}: a number literal cannot have type {found}"),
                 };
                 Diagnostic::new(span, msg).with_label(format!("this has type {found}"))
@@ -355,6 +356,26 @@ impl Checker {
         }
     }
 
+    /// Complex numbers have `+ - * /`, `==` and `!=`: no order, remainder,
+    /// `min` or `max`.
+    fn complex_operator(&mut self, op: BinOp, operand: &Type, span: Span) -> CResult<()> {
+        if matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Eq | BinOp::Ne) {
+            return Ok(());
+        }
+        let t = self.metas.zonk(operand);
+        let complex = match &t {
+            Type::Scalar(s) => s.is_complex(),
+            Type::Meta(_) => self.metas.kind_of(&t) == Some(MetaKind::Complex),
+            _ => false,
+        };
+        if complex {
+            return Err(Diagnostic::new(span, format!("`{}` is not defined on complex numbers", op.symbol()))
+                .with_label(format!("the operands have type {}", show(&t)))
+                .with_note("complex numbers have + - * /, == and !=; compare parts with re(z), im(z)"));
+        }
+        Ok(())
+    }
+
     pub(crate) fn binary(&mut self, op: BinOp, l: TExpr, r: TExpr, span: Span) -> CResult<TExpr> {
         let sym = format!("`{}`", op.symbol());
         if op.is_logical() {
@@ -366,6 +387,7 @@ impl Checker {
             if !matches!(op, BinOp::Eq | BinOp::Ne) {
                 self.require_numeric(&l.ty, l.span, &sym)?;
             }
+            self.complex_operator(op, &l.ty, span)?;
         }
         let ty = if op.is_comparison() { Type::Scalar(ScalarType::Bool) } else { l.ty.clone() };
         Ok(TExpr { kind: TKind::Binary { op, lhs: Box::new(l), rhs: Box::new(r) }, ty, span })

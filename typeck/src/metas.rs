@@ -24,6 +24,8 @@ pub enum MetaKind {
     Float,
     /// Any integer scalar (a natural used as a value).
     Integer,
+    /// Any complex scalar (`complex(re, im)` of parts not yet known).
+    Complex,
 }
 
 /// Why two types or naturals do not unify.
@@ -62,6 +64,9 @@ pub struct Metas {
     nats: Vec<Option<Nat>>,
     /// Divisions taken on trust, to become obligations.
     pub pending: Vec<PendingDivisibility>,
+    /// `(part, whole)`: `whole` is the complex type with parts of type
+    /// `part` (`complex(re, im)`), settled once either is known.
+    complex_links: Vec<(Type, Type)>,
     /// Every division taken on trust so far. Its obligation is checked before
     /// the kernel runs, so everywhere in the kernel `length / divisor` is
     /// exact: `divisor * (length / divisor) = length` (`split(2)` then
@@ -120,13 +125,53 @@ impl Metas {
         })
     }
 
-    /// Gives every unsolved literal unknown its default type (`int`, `float`).
+    /// Records that `whole` is the complex type whose parts have type `part`
+    /// (a float unknown or `f32` / `f64`), settled when either becomes known
+    /// ([`Metas::settle_complex`]).
+    pub fn link_complex(&mut self, part: Type, whole: Type) {
+        self.complex_links.push((part, whole));
+    }
+
+    /// Solves each linked part from its whole or the whole from its part,
+    /// where one of them is known.
+    pub fn settle_complex(&mut self) {
+        // A link settled may settle another (`re(complex(a, b))`): one pass per link at most.
+        for _ in 0..self.complex_links.len() {
+            if !self.settle_complex_once() {
+                break;
+            }
+        }
+    }
+
+    /// One pass of [`Metas::settle_complex`]: did it solve anything?
+    fn settle_complex_once(&mut self) -> bool {
+        let mut progress = false;
+        for (part, whole) in self.complex_links.clone() {
+            match (self.zonk(&part), self.zonk(&whole)) {
+                (Type::Scalar(p), w @ Type::Meta(_)) => {
+                    if let Some(c) = p.complex_of() {
+                        progress |= self.unify(&w, &Type::Scalar(c), &mut || Name::from("_")).is_ok();
+                    }
+                }
+                (p @ Type::Meta(_), Type::Scalar(w)) if w.is_complex() => {
+                    progress |= self.unify(&p, &Type::Scalar(w.part()), &mut || Name::from("_")).is_ok();
+                }
+                _ => {}
+            }
+        }
+        progress
+    }
+
+    /// Gives every unsolved literal unknown its default type (`int`, `float`;
+    /// a complex one `complex<f32>`, as its float parts default to `float`).
     pub fn default_literals(&mut self) {
+        self.settle_complex();
         for slot in &mut self.types {
             if slot.1.is_none() {
                 slot.1 = match slot.0 {
                     MetaKind::Numeric | MetaKind::Integer => Some(Type::Scalar(ScalarType::I32)),
                     MetaKind::Float => Some(Type::Scalar(ScalarType::F32)),
+                    MetaKind::Complex => Some(Type::Scalar(ScalarType::C32)),
                     MetaKind::Any => None,
                 };
             }
@@ -202,6 +247,11 @@ impl Metas {
                 (MetaKind::Float, MetaKind::Integer) | (MetaKind::Integer, MetaKind::Float) => {
                     return Err(Mismatch::Literal(kind, Type::Scalar(ScalarType::F32)));
                 }
+                (MetaKind::Complex, MetaKind::Integer) | (MetaKind::Integer, MetaKind::Complex) => {
+                    return Err(Mismatch::Literal(MetaKind::Integer, Type::Scalar(ScalarType::C32)));
+                }
+                // A real literal where a complex number is expected is one (`z * 2.0`).
+                (MetaKind::Complex, _) | (_, MetaKind::Complex) => MetaKind::Complex,
                 (MetaKind::Float, _) | (_, MetaKind::Float) => MetaKind::Float,
                 (MetaKind::Integer, _) | (_, MetaKind::Integer) => MetaKind::Integer,
                 _ => MetaKind::Numeric,
@@ -213,7 +263,9 @@ impl Metas {
         let fits = match (kind, t) {
             (MetaKind::Any, _) => true,
             (MetaKind::Numeric, Type::Scalar(s)) => *s != ScalarType::Bool,
-            (MetaKind::Float, Type::Scalar(s)) => s.is_float(),
+            // A float literal is also a complex number (imaginary part 0).
+            (MetaKind::Float, Type::Scalar(s)) => s.is_float() || s.is_complex(),
+            (MetaKind::Complex, Type::Scalar(s)) => s.is_complex(),
             (MetaKind::Integer, Type::Scalar(s)) => s.is_int(),
             _ => false,
         };

@@ -348,9 +348,49 @@ impl Checker {
                             .with_label(format!("the element type {} depends on {b}", show(elem))));
                     }
             }
+            "complex" => {
+                let part = inst.types.get(&('T' as u32)).cloned().unwrap_or(Type::Meta(u32::MAX));
+                let whole = inst.types.get(&('C' as u32)).cloned().unwrap_or(Type::Meta(u32::MAX));
+                if !matches!(self.metas.zonk(&part), Type::Scalar(_)) {
+                    let float = self.metas.fresh_type(MetaKind::Float);
+                    self.unify_at(&float, &part, span, "in the parts given to `complex`")?;
+                }
+                match self.metas.zonk(&part) {
+                    Type::Scalar(p) => match p.complex_of() {
+                        Some(c) => self.unify_at(&Type::Scalar(c), &whole, span, "in the result of `complex`")?,
+                        None => {
+                            return Err(Diagnostic::new(span, format!("`complex` takes parts of type f32 or f64, found {p}"))
+                                .with_label(format!("the parts have type {p}"))
+                                .with_note("convert them first: `complex(double(a), double(b))`"));
+                        }
+                    },
+                    _ => {
+                        let c = self.metas.fresh_type(MetaKind::Complex);
+                        self.unify_at(&c, &whole, span, "in the result of `complex`")?;
+                        self.metas.link_complex(part, whole);
+                    }
+                }
+            }
+            "re" | "im" | "conj" => {
+                let whole = inst.types.get(&('C' as u32)).cloned().unwrap_or(Type::Meta(u32::MAX));
+                let c = self.metas.fresh_type(MetaKind::Complex);
+                self.unify_at(&c, &whole, span, &format!("in the argument of `{name}`"))
+                    .map_err(|d| d.with_note(format!("`{name}` takes a complex number (complex<f32> or complex<f64>)")))?;
+                if let Some(part) = inst.types.get(&('T' as u32)).cloned() {
+                    let float = self.metas.fresh_type(MetaKind::Float);
+                    self.unify_at(&float, &part, span, &format!("in the result of `{name}`"))?;
+                    self.metas.link_complex(part, whole);
+                }
+                self.metas.settle_complex();
+            }
             conv if heddle_ir::prims::conversion(conv).is_some() => {
                 let arg = inst.types.get(&('T' as u32)).map(|t| self.metas.zonk(t));
                 match arg {
+                    Some(Type::Scalar(s)) if s.is_complex() => {
+                        return Err(Diagnostic::new(span, format!("`{conv}` converts a real number, found {s}"))
+                            .with_label(format!("this has type {s}"))
+                            .with_note("take a part first: `re(z)`, `im(z)`"));
+                    }
                     Some(Type::Scalar(_)) => {}
                     // An unknown (a literal): any number converts.
                     Some(t @ Type::Meta(_)) => self.require_numeric(&t, span, &format!("`{conv}`"))?,

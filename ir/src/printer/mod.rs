@@ -357,6 +357,8 @@ pub fn mlir_name(s: ScalarType) -> &'static str {
         ScalarType::BF16 => "bf16",
         ScalarType::F32 => "f32",
         ScalarType::F64 => "f64",
+        ScalarType::C32 => "complex<f32>",
+        ScalarType::C64 => "complex<f64>",
     }
 }
 

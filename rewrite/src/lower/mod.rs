@@ -18,6 +18,7 @@
 
 mod assemble;
 mod coiter;
+mod complex;
 mod emit;
 mod nats;
 mod numbers;
@@ -64,6 +65,7 @@ pub fn lower_kernel(kernel: &Kernel, name: &str) -> Result<LoopProgram, Diagnost
 
 /// [`lower_kernel`] with options.
 pub fn lower_kernel_with(kernel: &Kernel, name: &str, options: &LowerOptions) -> Result<LoopProgram, Diagnostic> {
+    complex::refuse_complex(kernel)?;
     let own = kernel;
     let lanes = vectors::with_lanes(kernel)?;
     let kernel = lanes.as_ref().unwrap_or(kernel);

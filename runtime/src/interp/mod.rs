@@ -64,6 +64,9 @@ pub fn eval(t: &TExpr, env: &Env) -> Result<Value, Diagnostic> {
             Ok(Value::Int(wrap_int(v, scalar_of(&t.ty).unwrap_or(ScalarType::I64))))
         }
         TKind::Lit(l) => Ok(match (l, scalar_of(&t.ty)) {
+            // A real literal of a complex type: imaginary part 0.
+            (TLit::Int(v), Some(s)) if s.is_complex() => Value::complex(round_float(*v as f64, s.part()), 0.0),
+            (TLit::Float(v), Some(s)) if s.is_complex() => Value::complex(round_float(*v, s.part()), 0.0),
             (TLit::Int(v), Some(s)) if s.is_float() => Value::Float(round_float(*v as f64, s)),
             (TLit::Int(v), s) => Value::Int(wrap_int(*v, s.unwrap_or(ScalarType::I64))),
             (TLit::Float(v), s) => Value::Float(round_float(*v, s.unwrap_or(ScalarType::F64))),
@@ -172,6 +175,7 @@ fn unary(op: UnOp, v: &Value, s: ScalarType) -> Result<Value, String> {
     Ok(match (op, v) {
         (UnOp::Neg, Value::Int(x)) => Value::Int(wrap_int(x.wrapping_neg(), s)),
         (UnOp::Neg, Value::Float(x)) => Value::Float(-x),
+        (UnOp::Neg, Value::Complex(z)) => Value::complex(-z.re, -z.im),
         (UnOp::Neg, Value::Array(xs)) => Value::array(xs.iter().map(|x| unary(op, x, s)).collect::<Result<_, _>>()?),
         (UnOp::Not, Value::Bool(b)) => Value::Bool(!b),
         _ => return Err(format!("cannot apply the operator to {v}")),

@@ -317,6 +317,16 @@ pub(super) fn eval_prim(name: &str, nats: &[Nat], args: &[TExpr], binder: Option
             }
             Ok(Value::array(xs.chunks(w as usize).map(|c| Value::array(c.to_vec())).collect()))
         }
+        "complex" => match (eval(arg(0)?, env)?, eval(arg(1)?, env)?) {
+            (Value::Float(re), Value::Float(im)) => Ok(Value::complex(re, im)),
+            _ => Err(internal(span, "`complex` of parts that are not floats")),
+        },
+        "re" | "im" | "conj" => match eval(arg(0)?, env)?.as_complex() {
+            Some((re, _)) if name == "re" => Ok(Value::Float(re)),
+            Some((_, im)) if name == "im" => Ok(Value::Float(im)),
+            Some((re, im)) => Ok(Value::complex(re, -im)),
+            None => Err(internal(span, &format!("`{name}` of a value that is not complex"))),
+        },
         "asScalar" => {
             let xs = array(eval(arg(0)?, env)?, span)?;
             let mut out = Vec::new();
@@ -334,6 +344,7 @@ fn zero_of(ty: &heddle_ir::Type, env: &Env, span: Span) -> Result<Value, Diagnos
     use heddle_ir::Type;
     match ty {
         Type::Scalar(s) if s.is_float() => Ok(Value::Float(0.0)),
+        Type::Scalar(s) if s.is_complex() => Ok(Value::complex(0.0, 0.0)),
         Type::Scalar(heddle_ir::ScalarType::Bool) => Ok(Value::Bool(false)),
         Type::Scalar(_) => Ok(Value::Int(0)),
         Type::Tuple(ts) => Ok(Value::tuple(ts.iter().map(|t| zero_of(t, env, span)).collect::<Result<_, _>>()?)),

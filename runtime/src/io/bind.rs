@@ -1009,6 +1009,22 @@ fn json_item(name: &Name, j: &serde_json::Value, item: &Type) -> Result<Value, I
         }
         serde_json::Value::Number(n) => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
         serde_json::Value::Bool(b) => Value::Bool(*b),
+        // A complex number is the pair [re, im].
+        serde_json::Value::Array(items) if let Some(c) = s.filter(|s| s.is_complex()) => {
+            let part = Type::Scalar(c.part());
+            let [re, im] = items.as_slice() else {
+                return Err(err(name, format!("a {c} value is a pair [re, im], found {j}")));
+            };
+            let float = |v: Value| match v {
+                Value::Int(i) => Some(crate::value::int_to_float(i128::from(i), c.part())),
+                Value::Float(x) => Some(x),
+                _ => None,
+            };
+            match (float(json_item(name, re, &part)?), float(json_item(name, im, &part)?)) {
+                (Some(re), Some(im)) => Value::complex(re, im),
+                _ => return Err(err(name, format!("a {c} value is a pair of numbers [re, im], found {j}"))),
+            }
+        }
         serde_json::Value::Array(items) => {
             let parts: Vec<Type> = match item {
                 Type::Tuple(ts) if ts.len() == items.len() => ts.clone(),
@@ -1083,6 +1099,14 @@ fn scalar(name: &Name, s: ScalarType, v: &Value, at: usize, dtype: &str) -> Resu
         // Rounded once, straight to the width (i64 → f64 → f32 could round twice).
         Value::Int(x) if s.is_float() && dtype == "JSON" => Ok(Value::Float(crate::value::int_to_float(i128::from(*x), s))),
         Value::Float(x) if s.is_float() => Ok(Value::Float(crate::value::round_float(*x, s))),
+        // Each part rounded once to the part type; real data is complex with imaginary part 0.
+        Value::Complex(z) if s.is_complex() => {
+            Ok(Value::complex(crate::value::round_float(z.re, s.part()), crate::value::round_float(z.im, s.part())))
+        }
+        Value::Float(x) if s.is_complex() => Ok(Value::complex(crate::value::round_float(*x, s.part()), 0.0)),
+        Value::Int(x) if s.is_complex() && dtype == "JSON" => {
+            Ok(Value::complex(crate::value::int_to_float(i128::from(*x), s.part()), 0.0))
+        }
         Value::Bool(b) if s == ScalarType::Bool => Ok(Value::Bool(*b)),
         Value::Int(x) if s == ScalarType::Bool && dtype == "JSON" && (*x == 0 || *x == 1) => Ok(Value::Bool(*x == 1)),
         _ => {
@@ -1090,9 +1114,18 @@ fn scalar(name: &Name, s: ScalarType, v: &Value, at: usize, dtype: &str) -> Resu
                 Value::Float(_) => "floating-point",
                 Value::Int(_) => "integer",
                 Value::Bool(_) => "boolean",
+                Value::Complex(..) => "complex",
                 _ => "structured",
             };
-            let wanted = if s.is_float() { "floating-point" } else if s.is_int() { "integer" } else { "boolean" };
+            let wanted = if s.is_float() {
+                "floating-point"
+            } else if s.is_complex() {
+                "complex"
+            } else if s.is_int() {
+                "integer"
+            } else {
+                "boolean"
+            };
             Err(err(name, format!("expected {wanted} data ({s}), found {found} data ({dtype}) at element {at}")))
         }
     }

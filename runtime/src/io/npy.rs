@@ -180,6 +180,8 @@ pub fn descr(s: ScalarType) -> &'static str {
         ScalarType::U64 => "<u8",
         ScalarType::F32 => "<f4",
         ScalarType::F64 => "<f8",
+        ScalarType::C32 => "<c8",
+        ScalarType::C64 => "<c16",
     }
 }
 
@@ -201,6 +203,8 @@ pub fn scalar_type(dtype: &DType) -> Option<(ScalarType, bool)> {
         (TypeChar::Float, 2) => ScalarType::F16,
         (TypeChar::Float, 4) => ScalarType::F32,
         (TypeChar::Float, 8) => ScalarType::F64,
+        (TypeChar::Complex, 8) => ScalarType::C32,
+        (TypeChar::Complex, 16) => ScalarType::C64,
         _ => return None,
     };
     Some((s, big))

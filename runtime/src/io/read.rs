@@ -77,6 +77,8 @@ impl Loaded {
 pub fn kind_of(s: heddle_ir::ScalarType) -> ScalarKind {
     if s.is_float() {
         ScalarKind::Float
+    } else if s.is_complex() {
+        ScalarKind::Complex
     } else if s.is_int() {
         ScalarKind::Int
     } else {
@@ -93,6 +95,8 @@ pub enum ScalarKind {
     Float,
     /// Booleans.
     Bool,
+    /// Complex numbers (numpy's complex64, complex128).
+    Complex,
 }
 
 /// Reads an input file by its extension.
@@ -127,12 +131,14 @@ fn field_layout(dtype: &DType) -> Result<FieldLayout, String> {
         TypeChar::Int => (ScalarKind::Int, true),
         TypeChar::Uint => (ScalarKind::Int, false),
         TypeChar::Float => (ScalarKind::Float, true),
+        TypeChar::Complex => (ScalarKind::Complex, true),
         TypeChar::Bool => (ScalarKind::Bool, false),
-        other => return Err(format!("unsupported dtype `{}` (expected integers, floats or booleans)", other.to_str())),
+        other => return Err(format!("unsupported dtype `{}` (expected integers, floats, complex numbers or booleans)", other.to_str())),
     };
     let ok = match kind {
         ScalarKind::Int => [1, 2, 4, 8].contains(&bytes),
         ScalarKind::Float => [2, 4, 8].contains(&bytes),
+        ScalarKind::Complex => [8, 16].contains(&bytes),
         ScalarKind::Bool => bytes == 1,
     };
     if !ok {
@@ -141,12 +147,21 @@ fn field_layout(dtype: &DType) -> Result<FieldLayout, String> {
     let name = match kind {
         ScalarKind::Int => format!("{}int{}", if signed { "" } else { "u" }, bytes * 8),
         ScalarKind::Float => format!("float{}", bytes * 8),
+        ScalarKind::Complex => format!("complex{}", bytes * 8),
         ScalarKind::Bool => "bool".to_string(),
     };
     Ok(FieldLayout { kind, bytes, big_endian: ts.endianness() == npyz::Endianness::Big, signed, name })
 }
 
 fn decode(f: &FieldLayout, raw: &[u8]) -> Value {
+    if f.kind == ScalarKind::Complex {
+        // Two floats, the real part first whatever the byte order.
+        let half = FieldLayout { kind: ScalarKind::Float, bytes: f.bytes / 2, big_endian: f.big_endian, signed: true, name: String::new() };
+        return match (decode(&half, &raw[..f.bytes / 2]), decode(&half, &raw[f.bytes / 2..])) {
+            (Value::Float(re), Value::Float(im)) => Value::complex(re, im),
+            _ => unreachable!("float halves decode to floats"),
+        };
+    }
     let mut b = [0u8; 8];
     if f.big_endian {
         for (k, byte) in raw.iter().rev().enumerate() {
@@ -166,6 +181,7 @@ fn decode(f: &FieldLayout, raw: &[u8]) -> Value {
             Value::Int(((u << shift) as i64) >> shift)
         }
         ScalarKind::Int => Value::Int(u as i64),
+        ScalarKind::Complex => unreachable!("complex fields are decoded as two floats above"),
     }
 }
 
@@ -248,6 +264,19 @@ fn packed(f: &FieldLayout, raw: &[u8]) -> crate::scalars::ScalarVec {
     let big = f.big_endian;
     match (f.kind, f.bytes, f.signed) {
         (ScalarKind::Bool, _, _) => ScalarVec::Bool(raw.iter().map(|b| *b != 0).collect()),
+        // The real part first, each part in the file's byte order.
+        (ScalarKind::Complex, 8, _) => ScalarVec::C32(
+            read(raw, false, |b: [u8; 8]| {
+                let part = |p: &[u8]| read::<4, f32>(p, big, f32::from_le_bytes)[0];
+                crate::scalars::Complex { re: part(&b[..4]), im: part(&b[4..]) }
+            }),
+        ),
+        (ScalarKind::Complex, _, _) => ScalarVec::C64(
+            read(raw, false, |b: [u8; 16]| {
+                let part = |p: &[u8]| read::<8, f64>(p, big, f64::from_le_bytes)[0];
+                crate::scalars::Complex { re: part(&b[..8]), im: part(&b[8..]) }
+            }),
+        ),
         (ScalarKind::Float, 2, _) => ScalarVec::F16(read(raw, big, half::f16::from_le_bytes)),
         (ScalarKind::Float, 4, _) => ScalarVec::F32(read(raw, big, f32::from_le_bytes)),
         (ScalarKind::Float, _, _) => ScalarVec::F64(read(raw, big, f64::from_le_bytes)),

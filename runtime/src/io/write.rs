@@ -21,6 +21,11 @@ fn json_scalar(v: &Value, s: Option<ScalarType>) -> serde_json::Value {
         Value::Bool(b) => serde_json::Value::from(*b),
         // Shortest text at the result's width; "inf", "-inf", "nan" (see `number`).
         Value::Float(x) => super::number::float_to_json(*x, s.unwrap_or(ScalarType::F64)),
+        // A complex number is the pair [re, im], each part at the part type's width.
+        Value::Complex(z) => {
+            let part = s.unwrap_or(ScalarType::C64).part();
+            serde_json::Value::Array(vec![super::number::float_to_json(z.re, part), super::number::float_to_json(z.im, part)])
+        }
         Value::Tuple(items) | Value::Array(items) => serde_json::Value::Array(items.iter().map(|x| json_scalar(x, s)).collect()),
         Value::Tensor(t) => crate::sparse::json::storage_to_json(t),
     }
@@ -51,6 +56,14 @@ fn push_scalar(out: &mut Vec<u8>, v: &Value, s: ScalarType) {
         (Value::Float(x), ScalarType::F32 | ScalarType::BF16) => out.extend_from_slice(&(*x as f32).to_le_bytes()),
         (Value::Float(x), ScalarType::F16) => out.extend_from_slice(&heddle_ir::rounding::f16_of_f64(*x).to_le_bytes()),
         (Value::Float(x), _) => out.extend_from_slice(&x.to_le_bytes()),
+        (Value::Complex(z), ScalarType::C32) => {
+            out.extend_from_slice(&(z.re as f32).to_le_bytes());
+            out.extend_from_slice(&(z.im as f32).to_le_bytes());
+        }
+        (Value::Complex(z), _) => {
+            out.extend_from_slice(&z.re.to_le_bytes());
+            out.extend_from_slice(&z.im.to_le_bytes());
+        }
         (Value::Bool(b), _) => out.push(*b as u8),
         (Value::Int(x), s) => out.extend_from_slice(&x.to_le_bytes()[..s.size_bytes()]),
         _ => {}

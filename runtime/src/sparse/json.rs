@@ -24,6 +24,8 @@ fn num(v: Num, elem: ScalarType) -> Value {
         },
         Num::Bool(b) => json!(u8::from(b)),
         Num::Float(x) => number::float_to_json(x, elem),
+        // A complex number is the pair [re, im].
+        Num::Complex(re, im) => json!([number::float_to_json(re, elem.part()), number::float_to_json(im, elem.part())]),
     }
 }
 
@@ -38,7 +40,10 @@ pub(crate) fn scalars_from_json<'a>(
 ) -> std::result::Result<ScalarVec, (usize, String)> {
     let dest = dest.unwrap_or_else(|| {
         let text_ints = items.clone().all(|x| matches!(x, Value::Number(n) if is_integer_text(&n.to_string())));
-        if !text_ints || items.len() == 0 {
+        // Pairs [re, im] are complex numbers.
+        if items.len() > 0 && items.clone().all(|x| matches!(x, Value::Array(p) if p.len() == 2)) {
+            ScalarType::C64
+        } else if !text_ints || items.len() == 0 {
             ScalarType::F64
         } else if items.clone().all(|x| x.as_i64().is_some()) {
             ScalarType::I64
@@ -66,6 +71,14 @@ fn is_integer_text(t: &str) -> bool {
 /// NaN, booleans.
 fn json_num(x: &Value, dest: ScalarType) -> std::result::Result<Num, String> {
     match x {
+        // A complex number is the pair [re, im].
+        Value::Array(parts) if dest.is_complex() => match parts.as_slice() {
+            [re, im] => match (json_num(re, dest.part())?, json_num(im, dest.part())?) {
+                (Num::Float(re), Num::Float(im)) => Ok(Num::Complex(re, im)),
+                _ => Err(format!("{x} is not a pair of numbers [re, im]")),
+            },
+            _ => Err(format!("{x} is not a complex number: expected a pair [re, im]")),
+        },
         Value::Number(n) => {
             let text = n.to_string();
             if is_integer_text(&text) && !dest.is_float() {
@@ -286,6 +299,10 @@ fn storage_from_text(s: StorageText, values: ScalarVec) -> Result<SparseTensor> 
 /// [`scalars_from_json`]); `None` for anything else, or a value that does
 /// not fit.
 fn scan_values(list: &str, dest: Option<ScalarType>) -> Option<ScalarVec> {
+    // Complex values are pairs: read through serde_json (`scalars_from_json`).
+    if dest.is_some_and(|d| d.is_complex()) {
+        return None;
+    }
     let inner = list.trim().strip_prefix('[')?.strip_suffix(']')?;
     let tokens: Vec<&str> = if inner.trim().is_empty() { Vec::new() } else { inner.split(',').map(str::trim).collect() };
     let dest = dest.unwrap_or_else(|| {

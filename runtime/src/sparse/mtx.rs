@@ -1,12 +1,13 @@
-//! Matrix Market (`.mtx`): coordinate and array formats; real, integer and
-//! pattern fields; general, symmetric and skew-symmetric matrices.
-//! Complex and Hermitian matrices are rejected with a clear message.
-//! Indices in the file are 1-based; the [`Coo`] is 0-based. Symmetric
-//! matrices are expanded (both triangles are returned).
+//! Matrix Market (`.mtx`): coordinate and array formats; real, integer,
+//! complex and pattern fields; general, symmetric, skew-symmetric and
+//! Hermitian matrices. Indices in the file are 1-based; the [`Coo`] is
+//! 0-based. Symmetric matrices are expanded (both triangles are returned; a
+//! Hermitian matrix's mirror holds the conjugates).
 
 use super::coo::Coo;
 use super::error::{Result, SparseError};
 use super::text::{self, EntryFormat, ValueKind};
+use crate::scalars::Num;
 use heddle_ir::ScalarType;
 use std::io::Write;
 use std::path::Path;
@@ -20,6 +21,9 @@ pub enum Symmetry {
     Symmetric,
     /// `a(i, j) = -a(j, i)`; the strictly lower triangle is stored.
     SkewSymmetric,
+    /// `a(i, j) = conj(a(j, i))` (complex matrices); the lower triangle is
+    /// stored, its diagonal real.
+    Hermitian,
 }
 
 /// Is this Matrix Market text a `pattern` matrix (coordinates without values)?
@@ -29,7 +33,7 @@ pub fn is_pattern(bytes: &[u8]) -> bool {
 }
 
 /// Reads a Matrix Market file. The element type is `i64` for `integer`
-/// files and `f64` otherwise.
+/// files, `complex<f64>` for `complex` ones and `f64` otherwise.
 pub fn read_mtx(path: &Path) -> Result<(Coo, ScalarType)> {
     parse_mtx(&text::read_file(path)?, path)
 }
@@ -53,7 +57,7 @@ pub fn parse_mtx_for(bytes: &[u8], path: &Path, dest: ScalarType) -> Result<(Coo
         lines.next().ok_or_else(|| SparseError::file(path, 1, "empty file: expected a `%%MatrixMarket` header"))?;
     let words: Vec<String> = text::tokens(head).map(|t| text::show(t).to_ascii_lowercase()).collect();
     let usage =
-        "expected `%%MatrixMarket matrix coordinate|array real|integer|pattern general|symmetric|skew-symmetric`";
+        "expected `%%MatrixMarket matrix coordinate|array real|integer|complex|pattern general|symmetric|skew-symmetric|hermitian`";
     if words.len() != 5 || words[0] != "%%matrixmarket" || words[1] != "matrix" {
         return Err(SparseError::file(path, 1, format!("bad header: {usage}")));
     }
@@ -67,21 +71,16 @@ pub fn parse_mtx_for(bytes: &[u8], path: &Path, dest: ScalarType) -> Result<(Coo
         "integer" => ValueKind::Integer,
         "pattern" if coordinate => ValueKind::Pattern,
         "pattern" => return Err(SparseError::file(path, 1, "the pattern field needs the coordinate format")),
-        "complex" => {
-            return Err(SparseError::file(
-                path,
-                1,
-                "complex matrices are not supported (only real, integer and pattern)",
-            ));
-        }
+        "complex" => ValueKind::Complex,
         w => return Err(SparseError::file(path, 1, format!("unknown field `{w}`: {usage}"))),
     };
     let symmetry = match words[4].as_str() {
         "general" => Symmetry::General,
         "symmetric" => Symmetry::Symmetric,
         "skew-symmetric" => Symmetry::SkewSymmetric,
+        "hermitian" if value == ValueKind::Complex => Symmetry::Hermitian,
         "hermitian" => {
-            return Err(SparseError::file(path, 1, "hermitian matrices are complex, which is not supported"));
+            return Err(SparseError::file(path, 1, format!("a hermitian matrix has complex values, but this one's field is `{}`", words[3])));
         }
         w => return Err(SparseError::file(path, 1, format!("unknown symmetry `{w}`: {usage}"))),
     };
@@ -128,7 +127,11 @@ pub fn parse_mtx_for(bytes: &[u8], path: &Path, dest: ScalarType) -> Result<(Coo
     let body = body.strip_prefix(b"\r").unwrap_or(body);
     let body = body.strip_prefix(b"\n").unwrap_or(body);
     let first = size_no + 1;
-    let elem = if value == ValueKind::Integer { ScalarType::I64 } else { ScalarType::F64 };
+    let elem = match value {
+        ValueKind::Integer => ScalarType::I64,
+        ValueKind::Complex => ScalarType::C64,
+        _ => ScalarType::F64,
+    };
     let dims = [rows, cols];
     let mut coo = Coo::of_type(dims.to_vec(), elem);
     if coordinate {
@@ -147,7 +150,7 @@ pub fn parse_mtx_for(bytes: &[u8], path: &Path, dest: ScalarType) -> Result<(Coo
         let (r, c) = (u128::from(rows), u128::from(cols));
         let expected = match symmetry {
             Symmetry::General => r * c,
-            Symmetry::Symmetric => r * (r + 1) / 2,
+            Symmetry::Symmetric | Symmetry::Hermitian => r * (r + 1) / 2,
             Symmetry::SkewSymmetric => r * r.saturating_sub(1) / 2,
         };
         let Ok(expected) = usize::try_from(expected) else {
@@ -167,7 +170,7 @@ pub fn parse_mtx_for(bytes: &[u8], path: &Path, dest: ScalarType) -> Result<(Coo
         for j in 0..cols {
             let from = match symmetry {
                 Symmetry::General => 0,
-                Symmetry::Symmetric => j,
+                Symmetry::Symmetric | Symmetry::Hermitian => j,
                 Symmetry::SkewSymmetric => j + 1,
             };
             for i in from..rows {
@@ -186,11 +189,21 @@ pub fn parse_mtx_for(bytes: &[u8], path: &Path, dest: ScalarType) -> Result<(Coo
                 let line = if coordinate { text::entry_line(body, first, k, b'%') } else { first };
                 return Err(SparseError::file(path, line, "a skew-symmetric matrix cannot store a diagonal entry"));
             }
+            if i == j && symmetry == Symmetry::Hermitian && matches!(coo.values.num(k), Num::Complex(_, im) if im != 0.0) {
+                let line = if coordinate { text::entry_line(body, first, k, b'%') } else { first };
+                return Err(SparseError::file(
+                    path,
+                    line,
+                    format!("a hermitian matrix's diagonal is real, but entry ({}, {}) is {}", i + 1, j + 1, coo.values.num(k)),
+                ));
+            }
             if i != j {
                 let mirrored = coo.values.clone_at(k);
                 coo.push_from(&[j, i], &mirrored, 0);
-                if symmetry == Symmetry::SkewSymmetric {
-                    coo.values.negate_last();
+                match symmetry {
+                    Symmetry::SkewSymmetric => coo.values.negate_last(),
+                    Symmetry::Hermitian => coo.values.conjugate_last(),
+                    _ => {}
                 }
             }
         }
@@ -216,7 +229,8 @@ fn check_count(found: usize, want: usize, body: &[u8], first: usize, path: &Path
 }
 
 /// Writes a matrix as `coordinate general`, entries in row-major order
-/// (duplicates summed); `integer` when `elem` is an integer type.
+/// (duplicates summed); `integer` when `elem` is an integer type, `complex`
+/// (two numbers per entry) when it is complex.
 pub fn write_mtx(coo: &Coo, elem: ScalarType, path: &Path) -> Result<()> {
     if coo.rank() != 2 {
         return Err(SparseError::Shape(format!(
@@ -229,7 +243,13 @@ pub fn write_mtx(coo: &Coo, elem: ScalarType, path: &Path) -> Result<()> {
     let io = |source| SparseError::Io { path: path.to_path_buf(), source };
     let f = std::fs::File::create(path).map_err(io)?;
     let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-    let field = if elem.is_float() { "real" } else { "integer" };
+    let field = if elem.is_complex() {
+        "complex"
+    } else if elem.is_float() {
+        "real"
+    } else {
+        "integer"
+    };
     writeln!(w, "%%MatrixMarket matrix coordinate {field} general").map_err(io)?;
     writeln!(w, "{} {} {}", c.dims[0], c.dims[1], c.len()).map_err(io)?;
     for k in 0..c.len() {

@@ -393,13 +393,22 @@ fn values(a: Loc, arr: &Array) -> Result<(ScalarVec, ScalarType)> {
     let Some((s, big)) = npy::scalar_type(&arr.header.dtype) else {
         return Err(a.err(
             "data",
-            format!("`{}` is not a value type heddle reads (integers, float16, float32, float64, bool)", npy::dtype_text(&arr.header.dtype)),
+            format!("`{}` is not a value type heddle reads (integers, float16, float32, float64, complex64, complex128, bool)", npy::dtype_text(&arr.header.dtype)),
         ));
     };
-    let size = s.size_bytes();
-    let n = arr.data.len() / size;
+    // A complex value is two floats (the real part first), each in the file's byte order.
+    let (size, parts) = if s.is_complex() { (s.part().size_bytes(), 2) } else { (s.size_bytes(), 1) };
+    let n = arr.data.len() / (size * parts);
     let out = crate::with_scalar_type!(s, T => ScalarVec::from(
-        (0..n).map(|k| <T as Scalar>::read_le(&raw(arr, size, big, k).to_le_bytes()[..size])).collect::<Vec<T>>(),
+        (0..n)
+            .map(|k| {
+                let mut le = [0u8; 16];
+                for p in 0..parts {
+                    le[p * size..(p + 1) * size].copy_from_slice(&raw(arr, size, big, k * parts + p).to_le_bytes()[..size]);
+                }
+                <T as Scalar>::read_le(&le[..size * parts])
+            })
+            .collect::<Vec<T>>(),
     ));
     Ok((out, s))
 }

@@ -20,6 +20,19 @@ pub(crate) enum ValueKind {
     Integer,
     /// No value: every entry is 1.
     Pattern,
+    /// Two floating-point numbers: a complex value's real and imaginary parts.
+    Complex,
+}
+
+impl ValueKind {
+    /// How many numbers an entry's value takes.
+    fn numbers(self) -> usize {
+        match self {
+            ValueKind::Pattern => 0,
+            ValueKind::Real | ValueKind::Integer => 1,
+            ValueKind::Complex => 2,
+        }
+    }
 }
 
 /// What an entry line holds.
@@ -40,7 +53,8 @@ pub(crate) struct EntryFormat<'a> {
 }
 
 /// Parsed entries: 0-based coordinates (`rank` per entry) and values, as
-/// `i64` for integer files (every value kept exactly) and `f64` otherwise.
+/// `i64` for integer files (every value kept exactly), `complex<f64>` for
+/// complex ones and `f64` otherwise.
 pub(crate) struct Entries {
     pub coords: Vec<u64>,
     pub values: ScalarVec,
@@ -52,6 +66,23 @@ trait EntryValue: Copy + Default + Send {
     const ONE: Self;
     /// The value in `tok`, `None` if it is not one of `kind`.
     fn parse(tok: &[u8], kind: ValueKind, single: bool) -> Option<Self>;
+    /// The complex value whose parts are `re` and `im`, `None` if they are
+    /// not numbers or `Self` is not complex.
+    fn parse_complex(_re: &[u8], _im: &[u8], _single: bool) -> Option<Self> {
+        None
+    }
+}
+
+impl EntryValue for crate::scalars::Complex<f64> {
+    const ONE: Self = crate::scalars::Complex { re: 1.0, im: 0.0 };
+    #[inline]
+    fn parse(_: &[u8], _: ValueKind, _: bool) -> Option<Self> {
+        None
+    }
+    #[inline]
+    fn parse_complex(re: &[u8], im: &[u8], single: bool) -> Option<Self> {
+        Some(crate::scalars::Complex { re: f64::parse(re, ValueKind::Real, single)?, im: f64::parse(im, ValueKind::Real, single)? })
+    }
 }
 
 impl EntryValue for f64 {
@@ -155,7 +186,7 @@ fn parse_chunk<T: EntryValue>(
     values: &mut [T],
 ) -> Result<usize> {
     let mut count = 0usize;
-    let want = f.rank + usize::from(f.value != ValueKind::Pattern);
+    let want = f.rank + f.value.numbers();
     let n = body.len();
     let mut i = 0;
     let mut no = first_line;
@@ -237,18 +268,28 @@ fn parse_chunk<T: EntryValue>(
                 let start = i;
                 let end = body[i..].iter().position(|b| b.is_ascii_whitespace()).map_or(n, |p| i + p);
                 let tok = &body[start..end];
-                let v = T::parse(tok, kind, f.single);
                 i = end;
-                v.ok_or_else(|| {
-                    let message = if kind == ValueKind::Real {
-                        format!("value `{}` is not a number (nor `inf`, `-inf` or `nan`)", show(tok))
-                    } else if std::str::from_utf8(tok).is_ok_and(|t| t.parse::<i128>().is_ok()) {
-                        format!("integer value `{}` is beyond the 64-bit integers", show(tok))
-                    } else {
-                        format!("value `{}` is not an integer", show(tok))
-                    };
-                    SparseError::file(path, no, message)
-                })?
+                if kind == ValueKind::Complex {
+                    while i < n && is_blank(body[i]) {
+                        i += 1;
+                    }
+                    if i == n || body[i] == b'\n' {
+                        return Err(SparseError::file(
+                            path,
+                            no,
+                            format!("expected {want} numbers on an entry line (a complex value is two), found {}", f.rank + 1),
+                        ));
+                    }
+                    let im_end = body[i..].iter().position(|b| b.is_ascii_whitespace()).map_or(n, |p| i + p);
+                    let im = &body[i..im_end];
+                    i = im_end;
+                    T::parse_complex(tok, im, f.single).ok_or_else(|| {
+                        let bad = if f64::parse(tok, ValueKind::Real, false).is_none() { tok } else { im };
+                        SparseError::file(path, no, format!("value `{}` is not a number (nor `inf`, `-inf` or `nan`)", show(bad)))
+                    })?
+                } else {
+                    T::parse(tok, kind, f.single).ok_or_else(|| SparseError::file(path, no, bad_value(tok, kind)))?
+                }
             }
         };
         values[count] = value;
@@ -260,11 +301,26 @@ fn parse_chunk<T: EntryValue>(
             return Err(SparseError::file(
                 path,
                 no,
-                format!("unexpected `{}` after {want} numbers (complex values are not supported)", token_at(body, i)),
+                format!(
+                    "unexpected `{}` after {want} numbers{}",
+                    token_at(body, i),
+                    if f.value == ValueKind::Real { " (a complex matrix says `complex` in its header)" } else { "" }
+                ),
             ));
         }
     }
     Ok(count)
+}
+
+/// Why `tok` is not a value of `kind` (a real or an integer).
+fn bad_value(tok: &[u8], kind: ValueKind) -> String {
+    if kind == ValueKind::Real {
+        format!("value `{}` is not a number (nor `inf`, `-inf` or `nan`)", show(tok))
+    } else if std::str::from_utf8(tok).is_ok_and(|t| t.parse::<i128>().is_ok()) {
+        format!("integer value `{}` is beyond the 64-bit integers", show(tok))
+    } else {
+        format!("value `{}` is not an integer", show(tok))
+    }
 }
 
 /// Lines in `body`: newlines, plus one for a last line without one.
@@ -284,6 +340,9 @@ pub(crate) fn parse_entries(body: &[u8], first_line: usize, f: &EntryFormat, pat
                 Err(_) => Err(e),
             },
         }
+    } else if f.value == ValueKind::Complex {
+        let (coords, values) = parse_entries_as::<crate::scalars::Complex<f64>>(body, first_line, f, path)?;
+        Ok(Entries { coords, values: ScalarVec::from(values) })
     } else {
         let (coords, values) = parse_entries_as::<f64>(body, first_line, f, path)?;
         Ok(Entries { coords, values: ScalarVec::from(values) })

@@ -127,6 +127,12 @@ fn nth_line_start(bytes: &[u8], line: usize) -> usize {
 
 /// Writes MLIR's extended FROSTT form (header with rank, count and sizes).
 pub fn write_tns(coo: &Coo, elem: ScalarType, path: &Path) -> Result<()> {
+    if elem.is_complex() {
+        // FROSTT has one number per value: a complex one would not read back.
+        return Err(SparseError::Shape(format!(
+            "FROSTT .tns files hold real values; write this {elem} tensor as .mtx (matrices), .npz or .json"
+        )));
+    }
     let mut c = coo.clone();
     c.sort_and_sum();
     let io = |source| SparseError::Io { path: path.to_path_buf(), source };
@@ -164,5 +170,9 @@ pub(crate) fn write_num(w: &mut impl Write, v: Num, elem: ScalarType) -> std::io
         Num::Int(i) => write!(w, "{i}"),
         Num::Bool(b) => write!(w, "{}", u8::from(b)),
         Num::Float(x) => write!(w, "{}", crate::io::number::float(x, elem)),
+        // Matrix Market's `complex` field: the real part, a space, the imaginary part.
+        Num::Complex(re, im) => {
+            write!(w, "{} {}", crate::io::number::float(re, elem.part()), crate::io::number::float(im, elem.part()))
+        }
     }
 }

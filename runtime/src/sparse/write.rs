@@ -161,6 +161,14 @@ pub(crate) fn json_value(w: &mut impl Write, v: Num, elem: ScalarType) -> std::i
     match v {
         Num::Int(i) => write!(w, "{i}"),
         Num::Bool(b) => write!(w, "{}", u8::from(b)),
+        // A complex number is the pair [re, im].
+        Num::Complex(re, im) => {
+            w.write_all(b"[")?;
+            json_value(w, Num::Float(re), elem.part())?;
+            w.write_all(b",")?;
+            json_value(w, Num::Float(im), elem.part())?;
+            w.write_all(b"]")
+        }
         Num::Float(x) => match number::non_finite_name(x) {
             Some(name) => write!(w, "\"{name}\""),
             None => write!(w, "{}", number::float(x, elem)),
