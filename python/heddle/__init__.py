@@ -202,11 +202,11 @@ def _matrix_arg(name: str, x: Any, storage: str | None) -> tuple:
 
     if not sp.issparse(x):
         dense = _np.asarray(x)
-        if dense.dtype.kind not in "fiub":
+        if dense.dtype.kind not in "fiubc":
             raise InputError(f"parameter `{name}`: expected a scipy sparse array or a numeric numpy array, got {type(x).__name__}")
         x = sp.coo_array(dense)
-    if x.dtype.kind not in "fiub":
-        raise InputError(f"parameter `{name}`: sparse arrays of {x.dtype} are not supported (real numbers only)")
+    if x.dtype.kind not in "fiubc":
+        raise InputError(f"parameter `{name}`: sparse arrays of {x.dtype} are not supported (integers, floats or complex numbers)")
     vals = _typed_values  # the values keep their dtype
     i64 = lambda a: _np.ascontiguousarray(a, dtype=_np.int64)  # noqa: E731
     shape = [int(d) for d in x.shape]
@@ -241,6 +241,8 @@ def _typed_values(a: Any) -> Any:
     conversion on the Rust side, never through float64."""
     a = _np.asarray(a)
     k = a.dtype.kind
+    if k == "c":
+        return ("complex", _complex_parts(a))
     if a.dtype == _np.float32:
         dtype = _np.float32
     elif k == "f":
@@ -250,6 +252,13 @@ def _typed_values(a: Any) -> Any:
     else:
         dtype = _np.int64
     return _aligned(_np.ascontiguousarray(a, dtype=dtype))
+
+
+def _complex_parts(a: Any) -> Any:
+    """Complex numbers as the flat float buffer of their parts (real,
+    imaginary, ...): complex64 as float32, wider ones as float64."""
+    dtype, parts = (_np.complex64, _np.float32) if a.dtype.itemsize <= 8 else (_np.complex128, _np.float64)
+    return _aligned(_np.ascontiguousarray(a, dtype=dtype).reshape(-1)).view(parts)
 
 
 def _array_arg(name: str, x: Any) -> tuple:
@@ -269,8 +278,11 @@ def _array_arg(name: str, x: Any) -> tuple:
         buf, k = _np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("=")), "i"
     elif kind == "b":
         buf, k = _np.ascontiguousarray(a, dtype=_np.uint8), "b"
+    elif kind == "c":
+        shape = [int(d) for d in a.shape] or [1]
+        return (name, _complex_parts(a), "c", str(a.dtype), shape)
     else:
-        raise InputError(f"parameter `{name}`: arrays of {a.dtype} are not supported (integers, floats or booleans)")
+        raise InputError(f"parameter `{name}`: arrays of {a.dtype} are not supported (integers, floats, complex numbers or booleans)")
     shape = [int(d) for d in a.shape] or [1]
     return (name, _aligned(buf.reshape(-1)), k, str(a.dtype), shape)
 

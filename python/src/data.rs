@@ -22,8 +22,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyDict, PyList, PyModule, PyTuple};
 
 /// An array input from Python: name, a C-contiguous buffer (float64,
-/// int64 or uint8 for kind "f", "i", "b"), the kind, numpy's dtype name
-/// (for messages) and the shape.
+/// int64 or uint8 for kind "f", "i", "b"; for "c", complex numbers' parts as
+/// float32 or float64), the kind, numpy's dtype name (for messages) and the
+/// shape.
 #[derive(FromPyObject)]
 pub struct ArrayArg(String, PyObject, String, String, Vec<u64>);
 
@@ -68,6 +69,12 @@ impl From<heddle_runtime::io::bind::InputError> for Fail {
 /// an exact conversion, never through float64.
 fn typed_values(py: Python<'_>, obj: &PyObject, what: &str) -> PyResult<ScalarVec> {
     let any = obj.bind(py);
+    // Complex values come as ("complex", their parts as a float buffer).
+    if let Ok((tag, parts)) = any.extract::<(String, PyObject)>() {
+        if tag == "complex" {
+            return complex_pairs(py, &parts).unwrap_or_else(|| Err(input_error(None, format!("{what}: expected the parts of complex64 or complex128 values"))));
+        }
+    }
     if let Ok(b) = PyBuffer::<f64>::get(any) {
         return Ok(b.to_vec(py)?.into());
     }
@@ -156,6 +163,7 @@ impl ArrayArg {
         let elements = match kind.as_str() {
             "f" | "i" => numbers(py, &data).ok_or_else(|| input_error(Some(&name), format!("arrays of {dtype} are not supported (integers, floats or booleans)")))??,
             "b" => ScalarVec::Bool(PyBuffer::<u8>::get(data.bind(py))?.to_vec(py)?.into_iter().map(|b| b != 0).collect()),
+            "c" => complex_pairs(py, &data).ok_or_else(|| input_error(Some(&name), format!("arrays of {dtype} are not supported (complex64 or complex128)")))??,
             other => return Err(input_error(Some(&name), format!("unsupported element kind {other:?}"))),
         };
         Ok((RawArray { name, elements: Elements::Copied(elements), dtype, shape }, None))
@@ -173,6 +181,20 @@ fn numbers(py: Python<'_>, obj: &PyObject) -> Option<PyResult<ScalarVec>> {
         )*};
     }
     try_as!(f64, f32, i64, i32, i16, i8, u64, u32, u16, u8);
+    None
+}
+
+/// Complex numbers from a float buffer of their parts (real, imaginary, …:
+/// numpy's complex64 / complex128 viewed as float32 / float64).
+fn complex_pairs(py: Python<'_>, obj: &PyObject) -> Option<PyResult<ScalarVec>> {
+    use heddle_runtime::scalars::Complex;
+    let any = obj.bind(py);
+    if let Ok(b) = PyBuffer::<f64>::get(any) {
+        return Some(b.to_vec(py).map(|v| ScalarVec::C64(v.chunks_exact(2).map(|p| Complex { re: p[0], im: p[1] }).collect())));
+    }
+    if let Ok(b) = PyBuffer::<f32>::get(any) {
+        return Some(b.to_vec(py).map(|v| ScalarVec::C32(v.chunks_exact(2).map(|p| Complex { re: p[0], im: p[1] }).collect())));
+    }
     None
 }
 
@@ -381,7 +403,7 @@ fn rectangular(v: &Value) -> Option<(Vec<usize>, Vec<&Value>)> {
     fn walk<'v>(v: &'v Value, depth: usize, shape: &[usize], out: &mut Vec<&'v Value>) -> bool {
         match v {
             Value::Array(items) if depth < shape.len() => items.len() == shape[depth] && items.iter().all(|x| walk(x, depth + 1, shape, out)),
-            Value::Int(_) | Value::Float(_) | Value::Bool(_) if depth == shape.len() => {
+            Value::Int(_) | Value::Float(_) | Value::Complex(_) | Value::Bool(_) if depth == shape.len() => {
                 out.push(v);
                 true
             }
