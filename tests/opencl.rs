@@ -196,6 +196,29 @@ fn run_backend_opencl_prints_the_result() {
     assert_eq!(out.trim(), "[6.5,0.0,-7.4375,0.375,-1.4375,0.125,0.0,4.0]");
 }
 
+/// A `generate` index is an `int`: past 2^31 elements OpenCL C's conversion
+/// of the loop variable would wrap (this kernel then counted 10 negative
+/// indices, exit 0). Each backend checks the loop's range once before it,
+/// so the run stops with the same error on OpenCL as on the CPU, at once.
+#[test]
+fn a_loop_past_two_to_the_31_stops_instead_of_wrapping_its_int_index() {
+    if platform().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("negative_indices.hdl");
+    std::fs::write(&file, "nFun(n =>\n  generate(n, fun(i => select(i < 0, 1, 0))) :>> reduce(+, 0))\n").unwrap();
+    let file = file.to_str().unwrap();
+    for backend in ["opencl", "cpu"] {
+        let (code, out, err) = common::heddle(&["run", file, "--backend", backend, "--param", "n=2147483658"]);
+        assert_eq!(code, 1, "{backend}: {out}{err}");
+        assert!(err.contains("a loop index does not fit the integer type it is converted to"), "{backend}: {err}");
+    }
+    // Within range the check passes (a range of exactly 2^31 would take seconds here).
+    let (code, out, err) = common::heddle(&["run", file, "--backend", "opencl", "--param", "n=1000"]);
+    assert_eq!((code, out.trim()), (0, "0"), "{err}");
+}
+
 #[test]
 fn tune_reports_every_variant_and_the_best() {
     if platform().is_none() {

@@ -34,7 +34,7 @@ use crate::ctype::{scalar, stored};
 use crate::launch::{eval, launch_evaluable, LoopInfo};
 use crate::barriers::contains_barrier;
 use crate::{Gen, KernelParam};
-use heddle_ir::loops::{Block, Expr, Schedule, Space, Stmt, TypeEnv};
+use heddle_ir::loops::{BinOp, Block, Expr, Schedule, Space, Stmt, TypeEnv};
 use heddle_ir::Name;
 
 /// Which work-items execute a statement (see the module docs).
@@ -67,9 +67,35 @@ impl Gen<'_> {
             if let Stmt::Check { cond, id } = s {
                 return self.check(cond, *id, &b[k + 1..], env, ctx, depth, pred);
             }
+            if let Some(fits) = self.narrow_range_check(s) {
+                // The loop and the rest of the block run where its range fits.
+                return self.check(&fits, heddle_ir::loops::INDEX_OVERFLOW_CHECK, &b[k..], env, ctx, depth, pred);
+            }
             self.stmt(s, env, ctx, depth, pred)?;
         }
         Ok(())
+    }
+
+    /// For a loop whose body converts its variable to a narrower integer (a
+    /// `generate` index is an `int`), not yet checked: the condition that its
+    /// whole range fits (or that it runs no iteration). C's conversion would
+    /// wrap an index past 2^31 where the interpreter does not; the CPU
+    /// backend makes the same check (`heddle_ir::loops::narrow_casts`).
+    fn narrow_range_check(&mut self, s: &Stmt) -> Option<Expr> {
+        let Stmt::For { var, lo, hi, body, .. } = s else { return None };
+        let narrow = heddle_ir::loops::narrow_casts(var, body);
+        if narrow.is_empty() || !self.narrow_checked.insert(s as *const Stmt) {
+            return None;
+        }
+        let (min, max) = heddle_ir::loops::fitting_range(&narrow);
+        let below_top = Expr::bin(BinOp::Le, hi.clone(), Expr::index(max + 1));
+        if matches!(lo, Expr::Int(v, _) if (min..=max + 1).contains(v)) {
+            // A constant start that fits (a loop from 0): an empty range ends there too.
+            return Some(below_top);
+        }
+        let empty = Expr::bin(BinOp::Ge, lo.clone(), hi.clone());
+        let fits = Expr::bin(BinOp::And, Expr::bin(BinOp::Ge, lo.clone(), Expr::index(min)), below_top);
+        Some(Expr::bin(BinOp::Or, empty, fits))
     }
 
     /// A check and the rest of its block, which runs only where it holds.

@@ -115,14 +115,20 @@ pub struct Interface {
 }
 
 impl Interface {
-    pub(crate) fn new(prog: &LoopProgram, params: &[KernelParam], decls: &[String]) -> Interface {
+    /// `index_overflow`: the kernel checks that a loop's range fits the
+    /// narrow integer its variable is converted to (its own error code).
+    pub(crate) fn new(prog: &LoopProgram, params: &[KernelParam], decls: &[String], index_overflow: bool) -> Interface {
         let args = params.iter().zip(decls).enumerate().map(|(index, (p, decl))| spec(prog, index, p, decl)).collect();
-        let errors = prog
+        let mut errors: Vec<ErrorCode> = prog
             .checks
             .iter()
             .enumerate()
             .map(|(k, c)| ErrorCode { code: k as u64 + 1, message: c.message.clone(), span: c.span })
             .collect();
+        if index_overflow {
+            let code = u64::from(heddle_ir::loops::INDEX_OVERFLOW_CHECK) + 1;
+            errors.push(ErrorCode { code, message: heddle_ir::loops::INDEX_OVERFLOW_MESSAGE.to_string(), span: heddle_ir::Span::DUMMY });
+        }
         Interface { args, errors }
     }
 

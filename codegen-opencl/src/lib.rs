@@ -238,6 +238,9 @@ pub(crate) struct Gen<'a> {
     pub(crate) arena: Vec<(Name, usize)>,
     /// For each block being emitted: has it allocated from the arena?
     pub(crate) arena_marks: Vec<bool>,
+    /// Loops whose variable is converted to a narrower integer and whose
+    /// range check (`emit.rs`, `stmts`) is emitted (by address in the program).
+    pub(crate) narrow_checked: std::collections::HashSet<*const Stmt>,
 }
 
 /// Generates the OpenCL kernel for `prog` (validated first). An error means
@@ -269,6 +272,7 @@ pub fn compile(prog: &LoopProgram) -> Result<Kernel, Diagnostic> {
         fresh: 0,
         arena: Vec::new(),
         arena_marks: Vec::new(),
+        narrow_checked: Default::default(),
     };
     let mut params_text = Vec::new();
     let mut params = Vec::new();
@@ -301,7 +305,7 @@ pub fn compile(prog: &LoopProgram) -> Result<Kernel, Diagnostic> {
     params.push(KernelParam::Error);
     params_text.append(&mut g.params_text);
     params_text.push("__global int* restrict heddle_error".into());
-    let interface = Interface::new(prog, &params, &params_text);
+    let interface = Interface::new(prog, &params, &params_text, !g.narrow_checked.is_empty());
 
     let name = kernel_name(&prog.name);
     let mut src = String::new();

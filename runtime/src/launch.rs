@@ -863,6 +863,9 @@ fn read_record(ty: &Type, buf: &Buffer, record: usize, field: &mut usize) -> Val
 
 /// The diagnostic for a failed run-time check of the generated code.
 pub fn check_failure(prog: &LoopProgram, id: u32) -> Diagnostic {
+    if id == heddle_ir::loops::INDEX_OVERFLOW_CHECK {
+        return Diagnostic::new(Span::DUMMY, heddle_ir::loops::INDEX_OVERFLOW_MESSAGE);
+    }
     match prog.checks.get(id as usize) {
         Some(c) => Diagnostic::new(c.span, c.message.clone()).with_label("this access"),
         None => Diagnostic::new(Span::DUMMY, format!("the kernel failed check #{id}")),

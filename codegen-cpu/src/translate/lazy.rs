@@ -26,7 +26,7 @@ use super::{Bound, Translator};
 use crate::error::CodegenError;
 use crate::status;
 use cranelift_codegen::ir::{condcodes::IntCC, types as ct, InstBuilder, Value};
-use heddle_ir::loops::{BinOp, Expr, Stmt};
+use heddle_ir::loops::{BinOp, Expr};
 use heddle_ir::{Name, ScalarType};
 
 /// Does `e` read the variable `name`?
@@ -39,71 +39,6 @@ pub(super) fn mentions(e: &Expr, name: &Name) -> bool {
         Expr::Neg(a) | Expr::Not(a) | Expr::Cast(_, a) => mentions(a, name),
         Expr::Select(c, a, b) => mentions(c, name) || mentions(a, name) || mentions(b, name),
     }
-}
-
-/// The narrow integer types (under 64 bits) `var` is converted to in `body`.
-pub(super) fn narrow_casts(var: &Name, body: &[Stmt]) -> Vec<ScalarType> {
-    fn expr(e: &Expr, var: &Name, out: &mut Vec<ScalarType>) {
-        match e {
-            Expr::Cast(t, a) => {
-                if matches!(&**a, Expr::Var(v) if v == var) && t.is_int() && t.size_bytes() < 8 && !out.contains(t) {
-                    out.push(*t);
-                }
-                expr(a, var, out);
-            }
-            Expr::Load { index, .. } => expr(index, var, out),
-            Expr::Bin(_, a, b) => {
-                expr(a, var, out);
-                expr(b, var, out);
-            }
-            Expr::Neg(a) | Expr::Not(a) => expr(a, var, out),
-            Expr::Select(c, a, b) => {
-                expr(c, var, out);
-                expr(a, var, out);
-                expr(b, var, out);
-            }
-            Expr::Int(..) | Expr::Float(..) | Expr::Bool(_) | Expr::Var(_) => {}
-        }
-    }
-    fn block(b: &[Stmt], var: &Name, out: &mut Vec<ScalarType>) {
-        for s in b {
-            match s {
-                Stmt::Let { value, .. } | Stmt::Var { init: value, .. } | Stmt::Assign { value, .. } => expr(value, var, out),
-                Stmt::Store { index, value, .. } | Stmt::AddAtomic { index, value, .. } => {
-                    expr(index, var, out);
-                    expr(value, var, out);
-                }
-                Stmt::For { lo, hi, body, var: inner, .. } => {
-                    expr(lo, var, out);
-                    expr(hi, var, out);
-                    if inner != var {
-                        block(body, var, out);
-                    }
-                }
-                Stmt::If { cond, then, els } => {
-                    expr(cond, var, out);
-                    block(then, var, out);
-                    block(els, var, out);
-                }
-                Stmt::Alloc { len, .. } => expr(len, var, out),
-                Stmt::Sort { lo, len, .. } => {
-                    expr(lo, var, out);
-                    expr(len, var, out);
-                }
-                Stmt::Check { cond, .. } => expr(cond, var, out),
-                Stmt::Barrier => {}
-            }
-        }
-    }
-    let mut out = Vec::new();
-    block(body, var, &mut out);
-    out
-}
-
-/// The range of an integer type, as `i64`s (`u32`'s top fits).
-fn range(t: ScalarType) -> (i64, i64) {
-    let bits = 8 * t.size_bytes() as u32;
-    if t.is_signed() { (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1) } else { (0, (1i64 << bits) - 1) }
 }
 
 impl Translator<'_, '_> {
@@ -172,12 +107,7 @@ impl Translator<'_, '_> {
     /// types `narrow`: stops with the index-overflow fault unless the whole
     /// range fits each of them.
     pub(super) fn check_narrow_range(&mut self, lo_v: Value, hi_v: Value, narrow: &[ScalarType]) -> Result<(), CodegenError> {
-        let (mut min, mut max) = (i64::MIN, i64::MAX);
-        for t in narrow {
-            let (a, b) = range(*t);
-            min = min.max(a);
-            max = max.min(b);
-        }
+        let (min, max) = heddle_ir::loops::fitting_range(narrow);
         let lo_ok = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, lo_v, min);
         // `hi - 1 <= max`, i.e. `hi <= max + 1` (no overflow: max < i64::MAX).
         let hi_ok = self.b.ins().icmp_imm_s(IntCC::SignedLessThanOrEqual, hi_v, max + 1);

@@ -161,7 +161,7 @@ impl Translator<'_, '_> {
     /// range check, the invariant loads, and the loop's names for the
     /// invariance of addresses. Returns what [`leave_loop`](Self::leave_loop) restores.
     pub(super) fn enter_loop(&mut self, var: &Name, lo_v: Value, hi_v: Value, body: &[Stmt]) -> Result<LoopMarks, CodegenError> {
-        let narrow = super::lazy::narrow_casts(var, body);
+        let narrow = heddle_ir::loops::narrow_casts(var, body);
         if !narrow.is_empty() {
             self.check_narrow_range(lo_v, hi_v, &narrow)?;
         }

@@ -16,9 +16,11 @@
 //! it; [`validate`](LoopProgram::validate) checks a program is well formed
 //! before a backend sees it.
 
+mod narrow;
 mod print;
 mod validate;
 
+pub use narrow::{fitting_range, int_range, narrow_casts, INDEX_OVERFLOW_CHECK, INDEX_OVERFLOW_MESSAGE};
 pub use print::expr as expr_text;
 pub use validate::LoopError;
 
