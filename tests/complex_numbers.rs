@@ -12,24 +12,8 @@
 
 mod common;
 
-use common::{heddle, write};
+use common::{heddle, python, write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-/// Runs a Python script in `dir`; `None` (the test is skipped) when numpy or
-/// scipy cannot be imported outside CI.
-fn python(dir: &Path, script: &str) -> Option<String> {
-    let have = Command::new("python3").args(["-c", "import numpy, scipy.sparse, scipy.io"]).output().is_ok_and(|o| o.status.success());
-    if !have {
-        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "CI must install numpy and scipy (scripts/test.sh)");
-        eprintln!("SKIPPED: python3 with numpy and scipy is not installed");
-        return None;
-    }
-    let out = Command::new("python3").args(["-c", script]).current_dir(dir).output().expect("run python3");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "the Python script failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    Some(stdout)
-}
 
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("heddle-complex-{name}-{}", std::process::id()));

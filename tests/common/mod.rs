@@ -186,3 +186,22 @@ pub fn json_agree(a: &serde_json::Value, b: &serde_json::Value) -> bool {
         _ => a == b,
     }
 }
+
+/// Runs a Python script (numpy and scipy imported by it) in `dir` and
+/// returns its stdout; `None`, saying so, where python3 with numpy and
+/// scipy cannot be imported outside CI (in CI that is a failure).
+pub fn python(dir: &Path, script: &str) -> Option<String> {
+    static HAVE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let have = *HAVE.get_or_init(|| {
+        Command::new("python3").args(["-c", "import numpy, scipy.sparse, scipy.io"]).output().is_ok_and(|o| o.status.success())
+    });
+    if !have {
+        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "CI must install numpy and scipy (scripts/test.sh)");
+        eprintln!("SKIPPED: python3 with numpy and scipy is not installed");
+        return None;
+    }
+    let out = Command::new("python3").args(["-c", script]).current_dir(dir).output().expect("run python3");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "the Python script failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    Some(stdout)
+}
