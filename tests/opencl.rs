@@ -199,7 +199,8 @@ fn run_backend_opencl_prints_the_result() {
 /// A `generate` index is an `int`: past 2^31 elements OpenCL C's conversion
 /// of the loop variable would wrap (this kernel then counted 10 negative
 /// indices, exit 0). Each backend checks the loop's range once before it,
-/// so the run stops with the same error on OpenCL as on the CPU, at once.
+/// so the run stops with the same error on OpenCL as on the CPU, at once,
+/// located at the `generate`.
 #[test]
 fn a_loop_past_two_to_the_31_stops_instead_of_wrapping_its_int_index() {
     if platform().is_none() {
@@ -213,6 +214,9 @@ fn a_loop_past_two_to_the_31_stops_instead_of_wrapping_its_int_index() {
         let (code, out, err) = common::heddle(&["run", file, "--backend", backend, "--param", "n=2147483658"]);
         assert_eq!(code, 1, "{backend}: {out}{err}");
         assert!(err.contains("a loop index does not fit the integer type it is converted to"), "{backend}: {err}");
+        // Located at the `generate` whose positions overflow, not at the file's start.
+        assert!(err.contains("negative_indices.hdl:2:3"), "{backend}: {err}");
+        assert!(err.contains("positions counted as `int` here"), "{backend}: {err}");
     }
     // Within range the check passes (a range of exactly 2^31 would take seconds here).
     let (code, out, err) = common::heddle(&["run", file, "--backend", "opencl", "--param", "n=1000"]);
@@ -415,6 +419,7 @@ fn oclgrind_reports_a_global_race_and_an_uninitialised_value() {
         parallel_work: None,
         counts: vec![],
         result: None,
+        index_overflow_at: None,
         reassociable: vec![],
         ranges: vec![],
     };

@@ -127,7 +127,7 @@ impl Interface {
             .collect();
         if index_overflow {
             let code = u64::from(heddle_ir::loops::INDEX_OVERFLOW_CHECK) + 1;
-            errors.push(ErrorCode { code, message: heddle_ir::loops::INDEX_OVERFLOW_MESSAGE.to_string(), span: heddle_ir::Span::DUMMY });
+            errors.push(ErrorCode { code, message: heddle_ir::loops::INDEX_OVERFLOW_MESSAGE.to_string(), span: prog.index_overflow_at.unwrap_or(heddle_ir::Span::DUMMY) });
         }
         Interface { args, errors }
     }

@@ -193,6 +193,7 @@ fn fault(prog: &LoopProgram, f: Fault) -> Diagnostic {
     match f {
         Fault::Check(id) => check_failure(prog, id),
         Fault::DivisionByZero => Diagnostic::new(Span::DUMMY, "integer division by zero"),
+        Fault::IndexOverflow => crate::launch::index_overflow(prog),
         f => Diagnostic::new(Span::DUMMY, f.to_string()),
     }
 }

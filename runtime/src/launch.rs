@@ -864,11 +864,24 @@ fn read_record(ty: &Type, buf: &Buffer, record: usize, field: &mut usize) -> Val
 /// The diagnostic for a failed run-time check of the generated code.
 pub fn check_failure(prog: &LoopProgram, id: u32) -> Diagnostic {
     if id == heddle_ir::loops::INDEX_OVERFLOW_CHECK {
-        return Diagnostic::new(Span::DUMMY, heddle_ir::loops::INDEX_OVERFLOW_MESSAGE);
+        return index_overflow(prog);
     }
     match prog.checks.get(id as usize) {
         Some(c) => Diagnostic::new(c.span, c.message.clone()).with_label("this access"),
         None => Diagnostic::new(Span::DUMMY, format!("the kernel failed check #{id}")),
+    }
+}
+
+/// The diagnostic for a loop whose range does not fit the narrow integer its
+/// index is converted to: at the `generate` (or tensor parameter) whose
+/// `int` positions those are.
+pub fn index_overflow(prog: &LoopProgram) -> Diagnostic {
+    let d = Diagnostic::new(prog.index_overflow_at.unwrap_or(Span::DUMMY), heddle_ir::loops::INDEX_OVERFLOW_MESSAGE);
+    match prog.index_overflow_at {
+        Some(_) => d
+            .with_label("positions counted as `int` here")
+            .with_note(format!("the positions of a `generate` and of a tensor's levels are `int`s: at most {} of them", i32::MAX)),
+        None => d,
     }
 }
 

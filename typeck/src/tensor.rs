@@ -52,9 +52,11 @@ use heddle_ir::{Diagnostic, Expr, Name, Nat, ScalarType, Span, Type};
 fn indexed(buf: &Name, path: &[Expr]) -> Expr {
     path.iter().fold(Expr::var(buf.clone()), |e, i| Expr::synth(ExprKind::Index { array: Box::new(e), index: Box::new(i.clone()) }))
 }
-fn generate(len: Nat, param: Name, body: Expr) -> Expr {
+/// `generate(len, fun(param => body))`, located at the tensor parameter
+/// `span` (where a level's positions past `int`'s range are reported).
+fn generate(len: Nat, param: Name, body: Expr, span: Span) -> Expr {
     let f = Expr::synth(ExprKind::Fun { params: vec![Param { name: param, ty: None, span: Span::DUMMY }], body: Box::new(body) });
-    Expr::synth(ExprKind::App { func: Box::new(Expr::var("generate")), args: vec![Expr::synth(ExprKind::NatValue(len)), f] })
+    Expr { kind: ExprKind::App { func: Box::new(Expr::var("generate")), args: vec![Expr::synth(ExprKind::NatValue(len)), f] }, span }
 }
 fn let_in(name: Name, value: Expr, body: Expr) -> Expr {
     Expr::synth(ExprKind::Let { name, value: Box::new(value), body: Box::new(body) })
@@ -164,10 +166,10 @@ pub fn view_expr(enc: &Encoding, layout: &StorageLayout, param: &Name, span: Spa
                     None => body,
                 };
                 match loose {
-                    None => generate(len, param, element),
+                    None => generate(len, param, element, span),
                     Some(l) => {
                         let Loose { lo, lo_value, q, q_value } = *l;
-                        let_in(lo, lo_value, generate(len, param, let_in(q, q_value, element)))
+                        let_in(lo, lo_value, generate(len, param, let_in(q, q_value, element), span))
                     }
                 }
             }

@@ -101,6 +101,7 @@ pub fn listing5() -> LoopProgram {
         ranges: vec![],
         counts: vec![],
         result: None,
+        index_overflow_at: None,
     }
 }
 
@@ -194,6 +195,7 @@ pub fn listing7() -> LoopProgram {
         ranges: vec![],
         counts: vec![],
         result: None,
+        index_overflow_at: None,
     }
 }
 
@@ -237,6 +239,7 @@ pub fn scalar_mix() -> LoopProgram {
         ranges: vec![],
         counts: vec![],
         result: None,
+        index_overflow_at: None,
     }
 }
 
@@ -280,6 +283,7 @@ pub fn hand_off(read: Expr) -> LoopProgram {
         parallel_work: None,
         counts: vec![],
         result: None,
+        index_overflow_at: None,
         reassociable: vec![],
         ranges: vec![],
     }
@@ -328,6 +332,7 @@ pub fn nested_hand_off() -> LoopProgram {
         parallel_work: None,
         counts: vec![],
         result: None,
+        index_overflow_at: None,
         reassociable: vec![],
         ranges: vec![],
     }

@@ -63,6 +63,11 @@ pub struct LoopProgram {
     /// How the host builds the kernel's result from its outputs; `None`: the
     /// one output holds the result, flat, as its type lays it out.
     pub result: Option<ResultLayout>,
+    /// Where the source converts a loop index to a narrow integer (the first
+    /// `generate`, whose position is an `int`): the place a failed
+    /// [`INDEX_OVERFLOW_CHECK`] is reported at. `None`: no such place is
+    /// known (a hand-built program), and the error has no location.
+    pub index_overflow_at: Option<crate::Span>,
 }
 
 /// How a kernel's result is read back from its output buffers.

@@ -347,7 +347,7 @@ impl Lowerer<'_> {
             }
             "scatterAdd" => self.scatter_add(&nat(0), &args[0], ty, env, span, body),
             "scatter" => self.scatter(&args[0], &args[1], ty, env, span, body),
-            "generate" => view(ViewKind::Generate { f: Box::new(args[0].clone()), env: env.clone() }, &[]),
+            "generate" => view(ViewKind::Generate { f: Box::new(args[0].clone()), env: env.clone(), span }, &[]),
             "union" => {
                 let za = self.expr(&args[0], env, body)?;
                 let zb = self.expr(&args[1], env, body)?;

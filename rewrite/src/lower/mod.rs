@@ -231,6 +231,7 @@ fn lower_phase(kernel: &Kernel, name: &str, options: &LowerOptions, counted: &[(
         ranges,
         counts: Vec::new(),
         result: if counting.is_some() { None } else { Some(layout) },
+        index_overflow_at: cx.index_overflow_at,
     };
     tidy::tidy(&mut program, &bounded);
     program
@@ -293,6 +294,9 @@ pub struct Lowerer<'k> {
     prologue: Vec<heddle_ir::loops::Stmt>,
     /// The prologue's `ceil(log2 len)` variables, by `len` (see `tree.rs`).
     tree_levels: Vec<(heddle_ir::loops::Expr, Name)>,
+    /// The first `generate` whose position is converted to `int` (see
+    /// [`LoopProgram::index_overflow_at`]).
+    index_overflow_at: Option<Span>,
 }
 
 impl<'k> Lowerer<'k> {
@@ -343,6 +347,7 @@ impl<'k> Lowerer<'k> {
             local_producers: std::collections::HashMap::new(),
             prologue: Vec::new(),
             tree_levels: Vec::new(),
+            index_overflow_at: None,
         }
     }
 

@@ -149,7 +149,7 @@ impl Lowerer<'_> {
 /// `generate(len, fun(p => (crd@…@p, …)))` over the buffer itself, not a
 /// list computed from it.
 fn leaf_coordinates(v: &View) -> Option<Name> {
-    let ViewKind::Generate { f, env } = &v.kind else { return None };
+    let ViewKind::Generate { f, env, .. } = &v.kind else { return None };
     let TKind::Lambda { params, body } = &f.kind else { return None };
     let [(p, _)] = params.as_slice() else { return None };
     let TKind::Tuple(items) = &body.kind else { return None };

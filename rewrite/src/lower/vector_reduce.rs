@@ -68,7 +68,7 @@ fn pointwise(v: &View, acc: &Name) -> bool {
         ViewKind::Zip(parts) => parts.iter().all(|p| pointwise(p, acc)),
         ViewKind::Proj(src, _) => pointwise(src, acc),
         ViewKind::Map { f, env, src, .. } => pointwise(src, acc) && !captures(f, env, acc),
-        ViewKind::Generate { f, env } => !captures(f, env, acc),
+        ViewKind::Generate { f, env, .. } => !captures(f, env, acc),
         _ => !view_reads(v, acc),
     }
 }

@@ -133,6 +133,8 @@ pub enum ViewKind {
         f: Box<TExpr>,
         /// Where it was written.
         env: Env,
+        /// The `generate` call (where a position past `int`'s range is reported).
+        span: Span,
     },
     /// `concat(a, b)`: element `i` is `a@i` below `a`'s length, else
     /// `b@(i - len a)`.
@@ -344,8 +346,11 @@ impl Lowerer<'_> {
                 Val::Array(row) => self.elem(&row, col, body),
                 _ => Err(bug(span, "transpose of something that is not nested arrays")),
             },
-            ViewKind::Generate { f, env } => {
+            ViewKind::Generate { f, env, span: at } => {
                 let k = self.index_expr(i, &Env::default(), body)?;
+                // The position is an `int`: a backend checks that the loop's
+                // range fits before converting, and reports a failure here.
+                self.index_overflow_at.get_or_insert(*at);
                 let arg = Val::Scalar(L::Cast(ScalarType::I32, Box::new(k)), ScalarType::I32);
                 let param_ty = match &f.kind {
                     heddle_typeck::TKind::Lambda { params, .. } => params.first().and_then(|p| p.1.as_scalar()),

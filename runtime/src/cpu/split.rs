@@ -337,5 +337,5 @@ fn items_program(prog: &LoopProgram, var: &Name, lo: &Expr, hi: &Expr, items: &E
         schedule: Schedule::Parallel,
         body: vec![Stmt::Store { buf: out, index: Expr::bin(BinOp::Sub, Expr::var(var.clone()), lo.clone()), field: 0, value }],
     }];
-    LoopProgram { name: format!("{}_items", prog.name), args, host: vec![], body, checks: vec![], parallel_work: None, reassociable: vec![], ranges: vec![], counts: vec![], result: None }
+    LoopProgram { name: format!("{}_items", prog.name), args, host: vec![], body, checks: vec![], parallel_work: None, reassociable: vec![], ranges: vec![], counts: vec![], result: None, index_overflow_at: None }
 }
