@@ -18,6 +18,32 @@ pub struct Compiled {
     pub kernel: ClKernel,
     /// The kernels of its counting phases, in order (`program.counts`).
     pub counts: Vec<ClKernel>,
+    /// The kernel without the checks the program's input ranges imply
+    /// ([`heddle_ir::loops::trusting_ranges`]), where it leaves some out: a
+    /// launch whose inputs lie in those ranges (validated once on the host)
+    /// runs it. Likewise for each counting phase.
+    pub trusted: Option<ClKernel>,
+    /// The counting phases' kernels without their range-implied checks.
+    pub trusted_counts: Vec<Option<ClKernel>>,
+}
+
+impl Compiled {
+    /// The main kernel to launch on `launch` (prepared for [`Compiled::program`]):
+    /// the trusted one when its inputs lie in the program's ranges.
+    pub fn kernel_for(&self, launch: &heddle_runtime::launch::Launch) -> &ClKernel {
+        Compiled::pick(&self.program, &self.kernel, self.trusted.as_ref(), launch)
+    }
+
+    /// The kernel to launch for `prog` (the program or one of its counting
+    /// phases, `checked` and `trusted` its kernels) on `launch`'s inputs: the
+    /// trusted one when they lie in the program's ranges.
+    fn pick<'k>(prog: &LoopProgram, checked: &'k ClKernel, trusted: Option<&'k ClKernel>, launch: &heddle_runtime::launch::Launch) -> &'k ClKernel {
+        let threads = heddle_runtime::cpu::default_threads();
+        match trusted {
+            Some(t) if heddle_runtime::cpu::inputs_in_ranges(prog, launch, threads) => t,
+            _ => checked,
+        }
+    }
 }
 
 /// Lowers `kernel` and generates its OpenCL kernel; `name` names it (the file's stem).
@@ -38,7 +64,12 @@ fn compile_checked(kernel: &Kernel, name: &str) -> Result<Compiled, Diagnostic> 
     };
     let cl = heddle_codegen_opencl::compile(&program).map_err(located)?;
     let counts = program.counts.iter().map(|c| heddle_codegen_opencl::compile(&c.program).map_err(located)).collect::<Result<_, _>>()?;
-    Ok(Compiled { program, kernel: cl, counts })
+    // Leaving checks out never makes a program harder to generate; should it
+    // fail, the checked kernel still runs every input.
+    let trusting = |p: &LoopProgram| heddle_ir::loops::trusting_ranges(p).and_then(|(t, _)| heddle_codegen_opencl::compile(&t).ok());
+    let trusted = trusting(&program);
+    let trusted_counts = program.counts.iter().map(|c| trusting(&c.program)).collect();
+    Ok(Compiled { program, kernel: cl, counts, trusted, trusted_counts })
 }
 
 /// Runs a compiled kernel on bound inputs `reps` times (at least once);
@@ -49,11 +80,10 @@ pub fn run(cl: &OpenCl, kernel: &Kernel, compiled: &Compiled, env: &Env, reps: u
 
 fn run_checked(cl: &OpenCl, kernel: &Kernel, compiled: &Compiled, env: &Env, reps: usize) -> Result<(Value, Timing), Diagnostic> {
     heddle_runtime::interp::check_obligations(kernel, env)?;
-    let env = heddle_runtime::launch::run_counts(&compiled.program, env, &mut |k, phase, launch| {
-        cl.run(phase, &compiled.counts[k], launch, 1).map(|_| ())
-    })?;
+    let env = run_counts(cl, compiled, env)?;
     let mut launch = heddle_runtime::launch::prepare(&compiled.program, &env)?;
-    let timing = cl.run(&compiled.program, &compiled.kernel, &mut launch, reps)?;
+    let chosen = compiled.kernel_for(&launch);
+    let timing = cl.run(&compiled.program, chosen, &mut launch, reps)?;
     let value = heddle_runtime::launch::output_value(&compiled.program, &launch, &kernel.body.ty, &env)?;
     Ok((value, timing))
 }
@@ -65,11 +95,19 @@ fn run_checked(cl: &OpenCl, kernel: &Kernel, compiled: &Compiled, env: &Env, rep
 pub fn stage(cl: &OpenCl, kernel: &Kernel, compiled: &Compiled, env: &Env) -> Result<Option<heddle_runtime::opencl::Staged>, Diagnostic> {
     let staged = (|| {
         heddle_runtime::interp::check_obligations(kernel, env)?;
-        let env = heddle_runtime::launch::run_counts(&compiled.program, env, &mut |k, phase, launch| {
-            cl.run(phase, &compiled.counts[k], launch, 1).map(|_| ())
-        })?;
+        let env = run_counts(cl, compiled, env)?;
         let launch = heddle_runtime::launch::prepare(&compiled.program, &env)?;
-        cl.stage(&compiled.program, &compiled.kernel, &launch)
+        let chosen = compiled.kernel_for(&launch);
+        cl.stage(&compiled.program, chosen, &launch)
     })();
     staged.map_err(crate::run_error)
+}
+
+/// Runs the counting phases of a sparse result (each on its trusted kernel
+/// where its inputs lie in its ranges); the environment the fill reads.
+fn run_counts(cl: &OpenCl, compiled: &Compiled, env: &Env) -> Result<Env, Diagnostic> {
+    heddle_runtime::launch::run_counts(&compiled.program, env, &mut |k, phase, launch| {
+        let chosen = Compiled::pick(phase, &compiled.counts[k], compiled.trusted_counts[k].as_ref(), launch);
+        cl.run(phase, chosen, launch, 1).map(|_| ())
+    })
 }

@@ -560,3 +560,55 @@ fn local_memory_hand_offs_compute_what_they_should() {
         assert_eq!(got, want, "n={rows} R={r} W={w}");
     }
 }
+
+/// Valid tensor coordinates let OpenCL run the kernel without the checks
+/// their ranges imply (the column check of every nonzero in an SpMV), as the
+/// CPU backend does: the host validates the inputs once before the launch.
+/// Storage buffers given one by one bypass the readers' validation; one
+/// coordinate outside its level then runs the checked kernel, which reports
+/// the access where it is.
+#[test]
+fn valid_coordinates_run_the_kernel_without_their_checks_and_invalid_ones_the_checked_kernel() {
+    let (_, kernel) = kernel_of("sparse/spmv_csr");
+    let compiled = heddle::opencl::compile(&kernel, "spmv_csr").unwrap();
+    let trusted = compiled.trusted.as_ref().expect("the column check is implied by A_crd1's range");
+    let column_check = |source: &str| source.lines().any(|l| l.contains("e1 < A_dim1") && l.contains("heddle_error"));
+    assert!(column_check(&compiled.kernel.source), "{}", compiled.kernel.source);
+    assert!(!column_check(&trusted.source), "{}", trusted.source);
+    // Both report failures by the same codes.
+    assert_eq!(trusted.interface.errors, compiled.kernel.interface.errors);
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str, text: &str| common::write(dir.path(), name, text).to_str().unwrap().to_string();
+    let (pos, vals, xs) = (path("pos.json", "[0, 2, 3]"), path("vals.json", "[1.0, 2.0, 3.0]"), path("xs.json", "[1, 2, 3]"));
+    // Which kernel a launch gets: the trusted one only for valid coordinates.
+    let launched = |crd: &str| {
+        let crd = path("crd.json", crd);
+        let inputs = [("A_pos1", &pos), ("A_crd1", &crd), ("A_values", &vals), ("xs", &xs)];
+        let loaded = inputs.iter().map(|(n, p)| (n.to_string(), read_input(std::path::Path::new(p.as_str())).unwrap())).collect();
+        let env = bind_inputs(&kernel, &[("A_dim0".into(), 2), ("A_dim1".into(), 3)], loaded).unwrap();
+        let launch = heddle_runtime::launch::prepare(&compiled.program, &env).unwrap();
+        compiled.kernel_for(&launch).source == trusted.source
+    };
+    assert!(launched("[0, 2, 1]"), "valid coordinates run the trusted kernel");
+    assert!(!launched("[0, 7, 1]"), "a column past A_dim1 runs the checked kernel");
+
+    if platform().is_none() {
+        return;
+    }
+    let run = |crd: &str| {
+        let crd = path("crd.json", crd);
+        common::heddle(&[
+            "run", "examples/sparse/spmv_csr.hdl", "--backend", "opencl", "--param", "A_dim0=2", "--param", "A_dim1=3",
+            "--input", &format!("A_pos1={pos}"), "--input", &format!("A_crd1={crd}"), "--input", &format!("A_values={vals}"),
+            "--input", &format!("xs={xs}"),
+        ])
+    };
+    let (code, out, err) = run("[0, 2, 1]");
+    assert_eq!((code, out.trim()), (0, "[7.0,6.0]"), "{err}");
+    for bad in ["[0, 7, 1]", "[-1, 2, 1]"] {
+        let (code, _, err) = run(bad);
+        assert_eq!(code, 1, "{bad}: {err}");
+        assert!(err.contains("an index into `xs`") && err.contains("spmv_csr.hdl:6:"), "{bad}: {err}");
+    }
+}

@@ -151,3 +151,34 @@ fn the_c_host_example_computes_what_heddle_run_does() {
 fn pretty(v: &serde_json::Value) -> String {
     serde_json::to_string_pretty(v).unwrap()
 }
+
+/// `--trust-ranges`: the kernels without the checks that valid coordinates
+/// make unnecessary, each with the ranges it assumes (SpGEMM: both operands'
+/// columns; its counting kernel too); without the flag nothing is assumed.
+#[test]
+fn trust_ranges_leaves_out_the_coordinate_checks_and_lists_what_it_assumes() {
+    let run = |extra: &[&str]| {
+        let mut args = vec!["compile", "examples/sparse/spgemm_csr.hdl", "--target", "opencl", "--json"];
+        args.extend(extra);
+        let (code, out, err) = heddle(&args);
+        assert_eq!(code, 0, "{err}");
+        let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        common::assert_schema(&v, &format!("heddle {}", args.join(" ")));
+        v
+    };
+    let checked = run(&[]);
+    let trusted = run(&["--trust-ranges"]);
+    let kernels = |v: &Value| v["kernels"].as_array().unwrap().clone();
+    assert_eq!(kernels(&trusted).len(), 2);
+    for (c, t) in kernels(&checked).iter().zip(kernels(&trusted).iter()) {
+        assert!(c.get("assumes").is_none(), "{c}");
+        assert_eq!(t["assumes"], serde_json::json!(["A_crd1 < A_dim1", "B_crd1 < B_dim1"]), "{}", t["phase"]);
+        // The trusted kernel has fewer checks of the error buffer; the codes are the same.
+        let checks = |k: &Value| k["source"].as_str().unwrap().matches("atomic_cmpxchg(heddle_error").count();
+        assert!(checks(t) < checks(c), "{}: {} vs {}", t["phase"], checks(t), checks(c));
+        assert_eq!(t["errors"], c["errors"]);
+    }
+    // The text says it before each kernel's source.
+    assert_eq!(trusted["text"].as_str().unwrap().matches("// assumes: A_crd1 < A_dim1, B_crd1 < B_dim1 (").count(), 2, "{}", trusted["text"]);
+    assert!(!checked["text"].as_str().unwrap().contains("assumes"));
+}

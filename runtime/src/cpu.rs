@@ -24,6 +24,7 @@ mod ranges;
 mod split;
 
 pub use cache::{compile_cached, compile_cached_with, KernelCache};
+pub use ranges::inputs_in_ranges;
 pub use pool::{default_threads, parse_threads, threads_from_env, MAX_THREADS};
 pub use split::{plan, plan_with, Plan, ITEM_COST, PARALLEL_THRESHOLD, ROW_COST};
 

@@ -46,9 +46,30 @@ pub struct Args {
     /// Write the text here instead of stdout.
     #[arg(long, short)]
     output: Option<String>,
+    /// Leave out the checks that valid tensor coordinates make unnecessary
+    /// (a column below the matrix's column count): the code then assumes
+    /// every input lies in the ranges it lists (`// assumes:`; `assumes` in
+    /// `--json`), which a host program must validate. `heddle run` picks this
+    /// code by itself for inputs it has validated.
+    #[arg(long)]
+    trust_ranges: bool,
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `prog` without the checks its ranges imply, when `trust` (and it has some).
+fn trusting(prog: heddle_ir::loops::LoopProgram, trust: bool) -> heddle_ir::loops::LoopProgram {
+    match heddle_ir::loops::trusting_ranges(&prog) {
+        Some((t, _)) if trust => t,
+        _ => prog,
+    }
+}
+
+/// The ranges a trusted program assumes of its inputs, as text (`A_crd1 < A_dim1`).
+fn assumptions(prog: &heddle_ir::loops::LoopProgram) -> Vec<String> {
+    let field = |f: u32| if f == 0 { String::new() } else { format!(".{f}") };
+    prog.ranges.iter().map(|r| format!("{}{} < {}", r.buf, field(r.field), heddle_ir::loops::expr_text(&r.below))).collect()
 }
 
 /// The kernel's name: the file's stem.
@@ -57,14 +78,24 @@ pub fn kernel_name(file: &SourceFile) -> String {
 }
 
 /// The text of `target` for a checked kernel.
-fn emit(target: Target, file: &SourceFile, kernel: &heddle_typeck::Kernel) -> Result<String, Failure> {
+fn emit(target: Target, file: &SourceFile, kernel: &heddle_typeck::Kernel, trust: bool) -> Result<String, Failure> {
     let located = |d| Failure::Source(file.clone(), vec![d]);
-    let program = heddle::cpu::lower(kernel, &kernel_name(file)).map_err(located)?;
-    let one = |p: &heddle_ir::loops::LoopProgram| match target {
-        Target::Loops => Ok(p.to_string()),
-        Target::Cpu => heddle::cpu::clif(p).map_err(located),
-        Target::Asm => heddle::cpu::asm(p).map_err(located),
-        Target::Opencl => heddle_codegen_opencl::compile(p).map(|k| k.to_string()).map_err(located),
+    let mut program = trusting(heddle::cpu::lower(kernel, &kernel_name(file)).map_err(located)?, trust);
+    for phase in &mut program.counts {
+        *phase.program = trusting((*phase.program).clone(), trust);
+    }
+    let one = |p: &heddle_ir::loops::LoopProgram| {
+        let text = match target {
+            Target::Loops => Ok(p.to_string()),
+            Target::Cpu => heddle::cpu::clif(p).map_err(located),
+            Target::Asm => heddle::cpu::asm(p).map_err(located),
+            Target::Opencl => heddle_codegen_opencl::compile(p).map(|k| k.to_string()).map_err(located),
+        }?;
+        let comment = if target == Target::Opencl { "//" } else { ";" };
+        Ok::<_, Failure>(match assumptions(p) {
+            a if trust && !a.is_empty() && target != Target::Loops => format!("{comment} assumes: {} (checked by no code here: validate the inputs)\n{text}", a.join(", ")),
+            _ => text,
+        })
     };
     if target == Target::Loops {
         // The loop program's text shows its counting phases itself.
@@ -89,7 +120,7 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             return Err(Failure::Input(format!("--param {k}: the kernel has no natural of this name")));
         }
     }
-    let text = emit(a.target, &file, &kernel)?;
+    let text = emit(a.target, &file, &kernel, a.trust_ranges)?;
     if let Some(out) = &a.output {
         std::fs::write(out, &text).map_err(|e| Failure::Input(format!("cannot write {out}: {e}")))?;
     }
@@ -101,19 +132,19 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     });
     if a.json && a.target == Target::Opencl {
         json["params"] = serde_json::Value::Object(params.iter().map(|(k, v)| (k.clone(), serde_json::json!(v))).collect());
-        json["kernels"] = serde_json::Value::Array(describe(&file, &kernel, &params)?);
+        json["kernels"] = serde_json::Value::Array(describe(&file, &kernel, &params, a.trust_ranges)?);
     }
     Ok(Output { text: if a.output.is_some() { String::new() } else { text }, json })
 }
 
 /// Every OpenCL kernel of a checked kernel in launch order (counting phases
 /// first), described for a host program.
-fn describe(file: &SourceFile, kernel: &heddle_typeck::Kernel, params: &[(String, i64)]) -> Result<Vec<serde_json::Value>, Failure> {
+fn describe(file: &SourceFile, kernel: &heddle_typeck::Kernel, params: &[(String, i64)], trust: bool) -> Result<Vec<serde_json::Value>, Failure> {
     use serde_json::json;
     let located = |d| Failure::Source(file.clone(), vec![d]);
     let compiled = heddle::opencl::compile(kernel, &kernel_name(file)).map_err(located)?;
     let nat = |n: &heddle_ir::Name| params.iter().find(|(k, _)| k == n.as_str()).map(|(_, v)| *v);
-    let one = |k: &heddle_codegen_opencl::Kernel, phase: serde_json::Value| {
+    let one = |k: &heddle_codegen_opencl::Kernel, phase: serde_json::Value, assumes: Vec<String>| {
         let bytes = k.interface.bytes(&nat, &k.launch);
         let args: Vec<serde_json::Value> = k
             .interface
@@ -176,12 +207,25 @@ fn describe(file: &SourceFile, kernel: &heddle_typeck::Kernel, params: &[(String
             "errors": errors,
         });
         v["phase"] = phase;
+        if !assumes.is_empty() {
+            v["assumes"] = json!(assumes);
+        }
         v
     };
+    // With --trust-ranges, each kernel's variant without the range-implied
+    // checks, where it has one, and the ranges it assumes.
+    let pick = |checked: &'_ heddle_codegen_opencl::Kernel, trusted: Option<&'_ heddle_codegen_opencl::Kernel>, prog: &heddle_ir::loops::LoopProgram| {
+        match trusted {
+            Some(t) if trust => (t.clone(), assumptions(prog)),
+            _ => (checked.clone(), Vec::new()),
+        }
+    };
     let mut out = Vec::new();
-    for (k, phase) in compiled.counts.iter().zip(&compiled.program.counts) {
-        out.push(one(k, json!({ "kind": "count", "fills": phase.name.as_str() })));
+    for ((k, phase), trusted) in compiled.counts.iter().zip(&compiled.program.counts).zip(&compiled.trusted_counts) {
+        let (k, assumes) = pick(k, trusted.as_ref(), &phase.program);
+        out.push(one(&k, json!({ "kind": "count", "fills": phase.name.as_str() }), assumes));
     }
-    out.push(one(&compiled.kernel, json!({ "kind": "main" })));
+    let (k, assumes) = pick(&compiled.kernel, compiled.trusted.as_ref(), &compiled.program);
+    out.push(one(&k, json!({ "kind": "main" }), assumes));
     Ok(out)
 }

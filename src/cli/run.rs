@@ -270,7 +270,9 @@ fn run_opencl(file: &SourceFile, kernel: &Kernel, env: &Env, device: Option<usiz
     let located = |d| Failure::Source(SourceFile::new(file.name.clone(), file.text.clone()), vec![d]);
     let start = Instant::now();
     let compiled = heddle::opencl::compile(kernel, &super::compile::kernel_name(file)).map_err(located)?;
-    for k in compiled.counts.iter().chain([&compiled.kernel]) {
+    // Both variants of each kernel: which one runs depends on the inputs.
+    let trusted = compiled.trusted_counts.iter().flatten().chain(compiled.trusted.as_ref());
+    for k in compiled.counts.iter().chain([&compiled.kernel]).chain(trusted) {
         cl.build(k).map_err(located)?;
     }
     let compile_seconds = start.elapsed().as_secs_f64();

@@ -132,37 +132,10 @@ impl Translator<'_, '_> {
 }
 
 impl Translator<'_, '_> {
-    /// Whether `cond` holds whenever the inputs lie in the program's ranges:
-    /// `x >= 0 && x < below` or `x < below`, where `x` is (through `let`s and
-    /// conversions to `i64`, which keep an integer's value) a load of an
-    /// input field whose range is `0 .. below`.
+    /// Whether `cond` holds whenever the inputs lie in the program's ranges
+    /// ([`heddle_ir::loops::implied_by_ranges`], through the `let`s in scope).
     pub(super) fn implied_by_ranges(&self, cond: &Expr) -> bool {
-        let (x, bound) = match cond {
-            Expr::Bin(BinOp::And, a, b) => match (&**a, &**b) {
-                (Expr::Bin(BinOp::Ge, x, zero), Expr::Bin(BinOp::Lt, x2, bound)) if x == x2 && matches!(**zero, Expr::Int(0, _)) => (x, bound),
-                _ => return false,
-            },
-            Expr::Bin(BinOp::Lt, x, bound) => (x, bound),
-            _ => return false,
-        };
-        let Some((buf, field)) = self.loaded_input(x, 0) else { return false };
-        self.prog.ranges.iter().any(|r| r.buf == *buf && r.field == field && r.below == **bound)
-    }
-
-    /// The input field `e` is a load of, looking through `let`s and
-    /// conversions to `i64`.
-    fn loaded_input<'e>(&'e self, e: &'e Expr, depth: usize) -> Option<(&'e Name, u32)> {
-        if depth > 16 {
-            return None;
-        }
-        match e {
-            Expr::Load { buf, field, .. } => Some((buf, *field)),
-            Expr::Cast(ScalarType::I64, a) => self.loaded_input(a, depth + 1),
-            Expr::Var(n) => {
-                let (_, v) = self.let_values.iter().rev().find(|(m, _)| m == n)?;
-                self.loaded_input(v, depth + 1)
-            }
-            _ => None,
-        }
+        let lets = &self.let_values;
+        heddle_ir::loops::implied_by_ranges(cond, &self.prog.ranges, &|n| lets.iter().rev().find(|(m, _)| m == n).map(|(_, v)| v))
     }
 }

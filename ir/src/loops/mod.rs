@@ -18,10 +18,12 @@
 
 mod narrow;
 mod print;
+mod trust;
 mod validate;
 
 pub use narrow::{fitting_range, int_range, narrow_casts, INDEX_OVERFLOW_CHECK, INDEX_OVERFLOW_MESSAGE};
 pub use print::expr as expr_text;
+pub use trust::{implied_by_ranges, trusting_ranges};
 pub use validate::LoopError;
 
 use crate::nat::Nat;
