@@ -63,7 +63,20 @@ impl Gen<'_> {
     }
 
     fn stmts(&mut self, b: &[Stmt], env: &mut TypeEnv, ctx: Ctx, depth: usize, pred: &Pred) -> Result<(), String> {
+        let mut skip = 0;
         for (k, s) in b.iter().enumerate() {
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            if pred.is_none() {
+                // `w` loads of consecutive elements: one vector load.
+                let merged = self.vector_loads(&b[k..], env, depth)?;
+                if merged > 0 {
+                    skip = merged - 1;
+                    continue;
+                }
+            }
             if let Stmt::Check { cond, id } = s {
                 return self.check(cond, *id, &b[k + 1..], env, ctx, depth, pred);
             }

@@ -37,6 +37,7 @@ mod halves;
 pub mod interface;
 pub mod launch;
 mod normalize;
+mod vector_loads;
 
 pub use interface::{ArgSpec, ErrorCode, Interface, Role};
 pub use launch::{Dim, LaunchConfig, WorkSizes};

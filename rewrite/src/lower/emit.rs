@@ -612,6 +612,28 @@ impl Lowerer<'_> {
             return Ok(rebuild(&init, &mut results));
         }
         let k = self.fresh("k");
+        if let ViewKind::Unlanes { src, w } = &xs.kind
+            && !matches!(src.kind, ViewKind::Lanes { .. })
+        {
+            // `asScalar` of computed vectors: each vector once, then its lanes
+            // in order (the same order of operations as scalar by scalar).
+            let hi = self.index_expr(&src.len(), env, body)?;
+            let mut inner = Block::new();
+            let Val::Tuple(lanes) = self.elem(src, &Nat::Var(k.clone()), &mut inner)? else {
+                return Err(bug(span, "asScalar of something that is not vectors"));
+            };
+            debug_assert_eq!(lanes.len(), *w);
+            for x in lanes {
+                let next = self.apply(op, vec![acc_val.clone(), x], env, &mut inner)?;
+                update(&accs, &next, span, &mut inner)?;
+            }
+            if reassociate {
+                self.reassociable.extend(accs.iter().map(|(a, _)| a.clone()));
+            }
+            body.push(Stmt::For { var: k, lo: L::index(0), hi, schedule: Schedule::Seq, body: inner });
+            let mut results = accs.iter().map(|(a, s)| Val::Scalar(L::Var(a.clone()), *s));
+            return Ok(rebuild(&init, &mut results));
+        }
         let hi = self.index_expr(&xs.len(), env, body)?;
         let mut inner = Block::new();
         let x = self.elem(&xs, &Nat::Var(k.clone()), &mut inner)?;
