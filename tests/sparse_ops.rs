@@ -7,7 +7,8 @@
 //! and 0), `collapse_coo` and
 //! `expand_sv` (`tensor.collapse_shape` / `expand_shape`), `insert_dense_csr`
 //! (`tensor.insert` in order, from a dense matrix), `insert_unordered_csr`
-//! (`tensor.insert` out of order, assembled by the workspace), on
+//! (`tensor.insert` out of order, assembled by the workspace),
+//! `insert_overwrite_csr` (`tensor.insert` over stored entries), on
 //! every backend, against the same operation computed here on the entries.
 //!
 //! Matrices are random with an empty row and column, plus the edge shapes:
@@ -247,6 +248,30 @@ fn inserting_out_of_order_assembles_sorted_rows() {
             assert_eq!(storage_of(&got), csr_storage(m, n, &flipped), "insert_unordered_csr, case {case} ({m} x {n}), {backend}");
         }
     }
+}
+
+/// `compressLast`: B's entries inserted into A, B's value replacing A's
+/// where both store a coordinate (an overwriting `tensor.insert`), against
+/// the same update of the entries here.
+#[test]
+fn inserting_over_stored_entries_keeps_the_last_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0x0ae5);
+    let mut overwritten = 0;
+    for (case, (m, n, percent)) in shapes(&mut rng).into_iter().enumerate() {
+        let a = random(&mut rng, m, n, percent);
+        let b = random(&mut rng, m, n, percent);
+        let pa = write(dir.path(), &format!("a{case}.mtx"), &mtx(m, n, &a));
+        let pb = write(dir.path(), &format!("b{case}.mtx"), &mtx(m, n, &b));
+        let mut updated = a.clone();
+        updated.extend(b.iter().map(|(k, v)| (*k, *v)));
+        overwritten += a.len() + b.len() - updated.len();
+        for backend in backends() {
+            let got = run("insert_overwrite_csr", &[("A", &pa), ("B", &pb)], backend);
+            assert_eq!(storage_of(&got), csr_storage(m, n, &updated), "insert_overwrite_csr, case {case} ({m} x {n}), {backend}");
+        }
+    }
+    assert!(overwritten > 0, "no case stores a coordinate in both matrices");
 }
 
 /// The COO storage object (`compressed(nonunique)` then `singleton`, coordinates as pairs).

@@ -86,6 +86,10 @@ intersect    : [(I, T)]_N -> [(I, U)]_M -> [(I, T, U)]_counted  // co-iteration 
 // increasing order, with their sums: a compressed row. T is a number. An index
 // outside 0 .. n is a run-time error (a `Check` in compiled code).
 compressAdd  : (n: nat) -> [(I, T)]_N -> [(I, T)]_counted  // sums (index, value) pairs by index in a workspace; the indices that got a value, in order, with their sums
+// `compressLast(n)` is the same workspace where a later value for an index
+// replaces the earlier one (MLIR's `tensor.insert` into a sparse tensor: the
+// last insertion at a coordinate wins); T is any scalar.
+compressLast : (n: nat) -> [(I, T)]_N -> [(I, T)]_counted  // (index, value) pairs by index in a workspace, a later value replacing an earlier one; the indices that got a value, in order, with their last values
 
 // ## Filtering
 // `filter(p)` keeps the elements for which `p` holds, in order: MLIR's

@@ -330,7 +330,7 @@ impl Checker {
                             .with_label(format!("the values have type {}", show(&value))));
                     }
             }
-            "union" | "intersect" | "compressAdd" => {
+            "union" | "intersect" | "compressAdd" | "compressLast" => {
                 // Coordinates are compared (and, for compressAdd, index the workspace): integers of any width.
                 if let Some(index) = inst.types.get(&('I' as u32)).cloned() {
                     let int = self.metas.fresh_type(MetaKind::Integer);

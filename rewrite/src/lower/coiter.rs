@@ -220,11 +220,11 @@ impl<'k> Lowerer<'k> {
                 src: Box::new(self.cursor(src, env, lens, body)?),
                 keep: self.fresh("keep"),
             },
-            ViewKind::Compress { src, n, span } => {
+            ViewKind::Compress { src, n, last, span } => {
                 // Expanded and sorted before the loop; each entry is reset as it
                 // is taken, and every entry is taken (an intersection takes the
                 // rest), so the workspace is clean for the worker's next row.
-                let x = self.expand(src, n, env, *span, body, true)?;
+                let x = self.expand(src, n, env, *span, body, true, *last)?;
                 self.order_list(&x, body);
                 lens.push(L::var(x.count.clone()));
                 let at = self.fresh("at");

@@ -364,9 +364,9 @@ impl Lowerer<'_> {
                 let src = self.array(&args[1], env, body)?;
                 view(ViewKind::Filter { p: Box::new(args[0].clone()), env: env.clone(), src: Box::new(src), span }, &[])
             }
-            "compressAdd" => {
+            "compressAdd" | "compressLast" => {
                 let src = self.array(&args[0], env, body)?;
-                view(ViewKind::Compress { src: Box::new(src), n: nat(0), span }, &[])
+                view(ViewKind::Compress { src: Box::new(src), n: nat(0), last: name == "compressLast", span }, &[])
             }
             "concat" => {
                 let a = self.array(&args[0], env, body)?;

@@ -51,12 +51,17 @@ pub(super) struct Expanded {
     pub n_e: L,
     /// The values' type.
     pub value_ty: ScalarType,
+    /// `compressLast`: each coordinate's value is stored, not added, so the
+    /// sums need no reset to zero (and may be booleans).
+    pub last: bool,
 }
 
 /// Resets coordinate `k` of the workspace for the worker's next row.
 pub(super) fn reset(x: &Expanded, k: &L) -> Vec<Stmt> {
     let mut out = Vec::new();
-    if let Some(sums) = &x.sums {
+    if let Some(sums) = &x.sums
+        && !x.last
+    {
         let zero = if x.value_ty.is_float() { L::Float(0.0, x.value_ty) } else { L::Int(0, x.value_ty) };
         out.push(Stmt::Store { buf: sums.clone(), index: k.clone(), field: 0, value: zero });
     }
@@ -126,7 +131,7 @@ impl<'k> Lowerer<'k> {
                 let coord = coordinate_type(v);
                 self.merge(a, b, defaults.as_deref(), coord, env, *span, body, Some(f)).map(|_| ())
             }
-            ViewKind::Compress { src, n, span } => self.compress(src, n, coordinate_type(v), env, *span, body, Some(f)).map(|_| ()),
+            ViewKind::Compress { src, n, last, span } => self.compress(src, n, *last, coordinate_type(v), env, *span, body, Some(f)).map(|_| ()),
             ViewKind::Choice { cond, a, b } => {
                 // Only the chosen array is walked (its checks made), as the interpreter evaluates only it.
                 let (mut then, mut els) = (Block::new(), Block::new());
@@ -209,7 +214,7 @@ impl<'k> Lowerer<'k> {
             ViewKind::Map { src, .. } if is_stream(src) => self.stream_len(src, env, body),
             ViewKind::Merge { .. } if super::coiter::nested(v) => self.coiterate(v, env, body, None),
             ViewKind::Merge { a, b, defaults, span } => self.merge(a, b, defaults.as_deref(), coordinate_type(v), env, *span, body, None),
-            ViewKind::Compress { src, n, span } => self.compress(src, n, coordinate_type(v), env, *span, body, None),
+            ViewKind::Compress { src, n, last, span } => self.compress(src, n, *last, coordinate_type(v), env, *span, body, None),
             ViewKind::Choice { cond, a, b } if is_stream(v) => {
                 let n = self.fresh("chosen_len");
                 body.push(Stmt::Var { var: n.clone(), ty: ScalarType::I64, init: L::index(0) });
@@ -443,12 +448,13 @@ impl<'k> Lowerer<'k> {
         buf
     }
 
-    /// `src :>> compressAdd(n)`. With `visit`, calls it on every (coordinate,
-    /// sum) in increasing coordinate order and returns 0; without, returns
-    /// how many coordinates received a value.
+    /// `src :>> compressAdd(n)` (`compressLast(n)` where `last`). With
+    /// `visit`, calls it on every (coordinate, sum) in increasing coordinate
+    /// order and returns 0; without, returns how many coordinates received a
+    /// value.
     #[allow(clippy::too_many_arguments)]
-    fn compress(&mut self, src: &View, n: &Nat, coord: ScalarType, env: &Env, span: Span, body: &mut Block, visit: Option<Visit<'_, 'k>>) -> Result<L, Diagnostic> {
-        let x = self.expand(src, n, env, span, body, visit.is_some())?;
+    fn compress(&mut self, src: &View, n: &Nat, last: bool, coord: ScalarType, env: &Env, span: Span, body: &mut Block, visit: Option<Visit<'_, 'k>>) -> Result<L, Diagnostic> {
+        let x = self.expand(src, n, env, span, body, visit.is_some(), last)?;
         let Expanded { list, sums, count, value_ty, .. } = x.clone();
         // Compress: the filled coordinates in order, each reset for the next row.
         let t = self.fresh("t");
@@ -472,8 +478,11 @@ impl<'k> Lowerer<'k> {
     }
 
     /// The expand step of `src :>> compressAdd(n)`: every pair added into the
-    /// workspace (the sums only `with_sums`), its coordinates listed unsorted.
-    pub(super) fn expand(&mut self, src: &View, n: &Nat, env: &Env, span: Span, body: &mut Block, with_sums: bool) -> Result<Expanded, Diagnostic> {
+    /// workspace (the sums only `with_sums`; a pair's value replaces the
+    /// earlier one where `last`, `compressLast`), its coordinates listed
+    /// unsorted.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn expand(&mut self, src: &View, n: &Nat, env: &Env, span: Span, body: &mut Block, with_sums: bool, last: bool) -> Result<Expanded, Diagnostic> {
         let value_ty = match &src.ty {
             Type::Array { elem, .. } => match &**elem {
                 Type::Tuple(ts) if ts.len() == 2 => ts[1].as_scalar(),
@@ -515,12 +524,13 @@ impl<'k> Lowerer<'k> {
             inner.push(Stmt::If { cond: L::Not(Box::new(L::load(mask_c.clone(), k.clone(), 0))), then: first, els: vec![] });
             if let Some(sums) = &sums_c {
                 let Val::Scalar(v, vs) = value else { return Err(unsupported(span, "`compressAdd` of values that are not numbers")) };
-                let sum = L::bin(BinOp::Add, L::load(sums.clone(), k.clone(), 0), cast(v, vs, value_ty));
+                let value = cast(v, vs, value_ty);
+                let sum = if last { value } else { L::bin(BinOp::Add, L::load(sums.clone(), k.clone(), 0), value) };
                 inner.push(Stmt::Store { buf: sums.clone(), index: k, field: 0, value: sum });
             }
             Ok(())
         })?;
-        Ok(Expanded { mask, list, sums, count, n_e, value_ty })
+        Ok(Expanded { mask, list, sums, count, n_e, value_ty, last })
     }
 
     /// Sorts the expanded coordinates' list. Sorting m coordinates costs

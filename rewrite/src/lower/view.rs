@@ -165,12 +165,15 @@ pub enum ViewKind {
         /// Where the pattern is (for its run-time checks and refusals).
         span: Span,
     },
-    /// `compressAdd(n)` of `src`: a stream (see `stream.rs`).
+    /// `compressAdd(n)` (or `compressLast(n)`) of `src`: a stream (see `stream.rs`).
     Compress {
         /// The (coordinate, value) pairs.
         src: Box<View>,
         /// The workspace length.
         n: Nat,
+        /// `compressLast`: a later value for a coordinate replaces the
+        /// earlier one instead of being added to it.
+        last: bool,
         /// Where the pattern is (for the bounds check's message).
         span: Span,
     },

@@ -74,8 +74,10 @@ pub(super) fn merge(a: &[Value], b: &[Value], defaults: Option<(&Value, &Value)>
 }
 
 /// `compressAdd(n)`: the values summed by index, for the indices that got
-/// any, in increasing order. `ty` is the result's element type `(I, T)`.
-pub(super) fn compress_add(pairs: &[Value], n: i64, elem_ty: &Type, span: Span) -> Result<Value, Diagnostic> {
+/// any, in increasing order; `compressLast(n)` (`last`): each index's last
+/// value. `elem_ty` is the result's element type `(I, T)`.
+pub(super) fn compress(pairs: &[Value], n: i64, elem_ty: &Type, last: bool, span: Span) -> Result<Value, Diagnostic> {
+    let name = if last { "compressLast" } else { "compressAdd" };
     let Type::Tuple(parts) = elem_ty else { return Err(internal(span, "compressAdd without a pair type")) };
     let Some(Type::Scalar(s)) = parts.get(1) else { return Err(internal(span, "compressAdd of non-scalar values")) };
     let mut sums: std::collections::BTreeMap<i64, Value> = std::collections::BTreeMap::new();
@@ -85,11 +87,12 @@ pub(super) fn compress_add(pairs: &[Value], n: i64, elem_ty: &Type, span: Span) 
             return Err(internal(span, "compressAdd of non-pairs"));
         };
         if !(0..n).contains(&k) {
-            return Err(Diagnostic::new(span, format!("`compressAdd`: index {k} is out of bounds for the workspace's length {n}"))
+            return Err(Diagnostic::new(span, format!("`{name}`: index {k} is out of bounds for the workspace's length {n}"))
                 .with_label("while running this"));
         }
         // In input order, so float sums round as compiled code's do.
         let next = match sums.get(&k) {
+            Some(_) if last => v.clone(),
             Some(acc) => super::binary(heddle_ir::expr::BinOp::Add, acc, v, *s).map_err(|m| internal(span, &m))?,
             None => v.clone(),
         };

@@ -288,14 +288,14 @@ pub(super) fn eval_prim(name: &str, nats: &[Nat], args: &[TExpr], binder: Option
             }
             Ok(Value::array(kept))
         }
-        "compressAdd" => {
+        "compressAdd" | "compressLast" => {
             let n = nat(&nats[0], env, span)?;
             let pairs = array(eval(arg(0)?, env)?, span)?;
             let elem_ty = match &t.ty {
                 heddle_ir::Type::Array { elem, .. } => (**elem).clone(),
                 _ => return Err(internal(span, "compressAdd without an array type")),
             };
-            super::merge::compress_add(&pairs, n, &elem_ty, span)
+            super::merge::compress(&pairs, n, &elem_ty, name == "compressLast", span)
         }
         "generate" => {
             let n = nat(&nats[0], env, span)?;
