@@ -3,8 +3,8 @@
 //! `unary_abs_csr` (`unary` with a `present` region only), `binary_csr`
 //! (`binary` with different `overlap`, `left` and `right` regions) and
 //! `foreach_coo` (`foreach`: every stored entry with its coordinates),
-//! `concat_cols_csr` and `concat_rows_coo` (`concatenate` along dimensions 1
-//! and 0), `collapse_coo` and
+//! `concat_cols_csr`, `concat_rows_coo` and `concat_rows_csr` (`concatenate`
+//! along dimensions 1 and 0), `collapse_coo` and
 //! `expand_sv` (`tensor.collapse_shape` / `expand_shape`), `insert_dense_csr`
 //! (`tensor.insert` in order, from a dense matrix), `insert_unordered_csr`
 //! (`tensor.insert` out of order, assembled by the workspace),
@@ -246,6 +246,28 @@ fn inserting_out_of_order_assembles_sorted_rows() {
         for backend in backends() {
             let got = run("insert_unordered_csr", &[("A", &pa)], backend);
             assert_eq!(storage_of(&got), csr_storage(m, n, &flipped), "insert_unordered_csr, case {case} ({m} x {n}), {backend}");
+        }
+    }
+}
+
+/// `concatenate` along dimension 0 of two CSR matrices (`concat` of their
+/// position-dependent rows): B's rows under A's, stored as CSR, against the
+/// entries shifted here. B has A's column count and its own row count.
+#[test]
+fn stacking_the_rows_of_two_csr_matrices() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0x57ac);
+    for (case, (m, n, percent)) in shapes(&mut rng).into_iter().enumerate() {
+        let mb = rng.below(4) + u64::from(m == 0);
+        let a = random(&mut rng, m, n, percent);
+        let b = random(&mut rng, mb, n, percent);
+        let pa = write(dir.path(), &format!("a{case}.mtx"), &mtx(m, n, &a));
+        let pb = write(dir.path(), &format!("b{case}.mtx"), &mtx(mb, n, &b));
+        let mut stacked = a.clone();
+        stacked.extend(b.iter().map(|((i, j), v)| ((i + m, *j), *v)));
+        for backend in backends() {
+            let got = run("concat_rows_csr", &[("A", &pa), ("B", &pb)], backend);
+            assert_eq!(storage_of(&got), csr_storage(m + mb, n, &stacked), "concat_rows_csr, case {case} ({m} + {mb} x {n}), {backend}");
         }
     }
 }

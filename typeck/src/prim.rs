@@ -152,6 +152,19 @@ impl Checker {
             }
             pairs[k_data].1 = Some(Arg::Typed(te));
         }
+        // `concat` of position-dependent arrays (the rows of two CSR matrices):
+        // element `i` has the first array's type below its length, the second's after.
+        if name == "concat"
+            && let [(_, Some(a)), (_, Some(b))] = &mut pairs[..]
+        {
+            let (a, b) = (self.force(a.clone())?, self.force(b.clone())?);
+            let dependent = |t: &Type| matches!(t, Type::Array { binder: Some(x), elem, .. } if elem.mentions(x));
+            if dependent(&self.metas.zonk(&a.ty)) || dependent(&self.metas.zonk(&b.ty)) {
+                return self.concat_position_dependent(a, b, span);
+            }
+            pairs[0].1 = Some(Arg::Typed(a));
+            pairs[1].1 = Some(Arg::Typed(b));
+        }
         // Data and values next, then functions at the types now known.
         let mut checked: Vec<Option<TExpr>> = vec![None; pairs.len()];
         for (k, (slot, arg)) in pairs.iter().enumerate() {
@@ -261,6 +274,70 @@ impl Checker {
         let chunk = Type::Array { binder: Some(j), elem: Box::new(chunk_elem), len: k.clone() };
         let ty = Type::Array { binder: Some(c), elem: Box::new(chunk), len: self.metas.zonk_nat(&m) };
         Ok(TExpr { kind: TKind::Prim { name: "split", nats: vec![k.clone()], args: vec![data], binder: None }, ty, span })
+    }
+
+    /// `concat(a, b)` where an element type depends on its position:
+    /// `[i -> T(i)]_N` and `[j -> U(j)]_M` give `[i -> T ∨ U]_{N + M}`, where
+    /// `T ∨ U` has the shape both share and, wherever their lengths differ,
+    /// `i < N ? len_T(i) : len_U(i - N)`.
+    fn concat_position_dependent(&mut self, a: TExpr, b: TExpr, span: Span) -> CResult<TExpr> {
+        let not_array = |t: &TExpr| Diagnostic::new(t.span, "`concat` expects arrays").with_label(format!("this has type {}", show(&t.ty)));
+        let (Type::Array { binder: ba, elem: ea, len: na }, Type::Array { binder: bb, elem: eb, len: nb }) = (self.metas.zonk(&a.ty), self.metas.zonk(&b.ty)) else {
+            return Err(if matches!(self.metas.zonk(&a.ty), Type::Array { .. }) { not_array(&b) } else { not_array(&a) });
+        };
+        let i = self.fresh("i");
+        let at = Nat::Var(i.clone());
+        let ea = match &ba {
+            Some(x) => ea.subst_nat(x, &at),
+            None => *ea,
+        };
+        let eb = match &bb {
+            Some(x) => eb.subst_nat(x, &Nat::sub(at.clone(), na.clone())),
+            None => *eb,
+        };
+        let first = heddle_ir::nat::NatCond::Cmp(heddle_ir::nat::CmpOp::Lt, at, na.clone());
+        let elem = self.either(&ea, &eb, &first, b.span).map_err(|d| {
+            d.with_note(format!("the first array's elements: {}; the second's: {}", show(&ea), show(&eb)))
+                .with_note("concat : [T]_N -> [T]_M -> [T]_{N + M}")
+        })?;
+        let binder = elem.mentions(&i).then_some(i);
+        let ty = Type::Array { binder, elem: Box::new(elem), len: Nat::add(na, nb) };
+        Ok(TExpr { kind: TKind::Prim { name: "concat", nats: vec![], args: vec![a, b], binder: None }, ty, span })
+    }
+
+    /// The type of an element that is `a` where `first` holds and `b` where
+    /// not: their shared shape, with a conditional length where theirs differ.
+    fn either(&mut self, a: &Type, b: &Type, first: &heddle_ir::nat::NatCond, span: Span) -> CResult<Type> {
+        match (self.metas.zonk(a), self.metas.zonk(b)) {
+            (Type::Array { binder: xa, elem: ea, len: la }, Type::Array { binder: xb, elem: eb, len: lb }) => {
+                // One binder for both element types.
+                let x = xa.clone().or(xb.clone()).unwrap_or_else(|| self.fresh("k"));
+                let ea = match &xa {
+                    Some(v) if *v != x => ea.subst_nat(v, &Nat::Var(x.clone())),
+                    _ => *ea,
+                };
+                let eb = match &xb {
+                    Some(v) if *v != x => eb.subst_nat(v, &Nat::Var(x.clone())),
+                    _ => *eb,
+                };
+                let elem = self.either(&ea, &eb, first, span)?;
+                let len = if self.metas.zonk_nat(&la) == self.metas.zonk_nat(&lb) {
+                    la
+                } else {
+                    Nat::Cond(Box::new(first.clone()), Box::new(la), Box::new(lb))
+                };
+                let binder = elem.mentions(&x).then_some(x);
+                Ok(Type::Array { binder, elem: Box::new(elem), len })
+            }
+            (Type::Tuple(xs), Type::Tuple(ys)) if xs.len() == ys.len() => {
+                let parts = xs.iter().zip(&ys).map(|(x, y)| self.either(x, y, first, span)).collect::<CResult<Vec<_>>>()?;
+                Ok(Type::Tuple(parts))
+            }
+            (x, y) => {
+                self.unify_at(&x, &y, span, "in the elements of `concat`'s second array (the first array's elements are expected)")?;
+                Ok(self.metas.zonk(&x))
+            }
+        }
     }
 
     /// The result of `map(fun(a => …))` over `xs` (or `generate(n, fun(i => …))`)
