@@ -612,3 +612,43 @@ fn valid_coordinates_run_the_kernel_without_their_checks_and_invalid_ones_the_ch
         assert!(err.contains("an index into `xs`") && err.contains("spmv_csr.hdl:6:"), "{bad}: {err}");
     }
 }
+
+/// COO's (row, column) pairs, stored as one array of records, have ranges
+/// too (`A_crd0 < A_dim0`, `A_crd0.1 < A_dim1`): valid pairs run both
+/// backends without the two checks per nonzero, and a pair outside either
+/// range runs the checked code, which reports the access it would make.
+#[test]
+fn coo_pairs_in_range_drop_their_checks_and_pairs_outside_fail_located() {
+    let (_, kernel) = kernel_of("sparse/spmv_coo");
+    let compiled = heddle::opencl::compile(&kernel, "spmv_coo").unwrap();
+    let ranges: Vec<String> = compiled.program.ranges.iter().map(|r| format!("{}.{} < {}", r.buf, r.field, heddle_ir::loops::expr_text(&r.below))).collect();
+    assert_eq!(ranges, ["A_crd0.0 < A_dim0", "A_crd0.1 < A_dim1"]);
+    let trusted = compiled.trusted.as_ref().expect("both checks are implied");
+    assert!(!trusted.source.contains("heddle_error, 0, 4)") && !trusted.source.contains("heddle_error, 0, 5)"), "{}", trusted.source);
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str, text: &str| common::write(dir.path(), name, text).to_str().unwrap().to_string();
+    let (pos, vals, xs) = (path("pos.json", "[0, 3]"), path("vals.json", "[1.0, 2.0, 3.0]"), path("xs.json", "[1, 2, 3]"));
+    let mut backends = vec!["cpu"];
+    if platform().is_some() {
+        backends.push("opencl");
+    }
+    for backend in backends {
+        let run = |crd: &str| {
+            let crd = path("crd.json", crd);
+            common::heddle(&[
+                "run", "examples/sparse/spmv_coo.hdl", "--backend", backend, "--param", "A_dim0=2", "--param", "A_dim1=3",
+                "--input", &format!("A_pos0={pos}"), "--input", &format!("A_crd0={crd}"), "--input", &format!("A_values={vals}"),
+                "--input", &format!("xs={xs}"),
+            ])
+        };
+        let (code, out, err) = run("[[0, 1], [1, 0], [1, 2]]");
+        assert_eq!((code, out.trim()), (0, "[2.0,11.0]"), "{backend}: {err}");
+        let (code, _, err) = run("[[0, 1], [1, 0], [1, 5]]");
+        assert_eq!(code, 1, "{backend}: {err}");
+        assert!(err.contains("an index into `xs`") && err.contains("spmv_coo.hdl:7:"), "{backend}: {err}");
+        let (code, _, err) = run("[[0, 1], [4, 0], [1, 2]]");
+        assert_eq!(code, 1, "{backend}: {err}");
+        assert!(err.contains("an index into the result of `scatterAdd`"), "{backend}: {err}");
+    }
+}

@@ -26,10 +26,11 @@ use heddle_typeck::{KernelParam, TKind};
 
 impl Lowerer<'_> {
     /// The ranges of the coordinate buffers of the kernel's tensor
-    /// parameters that are arguments of this program: one scalar coordinate
-    /// per record (not array-of-structs COO regions), below the level's size,
-    /// at levels whose every stored coordinate is read (not loose levels,
-    /// whose gaps between parents hold anything).
+    /// parameters that are arguments of this program: each level's
+    /// coordinate (a field of an array-of-structs run, COO's (i, j) pairs,
+    /// or the one field of its own buffer) below the level's size, at levels
+    /// whose every stored coordinate is read (not loose levels, whose gaps
+    /// between parents hold anything, nor DIA's signed offsets).
     pub(super) fn coordinate_ranges(&mut self) -> Vec<InputRange> {
         let mut out = Vec::new();
         for p in &self.kernel.params {
@@ -39,17 +40,24 @@ impl Lowerer<'_> {
             for b in &layout.buffers {
                 let (BufferKind::Coordinates, Some(l)) = (b.kind, b.level) else { continue };
                 // A difference level's offsets (DIA) are signed: not below a size.
-                let loose = encoding.levels.get(l).is_none_or(|lv| lv.format == LevelFormat::LooseCompressed || lv.expr.is_signed());
-                let aos = encoding.aos_run(l).is_some_and(|r| r.len() > 1);
-                let scalar = self.args.iter().any(|a| a.name == b.name && matches!(&a.kind, heddle_ir::loops::ArgKind::Input { fields, .. } if fields.len() == 1));
-                let Some(size) = layout.lvl_sizes.get(l) else { continue };
-                if loose || aos || !scalar {
+                // The levels whose coordinates the buffer holds, one field each:
+                // one level, or an array-of-structs run (COO's (i, j) pairs).
+                let levels = encoding.aos_run(l).unwrap_or(l..l + 1);
+                let signed = levels.clone().any(|k| encoding.levels.get(k).is_none_or(|lv| lv.format == LevelFormat::LooseCompressed || lv.expr.is_signed()));
+                let fields = self.args.iter().find(|a| a.name == b.name).and_then(|a| match &a.kind {
+                    heddle_ir::loops::ArgKind::Input { fields, .. } => Some(fields.len()),
+                    _ => None,
+                });
+                if signed || fields != Some(levels.len()) {
                     continue;
                 }
-                let mut sink = Block::new();
-                let Ok(below) = self.index_expr(size, &Env::default(), &mut sink) else { continue };
-                if sink.iter().all(|s| matches!(s, Stmt::Let { .. })) {
-                    out.push(InputRange { buf: b.name.clone(), field: 0, below: super::emit::inline_lets(below, &sink) });
+                for (field, k) in levels.enumerate() {
+                    let Some(size) = layout.lvl_sizes.get(k) else { continue };
+                    let mut sink = Block::new();
+                    let Ok(below) = self.index_expr(size, &Env::default(), &mut sink) else { continue };
+                    if sink.iter().all(|s| matches!(s, Stmt::Let { .. })) {
+                        out.push(InputRange { buf: b.name.clone(), field: field as u32, below: super::emit::inline_lets(below, &sink) });
+                    }
                 }
             }
         }
