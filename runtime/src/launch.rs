@@ -725,9 +725,16 @@ fn lookup(env: &Env, name: &Name) -> Option<Value> {
         // A flat input the program wants at other fields: its records, converted below.
         return Some(Value::array(b.to_values()));
     }
+    component(env, name)
+}
+
+/// Component `k` of the value of the tuple or complex parameter `p`, for
+/// the name `p_k` (`p_j_k`: component `k` of component `j`).
+fn component(env: &Env, name: &Name) -> Option<Value> {
     let (base, k) = name.as_str().rsplit_once('_')?;
     let k: usize = k.parse().ok()?;
-    match lookup(env, &Name::from(base))? {
+    let base = Name::from(base);
+    match env.value(&base).cloned().or_else(|| component(env, &base))? {
         Value::Tuple(items) => items.get(k.checked_sub(1)?).cloned(),
         Value::Complex(z) => [z.re, z.im].get(k.checked_sub(1)?).map(|&x| Value::Float(x)),
         _ => None,
@@ -1117,6 +1124,29 @@ pub fn complex_bin(op: BinOp, (a, b): (f64, f64), (c, d): (f64, f64), part: Scal
 mod tests {
     use super::Buffer;
     use heddle_ir::ScalarType;
+
+    #[test]
+    fn complex_records_read_as_pairs_of_parts_sharing_their_storage() {
+        use crate::scalars::{Complex, ScalarVec};
+        use crate::value::Value;
+        let zs = ScalarVec::C32(vec![Complex { re: 1.5, im: -2.0 }, Complex { re: 0.25, im: 3.0 }]);
+        let b = Buffer::from_scalar_vec(zs, "zs").unwrap();
+        assert_eq!(b.read(1, 0), Value::complex(0.25, 3.0));
+        let pairs = b.with_fields(&[ScalarType::F32, ScalarType::F32]).expect("the same bytes");
+        assert!(pairs.shares_storage(&b));
+        assert_eq!((pairs.read(0, 0), pairs.read(0, 1), pairs.read(1, 1)), (Value::Float(1.5), Value::Float(-2.0), Value::Float(3.0)));
+        // Other fields, or parts at other offsets than the complex field's: refused.
+        assert!(b.with_fields(&[ScalarType::F64, ScalarType::F64]).is_none());
+        let mut mixed = Buffer::zeroed(vec![ScalarType::I32, ScalarType::C32], 1);
+        assert!(mixed.with_fields(&[ScalarType::I32, ScalarType::F32, ScalarType::F32]).is_none(), "the complex field starts at byte 8, its split at 4");
+        mixed.write(0, 1, &Value::complex(-1.0, 0.5));
+        assert_eq!(mixed.read(0, 1), Value::complex(-1.0, 0.5));
+        let mut wide = Buffer::zeroed(vec![ScalarType::C64], 2);
+        wide.write(1, 0, &Value::complex(0.1, -0.2));
+        assert_eq!((wide.read(0, 0), wide.read(1, 0)), (Value::complex(0.0, 0.0), Value::complex(0.1, -0.2)));
+        let split = wide.with_fields(&[ScalarType::F64, ScalarType::F64]).expect("the same bytes");
+        assert_eq!((split.read(1, 0), split.read(1, 1)), (Value::Float(0.1), Value::Float(-0.2)));
+    }
 
     #[test]
     fn a_borrowed_buffer_reads_in_place_and_copies_before_a_write() {
