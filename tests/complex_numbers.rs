@@ -297,6 +297,49 @@ print('ok')
 }
 
 #[test]
+fn compiled_dense_complex_matrix_from_npy_matches_numpy_exactly() {
+    let d = dir("dense-compiled");
+    // A 2-D complex128 .npy matrix and a complex64 vector (widened exactly);
+    // quarter multiples, so the sums are exact in any order.
+    let setup = "
+import numpy as np
+rng = np.random.default_rng(8)
+q = lambda *s: rng.integers(-8, 9, size=s) / 4
+np.save('M.npy', q(7, 10) + 1j * q(7, 10))
+np.save('v.npy', (q(10) + 1j * q(10)).astype(np.complex64))
+";
+    if python(&d, setup).is_none() {
+        return;
+    }
+    let k = write(
+        &d,
+        "mv.hdl",
+        "nFun(n => nFun(m =>\nfun(a: [[complex<f64>]_m]_n =>\nfun(xs: [complex<f32>]_m =>\n  a :>> map(fun(row => zip(row, xs) :>> map(fun(p => p.1 * complex(double(re(p.2)), double(im(p.2))))) :>> reduce(+, 0.0)))))))\n",
+    );
+    let (a, x) = (format!("a={}", s(&d.join("M.npy"))), format!("xs={}", s(&d.join("v.npy"))));
+    let mut names = Vec::new();
+    for backend in std::iter::once("interp").chain(compiled()) {
+        ok(&["run", s(&k), "--backend", backend, "--input", &a, "--input", &x, "-o", s(&d.join(format!("y_{backend}.npy")))]);
+        names.push(format!("'y_{backend}.npy'"));
+    }
+    let check = python(
+        &d,
+        &format!(
+            "
+import numpy as np
+want = np.load('M.npy') @ np.load('v.npy').astype(np.complex128)
+for name in [{}]:
+    got = np.load(name)
+    assert got.dtype == np.complex128 and np.array_equal(got, want), (name, got, want)
+print('ok')
+",
+            names.join(", ")
+        ),
+    );
+    assert_eq!(check.as_deref().map(str::trim), Some("ok"));
+}
+
+#[test]
 fn compiled_complex_reductions_scalars_and_tuples_equal_the_interpreter() {
     let d = dir("reduce-compiled");
     // A sum (whose accumulators a backend may split: exact on quarter
