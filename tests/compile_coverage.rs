@@ -209,15 +209,7 @@ fn every_kernel_runs_on_every_backend() {
 
 /// Primitives the corpus cannot cover yet, with the reason. The test fails
 /// once one is covered, so the entry is removed when it stops being true.
-const NOT_YET_COVERED: [(&str, &str); 4] = [
-    ("complex", COMPLEX_NOT_COMPILED),
-    ("re", COMPLEX_NOT_COMPILED),
-    ("im", COMPLEX_NOT_COMPILED),
-    ("conj", COMPLEX_NOT_COMPILED),
-];
-
-/// Why the complex-number primitives are not in the corpus.
-const COMPLEX_NOT_COMPILED: &str = "the compiled backends refuse complex numbers (tests/complex_numbers.rs checks the refusal)";
+const NOT_YET_COVERED: [(&str, &str); 0] = [];
 
 /// The corpus uses every primitive of `prims.sig` in a kernel (comments aside).
 #[test]

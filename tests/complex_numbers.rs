@@ -4,8 +4,10 @@
 //! pairs), computed by the interpreter and compared with numpy / scipy, and
 //! written back. Values are multiples of 1/4 and small integers, so SpMV's
 //! products and sums are exact in any order and at either width: those
-//! results are compared bit for bit. The compiled backends refuse complex
-//! kernels with a located error until they compile them.
+//! results are compared bit for bit. The compiled backends (CPU, OpenCL)
+//! run the same kernels: equal to scipy / numpy, and to the interpreter bit
+//! for bit (the same operations in the same order at the same width);
+//! vectors of complex numbers are refused with a located error.
 //!
 //! Needs python3 with numpy and scipy; without them the scipy tests are
 //! skipped visibly, except under `CI=true`, where they fail.
@@ -170,27 +172,230 @@ fn element_wise_complex_arithmetic_matches_python() {
     assert_eq!(out.trim(), "[false,false,true,false]");
 }
 
+/// The compiled backends (OpenCL where a platform exists, and alone in the
+/// Oclgrind pass); the interpreter is always run as the reference.
+fn compiled() -> Vec<&'static str> {
+    common::backends().into_iter().filter(|b| *b != "interp").collect()
+}
+
 #[test]
-fn compiled_backends_refuse_complex_kernels_with_a_located_error() {
-    let d = dir("refuse");
-    let m = write(&d, "m.mtx", "%%MatrixMarket matrix coordinate complex general\n2 2 2\n1 1 1 2\n2 1 0.5 -1\n");
-    let x = write(&d, "x.json", "[[1, 0], [0, 1]]");
-    let k = spmv(&d, "complex<f64>");
-    let reals = write(&d, "reals.json", "[1.5, -2]");
-    let ew = write(&d, "ew.hdl", "nFun(n =>\nfun(xs: [double]_n => xs :>> map(fun(x => re(complex(x, x) * complex(x, 0.0))))))\n");
-    let (a, xs) = (format!("A={}", s(&m)), format!("xs={}", s(&x)));
-    for backend in ["cpu", "opencl"] {
-        let (code, _, err) = heddle(&["run", s(&k), "--backend", backend, "--matrix", &a, "--input", &xs]);
-        assert_eq!(code, 1, "{backend}: {err}");
-        assert!(err.contains("complex<f64> values (complex numbers) cannot be compiled yet") && err.contains("spmv_complex_f64_.hdl:1:5"), "{backend}: {err}");
-        assert!(!err.contains("internal error") && !err.contains("panicked"), "{err}");
-        // A kernel whose inputs and result are real refuses at the complex expression inside.
-        let (code, _, err) = heddle(&["run", s(&ew), "--backend", backend, "--input", &format!("xs={}", s(&reals))]);
-        assert_eq!(code, 1, "{backend}: {err}");
-        assert!(err.contains("arithmetic on complex<f64> (complex numbers) cannot be compiled yet") && err.contains("ew.hdl:2:"), "{backend}: {err}");
+fn compiled_complex_spmv_matches_scipy_and_the_interpreter_bit_for_bit() {
+    let d = dir("spmv-compiled");
+    if python(&d, SETUP).is_none() {
+        return;
     }
-    // The interpreter runs both.
-    assert_eq!(ok(&["run", s(&k), "--matrix", &a, "--input", &xs]).trim(), "[[1.0,2.0],[0.5,-1.0]]");
+    let (k64, k32) = (spmv(&d, "complex<f64>"), spmv(&d, "complex<f32>"));
+    // scipy's .npz, Matrix Market (a Hermitian file: conjugated mirrors), .npy of either width.
+    let runs = [(&k64, "A.npz", "x128.npy", "y64"), (&k32, "A.npz", "x64.npy", "y32"), (&k64, "H.mtx", "xh.npy", "yh")];
+    let mut names = Vec::new();
+    for backend in std::iter::once("interp").chain(compiled()) {
+        for (k, a, x, y) in runs {
+            let out = d.join(format!("{y}_{backend}.npy"));
+            let (a, x) = (format!("A={}", s(&d.join(a))), format!("xs={}", s(&d.join(x))));
+            ok(&["run", s(k), "--backend", backend, "--matrix", &a, "--input", &x, "-o", s(&out)]);
+        }
+        names.push(format!("'{backend}'"));
+    }
+    // Quarter multiples and small integers: every product and sum is exact,
+    // so each backend equals scipy, and the interpreter, exactly.
+    let check = python(
+        &d,
+        &format!(
+            "
+import numpy as np, scipy.sparse as sp, scipy.io as sio
+A = sp.load_npz('A.npz'); x = np.load('x128.npy')
+H = sio.mmread('H.mtx').tocsr()
+want = {{'y64': (A @ x, np.complex128), 'y32': (A @ x, np.complex64), 'yh': (H @ np.load('xh.npy'), np.complex128)}}
+for backend in [{}]:
+    for y, (w, dtype) in want.items():
+        got = np.load(f'{{y}}_{{backend}}.npy')
+        assert got.dtype == dtype, (backend, y, got.dtype)
+        assert np.array_equal(got, w.astype(dtype)), (backend, y, got, w)
+        assert got.tobytes() == np.load(f'{{y}}_interp.npy').tobytes(), (backend, y)
+print('ok', len(want))
+",
+            names.join(", ")
+        ),
+    );
+    assert_eq!(check.as_deref().map(str::trim), Some("ok 3"));
+}
+
+/// Random complex numbers (normal parts, none near 0, so quotients are
+/// tame) at both widths, saved as `.npy`.
+const RANDOM: &str = r"
+import numpy as np
+rng = np.random.default_rng(5)
+n = 37
+for name in ['z', 'w']:
+    v = rng.standard_normal(n) + 1j * rng.standard_normal(n)
+    v += np.sign(v.real) * 0.5
+    np.save(name + '128.npy', v)
+    np.save(name + '64.npy', v.astype(np.complex64))
+";
+
+/// Element-wise complex arithmetic at `elem`: every operation of the
+/// language on complex numbers, as a tuple of arrays.
+fn element_wise(d: &Path, elem: &str) -> PathBuf {
+    let text = format!(
+        "nFun(n =>\nfun(zs: [{elem}]_n =>\nfun(ws: [{elem}]_n =>\n  (zip(zs, ws) :>> map(fun(p => p.1 / p.2)),\n   zip(zs, ws) :>> map(fun(p => p.1 * conj(p.2) - complex(re(p.2), im(p.1)))),\n   zip(zs, ws) :>> map(fun(p => -(p.1 + p.2) * 2.0)),\n   zip(zs, ws) :>> map(fun(p => (p.1 == p.1 * 1.0, p.1 != p.2, re(p.1) * im(p.2))))))))\n"
+    );
+    write(d, &format!("ew_{}.hdl", elem.replace(['<', '>'], "_")), &text)
+}
+
+#[test]
+fn compiled_element_wise_complex_arithmetic_matches_numpy_and_the_interpreter_bit_for_bit() {
+    let d = dir("ew-compiled");
+    if python(&d, RANDOM).is_none() {
+        return;
+    }
+    let mut names = Vec::new();
+    for (elem, width) in [("complex<f64>", "128"), ("complex<f32>", "64")] {
+        let k = element_wise(&d, elem);
+        let (z, w) = (format!("zs={}", s(&d.join(format!("z{width}.npy")))), format!("ws={}", s(&d.join(format!("w{width}.npy")))));
+        for backend in std::iter::once("interp").chain(compiled()) {
+            let out = ok(&["run", s(&k), "--backend", backend, "--input", &z, "--input", &w]);
+            std::fs::write(d.join(format!("ew{width}_{backend}.json")), out).unwrap();
+            // The quotients as .npy too: complex results are written with numpy's dtypes.
+            let q = write(&d, "q.hdl", &format!("nFun(n =>\nfun(zs: [{elem}]_n =>\nfun(ws: [{elem}]_n =>\n  zip(zs, ws) :>> map(fun(p => conj(p.1) / p.2)))))\n"));
+            ok(&["run", s(&q), "--backend", backend, "--input", &z, "--input", &w, "-o", s(&d.join(format!("q{width}_{backend}.npy")))]);
+            if width == "128" {
+                names.push(format!("'{backend}'"));
+            }
+        }
+    }
+    // numpy's quotient is Smith's algorithm, heddle's the textbook one: equal
+    // to a few ulps. Against the interpreter, the same operations in the same
+    // order at the same width: equal bit for bit.
+    let check = python(
+        &d,
+        &format!(
+            "
+import json, numpy as np
+def pairs(v): return np.array([complex(r, i) for r, i in v])
+for width, dtype, rtol in [('128', np.complex128, 1e-13), ('64', np.complex64, 1e-5)]:
+    z, w = np.load(f'z{{width}}.npy'), np.load(f'w{{width}}.npy')
+    ref = json.load(open(f'ew{{width}}_interp.json'))
+    for backend in [{}]:
+        got = json.load(open(f'ew{{width}}_{{backend}}.json'))
+        assert got == ref, (width, backend)
+        div, mix, neg, cmp = got
+        np.testing.assert_allclose(pairs(div), z / w, rtol=rtol)
+        np.testing.assert_allclose(pairs(mix), z * w.conj() - (w.real + 1j * z.imag), rtol=rtol, atol=rtol)
+        np.testing.assert_allclose(pairs(neg), -(z + w) * 2, rtol=rtol)
+        assert [c[0] for c in cmp] == [True] * len(z) and [c[1] for c in cmp] == list(z != w)
+        np.testing.assert_allclose([c[2] for c in cmp], z.real * w.imag, rtol=rtol)
+        q = np.load(f'q{{width}}_{{backend}}.npy')
+        assert q.dtype == dtype, q.dtype
+        np.testing.assert_allclose(q, z.conj() / w, rtol=rtol)
+        assert q.tobytes() == np.load(f'q{{width}}_interp.npy').tobytes(), (width, backend)
+print('ok')
+",
+            names.join(", ")
+        ),
+    );
+    assert_eq!(check.as_deref().map(str::trim), Some("ok"));
+}
+
+#[test]
+fn compiled_dense_complex_matrix_from_npy_matches_numpy_exactly() {
+    let d = dir("dense-compiled");
+    // A 2-D complex128 .npy matrix and a complex64 vector (widened exactly);
+    // quarter multiples, so the sums are exact in any order.
+    let setup = "
+import numpy as np
+rng = np.random.default_rng(8)
+q = lambda *s: rng.integers(-8, 9, size=s) / 4
+np.save('M.npy', q(7, 10) + 1j * q(7, 10))
+np.save('v.npy', (q(10) + 1j * q(10)).astype(np.complex64))
+";
+    if python(&d, setup).is_none() {
+        return;
+    }
+    let k = write(
+        &d,
+        "mv.hdl",
+        "nFun(n => nFun(m =>\nfun(a: [[complex<f64>]_m]_n =>\nfun(xs: [complex<f32>]_m =>\n  a :>> map(fun(row => zip(row, xs) :>> map(fun(p => p.1 * complex(double(re(p.2)), double(im(p.2))))) :>> reduce(+, 0.0)))))))\n",
+    );
+    let (a, x) = (format!("a={}", s(&d.join("M.npy"))), format!("xs={}", s(&d.join("v.npy"))));
+    let mut names = Vec::new();
+    for backend in std::iter::once("interp").chain(compiled()) {
+        ok(&["run", s(&k), "--backend", backend, "--input", &a, "--input", &x, "-o", s(&d.join(format!("y_{backend}.npy")))]);
+        names.push(format!("'y_{backend}.npy'"));
+    }
+    let check = python(
+        &d,
+        &format!(
+            "
+import numpy as np
+want = np.load('M.npy') @ np.load('v.npy').astype(np.complex128)
+for name in [{}]:
+    got = np.load(name)
+    assert got.dtype == np.complex128 and np.array_equal(got, want), (name, got, want)
+print('ok')
+",
+            names.join(", ")
+        ),
+    );
+    assert_eq!(check.as_deref().map(str::trim), Some("ok"));
+}
+
+#[test]
+fn compiled_complex_reductions_scalars_and_tuples_equal_the_interpreter() {
+    let d = dir("reduce-compiled");
+    // A sum (whose accumulators a backend may split: exact on quarter
+    // multiples), a product (whose new parts read both old ones), a
+    // sequential fold, squares, a complex scalar parameter; a kernel with
+    // real inputs and result computing through complex numbers.
+    let k = write(
+        &d,
+        "k.hdl",
+        "nFun(n =>\nfun(zs: [complex<f64>]_n =>\nfun(c: complex<f64> =>\n  (zs :>> reduce(+, 0.0),\n   zs :>> reduce(*, 1.0),\n   zs :>> reduceSeq(fun(a, z => a * c - z), c),\n   zs :>> map(fun(z => z * z + c))))))\n",
+    );
+    let zs = write(&d, "z.json", "[[1, 2], [0.5, -1], [3, 0], [-2.25, 0.75], [0, -1], [1.25, 0.5], [-0.5, -0.25]]");
+    let c = write(&d, "c.json", "[0.5, -1.5]");
+    let reals = write(&d, "r.json", "[1.5, -2, 0.25]");
+    let ew = write(&d, "ew.hdl", "nFun(n =>\nfun(xs: [double]_n => xs :>> map(fun(x => re(complex(x, x) * complex(x, 0.0)) + im(conj(complex(0.0, x)))))))\n");
+    let args = ["--input", &format!("zs={}", s(&zs)), "--input", &format!("c={}", s(&c))];
+    let run = |backend: &str| -> (String, String) {
+        let mut a = vec!["run", s(&k), "--backend", backend];
+        a.extend(args);
+        (ok(&a), ok(&["run", s(&ew), "--backend", backend, "--input", &format!("xs={}", s(&reals))]))
+    };
+    let want = run("interp");
+    // The interpreter against the formulas by hand (independent of heddle).
+    let z: Vec<(f64, f64)> = serde_json::from_str(&std::fs::read_to_string(&zs).unwrap()).unwrap();
+    let mul = |(a, b): (f64, f64), (c, d): (f64, f64)| (a * c - b * d, a * d + b * c);
+    let sum = z.iter().fold((0.0, 0.0), |s, z| (s.0 + z.0, s.1 + z.1));
+    let product = z.iter().fold((1.0, 0.0), |p, &z| mul(p, z));
+    let cc = (0.5, -1.5);
+    let fold = z.iter().fold(cc, |a, z| {
+        let m = mul(a, cc);
+        (m.0 - z.0, m.1 - z.1)
+    });
+    let got: serde_json::Value = serde_json::from_str(&want.0).unwrap();
+    let pair = |v: &serde_json::Value| (v[0].as_f64().unwrap(), v[1].as_f64().unwrap());
+    assert_eq!(pair(&got[0]), sum, "{got}");
+    assert_eq!(pair(&got[1]), product, "{got}");
+    assert_eq!(pair(&got[2]), fold, "{got}");
+    assert_eq!(got[3].as_array().unwrap().iter().map(pair).collect::<Vec<_>>(), z.iter().map(|&z| { let m = mul(z, z); (m.0 + cc.0, m.1 + cc.1) }).collect::<Vec<_>>());
+    assert_eq!(want.1.trim(), "[0.75,6.0,-0.1875]");
+    for backend in compiled() {
+        assert_eq!(run(backend), want, "{backend}");
+    }
+}
+
+#[test]
+fn vectors_of_complex_numbers_are_refused_with_a_located_error() {
+    let d = dir("vectors");
+    let k = write(&d, "v.hdl", "nFun(n =>\nfun(zs: [complex<f64>]_{2 * n} =>\n  zs :>> asVector(2) :>> map(fun(v => v * v)) :>> asScalar))\n");
+    let zs = write(&d, "z.json", "[[1, 2], [0.5, -1]]");
+    for backend in compiled() {
+        let (code, _, err) = heddle(&["run", s(&k), "--backend", backend, "--input", &format!("zs={}", s(&zs))]);
+        assert_eq!(code, 1, "{backend}: {err}");
+        assert!(err.contains("vectors of complex numbers cannot be compiled yet") && err.contains("v.hdl:3:"), "{backend}: {err}");
+        assert!(!err.contains("internal error") && !err.contains("panicked"), "{err}");
+    }
+    assert_eq!(ok(&["run", s(&k), "--input", &format!("zs={}", s(&zs))]).trim(), "[[-3.0,4.0],[-0.75,-1.0]]");
 }
 
 #[test]
@@ -251,25 +456,34 @@ fn stored_complex_results_are_written_for_scipy() {
     if python(&d, SETUP).is_none() {
         return;
     }
-    // 2 conj(H), stored as CSR: written as .npz and .mtx, read back by scipy.
+    // 2 conj(H), stored as CSR by every backend: written as .npz and .mtx, read back by scipy.
     let k = write(
         &d,
         "k.hdl",
         "fun(A: tensor<?x?xcomplex<f64>, #CSR> =>\n  (A :>> map(fun(row => row :>> map(fun(e => (e.1, conj(e.2) * 2.0))))) : tensor<?x{A_dim1}xcomplex<f64>, #CSR>))\n",
     );
     let a = format!("A={}", s(&d.join("H.mtx")));
-    for out in ["C.npz", "C.mtx"] {
-        ok(&["run", s(&k), "--matrix", &a, "-o", s(&d.join(out))]);
+    let mut files = Vec::new();
+    for backend in std::iter::once("interp").chain(compiled()) {
+        for ext in ["npz", "mtx"] {
+            let out = format!("C_{backend}.{ext}");
+            ok(&["run", s(&k), "--backend", backend, "--matrix", &a, "-o", s(&d.join(&out))]);
+            files.push(format!("'{out}'"));
+        }
     }
     let check = python(
         &d,
-        "
+        &format!(
+            "
 import numpy as np, scipy.sparse as sp, scipy.io as sio
 want = 2 * sio.mmread('H.mtx').toarray().conj()
-for got in [sp.load_npz('C.npz').toarray(), sio.mmread('C.mtx').toarray()]:
-    assert got.dtype == np.complex128 and np.array_equal(got, want), (got, want)
+for name in [{}]:
+    got = sp.load_npz(name).toarray() if name.endswith('npz') else sio.mmread(name).toarray()
+    assert got.dtype == np.complex128 and np.array_equal(got, want), (name, got, want)
 print('ok')
 ",
+            files.join(", ")
+        ),
     );
     assert_eq!(check.as_deref().map(str::trim), Some("ok"));
 }

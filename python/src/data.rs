@@ -474,7 +474,9 @@ pub fn flat_out(prog: &heddle_ir::loops::LoopProgram, launch: &heddle_runtime::l
     };
     let Type::Array { elem, len, .. } = ty else { return None };
     let Type::Scalar(s) = **elem else { return None };
-    if out.fields.as_slice() != [s] || cfg!(target_endian = "big") {
+    // A complex number is the pair of its parts in compiled code: the same bytes.
+    let parts = s.is_complex() && out.fields.as_slice() == [s.part(), s.part()];
+    if (out.fields.as_slice() != [s] && !parts) || cfg!(target_endian = "big") {
         return None;
     }
     let n = usize::try_from(len.eval(env).ok()?).ok()?;
@@ -493,8 +495,9 @@ pub fn flat_out(prog: &heddle_ir::loops::LoopProgram, launch: &heddle_runtime::l
         ScalarType::F16 => "<f2",
         ScalarType::F32 => "<f4",
         ScalarType::F64 => "<f8",
-        // Complex kernels are not compiled (the interpreter's values take `to_out`).
-        ScalarType::BF16 | ScalarType::C32 | ScalarType::C64 => return None,
+        ScalarType::C32 => "<c8",
+        ScalarType::C64 => "<c16",
+        ScalarType::BF16 => return None,
     };
     let cast = (s == ScalarType::Bool).then_some("bool");
     Some(Out::NdArray { bytes: out.bytes().to_vec(), raw, shape: vec![n], dtype: cast })

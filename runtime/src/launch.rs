@@ -257,6 +257,32 @@ impl Buffer {
         Ok(Buffer { words: Arc::new(Storage::Scalars(data)), fields: vec![elem], layout, records, checked: None })
     }
 
+    /// The same records read as `fields`, sharing the storage: where `fields`
+    /// are this buffer's with each complex field split into its two parts
+    /// (lowering sees a complex number as a pair, `rewrite::lower::complex`)
+    /// at the same byte offsets. `None` where the layouts differ.
+    pub fn with_fields(&self, fields: &[ScalarType]) -> Option<Buffer> {
+        if self.fields.as_slice() == fields {
+            return Some(self.clone());
+        }
+        let mut split = Vec::with_capacity(fields.len());
+        let mut offsets = Vec::with_capacity(fields.len());
+        for (f, at) in self.fields.iter().zip(&self.layout.offsets) {
+            if f.is_complex() {
+                split.extend([f.part(); 2]);
+                offsets.extend([*at, at + f.part().size_bytes()]);
+            } else {
+                split.push(*f);
+                offsets.push(*at);
+            }
+        }
+        let layout = record_layout(fields);
+        if split != fields || layout.offsets != offsets || layout.size != self.layout.size {
+            return None;
+        }
+        Some(Buffer { words: self.words.clone(), fields: split, layout, records: self.records, checked: None })
+    }
+
     /// The records as a slice of `i64`, for a buffer of one `i64` field.
     pub fn as_i64s(&self) -> Option<&[i64]> {
         // The records are little-endian bytes: native integers only on a little-endian machine.
@@ -319,6 +345,16 @@ impl Buffer {
     /// Field `field` of record `record`.
     pub fn read(&self, record: usize, field: usize) -> Value {
         let s = self.fields[field];
+        if s.is_complex() {
+            // Two parts, real first (no loop program has complex fields, but
+            // a buffer bound from a complex array has).
+            let (at, part) = (self.at(record, field), s.part().size_bytes());
+            let part_at = |k: usize| self.part_bits(at + k * part, part);
+            return match s {
+                ScalarType::C32 => Value::complex(f32::from_bits(part_at(0) as u32) as f64, f32::from_bits(part_at(1) as u32) as f64),
+                _ => Value::complex(f64::from_bits(part_at(0)), f64::from_bits(part_at(1))),
+            };
+        }
         let u = self.bits(record, field);
         match s {
             ScalarType::Bool => Value::Bool(u != 0),
@@ -336,10 +372,13 @@ impl Buffer {
 
     /// The bits of field `field` of record `record`, zero-extended.
     fn bits(&self, record: usize, field: usize) -> u64 {
-        let size = self.fields[field].size_bytes();
-        let at = self.at(record, field);
+        self.part_bits(self.at(record, field), self.fields[field].size_bytes())
+    }
+
+    /// The `size` (at most 8) bytes at byte `at`, zero-extended.
+    fn part_bits(&self, at: usize, size: usize) -> u64 {
         let b = self.bytes();
-        assert!(at + size <= b.len(), "record {record} of a buffer of {}", self.records);
+        assert!(at + size <= b.len(), "byte {at} of a buffer of {} records", self.records);
         // SAFETY: `at + size` is within the buffer's bytes (asserted above).
         unsafe {
             let p = b.as_ptr().add(at);
@@ -356,6 +395,14 @@ impl Buffer {
     pub fn write(&mut self, record: usize, field: usize, v: &Value) {
         let s = self.fields[field];
         let at = self.at(record, field);
+        if let (Value::Complex(z), true) = (v, s.is_complex()) {
+            let part = s.part().size_bytes();
+            for (k, x) in [z.re, z.im].into_iter().enumerate() {
+                let bits = if part == 4 { u64::from((x as f32).to_bits()) } else { x.to_bits() };
+                self.bytes_mut()[at + k * part..at + (k + 1) * part].copy_from_slice(&bits.to_le_bytes()[..part]);
+            }
+            return;
+        }
         let bits: u64 = match (v, s) {
             (Value::Float(x), ScalarType::F32) => (*x as f32).to_bits() as u64,
             (Value::Float(x), ScalarType::F16) => u64::from(heddle_ir::rounding::f16_of_f64(*x).to_bits()),
@@ -482,9 +529,9 @@ pub fn prepare(prog: &LoopProgram, env: &Env) -> Result<Launch, Diagnostic> {
                 Some(Value::Bool(b)) => Slot::Bool(b),
                 _ => return Err(fail(Span::DUMMY, format!("no scalar value for `{name}`"))),
             },
-            ArgKind::Input { fields, len } if env.buffer(name).is_some_and(|b| &b.fields == fields) => {
-                // Bound flat (`bind_inputs_flat`): shared, not copied.
-                let buf = env.buffer(name).expect("checked").clone();
+            ArgKind::Input { fields, len } if let Some(buf) = env.buffer(name).and_then(|b| b.with_fields(fields)) => {
+                // Bound flat (`bind_inputs_flat`): shared, not copied (complex
+                // numbers read as the pairs of parts the program wants).
                 let expected = eval_len(len, env, &format!("`{name}`"))?;
                 if buf.len() != expected {
                     return Err(fail(Span::DUMMY, format!("`{name}` has {} records, its layout needs {expected}", buf.len())));
@@ -667,7 +714,9 @@ pub fn run_counts(prog: &LoopProgram, env: &Env, run: &mut dyn FnMut(usize, &Loo
     Ok(env)
 }
 
-/// A kernel parameter's value; a tuple parameter `p` is passed as `p_1`, `p_2`, ….
+/// A kernel parameter's value; a tuple parameter `p` is passed as `p_1`,
+/// `p_2`, … (a nested tuple's as `p_1_1`, …), and a complex one as its real
+/// and imaginary parts, `p_1` and `p_2`.
 fn lookup(env: &Env, name: &Name) -> Option<Value> {
     if let Some(v) = env.value(name) {
         return Some(v.clone());
@@ -676,10 +725,18 @@ fn lookup(env: &Env, name: &Name) -> Option<Value> {
         // A flat input the program wants at other fields: its records, converted below.
         return Some(Value::array(b.to_values()));
     }
+    component(env, name)
+}
+
+/// Component `k` of the value of the tuple or complex parameter `p`, for
+/// the name `p_k` (`p_j_k`: component `k` of component `j`).
+fn component(env: &Env, name: &Name) -> Option<Value> {
     let (base, k) = name.as_str().rsplit_once('_')?;
     let k: usize = k.parse().ok()?;
-    match env.value(&Name::from(base))? {
+    let base = Name::from(base);
+    match env.value(&base).cloned().or_else(|| component(env, &base))? {
         Value::Tuple(items) => items.get(k.checked_sub(1)?).cloned(),
+        Value::Complex(z) => [z.re, z.im].get(k.checked_sub(1)?).map(|&x| Value::Float(x)),
         _ => None,
     }
 }
@@ -746,8 +803,10 @@ fn read_tensor(prog: &LoopProgram, launch: &Launch, t: &TensorLayout, env: &Env)
     }
     let values = buffer_named(prog, launch, &t.values)?;
     entries.values = crate::scalars::ScalarVec::with_capacity(plan.elem, values.len());
+    // Complex values are two fields, their parts (lowering sees pairs).
+    let parts = plan.elem.is_complex() && values.fields.len() == 2;
     for r in 0..values.len() {
-        let v = values.read(r, 0);
+        let v = if parts { complex_of(values.read(r, 0), values.read(r, 1)) } else { values.read(r, 0) };
         let fits = crate::scalars::Num::of_value(&v, plan.elem).is_some_and(|n| entries.values.push_num(n));
         if !fits {
             return Err(fail(Span::DUMMY, format!("stored value {r} of the result is {v}, not a {}", plan.elem)));
@@ -811,6 +870,18 @@ fn unflatten(ty: &Type, buf: &Buffer, pos: &mut usize, env: &Env) -> Result<Valu
                 *pos += n;
                 return Ok(Value::array(items));
             }
+            if let (Type::Scalar(s), [a, b]) = (&**elem, buf.fields.as_slice())
+                && s.is_complex()
+                && (*a, *b) == (s.part(), s.part())
+            {
+                // A row of complex numbers, each the pair of its parts.
+                if buf.len().saturating_sub(*pos) < n {
+                    return Err(fail(Span::DUMMY, "the output buffer is shorter than the result".into()));
+                }
+                let items = (*pos..*pos + n).map(|r| complex_of(buf.read(r, 0), buf.read(r, 1))).collect();
+                *pos += n;
+                return Ok(Value::array(items));
+            }
             let mut items = Vec::with_capacity(n);
             for k in 0..n {
                 let env_k = match binder {
@@ -836,10 +907,12 @@ fn unflatten(ty: &Type, buf: &Buffer, pos: &mut usize, env: &Env) -> Result<Valu
     }
 }
 
-/// The scalars of a record's value, nested tuples flattened, in field order.
+/// The scalars of a record's value, nested tuples flattened, in field order;
+/// a complex number is its two parts (no loop program has complex fields).
 fn record_leaves(v: &Value, out: &mut Vec<Value>) {
     match v {
         Value::Tuple(parts) => parts.iter().for_each(|p| record_leaves(p, out)),
+        Value::Complex(z) => out.extend([Value::Float(z.re), Value::Float(z.im)]),
         v => out.push(v.clone()),
     }
 }
@@ -854,10 +927,23 @@ fn read_record(ty: &Type, buf: &Buffer, record: usize, field: &mut usize) -> Val
             let lanes = width.const_value().unwrap_or(0).max(0) as usize;
             Value::array((0..lanes).map(|_| read_record(elem, buf, record, field)).collect())
         }
+        // A complex number where the buffer holds its parts (lowering sees it as a pair).
+        Type::Scalar(s) if s.is_complex() && buf.fields.get(*field).is_some_and(|f| !f.is_complex()) => {
+            *field += 2;
+            complex_of(buf.read(record, *field - 2), buf.read(record, *field - 1))
+        }
         _ => {
             *field += 1;
             buf.read(record, *field - 1)
         }
+    }
+}
+
+/// The complex number of two parts read from a buffer.
+fn complex_of(re: Value, im: Value) -> Value {
+    match (re, im) {
+        (Value::Float(re), Value::Float(im)) => Value::complex(re, im),
+        (re, im) => Value::tuple(vec![re, im]),
     }
 }
 
@@ -1051,6 +1137,29 @@ pub fn complex_bin(op: BinOp, (a, b): (f64, f64), (c, d): (f64, f64), part: Scal
 mod tests {
     use super::Buffer;
     use heddle_ir::ScalarType;
+
+    #[test]
+    fn complex_records_read_as_pairs_of_parts_sharing_their_storage() {
+        use crate::scalars::{Complex, ScalarVec};
+        use crate::value::Value;
+        let zs = ScalarVec::C32(vec![Complex { re: 1.5, im: -2.0 }, Complex { re: 0.25, im: 3.0 }]);
+        let b = Buffer::from_scalar_vec(zs, "zs").unwrap();
+        assert_eq!(b.read(1, 0), Value::complex(0.25, 3.0));
+        let pairs = b.with_fields(&[ScalarType::F32, ScalarType::F32]).expect("the same bytes");
+        assert!(pairs.shares_storage(&b));
+        assert_eq!((pairs.read(0, 0), pairs.read(0, 1), pairs.read(1, 1)), (Value::Float(1.5), Value::Float(-2.0), Value::Float(3.0)));
+        // Other fields, or parts at other offsets than the complex field's: refused.
+        assert!(b.with_fields(&[ScalarType::F64, ScalarType::F64]).is_none());
+        let mut mixed = Buffer::zeroed(vec![ScalarType::I32, ScalarType::C32], 1);
+        assert!(mixed.with_fields(&[ScalarType::I32, ScalarType::F32, ScalarType::F32]).is_none(), "the complex field starts at byte 8, its split at 4");
+        mixed.write(0, 1, &Value::complex(-1.0, 0.5));
+        assert_eq!(mixed.read(0, 1), Value::complex(-1.0, 0.5));
+        let mut wide = Buffer::zeroed(vec![ScalarType::C64], 2);
+        wide.write(1, 0, &Value::complex(0.1, -0.2));
+        assert_eq!((wide.read(0, 0), wide.read(1, 0)), (Value::complex(0.0, 0.0), Value::complex(0.1, -0.2)));
+        let split = wide.with_fields(&[ScalarType::F64, ScalarType::F64]).expect("the same bytes");
+        assert_eq!((split.read(1, 0), split.read(1, 1)), (Value::Float(0.1), Value::Float(-0.2)));
+    }
 
     #[test]
     fn a_borrowed_buffer_reads_in_place_and_copies_before_a_write() {

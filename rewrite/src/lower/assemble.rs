@@ -139,7 +139,7 @@ impl Lowerer<'_> {
             // A dense tensor: the value's flat buffer is the values buffer.
             let (_, count) = super::emit::output_shape(&vty, &self.facts, span)?;
             let out = self.fresh("values");
-            self.args.push(Arg { name: out.clone(), kind: ArgKind::Output { fields: vec![plan.elem], len: count } });
+            self.args.push(Arg { name: out.clone(), kind: ArgKind::Output { fields: super::complex::fields_of(plan.elem), len: count } });
             self.write(&v, &vty, &out, Nat::Lit(0), env, body, true)?;
             return Ok(ResultLayout::Tensor(Box::new(TensorLayout { plan: plan.clone(), list_len: None, coordinates: Vec::new(), values: out })));
         };
@@ -197,7 +197,7 @@ impl Lowerer<'_> {
         }
         let block = plan.block_len().normalize();
         let values = self.fresh("values");
-        self.args.push(Arg { name: values.clone(), kind: ArgKind::Output { fields: vec![plan.elem], len: if block.as_lit() == Some(1) { entries } else { Nat::mul(entries, block.clone()) } } });
+        self.args.push(Arg { name: values.clone(), kind: ArgKind::Output { fields: super::complex::fields_of(plan.elem), len: if block.as_lit() == Some(1) { entries } else { Nat::mul(entries, block.clone()) } } });
         let fill = Fill { plan, list, coordinates, crd_ty, values: values.clone(), block, offsets, span };
         let Val::Array(view) = v else { return Err(unsupported(span, "storing a value that is not an array")) };
         self.fill_dense(&view, 0, L::index(0), &mut Vec::new(), &fill, env, body, true)?;
@@ -299,7 +299,7 @@ impl Lowerer<'_> {
             };
             let child_ty = match &child {
                 Val::Array(v) => v.ty.clone(),
-                _ => Type::Scalar(fill.plan.elem),
+                _ => super::complex::pairs_type(&Type::Scalar(fill.plan.elem)),
             };
             cx.write(&child, &child_ty, &fill.values, offset, env, inner, false)?;
             inner.push(Stmt::Assign { var: next.clone(), value: L::bin(BinOp::Add, L::var(next.clone()), L::index(1)) });

@@ -1,11 +1,37 @@
-//! Complex numbers (`complex<f32>`, `complex<f64>`) are not compiled yet: the
-//! reference interpreter runs them. Lowering refuses a kernel that mentions
-//! one, at the first parameter or expression that does, before any backend
-//! sees it (so neither Cranelift nor OpenCL ever meets a complex scalar).
+//! Complex numbers (`complex<f32>`, `complex<f64>`) in compiled code.
+//!
+//! Lowering sees a complex number as the pair of its parts. Before a kernel
+//! is lowered ([`with_pairs`]), every complex type in it becomes the tuple
+//! `(T, T)` of its part type `T` (real part first, as complex numbers are
+//! stored: an array of them is an array of two-field records, the bytes of
+//! numpy's `complex64` / `complex128`), and every operation that means
+//! something else on a complex number than on a tuple is rewritten into
+//! float arithmetic on the parts:
+//!
+//! - `complex(a, b)` is the pair `(a, b)`; `re(z)`, `im(z)` its components;
+//!   `conj(z)` is `(re, -im)`, `-z` is `(-re, -im)`;
+//! - `+`, `-` part by part; `*` and `/` the textbook formulas of the
+//!   interpreter (`heddle_runtime::launch::complex_bin`), each real
+//!   operation in the same order at the part type, so every backend rounds
+//!   as the interpreter does (OpenCL with `FP_CONTRACT OFF`: no fused
+//!   multiply-add);
+//! - `==` is `re == re' && im == im'`, `!=` is `re != re' || im != im'`;
+//! - a real literal of a complex type is `(x, 0.0)`.
+//!
+//! Operands are bound to `let`s first, so each is computed once. The result
+//! is read back by the runtime through the kernel's own type, where a
+//! complex number is two consecutive fields of its record; a stored
+//! tensor's complex values are two fields of the values buffer
+//! ([`fields_of`]). So no loop program ever holds a complex scalar.
+//!
+//! Vectors of complex numbers (`<complex<f64>>4`) are refused: their
+//! lane-by-lane arithmetic would need the same rewriting inside each lane.
 
 use super::unsupported;
-use heddle_ir::{Diagnostic, ScalarType, Span, Type};
-use heddle_typeck::{Kernel, KernelParam, TExpr};
+use heddle_ir::expr::{BinOp, UnOp};
+use heddle_ir::{Diagnostic, Name, ScalarType, Span, Type};
+use heddle_typeck::{Kernel, KernelParam, TExpr, TKind, TLit};
+use std::collections::HashSet;
 
 /// The complex scalar type `ty` holds anywhere (in a tuple, an array, a
 /// tensor's elements, a function's types), if any.
@@ -21,28 +47,273 @@ fn complex_in(ty: &Type) -> Option<ScalarType> {
     }
 }
 
-/// The innermost expression of `t` whose type is or holds a complex number.
-fn innermost_complex(t: &TExpr) -> Option<(Span, ScalarType)> {
+/// Does `ty` hold a vector of complex numbers?
+fn complex_vector_in(ty: &Type) -> bool {
+    match ty {
+        Type::Vector { elem, .. } => complex_in(elem).is_some(),
+        Type::Tuple(ts) => ts.iter().any(complex_vector_in),
+        Type::Array { elem, .. } => complex_vector_in(elem),
+        Type::Fun { from, to, .. } => complex_vector_in(from) || complex_vector_in(to),
+        Type::NatFun { body, .. } => complex_vector_in(body),
+        Type::Scalar(_) | Type::Tensor(_) | Type::Meta(_) => false,
+    }
+}
+
+/// `t` with every complex scalar replaced by the pair of its parts (a
+/// tensor type keeps its element type: its values buffer is a parameter
+/// of its own, relabelled as an array).
+pub fn pairs_type(t: &Type) -> Type {
+    match t {
+        Type::Scalar(s) if s.is_complex() => Type::Tuple(vec![Type::Scalar(s.part()); 2]),
+        Type::Array { binder, elem, len } => Type::Array { binder: binder.clone(), elem: Box::new(pairs_type(elem)), len: len.clone() },
+        Type::Vector { elem, width } => Type::Vector { elem: Box::new(pairs_type(elem)), width: width.clone() },
+        Type::Tuple(ts) => Type::Tuple(ts.iter().map(pairs_type).collect()),
+        Type::Fun { param, from, to } => Type::Fun { param: param.clone(), from: Box::new(pairs_type(from)), to: Box::new(pairs_type(to)) },
+        Type::NatFun { var, body } => Type::NatFun { var: var.clone(), body: Box::new(pairs_type(body)) },
+        Type::Scalar(_) | Type::Tensor(_) | Type::Meta(_) => t.clone(),
+    }
+}
+
+/// The record fields a scalar of type `s` takes in a buffer: one, or a
+/// complex number's two parts.
+pub fn fields_of(s: ScalarType) -> Vec<ScalarType> {
+    if s.is_complex() { vec![s.part(); 2] } else { vec![s] }
+}
+
+/// The innermost expression of `t` whose type holds a vector of complex numbers.
+fn innermost_complex_vector(t: &TExpr) -> Option<Span> {
     let mut found = None;
     t.for_each_child(&mut |c| {
         if found.is_none() {
-            found = innermost_complex(c);
+            found = innermost_complex_vector(c);
         }
     });
-    found.or_else(|| complex_in(&t.ty).map(|s| (t.span, s)))
+    found.or_else(|| complex_vector_in(&t.ty).then_some(t.span))
 }
 
-/// Refuses a kernel that uses complex numbers, with the place that does.
-pub(super) fn refuse_complex(kernel: &Kernel) -> Result<(), Diagnostic> {
+fn mentions_complex(e: &TExpr) -> bool {
+    let mut found = complex_in(&e.ty).is_some();
+    if let TKind::Lambda { params, .. } = &e.kind {
+        found |= params.iter().any(|(_, t)| complex_in(t).is_some());
+    }
+    e.for_each_child(&mut |c| found |= mentions_complex(c));
+    found
+}
+
+/// The kernel as lowering sees it: `None` when it has no complex numbers,
+/// else a copy with each complex type replaced by the pair of its parts and
+/// each complex operation by float arithmetic on them. Vectors of complex
+/// numbers are refused, located.
+pub fn with_pairs(kernel: &Kernel) -> Result<Option<Kernel>, Diagnostic> {
+    let params_mention = kernel.params.iter().any(|p| match p {
+        KernelParam::Value { ty, .. } | KernelParam::Tensor { ty, .. } => complex_in(ty).is_some(),
+        KernelParam::Nat(_) => false,
+    });
+    if !params_mention && !mentions_complex(&kernel.body) {
+        return Ok(None);
+    }
     for p in &kernel.params {
-        if let KernelParam::Value { ty, span, .. } | KernelParam::Tensor { ty, span, .. } = p
-            && let Some(s) = complex_in(ty)
+        if let KernelParam::Value { ty, span, .. } = p
+            && complex_vector_in(ty)
         {
-            return Err(unsupported(*span, &format!("a parameter holding {s} values (complex numbers)")));
+            return Err(unsupported(*span, "a parameter holding vectors of complex numbers"));
         }
     }
-    match innermost_complex(&kernel.body) {
-        Some((span, s)) => Err(unsupported(span, &format!("arithmetic on {s} (complex numbers)"))),
-        None => Ok(()),
+    if let Some(span) = innermost_complex_vector(&kernel.body) {
+        return Err(unsupported(span, "vectors of complex numbers"));
     }
+    let mut expander = Expander { used: HashSet::new() };
+    expander.collect_names(kernel);
+    let mut k = kernel.clone();
+    for p in &mut k.params {
+        match p {
+            KernelParam::Value { ty, .. } => *ty = pairs_type(ty),
+            KernelParam::Tensor { view, .. } => *view = pairs_type(view),
+            KernelParam::Nat(_) => {}
+        }
+    }
+    k.body = expander.expand(&kernel.body)?;
+    k.ty = pairs_type(&k.ty);
+    Ok(Some(k))
+}
+
+/// Rewrites complex operations; knows the names the kernel uses, so the
+/// `let`s it adds are fresh.
+struct Expander {
+    used: HashSet<Name>,
+}
+
+/// The part type of a complex type.
+fn part_of(ty: &Type) -> Option<ScalarType> {
+    ty.as_scalar().filter(|s| s.is_complex()).map(ScalarType::part)
+}
+
+fn node(kind: TKind, ty: Type, span: Span) -> TExpr {
+    TExpr { kind, ty, span }
+}
+
+impl Expander {
+    fn collect_names(&mut self, kernel: &Kernel) {
+        fn walk(t: &TExpr, used: &mut HashSet<Name>) {
+            match &t.kind {
+                TKind::Var(x) => {
+                    used.insert(x.clone());
+                }
+                TKind::Lambda { params, .. } => used.extend(params.iter().map(|(n, _)| n.clone())),
+                TKind::Let { name, .. } => {
+                    used.insert(name.clone());
+                }
+                TKind::Prim { binder: Some(b), .. } => {
+                    used.insert(b.clone());
+                }
+                _ => {}
+            }
+            t.for_each_child(&mut |c| walk(c, used));
+        }
+        self.used.extend(kernel.params.iter().map(|p| p.name().clone()));
+        walk(&kernel.body, &mut self.used);
+    }
+
+    fn fresh(&mut self) -> Name {
+        let n = heddle_ir::nat::fresh_name(&Name::from("cplx"), |n| self.used.contains(n));
+        self.used.insert(n.clone());
+        n
+    }
+
+    /// `e` with complex types as pairs and complex operations as float arithmetic.
+    fn expand(&mut self, e: &TExpr) -> Result<TExpr, Diagnostic> {
+        let span = e.span;
+        match &e.kind {
+            TKind::Lit(l) if let Some(part) = part_of(&e.ty) => {
+                let re = match l {
+                    TLit::Int(v) => *v as f64,
+                    TLit::Float(v) => *v,
+                    TLit::Bool(_) => return Err(super::bug(span, "a boolean literal of a complex type")),
+                };
+                Ok(pair(float(re, part, span), float(0.0, part, span), part, span))
+            }
+            TKind::Binary { op, lhs, rhs } if let Some(part) = part_of(&lhs.ty) => {
+                if part_of(&rhs.ty) != Some(part) {
+                    return Err(super::bug(span, &format!("`{}` between {} and {}", op.symbol(), lhs.ty, rhs.ty)));
+                }
+                let (a, b) = (self.expand(lhs)?, self.expand(rhs)?);
+                self.bind(a, |cx, x| {
+                    cx.bind(b, |cx, y| {
+                        cx.arithmetic(*op, (parts(&x, part, span), parts(&y, part, span)), part, span)
+                    })
+                })
+            }
+            TKind::Unary { op: UnOp::Neg, operand } if let Some(part) = part_of(&operand.ty) => {
+                let z = self.expand(operand)?;
+                self.bind(z, |_, z| {
+                    let (re, im) = parts(&z, part, span);
+                    Ok(pair(neg(re, part), neg(im, part), part, span))
+                })
+            }
+            TKind::Prim { name: "complex", args, .. } if args.len() == 2 => {
+                let part = args[0].ty.as_scalar().ok_or_else(|| super::bug(span, "`complex` of parts that are not scalars"))?;
+                Ok(pair(self.expand(&args[0])?, self.expand(&args[1])?, part, span))
+            }
+            TKind::Prim { name: name @ ("re" | "im" | "conj"), args, .. } if args.len() == 1 => {
+                let part = part_of(&args[0].ty).ok_or_else(|| super::bug(span, &format!("`{name}` of {}", args[0].ty)))?;
+                let z = self.expand(&args[0])?;
+                match *name {
+                    "re" => Ok(proj(z, 0, part, span)),
+                    "im" => Ok(proj(z, 1, part, span)),
+                    _ => self.bind(z, |_, z| {
+                        let (re, im) = parts(&z, part, span);
+                        Ok(pair(re, neg(im, part), part, span))
+                    }),
+                }
+            }
+            _ => {
+                let mut out = e.clone();
+                out.ty = pairs_type(&e.ty);
+                if let TKind::Lambda { params, .. } = &mut out.kind {
+                    for (_, t) in params.iter_mut() {
+                        *t = pairs_type(t);
+                    }
+                }
+                let mut failure = None;
+                out.for_each_child_mut(&mut |c| {
+                    if failure.is_none() {
+                        match self.expand(c) {
+                            Ok(x) => *c = x,
+                            Err(d) => failure = Some(d),
+                        }
+                    }
+                });
+                failure.map_or(Ok(out), Err)
+            }
+        }
+    }
+
+    /// `let x = value in body(x)`, or `body(value)` when `value` is a
+    /// variable (nothing to compute twice).
+    fn bind(&mut self, value: TExpr, body: impl FnOnce(&mut Self, TExpr) -> Result<TExpr, Diagnostic>) -> Result<TExpr, Diagnostic> {
+        if matches!(value.kind, TKind::Var(_)) {
+            return body(self, value);
+        }
+        let name = self.fresh();
+        let var = node(TKind::Var(name.clone()), value.ty.clone(), value.span);
+        let inner = body(self, var)?;
+        let (ty, span) = (inner.ty.clone(), inner.span);
+        Ok(node(TKind::Let { name, value: Box::new(value), body: Box::new(inner) }, ty, span))
+    }
+
+    /// `x op y` on complex numbers given as their parts, with the
+    /// interpreter's formulas (`launch::complex_bin`).
+    fn arithmetic(&mut self, op: BinOp, ((a, b), (c, d)): ((TExpr, TExpr), (TExpr, TExpr)), part: ScalarType, span: Span) -> Result<TExpr, Diagnostic> {
+        let f = |op, x: &TExpr, y: &TExpr| bin(op, x.clone(), y.clone(), part, span);
+        Ok(match op {
+            BinOp::Add | BinOp::Sub => pair(f(op, &a, &c), f(op, &b, &d), part, span),
+            BinOp::Mul => {
+                let re = f(BinOp::Sub, &f(BinOp::Mul, &a, &c), &f(BinOp::Mul, &b, &d));
+                let im = f(BinOp::Add, &f(BinOp::Mul, &a, &d), &f(BinOp::Mul, &b, &c));
+                pair(re, im, part, span)
+            }
+            BinOp::Div => {
+                let denominator = f(BinOp::Add, &f(BinOp::Mul, &c, &c), &f(BinOp::Mul, &d, &d));
+                self.bind(denominator, |_, den| {
+                    let re = f(BinOp::Add, &f(BinOp::Mul, &a, &c), &f(BinOp::Mul, &b, &d));
+                    let im = f(BinOp::Sub, &f(BinOp::Mul, &b, &c), &f(BinOp::Mul, &a, &d));
+                    Ok(pair(f(BinOp::Div, &re, &den), f(BinOp::Div, &im, &den), part, span))
+                })?
+            }
+            BinOp::Eq | BinOp::Ne => {
+                let (each, both) = if op == BinOp::Eq { (BinOp::Eq, BinOp::And) } else { (BinOp::Ne, BinOp::Or) };
+                let boolean = Type::Scalar(ScalarType::Bool);
+                let x = node(TKind::Binary { op: each, lhs: Box::new(a), rhs: Box::new(c) }, boolean.clone(), span);
+                let y = node(TKind::Binary { op: each, lhs: Box::new(b), rhs: Box::new(d) }, boolean.clone(), span);
+                node(TKind::Binary { op: both, lhs: Box::new(x), rhs: Box::new(y) }, boolean, span)
+            }
+            other => return Err(unsupported(span, &format!("`{}` on complex numbers", other.symbol()))),
+        })
+    }
+}
+
+fn float(v: f64, part: ScalarType, span: Span) -> TExpr {
+    node(TKind::Lit(TLit::Float(v)), Type::Scalar(part), span)
+}
+
+fn pair(re: TExpr, im: TExpr, part: ScalarType, span: Span) -> TExpr {
+    node(TKind::Tuple(vec![re, im]), Type::Tuple(vec![Type::Scalar(part); 2]), span)
+}
+
+fn proj(z: TExpr, index: usize, part: ScalarType, span: Span) -> TExpr {
+    node(TKind::Proj { tuple: Box::new(z), index }, Type::Scalar(part), span)
+}
+
+/// The real and imaginary parts of the pair `z` (a variable).
+fn parts(z: &TExpr, part: ScalarType, span: Span) -> (TExpr, TExpr) {
+    (proj(z.clone(), 0, part, span), proj(z.clone(), 1, part, span))
+}
+
+fn neg(x: TExpr, part: ScalarType) -> TExpr {
+    let span = x.span;
+    node(TKind::Unary { op: UnOp::Neg, operand: Box::new(x) }, Type::Scalar(part), span)
+}
+
+fn bin(op: BinOp, x: TExpr, y: TExpr, part: ScalarType, span: Span) -> TExpr {
+    node(TKind::Binary { op, lhs: Box::new(x), rhs: Box::new(y) }, Type::Scalar(part), span)
 }

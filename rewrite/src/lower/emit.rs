@@ -596,7 +596,7 @@ impl Lowerer<'_> {
             let (op, env_c, accs_c, acc_c) = (op.clone(), env.clone(), accs.clone(), acc_val.clone());
             self.each_stream(&xs, env, body, &mut |cx, x, inner| {
                 let next = cx.apply(&op, vec![acc_c.clone(), x], &env_c, inner)?;
-                update(&accs_c, &next, span, inner)
+                update(cx, &accs_c, &next, span, inner)
             })?;
             let mut results = accs.iter().map(|(a, s)| Val::Scalar(L::Var(a.clone()), *s));
             return Ok(rebuild(&init, &mut results));
@@ -606,7 +606,7 @@ impl Lowerer<'_> {
             let (op, env_c, accs_c, acc_c) = (op.clone(), env.clone(), accs.clone(), acc_val.clone());
             self.each(&xs, env, Schedule::Seq, body, &mut |cx, x, inner| {
                 let next = cx.apply(&op, vec![acc_c.clone(), x], &env_c, inner)?;
-                update(&accs_c, &next, span, inner)
+                update(cx, &accs_c, &next, span, inner)
             })?;
             let mut results = accs.iter().map(|(a, s)| Val::Scalar(L::Var(a.clone()), *s));
             return Ok(rebuild(&init, &mut results));
@@ -638,7 +638,7 @@ impl Lowerer<'_> {
         let mut inner = Block::new();
         let x = self.elem(&xs, &Nat::Var(k.clone()), &mut inner)?;
         let next = self.apply(op, vec![acc_val, x], env, &mut inner)?;
-        update(&accs, &next, span, &mut inner)?;
+        update(self, &accs, &next, span, &mut inner)?;
         if reassociate {
             self.reassociable.extend(accs.iter().map(|(a, _)| a.clone()));
         }
@@ -715,7 +715,7 @@ impl Lowerer<'_> {
         let mut inner = Block::new();
         let x = self.elem(&xs, &Nat::Var(k.clone()), &mut inner)?;
         let next = self.apply(op, vec![Val::Tuple(vec![acc_val, x])], env, &mut inner)?;
-        update(&accs, &next, span, &mut inner)?;
+        update(self, &accs, &next, span, &mut inner)?;
         body.push(Stmt::For { var: k, lo: L::index(1), hi, schedule: Schedule::Seq, body: inner });
         let mut results = accs.iter().map(|(a, s)| Val::Scalar(L::Var(a.clone()), *s));
         Ok(rebuild(&first, &mut results))
@@ -1177,16 +1177,44 @@ fn collect_typed(v: &Val, out: &mut Vec<(L, ScalarType)>, span: Span) -> Result<
 }
 
 /// `acc = next` for each accumulator, converted to the accumulator's type.
-fn update(accs: &[(Name, ScalarType)], next: &Val, span: Span, body: &mut Block) -> Result<(), Diagnostic> {
+fn update(cx: &mut Lowerer<'_>, accs: &[(Name, ScalarType)], next: &Val, span: Span, body: &mut Block) -> Result<(), Diagnostic> {
     let mut scalars = Vec::new();
     collect_typed(next, &mut scalars, span).map_err(|_| unsupported(span, "a reduction whose result is not scalars"))?;
     if scalars.len() != accs.len() {
         return Err(unsupported(span, "a reduction whose result is not scalars"));
     }
-    for ((acc, t), (e, s)) in accs.iter().zip(scalars) {
+    // The accumulators are updated at once: where one's new value reads
+    // another (a complex product, a swap), every new value is computed into
+    // a `let` before the first assignment.
+    let reads_another = scalars.iter().enumerate().any(|(k, (e, _))| accs.iter().enumerate().any(|(j, (a, _))| j != k && reads(e, a)));
+    let values: Vec<(L, ScalarType)> = if reads_another {
+        scalars
+            .into_iter()
+            .map(|(e, s)| {
+                let var = cx.fresh("next");
+                body.push(Stmt::Let { var: var.clone(), ty: s, value: e });
+                (L::Var(var), s)
+            })
+            .collect()
+    } else {
+        scalars
+    };
+    for ((acc, t), (e, s)) in accs.iter().zip(values) {
         body.push(Stmt::Assign { var: acc.clone(), value: numbers::convert(e, s, *t) });
     }
     Ok(())
+}
+
+/// Does `e` read the variable `v`?
+fn reads(e: &L, v: &Name) -> bool {
+    match e {
+        L::Var(x) => x == v,
+        L::Int(..) | L::Float(..) | L::Bool(_) => false,
+        L::Load { index, .. } => reads(index, v),
+        L::Bin(_, a, b) => reads(a, v) || reads(b, v),
+        L::Neg(a) | L::Not(a) | L::Cast(_, a) => reads(a, v),
+        L::Select(c, a, b) => reads(c, v) || reads(a, v) || reads(b, v),
+    }
 }
 
 /// A value of the same shape as `like`, with scalars taken from `values`.

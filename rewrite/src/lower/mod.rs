@@ -65,8 +65,9 @@ pub fn lower_kernel(kernel: &Kernel, name: &str) -> Result<LoopProgram, Diagnost
 
 /// [`lower_kernel`] with options.
 pub fn lower_kernel_with(kernel: &Kernel, name: &str, options: &LowerOptions) -> Result<LoopProgram, Diagnostic> {
-    complex::refuse_complex(kernel)?;
     let own = kernel;
+    let pairs = complex::with_pairs(kernel)?;
+    let kernel = pairs.as_ref().unwrap_or(kernel);
     let lanes = vectors::with_lanes(kernel)?;
     let kernel = lanes.as_ref().unwrap_or(kernel);
     let counted = result_counts(&kernel.body)?;
@@ -77,7 +78,7 @@ pub fn lower_kernel_with(kernel: &Kernel, name: &str, options: &LowerOptions) ->
     }
     let mut program = lower_phase(kernel, name, options, &counted, None)?;
     program.counts = counts;
-    if let (Some(layout), Some(_)) = (program.result.as_mut(), lanes.as_ref()) {
+    if let (Some(layout), true) = (program.result.as_mut(), lanes.is_some() || pairs.is_some()) {
         vectors::restore_result_types(layout, &own.body.ty);
     }
     program
@@ -378,7 +379,8 @@ impl<'k> Lowerer<'k> {
                 self.args.push(Arg { name: name.clone(), kind: ArgKind::Input { fields, len } });
                 Ok(Val::Array(View::buffer(name.clone(), Nat::Lit(0), ty.clone())))
             }
-            Type::Tuple(ts) if ts.iter().all(|t| t.as_scalar().is_some()) => {
+            // A tuple of scalars (nested too: a complex number is a pair, `complex.rs`).
+            Type::Tuple(ts) if ts.iter().all(|t| t.as_scalar().is_some() || matches!(t, Type::Tuple(_))) => {
                 let mut parts = Vec::new();
                 for (k, t) in ts.iter().enumerate() {
                     let n = Name::from(format!("{name}_{}", k + 1));

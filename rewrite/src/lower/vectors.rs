@@ -88,10 +88,11 @@ pub fn with_lanes(kernel: &Kernel) -> Result<Option<Kernel>, Diagnostic> {
 }
 
 /// Gives the result's layout back the kernel's own types, where lowering
-/// saw tuples of lanes: the runtime reads a vector back as a vector.
+/// saw tuples of lanes (and pairs of parts, `complex.rs`): the runtime reads
+/// a vector back as a vector, a complex number as a complex number.
 pub fn restore_result_types(layout: &mut ResultLayout, own: &Type) {
     match (layout, own) {
-        (ResultLayout::Flat { ty, .. }, own) if *ty == lanes_type(own) => *ty = own.clone(),
+        (ResultLayout::Flat { ty, .. }, own) if *ty == lanes_type(&super::complex::pairs_type(own)) => *ty = own.clone(),
         (ResultLayout::Tuple(parts), Type::Tuple(owns)) if parts.len() == owns.len() => {
             for (p, o) in parts.iter_mut().zip(owns) {
                 restore_result_types(p, o);
