@@ -625,7 +625,7 @@ impl Lowerer<'_> {
             debug_assert_eq!(lanes.len(), *w);
             for x in lanes {
                 let next = self.apply(op, vec![acc_val.clone(), x], env, &mut inner)?;
-                update(&accs, &next, span, &mut inner)?;
+                update(self, &accs, &next, span, &mut inner)?;
             }
             if reassociate {
                 self.reassociable.extend(accs.iter().map(|(a, _)| a.clone()));
