@@ -38,11 +38,11 @@ impl Compiled {
     /// phases, `checked` and `trusted` its kernels) on `launch`'s inputs: the
     /// trusted one when they lie in the program's ranges.
     fn pick<'k>(prog: &LoopProgram, checked: &'k ClKernel, trusted: Option<&'k ClKernel>, launch: &heddle_runtime::launch::Launch) -> &'k ClKernel {
-        let threads = heddle_runtime::cpu::default_threads();
-        match trusted {
-            Some(t) if heddle_runtime::cpu::inputs_in_ranges(prog, launch, threads) => t,
-            _ => checked,
-        }
+        let Some(t) = trusted else { return checked };
+        let mut checking = heddle_runtime::profile::phase(|| "check the inputs' ranges".into());
+        let valid = heddle_runtime::cpu::inputs_in_ranges(prog, launch, heddle_runtime::cpu::default_threads());
+        checking.rename(|| heddle_runtime::profile::ranges_outcome(valid));
+        if valid { t } else { checked }
     }
 }
 

@@ -117,11 +117,12 @@ impl<'l> Ready<'l> {
         // Inputs that lie in the program's ranges (valid tensor coordinates)
         // run the code without the checks those imply. Code that leaves out
         // none is the checked code: the inputs need no validating pass.
-        let checking = crate::profile::phase(|| "check the inputs' ranges".into());
+        let mut checking = crate::profile::phase(|| "check the inputs' ranges".into());
         let trust = Options { trust_ranges: true, ..Options::default() };
         let trusted = !prog.ranges.is_empty()
             && compile_cached_with(prog, &trust).is_ok_and(|k| k.relies_on_ranges())
             && ranges::inputs_in_ranges(prog, launch, p.threads);
+        checking.rename(|| crate::profile::ranges_outcome(trusted));
         drop(checking);
         let options = Options { trust_ranges: trusted, ..Options::default() };
         let compiling = crate::profile::phase(|| "compile (or find in the cache)".into());

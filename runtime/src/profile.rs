@@ -40,6 +40,22 @@ pub fn phase(name: impl FnOnce() -> String) -> Phase {
     Phase { started: Some((Instant::now(), name())) }
 }
 
+impl Phase {
+    /// Renames the phase, to say what it found (`name` is only built when
+    /// profiling is on).
+    pub fn rename(&mut self, name: impl FnOnce() -> String) {
+        if let Some((_, n)) = &mut self.started {
+            *n = name();
+        }
+    }
+}
+
+/// What a phase that checks the inputs against a program's ranges found.
+pub fn ranges_outcome(valid: bool) -> String {
+    let what = if valid { "valid: the code without the checks they imply" } else { "not all valid: the checked code" };
+    format!("check the inputs' ranges ({what})")
+}
+
 impl Drop for Phase {
     fn drop(&mut self) {
         if let Some((start, name)) = self.started.take() {
