@@ -59,7 +59,8 @@ pub struct Args {
     /// A fixed natural: NAME=VALUE.
     #[arg(long = "param", value_name = "NAME=VALUE", value_parser = super::args::checked(super::args::nat_binding))]
     params: Vec<String>,
-    /// An input of the first case: NAME=PATH (.npy or .json).
+    /// An input of the first case: NAME=PATH (.npy or .json); with --matrix,
+    /// an input of every matrix case instead.
     #[arg(long = "input", value_name = "NAME=PATH", value_parser = super::args::checked(super::args::input_binding))]
     inputs: Vec<String>,
     /// A matrix file (.mtx, .npz, .tns or .json), one case: PATH binds the
