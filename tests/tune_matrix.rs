@@ -143,6 +143,20 @@ fn tune_matrix_skips_narrow_coordinates_that_do_not_fit() {
     let (code, _, err) = heddle(&["tune", &narrow, "--matrix", &m, "--backend", "cpu", "--threads", "1"]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("no configuration ran") && err.contains("does not fit"), "{err}");
+    // A vector not named xs is not generated: --input gives it to every matrix case.
+    let named_v = common::write(d, "named_v.hdl", &std::fs::read_to_string(&wide).unwrap().replace("xs", "v"));
+    let named_v = named_v.to_str().unwrap();
+    let (code, _, err) = heddle(&["tune", named_v, "--matrix", "A=tests/data/sparse/m4x8.mtx", "--backend", "cpu", "--threads", "1"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("`v`"), "{err}");
+    let (code, out, err) = heddle(&[
+        "tune", named_v, "--matrix", "A=tests/data/sparse/m4x8.mtx", "--matrix", "A=tests/data/sparse/m4x8.mtx",
+        "--input", "v=examples/data/sparse/x8.json", "--backend", "cpu", "--threads", "1", "--reps", "1", "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["cases"].as_array().map(Vec::len), Some(2), "a repeated name is a second case: {out}");
+    assert!((0..2).all(|c| variants(&v, c)[0]["seconds"].is_f64()), "{out}");
     let (code, _, err) = heddle(&["tune", &wide, "--matrix", "B=tests/data/sparse/m4x8.mtx", "--backend", "cpu"]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("`B`") && err.contains("no tensor parameter"), "{err}");
