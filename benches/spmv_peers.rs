@@ -7,7 +7,7 @@
 //! ```text
 //! bash ../shared/bench/setup.sh          # once: builds the peers and the matrices into /tmp/heddle-bench
 //! cargo bench -p heddle --bench spmv_peers -- [--seconds 0.4] [--rounds 3] [--only NAME,…]
-//!     [--tsv OUT.tsv] [--svg docs/spmv_peers.svg] [--accumulators N]
+//!     [--tsv OUT.tsv] [--svg docs/spmv_peers.svg] [--no-peers] [--no-tuned]
 //! ```
 //!
 //! Every tool times the kernel alone in the same way (`csr_common.h`): three
@@ -23,6 +23,13 @@
 //! out once, the work split planned once (as MKL's inspector plans once).
 //! `x[j] = 1 + (j mod 17) / 100`, as the peers set it, and each heddle result
 //! is checked against a float64 reference before it is timed.
+//!
+//! The "heddle tuned" column is per-matrix tuning over encodings
+//! (`spmv_peers/tuned.rs`): CSR with 16-bit coordinates, DIA and ELL, each
+//! given the matrix stored in its own encoding (not timed) unless that would
+//! take over 3x the CSR bytes, timed at 2 threads in the same rounds; the
+//! column is the fastest of them and the CSR32 baseline (median over rounds
+//! each, so the pick favours whichever was luckier by a little).
 
 use heddle_ir::loops::{ArgKind, LoopProgram};
 use heddle_ir::ScalarType;
@@ -32,6 +39,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
+
+#[path = "spmv_peers/tuned.rs"]
+mod tuned;
 
 /// The kernel, for `double` (f64) or `float` (f32) values.
 fn kernel_source(elem: &str, scalar: &str) -> String {
@@ -166,15 +176,24 @@ impl Row {
     }
 }
 
-/// Times heddle on `a` (`prec` "f64" or "f32") with 1 and 2 threads; TSV rows.
+/// Times heddle's CSR32 kernel on `a` with each thread count; TSV rows.
 fn time_heddle(prog: &LoopProgram, a: &Csr, f32: bool, seconds: f64, threads: &[usize]) -> Vec<Row> {
-    let (want, scale) = reference(a);
     let mut out = Vec::new();
     for &t in threads {
-        let mut l = launch(prog, a, f32);
+        out.extend(time_launch(prog, &mut launch(prog, a, f32), a, f32, seconds, t, "cpu"));
+    }
+    out
+}
+
+/// Times `prog` on its laid-out launch for `a` with `t` threads, after
+/// checking its result; one TSV row, tool `heddle`, variant `variant`.
+fn time_launch(prog: &LoopProgram, l: &mut Launch, a: &Csr, f32: bool, seconds: f64, t: usize, variant: &str) -> Vec<Row> {
+    let (want, scale) = reference(a);
+    let mut out = Vec::new();
+    {
         let mut times = Vec::new();
         {
-            let mut ready = Ready::new(prog, &mut l, Parallelism::from(t)).expect("compile");
+            let mut ready = Ready::new(prog, l, Parallelism::from(t)).expect("compile");
             let start = Instant::now();
             ready.run().expect("run");
             let one = start.elapsed().as_secs_f64();
@@ -196,7 +215,7 @@ fn time_heddle(prog: &LoopProgram, a: &Csr, f32: bool, seconds: f64, threads: &[
                 other => panic!("{other}"),
             };
             let bound = tol * (scale[i] + 1.0) * 64.0;
-            assert!((got - want[i]).abs() <= bound, "{} {}: row {i}: heddle {got}, reference {}", a.name, if f32 { "f32" } else { "f64" }, want[i]);
+            assert!((got - want[i]).abs() <= bound, "{} {} {variant}: row {i}: heddle {got}, reference {}", a.name, if f32 { "f32" } else { "f64" }, want[i]);
         }
         times.sort_by(f64::total_cmp);
         let median = times[times.len() / 2];
@@ -205,7 +224,7 @@ fn time_heddle(prog: &LoopProgram, a: &Csr, f32: bool, seconds: f64, threads: &[
             matrix: a.name.clone(),
             prec: if f32 { "f32" } else { "f64" }.into(),
             threads: t,
-            variant: "cpu".into(),
+            variant: variant.into(),
             median,
             gflops: 2.0 * a.val.len() as f64 / median * 1e-9,
         });
@@ -259,6 +278,8 @@ struct Args {
     tsv: Option<PathBuf>,
     svg: Option<PathBuf>,
     peers: bool,
+    /// Time the other encodings for the tuned column.
+    tuned: bool,
 }
 
 fn args() -> Args {
@@ -270,6 +291,7 @@ fn args() -> Args {
         tsv: None,
         svg: None,
         peers: true,
+        tuned: true,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -282,6 +304,7 @@ fn args() -> Args {
             "--svg" => a.svg = Some(value().into()),
             "--bench-dir" => a.dir = value().into(),
             "--no-peers" => a.peers = false,
+            "--no-tuned" => a.tuned = false,
             "--bench" => {}
             other => panic!("unknown flag {other}"),
         }
@@ -305,10 +328,15 @@ fn main() {
         let m = read_csr(file);
         shapes.insert(m.name.clone(), (m.rows, m.cols, m.val.len()));
         eprintln!("{}: {} x {}, {} nonzeros", m.name, m.rows, m.cols, m.val.len());
+        // The other encodings, laid out once (not timed), for the tuned column.
+        let mut variants: Vec<Vec<tuned::Laid>> = if a.tuned { [false, true].iter().map(|&f32| tuned::lay_out(&m, f32, x_of)).collect() } else { vec![Vec::new(), Vec::new()] };
         for round in 0..a.rounds {
             eprintln!("  round {}", round + 1);
             for (k, prog) in progs.iter().enumerate() {
                 rows.extend(time_heddle(prog, &m, k == 1, a.seconds, &[1, 2]));
+                for v in &mut variants[k] {
+                    rows.extend(time_launch(&v.program, &mut v.launch, &m, k == 1, a.seconds, 2, &format!("tuned:{}", v.name)));
+                }
             }
             if a.peers {
                 rows.extend(peer(&a.dir, "spmv_mkl", file, a.seconds, 1));
@@ -351,34 +379,57 @@ fn main() {
     for prec in ["f64", "f32"] {
         println!("\n### CSR SpMV, {prec}: GFLOP/s (median of {} interleaved rounds)\n", a.rounds);
         let head: Vec<&str> = columns.iter().map(|c| c.0).collect();
-        println!("| matrix | rows | nnz | {} | 2T / MKL 2T | 1T / MKL 1T | 2T / 1T |", head.join(" | "));
-        println!("|---|---|---|{}---|---|---|", "---|".repeat(columns.len()));
-        let mut ratios: [Vec<f64>; 3] = Default::default();
+        println!("| matrix | rows | nnz | {} | 2T / MKL 2T | 1T / MKL 1T | 2T / 1T | heddle tuned 2T (variant) | tuned 2T / MKL 2T |", head.join(" | "));
+        println!("|---|---|---|{}---|---|---|---|---|", "---|".repeat(columns.len()));
+        let mut ratios: [Vec<f64>; 4] = Default::default();
         for ((m, p), cells) in &table {
             if p != prec {
                 continue;
             }
             let get = |k: &str| cells.get(k).copied().unwrap_or(f64::NAN);
             let (rows_n, _, nnz) = shapes[m];
-            let r = [get("heddle cpu 2T") / get("mkl mv_opt 2T"), get("heddle cpu 1T") / get("mkl mv_opt 1T"), get("heddle cpu 2T") / get("heddle cpu 1T")];
+            let (best_name, best) = tuned_best(cells);
+            let r = [
+                get("heddle cpu 2T") / get("mkl mv_opt 2T"),
+                get("heddle cpu 1T") / get("mkl mv_opt 1T"),
+                get("heddle cpu 2T") / get("heddle cpu 1T"),
+                best / get("mkl mv_opt 2T"),
+            ];
             for (acc, x) in ratios.iter_mut().zip(r) {
                 acc.push(x);
             }
             let figures: Vec<String> = columns.iter().map(|c| format!("{:.2}", get(c.1))).collect();
-            println!("| {m} | {rows_n} | {nnz} | {} | {:.2} | {:.2} | {:.2} |", figures.join(" | "), r[0], r[1], r[2]);
+            println!("| {m} | {rows_n} | {nnz} | {} | {:.2} | {:.2} | {:.2} | {best:.2} ({best_name}) | {:.2} |", figures.join(" | "), r[0], r[1], r[2], r[3]);
             plot_data.push((format!("{m} {prec}"), get("heddle cpu 1T"), get("heddle cpu 2T"), get("mkl mv_opt 1T"), get("mkl mv_opt 2T")));
         }
         println!(
-            "| **geomean** | | | {}| **{:.2}** | **{:.2}** | **{:.2}** |",
+            "| **geomean** | | | {}| **{:.2}** | **{:.2}** | **{:.2}** | | **{:.2}** |",
             "| ".repeat(columns.len()),
             geomean(&ratios[0]),
             geomean(&ratios[1]),
-            geomean(&ratios[2])
+            geomean(&ratios[2]),
+            geomean(&ratios[3])
         );
     }
     if let Some(svg) = &a.svg {
         plot(svg, &plot_data);
     }
+}
+
+/// The fastest heddle configuration at 2 threads of one matrix and
+/// precision (the CSR32 baseline, `csr32`, or a tuned variant), by the
+/// median over rounds: its name and GFLOP/s.
+fn tuned_best(cells: &BTreeMap<String, f64>) -> (String, f64) {
+    cells
+        .iter()
+        .filter_map(|(k, g)| {
+            let variant = k.strip_prefix("heddle ")?.strip_suffix(" 2T")?;
+            let name = if variant == "cpu" { "csr32" } else { variant.strip_prefix("tuned:")? };
+            Some((name.to_string(), *g))
+        })
+        .filter(|(_, g)| g.is_finite())
+        .max_by(|x, y| x.1.total_cmp(&y.1))
+        .unwrap_or_else(|| ("none".into(), f64::NAN))
 }
 
 /// A grouped bar chart of GFLOP/s per matrix: heddle and MKL, 1 and 2 threads.

@@ -23,6 +23,7 @@ mod simplify;
 mod sparsify;
 mod timing;
 mod tune;
+mod tune_matrix;
 mod type_cmd;
 
 pub use compile::kernel_name;

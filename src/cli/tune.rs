@@ -5,7 +5,10 @@
 //! a row per work-item, rows dealt across a work-group, …). A configuration
 //! is a variant with one combination of the `--param-range` values of the
 //! naturals it has (and, on the CPU, a thread count). Every configuration
-//! runs on every input case (the `--input` set, and each `--csr` matrix);
+//! runs on every input case (the `--input` set, each `--csr` matrix, and
+//! each `--matrix` file, stored in each variant's own encoding:
+//! `tune_matrix.rs`, which also skips a variant whose storage would be too
+//! large);
 //! its result is compared with the reference interpreter's (or, with
 //! `--verify first`, the first configuration's) before its time counts.
 //! The timed runs of all a case's configurations are interleaved, round by
@@ -14,6 +17,7 @@
 //! arguments, so one build serves all its configurations.
 
 use super::timing::{self, Timer};
+use super::tune_matrix::{self, Bound};
 use super::{load, Failure, Output};
 use heddle::source::SourceFile;
 use heddle_ir::loops::LoopProgram;
@@ -55,7 +59,8 @@ pub struct Args {
     /// A fixed natural: NAME=VALUE.
     #[arg(long = "param", value_name = "NAME=VALUE", value_parser = super::args::checked(super::args::nat_binding))]
     params: Vec<String>,
-    /// An input of the first case: NAME=PATH (.npy or .json).
+    /// An input of the first case: NAME=PATH (.npy or .json); with --matrix,
+    /// an input of every matrix case instead.
     #[arg(long = "input", value_name = "NAME=PATH", value_parser = super::args::checked(super::args::input_binding))]
     inputs: Vec<String>,
     /// A matrix file (.mtx, .npz, .tns or .json), one case: PATH binds the
@@ -64,6 +69,13 @@ pub struct Args {
     /// does (xs is still generated).
     #[arg(long = "csr", value_name = "PATH", value_parser = super::args::matrix_file)]
     csr: Vec<String>,
+    /// A tensor parameter: NAME=FILE (.mtx, .npz, .tns or .json), stored in
+    /// each variant's own encoding (not timed); each file is a case (a
+    /// repeated NAME starts the next), and the vector xs is generated. A
+    /// variant whose storage would exceed 3x the matrix's CSR bytes, or that
+    /// cannot hold the matrix, is skipped with the reason.
+    #[arg(long = "matrix", value_name = "NAME=FILE", value_parser = super::args::matrix_binding)]
+    matrices: Vec<(String, String)>,
     /// Which backend runs the configurations.
     #[arg(long, value_enum, default_value = "opencl")]
     backend: Backend,
@@ -104,12 +116,14 @@ enum Code {
 enum Source {
     Inputs(Vec<(String, Loaded)>),
     Csr(String),
+    /// Tensor parameters and their files (`--matrix`), with the `--input` files.
+    Matrices(Vec<(String, String)>),
 }
 
 /// One input case, bound for each variant (in the order of the files).
 struct Case {
     name: String,
-    per_variant: Vec<Vec<(String, Loaded)>>,
+    per_variant: Vec<Bound>,
 }
 
 /// A configuration: a variant, its tunables' values, its thread count (CPU).
@@ -135,6 +149,10 @@ struct Outcome {
     gbps: Option<f64>,
     /// Why it has no time (refused, failed or wrong).
     error: Option<String>,
+    /// The variant did not run on this case: `error` says why (its storage
+    /// of the matrix would be too large, or cannot hold it).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    skipped: bool,
 }
 
 fn assignment<'a>(flag: &str, s: &'a str) -> Result<(&'a str, &'a str), Failure> {
@@ -266,17 +284,19 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         super::warn("--threads applies to --backend cpu; the opencl backend ignores it");
     }
     let mut sources = Vec::new();
-    if !a.inputs.is_empty() {
-        let mut inputs = Vec::new();
-        for i in &a.inputs {
-            let (k, path) = assignment("input", i)?;
-            inputs.push((k.to_string(), read_input(Path::new(path)).map_err(|e| Failure::Input(format!("parameter `{k}`: {e}")))?));
-        }
-        sources.push(Source::Inputs(inputs));
+    let mut inputs = Vec::new();
+    for i in &a.inputs {
+        let (k, path) = assignment("input", i)?;
+        inputs.push((k.to_string(), read_input(Path::new(path)).map_err(|e| Failure::Input(format!("parameter `{k}`: {e}")))?));
+    }
+    // With --matrix, the --input files are the matrix cases' other inputs.
+    if !inputs.is_empty() && a.matrices.is_empty() {
+        sources.push(Source::Inputs(inputs.clone()));
     }
     sources.extend(a.csr.iter().map(|p| Source::Csr(p.clone())));
+    sources.extend(tune_matrix::cases(&a.matrices).into_iter().map(Source::Matrices));
     if sources.is_empty() {
-        return Err(Failure::Input("nothing to tune on: give --input NAME=PATH… or --csr MATRIX.mtx".into()));
+        return Err(Failure::Input("nothing to tune on: give --input NAME=PATH…, --csr MATRIX.mtx or --matrix NAME=FILE".into()));
     }
     // Every file is checked before anything runs.
     let mut loaded = Vec::new();
@@ -313,19 +333,25 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         candidates.push(Candidate { name, file, kernel, code, nats });
     }
     let mut cases = Vec::new();
+    let mut reader = tune_matrix::Reader::default();
     for source in &sources {
         let mut per_variant = Vec::new();
         let mut name = String::from("inputs");
         for c in &candidates {
+            let plain = |inputs| Bound { inputs, nats: Vec::new(), skipped: None };
             per_variant.push(match source {
                 Source::Inputs(inputs) => {
                     let params: Vec<String> = c.kernel.params.iter().map(|p| p.name().to_string()).collect();
-                    inputs.iter().filter(|(k, _)| params.contains(k)).cloned().collect()
+                    plain(inputs.iter().filter(|(k, _)| params.contains(k)).cloned().collect())
                 }
                 Source::Csr(spec) => {
                     let case = csr_case(&c.kernel, spec, true).map_err(|e| in_variant(e, &c.name, candidates.len()))?;
                     name = case.0;
-                    case.1
+                    plain(case.1)
+                }
+                Source::Matrices(files) => {
+                    name = tune_matrix::case_name(files);
+                    tune_matrix::bind(&c.kernel, files, &inputs, &mut reader).map_err(|e| in_variant(e, &c.name, candidates.len()))?
                 }
             });
         }
@@ -365,15 +391,26 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         for config in &configs {
             let c = &candidates[config.variant];
             bar.set_message(format!("{}: checking {}", case.name, show(config, &c.name, several)));
-            let nats: Vec<(String, i64)> = fixed.iter().filter(|(n, _)| c.nats.contains(n)).cloned().chain(config.params.iter().cloned()).collect();
+            let bound = &case.per_variant[config.variant];
+            let given: Vec<(String, i64)> = fixed.iter().filter(|(n, _)| c.nats.contains(n)).cloned().chain(config.params.iter().cloned()).collect();
+            let nats: Vec<(String, i64)> = bound.nats.iter().cloned().chain(given).collect();
+            let mut o = Outcome { kernel: c.name.clone(), params: config.params.clone(), threads: config.threads, seconds: None, gbps: None, error: None, skipped: false };
+            if let Some(reason) = &bound.skipped {
+                o.error = Some(reason.clone());
+                o.skipped = true;
+                timers.push(None);
+                bytes.push(0.0);
+                outcomes.push(o);
+                bar.inc(1);
+                continue;
+            }
             let base = bases[config.variant]
-                .get_or_insert_with(|| bind_inputs_flat(&c.kernel, &nats, case.per_variant[config.variant].clone()).map_err(|e| e.to_string()))
+                .get_or_insert_with(|| bind_inputs_flat(&c.kernel, &nats, bound.inputs.clone()).map_err(|e| e.to_string()))
                 .clone();
             let values = || {
-                let env = bind_inputs(&c.kernel, &nats, case.per_variant[config.variant].clone()).map_err(|e| e.to_string())?;
+                let env = bind_inputs(&c.kernel, &nats, bound.inputs.clone()).map_err(|e| e.to_string())?;
                 Ok(nats.iter().fold(env, |e, (k, v)| e.with_nat(heddle_ir::Name::from(k.as_str()), *v)))
             };
-            let mut o = Outcome { kernel: c.name.clone(), params: config.params.clone(), threads: config.threads, seconds: None, gbps: None, error: None };
             let prepared = base.and_then(|env| {
                 let env = nats.iter().fold(env, |e, (k, v)| e.with_nat(heddle_ir::Name::from(k.as_str()), *v));
                 prepare(c, cl.as_ref(), env, config.threads, a.verify, &mut reference, values)
@@ -481,11 +518,27 @@ fn prepare<'a>(
             let threads = heddle_runtime::cpu::Parallelism { threads: threads.unwrap_or(1), threshold };
             let value = heddle::cpu::run(&c.kernel, program, &env, threads).map_err(|d| d.message)?;
             let bytes = bytes_moved(program, &env);
-            let timer = move || {
-                let (_, times) = heddle::cpu::run_timed(&c.kernel, program, &env, threads, 1).map_err(|d| d.message)?;
-                times.first().copied().ok_or_else(|| "no timed run".to_string())
+            let timer: Timer<'a> = if program.counts.is_empty() {
+                // Laid out once (a large matrix's buffers are not copied,
+                // nor its result read back, for every timed run); each run
+                // plans its split and runs once untimed (the other
+                // configurations ran in between: this wakes the thread
+                // pool), then times the kernel alone.
+                let mut launch = heddle_runtime::launch::prepare(program, &env).map_err(|d| d.message)?;
+                Box::new(move || {
+                    let mut ready = heddle_runtime::cpu::Ready::new(program, &mut launch, threads).map_err(|d| d.message)?;
+                    ready.run().map_err(|d| d.message)?;
+                    let start = std::time::Instant::now();
+                    ready.run().map_err(|d| d.message)?;
+                    Ok(start.elapsed().as_secs_f64())
+                })
+            } else {
+                Box::new(move || {
+                    let (_, times) = heddle::cpu::run_timed(&c.kernel, program, &env, threads, 1).map_err(|d| d.message)?;
+                    times.first().copied().ok_or_else(|| "no timed run".to_string())
+                })
             };
-            (value, Box::new(timer), bytes)
+            (value, timer, bytes)
         }
         (Code::Opencl(_), None) => return Err("no OpenCL device".into()),
     };

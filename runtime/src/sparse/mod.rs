@@ -26,6 +26,7 @@ pub mod csr;
 pub mod dense;
 mod ell;
 pub mod error;
+pub mod estimate;
 pub mod file;
 pub mod json;
 pub mod mtx;

@@ -1,0 +1,90 @@
+//! The "heddle tuned" column of `spmv_peers`: per matrix, SpMV variants in
+//! other encodings than the CSR32 baseline, each given the matrix stored in
+//! its own encoding (as `heddle tune --matrix` stores it, the conversion not
+//! timed); the table reports, per matrix, the fastest of them and the
+//! baseline at 2 threads, and which it was.
+//!
+//! The variants: CSR with 16-bit coordinates (32-bit positions), DIA, and
+//! ELL with as many slices as the longest row (32-bit positions and
+//! coordinates). One whose storage would exceed 3x the matrix's plain CSR
+//! bytes (`heddle_runtime::sparse::estimate`, the limit `tune` applies), or
+//! that cannot hold the matrix (a column past 65535 for 16-bit
+//! coordinates), is skipped, and the reason printed.
+
+use crate::Csr;
+use heddle_ir::loops::LoopProgram;
+use heddle_ir::ScalarType;
+use heddle_runtime::io::read::{Loaded, ScalarKind};
+use heddle_runtime::launch::Launch;
+use heddle_runtime::sparse::coo::Coo;
+use heddle_runtime::sparse::{build, convert, estimate};
+use heddle_runtime::value::Value;
+
+/// A variant laid out for one matrix and precision, ready to time.
+pub struct Laid {
+    pub name: String,
+    pub program: LoopProgram,
+    pub launch: Launch,
+}
+
+/// The variants' sources for one matrix: (name, source), `elem` `f64` or `f32`.
+fn sources(a: &Csr, elem: &str, scalar: &str) -> Vec<(String, String)> {
+    let longest = a.rowptr.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0).max(1);
+    let row_dot = "A :>> map(fun(row => row :>> map(fun(e => e.2 * (xs@e.1))) :>> reduce(+, 0)))";
+    let csr16 = format!(
+        "#C = #sparse_tensor.encoding<{{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 16 }}>\n\
+         fun(A: tensor<?x?x{elem}, #C> => fun(xs: [{scalar}]_A_dim1 => {row_dot}))\n"
+    );
+    let dia = include_str!("../../examples/sparse/spmv_dia.hdl").replace("xf64", &format!("x{elem}")).replace("[double]", &format!("[{scalar}]"));
+    let ell = include_str!("../../examples/sparse/spmv_ell.hdl")
+        .replace("c * 3 * i : dense, i : dense, j : compressed)", &format!("c * {longest} * i : dense, i : dense, j : compressed), posWidth = 32, crdWidth = 32"))
+        .replace("xf32", &format!("x{elem}"))
+        .replace("[float]", &format!("[{scalar}]"));
+    vec![("csr16".into(), csr16), ("dia".into(), dia), (format!("ell{longest}"), ell)]
+}
+
+/// The matrix's entries.
+fn entries(a: &Csr) -> Coo {
+    let mut coords = Vec::with_capacity(2 * a.val.len());
+    for i in 0..a.rows {
+        for k in a.rowptr[i] as usize..a.rowptr[i + 1] as usize {
+            coords.extend([i as u64, a.col[k] as u64]);
+        }
+    }
+    Coo { dims: vec![a.rows as u64, a.cols as u64], coords, values: a.val.clone().into() }
+}
+
+/// Lays out every variant that suits `a`; prints why the others are skipped.
+pub fn lay_out(a: &Csr, f32: bool, x_of: fn(usize) -> f64) -> Vec<Laid> {
+    let (elem, scalar, ty) = if f32 { ("f32", "float", ScalarType::F32) } else { ("f64", "double", ScalarType::F64) };
+    let coo = entries(a);
+    let csr_enc = heddle_ir::encoding::parse_encoding("#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>", 0).expect("CSR");
+    let csr = build::pack(&coo, &csr_enc, ty).expect("CSR storage");
+    let plain = estimate::plain_size(&coo, ty);
+    let mut out = Vec::new();
+    for (name, src) in sources(a, elem, scalar) {
+        let file = heddle::source::SourceFile::new(&name, &src);
+        let (_, kernel) = heddle::check_source(&file).unwrap_or_else(|d| panic!("{name}: {}", file.render(&d)));
+        let (enc, _) = heddle_runtime::io::bind::tensor_param(&kernel, "A").expect("a tensor parameter A");
+        let size = estimate::storage_size(&coo, enc, ty).expect("level sizes");
+        if size.bytes > 3 * plain {
+            eprintln!("    {name} {elem}: skipped, {} bytes stored against {plain} as CSR", size.bytes);
+            continue;
+        }
+        let stored = match convert::convert(&csr, enc) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("    {name} {elem}: skipped, {e}");
+                continue;
+            }
+        };
+        let (nats, mut inputs) = heddle_runtime::io::bind::stored_tensor_inputs(&kernel, "A", stored).expect("bind A");
+        let xs: Vec<Value> = (0..a.cols).map(|j| Value::Float(x_of(j))).collect();
+        inputs.push(("xs".into(), Loaded::Flat { shape: vec![a.cols as u64], items: xs, dtype: "float64".into(), kinds: vec![ScalarKind::Float] }));
+        let env = heddle_runtime::io::bind_inputs_flat(&kernel, &nats, inputs).expect("bind inputs");
+        let program = heddle::cpu::lower(&kernel, &name).unwrap_or_else(|d| panic!("{}", file.render(&[d])));
+        let launch = heddle_runtime::launch::prepare(&program, &env).expect("lay out");
+        out.push(Laid { name, program, launch });
+    }
+    out
+}
