@@ -13,7 +13,6 @@
 //! own.
 
 use super::buffer::IndexBuf;
-use super::coo::Coo;
 use super::error::Result;
 use super::tensor::SparseTensor;
 use crate::scalars::{Scalar, ScalarVec};
@@ -91,21 +90,69 @@ pub(crate) struct Scattered<I> {
     pub vals: ScalarVec,
 }
 
-/// COO (rank 2) → entries grouped by dimension `outer`, `inner` as the
-/// coordinate, in input order within a group. Checks every coordinate
-/// against its dimension on the way (the histogram pass reads them all);
-/// the first entry outside is `Err(k)`.
-pub(crate) fn scatter_coo<I: Idx>(coo: &Coo, outer: usize, inner: usize) -> std::result::Result<Scattered<I>, usize> {
-    let n_outer = coo.dims[outer] as usize;
-    let (dim_outer, dim_inner) = (coo.dims[outer], coo.dims[inner]);
-    let n = coo.len();
-    let coords = &coo.coords[..2 * n];
+/// Where a counting sort reads one dimension's coordinate of each entry:
+/// a column of its own at its stored width (`[u32]`, `[u64]`: a coo
+/// `.npz`'s `row` and `col`), or every `stride`-th element of an
+/// interleaved list ([`Strided`]: [`super::coo::Coo`]'s coordinates).
+pub(crate) trait Column: Sync {
+    /// Entry `k`'s coordinate.
+    fn at(&self, k: usize) -> u64;
+}
+
+impl Column for [u32] {
+    #[inline(always)]
+    fn at(&self, k: usize) -> u64 {
+        u64::from(self[k])
+    }
+}
+
+impl Column for [u64] {
+    #[inline(always)]
+    fn at(&self, k: usize) -> u64 {
+        self[k]
+    }
+}
+
+/// One dimension of an interleaved coordinate list: `data[k * stride + offset]`.
+pub(crate) struct Strided<'a> {
+    /// The interleaved coordinates.
+    pub data: &'a [u64],
+    /// Coordinates per entry.
+    pub stride: usize,
+    /// The dimension.
+    pub offset: usize,
+}
+
+impl Column for Strided<'_> {
+    #[inline(always)]
+    fn at(&self, k: usize) -> u64 {
+        self.data[k * self.stride + self.offset]
+    }
+}
+
+/// A matrix's entries (coordinates `outer` and `inner`, below `dims`, and
+/// `values`) grouped by `outer`, `inner` as the coordinate, in input order
+/// within a group. Checks every coordinate against its dimension on the
+/// way: the histogram pass the outer ones, the scatter the inner ones, so
+/// it reads 4 + 8 bytes of coordinates per entry at 32 bits, as scipy's
+/// `coo_tocsr` does. `Err(k)`: entry `k` is the first with a coordinate
+/// outside its dimension.
+pub(crate) fn scatter_entries<I: Idx, O: Column + ?Sized, N: Column + ?Sized>(
+    dims: (u64, u64),
+    outer: &O,
+    inner: &N,
+    values: &ScalarVec,
+) -> std::result::Result<Scattered<I>, usize> {
+    let (dim_outer, dim_inner) = dims;
+    let n_outer = dim_outer as usize;
+    let n = values.len();
     // Attribute query: the histogram, shifted by one so its prefix sum gives each row's start.
     let mut pos = vec![I::default(); n_outer + 1];
-    for (k, e) in coords.chunks_exact(2).enumerate() {
-        let (o, i) = (e[outer], e[inner]);
-        if o >= dim_outer || i >= dim_inner {
-            return Err(k);
+    for k in 0..n {
+        let o = outer.at(k);
+        if o >= dim_outer {
+            // An earlier entry may be outside in its inner dimension.
+            return Err((0..k).find(|&q| inner.at(q) >= dim_inner).unwrap_or(k));
         }
         let slot = &mut pos[o as usize + 1];
         *slot = I::of(slot.at() + 1);
@@ -115,13 +162,18 @@ pub(crate) fn scatter_coo<I: Idx>(coo: &Coo, outer: usize, inner: usize) -> std:
     }
     // The scatter uses pos[r] as row r's cursor, leaving it at row r + 1's start.
     let mut crd = vec![I::default(); n];
-    let vals = with_values!(&coo.values, values => {
+    let vals = with_values!(values, values => {
         let mut out = vec![Default::default(); n];
-        for (e, &v) in coords.chunks_exact(2).zip(values.iter()) {
-            let cursor = &mut pos[e[outer] as usize];
+        for (k, &v) in values.iter().enumerate() {
+            // Every outer coordinate is in range: the first inner one outside is the first entry outside.
+            let i = inner.at(k);
+            if i >= dim_inner {
+                return Err(k);
+            }
+            let cursor = &mut pos[outer.at(k) as usize];
             let at = cursor.at();
             *cursor = I::of(at + 1);
-            crd[at] = I::of(e[inner] as usize);
+            crd[at] = I::of(i as usize);
             out[at] = v;
         }
         ScalarVec::from(out)
