@@ -235,7 +235,7 @@ fn block_columns<S: Idx, O: Idx>(rows: &Rows, crd: &[S], c: usize, n_brows: usiz
 fn scatter_blocks<S: Idx, O: Idx, T: Scalar>(rows: &Rows, crd: &[S], vals: &[T], bpos: &[O], bcrd: &[O], blk: &Blocks, pad: T) -> Vec<T> {
     let (r, c) = (blk.rows, blk.cols);
     let size = r * c;
-    let mut out = vec![pad; bcrd.len() * size];
+    let mut out = counting::scatter_buffer(bcrd.len() * size, pad);
     let (mut next, mut end) = ([0usize; MERGE_ROWS], [0usize; MERGE_ROWS]);
     for br in 0..bpos.len() - 1 {
         let height = rows.load(br, &mut next, &mut end);

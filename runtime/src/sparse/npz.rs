@@ -17,7 +17,11 @@
 //!
 //! A csr / csc / bsr matrix whose rows are sorted without duplicates is kept
 //! as stored (its `indptr` and `indices` are the positions and coordinates of
-//! the corresponding encoding); anything else becomes a coordinate list.
+//! the corresponding encoding, at 32 bits where every position and every
+//! coordinate the shape allows fits, as scipy's int32 indices do, else at
+//! 64); a coo file's entries stay one coordinate column per dimension
+//! ([`CooColumns`], 32-bit where they fit), so COO → CSR / CSC reads them at
+//! that width; anything else becomes a coordinate list.
 //! Values keep their numeric type; padding zeros inside bsr blocks and dia
 //! diagonals are not entries.
 //!
