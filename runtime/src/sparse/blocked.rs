@@ -153,7 +153,14 @@ fn merged_into<S: Idx, O: Idx>(
     let values = with_values!(&src.values, vals => {
         let pad = Scalar::from_num(implicit)
             .ok_or_else(|| SparseError::Shape(format!("the encoding's implicitVal {implicit} is not a {}", src.elem.keyword())))?;
-        let (bpos, bcrd) = block_columns::<S, O>(&rows, crd, blk.cols, n_brows);
+        // A power-of-two block width divides by a shift (a division costs tens of cycles per block).
+        let c = blk.cols;
+        let (bpos, bcrd) = if c.is_power_of_two() {
+            let shift = c.trailing_zeros();
+            block_columns::<S, O>(&rows, crd, c, n_brows, |j| j >> shift)
+        } else {
+            block_columns::<S, O>(&rows, crd, c, n_brows, |j| j / c)
+        };
         let total = (bcrd.len() as u64).saturating_mul((blk.rows * blk.cols) as u64);
         check_alloc(total, "the blocks' values")?;
         let out = scatter_blocks(&rows, crd, vals, &bpos, &bcrd, blk, pad);
@@ -195,8 +202,9 @@ impl Rows<'_> {
 
 /// The attribute query of the merge path: each block row's block columns,
 /// in increasing order, merged from its sorted rows (`c` columns per
-/// block); returns the block rows' positions and the block columns.
-fn block_columns<S: Idx, O: Idx>(rows: &Rows, crd: &[S], c: usize, n_brows: usize) -> (Vec<O>, Vec<O>) {
+/// block, `block_of(j)` = `j / c`); returns the block rows' positions and
+/// the block columns.
+fn block_columns<S: Idx, O: Idx>(rows: &Rows, crd: &[S], c: usize, n_brows: usize, block_of: impl Fn(usize) -> usize) -> (Vec<O>, Vec<O>) {
     let mut bpos = Vec::with_capacity(n_brows + 1);
     bpos.push(O::of(0));
     let mut bcrd = Vec::new();
@@ -214,7 +222,7 @@ fn block_columns<S: Idx, O: Idx>(rows: &Rows, crd: &[S], c: usize, n_brows: usiz
             if least == usize::MAX {
                 break;
             }
-            let bc = least / c;
+            let bc = block_of(least);
             bcrd.push(O::of(bc));
             // Past that block column's entries in every row.
             let limit = (bc + 1) * c;
@@ -235,7 +243,7 @@ fn block_columns<S: Idx, O: Idx>(rows: &Rows, crd: &[S], c: usize, n_brows: usiz
 fn scatter_blocks<S: Idx, O: Idx, T: Scalar>(rows: &Rows, crd: &[S], vals: &[T], bpos: &[O], bcrd: &[O], blk: &Blocks, pad: T) -> Vec<T> {
     let (r, c) = (blk.rows, blk.cols);
     let size = r * c;
-    let mut out = counting::scatter_buffer(bcrd.len() * size, pad);
+    let mut out = vec![pad; bcrd.len() * size];
     let (mut next, mut end) = ([0usize; MERGE_ROWS], [0usize; MERGE_ROWS]);
     for br in 0..bpos.len() - 1 {
         let height = rows.load(br, &mut next, &mut end);
