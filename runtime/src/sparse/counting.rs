@@ -72,7 +72,9 @@ pub(crate) fn at_width<I: Idx>(v: Vec<I>, width: Width, name: &str) -> Result<In
 }
 
 /// `n` copies of `x`, for a buffer a conversion then fills in random order
-/// (a scatter). On Linux a large one's memory is advised to be backed by
+/// (a scatter; one filled in order is better off without the advice, which
+/// cost CPU time there, e.g. BSR's values). On Linux a large one's memory
+/// is advised to be backed by
 /// transparent huge pages (`madvise`, which this kernel setting, THP
 /// `madvise`, requires): a scatter into tens of megabytes then misses the
 /// TLB per 2 MB page instead of per 4 KB page, and faults its memory in
@@ -181,12 +183,16 @@ pub(crate) fn scatter_entries<I: Idx, O: Column + ?Sized, N: Column + ?Sized>(
     let n = values.len();
     // Attribute query: the histogram, shifted by one so its prefix sum gives each row's start.
     let mut pos = scatter_buffer(n_outer + 1, I::default());
+    // Entries already grouped by `outer` (a column-ordered file into CSC) scatter in order.
+    let (mut grouped, mut last) = (true, 0);
     for k in 0..n {
         let o = outer.at(k);
         if o >= dim_outer {
             // An earlier entry may be outside in its inner dimension.
             return Err((0..k).find(|&q| inner.at(q) >= dim_inner).unwrap_or(k));
         }
+        grouped &= o >= last;
+        last = o;
         let slot = &mut pos[o as usize + 1];
         *slot = I::of(slot.at() + 1);
     }
@@ -194,9 +200,10 @@ pub(crate) fn scatter_entries<I: Idx, O: Column + ?Sized, N: Column + ?Sized>(
         pos[r + 1] = I::of(pos[r + 1].at() + pos[r].at());
     }
     // The scatter uses pos[r] as row r's cursor, leaving it at row r + 1's start.
-    let mut crd = scatter_buffer(n, I::default());
+    let buffer = |n, x| if grouped { vec![x; n] } else { scatter_buffer(n, x) };
+    let mut crd = buffer(n, I::default());
     let vals = with_values!(values, values => {
-        let mut out = scatter_buffer(n, Default::default());
+        let mut out = if grouped { vec![Default::default(); n] } else { scatter_buffer(n, Default::default()) };
         for (k, &v) in values.iter().enumerate() {
             // Every outer coordinate is in range: the first inner one outside is the first entry outside.
             let i = inner.at(k);
