@@ -255,35 +255,49 @@ fn coordinate_columns_convert_as_the_interleaved_entries_do() {
             let col = |d: usize| (0..c.len()).map(|k| c.entry(k)[d]).collect::<Vec<u64>>();
             CooColumns::new(c.dims.clone(), vec![col(0), col(1)], c.values.clone())
         };
-        let cols = columns(&c);
-        let bits = if m.max(n) <= big { 32 } else { 64 };
-        assert_eq!((cols.column(0).bits(), cols.column(1).bits()), (bits, bits), "{m}x{n}");
-        assert_eq!(cols.clone().into_coo(), c, "{m}x{n}: the same entries, in order");
-        for widths in ["", ", crdWidth = 32", ", posWidth = 32, crdWidth = 32"] {
-            let target = enc(&format!("{map}{widths}"));
-            let what = format!("{m}x{n} {map}{widths}");
-            let direct = pack_columns(cols.clone(), &target, ScalarType::F64);
-            if let Ok(t) = &direct {
-                let mut got = t.to_coo();
-                got.sort_and_sum();
-                assert_eq!(got, sorted_entries(&c), "{what}");
-            } else {
-                assert!(widths.contains("crdWidth = 32") && m.max(n) > big, "{what}: {:?}", direct.err());
-            }
-            same_outcome(direct, pack(&c, &target, ScalarType::F64), &what);
+        // Also grouped by the target's outer dimension (inner coordinates still unsorted,
+        // repeats kept): the counting sort keeps the inner column and the values as they are.
+        let outer = if map == CSR { 0 } else { 1 };
+        let mut order: Vec<usize> = (0..c.len()).collect();
+        order.sort_by_key(|&k| c.entry(k)[outer]);
+        let mut grouped = Coo::new(c.dims.clone());
+        for &k in &order {
+            grouped.push(c.entry(k), c.values.num(k).to_f64());
         }
-        // Values that the element type cannot hold: the same error.
-        same_outcome(pack_columns(cols, &enc(map), ScalarType::I32), pack(&c, &enc(map), ScalarType::I32), &format!("{m}x{n} as i32"));
+        for c in [c, grouped] {
+            let cols = columns(&c);
+            let bits = if m.max(n) <= big { 32 } else { 64 };
+            assert_eq!((cols.column(0).bits(), cols.column(1).bits()), (bits, bits), "{m}x{n}");
+            assert_eq!(cols.clone().into_coo(), c, "{m}x{n}: the same entries, in order");
+            for widths in ["", ", crdWidth = 32", ", posWidth = 32, crdWidth = 32"] {
+                let target = enc(&format!("{map}{widths}"));
+                let what = format!("{m}x{n} {map}{widths}");
+                let direct = pack_columns(cols.clone(), &target, ScalarType::F64);
+                if let Ok(t) = &direct {
+                    let mut got = t.to_coo();
+                    got.sort_and_sum();
+                    assert_eq!(got, sorted_entries(&c), "{what}");
+                } else {
+                    assert!(widths.contains("crdWidth = 32") && m.max(n) > big, "{what}: {:?}", direct.err());
+                }
+                same_outcome(direct, pack(&c, &target, ScalarType::F64), &what);
+            }
+            // Values that the element type cannot hold: the same error.
+            same_outcome(pack_columns(cols, &enc(map), ScalarType::I32), pack(&c, &enc(map), ScalarType::I32), &format!("{m}x{n} as i32"));
+        }
     }
 }
 
 #[test]
 fn coordinate_columns_report_the_first_entry_outside_as_the_entries_do() {
     // Entry 1 is outside in its inner dimension for CSR, entry 2 in its outer one.
-    let cases: [(&[[u64; 2]], &str); 3] = [
+    // The last two are grouped by rows (CSR's outer dimension), which keeps the columns as they are.
+    let cases: [(&[[u64; 2]], &str); 5] = [
         (&[[1, 2], [2, 5], [4, 0]], "entry 1 has coordinate 5 in dimension 1, outside its size 5"),
         (&[[1, 2], [9, 1], [2, 7]], "entry 1 has coordinate 9 in dimension 0, outside its size 4"),
         (&[[1, 2], [3, 4], [3, 4], [0, 1 << 40]], "entry 3 has coordinate 1099511627776 in dimension 1"),
+        (&[[0, 1], [1, 7], [2, 2], [5, 0]], "entry 1 has coordinate 7 in dimension 1, outside its size 5"),
+        (&[[0, 1], [1, 2], [1, 0], [9, 3]], "entry 3 has coordinate 9 in dimension 0, outside its size 4"),
     ];
     for (entries, want) in cases {
         let mut c = Coo::new(vec![4, 5]);

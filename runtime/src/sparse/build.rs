@@ -82,7 +82,7 @@ pub fn pack_columns(mut cols: CooColumns, enc: &Encoding, elem: ScalarType) -> R
     let values = std::mem::take(&mut cols.values);
     cols.values = values.convert(elem).map_err(|e| SparseError::buffer("values", e.position, e.message))?;
     let lvl_sizes = check_sizes(&cols.dims, cols.len(), enc)?;
-    csr::pack_columns_csr_like(&cols, enc, elem, &lvl_sizes)
+    csr::pack_columns_csr_like(cols, enc, elem, &lvl_sizes)
 }
 
 /// The entries of `coo` inside the window `enc`'s dimension slices select,

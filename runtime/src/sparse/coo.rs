@@ -177,6 +177,10 @@ impl CooColumns {
     pub fn entry(&self, k: usize) -> Vec<u64> {
         self.columns.iter().map(|c| c.get(k)).collect()
     }
+    /// The dimension sizes, the columns and the values.
+    pub fn into_parts(self) -> (Vec<u64>, Vec<IndexBuf>, ScalarVec) {
+        (self.dims, self.columns, self.values)
+    }
     /// The same entries as an interleaved [`Coo`], in the same order.
     pub fn into_coo(self) -> Coo {
         let r = self.rank();

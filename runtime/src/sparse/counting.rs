@@ -226,6 +226,21 @@ pub(crate) fn scatter_entries<I: Idx, O: Column + ?Sized, N: Column + ?Sized>(
     Ok(Scattered { pos, crd, vals })
 }
 
+/// [`scatter_entries`] for entries already grouped by their outer
+/// coordinate (`outer` nondecreasing, every coordinate in range): the
+/// scatter would be the identity, so `inner` and `values` are the result
+/// as they are and only the positions are counted.
+pub(crate) fn grouped(outer: &[u32], inner: Vec<u32>, values: ScalarVec, n_outer: usize) -> Scattered<u32> {
+    let mut pos = vec![0u32; n_outer + 1];
+    for &o in outer {
+        pos[o as usize + 1] += 1;
+    }
+    for r in 0..n_outer {
+        pos[r + 1] += pos[r];
+    }
+    Scattered { pos, crd: inner, vals: values }
+}
+
 /// CSR-like storage (positions over the outer level, coordinates `crd`)
 /// transposed: entries grouped by their coordinate, the old row as the new
 /// coordinate. Rows are visited in order, so every new row comes out sorted.

@@ -131,9 +131,29 @@ pub(crate) fn pack_csr_like(coo: &Coo, enc: &Encoding, elem: ScalarType, lvl_siz
 
 /// [`pack_csr_like`] for entries kept as columns (a coo `.npz`): the
 /// counting sort reads each coordinate at the columns' width.
-pub(crate) fn pack_columns_csr_like(cols: &CooColumns, enc: &Encoding, elem: ScalarType, lvl_sizes: &[u64]) -> Result<SparseTensor> {
+pub(crate) fn pack_columns_csr_like(cols: CooColumns, enc: &Encoding, elem: ScalarType, lvl_sizes: &[u64]) -> Result<SparseTensor> {
     let (a, b) = csr_dims(enc)?;
     let outside = |k| super::build::out_of_range(&cols.entry(k), &cols.dims, k);
+    // Entries already grouped by `a` (a column-ordered file into CSC): the
+    // counting sort's permutation is the identity, so the inner column and
+    // the values are kept as they are instead of copied.
+    if let (IndexBuf::U32(o), IndexBuf::U32(i)) = (cols.column(a), cols.column(b))
+        && counting::narrow(cols.len(), cols.dims[b])
+        && o.windows(2).all(|w| w[0] <= w[1])
+    {
+        super::build::check_alloc(cols.dims[a], "the positions buffer")?;
+        let (dim_a, dim_b) = (cols.dims[a], cols.dims[b]);
+        if let Some(k) = o.iter().zip(i).position(|(&x, &y)| u64::from(x) >= dim_a || u64::from(y) >= dim_b) {
+            return Err(outside(k));
+        }
+        let dims = cols.dims.clone();
+        let (_, mut columns, values) = cols.into_parts();
+        let (IndexBuf::U32(inner), IndexBuf::U32(outer)) = (columns.swap_remove(b), columns.swap_remove(0)) else {
+            unreachable!("both columns are 32-bit")
+        };
+        let s = counting::grouped(&outer, inner, values, dims[a] as usize);
+        return finish_scattered(s, enc, elem, &dims, lvl_sizes);
+    }
     let (dims, values) = (&cols.dims, &cols.values);
     match (cols.column(a), cols.column(b)) {
         (IndexBuf::U32(o), IndexBuf::U32(i)) => pack_entries(o.as_slice(), i.as_slice(), dims, values, (a, b), enc, elem, lvl_sizes, outside),
