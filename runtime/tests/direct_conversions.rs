@@ -8,8 +8,9 @@
 use heddle_ir::ScalarType;
 use heddle_ir::encoding::{Encoding, parse_encoding};
 use heddle_runtime::sparse::assemble::{Buffers, assemble};
-use heddle_runtime::sparse::build::pack;
+use heddle_runtime::sparse::build::{pack, pack_columns};
 use heddle_runtime::sparse::convert::convert;
+use heddle_runtime::sparse::coo::CooColumns;
 use heddle_runtime::sparse::{Coo, SparseTensor};
 
 fn enc(body: &str) -> Encoding {
@@ -204,14 +205,141 @@ fn direct_paths_report_what_the_general_path_reports() {
 
 #[test]
 fn a_hypersparse_csr_matrix_converts_to_bsr_without_a_slot_per_block_column() {
-    // 10^12 columns, two entries: the direct path would need a slot per block
-    // column; the conversion takes the general path instead, as `.mtx` input does.
-    let mut c = Coo::new(vec![4, 1_000_000_000_000]);
+    // 10^12 columns, two entries: marking would need a slot per block column;
+    // the merge (2-row blocks) needs none, and taller blocks take the general
+    // path instead, as `.mtx` input does. Either equals the general path.
+    let mut c = Coo::new(vec![20, 1_000_000_000_000]);
     c.push(&[0, 999_999_999_998], 2.5);
     c.push(&[3, 7], -1.0);
     let csr = pack(&c, &enc(CSR), ScalarType::F64).unwrap();
-    let target = enc("map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense)");
-    let direct = convert(&csr, &target).unwrap();
-    assert_eq!(direct, general(&csr, &target));
-    assert_eq!(direct.nse(), 8, "two 2 x 2 blocks");
+    for r in [2, 10] {
+        let target = enc(&format!("map = (i, j) -> (i floordiv {r} : dense, j floordiv 2 : compressed, i mod {r} : dense, j mod 2 : dense)"));
+        let direct = convert(&csr, &target).unwrap();
+        assert_eq!(direct, general(&csr, &target));
+        assert_eq!(direct.nse(), 2 * 2 * r as usize, "two {r} x 2 blocks");
+        // Block column 499 999 999 999 does not fit in 32 bits: the same error.
+        let narrow = enc(&format!("map = (i, j) -> (i floordiv {r} : dense, j floordiv 2 : compressed, i mod {r} : dense, j mod 2 : dense), crdWidth = 32"));
+        let e = convert(&csr, &narrow).unwrap_err().to_string();
+        assert_eq!(e, pack(&c, &narrow, ScalarType::F64).unwrap_err().to_string());
+        assert!(e.contains("coordinates[1]") && e.contains("499999999999 does not fit in 32 bits"), "{e}");
+    }
+}
+
+/// The same result, or the same error, from two conversions.
+fn same_outcome(a: Result<SparseTensor, heddle_runtime::sparse::SparseError>, b: Result<SparseTensor, heddle_runtime::sparse::SparseError>, what: &str) {
+    match (a, b) {
+        (Ok(x), Ok(y)) => assert_eq!(x, y, "{what}"),
+        (Err(x), Err(y)) => assert_eq!(x.to_string(), y.to_string(), "{what}"),
+        (x, y) => panic!("{what}: {:?} against {:?}", x.map(|t| t.nse()), y.map(|t| t.nse())),
+    }
+}
+
+/// Entries kept as coordinate columns (a coo `.npz`) are 32-bit exactly
+/// when every dimension is at most 2^32, and COO → CSR / CSC from them
+/// equals the interleaved entries' path and the sorted entries, on both
+/// sides of that boundary, with repeated entries, at native and 32-bit
+/// coordinate widths (where 2^32 does not fit: the same error).
+#[test]
+fn coordinate_columns_convert_as_the_interleaved_entries_do() {
+    let mut rng = Rng(0x5eed);
+    let big = 1u64 << 32;
+    // (shape, CSR-like target): the outer dimension stays small, so its positions fit in memory.
+    for (m, n, map) in [(6, big, CSR), (6, big + 1, CSR), (big, 6, CSC), (big + 1, 6, CSC), (40, 33, CSR), (40, 33, CSC)] {
+        let mut c = Coo::new(vec![m, n]);
+        let pick = |rng: &mut Rng, d: u64| [0, 1, d - 2, d - 1, rng.below(d)][rng.below(5) as usize];
+        for _ in 0..60 {
+            let (i, j) = (pick(&mut rng, m), pick(&mut rng, n));
+            c.push(&[i, j], rng.below(17) as f64 / 4.0 - 2.0);
+        }
+        let columns = |c: &Coo| {
+            let col = |d: usize| (0..c.len()).map(|k| c.entry(k)[d]).collect::<Vec<u64>>();
+            CooColumns::new(c.dims.clone(), vec![col(0), col(1)], c.values.clone())
+        };
+        // Also grouped by the target's outer dimension (inner coordinates still unsorted,
+        // repeats kept): the counting sort keeps the inner column and the values as they are.
+        let outer = if map == CSR { 0 } else { 1 };
+        let mut order: Vec<usize> = (0..c.len()).collect();
+        order.sort_by_key(|&k| c.entry(k)[outer]);
+        let mut grouped = Coo::new(c.dims.clone());
+        for &k in &order {
+            grouped.push(c.entry(k), c.values.num(k).to_f64());
+        }
+        for c in [c, grouped] {
+            let cols = columns(&c);
+            let bits = if m.max(n) <= big { 32 } else { 64 };
+            assert_eq!((cols.column(0).bits(), cols.column(1).bits()), (bits, bits), "{m}x{n}");
+            assert_eq!(cols.clone().into_coo(), c, "{m}x{n}: the same entries, in order");
+            for widths in ["", ", crdWidth = 32", ", posWidth = 32, crdWidth = 32"] {
+                let target = enc(&format!("{map}{widths}"));
+                let what = format!("{m}x{n} {map}{widths}");
+                let direct = pack_columns(cols.clone(), &target, ScalarType::F64);
+                if let Ok(t) = &direct {
+                    let mut got = t.to_coo();
+                    got.sort_and_sum();
+                    assert_eq!(got, sorted_entries(&c), "{what}");
+                } else {
+                    assert!(widths.contains("crdWidth = 32") && m.max(n) > big, "{what}: {:?}", direct.err());
+                }
+                same_outcome(direct, pack(&c, &target, ScalarType::F64), &what);
+            }
+            // Values that the element type cannot hold: the same error.
+            same_outcome(pack_columns(cols, &enc(map), ScalarType::I32), pack(&c, &enc(map), ScalarType::I32), &format!("{m}x{n} as i32"));
+        }
+    }
+}
+
+#[test]
+fn coordinate_columns_report_the_first_entry_outside_as_the_entries_do() {
+    // Entry 1 is outside in its inner dimension for CSR, entry 2 in its outer one.
+    // The last two are grouped by rows (CSR's outer dimension), which keeps the columns as they are.
+    let cases: [(&[[u64; 2]], &str); 5] = [
+        (&[[1, 2], [2, 5], [4, 0]], "entry 1 has coordinate 5 in dimension 1, outside its size 5"),
+        (&[[1, 2], [9, 1], [2, 7]], "entry 1 has coordinate 9 in dimension 0, outside its size 4"),
+        (&[[1, 2], [3, 4], [3, 4], [0, 1 << 40]], "entry 3 has coordinate 1099511627776 in dimension 1"),
+        (&[[0, 1], [1, 7], [2, 2], [5, 0]], "entry 1 has coordinate 7 in dimension 1, outside its size 5"),
+        (&[[0, 1], [1, 2], [1, 0], [9, 3]], "entry 3 has coordinate 9 in dimension 0, outside its size 4"),
+    ];
+    for (entries, want) in cases {
+        let mut c = Coo::new(vec![4, 5]);
+        for e in entries {
+            c.push(e, 1.0);
+        }
+        let cols = CooColumns::new(c.dims.clone(), (0..2).map(|d| entries.iter().map(|e| e[d]).collect()).collect(), c.values.clone());
+        for map in [CSR, CSC] {
+            let e = pack_columns(cols.clone(), &enc(map), ScalarType::F64).unwrap_err().to_string();
+            assert!(e.contains(want), "{map}: {e}");
+            assert_eq!(e, pack(&c, &enc(map), ScalarType::F64).unwrap_err().to_string());
+        }
+    }
+}
+
+#[test]
+fn tall_blocks_and_unsorted_rows_take_the_marking_path_to_bsr() {
+    // Blocks of more than 8 rows, and CSR whose rows are stored unsorted
+    // (`nonordered`), are not merged; both equal the general path.
+    let mut rng = Rng(77);
+    let unsorted = "map = (i, j) -> (i : dense, j : compressed(nonordered))";
+    for (m, n, fill) in [(36, 60, 0.1), (72, 120, 0.3), (36, 60, 0.0)] {
+        let c = random(&mut rng, m, n, fill);
+        let csr = pack(&c, &enc(CSR), ScalarType::F64).unwrap();
+        // The same rows, each reversed.
+        let pos = csr.positions[1].as_ref().unwrap().to_u64();
+        let crd = csr.coordinates[1].as_ref().unwrap().to_u64();
+        let (mut rcrd, mut rvals) = (Vec::new(), Vec::<f64>::new());
+        let vals: Vec<f64> = (0..csr.nse()).map(|k| csr.values.num(k).to_f64()).collect();
+        for w in pos.windows(2) {
+            rcrd.extend(crd[w[0] as usize..w[1] as usize].iter().rev());
+            rvals.extend(vals[w[0] as usize..w[1] as usize].iter().rev());
+        }
+        let b = Buffers { positions: vec![None, Some(pos.clone())], coordinates: vec![None, Some(rcrd)], values: heddle_runtime::scalars::ScalarVec::from(rvals) };
+        let reversed = assemble(&enc(unsorted), ScalarType::F64, vec![m, n], b).unwrap();
+        for (r, k) in [(9, 2), (12, 5), (2, 4), (1, 3)] {
+            for widths in ["", ", posWidth = 32, crdWidth = 32"] {
+                let target = enc(&format!("map = (i, j) -> (i floordiv {r} : dense, j floordiv {k} : compressed, i mod {r} : dense, j mod {k} : dense){widths}"));
+                for (name, src) in [("sorted", &csr), ("unsorted rows", &reversed)] {
+                    assert_eq!(convert(src, &target).unwrap(), general(src, &target), "{m}x{n} {r}x{k}{widths} from {name}");
+                }
+            }
+        }
+    }
 }

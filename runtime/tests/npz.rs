@@ -309,3 +309,73 @@ fn deflate_bombs_are_cut_off() {
     let e = read_into(&p, &enc(CSR)).unwrap_err().to_string();
     assert!(e.contains("`data`: the header promises 1073741824 bytes"), "{e}");
 }
+
+/// A csr / csc file is kept as stored with 32-bit positions and
+/// coordinates exactly where every coordinate its shape allows fits (a
+/// last coordinate of 2^32 - 1 does, 2^32 does not), so conversions read
+/// scipy's int32 indices at that width; it reads into any width as before.
+#[test]
+fn stored_matrices_keep_32_bit_indices_where_the_shape_allows() {
+    let d = dir();
+    let big = 1u64 << 32;
+    for (m, n, map) in [(3, big, CSR), (3, big + 1, CSR), (big, 3, CSC), (big + 1, 3, CSC), (4, 6, CSR), (4, 6, CSC)] {
+        let wide = m > n;
+        let mut c = Coo::new(vec![m, n]);
+        for (k, (a, b)) in [(0, 0), (1, 1), (2, 2)].into_iter().enumerate() {
+            // The largest coordinate the shape allows, in the stored dimension.
+            let far = if wide { [m - 1 - a, b] } else { [a, n - 1 - b] };
+            c.push(&far, k as f64 + 0.5);
+        }
+        let t = build::pack(&c, &enc(map), ScalarType::F64).unwrap();
+        let p = d.join(format!("wide{m}x{n}.npz"));
+        write::write(&t, &p).unwrap();
+        let NpzTensor::Stored(stored) = read_npz(&p).unwrap() else { panic!("{m}x{n}: kept as stored") };
+        let bits = if m.max(n) <= big { 32 } else { 64 };
+        assert_eq!(stored.coordinates[1].as_ref().unwrap().bits(), bits, "{m}x{n}");
+        assert_eq!(stored.positions[1].as_ref().unwrap().bits(), 32, "{m}x{n}");
+        assert_eq!(entries(&stored), entries(&t), "{m}x{n}");
+        // Into the native widths: the same storage as packed from the entries.
+        assert_eq!(read_into(&p, &enc(map)).unwrap(), t, "{m}x{n}");
+        let narrow = parse_encoding(&format!("#sparse_tensor.encoding<{{ map = {map}, crdWidth = 32 }}>"), 0).unwrap();
+        match read_into(&p, &narrow) {
+            Ok(back) => {
+                assert_eq!(bits, 32, "{m}x{n}");
+                assert_eq!(back, build::pack(&c, &narrow, ScalarType::F64).unwrap(), "{m}x{n}");
+            }
+            Err(e) => {
+                assert_eq!(bits, 64, "{m}x{n}: {e}");
+                assert!(e.to_string().contains("coordinates[1]") && e.to_string().contains("4294967296 does not fit in 32 bits"), "{e}");
+            }
+        }
+    }
+}
+
+/// A coo file's entries are kept as coordinate columns, 32-bit exactly
+/// where every dimension (and coordinate) allows, and read into CSR / CSC
+/// or any other encoding as the interleaved entries are.
+#[test]
+fn coo_files_keep_their_coordinate_columns() {
+    let d = dir();
+    let big = 1u64 << 32;
+    let coo2 = "(i, j) -> (i : compressed(nonunique), j : singleton)";
+    for (m, n, map) in [(3, big, CSR), (3, big + 1, CSR), (big, 3, CSC), (big + 1, 3, CSC), (4, 6, BSR), (4, 6, CSC)] {
+        let mut c = Coo::new(vec![m, n]);
+        for (k, (i, j)) in [(0, n - 1), (m - 1, 0), (1, 1), (m - 1, n - 1)].into_iter().enumerate() {
+            c.push(&[i, j], -(k as f64) - 0.25);
+        }
+        let t = build::pack(&c, &enc(coo2), ScalarType::F64).unwrap();
+        let p = d.join(format!("coo{m}x{n}.npz"));
+        write::write(&t, &p).unwrap();
+        let NpzTensor::Columns(cols, elem) = read_npz(&p).unwrap() else { panic!("{m}x{n}: coordinate columns") };
+        assert_eq!(elem, ScalarType::F64);
+        let bits = if m.max(n) <= big { 32 } else { 64 };
+        assert_eq!((cols.column(0).bits(), cols.column(1).bits()), (bits, bits), "{m}x{n}");
+        let mut sorted = c.clone();
+        sorted.sort_and_sum();
+        assert_eq!(cols.into_coo(), sorted, "{m}x{n}: the stored order");
+        for target in [enc(map), enc(coo2)] {
+            assert_eq!(read_into(&p, &target).unwrap(), build::pack(&c, &target, ScalarType::F64).unwrap(), "{m}x{n}");
+        }
+        assert_eq!(read_tensor(&p, ScalarType::F32).unwrap().len(), 4);
+    }
+}

@@ -2,18 +2,23 @@
 //!
 //! BSR (`(i floordiv R : dense, j floordiv C : compressed, i mod R : dense,
 //! j mod C : dense)`, or the blocks' insides column-major) stores, per block
-//! row, the block columns that hold an entry, and a full R×C block of values
-//! for each. Chou et al.'s attribute query here is per block row: one pass
-//! over the block row's entries (R source rows, contiguous in CSR) marks the
-//! block columns present, their sorted list is that block row's coordinates
-//! and numbers its blocks, and a second pass over the same, still cached,
-//! entries scatters each value into its block; the rest is the implicit
-//! value. From CSC the blocks run across the stored order, so the source is
-//! first transposed (a counting sort). Stored explicit zeros make blocks, as
-//! on the general path.
+//! row, the block columns that hold an entry, in increasing order, and a
+//! full R×C block of values for each. The block rows are built one at a
+//! time from their R source rows, contiguous in CSR. Where those rows are
+//! sorted and R is small (at most [`MERGE_ROWS`]) they are merged: Chou et
+//! al.'s attribute query is one merge that lists each block row's block
+//! columns, already in order (no sort, no array over the block columns, so
+//! a hypersparse matrix takes this path too), and a second pass scatters
+//! each value into its block, the rows' cursors moving block by block.
+//! Otherwise one pass over the block row's entries marks the block columns
+//! present in a slot per block column, their sorted list numbers the
+//! blocks, and a second pass scatters the values. The rest of each block
+//! is the implicit value. From CSC the blocks run across the stored order,
+//! so the source is first transposed (a counting sort). Stored explicit
+//! zeros make blocks, as on the general path.
 
-use super::build::{check_alloc, check_storage_size, finish};
-use super::counting::Idx;
+use super::build::{check_alloc, check_storage_size, finish, finish_stored};
+use super::counting::{self, Idx};
 use super::csr::csr_like;
 use super::buffer::IndexBuf;
 use super::error::{Result, SparseError};
@@ -79,6 +84,14 @@ pub(crate) fn csr_to_bsr(src: &SparseTensor, target: &Encoding) -> Result<Option
     let dims = src.dim_sizes.clone();
     let lvl_sizes = map::lvl_sizes(target, &dims).map_err(SparseError::Shape)?;
     check_storage_size(target, &lvl_sizes, src.nse() as u64, None)?;
+    if !src.encoding.levels[1].props.nonordered && blk.rows <= MERGE_ROWS {
+        return match crd {
+            IndexBuf::U32(c) => merged(src, target, pos, c, &blk, dims, lvl_sizes),
+            IndexBuf::U64(c) => merged(src, target, pos, c, &blk, dims, lvl_sizes),
+            other => merged(src, target, pos, &other.to_u64(), &blk, dims, lvl_sizes),
+        }
+        .map(Some);
+    }
     // One slot per block column: worth it unless the block columns far
     // outnumber the entries (a hypersparse matrix), which the general path
     // (sorted coordinates) stores without such an array.
@@ -102,7 +115,159 @@ pub(crate) fn csr_to_bsr(src: &SparseTensor, target: &Encoding) -> Result<Option
     finish(target, src.elem, dims, lvl_sizes, positions, coordinates, values).map(Some)
 }
 
-/// The block rows' positions, the block columns and the blocks' values.
+/// Block rows of at most this many source rows are merged (see the module's
+/// documentation); taller ones mark their block columns instead.
+const MERGE_ROWS: usize = 8;
+
+/// The merge path for sorted source rows: block rows' positions and block
+/// columns at 32 bits where they fit (see [`counting::narrow`]), then
+/// stored at the target's widths.
+fn merged<S: Idx>(
+    src: &SparseTensor,
+    target: &Encoding,
+    pos: &IndexBuf,
+    crd: &[S],
+    blk: &Blocks,
+    dims: Vec<u64>,
+    lvl_sizes: Vec<u64>,
+) -> Result<SparseTensor> {
+    if counting::narrow(src.nse(), lvl_sizes[1]) {
+        merged_into::<S, u32>(src, target, pos, crd, blk, dims, lvl_sizes)
+    } else {
+        merged_into::<S, u64>(src, target, pos, crd, blk, dims, lvl_sizes)
+    }
+}
+
+fn merged_into<S: Idx, O: Idx>(
+    src: &SparseTensor,
+    target: &Encoding,
+    pos: &IndexBuf,
+    crd: &[S],
+    blk: &Blocks,
+    dims: Vec<u64>,
+    lvl_sizes: Vec<u64>,
+) -> Result<SparseTensor> {
+    let implicit = super::assemble::implicit_value(target);
+    let rows = Rows { pos, major: src.lvl_sizes[0] as usize, height: blk.rows };
+    let n_brows = lvl_sizes[0] as usize;
+    let values = with_values!(&src.values, vals => {
+        let pad = Scalar::from_num(implicit)
+            .ok_or_else(|| SparseError::Shape(format!("the encoding's implicitVal {implicit} is not a {}", src.elem.keyword())))?;
+        // A power-of-two block width divides by a shift (a division costs tens of cycles per block).
+        let c = blk.cols;
+        let (bpos, bcrd) = if c.is_power_of_two() {
+            let shift = c.trailing_zeros();
+            block_columns::<S, O>(&rows, crd, c, n_brows, |j| j >> shift)
+        } else {
+            block_columns::<S, O>(&rows, crd, c, n_brows, |j| j / c)
+        };
+        let total = (bcrd.len() as u64).saturating_mul((blk.rows * blk.cols) as u64);
+        check_alloc(total, "the blocks' values")?;
+        let out = scatter_blocks(&rows, crd, vals, &bpos, &bcrd, blk, pad);
+        (bpos, bcrd, ScalarVec::from(out))
+    });
+    let (bpos, bcrd, values) = values;
+    // As `finish` orders its checks: the values, then the buffers' widths.
+    super::assemble::check_explicit_values(target, &values)?;
+    let bpos = counting::at_width(bpos, target.pos_width, "positions[1]")?;
+    let bcrd = counting::at_width(bcrd, target.crd_width, "coordinates[1]")?;
+    let positions = vec![None, Some(bpos), None, None];
+    let coordinates = vec![None, Some(bcrd), None, None];
+    finish_stored(target, src.elem, dims, lvl_sizes, positions, coordinates, values)
+}
+
+/// The source rows of each block row, read through the CSR positions.
+struct Rows<'a> {
+    pos: &'a IndexBuf,
+    /// Number of source rows.
+    major: usize,
+    /// Rows per block row (at most [`MERGE_ROWS`]).
+    height: usize,
+}
+
+impl Rows<'_> {
+    /// Block row `br`'s rows: entry ranges `next[t]..end[t]` for its `t`-th
+    /// row; returns how many rows it has.
+    #[inline]
+    fn load(&self, br: usize, next: &mut [usize; MERGE_ROWS], end: &mut [usize; MERGE_ROWS]) -> usize {
+        let first = br * self.height;
+        let last = (first + self.height).min(self.major);
+        for (t, i) in (first..last).enumerate() {
+            next[t] = self.pos.get(i) as usize;
+            end[t] = self.pos.get(i + 1) as usize;
+        }
+        last.saturating_sub(first)
+    }
+}
+
+/// The attribute query of the merge path: each block row's block columns,
+/// in increasing order, merged from its sorted rows (`c` columns per
+/// block, `block_of(j)` = `j / c`); returns the block rows' positions and
+/// the block columns.
+fn block_columns<S: Idx, O: Idx>(rows: &Rows, crd: &[S], c: usize, n_brows: usize, block_of: impl Fn(usize) -> usize) -> (Vec<O>, Vec<O>) {
+    let mut bpos = Vec::with_capacity(n_brows + 1);
+    bpos.push(O::of(0));
+    let mut bcrd = Vec::new();
+    let (mut next, mut end) = ([0usize; MERGE_ROWS], [0usize; MERGE_ROWS]);
+    for br in 0..n_brows {
+        let height = rows.load(br, &mut next, &mut end);
+        loop {
+            // The next block column: the one holding the smallest next column.
+            let mut least = usize::MAX;
+            for t in 0..height {
+                if next[t] < end[t] {
+                    least = least.min(crd[next[t]].at());
+                }
+            }
+            if least == usize::MAX {
+                break;
+            }
+            let bc = block_of(least);
+            bcrd.push(O::of(bc));
+            // Past that block column's entries in every row.
+            let limit = (bc + 1) * c;
+            for t in 0..height {
+                while next[t] < end[t] && crd[next[t]].at() < limit {
+                    next[t] += 1;
+                }
+            }
+        }
+        bpos.push(O::of(bcrd.len()));
+    }
+    (bpos, bcrd)
+}
+
+/// The blocks' values: each block row's rows walked block by block (the
+/// block columns from [`block_columns`]), each value into its place in
+/// its block; the rest is `pad`.
+fn scatter_blocks<S: Idx, O: Idx, T: Scalar>(rows: &Rows, crd: &[S], vals: &[T], bpos: &[O], bcrd: &[O], blk: &Blocks, pad: T) -> Vec<T> {
+    let (r, c) = (blk.rows, blk.cols);
+    let size = r * c;
+    let mut out = vec![pad; bcrd.len() * size];
+    let (mut next, mut end) = ([0usize; MERGE_ROWS], [0usize; MERGE_ROWS]);
+    for br in 0..bpos.len() - 1 {
+        let height = rows.load(br, &mut next, &mut end);
+        for k in bpos[br].at()..bpos[br + 1].at() {
+            let col0 = bcrd[k].at() * c;
+            let block = &mut out[k * size..(k + 1) * size];
+            for t in 0..height {
+                while next[t] < end[t] {
+                    let j = crd[next[t]].at().wrapping_sub(col0);
+                    if j >= c {
+                        break;
+                    }
+                    let within = if blk.row_major { t * c + j } else { j * r + t };
+                    block[within] = vals[next[t]];
+                    next[t] += 1;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The marking path (tall blocks, or unsorted rows): the block rows'
+/// positions, the block columns and the blocks' values.
 fn fill<S: Idx, T: Scalar>(
     pos: &IndexBuf,
     crd: &[S],

@@ -8,7 +8,7 @@
 //! into its own positions, coordinates and child ranges.
 
 use super::buffer::IndexBuf;
-use super::coo::Coo;
+use super::coo::{Coo, CooColumns};
 use super::csr;
 use super::error::{Result, SparseError};
 use super::tensor::SparseTensor;
@@ -62,13 +62,27 @@ pub fn pack(coo: &Coo, enc: &Encoding, elem: ScalarType) -> Result<SparseTensor>
     };
     // CSR-like targets check the coordinates' range in their histogram pass.
     if csr::csr_like(enc).is_some() && coo.rank() == 2 {
-        let lvl_sizes = check_sizes(coo, enc)?;
+        let lvl_sizes = check_sizes(&coo.dims, coo.len(), enc)?;
         return csr::pack_csr_like(coo, enc, elem, &lvl_sizes);
     }
     let lvl_sizes = check_shape(coo, enc)?;
     let (lvl, vals) = remap(coo, enc)?;
     let (lvl, vals) = sort_levels(lvl, vals, &lvl_sizes, enc.sums_duplicates());
     assemble_levels(enc, elem, coo.dims.clone(), lvl_sizes, &lvl, &vals)
+}
+
+/// [`pack`] for entries kept as coordinate columns: a CSR-like target
+/// reads the columns at their width (see [`csr::pack_columns_csr_like`]),
+/// any other goes through the interleaved entries.
+pub fn pack_columns(mut cols: CooColumns, enc: &Encoding, elem: ScalarType) -> Result<SparseTensor> {
+    if csr::csr_like(enc).is_none() || cols.rank() != 2 {
+        return pack(&cols.into_coo(), enc, elem);
+    }
+    // As `pack`: the values at `elem` first, then the sizes; the coordinates are checked by the counting sort.
+    let values = std::mem::take(&mut cols.values);
+    cols.values = values.convert(elem).map_err(|e| SparseError::buffer("values", e.position, e.message))?;
+    let lvl_sizes = check_sizes(&cols.dims, cols.len(), enc)?;
+    csr::pack_columns_csr_like(cols, enc, elem, &lvl_sizes)
 }
 
 /// The entries of `coo` inside the window `enc`'s dimension slices select,
@@ -119,7 +133,7 @@ fn slice_window(coo: &Coo, enc: &Encoding) -> Result<(Coo, Encoding)> {
 
 /// Level sizes for the tensor's shape; rejects what cannot be stored.
 pub(crate) fn check_shape(coo: &Coo, enc: &Encoding) -> Result<Vec<u64>> {
-    let lvl_sizes = check_sizes(coo, enc)?;
+    let lvl_sizes = check_sizes(&coo.dims, coo.len(), enc)?;
     // One pass over the coordinates, in blocks of 64k entries per task.
     let r = coo.rank().max(1);
     const BLOCK: usize = 1 << 16;
@@ -127,7 +141,7 @@ pub(crate) fn check_shape(coo: &Coo, enc: &Encoding) -> Result<Vec<u64>> {
         block.chunks_exact(r).position(|c| c.iter().zip(&coo.dims).any(|(x, d)| x >= d)).map(|k| b * BLOCK + k)
     });
     if let Some(k) = bad {
-        return Err(out_of_range(coo, k));
+        return Err(out_of_range(coo.entry(k), &coo.dims, k));
     }
     // DIA's storage is sized by its offsets, counted once the coordinates are known to be in range.
     if enc.diff_level().is_some() {
@@ -139,24 +153,24 @@ pub(crate) fn check_shape(coo: &Coo, enc: &Encoding) -> Result<Vec<u64>> {
 /// Level sizes for the tensor's shape, and the storage they would need
 /// checked (but for DIA's, which [`check_shape`] checks once it has counted
 /// the offsets); the coordinates are not looked at.
-pub(crate) fn check_sizes(coo: &Coo, enc: &Encoding) -> Result<Vec<u64>> {
+pub(crate) fn check_sizes(dims: &[u64], entries: usize, enc: &Encoding) -> Result<Vec<u64>> {
     if enc.dims.iter().any(|d| d.slice.is_some()) {
         return Err(SparseError::Shape(
             "an encoding with dimension slices describes a view into another tensor's storage; it cannot be a conversion target".into(),
         ));
     }
-    let lvl_sizes = map::lvl_sizes(enc, &coo.dims).map_err(SparseError::Shape)?;
+    let lvl_sizes = map::lvl_sizes(enc, dims).map_err(SparseError::Shape)?;
     if enc.diff_level().is_none() {
-        check_storage_size(enc, &lvl_sizes, coo.len() as u64, None)?;
+        check_storage_size(enc, &lvl_sizes, entries as u64, None)?;
     }
     Ok(lvl_sizes)
 }
 
-/// The error for entry `k` of `coo`, which has a coordinate outside its dimension.
-pub(crate) fn out_of_range(coo: &Coo, k: usize) -> SparseError {
-    let c = coo.entry(k);
-    let d = (0..c.len()).find(|&d| c[d] >= coo.dims[d]).unwrap_or(0);
-    SparseError::Shape(format!("entry {k} has coordinate {} in dimension {d}, outside its size {}", c[d], coo.dims[d]))
+/// The error for entry `k`, at `coords`, which has a coordinate outside its dimension (of `dims`).
+pub(crate) fn out_of_range(coords: &[u64], dims: &[u64], k: usize) -> SparseError {
+    let c = coords;
+    let d = (0..c.len()).find(|&d| c[d] >= dims[d]).unwrap_or(0);
+    SparseError::Shape(format!("entry {k} has coordinate {} in dimension {d}, outside its size {}", c[d], dims[d]))
 }
 
 /// The number of different offsets among the entries of `coo` when `enc`

@@ -2,6 +2,7 @@
 
 use crate::scalars::{Num, Scalar, ScalarVec};
 use crate::with_values;
+use super::buffer::IndexBuf;
 use heddle_ir::ScalarType;
 
 /// A tensor as a list of entries: `coords` holds `rank` coordinates per
@@ -117,5 +118,78 @@ impl Coo {
             }
             ScalarVec::from(out)
         }))
+    }
+}
+
+/// A coordinate list kept as one column per dimension, as scipy's coo
+/// `.npz` stores it (`row` and `col`, or the rows of `coords`): all at 32
+/// bits when every dimension's coordinates fit (every size ≤ 2^32, and
+/// every coordinate < 2^32, so one outside its dimension is still
+/// reported as it is), else all at 64. COO → CSR / CSC reads these columns directly, 4 bytes per
+/// coordinate where [`Coo`]'s interleaved 64-bit list would need 8; any
+/// other use goes through [`CooColumns::to_coo`]. Duplicates are allowed
+/// (they add up), as in a [`Coo`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct CooColumns {
+    /// Dimension sizes.
+    pub dims: Vec<u64>,
+    /// Entry `k`'s coordinate in dimension `d` is `columns[d].get(k)`.
+    columns: Vec<IndexBuf>,
+    /// One value per entry.
+    pub values: ScalarVec,
+}
+
+impl CooColumns {
+    /// The columns `columns` (one per dimension, each as long as `values`)
+    /// at 32 bits when every dimension size is at most 2^32 and every
+    /// coordinate fits, else at 64. The coordinates are not checked against
+    /// `dims`: conversions check them, as for a [`Coo`].
+    pub fn new(dims: Vec<u64>, columns: Vec<Vec<u64>>, values: ScalarVec) -> CooColumns {
+        assert!(columns.len() == dims.len() && columns.iter().all(|c| c.len() == values.len()), "one column per dimension, one coordinate per value");
+        let narrow = dims.iter().all(|&d| d <= 1 << 32) && columns.iter().flatten().all(|&x| x <= u64::from(u32::MAX));
+        let columns = columns
+            .into_iter()
+            .map(|c| if narrow { IndexBuf::U32(c.into_iter().map(|x| x as u32).collect()) } else { IndexBuf::U64(c) })
+            .collect();
+        CooColumns { dims, columns, values }
+    }
+    /// Number of dimensions.
+    pub fn rank(&self) -> usize {
+        self.dims.len()
+    }
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+    /// No entries?
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+    /// The type of the values.
+    pub fn elem(&self) -> ScalarType {
+        self.values.elem()
+    }
+    /// Dimension `d`'s column.
+    pub fn column(&self, d: usize) -> &IndexBuf {
+        &self.columns[d]
+    }
+    /// The coordinates of entry `k`.
+    pub fn entry(&self, k: usize) -> Vec<u64> {
+        self.columns.iter().map(|c| c.get(k)).collect()
+    }
+    /// The dimension sizes, the columns and the values.
+    pub fn into_parts(self) -> (Vec<u64>, Vec<IndexBuf>, ScalarVec) {
+        (self.dims, self.columns, self.values)
+    }
+    /// The same entries as an interleaved [`Coo`], in the same order.
+    pub fn into_coo(self) -> Coo {
+        let r = self.rank();
+        let mut coords = vec![0u64; self.len() * r];
+        for (d, c) in self.columns.iter().enumerate() {
+            for (k, x) in coords.iter_mut().skip(d).step_by(r).enumerate() {
+                *x = c.get(k);
+            }
+        }
+        Coo { dims: self.dims, coords, values: self.values }
     }
 }

@@ -13,7 +13,6 @@
 //! own.
 
 use super::buffer::IndexBuf;
-use super::coo::Coo;
 use super::error::Result;
 use super::tensor::SparseTensor;
 use crate::scalars::{Scalar, ScalarVec};
@@ -72,6 +71,41 @@ pub(crate) fn at_width<I: Idx>(v: Vec<I>, width: Width, name: &str) -> Result<In
     IndexBuf::from_u64(v.into_iter().map(|x| x.at() as u64).collect(), width, name)
 }
 
+/// `n` copies of `x`, for a buffer a conversion then fills in random order
+/// (a scatter; one filled in order is better off without the advice, which
+/// cost CPU time there, e.g. BSR's values). On Linux a large one's memory
+/// is advised to be backed by
+/// transparent huge pages (`madvise`, which this kernel setting, THP
+/// `madvise`, requires): a scatter into tens of megabytes then misses the
+/// TLB per 2 MB page instead of per 4 KB page, and faults its memory in
+/// 2 MB at a time. Zero `x` (integers, floats) comes from the allocator
+/// as untouched zeroed memory, so the advice applies before the first
+/// write. Only advice: nothing changes where it is not followed.
+pub(crate) fn scatter_buffer<T: Clone>(n: usize, x: T) -> Vec<T> {
+    let v = vec![x; n];
+    advise_huge_pages(&v);
+    v
+}
+
+#[cfg(target_os = "linux")]
+fn advise_huge_pages<T>(v: &[T]) {
+    const HUGE: usize = 2 << 20;
+    let (start, bytes) = (v.as_ptr() as usize, std::mem::size_of_val(v));
+    if bytes < 2 * HUGE {
+        return;
+    }
+    // The whole huge pages inside the buffer.
+    let (first, last) = (start.next_multiple_of(HUGE), (start + bytes) / HUGE * HUGE);
+    // SAFETY: advice about memory `v` owns, whole pages inside it;
+    // MADV_HUGEPAGE changes no contents (its failure is ignored: advice).
+    unsafe {
+        libc::madvise(first as *mut libc::c_void, last - first, libc::MADV_HUGEPAGE);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise_huge_pages<T>(_: &[T]) {}
+
 /// Whether 32-bit cursors and coordinates hold a counting sort of
 /// `entries` entries whose coordinates are below `coord_bound`. (They are
 /// then widened or narrowed to the encoding's widths: a million rows'
@@ -91,22 +125,74 @@ pub(crate) struct Scattered<I> {
     pub vals: ScalarVec,
 }
 
-/// COO (rank 2) → entries grouped by dimension `outer`, `inner` as the
-/// coordinate, in input order within a group. Checks every coordinate
-/// against its dimension on the way (the histogram pass reads them all);
-/// the first entry outside is `Err(k)`.
-pub(crate) fn scatter_coo<I: Idx>(coo: &Coo, outer: usize, inner: usize) -> std::result::Result<Scattered<I>, usize> {
-    let n_outer = coo.dims[outer] as usize;
-    let (dim_outer, dim_inner) = (coo.dims[outer], coo.dims[inner]);
-    let n = coo.len();
-    let coords = &coo.coords[..2 * n];
+/// Where a counting sort reads one dimension's coordinate of each entry:
+/// a column of its own at its stored width (`[u32]`, `[u64]`: a coo
+/// `.npz`'s `row` and `col`), or every `stride`-th element of an
+/// interleaved list ([`Strided`]: [`super::coo::Coo`]'s coordinates).
+pub(crate) trait Column: Sync {
+    /// Entry `k`'s coordinate.
+    fn at(&self, k: usize) -> u64;
+}
+
+impl Column for [u32] {
+    #[inline(always)]
+    fn at(&self, k: usize) -> u64 {
+        u64::from(self[k])
+    }
+}
+
+impl Column for [u64] {
+    #[inline(always)]
+    fn at(&self, k: usize) -> u64 {
+        self[k]
+    }
+}
+
+/// One dimension of an interleaved coordinate list: `data[k * stride + offset]`.
+pub(crate) struct Strided<'a> {
+    /// The interleaved coordinates.
+    pub data: &'a [u64],
+    /// Coordinates per entry.
+    pub stride: usize,
+    /// The dimension.
+    pub offset: usize,
+}
+
+impl Column for Strided<'_> {
+    #[inline(always)]
+    fn at(&self, k: usize) -> u64 {
+        self.data[k * self.stride + self.offset]
+    }
+}
+
+/// A matrix's entries (coordinates `outer` and `inner`, below `dims`, and
+/// `values`) grouped by `outer`, `inner` as the coordinate, in input order
+/// within a group. Checks every coordinate against its dimension on the
+/// way: the histogram pass the outer ones, the scatter the inner ones, so
+/// it reads 4 + 8 bytes of coordinates per entry at 32 bits, as scipy's
+/// `coo_tocsr` does. `Err(k)`: entry `k` is the first with a coordinate
+/// outside its dimension.
+pub(crate) fn scatter_entries<I: Idx, O: Column + ?Sized, N: Column + ?Sized>(
+    dims: (u64, u64),
+    outer: &O,
+    inner: &N,
+    values: &ScalarVec,
+) -> std::result::Result<Scattered<I>, usize> {
+    let (dim_outer, dim_inner) = dims;
+    let n_outer = dim_outer as usize;
+    let n = values.len();
     // Attribute query: the histogram, shifted by one so its prefix sum gives each row's start.
-    let mut pos = vec![I::default(); n_outer + 1];
-    for (k, e) in coords.chunks_exact(2).enumerate() {
-        let (o, i) = (e[outer], e[inner]);
-        if o >= dim_outer || i >= dim_inner {
-            return Err(k);
+    let mut pos = scatter_buffer(n_outer + 1, I::default());
+    // Entries already grouped by `outer` (a column-ordered file into CSC) scatter in order.
+    let (mut grouped, mut last) = (true, 0);
+    for k in 0..n {
+        let o = outer.at(k);
+        if o >= dim_outer {
+            // An earlier entry may be outside in its inner dimension.
+            return Err((0..k).find(|&q| inner.at(q) >= dim_inner).unwrap_or(k));
         }
+        grouped &= o >= last;
+        last = o;
         let slot = &mut pos[o as usize + 1];
         *slot = I::of(slot.at() + 1);
     }
@@ -114,14 +200,20 @@ pub(crate) fn scatter_coo<I: Idx>(coo: &Coo, outer: usize, inner: usize) -> std:
         pos[r + 1] = I::of(pos[r + 1].at() + pos[r].at());
     }
     // The scatter uses pos[r] as row r's cursor, leaving it at row r + 1's start.
-    let mut crd = vec![I::default(); n];
-    let vals = with_values!(&coo.values, values => {
-        let mut out = vec![Default::default(); n];
-        for (e, &v) in coords.chunks_exact(2).zip(values.iter()) {
-            let cursor = &mut pos[e[outer] as usize];
+    let buffer = |n, x| if grouped { vec![x; n] } else { scatter_buffer(n, x) };
+    let mut crd = buffer(n, I::default());
+    let vals = with_values!(values, values => {
+        let mut out = if grouped { vec![Default::default(); n] } else { scatter_buffer(n, Default::default()) };
+        for (k, &v) in values.iter().enumerate() {
+            // Every outer coordinate is in range: the first inner one outside is the first entry outside.
+            let i = inner.at(k);
+            if i >= dim_inner {
+                return Err(k);
+            }
+            let cursor = &mut pos[outer.at(k) as usize];
             let at = cursor.at();
             *cursor = I::of(at + 1);
-            crd[at] = I::of(e[inner] as usize);
+            crd[at] = I::of(i as usize);
             out[at] = v;
         }
         ScalarVec::from(out)
@@ -134,6 +226,21 @@ pub(crate) fn scatter_coo<I: Idx>(coo: &Coo, outer: usize, inner: usize) -> std:
     Ok(Scattered { pos, crd, vals })
 }
 
+/// [`scatter_entries`] for entries already grouped by their outer
+/// coordinate (`outer` nondecreasing, every coordinate in range): the
+/// scatter would be the identity, so `inner` and `values` are the result
+/// as they are and only the positions are counted.
+pub(crate) fn grouped(outer: &[u32], inner: Vec<u32>, values: ScalarVec, n_outer: usize) -> Scattered<u32> {
+    let mut pos = vec![0u32; n_outer + 1];
+    for &o in outer {
+        pos[o as usize + 1] += 1;
+    }
+    for r in 0..n_outer {
+        pos[r + 1] += pos[r];
+    }
+    Scattered { pos, crd: inner, vals: values }
+}
+
 /// CSR-like storage (positions over the outer level, coordinates `crd`)
 /// transposed: entries grouped by their coordinate, the old row as the new
 /// coordinate. Rows are visited in order, so every new row comes out sorted.
@@ -142,7 +249,7 @@ pub(crate) fn scatter_transpose<S: Idx, I: Idx>(src: &SparseTensor, pos: &IndexB
     let cols = src.lvl_sizes[1] as usize;
     let nse = src.nse();
     let crd = &crd[..nse];
-    let mut tpos = vec![I::default(); cols + 1];
+    let mut tpos = scatter_buffer(cols + 1, I::default());
     for &c in crd {
         let slot = &mut tpos[c.at() + 1];
         *slot = I::of(slot.at() + 1);
@@ -150,9 +257,9 @@ pub(crate) fn scatter_transpose<S: Idx, I: Idx>(src: &SparseTensor, pos: &IndexB
     for c in 0..cols {
         tpos[c + 1] = I::of(tpos[c + 1].at() + tpos[c].at());
     }
-    let mut tcrd = vec![I::default(); nse];
+    let mut tcrd = scatter_buffer(nse, I::default());
     let vals = with_values!(&src.values, values => {
-        let mut out = vec![Default::default(); nse];
+        let mut out = scatter_buffer(nse, Default::default());
         let mut start = 0usize;
         for r in 0..rows {
             let end = pos.get(r + 1) as usize;

@@ -8,8 +8,9 @@
 //! sorted rows for CSR, and (CSR → CSC) sorted columns for the transpose.
 
 use super::build::finish_stored;
-use super::coo::Coo;
-use super::counting::{self, Idx};
+use super::buffer::IndexBuf;
+use super::coo::{Coo, CooColumns};
+use super::counting::{self, Column, Idx, Strided};
 use super::error::{Result, SparseError};
 use super::tensor::SparseTensor;
 use crate::scalars::{Scalar, ScalarVec};
@@ -122,19 +123,79 @@ pub fn csr_like(enc: &Encoding) -> Option<(usize, usize)> {
 /// its dimension on the way, and stores positions and coordinates at the
 /// encoding's widths (a value that does not fit is an error naming it).
 pub(crate) fn pack_csr_like(coo: &Coo, enc: &Encoding, elem: ScalarType, lvl_sizes: &[u64]) -> Result<SparseTensor> {
-    let Some((a, b)) = csr_like(enc) else {
-        return Err(SparseError::Shape(format!("`{}` is not CSR-like", heddle_ir::encoding::print_encoding(enc))));
-    };
-    super::build::check_alloc(coo.dims[a], "the positions buffer")?;
-    if counting::narrow(coo.len(), coo.dims[b]) {
-        pack_scattered::<u32>(coo, enc, elem, lvl_sizes, a, b)
-    } else {
-        pack_scattered::<u64>(coo, enc, elem, lvl_sizes, a, b)
+    let (a, b) = csr_dims(enc)?;
+    let column = |d| Strided { data: &coo.coords, stride: 2, offset: d };
+    let outside = |k| super::build::out_of_range(coo.entry(k), &coo.dims, k);
+    pack_entries(&column(a), &column(b), &coo.dims, &coo.values, (a, b), enc, elem, lvl_sizes, outside)
+}
+
+/// [`pack_csr_like`] for entries kept as columns (a coo `.npz`): the
+/// counting sort reads each coordinate at the columns' width.
+pub(crate) fn pack_columns_csr_like(cols: CooColumns, enc: &Encoding, elem: ScalarType, lvl_sizes: &[u64]) -> Result<SparseTensor> {
+    let (a, b) = csr_dims(enc)?;
+    let outside = |k| super::build::out_of_range(&cols.entry(k), &cols.dims, k);
+    // Entries already grouped by `a` (a column-ordered file into CSC): the
+    // counting sort's permutation is the identity, so the inner column and
+    // the values are kept as they are instead of copied.
+    if let (IndexBuf::U32(o), IndexBuf::U32(i)) = (cols.column(a), cols.column(b))
+        && counting::narrow(cols.len(), cols.dims[b])
+        && o.windows(2).all(|w| w[0] <= w[1])
+    {
+        super::build::check_alloc(cols.dims[a], "the positions buffer")?;
+        let (dim_a, dim_b) = (cols.dims[a], cols.dims[b]);
+        if let Some(k) = o.iter().zip(i).position(|(&x, &y)| u64::from(x) >= dim_a || u64::from(y) >= dim_b) {
+            return Err(outside(k));
+        }
+        let dims = cols.dims.clone();
+        let (_, mut columns, values) = cols.into_parts();
+        let (IndexBuf::U32(inner), IndexBuf::U32(outer)) = (columns.swap_remove(b), columns.swap_remove(0)) else {
+            unreachable!("both columns are 32-bit")
+        };
+        let s = counting::grouped(&outer, inner, values, dims[a] as usize);
+        return finish_scattered(s, enc, elem, &dims, lvl_sizes);
+    }
+    let (dims, values) = (&cols.dims, &cols.values);
+    match (cols.column(a), cols.column(b)) {
+        (IndexBuf::U32(o), IndexBuf::U32(i)) => pack_entries(o.as_slice(), i.as_slice(), dims, values, (a, b), enc, elem, lvl_sizes, outside),
+        (IndexBuf::U64(o), IndexBuf::U64(i)) => pack_entries(o.as_slice(), i.as_slice(), dims, values, (a, b), enc, elem, lvl_sizes, outside),
+        (o, i) => pack_entries(o.to_u64().as_slice(), i.to_u64().as_slice(), dims, values, (a, b), enc, elem, lvl_sizes, outside),
     }
 }
 
-fn pack_scattered<I: Idx>(coo: &Coo, enc: &Encoding, elem: ScalarType, lvl_sizes: &[u64], a: usize, b: usize) -> Result<SparseTensor> {
-    let mut s = counting::scatter_coo::<I>(coo, a, b).map_err(|k| super::build::out_of_range(coo, k))?;
+/// The dimensions `(a, b)` of a CSR-like `enc`, `(a : dense, b : compressed)`.
+fn csr_dims(enc: &Encoding) -> Result<(usize, usize)> {
+    csr_like(enc).ok_or_else(|| SparseError::Shape(format!("`{}` is not CSR-like", heddle_ir::encoding::print_encoding(enc))))
+}
+
+/// The counting sort of a matrix's entries (dimension `a`'s coordinates
+/// `outer`, `b`'s `inner`) into the CSR-like `enc`: cursors and
+/// coordinates at 32 bits where they fit (see [`counting::narrow`]), then
+/// stored at the encoding's widths. `outside(k)` is the error for entry
+/// `k`, the first with a coordinate outside its dimension.
+#[allow(clippy::too_many_arguments)]
+fn pack_entries<C: Column + ?Sized>(
+    outer: &C,
+    inner: &C,
+    dims: &[u64],
+    values: &ScalarVec,
+    (a, b): (usize, usize),
+    enc: &Encoding,
+    elem: ScalarType,
+    lvl_sizes: &[u64],
+    outside: impl Fn(usize) -> SparseError,
+) -> Result<SparseTensor> {
+    super::build::check_alloc(dims[a], "the positions buffer")?;
+    let sizes = (dims[a], dims[b]);
+    if counting::narrow(values.len(), dims[b]) {
+        let s = counting::scatter_entries::<u32, C, C>(sizes, outer, inner, values).map_err(outside)?;
+        finish_scattered(s, enc, elem, dims, lvl_sizes)
+    } else {
+        let s = counting::scatter_entries::<u64, C, C>(sizes, outer, inner, values).map_err(outside)?;
+        finish_scattered(s, enc, elem, dims, lvl_sizes)
+    }
+}
+
+fn finish_scattered<I: Idx>(mut s: counting::Scattered<I>, enc: &Encoding, elem: ScalarType, dims: &[u64], lvl_sizes: &[u64]) -> Result<SparseTensor> {
     // Rows from an unsorted input, or with duplicates, are sorted and
     // merged; already-clean rows (the common case) are only scanned.
     if !s.clean() {
@@ -142,7 +203,7 @@ fn pack_scattered<I: Idx>(coo: &Coo, enc: &Encoding, elem: ScalarType, lvl_sizes
     }
     let pos = counting::at_width(s.pos, enc.pos_width, "positions[1]")?;
     let crd = counting::at_width(s.crd, enc.crd_width, "coordinates[1]")?;
-    finish_stored(enc, elem, coo.dims.clone(), lvl_sizes.to_vec(), vec![None, Some(pos)], vec![None, Some(crd)], s.vals)
+    finish_stored(enc, elem, dims.to_vec(), lvl_sizes.to_vec(), vec![None, Some(pos)], vec![None, Some(crd)], s.vals)
 }
 
 /// Raw CSR buffers with 32- or 64-bit signed indices, as OpenCL / C kernels

@@ -6,7 +6,7 @@
 //! the widths of its positions and coordinates. Writing is [`super::write`].
 
 use super::build::pack;
-use super::coo::Coo;
+use super::coo::{Coo, CooColumns};
 use super::error::{Result, SparseError};
 use super::json;
 use super::tensor::SparseTensor;
@@ -25,6 +25,9 @@ fn ext(path: &Path) -> String {
 pub enum Contents {
     /// Entries (0-based coordinates) and the element type.
     Entries(Coo, ScalarType),
+    /// Entries kept as one coordinate column per dimension (a coo `.npz`,
+    /// see [`CooColumns`]) and the element type.
+    Columns(CooColumns, ScalarType),
     /// A tensor in the storage it was saved in.
     Stored(Box<SparseTensor>),
     /// The entries of a pattern file: coordinates only, each value 1 (or
@@ -37,6 +40,7 @@ impl Contents {
     pub fn len(&self) -> usize {
         match self {
             Contents::Entries(c, _) | Contents::Pattern(c, _) => c.len(),
+            Contents::Columns(c, _) => c.len(),
             Contents::Stored(t) => t.nse(),
         }
     }
@@ -44,6 +48,7 @@ impl Contents {
     pub fn rank(&self) -> usize {
         match self {
             Contents::Entries(c, _) | Contents::Pattern(c, _) => c.rank(),
+            Contents::Columns(c, _) => c.rank(),
             Contents::Stored(t) => t.dim_sizes.len(),
         }
     }
@@ -67,6 +72,7 @@ impl Contents {
             // BSR), else through the entries (`convert::convert`).
             Contents::Stored(t) => super::convert::convert(&t, enc),
             Contents::Entries(coo, elem) => pack(&coo, enc, elem),
+            Contents::Columns(cols, elem) => super::build::pack_columns(cols, enc, elem),
             Contents::Pattern(coo, elem) => match enc.explicit_val.as_ref().and_then(Num::of_literal) {
                 // Every entry takes the explicit value.
                 Some(v) => {
@@ -111,6 +117,10 @@ fn read(path: &Path, dest: Option<ScalarType>) -> Result<Read> {
     };
     Ok(match contents {
         Read::Entries(coo, _) => Read::Entries(Coo { values: convert(coo.values)?, ..coo }, dest),
+        Read::Columns(mut cols, _) => {
+            cols.values = convert(std::mem::take(&mut cols.values))?;
+            Read::Columns(cols, dest)
+        }
         Read::Stored(t) => Read::Stored(Box::new(SparseTensor { values: convert(t.values)?, elem: dest, ..*t })),
         Read::Pattern(coo, _) => Read::Pattern(Coo { values: convert(coo.values)?, ..coo }, dest),
     })
@@ -123,6 +133,7 @@ fn read_contents(path: &Path, dest: Option<ScalarType>) -> Result<Read> {
         "npz" => Ok(match super::npz::read_npz(path)? {
             super::npz::NpzTensor::Stored(t) => Read::Stored(t),
             super::npz::NpzTensor::Entries(c, e) => Read::Entries(c, e),
+            super::npz::NpzTensor::Columns(c, e) => Read::Columns(c, e),
         }),
         "mtx" => {
             let bytes = super::text::read_file(path)?;
@@ -167,6 +178,7 @@ fn read_contents(path: &Path, dest: Option<ScalarType>) -> Result<Read> {
 pub fn read_coo(path: &Path) -> Result<(Coo, ScalarType)> {
     match read(path, None)? {
         Read::Entries(coo, elem) => Ok((coo, elem)),
+        Read::Columns(cols, elem) => Ok((cols.into_coo(), elem)),
         Read::Stored(t) => Ok((t.to_coo(), t.elem)),
         Read::Pattern(coo, elem) => Ok((coo, elem)),
     }

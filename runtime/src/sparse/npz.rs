@@ -17,7 +17,11 @@
 //!
 //! A csr / csc / bsr matrix whose rows are sorted without duplicates is kept
 //! as stored (its `indptr` and `indices` are the positions and coordinates of
-//! the corresponding encoding); anything else becomes a coordinate list.
+//! the corresponding encoding, at 32 bits where every position and every
+//! coordinate the shape allows fits, as scipy's int32 indices do, else at
+//! 64); a coo file's entries stay one coordinate column per dimension
+//! ([`CooColumns`], 32-bit where they fit), so COO → CSR / CSC reads them at
+//! that width; anything else becomes a coordinate list.
 //! Values keep their numeric type; padding zeros inside bsr blocks and dia
 //! diagonals are not entries.
 //!
@@ -27,7 +31,7 @@
 
 use crate::scalars::{Scalar, ScalarVec};
 use super::build::{MAX_STORED, finish};
-use super::coo::Coo;
+use super::coo::{Coo, CooColumns};
 use super::csr::csr_like;
 use super::error::{Result, SparseError};
 use super::tensor::SparseTensor;
@@ -41,8 +45,11 @@ use std::path::Path;
 pub enum NpzTensor {
     /// A matrix kept in the storage it was saved in (csr, csc, bsr).
     Stored(Box<SparseTensor>),
-    /// Entries (coo, dia, and csr / csc / bsr with unsorted or repeated indices).
+    /// Entries (dia, and csr / csc / bsr with unsorted or repeated indices).
     Entries(Coo, ScalarType),
+    /// A coo file's entries, one coordinate column per dimension, at 32 bits
+    /// where every dimension allows (see [`CooColumns`]).
+    Columns(CooColumns, ScalarType),
 }
 
 /// Deflate expands at most about 1032 : 1, so a deflated member cannot hold
@@ -180,8 +187,6 @@ pub fn read_npz(path: &Path) -> Result<NpzTensor> {
                 let col = a.nonnegative("col", why)?;
                 vec![row, col]
             };
-            let mut coo = Coo::new(shape.clone());
-            coo.coords = vec![0; nnz * rank];
             for (d, c) in coords.iter().enumerate() {
                 let name = if a.has("coords") { "coords" } else { ["row", "col"][d] };
                 if c.len() != nnz {
@@ -190,12 +195,8 @@ pub fn read_npz(path: &Path) -> Result<NpzTensor> {
                 if let Some(k) = c.iter().position(|&x| x >= shape[d]) {
                     return Err(a.err(name, format!("[{k}] = {} is outside dimension {d}'s size {}", c[k], shape[d])));
                 }
-                for (k, &x) in c.iter().enumerate() {
-                    coo.coords[k * rank + d] = x;
-                }
             }
-            coo.values = values;
-            Ok(NpzTensor::Entries(coo, elem))
+            Ok(NpzTensor::Columns(CooColumns::new(shape, coords, values), elem))
         }
         "dia" => {
             let (m, n) = expect_2d(Loc(path))?;
@@ -276,8 +277,13 @@ fn compressed(
     indices.truncate(nse);
     values.truncate(nse * (r * c) as usize);
     let sorted = indptr.windows(2).all(|w| indices[w[0] as usize..w[1] as usize].windows(2).all(|p| p[0] < p[1]));
-    let enc = natural_encoding(format, r, c);
     if sorted {
+        // At 32 bits where every position and every coordinate the shape
+        // allows fits (scipy's int32 indices), so conversions read 4-byte indices.
+        let minor = if format == "csc" { dims[0] } else { dims[1] } / c;
+        let pos_bits = if nse as u64 <= u64::from(u32::MAX) { 32 } else { 64 };
+        let crd_bits = if minor <= 1 << 32 { 32 } else { 64 };
+        let enc = natural_encoding(format, r, c, pos_bits, crd_bits);
         let lvl_sizes = heddle_ir::encoding::map::lvl_sizes(&enc, &dims).map_err(SparseError::Shape)?;
         let (pos, crd) = match enc.levels.len() {
             2 => (vec![None, Some(indptr)], vec![None, Some(indices)]),
@@ -304,14 +310,16 @@ fn compressed(
     Ok(NpzTensor::Entries(coo, elem))
 }
 
-/// The encoding whose storage is scipy's `format` (CSR, CSC, or BSR with `r`x`c` blocks).
-fn natural_encoding(format: &str, r: u64, c: u64) -> Encoding {
+/// The encoding whose storage is scipy's `format` (CSR, CSC, or BSR with
+/// `r`x`c` blocks), its positions and coordinates of `pos_bits` and `crd_bits`.
+fn natural_encoding(format: &str, r: u64, c: u64, pos_bits: u32, crd_bits: u32) -> Encoding {
     let map = match format {
         "csr" => "(i, j) -> (i : dense, j : compressed)".to_string(),
         "csc" => "(i, j) -> (j : dense, i : compressed)".to_string(),
         _ => format!("(i, j) -> (i floordiv {r} : dense, j floordiv {c} : compressed, i mod {r} : dense, j mod {c} : dense)"),
     };
-    parse_encoding(&format!("#sparse_tensor.encoding<{{ map = {map} }}>"), 0).expect("a well-formed encoding")
+    parse_encoding(&format!("#sparse_tensor.encoding<{{ map = {map}, posWidth = {pos_bits}, crdWidth = {crd_bits} }}>"), 0)
+        .expect("a well-formed encoding")
 }
 
 /// The 0-d string array `format` (bytes `|S3` or unicode `<U3`).
