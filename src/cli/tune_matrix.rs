@@ -69,6 +69,7 @@ impl Reader {
             let contents = read_tensor(Path::new(path), elem).map_err(|e| Failure::Input(format!("--matrix {path}: {e}")))?;
             let coo = match &contents {
                 Contents::Entries(c, _) | Contents::Pattern(c, _) => c.clone(),
+                Contents::Columns(c, _) => c.clone().into_coo(),
                 Contents::Stored(t) => t.to_coo(),
             };
             self.files.insert(key.clone(), (contents, coo));
@@ -81,6 +82,7 @@ fn copy(c: &Contents) -> Contents {
     match c {
         Contents::Entries(coo, e) => Contents::Entries(coo.clone(), *e),
         Contents::Pattern(coo, e) => Contents::Pattern(coo.clone(), *e),
+        Contents::Columns(cols, e) => Contents::Columns(cols.clone(), *e),
         Contents::Stored(t) => Contents::Stored(t.clone()),
     }
 }
