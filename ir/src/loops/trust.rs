@@ -76,7 +76,7 @@ fn without_implied(b: &Block, ranges: &[InputRange], lets: &mut Vec<(Name, Expr)
                 var: var.clone(),
                 lo: lo.clone(),
                 hi: hi.clone(),
-                schedule: schedule.clone(),
+                schedule: *schedule,
                 body: without_implied(body, ranges, lets, dropped),
             },
             Stmt::If { cond, then, els } => Stmt::If {
