@@ -16,10 +16,12 @@
 //! replaces (the same addresses: Oclgrind's bounds checks see the same
 //! accesses), and needs only the scalar's alignment.
 
+use crate::barriers::mentions;
 use crate::ctype::scalar;
 use crate::Gen;
 use heddle_ir::loops::{BinOp, Expr, Stmt, TypeEnv};
 use heddle_ir::{Name, ScalarType};
+use std::collections::HashSet;
 
 /// The widths OpenCL C has vector loads for, widest first (3 is left out:
 /// `vload3` steps by 3 elements, which no lowering produces).
@@ -78,8 +80,8 @@ impl Gen<'_> {
         let lanes = &b[..w];
         // A lane's variable read by a later lane's index would be read before
         // the vector defines it.
-        let defined: Vec<&Name> = lanes.iter().filter_map(|s| scalar_load(s).map(|l| l.0)).collect();
-        if lanes.iter().any(|s| scalar_load(s).is_some_and(|(_, _, _, index)| mentions_any(index, &defined))) {
+        let defined: HashSet<Name> = lanes.iter().filter_map(|s| scalar_load(s).map(|l| l.0.clone())).collect();
+        if lanes.iter().any(|s| scalar_load(s).is_some_and(|(_, _, _, index)| mentions(index, &defined))) {
             return Ok(0);
         }
         let pointer = self.ids.get(buf);
@@ -96,16 +98,5 @@ impl Gen<'_> {
             env.declare_var(var.clone(), ty);
         }
         Ok(w)
-    }
-}
-
-fn mentions_any(e: &Expr, names: &[&Name]) -> bool {
-    match e {
-        Expr::Var(v) => names.contains(&v),
-        Expr::Load { index, .. } => mentions_any(index, names),
-        Expr::Bin(_, a, b) => mentions_any(a, names) || mentions_any(b, names),
-        Expr::Neg(a) | Expr::Not(a) | Expr::Cast(_, a) => mentions_any(a, names),
-        Expr::Select(c, a, b) => mentions_any(c, names) || mentions_any(a, names) || mentions_any(b, names),
-        Expr::Int(..) | Expr::Float(..) | Expr::Bool(_) => false,
     }
 }

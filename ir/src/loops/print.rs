@@ -63,7 +63,7 @@ impl fmt::Display for LoopProgram {
             }
         }
         for r in &self.ranges {
-            writeln!(f, "range {}{} < {}", r.buf, if r.field == 0 { String::new() } else { format!(".{}", r.field) }, expr(&r.below))?;
+            writeln!(f, "range {r}")?;
         }
         if let Some(w) = &self.parallel_work {
             write!(f, "balance {} by {}", w.var, expr(&w.items))?;
@@ -204,4 +204,12 @@ fn prec(e: &Expr, ctx: u8) -> String {
         Expr::Cast(t, a) => (format!("({}) {}", t.keyword(), prec(a, 6)), 6),
     };
     if p < ctx { format!("({text})") } else { text }
+}
+
+/// `A_crd1 < A_dim1`, `A_crd0.1 < A_dim1` (a field after the first named).
+impl fmt::Display for super::InputRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let field = if self.field == 0 { String::new() } else { format!(".{}", self.field) };
+        write!(f, "{}{field} < {}", self.buf, expr(&self.below))
+    }
 }

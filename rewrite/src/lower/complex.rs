@@ -154,24 +154,15 @@ fn node(kind: TKind, ty: Type, span: Span) -> TExpr {
 
 impl Expander {
     fn collect_names(&mut self, kernel: &Kernel) {
-        fn walk(t: &TExpr, used: &mut HashSet<Name>) {
-            match &t.kind {
-                TKind::Var(x) => {
-                    used.insert(x.clone());
-                }
-                TKind::Lambda { params, .. } => used.extend(params.iter().map(|(n, _)| n.clone())),
-                TKind::Let { name, .. } => {
-                    used.insert(name.clone());
-                }
-                TKind::Prim { binder: Some(b), .. } => {
-                    used.insert(b.clone());
-                }
-                _ => {}
+        fn referenced(t: &TExpr, used: &mut HashSet<Name>) {
+            if let TKind::Var(x) = &t.kind {
+                used.insert(x.clone());
             }
-            t.for_each_child(&mut |c| walk(c, used));
+            t.for_each_child(&mut |c| referenced(c, used));
         }
         self.used.extend(kernel.params.iter().map(|p| p.name().clone()));
-        walk(&kernel.body, &mut self.used);
+        super::bound_names(&kernel.body, &mut self.used);
+        referenced(&kernel.body, &mut self.used);
     }
 
     fn fresh(&mut self) -> Name {

@@ -306,19 +306,6 @@ impl<'k> Lowerer<'k> {
         // never a generated name: lowering looks program names up by name, so a
         // `let` named like a parameter in scope would be read as the parameter.
         let mut used = HashSet::new();
-        fn bound_names(t: &TExpr, used: &mut HashSet<Name>) {
-            match &t.kind {
-                TKind::Lambda { params, .. } => used.extend(params.iter().map(|(n, _)| n.clone())),
-                TKind::Let { name, .. } => {
-                    used.insert(name.clone());
-                }
-                TKind::Prim { binder: Some(b), .. } => {
-                    used.insert(b.clone());
-                }
-                _ => {}
-            }
-            t.for_each_child(&mut |c| bound_names(c, used));
-        }
         bound_names(&kernel.body, &mut used);
         let mut facts = Facts::new();
         for p in &kernel.params {
@@ -407,4 +394,19 @@ pub fn unsupported(span: Span, what: &str) -> Diagnostic {
     Diagnostic::new(span, format!("{what} cannot be compiled yet"))
         .with_label("not supported by the compiled backends")
         .with_note("the reference interpreter (--backend interp) runs it")
+}
+
+/// The names `t` binds: lambda parameters, `let`s, position binders.
+pub(super) fn bound_names(t: &TExpr, used: &mut HashSet<Name>) {
+    match &t.kind {
+        TKind::Lambda { params, .. } => used.extend(params.iter().map(|(n, _)| n.clone())),
+        TKind::Let { name, .. } => {
+            used.insert(name.clone());
+        }
+        TKind::Prim { binder: Some(b), .. } => {
+            used.insert(b.clone());
+        }
+        _ => {}
+    }
+    t.for_each_child(&mut |c| bound_names(c, used));
 }
