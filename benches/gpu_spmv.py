@@ -7,6 +7,10 @@ profiling events, the kernel alone, median of --reps):
   - examples/csr_spmv_parallel.hdl        the paper's Listing 7 schedule, R rows per
                                           work-group and W work-items per row, tuned
   - examples/sparse/spmv_csr.hdl          the MLIR-encoded CSR kernel (`--matrix A=M.npz`)
+  - examples/sparse/spmv_coo.hdl          the MLIR-encoded COO kernel: chunks of entries,
+                                          each run of one row added once (atomically)
+  both MLIR kernels also with `posWidth = 32, crdWidth = 32` (scipy's indices as
+  stored), and with --baseline BIN the COO kernel of another build (before/after)
 against cuSPARSE's SpMV (`cupyx.cusparse.spmv`, CUDA events, median of --reps;
 skipped, saying so, where cupy is missing). Every heddle result is checked
 against scipy's `A @ x` in float64; a wrong result is a failure (exit 1).
@@ -63,6 +67,24 @@ def matrices(log_n, rng):
     yield "rowband", from_lengths(lens, random_cols)
 
 
+def mlir_kernels(args, ex):
+    """(label, .hdl file, heddle binary) of each MLIR-encoded kernel timed."""
+    out = []
+    for stem in ("spmv_csr", "spmv_coo"):
+        src = ex(f"sparse/{stem}.hdl")
+        out.append((f"{stem}.hdl", src, args.heddle))
+        # The same kernel reading scipy's 32-bit indices as they are stored.
+        text = open(src).read()
+        narrow = os.path.join(args.out, f"{stem}32.hdl")
+        with open(narrow, "w") as f:
+            f.write(text.replace(") }>", "), posWidth = 32, crdWidth = 32 }>", 1))
+        out.append((f"{stem}.hdl, posWidth = crdWidth = 32", narrow, args.heddle))
+        if args.baseline and stem == "spmv_coo":
+            out.append((f"{stem}.hdl, baseline build", src, args.baseline))
+            out.append((f"{stem}.hdl, posWidth = crdWidth = 32, baseline build", narrow, args.baseline))
+    return out
+
+
 def bytes_moved(a):
     n, m = a.shape
     return 4 * (n + 1) + 8 * a.nnz + 4 * m + 4 * n
@@ -116,6 +138,8 @@ def main():
     ap.add_argument("--w", default="1..32", help="the Listing 7 kernel's W range (tune syntax)")
     ap.add_argument("--out", default="/tmp/heddle-gpu-spmv")
     ap.add_argument("--only", default="", help="comma-separated matrix names")
+    ap.add_argument("--baseline", default="", help="another heddle build whose COO kernel is timed too")
+    ap.add_argument("--no-tune", action="store_true", help="skip the row-per-item and Listing 7 kernels")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     rng = np.random.default_rng(2026)
@@ -134,14 +158,23 @@ def main():
         print(f"# {name}: {a.shape[0]} rows, {a.nnz} nonzeros, longest row {int(np.diff(a.indptr).max())} "
               f"(generated in {time.time() - t0:.1f} s)", flush=True)
         gb = bytes_moved(a) / 1e9
-        # The MLIR-encoded kernel, with its result checked.
-        y_npy = os.path.join(args.out, f"{name}.y.npy")
-        r = json.loads(run([args.heddle, "run", ex("sparse/spmv_csr.hdl"), "--backend", "opencl", "--matrix", f"A={npz}",
-                            "--input", f"xs={xs}", "--reps", str(args.reps), "--json", "-o", y_npy]))
-        failures += not check(name, "spmv_csr.hdl", np.load(y_npy), ref)
-        rows.append((name, a.nnz, "heddle spmv_csr.hdl (row per work-item)", "", r["kernel_seconds"]["median"]))
+        # The MLIR-encoded kernels (CSR: a row per work-item; COO: chunks of
+        # entries, each run of one row added once), at 64-bit and at 32-bit
+        # positions and coordinates, each with its result checked; with
+        # --baseline, the COO kernel of that build too (before/after).
+        for label, hdl, binary in mlir_kernels(args, ex):
+            y_npy = os.path.join(args.out, f"{name}.y.npy")
+            try:
+                r = json.loads(run([binary, "run", hdl, "--backend", "opencl", "--matrix", f"A={npz}",
+                                    "--input", f"xs={xs}", "--reps", str(args.reps), "--json", "-o", y_npy]))
+            except RuntimeError as e:
+                print(f"# {name}: {label}: {str(e)[-600:]}", flush=True)
+                failures += 1
+                continue
+            failures += not check(name, label, np.load(y_npy), ref)
+            rows.append((name, a.nnz, f"heddle {label}", "", r["kernel_seconds"]["median"]))
         # The row-per-item and Listing 7 kernels, tuned together (each checked against the first).
-        t = json.loads(run([args.heddle, "tune", ex("csr_spmv_row_per_item.hdl"), ex("csr_spmv_parallel.hdl"),
+        t = {"cases": [{"variants": []}]} if args.no_tune else json.loads(run([args.heddle, "tune", ex("csr_spmv_row_per_item.hdl"), ex("csr_spmv_parallel.hdl"),
                             "--csr", npz, "--param-range", f"R={args.r}", "--param-range", f"W={args.w}",
                             "--reps", str(args.reps), "--verify", "first", "--json"]))
         variants = t["cases"][0]["variants"]

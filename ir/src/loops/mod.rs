@@ -16,11 +16,13 @@
 //! it; [`validate`](LoopProgram::validate) checks a program is well formed
 //! before a backend sees it.
 
+mod coalesce;
 mod narrow;
 mod print;
 mod trust;
 mod validate;
 
+pub use coalesce::{coalesce_atomic_runs, RUN_CHUNK};
 pub use narrow::{fitting_range, int_range, narrow_casts, INDEX_OVERFLOW_CHECK, INDEX_OVERFLOW_MESSAGE};
 pub use print::expr as expr_text;
 pub use trust::{implied_by_ranges, trusting_ranges};

@@ -235,6 +235,7 @@ fn lower_phase(kernel: &Kernel, name: &str, options: &LowerOptions, counted: &[(
         index_overflow_at: cx.index_overflow_at,
     };
     tidy::tidy(&mut program, &bounded);
+    heddle_ir::loops::coalesce_atomic_runs(&mut program);
     program
         .validate()
         .map_err(|e| Diagnostic::new(kernel.body.span, format!("internal error in lowering: {e}")).with_note(program.to_string()))?;
