@@ -28,6 +28,12 @@ bundle() {
   for f in tests/*.rs; do
     grep -q -E 'opencl|backends\(\)' "$f" && tests+=(--test "$(basename "$f" .rs)")
   done
+  # HEDDLE_GPU_TESTS=a,b bundles only those test binaries (a release build
+  # of all of them takes long on a small machine).
+  if [ -n "${HEDDLE_GPU_TESTS:-}" ]; then
+    tests=()
+    for t in $(echo "$HEDDLE_GPU_TESTS" | tr ',' ' '); do tests+=(--test "$t"); done
+  fi
   cargo build --release -p heddle >&2 || return 1
   cargo test --release -p heddle --no-run "${tests[@]}" --message-format=json 2>/dev/null \
     | python3 -c '
@@ -40,8 +46,14 @@ for line in sys.stdin:
     strip -o "$dir/tests/$name" "$exe"
   done < "$dir/tests.list"
   strip -o "$dir/heddle" target/release/heddle
+  # HEDDLE_GPU_BASELINE=BIN: another build's CLI, whose kernels the
+  # benchmark times beside this one's (gpu_spmv.py --baseline).
+  local extra=()
+  if [ -n "${HEDDLE_GPU_BASELINE:-}" ]; then
+    strip -o "$dir/heddle-baseline" "$HEDDLE_GPU_BASELINE" && extra+=(heddle-baseline)
+  fi
   # Compressed, the bundle fits the 64 MiB a device call carries.
-  (cd "$dir" && tar -cf - tests heddle | xz -T0 -6 > bundle.tar.xz && rm -rf tests heddle)
+  (cd "$dir" && tar -cf - tests heddle "${extra[@]}" | xz -T0 -6 > bundle.tar.xz && rm -rf tests heddle "${extra[@]}")
   cp -L "$(ldconfig -p | awk '/libOpenCL.so.1 /{print $NF; exit}')" "$dir/lib/libOpenCL.so.1"
   pwd > "$dir/built_at"
   du -sh "$dir" >&2
@@ -102,8 +114,10 @@ PY
   # The benchmark first (figures only a GPU gives), then the tests, most
   # telling first; none starts after HEDDLE_GPU_DEADLINE seconds.
   if [ "${HEDDLE_GPU_BENCH:-1}" != 0 ]; then
+    local baseline=()
+    [ -x "$dir/heddle-baseline" ] && baseline=(--baseline "$dir/heddle-baseline")
     timeout "${HEDDLE_GPU_BENCH_TIMEOUT:-240}" python3 benches/gpu_spmv.py --heddle "$dir/heddle" --out /tmp/heddle-gpu-spmv \
-      ${HEDDLE_GPU_BENCH_ARGS:-} > "$out/gpu_spmv.log" 2>&1 || { echo "FAIL gpu_spmv.py (exit $?)"; failed=1; }
+      "${baseline[@]}" ${HEDDLE_GPU_BENCH_ARGS:-} > "$out/gpu_spmv.log" 2>&1 || { echo "FAIL gpu_spmv.py (exit $?)"; failed=1; }
     grep -v '^#' "$out/gpu_spmv.log" | tail -40
     cp /tmp/heddle-gpu-spmv/gpu_spmv.tsv "$out/" 2>/dev/null || true
   fi

@@ -1,6 +1,7 @@
 //! Vectors `<T>w` in compiled code: `asVector(w)` reads each vector with one
 //! `vloadW` on OpenCL, a reduction over `asScalar` visits each vector once
-//! (then its lanes in order), and every backend computes what a dense
+//! (then its lanes in order), a result written through `asScalar` stores
+//! each vector's lanes together (one `vstoreW` on OpenCL), and every backend computes what a dense
 //! computation in the test computes.
 
 mod common;
@@ -9,6 +10,7 @@ use common::{heddle, Rng};
 
 const DOT: &str = "tests/compile_coverage/vector_dot.hdl";
 const ROWS: &str = "tests/compile_coverage/vector_rows.hdl";
+const PRODUCTS: &str = "tests/compile_coverage/vector_products.hdl";
 
 fn json_list(xs: &[f64]) -> String {
     format!("[{}]", xs.iter().map(|x| format!("{x:?}")).collect::<Vec<_>>().join(", "))
@@ -85,4 +87,42 @@ fn rows_of_vectors_equal_a_dense_computation_on_every_backend() {
             assert_eq!(got, want, "{backend}, {n}x{m}");
         }
     }
+}
+
+/// `asScalar` of computed vectors as the result: lane-wise products against
+/// those computed here, n = 0, 1, 5 vectors.
+#[test]
+fn a_result_of_vectors_equals_the_lane_wise_products_on_every_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0x5eed_0016);
+    for n in [0usize, 1, 5] {
+        let xs: Vec<f64> = (0..4 * n).map(|_| rng.value()).collect();
+        let ys: Vec<f64> = (0..4 * n).map(|_| rng.value()).collect();
+        let want: Vec<f64> = xs.iter().zip(&ys).map(|(x, y)| x * y).collect();
+        let x = common::write(dir.path(), "xs.json", &json_list(&xs));
+        let y = common::write(dir.path(), "ys.json", &json_list(&ys));
+        for backend in common::backends() {
+            let (code, out, err) = heddle(&[
+                "run", PRODUCTS, "--backend", backend, "--input", &format!("xs={}", x.display()), "--input", &format!("ys={}", y.display()),
+            ]);
+            assert_eq!(code, 0, "{backend}, n = {n}: {err}");
+            let got: Vec<f64> = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+            assert_eq!(got, want, "{backend}, n = {n}");
+        }
+    }
+}
+
+/// The result's loop runs over the vectors, in parallel, each storing its
+/// four lanes (no lane chosen at run time); on OpenCL as one `vstore4`.
+#[test]
+fn a_result_of_vectors_is_stored_vector_by_vector() {
+    let (code, out, err) = heddle(&["compile", PRODUCTS, "--target", "loops"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("parallel for k in 0 .. n {"), "{out}");
+    assert!(out.contains("out[4 * k + 3] ="), "{out}");
+    assert!(!out.contains("lane"), "a lane chosen at run time: {out}");
+    let (code, out, err) = heddle(&["compile", PRODUCTS, "--target", "opencl"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("vstore4((float4)("), "{out}");
+    assert!(!out.contains("out[4L * k + 1L]"), "scalar stores remain: {out}");
 }

@@ -71,7 +71,11 @@ impl Gen<'_> {
             }
             if pred.is_none() {
                 // `w` loads of consecutive elements: one vector load.
-                let merged = self.vector_loads(&b[k..], env, depth)?;
+                let mut merged = self.vector_loads(&b[k..], env, depth)?;
+                if merged == 0 {
+                    // `w` stores of consecutive elements: one vector store.
+                    merged = self.vector_stores(&b[k..], env, depth)?;
+                }
                 if merged > 0 {
                     skip = merged - 1;
                     continue;
@@ -236,7 +240,7 @@ impl Gen<'_> {
     }
 
     /// `text` under the predicate and the conditions `who` (see [`Gen::who`]).
-    fn guarded(&mut self, depth: usize, text: &str, pred: &Pred, who: &[String]) {
+    pub(crate) fn guarded(&mut self, depth: usize, text: &str, pred: &Pred, who: &[String]) {
         let conds: Vec<&str> = pred.iter().map(String::as_str).chain(who.iter().map(String::as_str)).collect();
         if conds.is_empty() {
             self.line(depth, text);
@@ -249,7 +253,7 @@ impl Gen<'_> {
     /// same values here: ids in every dimension that no enclosing loop
     /// distributes are 0. For a `__local` buffer one item per group is
     /// enough (each group has its own), for global memory one per launch.
-    fn who(&self, local_buffer: bool) -> Vec<String> {
+    pub(crate) fn who(&self, local_buffer: bool) -> Vec<String> {
         if !self.parallel {
             return Vec::new();
         }

@@ -38,6 +38,7 @@ pub mod interface;
 pub mod launch;
 mod normalize;
 mod vector_loads;
+mod vector_stores;
 
 pub use interface::{ArgSpec, ErrorCode, Interface, Role};
 pub use launch::{Dim, LaunchConfig, WorkSizes};

@@ -25,7 +25,7 @@ use std::collections::HashSet;
 
 /// The widths OpenCL C has vector loads for, widest first (3 is left out:
 /// `vload3` steps by 3 elements, which no lowering produces).
-const WIDTHS: [usize; 4] = [16, 8, 4, 2];
+pub(crate) const WIDTHS: [usize; 4] = [16, 8, 4, 2];
 
 /// A `let` loading field 0 of `buf` at `index`: `(var, ty, buf, index)`.
 fn scalar_load(s: &Stmt) -> Option<(&Name, ScalarType, &Name, &Expr)> {
@@ -36,7 +36,7 @@ fn scalar_load(s: &Stmt) -> Option<(&Name, ScalarType, &Name, &Expr)> {
 }
 
 /// Whether `e` is `base + c` (or `base` itself for `c = 0`).
-fn offset_of(e: &Expr, base: &Expr, c: i64) -> bool {
+pub(crate) fn offset_of(e: &Expr, base: &Expr, c: i64) -> bool {
     match e {
         _ if c == 0 => e == base,
         Expr::Bin(BinOp::Add, a, b) => **a == *base && matches!(**b, Expr::Int(v, _) if v == c),
@@ -45,7 +45,7 @@ fn offset_of(e: &Expr, base: &Expr, c: i64) -> bool {
 }
 
 /// `e` as `w · k`: `k`, where `e` is a multiple of `w` written so.
-fn multiple_of(e: &Expr, w: i64) -> Option<&Expr> {
+pub(crate) fn multiple_of(e: &Expr, w: i64) -> Option<&Expr> {
     match e {
         Expr::Bin(BinOp::Mul, a, b) => match (&**a, &**b) {
             (Expr::Int(v, _), k) | (k, Expr::Int(v, _)) if *v == w => Some(k),
@@ -57,7 +57,7 @@ fn multiple_of(e: &Expr, w: i64) -> Option<&Expr> {
 
 /// Element types with OpenCL C vector types whose loads need no conversion
 /// (booleans are stored as `uchar`, halves as their bits).
-fn vectorisable(t: ScalarType) -> bool {
+pub(crate) fn vectorisable(t: ScalarType) -> bool {
     matches!(t, ScalarType::F32 | ScalarType::F64 | ScalarType::I32 | ScalarType::U32 | ScalarType::I64 | ScalarType::U64)
 }
 

@@ -766,6 +766,22 @@ impl Lowerer<'_> {
                 }
                 Ok(())
             }
+            Val::Array(unlaned @ View { kind: ViewKind::Unlanes { src, w }, .. }) if !matches!(src.kind, ViewKind::Lanes { .. }) => {
+                // `asScalar` of computed vectors: each vector once, its lanes
+                // stored at w·k … w·k + w − 1 (not each scalar choosing its
+                // lane at run time); a backend may store them as one vector.
+                let lane_ty = unlaned.elem_ty(&Nat::Lit(0));
+                let k = self.fresh("k");
+                let width = *w;
+                self.write_each(src, &k, buf, env, body, top, &mut |cx, vector, inner| {
+                    let Val::Tuple(lanes) = vector else { return Err(bug(span, "asScalar of something that is not vectors")) };
+                    for (j, lane) in lanes.iter().enumerate() {
+                        let at = Nat::add(offset.clone(), Nat::add(Nat::mul(Nat::Lit(width as i64), Nat::Var(k.clone())), Nat::Lit(j as i64)));
+                        cx.write(lane, &lane_ty, buf, at, env, inner, false)?;
+                    }
+                    Ok(())
+                })
+            }
             Val::Array(View { kind: ViewKind::Join { src, .. } | ViewKind::Concat(src), .. }) => {
                 // A joined array is laid out like the nested one (rows of different
                 // lengths too): write the nested structure so the schedules of its maps are kept.
@@ -830,6 +846,38 @@ impl Lowerer<'_> {
                 Ok(())
             }
         }
+    }
+
+    /// A loop over the elements of `view` (its map's schedule), variable `var`,
+    /// that hands each element to `f` to write: the loop structure `write`
+    /// gives an array, for layouts other than one element per record.
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    fn write_each(&mut self, view: &View, var: &Name, _buf: &Name, env: &Env, body: &mut Block, top: bool, f: &mut dyn FnMut(&mut Self, &Val, &mut Block) -> Result<(), Diagnostic>) -> Result<(), Diagnostic> {
+        let schedule = self.schedule_of(view);
+        let hi = self.index_expr(&view.len(), env, body)?;
+        let i = Nat::Var(var.clone());
+        let was_parallel = self.in_parallel;
+        if schedule == Schedule::Parallel {
+            self.in_parallel = true;
+        }
+        let mut inner = Block::new();
+        let depth = self.loops.len();
+        self.loops.push((var.clone(), schedule, hi.clone()));
+        let written = self.elem(view, &i, &mut inner).and_then(|x| f(self, &x, &mut inner));
+        self.loops.pop();
+        self.in_parallel = was_parallel;
+        written?;
+        let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.hoisted).into_iter().partition(|(d, _)| *d == depth);
+        self.hoisted = rest;
+        if !mine.is_empty() {
+            inner.splice(0..0, mine.into_iter().map(|(_, s)| s));
+        }
+        if top && schedule == Schedule::Parallel {
+            let work_ty = source_elem_ty(view, &i);
+            self.parallel_work = Some(self.work_estimate(var, &work_ty, env));
+        }
+        body.push(Stmt::For { var: var.clone(), lo: L::index(0), hi, schedule, body: inner });
+        Ok(())
     }
 
     /// Writes the stream `view` in order from record `offset`, each element
