@@ -40,7 +40,9 @@ impl Lowerer<'_> {
             _ => return Err(unsupported(span, "`sortBy` of an array whose elements' types depend on their positions")),
         };
         let key_fields = leaf_fields(&key_ty, span)?;
-        leaf_fields(&elem, span).map_err(|_| unsupported(span, "`sortBy` of elements that are not records of scalars (arrays)"))?;
+        if !is_record(&elem) {
+            return Err(unsupported(span, &format!("`sortBy` of elements of type {elem} (a sorted element is a scalar or a tuple of scalars)")));
+        }
         // The records sorted: (key, element), stored flat, the key's leaves first.
         let record = Type::Tuple(vec![key_ty.clone(), elem]);
         let pairs_ty = Type::Array { binder: None, elem: Box::new(record), len: n.clone() };
@@ -129,6 +131,15 @@ impl Lowerer<'_> {
         passes.push(assign(&width, L::var(span2)));
         let pass_body = vec![Stmt::If { cond: lt(&L::var(width), &L::var(n)), then: passes, els: vec![] }];
         body.push(seq(&pass, L::index(0), L::index(MAX_PASSES), pass_body));
+    }
+}
+
+/// Is `t` a record that a buffer holds: a scalar or nested tuples of scalars?
+fn is_record(t: &Type) -> bool {
+    match t {
+        Type::Scalar(_) => true,
+        Type::Tuple(ts) => ts.iter().all(is_record),
+        _ => false,
     }
 }
 
