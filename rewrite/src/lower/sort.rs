@@ -11,9 +11,9 @@
 //! true`, floats by value with `-0.0 == 0.0` and every NaN after every number.
 //!
 //! The merge sort takes ⌈log₂ n⌉ passes, each merging runs of `width`
-//! records pairwise into the scratch and copying them back: n log n
-//! comparisons and 2 n log n record moves, no recursion and no stack, which
-//! OpenCL C does not have.
+//! records pairwise from one temporary into the other: n log n comparisons
+//! and as many record moves (plus n where the passes end in the scratch),
+//! no recursion and no stack, which OpenCL C does not have.
 
 use super::emit::leaf_fields;
 use super::view::{Val, View, ViewKind};
@@ -88,14 +88,46 @@ impl Lowerer<'_> {
 
     /// Sorts records `0 .. len` of `data` (records `fields`, the first
     /// `key_fields.len()` of them the key) stably by key, with `scratch` as
-    /// room for as many records.
+    /// room for as many records. Passes merge from one buffer into the other
+    /// in turn (the records are in `scratch` after an odd number of passes,
+    /// and copied back once at the end).
     fn merge_sort(&mut self, data: &Region, scratch: &Region, len: L, fields: &[ScalarType], key_fields: &[ScalarType], body: &mut Block) {
         let n = self.let_index("sort_n", len, body);
         let width = self.var_of("sort_width", ScalarType::I64, L::index(1), body);
-        let (pass, run, k, copy) = (self.fresh("sort_pass"), self.fresh("sort_run"), self.fresh("sort_k"), self.fresh("sort_copy"));
-        let mut passes = Block::new();
-        let span2 = self.let_index("sort_span", L::bin(BinOp::Mul, L::var(width.clone()), L::index(2)), &mut passes);
-        // ⌈n / span⌉ pairs of runs; span ≤ 2n, so nothing overflows.
+        let in_scratch = self.var_of("sort_in_scratch", ScalarType::Bool, L::Bool(false), body);
+        let (pass, copy) = (self.fresh("sort_pass"), self.fresh("sort_copy"));
+        let forth = self.merge_pass(data, scratch, &n, &width, fields, key_fields);
+        let back = self.merge_pass(scratch, data, &n, &width, fields, key_fields);
+        let passes = vec![
+            Stmt::If { cond: L::var(in_scratch.clone()), then: back, els: forth },
+            assign(&in_scratch, L::Not(Box::new(L::var(in_scratch.clone())))),
+            assign(&width, L::bin(BinOp::Mul, L::var(width.clone()), L::index(2))),
+        ];
+        let pass_body = vec![Stmt::If { cond: L::bin(BinOp::Lt, L::var(width), L::var(n.clone())), then: passes, els: vec![] }];
+        body.push(seq(&pass, L::index(0), L::index(MAX_PASSES), pass_body));
+        let copy_back = copy_record(scratch, &L::var(copy.clone()), data, &L::var(copy.clone()), fields);
+        body.push(Stmt::If { cond: L::var(in_scratch), then: vec![seq(&copy, L::index(0), L::var(n), copy_back)], els: vec![] });
+    }
+
+    /// The key leaves of `record` of `region`, bound to `let`s as they are compared ([`leaf`]).
+    fn key_leaves(&mut self, region: &Region, record: &L, key_fields: &[ScalarType], base: &str, body: &mut Block) -> Vec<L> {
+        let mut out = Vec::with_capacity(key_fields.len());
+        for (f, s) in key_fields.iter().enumerate() {
+            let (value, ty) = leaf(region.load(record, f as u32), *s);
+            let var = self.fresh(base);
+            self.var_types.push((var.clone(), ty));
+            body.push(Stmt::Let { var: var.clone(), ty, value });
+            out.push(L::var(var));
+        }
+        out
+    }
+
+    /// One pass: the runs of `width` records of `from` merged pairwise into `to`.
+    fn merge_pass(&mut self, from: &Region, to: &Region, n: &Name, width: &Name, fields: &[ScalarType], key_fields: &[ScalarType]) -> Block {
+        let (run, k) = (self.fresh("sort_run"), self.fresh("sort_k"));
+        let mut pass = Block::new();
+        let span2 = self.let_index("sort_span", L::bin(BinOp::Mul, L::var(width.clone()), L::index(2)), &mut pass);
+        // ⌈n / span⌉ pairs of runs; span < 2n, so nothing overflows.
         let runs = L::bin(BinOp::Div, L::bin(BinOp::Sub, L::bin(BinOp::Add, L::var(n.clone()), L::var(span2.clone())), L::index(1)), L::var(span2.clone()));
         let mut merge = Block::new();
         let lo = self.let_index("sort_lo", L::bin(BinOp::Mul, L::var(run.clone()), L::var(span2.clone())), &mut merge);
@@ -109,28 +141,24 @@ impl Lowerer<'_> {
         let mut step = Block::new();
         let take_left = self.var_of("sort_take_left", ScalarType::Bool, L::Bool(false), &mut step);
         let lt = |a: &L, b: &L| L::bin(BinOp::Lt, a.clone(), b.clone());
-        let right_smaller = less(data, &L::var(right.clone()), &L::var(left.clone()), key_fields);
+        // The two keys are loaded once each (a float leaf is read four times by the comparison).
+        let mut compare = Block::new();
+        let right_key = self.key_leaves(from, &L::var(right.clone()), key_fields, "sort_right_key", &mut compare);
+        let left_key = self.key_leaves(from, &L::var(left.clone()), key_fields, "sort_left_key", &mut compare);
+        compare.push(assign(&take_left, L::Not(Box::new(less(&right_key, &left_key, key_fields)))));
         step.push(Stmt::If {
             cond: lt(&L::var(left.clone()), &L::var(mid.clone())),
-            then: vec![Stmt::If {
-                cond: lt(&L::var(right.clone()), &L::var(hi.clone())),
-                then: vec![assign(&take_left, L::Not(Box::new(right_smaller)))],
-                els: vec![assign(&take_left, L::Bool(true))],
-            }],
+            then: vec![Stmt::If { cond: lt(&L::var(right.clone()), &L::var(hi.clone())), then: compare, els: vec![assign(&take_left, L::Bool(true))] }],
             els: vec![],
         });
-        let out = Region { buf: scratch.buf.clone(), at: scratch.at.clone() };
-        let mut from_left = copy_record(data, &L::var(left.clone()), &out, &L::var(k.clone()), fields);
+        let mut from_left = copy_record(from, &L::var(left.clone()), to, &L::var(k.clone()), fields);
         from_left.push(assign(&left, L::bin(BinOp::Add, L::var(left.clone()), L::index(1))));
-        let mut from_right = copy_record(data, &L::var(right.clone()), &out, &L::var(k.clone()), fields);
+        let mut from_right = copy_record(from, &L::var(right.clone()), to, &L::var(k.clone()), fields);
         from_right.push(assign(&right, L::bin(BinOp::Add, L::var(right.clone()), L::index(1))));
         step.push(Stmt::If { cond: L::var(take_left), then: from_left, els: from_right });
         merge.push(seq(&k, L::var(lo), L::var(hi), step));
-        passes.push(seq(&run, L::index(0), runs, merge));
-        passes.push(seq(&copy, L::index(0), L::var(n.clone()), copy_record(scratch, &L::var(copy.clone()), data, &L::var(copy.clone()), fields)));
-        passes.push(assign(&width, L::var(span2)));
-        let pass_body = vec![Stmt::If { cond: lt(&L::var(width), &L::var(n)), then: passes, els: vec![] }];
-        body.push(seq(&pass, L::index(0), L::index(MAX_PASSES), pass_body));
+        pass.push(seq(&run, L::index(0), runs, merge));
+        pass
     }
 }
 
@@ -169,28 +197,27 @@ fn copy_record(from: &Region, i: &L, to: &Region, k: &L, fields: &[ScalarType]) 
         .collect()
 }
 
-/// Is record `a`'s key strictly below record `b`'s (lexicographically)?
-fn less(data: &Region, a: &L, b: &L, key_fields: &[ScalarType]) -> L {
+/// Is key `a` strictly below key `b` (their leaves, lexicographically)?
+fn less(a: &[L], b: &[L], key_fields: &[ScalarType]) -> L {
     // Built from the last leaf outwards: lt₀ || (eq₀ && (lt₁ || (eq₁ && …))).
     let mut acc: Option<L> = None;
-    for (f, s) in key_fields.iter().enumerate().rev() {
-        let (x, y) = (leaf(data.load(a, f as u32), *s), leaf(data.load(b, f as u32), *s));
-        let lt = leaf_less(&x, &y, *s);
+    for ((x, y), s) in a.iter().zip(b).zip(key_fields).rev() {
+        let lt = leaf_less(x, y, *s);
         acc = Some(match acc {
             None => lt,
-            Some(rest) => L::bin(BinOp::Or, lt, L::bin(BinOp::And, leaf_equal(&x, &y, *s), rest)),
+            Some(rest) => L::bin(BinOp::Or, lt, L::bin(BinOp::And, leaf_equal(x, y, *s), rest)),
         });
     }
     acc.unwrap_or(L::Bool(false))
 }
 
-/// A key leaf as it is compared: a bool as 0 or 1, a half float widened
-/// (exactly) to `f32`.
-fn leaf(e: L, s: ScalarType) -> L {
+/// A key leaf as it is compared, with its type: a bool as 0 or 1, a half
+/// float widened (exactly) to `f32`.
+fn leaf(e: L, s: ScalarType) -> (L, ScalarType) {
     match s {
-        ScalarType::Bool => L::Cast(ScalarType::I64, Box::new(e)),
-        s if s.is_half() => L::Cast(ScalarType::F32, Box::new(e)),
-        _ => e,
+        ScalarType::Bool => (L::Cast(ScalarType::I64, Box::new(e)), ScalarType::I64),
+        s if s.is_half() => (L::Cast(ScalarType::F32, Box::new(e)), ScalarType::F32),
+        _ => (e, s),
     }
 }
 
