@@ -104,9 +104,13 @@ impl Lowerer<'_> {
             assign(&width, L::bin(BinOp::Mul, L::var(width.clone()), L::index(2))),
         ];
         let pass_body = vec![Stmt::If { cond: L::bin(BinOp::Lt, L::var(width), L::var(n.clone())), then: passes, els: vec![] }];
-        body.push(seq(&pass, L::index(0), L::index(MAX_PASSES), pass_body));
         let copy_back = copy_record(scratch, &L::var(copy.clone()), data, &L::var(copy.clone()), fields);
-        body.push(Stmt::If { cond: L::var(in_scratch), then: vec![seq(&copy, L::index(0), L::var(n), copy_back)], els: vec![] });
+        let sort = vec![
+            seq(&pass, L::index(0), L::index(MAX_PASSES), pass_body),
+            Stmt::If { cond: L::var(in_scratch), then: vec![seq(&copy, L::index(0), L::var(n.clone()), copy_back)], els: vec![] },
+        ];
+        // Rows of no or one element (many, in a sparse matrix) skip the pass loop.
+        body.push(Stmt::If { cond: L::bin(BinOp::Gt, L::var(n), L::index(1)), then: sort, els: vec![] });
     }
 
     /// The key leaves of `record` of `region`, bound to `let`s as they are compared ([`leaf`]).
