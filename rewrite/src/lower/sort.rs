@@ -30,7 +30,7 @@ impl Lowerer<'_> {
     /// `sortBy(key)(xs)` of type `ty`: the sorted array, stored.
     pub(super) fn sort_by(&mut self, key: &TExpr, xs: &TExpr, ty: &Type, env: &Env, span: Span, body: &mut Block) -> Result<View, Diagnostic> {
         let src = self.array(xs, env, body)?;
-        let src = self.settle(src, env, xs.span, body, &mut Vec::new())?;
+        let src = self.settle(src, env, xs.span, body, &mut Vec::new()).map_err(naming_sort_by)?;
         let TKind::Lambda { body: key_body, .. } = &key.kind else {
             return Err(bug(key.span, "a `sortBy` key that is not a function"));
         };
@@ -51,7 +51,7 @@ impl Lowerer<'_> {
             kind: ViewKind::Map { f: Box::new(key.clone()), env: env.clone(), src: Box::new(src.clone()), binder: None, prim: "mapSeq", dim: 0 },
         };
         let pairs = View { ty: pairs_ty.clone(), kind: ViewKind::Zip(vec![keys, src]) };
-        let Val::Array(stored) = self.materialize(Val::Array(pairs), &pairs_ty, Space::Global, env, span, body)? else {
+        let Val::Array(stored) = self.materialize(Val::Array(pairs), &pairs_ty, Space::Global, env, span, body).map_err(naming_sort_by)? else {
             return Err(bug(span, "a `sortBy` temporary that is not an array"));
         };
         let ViewKind::Buffer { buf, offset } = &stored.kind else {
@@ -164,6 +164,17 @@ impl Lowerer<'_> {
         pass.push(seq(&run, L::index(0), runs, merge));
         pass
     }
+}
+
+/// A refusal met while storing the array to sort, saying so: what is
+/// refused may be a pattern inside it (`concat` of a stream and an array,
+/// whose length only walking it gives).
+fn naming_sort_by(mut d: Diagnostic) -> Diagnostic {
+    const REFUSED: &str = " cannot be compiled yet";
+    if let Some(what) = d.message.strip_suffix(REFUSED) {
+        d.message = format!("{what} (in the array `sortBy` sorts){REFUSED}");
+    }
+    d
 }
 
 /// Is `t` a record that a buffer holds: a scalar or nested tuples of scalars?
