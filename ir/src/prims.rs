@@ -168,6 +168,7 @@ pub fn note(name: &str) -> Option<&'static str> {
         "iterate" => Some("the function is applied k times; k must be a constant and each application is checked at its own input type"),
         "asVector" => Some("elements must be scalars and the width a constant 2, 3, 4, 8 or 16"),
         "asScalar" => Some("elements must be vectors"),
+        "sortBy" => Some("the key U is a scalar that is not complex, or a tuple of such scalars (compared lexicographically)"),
         n if conversion(n).is_some() => Some("the argument must be a scalar: a real number or a bool (a complex one: take re or im first)"),
         "complex" => Some("the parts have one type, f32 or f64; C is complex<f32> or complex<f64> accordingly"),
         "re" | "im" | "conj" => Some("C is complex<f32> or complex<f64>, T its parts' type (f32 or f64)"),

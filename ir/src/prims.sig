@@ -99,6 +99,18 @@ compressLast : (n: nat) -> [(I, T)]_N -> [(I, T)]_counted  // (index, value) pai
 // elements first, then writes them.
 filter       : (p: T -> bool) -> [T]_N -> [T]_counted  // the elements for which p holds, in order
 
+// ## Sorting
+// `sortBy(key)` orders the elements by increasing `key(x)`, keeping elements
+// with equal keys in their order (a stable sort; the key is computed once per
+// element). The key is a scalar or a tuple of scalars, compared
+// lexicographically: integers by value, `false` before `true`, floats by
+// value with `-0.0` equal to `0.0` and every NaN after every number (numpy's
+// order); complex numbers have no order. A decreasing order is an increasing
+// one of a negated key (`sortBy(e => -e.2)`). MLIR's `sparse_tensor.sort`
+// (coordinates and values permuted by keys) and `reorder_coo` (COO entries into
+// another order) are this pattern on a tensor's entries.
+sortBy       : (key: T -> U) -> [T]_N -> [T]_N  // the elements in increasing order of key(x), equal keys kept in their order (stable)
+
 // ## Numeric conversions
 // Each scalar type's name converts a number or a bool to that type:
 // `float(n)`, `int(x)`, `double(k)`, `u8(v)`, ... (aliases included: `i32`

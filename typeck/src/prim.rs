@@ -418,6 +418,15 @@ impl Checker {
                         self.require_numeric(&value, span, "`compressAdd` (it sums its values)")?;
                     }
             }
+            "sortBy" => {
+                // Keys are compared: scalars with an order, or tuples of them (lexicographic).
+                if let Some(key) = inst.types.get(&('U' as u32)).map(|t| self.metas.zonk(t))
+                    && let Some(why) = unordered(&key) {
+                        return Err(Diagnostic::new(span, format!("`sortBy` compares its keys, and {why}"))
+                            .with_label(format!("the key has type {}", show(&key)))
+                            .with_note("a key is a scalar (not complex) or a tuple of such scalars: `sortBy(e => e.1)`, `sortBy(e => (e.2, e.1))`"));
+                    }
+            }
             "join" => {
                 if let Type::Array { elem, .. } = result
                     && let Some(b) = inst.binders.values().find(|b| elem.mentions(b)) {
@@ -537,6 +546,20 @@ fn lift_counts(name: &str, result: Type, c: &mut Checker) -> Type {
 }
 
 /// Does a type contain `bool` anywhere (a value `+` cannot add)?
+/// Why values of type `t` cannot be compared as a `sortBy` key, if they cannot:
+/// keys are scalars other than complex numbers, or tuples of keys. An
+/// unsolved type (a literal's) is a number, which can.
+fn unordered(t: &Type) -> Option<String> {
+    match t {
+        Type::Scalar(s) if s.is_complex() => Some(format!("{s} has no order")),
+        Type::Scalar(_) | Type::Meta(_) => None,
+        Type::Tuple(ts) => ts.iter().find_map(unordered),
+        Type::Array { .. } => Some("an array is not a key".to_string()),
+        Type::Vector { .. } => Some("a vector is not a key".to_string()),
+        other => Some(format!("{} is not a key", show(other))),
+    }
+}
+
 fn mentions_bool(t: &Type) -> bool {
     match t {
         Type::Scalar(s) => *s == heddle_ir::ScalarType::Bool,

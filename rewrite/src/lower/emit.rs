@@ -364,6 +364,10 @@ impl Lowerer<'_> {
                 let src = self.array(&args[1], env, body)?;
                 view(ViewKind::Filter { p: Box::new(args[0].clone()), env: env.clone(), src: Box::new(src), span }, &[])
             }
+            "sortBy" => {
+                let sorted = self.sort_by(&args[0], &args[1], ty, env, span, body)?;
+                Ok(Val::Array(sorted))
+            }
             "compressAdd" | "compressLast" => {
                 let src = self.array(&args[0], env, body)?;
                 view(ViewKind::Compress { src: Box::new(src), n: nat(0), last: name == "compressLast", span }, &[])
@@ -397,7 +401,7 @@ impl Lowerer<'_> {
         }
     }
 
-    fn array(&mut self, t: &TExpr, env: &Env, body: &mut Block) -> Result<View, Diagnostic> {
+    pub(super) fn array(&mut self, t: &TExpr, env: &Env, body: &mut Block) -> Result<View, Diagnostic> {
         match self.expr(t, env, body)? {
             Val::Array(v) => Ok(v),
             _ => Err(bug(t.span, "a pattern applied to a non-array")),
@@ -405,7 +409,7 @@ impl Lowerer<'_> {
     }
 
     /// Computes an array into a temporary buffer in `space`.
-    fn materialize(&mut self, v: Val, ty: &Type, space: Space, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
+    pub(super) fn materialize(&mut self, v: Val, ty: &Type, space: Space, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
         let Val::Array(view) = &v else { return Ok(self.share(v, "tmp", body)) };
         if let Type::Array { binder, elem, len } = ty
             && super::stream::is_stream(view)
@@ -455,7 +459,7 @@ impl Lowerer<'_> {
     /// Allocates a temporary for a value of type `ty` in `space` (or the
     /// space this position needs, below): the buffer, the record it starts
     /// at, and whether it is a per-worker workspace.
-    fn temporary(&mut self, ty: &Type, space: Space, base: &str, env: &Env, span: Span, body: &mut Block) -> Result<(Name, Nat, bool), Diagnostic> {
+    pub(super) fn temporary(&mut self, ty: &Type, space: Space, base: &str, env: &Env, span: Span, body: &mut Block) -> Result<(Name, Nat, bool), Diagnostic> {
         let fields = leaf_fields(ty, span)?;
         let count = crate::flat_size(ty).map_err(|e| unsupported(span, &format!("the layout of a temporary: {e}")))?;
         let len = self.index_expr(&count, env, body)?;

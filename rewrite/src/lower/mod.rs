@@ -26,6 +26,7 @@ mod operators;
 mod ragged;
 mod ranges;
 mod scatter;
+mod sort;
 mod sums;
 mod stream;
 mod tidy;

@@ -8,6 +8,7 @@
 mod env;
 mod merge;
 mod prims;
+mod sort;
 mod store;
 
 pub use env::{eval_int_expr, Env};

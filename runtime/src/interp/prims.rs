@@ -288,6 +288,17 @@ pub(super) fn eval_prim(name: &str, nats: &[Nat], args: &[TExpr], binder: Option
             }
             Ok(Value::array(kept))
         }
+        "sortBy" => {
+            let key = arg(0)?;
+            let xs = array(eval(arg(1)?, env)?, span)?;
+            let keys = xs.iter().map(|x| apply(key, vec![x.clone()], env, None)).collect::<Result<Vec<_>, _>>()?;
+            let key_ty = match &key.kind {
+                heddle_typeck::TKind::Lambda { body, .. } => body.ty.clone(),
+                _ => return Err(internal(span, "a `sortBy` key that is not a function")),
+            };
+            let order = super::sort::stable_order(&keys, &key_ty).map_err(|m| internal(span, &m))?;
+            Ok(Value::array(order.into_iter().map(|k| xs[k].clone()).collect()))
+        }
         "compressAdd" | "compressLast" => {
             let n = nat(&nats[0], env, span)?;
             let pairs = array(eval(arg(0)?, env)?, span)?;
