@@ -341,8 +341,12 @@ impl Translator<'_, '_> {
         self.b.switch_to_block(pre);
         let marks = self.enter_loop(var, lo_v, hi_v, body)?;
         let n = self.b.ins().isub(hi_v, lo_v);
-        let whole = self.b.ins().band_imm_s(n, -step);
-        let main_hi = self.b.ins().iadd(lo_v, whole);
+        // `main_hi = hi - n mod step` (`step` is a power of two), not
+        // `lo + (n & -step)`: Cranelift recomputes an and with a constant at
+        // each use, in the loop (as `reduce.rs` found), not a difference.
+        debug_assert!((step as u64).is_power_of_two());
+        let left_over = self.b.ins().band_imm_s(n, step - 1);
+        let main_hi = self.b.ins().isub(hi_v, left_over);
         // Per accumulator, `chains` vectors of partial results, from the identity.
         let mut vaccs: Vec<Vec<Variable>> = Vec::new();
         for a in accs {
