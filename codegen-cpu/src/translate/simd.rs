@@ -44,6 +44,11 @@ const VECTOR_BYTES: usize = 16;
 /// Vector accumulators per reduction accumulator.
 const VECTOR_CHAINS: i64 = 2;
 
+/// Vector steps per iteration of a map loop's main loop (unrolled: half the
+/// index updates, compares and branches). One more single step follows when
+/// a whole vector is left, so rows of one to two vectors stay in lanes.
+const MAP_CHAINS: i64 = 2;
+
 /// What a value is across the lanes of one step (at the type level, for planning).
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Kind {
@@ -330,7 +335,7 @@ impl Translator<'_, '_> {
     /// iteration at a time for what is left.
     pub(super) fn lane_loop(&mut self, var: &Name, lo: &Expr, hi: &Expr, body: &[Stmt], accs: &[Accumulator], plan: LanePlan) -> Result<(), CodegenError> {
         let w = plan.width as i64;
-        let chains = if plan.shape == Shape::Reduction { VECTOR_CHAINS } else { 1 };
+        let chains = if plan.shape == Shape::Reduction { VECTOR_CHAINS } else { MAP_CHAINS };
         let step = w * chains;
         let (lo_v, hi_v) = self.loop_bounds(lo, hi, Schedule::Seq)?;
         let (pre, main, combine, rest_pre, rest, exit) =
@@ -380,8 +385,25 @@ impl Translator<'_, '_> {
         let more = self.b.ins().icmp(IntCC::SignedLessThan, next, main_hi);
         self.b.ins().brif(more, main, &[], combine, &[]);
 
-        // Lanes, then chains, folded into each accumulator.
         self.b.switch_to_block(combine);
+        if plan.shape == Shape::Map && chains > 1 {
+            // A single vector step if a whole one is left. (A step of the main
+            // loop whose checks failed comes here too: this step fails the same
+            // checks before any store and leaves for the scalar loop.)
+            let (single, after) = (self.b.create_block(), self.b.create_block());
+            let at = self.b.use_var(iv);
+            let room = self.b.ins().isub(hi_v, at);
+            let fits = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, room, w);
+            self.b.ins().brif(fits, single, &[], after, &[]);
+            self.b.switch_to_block(single);
+            let at = self.b.use_var(iv);
+            self.lane_step(var, at, body, &[], &[], &plan, iv, after)?;
+            let next = self.b.ins().iadd_imm_s(at, w);
+            self.b.def_var(iv, next);
+            self.b.ins().jump(after, &[]);
+            self.b.switch_to_block(after);
+        }
+        // Lanes, then chains, folded into each accumulator.
         for (a, vars) in accs.iter().zip(&vaccs) {
             let mut v = self.b.use_var(vars[0]);
             for x in &vars[1..] {
