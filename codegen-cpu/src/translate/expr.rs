@@ -297,7 +297,7 @@ impl Translator<'_, '_> {
 
     /// `v` as `x + c` with a constant `c` when Cranelift's instructions say
     /// so (`iadd x, iconst c`), else `(v, 0)`.
-    fn constant_addend(&self, v: Value) -> (Value, i64) {
+    pub(super) fn constant_addend(&self, v: Value) -> (Value, i64) {
         use cranelift_codegen::ir::{InstructionData, Opcode, ValueDef};
         let dfg = &self.b.func.dfg;
         let constant = |x: Value| match dfg.value_def(x) {
@@ -324,7 +324,7 @@ impl Translator<'_, '_> {
     }
 
     /// `v * size` (an `i64` index scaled to bytes).
-    fn scaled(&mut self, v: Value, size: i64) -> Value {
+    pub(super) fn scaled(&mut self, v: Value, size: i64) -> Value {
         if size == 1 { v } else { self.b.ins().imul_imm_s(v, size) }
     }
 

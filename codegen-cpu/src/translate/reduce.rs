@@ -112,6 +112,8 @@ impl Translator<'_, '_> {
         if schedule != Schedule::Seq || u < 2 {
             return Ok(false);
         }
+        let folded = fold_accumulator_copies(body, &self.prog.reassociable);
+        let body: &[Stmt] = folded.as_deref().unwrap_or(body);
         let Some(accs) = self.reduction_shape(body) else { return Ok(false) };
         if let Some(plan) = self.lane_plan(var, body, &accs) {
             self.lane_loop(var, lo, hi, body, &accs, plan)?;
@@ -335,5 +337,87 @@ impl Translator<'_, '_> {
             _ if ty.is_float() => self.float_op(op, a, b, ty)?,
             _ => self.int_op(op, a, b, ty.is_signed())?,
         })
+    }
+}
+
+/// `body` with each copy of a reassociable accumulator read just for its own
+/// update folded away: `let x = acc; …; acc = x op e` (how lowering applies
+/// an integer `+`, binding its operands) becomes `…; acc = acc op e`, the
+/// form [`Translator::reduction_shape`] recognises, with `x` read as `acc`
+/// in between (where `acc` still holds the copied value: it is assigned only
+/// by that update). `None` when there is nothing to fold. Only flat bodies
+/// (no nested loop or `if`) in which `x` is not read after the update.
+fn fold_accumulator_copies(body: &[Stmt], reassociable: &[Name]) -> Option<Vec<Stmt>> {
+    let flat = |s: &Stmt| matches!(s, Stmt::Let { .. } | Stmt::Check { .. } | Stmt::Assign { .. } | Stmt::Store { .. });
+    if !body.iter().all(flat) {
+        return None;
+    }
+    let mut out = body.to_vec();
+    let mut changed = false;
+    let mut i = 0;
+    while i < out.len() {
+        let Stmt::Let { var: copy, value: Expr::Var(acc), .. } = &out[i] else {
+            i += 1;
+            continue;
+        };
+        let (copy, acc) = (copy.clone(), acc.clone());
+        let update = out[i + 1..].iter().position(|s| matches!(s, Stmt::Assign { var, .. } if *var == acc)).map(|p| p + i + 1);
+        let foldable = reassociable.contains(&acc)
+            && update.is_some_and(|u| {
+                // Neither name is bound again, and the copy is dead after the update.
+                out[i + 1..].iter().all(|s| !matches!(s, Stmt::Let { var, .. } if *var == copy || *var == acc))
+                    && out[u + 1..].iter().all(|s| !stmt_mentions(s, &copy))
+            });
+        if !foldable {
+            i += 1;
+            continue;
+        }
+        let update = update.unwrap_or(i);
+        for s in &mut out[i + 1..=update] {
+            *s = rename_in_stmt(s, &copy, &acc);
+        }
+        out.remove(i);
+        changed = true;
+    }
+    changed.then_some(out)
+}
+
+/// Whether a flat statement reads `name`.
+fn stmt_mentions(s: &Stmt, name: &Name) -> bool {
+    use super::lazy::mentions;
+    match s {
+        Stmt::Let { value, .. } | Stmt::Assign { value, .. } => mentions(value, name),
+        Stmt::Check { cond, .. } => mentions(cond, name),
+        Stmt::Store { index, value, .. } => mentions(index, name) || mentions(value, name),
+        _ => true,
+    }
+}
+
+/// A flat statement with every read of `from` reading `to` instead.
+fn rename_in_stmt(s: &Stmt, from: &Name, to: &Name) -> Stmt {
+    let mut s = s.clone();
+    match &mut s {
+        Stmt::Let { value, .. } | Stmt::Assign { value, .. } => *value = rename(value, from, to),
+        Stmt::Check { cond, .. } => *cond = rename(cond, from, to),
+        Stmt::Store { index, value, .. } => {
+            *index = rename(index, from, to);
+            *value = rename(value, from, to);
+        }
+        _ => {}
+    }
+    s
+}
+
+fn rename(e: &Expr, from: &Name, to: &Name) -> Expr {
+    let r = |x: &Expr| Box::new(rename(x, from, to));
+    match e {
+        Expr::Var(v) if v == from => Expr::Var(to.clone()),
+        Expr::Int(..) | Expr::Float(..) | Expr::Bool(_) | Expr::Var(_) => e.clone(),
+        Expr::Load { buf, index, field } => Expr::Load { buf: buf.clone(), index: r(index), field: *field },
+        Expr::Bin(op, a, b) => Expr::Bin(*op, r(a), r(b)),
+        Expr::Neg(a) => Expr::Neg(r(a)),
+        Expr::Not(a) => Expr::Not(r(a)),
+        Expr::Cast(t, a) => Expr::Cast(*t, r(a)),
+        Expr::Select(c, a, b) => Expr::Select(r(c), r(a), r(b)),
     }
 }

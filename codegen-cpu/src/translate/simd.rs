@@ -44,6 +44,11 @@ const VECTOR_BYTES: usize = 16;
 /// Vector accumulators per reduction accumulator.
 const VECTOR_CHAINS: i64 = 2;
 
+/// Vector steps per iteration of a map loop's main loop (unrolled: half the
+/// index updates, compares and branches). One more single step follows when
+/// a whole vector is left, so rows of one to two vectors stay in lanes.
+const MAP_CHAINS: i64 = 2;
+
 /// What a value is across the lanes of one step (at the type level, for planning).
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Kind {
@@ -281,14 +286,21 @@ impl Translator<'_, '_> {
     }
 
     /// Whether converting the affine integer `a` (of type `from`) to `to`
-    /// keeps every lane's value: widening, or narrowing the loop variable
-    /// itself when its range was checked to fit (see [`super::lazy`]).
+    /// keeps every lane's value: widening, or narrowing the lane loop's own
+    /// variable (`kinds[0]`). The latter is always range-checked: such a
+    /// cast is in [`heddle_ir::loops::narrow_casts`] of the loop, and
+    /// [`lane_loop`](Self::lane_loop) enters the loop through
+    /// [`enter_loop`](Self::enter_loop), which checks that the whole range
+    /// fits before the first step (`Fault::IndexOverflow` otherwise, see
+    /// [`super::lazy`]). The plan is made before that check is emitted, so
+    /// `narrow_safe` does not list the variable yet (`generate`'s
+    /// `(int) j` in MTTKRP's row update was planned as a gather).
     fn affine_cast_keeps(&self, a: &Expr, from: ScalarType, to: ScalarType, kinds: &[(Name, Kind, ScalarType)]) -> bool {
         if to.size_bytes() >= from.size_bytes() && (to.is_signed() || !from.is_signed()) && to == ScalarType::I64 {
             return true;
         }
-        // `(int) k` of the loop variable, range-checked.
-        matches!(a, Expr::Var(n) if kinds.first().is_some_and(|(v, ..)| v == n) && self.narrow_safe.contains(n))
+        // `(int) k` of the loop variable: checked on entry to the lane loop.
+        matches!(a, Expr::Var(n) if kinds.first().is_some_and(|(v, ..)| v == n) && to.is_int() && to.size_bytes() < 8)
     }
 
     /// The scalar type of `e` inside the body.
@@ -323,7 +335,7 @@ impl Translator<'_, '_> {
     /// iteration at a time for what is left.
     pub(super) fn lane_loop(&mut self, var: &Name, lo: &Expr, hi: &Expr, body: &[Stmt], accs: &[Accumulator], plan: LanePlan) -> Result<(), CodegenError> {
         let w = plan.width as i64;
-        let chains = if plan.shape == Shape::Reduction { VECTOR_CHAINS } else { 1 };
+        let chains = if plan.shape == Shape::Reduction { VECTOR_CHAINS } else { MAP_CHAINS };
         let step = w * chains;
         let (lo_v, hi_v) = self.loop_bounds(lo, hi, Schedule::Seq)?;
         let (pre, main, combine, rest_pre, rest, exit) =
@@ -334,8 +346,12 @@ impl Translator<'_, '_> {
         self.b.switch_to_block(pre);
         let marks = self.enter_loop(var, lo_v, hi_v, body)?;
         let n = self.b.ins().isub(hi_v, lo_v);
-        let whole = self.b.ins().band_imm_s(n, -step);
-        let main_hi = self.b.ins().iadd(lo_v, whole);
+        // `main_hi = hi - n mod step` (`step` is a power of two), not
+        // `lo + (n & -step)`: Cranelift recomputes an and with a constant at
+        // each use, in the loop (as `reduce.rs` found), not a difference.
+        debug_assert!((step as u64).is_power_of_two());
+        let left_over = self.b.ins().band_imm_s(n, step - 1);
+        let main_hi = self.b.ins().isub(hi_v, left_over);
         // Per accumulator, `chains` vectors of partial results, from the identity.
         let mut vaccs: Vec<Vec<Variable>> = Vec::new();
         for a in accs {
@@ -369,8 +385,25 @@ impl Translator<'_, '_> {
         let more = self.b.ins().icmp(IntCC::SignedLessThan, next, main_hi);
         self.b.ins().brif(more, main, &[], combine, &[]);
 
-        // Lanes, then chains, folded into each accumulator.
         self.b.switch_to_block(combine);
+        if plan.shape == Shape::Map && chains > 1 {
+            // A single vector step if a whole one is left. (A step of the main
+            // loop whose checks failed comes here too: this step fails the same
+            // checks before any store and leaves for the scalar loop.)
+            let (single, after) = (self.b.create_block(), self.b.create_block());
+            let at = self.b.use_var(iv);
+            let room = self.b.ins().isub(hi_v, at);
+            let fits = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, room, w);
+            self.b.ins().brif(fits, single, &[], after, &[]);
+            self.b.switch_to_block(single);
+            let at = self.b.use_var(iv);
+            self.lane_step(var, at, body, &[], &[], &plan, iv, after)?;
+            let next = self.b.ins().iadd_imm_s(at, w);
+            self.b.def_var(iv, next);
+            self.b.ins().jump(after, &[]);
+            self.b.switch_to_block(after);
+        }
+        // Lanes, then chains, folded into each accumulator.
         for (a, vars) in accs.iter().zip(&vaccs) {
             let mut v = self.b.use_var(vars[0]);
             for x in &vars[1..] {
@@ -464,8 +497,7 @@ impl Translator<'_, '_> {
                     let (base, size, offset, t) = (b.base, b.layout.size as i64, b.layout.offsets[*field as usize] as i32, b.fields[*field as usize]);
                     let x = self.lane_value(value, &lanes, plan.width)?;
                     let xv = self.to_vector(x, t, plan.width)?;
-                    let scaled = self.b.ins().imul_imm_s(i0, size);
-                    let addr = self.b.ins().iadd(base, scaled);
+                    let (addr, offset) = self.lane_address(base, size, offset, i0, lane0);
                     self.b.ins().store(vector_flags(false), xv, addr, offset);
                 }
                 _ => return Err(lane_mismatch("a statement")),
@@ -483,6 +515,49 @@ impl Translator<'_, '_> {
             self.b.switch_to_block(cont);
         }
         Ok(())
+    }
+
+    /// The address of lane 0 of a contiguous access at index `i0` (lanes
+    /// `i0 + l`) of a buffer at `base` with records of `size` bytes and the
+    /// field at `offset`, built as the scalar code builds one (`expr.rs`'s
+    /// `address`): `(base + u·size) + k·size` with displacement
+    /// `offset + c·size`, when `i0` is the step's first-lane loop variable
+    /// `lane0 = k + c` (`c` the chain's constant offset), plus at most one
+    /// other term `u`. Cranelift hoists `base + u·size` out of the loop
+    /// when `u` is invariant, and the rest is one x86 addressing mode, so a
+    /// vector load or store costs no address arithmetic of its own.
+    /// Otherwise `base + i0·size`.
+    fn lane_address(&mut self, base: Value, size: i64, offset: i32, i0: Value, lane0: Value) -> (Value, i32) {
+        use cranelift_codegen::ir::{InstructionData, Opcode, ValueDef};
+        let (counter, c) = self.constant_addend(lane0);
+        let other = if i0 == lane0 {
+            Some(None)
+        } else {
+            match self.b.func.dfg.value_def(i0) {
+                ValueDef::Result(inst, 0) => match self.b.func.dfg.insts[inst] {
+                    InstructionData::Binary { opcode: Opcode::Iadd, args: [x, y] } if x == lane0 => Some(Some(y)),
+                    InstructionData::Binary { opcode: Opcode::Iadd, args: [x, y] } if y == lane0 => Some(Some(x)),
+                    _ => None,
+                },
+                _ => None,
+            }
+        };
+        let displacement = c.checked_mul(size).and_then(|d| i32::try_from(d).ok()).and_then(|d| offset.checked_add(d));
+        match (other, displacement) {
+            (Some(other), Some(displacement)) => {
+                let mut addr = base;
+                if let Some(u) = other {
+                    let scaled = self.scaled(u, size);
+                    addr = self.b.ins().iadd(addr, scaled);
+                }
+                let scaled = self.scaled(counter, size);
+                (self.b.ins().iadd(addr, scaled), displacement)
+            }
+            _ => {
+                let scaled = self.scaled(i0, size);
+                (self.b.ins().iadd(base, scaled), offset)
+            }
+        }
     }
 
     /// Whether `e` reads nothing that differs between lanes.
@@ -518,8 +593,11 @@ impl Translator<'_, '_> {
                 match idx {
                     Lanes::Affine(i0, 1) if single && vector_type(t, width).is_some() => {
                         let vt = vector_type(t, width).ok_or_else(|| lane_mismatch("a vector type"))?;
-                        let scaled = self.b.ins().imul_imm_s(i0, size);
-                        let addr = self.b.ins().iadd(base, scaled);
+                        let lane0 = match lanes.first() {
+                            Some((_, Lanes::Affine(v, 1), _)) => *v,
+                            _ => return Err(lane_mismatch("the loop variable")),
+                        };
+                        let (addr, offset) = self.lane_address(base, size, offset, i0, lane0);
                         Lanes::Vector(self.b.ins().load(vt, vector_flags(readonly), addr, offset))
                     }
                     other => {
