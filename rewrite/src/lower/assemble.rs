@@ -293,12 +293,19 @@ impl Lowerer<'_> {
             body.push(Stmt::Var { var: last.clone(), ty: ScalarType::I64, init: L::index(-1) });
         }
         let path = path.to_vec();
+        // A row that is one two-list merge (mapped) visits its coordinates in
+        // strictly increasing order (the merge checks its lists sorted, or
+        // binding has): where the stored coordinate is the merge's own, the
+        // order check cannot fail and is left out.
+        let merged_row = fill.lengths.is_some() && one_merge(view);
         let mut visit = |cx: &mut Self, x: Val, inner: &mut Block| -> Result<(), Diagnostic> {
             let at = cx.bind_index(L::bin(BinOp::Add, start.clone(), L::var(next.clone())), "entry", inner);
             let at = cx.nat_to_expr(&at, env, inner)?;
+            let increasing = merged_row
+                && matches!(&x, Val::Tuple(items) if matches!(items.first(), Some(Val::Scalar(c, _)) if cx.merged_coordinates.contains(c)));
             // The list's coordinate, in range and in order.
             let (c, mut child) = cx.coordinate(x, fill.list, fill, inner)?;
-            if order != Order::Any {
+            if order != Order::Any && !increasing {
                 let op = if order == Order::Increasing { BinOp::Gt } else { BinOp::Ge };
                 let id = cx.check(fill.plan.order_message(fill.list), fill.span);
                 inner.push(Stmt::Check { cond: L::bin(op, c.clone(), L::var(last.clone())), id });
@@ -369,6 +376,16 @@ impl Lowerer<'_> {
         let cond = L::bin(BinOp::And, L::bin(BinOp::Ge, c.clone(), L::index(0)), L::bin(BinOp::Lt, c.clone(), size));
         body.push(Stmt::Check { cond, id });
         Ok((c, child))
+    }
+}
+
+/// Is the stream `v` one two-list merge, mapped (not an N-way co-iteration,
+/// whose cursors are not `stream.rs`'s merge)?
+fn one_merge(v: &View) -> bool {
+    match &v.kind {
+        super::view::ViewKind::Map { src, .. } if super::stream::is_stream(src) => one_merge(src),
+        super::view::ViewKind::Merge { .. } => !super::coiter::nested(v),
+        _ => false,
     }
 }
 

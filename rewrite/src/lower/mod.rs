@@ -385,6 +385,11 @@ pub struct Lowerer<'k> {
     /// The fill: those of `bounded_counts` a stored tensor's lists were
     /// filled into room for (see `assemble.rs`).
     bounded_filled: Vec<Name>,
+    /// How many two-list merges are being lowered, one inside another's visit.
+    merge_depth: usize,
+    /// The coordinates outermost two-list merges visit, each strictly
+    /// increasing over its merge (see `stream.rs`, `note_merged`).
+    merged_coordinates: Vec<heddle_ir::loops::Expr>,
     /// Local buffers written by a `Local(d)` loop, with `d` (see `tree.rs`).
     local_producers: std::collections::HashMap<Name, u32>,
     /// Scalar computations over the naturals, run once at the top of the kernel.
@@ -432,6 +437,8 @@ impl<'k> Lowerer<'k> {
             bound_missing: false,
             bounded_counts: Vec::new(),
             bounded_filled: Vec::new(),
+            merge_depth: 0,
+            merged_coordinates: Vec::new(),
             local_producers: std::collections::HashMap::new(),
             prologue: Vec::new(),
             tree_levels: Vec::new(),
