@@ -149,7 +149,10 @@ fn counted_results_compile_to_a_counting_phase_and_a_fill() {
         let file = format!("examples/sparse/{kernel}.hdl");
         let (code, out, err) = heddle(&["compile", &file, "--target", "loops"]);
         assert_eq!(code, 0, "{err}");
-        assert!(out.starts_with("count phase count#1[A_dim0]"), "{kernel}: {out}");
+        // A co-iteration's phase bounds its rows (the fill merges them once, see
+        // sparse_results.rs); a workspace's counts them.
+        let phase = if kernel == "spgemm_csr" { "count" } else { "bound" };
+        assert!(out.starts_with(&format!("{phase} phase count#1[A_dim0]")), "{kernel}: {out}");
         // The fill's rows start at the host prefix sum of the counts.
         assert!(out.contains("host prefix[j] = sum(f = 0 .. j - 1, toNat(count#1@f))"), "{kernel}: {out}");
         let fill = out.split("\nkernel ").nth(1).unwrap();

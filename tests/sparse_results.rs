@@ -560,3 +560,68 @@ fn unsorted_storage_rows_are_input_errors_and_plain_lists_stay_checked() {
         assert!(err.contains("the first list is not sorted"), "{backend}: {err}");
     }
 }
+
+/// A matrix whose row lengths follow a power law (most rows short or empty,
+/// a few holding most entries) and, where `long_row`, one row of every column.
+fn power_law(rng: &mut Rng, m: u64, n: u64, long_row: bool) -> Entries {
+    let mut e = Entries::new();
+    for i in 0..m {
+        // 1 / (1 - u) for u uniform in [0, 1): Pareto with index 1, capped at n.
+        let u = rng.below(1000) as f64 / 1000.0;
+        let len = if long_row && i == m / 2 { n } else { ((1.0 / (1.0 - u)) as u64).saturating_sub(1).min(n) };
+        for _ in 0..len {
+            e.insert(vec![i, rng.below(n.max(1))], rng.value());
+        }
+    }
+    e
+}
+
+/// Co-iterations stored in a tensor are merged once: the bound phase writes
+/// the entries each row's merges walk, the fill merges each row into that
+/// room and writes its length, and the host reads the rows back from their
+/// rooms. The programs are so lowered (a `compressAdd` keeps its counting
+/// phase), and on matrices with empty rows, 0×0, 1×1, one long row and
+/// power-law rows, on 1 to 4 threads, the storage is the interpreter's and
+/// the entries the dense computation's.
+#[test]
+fn co_iterations_are_merged_once_into_room_for_their_bounds() {
+    for (kernel, bound) in [("spadd_csr", true), ("spadd_dcsr", true), ("spmul_csr", true), ("spadd_bsr", true), ("spgemm_csr", false)] {
+        let (code, out, err) = heddle(&["compile", example(kernel).to_str().unwrap(), "--target", "loops"]);
+        assert_eq!(code, 0, "{kernel}: {err}");
+        assert_eq!(out.contains("bound phase count#1"), bound, "{kernel}:\n{out}");
+        assert_eq!(out.contains("count phase count#1"), !bound, "{kernel}:\n{out}");
+        assert_eq!(out.contains(", lists at offsets "), bound, "{kernel}:\n{out}");
+        // A merge's coordinates increase by construction: the fill leaves out their order check.
+        let fill = out.split("\nkernel ").nth(1).unwrap();
+        if kernel != "spadd_bsr" {
+            assert_eq!(fill.contains("> last else fail"), !bound, "{kernel}:\n{fill}");
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0xb0_a4d5);
+    let shapes: &[(u64, u64, bool)] = &[(0, 0, false), (1, 1, false), (1, 300, true), (40, 25, false), (60, 200, true), (7, 9, false)];
+    for (case, &(m, n, long_row)) in shapes.iter().enumerate() {
+        let label = format!("case {case} ({m}x{n})");
+        let a = power_law(&mut rng, m, n, long_row);
+        let b = if case % 2 == 0 { random(&mut rng, m, n, 30) } else { power_law(&mut rng, m, n, false) };
+        let (fa, fb) = (write(dir.path(), &format!("a{case}.mtx"), &mtx(m, n, &a)), write(dir.path(), &format!("b{case}.mtx"), &mtx(m, n, &b)));
+        let mats = [("A", fa.as_path()), ("B", fb.as_path())];
+        for (kernel, want) in [("spadd_csr", union(&a, &b)), ("spadd_dcsr", union(&a, &b)), ("spmul_csr", intersection(&a, &b))] {
+            let kernel = example(kernel);
+            let (dims, got) = stored(&kernel, &mats, &label);
+            assert_eq!(dims, vec![m, n], "{}, {label}", kernel.display());
+            assert_eq!(got.keys().collect::<Vec<_>>(), want.keys().collect::<Vec<_>>(), "{}, {label}", kernel.display());
+            for ((gc, gv), wv) in got.iter().zip(want.values()) {
+                assert!((gv - wv).abs() <= 1e-5 * wv.abs().max(1.0), "{}, {label}: {gc:?} is {gv}, want {wv}", kernel.display());
+            }
+            if common::oclgrind() {
+                continue;
+            }
+            let reference = run(&kernel, &mats, "interp", &[]);
+            for threads in 1..=4 {
+                let storage = run(&kernel, &mats, "cpu", &["--threads", &threads.to_string()]);
+                assert_eq!(storage, reference, "{}, {label}, {threads} threads: the storage differs from the interpreter's", kernel.display());
+            }
+        }
+    }
+}

@@ -1,6 +1,6 @@
 """Kernels with sparse results against scipy (issue 11's benchmark).
 
-    python python/bench/sparse_results.py [--reps 5] [--sizes 1024,2048,4096]
+    python python/bench/sparse_results.py [--reps 5] [--sizes 1024,2048,4096] [--kernels spadd_csr]
 
 SpMSpM C = A B with a CSR result (`examples/sparse/spgemm_csr.hdl`) and a
 DCSR result (`spgemm_dcsr.hdl`), and the element-wise sum A + B with a CSR
@@ -74,10 +74,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--sizes", default="1024,2048,4096")
+    ap.add_argument("--kernels", default="spgemm_csr,spgemm_dcsr,spadd_csr", help="a comma-separated subset")
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")]
     kernels = {}
-    for name in ("spgemm_csr", "spgemm_dcsr", "spadd_csr"):
+    for name in a.kernels.split(","):
         src = (ROOT / "examples" / "sparse" / f"{name}.hdl").read_text()
         kernels[name] = {t: heddle.compile(src, backend="cpu", threads=t) for t in (1, 2)}
     cases = [(f"uniform n={n}", uniform(n, 0.01, n), uniform(n, 0.01, n + 1)) for n in sizes]

@@ -327,3 +327,37 @@ def test_convert_stores_values_at_a_given_element_type():
     assert b["values"].dtype == np.float32 and not np.any(b["values"].view(np.uint32) & 0xFFFF)
     with pytest.raises(heddle.InputError, match="`f8` is not a scalar type"):
         heddle.convert(A, "CSR", elem="f8")
+
+
+def power_law_matrix(n, seed, long_row=False):
+    """Row lengths from a Pareto law (many empty rows, a few long ones); one full row where long_row."""
+    rng = np.random.default_rng(seed)
+    lengths = np.minimum(n, np.floor(rng.pareto(1.0, n)).astype(np.int64))
+    if long_row and n:
+        lengths[n // 2] = n
+    rows = np.repeat(np.arange(n), lengths)
+    cols = np.concatenate([rng.choice(n, size=k, replace=False) for k in lengths]) if lengths.sum() else np.zeros(0, np.int64)
+    A = sp.coo_array((rng.random(rows.size, dtype=np.float32) + 0.5, (rows, cols)), shape=(n, n)).tocsr()
+    A.sort_indices()
+    return A
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 4])
+def test_co_iteration_results_equal_scipy_structure_and_values(threads):
+    """A + B and A * B with CSR results (merged once into room for each row's
+    bound, read back from the rooms) give scipy's indptr, indices and data,
+    on power-law rows, one long row, empty rows, 0x0 and 1x1."""
+    kernels = {name: heddle.compile(example(f"sparse/{name}.hdl"), backend="cpu", threads=threads) for name in ("spadd_csr", "spmul_csr")}
+    interp = {name: heddle.compile(example(f"sparse/{name}.hdl"), backend="interp") for name in kernels}
+    cases = [(power_law_matrix(n, 10 * n + 1, long_row=n > 1), power_law_matrix(n, 10 * n + 2)) for n in (0, 1, 2, 50, 300)]
+    cases.append((matrix(200, 200, 0.05, seed=3).astype(np.float32), power_law_matrix(200, 7, long_row=True)))
+    for A, B in cases:
+        for name, want in (("spadd_csr", A + B), ("spmul_csr", A * B)):
+            want = sp.csr_array(want)
+            want.sort_indices()
+            for got in (kernels[name](A=A, B=B), interp[name](A=A, B=B)):
+                got = sp.csr_array(got)
+                assert got.shape == want.shape, name
+                np.testing.assert_array_equal(got.indptr, want.indptr, err_msg=f"{name} {A.shape}")
+                np.testing.assert_array_equal(got.indices, want.indices, err_msg=f"{name} {A.shape}")
+                np.testing.assert_allclose(got.data, want.data, rtol=1e-6, err_msg=f"{name} {A.shape}")

@@ -114,7 +114,17 @@ fn merges_of_tensor_rows_read_row_starts_once_and_skip_the_order_check() {
     let unsorted_checks = |p: &LoopProgram| p.checks.iter().filter(|c| c.message.contains("not sorted")).count();
     let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sparse/spadd_csr.hdl")).unwrap();
     let fill = lower(&src, "spadd_csr");
-    let count = &fill.counts[0].program;
+    // A stored union's phase bounds each row by its lists' lengths: no merge, no entry read.
+    let bound = &fill.counts[0];
+    assert!(bound.bound, "{fill}");
+    let mut none = Vec::new();
+    merge_loops(&bound.program.body, &mut none);
+    assert!(none.is_empty() && !reads(&bound.program.body, "_crd1"), "a bound phase merges nothing:\n{fill}");
+    // The same union returned unstored keeps its exact counting phase, which merges.
+    let unstored = src.replace(") : tensor<?x{A_dim1}xf32, #CSR>)))", ")))").replacen("(generate(", "generate(", 1);
+    let plain_rows = lower(&unstored, "spadd_rows");
+    assert!(!plain_rows.counts[0].bound, "{plain_rows}");
+    let count = &plain_rows.counts[0].program;
     for p in [&fill, &**count] {
         let mut loops = Vec::new();
         merge_loops(&p.body, &mut loops);

@@ -791,21 +791,43 @@ fn read_tensor(prog: &LoopProgram, launch: &Launch, t: &TensorLayout, env: &Env)
         plan.dense_prefix().iter().map(|(n, b)| size(n, "a dense level of the stored tensor").map(|v| (v, b.clone()))).collect::<Result<_, _>>()?;
     let lens: Vec<usize> = dense.iter().map(|(n, _)| *n).collect();
     let positions: usize = lens.iter().product();
-    let counts: Vec<u64> = match &t.list_len {
-        None => vec![1; positions],
-        Some(len) => list_lengths(len, &dense, env)?,
+    let (counts, rooms) = match (&t.list_len, &t.bounded) {
+        (None, _) => (vec![1; positions], None),
+        (Some(_), Some(bounded)) => {
+            let (counts, rooms) = bounded_lists(prog, launch, bounded, positions)?;
+            (counts, Some(rooms))
+        }
+        (Some(len), None) => (list_lengths(len, &dense, env)?, None),
+    };
+    // The records holding entries, in storage order: every record, or each
+    // list's first `count` records of its room.
+    let records = |len: usize| -> Box<dyn Iterator<Item = usize> + '_> {
+        match &rooms {
+            None => Box::new(0..len),
+            Some(starts) => Box::new(starts.iter().zip(&counts).flat_map(|(&start, &n)| start..start + n as usize)),
+        }
     };
     let mut entries = crate::sparse::result::Entries::default();
     for (buf, field) in &t.coordinates {
         let b = buffer_named(prog, launch, buf)?;
-        let crd = (0..b.len()).map(|r| b.read(r, *field as usize).as_int().map_or(0, |c| c as u64)).collect();
+        let crd = records(b.len()).map(|r| b.read(r, *field as usize).as_int().map_or(0, |c| c as u64)).collect();
         entries.coordinates.push(crd);
     }
     let values = buffer_named(prog, launch, &t.values)?;
+    let block = match &rooms {
+        Some(_) => eval_len(&plan.block_len(), env, "a stored entry's block")?,
+        None => 1,
+    };
     entries.values = crate::scalars::ScalarVec::with_capacity(plan.elem, values.len());
     // Complex values are two fields, their parts (lowering sees pairs).
     let parts = plan.elem.is_complex() && values.fields.len() == 2;
-    for r in 0..values.len() {
+    let value_records: Box<dyn Iterator<Item = usize> + '_> = match &rooms {
+        None => Box::new(0..values.len()),
+        Some(_) if block == 1 => records(0),
+        // A block of `block` values per entry (trailing dense levels).
+        Some(_) => Box::new(records(0).flat_map(move |e| e * block..(e + 1) * block)),
+    };
+    for r in value_records {
         let v = if parts { complex_of(values.read(r, 0), values.read(r, 1)) } else { values.read(r, 0) };
         let fits = crate::scalars::Num::of_value(&v, plan.elem).is_some_and(|n| entries.values.push_num(n));
         if !fits {
@@ -815,6 +837,26 @@ fn read_tensor(prog: &LoopProgram, launch: &Launch, t: &TensorLayout, env: &Env)
     let tensor = crate::sparse::result::assemble_result(plan, dims, &lens, &counts, entries)
         .map_err(|e| fail(Span::DUMMY, format!("the stored result is invalid: {e}")))?;
     Ok(Value::Tensor(std::rc::Rc::new(tensor)))
+}
+
+/// Lists filled into room for upper bounds on their lengths
+/// ([`heddle_ir::loops::BoundedLists`]): each list's length, as the fill
+/// wrote it, and the first record of its room. A length beyond its room
+/// is an internal error (the bound was no bound), never a wrong tensor.
+fn bounded_lists(prog: &LoopProgram, launch: &Launch, bounded: &heddle_ir::loops::BoundedLists, positions: usize) -> Result<(Vec<u64>, Vec<usize>), Diagnostic> {
+    let offsets = buffer_named(prog, launch, &bounded.offsets)?.as_i64s().ok_or_else(|| fail(Span::DUMMY, format!("`{}` holds no offsets", bounded.offsets)))?;
+    let lengths = buffer_named(prog, launch, &bounded.lengths)?.as_i64s().ok_or_else(|| fail(Span::DUMMY, format!("`{}` holds no lengths", bounded.lengths)))?;
+    if offsets.len() != positions + 1 || lengths.len() != positions {
+        return Err(fail(Span::DUMMY, format!("the stored result's lists: {} offsets and {} lengths for {positions} positions", offsets.len(), lengths.len())));
+    }
+    let mut counts = Vec::with_capacity(positions);
+    for (f, (room, &len)) in offsets.windows(2).zip(lengths).enumerate() {
+        if len < 0 || len > room[1] - room[0] {
+            return Err(fail(Span::DUMMY, format!("internal error: list {f} of the stored result has {len} entries, room for {}", room[1] - room[0])));
+        }
+        counts.push(len as u64);
+    }
+    Ok((counts, offsets[..positions].iter().map(|&o| o as usize).collect()))
 }
 
 /// The list's length at every dense position, row-major: read straight from

@@ -106,6 +106,24 @@ pub struct TensorLayout {
     pub coordinates: Vec<(Name, u32)>,
     /// The output holding the values, `plan.block_len()` per entry.
     pub values: Name,
+    /// Where the list's count array holds upper bounds rather than lengths
+    /// (a bound phase, [`CountPhase::bound`]): the lists lie at the bounds'
+    /// offsets, and the fill wrote their true lengths. `None`: the entries
+    /// are in storage order, back to back.
+    pub bounded: Option<BoundedLists>,
+}
+
+/// The lists of a stored tensor filled in one pass into room for upper
+/// bounds on their lengths: list `f` (a dense position, row-major) starts at
+/// `offsets[f]`, has `offsets[f + 1] - offsets[f]` records of room and
+/// `lengths[f]` entries. The host reads each list's entries from its room,
+/// so the result comes back in storage order without a second pass.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BoundedLists {
+    /// The host prefix sum of the bounds (an [`ArgKind::Host`] argument).
+    pub offsets: Name,
+    /// The output the fill writes each list's length to (`i64`, one per dense position).
+    pub lengths: Name,
 }
 
 /// The work of the iterations of a body's `Parallel` loop. A runtime weighs
@@ -150,6 +168,12 @@ pub struct CountPhase {
     pub shape: Vec<Nat>,
     /// The kernel; its output is the counts as `i64`, row-major.
     pub program: Box<LoopProgram>,
+    /// The phase writes an upper bound on each count instead (the entries
+    /// a co-iteration walks: the sum of its lists' lengths, read in O(1) per
+    /// row), so the pattern is merged once, by the fill, into room for the
+    /// bounds ([`BoundedLists`]); every array the main program reads it as
+    /// is then room, never a length.
+    pub bound: bool,
 }
 
 /// A run-time check of the generated code.

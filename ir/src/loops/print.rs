@@ -25,7 +25,11 @@ fn result_lines(f: &mut fmt::Formatter<'_>, layout: &super::ResultLayout) -> fmt
                 write!(f, ", list length {}", print_nat(len))?;
             }
             let crds: Vec<String> = plan.entry_levels().iter().zip(&t.coordinates).map(|(l, (b, k))| format!("crd{l} in {b}.{}", k + 1)).collect();
-            writeln!(f, ", entries: {}values in {}", crds.iter().map(|c| format!("{c}, ")).collect::<String>(), t.values)
+            write!(f, ", entries: {}values in {}", crds.iter().map(|c| format!("{c}, ")).collect::<String>(), t.values)?;
+            match &t.bounded {
+                Some(b) => writeln!(f, ", lists at offsets {}, lengths in {}", b.offsets, b.lengths),
+                None => writeln!(f),
+            }
         }
     }
 }
@@ -44,7 +48,8 @@ impl fmt::Display for LoopProgram {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for c in &self.counts {
             let shape: Vec<String> = c.shape.iter().map(print_nat).collect();
-            writeln!(f, "count phase {}[{}]: {{", c.name, shape.join(", "))?;
+            let what = if c.bound { "bound" } else { "count" };
+            writeln!(f, "{what} phase {}[{}]: {{", c.name, shape.join(", "))?;
             for line in c.program.to_string().lines() {
                 writeln!(f, "    {line}")?;
             }

@@ -24,11 +24,19 @@
 //!    levels stored per entry (the list's, the pairs', a COO region's dense
 //!    indices) at the encoding's `crdWidth`, and the values. Each coordinate
 //!    is checked against its level's size and the previous one in the list.
+//!
+//! Where every counted list is a stream of co-iterations (`union`,
+//! `intersect`), step 1 is a *bound phase* instead (`lower_bounded` in
+//! `mod.rs`): each list's count array holds the entries its merges walk, an
+//! upper bound read in O(1) per row, step 2 makes room for the bounds, and
+//! the fill merges each list once into its room and writes its true length
+//! (`lengths`); the host reads each list's entries from its room
+//! (`BoundedLists`). The merge then runs once, not twice (count, fill).
 
 use super::{unsupported, Env, Lowerer, Val, View};
 use heddle_ir::encoding::result::{Order, ResultPlan, Source};
 use heddle_ir::encoding::Width;
-use heddle_ir::loops::{Arg, ArgKind, BinOp, Block, Expr as L, ResultLayout, Schedule, Stmt, TensorLayout};
+use heddle_ir::loops::{Arg, ArgKind, BinOp, Block, BoundedLists, Expr as L, ResultLayout, Schedule, Stmt, TensorLayout};
 use heddle_ir::nat::NatOp;
 use heddle_ir::{Diagnostic, Name, Nat, ScalarType, Span, Type};
 use heddle_typeck::{TExpr, TKind};
@@ -65,6 +73,10 @@ struct Fill<'p> {
     block: Nat,
     /// The host prefix sum of the list lengths over the dense positions (none without dense levels).
     offsets: Option<Name>,
+    /// Where the count array holds upper bounds (a bound phase): the output
+    /// each list's true length is written to, the list being filled into
+    /// the room its bound leaves at `offsets`.
+    lengths: Option<Name>,
     span: Span,
 }
 
@@ -141,7 +153,7 @@ impl Lowerer<'_> {
             let out = self.fresh("values");
             self.args.push(Arg { name: out.clone(), kind: ArgKind::Output { fields: super::complex::fields_of(plan.elem), len: count } });
             self.write(&v, &vty, &out, Nat::Lit(0), env, body, true)?;
-            return Ok(ResultLayout::Tensor(Box::new(TensorLayout { plan: plan.clone(), list_len: None, coordinates: Vec::new(), values: out })));
+            return Ok(ResultLayout::Tensor(Box::new(TensorLayout { plan: plan.clone(), list_len: None, coordinates: Vec::new(), values: out, bounded: None })));
         };
         let enc = &plan.encoding;
         let Source::List { len: list_len, .. } = &plan.levels[list].source else { return Err(unsupported(span, "a stored tensor without its list")) };
@@ -177,6 +189,17 @@ impl Lowerer<'_> {
             Nat::Sum { var: f.clone(), lo: Box::new(Nat::Lit(0)), hi: Box::new(Nat::sub(positions.clone(), Nat::Lit(1))), body: Box::new(len_at_f.clone()) }
         };
         let offsets = (!dense.is_empty()).then(|| self.prefix_sum(&f, &len_at_f, &positions, Vec::new()));
+        // A count array holding bounds (see `lower_bounded`): the offsets and
+        // the outputs' lengths are room; the fill writes the true lengths.
+        let room = match heddle_ir::nat::counted::as_counted(list_len) {
+            Some((array, _)) if offsets.is_some() && self.bounded_counts.contains(&array) => Some(array),
+            _ => None,
+        };
+        let lengths = room.as_ref().map(|_| {
+            let out = self.fresh("lengths");
+            self.args.push(Arg { name: out.clone(), kind: ArgKind::Output { fields: vec![ScalarType::I64], len: positions.clone() } });
+            out
+        });
         // Outputs: the coordinates of the per-entry levels (an AoS run in one), the values.
         let crd_ty = width_type(enc.crd_width);
         let mut coordinates = Vec::new();
@@ -198,10 +221,14 @@ impl Lowerer<'_> {
         let block = plan.block_len().normalize();
         let values = self.fresh("values");
         self.args.push(Arg { name: values.clone(), kind: ArgKind::Output { fields: super::complex::fields_of(plan.elem), len: if block.as_lit() == Some(1) { entries } else { Nat::mul(entries, block.clone()) } } });
-        let fill = Fill { plan, list, coordinates, crd_ty, values: values.clone(), block, offsets, span };
+        let bounded = offsets.clone().zip(lengths.clone()).map(|(offsets, lengths)| BoundedLists { offsets, lengths });
+        let fill = Fill { plan, list, coordinates, crd_ty, values: values.clone(), block, offsets, lengths, span };
         let Val::Array(view) = v else { return Err(unsupported(span, "storing a value that is not an array")) };
         self.fill_dense(&view, 0, L::index(0), &mut Vec::new(), &fill, env, body, true)?;
-        Ok(ResultLayout::Tensor(Box::new(TensorLayout { plan: plan.clone(), list_len: Some(list_len.clone()), coordinates: layout_crd, values })))
+        if let Some(array) = room {
+            self.bounded_filled.push(array);
+        }
+        Ok(ResultLayout::Tensor(Box::new(TensorLayout { plan: plan.clone(), list_len: Some(list_len.clone()), coordinates: layout_crd, values, bounded })))
     }
 
     /// Level `l` (a dense one) of the value: a loop over its elements.
@@ -254,7 +281,7 @@ impl Lowerer<'_> {
     /// The list at dense position `f`: every element stored at its row's offset plus its rank.
     fn fill_list(&mut self, view: &View, f: L, path: &[L], fill: &Fill<'_>, env: &Env, body: &mut Block) -> Result<(), Diagnostic> {
         let start = match &fill.offsets {
-            Some(p) => L::load(p.clone(), f, 0),
+            Some(p) => L::load(p.clone(), f.clone(), 0),
             None => L::index(0),
         };
         let start = self.bind_index(start, "row_start", body);
@@ -266,12 +293,19 @@ impl Lowerer<'_> {
             body.push(Stmt::Var { var: last.clone(), ty: ScalarType::I64, init: L::index(-1) });
         }
         let path = path.to_vec();
+        // A row that is one two-list merge (mapped) visits its coordinates in
+        // strictly increasing order (the merge checks its lists sorted, or
+        // binding has): where the stored coordinate is the merge's own, the
+        // order check cannot fail and is left out.
+        let merged_row = fill.lengths.is_some() && one_merge(view);
         let mut visit = |cx: &mut Self, x: Val, inner: &mut Block| -> Result<(), Diagnostic> {
             let at = cx.bind_index(L::bin(BinOp::Add, start.clone(), L::var(next.clone())), "entry", inner);
             let at = cx.nat_to_expr(&at, env, inner)?;
+            let increasing = merged_row
+                && matches!(&x, Val::Tuple(items) if matches!(items.first(), Some(Val::Scalar(c, _)) if cx.merged_coordinates.contains(c)));
             // The list's coordinate, in range and in order.
             let (c, mut child) = cx.coordinate(x, fill.list, fill, inner)?;
-            if order != Order::Any {
+            if order != Order::Any && !increasing {
                 let op = if order == Order::Increasing { BinOp::Gt } else { BinOp::Ge };
                 let id = cx.check(fill.plan.order_message(fill.list), fill.span);
                 inner.push(Stmt::Check { cond: L::bin(op, c.clone(), L::var(last.clone())), id });
@@ -305,6 +339,16 @@ impl Lowerer<'_> {
             inner.push(Stmt::Assign { var: next.clone(), value: L::bin(BinOp::Add, L::var(next.clone()), L::index(1)) });
             Ok(())
         };
+        if let Some(lengths) = &fill.lengths {
+            // Filled into the room of its bound: the stream the bound phase
+            // bounded (the entries its merges walk), visited once.
+            if !super::stream::is_stream(view) || super::stream::stream_bound(view).is_none() {
+                self.bound_missing = true;
+            }
+            self.each(view, env, Schedule::Seq, body, &mut visit)?;
+            body.push(Stmt::Store { buf: lengths.clone(), index: f, field: 0, value: L::var(next) });
+            return Ok(());
+        }
         if super::stream::is_stream(view) || super::scatter::walked(view) {
             // Produced in order (a stream, or `concat` with one among its parts).
             return self.each(view, env, Schedule::Seq, body, &mut visit);
@@ -332,6 +376,16 @@ impl Lowerer<'_> {
         let cond = L::bin(BinOp::And, L::bin(BinOp::Ge, c.clone(), L::index(0)), L::bin(BinOp::Lt, c.clone(), size));
         body.push(Stmt::Check { cond, id });
         Ok((c, child))
+    }
+}
+
+/// Is the stream `v` one two-list merge, mapped (not an N-way co-iteration,
+/// whose cursors are not `stream.rs`'s merge)?
+fn one_merge(v: &View) -> bool {
+    match &v.kind {
+        super::view::ViewKind::Map { src, .. } if super::stream::is_stream(src) => one_merge(src),
+        super::view::ViewKind::Merge { .. } => !super::coiter::nested(v),
+        _ => false,
     }
 }
 

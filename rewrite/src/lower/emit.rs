@@ -1003,7 +1003,8 @@ impl Lowerer<'_> {
         if top && schedule == Schedule::Parallel {
             if !work_ty.mentions_count() {
                 self.parallel_work = Some(self.work_estimate(&name, &work_ty, env));
-            } else if let Some(items) = bound {
+            } else if let (Some(items), false) = (bound, self.bounding) {
+                // (A bound phase reads O(1) per row: equal lengths balance it.)
                 // A counted length is what this phase computes: the work is what
                 // counting it walks (a merge's two lists), so rows split by it.
                 self.parallel_work = Some(heddle_ir::loops::ParallelWork { var: name.clone(), items, before: None });
@@ -1020,6 +1021,27 @@ impl Lowerer<'_> {
     fn count_of_phase(&mut self, view: &View, len: &Nat, env: &Env, body: &mut Block) -> Result<Option<L>, Diagnostic> {
         let span = self.kernel.body.span;
         let Some((array, _)) = self.counting.clone() else { return Err(bug(span, "counting outside a counting phase")) };
+        if self.bounding {
+            // A bound phase: the entries the row's co-iteration walks, which
+            // no merge can exceed (each step takes at least one of them and
+            // yields at most one element), where the length is this array's
+            // count alone and the row a stream of merges; else the program
+            // is lowered with exact counts (see `lower_bounded`).
+            return match heddle_ir::nat::counted::as_counted(len) {
+                Some((counted, _)) if counted != array => Ok(None),
+                Some(_) if super::stream::is_stream(view) => match super::stream::stream_bound(view) {
+                    Some(n) => self.index_expr(&n, env, body).map(Some),
+                    None => {
+                        self.bound_missing = true;
+                        Ok(None)
+                    }
+                },
+                _ => {
+                    self.bound_missing = true;
+                    Ok(None)
+                }
+            };
+        }
         if let Some((counted, _)) = heddle_ir::nat::counted::as_counted(len) {
             if counted != array {
                 return Ok(None);

@@ -72,13 +72,19 @@ pub fn lower_kernel_with(kernel: &Kernel, name: &str, options: &LowerOptions) ->
     let lanes = vectors::with_lanes(kernel)?;
     let kernel = lanes.as_ref().unwrap_or(kernel);
     let counted = result_counts(&kernel.body)?;
-    let mut counts = Vec::new();
-    for (array, shape) in &counted {
-        let program = lower_phase(kernel, &format!("{name}_{}", array.as_str().replace('#', "")), options, &[], Some((array, shape)))?;
-        counts.push(CountPhase { name: array.clone(), shape: shape.clone(), program: Box::new(program) });
-    }
-    let mut program = lower_phase(kernel, name, options, &counted, None)?;
-    program.counts = counts;
+    let mut program = match lower_bounded(kernel, name, options, &counted) {
+        Some(program) => program,
+        None => {
+            let mut counts = Vec::new();
+            for (array, shape) in &counted {
+                let (program, _) = lower_phase(kernel, &phase_name(name, array), options, &[], Some((array, shape)), false)?;
+                counts.push(CountPhase { name: array.clone(), shape: shape.clone(), program: Box::new(program), bound: false });
+            }
+            let (mut program, _) = lower_phase(kernel, name, options, &counted, None, false)?;
+            program.counts = counts;
+            program
+        }
+    };
     if let (Some(layout), true) = (program.result.as_mut(), lanes.is_some() || pairs.is_some()) {
         vectors::restore_result_types(layout, &own.body.ty);
     }
@@ -86,6 +92,63 @@ pub fn lower_kernel_with(kernel: &Kernel, name: &str, options: &LowerOptions) ->
         .validate()
         .map_err(|e| Diagnostic::new(kernel.body.span, format!("internal error in lowering: {e}")).with_note(program.to_string()))?;
     Ok(program)
+}
+
+/// The name of the counting phase of `array` in kernel `name`.
+fn phase_name(name: &str, array: &Name) -> String {
+    format!("{name}_{}", array.as_str().replace('#', ""))
+}
+
+/// The kernel with every count array filled by a bound phase (see
+/// [`CountPhase::bound`]): each counted list is a stream of co-iterations
+/// stored in a tensor (`(… : tensor<…>)`), so the fill merges it once into
+/// room for the entries its lists hold, writes its true length, and the
+/// host reads the entries back from their rooms; `None` where any count
+/// cannot be bounded so, or the fill reads a count as a length (then the
+/// exact counting phases run, merging every list twice).
+fn lower_bounded(kernel: &Kernel, name: &str, options: &LowerOptions, counted: &[(Name, Vec<Nat>)]) -> Option<LoopProgram> {
+    if counted.is_empty() {
+        return None;
+    }
+    let mut counts = Vec::new();
+    for (array, shape) in counted {
+        let (program, bounded) = lower_phase(kernel, &phase_name(name, array), options, &[], Some((array, shape)), true).ok()?;
+        if !bounded {
+            return None;
+        }
+        counts.push(CountPhase { name: array.clone(), shape: shape.clone(), program: Box::new(program), bound: true });
+    }
+    let (mut program, bounded) = lower_phase(kernel, name, options, counted, None, true).ok()?;
+    if !bounded {
+        return None;
+    }
+    program.counts = counts;
+    Some(program)
+}
+
+/// Does `block` load from any of `bufs`?
+fn loads_any(block: &Block, bufs: &[Name]) -> bool {
+    use heddle_ir::loops::{Expr as L, Stmt};
+    fn expr(e: &L, bufs: &[Name]) -> bool {
+        match e {
+            L::Load { buf, index, .. } => bufs.contains(buf) || expr(index, bufs),
+            L::Bin(_, a, b) => expr(a, bufs) || expr(b, bufs),
+            L::Neg(a) | L::Not(a) | L::Cast(_, a) => expr(a, bufs),
+            L::Select(c, a, b) => expr(c, bufs) || expr(a, bufs) || expr(b, bufs),
+            L::Var(_) | L::Int(..) | L::Float(..) | L::Bool(_) => false,
+        }
+    }
+    block.iter().any(|s| match s {
+        Stmt::Let { value, .. } | Stmt::Assign { value, .. } => expr(value, bufs),
+        Stmt::Var { init, .. } => expr(init, bufs),
+        Stmt::Store { buf, index, value, .. } | Stmt::AddAtomic { buf, index, value, .. } => bufs.contains(buf) || expr(index, bufs) || expr(value, bufs),
+        Stmt::For { lo, hi, body, .. } => expr(lo, bufs) || expr(hi, bufs) || loads_any(body, bufs),
+        Stmt::If { cond, then, els } => expr(cond, bufs) || loads_any(then, bufs) || loads_any(els, bufs),
+        Stmt::Alloc { len, .. } => expr(len, bufs),
+        Stmt::Sort { buf, lo, len } => bufs.contains(buf) || expr(lo, bufs) || expr(len, bufs),
+        Stmt::Barrier => false,
+        Stmt::Check { cond, .. } => expr(cond, bufs),
+    })
 }
 
 /// The count arrays of the kernel's result, with their shapes: those of its
@@ -188,9 +251,23 @@ pub(crate) fn sum_terms(n: &Nat, out: &mut Vec<Nat>) {
 
 /// One kernel: the counting phase of one count array (its output is the
 /// counts), or the main one, which reads the count arrays `counted` as inputs.
-fn lower_phase(kernel: &Kernel, name: &str, options: &LowerOptions, counted: &[(Name, Vec<Nat>)], counting: Option<(&Name, &Vec<Nat>)>) -> Result<LoopProgram, Diagnostic> {
+/// With `bounds`, a counting phase writes upper bounds and the main one
+/// fills the counted lists into room for them (see [`lower_bounded`]); the
+/// flag says whether every count was so.
+fn lower_phase(
+    kernel: &Kernel,
+    name: &str,
+    options: &LowerOptions,
+    counted: &[(Name, Vec<Nat>)],
+    counting: Option<(&Name, &Vec<Nat>)>,
+    bounds: bool,
+) -> Result<(LoopProgram, bool), Diagnostic> {
     let mut cx = Lowerer::new(kernel, options);
     cx.counting = counting.map(|(a, shape)| (a.clone(), shape.clone()));
+    cx.bounding = bounds && counting.is_some();
+    if bounds && counting.is_none() {
+        cx.bounded_counts = counted.iter().map(|(a, _)| a.clone()).collect();
+    }
     let mut env = Env::default();
     for p in &kernel.params {
         match p {
@@ -222,6 +299,12 @@ fn lower_phase(kernel: &Kernel, name: &str, options: &LowerOptions, counted: &[(
     }
     let ranges = cx.coordinate_ranges();
     let bounded = cx.bounded_positions();
+    let filled_into_room = match (bounds, counting) {
+        (false, _) => false,
+        (true, Some(_)) => !cx.bound_missing,
+        (true, None) => !cx.bound_missing && cx.bounded_counts.iter().all(|a| cx.bounded_filled.contains(a)),
+    };
+    let room_arrays = std::mem::take(&mut cx.bounded_counts);
     let mut program = LoopProgram {
         name: name.to_string(),
         args: cx.args,
@@ -240,7 +323,9 @@ fn lower_phase(kernel: &Kernel, name: &str, options: &LowerOptions, counted: &[(
     program
         .validate()
         .map_err(|e| Diagnostic::new(kernel.body.span, format!("internal error in lowering: {e}")).with_note(program.to_string()))?;
-    Ok(program)
+    // The fill reads a count array holding bounds only as room (its prefix sum, its balance).
+    let filled_into_room = filled_into_room && !loads_any(&program.body, &room_arrays);
+    Ok((program, filled_into_room))
 }
 
 /// What names mean while lowering: values and naturals (map positions).
@@ -291,6 +376,22 @@ pub struct Lowerer<'k> {
     /// Lowering the counting phase of this count array (and shape): `write`
     /// stores counted lengths only.
     counting: Option<(Name, Vec<Nat>)>,
+    /// A counting phase that writes upper bounds on the counts (see
+    /// [`CountPhase::bound`]).
+    bounding: bool,
+    /// A bound phase met a count it cannot bound, or the fill a list it
+    /// cannot fill into room for its bound: lower with exact counts instead.
+    bound_missing: bool,
+    /// The fill: count arrays whose phase writes bounds.
+    bounded_counts: Vec<Name>,
+    /// The fill: those of `bounded_counts` a stored tensor's lists were
+    /// filled into room for (see `assemble.rs`).
+    bounded_filled: Vec<Name>,
+    /// How many two-list merges are being lowered, one inside another's visit.
+    merge_depth: usize,
+    /// The coordinates outermost two-list merges visit, each strictly
+    /// increasing over its merge (see `stream.rs`, `note_merged`).
+    merged_coordinates: Vec<heddle_ir::loops::Expr>,
     /// Local buffers written by a `Local(d)` loop, with `d` (see `tree.rs`).
     local_producers: std::collections::HashMap<Name, u32>,
     /// Scalar computations over the naturals, run once at the top of the kernel.
@@ -334,6 +435,12 @@ impl<'k> Lowerer<'k> {
             hoisted: Vec::new(),
             workspaces: Vec::new(),
             counting: None,
+            bounding: false,
+            bound_missing: false,
+            bounded_counts: Vec::new(),
+            bounded_filled: Vec::new(),
+            merge_depth: 0,
+            merged_coordinates: Vec::new(),
             local_producers: std::collections::HashMap::new(),
             prologue: Vec::new(),
             tree_levels: Vec::new(),

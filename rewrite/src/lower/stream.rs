@@ -249,7 +249,37 @@ impl<'k> Lowerer<'k> {
     /// returns how many elements that is, counting only the coordinates the
     /// two lists share (|a ∪ b| = |a| + |b| - |a ∩ b|).
     #[allow(clippy::too_many_arguments)]
-    fn merge(&mut self, a: &View, b: &View, defaults: Option<&(Val, Val)>, coord: ScalarType, env: &Env, span: Span, body: &mut Block, mut visit: Option<Visit<'_, 'k>>) -> Result<L, Diagnostic> {
+    fn merge(&mut self, a: &View, b: &View, defaults: Option<&(Val, Val)>, coord: ScalarType, env: &Env, span: Span, body: &mut Block, visit: Option<Visit<'_, 'k>>) -> Result<L, Diagnostic> {
+        let outermost = self.merge_depth == 0;
+        self.merge_depth += 1;
+        let r = self.merge_steps(a, b, defaults, coord, env, span, body, visit, outermost);
+        self.merge_depth -= 1;
+        r
+    }
+
+    /// A coordinate a two-list merge visits: strictly increasing over the
+    /// merge, since it checks both lists sorted (or binding has) and takes
+    /// the smaller coordinate each step. Noted for the outermost merge only
+    /// (a merge inside the visit is another sequence).
+    fn note_merged(&mut self, outermost: bool, c: &L) {
+        if outermost {
+            self.merged_coordinates.push(c.clone());
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn merge_steps(
+        &mut self,
+        a: &View,
+        b: &View,
+        defaults: Option<&(Val, Val)>,
+        coord: ScalarType,
+        env: &Env,
+        span: Span,
+        body: &mut Block,
+        mut visit: Option<Visit<'_, 'k>>,
+        outermost: bool,
+    ) -> Result<L, Diagnostic> {
         let na = self.index_expr(&a.len(), env, body)?;
         let na = self.bind_index(na, "na", body);
         let nb = self.index_expr(&b.len(), env, body)?;
@@ -359,13 +389,20 @@ impl<'k> Lowerer<'k> {
                     };
                     let crd = L::Select(Box::new(ta.clone()), Box::new(ca_out.clone()), Box::new(cb_out.clone()));
                     let crd = self.share(Val::Scalar(crd, coord), "crd", &mut both);
+                    if let Val::Scalar(c, _) = &crd {
+                        self.note_merged(outermost, c);
+                    }
                     let (x, y) = (pick(&ta, &va, za), pick(&tb, &vb, zb));
                     let (x, y) = (self.share(x, "x", &mut both), self.share(y, "y", &mut both));
                     f(self, Val::Tuple(vec![crd, x, y]), &mut both)?;
                 }
                 (Some(f), None) => {
                     let mut same = Block::new();
-                    f(self, Val::Tuple(vec![Val::Scalar(ca_out.clone(), coord), va.clone(), vb.clone()]), &mut same)?;
+                    let c = self.share(Val::Scalar(ca_out.clone(), coord), "crd", &mut same);
+                    if let Val::Scalar(e, _) = &c {
+                        self.note_merged(outermost, e);
+                    }
+                    f(self, Val::Tuple(vec![c, va.clone(), vb.clone()]), &mut same)?;
                     both.push(Stmt::If { cond: L::bin(BinOp::Eq, ca.clone(), cb.clone()), then: same, els: vec![] });
                 }
                 (None, _) => both.push(grow(&matches, one_if(&L::bin(BinOp::And, ta.clone(), tb.clone())))),
@@ -379,6 +416,10 @@ impl<'k> Lowerer<'k> {
             a_first.extend(ordered(&ca, &ia, &last_a, check_a));
             b_first.extend(ordered(&cb, &ib, &last_b, check_b));
             // (A union visiting values that are not scalars: arrays, tuples.)
+            if visit.is_some() {
+                self.note_merged(outermost, &ca_out);
+                self.note_merged(outermost, &cb_out);
+            }
             match (visit.as_mut(), defaults) {
                 (Some(f), Some((za, zb))) => {
                     f(self, Val::Tuple(vec![Val::Scalar(ca_out.clone(), coord), va.clone(), vb.clone()]), &mut same)?;
@@ -401,12 +442,21 @@ impl<'k> Lowerer<'k> {
             let mut only_a = Block::new();
             let (ca, ca_out, _, va) = entry(self, a, &ia, &mut only_a)?;
             only_a.extend(ordered(&ca, &ia, &last_a, check_a));
-            f(self, Val::Tuple(vec![Val::Scalar(ca_out, coord), va, zb.clone()]), &mut only_a)?;
+            // Named once, so that what the visit stores is the noted coordinate itself.
+            let ca_out = self.share(Val::Scalar(ca_out, coord), "crd", &mut only_a);
+            if let Val::Scalar(c, _) = &ca_out {
+                self.note_merged(outermost, c);
+            }
+            f(self, Val::Tuple(vec![ca_out, va, zb.clone()]), &mut only_a)?;
             only_a.push(incr(&ia));
             let mut only_b = Block::new();
             let (cb, cb_out, _, vb) = entry(self, b, &ib, &mut only_b)?;
             only_b.extend(ordered(&cb, &ib, &last_b, check_b));
-            f(self, Val::Tuple(vec![Val::Scalar(cb_out, coord), za.clone(), vb]), &mut only_b)?;
+            let cb_out = self.share(Val::Scalar(cb_out, coord), "crd", &mut only_b);
+            if let Val::Scalar(c, _) = &cb_out {
+                self.note_merged(outermost, c);
+            }
+            f(self, Val::Tuple(vec![cb_out, za.clone(), vb]), &mut only_b)?;
             only_b.push(incr(&ib));
             let b_left = vec![Stmt::If { cond: lt(L::var(ib.clone()), nb.clone()), then: only_b, els: vec![] }];
             rest.push(Stmt::If { cond: lt(L::var(ia.clone()), na.clone()), then: only_a, els: b_left });
