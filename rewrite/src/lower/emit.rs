@@ -753,7 +753,8 @@ impl Lowerer<'_> {
             Val::Array(view) if super::scatter::walked(view) && appended_parts(view).is_some() => self.write_walked(view, buf, offset, env, body).map(|_| ()),
             Val::Scalar(e, s) => {
                 let index = self.index_expr(&offset, env, body)?;
-                body.push(Stmt::Store { buf: buf.clone(), index, field: 0, value: numbers::convert(e.clone(), *s, ty.as_scalar().unwrap_or(*s)) });
+                let field = self.stored_fields(buf, ty, span).first().copied().unwrap_or(*s);
+                body.push(Stmt::Store { buf: buf.clone(), index, field: 0, value: numbers::convert(e.clone(), *s, field) });
                 Ok(())
             }
             Val::Tuple(_) => {
@@ -763,7 +764,7 @@ impl Lowerer<'_> {
                 // Nested tuples are stored flat: leaf k in field k.
                 let mut values = Vec::new();
                 collect_typed(v, &mut values, span).map_err(|_| unsupported(span, &format!("writing {ty}: a tuple holding an array")))?;
-                let fields = leaf_fields(ty, span).unwrap_or_default();
+                let fields = self.stored_fields(buf, ty, span);
                 for (k, (e, s)) in values.into_iter().enumerate() {
                     let field = fields.get(k).copied().unwrap_or(s);
                     body.push(Stmt::Store { buf: buf.clone(), index: index.clone(), field: k as u32, value: numbers::convert(e, s, field) });
@@ -882,6 +883,16 @@ impl Lowerer<'_> {
         }
         body.push(Stmt::For { var: var.clone(), lo: L::index(0), hi, schedule, body: inner });
         Ok(())
+    }
+
+    /// The record fields `buf` holds: the output's declared fields (the
+    /// result type's, where a value may carry its storage's type: a CSR
+    /// row's coordinate loads as `i64` but is an `int`), else those of `ty`.
+    fn stored_fields(&self, buf: &Name, ty: &Type, span: Span) -> Vec<ScalarType> {
+        match self.args.iter().find(|a| a.name == *buf).map(|a| &a.kind) {
+            Some(heddle_ir::loops::ArgKind::Output { fields, .. }) => fields.clone(),
+            _ => leaf_fields(ty, span).unwrap_or_default(),
+        }
     }
 
     /// Writes the stream `view` in order from record `offset`, each element
