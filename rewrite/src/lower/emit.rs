@@ -778,7 +778,7 @@ impl Lowerer<'_> {
                 let lane_ty = unlaned.elem_ty(&Nat::Lit(0));
                 let k = self.fresh("k");
                 let width = *w;
-                self.write_each(src, &k, buf, env, body, top, &mut |cx, vector, inner| {
+                self.write_each(src, &k, env, body, top, &mut |cx, vector, inner| {
                     let Val::Tuple(lanes) = vector else { return Err(bug(span, "asScalar of something that is not vectors")) };
                     for (j, lane) in lanes.iter().enumerate() {
                         let at = Nat::add(offset.clone(), Nat::add(Nat::mul(Nat::Lit(width as i64), Nat::Var(k.clone())), Nat::Lit(j as i64)));
@@ -794,7 +794,6 @@ impl Lowerer<'_> {
                 self.write(&nested, &src.ty, buf, offset, env, body, top)
             }
             Val::Array(view) => {
-                let schedule = self.schedule_of(view);
                 let name = match &view.ty {
                     Type::Array { binder: Some(b), .. } if !self.used.contains(b) => {
                         self.used.insert(b.clone());
@@ -802,53 +801,19 @@ impl Lowerer<'_> {
                     }
                     _ => self.fresh("i"),
                 };
-                let hi = self.index_expr(&view.len(), env, body)?;
                 let i = Nat::Var(name.clone());
-                let was_parallel = self.in_parallel;
-                if schedule == Schedule::Parallel {
-                    self.in_parallel = true;
-                }
-                let mut inner = Block::new();
-                let depth = self.loops.len();
-                self.loops.push((name.clone(), schedule, hi.clone()));
-                let x = self.elem(view, &i, &mut inner);
-                let x = match x {
-                    Ok(x) => x,
-                    Err(e) => {
-                        self.loops.pop();
-                        return Err(e);
-                    }
-                };
                 let at = crate::flat_index(&view.ty, std::slice::from_ref(&i)).map_err(|e| unsupported(span, &format!("writing the result: {e}")))?;
                 let elem_ty = view.elem_ty(&i);
-                let mut start = Nat::add(offset, at);
-                if start.has_sum() {
-                    // Rows of different lengths (LIL-like, or counted): the row's start is a
-                    // prefix sum over the rows before it, computed once per row.
-                    let e = self.index_expr_bounded(&start, env, Some(&view.len()), &mut inner);
-                    start = match e {
-                        Ok(e) => self.bind_index(e, "row_start", &mut inner),
-                        Err(e) => {
-                            self.loops.pop();
-                            return Err(e);
-                        }
-                    };
-                }
-                let written = self.write(&x, &elem_ty, buf, start, env, &mut inner, false);
-                self.loops.pop();
-                written?;
-                let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.hoisted).into_iter().partition(|(d, _)| *d == depth);
-                self.hoisted = rest;
-                if !mine.is_empty() {
-                    inner.splice(0..0, mine.into_iter().map(|(_, s)| s));
-                }
-                self.in_parallel = was_parallel;
-                if top && schedule == Schedule::Parallel {
-                    let work_ty = source_elem_ty(view, &i);
-                    self.parallel_work = Some(self.work_estimate(&name, &work_ty, env));
-                }
-                body.push(Stmt::For { var: name, lo: L::index(0), hi, schedule, body: inner });
-                Ok(())
+                self.write_each(view, &name, env, body, top, &mut |cx, x, inner| {
+                    let mut start = Nat::add(offset.clone(), at.clone());
+                    if start.has_sum() {
+                        // Rows of different lengths (LIL-like, or counted): the row's start is a
+                        // prefix sum over the rows before it, computed once per row.
+                        let e = cx.index_expr_bounded(&start, env, Some(&view.len()), inner)?;
+                        start = cx.bind_index(e, "row_start", inner);
+                    }
+                    cx.write(x, &elem_ty, buf, start, env, inner, false)
+                })
             }
         }
     }
@@ -857,7 +822,7 @@ impl Lowerer<'_> {
     /// that hands each element to `f` to write: the loop structure `write`
     /// gives an array, for layouts other than one element per record.
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-    fn write_each(&mut self, view: &View, var: &Name, _buf: &Name, env: &Env, body: &mut Block, top: bool, f: &mut dyn FnMut(&mut Self, &Val, &mut Block) -> Result<(), Diagnostic>) -> Result<(), Diagnostic> {
+    fn write_each(&mut self, view: &View, var: &Name, env: &Env, body: &mut Block, top: bool, f: &mut dyn FnMut(&mut Self, &Val, &mut Block) -> Result<(), Diagnostic>) -> Result<(), Diagnostic> {
         let schedule = self.schedule_of(view);
         let hi = self.index_expr(&view.len(), env, body)?;
         let i = Nat::Var(var.clone());
