@@ -100,7 +100,7 @@ struct Item {
 
 impl Item {
     fn mentions(&self, names: &HashSet<Name>) -> bool {
-        [&self.lo, &self.hi].into_iter().chain(&self.rest).any(|e| mentions(e, names))
+        [&self.lo, &self.hi].into_iter().chain(&self.rest).any(|e| e.reads_var_in(names))
     }
 }
 
@@ -371,7 +371,7 @@ impl Walk<'_> {
         let Some(at) = terms.iter().position(|t| is_var(t, v)) else { return Who::Inner(None) };
         terms.remove(at);
         let unstable = |e: &Expr| {
-            mentions(e, &self.inner) || mentions(e, &self.placer.mutable) || reads_shared(e, &self.placer.shared)
+            e.reads_var_in(&self.inner) || e.reads_var_in(&self.placer.mutable) || e.loads_from(&mut |b| self.placer.shared.contains(b))
         };
         if terms.iter().any(unstable) || unstable(lo) || unstable(hi) {
             return Who::Inner(None);
@@ -411,28 +411,6 @@ fn is_var(e: &Expr, v: &Name) -> bool {
     match e {
         Expr::Var(x) => x == v,
         Expr::Cast(t, a) if t.is_int() => is_var(a, v),
-        _ => false,
-    }
-}
-
-/// Does `e` mention one of `names`?
-pub(crate) fn mentions(e: &Expr, names: &HashSet<Name>) -> bool {
-    match e {
-        Expr::Var(v) => names.contains(v),
-        Expr::Load { index, .. } => mentions(index, names),
-        Expr::Bin(_, a, b) => mentions(a, names) || mentions(b, names),
-        Expr::Neg(a) | Expr::Not(a) | Expr::Cast(_, a) => mentions(a, names),
-        Expr::Select(c, a, b) => mentions(c, names) || mentions(a, names) || mentions(b, names),
-        _ => false,
-    }
-}
-
-fn reads_shared(e: &Expr, shared: &HashSet<Name>) -> bool {
-    match e {
-        Expr::Load { buf, index, .. } => shared.contains(buf) || reads_shared(index, shared),
-        Expr::Bin(_, a, b) => reads_shared(a, shared) || reads_shared(b, shared),
-        Expr::Neg(a) | Expr::Not(a) | Expr::Cast(_, a) => reads_shared(a, shared),
-        Expr::Select(c, a, b) => reads_shared(c, shared) || reads_shared(a, shared) || reads_shared(b, shared),
         _ => false,
     }
 }

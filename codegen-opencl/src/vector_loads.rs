@@ -16,7 +16,6 @@
 //! replaces (the same addresses: Oclgrind's bounds checks see the same
 //! accesses), and needs only the scalar's alignment.
 
-use crate::barriers::mentions;
 use crate::ctype::scalar;
 use crate::Gen;
 use heddle_ir::loops::{BinOp, Expr, Stmt, TypeEnv};
@@ -81,7 +80,7 @@ impl Gen<'_> {
         // A lane's variable read by a later lane's index would be read before
         // the vector defines it.
         let defined: HashSet<Name> = lanes.iter().filter_map(|s| scalar_load(s).map(|l| l.0.clone())).collect();
-        if lanes.iter().any(|s| scalar_load(s).is_some_and(|(_, _, _, index)| mentions(index, &defined))) {
+        if lanes.iter().any(|s| scalar_load(s).is_some_and(|(_, _, _, index)| index.reads_var_in(&defined))) {
             return Ok(0);
         }
         let pointer = self.ids.get(buf);

@@ -13,7 +13,6 @@
 //! The same addresses are written; the values are all computed before any
 //! is stored, so a run qualifies only where no value reads the buffer.
 
-use crate::barriers::mentions;
 use crate::ctype::scalar;
 use crate::vector_loads::{multiple_of, offset_of, vectorisable, WIDTHS};
 use crate::Gen;
@@ -48,7 +47,7 @@ impl Gen<'_> {
         let Some(w) = WIDTHS.into_iter().find(|w| *w <= run) else { return Ok(0) };
         let lanes = &b[..w];
         let written: HashSet<Name> = [buf.clone()].into();
-        if lanes.iter().any(|s| scalar_store(s).is_some_and(|(_, _, value)| mentions(value, &written))) {
+        if lanes.iter().any(|s| scalar_store(s).is_some_and(|(_, _, value)| value.reads_var_in(&written))) {
             return Ok(0);
         }
         self.arena_store(buf)?;

@@ -220,58 +220,35 @@ fn names_in_block(b: &[Stmt], out: &mut HashSet<Name>) {
         match s {
             Stmt::Let { var, value, .. } | Stmt::Var { var, init: value, .. } | Stmt::Assign { var, value } => {
                 out.insert(var.clone());
-                names_in_expr(value, out);
+                value.collect_names(out);
             }
             Stmt::Store { buf, index, value, .. } | Stmt::AddAtomic { buf, index, value, .. } => {
                 out.insert(buf.clone());
-                names_in_expr(index, out);
-                names_in_expr(value, out);
+                index.collect_names(out);
+                value.collect_names(out);
             }
             Stmt::For { var, lo, hi, body, .. } => {
                 out.insert(var.clone());
-                names_in_expr(lo, out);
-                names_in_expr(hi, out);
+                lo.collect_names(out);
+                hi.collect_names(out);
                 names_in_block(body, out);
             }
             Stmt::If { cond, then, els } => {
-                names_in_expr(cond, out);
+                cond.collect_names(out);
                 names_in_block(then, out);
                 names_in_block(els, out);
             }
             Stmt::Alloc { buf, len, .. } => {
                 out.insert(buf.clone());
-                names_in_expr(len, out);
+                len.collect_names(out);
             }
             Stmt::Sort { buf, lo, len } => {
                 out.insert(buf.clone());
-                names_in_expr(lo, out);
-                names_in_expr(len, out);
+                lo.collect_names(out);
+                len.collect_names(out);
             }
-            Stmt::Check { cond, .. } => names_in_expr(cond, out),
+            Stmt::Check { cond, .. } => cond.collect_names(out),
             Stmt::Barrier => {}
-        }
-    }
-}
-
-fn names_in_expr(e: &Expr, out: &mut HashSet<Name>) {
-    match e {
-        Expr::Int(..) | Expr::Float(..) | Expr::Bool(_) => {}
-        Expr::Var(n) => {
-            out.insert(n.clone());
-        }
-        Expr::Load { buf, index, .. } => {
-            out.insert(buf.clone());
-            names_in_expr(index, out);
-        }
-        Expr::Bin(_, a, b) => {
-            names_in_expr(a, out);
-            names_in_expr(b, out);
-        }
-        Expr::Neg(a) | Expr::Not(a) | Expr::Cast(_, a) => names_in_expr(a, out),
-        Expr::Select(c, a, b) => {
-            names_in_expr(c, out);
-            names_in_expr(a, out);
-            names_in_expr(b, out);
         }
     }
 }

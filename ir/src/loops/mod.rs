@@ -514,6 +514,54 @@ impl Expr {
     pub fn load(buf: impl Into<Name>, index: Expr, field: u32) -> Expr {
         Expr::Load { buf: buf.into(), index: Box::new(index), field }
     }
+
+    /// The direct subexpressions, left to right.
+    pub fn children(&self) -> impl Iterator<Item = &Expr> {
+        let (a, b, c): (Option<&Expr>, Option<&Expr>, Option<&Expr>) = match self {
+            Expr::Int(..) | Expr::Float(..) | Expr::Bool(_) | Expr::Var(_) => (None, None, None),
+            Expr::Load { index, .. } => (Some(index), None, None),
+            Expr::Bin(_, x, y) => (Some(x), Some(y), None),
+            Expr::Neg(x) | Expr::Not(x) | Expr::Cast(_, x) => (Some(x), None, None),
+            Expr::Select(p, x, y) => (Some(p), Some(x), Some(y)),
+        };
+        a.into_iter().chain(b).chain(c)
+    }
+
+    /// Whether `pred` holds for this expression or any expression inside it
+    /// (pre-order, stopping at the first that does). Every analysis of which
+    /// names an expression reads goes through here, so a new variant of
+    /// `Expr` needs handling in [`Expr::children`] only.
+    pub fn any(&self, pred: &mut dyn FnMut(&Expr) -> bool) -> bool {
+        pred(self) || self.children().any(|c| c.any(pred))
+    }
+
+    /// Whether the expression reads a variable (not a buffer) in `names`.
+    pub fn reads_var_in(&self, names: &std::collections::HashSet<Name>) -> bool {
+        self.any(&mut |e| matches!(e, Expr::Var(v) if names.contains(v)))
+    }
+
+    /// Whether the expression reads the variable `name`.
+    pub fn reads_var(&self, name: &Name) -> bool {
+        self.any(&mut |e| matches!(e, Expr::Var(v) if v == name))
+    }
+
+    /// Whether the expression loads from a buffer for which `pred` holds.
+    pub fn loads_from(&self, pred: &mut dyn FnMut(&Name) -> bool) -> bool {
+        self.any(&mut |e| matches!(e, Expr::Load { buf, .. } if pred(buf)))
+    }
+
+    /// Adds every name the expression mentions (variables and buffers) to `out`.
+    pub fn collect_names(&self, out: &mut std::collections::HashSet<Name>) {
+        self.any(&mut |e| {
+            match e {
+                Expr::Var(n) | Expr::Load { buf: n, .. } => {
+                    out.insert(n.clone());
+                }
+                _ => {}
+            }
+            false
+        });
+    }
 }
 
 impl LoopProgram {

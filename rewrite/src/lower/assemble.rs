@@ -33,7 +33,7 @@
 //! (`lengths`); the host reads each list's entries from its room
 //! (`BoundedLists`). The merge then runs once, not twice (count, fill).
 
-use super::{unsupported, Env, Lowerer, Val, View};
+use super::{bug, unsupported, Env, Lowerer, Val, View};
 use heddle_ir::encoding::result::{Order, ResultPlan, Source};
 use heddle_ir::encoding::Width;
 use heddle_ir::loops::{Arg, ArgKind, BinOp, Block, BoundedLists, Expr as L, ResultLayout, Schedule, Stmt, TensorLayout};
@@ -237,44 +237,25 @@ impl Lowerer<'_> {
         if l == fill.list {
             return self.fill_list(view, f, path, fill, env, body);
         }
-        let schedule = self.schedule_of(view);
-        let name = match &view.ty {
-            Type::Array { binder: Some(b), .. } if !self.used.contains(b) => {
-                self.used.insert(b.clone());
-                b.clone()
-            }
-            _ => self.fresh("i"),
-        };
-        let hi = self.index_expr(&view.len(), env, body)?;
-        let i = Nat::Var(name.clone());
-        let was_parallel = self.in_parallel;
-        if schedule == Schedule::Parallel {
-            self.in_parallel = true;
-        }
-        let mut inner = Block::new();
-        self.loops.push((name.clone(), schedule, hi.clone()));
-        let result = (|| {
-            let x = self.elem(view, &i, &mut inner)?;
+        let name = self.element_var(view);
+        let schedule = self.element_loop(view, &name, env, body, &mut |cx, x, inner| {
             let Val::Array(child) = x else { return Err(unsupported(fill.span, "a stored value whose dense level holds no arrays")) };
+            let hi = cx.loops.last().map(|(_, _, hi)| hi.clone()).ok_or_else(|| bug(fill.span, "a dense level outside its loop"))?;
             let here = match &f {
                 L::Int(0, _) => L::var(name.clone()),
-                _ => L::bin(BinOp::Add, L::bin(BinOp::Mul, f.clone(), hi.clone()), L::var(name.clone())),
+                _ => L::bin(BinOp::Add, L::bin(BinOp::Mul, f.clone(), hi), L::var(name.clone())),
             };
-            let at = self.bind_index(here, "pos", &mut inner);
-            let at = self.nat_to_expr(&at, env, &mut inner)?;
+            let at = cx.bind_index(here, "pos", inner);
+            let at = cx.nat_to_expr(&at, env, inner)?;
             path.push(L::var(name.clone()));
-            let r = self.fill_dense(&child, l + 1, at, path, fill, env, &mut inner, false);
+            let r = cx.fill_dense(child, l + 1, at, path, fill, env, inner, false);
             path.pop();
             r
-        })();
-        self.loops.pop();
-        self.in_parallel = was_parallel;
-        result?;
+        })?;
         if top && schedule == Schedule::Parallel {
-            let work_ty = super::emit::source_elem_ty(view, &i);
+            let work_ty = super::emit::source_elem_ty(view, &Nat::Var(name.clone()));
             self.parallel_work = Some(self.work_estimate(&name, &work_ty, env));
         }
-        body.push(Stmt::For { var: name, lo: L::index(0), hi, schedule, body: inner });
         Ok(())
     }
 

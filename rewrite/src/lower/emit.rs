@@ -794,13 +794,7 @@ impl Lowerer<'_> {
                 self.write(&nested, &src.ty, buf, offset, env, body, top)
             }
             Val::Array(view) => {
-                let name = match &view.ty {
-                    Type::Array { binder: Some(b), .. } if !self.used.contains(b) => {
-                        self.used.insert(b.clone());
-                        b.clone()
-                    }
-                    _ => self.fresh("i"),
-                };
+                let name = self.element_var(view);
                 let i = Nat::Var(name.clone());
                 let at = crate::flat_index(&view.ty, std::slice::from_ref(&i)).map_err(|e| unsupported(span, &format!("writing the result: {e}")))?;
                 let elem_ty = view.elem_ty(&i);
@@ -820,9 +814,25 @@ impl Lowerer<'_> {
 
     /// A loop over the elements of `view` (its map's schedule), variable `var`,
     /// that hands each element to `f` to write: the loop structure `write`
-    /// gives an array, for layouts other than one element per record.
+    /// gives an array, for layouts other than one element per record. A
+    /// parallel loop at the top records its work as one per element's size.
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn write_each(&mut self, view: &View, var: &Name, env: &Env, body: &mut Block, top: bool, f: &mut dyn FnMut(&mut Self, &Val, &mut Block) -> Result<(), Diagnostic>) -> Result<(), Diagnostic> {
+        let schedule = self.element_loop(view, var, env, body, f)?;
+        if top && schedule == Schedule::Parallel {
+            let work_ty = source_elem_ty(view, &Nat::Var(var.clone()));
+            self.parallel_work = Some(self.work_estimate(var, &work_ty, env));
+        }
+        Ok(())
+    }
+
+    /// The loop of every writer (results, counting phases, stored tensors'
+    /// dense levels): `for var in 0 .. len(view)` on the view's schedule, with
+    /// `f` given each element and the loop's body, and the local memory hoisted
+    /// to this depth placed first in it. Returns the schedule; the caller
+    /// decides what a parallel loop's work is.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn element_loop(&mut self, view: &View, var: &Name, env: &Env, body: &mut Block, f: &mut dyn FnMut(&mut Self, &Val, &mut Block) -> Result<(), Diagnostic>) -> Result<Schedule, Diagnostic> {
         let schedule = self.schedule_of(view);
         let hi = self.index_expr(&view.len(), env, body)?;
         let i = Nat::Var(var.clone());
@@ -842,12 +852,21 @@ impl Lowerer<'_> {
         if !mine.is_empty() {
             inner.splice(0..0, mine.into_iter().map(|(_, s)| s));
         }
-        if top && schedule == Schedule::Parallel {
-            let work_ty = source_elem_ty(view, &i);
-            self.parallel_work = Some(self.work_estimate(var, &work_ty, env));
-        }
         body.push(Stmt::For { var: var.clone(), lo: L::index(0), hi, schedule, body: inner });
-        Ok(())
+        Ok(schedule)
+    }
+
+    /// The variable of a loop over `view`'s elements: the array's binder where
+    /// no loop uses it yet (the loop text then reads like the program), else
+    /// a fresh `i`.
+    pub(super) fn element_var(&mut self, view: &View) -> Name {
+        match &view.ty {
+            Type::Array { binder: Some(b), .. } if !self.used.contains(b) => {
+                self.used.insert(b.clone());
+                b.clone()
+            }
+            _ => self.fresh("i"),
+        }
     }
 
     /// The record fields `buf` holds: the output's declared fields (the
@@ -947,34 +966,23 @@ impl Lowerer<'_> {
             }
             return Ok(());
         }
-        let schedule = self.schedule_of(view);
         let name = self.fresh("i");
-        let hi = self.index_expr(&view.len(), env, body)?;
         let i = Nat::Var(name.clone());
-        let was_parallel = self.in_parallel;
-        if schedule == Schedule::Parallel {
-            self.in_parallel = true;
-        }
-        let mut inner = Block::new();
-        self.loops.push((name.clone(), schedule, hi.clone()));
         let mut bound = None;
-        let written = self.elem(view, &i, &mut inner).and_then(|x| {
-            if let Val::Array(row) = &x
+        let schedule = self.element_loop(view, &name, env, body, &mut |cx, x, inner| {
+            if let Val::Array(row) = x
                 && let Some(n) = super::stream::stream_bound(row)
             {
-                bound = self.walked_per_row(&n, &name, env, &inner);
+                bound = cx.walked_per_row(&n, &name, env, inner);
             }
-            let at = Nat::add(Nat::mul(offset, view.len()), i.clone());
+            let at = Nat::add(Nat::mul(offset.clone(), view.len()), i.clone());
             let elem_ty = match ty {
                 Type::Array { binder: Some(b), elem, .. } => elem.subst_nat(b, &i),
                 Type::Array { elem, .. } => (**elem).clone(),
                 other => other.clone(),
             };
-            self.write_count(&x, &elem_ty, buf, at, env, &mut inner, false)
-        });
-        self.loops.pop();
-        self.in_parallel = was_parallel;
-        written?;
+            cx.write_count(x, &elem_ty, buf, at, env, inner, false)
+        })?;
         let work_ty = source_elem_ty(view, &i);
         if top && schedule == Schedule::Parallel {
             if !work_ty.mentions_count() {
@@ -986,7 +994,6 @@ impl Lowerer<'_> {
                 self.parallel_work = Some(heddle_ir::loops::ParallelWork { var: name.clone(), items, before: None });
             }
         }
-        body.push(Stmt::For { var: name, lo: L::index(0), hi, schedule, body: inner });
         Ok(())
     }
 
@@ -1098,7 +1105,7 @@ impl Lowerer<'_> {
             None => e,
         };
         let known = |v: &Name| v == var || self.args.iter().any(|a| &a.name == v);
-        only_vars(&e, &known).then_some(e)
+        (!e.any(&mut |x| matches!(x, L::Var(v) if !known(v)))).then_some(e)
     }
 
     /// The work of the parallel iterations over `var`: the length of one
@@ -1154,18 +1161,6 @@ pub(super) fn source_elem_ty(v: &View, i: &Nat) -> Type {
         ViewKind::Map { src, .. } => source_elem_ty(src, i),
         ViewKind::Zip(parts) if !parts.is_empty() => source_elem_ty(&parts[0], i),
         _ => v.elem_ty(i),
-    }
-}
-
-/// Whether every variable `e` reads satisfies `known`.
-fn only_vars(e: &L, known: &dyn Fn(&Name) -> bool) -> bool {
-    match e {
-        L::Var(v) => known(v),
-        L::Int(..) | L::Float(..) | L::Bool(_) => true,
-        L::Load { index, .. } => only_vars(index, known),
-        L::Bin(_, a, b) => only_vars(a, known) && only_vars(b, known),
-        L::Neg(a) | L::Not(a) | L::Cast(_, a) => only_vars(a, known),
-        L::Select(c, a, b) => only_vars(c, known) && only_vars(a, known) && only_vars(b, known),
     }
 }
 
@@ -1236,7 +1231,7 @@ fn update(cx: &mut Lowerer<'_>, accs: &[(Name, ScalarType)], next: &Val, span: S
     // The accumulators are updated at once: where one's new value reads
     // another (a complex product, a swap), every new value is computed into
     // a `let` before the first assignment.
-    let reads_another = scalars.iter().enumerate().any(|(k, (e, _))| accs.iter().enumerate().any(|(j, (a, _))| j != k && reads(e, a)));
+    let reads_another = scalars.iter().enumerate().any(|(k, (e, _))| accs.iter().enumerate().any(|(j, (a, _))| j != k && e.reads_var(a)));
     let values: Vec<(L, ScalarType)> = if reads_another {
         scalars
             .into_iter()
@@ -1255,18 +1250,6 @@ fn update(cx: &mut Lowerer<'_>, accs: &[(Name, ScalarType)], next: &Val, span: S
     Ok(())
 }
 
-/// Does `e` read the variable `v`?
-fn reads(e: &L, v: &Name) -> bool {
-    match e {
-        L::Var(x) => x == v,
-        L::Int(..) | L::Float(..) | L::Bool(_) => false,
-        L::Load { index, .. } => reads(index, v),
-        L::Bin(_, a, b) => reads(a, v) || reads(b, v),
-        L::Neg(a) | L::Not(a) | L::Cast(_, a) => reads(a, v),
-        L::Select(c, a, b) => reads(c, v) || reads(a, v) || reads(b, v),
-    }
-}
-
 /// A value of the same shape as `like`, with scalars taken from `values`.
 fn rebuild(like: &Val, values: &mut dyn Iterator<Item = Val>) -> Val {
     match like {
@@ -1274,7 +1257,6 @@ fn rebuild(like: &Val, values: &mut dyn Iterator<Item = Val>) -> Val {
         _ => values.next().unwrap_or_else(|| like.clone()),
     }
 }
-
 
 /// The error of `split(k)` with `k` = 0 (the interpreter's too).
 pub fn split_empty_chunks(written: &Nat) -> String {

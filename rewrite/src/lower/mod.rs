@@ -129,15 +129,7 @@ fn lower_bounded(kernel: &Kernel, name: &str, options: &LowerOptions, counted: &
 /// Does `block` load from any of `bufs`?
 fn loads_any(block: &Block, bufs: &[Name]) -> bool {
     use heddle_ir::loops::{Expr as L, Stmt};
-    fn expr(e: &L, bufs: &[Name]) -> bool {
-        match e {
-            L::Load { buf, index, .. } => bufs.contains(buf) || expr(index, bufs),
-            L::Bin(_, a, b) => expr(a, bufs) || expr(b, bufs),
-            L::Neg(a) | L::Not(a) | L::Cast(_, a) => expr(a, bufs),
-            L::Select(c, a, b) => expr(c, bufs) || expr(a, bufs) || expr(b, bufs),
-            L::Var(_) | L::Int(..) | L::Float(..) | L::Bool(_) => false,
-        }
-    }
+    let expr = |e: &L, bufs: &[Name]| e.loads_from(&mut |b| bufs.contains(b));
     block.iter().any(|s| match s {
         Stmt::Let { value, .. } | Stmt::Assign { value, .. } => expr(value, bufs),
         Stmt::Var { init, .. } => expr(init, bufs),

@@ -145,7 +145,7 @@ impl Tidy {
                     // always passes: the OpenCL compilers warn about it.
                     let repeated = self.checked.contains(&canon) || constant(&self.expand(&canon, 0)) == Some(1);
                     if !repeated && !self.provable(&cond) {
-                        if !mentions_any(&canon, &self.mutable) {
+                        if !canon.reads_var_in(&self.mutable) {
                             self.checked.push(canon);
                         }
                         out.push(Stmt::Check { cond, id });
@@ -399,7 +399,7 @@ impl Tidy {
         match e {
             L::Load { index, .. } => {
                 let canon = self.canon(e);
-                if !mentions_any(&canon, &self.mutable) && !self.loaded.contains(&canon) {
+                if !canon.reads_var_in(&self.mutable) && !self.loaded.contains(&canon) {
                     self.loaded.push(canon);
                 }
                 self.record_loads(index);
@@ -630,17 +630,6 @@ fn mutated(body: &Block, out: &mut HashSet<Name>) {
             }
             _ => {}
         }
-    }
-}
-
-fn mentions_any(e: &L, names: &HashSet<Name>) -> bool {
-    match e {
-        L::Var(v) => names.contains(v),
-        L::Int(..) | L::Float(..) | L::Bool(_) => false,
-        L::Load { index, .. } => mentions_any(index, names),
-        L::Bin(_, a, b) => mentions_any(a, names) || mentions_any(b, names),
-        L::Neg(a) | L::Not(a) | L::Cast(_, a) => mentions_any(a, names),
-        L::Select(c, a, b) => mentions_any(c, names) || mentions_any(a, names) || mentions_any(b, names),
     }
 }
 
