@@ -17,6 +17,7 @@ use super::error::Result;
 use super::tensor::SparseTensor;
 use crate::scalars::{Scalar, ScalarVec};
 use crate::with_values;
+use super::partition::Buckets;
 use heddle_ir::encoding::Width;
 
 /// An unsigned integer a counting sort keeps cursors and coordinates in.
@@ -114,6 +115,11 @@ pub(crate) fn narrow(entries: usize, coord_bound: u64) -> bool {
     entries as u64 <= u64::from(u32::MAX) && coord_bound <= 1 << 32
 }
 
+/// The output bytes of one entry scattered into `crd` and `out`.
+fn entry_bytes<I, T>(_: &[I], _: &[T]) -> usize {
+    std::mem::size_of::<I>() + std::mem::size_of::<T>()
+}
+
 /// A compressed level built by a counting sort: positions (`n_outer + 1`),
 /// coordinates and values, rows possibly unsorted (see [`Scattered::clean`]).
 pub(crate) struct Scattered<I> {
@@ -204,17 +210,29 @@ pub(crate) fn scatter_entries<I: Idx, O: Column + ?Sized, N: Column + ?Sized>(
     let mut crd = buffer(n, I::default());
     let vals = with_values!(values, values => {
         let mut out = if grouped { vec![Default::default(); n] } else { scatter_buffer(n, Default::default()) };
-        for (k, &v) in values.iter().enumerate() {
-            // Every outer coordinate is in range: the first inner one outside is the first entry outside.
-            let i = inner.at(k);
-            if i >= dim_inner {
-                return Err(k);
+        let partitioned = if grouped { None } else { Buckets::plan(&pos, entry_bytes(&crd, &out)) };
+        if let Some(mut buckets) = partitioned {
+            for (k, &v) in values.iter().enumerate() {
+                let i = inner.at(k);
+                if i >= dim_inner {
+                    return Err(k);
+                }
+                buckets.push(outer.at(k) as usize, I::of(i as usize), v, &mut crd, &mut out);
             }
-            let cursor = &mut pos[outer.at(k) as usize];
-            let at = cursor.at();
-            *cursor = I::of(at + 1);
-            crd[at] = I::of(i as usize);
-            out[at] = v;
+            buckets.finish(&mut pos, &mut crd, &mut out);
+        } else {
+            for (k, &v) in values.iter().enumerate() {
+                // Every outer coordinate is in range: the first inner one outside is the first entry outside.
+                let i = inner.at(k);
+                if i >= dim_inner {
+                    return Err(k);
+                }
+                let cursor = &mut pos[outer.at(k) as usize];
+                let at = cursor.at();
+                *cursor = I::of(at + 1);
+                crd[at] = I::of(i as usize);
+                out[at] = v;
+            }
         }
         ScalarVec::from(out)
     });
@@ -261,16 +279,27 @@ pub(crate) fn scatter_transpose<S: Idx, I: Idx>(src: &SparseTensor, pos: &IndexB
     let vals = with_values!(&src.values, values => {
         let mut out = scatter_buffer(nse, Default::default());
         let mut start = 0usize;
-        for r in 0..rows {
-            let end = pos.get(r + 1) as usize;
-            for (&c, &v) in crd[start..end].iter().zip(&values[start..end]) {
-                let cursor = &mut tpos[c.at()];
-                let at = cursor.at();
-                *cursor = I::of(at + 1);
-                tcrd[at] = I::of(r);
-                out[at] = v;
+        if let Some(mut buckets) = Buckets::plan(&tpos, entry_bytes(&tcrd, &out)) {
+            for r in 0..rows {
+                let end = pos.get(r + 1) as usize;
+                for (&c, &v) in crd[start..end].iter().zip(&values[start..end]) {
+                    buckets.push(c.at(), I::of(r), v, &mut tcrd, &mut out);
+                }
+                start = end;
             }
-            start = end;
+            buckets.finish(&mut tpos, &mut tcrd, &mut out);
+        } else {
+            for r in 0..rows {
+                let end = pos.get(r + 1) as usize;
+                for (&c, &v) in crd[start..end].iter().zip(&values[start..end]) {
+                    let cursor = &mut tpos[c.at()];
+                    let at = cursor.at();
+                    *cursor = I::of(at + 1);
+                    tcrd[at] = I::of(r);
+                    out[at] = v;
+                }
+                start = end;
+            }
         }
         ScalarVec::from(out)
     });

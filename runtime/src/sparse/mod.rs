@@ -31,6 +31,7 @@ pub mod file;
 pub mod json;
 pub mod mtx;
 pub mod npz;
+mod partition;
 pub mod result;
 pub mod stats;
 pub mod tensor;
