@@ -237,6 +237,12 @@ pub fn plan(enc: &Encoding, elem: ScalarType, given: &[Option<Nat>], value: &Typ
                 describe_level(enc, l)
             ));
         }
+        if lv.format == LevelFormat::Banded {
+            return Err(format!(
+                "{}: a value cannot be stored in a banded (skyline) level yet; store it as CSR and convert with `heddle convert`",
+                describe_level(enc, l)
+            ));
+        }
         if matches!(lv.expr, LvlExpr::Counter { .. }) {
             return Err(format!("{}: a value cannot be stored in an encoding with a counting (ELL) level", describe_level(enc, l)));
         }

@@ -366,7 +366,7 @@ pub fn storage_layout(
                 q = Expr::var(pbind.clone());
                 qv = add(lo, Expr::var(pbind));
             }
-            LevelFormat::Compressed => {
+            LevelFormat::Compressed | LevelFormat::Banded => {
                 // A compressed level's first position is 0 (assembly checks it), which
                 // keeps the outermost sizes short: `toNat(A_pos0@1)`.
                 let lo_at = |q: &Expr| if as_lit(q) == Some(0) { lit(0) } else { at(&pos, q.clone()) };
