@@ -175,3 +175,16 @@ fn an_entry_above_the_diagonal_or_a_row_past_it_is_an_error() {
         assert!(err.contains("row 0 stores 2 columns through the diagonal"), "{backend}: {err}");
     }
 }
+
+#[test]
+fn a_result_cannot_be_stored_in_a_banded_level_yet() {
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = write(
+        dir.path(),
+        "k.hdl",
+        &format!("#SKY = {SKY}\n#CSR = #sparse_tensor.encoding<{{ map = (i, j) -> (i : dense, j : compressed) }}>\n\nfun(A: tensor<?x?xf32, #CSR> =>\n  (A :>> map(fun(row => row :>> map(fun(e => (e.1, 2.0 * e.2))))) : tensor<?x{{A_dim1}}xf32, #SKY>))\n"),
+    );
+    let (code, _, err) = heddle(&["check", kernel.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("k.hdl:5:3") && err.contains("cannot be stored in a banded (skyline) level yet"), "{err}");
+}

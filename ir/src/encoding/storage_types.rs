@@ -55,6 +55,10 @@
 //!   `[b -> [T]_{A_crd2_len}]_{A_dim0}`; its view is the array over the
 //!   batches of each batch's CSR view.
 //!
+//! - heddle's `banded` (skyline) level is laid out as a compressed one
+//!   without a coordinates buffer: its coordinates are implicit (the view
+//!   computes child `p` of row `i` as column `i + 1 - len + p`).
+//!
 //! Binder names: a dense level storing dimension `i` whole binds `i`; any
 //! other dense level binds `c{l}`; a level iterated by position binds `p{l}`.
 
