@@ -167,7 +167,7 @@ fn pad_blocks(plan: &ResultPlan, l: usize, n: u32, m: u32, counts: &[u64], entri
     let entry_levels = plan.entry_levels();
     let k = entry_levels.iter().position(|&x| x == l).ok_or_else(|| SparseError::Shape(format!("level {l} stores no coordinates")))?;
     let nse: usize = counts.iter().sum::<u64>() as usize;
-    let block = if nse == 0 { 1 } else { entries.values.len() / nse };
+    let block = entries.values.len().checked_div(nse).unwrap_or(1);
     if entries.coordinates.iter().any(|c| c.len() != nse) || entries.values.len() != nse * block {
         return Err(SparseError::Shape(format!("{} values and coordinates for {nse} entries", entries.values.len())));
     }
