@@ -153,7 +153,17 @@ pub fn view_expr(enc: &Encoding, layout: &StorageLayout, param: &Name, span: Spa
         {
             aos_start = Some((l, crd));
         }
-        let crd = if level.format.is_dense_like() { None } else { Some(crd_of(&path, &aos_start)?) };
+        let crd = if level.format.is_dense_like() {
+            None
+        } else if level.format == heddle_ir::encoding::LevelFormat::Banded {
+            // heddle's skyline: no coordinates stored; child p of row i (of
+            // len children, the last on the diagonal) is column i + 1 - len + p.
+            let row = binders.first().map(|(_, r)| r.clone()).ok_or_else(|| unsupported("row-less banded"))?;
+            let var = |x: &Name| Nat::ToNat(Box::new(Expr::var(x.clone())));
+            Some(i64_nat(Nat::sub(Nat::add(Nat::add(var(&row), Nat::Lit(1)), var(&lambda)), len.clone())))
+        } else {
+            Some(crd_of(&path, &aos_start)?)
+        };
         steps.push(Step::Layer { param: lambda, len, crd, loose });
     }
     let mut body = indexed(&values, &path);

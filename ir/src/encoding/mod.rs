@@ -197,6 +197,12 @@ pub enum LevelFormat {
         /// Whether it was written `blockN_M` (printed back the same way).
         block_spelling: bool,
     },
+    /// heddle's skyline (banded) level, not MLIR's: below a dense row level,
+    /// every column from the row's first stored one through the diagonal,
+    /// dense in between. Positions per row; coordinates implicit (the last
+    /// of row `i`'s `len` children is column `i`, child `k` is column
+    /// `i + 1 - len + k`).
+    Banded,
 }
 
 impl LevelFormat {
@@ -210,11 +216,12 @@ impl LevelFormat {
             LevelFormat::Singleton => "singleton".into(),
             LevelFormat::NOutOfM { n, m, block_spelling: true } => format!("block{n}_{m}"),
             LevelFormat::NOutOfM { n, m, block_spelling: false } => format!("structured[{n}, {m}]"),
+            LevelFormat::Banded => "banded".into(),
         }
     }
     /// Does the level have a positions buffer?
     pub fn has_positions(self) -> bool {
-        matches!(self, LevelFormat::Compressed | LevelFormat::LooseCompressed)
+        matches!(self, LevelFormat::Compressed | LevelFormat::LooseCompressed | LevelFormat::Banded)
     }
     /// Does the level store coordinates?
     pub fn has_coordinates(self) -> bool {

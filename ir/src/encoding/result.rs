@@ -171,6 +171,20 @@ impl ResultPlan {
         };
         format!("the coordinates stored at {} must be {how} within each list", describe_level(&self.encoding, l))
     }
+    /// The list's level when it is an n:m level: (level, n, m). Each list
+    /// (one block) holds at most `n` entries; storing pads it to exactly `n`
+    /// with the smallest unused coordinates and zeros, as `heddle convert` does.
+    pub fn n_out_of_m(&self) -> Option<(usize, u32, u32)> {
+        let l = self.list_level()?;
+        match self.encoding.levels[l].format {
+            LevelFormat::NOutOfM { n, m, .. } => Some((l, n, m)),
+            _ => None,
+        }
+    }
+    /// The message of a block holding more entries than its n:m level stores.
+    pub fn block_message(&self, l: usize, n: u32, m: u32) -> String {
+        format!("{} stores at most {n} entries of every block of {m}, but a block of the value has more", describe_level(&self.encoding, l))
+    }
     /// Levels whose coordinates are written once per entry (per-entry levels,
     /// the list level and the pairs below it), outermost first.
     pub fn entry_levels(&self) -> Vec<usize> {
@@ -217,8 +231,17 @@ pub fn plan(enc: &Encoding, elem: ScalarType, given: &[Option<Nat>], value: &Typ
         return Err(format!("a sliced encoding (dimension `{}`) describes a view into another tensor; a value cannot be stored in one", d.name));
     }
     for (l, lv) in enc.levels.iter().enumerate() {
-        if matches!(lv.format, LevelFormat::NOutOfM { .. }) {
-            return Err(format!("{}: a value cannot be stored in an n:m level (its entries must fit the pattern)", describe_level(enc, l)));
+        if matches!(lv.format, LevelFormat::NOutOfM { .. }) && (l + 1 != enc.levels.len() || !matches!(lv.expr, LvlExpr::Mod(..))) {
+            return Err(format!(
+                "{}: a value can be stored in an n:m level only when it is the last level and a block's coordinate (`j mod m`)",
+                describe_level(enc, l)
+            ));
+        }
+        if lv.format == LevelFormat::Banded {
+            return Err(format!(
+                "{}: a value cannot be stored in a banded (skyline) level yet; store it as CSR and convert with `heddle convert`",
+                describe_level(enc, l)
+            ));
         }
         if matches!(lv.expr, LvlExpr::Counter { .. }) {
             return Err(format!("{}: a value cannot be stored in an encoding with a counting (ELL) level", describe_level(enc, l)));
@@ -274,6 +297,8 @@ pub fn plan(enc: &Encoding, elem: ScalarType, given: &[Option<Nat>], value: &Typ
             }
             (Source::List { .. }, LevelFormat::Compressed | LevelFormat::LooseCompressed) if !per_entry_above => Store::Nodes,
             (Source::List { .. }, LevelFormat::Singleton) if per_entry_above => Store::Nodes,
+            // Each block's list of at most n (coordinate, value) pairs, padded to n when stored.
+            (Source::List { .. }, LevelFormat::NOutOfM { .. }) if !per_entry_above => Store::Nodes,
             (Source::Pair { .. }, LevelFormat::Singleton) if !per_entry_above && list_above => Store::Nodes,
             (Source::Pair { .. }, _) => {
                 return Err(format!("{here}: a (coordinate, …) pair is stored by a singleton level below a list of pairs"));

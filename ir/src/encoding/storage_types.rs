@@ -55,6 +55,10 @@
 //!   `[b -> [T]_{A_crd2_len}]_{A_dim0}`; its view is the array over the
 //!   batches of each batch's CSR view.
 //!
+//! - heddle's `banded` (skyline) level is laid out as a compressed one
+//!   without a coordinates buffer: its coordinates are implicit (the view
+//!   computes child `p` of row `i` as column `i + 1 - len + p`).
+//!
 //! Binder names: a dense level storing dimension `i` whole binds `i`; any
 //! other dense level binds `c{l}`; a level iterated by position binds `p{l}`.
 
@@ -366,7 +370,7 @@ pub fn storage_layout(
                 q = Expr::var(pbind.clone());
                 qv = add(lo, Expr::var(pbind));
             }
-            LevelFormat::Compressed => {
+            LevelFormat::Compressed | LevelFormat::Banded => {
                 // A compressed level's first position is 0 (assembly checks it), which
                 // keeps the outermost sizes short: `toNat(A_pos0@1)`.
                 let lo_at = |q: &Expr| if as_lit(q) == Some(0) { lit(0) } else { at(&pos, q.clone()) };

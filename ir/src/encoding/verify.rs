@@ -319,7 +319,7 @@ fn flatten_mul<'a>(e: &'a AExpr, out: &mut Vec<&'a AExpr>) {
     }
 }
 
-const FORMATS: [&str; 7] = ["dense", "batch", "compressed", "loose_compressed", "singleton", "structured", "block2_4"];
+const FORMATS: [&str; 8] = ["dense", "batch", "compressed", "loose_compressed", "singleton", "structured", "block2_4", "banded"];
 
 fn format(rf: &RawFormat) -> VResult<(LevelFormat, LevelProps)> {
     let kw = rf.keyword.as_str();
@@ -329,6 +329,7 @@ fn format(rf: &RawFormat) -> VResult<(LevelFormat, LevelProps)> {
         "compressed" => LevelFormat::Compressed,
         "loose_compressed" => LevelFormat::LooseCompressed,
         "singleton" => LevelFormat::Singleton,
+        "banded" => LevelFormat::Banded,
         "structured" => match &rf.args {
             Some((v, sp)) if v.len() == 2 => nm(v[0], v[1], false, *sp)?,
             Some((_, sp)) => {
@@ -344,7 +345,7 @@ fn format(rf: &RawFormat) -> VResult<(LevelFormat, LevelProps)> {
                     e = e.with_note(format!("did you mean `{s}`?"));
                 }
                 return Err(e.with_note(
-                    "the formats are dense, batch, compressed, loose_compressed, singleton, structured[n, m] (or blockN_M)",
+                    "the formats are dense, batch, compressed, loose_compressed, singleton, structured[n, m] (or blockN_M), and heddle's banded (skyline)",
                 ));
             }
         },
@@ -455,6 +456,18 @@ fn check_order(levels: &[Level]) -> VResult<()> {
                             },
                         ));
                     }
+                }
+            }
+            LevelFormat::Banded => {
+                // heddle's skyline: exactly `(i, j) -> (i : dense, j : banded)`.
+                let rows_dense = l == 1 && levels[0].format == LevelFormat::Dense && matches!(levels[0].expr, LvlExpr::Dim(0));
+                if !rows_dense || levels.len() != 2 || !matches!(lv.expr, LvlExpr::Dim(1)) {
+                    return Err(err(
+                        lv.format_span,
+                        "a banded (skyline) level is heddle's, for a matrix's columns below its dense rows",
+                        "not `(i, j) -> (i : dense, j : banded)`",
+                    )
+                    .with_note("write `map = (i, j) -> (i : dense, j : banded)`: each row stores its columns from its first nonzero through the diagonal"));
                 }
             }
             LevelFormat::Batch => {

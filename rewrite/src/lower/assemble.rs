@@ -320,6 +320,12 @@ impl Lowerer<'_> {
             inner.push(Stmt::Assign { var: next.clone(), value: L::bin(BinOp::Add, L::var(next.clone()), L::index(1)) });
             Ok(())
         };
+        // An n:m level's block holds at most n entries (the host pads it to
+        // n), checked on the entries written (a bound may exceed the length).
+        let at_most = fill.plan.n_out_of_m().map(|(l, n, m)| {
+            let id = self.check(fill.plan.block_message(l, n, m), fill.span);
+            Stmt::Check { cond: L::bin(BinOp::Le, L::var(next.clone()), L::index(i64::from(n))), id }
+        });
         if let Some(lengths) = &fill.lengths {
             // Filled into the room of its bound: the stream the bound phase
             // bounded (the entries its merges walk), visited once.
@@ -327,12 +333,15 @@ impl Lowerer<'_> {
                 self.bound_missing = true;
             }
             self.each(view, env, Schedule::Seq, body, &mut visit)?;
+            body.extend(at_most);
             body.push(Stmt::Store { buf: lengths.clone(), index: f, field: 0, value: L::var(next) });
             return Ok(());
         }
         if super::stream::is_stream(view) || super::scatter::walked(view) {
             // Produced in order (a stream, or `concat` with one among its parts).
-            return self.each(view, env, Schedule::Seq, body, &mut visit);
+            self.each(view, env, Schedule::Seq, body, &mut visit)?;
+            body.extend(at_most);
+            return Ok(());
         }
         let k = self.fresh("k");
         let hi = self.index_expr(&view.len(), env, body)?;
@@ -340,6 +349,7 @@ impl Lowerer<'_> {
         let x = self.elem(view, &Nat::Var(k.clone()), &mut inner)?;
         visit(self, x, &mut inner)?;
         body.push(Stmt::For { var: k, lo: L::index(0), hi, schedule: Schedule::Seq, body: inner });
+        body.extend(at_most);
         Ok(())
     }
 

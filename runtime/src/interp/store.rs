@@ -46,6 +46,9 @@ impl Walk<'_> {
             Source::List { .. } => {
                 let xs = items(v)?;
                 self.counts[g] = xs.len() as u64;
+                if let Some((_, n, m)) = self.plan.n_out_of_m().filter(|(k, n, _)| *k == l && xs.len() > *n as usize) {
+                    return Err(self.fail(format!("{} (block {g} has {})", self.plan.block_message(l, n, m), xs.len())));
+                }
                 let mut last: Option<u64> = None;
                 for x in xs.iter() {
                     let (c, child) = self.pair(x, l)?;

@@ -168,6 +168,29 @@ pub fn assemble(enc: &Encoding, elem: ScalarType, dim_sizes: Vec<u64>, b: Buffer
                 }
                 count = last;
             }
+            LevelFormat::Banded => {
+                // heddle's skyline below dense rows: row q holds columns
+                // q + 1 - len ..= q, so len <= q + 1 and, when len > 0, q is a column.
+                let pos = b.positions[l].as_deref().unwrap_or_default();
+                expect_len(&pname, pos.len(), count.saturating_add(1))?;
+                if pos.first().is_some_and(|&x| x != 0) {
+                    return Err(SparseError::buffer(&pname, 0, format!("the first position is {}, not 0", pos[0])));
+                }
+                for q in 1..pos.len() {
+                    let (row, len) = (q as u64 - 1, pos[q].wrapping_sub(pos[q - 1]));
+                    if pos[q] < pos[q - 1] {
+                        return Err(SparseError::buffer(&pname, q, format!("{} is less than the previous position {} (positions must not decrease)", pos[q], pos[q - 1])));
+                    }
+                    if len > row + 1 || (len > 0 && row >= lvl_sizes[l]) {
+                        return Err(SparseError::buffer(
+                            &pname,
+                            q,
+                            format!("row {row} stores {len} columns through the diagonal, but a skyline row stores at most its columns 0 ..= {row} of {}", lvl_sizes[l]),
+                        ));
+                    }
+                }
+                count = pos.last().copied().unwrap_or(0);
+            }
             LevelFormat::LooseCompressed => {
                 let pos = b.positions[l].as_deref().unwrap_or_default();
                 expect_len(&pname, pos.len(), count.saturating_mul(2))?;

@@ -137,7 +137,7 @@ fn fixed_counts(inner: &Encoding, inner_lvl_sizes: &[u64]) -> Vec<Option<u64>> {
             LevelFormat::Dense | LevelFormat::Batch => count.and_then(|c| c.checked_mul(inner_lvl_sizes[l])),
             LevelFormat::NOutOfM { n, .. } => count.and_then(|c| c.checked_mul(u64::from(n))),
             LevelFormat::Singleton => count,
-            LevelFormat::Compressed | LevelFormat::LooseCompressed => None,
+            LevelFormat::Compressed | LevelFormat::LooseCompressed | LevelFormat::Banded => None,
         };
     }
     out.push(count);

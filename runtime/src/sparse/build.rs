@@ -209,7 +209,8 @@ pub(crate) fn check_storage_size(enc: &Encoding, lvl_sizes: &[u64], entries: u64
             LevelFormat::Dense | LevelFormat::Batch => parents.saturating_mul(n),
             LevelFormat::Singleton => parents,
             LevelFormat::NOutOfM { n, .. } => parents.saturating_mul(u64::from(n)),
-            LevelFormat::Compressed | LevelFormat::LooseCompressed => {
+            // A skyline row's run is known only from its entries: checked as it is built.
+            LevelFormat::Compressed | LevelFormat::LooseCompressed | LevelFormat::Banded => {
                 let most = parents.saturating_mul(n).min(entries);
                 match offsets {
                     Some(k) if level.expr.is_signed() => most.min(parents.saturating_mul(k)),
@@ -362,6 +363,42 @@ pub(crate) fn assemble_levels(
                         next.push((start, k));
                     }
                 }
+            }
+            LevelFormat::Banded => {
+                // heddle's skyline: row i (segment i, below the dense rows)
+                // stores columns first ..= i, zeros between its entries.
+                let mut pos = Vec::with_capacity(segs.len() + 1);
+                pos.push(0u64);
+                for (i, &(s, e)) in segs.iter().enumerate() {
+                    let i = i as u64;
+                    let mut stored = *pos.last().unwrap_or(&0);
+                    if s < e {
+                        let (first, last) = (crd_of(s, l), crd_of(e - 1, l));
+                        if i >= lvl_sizes[l] {
+                            return Err(SparseError::Shape(format!(
+                                "row {i} has entries, but its diagonal (column {i}) is outside the {} columns; a banded (skyline) level stores each row through its diagonal",
+                                lvl_sizes[l]
+                            )));
+                        }
+                        if last > i {
+                            return Err(SparseError::Shape(format!(
+                                "entry ({i}, {last}) lies above the diagonal; a banded (skyline) level stores each row's columns from its first nonzero through the diagonal (the lower triangle)"
+                            )));
+                        }
+                        stored = stored.saturating_add(i + 1 - first);
+                        check_alloc(stored, &format!("banded level {l}"))?;
+                        let mut k = s;
+                        for c in first..=i {
+                            let start = k;
+                            while k < e && crd_of(k, l) == c {
+                                k += 1;
+                            }
+                            next.push((start, k));
+                        }
+                    }
+                    pos.push(stored);
+                }
+                pos_bufs[l] = Some(pos);
             }
             LevelFormat::Compressed | LevelFormat::LooseCompressed => {
                 let loose = level.format == LevelFormat::LooseCompressed;

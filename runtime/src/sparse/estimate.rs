@@ -82,7 +82,7 @@ pub fn storage_size(coo: &Coo, enc: &Encoding, elem: ScalarType) -> Result<Stora
             },
         };
         let positions = match level.format {
-            LevelFormat::Compressed => parents.saturating_add(1),
+            LevelFormat::Compressed | LevelFormat::Banded => parents.saturating_add(1),
             LevelFormat::LooseCompressed => parents.saturating_mul(2),
             _ => 0,
         };

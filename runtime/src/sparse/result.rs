@@ -37,6 +37,18 @@ pub fn assemble_result(plan: &ResultPlan, dims: Vec<u64>, dense: &[usize], count
     if counts.len() != positions_total {
         return Err(SparseError::Shape(format!("{} counts for {positions_total} dense positions", counts.len())));
     }
+    // An n:m list level: every block (list) padded to exactly n entries.
+    let padded_counts;
+    let mut counts = counts;
+    let entries = match plan.n_out_of_m() {
+        Some((l, n, m)) => {
+            let (c, e) = pad_blocks(plan, l, n, m, counts, entries)?;
+            padded_counts = c;
+            counts = &padded_counts;
+            e
+        }
+        None => entries,
+    };
     // Entries below each node of each dense level: totals[l][g] for node g
     // of the first l dense levels (row-major); totals[dense.len()] = counts.
     let a = dense.len();
@@ -146,3 +158,53 @@ pub fn assemble_result(plan: &ResultPlan, dims: Vec<u64>, dense: &[usize], count
     assemble(enc, plan.elem, dims, buffers)
 }
 
+
+/// The lists of an n:m level `l` padded to `n` entries each, as
+/// `heddle convert` stores a block with fewer: the smallest coordinates the
+/// block does not hold, with the implicit value (zero), all in coordinate
+/// order. A list longer than `n` is an error (its entries do not fit).
+fn pad_blocks(plan: &ResultPlan, l: usize, n: u32, m: u32, counts: &[u64], entries: Entries) -> Result<(Vec<u64>, Entries)> {
+    let entry_levels = plan.entry_levels();
+    let k = entry_levels.iter().position(|&x| x == l).ok_or_else(|| SparseError::Shape(format!("level {l} stores no coordinates")))?;
+    let nse: usize = counts.iter().sum::<u64>() as usize;
+    let block = entries.values.len().checked_div(nse).unwrap_or(1);
+    if entries.coordinates.iter().any(|c| c.len() != nse) || entries.values.len() != nse * block {
+        return Err(SparseError::Shape(format!("{} values and coordinates for {nse} entries", entries.values.len())));
+    }
+    let pad = super::assemble::implicit_value(&plan.encoding);
+    let n = n as usize;
+    let mut out = Entries { coordinates: vec![Vec::with_capacity(counts.len() * n); entry_levels.len()], values: ScalarVec::with_capacity(plan.elem, counts.len() * n * block) };
+    let mut at = 0usize;
+    for (b, &c) in counts.iter().enumerate() {
+        let c = c as usize;
+        if c > n {
+            return Err(SparseError::Shape(format!("block {b} of level {l} has {c} entries; {n}:{m} sparsity stores at most {n}")));
+        }
+        let held: Vec<u64> = entries.coordinates[k][at..at + c].to_vec();
+        // (coordinate, the entry it comes from; None: padding), in coordinate order.
+        let mut slots: Vec<(u64, Option<usize>)> = held.iter().enumerate().map(|(i, &x)| (x, Some(at + i))).collect();
+        slots.extend((0..u64::from(m)).filter(|x| !held.contains(x)).take(n - c).map(|x| (x, None)));
+        slots.sort_by_key(|s| s.0);
+        for (x, from) in slots {
+            for (j, crd) in out.coordinates.iter_mut().enumerate() {
+                crd.push(match from {
+                    _ if j == k => x,
+                    Some(e) => entries.coordinates[j][e],
+                    None => 0,
+                });
+            }
+            for v in 0..block {
+                match from {
+                    Some(e) => out.values.push_from(&entries.values, e * block + v),
+                    None => {
+                        if !out.values.push_num(pad) {
+                            return Err(SparseError::Shape(format!("the encoding's implicitVal {pad} is not a {}", plan.elem)));
+                        }
+                    }
+                }
+            }
+        }
+        at += c;
+    }
+    Ok((vec![n as u64; counts.len()], out))
+}

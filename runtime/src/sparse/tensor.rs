@@ -64,7 +64,7 @@ impl SparseTensor {
     }
 
     /// Does the storage hold padding zeros (dense levels below a sparse one,
-    /// a dense innermost level, n:m padding)? Such zeros are dropped when the
+    /// a dense innermost level, n:m padding, a skyline row's zeros)? Such zeros are dropped when the
     /// tensor is read back as coordinates; explicit zeros of purely
     /// compressed storage are kept.
     pub fn has_padding(&self) -> bool {
@@ -75,7 +75,7 @@ impl SparseTensor {
         let lv = &self.encoding.levels;
         let first_sparse = lv.iter().position(|l| !l.format.is_dense_like());
         lv.last().is_some_and(|l| l.format.is_dense_like())
-            || lv.iter().any(|l| matches!(l.format, LevelFormat::NOutOfM { .. }))
+            || lv.iter().any(|l| matches!(l.format, LevelFormat::NOutOfM { .. } | LevelFormat::Banded))
             || first_sparse.is_some_and(|f| lv[f..].iter().any(|l| l.format.is_dense_like()))
     }
 
@@ -121,6 +121,15 @@ impl SparseTensor {
             LevelFormat::Singleton => {
                 lvl[l] = self.crd(l, q);
                 self.walk(l + 1, q, lvl, f);
+            }
+            LevelFormat::Banded => {
+                // Row lvl[l - 1] ends on the diagonal; its coordinates are implicit.
+                let (lo, hi) = (pos(q), pos(q + 1));
+                let row = if l > 0 { lvl[l - 1] } else { 0 };
+                for p in lo..hi {
+                    lvl[l] = (row + 1 + (p - lo) as u64).saturating_sub((hi - lo) as u64);
+                    self.walk(l + 1, p, lvl, f);
+                }
             }
             LevelFormat::NOutOfM { n, .. } => {
                 let n = n as usize;
