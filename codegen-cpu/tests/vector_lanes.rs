@@ -1,0 +1,81 @@
+//! Straight-line lane groups as vectors (`src/translate/slp.rs`) on
+//! hand-written loop programs: a name equal in every lane is broadcast, and
+//! lanes gathered through an index stay scalar. Results against the same
+//! computation done here.
+
+mod common;
+
+use common::*;
+use heddle_codegen_cpu::{clif_text, compile, ArgValue};
+use heddle_ir::loops::{ArgKind, BinOp, Expr, LoopProgram, Schedule, Stmt};
+
+/// `parallel for k in 0 .. n { let x_c = xs[at(c)]; out[4k + c] = x_c * s + x_c }`, c = 0 .. 3.
+fn lanes(name: &str, at: impl Fn(i64) -> Expr, extra: Vec<heddle_ir::loops::Arg>) -> LoopProgram {
+    let mut body: Vec<Stmt> = (0..4).map(|c| let_(&format!("x{c}"), F32, load("xs", at(c), 0))).collect();
+    for c in 0..4 {
+        let x = v(&format!("x{c}"));
+        body.push(store("out", lane(c), 0, bin(BinOp::Add, bin(BinOp::Mul, x.clone(), v("s")), x)));
+    }
+    let mut args = vec![arg("n", ArgKind::Nat), arg("s", ArgKind::Scalar(F32)), input("xs", &[F32], "4 * n"), output("out", &[F32], "4 * n")];
+    args.extend(extra);
+    program(name, args, vec![for_("k", i(0), v("n"), Schedule::Parallel, body)], 0)
+}
+
+/// `4·k + c`.
+fn lane(c: i64) -> Expr {
+    let base = bin(BinOp::Mul, i(4), v("k"));
+    if c == 0 { base } else { bin(BinOp::Add, base, i(c)) }
+}
+
+fn xs(n: usize) -> Vec<f32> {
+    (0..4 * n).map(|k| (k % 23) as f32 * 0.5 - 4.0).collect()
+}
+
+#[test]
+fn a_name_equal_in_every_lane_is_broadcast() {
+    let p = lanes("scaled", lane, vec![]);
+    let ir = clif_text(&p).unwrap();
+    assert_eq!(ir.matches("load.f32x4 ").count(), 1, "{ir}");
+    assert_eq!(ir.matches("splat").count(), 1, "{ir}");
+    let k = compile(&p).unwrap();
+    for n in [0usize, 1, 5, 1000] {
+        let mut x = xs(n);
+        let mut out = vec![-1.0f32; 4 * n];
+        call(&k, &[ArgValue::Nat(n as i64), ArgValue::Float(1.5), buf(&mut x), buf(&mut out)]).unwrap();
+        let want: Vec<f32> = x.iter().map(|x| x * 1.5 + x).collect();
+        assert_eq!(out, want, "n = {n}");
+    }
+}
+
+#[test]
+fn lanes_gathered_through_an_index_stay_scalar() {
+    // x_c = xs[idx[4k + c]]: the lanes are not consecutive in `xs`.
+    let gather = |c: i64| load("idx", lane(c), 0);
+    let p = lanes("gathered", gather, vec![input("idx", &[I64], "4 * n")]);
+    let ir = clif_text(&p).unwrap();
+    assert!(!ir.contains("x4"), "a vector for gathered lanes:\n{ir}");
+    let k = compile(&p).unwrap();
+    for n in [0usize, 1, 5, 1000] {
+        let mut x = xs(n);
+        let mut idx: Vec<i64> = (0..4 * n as i64).map(|j| (j * 7 + 3) % (4 * n as i64)).collect();
+        let mut out = vec![-1.0f32; 4 * n];
+        call(&k, &[ArgValue::Nat(n as i64), ArgValue::Float(1.5), buf(&mut x), buf(&mut out), buf(&mut idx)]).unwrap();
+        let want: Vec<f32> = idx.iter().map(|&j| x[j as usize] * 1.5 + x[j as usize]).collect();
+        assert_eq!(out, want, "n = {n}");
+    }
+}
+
+#[test]
+fn lanes_in_another_order_stay_scalar() {
+    // x_c = xs[4k + 3 - c]: consecutive, but lane c is not at offset c.
+    let p = lanes("reversed", |c| lane(3 - c), vec![]);
+    let ir = clif_text(&p).unwrap();
+    assert!(!ir.contains("x4"), "{ir}");
+    let k = compile(&p).unwrap();
+    let n = 5;
+    let mut x = xs(n);
+    let mut out = vec![-1.0f32; 4 * n];
+    call(&k, &[ArgValue::Nat(n as i64), ArgValue::Float(-2.0), buf(&mut x), buf(&mut out)]).unwrap();
+    let want: Vec<f32> = (0..4 * n).map(|j| x[4 * (j / 4) + 3 - j % 4]).map(|x| x * -2.0 + x).collect();
+    assert_eq!(out, want);
+}
