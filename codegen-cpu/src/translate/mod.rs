@@ -71,6 +71,7 @@ pub fn function(prog: &LoopProgram, m: &mut JITModule, f: &mut Function, options
         trusted_checks: 0,
         outer_loop: false,
         lane_groups: Vec::new(),
+        lane_sums: Vec::new(),
     };
     t.bind_args(args_ptr);
     t.block(&prog.body)?;
@@ -193,6 +194,8 @@ pub(crate) struct Translator<'a, 'f> {
     fma: bool,
     /// The vectors of straight-line lane groups (see [`slp`]).
     lane_groups: Vec<slp::LaneGroup>,
+    /// The accumulators of enclosing lane-sum loops (see [`slp`]).
+    lane_sums: Vec<slp::LaneSum>,
 }
 
 impl Translator<'_, '_> {
@@ -319,6 +322,8 @@ impl Translator<'_, '_> {
                             i += width;
                             continue;
                         }
+                        Some(slp::Action::LaneSum { acc, width, ty }) => self.slp_lane_sum(b, i, acc, *width, *ty)?,
+                        Some(slp::Action::Skip) => {}
                         None => self.stmt(&b[i])?,
                     }
                     i += 1;

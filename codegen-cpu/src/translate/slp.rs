@@ -42,7 +42,7 @@
 use super::{Bound, Translator};
 use crate::error::CodegenError;
 use crate::types;
-use cranelift_codegen::ir::{InstBuilder, MemFlagsData, Type, Value};
+use cranelift_codegen::ir::{types as ct, InstBuilder, MemFlagsData, Type, Value};
 use heddle_ir::loops::{BinOp, Expr, Stmt};
 use heddle_ir::{Name, ScalarType};
 use std::collections::HashMap;
@@ -60,6 +60,11 @@ pub(super) enum Action {
     Member { group: usize, lane: usize },
     /// The first of `width` adjacent stores, stored as one vector.
     Store { width: usize, ty: ScalarType },
+    /// The first of `width` updates `acc = acc + e_c` of a lane sum (see
+    /// [`Translator::lane_sum_loop`]): one vector add into its partials.
+    LaneSum { acc: Name, width: usize, ty: ScalarType },
+    /// A later update of a lane sum, added with the first.
+    Skip,
 }
 
 /// A planned group of `let`s.
@@ -90,6 +95,12 @@ impl SlpPlan {
 pub(super) struct LaneGroup {
     pub(super) parts: Vec<Value>,
     pub(super) ty: ScalarType,
+}
+
+/// A lane sum's accumulator and its vector partials, one per 128-bit part.
+pub(super) struct LaneSum {
+    pub(super) name: Name,
+    parts: Vec<cranelift_frontend::Variable>,
 }
 
 /// The types whose lane groups become vectors.
@@ -226,6 +237,12 @@ impl Translator<'_, '_> {
 
     /// The plan of block `b`, or `None` when nothing in it forms a vector.
     pub(super) fn slp_plan(&self, b: &[Stmt]) -> Option<SlpPlan> {
+        let sums: Vec<Name> = self.lane_sums.iter().map(|s| s.name.clone()).collect();
+        self.slp_plan_with(b, &sums)
+    }
+
+    /// The plan of `b` where the accumulators `sums` may be lane sums.
+    fn slp_plan_with(&self, b: &[Stmt], sums: &[Name]) -> Option<SlpPlan> {
         if !self.options.vectorize || b.len() < 3 {
             return None;
         }
@@ -299,6 +316,7 @@ impl Translator<'_, '_> {
             }
         }
         let stores = self.store_groups(b, &facts, &groups, &members, &mut used);
+        let lane_sums = lane_sum_updates(b, sums, &facts, &groups, &members, &mut used, |n| self.sum_type(n));
         let mut plan = SlpPlan::default();
         for (g, grp) in groups.iter().enumerate() {
             if used[g] {
@@ -310,6 +328,12 @@ impl Translator<'_, '_> {
         }
         for (i, width, ty) in stores {
             plan.actions.insert(i, Action::Store { width, ty });
+        }
+        for (acc, ty, at) in lane_sums {
+            plan.actions.insert(at[0], Action::LaneSum { acc, width: at.len(), ty });
+            for &i in &at[1..] {
+                plan.actions.insert(i, Action::Skip);
+            }
         }
         (!plan.actions.is_empty()).then_some(plan)
     }
@@ -484,6 +508,116 @@ impl Translator<'_, '_> {
         Ok(())
     }
 
+    /// The type of the accumulator `n` if it may be a lane sum: a
+    /// reassociable mutable local of a lane type.
+    fn sum_type(&self, n: &Name) -> Option<ScalarType> {
+        let pos = self.position(n).ok()?;
+        match self.scope[pos].1 {
+            Bound::Var(_, t) if lane_type(t) && self.prog.reassociable.contains(n) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// Translates the first update of lane sum `acc` (statement `i` of `b`,
+    /// the others follow it in `b`): the lanes' vector added into the
+    /// accumulator's vector partials.
+    pub(super) fn slp_lane_sum(&mut self, b: &[Stmt], i: usize, acc: &Name, width: usize, ty: ScalarType) -> Result<(), CodegenError> {
+        let exprs: Vec<&Expr> = b[i..].iter().filter_map(|s| sum_update(s, acc)).take(width).collect();
+        if exprs.len() != width {
+            return Err(plan_mismatch());
+        }
+        let parts = self.slp_vector(&exprs, ty, width)?;
+        let vars = self.lane_sums.iter().rev().find(|s| s.name == *acc).ok_or_else(plan_mismatch)?.parts.clone();
+        for (v, x) in vars.iter().zip(parts) {
+            let old = self.b.use_var(*v);
+            let new = self.lane_binary(BinOp::Add, ty, old, x)?;
+            self.b.def_var(*v, new);
+        }
+        Ok(())
+    }
+
+    /// `for var in lo .. hi { body }` whose body adds the lanes of vectors
+    /// into reassociable accumulators (`asScalar :>> reduce(+)` over
+    /// vectors: `acc = acc + x₀; …; acc = acc + x_{w-1}`), if it is one:
+    /// each such accumulator gets vector partials (one per 128-bit part,
+    /// zero before the loop) that the body adds whole vectors into, and
+    /// after the loop the partials' lanes are added to the accumulator.
+    /// That regroups the sum, which a `reduce` allows (LANGUAGE.md §5);
+    /// integer sums are exact in any order. `false`: nothing emitted.
+    pub(super) fn lane_sum_loop(&mut self, var: &Name, lo: &Expr, hi: &Expr, schedule: heddle_ir::loops::Schedule, body: &[Stmt]) -> Result<bool, CodegenError> {
+        if schedule != heddle_ir::loops::Schedule::Seq || !self.options.vectorize {
+            return Ok(false);
+        }
+        // Lowering's integer `+` copies the accumulator first (`let x = acc;
+        // …; acc = x + e`): read as `acc = acc + e`, as `reduce.rs` does.
+        let folded = super::reduce::fold_accumulator_copies(body, &self.prog.reassociable);
+        let body: &[Stmt] = folded.as_deref().unwrap_or(body);
+        let mut cands: Vec<Name> = Vec::new();
+        super::hoist::assigned(body, &mut cands);
+        cands.retain(|n| self.sum_type(n).is_some());
+        if cands.is_empty() {
+            return Ok(false);
+        }
+        let Some(plan) = self.slp_plan_with(body, &cands) else { return Ok(false) };
+        let sums: Vec<(Name, ScalarType, usize)> = plan
+            .actions
+            .values()
+            .filter_map(|a| match a {
+                Action::LaneSum { acc, width, ty } => Some((acc.clone(), *ty, *width)),
+                _ => None,
+            })
+            .collect();
+        if sums.is_empty() {
+            return Ok(false);
+        }
+        let mark = self.lane_sums.len();
+        for (name, ty, width) in &sums {
+            let per = lanes_per_part(*ty, *width).ok_or_else(plan_mismatch)?;
+            let zero = if ty.is_float() { self.b.ins().f64const(0.0) } else { self.b.ins().iconst(ct::I64, 0) };
+            let zero = match ty {
+                ScalarType::F32 => self.b.ins().fdemote(ct::F32, zero),
+                t if t.size_bytes() == 4 => self.b.ins().ireduce(ct::I32, zero),
+                _ => zero,
+            };
+            let splat = self.b.ins().splat(part_type(*ty), zero);
+            let parts = (0..width / per)
+                .map(|_| {
+                    let v = self.b.declare_var(part_type(*ty));
+                    self.b.def_var(v, splat);
+                    v
+                })
+                .collect();
+            self.lane_sums.push(LaneSum { name: name.clone(), parts });
+        }
+        self.for_loop(var, lo, hi, schedule, body)?;
+        let done: Vec<LaneSum> = self.lane_sums.drain(mark..).collect();
+        for (s, (_, ty, width)) in done.iter().zip(&sums) {
+            let per = PART_BYTES / ty.size_bytes();
+            let mut parts: Vec<Value> = s.parts.iter().map(|v| self.b.use_var(*v)).collect();
+            while parts.len() > 1 {
+                let b = parts.pop().unwrap();
+                let a = parts.pop().unwrap();
+                parts.insert(0, self.lane_binary(BinOp::Add, *ty, a, b)?);
+            }
+            let _ = width;
+            let mut total = self.b.ins().extractlane(parts[0], 0);
+            for l in 1..per {
+                let x = self.b.ins().extractlane(parts[0], l as u8);
+                total = self.scalar_add(*ty, total, x);
+            }
+            let pos = self.position(&s.name)?;
+            let Bound::Var(acc, _) = self.scope[pos].1 else { return Err(plan_mismatch()) };
+            let old = self.b.use_var(acc);
+            let new = self.scalar_add(*ty, old, total);
+            self.b.def_var(acc, new);
+        }
+        Ok(true)
+    }
+
+    fn scalar_add(&mut self, ty: ScalarType, a: Value, b: Value) -> Value {
+        if ty.is_float() { self.b.ins().fadd(a, b) } else { self.b.ins().iadd(a, b) }
+    }
+
     /// The vector (parts) whose lane `c` is `exprs[c]`, per the plan's shapes.
     fn slp_vector(&mut self, exprs: &[&Expr], ty: ScalarType, width: usize) -> Result<Vec<Value>, CodegenError> {
         let per = lanes_per_part(ty, width).ok_or_else(plan_mismatch)?;
@@ -552,6 +686,76 @@ impl Translator<'_, '_> {
         let (part, ty) = (parts[lane / per], *ty);
         (self.b.ins().extractlane(part, (lane % per) as u8), ty)
     }
+}
+
+/// The update `acc = acc + e` (or `e + acc`): `e`.
+fn sum_update<'s>(s: &'s Stmt, acc: &Name) -> Option<&'s Expr> {
+    let Stmt::Assign { var, value: Expr::Bin(BinOp::Add, a, b) } = s else { return None };
+    if var != acc {
+        return None;
+    }
+    match (&**a, &**b) {
+        (Expr::Var(x), e) | (e, Expr::Var(x)) if x == acc && !super::lazy::mentions(e, acc) => Some(e),
+        _ => None,
+    }
+}
+
+/// Whether statement `s` mentions `name` anywhere (reads or assigns it).
+fn stmt_mentions(s: &Stmt, name: &Name) -> bool {
+    let m = |e: &Expr| super::lazy::mentions(e, name);
+    match s {
+        Stmt::Let { value, .. } => m(value),
+        Stmt::Var { var, init, .. } => var == name || m(init),
+        Stmt::Assign { var, value } => var == name || m(value),
+        Stmt::Store { index, value, .. } | Stmt::AddAtomic { index, value, .. } => m(index) || m(value),
+        Stmt::For { lo, hi, body, .. } => m(lo) || m(hi) || body.iter().any(|s| stmt_mentions(s, name)),
+        Stmt::If { cond, then, els } => m(cond) || then.iter().chain(els).any(|s| stmt_mentions(s, name)),
+        Stmt::Alloc { len, .. } => m(len),
+        Stmt::Sort { lo, len, .. } => m(lo) || m(len),
+        Stmt::Check { cond, .. } => m(cond),
+        Stmt::Barrier => false,
+    }
+}
+
+/// The lane sums of `b` among `sums`: `(acc, type, update indices)` where
+/// `acc` is mentioned only by `w` updates `acc = acc + e_c` whose `e_c`
+/// are lane `c` of groups of width `w`, lane by lane.
+fn lane_sum_updates(
+    b: &[Stmt],
+    sums: &[Name],
+    facts: &BlockFacts,
+    groups: &[Group],
+    members: &HashMap<Name, (usize, usize)>,
+    used: &mut [bool],
+    ty_of: impl Fn(&Name) -> Option<ScalarType>,
+) -> Vec<(Name, ScalarType, Vec<usize>)> {
+    let mut out = Vec::new();
+    for acc in sums {
+        let Some(ty) = ty_of(acc) else { continue };
+        let at: Vec<usize> = (0..b.len()).filter(|&i| stmt_mentions(&b[i], acc)).collect();
+        let width = at.len();
+        if lanes_per_part(ty, width).is_none() {
+            continue;
+        }
+        let shapes: Option<Vec<(String, Option<usize>, Option<usize>)>> = at
+            .iter()
+            .map(|&i| {
+                let e = sum_update(&b[i], acc)?;
+                let mut sh = Shape { members, groups, facts, at: i, ty, lane: None, width: None, key: String::new() };
+                sh.walk(e).then_some((sh.key, sh.lane, sh.width))
+            })
+            .collect();
+        let fits = shapes.is_some_and(|s| s.iter().enumerate().all(|(c, (key, lane, w))| *key == s[0].0 && *lane == Some(c) && *w == Some(width)));
+        if fits {
+            for &i in &at {
+                if let Some(e) = sum_update(&b[i], acc) {
+                    mark_used(e, members, used);
+                }
+            }
+            out.push((acc.clone(), ty, at));
+        }
+    }
+    out
 }
 
 /// Marks the groups `e` reads as used.
