@@ -33,7 +33,18 @@
 //! Translation binds each member to [`Bound::Lane`]: the group's vector is
 //! computed at its first member (one vector load per part, or the vector
 //! ops), a store group is one vector store per part, and a scalar use of a
-//! lane (a reduction's `acc + x_c`, a gather's index) extracts it. Every lane
+//! lane (a gather's index, a sequential fold) extracts it.
+//!
+//! **Lane sums.** `asScalar :>> reduce(+)` over vectors lowers to a loop
+//! whose body updates one reassociable accumulator `w` times, `acc = acc +
+//! x₀; …; acc = acc + x_{w-1}`, with `x_c` lane `c` of a group (a dot
+//! product through vectors). [`Translator::lane_sum_loop`] gives such an
+//! accumulator vector partials, one per part, carried by the loop: the body
+//! adds the group's vector into them (one vector add per part, no lane
+//! extracted), and after the loop their lanes are added into `acc`. That
+//! regroups the sum, which `reduce` allows (LANGUAGE.md §5; never
+//! `reduceSeq`, whose accumulator is not reassociable); integer sums are
+//! exact in any order. Every other lane
 //! computes exactly what the scalar code computes (the operations are lane
 //! by lane, with no reassociation), so results are bit-identical. Memory
 //! accesses touch exactly the addresses the scalar accesses touch, so no
@@ -545,7 +556,8 @@ impl Translator<'_, '_> {
     /// That regroups the sum, which a `reduce` allows (LANGUAGE.md §5);
     /// integer sums are exact in any order. `false`: nothing emitted.
     pub(super) fn lane_sum_loop(&mut self, var: &Name, lo: &Expr, hi: &Expr, schedule: heddle_ir::loops::Schedule, body: &[Stmt]) -> Result<bool, CodegenError> {
-        if schedule != heddle_ir::loops::Schedule::Seq || !self.options.vectorize {
+        // One accumulator asks for no reassociation at all (as in `reduce.rs`).
+        if schedule != heddle_ir::loops::Schedule::Seq || !self.options.vectorize || self.options.accumulators < 2 {
             return Ok(false);
         }
         // Lowering's integer `+` copies the accumulator first (`let x = acc;
