@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use heddle_codegen_cpu::{clif_text, compile, ArgValue};
+use heddle_codegen_cpu::{clif_text, compile, compile_with, disassembly, ArgValue, Options};
 use heddle_ir::loops::{ArgKind, BinOp, Expr, LoopProgram, Schedule, Stmt};
 
 /// `parallel for k in 0 .. n { let x_c = xs[at(c)]; out[4k + c] = x_c * s + x_c }`, c = 0 .. 3.
@@ -78,4 +78,50 @@ fn lanes_in_another_order_stay_scalar() {
     call(&k, &[ArgValue::Nat(n as i64), ArgValue::Float(-2.0), buf(&mut x), buf(&mut out)]).unwrap();
     let want: Vec<f32> = (0..4 * n).map(|j| x[4 * (j / 4) + 3 - j % 4]).map(|x| x * -2.0 + x).collect();
     assert_eq!(out, want);
+}
+
+/// `var acc = 0 (reassociable); for k { acc = acc + xs[4k + c] * ys[4k + c], c = 0 .. 3 }; out[0] = acc`.
+fn lane_dot() -> LoopProgram {
+    let mut body = Vec::new();
+    for c in 0..4 {
+        body.push(let_(&format!("x{c}"), F32, load("xs", lane(c), 0)));
+        body.push(let_(&format!("y{c}"), F32, load("ys", lane(c), 0)));
+    }
+    for c in 0..4 {
+        body.push(let_(&format!("p{c}"), F32, bin(BinOp::Mul, v(&format!("x{c}")), v(&format!("y{c}")))));
+        body.push(assign("acc", bin(BinOp::Add, v("acc"), v(&format!("p{c}")))));
+    }
+    let prog = vec![
+        var_("acc", F32, Expr::Float(0.0, F32)),
+        for_("k", i(0), v("n"), Schedule::Seq, body),
+        store("out", i(0), 0, v("acc")),
+    ];
+    let args = vec![arg("n", ArgKind::Nat), input("xs", &[F32], "4 * n"), input("ys", &[F32], "4 * n"), output("out", &[F32], "1")];
+    let mut p = program("lane_dot", args, prog, 0);
+    p.reassociable = vec!["acc".into()];
+    p
+}
+
+#[test]
+fn a_lane_sum_adds_vectors_unless_one_accumulator_is_asked_for() {
+    let p = lane_dot();
+    let asm = disassembly(&p, &Options::default()).unwrap();
+    assert!(asm.contains("mulps") && asm.contains("addps"), "{asm}");
+    let one = Options { accumulators: 1, ..Options::default() };
+    let asm = disassembly(&p, &one).unwrap();
+    // The products stay one vector multiply (exact lane by lane); the sum is
+    // not regrouped: its lanes are added one by one.
+    assert!(asm.contains("mulps") && !asm.contains("addps"), "one accumulator: no regrouping\n{asm}");
+    for opts in [Options::default(), one] {
+        let k = compile_with(&p, &opts).unwrap();
+        for n in [0usize, 1, 5, 1000] {
+            let mut x = xs(n);
+            let mut y: Vec<f32> = x.iter().map(|v| 2.0 - v).collect();
+            let mut out = [-1.0f32];
+            call(&k, &[ArgValue::Nat(n as i64), buf(&mut x), buf(&mut y), buf(&mut out)]).unwrap();
+            // Quarter values: every partial sum is exact, in any order.
+            let want: f32 = x.iter().zip(&y).map(|(a, b)| a * b).sum();
+            assert_eq!(out[0], want, "n = {n}, {opts:?}");
+        }
+    }
 }
