@@ -125,3 +125,30 @@ fn a_lane_sum_adds_vectors_unless_one_accumulator_is_asked_for() {
         }
     }
 }
+
+/// `out[4k + c] = min(xs[4k + c], ys[4k + c]) - max(xs[4k + c], ys[4k + c])` over `i32`: one vector `min` and `max`.
+#[test]
+fn integer_min_and_max_are_lane_wise() {
+    let mut body = Vec::new();
+    for c in 0..4 {
+        body.push(let_(&format!("x{c}"), I32, load("xs", lane(c), 0)));
+        body.push(let_(&format!("y{c}"), I32, load("ys", lane(c), 0)));
+    }
+    for c in 0..4 {
+        let (x, y) = (v(&format!("x{c}")), v(&format!("y{c}")));
+        body.push(store("out", lane(c), 0, bin(BinOp::Sub, bin(BinOp::Min, x.clone(), y.clone()), bin(BinOp::Max, x, y))));
+    }
+    let args = vec![arg("n", ArgKind::Nat), input("xs", &[I32], "4 * n"), input("ys", &[I32], "4 * n"), output("out", &[I32], "4 * n")];
+    let p = program("min_max", args, vec![for_("k", i(0), v("n"), Schedule::Parallel, body)], 0);
+    let ir = clif_text(&p).unwrap();
+    assert!(ir.contains("smin") && ir.contains("smax") && ir.contains("load.i32x4"), "{ir}");
+    let k = compile(&p).unwrap();
+    for n in [0usize, 1, 5, 1000] {
+        let mut x: Vec<i32> = (0..4 * n as i32).map(|j| (j * 37) % 101 - 50).collect();
+        let mut y: Vec<i32> = (0..4 * n as i32).map(|j| (j * 53) % 89 - 44).collect();
+        let mut out = vec![7i32; 4 * n];
+        call(&k, &[ArgValue::Nat(n as i64), buf(&mut x), buf(&mut y), buf(&mut out)]).unwrap();
+        let want: Vec<i32> = x.iter().zip(&y).map(|(a, b)| a.min(b) - a.max(b)).collect();
+        assert_eq!(out, want, "n = {n}");
+    }
+}
