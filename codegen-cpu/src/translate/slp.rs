@@ -53,7 +53,7 @@
 use super::{Bound, Translator};
 use crate::error::CodegenError;
 use crate::types;
-use cranelift_codegen::ir::{types as ct, InstBuilder, MemFlagsData, Type, Value};
+use cranelift_codegen::ir::{InstBuilder, MemFlagsData, Type, Value};
 use heddle_ir::loops::{BinOp, Expr, Stmt};
 use heddle_ir::{Name, ScalarType};
 use std::collections::HashMap;
@@ -585,11 +585,10 @@ impl Translator<'_, '_> {
         let mark = self.lane_sums.len();
         for (name, ty, width) in &sums {
             let per = lanes_per_part(*ty, *width).ok_or_else(plan_mismatch)?;
-            let zero = if ty.is_float() { self.b.ins().f64const(0.0) } else { self.b.ins().iconst(ct::I64, 0) };
             let zero = match ty {
-                ScalarType::F32 => self.b.ins().fdemote(ct::F32, zero),
-                t if t.size_bytes() == 4 => self.b.ins().ireduce(ct::I32, zero),
-                _ => zero,
+                ScalarType::F32 => self.b.ins().f32const(0.0),
+                ScalarType::F64 => self.b.ins().f64const(0.0),
+                t => self.b.ins().iconst(types::clif_type(*t), 0),
             };
             let splat = self.b.ins().splat(part_type(*ty), zero);
             let parts = (0..width / per)
@@ -603,7 +602,7 @@ impl Translator<'_, '_> {
         }
         self.for_loop(var, lo, hi, schedule, body)?;
         let done: Vec<LaneSum> = self.lane_sums.drain(mark..).collect();
-        for (s, (_, ty, width)) in done.iter().zip(&sums) {
+        for (s, (_, ty, _)) in done.iter().zip(&sums) {
             let per = PART_BYTES / ty.size_bytes();
             let mut parts: Vec<Value> = s.parts.iter().map(|v| self.b.use_var(*v)).collect();
             while parts.len() > 1 {
@@ -611,7 +610,6 @@ impl Translator<'_, '_> {
                 let a = parts.pop().unwrap();
                 parts.insert(0, self.lane_binary(BinOp::Add, *ty, a, b)?);
             }
-            let _ = width;
             let mut total = self.b.ins().extractlane(parts[0], 0);
             for l in 1..per {
                 let x = self.b.ins().extractlane(parts[0], l as u8);
