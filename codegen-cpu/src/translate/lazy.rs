@@ -74,6 +74,7 @@ impl Translator<'_, '_> {
         match self.scope[pos].1 {
             Bound::Val(v, t) => Ok((v, t)),
             Bound::Var(x, t) => Ok((self.b.use_var(x), t)),
+            Bound::Lane(g, l) => Ok(self.lane_scalar(g, l)),
             Bound::Lazy(k) => {
                 let (e, t) = self.lazies[k].clone();
                 // While it is being evaluated, forcing every pending `let` (a

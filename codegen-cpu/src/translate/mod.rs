@@ -6,7 +6,8 @@
 //! [`expr`], operators and conversions in [`arith`], the loop-invariant
 //! load hoisting in [`hoist`], lazily evaluated `let`s (loads sunk below
 //! checks) and loop indices proven to fit narrow integers in [`lazy`], and
-//! reassociated reductions in [`reduce`], loops in vector lanes in [`simd`].
+//! reassociated reductions in [`reduce`], loops in vector lanes in [`simd`],
+//! straight-line lane groups (`asVector`'s lanes) as vectors in [`slp`].
 
 mod arith;
 mod atomic;
@@ -16,6 +17,7 @@ mod hoist;
 mod lazy;
 mod reduce;
 mod simd;
+mod slp;
 mod stmt;
 
 use crate::error::CodegenError;
@@ -68,6 +70,8 @@ pub fn function(prog: &LoopProgram, m: &mut JITModule, f: &mut Function, options
         let_values: Vec::new(),
         trusted_checks: 0,
         outer_loop: false,
+        lane_groups: Vec::new(),
+        lane_sums: Vec::new(),
     };
     t.bind_args(args_ptr);
     t.block(&prog.body)?;
@@ -117,6 +121,8 @@ enum Bound {
     Var(Variable, ScalarType),
     /// A `let` not evaluated yet: entry `k` of [`Translator::lazies`] (see [`lazy`]).
     Lazy(usize),
+    /// Lane `l` of entry `g` of [`Translator::lane_groups`] (see [`slp`]).
+    Lane(usize, usize),
 }
 
 /// A buffer in scope.
@@ -186,6 +192,10 @@ pub(crate) struct Translator<'a, 'f> {
     /// Contract a reassociable float accumulator's `acc + a * b` into a
     /// fused multiply-add (see [`reduce`]): asked for, and native on the host.
     fma: bool,
+    /// The vectors of straight-line lane groups (see [`slp`]).
+    lane_groups: Vec<slp::LaneGroup>,
+    /// The accumulators of enclosing lane-sum loops (see [`slp`]).
+    lane_sums: Vec<slp::LaneSum>,
 }
 
 impl Translator<'_, '_> {
@@ -295,8 +305,30 @@ impl Translator<'_, '_> {
     /// in it end with it.
     fn block(&mut self, b: &[Stmt]) -> Result<(), CodegenError> {
         let (scope, bufs, heap, lets) = (self.scope.len(), self.bufs.len(), self.heap.len(), self.let_values.len());
-        for s in b {
-            self.stmt(s)?;
+        match self.slp_plan(b) {
+            None => {
+                for s in b {
+                    self.stmt(s)?;
+                }
+            }
+            Some(plan) => {
+                let mut ids = std::collections::HashMap::new();
+                let mut i = 0;
+                while i < b.len() {
+                    match plan.action(i) {
+                        Some(&slp::Action::Member { group, lane }) => self.slp_member(b, &plan, i, group, lane, &mut ids)?,
+                        Some(&slp::Action::Store { width, ty }) => {
+                            self.slp_store(b, i, width, ty)?;
+                            i += width;
+                            continue;
+                        }
+                        Some(slp::Action::LaneSum { acc, width, ty }) => self.slp_lane_sum(b, i, acc, *width, *ty)?,
+                        Some(slp::Action::Skip) => {}
+                        None => self.stmt(&b[i])?,
+                    }
+                    i += 1;
+                }
+            }
         }
         // Lazy `let`s never used are dropped with their scope.
         self.free_heap(heap)?;

@@ -347,7 +347,7 @@ impl Translator<'_, '_> {
 /// in between (where `acc` still holds the copied value: it is assigned only
 /// by that update). `None` when there is nothing to fold. Only flat bodies
 /// (no nested loop or `if`) in which `x` is not read after the update.
-fn fold_accumulator_copies(body: &[Stmt], reassociable: &[Name]) -> Option<Vec<Stmt>> {
+pub(super) fn fold_accumulator_copies(body: &[Stmt], reassociable: &[Name]) -> Option<Vec<Stmt>> {
     let flat = |s: &Stmt| matches!(s, Stmt::Let { .. } | Stmt::Check { .. } | Stmt::Assign { .. } | Stmt::Store { .. });
     if !body.iter().all(flat) {
         return None;

@@ -313,6 +313,7 @@ impl Translator<'_, '_> {
                 None => match self.scope.iter().rev().find(|(m, _)| m == n)?.1 {
                     Bound::Val(_, t) | Bound::Var(_, t) => t,
                     Bound::Lazy(k) => self.lazies[k].1,
+                    Bound::Lane(g, _) => self.lane_groups[g].ty,
                 },
             },
             Expr::Load { buf, field, .. } => *self.buffer(buf).ok()?.fields.get(*field as usize)?,

@@ -68,7 +68,7 @@ impl Translator<'_, '_> {
             }
             Stmt::AddAtomic { buf, index, field, value } => self.add_atomic(buf, index, *field, value)?,
             Stmt::For { var, lo, hi, schedule, body } => {
-                if self.reduction_loop(var, lo, hi, *schedule, body)? {
+                if self.lane_sum_loop(var, lo, hi, *schedule, body)? || self.reduction_loop(var, lo, hi, *schedule, body)? {
                 } else if let Some(plan) = (*schedule == Schedule::Seq).then(|| self.lane_plan(var, body, &[])).flatten() {
                     self.lane_loop(var, lo, hi, body, &[], plan)?
                 } else {
@@ -117,7 +117,7 @@ impl Translator<'_, '_> {
     /// The pre-header, reached only when the body runs at least once, is where
     /// loop-invariant loads are hoisted to (and where a body that converts
     /// `var` to a narrow integer checks that the range fits it).
-    fn for_loop(&mut self, var: &Name, lo: &Expr, hi: &Expr, schedule: Schedule, body: &[Stmt]) -> Result<(), CodegenError> {
+    pub(super) fn for_loop(&mut self, var: &Name, lo: &Expr, hi: &Expr, schedule: Schedule, body: &[Stmt]) -> Result<(), CodegenError> {
         let (lo_v, hi_v) = self.loop_bounds(lo, hi, schedule)?;
         let iv = self.b.declare_var(ct::I64);
         let (pre, head, exit) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
