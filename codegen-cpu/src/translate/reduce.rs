@@ -108,13 +108,18 @@ impl Translator<'_, '_> {
     /// accumulators, if it is one; `false` (nothing emitted) otherwise.
     pub(super) fn reduction_loop(&mut self, var: &Name, lo: &Expr, hi: &Expr, schedule: Schedule, body: &[Stmt]) -> Result<bool, CodegenError> {
         let u = self.options.accumulators.max(1) as i64;
-        // One accumulator: no reassociation at all (vector lanes neither).
-        if schedule != Schedule::Seq || u < 2 {
+        if schedule != Schedule::Seq {
             return Ok(false);
         }
         let folded = fold_accumulator_copies(body, &self.prog.reassociable);
         let body: &[Stmt] = folded.as_deref().unwrap_or(body);
         let Some(accs) = self.reduction_shape(body) else { return Ok(false) };
+        // One accumulator: no reassociation at all (vector lanes neither),
+        // the tightest loop for short rows.
+        if u < 2 {
+            self.single_reduction_loop(var, lo, hi, body, &accs)?;
+            return Ok(true);
+        }
         if let Some(plan) = self.lane_plan(var, body, &accs) {
             self.lane_loop(var, lo, hi, body, &accs, plan)?;
             return Ok(true);
@@ -242,6 +247,72 @@ impl Translator<'_, '_> {
         self.b.switch_to_block(exit);
         self.leave_loop(marks);
         Ok(true)
+    }
+
+    /// A reduction over one accumulator, in the order of the sequential
+    /// loop (bit for bit its result): the short-row loop of
+    /// `accumulators = 1`,
+    ///
+    /// ```text
+    /// k = lo
+    /// head(acc, k): if k >= hi { exit } else { body(k) into acc; head(acc', k + 1) }
+    /// ```
+    ///
+    /// The head's test is the loop's only test: an empty loop (an empty
+    /// row) leaves at its first visit, with no separate `lo < hi` test in
+    /// front, when the pre-header's work is harmless on an empty loop: no
+    /// invariant load to hoist (its address may be out of range when the
+    /// loop does not run), and no range check of a narrowed index, or one
+    /// that an empty loop passes anyway (`lo` a constant in the narrow
+    /// range: `hi <= lo` then fits too). Otherwise the test comes first, as
+    /// in every other loop.
+    fn single_reduction_loop(&mut self, var: &Name, lo: &Expr, hi: &Expr, body: &[Stmt], accs: &[Accumulator]) -> Result<(), CodegenError> {
+        let (lo_v, hi_v) = self.loop_bounds(lo, hi, Schedule::Seq)?;
+        let narrow = heddle_ir::loops::narrow_casts(var, body);
+        let (min, max) = heddle_ir::loops::fitting_range(&narrow);
+        let fitting_lo = matches!(lo, Expr::Int(v, _) if *v >= min && max.checked_add(1).is_some_and(|m| *v <= m));
+        let guarded = !(narrow.is_empty() || fitting_lo) || !self.invariant_loads(var, body).is_empty();
+        let [head, step, after, exit] = std::array::from_fn(|_| self.b.create_block());
+        if guarded {
+            let pre = self.b.create_block();
+            let runs = self.b.ins().icmp(IntCC::SignedLessThan, lo_v, hi_v);
+            self.b.ins().brif(runs, pre, &[], exit, &[]);
+            self.b.switch_to_block(pre);
+        }
+        let marks = self.enter_loop(var, lo_v, hi_v, body)?;
+        let mut entry: Vec<BlockArg> = accs.iter().map(|a| self.b.use_var(a.var).into()).collect();
+        entry.push(lo_v.into());
+        self.b.ins().jump(head, &entry);
+
+        // Tested at the head, values as its parameters, the exit first: as
+        // in `reduction_loop` (a new accumulator value has one use, so the
+        // loads feeding it fold; the body is elaborated inside the loop).
+        let (vals, k) = self.loop_head(head, accs, 1);
+        self.b.switch_to_block(step);
+        for (a, v) in accs.iter().zip(&vals) {
+            self.b.def_var(a.var, *v);
+        }
+        self.scope.push((var.clone(), Bound::Val(k, ScalarType::I64)));
+        self.depth += 1;
+        self.block(body)?;
+        self.depth -= 1;
+        self.scope.pop();
+        let mut back: Vec<BlockArg> = accs.iter().map(|a| self.b.use_var(a.var).into()).collect();
+        let next = self.b.ins().iadd_imm_s(k, 1);
+        back.push(next.into());
+        self.b.ins().jump(head, &back);
+        self.b.switch_to_block(head);
+        let done = self.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, k, hi_v);
+        self.b.ins().brif(done, after, &[], step, &[]);
+
+        self.b.switch_to_block(after);
+        for (a, v) in accs.iter().zip(&vals) {
+            self.b.def_var(a.var, *v);
+        }
+        self.b.ins().jump(exit, &[]);
+        self.b.switch_to_block(exit);
+        self.leave_loop(marks);
+        Ok(())
     }
 
     /// Gives `head` explicit parameters, `copies` values per accumulator and
