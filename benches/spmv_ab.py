@@ -7,6 +7,7 @@ matrix (`heddle run … --reps N --json`, the kernel's median); the figure is
 the median over rounds of the new build's time over the old one's.
 
     python3 benches/spmv_ab.py --old OLD/heddle --new target/release/heddle --rounds 7
+    python3 benches/spmv_ab.py --old OLD/heddle --new-args="--accumulators 1"   # a setting of the new build
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile
 
@@ -34,11 +35,11 @@ def read_csr(path):
     return sp.csr_array((v, ix, ip), shape=(int(r), int(c)))
 
 
-def kernel_median(binary, work, m, reps):
+def kernel_median(binary, work, m, reps, extra=()):
     out = subprocess.run(
         [binary, "run", os.path.join(work, "spmv.hdl"), "--backend", "cpu", "--threads", "1",
          "--matrix", f"A={work}/{m}.npz", "--input", f"xs={work}/{m}_x.npy",
-         "--reps", str(reps), "--json", "-o", os.path.join(work, "y.npy")],
+         "--reps", str(reps), "--json", "-o", os.path.join(work, "y.npy"), *extra],
         capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"{binary} on {m}: {out.stderr}")
@@ -49,6 +50,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--old", required=True, help="the heddle binary to compare against")
     ap.add_argument("--new", default="target/release/heddle")
+    ap.add_argument("--new-args", default="", help="more `heddle run` flags for the new build (--accumulators 1)")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--matrices", default="/tmp/heddle-bench/matrices/bin")
     args = ap.parse_args()
@@ -62,7 +64,7 @@ def main():
         for m, reps in CASES:
             ratios, new, old = [], [], []
             for _ in range(args.rounds):
-                n = kernel_median(args.new, work, m, reps)
+                n = kernel_median(args.new, work, m, reps, args.new_args.split())
                 o = kernel_median(args.old, work, m, reps)
                 new.append(n), old.append(o), ratios.append(n / o)
             print(f"{m}: new {statistics.median(new) * 1e3:.4f} ms, old {statistics.median(old) * 1e3:.4f} ms, "

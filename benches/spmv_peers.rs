@@ -33,7 +33,7 @@
 
 use heddle_ir::loops::{ArgKind, LoopProgram};
 use heddle_ir::ScalarType;
-use heddle_runtime::cpu::{Parallelism, Ready};
+use heddle_runtime::cpu::{Parallelism, Ready, Tuning};
 use heddle_runtime::launch::{Buffer, Launch, Slot};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -180,20 +180,21 @@ impl Row {
 fn time_heddle(prog: &LoopProgram, a: &Csr, f32: bool, seconds: f64, threads: &[usize]) -> Vec<Row> {
     let mut out = Vec::new();
     for &t in threads {
-        out.extend(time_launch(prog, &mut launch(prog, a, f32), a, f32, seconds, t, "cpu"));
+        out.extend(time_launch(prog, &mut launch(prog, a, f32), a, f32, seconds, t, "cpu", Tuning::default()));
     }
     out
 }
 
 /// Times `prog` on its laid-out launch for `a` with `t` threads, after
 /// checking its result; one TSV row, tool `heddle`, variant `variant`.
-fn time_launch(prog: &LoopProgram, l: &mut Launch, a: &Csr, f32: bool, seconds: f64, t: usize, variant: &str) -> Vec<Row> {
+#[allow(clippy::too_many_arguments)]
+fn time_launch(prog: &LoopProgram, l: &mut Launch, a: &Csr, f32: bool, seconds: f64, t: usize, variant: &str, tuning: Tuning) -> Vec<Row> {
     let (want, scale) = reference(a);
     let mut out = Vec::new();
     {
         let mut times = Vec::new();
         {
-            let mut ready = Ready::new(prog, l, Parallelism::from(t)).expect("compile");
+            let mut ready = Ready::new(prog, l, Parallelism::from(t).tuned(tuning)).expect("compile");
             let start = Instant::now();
             ready.run().expect("run");
             let one = start.elapsed().as_secs_f64();
@@ -335,7 +336,7 @@ fn main() {
             for (k, prog) in progs.iter().enumerate() {
                 rows.extend(time_heddle(prog, &m, k == 1, a.seconds, &[1, 2]));
                 for v in &mut variants[k] {
-                    rows.extend(time_launch(&v.program, &mut v.launch, &m, k == 1, a.seconds, 2, &format!("tuned:{}", v.name)));
+                    rows.extend(time_launch(&v.program, &mut v.launch, &m, k == 1, a.seconds, 2, &format!("tuned:{}", v.name), v.tuning));
                 }
             }
             if a.peers {

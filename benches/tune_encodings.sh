@@ -4,7 +4,9 @@
 # Not a timed test: it prints tune's report (docs/performance.md, "Per-matrix
 # tuning over encodings"). The matrices are .npz files (scipy's CSR); results
 # are checked against the first configuration (`--verify first`: the
-# interpreter is too slow for millions of entries).
+# interpreter is too slow for millions of entries). Each encoding also runs with
+# ACCUMULATORS partial sums (default 1,4) and at most CHUNKS chunks per thread
+# (default 8): `heddle run --accumulators`, `--chunks-per-thread`.
 #
 #   bash benches/tune_encodings.sh [HEDDLE] M1.npz M2.npz …
 set -euo pipefail
@@ -27,4 +29,5 @@ sed -e 's/c \* 3 \* i : dense, i : dense, j : compressed)/c * 16 * i : dense, i 
 matrices=()
 for m in "$@"; do matrices+=(--matrix "A=$m"); done
 "$heddle" tune "$dir"/csr64.hdl "$dir"/csr32.hdl "$dir"/csr16.hdl "$dir"/dia.hdl "$dir"/ell16.hdl \
-  "${matrices[@]}" --backend cpu --threads 1,2 --reps "${REPS:-30}" --verify first
+  "${matrices[@]}" --backend cpu --threads 1,2 \
+  --accumulators "${ACCUMULATORS:-1,4}" --chunks-per-thread "${CHUNKS:-8}" --reps "${REPS:-30}" --verify first

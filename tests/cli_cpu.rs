@@ -317,3 +317,53 @@ fn tune_on_the_cpu_over_variants_and_threads() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("nothing to tune on"), "{err}");
 }
+
+/// `--accumulators N` and `--chunks-per-thread N` (`heddle run --backend
+/// cpu`): any valid value gives the same result; a value out of range or not
+/// a number is a usage error (exit status 2) naming the flag.
+#[test]
+fn accumulators_and_chunks_per_thread_are_validated() {
+    for (accs, chunks, threads) in [("1", "1", "2"), ("3", "64", "3"), ("8", "8", "1"), ("16", "2", "4")] {
+        let (code, out, err) = run_cpu(&[], &["--accumulators", accs, "--chunks-per-thread", chunks, "--threads", threads]);
+        assert_eq!((code, out.trim()), (0, "[7.5,0.0,-2.0]"), "{accs} {chunks} {threads}: {err}");
+    }
+    for bad in [["--accumulators", "0"], ["--accumulators", "17"], ["--accumulators", "two"], ["--chunks-per-thread", "0"], ["--chunks-per-thread", "65"]] {
+        let (code, out, err) = run_cpu(&[], &bad);
+        assert_eq!(code, 2, "{bad:?}: {err}");
+        assert!(out.is_empty() && err.contains(bad[0]) && !err.contains("panicked"), "{bad:?}: {err}");
+    }
+    insta::assert_snapshot!("usage_accumulators_out_of_range", run_cpu(&[], &["--accumulators", "0"]).2);
+}
+
+/// `heddle tune --backend cpu --accumulators … --chunks-per-thread …`:
+/// every combination is a configuration, verified and timed, and each
+/// outcome and the single best name their settings (text and JSON).
+#[test]
+fn tune_on_the_cpu_searches_accumulators_and_chunking() {
+    let args = [
+        "tune", "examples/csr_unpacked_spmv.hdl", "--backend", "cpu", "--threads", "2", "--accumulators", "1,2,4,8",
+        "--chunks-per-thread", "1,8", "--csr", "examples/data/spmv8/matrix.mtx", "--reps", "2",
+    ];
+    let (code, out, err) = heddle(&[&args[..], &["--json"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    common::assert_schema(&v, "tune --accumulators");
+    let variants = v["cases"][0]["variants"].as_array().unwrap();
+    let seen: Vec<(u64, u64)> = variants.iter().map(|x| (x["accumulators"].as_u64().unwrap(), x["chunks_per_thread"].as_u64().unwrap())).collect();
+    assert_eq!(seen, [(1, 1), (1, 8), (2, 1), (2, 8), (4, 1), (4, 8), (8, 1), (8, 8)], "{out}");
+    assert!(variants.iter().all(|x| x["seconds"].as_f64().is_some_and(|s| s > 0.0) && x["error"].is_null()), "{out}");
+    let single = &v["single_best"];
+    assert!(single["accumulators"].is_u64() && single["chunks_per_thread"].is_u64() && single["threads"] == 2, "{single}");
+    let (code, out, err) = heddle(&args);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("threads=2 accumulators=1 chunks/thread=1") && out.contains("threads=2 accumulators=8 chunks/thread=8"), "{out}");
+    // Without the flags: the defaults, one configuration, named.
+    let (code, out, err) = heddle(&["tune", "examples/csr_unpacked_spmv.hdl", "--backend", "cpu", "--threads", "1", "--csr", "examples/data/spmv8/matrix.mtx", "--reps", "1", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let variants = v["cases"][0]["variants"].as_array().unwrap();
+    assert_eq!((variants.len(), &variants[0]["accumulators"], &variants[0]["chunks_per_thread"]), (1, &serde_json::json!(4), &serde_json::json!(8)), "{out}");
+    let (code, _, err) = heddle(&["tune", "examples/csr_unpacked_spmv.hdl", "--backend", "cpu", "--accumulators", "1,0", "--csr", "examples/data/spmv8/matrix.mtx"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--accumulators"), "{err}");
+}

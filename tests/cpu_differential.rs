@@ -292,6 +292,27 @@ fn every_thread_gets_the_same_number_of_chunks() {
 }
 
 #[test]
+fn chunks_per_thread_caps_the_split() {
+    // 20 000 rows of 10 nonzeros cost 300 000: 37 chunks of the minimum
+    // cost, more than 8 per thread on 2 threads; `--chunks-per-thread N`
+    // caps them at N per thread, still a whole number per thread, covering
+    // every row in order.
+    let path = common::root().join("examples/csr_unpacked_spmv.hdl");
+    let (_, kernel) = load(&path);
+    let program = heddle::cpu::lower(&kernel, "csr_unpacked_spmv").unwrap();
+    let a = sparse(20_000, 20_000, 15, |_, _| 10);
+    let env = bind(&kernel, &a);
+    let mut launch = heddle_runtime::launch::prepare(&program, &env).unwrap();
+    let compiled = heddle_runtime::cpu::compile_cached(&program).unwrap();
+    for (threads, per_thread, want) in [(2, 1, 2), (2, 3, 6), (2, 8, 16), (3, 1, 3), (4, 2, 8)] {
+        let plan = heddle_runtime::cpu::plan_tuned(&program, &compiled, &mut launch, threads, 0, per_thread);
+        assert_eq!((plan.threads, plan.chunks.len()), (threads, want), "{threads} threads, {per_thread} per thread: {plan:?}");
+        assert_eq!((plan.chunks[0].0, plan.chunks.last().unwrap().1), (0, 20_000), "{plan:?}");
+        assert!(plan.chunks.windows(2).all(|w| w[0].1 == w[1].0), "{plan:?}");
+    }
+}
+
+#[test]
 fn valid_tensor_coordinates_run_without_their_checks() {
     let path = common::root().join("examples/sparse/spmv_csr.hdl");
     let (file, kernel) = load(&path);

@@ -4,7 +4,10 @@
 //! timed); the table reports, per matrix, the fastest of them and the
 //! baseline at 2 threads, and which it was.
 //!
-//! The variants: CSR with 16-bit coordinates (32-bit positions), DIA, and
+//! The variants: the CSR32 baseline's kernel compiled with other settings
+//! (`heddle run --accumulators`, `--chunks-per-thread`): one accumulator
+//! (`csr32a1`), eight (`csr32a8`), one accumulator and one chunk per thread
+//! (`csr32a1c1`); CSR with 16-bit coordinates (32-bit positions), DIA, and
 //! ELL with as many slices as the longest row (32-bit positions and
 //! coordinates). One whose storage would exceed 3x the matrix's plain CSR
 //! bytes (`heddle_runtime::sparse::estimate`, the limit `tune` applies), or
@@ -15,6 +18,7 @@ use crate::Csr;
 use heddle_ir::loops::LoopProgram;
 use heddle_ir::ScalarType;
 use heddle_runtime::io::read::{Loaded, ScalarKind};
+use heddle_runtime::cpu::Tuning;
 use heddle_runtime::launch::Launch;
 use heddle_runtime::sparse::coo::Coo;
 use heddle_runtime::sparse::{build, convert, estimate};
@@ -25,6 +29,8 @@ pub struct Laid {
     pub name: String,
     pub program: LoopProgram,
     pub launch: Launch,
+    /// The code settings it runs with.
+    pub tuning: Tuning,
 }
 
 /// The variants' sources for one matrix: (name, source), `elem` `f64` or `f32`.
@@ -62,6 +68,12 @@ pub fn lay_out(a: &Csr, f32: bool, x_of: fn(usize) -> f64) -> Vec<Laid> {
     let csr = build::pack(&coo, &csr_enc, ty).expect("CSR storage");
     let plain = estimate::plain_size(&coo, ty);
     let mut out = Vec::new();
+    for (name, accumulators, chunks_per_thread) in [("csr32a1", 1, 8), ("csr32a8", 8, 8), ("csr32a1c1", 1, 1)] {
+        let program = crate::lowered(f32);
+        let launch = crate::launch(&program, a, f32);
+        let tuning = Tuning { accumulators, chunks_per_thread, ..Tuning::default() };
+        out.push(Laid { name: name.into(), program, launch, tuning });
+    }
     for (name, src) in sources(a, elem, scalar) {
         let file = heddle::source::SourceFile::new(&name, &src);
         let (_, kernel) = heddle::check_source(&file).unwrap_or_else(|d| panic!("{name}: {}", file.render(&d)));
@@ -84,7 +96,7 @@ pub fn lay_out(a: &Csr, f32: bool, x_of: fn(usize) -> f64) -> Vec<Laid> {
         let env = heddle_runtime::io::bind_inputs_flat(&kernel, &nats, inputs).expect("bind inputs");
         let program = heddle::cpu::lower(&kernel, &name).unwrap_or_else(|d| panic!("{}", file.render(&[d])));
         let launch = heddle_runtime::launch::prepare(&program, &env).expect("lay out");
-        out.push(Laid { name, program, launch });
+        out.push(Laid { name, program, launch, tuning: Tuning::default() });
     }
     out
 }

@@ -200,6 +200,10 @@ fn the_csr_inner_loop_has_no_sign_extension_and_unrolls() {
     assert!(multiplies(&asm) >= 4, "{asm}");
     let single = disassembly(&p, &Options { accumulators: 1, ..Options::default() }).unwrap();
     assert!(multiplies(&single) < multiplies(&asm), "{single}");
+    // One accumulator: two copies of the multiply-add per step and one for
+    // the last odd iteration, no partials to combine.
+    assert_eq!(multiplies(&single), 3, "{single}");
+    assert!(asm.matches("addss").count() > single.matches("addss").count(), "{single}");
 }
 
 /// Whether Cranelift fuses multiply-adds on this host (see `Options::fused_multiply_add`).

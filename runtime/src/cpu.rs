@@ -26,7 +26,7 @@ mod split;
 pub use cache::{compile_cached, compile_cached_with, KernelCache};
 pub use ranges::inputs_in_ranges;
 pub use pool::{default_threads, parse_threads, threads_from_env, MAX_THREADS};
-pub use split::{plan, plan_with, Plan, ITEM_COST, PARALLEL_THRESHOLD, ROW_COST};
+pub use split::{plan, plan_tuned, plan_with, Plan, CHUNKS_PER_THREAD, ITEM_COST, PARALLEL_THRESHOLD, ROW_COST};
 
 use crate::launch::{check_failure, Launch, Slot};
 use heddle_codegen_cpu::{ArgValue, CpuKernel, Fault, Options, Slots};
@@ -52,14 +52,57 @@ pub struct Parallelism {
     /// ([`PARALLEL_THRESHOLD`] by default; 0 splits every launch, as tests
     /// of the split itself want).
     pub threshold: u64,
+    /// How the code is generated and the launch cut (per matrix, by
+    /// `heddle tune`): speed only, results within what LANGUAGE.md §5 allows.
+    pub tuning: Tuning,
 }
 
 impl Parallelism {
     /// `threads` threads for every launch, however small.
     pub fn always(threads: usize) -> Parallelism {
-        Parallelism { threads, threshold: 0 }
+        Parallelism { threads, threshold: 0, tuning: Tuning::default() }
+    }
+
+    /// These settings with `tuning`.
+    pub fn tuned(self, tuning: Tuning) -> Parallelism {
+        Parallelism { tuning, ..self }
     }
 }
+
+/// The settings `heddle run --accumulators N --chunks-per-thread N` and
+/// `heddle tune` choose: they change speed, and a reassociated `reduce`'s
+/// rounding (LANGUAGE.md §5), never anything else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Tuning {
+    /// Partial accumulators of a reassociable reduction loop
+    /// ([`Options::accumulators`]); 1 is the single-accumulator loop, in
+    /// sequential order, the cheapest per row for short rows.
+    pub accumulators: u32,
+    /// Vector lanes for innermost loops ([`Options::vectorize`]).
+    pub vectorize: bool,
+    /// At most this many chunks per thread when a launch is split
+    /// ([`CHUNKS_PER_THREAD`] by default; 1 cuts one chunk per thread).
+    pub chunks_per_thread: usize,
+}
+
+impl Default for Tuning {
+    fn default() -> Tuning {
+        let o = Options::default();
+        Tuning { accumulators: o.accumulators, vectorize: o.vectorize, chunks_per_thread: CHUNKS_PER_THREAD }
+    }
+}
+
+impl Tuning {
+    /// The code generator's options for these settings.
+    pub fn options(&self, trust_ranges: bool) -> Options {
+        Options { accumulators: self.accumulators, vectorize: self.vectorize, trust_ranges, ..Options::default() }
+    }
+}
+
+/// The accumulator counts `--accumulators` accepts.
+pub const MAX_ACCUMULATORS: u32 = 16;
+/// The chunks per thread `--chunks-per-thread` accepts.
+pub const MAX_CHUNKS_PER_THREAD: usize = 64;
 
 impl From<usize> for Parallelism {
     /// `threads` threads, with the threshold of `HEDDLE_PARALLEL_THRESHOLD`
@@ -67,7 +110,7 @@ impl From<usize> for Parallelism {
     /// [`PARALLEL_THRESHOLD`].
     fn from(threads: usize) -> Parallelism {
         let threshold = threshold_from_env().ok().flatten().unwrap_or(PARALLEL_THRESHOLD);
-        Parallelism { threads, threshold }
+        Parallelism { threads, threshold, tuning: Tuning::default() }
     }
 }
 
@@ -118,18 +161,18 @@ impl<'l> Ready<'l> {
         // run the code without the checks those imply. Code that leaves out
         // none is the checked code: the inputs need no validating pass.
         let mut checking = crate::profile::phase(|| "check the inputs' ranges".into());
-        let trust = Options { trust_ranges: true, ..Options::default() };
+        let trust = p.tuning.options(true);
         let trusted = !prog.ranges.is_empty()
             && compile_cached_with(prog, &trust).is_ok_and(|k| k.relies_on_ranges())
             && ranges::inputs_in_ranges(prog, launch, p.threads);
         checking.rename(|| crate::profile::ranges_outcome(trusted));
         drop(checking);
-        let options = Options { trust_ranges: trusted, ..Options::default() };
+        let options = p.tuning.options(trusted);
         let compiling = crate::profile::phase(|| "compile (or find in the cache)".into());
         let kernel = compile_cached_with(prog, &options).map_err(|e| Diagnostic::new(Span::DUMMY, format!("CPU code generation failed: {e}")))?;
         drop(compiling);
         let _planning = crate::profile::phase(|| "plan the split".into());
-        let plan = plan_with(prog, &kernel, launch, p.threads, p.threshold);
+        let plan = plan_tuned(prog, &kernel, launch, p.threads, p.threshold, p.tuning.chunks_per_thread);
         let args = arguments(prog, launch)?;
         let slots = kernel.slots(args.values()).map_err(|f| fault(prog, f))?;
         let outputs = zeroed_output(prog, launch);

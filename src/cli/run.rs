@@ -61,6 +61,15 @@ pub struct Args {
     /// Threads for --backend cpu (default: HEDDLE_THREADS, else every core).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     threads: Option<u32>,
+    /// Partial accumulators of a `reduce` loop for --backend cpu (1 to 16; default 4): 1 is the
+    /// one-accumulator loop, cheapest on short rows; more hide a float add's latency on long rows.
+    /// Changes only a `reduce`'s float rounding (LANGUAGE.md §5); `heddle tune` searches it.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=heddle_runtime::cpu::MAX_ACCUMULATORS as i64))]
+    accumulators: Option<u32>,
+    /// For --backend cpu: at most N chunks per thread when a launch is split over threads
+    /// (1 to 64; default 8). 1 gives each thread one contiguous part of equal work.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=heddle_runtime::cpu::MAX_CHUNKS_PER_THREAD as i64))]
+    chunks_per_thread: Option<u32>,
     /// Run the kernel N more times after the first run and report the time of the kernel alone
     /// (median, min, max; inputs already bound and laid out, code already compiled).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -87,6 +96,12 @@ fn check_usage(a: &Args) -> Result<(), Failure> {
     if a.threads.is_some() && a.backend != Backend::Cpu {
         let backend = format!("{:?}", a.backend).to_lowercase();
         super::warn(format!("--threads applies to --backend cpu; the {backend} backend ignores it"));
+    }
+    for (given, flag) in [(a.accumulators.is_some(), "--accumulators"), (a.chunks_per_thread.is_some(), "--chunks-per-thread")] {
+        if given && a.backend != Backend::Cpu {
+            let backend = format!("{:?}", a.backend).to_lowercase();
+            super::warn(format!("{flag} applies to --backend cpu; the {backend} backend ignores it"));
+        }
     }
     if a.device.is_some() && a.backend != Backend::Opencl {
         super::warn("--device applies to --backend opencl; it is ignored here");
@@ -158,7 +173,14 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
                 None => heddle_runtime::cpu::threads_from_env().map_err(Failure::Input)?.unwrap_or_else(heddle_runtime::cpu::default_threads),
             };
             let threshold = heddle_runtime::cpu::threshold_from_env().map_err(Failure::Input)?.unwrap_or(heddle_runtime::cpu::PARALLEL_THRESHOLD);
-            let threads = heddle_runtime::cpu::Parallelism { threads, threshold };
+            let mut tuning = heddle_runtime::cpu::Tuning::default();
+            if let Some(n) = a.accumulators {
+                tuning.accumulators = n;
+            }
+            if let Some(n) = a.chunks_per_thread {
+                tuning.chunks_per_thread = n as usize;
+            }
+            let threads = heddle_runtime::cpu::Parallelism { threads, threshold, tuning };
             let compiling = Instant::now();
             let program = heddle::cpu::lower(&kernel, &super::compile::kernel_name(&file)).map_err(located)?;
             heddle::cpu::compile(&program).map_err(located)?;

@@ -4,7 +4,8 @@
 //! Each file is a variant of one kernel (the same inputs, the same result:
 //! a row per work-item, rows dealt across a work-group, …). A configuration
 //! is a variant with one combination of the `--param-range` values of the
-//! naturals it has (and, on the CPU, a thread count). Every configuration
+//! naturals it has (and, on the CPU, a thread count, an accumulator count
+//! and a cap on chunks per thread: `--accumulators`, `--chunks-per-thread`). Every configuration
 //! runs on every input case (the `--input` set, each `--csr` matrix, and
 //! each `--matrix` file, stored in each variant's own encoding:
 //! `tune_matrix.rs`, which also skips a variant whose storage would be too
@@ -82,6 +83,14 @@ pub struct Args {
     /// Thread counts to try with --backend cpu: N or N,M,… (default: HEDDLE_THREADS, else every core).
     #[arg(long, value_name = "N[,N…]", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=1024))]
     threads: Vec<u32>,
+    /// Partial accumulators of a `reduce` loop to try with --backend cpu: N or N,M,… (1 to 16;
+    /// default 4). 1 is the one-accumulator loop, cheapest on short rows. E.g. 1,2,4,8.
+    #[arg(long, value_name = "N[,N…]", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=heddle_runtime::cpu::MAX_ACCUMULATORS as i64))]
+    accumulators: Vec<u32>,
+    /// With --backend cpu, the most chunks per thread a split launch is cut into, to try:
+    /// N or N,M,… (1 to 64; default 8).
+    #[arg(long, value_name = "N[,N…]", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=heddle_runtime::cpu::MAX_CHUNKS_PER_THREAD as i64))]
+    chunks_per_thread: Vec<u32>,
     /// Timed launches per configuration (the median counts).
     #[arg(long, default_value_t = 10)]
     reps: usize,
@@ -126,12 +135,14 @@ struct Case {
     per_variant: Vec<Bound>,
 }
 
-/// A configuration: a variant, its tunables' values, its thread count (CPU).
+/// A configuration: a variant, its tunables' values, its thread count and
+/// code settings (CPU).
 #[derive(Clone, Debug)]
 struct Config {
     variant: usize,
     params: Vec<(String, i64)>,
     threads: Option<usize>,
+    tuning: Option<heddle_runtime::cpu::Tuning>,
 }
 
 /// One configuration's outcome on one case.
@@ -143,6 +154,12 @@ struct Outcome {
     /// Threads (--backend cpu).
     #[serde(skip_serializing_if = "Option::is_none")]
     threads: Option<usize>,
+    /// Partial accumulators of its `reduce` loops (--backend cpu).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    accumulators: Option<u32>,
+    /// The most chunks per thread of a split launch (--backend cpu).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    chunks_per_thread: Option<usize>,
     /// Median kernel time in seconds, when it ran and verified.
     seconds: Option<f64>,
     /// Input and output bytes over the kernel time, GB/s.
@@ -280,8 +297,10 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     if a.backend == Backend::Cpu && a.device.is_some() {
         super::warn("--device applies to --backend opencl; it is ignored here");
     }
-    if a.backend == Backend::Opencl && !a.threads.is_empty() {
-        super::warn("--threads applies to --backend cpu; the opencl backend ignores it");
+    for (given, flag) in [(!a.threads.is_empty(), "--threads"), (!a.accumulators.is_empty(), "--accumulators"), (!a.chunks_per_thread.is_empty(), "--chunks-per-thread")] {
+        if a.backend == Backend::Opencl && given {
+            super::warn(format!("{flag} applies to --backend cpu; the opencl backend ignores it"));
+        }
     }
     let mut sources = Vec::new();
     let mut inputs = Vec::new();
@@ -364,12 +383,27 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         }
         Backend::Cpu => a.threads.iter().map(|t| Some(*t as usize)).collect(),
     };
+    // The code settings (CPU): every combination of the listed values,
+    // the defaults where a flag is not given.
+    let tunings: Vec<Option<heddle_runtime::cpu::Tuning>> = match a.backend {
+        Backend::Opencl => vec![None],
+        Backend::Cpu => {
+            let base = heddle_runtime::cpu::Tuning::default();
+            let accs = if a.accumulators.is_empty() { vec![base.accumulators] } else { dedup(&a.accumulators) };
+            let chunks = if a.chunks_per_thread.is_empty() { vec![base.chunks_per_thread as u32] } else { dedup(&a.chunks_per_thread) };
+            accs.iter()
+                .flat_map(|&accumulators| chunks.iter().map(move |&c| Some(heddle_runtime::cpu::Tuning { accumulators, chunks_per_thread: c as usize, ..base })))
+                .collect()
+        }
+    };
     let mut configs = Vec::new();
     for (v, c) in candidates.iter().enumerate() {
         let own: Vec<(String, Vec<i64>)> = ranges.iter().filter(|(n, _)| c.nats.contains(n)).cloned().collect();
         for params in grid(&own) {
             for t in &threads {
-                configs.push(Config { variant: v, params: params.clone(), threads: *t });
+                for tuning in &tunings {
+                    configs.push(Config { variant: v, params: params.clone(), threads: *t, tuning: *tuning });
+                }
             }
         }
     }
@@ -394,7 +428,17 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             let bound = &case.per_variant[config.variant];
             let given: Vec<(String, i64)> = fixed.iter().filter(|(n, _)| c.nats.contains(n)).cloned().chain(config.params.iter().cloned()).collect();
             let nats: Vec<(String, i64)> = bound.nats.iter().cloned().chain(given).collect();
-            let mut o = Outcome { kernel: c.name.clone(), params: config.params.clone(), threads: config.threads, seconds: None, gbps: None, error: None, skipped: false };
+            let mut o = Outcome {
+                kernel: c.name.clone(),
+                params: config.params.clone(),
+                threads: config.threads,
+                accumulators: config.tuning.map(|t| t.accumulators),
+                chunks_per_thread: config.tuning.map(|t| t.chunks_per_thread),
+                seconds: None,
+                gbps: None,
+                error: None,
+                skipped: false,
+            };
             if let Some(reason) = &bound.skipped {
                 o.error = Some(reason.clone());
                 o.skipped = true;
@@ -413,7 +457,7 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             };
             let prepared = base.and_then(|env| {
                 let env = nats.iter().fold(env, |e, (k, v)| e.with_nat(heddle_ir::Name::from(k.as_str()), *v));
-                prepare(c, cl.as_ref(), env, config.threads, a.verify, &mut reference, values)
+                prepare(c, cl.as_ref(), env, (config.threads, config.tuning.unwrap_or_default()), a.verify, &mut reference, values)
             });
             match prepared {
                 Ok((timer, moved)) => {
@@ -462,6 +506,17 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     Ok(report(&table, &configs, &candidates, target))
 }
 
+/// `values` in their order, each once.
+fn dedup(values: &[u32]) -> Vec<u32> {
+    let mut out: Vec<u32> = Vec::new();
+    for v in values {
+        if !out.contains(v) {
+            out.push(*v);
+        }
+    }
+    out
+}
+
 /// The names variants are reported by: their files' stems, or their paths
 /// where two stems are the same.
 fn variant_names(files: &[String]) -> Vec<String> {
@@ -488,7 +543,7 @@ fn prepare<'a>(
     c: &'a Candidate,
     cl: Option<&'a OpenCl>,
     env: Env,
-    threads: Option<usize>,
+    (threads, tuning): (Option<usize>, heddle_runtime::cpu::Tuning),
     verify: Verify,
     reference: &mut Option<Value>,
     values: impl FnOnce() -> Result<Env, String>,
@@ -515,7 +570,7 @@ fn prepare<'a>(
         }
         (Code::Cpu(program), _) => {
             let threshold = heddle_runtime::cpu::threshold_from_env().ok().flatten().unwrap_or(heddle_runtime::cpu::PARALLEL_THRESHOLD);
-            let threads = heddle_runtime::cpu::Parallelism { threads: threads.unwrap_or(1), threshold };
+            let threads = heddle_runtime::cpu::Parallelism { threads: threads.unwrap_or(1), threshold, tuning };
             let value = heddle::cpu::run(&c.kernel, program, &env, threads).map_err(|d| d.message)?;
             let bytes = bytes_moved(program, &env);
             let timer: Timer<'a> = if program.counts.is_empty() {
@@ -557,13 +612,16 @@ fn bytes_moved(program: &LoopProgram, env: &Env) -> f64 {
 /// A configuration as text: `R=2 W=4`, with the variant's name first when
 /// there are several, and the thread count on the CPU.
 fn show(config: &Config, name: &str, several: bool) -> String {
-    show_parts(name, &config.params, config.threads, several)
+    show_parts(name, &config.params, config.threads, config.tuning.map(|t| (t.accumulators, t.chunks_per_thread)), several)
 }
 
-fn show_parts(name: &str, params: &[(String, i64)], threads: Option<usize>, several: bool) -> String {
+fn show_parts(name: &str, params: &[(String, i64)], threads: Option<usize>, tuning: Option<(u32, usize)>, several: bool) -> String {
     let mut parts: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
     if let Some(t) = threads {
         parts.push(format!("threads={t}"));
+    }
+    if let Some((accs, chunks)) = tuning {
+        parts.push(format!("accumulators={accs} chunks/thread={chunks}"));
     }
     match (several, parts.is_empty()) {
         (true, true) => name.to_string(),
@@ -597,7 +655,7 @@ fn report(table: &[(String, Vec<Outcome>)], configs: &[Config], candidates: &[Ca
         }
         let best = outcomes.iter().filter(|o| o.seconds.is_some()).min_by(|x, y| x.seconds.unwrap_or(f64::MAX).total_cmp(&y.seconds.unwrap_or(f64::MAX)));
         if let Some(b) = best {
-            text.push_str(&format!("  best: {} ({:.4} ms)\n", show_parts(&b.kernel, &b.params, b.threads, several), b.seconds.unwrap_or(0.0) * 1e3));
+            text.push_str(&format!("  best: {} ({:.4} ms)\n", show_parts(&b.kernel, &b.params, b.threads, b.accumulators.zip(b.chunks_per_thread), several), b.seconds.unwrap_or(0.0) * 1e3));
         }
         cases_json.push(serde_json::json!({ "case": case, "best": best, "variants": outcomes }));
     }
@@ -624,6 +682,10 @@ fn report(table: &[(String, Vec<Outcome>)], configs: &[Config], candidates: &[Ca
         let mut j = serde_json::json!({ "kernel": candidates[c.variant].name, "params": c.params, "geomean_slowdown": g });
         if let Some(t) = c.threads {
             j["threads"] = serde_json::json!(t);
+        }
+        if let Some(t) = c.tuning {
+            j["accumulators"] = serde_json::json!(t.accumulators);
+            j["chunks_per_thread"] = serde_json::json!(t.chunks_per_thread);
         }
         j
     });

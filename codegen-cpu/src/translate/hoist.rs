@@ -108,6 +108,16 @@ impl Translator<'_, '_> {
     /// first iteration of a loop over `var` with this body performs before
     /// anything that could branch or stop, and records them for reuse.
     pub(super) fn hoist_invariant_loads(&mut self, var: &Name, body: &[Stmt]) -> Result<(), CodegenError> {
+        for e in self.invariant_loads(var, body) {
+            let (v, t) = self.expr(&e)?;
+            self.hoisted.push((e, v, t));
+        }
+        Ok(())
+    }
+
+    /// The loads [`hoist_invariant_loads`](Self::hoist_invariant_loads)
+    /// would emit for a loop over `var` with this body (none emitted here).
+    pub(super) fn invariant_loads(&self, var: &Name, body: &[Stmt]) -> Vec<Expr> {
         let mut inner = vec![var.clone()];
         declared(body, &mut inner);
         // A variable assigned in the loop is not invariant either.
@@ -136,10 +146,6 @@ impl Translator<'_, '_> {
                 }
             }
         }
-        for e in loads {
-            let (v, t) = self.expr(&e)?;
-            self.hoisted.push((e, v, t));
-        }
-        Ok(())
+        loads
     }
 }

@@ -44,7 +44,8 @@ const MIN_CHUNK_COST: u64 = 8_000;
 
 /// At most this many chunks per thread: enough for a thread to steal from
 /// one that fell behind, few enough that taking a chunk stays cheap.
-const CHUNKS_PER_THREAD: usize = 8;
+/// (The default of [`super::Tuning::chunks_per_thread`].)
+pub const CHUNKS_PER_THREAD: usize = 8;
 
 /// How one launch is split: disjoint ranges of the top-level parallel loop
 /// (or one call over everything) and the threads to run them on.
@@ -74,6 +75,13 @@ pub fn plan(prog: &LoopProgram, kernel: &CpuKernel, launch: &mut Launch, threads
 /// [`plan`] with the cost below which a launch stays on one thread (0:
 /// split whatever the size, for tests of the split itself).
 pub fn plan_with(prog: &LoopProgram, kernel: &CpuKernel, launch: &mut Launch, threads: usize, threshold: u64) -> Plan {
+    plan_tuned(prog, kernel, launch, threads, threshold, CHUNKS_PER_THREAD)
+}
+
+/// [`plan_with`] with at most `chunks_per_thread` chunks per thread (at
+/// least 1; still a whole number of chunks per thread).
+pub fn plan_tuned(prog: &LoopProgram, kernel: &CpuKernel, launch: &mut Launch, threads: usize, threshold: u64, chunks_per_thread: usize) -> Plan {
+    let chunks_per_thread = chunks_per_thread.max(1);
     if threads <= 1 || !kernel.splittable() {
         return Plan::whole();
     }
@@ -111,7 +119,7 @@ pub fn plan_with(prog: &LoopProgram, kernel: &CpuKernel, launch: &mut Launch, th
         return Plan::whole();
     }
     let n = (hi - lo) as u64;
-    let count = (total / MIN_CHUNK_COST).clamp(threads as u64, (threads * CHUNKS_PER_THREAD) as u64);
+    let count = (total / MIN_CHUNK_COST).clamp(threads as u64, (threads * chunks_per_thread) as u64);
     // A whole number of chunks per thread: 5 equal chunks on 2 threads end
     // with one thread running its third while the other waits (a fifth of
     // the launch, the most of a small one's time lost).
