@@ -125,3 +125,30 @@ fn convert_stats_report_levels_values_blocks_and_diagonals() {
     let (_, json, _) = heddle(&["convert", "tests/data/sparse/m4x8.mtx", "--to", "CSR", "-o", o.to_str().unwrap(), "--json"]);
     assert!(serde_json::from_str::<serde_json::Value>(&json).unwrap().get("stats").is_none());
 }
+
+/// A stored result the host cannot assemble (here a level of 302 whose
+/// coordinates an 8-bit `crdWidth` cannot all hold) is reported at the
+/// annotation that stores it, with exit status 1, on the compiled backends.
+#[test]
+fn a_stored_result_the_host_cannot_assemble_is_located_at_its_annotation() {
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = dir.path().join("narrow.hdl");
+    std::fs::write(
+        &kernel,
+        "#SV8 = #sparse_tensor.encoding<{ map = (i) -> (i : compressed), crdWidth = 8 }>\n\n\
+         fun(a: tensor<?xf32, #SV8> =>\n\
+         fun(b: tensor<?xf32, #SV8> =>\n  \
+         (union(0, 0, a, b) :>> map(fun(e => (e.1, e.2 + e.3))) : tensor<{a_dim0 * 2}xf32, #SV8>)))\n",
+    )
+    .unwrap();
+    let vector = dir.path().join("a.tns");
+    std::fs::write(&vector, "4 1.0\n151 2.0\n").unwrap();
+    let (k, a) = (kernel.to_str().unwrap(), format!("a={}", vector.to_str().unwrap()));
+    let b = format!("b={}", vector.to_str().unwrap());
+    let backends: &[&str] = if common::opencl_platform().is_some() { &["cpu", "opencl"] } else { &["cpu"] };
+    for backend in backends {
+        let (code, _, err) = heddle(&["run", k, "--backend", backend, "--matrix", &a, "--matrix", &b]);
+        assert_eq!(code, 1, "{backend}: {err}");
+        assert!(err.contains("do not fit the encoding's crdWidth (8 bits)") && err.contains("narrow.hdl:5:3"), "{backend}: {err}");
+    }
+}

@@ -778,14 +778,14 @@ fn read_layout(prog: &LoopProgram, launch: &Launch, layout: &ResultLayout, env: 
 
 /// A stored tensor: positions from the lists' lengths, entries from the outputs.
 fn read_tensor(prog: &LoopProgram, launch: &Launch, t: &TensorLayout, env: &Env) -> Result<Value, Diagnostic> {
-    let plan = &t.plan;
+    let (plan, span) = (&t.plan, t.span);
     let size = |n: &Nat, what: &str| eval_len(n, env, what);
     let dims = plan.dims.iter().map(|n| size(n, "a dimension of the stored tensor").map(|v| v as u64)).collect::<Result<Vec<_>, _>>()?;
-    let lvl_sizes = heddle_ir::encoding::map::lvl_sizes(&plan.encoding, &dims).map_err(|m| fail(Span::DUMMY, m))?;
+    let lvl_sizes = heddle_ir::encoding::map::lvl_sizes(&plan.encoding, &dims).map_err(|m| fail(span, m))?;
     // The kernel wrote coordinates at crdWidth, checked below each level's size.
     let crd_max = plan.encoding.crd_width.max_value();
     if let Some((l, n)) = lvl_sizes.iter().enumerate().find(|(l, n)| plan.encoding.levels[*l].format.has_coordinates() && **n > 0 && **n - 1 > crd_max) {
-        return Err(fail(Span::DUMMY, format!("level {l} of the stored tensor has size {n}, whose coordinates do not fit the encoding's crdWidth ({} bits)", plan.encoding.crd_width.storage_bits())));
+        return Err(fail(span, format!("level {l} of the stored tensor has size {n}, whose coordinates do not fit the encoding's crdWidth ({} bits)", plan.encoding.crd_width.storage_bits())));
     }
     let dense: Vec<(usize, Option<Name>)> =
         plan.dense_prefix().iter().map(|(n, b)| size(n, "a dense level of the stored tensor").map(|v| (v, b.clone()))).collect::<Result<_, _>>()?;
@@ -794,7 +794,7 @@ fn read_tensor(prog: &LoopProgram, launch: &Launch, t: &TensorLayout, env: &Env)
     let (counts, rooms) = match (&t.list_len, &t.bounded) {
         (None, _) => (vec![1; positions], None),
         (Some(_), Some(bounded)) => {
-            let (counts, rooms) = bounded_lists(prog, launch, bounded, positions)?;
+            let (counts, rooms) = bounded_lists(prog, launch, bounded, positions, span)?;
             (counts, Some(rooms))
         }
         (Some(len), None) => (list_lengths(len, &dense, env)?, None),
@@ -831,11 +831,11 @@ fn read_tensor(prog: &LoopProgram, launch: &Launch, t: &TensorLayout, env: &Env)
         let v = if parts { complex_of(values.read(r, 0), values.read(r, 1)) } else { values.read(r, 0) };
         let fits = crate::scalars::Num::of_value(&v, plan.elem).is_some_and(|n| entries.values.push_num(n));
         if !fits {
-            return Err(fail(Span::DUMMY, format!("stored value {r} of the result is {v}, not a {}", plan.elem)));
+            return Err(fail(span, format!("stored value {r} of the result is {v}, not a {}", plan.elem)));
         }
     }
     let tensor = crate::sparse::result::assemble_result(plan, dims, &lens, &counts, entries)
-        .map_err(|e| fail(Span::DUMMY, format!("the stored result is invalid: {e}")))?;
+        .map_err(|e| fail(span, format!("the stored result is invalid: {e}")))?;
     Ok(Value::Tensor(std::rc::Rc::new(tensor)))
 }
 
@@ -843,16 +843,16 @@ fn read_tensor(prog: &LoopProgram, launch: &Launch, t: &TensorLayout, env: &Env)
 /// ([`heddle_ir::loops::BoundedLists`]): each list's length, as the fill
 /// wrote it, and the first record of its room. A length beyond its room
 /// is an internal error (the bound was no bound), never a wrong tensor.
-fn bounded_lists(prog: &LoopProgram, launch: &Launch, bounded: &heddle_ir::loops::BoundedLists, positions: usize) -> Result<(Vec<u64>, Vec<usize>), Diagnostic> {
-    let offsets = buffer_named(prog, launch, &bounded.offsets)?.as_i64s().ok_or_else(|| fail(Span::DUMMY, format!("`{}` holds no offsets", bounded.offsets)))?;
-    let lengths = buffer_named(prog, launch, &bounded.lengths)?.as_i64s().ok_or_else(|| fail(Span::DUMMY, format!("`{}` holds no lengths", bounded.lengths)))?;
+fn bounded_lists(prog: &LoopProgram, launch: &Launch, bounded: &heddle_ir::loops::BoundedLists, positions: usize, span: Span) -> Result<(Vec<u64>, Vec<usize>), Diagnostic> {
+    let offsets = buffer_named(prog, launch, &bounded.offsets)?.as_i64s().ok_or_else(|| fail(span, format!("`{}` holds no offsets", bounded.offsets)))?;
+    let lengths = buffer_named(prog, launch, &bounded.lengths)?.as_i64s().ok_or_else(|| fail(span, format!("`{}` holds no lengths", bounded.lengths)))?;
     if offsets.len() != positions + 1 || lengths.len() != positions {
-        return Err(fail(Span::DUMMY, format!("the stored result's lists: {} offsets and {} lengths for {positions} positions", offsets.len(), lengths.len())));
+        return Err(fail(span, format!("the stored result's lists: {} offsets and {} lengths for {positions} positions", offsets.len(), lengths.len())));
     }
     let mut counts = Vec::with_capacity(positions);
     for (f, (room, &len)) in offsets.windows(2).zip(lengths).enumerate() {
         if len < 0 || len > room[1] - room[0] {
-            return Err(fail(Span::DUMMY, format!("internal error: list {f} of the stored result has {len} entries, room for {}", room[1] - room[0])));
+            return Err(fail(span, format!("internal error: list {f} of the stored result has {len} entries, room for {}", room[1] - room[0])));
         }
         counts.push(len as u64);
     }

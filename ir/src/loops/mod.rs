@@ -106,6 +106,10 @@ pub struct TensorLayout {
     pub coordinates: Vec<(Name, u32)>,
     /// The output holding the values, `plan.block_len()` per entry.
     pub values: Name,
+    /// The annotation that stores the value: where the host's assembly of
+    /// the result reports what it finds wrong (a value its type cannot
+    /// hold, a level too large for `crdWidth`).
+    pub span: crate::Span,
     /// Where the list's count array holds upper bounds rather than lengths
     /// (a bound phase, [`CountPhase::bound`]): the lists lie at the bounds'
     /// offsets, and the fill wrote their true lengths. `None`: the entries

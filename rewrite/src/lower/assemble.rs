@@ -153,7 +153,7 @@ impl Lowerer<'_> {
             let out = self.fresh("values");
             self.args.push(Arg { name: out.clone(), kind: ArgKind::Output { fields: super::complex::fields_of(plan.elem), len: count } });
             self.write(&v, &vty, &out, Nat::Lit(0), env, body, true)?;
-            return Ok(ResultLayout::Tensor(Box::new(TensorLayout { plan: plan.clone(), list_len: None, coordinates: Vec::new(), values: out, bounded: None })));
+            return Ok(ResultLayout::Tensor(Box::new(TensorLayout { plan: plan.clone(), list_len: None, coordinates: Vec::new(), values: out, bounded: None, span })));
         };
         let enc = &plan.encoding;
         let Source::List { len: list_len, .. } = &plan.levels[list].source else { return Err(unsupported(span, "a stored tensor without its list")) };
@@ -228,7 +228,7 @@ impl Lowerer<'_> {
         if let Some(array) = room {
             self.bounded_filled.push(array);
         }
-        Ok(ResultLayout::Tensor(Box::new(TensorLayout { plan: plan.clone(), list_len: Some(list_len.clone()), coordinates: layout_crd, values, bounded })))
+        Ok(ResultLayout::Tensor(Box::new(TensorLayout { plan: plan.clone(), list_len: Some(list_len.clone()), coordinates: layout_crd, values, bounded, span })))
     }
 
     /// Level `l` (a dense one) of the value: a loop over its elements.
