@@ -17,7 +17,7 @@ use super::error::Result;
 use super::tensor::SparseTensor;
 use crate::scalars::{Scalar, ScalarVec};
 use crate::with_values;
-use super::partition::Buckets;
+use super::partition::{bucket_shift, Buckets};
 use heddle_ir::encoding::Width;
 
 /// An unsigned integer a counting sort keeps cursors and coordinates in.
@@ -115,11 +115,6 @@ pub(crate) fn narrow(entries: usize, coord_bound: u64) -> bool {
     entries as u64 <= u64::from(u32::MAX) && coord_bound <= 1 << 32
 }
 
-/// The output bytes of one entry scattered into `crd` and `out`.
-fn entry_bytes<I, T>(_: &[I], _: &[T]) -> usize {
-    std::mem::size_of::<I>() + std::mem::size_of::<T>()
-}
-
 /// A compressed level built by a counting sort: positions (`n_outer + 1`),
 /// coordinates and values, rows possibly unsorted (see [`Scattered::clean`]).
 pub(crate) struct Scattered<I> {
@@ -187,6 +182,9 @@ pub(crate) fn scatter_entries<I: Idx, O: Column + ?Sized, N: Column + ?Sized>(
     let (dim_outer, dim_inner) = dims;
     let n_outer = dim_outer as usize;
     let n = values.len();
+    if let Some(done) = scatter_in_buckets(dims, outer, inner, values)? {
+        return Ok(done);
+    }
     // Attribute query: the histogram, shifted by one so its prefix sum gives each row's start.
     let mut pos = scatter_buffer(n_outer + 1, I::default());
     // Entries already grouped by `outer` (a column-ordered file into CSC) scatter in order.
@@ -210,29 +208,17 @@ pub(crate) fn scatter_entries<I: Idx, O: Column + ?Sized, N: Column + ?Sized>(
     let mut crd = buffer(n, I::default());
     let vals = with_values!(values, values => {
         let mut out = if grouped { vec![Default::default(); n] } else { scatter_buffer(n, Default::default()) };
-        let partitioned = if grouped { None } else { Buckets::plan(&pos, entry_bytes(&crd, &out)) };
-        if let Some(mut buckets) = partitioned {
-            for (k, &v) in values.iter().enumerate() {
-                let i = inner.at(k);
-                if i >= dim_inner {
-                    return Err(k);
-                }
-                buckets.push(outer.at(k) as usize, I::of(i as usize), v, &mut crd, &mut out);
+        for (k, &v) in values.iter().enumerate() {
+            // Every outer coordinate is in range: the first inner one outside is the first entry outside.
+            let i = inner.at(k);
+            if i >= dim_inner {
+                return Err(k);
             }
-            buckets.finish(&mut pos, &mut crd, &mut out);
-        } else {
-            for (k, &v) in values.iter().enumerate() {
-                // Every outer coordinate is in range: the first inner one outside is the first entry outside.
-                let i = inner.at(k);
-                if i >= dim_inner {
-                    return Err(k);
-                }
-                let cursor = &mut pos[outer.at(k) as usize];
-                let at = cursor.at();
-                *cursor = I::of(at + 1);
-                crd[at] = I::of(i as usize);
-                out[at] = v;
-            }
+            let cursor = &mut pos[outer.at(k) as usize];
+            let at = cursor.at();
+            *cursor = I::of(at + 1);
+            crd[at] = I::of(i as usize);
+            out[at] = v;
         }
         ScalarVec::from(out)
     });
@@ -242,6 +228,57 @@ pub(crate) fn scatter_entries<I: Idx, O: Column + ?Sized, N: Column + ?Sized>(
     }
     pos[0] = I::default();
     Ok(Scattered { pos, crd, vals })
+}
+
+/// [`scatter_entries`] in cache-sized buckets of rows
+/// ([`super::partition`]) where the output is large: the buckets'
+/// histogram (checking every outer coordinate), the partition (checking
+/// every inner one), then each bucket's rows. `Ok(None)`: a small output,
+/// or entries already grouped by `outer` (whose direct scatter writes in
+/// order), which [`scatter_entries`] does directly.
+fn scatter_in_buckets<I: Idx, O: Column + ?Sized, N: Column + ?Sized>(
+    dims: (u64, u64),
+    outer: &O,
+    inner: &N,
+    values: &ScalarVec,
+) -> std::result::Result<Option<Scattered<I>>, usize> {
+    let (dim_outer, dim_inner) = dims;
+    let n_outer = dim_outer as usize;
+    let n = values.len();
+    with_values!(values, values => {
+        let Some(shift) = bucket_shift(n, n_outer, entry_bytes::<I, _>(values)) else { return Ok(None) };
+        let mut counts = vec![0usize; n_outer.div_ceil(1 << shift)];
+        let (mut grouped, mut last) = (true, 0);
+        for k in 0..n {
+            let o = outer.at(k);
+            if o >= dim_outer {
+                // An earlier entry may be outside in its inner dimension.
+                return Err((0..k).find(|&q| inner.at(q) >= dim_inner).unwrap_or(k));
+            }
+            grouped &= o >= last;
+            last = o;
+            counts[o as usize >> shift] += 1;
+        }
+        if grouped {
+            return Ok(None);
+        }
+        let mut buckets = Buckets::new(shift, n_outer, &counts);
+        for (k, &v) in values.iter().enumerate() {
+            // Every outer coordinate is in range: the first inner one outside is the first entry outside.
+            let i = inner.at(k);
+            if i >= dim_inner {
+                return Err(k);
+            }
+            buckets.push(outer.at(k) as usize, I::of(i as usize), v);
+        }
+        let (pos, crd, out) = buckets.finish();
+        Ok(Some(Scattered { pos, crd, vals: ScalarVec::from(out) }))
+    })
+}
+
+/// The output bytes of one entry: a coordinate and a value.
+fn entry_bytes<I, T>(_: &[T]) -> usize {
+    std::mem::size_of::<I>() + std::mem::size_of::<T>()
 }
 
 /// [`scatter_entries`] for entries already grouped by their outer
@@ -267,6 +304,29 @@ pub(crate) fn scatter_transpose<S: Idx, I: Idx>(src: &SparseTensor, pos: &IndexB
     let cols = src.lvl_sizes[1] as usize;
     let nse = src.nse();
     let crd = &crd[..nse];
+    let bucketed = with_values!(&src.values, values => {
+        bucket_shift(nse, cols, entry_bytes::<I, _>(values)).map(|shift| {
+            // In cache-sized buckets of columns (`super::partition`).
+            let mut counts = vec![0usize; cols.div_ceil(1 << shift)];
+            for &c in crd {
+                counts[c.at() >> shift] += 1;
+            }
+            let mut buckets = Buckets::new(shift, cols, &counts);
+            let mut start = 0usize;
+            for r in 0..rows {
+                let end = pos.get(r + 1) as usize;
+                for (&c, &v) in crd[start..end].iter().zip(&values[start..end]) {
+                    buckets.push(c.at(), I::of(r), v);
+                }
+                start = end;
+            }
+            let (pos, crd, out) = buckets.finish();
+            Scattered { pos, crd, vals: ScalarVec::from(out) }
+        })
+    });
+    if let Some(done) = bucketed {
+        return done;
+    }
     let mut tpos = scatter_buffer(cols + 1, I::default());
     for &c in crd {
         let slot = &mut tpos[c.at() + 1];
@@ -279,27 +339,16 @@ pub(crate) fn scatter_transpose<S: Idx, I: Idx>(src: &SparseTensor, pos: &IndexB
     let vals = with_values!(&src.values, values => {
         let mut out = scatter_buffer(nse, Default::default());
         let mut start = 0usize;
-        if let Some(mut buckets) = Buckets::plan(&tpos, entry_bytes(&tcrd, &out)) {
-            for r in 0..rows {
-                let end = pos.get(r + 1) as usize;
-                for (&c, &v) in crd[start..end].iter().zip(&values[start..end]) {
-                    buckets.push(c.at(), I::of(r), v, &mut tcrd, &mut out);
-                }
-                start = end;
+        for r in 0..rows {
+            let end = pos.get(r + 1) as usize;
+            for (&c, &v) in crd[start..end].iter().zip(&values[start..end]) {
+                let cursor = &mut tpos[c.at()];
+                let at = cursor.at();
+                *cursor = I::of(at + 1);
+                tcrd[at] = I::of(r);
+                out[at] = v;
             }
-            buckets.finish(&mut tpos, &mut tcrd, &mut out);
-        } else {
-            for r in 0..rows {
-                let end = pos.get(r + 1) as usize;
-                for (&c, &v) in crd[start..end].iter().zip(&values[start..end]) {
-                    let cursor = &mut tpos[c.at()];
-                    let at = cursor.at();
-                    *cursor = I::of(at + 1);
-                    tcrd[at] = I::of(r);
-                    out[at] = v;
-                }
-                start = end;
-            }
+            start = end;
         }
         ScalarVec::from(out)
     });
@@ -356,4 +405,75 @@ fn sort_rows_typed<I: Idx, T: Scalar>(pos: &mut [I], crd: &mut Vec<I>, vals: &mu
     }
     crd.truncate(w);
     vals.truncate(w);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// COO → CSR and CSR → CSC large enough to take the bucketed path
+    /// (`super::super::partition`) equal a stable sort by row, and report
+    /// the first entry outside its dimension as the direct path does.
+    #[test]
+    fn bucketed_counting_sorts_equal_a_stable_sort() {
+        let (rows, cols, n) = (300_000usize, 1000u64, 800_000usize);
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m
+        };
+        // Rows past rows / 2 stay empty; every tenth entry in row 7 (a long row).
+        let outer: Vec<u32> = (0..n).map(|k| if k % 10 == 0 { 7 } else { next(rows as u64 / 2) as u32 }).collect();
+        let inner: Vec<u32> = (0..n).map(|_| next(cols) as u32).collect();
+        let values: Vec<f64> = (0..n).map(|k| k as f64).collect();
+        assert!(bucket_shift(n, rows, 12).is_some(), "the test must take the bucketed path");
+        let s: Scattered<u32> = scatter_entries((rows as u64, cols), &outer[..], &inner[..], &ScalarVec::from(values.clone())).expect("in range");
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by_key(|&k| outer[k]);
+        let ScalarVec::F64(vals) = &s.vals else { panic!("f64 values") };
+        for (at, &k) in order.iter().enumerate() {
+            assert_eq!((s.crd[at], vals[at]), (inner[k], values[k]), "slot {at}");
+        }
+        let mut lens = vec![0u32; rows];
+        for &o in &outer {
+            lens[o as usize] += 1;
+        }
+        for r in 0..rows {
+            assert_eq!(s.pos[r + 1] - s.pos[r], lens[r], "row {r}");
+        }
+        assert_eq!(s.pos[rows] as usize, n);
+        // CSR → CSC of that result (columns are the outer level now): each
+        // column lists its rows in increasing order, entries within a row in
+        // their stored order, as a stable sort by column of the CSR order.
+        let csr = SparseTensor {
+            encoding: crate::sparse::csr::csr_encoding(),
+            elem: heddle_ir::ScalarType::F64,
+            dim_sizes: vec![rows as u64, cols],
+            lvl_sizes: vec![rows as u64, cols],
+            positions: vec![None, Some(IndexBuf::U32(s.pos.clone()))],
+            coordinates: vec![None, Some(IndexBuf::U32(s.crd.clone()))],
+            values: s.vals.clone(),
+        };
+        assert!(bucket_shift(n, cols as usize, 12).is_some(), "the transpose must take the bucketed path");
+        let t: Scattered<u32> = scatter_transpose(&csr, csr.positions[1].as_ref().unwrap(), &s.crd[..]);
+        let mut by_column: Vec<usize> = (0..n).collect();
+        by_column.sort_by_key(|&at| s.crd[at]);
+        let ScalarVec::F64(tvals) = &t.vals else { panic!("f64 values") };
+        for (at, &k) in by_column.iter().enumerate() {
+            let row = s.pos.partition_point(|&p| p as usize <= k) - 1;
+            assert_eq!((t.crd[at] as usize, tvals[at]), (row, vals[k]), "column slot {at}");
+        }
+        assert_eq!(t.pos[cols as usize] as usize, n);
+        // The first entry outside: an inner coordinate, then an outer one after an inner one.
+        let mut bad = inner.clone();
+        bad[500_000] = cols as u32;
+        let err = scatter_entries::<u32, _, _>((rows as u64, cols), &outer[..], &bad[..], &ScalarVec::from(values.clone()));
+        assert_eq!(err.err(), Some(500_000));
+        let mut bad_outer = outer.clone();
+        bad_outer[600_000] = rows as u32;
+        let err = scatter_entries::<u32, _, _>((rows as u64, cols), &bad_outer[..], &bad[..], &ScalarVec::from(values));
+        assert_eq!(err.err(), Some(500_000));
+    }
 }

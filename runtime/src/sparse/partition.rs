@@ -8,19 +8,22 @@
 //! COO → CSR and CSR → CSC spent their time (`perf annotate`: cursor loads
 //! and value stores), at parity with scipy's identical loop.
 //!
-//! Partitioning first moves each entry, in input order, to one of a few
-//! hundred *buckets* of consecutive rows: a sequential write stream per
-//! bucket, which the cache absorbs. A bucket's rows own one contiguous
-//! stretch of the output, so the partition writes each entry's coordinate
-//! and value straight into its bucket's stretch (and its row, relative to
-//! the bucket, into a 16-bit side array): no buffer the size of the input
-//! is allocated, whose page faults would cost what the pass saves. Then
-//! each bucket is put in row order on its own: its stretch is copied to a
-//! scratch buffer (reused, cache-sized) and scattered back by its rows'
-//! cursors, all within a share of the output that fits a core's L2 cache.
-//! Each entry moves three times instead of once, but no write misses.
-//! Within a row the entries keep their input order (both passes are
-//! stable), exactly as the direct scatter leaves them.
+//! Partitioning first counts the entries of each *bucket* of a few
+//! thousand consecutive rows (a histogram small enough for the L1 cache),
+//! then moves each entry, in input order, into its bucket's stretch of the
+//! output (a bucket's rows own one contiguous stretch), with its row
+//! relative to the bucket in a 16-bit side array: one sequential write
+//! stream per bucket, which the cache absorbs. Then each bucket is finished
+//! on its own, all within a share of the output that fits a core's L2
+//! cache: its rows' histogram and prefix sum give their positions, and its
+//! stretch, copied to a reused scratch buffer, is scattered back by the
+//! rows' cursors. Neither the rows' histogram nor the scatter touches
+//! memory outside the bucket, where scipy's loop (and the direct path)
+//! misses the cache on both. No buffer the size of the input is
+//! allocated: a first version with one lost its gain to page faults. Each
+//! entry moves three times instead of once. Within a row the entries keep
+//! their input order (both passes are stable), as the direct scatter
+//! leaves them.
 
 use super::counting::{scatter_buffer, Idx};
 
@@ -44,11 +47,34 @@ fn prev_power_of_two(x: usize) -> usize {
     if x <= 1 { 1 } else { 1 << (usize::BITS - 1 - x.leading_zeros()) }
 }
 
-/// A counting sort's scatter partitioned into buckets of `1 << shift`
-/// consecutive outer coordinates: [`Buckets::push`] each entry in input
-/// order, then [`Buckets::finish`].
-pub(crate) struct Buckets {
+/// The bucket height (`1 << shift` rows) for `n` entries of `entry_bytes`
+/// output each in `n_outer` rows, or `None` where scattering directly is the
+/// better plan: a small output, too few rows to split, or buckets too tall
+/// for 16-bit rows.
+pub(crate) fn bucket_shift(n: usize, n_outer: usize, entry_bytes: usize) -> Option<u32> {
+    shift_sized(n, n_outer, entry_bytes, DIRECT_BYTES, BUCKET_BYTES)
+}
+
+/// [`bucket_shift`] with its sizes given (the tests' small ones).
+pub(crate) fn shift_sized(n: usize, n_outer: usize, entry_bytes: usize, direct_bytes: usize, bucket_bytes: usize) -> Option<u32> {
+    let bytes = n.saturating_mul(entry_bytes);
+    if bytes < direct_bytes || n_outer < 2 {
+        return None;
+    }
+    let wanted = bytes.div_ceil(bucket_bytes).clamp(2, MAX_BUCKETS).min(n_outer);
+    // Buckets of a power of two rows each, at least `wanted` of them (rows
+    // are about equally full on average; a bucket of long rows only
+    // spills its own share).
+    let rows_per = prev_power_of_two(n_outer / wanted);
+    (rows_per <= 1 << 16).then(|| rows_per.trailing_zeros())
+}
+
+/// A counting sort into `n_outer` rows done in buckets of `1 << shift`
+/// consecutive rows: [`Buckets::push`] every entry in input order, then
+/// [`Buckets::finish`].
+pub(crate) struct Buckets<I, T> {
     shift: u32,
+    n_outer: usize,
     /// The next free slot of each bucket in the output.
     cursor: Vec<usize>,
     /// Where each bucket's stretch of the output starts (and, last, the
@@ -56,75 +82,83 @@ pub(crate) struct Buckets {
     start: Vec<usize>,
     /// Each output slot's row relative to its bucket's first row.
     row_in_bucket: Vec<u16>,
+    crd: Vec<I>,
+    out: Vec<T>,
 }
 
-impl Buckets {
-    /// Buckets for a scatter into `pos.len() - 1` rows (`pos`: the rows'
-    /// starts, the prefix sum of the histogram) of entries of `entry_bytes`
-    /// each (a coordinate and a value), or `None` where scattering directly
-    /// is the better plan (a small output, too few rows to split, or
-    /// buckets too tall for 16-bit rows).
-    pub(crate) fn plan<I: Idx>(pos: &[I], entry_bytes: usize) -> Option<Self> {
-        Self::plan_sized(pos, entry_bytes, DIRECT_BYTES, BUCKET_BYTES)
+impl<I: Idx, T: Copy + Default> Buckets<I, T> {
+    /// Room for the entries of `n_outer` rows, `counts[b]` of them in
+    /// bucket `b` (the histogram of `outer >> shift`).
+    pub(crate) fn new(shift: u32, n_outer: usize, counts: &[usize]) -> Self {
+        let mut start = Vec::with_capacity(counts.len() + 1);
+        let mut at = 0;
+        start.push(0);
+        for &c in counts {
+            at += c;
+            start.push(at);
+        }
+        Buckets {
+            shift,
+            n_outer,
+            cursor: start[..counts.len()].to_vec(),
+            start,
+            row_in_bucket: scatter_buffer(at, 0),
+            crd: scatter_buffer(at, I::default()),
+            out: scatter_buffer(at, T::default()),
+        }
     }
 
-    /// [`Buckets::plan`] with its sizes given (the tests' small ones).
-    fn plan_sized<I: Idx>(pos: &[I], entry_bytes: usize, direct_bytes: usize, bucket_bytes: usize) -> Option<Self> {
-        let n_outer = pos.len().checked_sub(1)?;
-        let n = pos[n_outer].at();
-        let bytes = n.saturating_mul(entry_bytes);
-        if bytes < direct_bytes || n_outer < 2 {
-            return None;
-        }
-        let wanted = bytes.div_ceil(bucket_bytes).clamp(2, MAX_BUCKETS).min(n_outer);
-        // Buckets of a power of two rows each, at least `wanted` of them
-        // (rows are about equally full on average; a bucket of long rows
-        // only spills its own share).
-        let rows_per = prev_power_of_two(n_outer / wanted);
-        if rows_per > 1 << 16 {
-            return None;
-        }
-        let shift = rows_per.trailing_zeros();
-        let buckets = n_outer.div_ceil(rows_per);
-        let start: Vec<usize> = (0..=buckets).map(|b| pos[(b << shift).min(n_outer)].at()).collect();
-        Some(Buckets { shift, cursor: start[..buckets].to_vec(), start, row_in_bucket: scatter_buffer(n, 0) })
-    }
-
-    /// Adds the next entry (in input order) of row `outer`, which the
-    /// histogram counted, to its bucket's stretch of `crd` and `out`.
+    /// Adds the next entry (in input order) of row `outer`, which `counts`
+    /// counted.
     #[inline(always)]
-    pub(crate) fn push<I: Idx, T: Copy>(&mut self, outer: usize, inner: I, value: T, crd: &mut [I], out: &mut [T]) {
+    pub(crate) fn push(&mut self, outer: usize, inner: I, value: T) {
         let slot = &mut self.cursor[outer >> self.shift];
         let at = *slot;
         *slot = at + 1;
         self.row_in_bucket[at] = (outer & ((1 << self.shift) - 1)) as u16;
-        crd[at] = inner;
-        out[at] = value;
+        self.crd[at] = inner;
+        self.out[at] = value;
     }
 
-    /// The second pass: each bucket's stretch of `crd` and `out` put in row
-    /// order, by the rows' cursors (`pos`, each advanced to the next row's
-    /// start).
-    pub(crate) fn finish<I: Idx, T: Copy + Default>(self, pos: &mut [I], crd: &mut [I], out: &mut [T]) {
+    /// Every bucket put in row order: the rows' positions (`n_outer + 1`),
+    /// coordinates and values.
+    pub(crate) fn finish(mut self) -> (Vec<I>, Vec<I>, Vec<T>) {
+        let mut pos = vec![I::default(); self.n_outer + 1];
         let widest = self.start.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
         let (mut rows, mut coords, mut values) = (Vec::with_capacity(widest), Vec::with_capacity(widest), Vec::with_capacity(widest));
+        let mut cursors = vec![0usize; 1 << self.shift];
         for b in 0..self.start.len() - 1 {
             let (lo, hi) = (self.start[b], self.start[b + 1]);
+            let first = b << self.shift;
+            let height = (self.n_outer - first).min(1 << self.shift);
+            // The bucket's rows: their histogram, then their starts.
+            let counts = &mut cursors[..height];
+            counts.fill(0);
+            for &r in &self.row_in_bucket[lo..hi] {
+                counts[usize::from(r)] += 1;
+            }
+            let mut at = lo;
+            for (r, c) in counts.iter_mut().enumerate() {
+                let len = *c;
+                *c = at;
+                at += len;
+                pos[first + r + 1] = I::of(at);
+            }
             rows.clear();
             coords.clear();
             values.clear();
             rows.extend_from_slice(&self.row_in_bucket[lo..hi]);
-            coords.extend_from_slice(&crd[lo..hi]);
-            values.extend_from_slice(&out[lo..hi]);
-            let first = b << self.shift;
+            coords.extend_from_slice(&self.crd[lo..hi]);
+            values.extend_from_slice(&self.out[lo..hi]);
             for ((&r, &c), &v) in rows.iter().zip(&coords).zip(&values) {
-                let cursor = &mut pos[first + usize::from(r)];
-                let at = cursor.at();
-                *cursor = I::of(at + 1);
-                crd[at] = c;
-                out[at] = v;
+                let cursor = &mut counts[usize::from(r)];
+                let at = *cursor;
+                *cursor = at + 1;
+                self.crd[at] = c;
+                self.out[at] = v;
             }
         }
+        (pos, self.crd, self.out)
     }
 }
 
@@ -147,7 +181,7 @@ mod tests {
         for (rows, n) in [(1000usize, 20_000usize), (37, 5_000), (2, 100), (4099, 30_000)] {
             let entries: Vec<(u32, u32, f64)> = (0..n)
                 .map(|k| {
-                    // A fifth of the entries in row 1 (a long row); rows past rows / 2 only through the rest.
+                    // A fifth of the entries in row 1 (a long row); some rows stay empty.
                     let r = if k % 5 == 0 { 1 } else { next(rows as u64) as u32 };
                     (r, next(1 << 20) as u32, k as f64)
                 })
@@ -162,18 +196,21 @@ mod tests {
             let mut expected = entries.clone();
             expected.sort_by_key(|e| e.0);
             for bucket_bytes in [64usize, 4096, 1 << 16] {
-                let mut cursors = pos.clone();
-                let mut buckets = Buckets::plan_sized(&pos, 12, 0, bucket_bytes).expect("a plan");
-                let (mut crd, mut out) = (vec![0u32; n], vec![0f64; n]);
-                for &(r, c, v) in &entries {
-                    buckets.push(r as usize, c, v, &mut crd, &mut out);
+                let shift = shift_sized(n, rows, 12, 0, bucket_bytes).expect("a plan");
+                let mut counts = vec![0usize; rows.div_ceil(1 << shift)];
+                for &(r, _, _) in &entries {
+                    counts[r as usize >> shift] += 1;
                 }
-                buckets.finish(&mut cursors, &mut crd, &mut out);
-                assert_eq!(&cursors[..rows], &pos[1..], "every cursor ends at the next row's start");
+                let mut buckets = Buckets::<u32, f64>::new(shift, rows, &counts);
+                for &(r, c, v) in &entries {
+                    buckets.push(r as usize, c, v);
+                }
+                let (got_pos, crd, out) = buckets.finish();
+                assert_eq!(got_pos, pos, "{rows} rows, {n} entries, {bucket_bytes} bytes a bucket");
                 let got: Vec<(u32, u32, f64)> = (0..rows).flat_map(|r| (pos[r] as usize..pos[r + 1] as usize).map(move |k| (r as u32, k))).map(|(r, k)| (r, crd[k], out[k])).collect();
                 assert_eq!(got, expected, "{rows} rows, {n} entries, {bucket_bytes} bytes a bucket");
             }
         }
-        assert!(Buckets::plan(&[0u32, 5, 10], 12).is_none(), "a small output is scattered directly");
+        assert!(bucket_shift(10, 2, 12).is_none(), "a small output is scattered directly");
     }
 }
