@@ -188,18 +188,10 @@ pub(crate) fn scatter_entries<I: Idx, O: Column + ?Sized, N: Column + ?Sized>(
     // Attribute query: the histogram, shifted by one so its prefix sum gives each row's start.
     let mut pos = scatter_buffer(n_outer + 1, I::default());
     // Entries already grouped by `outer` (a column-ordered file into CSC) scatter in order.
-    let (mut grouped, mut last) = (true, 0);
-    for k in 0..n {
-        let o = outer.at(k);
-        if o >= dim_outer {
-            // An earlier entry may be outside in its inner dimension.
-            return Err((0..k).find(|&q| inner.at(q) >= dim_inner).unwrap_or(k));
-        }
-        grouped &= o >= last;
-        last = o;
-        let slot = &mut pos[o as usize + 1];
+    let grouped = count_outer(dims, outer, inner, n, |o| {
+        let slot = &mut pos[o + 1];
         *slot = I::of(slot.at() + 1);
-    }
+    })?;
     for r in 0..n_outer {
         pos[r + 1] = I::of(pos[r + 1].at() + pos[r].at());
     }
@@ -248,18 +240,7 @@ fn scatter_in_buckets<I: Idx, O: Column + ?Sized, N: Column + ?Sized>(
     with_values!(values, values => {
         let Some(shift) = bucket_shift(n, n_outer, entry_bytes::<I, _>(values)) else { return Ok(None) };
         let mut counts = vec![0usize; n_outer.div_ceil(1 << shift)];
-        let (mut grouped, mut last) = (true, 0);
-        for k in 0..n {
-            let o = outer.at(k);
-            if o >= dim_outer {
-                // An earlier entry may be outside in its inner dimension.
-                return Err((0..k).find(|&q| inner.at(q) >= dim_inner).unwrap_or(k));
-            }
-            grouped &= o >= last;
-            last = o;
-            counts[o as usize >> shift] += 1;
-        }
-        if grouped {
+        if count_outer(dims, outer, inner, n, |o| counts[o >> shift] += 1)? {
             return Ok(None);
         }
         let mut buckets = Buckets::new(shift, n_outer, &counts);
@@ -274,6 +255,27 @@ fn scatter_in_buckets<I: Idx, O: Column + ?Sized, N: Column + ?Sized>(
         let (pos, crd, out) = buckets.finish();
         Ok(Some(Scattered { pos, crd, vals: ScalarVec::from(out) }))
     })
+}
+
+/// The attribute query's pass over the outer coordinates: `count(o)` for
+/// each entry's, in input order. `Ok(true)` where they are nondecreasing
+/// (the entries already grouped); `Err(k)`: entry `k` is the first with a
+/// coordinate outside its dimension (an outer one here, or an inner one of
+/// an earlier entry, which this pass then looks for).
+#[inline(always)]
+fn count_outer<O: Column + ?Sized, N: Column + ?Sized>(dims: (u64, u64), outer: &O, inner: &N, n: usize, mut count: impl FnMut(usize)) -> std::result::Result<bool, usize> {
+    let (dim_outer, dim_inner) = dims;
+    let (mut grouped, mut last) = (true, 0);
+    for k in 0..n {
+        let o = outer.at(k);
+        if o >= dim_outer {
+            return Err((0..k).find(|&q| inner.at(q) >= dim_inner).unwrap_or(k));
+        }
+        grouped &= o >= last;
+        last = o;
+        count(o as usize);
+    }
+    Ok(grouped)
 }
 
 /// The output bytes of one entry: a coordinate and a value.
@@ -417,13 +419,7 @@ mod tests {
     #[test]
     fn bucketed_counting_sorts_equal_a_stable_sort() {
         let (rows, cols, n) = (300_000usize, 1000u64, 800_000usize);
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |m: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % m
-        };
+        let mut next = super::super::partition::tests::below(0x2545_f491_4f6c_dd1d);
         // Rows past rows / 2 stay empty; every tenth entry in row 7 (a long row).
         let outer: Vec<u32> = (0..n).map(|k| if k % 10 == 0 { 7 } else { next(rows as u64 / 2) as u32 }).collect();
         let inner: Vec<u32> = (0..n).map(|_| next(cols) as u32).collect();

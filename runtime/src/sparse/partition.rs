@@ -163,21 +163,26 @@ impl<I: Idx, T: Copy + Default> Buckets<I, T> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// Pseudo-random numbers below `m` (xorshift from `seed`), for the
+    /// counting sorts' tests.
+    pub(crate) fn below(mut seed: u64) -> impl FnMut(u64) -> u64 {
+        move |m| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m
+        }
+    }
 
     /// Entries scattered through buckets land where a stable sort by row
     /// puts them, for bucket counts from 2 to one per row, with empty rows,
     /// a long row and a row count that is not a power of two.
     #[test]
     fn partitioned_scatter_equals_a_stable_sort_by_row() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |m: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % m
-        };
+        let mut next = below(0x9e37_79b9_7f4a_7c15);
         for (rows, n) in [(1000usize, 20_000usize), (37, 5_000), (2, 100), (4099, 30_000)] {
             let entries: Vec<(u32, u32, f64)> = (0..n)
                 .map(|k| {
