@@ -69,14 +69,30 @@ pub struct Options {
     /// loop-carried accumulator needs a move after each one, and CSR SpMV on
     /// short rows measured 15–20% slower with it (docs/performance.md).
     pub fused_multiply_add: bool,
+    /// A reassociable reduction loop of fewer iterations than this, decided
+    /// when the loop starts, runs the one-accumulator loop of
+    /// `accumulators = 1`; a longer one runs over `accumulators` partials.
+    /// (A loop in vector lanes, [`vectorize`](Self::vectorize), keeps its
+    /// lanes whatever its length.)
+    /// Setting up and combining partials costs more than their independent
+    /// chains gain on an SpMV row of a few entries (docs/performance.md,
+    /// "Short rows"). 0 or 1: every loop runs over the partials.
+    pub short_loop: u32,
 }
+
+/// The default [`Options::short_loop`]: on rows of random columns, one
+/// accumulator was 1.8–3× faster than four on rows of 2–4 entries, as fast
+/// on rows of 8–32, and four were 10% faster on rows of 64
+/// (docs/performance.md, "Short rows").
+pub const DEFAULT_SHORT_LOOP: u32 = 16;
 
 impl Default for Options {
     /// Four accumulators: enough independent chains to hide a float add's
-    /// latency behind an SpMV's loads. Every check kept. Vector lanes on,
-    /// fused multiply-adds off.
+    /// latency behind an SpMV's loads, for loops of 16 iterations or more
+    /// ([`DEFAULT_SHORT_LOOP`]). Every check kept. Vector lanes on, fused
+    /// multiply-adds off.
     fn default() -> Options {
-        Options { accumulators: 4, trust_ranges: false, vectorize: true, fused_multiply_add: false }
+        Options { accumulators: 4, trust_ranges: false, vectorize: true, fused_multiply_add: false, short_loop: DEFAULT_SHORT_LOOP }
     }
 }
 

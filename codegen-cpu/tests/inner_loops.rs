@@ -46,11 +46,15 @@ fn integer_reductions_are_exact_over_any_number_of_accumulators() {
                 _ => a.max(*x),
             });
             for accumulators in [1, 2, 3, 4, 8] {
-                let p = reduction(op, I64, Expr::Int(init, I64), true);
-                let k = compile_with(&p, &Options { accumulators, ..Options::default() }).unwrap();
-                let mut out = [0i64];
-                call(&k, &[ArgValue::Nat(len as i64), buf(&mut xs), buf(&mut out)]).unwrap();
-                assert_eq!(out[0], want, "{op:?} over {len} with {accumulators} accumulators");
+                // Short loops over partials too (`short_loop: 0`), and the
+                // one-accumulator loop below 16 iterations (the default).
+                for short_loop in [0, heddle_codegen_cpu::DEFAULT_SHORT_LOOP] {
+                    let p = reduction(op, I64, Expr::Int(init, I64), true);
+                    let k = compile_with(&p, &Options { accumulators, short_loop, ..Options::default() }).unwrap();
+                    let mut out = [0i64];
+                    call(&k, &[ArgValue::Nat(len as i64), buf(&mut xs), buf(&mut out)]).unwrap();
+                    assert_eq!(out[0], want, "{op:?} over {len} with {accumulators} accumulators, short loops below {short_loop}");
+                }
             }
         }
     }
@@ -71,6 +75,24 @@ fn float_sums_are_reassociated_only_when_allowed() {
     let exact: f64 = 1e16 + 15.0;
     assert!((got - exact).abs() <= 16.0, "{got}");
     assert_eq!(run_f64(&reassociable, Options { accumulators: 1, ..four }, &mut xs).to_bits(), sequential.to_bits());
+}
+
+#[test]
+fn loops_shorter_than_short_loop_add_in_order() {
+    // As above, 1e16 followed by ones: the sequential sum rounds each one
+    // away, partial sums keep some. Below `short_loop` iterations the loop
+    // runs with one accumulator, in order; from `short_loop` on, over the
+    // partials.
+    let reassociable = reduction(BinOp::Add, F64, Expr::Float(0.0, F64), true);
+    for (short_loop, len, in_order) in [(16, 15, true), (16, 16, false), (0, 15, false), (8, 8, false), (8, 7, true)] {
+        let mut xs = vec![1e16];
+        xs.extend(std::iter::repeat_n(1.0, len - 1));
+        let sequential = xs.iter().fold(0.0, |a, x| a + x);
+        // Without vector lanes, which take a contiguous sum whatever its length.
+        let got = run_f64(&reassociable, Options { accumulators: 4, short_loop, vectorize: false, ..Options::default() }, &mut xs);
+        assert_eq!(got.to_bits() == sequential.to_bits(), in_order, "{len} iterations, short loops below {short_loop}: {got} against the sequential {sequential}");
+        assert!((got - (1e16 + (len - 1) as f64)).abs() <= len as f64, "{got}");
+    }
 }
 
 #[test]
@@ -110,9 +132,11 @@ fn unrolled_iterations_fail_their_checks_in_order() {
     // at element 5, whichever copy of the body each lands in.
     let mut xs: Vec<i64> = vec![1, 2, 3, 4, 5, 70, 200, 8, 9];
     for accumulators in [1, 2, 4, 8] {
-        let k = compile_with(&checked_sum(), &Options { accumulators, ..Options::default() }).unwrap();
-        let mut out = [0i64];
-        assert_eq!(call(&k, &[ArgValue::Nat(9), buf(&mut xs), buf(&mut out)]), Err(Fault::Check(1)), "{accumulators} accumulators");
+        for short_loop in [0, heddle_codegen_cpu::DEFAULT_SHORT_LOOP] {
+            let k = compile_with(&checked_sum(), &Options { accumulators, short_loop, ..Options::default() }).unwrap();
+            let mut out = [0i64];
+            assert_eq!(call(&k, &[ArgValue::Nat(9), buf(&mut xs), buf(&mut out)]), Err(Fault::Check(1)), "{accumulators} accumulators, short loops below {short_loop}");
+        }
     }
 }
 
@@ -274,7 +298,7 @@ fn unrolled_copies_address_their_elements_by_displacement() {
     // instruction's displacement, not in an add of its own per copy.
     let mut p = csr_packed();
     p.reassociable.push("acc".into());
-    let asm = disassembly(&p, &Options { accumulators: 4, ..Options::default() }).unwrap();
+    let asm = disassembly(&p, &Options { accumulators: 4, short_loop: 0, ..Options::default() }).unwrap();
     // (`leaq 1(` is also the one-at-a-time loop's step, `leaq 4(` the unrolled one's.)
     for c in 2..4 {
         assert!(!asm.contains(&format!("leaq {c}(")), "copy {c} computes its index with an add:\n{asm}");

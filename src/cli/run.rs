@@ -63,6 +63,7 @@ pub struct Args {
     threads: Option<u32>,
     /// Partial accumulators of a `reduce` loop for --backend cpu (1 to 16; default 4): 1 is the
     /// one-accumulator loop, cheapest on short rows; more hide a float add's latency on long rows.
+    /// With more than 1, a loop of fewer than 16 iterations still runs with one.
     /// Changes only a `reduce`'s float rounding (LANGUAGE.md §5); `heddle tune` searches it.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=heddle_runtime::cpu::MAX_ACCUMULATORS as i64))]
     accumulators: Option<u32>,

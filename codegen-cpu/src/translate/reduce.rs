@@ -125,6 +125,32 @@ impl Translator<'_, '_> {
             return Ok(true);
         }
         let (lo_v, hi_v) = self.loop_bounds(lo, hi, schedule)?;
+        let short = i64::from(self.options.short_loop);
+        if short < 2 {
+            self.partial_reduction_loop(var, lo_v, hi_v, body, &accs, u)?;
+            return Ok(true);
+        }
+        // A short loop (an SpMV row of a few entries) pays more for setting
+        // up and combining partials than their parallel chains gain: it runs
+        // the one-accumulator loop. The test is one compare per loop, and
+        // predicted when the lengths are alike.
+        let [short_loop, long_loop, join] = std::array::from_fn(|_| self.b.create_block());
+        let n = self.b.ins().isub(hi_v, lo_v);
+        let is_short = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, n, short);
+        self.b.ins().brif(is_short, short_loop, &[], long_loop, &[]);
+        self.b.switch_to_block(short_loop);
+        self.single_reduction_over(var, lo, lo_v, hi_v, body, &accs)?;
+        self.b.ins().jump(join, &[]);
+        self.b.switch_to_block(long_loop);
+        self.partial_reduction_loop(var, lo_v, hi_v, body, &accs, u)?;
+        self.b.ins().jump(join, &[]);
+        self.b.switch_to_block(join);
+        Ok(true)
+    }
+
+    /// `for var in lo_v .. hi_v { body }` over `u` partial accumulators
+    /// (the module's loop); ends in a block that follows the loop.
+    fn partial_reduction_loop(&mut self, var: &Name, lo_v: Value, hi_v: Value, body: &[Stmt], accs: &[Accumulator], u: i64) -> Result<(), CodegenError> {
         let [pre, rest, rest_head, after_rest, main, main_head, combine, exit] = std::array::from_fn(|_| self.b.create_block());
         let runs = self.b.ins().icmp(IntCC::SignedLessThan, lo_v, hi_v);
         self.b.ins().brif(runs, pre, &[], exit, &[]);
@@ -159,7 +185,7 @@ impl Translator<'_, '_> {
         // which puts a branch's first target last, and a loop body visited
         // after the exit has left the loop is not recognised as inside it,
         // so nothing computed there (a row's base addresses) is hoisted.
-        let (rest_accs, k) = self.loop_head(rest_head, &accs, 1);
+        let (rest_accs, k) = self.loop_head(rest_head, accs, 1);
         self.b.insert_block_after(rest, pre);
         self.b.switch_to_block(rest);
         for (a, v) in accs.iter().zip(&rest_accs) {
@@ -197,7 +223,7 @@ impl Translator<'_, '_> {
         self.b.ins().brif(any, main_head, &entry, exit, &[]);
 
         // The unrolled loop: copy c of the body works on `k + c` into partial c.
-        let (partial_vals, k) = self.loop_head(main_head, &accs, u as usize);
+        let (partial_vals, k) = self.loop_head(main_head, accs, u as usize);
         let partials: Vec<Vec<Variable>> = accs
             .iter()
             .map(|a| (0..u).map(|_| self.b.declare_var(crate::types::clif_type(a.ty))).collect())
@@ -246,7 +272,7 @@ impl Translator<'_, '_> {
 
         self.b.switch_to_block(exit);
         self.leave_loop(marks);
-        Ok(true)
+        Ok(())
     }
 
     /// A reduction over one accumulator, in the order of the sequential
@@ -274,6 +300,12 @@ impl Translator<'_, '_> {
     /// their exits first, as in [`reduction_loop`](Self::reduction_loop).
     fn single_reduction_loop(&mut self, var: &Name, lo: &Expr, hi: &Expr, body: &[Stmt], accs: &[Accumulator]) -> Result<(), CodegenError> {
         let (lo_v, hi_v) = self.loop_bounds(lo, hi, Schedule::Seq)?;
+        self.single_reduction_over(var, lo, lo_v, hi_v, body, accs)
+    }
+
+    /// [`single_reduction_loop`](Self::single_reduction_loop) over bounds
+    /// already computed (`lo` is the lower bound's expression).
+    fn single_reduction_over(&mut self, var: &Name, lo: &Expr, lo_v: Value, hi_v: Value, body: &[Stmt], accs: &[Accumulator]) -> Result<(), CodegenError> {
         let narrow = heddle_ir::loops::narrow_casts(var, body);
         let (min, max) = heddle_ir::loops::fitting_range(&narrow);
         let fitting_lo = matches!(lo, Expr::Int(v, _) if *v >= min && max.checked_add(1).is_some_and(|m| *v <= m));
