@@ -9,6 +9,10 @@
 //! and `.npz`, and `spmv_skyline.hdl` on every backend; the edge shapes
 //! 0 × 0, 1 × 1, an empty row, a wide matrix. An entry above the diagonal
 //! and storage whose row runs past it are located errors (exit status 1).
+//! A kernel's result annotated with the skyline encoding is stored on every
+//! backend (each row's list filled through the diagonal on the host, as
+//! `heddle convert` stores it), checked against scipy; an entry above the
+//! diagonal is a located error there too.
 
 mod common;
 
@@ -176,15 +180,87 @@ fn an_entry_above_the_diagonal_or_a_row_past_it_is_an_error() {
     }
 }
 
-#[test]
-fn a_result_cannot_be_stored_in_a_banded_level_yet() {
-    let dir = tempfile::tempdir().unwrap();
-    let kernel = write(
-        dir.path(),
+/// A kernel storing `2·A` (A in CSR) as a skyline.
+fn doubled_as_skyline(dir: &std::path::Path) -> std::path::PathBuf {
+    write(
+        dir,
         "k.hdl",
         &format!("#SKY = {SKY}\n#CSR = #sparse_tensor.encoding<{{ map = (i, j) -> (i : dense, j : compressed) }}>\n\nfun(A: tensor<?x?xf32, #CSR> =>\n  (A :>> map(fun(row => row :>> map(fun(e => (e.1, 2.0 * e.2))))) : tensor<?x{{A_dim1}}xf32, #SKY>))\n"),
-    );
-    let (code, _, err) = heddle(&["check", kernel.to_str().unwrap()]);
-    assert_eq!(code, 1, "{err}");
-    assert!(err.contains("k.hdl:5:3") && err.contains("cannot be stored in a banded (skyline) level yet"), "{err}");
+    )
+}
+
+#[test]
+fn a_result_stored_as_a_skyline_matches_scipy_on_every_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = doubled_as_skyline(dir.path());
+    let mut rng = Rng(0x5c1_2e5);
+    // Edge shapes (0 × 0, 1 × 1 empty and full, no entries, a wide matrix), then random squares.
+    let mut shapes = vec![(0, 0, 50), (1, 1, 100), (1, 1, 0), (5, 5, 0), (3, 7, 70), (12, 12, 10), (9, 9, 60)];
+    for _ in 0..cases(4) {
+        let n = 1 + rng.below(16);
+        shapes.push((n, n, 5 + rng.below(60)));
+    }
+    if common::oclgrind() {
+        shapes.truncate(4);
+    }
+    for (case, &(m, n, percent)) in shapes.iter().enumerate() {
+        let e = random_lower(&mut rng, m, n, percent);
+        let pa = write(dir.path(), &format!("r{case}.mtx"), &mtx(m, n, &e));
+        let csr = dir.path().join(format!("r{case}.json"));
+        let (code, _, err) = heddle(&["convert", pa.to_str().unwrap(), "--to", "CSR", "-o", csr.to_str().unwrap()]);
+        assert_eq!(code, 0, "case {case}: {err}");
+        // scipy: 2·A's skyline (each row from its first stored column through the diagonal).
+        let script = format!(
+            r#"
+import json, numpy as np, scipy.io, scipy.sparse as sp
+a = sp.csr_array(scipy.io.mmread({pa:?})) * 2.0
+a.sort_indices()
+d = a.toarray() if {m} * {n} > 0 else np.zeros(({m}, {n}))
+pos, vals = [0], []
+for i in range({m}):
+    cols = a.indices[a.indptr[i]:a.indptr[i + 1]]
+    if len(cols):
+        vals += [float(v) for v in d[i, cols.min():i + 1]]
+    pos.append(len(vals))
+print(json.dumps({{"positions": pos, "values": vals}}))
+"#,
+            pa = pa.display().to_string()
+        );
+        let Some(out) = python(dir.path(), &script) else { return };
+        let want: J = serde_json::from_str(&out).unwrap();
+        for backend in backends() {
+            let (code, out, err) = heddle(&["run", kernel.to_str().unwrap(), "--backend", backend, "--matrix", &format!("A={}", csr.display())]);
+            assert_eq!(code, 0, "case {case} ({m} x {n}), {backend}: {err}");
+            let got: J = serde_json::from_str(&out).unwrap();
+            let mut values = Vec::new();
+            common::flatten(&got["values"], &mut values);
+            assert_eq!(got["positions"], json!([null, want["positions"]]), "positions, case {case} ({m} x {n}), {backend}");
+            assert_eq!(json!(values), want["values"], "values, case {case} ({m} x {n}), {backend}");
+            assert_eq!(got["coordinates"], json!([null, null]), "case {case}, {backend}");
+            assert_eq!(got["dim_sizes"], json!([m, n]), "case {case}, {backend}");
+        }
+    }
+}
+
+#[test]
+fn a_stored_skyline_with_an_entry_above_the_diagonal_is_a_located_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = doubled_as_skyline(dir.path());
+    // An entry above the diagonal; a tall matrix whose row 2 has an entry but no diagonal column.
+    let cases = [
+        ("[[1, 0, 0], [0, 2, 5], [0, 0, 3]]", "entry (1, 2) lies above the diagonal"),
+        ("[[1, 0], [0, 3], [5, 0]]", "row 2 has entries, but its diagonal (column 2) is outside the 2 columns"),
+    ];
+    for (k, (dense, message)) in cases.iter().enumerate() {
+        let a = write(dir.path(), &format!("a{k}.json"), dense);
+        let csr = dir.path().join(format!("c{k}.json"));
+        let (code, _, err) = heddle(&["convert", a.to_str().unwrap(), "--to", "CSR", "-o", csr.to_str().unwrap()]);
+        assert_eq!(code, 0, "{err}");
+        for backend in backends() {
+            let (code, out, err) = heddle(&["run", kernel.to_str().unwrap(), "--backend", backend, "--matrix", &format!("A={}", csr.display())]);
+            assert_eq!(code, 1, "{backend}: {out}{err}");
+            assert!(err.contains(message) && err.contains("k.hdl:5:3"), "{backend}: {err}");
+            assert!(!err.contains("internal error") && !err.contains("panicked"), "{backend}: {err}");
+        }
+    }
 }
