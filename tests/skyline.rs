@@ -13,6 +13,11 @@
 //! backend (each row's list filled through the diagonal on the host, as
 //! `heddle convert` stores it), checked against scipy; an entry above the
 //! diagonal is a located error there too.
+//!
+//! The upper skyline, `(i, j) -> (j : dense, i : banded)`, stores each
+//! column's rows from its first nonzero through the diagonal: converted,
+//! read back, multiplied (`spmv_skyline_upper.hdl`) and stored as a result,
+//! against scipy; an entry below its diagonal is a located error.
 
 mod common;
 
@@ -21,6 +26,7 @@ use serde_json::{json, Value as J};
 use std::collections::BTreeMap;
 
 const SKY: &str = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : banded) }>";
+const UPPER: &str = "#sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : banded) }>";
 
 fn mtx(m: u64, n: u64, e: &BTreeMap<(u64, u64), f64>) -> String {
     let mut s = format!("%%MatrixMarket matrix coordinate real general\n{m} {n} {}\n", e.len());
@@ -262,5 +268,108 @@ fn a_stored_skyline_with_an_entry_above_the_diagonal_is_a_located_error() {
             assert!(err.contains(message) && err.contains("k.hdl:5:3"), "{backend}: {err}");
             assert!(!err.contains("internal error") && !err.contains("panicked"), "{backend}: {err}");
         }
+    }
+}
+
+#[test]
+fn the_upper_skyline_converts_multiplies_and_stores_as_scipy_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let csc = "#sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed) }>";
+    let kernel = write(
+        dir.path(),
+        "k.hdl",
+        &format!("#UP = {UPPER}\n#CSC = {csc}\n\nfun(A: tensor<?x?xf32, #CSC> =>\n  (A :>> map(fun(col => col :>> map(fun(e => (e.1, 2.0 * e.2))))) : tensor<{{A_dim0}}x{{A_dim1}}xf32, #UP>))\n"),
+    );
+    let spmv = common::root().join("examples/sparse/spmv_skyline_upper.hdl");
+    let mut rng = Rng(0x0b_5c1);
+    let mut shapes = vec![(0, 0, 50), (1, 1, 100), (5, 5, 0), (7, 3, 70), (12, 12, 10)];
+    for _ in 0..cases(3) {
+        let n = 1 + rng.below(14);
+        shapes.push((n, n, 5 + rng.below(60)));
+    }
+    if common::oclgrind() {
+        shapes.truncate(3);
+    }
+    for (case, &(m, n, percent)) in shapes.iter().enumerate() {
+        // The transpose of a random lower n × m matrix: upper triangular, m × n.
+        let e: BTreeMap<(u64, u64), f64> = random_lower(&mut rng, n, m, percent).into_iter().map(|((i, j), v)| ((j, i), v)).collect();
+        let x: Vec<f64> = (0..n).map(|_| rng.value()).collect();
+        let pa = write(dir.path(), &format!("u{case}.mtx"), &mtx(m, n, &e));
+        let px = write(dir.path(), &format!("ux{case}.json"), &json!(x).to_string());
+        let script = format!(
+            r#"
+import json, numpy as np, scipy.io, scipy.sparse as sp
+a = sp.csc_array(scipy.io.mmread({pa:?}))
+a.sort_indices()
+d = a.toarray() if {m} * {n} > 0 else np.zeros(({m}, {n}))
+def sky(d):
+    pos, vals = [0], []
+    for j in range({n}):
+        rows = np.nonzero(d[:, j])[0]
+        if len(rows):
+            vals += [float(v) for v in d[rows.min():j + 1, j]]
+        pos.append(len(vals))
+    return pos, vals
+pos, vals = sky(d)
+pos2, vals2 = sky(2 * d)
+x = np.array(json.load(open({px:?})), dtype=np.float64)
+y = d @ x if {m} * {n} > 0 else np.zeros({m})
+print(json.dumps({{"positions": pos, "values": vals, "doubled": vals2, "y": y.tolist(), "dense": d.tolist()}}))
+"#,
+            pa = pa.display().to_string(),
+            px = px.display().to_string()
+        );
+        let Some(out) = python(dir.path(), &script) else { return };
+        let want: J = serde_json::from_str(&out).unwrap();
+        let sky = dir.path().join(format!("us{case}.json"));
+        let (code, _, err) = heddle(&["convert", pa.to_str().unwrap(), "--to", UPPER, "-o", sky.to_str().unwrap()]);
+        assert_eq!(code, 0, "convert, case {case}: {err}");
+        let got: J = serde_json::from_str(&std::fs::read_to_string(&sky).unwrap()).unwrap();
+        let mut values = Vec::new();
+        common::flatten(&got["values"], &mut values);
+        assert_eq!(got["positions"], json!([null, want["positions"]]), "positions, case {case} ({m} x {n})");
+        assert_eq!(json!(values), want["values"], "values, case {case} ({m} x {n})");
+        assert_eq!(got["coordinates"], json!([null, null]), "case {case}");
+        // Back to CSR as scipy reads it.
+        let back = dir.path().join(format!("ub{case}.mtx"));
+        let (code, _, err) = heddle(&["convert", sky.to_str().unwrap(), "--to", "CSR", "-o", back.to_str().unwrap()]);
+        assert_eq!(code, 0, "convert back, case {case}: {err}");
+        let check = format!(
+            "import json, numpy as np, scipy.io, scipy.sparse as sp\nwant = np.array(json.loads({dense:?}), dtype=np.float64).reshape({m}, {n})\nb = sp.csr_array(scipy.io.mmread('ub{case}.mtx'))\nassert b.shape == ({m}, {n}) and (b.toarray() == want).all()\nprint('ok')\n",
+            dense = want["dense"].to_string()
+        );
+        assert_eq!(python(dir.path(), &check).as_deref().map(str::trim), Some("ok"), "round trip, case {case}");
+        let mut y = Vec::new();
+        common::flatten(&want["y"], &mut y);
+        let csc_file = dir.path().join(format!("uc{case}.json"));
+        let (code, _, err) = heddle(&["convert", pa.to_str().unwrap(), "--to", csc, "-o", csc_file.to_str().unwrap()]);
+        assert_eq!(code, 0, "{err}");
+        for backend in backends() {
+            let (code, out, err) = heddle(&["run", spmv.to_str().unwrap(), "--backend", backend, "--matrix", &format!("A={}", sky.display()), "--input", &format!("xs={}", px.display())]);
+            assert_eq!(code, 0, "spmv_skyline_upper, case {case}, {backend}: {err}");
+            let mut got = Vec::new();
+            common::flatten(&serde_json::from_str(&out).unwrap(), &mut got);
+            common::assert_close(&got, &y, &format!("spmv_skyline_upper, case {case} ({m} x {n}), {backend}"));
+            // 2·A stored as an upper skyline by a kernel.
+            let (code, out, err) = heddle(&["run", kernel.to_str().unwrap(), "--backend", backend, "--matrix", &format!("A={}", csc_file.display())]);
+            assert_eq!(code, 0, "stored, case {case}, {backend}: {err}");
+            let got: J = serde_json::from_str(&out).unwrap();
+            let mut values = Vec::new();
+            common::flatten(&got["values"], &mut values);
+            assert_eq!(got["positions"], json!([null, want["positions"]]), "stored positions, case {case}, {backend}");
+            assert_eq!(json!(values), want["doubled"], "stored values, case {case}, {backend}");
+        }
+    }
+    // An entry below the diagonal: converting and storing both refuse it, located.
+    let a = write(dir.path(), "low.json", "[[1, 0, 0], [0, 2, 0], [0, 4, 3]]");
+    let (code, _, err) = heddle(&["convert", a.to_str().unwrap(), "--to", UPPER, "-o", dir.path().join("no.json").to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("entry (2, 1) lies below the diagonal"), "{err}");
+    let low = dir.path().join("low_csc.json");
+    assert_eq!(heddle(&["convert", a.to_str().unwrap(), "--to", csc, "-o", low.to_str().unwrap()]).0, 0);
+    for backend in backends() {
+        let (code, _, err) = heddle(&["run", kernel.to_str().unwrap(), "--backend", backend, "--matrix", &format!("A={}", low.display())]);
+        assert_eq!(code, 1, "{backend}: {err}");
+        assert!(err.contains("entry (2, 1) lies below the diagonal") && err.contains("k.hdl:5:3"), "{backend}: {err}");
     }
 }

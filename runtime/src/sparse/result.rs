@@ -245,14 +245,10 @@ fn fill_skyline(plan: &ResultPlan, l: usize, cols: u64, counts: &[u64], entries:
         let len = match (held.first(), held.last()) {
             (Some(&first), Some(&last)) => {
                 if last > q {
-                    return Err(SparseError::Shape(format!(
-                        "entry ({q}, {last}) lies above the diagonal; a banded (skyline) level stores each row's columns from its first nonzero through the diagonal (the lower triangle)"
-                    )));
+                    return Err(SparseError::Shape(plan.encoding.skyline_off_triangle(q, last)));
                 }
                 if q >= cols {
-                    return Err(SparseError::Shape(format!(
-                        "row {q} has entries, but its diagonal (column {q}) is outside the {cols} columns; a banded (skyline) level stores each row through its diagonal"
-                    )));
+                    return Err(SparseError::Shape(plan.encoding.skyline_outside(q, cols)));
                 }
                 q + 1 - first
             }
