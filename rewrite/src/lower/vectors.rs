@@ -80,7 +80,9 @@ pub fn with_lanes(kernel: &Kernel) -> Result<Option<Kernel>, Diagnostic> {
         if let KernelParam::Value { name, ty, span } = p
             && mentions_vector(ty)
         {
-            return Err(unsupported(*span, &format!("a kernel parameter of vector type (`{name}`: {ty})"))
+            // Not `unsupported`: the interpreter takes no vector input either.
+            return Err(Diagnostic::new(*span, format!("a kernel parameter of vector type (`{name}`: {ty}) cannot be compiled yet"))
+                .with_label("no backend takes a vector as an input")
                 .with_note("pass an array of scalars and group it in the kernel with `asVector(w)`"));
         }
     }
