@@ -40,6 +40,7 @@ const FORMATS: &[(&str, &str, &[Option<u64>])] = &[
     ("ell", "map = [c](i, j) -> (c * 3 * i : dense, i : dense, j : compressed)", &[None, None]),
     ("loose_compressed", "map = (i, j) -> (i : dense, j : loose_compressed)", &[None, None]),
     ("skyline_banded", "map = (i, j) -> (i : dense, j : banded), posWidth = 32", &[None, None]),
+    ("skyline_upper", "map = (i, j) -> (j : dense, i : banded)", &[None, None]),
     (
         "loose_then_compressed",
         "map = (i, j, k) -> (i : loose_compressed, j : compressed, k : dense), posWidth = 32",

@@ -48,7 +48,7 @@ const CASES: &[(&str, &str)] = &[
     ("nm_block_mismatch", "map = (i, j) -> (i : dense, j floordiv 8 : dense, j mod 8 : structured[2, 4])"),
     ("nm_not_blocked", "map = (i, j) -> (i : dense, j : structured[2, 4])"),
     ("nm_bad_shape", "map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[5, 4])"),
-    ("banded_columns_first", "map = (i, j) -> (j : dense, i : banded)"),
+    ("banded_not_last", "map = (i, j, k) -> (i : dense, j : banded, k : dense)"),
     ("banded_under_compressed", "map = (i, j) -> (i : compressed, j : banded)"),
     ("banded_nonunique", "map = (i, j) -> (i : dense, j : banded(nonunique))"),
     ("bad_pos_width", "map = (i, j) -> (i : dense, j : compressed), posWidth = 7"),

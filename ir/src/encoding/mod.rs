@@ -201,7 +201,9 @@ pub enum LevelFormat {
     /// every column from the row's first stored one through the diagonal,
     /// dense in between. Positions per row; coordinates implicit (the last
     /// of row `i`'s `len` children is column `i`, child `k` is column
-    /// `i + 1 - len + k`).
+    /// `i + 1 - len + k`). Below a dense column level (`(j : dense, i :
+    /// banded)`, the upper skyline) the same in level order: each column's
+    /// rows from its first stored one through the diagonal.
     Banded,
 }
 
@@ -365,6 +367,43 @@ impl Encoding {
     /// unless the innermost level is `nonunique` (then duplicates are kept).
     pub fn sums_duplicates(&self) -> bool {
         self.levels.last().is_none_or(|l| !l.props.nonunique)
+    }
+    /// Is this heddle's upper skyline, `(i, j) -> (j : dense, i : banded)`
+    /// (each column's rows from its first nonzero through the diagonal)?
+    /// The lower one is `(i, j) -> (i : dense, j : banded)`.
+    pub fn upper_skyline(&self) -> bool {
+        self.levels.iter().any(|l| l.format == LevelFormat::Banded) && matches!(self.levels.first().map(|l| l.expr), Some(LvlExpr::Dim(1)))
+    }
+    /// A skyline's outer and inner level in words: ("row", "column"), or
+    /// ("column", "row") for the upper skyline.
+    fn skyline_words(&self) -> (&'static str, &'static str) {
+        if self.upper_skyline() { ("column", "row") } else { ("row", "column") }
+    }
+    /// The error for an entry at level coordinates (`outer`, `inner`) on the
+    /// wrong side of a skyline's diagonal (`inner > outer`), in the
+    /// matrix's (row, column) order.
+    pub fn skyline_off_triangle(&self, outer: u64, inner: u64) -> String {
+        if self.upper_skyline() {
+            format!(
+                "entry ({inner}, {outer}) lies below the diagonal; an upper banded (skyline) level stores each column's rows from its first nonzero through the diagonal (the upper triangle)"
+            )
+        } else {
+            format!(
+                "entry ({outer}, {inner}) lies above the diagonal; a banded (skyline) level stores each row's columns from its first nonzero through the diagonal (the lower triangle)"
+            )
+        }
+    }
+    /// The error for a skyline's outer node `outer` holding entries when its
+    /// diagonal is outside the `size` inner coordinates.
+    pub fn skyline_outside(&self, outer: u64, size: u64) -> String {
+        let (o, i) = self.skyline_words();
+        format!("{o} {outer} has entries, but its diagonal ({i} {outer}) is outside the {size} {i}s; a banded (skyline) level stores each {o} through its diagonal")
+    }
+    /// The error for stored skyline node `outer` holding `len` values, more
+    /// than its `0 ..= outer` of `size`.
+    pub fn skyline_too_long(&self, outer: u64, len: u64, size: u64) -> String {
+        let (o, i) = self.skyline_words();
+        format!("{o} {outer} stores {len} {i}s through the diagonal, but a skyline {o} stores at most its {i}s 0 ..= {outer} of {size}")
     }
     /// Does level `l` store signed coordinates (a difference level, DIA's
     /// offsets)? Its coordinates buffer then holds two's complement values.

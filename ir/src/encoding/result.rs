@@ -181,6 +181,13 @@ impl ResultPlan {
             _ => None,
         }
     }
+    /// The list's level when it is heddle's banded (skyline) level: each
+    /// row's list is stored from its first column through the diagonal,
+    /// zeros between its entries; an entry above the diagonal is an error.
+    pub fn banded(&self) -> Option<usize> {
+        let l = self.list_level()?;
+        (self.encoding.levels[l].format == LevelFormat::Banded).then_some(l)
+    }
     /// The message of a block holding more entries than its n:m level stores.
     pub fn block_message(&self, l: usize, n: u32, m: u32) -> String {
         format!("{} stores at most {n} entries of every block of {m}, but a block of the value has more", describe_level(&self.encoding, l))
@@ -234,12 +241,6 @@ pub fn plan(enc: &Encoding, elem: ScalarType, given: &[Option<Nat>], value: &Typ
         if matches!(lv.format, LevelFormat::NOutOfM { .. }) && (l + 1 != enc.levels.len() || !matches!(lv.expr, LvlExpr::Mod(..))) {
             return Err(format!(
                 "{}: a value can be stored in an n:m level only when it is the last level and a block's coordinate (`j mod m`)",
-                describe_level(enc, l)
-            ));
-        }
-        if lv.format == LevelFormat::Banded {
-            return Err(format!(
-                "{}: a value cannot be stored in a banded (skyline) level yet; store it as CSR and convert with `heddle convert`",
                 describe_level(enc, l)
             ));
         }
@@ -297,6 +298,8 @@ pub fn plan(enc: &Encoding, elem: ScalarType, given: &[Option<Nat>], value: &Typ
             }
             (Source::List { .. }, LevelFormat::Compressed | LevelFormat::LooseCompressed) if !per_entry_above => Store::Nodes,
             (Source::List { .. }, LevelFormat::Singleton) if per_entry_above => Store::Nodes,
+            // A row's list of (column, value) pairs, filled through the diagonal when stored.
+            (Source::List { .. }, LevelFormat::Banded) => Store::Nodes,
             // Each block's list of at most n (coordinate, value) pairs, padded to n when stored.
             (Source::List { .. }, LevelFormat::NOutOfM { .. }) if !per_entry_above => Store::Nodes,
             (Source::Pair { .. }, LevelFormat::Singleton) if !per_entry_above && list_above => Store::Nodes,

@@ -459,15 +459,18 @@ fn check_order(levels: &[Level]) -> VResult<()> {
                 }
             }
             LevelFormat::Banded => {
-                // heddle's skyline: exactly `(i, j) -> (i : dense, j : banded)`.
-                let rows_dense = l == 1 && levels[0].format == LevelFormat::Dense && matches!(levels[0].expr, LvlExpr::Dim(0));
-                if !rows_dense || levels.len() != 2 || !matches!(lv.expr, LvlExpr::Dim(1)) {
+                // heddle's skyline: exactly `(i, j) -> (i : dense, j : banded)`,
+                // or the upper one, `(i, j) -> (j : dense, i : banded)`.
+                let outer_dense = l == 1 && levels[0].format == LevelFormat::Dense;
+                let lower = matches!((levels[0].expr, lv.expr), (LvlExpr::Dim(0), LvlExpr::Dim(1)));
+                let upper = matches!((levels[0].expr, lv.expr), (LvlExpr::Dim(1), LvlExpr::Dim(0)));
+                if !outer_dense || levels.len() != 2 || !(lower || upper) {
                     return Err(err(
                         lv.format_span,
-                        "a banded (skyline) level is heddle's, for a matrix's columns below its dense rows",
-                        "not `(i, j) -> (i : dense, j : banded)`",
+                        "a banded (skyline) level is heddle's, for a matrix's columns below its dense rows (or rows below dense columns)",
+                        "not `(i, j) -> (i : dense, j : banded)` or `(i, j) -> (j : dense, i : banded)`",
                     )
-                    .with_note("write `map = (i, j) -> (i : dense, j : banded)`: each row stores its columns from its first nonzero through the diagonal"));
+                    .with_note("write `map = (i, j) -> (i : dense, j : banded)`: each row stores its columns from its first nonzero through the diagonal; `(j : dense, i : banded)` stores each column's rows from its first nonzero through the diagonal (the upper triangle)"));
                 }
             }
             LevelFormat::Batch => {

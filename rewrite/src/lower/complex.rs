@@ -24,8 +24,16 @@
 //! tensor's complex values are two fields of the values buffer
 //! ([`fields_of`]). So no loop program ever holds a complex scalar.
 //!
-//! Vectors of complex numbers (`<complex<f64>>4`) are refused: their
-//! lane-by-lane arithmetic would need the same rewriting inside each lane.
+//! A vector of `w` complex numbers (`<complex<f64>>4`) is `w` pairs: this
+//! pass runs after [`vectors::with_lanes`](super::vectors::with_lanes), which
+//! has made each vector the tuple of its lanes, so a vector of complex
+//! numbers arrives here as a tuple of complex scalars and leaves as a tuple
+//! of pairs, the layout of the complex array it was grouped from (`asVector`
+//! gathers `w` consecutive two-field records; `asScalar` picks one pair).
+//! Arithmetic between such tuples (`+ - * /`, unary `-`) can only be a
+//! vector's lane-by-lane arithmetic (the checker refuses it on tuples), and
+//! is rewritten lane by lane with the scalar formulas; `==` / `!=` on
+//! vectors stay as they are, for lowering to refuse as on real vectors.
 
 use super::unsupported;
 use heddle_ir::expr::{BinOp, UnOp};
@@ -44,18 +52,6 @@ fn complex_in(ty: &Type) -> Option<ScalarType> {
         Type::Fun { from, to, .. } => complex_in(from).or_else(|| complex_in(to)),
         Type::NatFun { body, .. } => complex_in(body),
         Type::Meta(_) => None,
-    }
-}
-
-/// Does `ty` hold a vector of complex numbers?
-fn complex_vector_in(ty: &Type) -> bool {
-    match ty {
-        Type::Vector { elem, .. } => complex_in(elem).is_some(),
-        Type::Tuple(ts) => ts.iter().any(complex_vector_in),
-        Type::Array { elem, .. } => complex_vector_in(elem),
-        Type::Fun { from, to, .. } => complex_vector_in(from) || complex_vector_in(to),
-        Type::NatFun { body, .. } => complex_vector_in(body),
-        Type::Scalar(_) | Type::Tensor(_) | Type::Meta(_) => false,
     }
 }
 
@@ -80,17 +76,6 @@ pub fn fields_of(s: ScalarType) -> Vec<ScalarType> {
     if s.is_complex() { vec![s.part(); 2] } else { vec![s] }
 }
 
-/// The innermost expression of `t` whose type holds a vector of complex numbers.
-fn innermost_complex_vector(t: &TExpr) -> Option<Span> {
-    let mut found = None;
-    t.for_each_child(&mut |c| {
-        if found.is_none() {
-            found = innermost_complex_vector(c);
-        }
-    });
-    found.or_else(|| complex_vector_in(&t.ty).then_some(t.span))
-}
-
 fn mentions_complex(e: &TExpr) -> bool {
     let mut found = complex_in(&e.ty).is_some();
     if let TKind::Lambda { params, .. } = &e.kind {
@@ -102,8 +87,8 @@ fn mentions_complex(e: &TExpr) -> bool {
 
 /// The kernel as lowering sees it: `None` when it has no complex numbers,
 /// else a copy with each complex type replaced by the pair of its parts and
-/// each complex operation by float arithmetic on them. Vectors of complex
-/// numbers are refused, located.
+/// each complex operation by float arithmetic on them. Runs after
+/// `vectors::with_lanes` (a vector is already the tuple of its lanes).
 pub fn with_pairs(kernel: &Kernel) -> Result<Option<Kernel>, Diagnostic> {
     let params_mention = kernel.params.iter().any(|p| match p {
         KernelParam::Value { ty, .. } | KernelParam::Tensor { ty, .. } => complex_in(ty).is_some(),
@@ -111,16 +96,6 @@ pub fn with_pairs(kernel: &Kernel) -> Result<Option<Kernel>, Diagnostic> {
     });
     if !params_mention && !mentions_complex(&kernel.body) {
         return Ok(None);
-    }
-    for p in &kernel.params {
-        if let KernelParam::Value { ty, span, .. } = p
-            && complex_vector_in(ty)
-        {
-            return Err(unsupported(*span, "a parameter holding vectors of complex numbers"));
-        }
-    }
-    if let Some(span) = innermost_complex_vector(&kernel.body) {
-        return Err(unsupported(span, "vectors of complex numbers"));
     }
     let mut expander = Expander { used: HashSet::new() };
     expander.collect_names(kernel);
@@ -146,6 +121,14 @@ struct Expander {
 /// The part type of a complex type.
 fn part_of(ty: &Type) -> Option<ScalarType> {
     ty.as_scalar().filter(|s| s.is_complex()).map(ScalarType::part)
+}
+
+/// The part type and width of a vector of complex numbers as
+/// `vectors::with_lanes` left it: a tuple of `w` complex scalars of one type.
+fn complex_lanes(ty: &Type) -> Option<(ScalarType, usize)> {
+    let Type::Tuple(lanes) = ty else { return None };
+    let part = part_of(lanes.first()?)?;
+    lanes.iter().all(|t| part_of(t) == Some(part)).then_some((part, lanes.len()))
 }
 
 fn node(kind: TKind, ty: Type, span: Span) -> TExpr {
@@ -192,6 +175,37 @@ impl Expander {
                     cx.bind(b, |cx, y| {
                         cx.arithmetic(*op, (parts(&x, part, span), parts(&y, part, span)), part, span)
                     })
+                })
+            }
+            TKind::Binary { op: op @ (BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div), lhs, rhs }
+                if let Some((part, w)) = complex_lanes(&lhs.ty) =>
+            {
+                if complex_lanes(&rhs.ty) != Some((part, w)) {
+                    return Err(super::bug(span, &format!("`{}` between {} and {}", op.symbol(), lhs.ty, rhs.ty)));
+                }
+                let (a, b) = (self.expand(lhs)?, self.expand(rhs)?);
+                self.bind(a, |cx, x| {
+                    cx.bind(b, |cx, y| {
+                        let lanes = (0..w)
+                            .map(|k| {
+                                let (xk, yk) = (lane(&x, k, part, span), lane(&y, k, part, span));
+                                cx.arithmetic(*op, (parts(&xk, part, span), parts(&yk, part, span)), part, span)
+                            })
+                            .collect::<Result<Vec<_>, _>>()?;
+                        Ok(lanes_of(lanes, span))
+                    })
+                })
+            }
+            TKind::Unary { op: UnOp::Neg, operand } if let Some((part, w)) = complex_lanes(&operand.ty) => {
+                let v = self.expand(operand)?;
+                self.bind(v, |_, v| {
+                    let lanes = (0..w)
+                        .map(|k| {
+                            let (re, im) = parts(&lane(&v, k, part, span), part, span);
+                            pair(neg(re, part), neg(im, part), part, span)
+                        })
+                        .collect();
+                    Ok(lanes_of(lanes, span))
                 })
             }
             TKind::Unary { op: UnOp::Neg, operand } if let Some(part) = part_of(&operand.ty) => {
@@ -298,6 +312,17 @@ fn proj(z: TExpr, index: usize, part: ScalarType, span: Span) -> TExpr {
 /// The real and imaginary parts of the pair `z` (a variable).
 fn parts(z: &TExpr, part: ScalarType, span: Span) -> (TExpr, TExpr) {
     (proj(z.clone(), 0, part, span), proj(z.clone(), 1, part, span))
+}
+
+/// Lane `k` of the vector `v` (a variable holding a tuple of pairs).
+fn lane(v: &TExpr, k: usize, part: ScalarType, span: Span) -> TExpr {
+    node(TKind::Proj { tuple: Box::new(v.clone()), index: k }, Type::Tuple(vec![Type::Scalar(part); 2]), span)
+}
+
+/// The vector of the given lanes (pairs): a tuple, as `with_lanes` sees vectors.
+fn lanes_of(lanes: Vec<TExpr>, span: Span) -> TExpr {
+    let ty = Type::Tuple(lanes.iter().map(|l| l.ty.clone()).collect());
+    node(TKind::Tuple(lanes), ty, span)
 }
 
 fn neg(x: TExpr, part: ScalarType) -> TExpr {

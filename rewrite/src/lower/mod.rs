@@ -67,10 +67,12 @@ pub fn lower_kernel(kernel: &Kernel, name: &str) -> Result<LoopProgram, Diagnost
 /// [`lower_kernel`] with options.
 pub fn lower_kernel_with(kernel: &Kernel, name: &str, options: &LowerOptions) -> Result<LoopProgram, Diagnostic> {
     let own = kernel;
-    let pairs = complex::with_pairs(kernel)?;
-    let kernel = pairs.as_ref().unwrap_or(kernel);
+    // Vectors become tuples of lanes first, so that a vector of complex
+    // numbers reaches `with_pairs` as a tuple of complex lanes (`complex.rs`).
     let lanes = vectors::with_lanes(kernel)?;
     let kernel = lanes.as_ref().unwrap_or(kernel);
+    let pairs = complex::with_pairs(kernel)?;
+    let kernel = pairs.as_ref().unwrap_or(kernel);
     let counted = result_counts(&kernel.body)?;
     let mut program = match lower_bounded(kernel, name, options, &counted) {
         Some(program) => program,

@@ -14,6 +14,12 @@
 //!
 //! The result's values are read back by the runtime through the kernel's own
 //! type, where a vector is `w` consecutive fields of its record.
+//!
+//! This pass runs before `complex::with_pairs`: a vector of complex numbers
+//! becomes a tuple of `w` complex lanes here, then a tuple of `w` pairs
+//! there (the layout of the complex array it groups), and its lane-by-lane
+//! arithmetic is rewritten there; a lane is then a pair, not a scalar, which
+//! `asScalar`'s run-time lane choice selects field by field.
 
 use super::{bug, unsupported};
 use heddle_ir::loops::ResultLayout;
@@ -74,7 +80,9 @@ pub fn with_lanes(kernel: &Kernel) -> Result<Option<Kernel>, Diagnostic> {
         if let KernelParam::Value { name, ty, span } = p
             && mentions_vector(ty)
         {
-            return Err(unsupported(*span, &format!("a kernel parameter of vector type (`{name}`: {ty})"))
+            // Not `unsupported`: the interpreter takes no vector input either.
+            return Err(Diagnostic::new(*span, format!("a kernel parameter of vector type (`{name}`: {ty}) cannot be compiled yet"))
+                .with_label("no backend takes a vector as an input")
                 .with_note("pass an array of scalars and group it in the kernel with `asVector(w)`"));
         }
     }
@@ -92,7 +100,7 @@ pub fn with_lanes(kernel: &Kernel) -> Result<Option<Kernel>, Diagnostic> {
 /// a vector back as a vector, a complex number as a complex number.
 pub fn restore_result_types(layout: &mut ResultLayout, own: &Type) {
     match (layout, own) {
-        (ResultLayout::Flat { ty, .. }, own) if *ty == lanes_type(&super::complex::pairs_type(own)) => *ty = own.clone(),
+        (ResultLayout::Flat { ty, .. }, own) if *ty == super::complex::pairs_type(&lanes_type(own)) => *ty = own.clone(),
         (ResultLayout::Tuple(parts), Type::Tuple(owns)) if parts.len() == owns.len() => {
             for (p, o) in parts.iter_mut().zip(owns) {
                 restore_result_types(p, o);

@@ -331,11 +331,8 @@ impl Lowerer<'_> {
                 let at = self.index_expr(&at, &Env::default(), body)?;
                 let mut chosen = lanes.pop().ok_or_else(|| bug(span, "a vector without lanes"))?;
                 for (k, x) in lanes.into_iter().enumerate().rev() {
-                    let (Val::Scalar(a, s), Val::Scalar(b, _)) = (x, chosen) else {
-                        return Err(bug(span, "a vector lane that is not a scalar"));
-                    };
                     let cond = L::bin(heddle_ir::loops::BinOp::Eq, at.clone(), L::index(k as i64));
-                    chosen = Val::Scalar(L::Select(Box::new(cond), Box::new(a), Box::new(b)), s);
+                    chosen = select_lane(&cond, x, chosen).ok_or_else(|| bug(span, "a vector lane that is not a scalar or a pair"))?;
                 }
                 Ok(chosen)
             }
@@ -484,5 +481,17 @@ impl Env {
     /// would replace it again.
     fn placeholders(&self) -> Vec<Name> {
         (0..self.nats.len()).map(|k| Name::from(format!("\u{2}{k}"))).collect()
+    }
+}
+
+/// `cond ? a : b` for two lanes of a vector: scalars, or the pairs of a
+/// vector of complex numbers (`complex.rs`), chosen field by field.
+fn select_lane(cond: &L, a: Val, b: Val) -> Option<Val> {
+    match (a, b) {
+        (Val::Scalar(a, s), Val::Scalar(b, _)) => Some(Val::Scalar(L::Select(Box::new(cond.clone()), Box::new(a), Box::new(b)), s)),
+        (Val::Tuple(xs), Val::Tuple(ys)) if xs.len() == ys.len() => {
+            xs.into_iter().zip(ys).map(|(x, y)| select_lane(cond, x, y)).collect::<Option<Vec<_>>>().map(Val::Tuple)
+        }
+        _ => None,
     }
 }

@@ -182,11 +182,7 @@ pub fn assemble(enc: &Encoding, elem: ScalarType, dim_sizes: Vec<u64>, b: Buffer
                         return Err(SparseError::buffer(&pname, q, format!("{} is less than the previous position {} (positions must not decrease)", pos[q], pos[q - 1])));
                     }
                     if len > row + 1 || (len > 0 && row >= lvl_sizes[l]) {
-                        return Err(SparseError::buffer(
-                            &pname,
-                            q,
-                            format!("row {row} stores {len} columns through the diagonal, but a skyline row stores at most its columns 0 ..= {row} of {}", lvl_sizes[l]),
-                        ));
+                        return Err(SparseError::buffer(&pname, q, enc.skyline_too_long(row, len, lvl_sizes[l])));
                     }
                 }
                 count = pos.last().copied().unwrap_or(0);

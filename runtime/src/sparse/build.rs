@@ -375,15 +375,10 @@ pub(crate) fn assemble_levels(
                     if s < e {
                         let (first, last) = (crd_of(s, l), crd_of(e - 1, l));
                         if i >= lvl_sizes[l] {
-                            return Err(SparseError::Shape(format!(
-                                "row {i} has entries, but its diagonal (column {i}) is outside the {} columns; a banded (skyline) level stores each row through its diagonal",
-                                lvl_sizes[l]
-                            )));
+                            return Err(SparseError::Shape(enc.skyline_outside(i, lvl_sizes[l])));
                         }
                         if last > i {
-                            return Err(SparseError::Shape(format!(
-                                "entry ({i}, {last}) lies above the diagonal; a banded (skyline) level stores each row's columns from its first nonzero through the diagonal (the lower triangle)"
-                            )));
+                            return Err(SparseError::Shape(enc.skyline_off_triangle(i, last)));
                         }
                         stored = stored.saturating_add(i + 1 - first);
                         check_alloc(stored, &format!("banded level {l}"))?;

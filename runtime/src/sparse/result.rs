@@ -47,7 +47,17 @@ pub fn assemble_result(plan: &ResultPlan, dims: Vec<u64>, dense: &[usize], count
             counts = &padded_counts;
             e
         }
-        None => entries,
+        None => match plan.banded() {
+            // A skyline: each row's list filled from its first column through the diagonal.
+            Some(l) => {
+                let cols = heddle_ir::encoding::map::lvl_sizes(enc, &dims).map_err(SparseError::Shape)?.get(l).copied().unwrap_or(0);
+                let (c, e) = fill_skyline(plan, l, cols, counts, entries)?;
+                padded_counts = c;
+                counts = &padded_counts;
+                e
+            }
+            None => entries,
+        },
     };
     // Entries below each node of each dense level: totals[l][g] for node g
     // of the first l dense levels (row-major); totals[dense.len()] = counts.
@@ -129,7 +139,8 @@ pub fn assemble_result(plan: &ResultPlan, dims: Vec<u64>, dense: &[usize], count
         if entries.coordinates[k].len() != nse {
             return Err(SparseError::Shape(format!("{} coordinates at level {l} for {nse} entries", entries.coordinates[k].len())));
         }
-        if enc.in_aos_buffer(l) {
+        // A banded level's coordinates are implicit (row i's k-th of len is i + 1 - len + k).
+        if enc.in_aos_buffer(l) || enc.levels[l].format == LevelFormat::Banded {
             continue;
         }
         match enc.aos_run(l) {
@@ -207,4 +218,78 @@ fn pad_blocks(plan: &ResultPlan, l: usize, n: u32, m: u32, counts: &[u64], entri
         at += c;
     }
     Ok((vec![n as u64; counts.len()], out))
+}
+
+/// The rows of a banded (skyline) level `l` as it stores them: row `q`'s
+/// list (strictly increasing columns, checked as the value was stored)
+/// becomes every column from its first entry through the diagonal `q`, the
+/// columns it does not hold given the implicit value (zero), as `heddle
+/// convert` stores a skyline. An entry above the diagonal, or an entry in a
+/// row whose diagonal is outside the columns, is an error.
+fn fill_skyline(plan: &ResultPlan, l: usize, cols: u64, counts: &[u64], entries: Entries) -> Result<(Vec<u64>, Entries)> {
+    let entry_levels = plan.entry_levels();
+    let k = entry_levels.iter().position(|&x| x == l).ok_or_else(|| SparseError::Shape(format!("level {l} stores no coordinates")))?;
+    let nse: usize = counts.iter().sum::<u64>() as usize;
+    let block = entries.values.len().checked_div(nse).unwrap_or(1);
+    if entries.coordinates.iter().any(|c| c.len() != nse) || entries.values.len() != nse * block {
+        return Err(SparseError::Shape(format!("{} values and coordinates for {nse} entries", entries.values.len())));
+    }
+    let pad = super::assemble::implicit_value(&plan.encoding);
+    let mut filled = Vec::with_capacity(counts.len());
+    let mut stored = 0u64;
+    let mut at = 0usize;
+    // First the rows' lengths, checked, so a bad row fails before anything is allocated.
+    for (q, &c) in counts.iter().enumerate() {
+        let q = q as u64;
+        let held = &entries.coordinates[k][at..at + c as usize];
+        let len = match (held.first(), held.last()) {
+            (Some(&first), Some(&last)) => {
+                if last > q {
+                    return Err(SparseError::Shape(plan.encoding.skyline_off_triangle(q, last)));
+                }
+                if q >= cols {
+                    return Err(SparseError::Shape(plan.encoding.skyline_outside(q, cols)));
+                }
+                q + 1 - first
+            }
+            _ => 0,
+        };
+        stored = stored.checked_add(len).ok_or_else(|| SparseError::Shape("the skyline's length overflows".into()))?;
+        filled.push(len);
+        at += c as usize;
+    }
+    super::build::check_alloc(stored, "the banded level of the stored result")?;
+    let stored = stored as usize;
+    let mut out = Entries { coordinates: vec![Vec::with_capacity(stored); entry_levels.len()], values: ScalarVec::with_capacity(plan.elem, stored * block) };
+    let mut at = 0usize;
+    for (q, (&c, &len)) in counts.iter().zip(&filled).enumerate() {
+        let c = c as usize;
+        let first = q as u64 + 1 - len;
+        let mut e = at;
+        for x in first..first + len {
+            let from = (e < at + c && entries.coordinates[k][e] == x).then_some(e);
+            for (j, crd) in out.coordinates.iter_mut().enumerate() {
+                crd.push(match from {
+                    _ if j == k => x,
+                    Some(e) => entries.coordinates[j][e],
+                    None => 0,
+                });
+            }
+            for v in 0..block {
+                match from {
+                    Some(e) => out.values.push_from(&entries.values, e * block + v),
+                    None => {
+                        if !out.values.push_num(pad) {
+                            return Err(SparseError::Shape(format!("the encoding's implicitVal {pad} is not a {}", plan.elem)));
+                        }
+                    }
+                }
+            }
+            if from.is_some() {
+                e += 1;
+            }
+        }
+        at += c;
+    }
+    Ok((filled, out))
 }
