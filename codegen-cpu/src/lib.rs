@@ -69,14 +69,19 @@ pub struct Options {
     /// loop-carried accumulator needs a move after each one, and CSR SpMV on
     /// short rows measured 15–20% slower with it (docs/performance.md).
     pub fused_multiply_add: bool,
+    /// Interchange a parallel row sum with its row-invariant inner loop, in
+    /// blocks of rows, and split the rows' range by the row's guards
+    /// (`heddle_ir::loops::interchange`: DIA SpMV). Results are unchanged
+    /// bit for bit; only the memory order of the loads.
+    pub interchange: bool,
 }
 
 impl Default for Options {
     /// Four accumulators: enough independent chains to hide a float add's
     /// latency behind an SpMV's loads. Every check kept. Vector lanes on,
-    /// fused multiply-adds off.
+    /// fused multiply-adds off, row sums interchanged where that pays.
     fn default() -> Options {
-        Options { accumulators: 4, trust_ranges: false, vectorize: true, fused_multiply_add: false }
+        Options { accumulators: 4, trust_ranges: false, vectorize: true, fused_multiply_add: false, interchange: true }
     }
 }
 
