@@ -15,7 +15,7 @@ impl Translator<'_, '_> {
         if !self.options.interchange {
             return Ok(false);
         }
-        let Some(x) = heddle_ir::loops::interchange(self.prog, var, body) else { return Ok(false) };
+        let Some(x) = heddle_ir::loops::interchange_in_blocks(self.prog, var, body, row_block()) else { return Ok(false) };
         let (lo_v, hi_v) = self.loop_bounds(lo, hi, Schedule::Parallel)?;
         let scope = self.scope.len();
         self.scope.push((x.chunk_lo.clone(), Bound::Val(lo_v, ScalarType::I64)));
@@ -24,4 +24,14 @@ impl Translator<'_, '_> {
         self.scope.truncate(scope);
         Ok(true)
     }
+}
+
+/// Rows per block: `heddle_ir::loops::ROW_BLOCK`, or `HEDDLE_ROW_BLOCK` (a
+/// measurement knob, 16 to 65536 rows; docs/performance.md measured 256 to
+/// 4096 with it). Read once per process.
+fn row_block() -> i64 {
+    static BLOCK: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *BLOCK.get_or_init(|| {
+        std::env::var("HEDDLE_ROW_BLOCK").ok().and_then(|v| v.parse::<i64>().ok()).map_or(heddle_ir::loops::ROW_BLOCK, |b| b.clamp(16, 1 << 16))
+    })
 }

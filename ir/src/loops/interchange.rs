@@ -83,6 +83,12 @@ pub struct Interchanged {
 /// `prog`, or `None` when the body has not the shape or the interchange does
 /// not pay (see the module documentation).
 pub fn interchange(prog: &LoopProgram, var: &Name, body: &[Stmt]) -> Option<Interchanged> {
+    interchange_in_blocks(prog, var, body, ROW_BLOCK)
+}
+
+/// [`interchange`] with blocks of `block` rows (at least 1).
+pub fn interchange_in_blocks(prog: &LoopProgram, var: &Name, body: &[Stmt], block: i64) -> Option<Interchanged> {
+    let block = block.max(1);
     let n = body.len();
     if n < 3 {
         return None;
@@ -227,10 +233,10 @@ pub fn interchange(prog: &LoopProgram, var: &Name, body: &[Stmt]) -> Option<Inte
     }
 
     let init_store = Stmt::Store { buf: out.clone(), index: v(var), field: *field, value: init.clone() };
-    let blocks = Expr::bin(BinOp::Div, Expr::bin(BinOp::Add, Expr::bin(BinOp::Sub, v(&chunk_hi), v(&chunk_lo)), i64c(ROW_BLOCK - 1)), i64c(ROW_BLOCK));
+    let blocks = Expr::bin(BinOp::Div, Expr::bin(BinOp::Add, Expr::bin(BinOp::Sub, v(&chunk_hi), v(&chunk_lo)), i64c(block - 1)), i64c(block));
     let block_body = vec![
-        Stmt::Let { var: blk_lo.clone(), ty: ScalarType::I64, value: Expr::bin(BinOp::Add, v(&chunk_lo), Expr::bin(BinOp::Mul, v(&blk), i64c(ROW_BLOCK))) },
-        Stmt::Let { var: blk_hi.clone(), ty: ScalarType::I64, value: Expr::bin(BinOp::Min, Expr::bin(BinOp::Add, v(&blk_lo), i64c(ROW_BLOCK)), v(&chunk_hi)) },
+        Stmt::Let { var: blk_lo.clone(), ty: ScalarType::I64, value: Expr::bin(BinOp::Add, v(&chunk_lo), Expr::bin(BinOp::Mul, v(&blk), i64c(block))) },
+        Stmt::Let { var: blk_hi.clone(), ty: ScalarType::I64, value: Expr::bin(BinOp::Min, Expr::bin(BinOp::Add, v(&blk_lo), i64c(block)), v(&chunk_hi)) },
         loop_of(v(&blk_lo), v(&blk_hi), vec![init_store]),
         Stmt::For { var: k.clone(), lo: klo.clone(), hi: khi.clone(), schedule: Schedule::Seq, body: k_body },
     ];
