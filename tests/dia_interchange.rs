@@ -159,8 +159,8 @@ fn dia_spmv_is_bit_exact_on_every_shape() {
         (b - 1, b - 1, vec![-2, -1, 0, 1, 2]),
         (b, b, vec![-3, 0, 3]),
         (b + 1, b + 3, vec![-(b as i64), -5, 0, 7, b as i64 + 2]),
-        (2 * b + 5, 2 * b + 5, vec![-1000, -1, 0, 1, 1100]),
-        (3 * b + 7, b / 2, vec![-2000, -700, -3, 0, 4, 300]),
+        (2 * b + 5, 2 * b + 5, vec![-(b as i64) - 100, -1, 0, 1, b as i64 + 100]),
+        (3 * b + 7, b / 2, vec![-2 * b as i64, -(b as i64) / 2 - 3, -3, 0, 4, b as i64 / 2 - 10]),
     ];
     for (case, (rows, cols, offsets)) in shapes.into_iter().enumerate() {
         let a = Dia::random(&mut rng, rows, cols, offsets.clone());

@@ -57,9 +57,9 @@ use super::{ArgKind, BinOp, Block, Expr, LoopProgram, Schedule, Stmt};
 use crate::{Name, ScalarType};
 use std::collections::{HashMap, HashSet};
 
-/// Rows per block: a block's outputs (8 KiB of `f64`) stay in L1 while the
+/// Rows per block: a block's outputs (4 KiB of `f64`) stay in L1 while the
 /// inner loop runs over `k` (measured in docs/performance.md).
-pub const ROW_BLOCK: i64 = 1024;
+pub const ROW_BLOCK: i64 = 512;
 
 /// Bounds and offsets are clamped to ±`LIMIT` before `bound − off`.
 const LIMIT: i64 = 1 << 60;
