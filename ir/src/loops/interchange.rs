@@ -131,16 +131,16 @@ pub fn interchange_in_blocks(prog: &LoopProgram, var: &Name, body: &[Stmt], bloc
     }
     let mut update: Option<(usize, BinOp, Expr, bool)> = None;
     for (p, s) in kbody.iter().enumerate() {
-        if let Stmt::Assign { var: v, value } = s {
-            if v == acc {
-                let found = match value {
-                    Expr::Bin(op, a, b) if matches!(&**a, Expr::Var(x) if x == acc) && !b.reads_var(acc) => (p, *op, (**b).clone(), true),
-                    Expr::Bin(op, a, b) if matches!(&**b, Expr::Var(x) if x == acc) && !a.reads_var(acc) => (p, *op, (**a).clone(), false),
-                    _ => return None,
-                };
-                if update.replace(found).is_some() {
-                    return None;
-                }
+        if let Stmt::Assign { var: v, value } = s
+            && v == acc
+        {
+            let found = match value {
+                Expr::Bin(op, a, b) if matches!(&**a, Expr::Var(x) if x == acc) && !b.reads_var(acc) => (p, *op, (**b).clone(), true),
+                Expr::Bin(op, a, b) if matches!(&**b, Expr::Var(x) if x == acc) && !a.reads_var(acc) => (p, *op, (**a).clone(), false),
+                _ => return None,
+            };
+            if update.replace(found).is_some() {
+                return None;
             }
         }
     }
@@ -183,12 +183,12 @@ pub fn interchange_in_blocks(prog: &LoopProgram, var: &Name, body: &[Stmt], bloc
     let mut strided = false;
     for e in row_lets.iter().chain(kbody).flat_map(all_exprs) {
         e.any(&mut |x| {
-            if let Expr::Load { index, .. } = x {
-                if index.reads_var_in(&dep) {
-                    match an.affine(index) {
-                        Some(_) => contiguous += 1,
-                        None => strided = true,
-                    }
+            if let Expr::Load { index, .. } = x
+                && index.reads_var_in(&dep)
+            {
+                match an.affine(index) {
+                    Some(_) => contiguous += 1,
+                    None => strided = true,
                 }
             }
             false
@@ -323,13 +323,12 @@ fn middle(generic: &[Stmt], var: &Name, dep: &HashSet<Name>, avail: &dyn Fn(&Exp
     let mut guards: Vec<Name> = Vec::new();
     let mut cons: Vec<Constraint> = Vec::new();
     for s in generic {
-        if let Stmt::Let { var: g, ty: ScalarType::Bool, value } = s {
-            if value.reads_var_in(dep) {
-                if let Some(c) = an.conjunction(value, avail) {
-                    guards.push(g.clone());
-                    cons.extend(c);
-                }
-            }
+        if let Stmt::Let { var: g, ty: ScalarType::Bool, value } = s
+            && value.reads_var_in(dep)
+            && let Some(c) = an.conjunction(value, avail)
+        {
+            guards.push(g.clone());
+            cons.extend(c);
         }
     }
     if guards.is_empty() {
@@ -362,16 +361,17 @@ fn middle(generic: &[Stmt], var: &Name, dep: &HashSet<Name>, avail: &dyn Fn(&Exp
             if !narrow || matches!(value, Expr::Cast(_, a) if matches!(&**a, Expr::Var(n) if n == var)) {
                 continue;
             }
-            if let Some(a) = an.affine(value) {
-                if a.ty == *ty && avail(&a.off) {
-                    let off = names.fresh(&format!("{x}_off"));
-                    pre.push(Stmt::Let { var: off.clone(), ty: ScalarType::I64, value: a.off });
-                    let canonical = Expr::bin(BinOp::Add, Expr::Cast(*ty, Box::new(Expr::Var(var.clone()))), Expr::Cast(*ty, Box::new(Expr::Var(off))));
-                    rewrites.push((p, canonical));
-                    // `(T) i` is range-checked on entry to the loop: keep the rows where it fits.
-                    let (lo, hi) = type_range(*ty)?;
-                    cons.push(Constraint { off: Expr::index(0), lo: Some(Expr::index(lo)), hi: Some(Expr::index(hi)) });
-                }
+            if let Some(a) = an.affine(value)
+                && a.ty == *ty
+                && avail(&a.off)
+            {
+                let off = names.fresh(&format!("{x}_off"));
+                pre.push(Stmt::Let { var: off.clone(), ty: ScalarType::I64, value: a.off });
+                let canonical = Expr::bin(BinOp::Add, Expr::Cast(*ty, Box::new(Expr::Var(var.clone()))), Expr::Cast(*ty, Box::new(Expr::Var(off))));
+                rewrites.push((p, canonical));
+                // `(T) i` is range-checked on entry to the loop: keep the rows where it fits.
+                let (lo, hi) = type_range(*ty)?;
+                cons.push(Constraint { off: Expr::index(0), lo: Some(Expr::index(lo)), hi: Some(Expr::index(hi)) });
             }
         }
     }
