@@ -194,11 +194,19 @@ fn row_dependent_or_strided_inner_loops_are_not_interchanged() {
         assert!(interchange(&program, var, body).is_none(), "{file}");
     }
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("gemv.hdl");
-    std::fs::write(&path, "nFun(n => nFun(m => fun(a: [[double]_m]_n => fun(x: [double]_m =>\n  a :>> map(fun(r => zip(r, x) :>> map(fun(p => p.1 * p.2)) :>> reduce(+, 0)))))))\n").unwrap();
-    let file = SourceFile::read(path.to_str().unwrap()).unwrap();
-    let kernel = heddle::check_source(&file).unwrap_or_else(|d| panic!("{}", file.render(&d))).1;
-    let program = heddle::cpu::lower(&kernel, "gemv").unwrap();
-    let (var, body) = parallel_loop(&program);
-    assert!(interchange(&program, var, body).is_none(), "dense gemv:\n{program}");
+    // A dense gemv (only strided loads), and a row sum of `a + aᵀ` (one
+    // contiguous load, one strided: still refused).
+    let sources = [
+        ("gemv", "nFun(n => nFun(m => fun(a: [[double]_m]_n => fun(x: [double]_m =>\n  a :>> map(fun(r => zip(r, x) :>> map(fun(p => p.1 * p.2)) :>> reduce(+, 0)))))))\n"),
+        ("symsum", "nFun(n => fun(a: [[double]_n]_n =>\n  generate(n, fun(i => generate(n, fun(k => a@i@k + a@k@i)) :>> reduce(+, 0)))))\n"),
+    ];
+    for (name, src) in sources {
+        let path = dir.path().join(format!("{name}.hdl"));
+        std::fs::write(&path, src).unwrap();
+        let file = SourceFile::read(path.to_str().unwrap()).unwrap();
+        let kernel = heddle::check_source(&file).unwrap_or_else(|d| panic!("{}", file.render(&d))).1;
+        let program = heddle::cpu::lower(&kernel, name).unwrap();
+        let (var, body) = parallel_loop(&program);
+        assert!(interchange(&program, var, body).is_none(), "{name}:\n{program}");
+    }
 }
