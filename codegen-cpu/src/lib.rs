@@ -78,21 +78,26 @@ pub struct Options {
     /// chains gain on an SpMV row of a few entries (docs/performance.md,
     /// "Short rows"). 0 or 1: every loop runs over the partials.
     pub short_loop: u32,
+    /// Interchange a parallel row sum with its row-invariant inner loop, in
+    /// blocks of rows, and split the rows' range by the row's guards
+    /// (`heddle_ir::loops::interchange`: DIA SpMV). Results are unchanged
+    /// bit for bit; only the memory order of the loads.
+    pub interchange: bool,
 }
 
-/// The default [`Options::short_loop`]: on rows of random columns, one
-/// accumulator was 1.8–3× faster than four on rows of 2–4 entries, as fast
-/// on rows of 8–32, and four were 10% faster on rows of 64
-/// (docs/performance.md, "Short rows").
+/// The default [`Options::short_loop`]: on CSR SpMV rows of random columns
+/// (x in L2), rows of 2 entries took 0.64 of the time with one accumulator
+/// that they took with four, rows of 4–8 entries 0.97–0.98, and from 16 on
+/// the two were within noise (docs/performance.md, "Short rows").
 pub const DEFAULT_SHORT_LOOP: u32 = 16;
 
 impl Default for Options {
     /// Four accumulators: enough independent chains to hide a float add's
     /// latency behind an SpMV's loads, for loops of 16 iterations or more
     /// ([`DEFAULT_SHORT_LOOP`]). Every check kept. Vector lanes on, fused
-    /// multiply-adds off.
+    /// multiply-adds off, row sums interchanged where that pays.
     fn default() -> Options {
-        Options { accumulators: 4, trust_ranges: false, vectorize: true, fused_multiply_add: false, short_loop: DEFAULT_SHORT_LOOP }
+        Options { accumulators: 4, trust_ranges: false, vectorize: true, fused_multiply_add: false, short_loop: DEFAULT_SHORT_LOOP, interchange: true }
     }
 }
 

@@ -14,6 +14,7 @@ mod atomic;
 mod expr;
 mod halves;
 mod hoist;
+mod interchange;
 mod lazy;
 mod reduce;
 mod simd;

@@ -67,6 +67,7 @@ impl Translator<'_, '_> {
                 self.b.ins().store(flags, v, addr, offset);
             }
             Stmt::AddAtomic { buf, index, field, value } => self.add_atomic(buf, index, *field, value)?,
+            Stmt::For { var, lo, hi, schedule: Schedule::Parallel, body } if self.depth == 0 && self.interchanged(var, lo, hi, body)? => {}
             Stmt::For { var, lo, hi, schedule, body } => {
                 if self.lane_sum_loop(var, lo, hi, *schedule, body)? || self.reduction_loop(var, lo, hi, *schedule, body)? {
                 } else if let Some(plan) = (*schedule == Schedule::Seq).then(|| self.lane_plan(var, body, &[])).flatten() {

@@ -17,12 +17,14 @@
 //! before a backend sees it.
 
 mod coalesce;
+mod interchange;
 mod narrow;
 mod print;
 mod trust;
 mod validate;
 
 pub use coalesce::{coalesce_atomic_runs, RUN_CHUNK};
+pub use interchange::{interchange, interchange_in_blocks, interchanged_program, Interchanged, ROW_BLOCK};
 pub use narrow::{fitting_range, int_range, narrow_casts, INDEX_OVERFLOW_CHECK, INDEX_OVERFLOW_MESSAGE};
 pub use print::expr as expr_text;
 pub use trust::{implied_by_ranges, trusting_ranges};
