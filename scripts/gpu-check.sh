@@ -6,8 +6,9 @@
 #   scripts/gpu-check.sh --bundle DIR     # on the build machine: fills DIR
 #   scripts/gpu-check.sh --run DIR        # on the GPU machine, from the repository root
 #
-# The bundle holds the release CLI, the release test binaries of every test
-# file that runs OpenCL kernels (the list scripts/oclgrind.sh uses), stripped,
+# The bundle holds the release CLI, the release test binaries that hold every test
+# file that runs OpenCL kernels (the list scripts/oclgrind.sh uses; the files of
+# tests/it/ are modules of one binary, run one at a time by name filter), stripped,
 # and the OpenCL ICD loader (libOpenCL.so.1) in case the GPU machine lacks one.
 # On the GPU machine the NVIDIA OpenCL driver is registered with the loader
 # when /etc/OpenCL/vendors has no entry for it. Each test binary runs with
@@ -16,7 +17,7 @@
 # for their data under the path they were built at (CARGO_MANIFEST_DIR); a
 # link from that path to this checkout is made when they differ.
 #
-# Output: one log per test binary and the benchmark's table under $OUT
+# Output: one log per test file and the benchmark's table under $OUT
 # (or /tmp/heddle-gpu-check); the exit status is 1 if any step failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -24,16 +25,30 @@ cd "$(dirname "$0")/.."
 bundle() {
   local dir="$1"
   mkdir -p "$dir/tests" "$dir/lib"
-  local tests=()
-  for f in tests/*.rs; do
-    grep -q -E 'opencl|backends\(\)' "$f" && tests+=(--test "$(basename "$f" .rs)")
+  # units.list: one line per test file, NAME BINARY [FILTER]. The files of
+  # tests/it/ are modules of the one binary `it` (FILTER `NAME::` runs one);
+  # a file directly in tests/ is a binary of its own.
+  local tests=() f n
+  : > "$dir/units.list"
+  for f in tests/it/*.rs tests/*.rs; do
+    [ -e "$f" ] || continue
+    n="$(basename "$f" .rs)"
+    [ "$f" = tests/it/main.rs ] && continue
+    # HEDDLE_GPU_TESTS=a,b bundles only those files (a release build of all
+    # of them takes long on a small machine).
+    if [ -n "${HEDDLE_GPU_TESTS:-}" ]; then
+      echo ",$HEDDLE_GPU_TESTS," | grep -q ",$n," || continue
+    else
+      grep -q -E 'opencl|backends\(\)' "$f" || continue
+    fi
+    if [ "$(dirname "$f")" = tests/it ]; then
+      echo "$n it $n::" >> "$dir/units.list"
+      [[ " ${tests[*]} " == *" it "* ]] || tests+=(--test it)
+    else
+      echo "$n $n" >> "$dir/units.list"
+      tests+=(--test "$n")
+    fi
   done
-  # HEDDLE_GPU_TESTS=a,b bundles only those test binaries (a release build
-  # of all of them takes long on a small machine).
-  if [ -n "${HEDDLE_GPU_TESTS:-}" ]; then
-    tests=()
-    for t in $(echo "$HEDDLE_GPU_TESTS" | tr ',' ' '); do tests+=(--test "$t"); done
-  fi
   cargo build --release -p heddle >&2 || return 1
   cargo test --release -p heddle --no-run "${tests[@]}" --message-format=json 2>/dev/null \
     | python3 -c '
@@ -122,15 +137,16 @@ PY
     cp /tmp/heddle-gpu-spmv/gpu_spmv.tsv "$out/" 2>/dev/null || true
   fi
   local order="compile_coverage opencl listing7 sparse_kernels sparse_results half_floats sparse_ops random_programs"
-  local names
-  names="$( (for t in $order; do grep -q "^$t " "$dir/tests.list" && echo "$t"; done; cut -d' ' -f1 "$dir/tests.list") | awk '!seen[$0]++')"
+  local names bin filter
+  names="$( (for t in $order; do grep -q "^$t " "$dir/units.list" && echo "$t"; done; cut -d' ' -f1 "$dir/units.list") | awk '!seen[$0]++')"
   [ -n "${HEDDLE_GPU_TESTS:-}" ] && names="$(echo "$HEDDLE_GPU_TESTS" | tr ',' '\n')"
   for name in $names; do
+    read -r _ bin filter < <(grep "^$name " "$dir/units.list") || { echo "FAIL $name (not in the bundle)"; failed=1; continue; }
     if [ "$SECONDS" -ge "${HEDDLE_GPU_DEADLINE:-100000}" ]; then
       echo "NOT RUN $name (the deadline of ${HEDDLE_GPU_DEADLINE} s passed)"; failed=1; continue
     fi
     local start=$SECONDS
-    if (cd "$built_at" && timeout "${HEDDLE_GPU_TEST_TIMEOUT:-300}" "$OLDPWD/$dir/tests/$name") > "$out/test-$name.log" 2>&1; then
+    if (cd "$built_at" && timeout "${HEDDLE_GPU_TEST_TIMEOUT:-300}" "$OLDPWD/$dir/tests/$bin" ${filter:+"$filter"}) > "$out/test-$name.log" 2>&1; then
       echo "PASS $name ($((SECONDS - start)) s): $(grep -E '^test result' "$out/test-$name.log" | head -1)"
     else
       echo "FAIL $name ($((SECONDS - start)) s): $(grep -E '^test result|panicked|FAILED|^---- ' "$out/test-$name.log" | head -6 | tr '\n' ' ')"

@@ -4,7 +4,7 @@
 # any report (a data race, an uninitialised value, an invalid API call) fails
 # the launch that caused it (runtime/src/oclgrind.rs), so it fails the test.
 #
-# Which tests: every file in tests/ that mentions `opencl` or `backends()`
+# Which tests: every file in tests/it/ (or tests/) that mentions `opencl` or `backends()`
 # (the helpers of tests/common every OpenCL test goes through), so kernels
 # that tests add later are checked without being listed here. With
 # HEDDLE_OCLGRIND=1 those helpers offer the OpenCL backend only, refuse any
@@ -36,11 +36,29 @@ export HEDDLE_OCLGRIND=1
 unset INSTA_UPDATE
 export INSTA_UPDATE=no
 
+# The integration tests are one binary, tests/it/ (a module per file): its
+# modules that qualify run through name filters (`opencl::` runs the tests
+# of tests/it/opencl.rs). A file left directly in tests/ is a binary of its own.
 tests=()
+filters=()
+for f in tests/it/*.rs; do
+  [ "$(basename "$f")" = main.rs ] && continue
+  if grep -q -E 'opencl|backends\(\)' "$f"; then
+    filters+=("$(basename "$f" .rs)::")
+  fi
+done
 for f in tests/*.rs; do
+  [ -e "$f" ] || continue
   if grep -q -E 'opencl|backends\(\)' "$f"; then
     tests+=(--test "$(basename "$f" .rs)")
   fi
 done
-echo "== Oclgrind: ${tests[*]}" >&2
-cargo test --no-fail-fast "${tests[@]}" "$@"
+echo "== Oclgrind: tests/it modules ${filters[*]}; binaries ${tests[*]}" >&2
+status=0
+if [ ${#filters[@]} -gt 0 ]; then
+  cargo test --no-fail-fast --test it "$@" -- "${filters[@]}" || status=$?
+fi
+if [ ${#tests[@]} -gt 0 ]; then
+  cargo test --no-fail-fast "${tests[@]}" "$@" || status=$?
+fi
+exit $status

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Python packages tests use to write and check data (numpy,
-# scipy): the cookbook's scripts (tests/docs.rs) run against them.
+# scipy): the cookbook's scripts (tests/it/docs.rs) run against them.
 # Sourced by scripts/test.sh. Does nothing when they import already.
 python_deps() {
   if python3 -c "import numpy, scipy" >/dev/null 2>&1; then

@@ -14,7 +14,7 @@
 //! A `f32` value is printed as the shortest text that reads back to the same
 //! `f32` (`0.1`, not `0.10000000149011612`), whether the reader rounds it
 //! straight to `f32` or, as heddle's stored values do, to `f64` first (checked
-//! for all 2^32 of them; see `tests/number_exhaustive.rs`).
+//! for all 2^32 of them; see `tests/it/number_exhaustive.rs`).
 
 use heddle_ir::ScalarType;
 use std::fmt;
