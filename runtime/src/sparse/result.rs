@@ -13,7 +13,7 @@
 use super::assemble::{assemble, Buffers};
 use super::error::{Result, SparseError};
 use super::tensor::SparseTensor;
-use crate::scalars::ScalarVec;
+use crate::scalars::{Num, ScalarVec};
 use heddle_ir::encoding::result::{ResultPlan, Store};
 use heddle_ir::encoding::LevelFormat;
 
@@ -197,23 +197,7 @@ fn pad_blocks(plan: &ResultPlan, l: usize, n: u32, m: u32, counts: &[u64], entri
         slots.extend((0..u64::from(m)).filter(|x| !held.contains(x)).take(n - c).map(|x| (x, None)));
         slots.sort_by_key(|s| s.0);
         for (x, from) in slots {
-            for (j, crd) in out.coordinates.iter_mut().enumerate() {
-                crd.push(match from {
-                    _ if j == k => x,
-                    Some(e) => entries.coordinates[j][e],
-                    None => 0,
-                });
-            }
-            for v in 0..block {
-                match from {
-                    Some(e) => out.values.push_from(&entries.values, e * block + v),
-                    None => {
-                        if !out.values.push_num(pad) {
-                            return Err(SparseError::Shape(format!("the encoding's implicitVal {pad} is not a {}", plan.elem)));
-                        }
-                    }
-                }
-            }
+            push_slot(&mut out, &entries, k, x, from, block, pad, plan)?;
         }
         at += c;
     }
@@ -268,23 +252,7 @@ fn fill_skyline(plan: &ResultPlan, l: usize, cols: u64, counts: &[u64], entries:
         let mut e = at;
         for x in first..first + len {
             let from = (e < at + c && entries.coordinates[k][e] == x).then_some(e);
-            for (j, crd) in out.coordinates.iter_mut().enumerate() {
-                crd.push(match from {
-                    _ if j == k => x,
-                    Some(e) => entries.coordinates[j][e],
-                    None => 0,
-                });
-            }
-            for v in 0..block {
-                match from {
-                    Some(e) => out.values.push_from(&entries.values, e * block + v),
-                    None => {
-                        if !out.values.push_num(pad) {
-                            return Err(SparseError::Shape(format!("the encoding's implicitVal {pad} is not a {}", plan.elem)));
-                        }
-                    }
-                }
-            }
+            push_slot(&mut out, &entries, k, x, from, block, pad, plan)?;
             if from.is_some() {
                 e += 1;
             }
@@ -292,4 +260,30 @@ fn fill_skyline(plan: &ResultPlan, l: usize, cols: u64, counts: &[u64], entries:
         at += c;
     }
     Ok((filled, out))
+}
+
+/// Appends one slot of a padded level to `out`: coordinate `x` at entry
+/// level `k`, and the other levels' coordinates and the `block` values of
+/// entry `from`; for padding (`from` None), zeros and the implicit value
+/// `pad`.
+#[allow(clippy::too_many_arguments)]
+fn push_slot(out: &mut Entries, entries: &Entries, k: usize, x: u64, from: Option<usize>, block: usize, pad: Num, plan: &ResultPlan) -> Result<()> {
+    for (j, crd) in out.coordinates.iter_mut().enumerate() {
+        crd.push(match from {
+            _ if j == k => x,
+            Some(e) => entries.coordinates[j][e],
+            None => 0,
+        });
+    }
+    for v in 0..block {
+        match from {
+            Some(e) => out.values.push_from(&entries.values, e * block + v),
+            None => {
+                if !out.values.push_num(pad) {
+                    return Err(SparseError::Shape(format!("the encoding's implicitVal {pad} is not a {}", plan.elem)));
+                }
+            }
+        }
+    }
+    Ok(())
 }
