@@ -835,7 +835,9 @@ fn read_tensor(prog: &LoopProgram, launch: &Launch, t: &TensorLayout, env: &Env)
         }
     }
     let tensor = crate::sparse::result::assemble_result(plan, dims, &lens, &counts, entries)
-        .map_err(|e| fail(span, format!("the stored result is invalid: {e}")))?;
+        // Worded as the interpreter words it (`interp/store.rs`): the same
+        // result fails the same way on every backend.
+        .map_err(|e| Diagnostic::new(span, format!("the stored tensor is invalid: {e}")).with_label("stored here"))?;
     Ok(Value::Tensor(std::rc::Rc::new(tensor)))
 }
 

@@ -262,11 +262,17 @@ fn a_stored_skyline_with_an_entry_above_the_diagonal_is_a_located_error() {
         let csr = dir.path().join(format!("c{k}.json"));
         let (code, _, err) = heddle(&["convert", a.to_str().unwrap(), "--to", "CSR", "-o", csr.to_str().unwrap()]);
         assert_eq!(code, 0, "{err}");
+        let mut first: Option<String> = None;
         for backend in backends() {
             let (code, out, err) = heddle(&["run", kernel.to_str().unwrap(), "--backend", backend, "--matrix", &format!("A={}", csr.display())]);
             assert_eq!(code, 1, "{backend}: {out}{err}");
             assert!(err.contains(message) && err.contains("k.hdl:5:3"), "{backend}: {err}");
             assert!(!err.contains("internal error") && !err.contains("panicked"), "{backend}: {err}");
+            // Every backend reports the same diagnostic, label included.
+            match &first {
+                None => first = Some(err),
+                Some(want) => assert_eq!(&err, want, "{backend} words the error differently from the interpreter"),
+            }
         }
     }
 }
