@@ -18,7 +18,12 @@ pub fn lower(kernel: &Kernel, name: &str) -> Result<LoopProgram, Diagnostic> {
 
 /// The Cranelift IR of a lowered program.
 pub fn clif(program: &LoopProgram) -> Result<String, Diagnostic> {
-    heddle_codegen_cpu::clif_text(program)
+    clif_with(program, &heddle_codegen_cpu::Options::default())
+}
+
+/// [`clif`] with code-generation `options` (`heddle compile --accumulators`).
+pub fn clif_with(program: &LoopProgram, options: &heddle_codegen_cpu::Options) -> Result<String, Diagnostic> {
+    heddle_codegen_cpu::clif_text_with(program, options)
         .map_err(|e| crate::compile_error(Diagnostic::new(Span::DUMMY, format!("CPU code generation failed: {e}"))))
 }
 
@@ -27,12 +32,19 @@ pub fn clif(program: &LoopProgram) -> Result<String, Diagnostic> {
 /// checks they imply left out) and the checked code for any other inputs;
 /// both are listed, each under a heading.
 pub fn asm(program: &LoopProgram) -> Result<String, Diagnostic> {
+    asm_with(program, &heddle_codegen_cpu::Options::default())
+}
+
+/// [`asm`] with code-generation `options` (`heddle compile --accumulators`);
+/// their `trust_ranges` is ignored: both variants are listed.
+pub fn asm_with(program: &LoopProgram, options: &heddle_codegen_cpu::Options) -> Result<String, Diagnostic> {
     let failed = |e| Diagnostic::new(Span::DUMMY, format!("CPU code generation failed: {e}"));
-    let checked = heddle_codegen_cpu::disassembly(program, &heddle_codegen_cpu::Options::default()).map_err(failed)?;
+    let checked_options = heddle_codegen_cpu::Options { trust_ranges: false, ..*options };
+    let checked = heddle_codegen_cpu::disassembly(program, &checked_options).map_err(failed)?;
     if program.ranges.is_empty() {
         return Ok(checked);
     }
-    let trusted_options = heddle_codegen_cpu::Options { trust_ranges: true, ..Default::default() };
+    let trusted_options = heddle_codegen_cpu::Options { trust_ranges: true, ..*options };
     let trusted = heddle_codegen_cpu::disassembly(program, &trusted_options).map_err(failed)?;
     if trusted == checked {
         return Ok(checked);

@@ -117,7 +117,12 @@ pub fn compile_with(prog: &LoopProgram, options: &Options) -> Result<CpuKernel, 
 /// The Cranelift IR of `prog`, as handed to Cranelift's optimiser (before
 /// its e-graph pass and register allocation), for `heddle compile --target cpu`.
 pub fn clif_text(prog: &LoopProgram) -> Result<String, CodegenError> {
-    jit::clif_text(prog, &Options::default())
+    clif_text_with(prog, &Options::default())
+}
+
+/// [`clif_text`] with explicit [`Options`].
+pub fn clif_text_with(prog: &LoopProgram, options: &Options) -> Result<String, CodegenError> {
+    jit::clif_text(prog, options)
 }
 
 /// The machine code of `prog` after register allocation, as text (Cranelift's

@@ -53,6 +53,10 @@ pub struct Args {
     /// code by itself for inputs it has validated.
     #[arg(long)]
     trust_ranges: bool,
+    /// Partial accumulators of a `reduce` loop in `--target cpu|asm` (1 to 16; default 4), as
+    /// `heddle run --accumulators` compiles it: 1 shows the one-accumulator loop.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=heddle_runtime::cpu::MAX_ACCUMULATORS as i64))]
+    accumulators: Option<u32>,
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
@@ -77,7 +81,7 @@ pub fn kernel_name(file: &SourceFile) -> String {
 }
 
 /// The text of `target` for a checked kernel.
-fn emit(target: Target, file: &SourceFile, kernel: &heddle_typeck::Kernel, trust: bool) -> Result<String, Failure> {
+fn emit(target: Target, file: &SourceFile, kernel: &heddle_typeck::Kernel, trust: bool, options: &heddle_codegen_cpu::Options) -> Result<String, Failure> {
     let located = |d| Failure::Source(file.clone(), vec![d]);
     let mut program = trusting(heddle::cpu::lower(kernel, &kernel_name(file)).map_err(located)?, trust);
     for phase in &mut program.counts {
@@ -86,8 +90,8 @@ fn emit(target: Target, file: &SourceFile, kernel: &heddle_typeck::Kernel, trust
     let one = |p: &heddle_ir::loops::LoopProgram| {
         let text = match target {
             Target::Loops => Ok(p.to_string()),
-            Target::Cpu => heddle::cpu::clif(p).map_err(located),
-            Target::Asm => heddle::cpu::asm(p).map_err(located),
+            Target::Cpu => heddle::cpu::clif_with(p, options).map_err(located),
+            Target::Asm => heddle::cpu::asm_with(p, options).map_err(located),
             Target::Opencl => heddle_codegen_opencl::compile(p).map(|k| k.to_string()).map_err(located),
         }?;
         let comment = if target == Target::Opencl { "//" } else { ";" };
@@ -119,7 +123,15 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             return Err(Failure::Input(format!("--param {k}: the kernel has no natural of this name")));
         }
     }
-    let text = emit(a.target, &file, &kernel, a.trust_ranges)?;
+    let mut options = heddle_codegen_cpu::Options::default();
+    if let Some(n) = a.accumulators {
+        if !matches!(a.target, Target::Cpu | Target::Asm) {
+            let target = format!("{:?}", a.target).to_lowercase();
+            super::warn(format!("--accumulators applies to --target cpu and asm; --target {target} ignores it"));
+        }
+        options.accumulators = n;
+    }
+    let text = emit(a.target, &file, &kernel, a.trust_ranges, &options)?;
     if let Some(out) = &a.output {
         std::fs::write(out, &text).map_err(|e| Failure::Input(format!("cannot write {out}: {e}")))?;
     }

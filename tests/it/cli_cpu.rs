@@ -204,6 +204,31 @@ fn machine_code_lists_the_code_for_validated_inputs() {
     assert!(out.contains("ret"), "{out}");
 }
 
+/// `heddle compile --accumulators N` shows the code `heddle run
+/// --accumulators N` runs: one accumulator adds in one chain, four keep four
+/// partials (and the one-chain loop for short rows), so the four-partial code
+/// has more float adds. Out of range is a usage error; a target the setting
+/// does not reach warns.
+#[test]
+fn compile_shows_the_code_of_a_given_accumulator_count() {
+    let fadds = |accs: &str| {
+        let (code, out, err) = heddle(&["compile", "examples/sparse/spmv_csr.hdl", "--target", "cpu", "--accumulators", accs]);
+        assert_eq!(code, 0, "{err}");
+        out.lines().filter(|l| l.contains("= fadd")).count()
+    };
+    let (one, four) = (fadds("1"), fadds("4"));
+    assert!(one >= 1 && one < four, "fadds: {one} with 1 accumulator, {four} with 4");
+    let (code, default, _) = heddle(&["compile", "examples/sparse/spmv_csr.hdl", "--target", "cpu"]);
+    assert_eq!(code, 0);
+    assert_eq!(default.lines().filter(|l| l.contains("= fadd")).count(), four, "the default is 4 accumulators");
+    for bad in ["0", "17", "x"] {
+        assert_eq!(heddle(&["compile", "examples/sparse/spmv_csr.hdl", "--target", "asm", "--accumulators", bad]).0, 2, "--accumulators {bad}");
+    }
+    let (code, _, err) = heddle(&["compile", "examples/sparse/spmv_csr.hdl", "--target", "loops", "--accumulators", "2"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("--accumulators applies to --target cpu and asm"), "{err}");
+}
+
 /// `heddle run … --reps N` (LANGUAGE.md §7): with `--json`, `compile_seconds`
 /// and `kernel_seconds {median, min, max, reps}`; without it, one stderr line.
 #[test]
