@@ -206,7 +206,7 @@ fn env_u64(key: &str) -> Option<u64> {
 const PATTERNS: &[&str] = &[
     "map(", "mapSeq(", "mapPar(", "mapGlobal(", "reduce(", "reduceSeq(", "zip(", "split(", "join", "transpose", "slide(",
     "pad(", "gather(", "scatter(", "generate(", "iterate(", "toLocal(", "toPrivate(", "toGlobal(", "interleave(",
-    "scatterAdd(", "union(", "intersect(", "compressAdd(", "select(", "let ", "tensor<", "concat(",
+    "scatterAdd(", "union(", "intersect(", "compressAdd(", "select(", "let ", "tensor<", "concat(", "sortBy(",
 ];
 
 #[test]

@@ -503,6 +503,7 @@ impl Gen {
             if is_n && numeric { 1 } else { 0 },                                 // 15 a counted (sparse) row, reduced
             if matches!(len, Len::Slide(..)) { 6 } else { 0 },                    // 16 slide
             if matches!(len, Len::Add(..)) { 6 } else { 0 },                      // 17 concat
+            1,                                                                   // 18 sortBy
         ];
         if weights.iter().all(|w| *w == 0) {
             return match vars.first() {
@@ -629,6 +630,14 @@ impl Gen {
                 let Len::Add(a, b) = len else { unreachable!() };
                 let (first, second) = (self.array(elem, a), self.array(elem, b));
                 format!("concat({first}, {second})")
+            }
+            18 => {
+                // A stable sort by an int or float key of the element.
+                let src = self.array(elem, len);
+                let key_ty = if self.tape.below(2) == 0 { Ty::I } else { Ty::F };
+                let x = self.fresh("x");
+                let key = self.with_var(&x.clone(), elem.clone(), |g| g.expr(&key_ty));
+                format!("({src} :>> sortBy(fun({x} => {key})))")
             }
             _ => self.generate(elem, len),
         }
