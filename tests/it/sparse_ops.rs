@@ -1,6 +1,7 @@
 //! MLIR `sparse_tensor` operations written as heddle patterns (issue 12, item
 //! 1): the examples `select_tril_csr` (`sparse_tensor.select`),
-//! `unary_abs_csr` (`unary` with a `present` region only), `binary_csr`
+//! `unary_abs_csr` (`unary` with a `present` region only), `unary_absent_csr`
+//! (`unary` with `present` and `absent` regions: every coordinate stored), `binary_csr`
 //! (`binary` with different `overlap`, `left` and `right` regions) and
 //! `foreach_coo` (`foreach`: every stored entry with its coordinates),
 //! `concat_cols_csr`, `concat_rows_coo` and `concat_rows_csr` (`concatenate`
@@ -104,6 +105,13 @@ fn select_unary_and_binary_store_what_mlir_defines() {
         let abs: Entries = a.iter().map(|(k, v)| (*k, v.abs())).collect();
         // overlap: a * b; left (A alone): a; right (B alone): absent.
         let binary: Entries = a.iter().map(|(k, v)| (*k, b.get(k).map_or(*v, |w| v * w))).collect();
+        // present: -x (a stored zero included, put at the far corner); absent: 1; all stored.
+        let mut a0 = a.clone();
+        if m > 0 && n > 0 {
+            a0.insert((m - 1, n - 1), 0.0);
+        }
+        let pa0 = write(dir.path(), &format!("a0_{case}.mtx"), &mtx(m, n, &a0));
+        let unary: Entries = (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).map(|k| (k, a0.get(&k).map_or(1.0, |v| 0.0 - v))).collect();
 
         for backend in backends() {
             let what = |k: &str| format!("{k}, case {case} ({m} x {n}), {backend}");
@@ -111,6 +119,8 @@ fn select_unary_and_binary_store_what_mlir_defines() {
             assert_eq!(storage_of(&got), csr_storage(m, n, &tril), "{}", what("select_tril_csr"));
             let got = run("unary_abs_csr", &[("A", &pa)], backend);
             assert_eq!(storage_of(&got), csr_storage(m, n, &abs), "{}", what("unary_abs_csr"));
+            let got = run("unary_absent_csr", &[("A", &pa0)], backend);
+            assert_eq!(storage_of(&got), csr_storage(m, n, &unary), "{}", what("unary_absent_csr"));
             let got = run("binary_csr", &[("A", &pa), ("B", &pb)], backend);
             assert_eq!(storage_of(&got), csr_storage(m, n, &binary), "{}", what("binary_csr"));
         }
