@@ -377,7 +377,8 @@ fn coordinate_head(bytes: &[u8]) -> Option<Head> {
 pub fn read_mtx_columns(path: &Path, dest: ScalarType) -> Result<Option<(CooColumns, ScalarType)>> {
     use std::io::Read;
     let Ok(mut file) = std::fs::File::open(path) else { return Ok(None) };
-    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    // A regular file only: the whole-file reader must be able to read it again.
+    let Some(size) = file.metadata().ok().filter(|m| m.is_file()).map(|m| m.len()) else { return Ok(None) };
     let mut cur = Vec::with_capacity(ROUND + PIECE);
     let Ok(n) = (&mut file).take(ROUND as u64).read_to_end(&mut cur) else { return Ok(None) };
     let eof = n < ROUND;
