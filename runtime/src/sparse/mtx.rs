@@ -443,14 +443,13 @@ impl Stream<'_> {
                 || parse_round::<T>(body, self.fmt, self.path),
                 || if eof { Some(true) } else { file.take(ROUND as u64).read_to_end(&mut next).ok().map(|n| n < ROUND) },
             );
-            for piece in parsed? {
-                if (rows.len() + piece.rows.len()) as u64 > nnz {
-                    return None;
-                }
-                rows.extend_from_slice(&piece.rows);
-                cols.extend_from_slice(&piece.cols);
-                vals.extend_from_slice(&piece.vals);
+            let parsed = parsed?;
+            if (rows.len() + parsed.iter().map(|p| p.rows.len()).sum::<usize>()) as u64 > nnz {
+                return None;
             }
+            append(&mut rows, parsed.iter().map(|p| &p.rows[..]));
+            append(&mut cols, parsed.iter().map(|p| &p.cols[..]));
+            append(&mut vals, parsed.iter().map(|p| &p.vals[..]));
             if eof {
                 break;
             }
@@ -481,6 +480,29 @@ impl Stream<'_> {
         }
         Some((rows, cols, vals))
     }
+}
+
+/// Appends `parts` to `dst` in order, copying them in parallel.
+fn append<'a, T: Copy + Send + Sync + 'a>(dst: &mut Vec<T>, parts: impl Iterator<Item = &'a [T]>) {
+    use rayon::prelude::*;
+    let parts: Vec<&[T]> = parts.collect();
+    let add: usize = parts.iter().map(|p| p.len()).sum();
+    dst.reserve(add);
+    let mut rest = &mut dst.spare_capacity_mut()[..add];
+    let mut windows = Vec::with_capacity(parts.len());
+    for p in parts {
+        let (w, r) = rest.split_at_mut(p.len());
+        windows.push((w, p));
+        rest = r;
+    }
+    windows.into_par_iter().for_each(|(w, p)| {
+        for (d, &x) in w.iter_mut().zip(p) {
+            d.write(x);
+        }
+    });
+    // SAFETY: the `add` slots after the length, every one written just above
+    // (the windows cover them exactly, each as long as its part).
+    unsafe { dst.set_len(dst.len() + add) };
 }
 
 /// A round's entries, chunk by chunk in order; `None` if any chunk is not
