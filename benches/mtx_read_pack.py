@@ -9,7 +9,10 @@ heddle's time is `heddle convert FILE --to CSR -o OUT.npz --json`'s
 not the write); scipy's is `scipy.io.mmread(FILE).tocsr()` timed around the
 call in its own process (fast_matrix_market's threads: all cores). Peak
 memory is each whole process's maximum resident set (`/usr/bin/time -v`; the
-heddle process also writes the .npz, scipy's does nothing else). Generate the
+heddle process also writes the .npz, scipy's does nothing else). CPU time
+(all threads) is heddle's whole process (`/usr/bin/time -v`, the write
+included) against scipy's `time.process_time()` around the call: on a
+loaded machine it shows the work done where wall time shows the scheduler. Generate the
 default file with `python benches/run_matrix_e2e.py --reps 1` (or it is made
 here, as that script makes it). Several `--heddle` binaries (a before and an
 after build) are interleaved with scipy in every repetition.
@@ -29,8 +32,10 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SCIPY = """import sys, time, scipy.io as sio
-t = time.perf_counter(); A = sio.mmread(sys.argv[1]).tocsr(); t = time.perf_counter() - t
-print(t, A.nnz)
+t, c = time.perf_counter(), time.process_time()
+A = sio.mmread(sys.argv[1]).tocsr()
+t, c = time.perf_counter() - t, time.process_time() - c
+print(t, A.nnz, c)
 """
 
 
@@ -39,10 +44,16 @@ def peak_kb(stderr: str) -> float | None:
     return float(m.group(1)) if m else None
 
 
-def run(cmd: list[str]) -> tuple[str, float | None]:
+def cpu_s(stderr: str) -> float | None:
+    u = re.search(r"User time \(seconds\): ([0-9.]+)", stderr)
+    s = re.search(r"System time \(seconds\): ([0-9.]+)", stderr)
+    return float(u.group(1)) + float(s.group(1)) if u and s else None
+
+
+def run(cmd: list[str]) -> tuple[str, float | None, float | None]:
     timev = ["/usr/bin/time", "-v"] if os.path.exists("/usr/bin/time") else []
     p = subprocess.run(timev + cmd, check=True, capture_output=True, text=True)
-    return p.stdout, peak_kb(p.stderr)
+    return p.stdout, peak_kb(p.stderr), cpu_s(p.stderr)
 
 
 def main() -> None:
@@ -60,18 +71,22 @@ def main() -> None:
     script.write_text(SCIPY)
     times: dict[str, list[float]] = {b: [] for b in bins} | {"scipy": []}
     mem: dict[str, list[float]] = {k: [] for k in times}
+    cpu: dict[str, list[float]] = {k: [] for k in times}
     nnz = {}
     for _ in range(a.reps):
         for b in bins:
-            out, kb = run([b, "convert", str(mtx), "--to", "CSR", "-o", str(tmp / "out.npz"), "--json"])
+            out, kb, c = run([b, "convert", str(mtx), "--to", "CSR", "-o", str(tmp / "out.npz"), "--json"])
+            if c is not None:
+                cpu[b].append(c)
             j = json.loads(out)
             times[b].append(j["read_seconds"] + j["convert_seconds"])
             nnz[b] = j["nse"]
             if kb:
                 mem[b].append(kb)
-        out, kb = run([sys.executable, str(script), str(mtx)])
-        t, n = out.split()
+        out, kb, _ = run([sys.executable, str(script), str(mtx)])
+        t, n, c = out.split()
         times["scipy"].append(float(t))
+        cpu["scipy"].append(float(c))
         nnz["scipy"] = int(n)
         if kb:
             mem["scipy"].append(kb)
@@ -79,9 +94,12 @@ def main() -> None:
     med = {k: statistics.median(v) for k, v in times.items()}
     for k, v in times.items():
         m = f", peak {statistics.median(mem[k]) / 1024:.0f} MB" if mem[k] else ""
+        m += f", CPU {statistics.median(cpu[k]):.3f} s" if cpu[k] else ""
         print(f"{k}: read + pack median {med[k]:.3f} s (min {min(v):.3f}, max {max(v):.3f}, {len(v)} runs){m}")
         if k != "scipy":
             print(f"  scipy / {k} time: {med['scipy'] / med[k]:.2f}x")
+            if cpu[k] and cpu["scipy"]:
+                print(f"  scipy / {k} CPU time: {statistics.median(cpu['scipy']) / statistics.median(cpu[k]):.2f}x")
     print(f"load average: {os.getloadavg()}")
 
 

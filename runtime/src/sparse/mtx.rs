@@ -421,6 +421,10 @@ impl Stream<'_> {
         use std::io::Read;
         let (mut rows, mut cols, mut vals) = (Vec::with_capacity(reserve), Vec::with_capacity(reserve), Vec::with_capacity(reserve));
         let mut next: Vec<u8> = Vec::with_capacity(ROUND + PIECE);
+        let mut pool: Vec<Columns32<T>> = Vec::new();
+        super::counting::advise_capacity(&mut rows);
+        super::counting::advise_capacity(&mut cols);
+        super::counting::advise_capacity(&mut vals);
         loop {
             // The round ends after its last newline; the rest is carried over.
             let end = if self.eof {
@@ -440,7 +444,7 @@ impl Stream<'_> {
             next.extend_from_slice(&self.cur[end..]);
             let (body, file, eof) = (&self.cur[..end], &mut self.file, self.eof);
             let (parsed, read) = rayon::join(
-                || parse_round::<T>(body, self.fmt, self.path),
+                || parse_round::<T>(body, self.fmt, self.path, &mut pool),
                 || if eof { Some(true) } else { file.take(ROUND as u64).read_to_end(&mut next).ok().map(|n| n < ROUND) },
             );
             let parsed = parsed?;
@@ -507,7 +511,7 @@ fn append<'a, T: Copy + Send + Sync + 'a>(dst: &mut Vec<T>, parts: impl Iterator
 
 /// A round's entries, chunk by chunk in order; `None` if any chunk is not
 /// well-formed.
-fn parse_round<T: MirrorValue>(body: &[u8], fmt: &EntryFormat, path: &Path) -> Option<Vec<Columns32<T>>> {
+fn parse_round<'p, T: MirrorValue>(body: &[u8], fmt: &EntryFormat, path: &Path, pool: &'p mut Vec<Columns32<T>>) -> Option<&'p [Columns32<T>]> {
     use rayon::prelude::*;
     let mut cuts = vec![0usize];
     let mut at = PIECE;
@@ -521,14 +525,23 @@ fn parse_round<T: MirrorValue>(body: &[u8], fmt: &EntryFormat, path: &Path) -> O
         }
     }
     cuts.push(body.len());
-    cuts.par_windows(2)
-        .map(|w| {
-            let piece = &body[w[0]..w[1]];
-            // About 30 bytes a line in a typical file; the vectors grow past that.
-            let guess = piece.len() / 24 + 16;
-            let mut c = Columns32 { rows: Vec::with_capacity(guess), cols: Vec::with_capacity(guess), vals: Vec::with_capacity(guess) };
-            text::parse_into::<T, _>(piece, 1, fmt, path, &mut c).ok()?;
-            Some(c)
-        })
-        .collect()
+    // The chunks' buffers are kept from round to round: fresh ones would
+    // fault their pages in again every round.
+    if pool.len() < cuts.len() - 1 {
+        pool.resize_with(cuts.len() - 1, || Columns32 { rows: Vec::new(), cols: Vec::new(), vals: Vec::new() });
+    }
+    let pool = &mut pool[..cuts.len() - 1];
+    let ok = pool.par_iter_mut().zip(cuts.par_windows(2)).all(|(c, w)| {
+        let piece = &body[w[0]..w[1]];
+        c.rows.clear();
+        c.cols.clear();
+        c.vals.clear();
+        // About 30 bytes a line in a typical file; the vectors grow past that.
+        let guess = piece.len() / 24 + 16;
+        c.rows.reserve(guess);
+        c.cols.reserve(guess);
+        c.vals.reserve(guess);
+        text::parse_into::<T, _>(piece, 1, fmt, path, c).is_ok()
+    });
+    ok.then_some(pool)
 }
