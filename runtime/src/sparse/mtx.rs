@@ -339,6 +339,7 @@ fn coordinate_head(bytes: &[u8]) -> Option<Head> {
         "real" | "double" => ValueKind::Real,
         "integer" => ValueKind::Integer,
         "complex" => ValueKind::Complex,
+        "pattern" => ValueKind::Pattern,
         _ => return None,
     };
     let symmetry = match words[4].as_str() {
@@ -362,7 +363,8 @@ fn coordinate_head(bytes: &[u8]) -> Option<Head> {
     Some(Head { value, symmetry, rows, cols, nnz, body: at })
 }
 
-/// Reads a `coordinate` Matrix Market file (real, integer or complex) as
+/// Reads a `coordinate` Matrix Market file (real, integer, complex or
+/// pattern, whose values are all 1) as
 /// 32-bit coordinate columns and values, streaming: the file is read in
 /// rounds of a few megabytes, each parsed in parallel while the next is
 /// read, so the whole text is never in memory (only the entries, at 4 + 4
@@ -370,11 +372,12 @@ fn coordinate_head(bytes: &[u8]) -> Option<Head> {
 /// order and their values are those of [`parse_mtx_for`] (a symmetric
 /// file's mirrored entries after the stored ones).
 ///
+/// Returns the columns, the values' type and whether it is a pattern file.
 /// `Ok(None)` where it does not apply (another format or field, sizes
 /// beyond 2^32, a header longer than a round) and wherever the file is not
 /// well-formed: the caller then reads it with [`parse_mtx_for`], which
 /// finds the same entries or reports the first problem with its line.
-pub fn read_mtx_columns(path: &Path, dest: ScalarType) -> Result<Option<(CooColumns, ScalarType)>> {
+pub fn read_mtx_columns(path: &Path, dest: ScalarType) -> Result<Option<(CooColumns, ScalarType, bool)>> {
     use std::io::Read;
     let Ok(mut file) = std::fs::File::open(path) else { return Ok(None) };
     // A regular file only: the whole-file reader must be able to read it again.
@@ -401,7 +404,7 @@ pub fn read_mtx_columns(path: &Path, dest: ScalarType) -> Result<Option<(CooColu
     };
     Ok(out.and_then(|(rows, cols, values)| {
         let elem = values.elem();
-        Some((CooColumns::from_u32(dims.to_vec(), vec![rows, cols], values), elem))
+        Some((CooColumns::from_u32(dims.to_vec(), vec![rows, cols], values), elem, head.value == ValueKind::Pattern))
     }))
 }
 

@@ -141,7 +141,13 @@ fn symmetric_files_are_mirrored() {
     let c = agree(&herm);
     assert_eq!(c.elem(), ScalarType::C64);
     assert_eq!((c.entry(2), c.values.num(2)), (vec![0, 1], Num::Complex(1.5, 3.0)), "the mirror is the conjugate");
-    for p in [path, path2, ints, herm] {
+    // Pattern files (values 1, the skew mirror -1) stream too, kept as pattern entries.
+    let pat = put("pattern", "%%MatrixMarket matrix coordinate pattern skew-symmetric\n3 3 2\n3 1\n2 1\n");
+    let Contents::Pattern(coo, _) = file::read_as_written(&pat).unwrap() else { panic!("pattern") };
+    assert_eq!(coo, whole(&pat, ScalarType::F64));
+    assert_eq!(coo.values.num(2), Num::Float(-1.0));
+    assert!(heddle_runtime::sparse::mtx::read_mtx_columns(&pat, ScalarType::F64).unwrap().is_some_and(|r| r.2), "streamed");
+    for p in [path, path2, ints, herm, pat] {
         std::fs::remove_file(p).unwrap();
     }
 }
