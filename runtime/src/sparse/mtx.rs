@@ -402,9 +402,9 @@ pub fn read_mtx_columns(path: &Path, dest: ScalarType) -> Result<Option<(CooColu
             .map(|(r, k, v)| (r, k, ScalarVec::from(v))),
         _ => stream.read::<f64>(head.nnz, reserve, head.symmetry).map(|(r, k, v)| (r, k, ScalarVec::from(v))),
     };
-    Ok(out.and_then(|(rows, cols, values)| {
+    Ok(out.map(|(rows, cols, values)| {
         let elem = values.elem();
-        Some((CooColumns::from_u32(dims.to_vec(), vec![rows, cols], values), elem, head.value == ValueKind::Pattern))
+        (CooColumns::from_u32(dims.to_vec(), vec![rows, cols], values), elem, head.value == ValueKind::Pattern)
     }))
 }
 

@@ -17,7 +17,7 @@ use heddle_runtime::scalars::Num;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Writes `text` to a file of its own in the temporary directory.
 fn put(name: &str, text: &str) -> PathBuf {
@@ -27,7 +27,7 @@ fn put(name: &str, text: &str) -> PathBuf {
 }
 
 /// The file as the streaming reader reads it (it must take it).
-fn streamed(path: &PathBuf) -> CooColumns {
+fn streamed(path: &Path) -> CooColumns {
     match file::read_as_written(path).unwrap() {
         Contents::Columns(c, _) => c,
         _ => panic!("{}: not read by the streaming reader", path.display()),
@@ -35,13 +35,13 @@ fn streamed(path: &PathBuf) -> CooColumns {
 }
 
 /// The file as the whole-file reader reads it.
-fn whole(path: &PathBuf, dest: ScalarType) -> Coo {
+fn whole(path: &Path, dest: ScalarType) -> Coo {
     parse_mtx_for(&std::fs::read(path).unwrap(), path, dest).unwrap().0
 }
 
 /// Streamed and whole-file entries agree (order, coordinates, values, type),
 /// and the coordinates are 32-bit.
-fn agree(path: &PathBuf) -> CooColumns {
+fn agree(path: &Path) -> CooColumns {
     let cols = streamed(path);
     assert!(matches!(cols.column(0), IndexBuf::U32(_)) && matches!(cols.column(1), IndexBuf::U32(_)), "32-bit columns");
     assert_eq!(cols.clone().into_coo(), whole(path, ScalarType::F64), "{}", path.display());
@@ -59,7 +59,7 @@ fn mtx(field: &str, symmetry: &str, (rows, cols): (u64, u64), entries: &[(u64, u
 
 /// CSR packed from the file (through the streaming reader) as row-major
 /// (row, column, value) triples.
-fn csr_triples(path: &PathBuf) -> Vec<(u64, u64, Num)> {
+fn csr_triples(path: &Path) -> Vec<(u64, u64, Num)> {
     let t = file::read_into(path, &csr_encoding()).unwrap();
     let coo = t.to_coo();
     (0..coo.len()).map(|k| (coo.entry(k)[0], coo.entry(k)[1], coo.values.num(k))).collect()
