@@ -153,6 +153,15 @@ impl CooColumns {
             .collect();
         CooColumns { dims, columns, values }
     }
+    /// 32-bit columns as they are (a Matrix Market file read by
+    /// [`super::mtx::read_mtx_columns`]): every size must be at most 2^32,
+    /// so that every coordinate in range fits, as [`CooColumns::new`] would
+    /// keep them.
+    pub fn from_u32(dims: Vec<u64>, columns: Vec<Vec<u32>>, values: ScalarVec) -> CooColumns {
+        assert!(dims.iter().all(|&d| d <= 1 << 32), "sizes up to 2^32");
+        assert!(columns.len() == dims.len() && columns.iter().all(|c| c.len() == values.len()), "one column per dimension, one coordinate per value");
+        CooColumns { dims, columns: columns.into_iter().map(IndexBuf::U32).collect(), values }
+    }
     /// Number of dimensions.
     pub fn rank(&self) -> usize {
         self.dims.len()

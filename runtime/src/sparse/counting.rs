@@ -88,6 +88,12 @@ pub(crate) fn scatter_buffer<T: Clone>(n: usize, x: T) -> Vec<T> {
     v
 }
 
+/// [`scatter_buffer`]'s advice for a vector's untouched capacity (one
+/// that is then filled in order, but faulted in 2 MB at a time).
+pub(crate) fn advise_capacity<T>(v: &mut Vec<T>) {
+    advise_huge_pages(&*v.spare_capacity_mut());
+}
+
 #[cfg(target_os = "linux")]
 fn advise_huge_pages<T>(v: &[T]) {
     const HUGE: usize = 2 << 20;

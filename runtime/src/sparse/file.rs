@@ -136,6 +136,13 @@ fn read_contents(path: &Path, dest: Option<ScalarType>) -> Result<Read> {
             super::npz::NpzTensor::Columns(c, e) => Read::Columns(c, e),
         }),
         "mtx" => {
+            // Coordinate files with real, integer, complex or pattern values stream
+            // into 32-bit columns; anything else, and any file with a
+            // problem (reported with its line), is read whole.
+            if let Some((cols, elem, pattern)) = mtx::read_mtx_columns(path, dest.unwrap_or(ScalarType::F64))? {
+                // A pattern file's entries take the encoding's explicitVal (see `Contents::Pattern`).
+                return Ok(if pattern { Read::Pattern(cols.into_coo(), elem) } else { Read::Columns(cols, elem) });
+            }
             let bytes = super::text::read_file(path)?;
             let (coo, elem) = mtx::parse_mtx_for(&bytes, path, dest.unwrap_or(ScalarType::F64))?;
             Ok(if mtx::is_pattern(&bytes) { Read::Pattern(coo, elem) } else { Read::Entries(coo, elem) })

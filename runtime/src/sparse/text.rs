@@ -61,7 +61,7 @@ pub(crate) struct Entries {
 }
 
 /// A value type entry lines are parsed into.
-trait EntryValue: Copy + Default + Send {
+pub(crate) trait EntryValue: Copy + Default + Send {
     /// The value of an entry of a pattern file.
     const ONE: Self;
     /// The value in `tok`, `None` if it is not one of `kind`.
@@ -69,6 +69,13 @@ trait EntryValue: Copy + Default + Send {
     /// The complex value whose parts are `re` and `im`, `None` if they are
     /// not numbers or `Self` is not complex.
     fn parse_complex(_re: &[u8], _im: &[u8], _single: bool) -> Option<Self> {
+        None
+    }
+    /// The value of `kind` at the start of `text` and the bytes it takes,
+    /// where this type reads one in place (`None`: read the token with
+    /// [`EntryValue::parse`]). The caller checks that the token ends there.
+    #[inline(always)]
+    fn parse_prefix(_text: &[u8], _kind: ValueKind, _single: bool) -> Option<(Self, usize)> {
         None
     }
 }
@@ -87,6 +94,15 @@ impl EntryValue for crate::scalars::Complex<f64> {
 
 impl EntryValue for f64 {
     const ONE: f64 = 1.0;
+    #[inline(always)]
+    fn parse_prefix(text: &[u8], kind: ValueKind, single: bool) -> Option<(f64, usize)> {
+        // As `crate::io::number::parse_float` / `parse_f32` on the token.
+        match (kind, single) {
+            (ValueKind::Real, false) => fast_float2::parse_partial::<f64, _>(text).ok(),
+            (ValueKind::Real, true) => fast_float2::parse_partial::<f32, _>(text).ok().map(|(v, n)| (f64::from(v), n)),
+            _ => None,
+        }
+    }
     #[inline]
     fn parse(tok: &[u8], kind: ValueKind, single: bool) -> Option<f64> {
         if kind == ValueKind::Integer {
@@ -185,6 +201,41 @@ fn parse_chunk<T: EntryValue>(
     coords: &mut [u64],
     values: &mut [T],
 ) -> Result<usize> {
+    parse_into(body, first_line, f, path, &mut Slots { coords, rank: f.rank, values })
+}
+
+/// Where [`parse_into`] puts the entries it reads, entry `count` being the
+/// `count`-th of its chunk: coordinates are 0-based and within `dims`
+/// (when the format gives them).
+pub(crate) trait Sink<T> {
+    /// Entry `count`'s coordinate in dimension `d`.
+    fn coord(&mut self, count: usize, d: usize, v: u64);
+    /// Entry `count`'s value (after its coordinates).
+    fn value(&mut self, count: usize, v: T);
+}
+
+/// Windows of the final interleaved buffers, one slot per line.
+struct Slots<'a, T> {
+    coords: &'a mut [u64],
+    rank: usize,
+    values: &'a mut [T],
+}
+
+impl<T> Sink<T> for Slots<'_, T> {
+    #[inline(always)]
+    fn coord(&mut self, count: usize, d: usize, v: u64) {
+        self.coords[count * self.rank + d] = v;
+    }
+    #[inline(always)]
+    fn value(&mut self, count: usize, v: T) {
+        self.values[count] = v;
+    }
+}
+
+/// Parses one chunk into `sink` (see [`parse_chunk`]); returns how many
+/// entries it read.
+#[inline(always)]
+pub(crate) fn parse_into<T: EntryValue, S: Sink<T>>(body: &[u8], first_line: usize, f: &EntryFormat, path: &Path, sink: &mut S) -> Result<usize> {
     let mut count = 0usize;
     let want = f.rank + f.value.numbers();
     let n = body.len();
@@ -219,8 +270,16 @@ fn parse_chunk<T: EntryValue>(
                 ));
             }
             let start = i;
+            // Up to 19 digits cannot overflow; a longer number is read again, checked.
             let mut v: u64 = 0;
+            while i < n && i - start < 19 && body[i].is_ascii_digit() {
+                v = v * 10 + u64::from(body[i] - b'0');
+                i += 1;
+            }
             let mut overflow = false;
+            if i < n && body[i].is_ascii_digit() {
+                (i, v) = (start, 0);
+            }
             while i < n && body[i].is_ascii_digit() {
                 match v.checked_mul(10).and_then(|x| x.checked_add(u64::from(body[i] - b'0'))) {
                     Some(x) => v = x,
@@ -250,7 +309,7 @@ fn parse_chunk<T: EntryValue>(
             {
                 return Err(SparseError::file(path, no, format!("{name} index {v} is beyond the size {}", dims[d])));
             }
-            coords[count * f.rank + d] = v - 1;
+            sink.coord(count, d, v - 1);
         }
         while i < n && is_blank(body[i]) {
             i += 1;
@@ -265,6 +324,14 @@ fn parse_chunk<T: EntryValue>(
                         format!("expected {want} numbers on an entry line, found {}", f.rank),
                     ));
                 }
+                // A number that ends where its token does, read in one pass.
+                if let Some((v, used)) = T::parse_prefix(&body[i..], kind, f.single)
+                    && used > 0
+                    && body.get(i + used).is_none_or(|b| b.is_ascii_whitespace())
+                {
+                    i += used;
+                    v
+                } else {
                 let start = i;
                 let end = body[i..].iter().position(|b| b.is_ascii_whitespace()).map_or(n, |p| i + p);
                 let tok = &body[start..end];
@@ -290,9 +357,10 @@ fn parse_chunk<T: EntryValue>(
                 } else {
                     T::parse(tok, kind, f.single).ok_or_else(|| SparseError::file(path, no, bad_value(tok, kind)))?
                 }
+                }
             }
         };
-        values[count] = value;
+        sink.value(count, value);
         count += 1;
         while i < n && is_blank(body[i]) {
             i += 1;
