@@ -22,6 +22,10 @@
 //! }
 //! ```
 //!
+//! Both loops count `q = k + o` rather than `k` (`o` the invariant term of
+//! a load `buf[k + o]` in the body, see `single_reduction_over`), so that a
+//! CSR row's loads need no base address rebased per row.
+//!
 //! Each copy of the body runs in order, so every other effect of the body
 //! (a failing check above all) happens exactly as in the sequential loop;
 //! only the grouping of the `op`s changes, which for floats changes the
@@ -169,9 +173,19 @@ impl Translator<'_, '_> {
         // recomputes an and with a constant at each use (in the loop), not
         // a difference of two values.
         let whole = self.b.ins().isub(n, left_over);
-        let mid = self.b.ins().isub(hi_v, whole);
+        // Both loops count `q = k + o` (see `single_reduction_over`).
+        let o = self.rebased_offset(var, body)?;
+        let (q0, end) = match o {
+            Some(o) => (self.b.ins().iadd(lo_v, o), self.b.ins().iadd(hi_v, o)),
+            None => (lo_v, hi_v),
+        };
+        let index = |t: &mut Self, q: Value| match o {
+            Some(o) => t.b.ins().isub(q, o),
+            None => q,
+        };
+        let mid = self.b.ins().isub(end, whole);
         let mut entry: Vec<BlockArg> = accs.iter().map(|a| self.b.use_var(a.var).into()).collect();
-        entry.push(lo_v.into());
+        entry.push(q0.into());
         self.b.ins().jump(rest_head, &entry);
 
         // Both loops test at their head, and their values are explicit
@@ -189,23 +203,24 @@ impl Translator<'_, '_> {
         // which puts a branch's first target last, and a loop body visited
         // after the exit has left the loop is not recognised as inside it,
         // so nothing computed there (a row's base addresses) is hoisted.
-        let (rest_accs, k) = self.loop_head(rest_head, accs, 1);
+        let (rest_accs, q) = self.loop_head(rest_head, accs, 1);
         self.b.insert_block_after(rest, pre);
         self.b.switch_to_block(rest);
         for (a, v) in accs.iter().zip(&rest_accs) {
             self.b.def_var(a.var, *v);
         }
+        let k = index(self, q);
         self.scope.push((var.clone(), Bound::Val(k, ScalarType::I64)));
         self.depth += 1;
         self.block(body)?;
         self.depth -= 1;
         self.scope.pop();
         let mut back: Vec<BlockArg> = accs.iter().map(|a| self.b.use_var(a.var).into()).collect();
-        let next = self.b.ins().iadd_imm_s(k, 1);
+        let next = self.b.ins().iadd_imm_s(q, 1);
         back.push(next.into());
         self.b.ins().jump(rest_head, &back);
         self.b.switch_to_block(rest_head);
-        let done = self.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, k, mid);
+        let done = self.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, q, mid);
         self.b.ins().brif(done, after_rest, &[], rest, &[]);
 
         // A row shorter than `U` ends here, without the partials' set-up
@@ -223,11 +238,11 @@ impl Translator<'_, '_> {
             }
         }
         entry.push(mid.into());
-        let any = self.b.ins().icmp(IntCC::SignedLessThan, mid, hi_v);
+        let any = self.b.ins().icmp(IntCC::SignedLessThan, mid, end);
         self.b.ins().brif(any, main_head, &entry, exit, &[]);
 
         // The unrolled loop: copy c of the body works on `k + c` into partial c.
-        let (partial_vals, k) = self.loop_head(main_head, accs, u as usize);
+        let (partial_vals, q) = self.loop_head(main_head, accs, u as usize);
         let partials: Vec<Vec<Variable>> = accs
             .iter()
             .map(|a| (0..u).map(|_| self.b.declare_var(crate::types::clif_type(a.ty))).collect())
@@ -239,6 +254,7 @@ impl Translator<'_, '_> {
                 self.b.def_var(*p, *v);
             }
         }
+        let k = index(self, q);
         for c in 0..u {
             let kc = if c == 0 { k } else { self.b.ins().iadd_imm_s(k, c) };
             let mark = self.scope.len();
@@ -252,11 +268,11 @@ impl Translator<'_, '_> {
             self.scope.truncate(mark);
         }
         let mut back: Vec<BlockArg> = partials.iter().flatten().map(|p| self.b.use_var(*p).into()).collect();
-        let next = self.b.ins().iadd_imm_s(k, u);
+        let next = self.b.ins().iadd_imm_s(q, u);
         back.push(next.into());
         self.b.ins().jump(main_head, &back);
         self.b.switch_to_block(main_head);
-        let done = self.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, k, hi_v);
+        let done = self.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, q, end);
         self.b.ins().brif(done, combine, &[], main, &[]);
 
         // Combine the partial accumulators pairwise into the accumulator.
