@@ -227,12 +227,24 @@ impl Translator<'_, '_> {
             return Ok((addr, field_offset as i32, ty, flags));
         };
         let mut addr = base;
-        if let Some(inv) = self.sum_terms(&invariant)? {
+        let mut inv = self.sum_terms(&invariant)?;
+        let mut var = self.sum_terms(&variant)?;
+        // `(q - o) + o` is `q`: a reduction loop that runs over positions
+        // `q` (`k = q - o`, see `reduce::rebased_offset`) reads
+        // `values[k + o]` at `q`, without a base rebased per row.
+        if let (Some(o), Some(v)) = (inv, var) {
+            let (rest, c) = self.constant_addend(v);
+            if let Some(q) = self.minus(rest, o) {
+                inv = None;
+                var = Some(if c == 0 { q } else { self.b.ins().iadd_imm_s(q, c) });
+            }
+        }
+        if let Some(inv) = inv {
             let scaled = self.scaled(inv, size);
             addr = self.b.ins().iadd(addr, scaled);
         }
         let mut offset = offset;
-        if let Some(var) = self.sum_terms(&variant)? {
+        if let Some(var) = var {
             // `(k + c) * size` as `k * size` and `c * size` in the offset: an
             // unrolled copy's `k + c` (a value, not an expression here)
             // then needs no add of its own, and the copies share `k * size`.
@@ -292,6 +304,17 @@ impl Translator<'_, '_> {
             Expr::Bin(BinOp::Add | BinOp::Sub | BinOp::Mul, a, b) => self.of_loop_var(a, var, depth + 1) && self.of_loop_var(b, var, depth + 1),
             Expr::Cast(t, a) => t.is_int() && self.of_loop_var(a, var, depth + 1),
             _ => false,
+        }
+    }
+
+    /// `q` when Cranelift's instruction defining `v` is `isub q, o`.
+    pub(super) fn minus(&self, v: Value, o: Value) -> Option<Value> {
+        use cranelift_codegen::ir::{InstructionData, Opcode, ValueDef};
+        let dfg = &self.b.func.dfg;
+        let ValueDef::Result(i, 0) = dfg.value_def(v) else { return None };
+        match dfg.insts[i] {
+            InstructionData::Binary { opcode: Opcode::Isub, args: [q, x] } if x == o => Some(q),
+            _ => None,
         }
     }
 
@@ -363,7 +386,7 @@ impl Translator<'_, '_> {
 
 /// Splits an `i64` index into signed terms and a constant: `a + b - (c - 2)`
 /// is `+a`, `+b`, `-c` and `2`. Wrapping arithmetic makes any regrouping exact.
-fn flatten_sum<'e>(e: &'e Expr, plus: bool, terms: &mut Vec<(bool, &'e Expr)>, constant: &mut i64) {
+pub(super) fn flatten_sum<'e>(e: &'e Expr, plus: bool, terms: &mut Vec<(bool, &'e Expr)>, constant: &mut i64) {
     match e {
         Expr::Bin(BinOp::Add, a, b) => {
             flatten_sum(a, plus, terms, constant);

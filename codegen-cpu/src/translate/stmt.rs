@@ -162,8 +162,15 @@ impl Translator<'_, '_> {
     /// range check, the invariant loads, and the loop's names for the
     /// invariance of addresses. Returns what [`leave_loop`](Self::leave_loop) restores.
     pub(super) fn enter_loop(&mut self, var: &Name, lo_v: Value, hi_v: Value, body: &[Stmt]) -> Result<LoopMarks, CodegenError> {
+        self.enter_loop_fitting(var, lo_v, hi_v, body, false)
+    }
+
+    /// [`enter_loop`](Self::enter_loop), without the narrow range check
+    /// when `fits`: the caller knows that the range fits (a loop of fewer
+    /// than `short_loop` iterations from a small constant).
+    pub(super) fn enter_loop_fitting(&mut self, var: &Name, lo_v: Value, hi_v: Value, body: &[Stmt], fits: bool) -> Result<LoopMarks, CodegenError> {
         let narrow = heddle_ir::loops::narrow_casts(var, body);
-        if !narrow.is_empty() {
+        if !narrow.is_empty() && !fits {
             self.check_narrow_range(lo_v, hi_v, &narrow)?;
         }
         let marks = LoopMarks {
