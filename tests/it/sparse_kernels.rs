@@ -409,7 +409,8 @@ fn mttkrp_on_a_csf_tensor_matches_dense() {
 }
 
 /// MTTKRP with row lengths J around the CPU backend's lane steps (4 lanes,
-/// 8 per main-loop iteration): J = 1 … 9 and 17 leave every remainder after
+/// 8 per main-loop iteration): J = 0 (no entry test: `n = max(hi - lo, 0)`),
+/// 1 … 9 and 17 leave every remainder after
 /// the main loop, the single vector step and the scalar rest, whose bounds
 /// are computed once per j loop's bounds rather than per nonzero
 /// (`codegen-cpu/src/translate/simd.rs`'s `lane_loop`), and whose narrow
@@ -420,7 +421,7 @@ fn mttkrp_on_a_csf_tensor_matches_dense() {
 fn mttkrp_row_lengths_around_the_lanes_match_dense() {
     let dir = tempfile::tempdir().unwrap();
     let mut rng = Rng(0x94D0_49BB_1331_11EB);
-    for nj in [1, 2, 3, 4, 5, 7, 8, 9, 12, 17] {
+    for nj in [0, 1, 2, 3, 4, 5, 7, 8, 9, 12, 17] {
         let (ni, nk, nl) = (4, 3 + rng.below(3) as usize, 5);
         let mut entries = Vec::new();
         for i in (0..ni).filter(|&i| i != 2) {

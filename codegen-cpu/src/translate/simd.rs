@@ -341,12 +341,35 @@ impl Translator<'_, '_> {
         let (lo_v, hi_v) = self.loop_bounds(lo, hi, Schedule::Seq)?;
         let (pre, main, combine, rest_pre, rest, exit) =
             (self.b.create_block(), self.b.create_block(), self.b.create_block(), self.b.create_block(), self.b.create_block(), self.b.create_block());
-        let runs = self.b.ins().icmp(IntCC::SignedLessThan, lo_v, hi_v);
-        self.b.ins().brif(runs, pre, &[], exit, &[]);
+        // A map loop without checks whose tail is computed from the bounds
+        // (below) needs no entry test when the pre-header has nothing that
+        // must not run for an empty loop: no invariant loads, and no narrow
+        // range check or one that passes whenever `hi <= lo` (`lo` a
+        // constant in the range, as `reduce.rs`'s unguarded loop). Then
+        // `n = max(hi - lo, 0)` makes an empty loop run no step. It saves
+        // MTTKRP a test of `0 < J` per nonzero.
+        let no_checks = plan.shape == Shape::Map && chains > 1 && !body.iter().any(|s| matches!(s, Stmt::Check { .. }));
+        let narrow = heddle_ir::loops::narrow_casts(var, body);
+        let (min, max) = heddle_ir::loops::fitting_range(&narrow);
+        let fitting_lo = matches!(lo, Expr::Int(v, _) if *v >= min && max.checked_add(1).is_some_and(|m| *v <= m));
+        let unguarded = no_checks && (narrow.is_empty() || fitting_lo) && self.invariant_loads(var, body).is_empty();
+        if unguarded {
+            self.b.ins().jump(pre, &[]);
+        } else {
+            let runs = self.b.ins().icmp(IntCC::SignedLessThan, lo_v, hi_v);
+            self.b.ins().brif(runs, pre, &[], exit, &[]);
+        }
 
         self.b.switch_to_block(pre);
         let marks = self.enter_loop(var, lo_v, hi_v, body)?;
         let n = self.b.ins().isub(hi_v, lo_v);
+        let (n, hi_v) = if unguarded {
+            let zero = self.b.ins().iconst(ct::I64, 0);
+            let n = self.b.ins().smax(n, zero);
+            (n, self.b.ins().iadd(lo_v, n))
+        } else {
+            (n, hi_v)
+        };
         // `main_hi = hi - n mod step` (`step` is a power of two), not
         // `lo + (n & -step)`: Cranelift recomputes an and with a constant at
         // each use, in the loop (as `reduce.rs` found), not a difference.
@@ -359,7 +382,7 @@ impl Translator<'_, '_> {
         // Cranelift can hoist it out of enclosing loops whose bounds it does
         // not depend on (MTTKRP's j loops, once per nonzero: `J`'s), rather
         // than from the counter after the loop.
-        let tail = (plan.shape == Shape::Map && chains > 1 && !body.iter().any(|s| matches!(s, Stmt::Check { .. }))).then(|| {
+        let tail = no_checks.then(|| {
             let room = self.b.ins().isub(hi_v, main_hi);
             let fits = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, room, w);
             let room_after = self.b.ins().iadd_imm_s(room, -w);
