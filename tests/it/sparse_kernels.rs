@@ -408,6 +408,49 @@ fn mttkrp_on_a_csf_tensor_matches_dense() {
     }
 }
 
+/// MTTKRP with row lengths J around the CPU backend's lane steps (4 lanes,
+/// 8 per main-loop iteration): J = 0 (no entry test: `n = max(hi - lo, 0)`),
+/// 1 … 9 and 17 leave every remainder after
+/// the main loop, the single vector step and the scalar rest, whose bounds
+/// are computed once per j loop's bounds rather than per nonzero
+/// (`codegen-cpu/src/translate/simd.rs`'s `lane_loop`), and whose narrow
+/// range check is made once per slice (`lazy.rs`'s `check_narrow_range`).
+/// The tensor has an empty slice, an empty fibre's neighbour slices and
+/// fibres of one and of many nonzeros; the reference is a dense loop.
+#[test]
+fn mttkrp_row_lengths_around_the_lanes_match_dense() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0x94D0_49BB_1331_11EB);
+    for nj in [0, 1, 2, 3, 4, 5, 7, 8, 9, 12, 17] {
+        let (ni, nk, nl) = (4, 3 + rng.below(3) as usize, 5);
+        let mut entries = Vec::new();
+        for i in (0..ni).filter(|&i| i != 2) {
+            for k in 0..nk {
+                // Slice 2 stays empty; fibre (0, k) holds one nonzero, the others many.
+                for l in 0..nl {
+                    let one = i == 0 && l != k % nl;
+                    if !one && (rng.below(2) == 0 || (i, k, l) == (ni - 1, nk - 1, nl - 1)) {
+                        entries.push((i, k, l, rng.value()));
+                    }
+                }
+            }
+        }
+        let c: Dense = (0..nk).map(|_| (0..nj).map(|_| rng.value()).collect()).collect();
+        let d: Dense = (0..nl).map(|_| (0..nj).map(|_| rng.value()).collect()).collect();
+        let mut want = vec![0.0; ni * nj];
+        for &(i, k, l, v) in &entries {
+            for j in 0..nj {
+                want[i * nj + j] += v * c[k][j] * d[l][j];
+            }
+        }
+        let tns: String = entries.iter().map(|(i, k, l, v)| format!("{} {} {} {v}\n", i + 1, k + 1, l + 1)).collect();
+        let pb = write(dir.path(), "b.tns", &tns);
+        let (pc, pd) = (write(dir.path(), "c.json", &json!(c).to_string()), write(dir.path(), "d.json", &json!(d).to_string()));
+        let args = [arg("--matrix", "B", &pb), arg("--input", "C", &pc), arg("--input", "D", &pd)].concat();
+        check("mttkrp_csf", &args, &want, &format!("J = {nj}: {entries:?}"));
+    }
+}
+
 /// The MLIR paper's §4.1 examples with a00 = 1, a03 = 2, a20 = 3 (a 3x4 matrix
 /// with an empty row), x3 = 1, x6 = 2, x7 = 3, x10 = 4 (a vector of 16), and
 /// its 3x3x4 tensor: exact results.

@@ -25,7 +25,7 @@
 use super::{Bound, Translator};
 use crate::error::CodegenError;
 use crate::status;
-use cranelift_codegen::ir::{condcodes::IntCC, types as ct, InstBuilder, Value};
+use cranelift_codegen::ir::{condcodes::IntCC, types as ct, InstBuilder, InstructionData, Opcode, Type, Value};
 use heddle_ir::loops::{BinOp, Expr};
 use heddle_ir::{Name, ScalarType};
 
@@ -107,13 +107,42 @@ impl Translator<'_, '_> {
     /// `lo_v < hi_v`) whose body converts `var` to the narrow integer
     /// types `narrow`: stops with the index-overflow fault unless the whole
     /// range fits each of them.
+    ///
+    /// A check of the same bounds (the same values, or equal constants) made
+    /// earlier in an enclosing or the same block is not repeated: every path
+    /// here passed that loop's entry, where `lo < hi` (true here too) led to
+    /// the check, which passed. So the j loops of MTTKRP's fibres and
+    /// nonzeros (`for j in 0 .. J`) are checked once, at the slice's first.
     pub(super) fn check_narrow_range(&mut self, lo_v: Value, hi_v: Value, narrow: &[ScalarType]) -> Result<(), CodegenError> {
         let (min, max) = heddle_ir::loops::fitting_range(narrow);
+        let done = self.narrow_checked.iter().any(|&(lo, hi, mn, mx)| {
+            mn <= min && max <= mx && self.same_value(lo, lo_v) && self.same_value(hi, hi_v)
+        });
+        if done {
+            return Ok(());
+        }
+        self.narrow_checked.push((lo_v, hi_v, min, max));
         let lo_ok = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, lo_v, min);
         // `hi - 1 <= max`, i.e. `hi <= max + 1` (no overflow: max < i64::MAX).
         let hi_ok = self.b.ins().icmp_imm_s(IntCC::SignedLessThanOrEqual, hi_v, max + 1);
         let ok = self.b.ins().band(lo_ok, hi_ok);
         self.guard(ok, status::INDEX_OVERFLOW)
+    }
+
+    /// Whether `a` and `b` are the same value: one SSA value, or equal
+    /// integer constants.
+    fn same_value(&self, a: Value, b: Value) -> bool {
+        a == b || matches!((self.int_const(a), self.int_const(b)), (Some(x), Some(y)) if x == y)
+    }
+
+    /// The constant `v` is defined as, if an `iconst`.
+    fn int_const(&self, v: Value) -> Option<(Type, i64)> {
+        let dfg = &self.b.func.dfg;
+        let inst = dfg.value_def(v).inst()?;
+        match dfg.insts[inst] {
+            InstructionData::UnaryImm { opcode: Opcode::Iconst, imm } => Some((dfg.value_type(v), imm.bits())),
+            _ => None,
+        }
     }
 
     /// `(t) v` of a loop variable (value `v`) whose range was checked to fit

@@ -66,6 +66,7 @@ pub fn function(prog: &LoopProgram, m: &mut JITModule, f: &mut Function, options
         forcing: Vec::new(),
         widened: std::collections::HashMap::new(),
         narrow_safe: Vec::new(),
+        narrow_checked: Vec::new(),
         loop_names: Vec::new(),
         loop_var: None,
         let_values: Vec::new(),
@@ -176,6 +177,11 @@ pub(crate) struct Translator<'a, 'f> {
     /// Loop variables whose range was checked to fit every narrow integer
     /// type they are converted to in their body.
     narrow_safe: Vec<Name>,
+    /// Narrow range checks already made, as `(lo, hi, min, max)`: from the
+    /// point of each on, `lo < hi` implies `min <= lo` and `hi - 1 <= max`
+    /// (see [`check_narrow_range`](Self::check_narrow_range)). Kept until
+    /// the block that holds the checked loop ends.
+    narrow_checked: Vec<(Value, Value, i64, i64)>,
     /// For each enclosing loop, innermost last: the names its body declares
     /// or assigns and its variable (what is *not* invariant in it).
     loop_names: Vec<Vec<Name>>,
@@ -306,6 +312,7 @@ impl Translator<'_, '_> {
     /// in it end with it.
     fn block(&mut self, b: &[Stmt]) -> Result<(), CodegenError> {
         let (scope, bufs, heap, lets) = (self.scope.len(), self.bufs.len(), self.heap.len(), self.let_values.len());
+        let checked = self.narrow_checked.len();
         match self.slp_plan(b) {
             None => {
                 for s in b {
@@ -337,6 +344,7 @@ impl Translator<'_, '_> {
         self.let_values.truncate(lets);
         self.scope.truncate(scope);
         self.bufs.truncate(bufs);
+        self.narrow_checked.truncate(checked);
         Ok(())
     }
 }

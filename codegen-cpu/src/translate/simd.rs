@@ -341,18 +341,55 @@ impl Translator<'_, '_> {
         let (lo_v, hi_v) = self.loop_bounds(lo, hi, Schedule::Seq)?;
         let (pre, main, combine, rest_pre, rest, exit) =
             (self.b.create_block(), self.b.create_block(), self.b.create_block(), self.b.create_block(), self.b.create_block(), self.b.create_block());
-        let runs = self.b.ins().icmp(IntCC::SignedLessThan, lo_v, hi_v);
-        self.b.ins().brif(runs, pre, &[], exit, &[]);
+        // A map loop without checks whose tail is computed from the bounds
+        // (below) needs no entry test when the pre-header has nothing that
+        // must not run for an empty loop: no invariant loads, and no narrow
+        // range check or one that passes whenever `hi <= lo` (`lo` a
+        // constant in the range, as `reduce.rs`'s unguarded loop). Then
+        // `n = max(hi - lo, 0)` makes an empty loop run no step. It saves
+        // MTTKRP a test of `0 < J` per nonzero.
+        let no_checks = plan.shape == Shape::Map && chains > 1 && !body.iter().any(|s| matches!(s, Stmt::Check { .. }));
+        let narrow = heddle_ir::loops::narrow_casts(var, body);
+        let (min, max) = heddle_ir::loops::fitting_range(&narrow);
+        let fitting_lo = matches!(lo, Expr::Int(v, _) if *v >= min && max.checked_add(1).is_some_and(|m| *v <= m));
+        let unguarded = no_checks && (narrow.is_empty() || fitting_lo) && self.invariant_loads(var, body).is_empty();
+        if unguarded {
+            self.b.ins().jump(pre, &[]);
+        } else {
+            let runs = self.b.ins().icmp(IntCC::SignedLessThan, lo_v, hi_v);
+            self.b.ins().brif(runs, pre, &[], exit, &[]);
+        }
 
         self.b.switch_to_block(pre);
         let marks = self.enter_loop(var, lo_v, hi_v, body)?;
         let n = self.b.ins().isub(hi_v, lo_v);
+        let (n, hi_v) = if unguarded {
+            let zero = self.b.ins().iconst(ct::I64, 0);
+            let n = self.b.ins().smax(n, zero);
+            (n, self.b.ins().iadd(lo_v, n))
+        } else {
+            (n, hi_v)
+        };
         // `main_hi = hi - n mod step` (`step` is a power of two), not
         // `lo + (n & -step)`: Cranelift recomputes an and with a constant at
         // each use, in the loop (as `reduce.rs` found), not a difference.
         debug_assert!((step as u64).is_power_of_two());
         let left_over = self.b.ins().band_imm_s(n, step - 1);
         let main_hi = self.b.ins().isub(hi_v, left_over);
+        // A map loop without checks leaves its main loop at `main_hi` (also
+        // when it does not run: `n < step` makes `main_hi = lo`), so what
+        // follows it depends on the bounds alone: computed here, where
+        // Cranelift can hoist it out of enclosing loops whose bounds it does
+        // not depend on (MTTKRP's j loops, once per nonzero: `J`'s), rather
+        // than from the counter after the loop.
+        let tail = no_checks.then(|| {
+            let room = self.b.ins().isub(hi_v, main_hi);
+            let fits = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, room, w);
+            let room_after = self.b.ins().iadd_imm_s(room, -w);
+            let left_after = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, room_after, 0);
+            let left = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, room, 0);
+            (fits, left_after, left)
+        });
         // Per accumulator, `chains` vectors of partial results, from the identity.
         let mut vaccs: Vec<Vec<Variable>> = Vec::new();
         for a in accs {
@@ -387,7 +424,20 @@ impl Translator<'_, '_> {
         self.b.ins().brif(more, main, &[], combine, &[]);
 
         self.b.switch_to_block(combine);
-        if plan.shape == Shape::Map && chains > 1 {
+        if let Some((fits, left_after, left)) = tail {
+            // `iv = main_hi` here; one vector step if a whole one is left,
+            // then the rest one at a time.
+            let (single, no_single) = (self.b.create_block(), self.b.create_block());
+            self.b.ins().brif(fits, single, &[], no_single, &[]);
+            self.b.switch_to_block(single);
+            self.lane_step(var, main_hi, body, &[], &[], &plan, iv, exit)?;
+            let next = self.b.ins().iadd_imm_s(main_hi, w);
+            self.b.def_var(iv, next);
+            self.b.ins().brif(left_after, rest_pre, &[], exit, &[]);
+            self.b.switch_to_block(no_single);
+            self.b.def_var(iv, main_hi);
+            self.b.ins().brif(left, rest_pre, &[], exit, &[]);
+        } else if plan.shape == Shape::Map && chains > 1 {
             // A single vector step if a whole one is left. (A step of the main
             // loop whose checks failed comes here too: this step fails the same
             // checks before any store and leaves for the scalar loop.)
@@ -423,9 +473,11 @@ impl Translator<'_, '_> {
             let total = self.combine(a.op, a.ty, acc, lanes[0])?;
             self.b.def_var(a.var, total);
         }
-        let at = self.b.use_var(iv);
-        let left = self.b.ins().icmp(IntCC::SignedLessThan, at, hi_v);
-        self.b.ins().brif(left, rest_pre, &[], exit, &[]);
+        if tail.is_none() {
+            let at = self.b.use_var(iv);
+            let left = self.b.ins().icmp(IntCC::SignedLessThan, at, hi_v);
+            self.b.ins().brif(left, rest_pre, &[], exit, &[]);
+        }
 
         // The rest, one iteration at a time (also where a failing step resumes).
         self.b.switch_to_block(rest_pre);

@@ -24,7 +24,28 @@ fn has_loop(b: &[Stmt]) -> bool {
     })
 }
 
+/// The checks in `b`, nested `if`s included (all trusted, when
+/// [`Translator::trusted_away`] holds of `b`).
+fn trusted_count(b: &[Stmt]) -> usize {
+    b.iter()
+        .map(|s| match s {
+            Stmt::If { then, els, .. } => trusted_count(then) + trusted_count(els),
+            _ => 1,
+        })
+        .sum()
+}
+
 impl Translator<'_, '_> {
+    /// Whether translating `b` emits nothing: it holds only checks the
+    /// inputs' ranges imply (under `--trust-ranges`) and such `if`s.
+    fn trusted_away(&self, b: &[Stmt]) -> bool {
+        b.iter().all(|s| match s {
+            Stmt::Check { cond, .. } => self.options.trust_ranges && self.implied_by_ranges(cond),
+            Stmt::If { cond, then, els } => !super::expr::may_fault(cond) && self.trusted_away(then) && self.trusted_away(els),
+            _ => false,
+        })
+    }
+
     pub(super) fn stmt(&mut self, s: &Stmt) -> Result<(), CodegenError> {
         // A pending lazy `let` must not see a name it reads shadowed or
         // changed, nor be first evaluated inside blocks that open here.
@@ -75,6 +96,12 @@ impl Translator<'_, '_> {
                 } else {
                     self.for_loop(var, lo, hi, *schedule, body)?
                 }
+            }
+            // An `if` with nothing to do (its checks all trusted) whose
+            // condition cannot fault: no test, no branch (MTTKRP's
+            // `if 0 < J { check bl1 < B_dim2 }`, once per nonzero).
+            Stmt::If { cond, then, els } if !super::expr::may_fault(cond) && self.trusted_away(then) && self.trusted_away(els) => {
+                self.trusted_checks += trusted_count(then) + trusted_count(els);
             }
             Stmt::If { cond, then, els } => {
                 let (c, _) = self.expr(cond)?;
