@@ -22,7 +22,8 @@ fun(xs: [double]_A_dim1 =>
 """
 
 # (matrix, repetitions per run): enough for a stable median in well under a second.
-CASES = [("uniform_5k_d4", 400), ("uniform_100k_d10", 60), ("banded_1M_k2", 15)]
+CASES = [("uniform_5k_d4", 400), ("uniform_100k_d10", 60), ("banded_1M_k2", 15), ("rowband_5k", 15), ("uniform_1M_d5", 15),
+         ("rmat_s18_ef10", 15)]
 
 
 def read_csr(path):
@@ -53,7 +54,11 @@ def main():
     ap.add_argument("--new-args", default="", help="more `heddle run` flags for the new build (--accumulators 1)")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--matrices", default="/tmp/heddle-bench/matrices/bin")
+    ap.add_argument("--only", default="", help="a comma-separated subset of the matrices")
     args = ap.parse_args()
+    global CASES
+    if args.only:
+        CASES = [(m, r) for m, r in CASES if m in args.only.split(",")]
     with tempfile.TemporaryDirectory() as work:
         with open(os.path.join(work, "spmv.hdl"), "w") as f:
             f.write(KERNEL)
