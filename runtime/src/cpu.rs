@@ -171,8 +171,10 @@ impl<'l> Ready<'l> {
         let compiling = crate::profile::phase(|| "compile (or find in the cache)".into());
         let kernel = compile_cached_with(prog, &options).map_err(|e| Diagnostic::new(Span::DUMMY, format!("CPU code generation failed: {e}")))?;
         drop(compiling);
-        let _planning = crate::profile::phase(|| "plan the split".into());
+        let mut planning = crate::profile::phase(|| "plan the split".into());
         let plan = plan_tuned(prog, &kernel, launch, p.threads, p.threshold, p.tuning.chunks_per_thread);
+        planning.rename(|| format!("plan the split ({} chunks on {} threads)", plan.chunks.len(), plan.threads));
+        drop(planning);
         let args = arguments(prog, launch)?;
         let slots = kernel.slots(args.values()).map_err(|f| fault(prog, f))?;
         let outputs = zeroed_output(prog, launch);

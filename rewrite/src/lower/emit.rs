@@ -1113,7 +1113,19 @@ impl Lowerer<'_> {
     /// those lengths before `var` when it has a closed form.
     pub(super) fn work_estimate(&mut self, var: &Name, elem_ty: &Type, env: &Env) -> heddle_ir::loops::ParallelWork {
         let none = |items| heddle_ir::loops::ParallelWork { var: var.clone(), items, before: None };
-        let Type::Array { len, .. } = elem_ty else { return none(L::index(0)) };
+        // A stored level's element is (coordinate, child): the child's length
+        // is the work (DCSR's rows, a CSF slice's fibres).
+        let len = match elem_ty {
+            Type::Array { len, .. } => len,
+            Type::Tuple(fields) => match fields.iter().rev().find_map(|f| match f {
+                Type::Array { len, .. } => Some(len),
+                _ => None,
+            }) {
+                Some(len) => len,
+                None => return none(L::index(0)),
+            },
+            _ => return none(L::index(0)),
+        };
         // Only a plain expression over the arguments and the loop variable can be
         // evaluated by the runtime before the launch.
         let plain = |cx: &mut Self, n: &Nat| {

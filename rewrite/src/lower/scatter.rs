@@ -283,6 +283,17 @@ impl Lowerer<'_> {
         }
         let k = self.fresh("k");
         let hi = self.index_expr(&v.len(), env, body)?;
+        if schedule == Schedule::Parallel && self.parallel_work.is_none() {
+            // The runtime splits this loop by its elements' sizes where they
+            // are arrays (a DCSR row, a CSF slice's fibres): without them it
+            // would weigh each element as an empty row. Elements without
+            // one (COO's entries) leave the loop unweighed, so that
+            // `coalesce_atomic_runs` may chunk it.
+            let work = self.work_estimate(&k, &super::emit::source_elem_ty(v, &Nat::Var(k.clone())), env);
+            if !matches!(&work.items, L::Int(0, _)) {
+                self.parallel_work = Some(work);
+            }
+        }
         let mut inner = Block::new();
         self.loops.push((k.clone(), schedule, hi.clone()));
         let visited = self.elem(v, &Nat::Var(k.clone()), &mut inner).and_then(|x| f(self, x, &mut inner));
