@@ -394,18 +394,26 @@ fn mttkrp_on_a_csf_tensor_matches_dense() {
         }
         let c: Dense = (0..nk).map(|_| (0..nj).map(|_| rng.value()).collect()).collect();
         let d: Dense = (0..nl).map(|_| (0..nj).map(|_| rng.value()).collect()).collect();
-        let mut want = vec![0.0; ni * nj];
-        for &(i, k, l, v) in &entries {
-            for j in 0..nj {
-                want[i * nj + j] += v * c[k][j] * d[l][j];
-            }
-        }
-        let tns: String = entries.iter().map(|(i, k, l, v)| format!("{} {} {} {v}\n", i + 1, k + 1, l + 1)).collect();
-        let pb = write(dir.path(), "b.tns", &tns);
-        let (pc, pd) = (write(dir.path(), "c.json", &json!(c).to_string()), write(dir.path(), "d.json", &json!(d).to_string()));
-        let args = [arg("--matrix", "B", &pb), arg("--input", "C", &pc), arg("--input", "D", &pd)].concat();
-        check("mttkrp_csf", &args, &want, &format!("case {case}: {entries:?}"));
+        check_mttkrp(dir.path(), ni, &entries, &c, &d, &format!("case {case}"));
     }
+}
+
+/// Runs `mttkrp_csf` on the entries (i, k, l, value) of an `ni` × · × ·
+/// tensor B and the dense C and D (J = their rows' length) on every backend,
+/// against the dense sum A(i, j) = Σ B(i, k, l) C(k, j) D(l, j).
+fn check_mttkrp(dir: &std::path::Path, ni: usize, entries: &[(usize, usize, usize, f64)], c: &Dense, d: &Dense, what: &str) {
+    let nj = c.first().map_or(0, Vec::len);
+    let mut want = vec![0.0; ni * nj];
+    for &(i, k, l, v) in entries {
+        for j in 0..nj {
+            want[i * nj + j] += v * c[k][j] * d[l][j];
+        }
+    }
+    let tns: String = entries.iter().map(|(i, k, l, v)| format!("{} {} {} {v}\n", i + 1, k + 1, l + 1)).collect();
+    let pb = write(dir, "b.tns", &tns);
+    let (pc, pd) = (write(dir, "c.json", &json!(c).to_string()), write(dir, "d.json", &json!(d).to_string()));
+    let args = [arg("--matrix", "B", &pb), arg("--input", "C", &pc), arg("--input", "D", &pd)].concat();
+    check("mttkrp_csf", &args, &want, &format!("{what}: {entries:?}"));
 }
 
 /// MTTKRP with row lengths J around the CPU backend's lane steps (4 lanes,
@@ -437,17 +445,7 @@ fn mttkrp_row_lengths_around_the_lanes_match_dense() {
         }
         let c: Dense = (0..nk).map(|_| (0..nj).map(|_| rng.value()).collect()).collect();
         let d: Dense = (0..nl).map(|_| (0..nj).map(|_| rng.value()).collect()).collect();
-        let mut want = vec![0.0; ni * nj];
-        for &(i, k, l, v) in &entries {
-            for j in 0..nj {
-                want[i * nj + j] += v * c[k][j] * d[l][j];
-            }
-        }
-        let tns: String = entries.iter().map(|(i, k, l, v)| format!("{} {} {} {v}\n", i + 1, k + 1, l + 1)).collect();
-        let pb = write(dir.path(), "b.tns", &tns);
-        let (pc, pd) = (write(dir.path(), "c.json", &json!(c).to_string()), write(dir.path(), "d.json", &json!(d).to_string()));
-        let args = [arg("--matrix", "B", &pb), arg("--input", "C", &pc), arg("--input", "D", &pd)].concat();
-        check("mttkrp_csf", &args, &want, &format!("J = {nj}: {entries:?}"));
+        check_mttkrp(dir.path(), ni, &entries, &c, &d, &format!("J = {nj}"));
     }
 }
 
