@@ -205,3 +205,13 @@ pub fn python(dir: &Path, script: &str) -> Option<String> {
     assert!(out.status.success(), "the Python script failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     Some(stdout)
 }
+
+/// A run (`heddle(…)`'s result) that failed on bad input: exit status 1, an
+/// error naming the kernel parameter `parameter` and saying `phrase`, no panic.
+pub fn assert_input_error(r: (i32, String, String), parameter: &str, phrase: &str) {
+    let (code, _, err) = r;
+    assert_eq!(code, 1, "expected exit status 1; stderr:\n{err}");
+    assert!(err.contains(&format!("`{parameter}`")), "the error should name `{parameter}`:\n{err}");
+    assert!(err.contains(phrase), "the error should say {phrase:?}:\n{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}

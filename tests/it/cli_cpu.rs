@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use common::heddle;
+use common::{assert_input_error, heddle};
 use heddle_ir::{Nat, ScalarType, Type};
 use heddle_runtime::io::write::write_npy;
 use heddle_runtime::value::Value;
@@ -45,14 +45,6 @@ fn run_cpu(replace: &[(&str, Vec<Value>, ScalarType)], extra: &[&str]) -> (i32, 
     }
     args.extend(extra.iter().map(|s| s.to_string()));
     heddle(&args.iter().map(String::as_str).collect::<Vec<_>>())
-}
-
-fn assert_input_error(r: (i32, String, String), parameter: &str, phrase: &str) {
-    let (code, _, err) = r;
-    assert_eq!(code, 1, "expected exit status 1; stderr:\n{err}");
-    assert!(err.contains(&format!("`{parameter}`")), "the error should name `{parameter}`:\n{err}");
-    assert!(err.contains(phrase), "the error should say {phrase:?}:\n{err}");
-    assert!(!err.contains("panicked"), "{err}");
 }
 
 #[test]
