@@ -1113,19 +1113,7 @@ impl Lowerer<'_> {
     /// those lengths before `var` when it has a closed form.
     pub(super) fn work_estimate(&mut self, var: &Name, elem_ty: &Type, env: &Env) -> heddle_ir::loops::ParallelWork {
         let none = |items| heddle_ir::loops::ParallelWork { var: var.clone(), items, before: None };
-        // A stored level's element is (coordinate, child): the child's length
-        // is the work (DCSR's rows, a CSF slice's fibres).
-        let len = match elem_ty {
-            Type::Array { len, .. } => len,
-            Type::Tuple(fields) => match fields.iter().rev().find_map(|f| match f {
-                Type::Array { len, .. } => Some(len),
-                _ => None,
-            }) {
-                Some(len) => len,
-                None => return none(L::index(0)),
-            },
-            _ => return none(L::index(0)),
-        };
+        let Some(len) = work_len(elem_ty) else { return none(L::index(0)) };
         // Only a plain expression over the arguments and the loop variable can be
         // evaluated by the runtime before the launch.
         let plain = |cx: &mut Self, n: &Nat| {
@@ -1163,6 +1151,20 @@ impl Lowerer<'_> {
             ViewKind::Generate { .. } if !(self.in_parallel || self.sequential) => Schedule::Parallel,
             _ => Schedule::Seq,
         }
+    }
+}
+
+/// The length that weighs an element of a parallel loop: an array's, or for
+/// a stored level's element, `(coordinate, child)`, its child's (DCSR's row,
+/// a CSF slice's fibres). `None` for scalars and tuples without an array.
+fn work_len(elem_ty: &Type) -> Option<&Nat> {
+    match elem_ty {
+        Type::Array { len, .. } => Some(len),
+        Type::Tuple(fields) => fields.iter().rev().find_map(|f| match f {
+            Type::Array { len, .. } => Some(len),
+            _ => None,
+        }),
+        _ => None,
     }
 }
 
