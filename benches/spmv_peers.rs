@@ -35,6 +35,7 @@ use heddle_ir::loops::{ArgKind, LoopProgram};
 use heddle_ir::ScalarType;
 use heddle_runtime::cpu::{Parallelism, Ready, Tuning};
 use heddle_runtime::launch::{Buffer, Launch, Slot};
+use plotters::style::RGBColor;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -401,7 +402,7 @@ fn main() {
             }
             let figures: Vec<String> = columns.iter().map(|c| format!("{:.2}", get(c.1))).collect();
             println!("| {m} | {rows_n} | {nnz} | {} | {:.2} | {:.2} | {:.2} | {best:.2} ({best_name}) | {:.2} |", figures.join(" | "), r[0], r[1], r[2], r[3]);
-            plot_data.push((format!("{m} {prec}"), get("heddle cpu 1T"), get("heddle cpu 2T"), get("mkl mv_opt 1T"), get("mkl mv_opt 2T")));
+            plot_data.push(Bars { label: format!("{m} {prec}"), gflops: [get("heddle cpu 1T"), get("heddle cpu 2T"), best, get("mkl mv_opt 1T"), get("mkl mv_opt 2T")] });
         }
         println!(
             "| **geomean** | | | {}| **{:.2}** | **{:.2}** | **{:.2}** | | **{:.2}** |",
@@ -413,7 +414,7 @@ fn main() {
         );
     }
     if let Some(svg) = &a.svg {
-        plot(svg, &plot_data);
+        plot(svg, &plot_data, a.rounds);
     }
 }
 
@@ -433,21 +434,37 @@ fn tuned_best(cells: &BTreeMap<String, f64>) -> (String, f64) {
         .unwrap_or_else(|| ("none".into(), f64::NAN))
 }
 
-/// A grouped bar chart of GFLOP/s per matrix: heddle and MKL, 1 and 2 threads.
-fn plot(path: &Path, data: &[(String, f64, f64, f64, f64)]) {
+/// One matrix and precision in the chart: GFLOP/s of each series of [`SERIES`].
+struct Bars {
+    label: String,
+    gflops: [f64; 5],
+}
+
+/// The chart's series, in the order of [`Bars::gflops`], and their colours.
+const SERIES: [(&str, RGBColor); 5] = [
+    ("heddle 1T", RGBColor(140, 180, 230)),
+    ("heddle 2T", RGBColor(30, 90, 180)),
+    ("heddle tuned 2T", RGBColor(20, 40, 110)),
+    ("MKL 1T", RGBColor(240, 170, 120)),
+    ("MKL 2T", RGBColor(200, 80, 20)),
+];
+
+/// A grouped bar chart of GFLOP/s per matrix: heddle (CSR32 at 1 and 2
+/// threads, and the fastest tuned variant at 2) and MKL at 1 and 2 threads.
+fn plot(path: &Path, data: &[Bars], rounds: usize) {
     use plotters::prelude::*;
-    let top = data.iter().flat_map(|d| [d.1, d.2, d.3, d.4]).filter(|x| x.is_finite()).fold(0.0, f64::max) * 1.1;
+    let top = data.iter().flat_map(|d| d.gflops).filter(|x| x.is_finite()).fold(0.0, f64::max) * 1.1;
     let root = SVGBackend::new(path, (1100, 520)).into_drawing_area();
     root.fill(&WHITE).unwrap();
     let n = data.len();
     let mut chart = ChartBuilder::on(&root)
-        .caption("CSR SpMV, GFLOP/s (2 cores; other builds running)", ("sans-serif", 20))
+        .caption(format!("CSR SpMV, GFLOP/s, median of {rounds} interleaved rounds (higher is better)"), ("sans-serif", 20))
         .margin(12)
         .x_label_area_size(110)
         .y_label_area_size(50)
         .build_cartesian_2d(0.0..n as f64, 0.0..top.max(0.1))
         .unwrap();
-    let labels: Vec<String> = data.iter().map(|d| d.0.clone()).collect();
+    let labels: Vec<String> = data.iter().map(|d| d.label.clone()).collect();
     chart
         .configure_mesh()
         .disable_x_mesh()
@@ -457,12 +474,12 @@ fn plot(path: &Path, data: &[(String, f64, f64, f64, f64)]) {
         .y_desc("GFLOP/s")
         .draw()
         .unwrap();
-    let series = [("heddle 1T", RGBColor(140, 180, 230)), ("heddle 2T", RGBColor(30, 90, 180)), ("MKL 1T", RGBColor(240, 170, 120)), ("MKL 2T", RGBColor(200, 80, 20))];
-    for (s, (name, color)) in series.into_iter().enumerate() {
+    let width = 0.8 / SERIES.len() as f64;
+    for (s, (name, color)) in SERIES.into_iter().enumerate() {
         let bars = data.iter().enumerate().map(move |(i, d)| {
-            let v = [d.1, d.2, d.3, d.4][s];
-            let x0 = i as f64 + 0.1 + 0.2 * s as f64;
-            Rectangle::new([(x0, 0.0), (x0 + 0.18, if v.is_finite() { v } else { 0.0 })], color.filled())
+            let v = d.gflops[s];
+            let x0 = i as f64 + 0.1 + width * s as f64;
+            Rectangle::new([(x0, 0.0), (x0 + 0.9 * width, if v.is_finite() { v } else { 0.0 })], color.filled())
         });
         chart.draw_series(bars).unwrap().label(name).legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
     }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `heddle tune --matrix` over encodings on the CPU: one f32 SpMV stored as
-# CSR (64-, 32- and 16-bit indices), DIA and ELL (16 slices), per matrix.
+# CSR (64-, 32- and 16-bit indices), DIA, ELL (16 slices) and BSR 1x8, per
+# matrix (BSR 1x8 needs a column count divisible by 8).
 # Not a timed test: it prints tune's report (docs/performance.md, "Per-matrix
 # tuning over encodings"). The matrices are .npz files (scipy's CSR); results
 # are checked against the first configuration (`--verify first`: the
@@ -26,8 +27,9 @@ csr csr16 ", posWidth = 32, crdWidth = 16"
 sed -e 's/xf64/xf32/' -e 's/\[double\]/[float]/' examples/sparse/spmv_dia.hdl > "$dir/dia.hdl"
 sed -e 's/c \* 3 \* i : dense, i : dense, j : compressed)/c * 16 * i : dense, i : dense, j : compressed), posWidth = 32, crdWidth = 32/' \
   examples/sparse/spmv_ell.hdl > "$dir/ell16.hdl"
+sed -e 's/xf64/xf32/' -e 's/\[double\]/[float]/' examples/sparse/spmv_bsr_1x8.hdl > "$dir/bsr1x8.hdl"
 matrices=()
 for m in "$@"; do matrices+=(--matrix "A=$m"); done
-"$heddle" tune "$dir"/csr64.hdl "$dir"/csr32.hdl "$dir"/csr16.hdl "$dir"/dia.hdl "$dir"/ell16.hdl \
+"$heddle" tune "$dir"/csr64.hdl "$dir"/csr32.hdl "$dir"/csr16.hdl "$dir"/dia.hdl "$dir"/ell16.hdl "$dir"/bsr1x8.hdl \
   "${matrices[@]}" --backend cpu --threads 1,2 \
   --accumulators "${ACCUMULATORS:-1,4}" --chunks-per-thread "${CHUNKS:-8}" --reps "${REPS:-30}" --verify first

@@ -7,9 +7,10 @@
 //! The variants: the CSR32 baseline's kernel compiled with other settings
 //! (`heddle run --accumulators`, `--chunks-per-thread`): one accumulator
 //! (`csr32a1`), eight (`csr32a8`), one accumulator and one chunk per thread
-//! (`csr32a1c1`); CSR with 16-bit coordinates (32-bit positions), DIA, and
+//! (`csr32a1c1`); CSR with 16-bit coordinates (32-bit positions), DIA,
 //! ELL with as many slices as the longest row (32-bit positions and
-//! coordinates). One whose storage would exceed 3x the matrix's plain CSR
+//! coordinates), and BSR with 1×8 blocks (a row stored in runs of 8
+//! columns). One whose storage would exceed 3x the matrix's plain CSR
 //! bytes (`heddle_runtime::sparse::estimate`, the limit `tune` applies), or
 //! that cannot hold the matrix (a column past 65535 for 16-bit
 //! coordinates), is skipped, and the reason printed.
@@ -46,7 +47,15 @@ fn sources(a: &Csr, elem: &str, scalar: &str) -> Vec<(String, String)> {
         .replace("c * 3 * i : dense, i : dense, j : compressed)", &format!("c * {longest} * i : dense, i : dense, j : compressed), posWidth = 32, crdWidth = 32"))
         .replace("xf32", &format!("x{elem}"))
         .replace("[float]", &format!("[{scalar}]"));
-    vec![("csr16".into(), csr16), ("dia".into(), dia), (format!("ell{longest}"), ell)]
+    let bsr1x8 = include_str!("../../examples/sparse/spmv_bsr_1x8.hdl").replace("xf64", &format!("x{elem}")).replace("[double]", &format!("[{scalar}]"));
+    let mut out = vec![("csr16".into(), csr16), ("dia".into(), dia), (format!("ell{longest}"), ell)];
+    if a.cols % 8 == 0 {
+        out.push(("bsr1x8".into(), bsr1x8));
+    } else {
+        // The kernel splits x in 8s.
+        eprintln!("    bsr1x8: skipped, {} columns are not a multiple of 8", a.cols);
+    }
+    out
 }
 
 /// The matrix's entries.

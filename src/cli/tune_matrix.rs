@@ -6,9 +6,10 @@
 //! reason, never allocated: its storage is estimated first
 //! ([`heddle_runtime::sparse::estimate`]) and refused beyond
 //! [`SIZE_LIMIT`] times the matrix's plain CSR bytes (DIA over many
-//! diagonals, ELL with many slices, BSR over scattered entries); a
-//! conversion that fails (an ELL row longer than its slices, a coordinate
-//! past a 16-bit `crdWidth`) skips the variant with the conversion's error.
+//! diagonals, ELL with many slices, BSR over scattered entries); a matrix
+//! the encoding cannot hold (a dimension not a multiple of a block size, an
+//! ELL row longer than its slices, a coordinate past a 16-bit `crdWidth`)
+//! skips the variant with the reason.
 
 use super::Failure;
 use heddle_runtime::io::Loaded;
@@ -99,7 +100,16 @@ pub fn bind(kernel: &Kernel, case: &[(String, String)], shared: &[(String, Loade
         let (encoding, elem) = heddle_runtime::io::bind::tensor_param(kernel, name)?;
         let (contents, coo) = reader.get(path, elem)?;
         cols = coo.dims.last().copied().unwrap_or(0);
-        let size = estimate::storage_size(coo, encoding, elem).map_err(|e| Failure::Input(format!("--matrix {name}={path}: {e}")))?;
+        // A matrix whose shape the encoding cannot hold (a dimension that is
+        // not a multiple of a block size, another rank) rules out this
+        // variant on this case, not the whole search.
+        let size = match estimate::storage_size(coo, encoding, elem) {
+            Ok(size) => size,
+            Err(e) => {
+                bound.skipped = Some(format!("skipped: `{name}` does not fit this encoding: {e}"));
+                return Ok(bound);
+            }
+        };
         let plain = estimate::plain_size(coo, elem);
         if size.bytes > SIZE_LIMIT.saturating_mul(plain) {
             bound.skipped = Some(format!(

@@ -1,6 +1,6 @@
 //! The kernels of `examples/sparse/` (issue 7) on every backend, each against
 //! a dense computation of the same kernel written here: SpMV over CSR, DCSR,
-//! DCSC, COO (AoS and SoA), CDR, CSC, BSR (2x2), 2:4, ELL, DIA, loose CSR (also
+//! DCSC, COO (AoS and SoA), CDR, CSC, BSR (2x2 and 1x8), 2:4, ELL, DIA, loose CSR (also
 //! from storage with gaps between rows) and batched CSR; SpMM; SDDMM; MTTKRP
 //! on a CSF tensor; sum/product/min/max over sparse vectors and matrices.
 //!
@@ -173,6 +173,37 @@ fn spmv_in_every_format_matches_dense() {
         let stored = write(dir.path(), "loose.json", &gaps.to_string());
         let args = [arg("--matrix", "A", &stored), arg("--input", "xs", &xs)].concat();
         check("spmv_loose_csr", &args, &want, &format!("case {case}: {gaps}"));
+    }
+}
+
+/// BSR with 1x8 blocks (`spmv_bsr_1x8.hdl`) on rows that mix dense runs
+/// crossing block edges, single entries, and empty rows (first and last
+/// included), with a column count of 8–32: every block kind a row can hold.
+#[test]
+fn spmv_bsr_1x8_matches_dense() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0xB5B1_0008_D00D_F00D);
+    for case in 0..common::cases(3) {
+        let (m, n) = (3 + rng.below(5) as usize, 8 * (1 + rng.below(4) as usize));
+        let mut a = vec![vec![0.0; n]; m];
+        for row in a.iter_mut().skip(1).take(m - 2) {
+            match rng.below(3) {
+                0 => {}
+                1 => row[rng.below(n as u64) as usize] = rng.value(),
+                _ => {
+                    let start = rng.below(n as u64) as usize;
+                    let end = (start + 1 + rng.below(12) as usize).min(n);
+                    for v in &mut row[start..end] {
+                        *v = rng.value();
+                    }
+                }
+            }
+        }
+        let x: Vec<f64> = (0..n).map(|k| k as f64 * 0.5 - 3.0).collect();
+        let xs = write(dir.path(), "x.json", &json!(x).to_string());
+        let file = write(dir.path(), "a.mtx", &mtx(&a, case == 1));
+        let args = [arg("--matrix", "A", &file), arg("--input", "xs", &xs)].concat();
+        check("spmv_bsr_1x8", &args, &dense_spmv(&a, &x), &format!("case {case}: {a:?}"));
     }
 }
 

@@ -165,6 +165,29 @@ fn tune_matrix_skips_narrow_coordinates_that_do_not_fit() {
     assert!(err.contains("/nonexistent/m.mtx"), "{err}");
 }
 
+/// A matrix whose column count is not a multiple of a variant's block size
+/// skips that variant on that case (it used to end the whole search with an
+/// input error); the same variant still runs on a case it fits.
+#[test]
+fn tune_matrix_skips_blocks_that_do_not_divide_the_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let odd = mtx(d, "odd", 3, 5, &[(0, 0, 1.0), (2, 4, 2.0)]);
+    let even = mtx(d, "even", 3, 8, &[(0, 0, 1.0), (2, 7, 2.0)]);
+    let (code, out, err) = heddle(&[
+        "tune", "examples/sparse/spmv_bsr_1x8.hdl", "examples/sparse/spmv_csr.hdl", "--matrix", &format!("A={odd}"), "--matrix",
+        &format!("A={even}"), "--backend", "cpu", "--threads", "1", "--reps", "1", "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let on_odd = variants(&v, 0);
+    assert_eq!(on_odd[0]["skipped"], true, "{out}");
+    let reason = on_odd[0]["error"].as_str().unwrap();
+    assert!(reason.contains("does not fit this encoding") && reason.contains("multiple of its block size 8"), "{reason}");
+    assert!(on_odd[1]["seconds"].is_f64(), "{out}");
+    assert!(variants(&v, 1).iter().all(|o| o["seconds"].is_f64()), "{out}");
+}
+
 /// `y = A x` from the entries, in f64.
 fn dense_product(rows: u64, entries: &[(u64, u64, f64)], x: &[f64]) -> Vec<f64> {
     let mut y = vec![0.0; rows as usize];
