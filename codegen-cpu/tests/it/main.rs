@@ -11,3 +11,4 @@ mod codegen;
 mod inner_loops;
 mod lanes;
 mod vector_lanes;
+mod straight_lanes;
