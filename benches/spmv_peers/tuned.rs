@@ -49,7 +49,7 @@ fn sources(a: &Csr, elem: &str, scalar: &str) -> Vec<(String, String)> {
         .replace("[float]", &format!("[{scalar}]"));
     let bsr1x8 = include_str!("../../examples/sparse/spmv_bsr_1x8.hdl").replace("xf64", &format!("x{elem}")).replace("[double]", &format!("[{scalar}]"));
     let mut out = vec![("csr16".into(), csr16), ("dia".into(), dia), (format!("ell{longest}"), ell)];
-    if a.cols % 8 == 0 {
+    if a.cols.is_multiple_of(8) {
         out.push(("bsr1x8".into(), bsr1x8));
     } else {
         // The kernel splits x in 8s.
