@@ -137,22 +137,21 @@ pub(crate) fn pack_columns_csr_like(cols: CooColumns, enc: &Encoding, elem: Scal
     // Entries already grouped by `a` (a column-ordered file into CSC): the
     // counting sort's permutation is the identity, so the inner column and
     // the values are kept as they are instead of copied.
+    // One parallel pass checks the order, the ranges and whether the rows
+    // are already clean (sorted, no duplicates); anything else (a coordinate
+    // out of range included, reported below) takes the counting sort.
     if let (IndexBuf::U32(o), IndexBuf::U32(i)) = (cols.column(a), cols.column(b))
         && counting::narrow(cols.len(), cols.dims[b])
-        && o.windows(2).all(|w| w[0] <= w[1])
+        && let Some(strict) = counting::row_ordered(o, i, cols.dims[a], cols.dims[b])
     {
         super::build::check_alloc(cols.dims[a], "the positions buffer")?;
-        let (dim_a, dim_b) = (cols.dims[a], cols.dims[b]);
-        if let Some(k) = o.iter().zip(i).position(|(&x, &y)| u64::from(x) >= dim_a || u64::from(y) >= dim_b) {
-            return Err(outside(k));
-        }
         let dims = cols.dims.clone();
         let (_, mut columns, values) = cols.into_parts();
         let (IndexBuf::U32(inner), IndexBuf::U32(outer)) = (columns.swap_remove(b), columns.swap_remove(0)) else {
             unreachable!("both columns are 32-bit")
         };
         let s = counting::grouped(&outer, inner, values, dims[a] as usize);
-        return finish_scattered(s, enc, elem, &dims, lvl_sizes);
+        return finish_scattered(s, enc, elem, &dims, lvl_sizes, strict);
     }
     let (dims, values) = (&cols.dims, &cols.values);
     match (cols.column(a), cols.column(b)) {
@@ -188,17 +187,26 @@ fn pack_entries<C: Column + ?Sized>(
     let sizes = (dims[a], dims[b]);
     if counting::narrow(values.len(), dims[b]) {
         let s = counting::scatter_entries::<u32, C, C>(sizes, outer, inner, values).map_err(outside)?;
-        finish_scattered(s, enc, elem, dims, lvl_sizes)
+        finish_scattered(s, enc, elem, dims, lvl_sizes, false)
     } else {
         let s = counting::scatter_entries::<u64, C, C>(sizes, outer, inner, values).map_err(outside)?;
-        finish_scattered(s, enc, elem, dims, lvl_sizes)
+        finish_scattered(s, enc, elem, dims, lvl_sizes, false)
     }
 }
 
-fn finish_scattered<I: Idx>(mut s: counting::Scattered<I>, enc: &Encoding, elem: ScalarType, dims: &[u64], lvl_sizes: &[u64]) -> Result<SparseTensor> {
+/// `known_clean`: the rows are known to be sorted without duplicates (not
+/// scanned again).
+fn finish_scattered<I: Idx>(
+    mut s: counting::Scattered<I>,
+    enc: &Encoding,
+    elem: ScalarType,
+    dims: &[u64],
+    lvl_sizes: &[u64],
+    known_clean: bool,
+) -> Result<SparseTensor> {
     // Rows from an unsorted input, or with duplicates, are sorted and
     // merged; already-clean rows (the common case) are only scanned.
-    if !s.clean() {
+    if !known_clean && !s.clean() {
         s.sort_rows();
     }
     let pos = counting::at_width(s.pos, enc.pos_width, "positions[1]")?;

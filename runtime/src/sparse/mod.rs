@@ -27,6 +27,7 @@ pub mod dense;
 mod ell;
 pub mod error;
 pub mod estimate;
+mod fastnum;
 pub mod file;
 pub mod json;
 pub mod mtx;

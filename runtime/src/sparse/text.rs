@@ -7,6 +7,7 @@
 //! single chunk, so the thread pool costs nothing there.
 
 use super::error::{Result, SparseError};
+use super::fastnum;
 use crate::scalars::ScalarVec;
 use rayon::prelude::*;
 use std::path::Path;
@@ -270,22 +271,32 @@ pub(crate) fn parse_into<T: EntryValue, S: Sink<T>>(body: &[u8], first_line: usi
                 ));
             }
             let start = i;
-            // Up to 19 digits cannot overflow; a longer number is read again, checked.
             let mut v: u64 = 0;
-            while i < n && i - start < 19 && body[i].is_ascii_digit() {
-                v = v * 10 + u64::from(body[i] - b'0');
-                i += 1;
-            }
             let mut overflow = false;
-            if i < n && body[i].is_ascii_digit() {
-                (i, v) = (start, 0);
-            }
-            while i < n && body[i].is_ascii_digit() {
-                match v.checked_mul(10).and_then(|x| x.checked_add(u64::from(body[i] - b'0'))) {
-                    Some(x) => v = x,
-                    None => overflow = true,
+            match fastnum::load8(body, i) {
+                // 1 to 7 digits and what follows them in one word: read at once.
+                Some(x) if (1..8).contains(&fastnum::digit_run(x)) => {
+                    let k = fastnum::digit_run(x);
+                    v = fastnum::digits_value(x, k);
+                    i += k;
                 }
-                i += 1;
+                _ => {
+                    // Up to 19 digits cannot overflow; a longer number is read again, checked.
+                    while i < n && i - start < 19 && body[i].is_ascii_digit() {
+                        v = v * 10 + u64::from(body[i] - b'0');
+                        i += 1;
+                    }
+                    if i < n && body[i].is_ascii_digit() {
+                        (i, v) = (start, 0);
+                    }
+                    while i < n && body[i].is_ascii_digit() {
+                        match v.checked_mul(10).and_then(|x| x.checked_add(u64::from(body[i] - b'0'))) {
+                            Some(x) => v = x,
+                            None => overflow = true,
+                        }
+                        i += 1;
+                    }
+                }
             }
             if overflow {
                 return Err(SparseError::file(

@@ -11,6 +11,7 @@ mod direct_conversions;
 mod exact_values;
 mod fill_values;
 mod lowering_differential;
+mod mtx_numbers;
 mod mtx_stream;
 mod npz;
 mod number_exhaustive;

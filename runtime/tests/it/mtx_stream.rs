@@ -108,6 +108,35 @@ fn out_of_order_entries_with_duplicates_across_rounds() {
 }
 
 #[test]
+fn row_ordered_files_with_one_fault_at_a_block_edge() {
+    // The packing checks order, ranges and clean rows in blocks of 2^16
+    // entries: a single fault between the last entry of a block and the
+    // first of the next (or just inside either) must still be seen. Rows of
+    // 4 entries; every column distinct within its row but for the fault.
+    let n = 3 << 16;
+    let clean: Vec<(u64, u64, f64)> = (0..n).map(|k| ((k / 4) as u64, (k % 4) as u64 * 2, (k % 7) as f64 + 0.5)).collect();
+    let (rows, cols) = ((n / 4) as u64, 9u64);
+    for at in [(1 << 16) - 1, 1 << 16, (1 << 16) + 1, 2 << 16] {
+        // A duplicate of the previous entry's column (rows stay ordered),
+        // a column out of order within its row, and a row out of order.
+        let mut dup = clean.clone();
+        dup[at].0 = dup[at - 1].0;
+        dup[at].1 = dup[at - 1].1;
+        let mut unsorted = clean.clone();
+        unsorted[at].0 = unsorted[at - 1].0;
+        unsorted[at].1 = 0;
+        unsorted[at - 1].1 = 8;
+        let mut row_back = clean.clone();
+        row_back[at].0 = row_back[at - 1].0 - 1;
+        for (name, e) in [("dup", &dup), ("unsorted", &unsorted), ("row_back", &row_back)] {
+            let path = put(&format!("edge_{name}_{at}"), &mtx("real", "general", (rows, cols), &as_text(e)));
+            assert_eq!(csr_triples(&path), reference(e, "general"), "{name} at {at}");
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+}
+
+#[test]
 fn row_ordered_file_with_unsorted_columns_and_duplicates() {
     // Rows in order (the packing's grouped path), columns within a row not.
     let e: Vec<(u64, u64, f64)> = vec![(0, 3, 1.0), (0, 1, 2.0), (0, 3, 4.0), (2, 2, 8.0), (2, 0, 16.0), (3, 1, 32.0), (3, 0, 64.0), (3, 1, 128.0)];
