@@ -423,9 +423,9 @@ fn mttkrp_case(dir: &std::path::Path, ni: usize, entries: &[(usize, usize, usize
     (args, want)
 }
 
-/// MTTKRP on the CPU backend over 1 to 4 threads, where the fibre and
-/// nonzero loops re-load the kernel's arguments (`J`, the buffers' bases) in
-/// their pre-headers (`codegen-cpu/src/translate/rebase.rs`) and the j
+/// MTTKRP on the CPU backend over 1 to 4 threads, where the nonzero loop
+/// re-loads the kernel's arguments (`J`, the buffers' bases) in its
+/// pre-header (`codegen-cpu/src/translate/rebase.rs`) and the j
 /// loops count `0 .. J` with no test of `J < 0` and test what is left after
 /// their main loop from the counter (`simd.rs`'s `lane_loop`). J = 0, 1, 7,
 /// 8, 9 and 33 leave every remainder; slices 0 and 4 are empty, every other

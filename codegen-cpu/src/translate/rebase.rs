@@ -10,14 +10,17 @@
 //! `J mod 8`, …) are merged by Cranelift's GVN into one value, live across
 //! the kernel too.
 //!
-//! So a sequential loop nested in another whose body holds a loop re-loads,
-//! in its pre-header, the arguments its body names, from the argument block
-//! (read-only for the call: a load there is always valid). The body sees
-//! only the fresh values, which live no longer than the loop; a value
-//! derived from them is computed per entry of the loop (hoisted by
+//! So a sequential loop nested in two others whose body holds a loop
+//! re-loads, in its pre-header, the arguments its body names, from the
+//! argument block (read-only for the call: a load there is always valid).
+//! The body sees only the fresh values, which live no longer than the loop;
+//! a value derived from them is computed per entry of the loop (hoisted by
 //! Cranelift to its pre-header) instead of once per kernel. Leaf loops do
 //! not re-load: their pre-header runs once per iteration of the loop around
-//! them. A re-loaded value remembers the entry value it equals, so that
+//! them. Nor do loops nested in one loop only: there the values the outer
+//! loop needs are few enough for the registers, and a re-loaded copy would
+//! be live beside the entry's (SpMM's column loop: 7 more instructions per
+//! nonzero). A re-loaded value remembers the entry value it equals, so that
 //! [`check_narrow_range`](Translator::check_narrow_range) still sees two
 //! loops over `0 .. J` as the same bounds.
 
@@ -102,9 +105,9 @@ fn block_names(b: &[Stmt], out: &mut Vec<Name>) {
 
 impl Translator<'_, '_> {
     /// Whether a loop with this body, at the current depth, re-loads the
-    /// arguments it names: nested in another loop, and not a leaf.
+    /// arguments it names: nested in two loops or more, and not a leaf.
     pub(super) fn rebases(&self, body: &[Stmt]) -> bool {
-        self.depth >= 1 && super::stmt::has_loop(body)
+        self.depth >= 2 && super::stmt::has_loop(body)
     }
 
     /// In the pre-header of a loop with this body: binds each kernel

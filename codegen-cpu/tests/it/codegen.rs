@@ -401,10 +401,11 @@ fn scalar_arguments_of_every_type_and_host_buffers() {
 /// test of `n < 0`).
 #[test]
 fn reloaded_arguments_keep_their_values_and_shadowing() {
-    // for i in 0 .. m (parallel) {
+    // for i in 0 .. m (parallel) { for z in 0 .. 1 {
     //   for k in 0 .. n { for j in 0 .. n { out[(i*n + k)*n + j] = x[j] + 10k + 100i } }
     //   let n = 2; for k in 0 .. n { for j in 0 .. n { out2[16i + 4k + j] = x[j] + 1000n } }
-    // }
+    // } }
+    // (the k loops, nested in two, re-load.)
     let ijk = |e: Expr| cast(F64, e);
     let value = |n: Expr| {
         bin(BinOp::Add, load("x", v("j"), 0),
@@ -412,11 +413,11 @@ fn reloaded_arguments_keep_their_values_and_shadowing() {
     };
     let at = bin(BinOp::Add, bin(BinOp::Mul, bin(BinOp::Add, bin(BinOp::Mul, v("i"), v("n")), v("k")), v("n")), v("j"));
     let at2 = bin(BinOp::Add, bin(BinOp::Add, bin(BinOp::Mul, i(16), v("i")), bin(BinOp::Mul, i(4), v("k"))), v("j"));
-    let body = vec![for_("i", i(0), v("m"), Schedule::Parallel, vec![
+    let body = vec![for_("i", i(0), v("m"), Schedule::Parallel, vec![for_("z", i(0), i(1), Schedule::Seq, vec![
         for_("k", i(0), v("n"), Schedule::Seq, vec![for_("j", i(0), v("n"), Schedule::Seq, vec![store("out", at, 0, value(i(0)))])]),
         let_("n", I64, i(2)),
         for_("k", i(0), v("n"), Schedule::Seq, vec![for_("j", i(0), v("n"), Schedule::Seq, vec![store("out2", at2, 0, value(v("n")))])]),
-    ])];
+    ])])];
     let prog = program("reloads", vec![
         arg("m", ArgKind::Nat),
         arg("n", ArgKind::Nat),
