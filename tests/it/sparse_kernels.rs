@@ -464,8 +464,8 @@ fn mttkrp_with_reloaded_arguments_over_threads_matches_dense() {
 /// MTTKRP with row lengths J around the CPU backend's lane steps (4 lanes,
 /// 8 per main-loop iteration): J = 0 (no entry test: `n = max(hi - lo, 0)`),
 /// 1 … 9 and 17 leave every remainder after
-/// the main loop, the single vector step and the scalar rest, whose bounds
-/// are computed once per j loop's bounds rather than per nonzero
+/// the main loop, the single vector step and the scalar rest, reached by
+/// one test of `main_hi < hi` and measured from the counter
 /// (`codegen-cpu/src/translate/simd.rs`'s `lane_loop`), and whose narrow
 /// range check is made once per slice (`lazy.rs`'s `check_narrow_range`).
 /// The tensor has an empty slice, an empty fibre's neighbour slices and
