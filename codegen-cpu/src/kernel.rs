@@ -160,7 +160,9 @@ impl CpuKernel {
         let mut slots = Vec::with_capacity(args.len());
         for (k, (a, p)) in args.iter().zip(&self.params).enumerate() {
             let slot = match (a, p) {
-                (ArgValue::Nat(v), ArgKind::Nat) => *v as u64,
+                // A natural is not negative: compiled loops over `0 .. n`
+                // take no test of `n < 0` (`translate::simd`).
+                (ArgValue::Nat(v), ArgKind::Nat) if *v >= 0 => *v as u64,
                 (ArgValue::Int(v), ArgKind::Scalar(t)) if t.is_int() => *v as u64,
                 // An f16 / bf16 is passed in an f32 (its value is exact there).
                 (ArgValue::Float(v), ArgKind::Scalar(ScalarType::F32 | ScalarType::F16 | ScalarType::BF16)) => u64::from((*v as f32).to_bits()),

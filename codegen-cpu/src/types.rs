@@ -34,6 +34,13 @@ pub fn arg_slot() -> MemFlagsData {
     MemFlagsData::trusted().with_readonly()
 }
 
+/// Flags for an argument slot re-loaded in an inner loop's pre-header
+/// (`translate::rebase`): not `readonly`, so that Cranelift does not merge
+/// the load with the entry's, which would make it live across the kernel again.
+pub fn arg_slot_reload() -> MemFlagsData {
+    MemFlagsData::trusted()
+}
+
 /// Flags for accesses to a buffer.
 ///
 /// `notrap` and `aligned` hold by the call's contract: every buffer is

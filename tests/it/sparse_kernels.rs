@@ -433,6 +433,13 @@ fn mttkrp_on_a_csf_tensor_matches_dense() {
 /// tensor B and the dense C and D (J = their rows' length) on every backend,
 /// against the dense sum A(i, j) = Σ B(i, k, l) C(k, j) D(l, j).
 fn check_mttkrp(dir: &std::path::Path, ni: usize, entries: &[(usize, usize, usize, f64)], c: &Dense, d: &Dense, what: &str) {
+    let (args, want) = mttkrp_case(dir, ni, entries, c, d);
+    check("mttkrp_csf", &args, &want, &format!("{what}: {entries:?}"));
+}
+
+/// The `run` arguments for `mttkrp_csf` on these inputs (written to `dir`)
+/// and the dense result A(i, j) = Σ B(i, k, l) C(k, j) D(l, j), flattened.
+fn mttkrp_case(dir: &std::path::Path, ni: usize, entries: &[(usize, usize, usize, f64)], c: &Dense, d: &Dense) -> (Vec<String>, Vec<f64>) {
     let nj = c.first().map_or(0, Vec::len);
     let mut want = vec![0.0; ni * nj];
     for &(i, k, l, v) in entries {
@@ -444,14 +451,52 @@ fn check_mttkrp(dir: &std::path::Path, ni: usize, entries: &[(usize, usize, usiz
     let pb = write(dir, "b.tns", &tns);
     let (pc, pd) = (write(dir, "c.json", &json!(c).to_string()), write(dir, "d.json", &json!(d).to_string()));
     let args = [arg("--matrix", "B", &pb), arg("--input", "C", &pc), arg("--input", "D", &pd)].concat();
-    check("mttkrp_csf", &args, &want, &format!("{what}: {entries:?}"));
+    (args, want)
+}
+
+/// MTTKRP on the CPU backend over 1 to 4 threads, where the nonzero loop
+/// re-loads the kernel's arguments (`J`, the buffers' bases) in its
+/// pre-header (`codegen-cpu/src/translate/rebase.rs`) and the j
+/// loops count `0 .. J` with no test of `J < 0` and test what is left after
+/// their main loop from the counter (`simd.rs`'s `lane_loop`). J = 0, 1, 7,
+/// 8, 9 and 33 leave every remainder; slices 0 and 4 are empty, every other
+/// slice has a k without entries, fibres of one and of many nonzeros; every
+/// thread count splits the slices (the tests' threshold is 0). The
+/// reference is a dense loop.
+#[test]
+fn mttkrp_with_reloaded_arguments_over_threads_matches_dense() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    for nj in [0, 1, 7, 8, 9, 33] {
+        let (ni, nk, nl) = (9, 5, 6);
+        let mut entries = Vec::new();
+        for i in (0..ni).filter(|&i| i != 0 && i != 4) {
+            let skipped = rng.below(nk as u64) as usize;
+            for k in (0..nk).filter(|&k| k != skipped || i == ni - 1) {
+                let one = k % 2 == 0;
+                for l in 0..nl {
+                    let keep = if one { l == (i + k) % nl } else { rng.below(3) > 0 };
+                    if keep || (i, k, l) == (ni - 1, nk - 1, nl - 1) {
+                        entries.push((i, k, l, rng.value()));
+                    }
+                }
+            }
+        }
+        let c: Dense = (0..nk).map(|_| (0..nj).map(|_| rng.value()).collect()).collect();
+        let d: Dense = (0..nl).map(|_| (0..nj).map(|_| rng.value()).collect()).collect();
+        let (args, want) = mttkrp_case(dir.path(), ni, &entries, &c, &d);
+        for threads in ["1", "2", "3", "4"] {
+            let all = [args.clone(), vec!["--threads".to_string(), threads.to_string()]].concat();
+            common::assert_close(&run("mttkrp_csf", "cpu", &all), &want, &format!("J = {nj}, {threads} threads"));
+        }
+    }
 }
 
 /// MTTKRP with row lengths J around the CPU backend's lane steps (4 lanes,
 /// 8 per main-loop iteration): J = 0 (no entry test: `n = max(hi - lo, 0)`),
 /// 1 … 9 and 17 leave every remainder after
-/// the main loop, the single vector step and the scalar rest, whose bounds
-/// are computed once per j loop's bounds rather than per nonzero
+/// the main loop, the single vector step and the scalar rest, reached by
+/// one test of `main_hi < hi` and measured from the counter
 /// (`codegen-cpu/src/translate/simd.rs`'s `lane_loop`), and whose narrow
 /// range check is made once per slice (`lazy.rs`'s `check_narrow_range`).
 /// The tensor has an empty slice, an empty fibre's neighbour slices and

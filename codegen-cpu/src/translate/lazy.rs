@@ -132,6 +132,7 @@ impl Translator<'_, '_> {
     /// Whether `a` and `b` are the same value: one SSA value, or equal
     /// integer constants.
     fn same_value(&self, a: Value, b: Value) -> bool {
+        let (a, b) = (self.canonical(a), self.canonical(b));
         a == b || matches!((self.int_const(a), self.int_const(b)), (Some(x), Some(y)) if x == y)
     }
 

@@ -16,6 +16,7 @@ mod halves;
 mod hoist;
 mod interchange;
 mod lazy;
+mod rebase;
 mod reduce;
 mod simd;
 mod slp;
@@ -74,6 +75,9 @@ pub fn function(prog: &LoopProgram, m: &mut JITModule, f: &mut Function, options
         outer_loop: false,
         lane_groups: Vec::new(),
         lane_sums: Vec::new(),
+        args_ptr,
+        arg_values: Vec::new(),
+        reloaded: std::collections::HashMap::new(),
     };
     t.bind_args(args_ptr);
     t.block(&prog.body)?;
@@ -203,6 +207,13 @@ pub(crate) struct Translator<'a, 'f> {
     lane_groups: Vec<slp::LaneGroup>,
     /// The accumulators of enclosing lane-sum loops (see [`slp`]).
     lane_sums: Vec<slp::LaneSum>,
+    /// The argument block (see [`rebase`]).
+    args_ptr: Value,
+    /// Each argument's value loaded at entry (a buffer's base), by position.
+    arg_values: Vec<Value>,
+    /// Arguments re-loaded in a pre-header: the fresh value, and the entry
+    /// value it equals (see [`rebase`]).
+    reloaded: std::collections::HashMap<Value, Value>,
 }
 
 impl Translator<'_, '_> {
@@ -214,22 +225,26 @@ impl Translator<'_, '_> {
             match &a.kind {
                 ArgKind::Nat => {
                     let v = self.b.ins().load(ct::I64, flags, args_ptr, off);
+                    self.arg_values.push(v);
                     self.scope.push((a.name.clone(), Bound::Val(v, ScalarType::I64)));
                 }
                 ArgKind::Scalar(t) => {
                     // Little-endian: the low bytes of the slot hold the value.
                     let v = self.b.ins().load(types::clif_type(*t), flags, args_ptr, off);
+                    self.arg_values.push(v);
                     self.scope.push((a.name.clone(), Bound::Val(v, *t)));
                 }
                 ArgKind::Input { fields, .. } | ArgKind::Output { fields, .. } => {
                     let base = self.b.ins().load(self.ptr_ty, flags, args_ptr, off);
                     let readonly = matches!(a.kind, ArgKind::Input { .. });
+                    self.arg_values.push(base);
                     let buf = Buf { base, fields: fields.clone(), layout: record_layout(fields), readonly };
                     self.bufs.push((a.name.clone(), buf));
                 }
                 ArgKind::Host => {
                     let base = self.b.ins().load(self.ptr_ty, flags, args_ptr, off);
                     let fields = vec![ScalarType::I64];
+                    self.arg_values.push(base);
                     let buf = Buf { base, layout: record_layout(&fields), fields, readonly: true };
                     self.bufs.push((a.name.clone(), buf));
                 }

@@ -361,13 +361,14 @@ impl Translator<'_, '_> {
         let (lo_v, hi_v) = self.loop_bounds(lo, hi, Schedule::Seq)?;
         let (pre, main, combine, rest_pre, rest, exit) =
             (self.b.create_block(), self.b.create_block(), self.b.create_block(), self.b.create_block(), self.b.create_block(), self.b.create_block());
-        // A map loop without checks whose tail is computed from the bounds
-        // (below) needs no entry test when the pre-header has nothing that
+        // A map loop without checks (whose tail, below, starts at `main_hi`)
+        // needs no entry test when the pre-header has nothing that
         // must not run for an empty loop: no invariant loads, and no narrow
         // range check or one that passes whenever `hi <= lo` (`lo` a
         // constant in the range, as `reduce.rs`'s unguarded loop). Then
-        // `n = max(hi - lo, 0)` makes an empty loop run no step. It saves
-        // MTTKRP a test of `0 < J` per nonzero.
+        // `n = max(hi - lo, 0)` (`n = hi` when `lo` is 0 and `hi` a natural)
+        // makes an empty loop run no step. It saves MTTKRP a test of `0 < J`
+        // per nonzero.
         let no_checks = plan.shape == Shape::Map && chains > 1 && !body.iter().any(|s| matches!(s, Stmt::Check { .. }));
         let narrow = heddle_ir::loops::narrow_casts(var, body);
         let (min, max) = heddle_ir::loops::fitting_range(&narrow);
@@ -383,7 +384,7 @@ impl Translator<'_, '_> {
         self.b.switch_to_block(pre);
         let marks = self.enter_loop(var, lo_v, hi_v, body)?;
         let n = self.b.ins().isub(hi_v, lo_v);
-        let (n, hi_v) = if unguarded {
+        let (n, hi_v) = if unguarded && !self.counts_from_zero_to_nat(lo, hi) {
             let zero = self.b.ins().iconst(ct::I64, 0);
             let n = self.b.ins().smax(n, zero);
             (n, self.b.ins().iadd(lo_v, n))
@@ -402,14 +403,12 @@ impl Translator<'_, '_> {
         // Cranelift can hoist it out of enclosing loops whose bounds it does
         // not depend on (MTTKRP's j loops, once per nonzero: `J`'s), rather
         // than from the counter after the loop.
-        let tail = no_checks.then(|| {
-            let room = self.b.ins().isub(hi_v, main_hi);
-            let fits = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, room, w);
-            let room_after = self.b.ins().iadd_imm_s(room, -w);
-            let left_after = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, room_after, 0);
-            let left = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThan, room, 0);
-            (fits, left_after, left)
-        });
+        // Only `main_hi < hi` is tested on the way out (both are live
+        // through the loop anyway); what is left is measured from the
+        // counter, which Cranelift cannot hoist, so no value derived from
+        // the bounds (`hi - main_hi`, …) is live across enclosing loops,
+        // where such values cost MTTKRP registers and spills per nonzero.
+        let tail = no_checks;
         let vaccs = self.vector_accumulators(accs, &plan, chains)?;
         let iv = self.b.declare_var(ct::I64);
         self.b.def_var(iv, lo_v);
@@ -430,19 +429,23 @@ impl Translator<'_, '_> {
         self.b.ins().brif(more, main, &[], combine, &[]);
 
         self.b.switch_to_block(combine);
-        if let Some((fits, left_after, left)) = tail {
-            // `iv = main_hi` here; one vector step if a whole one is left,
-            // then the rest one at a time.
-            let (single, no_single) = (self.b.create_block(), self.b.create_block());
-            self.b.ins().brif(fits, single, &[], no_single, &[]);
+        if tail {
+            // `iv = main_hi` here; if anything is left, one vector step if
+            // a whole one is, then the rest one at a time.
+            let (left_over, single) = (self.b.create_block(), self.b.create_block());
+            let left = self.b.ins().icmp(IntCC::SignedLessThan, main_hi, hi_v);
+            self.b.ins().brif(left, left_over, &[], exit, &[]);
+            self.b.switch_to_block(left_over);
+            let at = self.b.use_var(iv);
+            let room = self.b.ins().isub(hi_v, at);
+            let fits = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, room, w);
+            self.b.ins().brif(fits, single, &[], rest_pre, &[]);
             self.b.switch_to_block(single);
-            self.lane_step(var, main_hi, body, &[], &[], &plan, iv, exit)?;
-            let next = self.b.ins().iadd_imm_s(main_hi, w);
+            self.lane_step(var, at, body, &[], &[], &plan, iv, exit)?;
+            let next = self.b.ins().iadd_imm_s(at, w);
             self.b.def_var(iv, next);
-            self.b.ins().brif(left_after, rest_pre, &[], exit, &[]);
-            self.b.switch_to_block(no_single);
-            self.b.def_var(iv, main_hi);
-            self.b.ins().brif(left, rest_pre, &[], exit, &[]);
+            let more = self.b.ins().icmp(IntCC::SignedLessThan, next, hi_v);
+            self.b.ins().brif(more, rest_pre, &[], exit, &[]);
         } else if plan.shape == Shape::Map && chains > 1 {
             // A single vector step if a whole one is left. (A step of the main
             // loop whose checks failed comes here too: this step fails the same
@@ -461,7 +464,7 @@ impl Translator<'_, '_> {
             self.b.switch_to_block(after);
         }
         self.fold_lanes(accs, &vaccs, &plan)?;
-        if tail.is_none() {
+        if !tail {
             let at = self.b.use_var(iv);
             let left = self.b.ins().icmp(IntCC::SignedLessThan, at, hi_v);
             self.b.ins().brif(left, rest_pre, &[], exit, &[]);
@@ -551,6 +554,19 @@ impl Translator<'_, '_> {
             self.b.def_var(a.var, total);
         }
         Ok(())
+    }
+
+    /// Whether a loop over `lo .. hi` counts from 0 to a natural argument:
+    /// it runs `hi` times, never a negative count (a natural is not
+    /// negative: [`Kernel::slots`](crate::Kernel::slots) refuses one).
+    fn counts_from_zero_to_nat(&self, lo: &Expr, hi: &Expr) -> bool {
+        let nat = match hi {
+            Expr::Var(v) => {
+                self.prog.arg(v).is_some_and(|a| matches!(a.kind, heddle_ir::loops::ArgKind::Nat)) && self.position(v).is_ok_and(|p| self.is_arg_value(p))
+            }
+            _ => false,
+        };
+        matches!(lo, Expr::Int(0, _)) && nat
     }
 
     /// One step: the body over lanes `lane0 .. lane0 + W`, accumulating into

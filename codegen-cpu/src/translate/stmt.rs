@@ -16,7 +16,7 @@ pub(super) struct LoopMarks {
 }
 
 /// Whether a block holds a loop (at any depth).
-fn has_loop(b: &[Stmt]) -> bool {
+pub(super) fn has_loop(b: &[Stmt]) -> bool {
     b.iter().any(|s| match s {
         Stmt::For { .. } => true,
         Stmt::If { then, els, .. } => has_loop(then) || has_loop(els),
@@ -154,6 +154,7 @@ impl Translator<'_, '_> {
 
         self.b.switch_to_block(pre);
         self.b.def_var(iv, lo_v);
+        let rebased = if self.rebases(body) { Some(self.rebase(body)?) } else { None };
         let marks = self.enter_loop(var, lo_v, hi_v, body)?;
         self.b.ins().jump(head, &[]);
 
@@ -164,6 +165,9 @@ impl Translator<'_, '_> {
         self.depth -= 1;
         self.scope.pop();
         self.leave_loop(marks);
+        if let Some(r) = rebased {
+            self.end_rebase(r);
+        }
         let i = self.b.use_var(iv);
         let next = self.b.ins().iadd_imm_s(i, 1);
         self.b.def_var(iv, next);

@@ -394,6 +394,56 @@ fn scalar_arguments_of_every_type_and_host_buffers() {
     assert!(matches!(r, Err(Fault::BadArguments(_))), "{r:?}");
 }
 
+/// A loop nested in another whose body holds a loop re-loads the arguments
+/// it names in its pre-header (`translate/rebase.rs`): the values are the
+/// entry's, a `let` that shadows an argument keeps its own value, and a
+/// negative natural is refused before the call (loops over `0 .. n` take no
+/// test of `n < 0`).
+#[test]
+fn reloaded_arguments_keep_their_values_and_shadowing() {
+    // for i in 0 .. m (parallel) { for z in 0 .. 1 {
+    //   for k in 0 .. n { for j in 0 .. n { out[(i*n + k)*n + j] = x[j] + 10k + 100i } }
+    //   let n = 2; for k in 0 .. n { for j in 0 .. n { out2[16i + 4k + j] = x[j] + 1000n } }
+    // } }
+    // (the k loops, nested in two, re-load.)
+    let ijk = |e: Expr| cast(F64, e);
+    let value = |n: Expr| {
+        bin(BinOp::Add, load("x", v("j"), 0),
+            ijk(bin(BinOp::Add, bin(BinOp::Mul, i(10), v("k")), bin(BinOp::Add, bin(BinOp::Mul, i(100), v("i")), bin(BinOp::Mul, i(1000), n)))))
+    };
+    let at = bin(BinOp::Add, bin(BinOp::Mul, bin(BinOp::Add, bin(BinOp::Mul, v("i"), v("n")), v("k")), v("n")), v("j"));
+    let at2 = bin(BinOp::Add, bin(BinOp::Add, bin(BinOp::Mul, i(16), v("i")), bin(BinOp::Mul, i(4), v("k"))), v("j"));
+    let body = vec![for_("i", i(0), v("m"), Schedule::Parallel, vec![for_("z", i(0), i(1), Schedule::Seq, vec![
+        for_("k", i(0), v("n"), Schedule::Seq, vec![for_("j", i(0), v("n"), Schedule::Seq, vec![store("out", at, 0, value(i(0)))])]),
+        let_("n", I64, i(2)),
+        for_("k", i(0), v("n"), Schedule::Seq, vec![for_("j", i(0), v("n"), Schedule::Seq, vec![store("out2", at2, 0, value(v("n")))])]),
+    ])])];
+    let prog = program("reloads", vec![
+        arg("m", ArgKind::Nat),
+        arg("n", ArgKind::Nat),
+        input("x", &[F64], "n"),
+        output("out", &[F64], "m * n * n"),
+        output("out2", &[F64], "16 * m"),
+    ], body, 0);
+    let k = compile(&prog).unwrap();
+    let (m, n) = (3usize, 4usize);
+    let mut x: Vec<f64> = (0..n).map(|j| 0.5 * j as f64).collect();
+    let mut out = vec![0.0f64; m * n * n];
+    let mut out2 = vec![-1.0f64; 16 * m];
+    call(&k, &[ArgValue::Nat(m as i64), ArgValue::Nat(n as i64), buf(&mut x), buf(&mut out), buf(&mut out2)]).unwrap();
+    for i in 0..m {
+        for k in 0..n {
+            for j in 0..n {
+                assert_eq!(out[(i * n + k) * n + j], x[j] + (10 * k + 100 * i) as f64, "out at {i}, {k}, {j}");
+                let want = if k < 2 && j < 2 { x[j] + (10 * k + 100 * i + 2000) as f64 } else { -1.0 };
+                assert_eq!(out2[16 * i + 4 * k + j], want, "out2 at {i}, {k}, {j}");
+            }
+        }
+    }
+    let r = call(&k, &[ArgValue::Nat(-1), ArgValue::Nat(n as i64), buf(&mut x), buf(&mut out), buf(&mut out2)]);
+    assert!(matches!(r, Err(Fault::BadArguments(_))), "{r:?}");
+}
+
 #[test]
 fn opencl_schedules_run_sequentially_and_barriers_are_no_ops() {
     // for.workgroup(g) { for.local(l) { out[g*2+l] = g*10+l }; barrier }
