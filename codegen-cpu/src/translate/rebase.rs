@@ -38,25 +38,16 @@ pub(super) struct Rebased {
     bufs: usize,
 }
 
-/// Adds to `out` the names (variables and buffers) that `e` reads.
+/// Adds to `out` the names (variables and buffers) that `e` reads
+/// (the walk is [`Expr::children`], as every such analysis's).
 fn expr_names(e: &Expr, out: &mut Vec<Name>) {
     match e {
-        Expr::Int(..) | Expr::Float(..) | Expr::Bool(_) => {}
         Expr::Var(n) => push(out, n),
-        Expr::Load { buf, index, .. } => {
-            push(out, buf);
-            expr_names(index, out);
-        }
-        Expr::Bin(_, a, b) => {
-            expr_names(a, out);
-            expr_names(b, out);
-        }
-        Expr::Neg(a) | Expr::Not(a) | Expr::Cast(_, a) => expr_names(a, out),
-        Expr::Select(c, a, b) => {
-            expr_names(c, out);
-            expr_names(a, out);
-            expr_names(b, out);
-        }
+        Expr::Load { buf, .. } => push(out, buf),
+        _ => {}
+    }
+    for c in e.children() {
+        expr_names(c, out);
     }
 }
 
