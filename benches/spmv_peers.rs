@@ -188,7 +188,6 @@ fn time_heddle(prog: &LoopProgram, a: &Csr, f32: bool, seconds: f64, threads: &[
 
 /// Times `prog` on its laid-out launch for `a` with `t` threads, after
 /// checking its result; one TSV row, tool `heddle`, variant `variant`.
-#[allow(clippy::too_many_arguments)]
 fn time_launch(prog: &LoopProgram, l: &mut Launch, a: &Csr, f32: bool, seconds: f64, t: usize, variant: &str, tuning: Tuning) -> Vec<Row> {
     let (want, scale) = reference(a);
     let mut out = Vec::new();

@@ -118,7 +118,6 @@ impl Gen<'_> {
     /// A check and the rest of its block, which runs only where it holds.
     /// Ids are reported 1-based so that 0 means "no failure"; the first
     /// failure wins.
-    #[allow(clippy::too_many_arguments)]
     fn check(&mut self, cond: &Expr, id: u32, rest: &[Stmt], env: &mut TypeEnv, ctx: Ctx, depth: usize, pred: &Pred) -> Result<(), String> {
         let report = format!("atomic_cmpxchg(heddle_error, 0, {});", u64::from(id) + 1);
         let c = self.expr(cond, env)?;
@@ -274,7 +273,6 @@ impl Gen<'_> {
         out
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn if_(&mut self, cond: &Expr, then: &Block, els: &Block, env: &mut TypeEnv, ctx: Ctx, depth: usize, pred: &Pred) -> Result<(), String> {
         let c = self.expr(cond, env)?;
         let barrier = contains_barrier(then) || contains_barrier(els);
@@ -323,7 +321,6 @@ impl Gen<'_> {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn store(&mut self, buf: &Name, index: &Expr, field: u32, value: &Expr, env: &TypeEnv, depth: usize, pred: &Pred) -> Result<(), String> {
         let fields = env.buffer(buf).ok_or_else(|| format!("buffer `{buf}` is not declared"))?.to_vec();
         let ty = *fields.get(field as usize).ok_or_else(|| format!("`{buf}` has no field {field}"))?;
@@ -346,7 +343,6 @@ impl Gen<'_> {
     /// and for floats a compare-and-swap loop on the value's bits (OpenCL 1.2
     /// has no float atomics): add to the value last seen, retry with the
     /// value found until no other work-item changed the slot in between.
-    #[allow(clippy::too_many_arguments)]
     fn add_atomic(&mut self, buf: &Name, index: &Expr, field: u32, value: &Expr, env: &TypeEnv, depth: usize, pred: &Pred) -> Result<(), String> {
         use heddle_ir::ScalarType as S;
         let fields = env.buffer(buf).ok_or_else(|| format!("buffer `{buf}` is not declared"))?.to_vec();
@@ -394,7 +390,6 @@ impl Gen<'_> {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn for_loop(&mut self, var: &Name, lo: &Expr, hi: &Expr, schedule: Schedule, body: &Block, env: &mut TypeEnv, ctx: Ctx, depth: usize, pred: &Pred) -> Result<(), String> {
         let barrier = contains_barrier(body);
         if barrier && (self.div.expr(lo) || self.div.expr(hi)) {
@@ -474,7 +469,6 @@ impl Gen<'_> {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn alloc(&mut self, buf: &Name, fields: &[heddle_ir::ScalarType], len: &Expr, space: Space, env: &mut TypeEnv, ctx: Ctx, depth: usize) -> Result<(), String> {
         let elem = self.records.elem(fields);
         let name = self.ids.get(buf);

@@ -1164,7 +1164,7 @@ enum NatOrCond {
 
 /// `(a, b) => …`: parameters are not a tuple.
 fn lambda_hint(at: Span, params: &[Expr]) -> Diagnostic {
-    let names: Vec<String> = params.iter().map(|p| crate::printer::print_expr(p)).collect();
+    let names: Vec<String> = params.iter().map(crate::printer::print_expr).collect();
     Diagnostic::new(at, "a function's parameters are not parenthesised")
         .with_label("`=>` after a parenthesis")
         .with_note(if names.len() == 1 {

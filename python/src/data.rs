@@ -70,11 +70,10 @@ impl From<heddle_runtime::io::bind::InputError> for Fail {
 fn typed_values(py: Python<'_>, obj: &PyObject, what: &str) -> PyResult<ScalarVec> {
     let any = obj.bind(py);
     // Complex values come as ("complex", their parts as a float buffer).
-    if let Ok((tag, parts)) = any.extract::<(String, PyObject)>() {
-        if tag == "complex" {
+    if let Ok((tag, parts)) = any.extract::<(String, PyObject)>()
+        && tag == "complex" {
             return complex_pairs(py, &parts).unwrap_or_else(|| Err(input_error(None, format!("{what}: expected the parts of complex64 or complex128 values"))));
         }
-    }
     if let Ok(b) = PyBuffer::<f64>::get(any) {
         return Ok(b.to_vec(py)?.into());
     }
@@ -263,7 +262,7 @@ impl TensorArg {
 
 impl RawTensor {
     /// The tensor parameter's dimension sizes and storage buffers.
-    pub fn into_inputs(mut self, kernel: &Kernel) -> Result<(Vec<(String, i64)>, Vec<(String, Loaded)>), Fail> {
+    pub fn into_inputs(mut self, kernel: &Kernel) -> Result<heddle_runtime::io::bind::NamedInputs, Fail> {
         let name = self.name.clone();
         let (enc, elem) = heddle_runtime::io::bind::tensor_param(kernel, &name)?;
         if let Some(buffer) = self.in_place.take() {
@@ -605,7 +604,6 @@ pub fn tensor_dict(py: Python<'_>, t: &SparseTensor) -> PyResult<PyObject> {
 /// name) stored in `encoding` (as `heddle convert --to` spells it).
 #[pyfunction]
 #[pyo3(signature = (storage, shape, a, b, values, encoding, elem=None))]
-#[allow(clippy::too_many_arguments)]
 pub fn convert(py: Python<'_>, storage: String, shape: Vec<u64>, a: PyObject, b: PyObject, values: PyObject, encoding: &str, elem: Option<&str>) -> PyResult<PyObject> {
     let enc = heddle::cli::resolve_encoding("encoding", encoding, None, Some(shape.len())).map_err(crate::failure)?;
     let file = heddle::source::SourceFile::new("encoding", encoding);

@@ -418,8 +418,8 @@ fn find_cond(n: &Nat, k: &Name, found: &mut Option<(Nat, NatCond)>) {
     if found.is_some() {
         return;
     }
-    if let Nat::Cond(c, _, _) = n {
-        if let NatCond::Cmp(CmpOp::Eq | CmpOp::Ne, a, b) = &**c {
+    if let Nat::Cond(c, _, _) = n
+        && let NatCond::Cmp(CmpOp::Eq | CmpOp::Ne, a, b) = &**c {
             let kv = Nat::Var(k.clone());
             let other = if *a == kv { Some(b) } else if *b == kv { Some(a) } else { None };
             if let Some(e) = other.filter(|e| !free_vars(e).contains(k)) {
@@ -427,11 +427,9 @@ fn find_cond(n: &Nat, k: &Name, found: &mut Option<(Nat, NatCond)>) {
                 return;
             }
         }
-    }
-    if let Nat::Sum { var, .. } = n {
-        if var == k {
+    if let Nat::Sum { var, .. } = n
+        && var == k {
             return;
         }
-    }
     n.for_each_child(&mut |c| find_cond(c, k, found));
 }

@@ -37,6 +37,8 @@ pub struct Buffer {
 #[derive(Debug)]
 struct Checked {
     /// Every coordinate lies in `0 .. below`.
+    // Read by the CPU backend's range checks only (not built for the fuzz targets).
+    #[cfg_attr(not(feature = "cpu"), allow(dead_code))]
     below: u64,
     /// The coordinates strictly increase under each parent of these
     /// positions (their storage, held: a write to the positions copies them,
@@ -139,6 +141,7 @@ impl Buffer {
 
     /// Whether a validating pass found every coordinate below `below` (see
     /// [`with_checked_coordinates`](Buffer::with_checked_coordinates)).
+    #[cfg_attr(not(feature = "cpu"), allow(dead_code))]
     pub(crate) fn known_below(&self, below: u64) -> bool {
         self.fields.as_slice() == [ScalarType::I64] && self.checked.as_ref().is_some_and(|c| c.below <= below)
     }
@@ -1207,7 +1210,7 @@ mod tests {
 
     #[test]
     fn a_borrowed_buffer_reads_in_place_and_copies_before_a_write() {
-        let owner = vec![1.5f32, 2.5, 3.5];
+        let owner = [1.5f32, 2.5, 3.5];
         // SAFETY: `owner` outlives the buffer and its clones (dropped below first).
         let b = unsafe { Buffer::borrowed(ScalarType::F32, owner.as_ptr().cast(), owner.len(), "x") }.unwrap().expect("aligned floats");
         assert!(b.is_borrowed() && b.as_ptr() == owner.as_ptr().cast());

@@ -518,7 +518,7 @@ impl Session {
         // no empty buffers, and a 16-bit atomic add exchanges the aligned word
         // that holds its slot, which must lie inside the buffer.
         let padded;
-        let data = if !bytes.is_empty() && bytes.len() % 4 == 0 {
+        let data = if !bytes.is_empty() && bytes.len().is_multiple_of(4) {
             bytes
         } else {
             let mut v = bytes.to_vec();

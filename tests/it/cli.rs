@@ -39,12 +39,10 @@ impl Csr {
         self.dir.path().join(format!("{name}.npy")).to_str().unwrap().to_string()
     }
     fn run(&self, replace: &[(&str, String)], extra: &[&str]) -> (i32, String, String) {
-        let mut inputs = vec![
-            ("offset", self.path("offset")),
+        let mut inputs = [("offset", self.path("offset")),
             ("col_indices", self.path("col")),
             ("values", self.path("val")),
-            ("xs", self.path("xs")),
-        ];
+            ("xs", self.path("xs"))];
         for (k, v) in replace {
             if let Some(slot) = inputs.iter_mut().find(|(n, _)| n == k) {
                 slot.1 = v.clone();

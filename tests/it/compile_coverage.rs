@@ -142,7 +142,8 @@ fn check_file(path: &Path) -> Vec<String> {
         (Err(d), _) => return vec![format!("{name}: the interpreter fails:\n{}", file.render(&[d]))],
     };
     let (kernel, env) = (&kernel, &env);
-    let mut backends: Vec<(&str, Box<dyn Fn() -> Outcome>)> = vec![("cpu", Box::new(|| run_cpu(kernel, env)))];
+    type Backend<'a> = (&'a str, Box<dyn Fn() -> Outcome + 'a>);
+    let mut backends: Vec<Backend> = vec![("cpu", Box::new(|| run_cpu(kernel, env)))];
     if let Some(cl) = common::opencl_platform() {
         backends.push(("opencl", Box::new(move || run_opencl(cl, kernel, env))));
     }

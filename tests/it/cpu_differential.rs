@@ -163,7 +163,7 @@ fn every_example_agrees_with_the_interpreter() {
                     for threads in 1..=4 {
                         match heddle::cpu::run(&kernel, &program, &env, Parallelism::always(threads)) {
                             Err(e) => assert_eq!(e.message, d.message, "{name}, {case}, {threads} threads"),
-                            Ok(v) => panic!("{name}, {case}, {threads} threads: cpu {v}, but the interpreter stops: {}", file.render(&[d.clone()])),
+                            Ok(v) => panic!("{name}, {case}, {threads} threads: cpu {v}, but the interpreter stops: {}", file.render(std::slice::from_ref(&d))),
                         }
                     }
                     continue;

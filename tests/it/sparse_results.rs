@@ -118,7 +118,9 @@ fn storage_of_each_encoding_is_mlirs() {
     let a3 = write(dir.path(), "a3.tns", "1 1 2 1.0\n1 3 1 2.0\n3 2 2 3.0\n3 2 4 4.0\n");
     let b3 = write(dir.path(), "b3.tns", "1 1 2 5.0\n2 2 2 6.0\n3 2 3 7.0\n3 3 4 0.0\n");
     let two = |x: &Path, y: &Path| vec![("A", x.to_path_buf()), ("B", y.to_path_buf())];
-    let cases: Vec<(&str, Vec<(&str, PathBuf)>, J)> = vec![
+    // (kernel, its tensor files by parameter, the expected storage)
+    type Case<'a> = (&'a str, Vec<(&'a str, PathBuf)>, J);
+    let cases: Vec<Case> = vec![
         ("spadd_csr", two(&a, &b), json!({"dim_sizes": [4, 5], "lvl_sizes": [4, 5], "nse": 4,
             "positions": [null, [0, 2, 2, 2, 4]], "coordinates": [null, [0, 2, 1, 4]], "values": [1.0, 7.0, 7.0, 3.0]})),
         ("spmul_csr", two(&a, &b), json!({"dim_sizes": [4, 5], "lvl_sizes": [4, 5], "nse": 1,

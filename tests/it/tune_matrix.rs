@@ -221,7 +221,9 @@ fn dia_and_ell_on_the_cpu_agree_with_the_interpreter() {
         &std::fs::read_to_string(common::root().join("examples/sparse/spmv_ell.hdl")).unwrap().replace("c * 3 * i", "c * 8 * i").replace("xf32", "xf64").replace("[float]", "[double]"),
     );
     let ell8 = ell8.to_str().unwrap();
-    let cases: Vec<(&str, u64, u64, Vec<(u64, u64, f64)>)> = vec![
+    // (name, rows, columns, entries)
+    type Case<'a> = (&'a str, u64, u64, Vec<(u64, u64, f64)>);
+    let cases: Vec<Case> = vec![
         ("empty_rows", 6, 5, vec![(1, 0, 2.0), (1, 4, -1.5), (4, 2, 3.25)]),
         ("long_row", 5, 9, (0..8).map(|j| (2, j, 1.0 + j as f64)).chain([(0, 8, 0.5), (4, 0, -2.0)]).collect()),
         ("one_by_one", 1, 1, vec![(0, 0, 7.5)]),

@@ -124,7 +124,7 @@ impl Lowerer<'_> {
                 let v = self.share(v, name.as_str(), body);
                 self.emit_counts(inner, &env.with(name.clone(), v), array, shape, body)
             }
-            TKind::Tuple(items) if !scalars_only(&t.ty) => match items.iter().find(|i| value_type(i).is_some_and(|ty| mentions(ty))) {
+            TKind::Tuple(items) if !scalars_only(&t.ty) => match items.iter().find(|i| value_type(i).is_some_and(&mentions)) {
                 Some(item) => self.emit_counts(item, env, array, shape, body),
                 None => Ok(()),
             },
@@ -232,7 +232,6 @@ impl Lowerer<'_> {
     }
 
     /// Level `l` (a dense one) of the value: a loop over its elements.
-    #[allow(clippy::too_many_arguments)]
     fn fill_dense(&mut self, view: &View, l: usize, f: L, path: &mut Vec<L>, fill: &Fill<'_>, env: &Env, body: &mut Block, top: bool) -> Result<(), Diagnostic> {
         if l == fill.list {
             return self.fill_list(view, f, path, fill, env, body);

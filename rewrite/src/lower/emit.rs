@@ -234,7 +234,6 @@ impl Lowerer<'_> {
         self.expr(fbody, &inner, body)
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn prim(&mut self, name: &'static str, nats: &[Nat], args: &[TExpr], binder: Option<&Name>, ty: &Type, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
         // Counted lengths of streams stored here (`settle`), and their counts.
         let mut known: Vec<(Nat, Nat)> = Vec::new();
@@ -578,7 +577,6 @@ impl Lowerer<'_> {
 
     /// `reduce(op, init)(xs)` (`reassociate`: its accumulators may be
     /// reassociated, see `LoopProgram::reassociable`) or `reduceSeq`.
-    #[allow(clippy::too_many_arguments)]
     fn reduce(&mut self, op: &TExpr, init: &TExpr, xs_expr: &TExpr, reassociate: bool, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
         let init_ty = self.program_values_in_type(&env.subst_type(&init.ty), env);
         let init = self.expr(init, env, body)?;
@@ -741,7 +739,6 @@ impl Lowerer<'_> {
     }
 
     /// Writes a value of type `ty` to `buf` starting at record `offset`.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn write(&mut self, v: &Val, ty: &Type, buf: &Name, offset: Nat, env: &Env, body: &mut Block, top: bool) -> Result<(), Diagnostic> {
         let span = self.kernel.body.span;
         if self.counting.is_some() {
@@ -952,7 +949,6 @@ impl Lowerer<'_> {
     /// `ty` is the value's type as the program writes it: a stream stored
     /// in a temporary (`settle`) has its count as its view's length, where
     /// the type still names the count array this phase fills.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn write_count(&mut self, v: &Val, ty: &Type, buf: &Name, offset: Nat, env: &Env, body: &mut Block, top: bool) -> Result<(), Diagnostic> {
         let Val::Array(view) = v else { return Ok(()) };
         let Type::Array { len, .. } = ty else { return Ok(()) };

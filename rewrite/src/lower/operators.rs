@@ -205,7 +205,6 @@ impl Lowerer<'_> {
         self.choose_with(c, a, b, ty, span, body, false)
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn choose_with(&mut self, c: L, (a, a_block): (Val, Block), (b, b_block): (Val, Block), ty: &heddle_ir::Type, span: Span, body: &mut Block, speculate: bool) -> Result<Val, Diagnostic> {
         if let (Val::Array(va), Val::Array(vb)) = (&a, &b) {
             if !speculate {

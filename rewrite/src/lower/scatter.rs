@@ -181,7 +181,6 @@ impl Lowerer<'_> {
 
     /// Adds every pair of `xs` into `buf` (rows of `row_len` records when given);
     /// `parallel`: the outermost loop is parallel and the adds atomic.
-    #[allow(clippy::too_many_arguments)]
     fn accumulate(&mut self, xs: &View, n: &Nat, fields: &[ScalarType], row_len: Option<&L>, buf: &Name, parallel: bool, env: &Env, span: Span, body: &mut Block) -> Result<(), Diagnostic> {
         let out = buf.clone();
         let was_parallel = self.in_parallel;

@@ -162,7 +162,6 @@ impl<'k> Lowerer<'k> {
     /// `ty` (scalars or tuples of them): the stream is walked once, element
     /// `k` kept as it passes, and `k` checked below the number walked —
     /// an index past the end is the run-time error indexing always gives.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn index_stream(&mut self, v: &View, k: &Nat, ty: &Type, what: &str, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
         let mut declared = Vec::new();
         super::operators::declared_leaves(ty, &mut declared);
@@ -189,7 +188,7 @@ impl<'k> Lowerer<'k> {
                 .zip(&leaf_types)
                 .map(|((var, (e, s)), t)| Stmt::Assign { var: var.clone(), value: super::numbers::convert(e, s, *t) })
                 .collect();
-            inner.push(Stmt::If { cond: L::bin(BinOp::Eq, L::var(counter.clone()), ke.clone()), then: then.into(), els: Block::new() });
+            inner.push(Stmt::If { cond: L::bin(BinOp::Eq, L::var(counter.clone()), ke.clone()), then, els: Block::new() });
             inner.push(incr(&counter));
             Ok(())
         })?;
@@ -235,7 +234,7 @@ impl<'k> Lowerer<'k> {
                     let Val::Scalar(keep, _) = cx.apply(&p, vec![x], &penv, inner)? else {
                         return Err(super::bug(span, "a `filter` predicate that is not a boolean"));
                     };
-                    inner.push(Stmt::If { cond: keep, then: vec![incr(&counter)].into(), els: Block::new() });
+                    inner.push(Stmt::If { cond: keep, then: vec![incr(&counter)], els: Block::new() });
                     Ok(())
                 })?;
                 Ok(L::var(kept))
@@ -248,7 +247,6 @@ impl<'k> Lowerer<'k> {
     /// the union (`defaults` given) or intersection and returns 0; without,
     /// returns how many elements that is, counting only the coordinates the
     /// two lists share (|a ∪ b| = |a| + |b| - |a ∩ b|).
-    #[allow(clippy::too_many_arguments)]
     fn merge(&mut self, a: &View, b: &View, defaults: Option<&(Val, Val)>, coord: ScalarType, env: &Env, span: Span, body: &mut Block, visit: Option<Visit<'_, 'k>>) -> Result<L, Diagnostic> {
         let outermost = self.merge_depth == 0;
         self.merge_depth += 1;
@@ -267,7 +265,6 @@ impl<'k> Lowerer<'k> {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn merge_steps(
         &mut self,
         a: &View,
@@ -502,7 +499,6 @@ impl<'k> Lowerer<'k> {
     /// `visit`, calls it on every (coordinate, sum) in increasing coordinate
     /// order and returns 0; without, returns how many coordinates received a
     /// value.
-    #[allow(clippy::too_many_arguments)]
     fn compress(&mut self, src: &View, n: &Nat, last: bool, coord: ScalarType, env: &Env, span: Span, body: &mut Block, visit: Option<Visit<'_, 'k>>) -> Result<L, Diagnostic> {
         let x = self.expand(src, n, env, span, body, visit.is_some(), last)?;
         let Expanded { list, sums, count, value_ty, .. } = x.clone();
@@ -531,7 +527,6 @@ impl<'k> Lowerer<'k> {
     /// workspace (the sums only `with_sums`; a pair's value replaces the
     /// earlier one where `last`, `compressLast`), its coordinates listed
     /// unsorted.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn expand(&mut self, src: &View, n: &Nat, env: &Env, span: Span, body: &mut Block, with_sums: bool, last: bool) -> Result<Expanded, Diagnostic> {
         let value_ty = match &src.ty {
             Type::Array { elem, .. } => match &**elem {

@@ -104,7 +104,7 @@ impl RowLookups {
 fn flatten_lookups(e: &Expr, k: &Name, q: &Name) -> Expr {
     if let ExprKind::Index { index, .. } = &e.kind
         && is_var(index, k)
-        && let Some((a, _)) = chain(e).map(|(a, p)| (a, p))
+        && let Some((a, _)) = chain(e)
     {
         return Expr::synth(ExprKind::Index { array: Box::new(Expr::var(a)), index: Box::new(Expr::var(q.clone())) });
     }

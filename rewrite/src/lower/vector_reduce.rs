@@ -75,7 +75,6 @@ fn pointwise(v: &View, acc: &Name) -> bool {
 
 impl Lowerer<'_> {
     /// `reduce(op, init)(xs)` whose accumulator is an array of scalars.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn reduce_array(&mut self, op: &TExpr, init: Val, xs: &View, acc_ty: &Type, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
         let Type::Array { elem, len, .. } = acc_ty else { return Err(bug(span, "a reduction with this accumulator")) };
         let Some(s) = elem.as_scalar() else {

@@ -138,7 +138,7 @@ pub fn parse_table(text: &str) -> Result<CostTable, Vec<CostError>> {
             }
         };
         let cost = match cost.parse::<u64>() {
-            Ok(c) if c >= 1 && c <= MAX_COST => c,
+            Ok(c) if (1..=MAX_COST).contains(&c) => c,
             _ => {
                 errors.push(err(format!("`{cost}` is not a cost (a whole number from 1 to {MAX_COST})")));
                 continue;

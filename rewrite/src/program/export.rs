@@ -56,8 +56,8 @@ fn layout(g: &ProgGraph, root: Id, limit: usize) -> (Vec<Id>, usize, Option<Trun
         for n in &g[c].nodes {
             for k in n.children() {
                 let k = g.find(*k);
-                if !seen.contains_key(&k) {
-                    seen.insert(k, order.len());
+                if let std::collections::hash_map::Entry::Vacant(e) = seen.entry(k) {
+                    e.insert(order.len());
                     order.push(k);
                     queue.push_back(k);
                 }

@@ -58,10 +58,11 @@ impl Limits {
 /// Why a run stopped, derived from the run itself rather than taken from
 /// egg's report (which can name a limit when nothing was left to do, egg
 /// issue #58).
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum StopReason {
     /// An iteration changed nothing: no rule can add anything more.
+    #[default]
     Saturated,
     /// The iteration limit was reached while rules still applied.
     IterationLimit(usize),
@@ -126,12 +127,6 @@ pub struct Stats {
     pub per_iteration: Vec<IterationStats>,
     /// When a limit stopped the run: the rule that added the most e-nodes.
     pub grew_most: Option<String>,
-}
-
-impl Default for StopReason {
-    fn default() -> StopReason {
-        StopReason::Saturated
-    }
 }
 
 /// What to run.

@@ -176,7 +176,7 @@ fn worker_loop(index: usize, mailbox: Arc<Mailbox>) {
                 break j as *const Job<'static>;
             }
             spins = spins.wrapping_add(1);
-            if spins % 64 != 0 || Instant::now() < spin_until {
+            if !spins.is_multiple_of(64) || Instant::now() < spin_until {
                 std::hint::spin_loop();
             } else {
                 // Woken by the launcher's `unpark`, or spuriously: look again.

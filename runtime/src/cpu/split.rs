@@ -295,7 +295,6 @@ const ITEMS_ON_ONE_THREAD: usize = 1 << 16;
 
 /// `prefix[k]` = the items of iterations `lo .. lo + k`, for `k` in `0 ..= hi - lo`,
 /// by a compiled kernel; `None` if it cannot be compiled or run.
-#[allow(clippy::too_many_arguments)]
 fn item_prefix(prog: &LoopProgram, launch: &mut Launch, var: &Name, lo_e: &Expr, hi_e: &Expr, items: &Expr, (lo, hi): (i64, i64), threads: usize) -> Option<Vec<u64>> {
     let wprog = items_program(prog, var, lo_e, hi_e, items);
     let kernel = compile_cached(&wprog).ok()?;

@@ -1171,10 +1171,14 @@ pub fn kinds(data: &Loaded) -> Vec<ScalarKind> {
     }
 }
 
+/// A kernel's inputs by name, as [`bind_inputs`] takes them: its naturals
+/// (`A_dim0`, `n`, …) and its loaded buffers (`A_pos1`, `A_values`, `xs`, …).
+pub type NamedInputs = (Vec<(String, i64)>, Vec<(String, Loaded)>);
+
 /// The storage of a tensor parameter read from a Matrix Market / FROSTT /
 /// JSON file (`--matrix A=file.mtx`): its dimension sizes (`A_dim0`, …) and its
 /// buffers (`A_pos1`, `A_crd1`, `A_values`, …) as inputs for [`bind_inputs`].
-pub fn tensor_inputs(kernel: &Kernel, name: &str, path: &std::path::Path) -> Result<(Vec<(String, i64)>, Vec<(String, Loaded)>), InputError> {
+pub fn tensor_inputs(kernel: &Kernel, name: &str, path: &std::path::Path) -> Result<NamedInputs, InputError> {
     let n = Name::from(name);
     let (encoding, elem) = tensor_param(kernel, name)?;
     let t = crate::sparse::file::read_into_for(path, encoding, elem).map_err(|e| {
@@ -1196,7 +1200,7 @@ pub fn tensor_param<'k>(kernel: &'k Kernel, name: &str) -> Result<(&'k heddle_ir
 
 /// [`tensor_inputs`] of a tensor already stored in the parameter's encoding
 /// (the Python package binds scipy arrays through it).
-pub fn stored_tensor_inputs(kernel: &Kernel, name: &str, t: crate::sparse::SparseTensor) -> Result<(Vec<(String, i64)>, Vec<(String, Loaded)>), InputError> {
+pub fn stored_tensor_inputs(kernel: &Kernel, name: &str, t: crate::sparse::SparseTensor) -> Result<NamedInputs, InputError> {
     use heddle_ir::encoding::LevelFormat;
     let n = Name::from(name);
     let Some(KernelParam::Tensor { ty: Type::Tensor(tt), encoding, .. }) = kernel.params.iter().find(|p| p.name() == &n) else {
@@ -1311,14 +1315,13 @@ fn index_data(v: &crate::sparse::buffer::IndexBuf, leaf: Option<ScalarType>) -> 
 /// makes of such storage. The buffers come back unchanged where the
 /// parameter stores the array otherwise or a check fails: the general path
 /// (assemble, or convert) then takes them and reports what is wrong.
-#[allow(clippy::type_complexity)]
 pub fn compressed_inputs(
     kernel: &Kernel,
     name: &str,
     shape: &[u64],
     by_rows: bool,
     (indptr, indices, values): (Vec<i64>, Vec<i64>, ScalarVec),
-) -> Result<(Vec<(String, i64)>, Vec<(String, Loaded)>), (Vec<i64>, Vec<i64>, ScalarVec)> {
+) -> Result<NamedInputs, (Vec<i64>, Vec<i64>, ScalarVec)> {
     let Some((tt, nats)) = compressed_fits(kernel, name, shape, by_rows, &indptr, &indices, values.len()) else {
         return Err((indptr, indices, values));
     };
@@ -1337,14 +1340,13 @@ pub fn compressed_inputs(
 /// [`compressed_inputs`] with the values as a buffer of one field, bound as
 /// it is ([`Loaded::Buffer`]: it may read memory owned elsewhere); it
 /// applies where the field is the parameter's element type.
-#[allow(clippy::type_complexity)]
 pub fn compressed_buffer_inputs(
     kernel: &Kernel,
     name: &str,
     shape: &[u64],
     by_rows: bool,
     (indptr, indices, values): (Vec<i64>, Vec<i64>, Buffer),
-) -> Result<(Vec<(String, i64)>, Vec<(String, Loaded)>), (Vec<i64>, Vec<i64>, Buffer)> {
+) -> Result<NamedInputs, (Vec<i64>, Vec<i64>, Buffer)> {
     let Some((tt, nats)) = compressed_fits(kernel, name, shape, by_rows, &indptr, &indices, values.len()) else {
         return Err((indptr, indices, values));
     };
@@ -1457,7 +1459,8 @@ mod tests {
     fn canonical_compressed_agrees_for_int32_and_int64_indices() {
         use super::canonical_compressed;
         // (indptr, indices, rows, columns, canonical?)
-        let cases: &[(&[i64], &[i64], u64, u64, bool)] = &[
+        type Case<'a> = (&'a [i64], &'a [i64], u64, u64, bool);
+        let cases: &[Case] = &[
             (&[0, 2, 2, 5], &[1, 3, 0, 4, 9], 3, 10, true),
             (&[0, 2, 2, 5], &[1, 3, 0, 4, 10], 3, 10, false), // out of range
             (&[0, 2, 2, 5], &[1, 3, -1, 4, 9], 3, 10, false), // negative

@@ -20,6 +20,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Values that lose something in a careless reader or writer.
+// More digits than an f64 holds, on purpose: the literal is what a file may say.
+#[allow(clippy::excessive_precision)]
 const SPECIAL: &[f64] = &[
     -0.0,
     0.1,

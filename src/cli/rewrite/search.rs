@@ -89,7 +89,7 @@ fn split_assignment<'a>(flag: &str, s: &'a str) -> Result<(&'a str, &'a str), Fa
 }
 
 /// The inputs the flags give, and the naturals.
-fn inputs(a: &Args, kernel: &Kernel) -> Result<(Vec<(String, i64)>, Vec<(String, Loaded)>), Failure> {
+fn inputs(a: &Args, kernel: &Kernel) -> Result<heddle_runtime::io::bind::NamedInputs, Failure> {
     let s = &a.search;
     let mut nats: Vec<(String, i64)> = a.params.iter().map(|(k, v)| (k.to_string(), *v)).collect();
     let mut loaded = Vec::new();
