@@ -571,3 +571,67 @@ fn a_bad_column_is_reported_from_every_part_of_the_row_loop_unless_trusted() {
         }
     }
 }
+
+#[test]
+fn a_carried_row_start_is_right_in_every_chunk_on_any_number_of_threads() {
+    // Each row's start is the previous row's end, carried in a loop variable
+    // and loaded afresh where a call's range starts (reduce.rs, carry.rs):
+    // empty rows between long ones, every row length below `short_loop`
+    // (the jump table's copies) and above it, positions from 9, and calls
+    // over chunks that start anywhere, 1 to 4 threads at a time.
+    let lens = [0i64, 40, 0, 0, 17, 0, 1, 0, 2, 3, 0, 33, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 0, 0, 1, 64, 0];
+    let m = 97u32;
+    let (pos, crd, values) = csr32_rows(&lens, 9, m);
+    let xs: Vec<f64> = (0..m).map(|j| f64::from(j % 11) * 0.5 - 2.0).collect();
+    let n = lens.len();
+    let mut dense = vec![vec![0.0f64; m as usize]; n];
+    let mut in_order = vec![0.0f64; n];
+    for r in 0..n {
+        for p in pos[r]..pos[r + 1] {
+            let q = (p - 9) as usize;
+            dense[r][crd[q] as usize] += values[q];
+            in_order[r] += values[q] * xs[crd[q] as usize];
+        }
+    }
+    let want: Vec<f64> = dense.iter().map(|row| row.iter().zip(&xs).map(|(a, x)| a * x).sum()).collect();
+    for (accumulators, trust_ranges) in [(4, false), (4, true), (1, true)] {
+        let k = compile_with(&csr32_lowered(), &Options { accumulators, trust_ranges, fused_multiply_add: false, ..Options::default() }).unwrap();
+        for threads in 1..=4usize {
+            for chunk in [1usize, 2, 3, 7, 13, n] {
+                let mut out = vec![f64::NAN; n];
+                let out_addr = out.as_mut_ptr() as usize;
+                let starts: Vec<usize> = (0..n).step_by(chunk).collect();
+                std::thread::scope(|s| {
+                    for t in 0..threads {
+                        let (k, starts, pos, crd, values, xs) = (&k, &starts, &pos, &crd, &values, &xs);
+                        s.spawn(move || {
+                            for &lo in starts.iter().skip(t).step_by(threads) {
+                                let hi = (lo + chunk).min(n);
+                                let args = [
+                                    ArgValue::Nat(n as i64),
+                                    ArgValue::Nat(i64::from(m)),
+                                    ArgValue::Buffer(pos.as_ptr() as *mut u8),
+                                    ArgValue::Buffer(crd.as_ptr() as *mut u8),
+                                    ArgValue::Buffer(values.as_ptr() as *mut u8),
+                                    ArgValue::Buffer(xs.as_ptr() as *mut u8),
+                                    ArgValue::Buffer(out_addr as *mut u8),
+                                ];
+                                // SAFETY: the buffers are as long as the program
+                                // indexes them; the inputs are only read, and the
+                                // calls' ranges (rows) are disjoint.
+                                unsafe { k.call(&args, (lo as i64, hi as i64)) }.unwrap();
+                            }
+                        });
+                    }
+                });
+                for r in 0..n {
+                    let what = format!("row {r} of {} entries, chunks of {chunk} on {threads} threads, {accumulators} accumulators", lens[r]);
+                    assert!((out[r] - want[r]).abs() <= 1e-12 * (1.0 + want[r].abs()), "{what}: {} against {}", out[r], want[r]);
+                    if accumulators == 1 || lens[r] < 16 {
+                        assert_eq!(out[r].to_bits(), in_order[r].to_bits(), "{what}");
+                    }
+                }
+            }
+        }
+    }
+}
