@@ -156,12 +156,25 @@ impl Translator<'_, '_> {
         let (min, max) = heddle_ir::loops::fitting_range(&heddle_ir::loops::narrow_casts(var, body));
         let fits = matches!(lo, Expr::Int(v, _) if *v >= min && v.checked_add(short - 1).is_some_and(|h| max.checked_add(1).is_some_and(|m| h <= m)));
         if short <= MAX_UNROLLED_SHORT && !self.single_needs_guard(var, lo, body, fits) {
-            self.unrolled_short(var, lo_v, hi_v, n, body, fits, short as usize, short_loop, long_loop)?;
+            // Below `COPIES_BELOW`, straight copies; from it to `short`, the
+            // loop of pairs, entered from the jump table's default.
+            let copies = short.min(i64::from(crate::COPIES_BELOW));
+            let pairs = (copies < short).then(|| self.b.create_block());
+            self.unrolled_short(var, lo_v, hi_v, n, body, fits, copies as usize, short_loop, pairs.unwrap_or(long_loop))?;
             self.b.ins().jump(join, &[]);
             // What follows the loop comes right after the copies, so that
             // the last one falls through to it (the partials' loop after).
             if let Some(last) = self.b.current_block() {
                 self.b.insert_block_after(join, last);
+            }
+            if let Some(pairs) = pairs {
+                let mid_loop = self.b.create_block();
+                self.b.switch_to_block(pairs);
+                let is_short = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, n, short);
+                self.b.ins().brif(is_short, mid_loop, &[], long_loop, &[]);
+                self.b.switch_to_block(mid_loop);
+                self.single_reduction_over(var, lo, lo_v, hi_v, body, &accs, fits)?;
+                self.b.ins().jump(join, &[]);
             }
         } else {
             let is_short = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, n, short);
