@@ -157,10 +157,10 @@ impl Translator<'_, '_> {
         let fits = matches!(lo, Expr::Int(v, _) if *v >= min && v.checked_add(short - 1).is_some_and(|h| max.checked_add(1).is_some_and(|m| h <= m)));
         if short <= MAX_UNROLLED_SHORT && !self.single_needs_guard(var, lo, body, fits) {
             // Below `COPIES_BELOW`, straight copies; from it to `short`, the
-            // loop of pairs, entered from the jump table's default.
+            // loop of pairs, entered from a test before the jump table.
             let copies = short.min(i64::from(crate::COPIES_BELOW));
             let pairs = (copies < short).then(|| self.b.create_block());
-            self.unrolled_short(var, lo_v, hi_v, n, body, fits, copies as usize, short_loop, pairs.unwrap_or(long_loop))?;
+            self.unrolled_short(var, lo_v, hi_v, n, body, fits, copies as usize, pairs.is_some(), short_loop, pairs.unwrap_or(long_loop))?;
             self.b.ins().jump(join, &[]);
             // What follows the loop comes right after the copies, so that
             // the last one falls through to it (the partials' loop after).
@@ -478,7 +478,7 @@ impl Translator<'_, '_> {
     /// ([`single_needs_guard`](Self::single_needs_guard) false). Ends in
     /// the block after the copies.
     #[allow(clippy::too_many_arguments)]
-    fn unrolled_short(&mut self, var: &Name, lo_v: Value, hi_v: Value, n: Value, body: &[Stmt], fits: bool, short: usize, short_loop: Block, default: Block) -> Result<(), CodegenError> {
+    fn unrolled_short(&mut self, var: &Name, lo_v: Value, hi_v: Value, n: Value, body: &[Stmt], fits: bool, short: usize, test_first: bool, short_loop: Block, default: Block) -> Result<(), CodegenError> {
         use cranelift_codegen::ir::JumpTableData;
         let marks = self.enter_loop_fitting(var, lo_v, hi_v, body, fits)?;
         let o = self.rebased_offset(var, body)?;
@@ -491,7 +491,10 @@ impl Translator<'_, '_> {
         // when the count is a difference of two 32-bit positions: it is
         // then below 2^32, and negative only for decreasing positions,
         // which no loop here reads correctly (binding rejects them).
-        if !self.u32_difference(n) {
+        // With `test_first` the test is made anyway: Cranelift's table
+        // (clamp, load, add, indirect jump: 8 instructions) costs a loop
+        // that is not short more than a compare and branch.
+        if test_first || !self.u32_difference(n) {
             let is_short = self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, n, short as i64);
             self.b.ins().brif(is_short, short_loop, &[], default, &[]);
             self.b.switch_to_block(short_loop);
