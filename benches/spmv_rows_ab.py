@@ -8,6 +8,7 @@ JIT'd code (`???:0x…` in callgrind_annotate), (--reps 101 minus --reps 1) / (1
 
     python3 benches/spmv_rows_ab.py --old OLD/heddle --new target/release/heddle --rounds 9
     python3 benches/spmv_rows_ab.py --old OLD/heddle --new target/release/heddle --callgrind
+    python3 benches/spmv_rows_ab.py --old OLD/heddle --lengths 2,4,8,10,16,64   # other row lengths
 """
 import argparse, json, os, statistics, subprocess, tempfile
 
@@ -57,13 +58,15 @@ def main():
     ap.add_argument("--new", default="target/release/heddle")
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--callgrind", action="store_true")
+    ap.add_argument("--lengths", default="", help="comma-separated row lengths (default: those of CASES)")
     args = ap.parse_args()
+    cases = [(L, dict(CASES).get(L, max(40, 1200 // L))) for L in map(int, args.lengths.split(","))] if args.lengths else CASES
     with tempfile.TemporaryDirectory() as work:
         with open(os.path.join(work, "spmv.hdl"), "w") as f:
             f.write(KERNEL)
-        for L, _ in CASES:
+        for L, _ in cases:
             write_matrix(work, L)
-        for L, reps in CASES:
+        for L, reps in cases:
             if args.callgrind:
                 per = {b: (jit_instructions(b, work, L, 101) - jit_instructions(b, work, L, 1)) / (100 * N * L)
                        for b in (args.old, args.new)}

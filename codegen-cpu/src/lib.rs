@@ -91,6 +91,19 @@ pub struct Options {
 /// the two were within noise (docs/performance.md, "Short rows").
 pub const DEFAULT_SHORT_LOOP: u32 = 16;
 
+/// A reassociable reduction loop of fewer iterations than this (and than
+/// [`Options::short_loop`]), whose pre-header is harmless on an empty loop,
+/// runs as straight copies of the body entered by a jump table on its count
+/// (`translate::reduce`, `unrolled_short`); from it up to `short_loop`, the
+/// one-accumulator loop of pairs. Straight copies lose to that loop on rows
+/// of 10 entries streamed from memory (uniform_100k_d10 took 1.26× the
+/// time with copies up to 15): each copy's load walks the stream a whole
+/// row at a time, which the hardware prefetcher follows worse than the
+/// loop's one load walking it entry by entry. In a C experiment the copies
+/// matched the loop once the streams were prefetched in software, and when
+/// they fit in cache (docs/performance.md, "shortrow").
+pub const COPIES_BELOW: u32 = 8;
+
 impl Default for Options {
     /// Four accumulators: enough independent chains to hide a float add's
     /// latency behind an SpMV's loads, for loops of 16 iterations or more

@@ -50,6 +50,11 @@ impl Translator<'_, '_> {
                 if let Some((_, v, t)) = self.hoisted.iter().find(|(h, ..)| h == e) {
                     return Ok((*v, *t));
                 }
+                if !self.carried.is_empty()
+                    && let Some(r) = self.carried_value(buf, index, *field)
+                {
+                    return Ok(r);
+                }
                 let (addr, offset, ty, mut flags) = self.address(buf, index, *field)?;
                 if flags.readonly() && self.movable(index) {
                     flags = flags.with_can_move();
@@ -235,6 +240,18 @@ impl Translator<'_, '_> {
         if let (Some(o), Some(v)) = (inv, var) {
             let (rest, c) = self.constant_addend(v);
             if let Some(q) = self.minus(rest, o) {
+                inv = None;
+                var = Some(if c == 0 { q } else { self.b.ins().iadd_imm_s(q, c) });
+            } else if let (Some((q, c1)), Some((c2, z))) = (self.difference(rest), self.difference(o))
+                && c1 == c2
+            {
+                // `(q - c) + (c - z)` is `q - z`: a loop that counts `q = k + c`
+                // for a CSR row's `o = pos[i] - pos[0]` (`c = pos[i]`) reads
+                // `buf[k + o]` at `(buf - z · size) + q · size`; the first
+                // sum does not change from row to row, and Cranelift computes
+                // it once, before the row loop.
+                let zs = self.b.ins().imul_imm_s(z, size.wrapping_neg());
+                addr = self.b.ins().iadd(addr, zs);
                 inv = None;
                 var = Some(if c == 0 { q } else { self.b.ins().iadd_imm_s(q, c) });
             }

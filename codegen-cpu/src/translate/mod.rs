@@ -11,6 +11,7 @@
 
 mod arith;
 mod atomic;
+mod carry;
 mod expr;
 mod halves;
 mod hoist;
@@ -73,6 +74,7 @@ pub fn function(prog: &LoopProgram, m: &mut JITModule, f: &mut Function, options
         let_values: Vec::new(),
         trusted_checks: 0,
         outer_loop: false,
+        carried: Vec::new(),
         lane_groups: Vec::new(),
         lane_sums: Vec::new(),
         args_ptr,
@@ -200,6 +202,8 @@ pub(crate) struct Translator<'a, 'f> {
     /// The innermost loop's body holds another loop: its loads are not
     /// `can_move` (see [`expr`]'s `movable`).
     outer_loop: bool,
+    /// Loads carried from one iteration of a loop to the next (see [`carry`]).
+    carried: Vec<carry::Carried>,
     /// Contract a reassociable float accumulator's `acc + a * b` into a
     /// fused multiply-add (see [`reduce`]): asked for, and native on the host.
     fma: bool,

@@ -38,6 +38,17 @@ use cranelift_frontend::Variable;
 use heddle_ir::loops::{BinOp, Expr, Schedule, Stmt};
 use heddle_ir::{Name, ScalarType};
 
+/// Whether `v` is the constant 0.
+fn is_zero(dfg: &cranelift_codegen::ir::DataFlowGraph, v: Value) -> bool {
+    use cranelift_codegen::ir::{InstructionData, Opcode, ValueDef};
+    matches!(dfg.value_def(v), ValueDef::Result(i, 0) if matches!(dfg.insts[i], InstructionData::UnaryImm { opcode: Opcode::Iconst, imm } if imm.bits() == 0))
+}
+
+/// The largest [`Options::short_loop`](crate::Options::short_loop) whose short
+/// loops run as copies of the body entered by a jump table
+/// ([`Translator::unrolled_short`]); above it, a loop of pairs.
+const MAX_UNROLLED_SHORT: i64 = 32;
+
 /// One accumulator of a reduction loop.
 pub(super) struct Accumulator {
     pub(super) name: Name,
@@ -140,15 +151,38 @@ impl Translator<'_, '_> {
         // predicted when the lengths are alike.
         let [short_loop, long_loop, join] = std::array::from_fn(|_| self.b.create_block());
         let n = self.b.ins().isub(hi_v, lo_v);
-        let is_short = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, n, short);
-        self.b.ins().brif(is_short, short_loop, &[], long_loop, &[]);
-        self.b.switch_to_block(short_loop);
         // Fewer than `short` iterations from a small constant fit the
         // body's narrow conversions of `var`: no range check per row.
         let (min, max) = heddle_ir::loops::fitting_range(&heddle_ir::loops::narrow_casts(var, body));
         let fits = matches!(lo, Expr::Int(v, _) if *v >= min && v.checked_add(short - 1).is_some_and(|h| max.checked_add(1).is_some_and(|m| h <= m)));
-        self.single_reduction_over(var, lo, lo_v, hi_v, body, &accs, fits)?;
-        self.b.ins().jump(join, &[]);
+        if short <= MAX_UNROLLED_SHORT && !self.single_needs_guard(var, lo, body, fits) {
+            // Below `COPIES_BELOW`, straight copies; from it to `short`, the
+            // loop of pairs, entered from a test before the jump table.
+            let copies = short.min(i64::from(crate::COPIES_BELOW));
+            let pairs = (copies < short).then(|| self.b.create_block());
+            self.unrolled_short(var, lo_v, hi_v, n, body, fits, copies as usize, pairs.is_some(), short_loop, pairs.unwrap_or(long_loop))?;
+            self.b.ins().jump(join, &[]);
+            // What follows the loop comes right after the copies, so that
+            // the last one falls through to it (the partials' loop after).
+            if let Some(last) = self.b.current_block() {
+                self.b.insert_block_after(join, last);
+            }
+            if let Some(pairs) = pairs {
+                let mid_loop = self.b.create_block();
+                self.b.switch_to_block(pairs);
+                let is_short = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, n, short);
+                self.b.ins().brif(is_short, mid_loop, &[], long_loop, &[]);
+                self.b.switch_to_block(mid_loop);
+                self.single_reduction_over(var, lo, lo_v, hi_v, body, &accs, fits)?;
+                self.b.ins().jump(join, &[]);
+            }
+        } else {
+            let is_short = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, n, short);
+            self.b.ins().brif(is_short, short_loop, &[], long_loop, &[]);
+            self.b.switch_to_block(short_loop);
+            self.single_reduction_over(var, lo, lo_v, hi_v, body, &accs, fits)?;
+            self.b.ins().jump(join, &[]);
+        }
         self.b.switch_to_block(long_loop);
         self.partial_reduction_loop(var, lo_v, hi_v, body, &accs, u)?;
         self.b.ins().jump(join, &[]);
@@ -176,7 +210,7 @@ impl Translator<'_, '_> {
         // Both loops count `q = k + o` (see `single_reduction_over`).
         let o = self.rebased_offset(var, body)?;
         let (q0, end) = match o {
-            Some(o) => (self.b.ins().iadd(lo_v, o), self.b.ins().iadd(hi_v, o)),
+            Some(o) => (self.b.ins().iadd(lo_v, o), self.plus(hi_v, o)),
             None => (lo_v, hi_v),
         };
         let index = |t: &mut Self, q: Value| match o {
@@ -336,10 +370,7 @@ impl Translator<'_, '_> {
     /// range is known to fit the body's narrow conversions of `var`.
     #[allow(clippy::too_many_arguments)]
     fn single_reduction_over(&mut self, var: &Name, lo: &Expr, lo_v: Value, hi_v: Value, body: &[Stmt], accs: &[Accumulator], fits: bool) -> Result<(), CodegenError> {
-        let narrow = heddle_ir::loops::narrow_casts(var, body);
-        let (min, max) = heddle_ir::loops::fitting_range(&narrow);
-        let fitting_lo = matches!(lo, Expr::Int(v, _) if *v >= min && max.checked_add(1).is_some_and(|m| *v <= m));
-        let guarded = !(narrow.is_empty() || fitting_lo || fits) || !self.invariant_loads(var, body).is_empty();
+        let guarded = self.single_needs_guard(var, lo, body, fits);
         let [first, first_step, head, step, after, exit] = std::array::from_fn(|_| self.b.create_block());
         if guarded {
             let pre = self.b.create_block();
@@ -350,7 +381,7 @@ impl Translator<'_, '_> {
         let marks = self.enter_loop_fitting(var, lo_v, hi_v, body, fits)?;
         let o = self.rebased_offset(var, body)?;
         let (q0, end) = match o {
-            Some(o) => (self.b.ins().iadd(lo_v, o), self.b.ins().iadd(hi_v, o)),
+            Some(o) => (self.b.ins().iadd(lo_v, o), self.plus(hi_v, o)),
             None => (lo_v, hi_v),
         };
         // An odd count runs one iteration first, then pairs up to `end`
@@ -410,6 +441,127 @@ impl Translator<'_, '_> {
         self.b.switch_to_block(exit);
         self.leave_loop(marks);
         Ok(())
+    }
+
+    /// Whether the pre-header of a loop over `var` from `lo` with this
+    /// body does work that an empty loop must not do: an invariant load to
+    /// hoist (its address may be out of range when the loop does not run),
+    /// or a range check of a narrowed index that an empty loop could fail
+    /// (not when `lo` is a constant in the narrow range, nor when `fits`).
+    fn single_needs_guard(&self, var: &Name, lo: &Expr, body: &[Stmt], fits: bool) -> bool {
+        let narrow = heddle_ir::loops::narrow_casts(var, body);
+        let (min, max) = heddle_ir::loops::fitting_range(&narrow);
+        let fitting_lo = matches!(lo, Expr::Int(v, _) if *v >= min && max.checked_add(1).is_some_and(|m| *v <= m));
+        !(narrow.is_empty() || fitting_lo || fits) || !self.invariant_loads(var, body).is_empty()
+    }
+
+    /// The short path of a reduction loop of `n = hi - lo` iterations,
+    /// `0 <= n < short` (the caller has tested it), in order into the one
+    /// accumulator (bit for bit the sequential loop), without a loop:
+    /// `short - 1` copies of the body in a row, copy `m` (from `short - 1`
+    /// down to 1) running iteration `k = hi - m`, entered by a jump table at
+    /// the copy of the `n`-th last iteration (Duff's device):
+    ///
+    /// ```text
+    /// end = hi + o
+    /// br_table n: 0 → done, m → copy m
+    /// copy m: body(k = (end - m) - o); fall through to copy m - 1
+    /// ```
+    ///
+    /// A row of `n` entries pays one indirect jump and no loop test, count
+    /// or jump back (a loop of pairs paid about 4 per pair and 5 to start).
+    /// As in [`single_reduction_over`](Self::single_reduction_over), the
+    /// index is counted as `q = k + o` ([`rebased_offset`](Self::rebased_offset)),
+    /// so `buf[k + o]` is `buf + (end - m) · size`: one addressing mode with
+    /// the constant `-m · size` folded. Only for a body whose pre-header
+    /// work is harmless when it does not run
+    /// ([`single_needs_guard`](Self::single_needs_guard) false). Ends in
+    /// the block after the copies.
+    #[allow(clippy::too_many_arguments)]
+    fn unrolled_short(&mut self, var: &Name, lo_v: Value, hi_v: Value, n: Value, body: &[Stmt], fits: bool, short: usize, test_first: bool, short_loop: Block, default: Block) -> Result<(), CodegenError> {
+        use cranelift_codegen::ir::JumpTableData;
+        let marks = self.enter_loop_fitting(var, lo_v, hi_v, body, fits)?;
+        let o = self.rebased_offset(var, body)?;
+        let end = match o {
+            Some(o) => self.plus(hi_v, o),
+            None => hi_v,
+        };
+        // `0 <= n < short`: a negative count is a huge unsigned one. The
+        // jump table's bounds check (of the count as 32 bits) does it alone
+        // when the count is a difference of two 32-bit positions: it is
+        // then below 2^32, and negative only for decreasing positions,
+        // which no loop here reads correctly (binding rejects them).
+        // With `test_first` the test is made anyway: Cranelift's table
+        // (clamp, load, add, indirect jump: 8 instructions) costs a loop
+        // that is not short more than a compare and branch.
+        if test_first || !self.u32_difference(n) {
+            let is_short = self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, n, short as i64);
+            self.b.ins().brif(is_short, short_loop, &[], default, &[]);
+            self.b.switch_to_block(short_loop);
+        }
+        let copies: Vec<Block> = (0..short).map(|_| self.b.create_block()).collect();
+        let calls: Vec<_> = copies.iter().map(|c| self.b.func.dfg.block_call(*c, &[])).collect();
+        let default_call = self.b.func.dfg.block_call(default, &[]);
+        let table = self.b.create_jump_table(JumpTableData::new(default_call, &calls));
+        let index = self.b.ins().ireduce(ct::I32, n);
+        self.b.ins().br_table(index, table);
+        for m in (1..short).rev() {
+            self.b.switch_to_block(copies[m]);
+            let q = self.b.ins().iadd_imm_s(end, -(m as i64));
+            let k = match o {
+                Some(o) => self.b.ins().isub(q, o),
+                None => q,
+            };
+            self.scope.push((var.clone(), Bound::Val(k, ScalarType::I64)));
+            self.depth += 1;
+            self.block(body)?;
+            self.depth -= 1;
+            self.scope.pop();
+            self.b.ins().jump(copies[m - 1], &[]);
+        }
+        self.b.switch_to_block(copies[0]);
+        self.leave_loop(marks);
+        Ok(())
+    }
+
+    /// `(a, b)` when Cranelift's instruction defining `v` is `isub a, b`.
+    pub(super) fn difference(&self, v: Value) -> Option<(Value, Value)> {
+        use cranelift_codegen::ir::{InstructionData, Opcode, ValueDef};
+        let dfg = &self.b.func.dfg;
+        let ValueDef::Result(i, 0) = dfg.value_def(v) else { return None };
+        match dfg.insts[i] {
+            InstructionData::Binary { opcode: Opcode::Isub, args: [a, b] } => Some((a, b)),
+            _ => None,
+        }
+    }
+
+    /// Whether `v` is `a - b` with `a` and `b` 32-bit unsigned integers
+    /// loaded or extended to 64 bits: `|v| < 2^32`.
+    fn u32_difference(&self, v: Value) -> bool {
+        use cranelift_codegen::ir::{InstructionData, Opcode, ValueDef};
+        let dfg = &self.b.func.dfg;
+        let u32_wide = |x: Value| match dfg.value_def(x) {
+            ValueDef::Result(i, 0) => match dfg.insts[i] {
+                InstructionData::Load { opcode: Opcode::Uload32, .. } => true,
+                InstructionData::Unary { opcode: Opcode::Uextend, arg } => dfg.value_type(arg) == ct::I32,
+                _ => false,
+            },
+            // A carried `u32` load (see `carry`).
+            _ => self.carried.iter().any(|c| c.current == Some(x) && c.unsigned32),
+        };
+        match self.difference(v) {
+            Some((a, b)) if is_zero(dfg, b) => self.u32_difference(a),
+            Some((a, b)) => u32_wide(a) && u32_wide(b),
+            None => false,
+        }
+    }
+
+    /// `a + b`, as `p` when `a` is `p - b` (a row's length plus its start).
+    fn plus(&mut self, a: Value, b: Value) -> Value {
+        match self.difference(a) {
+            Some((p, c)) if c == b => p,
+            _ => self.b.ins().iadd(a, b),
+        }
     }
 
     /// The invariant part `o` of a load's index `k + o` in a loop over `k`
@@ -482,7 +634,12 @@ impl Translator<'_, '_> {
             }
         }
         let Some(n) = found else { return Ok(None) };
-        Ok(Some(self.expr(&Expr::Var(n))?.0))
+        let o = self.expr(&Expr::Var(n))?.0;
+        // `o = c - z` (a CSR row's `pos[i] - pos[0]`): count `q = k + c`;
+        // `address` reads `buf[k + o]` as `(buf - z · size) + q · size`,
+        // whose first term does not change from row to row (Cranelift
+        // computes it once, before the row loop): no rebasing per row.
+        Ok(Some(self.difference(o).map_or(o, |(c, _)| c)))
     }
 
     /// Gives `head` explicit parameters, `copies` values per accumulator and

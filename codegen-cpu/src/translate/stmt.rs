@@ -156,12 +156,16 @@ impl Translator<'_, '_> {
         self.b.def_var(iv, lo_v);
         let rebased = if self.rebases(body) { Some(self.rebase(body)?) } else { None };
         let marks = self.enter_loop(var, lo_v, hi_v, body)?;
+        // A row's start, carried from the previous row's end (see `carry`).
+        let carry = self.start_carry(var, lo_v, body)?;
         self.b.ins().jump(head, &[]);
 
         self.b.switch_to_block(head);
         self.scope.push((var.clone(), Bound::Var(iv, ScalarType::I64)));
         self.depth += 1;
+        self.enter_carry(carry)?;
         self.block(body)?;
+        self.end_carry(var);
         self.depth -= 1;
         self.scope.pop();
         self.leave_loop(marks);

@@ -84,7 +84,24 @@ fn loops_shorter_than_short_loop_add_in_order() {
     // runs with one accumulator, in order; from `short_loop` on, over the
     // partials.
     let reassociable = reduction(BinOp::Add, F64, Expr::Float(0.0, F64), true);
-    for (short_loop, len, in_order) in [(16, 15, true), (16, 16, false), (0, 15, false), (8, 8, false), (8, 7, true)] {
+    // Around `COPIES_BELOW` (8) too: below it straight copies, from it the
+    // loop of pairs, both in order; short loops up to 32 iterations.
+    for (short_loop, len, in_order) in [
+        (16, 15, true),
+        (16, 16, false),
+        (0, 15, false),
+        (8, 8, false),
+        (8, 7, true),
+        (16, 7, true),
+        (16, 8, true),
+        (16, 9, true),
+        (9, 8, true),
+        (9, 9, false),
+        (32, 31, true),
+        (32, 32, false),
+        (4, 3, true),
+        (4, 4, false),
+    ] {
         let mut xs = vec![1e16];
         xs.extend(std::iter::repeat_n(1.0, len - 1));
         let sequential = xs.iter().fold(0.0, |a, x| a + x);
@@ -307,6 +324,25 @@ fn unrolled_copies_address_their_elements_by_displacement() {
     assert!(asm.contains("0x18("), "{asm}");
 }
 
+#[test]
+fn only_rows_below_copies_below_run_as_straight_copies() {
+    // The jump table's copies read `values[end - m]` at a negative
+    // displacement, one multiply each; the loops read from their index up.
+    // Rows of `COPIES_BELOW` entries or more (up to `short_loop`) take the
+    // loop of pairs: straight copies of a long row were slower (see
+    // `COPIES_BELOW`).
+    let p = csr32_lowered();
+    let copies = |short_loop: u32| {
+        let asm = disassembly(&p, &Options { accumulators: 4, short_loop, trust_ranges: true, fused_multiply_add: false, ..Options::default() }).unwrap();
+        asm.lines().filter(|l| l.contains("mulsd -")).count()
+    };
+    let below = heddle_codegen_cpu::COPIES_BELOW as usize;
+    assert_eq!(copies(16), below - 1);
+    assert_eq!(copies(32), below - 1);
+    assert_eq!(copies(5), 4);
+    assert_eq!(copies(0), 0);
+}
+
 /// `for j in 0 .. n { acc[j + a] = acc[j + a] + v * d[j + b] }`: a map loop
 /// over a written buffer, read only where it is written.
 fn row_update(t: heddle_ir::ScalarType) -> LoopProgram {
@@ -486,8 +522,9 @@ fn csr32_rows(lens: &[i64], base: u32, m: u32) -> (Vec<u32>, Vec<u32>, Vec<f64>)
 #[test]
 fn csr_rows_of_every_length_from_an_offset_position_equal_a_dense_product() {
     // Empty rows first and last, rows around the pair step (1, 2, 3), around
-    // `short_loop` (15, 16, 17) and long ones; positions from 5, not 0.
-    let lens = [0, 0, 1, 2, 3, 15, 0, 16, 17, 1000, 4, 5, 0, 0];
+    // `COPIES_BELOW` (7, 8, 9), around `short_loop` (15, 16, 17; 31, 32, 33)
+    // and long ones; positions from 5, not 0.
+    let lens = [0, 0, 1, 2, 3, 15, 0, 16, 17, 1000, 4, 5, 6, 7, 8, 9, 10, 0, 31, 32, 33, 0];
     let m = 1100u32;
     let (pos, mut crd, mut values) = csr32_rows(&lens, 5, m);
     for (r, &len) in lens.iter().enumerate() {
@@ -515,7 +552,7 @@ fn csr_rows_of_every_length_from_an_offset_position_equal_a_dense_product() {
     let p = csr32_lowered();
     p.validate().unwrap();
     for trust_ranges in [false, true] {
-        for (accumulators, short_loop) in [(1, 16), (4, 16), (4, 0), (2, 4)] {
+        for (accumulators, short_loop) in [(1, 16), (4, 16), (4, 0), (2, 4), (4, 32), (4, 9)] {
             let options = Options { accumulators, short_loop, trust_ranges, fused_multiply_add: false, ..Options::default() };
             let k = compile_with(&p, &options).unwrap();
             let mut out = vec![f64::NAN; n];
@@ -568,6 +605,70 @@ fn a_bad_column_is_reported_from_every_part_of_the_row_loop_unless_trusted() {
             let got = call(&k, &[ArgValue::Nat(lens.len() as i64), ArgValue::Nat(i64::from(m)), buf(&mut pos), buf(&mut crd), buf(&mut values), buf(&mut xs), buf(&mut out)]);
             let want = if trust_ranges { Ok(()) } else { Err(Fault::Check(0)) };
             assert_eq!(got, want, "column {m} at entry {entry} of row {row}, {accumulators} accumulators, trusted {trust_ranges}");
+        }
+    }
+}
+
+#[test]
+fn a_carried_row_start_is_right_in_every_chunk_on_any_number_of_threads() {
+    // Each row's start is the previous row's end, carried in a loop variable
+    // and loaded afresh where a call's range starts (reduce.rs, carry.rs):
+    // empty rows between long ones, every row length below `short_loop`
+    // (the jump table's copies) and above it, positions from 9, and calls
+    // over chunks that start anywhere, 1 to 4 threads at a time.
+    let lens = [0i64, 40, 0, 0, 17, 0, 1, 0, 2, 3, 0, 33, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 0, 0, 1, 64, 0];
+    let m = 97u32;
+    let (pos, crd, values) = csr32_rows(&lens, 9, m);
+    let xs: Vec<f64> = (0..m).map(|j| f64::from(j % 11) * 0.5 - 2.0).collect();
+    let n = lens.len();
+    let mut dense = vec![vec![0.0f64; m as usize]; n];
+    let mut in_order = vec![0.0f64; n];
+    for r in 0..n {
+        for p in pos[r]..pos[r + 1] {
+            let q = (p - 9) as usize;
+            dense[r][crd[q] as usize] += values[q];
+            in_order[r] += values[q] * xs[crd[q] as usize];
+        }
+    }
+    let want: Vec<f64> = dense.iter().map(|row| row.iter().zip(&xs).map(|(a, x)| a * x).sum()).collect();
+    for (accumulators, trust_ranges) in [(4, false), (4, true), (1, true)] {
+        let k = compile_with(&csr32_lowered(), &Options { accumulators, trust_ranges, fused_multiply_add: false, ..Options::default() }).unwrap();
+        for threads in 1..=4usize {
+            for chunk in [1usize, 2, 3, 7, 13, n] {
+                let mut out = vec![f64::NAN; n];
+                let out_addr = out.as_mut_ptr() as usize;
+                let starts: Vec<usize> = (0..n).step_by(chunk).collect();
+                std::thread::scope(|s| {
+                    for t in 0..threads {
+                        let (k, starts, pos, crd, values, xs) = (&k, &starts, &pos, &crd, &values, &xs);
+                        s.spawn(move || {
+                            for &lo in starts.iter().skip(t).step_by(threads) {
+                                let hi = (lo + chunk).min(n);
+                                let args = [
+                                    ArgValue::Nat(n as i64),
+                                    ArgValue::Nat(i64::from(m)),
+                                    ArgValue::Buffer(pos.as_ptr() as *mut u8),
+                                    ArgValue::Buffer(crd.as_ptr() as *mut u8),
+                                    ArgValue::Buffer(values.as_ptr() as *mut u8),
+                                    ArgValue::Buffer(xs.as_ptr() as *mut u8),
+                                    ArgValue::Buffer(out_addr as *mut u8),
+                                ];
+                                // SAFETY: the buffers are as long as the program
+                                // indexes them; the inputs are only read, and the
+                                // calls' ranges (rows) are disjoint.
+                                unsafe { k.call(&args, (lo as i64, hi as i64)) }.unwrap();
+                            }
+                        });
+                    }
+                });
+                for r in 0..n {
+                    let what = format!("row {r} of {} entries, chunks of {chunk} on {threads} threads, {accumulators} accumulators", lens[r]);
+                    assert!((out[r] - want[r]).abs() <= 1e-12 * (1.0 + want[r].abs()), "{what}: {} against {}", out[r], want[r]);
+                    if accumulators == 1 || lens[r] < 16 {
+                        assert_eq!(out[r].to_bits(), in_order[r].to_bits(), "{what}");
+                    }
+                }
+            }
         }
     }
 }
