@@ -216,6 +216,91 @@ fn f32_values_round_once_crlf_and_comment_lines() {
     std::fs::remove_file(path).unwrap();
 }
 
+/// A file of about `bytes` bytes of entry lines (strictly below the
+/// diagonal when `symmetry` is not general), with comment and blank lines
+/// among them (one line in four or so: every chunk of every round has
+/// lines without entries, so every window but the first moves down), CRLF
+/// or not, no newline after the last line. Returns the text and the entries
+/// (a pattern file's values 1).
+fn gappy(field: &str, symmetry: &str, bytes: usize, crlf: bool, seed: u64) -> (String, Vec<(u64, u64, f64)>) {
+    let mut next = below(seed);
+    let nl = if crlf { "\r\n" } else { "\n" };
+    let n = 4000u64;
+    let (mut body, mut e) = (String::new(), Vec::new());
+    while body.len() < bytes {
+        match next(8) {
+            0 => write!(body, "% comment {}{nl}", next(1000)).unwrap(),
+            1 => body.push_str(nl),
+            2 => write!(body, " \t{nl}").unwrap(),
+            _ => {
+                let i = next(n - 1) + 1;
+                let j = if symmetry == "general" { next(n) } else { next(i) };
+                let v = match field {
+                    "pattern" => 1.0,
+                    "integer" => next(2001) as f64 - 1000.0,
+                    _ => (next(4001) as f64 - 2000.0) * 0.125,
+                };
+                match field {
+                    "pattern" => write!(body, "{} {}{nl}", i + 1, j + 1).unwrap(),
+                    "integer" => write!(body, "{} {} {}{nl}", i + 1, j + 1, v as i64).unwrap(),
+                    _ => write!(body, "{} {} {v:e}{nl}", i + 1, j + 1).unwrap(),
+                }
+                e.push((i, j, v));
+            }
+        }
+    }
+    // Ends with an entry line, without its newline.
+    let last = e.len() - 1;
+    let (i, j, v) = e[last];
+    write!(body, "{} {}{}", i + 1, j + 1, if field == "pattern" { String::new() } else { format!(" {}", v as i64) }).unwrap();
+    let v = if field == "pattern" { 1.0 } else { v.trunc() };
+    e.push((i, j, v));
+    (format!("%%MatrixMarket matrix coordinate {field} {symmetry}{nl}% head{nl}{n} {n} {}{nl}{body}", e.len()), e)
+}
+
+#[test]
+fn comment_and_blank_lines_in_every_chunk_across_rounds() {
+    // Several rounds (8 MiB) of 1 MiB chunks; one within a round's chunks.
+    let cases = [
+        ("real", "general", 17 << 20, false),
+        ("real", "symmetric", 9 << 20, true),
+        ("pattern", "skew-symmetric", 9 << 20, false),
+        ("integer", "general", 3 << 20, true),
+    ];
+    for (k, &(field, symmetry, bytes, crlf)) in cases.iter().enumerate() {
+        let (text, e) = gappy(field, symmetry, bytes, crlf, 0x9e37_79b9_7f4a_7c15 + k as u64);
+        let path = put(&format!("gappy_{k}"), &text);
+        let (cols, _, pattern) = heddle_runtime::sparse::mtx::read_mtx_columns(&path, ScalarType::F64).unwrap().expect("streamed");
+        assert_eq!(pattern, field == "pattern");
+        let mirrored = e.iter().filter(|x| symmetry != "general" && x.0 != x.1).count();
+        assert_eq!(cols.len(), e.len() + mirrored, "{field} {symmetry}");
+        assert_eq!(cols.into_coo(), whole(&path, ScalarType::F64), "{field} {symmetry}: streamed as read whole");
+        if field != "integer" {
+            assert_eq!(csr_triples(&path), reference(&e, symmetry), "{field} {symmetry}");
+        }
+        std::fs::remove_file(path).unwrap();
+    }
+}
+
+#[test]
+fn errors_at_chunk_and_round_edges() {
+    // A bad line as the first of the second chunk, the last of the first
+    // round and the first of the second: reported as read whole.
+    let (text, _) = gappy("real", "general", 9 << 20, false, 5);
+    let body = text.match_indices('\n').nth(2).unwrap().0 + 1;
+    let after = |at: usize| body + at + text[body + at..].find('\n').unwrap() + 1;
+    let second_chunk = after(1 << 20);
+    let second_round = after(8 << 20);
+    let last_of_first = text[..second_round - 1].rfind('\n').unwrap() + 1;
+    for (name, at) in [("chunk", second_chunk), ("round_end", last_of_first), ("round", second_round)] {
+        let end = at + text[at..].find('\n').unwrap();
+        let line = text[..at].matches('\n').count() + 1;
+        let bad = format!("{}7 7 x{}", &text[..at], &text[end..]);
+        let msg = same_error(&format!("edge_{name}"), &bad);
+        assert!(msg.contains(&format!(":{line}: ")), "{name}: {msg}");
+    }
+}
+
 /// A malformed file: the streaming path's error is the whole-file reader's.
 fn same_error(name: &str, text: &str) -> String {
     let path = put(name, text);
