@@ -278,3 +278,68 @@ fn the_deepest_programs_the_parser_accepts_run_on_every_backend() {
         }
     }
 }
+
+/// A version 1.0 `.npy` file with the given header fields and data.
+fn npy_bytes(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
+    let header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}\n");
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(data);
+    out
+}
+
+/// A `.npz` archive of the given members (`NAME` becomes `NAME.npy`), stored.
+fn npz_file(path: &std::path::Path, members: &[(&str, Vec<u8>)]) {
+    let mut z = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    for (name, bytes) in members {
+        z.start_file(format!("{name}.npy"), opts).unwrap();
+        std::io::Write::write_all(&mut z, bytes).unwrap();
+    }
+    z.finish().unwrap();
+}
+
+#[test]
+fn npy_shapes_whose_products_wrap_and_npz_sizes_at_the_limit_are_refused() {
+    // Found by hand while adding the `npz` fuzz target: npyz multiplies a
+    // shape's dimensions unchecked (its strides), so `(0, 2**32, 2**32)`,
+    // which holds nothing, overflowed (a panic where overflow is checked);
+    // and a csr shape of 2^64 - 1 rows overflowed the message about
+    // `indptr`'s length.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let i64s = |xs: &[i64]| npy_bytes("<i8", &format!("({},)", xs.len()), &xs.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>());
+    let format = |f: &str| npy_bytes(&format!("|S{}", f.len()), "()", f.as_bytes());
+    for shape in ["(0, 4294967296, 4294967296)", "(4294967296, 4294967296, 0)", "(1099511627776, 1099511627776)"] {
+        let x = d.join("x.npy");
+        std::fs::write(&x, npy_bytes("<f4", shape, &[0; 16])).unwrap();
+        let (code, _, err) = heddle_env(&["run", "examples/dense_mv.hdl", "--input", &format!("xs={}", x.display())], &[]);
+        no_crash(&err);
+        assert_eq!(code, 1, "{shape}: {err}");
+        assert!(err.contains("more elements than 64 bits count"), "{shape}: {err}");
+    }
+    let bsr = d.join("bsr.npz");
+    npz_file(&bsr, &[
+        ("format", format("bsr")),
+        ("shape", i64s(&[1 << 32, 1 << 32])),
+        ("data", npy_bytes("<f8", "(0, 4294967296, 4294967296)", &[])),
+        ("indices", i64s(&[])),
+        ("indptr", i64s(&[0, 0])),
+    ]);
+    let csr = d.join("csr.npz");
+    npz_file(&csr, &[
+        ("format", format("csr")),
+        ("shape", npy_bytes("<u8", "(2,)", &[u64::MAX.to_le_bytes(), 3u64.to_le_bytes()].concat())),
+        ("data", npy_bytes("<f8", "(0,)", &[])),
+        ("indices", i64s(&[])),
+        ("indptr", i64s(&[0, 0])),
+    ]);
+    for (file, says) in [(&bsr, "more elements than 64 bits count"), (&csr, "18446744073709551616")] {
+        let out = d.join("out.json");
+        let (code, _, err) = heddle_env(&["convert", file.to_str().unwrap(), "--to", "CSR", "-o", out.to_str().unwrap()], &[]);
+        no_crash(&err);
+        assert_eq!(code, 1, "{}: {err}", file.display());
+        assert!(err.contains(says), "{}: {err}", file.display());
+    }
+}
