@@ -232,6 +232,14 @@ fn encodings_and_dimensions_beyond_reason_are_refused() {
     let (code, out, err) = heddle_env(&["type", dense, "--dims", "9223372036854775807x4"], &[]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("stored entries: 9223372036854775807 * 4\n"), "{out}");
+    // DIA's offsets level counts rows + columns - 1 offsets: past 2^63 - 1 it
+    // was printed wrapped (`level sizes: [0 - 3, …]`).
+    let (code, out, err) = heddle_env(&["type", "DIA", "--dims", "9223372036854775807x9223372036854775807"], &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("level 0 would have size 18446744073709551613, more than the largest size"), "{err}");
+    let (code, out, err) = heddle_env(&["type", "DIA", "--dims", "4611686018427387904x4611686018427387904"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("level sizes: [9223372036854775807, 4611686018427387904]\n"), "{out}");
     // 400 levels: memory grew with the cube of the level count.
     let dims: Vec<String> = (0..400).map(|k| format!("d{k}")).collect();
     let levels: Vec<String> = dims.iter().map(|d| format!("{d} : compressed")).collect();
