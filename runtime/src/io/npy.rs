@@ -328,7 +328,7 @@ mod tests {
         assert!(e.contains("truncated"), "{e}");
         // A shape whose products wrap: refused before npyz multiplies it
         // (its C strides overflowed although the array holds no element).
-        for shape in ["(0, 4294967296, 4294967296)", "(4294967296, 4294967296, 0)", "(1099511627776, 1099511627776)", "(0x100000000, 0, 4_294_967_296)"] {
+        for shape in ["(0, 4294967296, 4294967296)", "(4294967296, 4294967296, 0)", "(1099511627776, 1099511627776)", "(0x100000000, 4_294_967_296, 0)"] {
             let header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}\n");
             let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
             bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
@@ -339,6 +339,9 @@ mod tests {
         // Near the limit but within it: read as usual.
         let big = npy("'<f4'", &[0, 1 << 31, 1 << 31], &[]);
         assert_eq!(read_array(&big[..], 8, 0).unwrap().header.count(), Some(0));
+        // A 0 between two large dimensions stops every running product from either end.
+        let middle = npy("'<f4'", &[1 << 32, 0, 1 << 32], &[]);
+        assert_eq!(read_array(&middle[..], 8, 0).unwrap().header.count(), Some(0));
         // Trailing bytes past the promised data are left unread.
         let long = npy("'<i4'", &[1], &[1, 0, 0, 0, 9, 9, 9, 9]);
         assert_eq!(read_array(&long[..], 4, 4).unwrap().data, vec![1, 0, 0, 0]);
