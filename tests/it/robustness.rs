@@ -190,6 +190,19 @@ fn deep_and_huge_programs_are_refused_at_once() {
     refused("sum.hdl", &format!("nFun(n => fun(xs: [float]_n => xs@0{}))\n", " + xs@0".repeat(50_000)), "levels deep");
     // More text than any kernel (the finding was 100 MB on one line).
     refused("long.hdl", &format!("fun(x: float => x{})\n", " + x".repeat(1_500_000)), "heddle reads at most");
+    // An endless file (a FIFO, /dev/zero): read up to the limit, not until memory runs out
+    // (it was read whole: 5 GB in 30 s).
+    if std::path::Path::new("/dev/zero").exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let zero = dir.path().join("zero.hdl");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        for args in [vec!["check", zero.to_str().unwrap()], vec!["type", "#A", "--defs", zero.to_str().unwrap()]] {
+            let (code, _, err) = heddle_env(&args, &[]);
+            no_crash(&err);
+            assert_eq!(code, 1, "{args:?}: {err}");
+            assert!(err.contains("heddle reads at most 4194304 bytes"), "{args:?}: {err}");
+        }
+    }
     // 40 definitions, each using the previous one twice: 2^40 once inlined.
     let mut defs = String::from("def f0 = fun(x => x + 1.0f);\n");
     for k in 1..40 {
