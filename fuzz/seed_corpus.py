@@ -65,6 +65,50 @@ def npy(descr, shape, payload):
     return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + payload
 
 
+def npz(members, deflate=False):
+    """A .npz archive (a zip of .npy members), as np.savez / scipy.sparse.save_npz write it."""
+    import io
+    import zipfile
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED if deflate else zipfile.ZIP_STORED) as z:
+        for name, data in members:
+            z.writestr(name + ".npy", data)
+    return out.getvalue()
+
+
+def ints(descr, xs):
+    size = int(descr[2:])
+    return npy(descr, "(%d,)" % len(xs), b"".join(x.to_bytes(size, "little", signed=True) for x in xs))
+
+
+def floats(xs, shape=None):
+    import struct
+    return npy("<f8", shape or "(%d,)" % len(xs), b"".join(struct.pack("<d", x) for x in xs))
+
+
+def fmt(name):
+    return npy("'|S%d'" % len(name), "()", name.encode())
+
+
+# scipy.sparse.save_npz's layouts (the first byte picks the npz target's encoding).
+NPZ = [
+    [("format", fmt("csr")), ("shape", ints("<i8", [3, 4])), ("data", floats([1.5, -2.0, 3.0])),
+     ("indices", ints("<i4", [0, 2, 3])), ("indptr", ints("<i4", [0, 1, 1, 3]))],
+    [("format", fmt("csc")), ("shape", ints("<i8", [3, 4])), ("data", floats([1.0, 2.0])),
+     ("indices", ints("<i4", [2, 0])), ("indptr", ints("<i4", [0, 1, 1, 2, 2]))],
+    [("format", fmt("csr")), ("shape", ints("<i8", [2, 3])), ("data", floats([1.0, 2.0, 4.0])),
+     ("indices", ints("<i8", [2, 0, 2])), ("indptr", ints("<i8", [0, 3, 3]))],
+    [("format", fmt("bsr")), ("shape", ints("<i8", [4, 4])), ("data", floats([1, 2, 3, 4], "(1, 2, 2)")),
+     ("indices", ints("<i4", [1])), ("indptr", ints("<i4", [0, 1, 1]))],
+    [("format", fmt("coo")), ("shape", ints("<i8", [3, 3])), ("data", floats([1.0, 2.0])),
+     ("row", ints("<i4", [0, 2])), ("col", ints("<i4", [1, 2]))],
+    [("format", fmt("coo")), ("shape", ints("<i8", [2, 3, 4])), ("data", floats([1.0, 2.0])),
+     ("coords", npy("<i8", "(3, 2)", b"".join(x.to_bytes(8, "little") for x in [0, 1, 2, 0, 3, 1])))],
+    [("format", fmt("dia")), ("shape", ints("<i8", [3, 3])), ("data", floats([1, 2, 3, 4, 5, 6], "(2, 3)")),
+     ("offsets", ints("<i4", [0, 1]))],
+]
+
+
 def main():
     programs = files("*.hdl")
     for p in programs:
@@ -97,6 +141,11 @@ def main():
     add("input_file", b"\x00" + npy("<f4", "(2,)", b"\x00\x00\x80\x3f\x00\x00\x00\x40"))
     add("input_file", b"\x00" + npy("<i8", "(2, 1)", bytes(16)))
     add("input_file", b"\x00" + npy("[('c', '<i4'), ('v', '<f8')]", "(1,)", bytes(16)))
+    for k, members in enumerate(NPZ):
+        add("npz", bytes([k % 5]) + npz(members))
+        add("npz", bytes([(k + 1) % 5]) + npz(members, deflate=True))
+    for p in files("*.npz"):
+        add("npz", b"\x00" + p.read_bytes())
     for p in files("*.rules"):
         add("rules", p.read_bytes())
     for r in RULES:

@@ -23,7 +23,7 @@ selftest=0
 if [ "${1:-}" = "--selftest" ]; then selftest=1; shift; fi
 secs="${1:-10}"
 shift || true
-all=(parse_roundtrip typecheck lower encoding mtx tns json_storage input_file rules nat)
+all=(parse_roundtrip typecheck lower encoding mtx tns json_storage input_file npz rules nat)
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then targets=("${all[@]}"); fi
 

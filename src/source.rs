@@ -37,9 +37,19 @@ impl SourceFile {
         SourceFile { name: name.into(), text: text.into() }
     }
 
-    /// Reads a file; the error says which file and why.
+    /// Reads a file; the error says which file and why. At most
+    /// [`MAX_SOURCE_BYTES`](heddle_ir::parser::MAX_SOURCE_BYTES) bytes are
+    /// read: a longer file (or an endless one, `/dev/zero` or a pipe) is
+    /// refused there instead of filling memory.
     pub fn read(path: &str) -> Result<SourceFile, String> {
-        let bytes = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+        use std::io::Read;
+        let limit = heddle_ir::parser::MAX_SOURCE_BYTES;
+        let cannot = |e: std::io::Error| format!("cannot read {path}: {e}");
+        let mut bytes = Vec::new();
+        std::fs::File::open(path).map_err(cannot)?.take(limit as u64 + 1).read_to_end(&mut bytes).map_err(cannot)?;
+        if bytes.len() > limit {
+            return Err(format!("{path}: the file is more than {limit} bytes long; heddle reads at most {limit} bytes of program text"));
+        }
         let text = String::from_utf8(bytes).map_err(|e| {
             format!("{path}: the file is not valid UTF-8 (first bad byte at offset {})", e.utf8_error().valid_up_to())
         })?;

@@ -91,9 +91,10 @@ pub struct Args {
     /// N or N,M,… (1 to 64; default 8).
     #[arg(long, value_name = "N[,N…]", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=heddle_runtime::cpu::MAX_CHUNKS_PER_THREAD as i64))]
     chunks_per_thread: Vec<u32>,
-    /// Timed launches per configuration (the median counts).
-    #[arg(long, default_value_t = 10)]
-    reps: usize,
+    /// Timed launches per configuration (the median counts; 1 to 1000000,
+    /// as `run --reps`).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    reps: u32,
     /// What each configuration's result is checked against.
     #[arg(long, value_enum, default_value = "interp")]
     verify: Verify,
@@ -407,7 +408,7 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             }
         }
     }
-    let reps = a.reps.max(1);
+    let reps = a.reps as usize;
     let bar = indicatif::ProgressBar::new(((configs.len() + reps) * cases.len()) as u64);
     bar.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
     let several = candidates.len() > 1;

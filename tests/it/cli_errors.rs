@@ -68,6 +68,10 @@ fn usage_errors_exit_2_before_any_work() {
         (vec!["convert", "m.mtx", "--to", "CSR", "-o", "out.csv"], expect(2, "usage", Some(("flag", "--output")), ".json, .mtx, .tns")),
         (vec!["compile", dense, "--param", "n=x"], expect(2, "usage", Some(("flag", "--param")), "not a natural number")),
         (vec!["tune", dense, "--param-range", "W=0..4"], expect(2, "usage", Some(("flag", "--param-range")), "1 <= a <= b")),
+        // A count of repetitions past usize overflowed (a panic) before the range was checked.
+        (vec!["tune", dense, "--reps", "18446744073709551615"], expect(2, "usage", Some(("flag", "--reps")), "too large")),
+        (vec!["tune", dense, "--reps", "1000001"], expect(2, "usage", Some(("flag", "--reps")), "1..=1000000")),
+        (vec!["tune", dense, "--reps", "0"], expect(2, "usage", Some(("flag", "--reps")), "1..=1000000")),
     ];
     for (args, e) in &rows {
         check_row(args, e);

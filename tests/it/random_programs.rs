@@ -283,9 +283,10 @@ fn agree_on_every_backend() {
         // A pattern no program of the sample used: a fault of the generator
         // for CI's seeds (the same sample every run); by chance for any other
         // sample (a rare pattern can miss 500 draws), so there it is said,
-        // not failed.
+        // not failed. CI=true with a seed of one's own (docs/robustness.md's
+        // long runs) is such a sample: seeds 2026113800.. never drew `transpose`.
         let missing: Vec<&&str> = PATTERNS.iter().filter(|p| !seen.contains_key(**p)).collect();
-        if ci {
+        if ci && std::env::var_os("HEDDLE_PROGEN_SEED").is_none() {
             assert!(missing.is_empty(), "no program used {missing:?}");
         } else if !missing.is_empty() {
             eprintln!("note: no program of this sample used {missing:?} (by chance; CI's seeds use every pattern)");

@@ -190,6 +190,19 @@ fn deep_and_huge_programs_are_refused_at_once() {
     refused("sum.hdl", &format!("nFun(n => fun(xs: [float]_n => xs@0{}))\n", " + xs@0".repeat(50_000)), "levels deep");
     // More text than any kernel (the finding was 100 MB on one line).
     refused("long.hdl", &format!("fun(x: float => x{})\n", " + x".repeat(1_500_000)), "heddle reads at most");
+    // An endless file (a FIFO, /dev/zero): read up to the limit, not until memory runs out
+    // (it was read whole: 5 GB in 30 s).
+    if std::path::Path::new("/dev/zero").exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let zero = dir.path().join("zero.hdl");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        for args in [vec!["check", zero.to_str().unwrap()], vec!["type", "#A", "--defs", zero.to_str().unwrap()]] {
+            let (code, _, err) = heddle_env(&args, &[]);
+            no_crash(&err);
+            assert_eq!(code, 1, "{args:?}: {err}");
+            assert!(err.contains("heddle reads at most 4194304 bytes"), "{args:?}: {err}");
+        }
+    }
     // 40 definitions, each using the previous one twice: 2^40 once inlined.
     let mut defs = String::from("def f0 = fun(x => x + 1.0f);\n");
     for k in 1..40 {
@@ -232,6 +245,14 @@ fn encodings_and_dimensions_beyond_reason_are_refused() {
     let (code, out, err) = heddle_env(&["type", dense, "--dims", "9223372036854775807x4"], &[]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("stored entries: 9223372036854775807 * 4\n"), "{out}");
+    // DIA's offsets level counts rows + columns - 1 offsets: past 2^63 - 1 it
+    // was printed wrapped (`level sizes: [0 - 3, …]`).
+    let (code, out, err) = heddle_env(&["type", "DIA", "--dims", "9223372036854775807x9223372036854775807"], &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("level 0 would have size 18446744073709551613, more than the largest size"), "{err}");
+    let (code, out, err) = heddle_env(&["type", "DIA", "--dims", "4611686018427387904x4611686018427387904"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("level sizes: [9223372036854775807, 4611686018427387904]\n"), "{out}");
     // 400 levels: memory grew with the cube of the level count.
     let dims: Vec<String> = (0..400).map(|k| format!("d{k}")).collect();
     let levels: Vec<String> = dims.iter().map(|d| format!("{d} : compressed")).collect();
@@ -276,5 +297,70 @@ fn the_deepest_programs_the_parser_accepts_run_on_every_backend() {
             no_crash(&err);
             assert_eq!((code, out.trim()), (0, want), "{backend} {}: {err}", file.display());
         }
+    }
+}
+
+/// A version 1.0 `.npy` file with the given header fields and data.
+fn npy_bytes(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
+    let header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}\n");
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(data);
+    out
+}
+
+/// A `.npz` archive of the given members (`NAME` becomes `NAME.npy`), stored.
+fn npz_file(path: &std::path::Path, members: &[(&str, Vec<u8>)]) {
+    let mut z = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    for (name, bytes) in members {
+        z.start_file(format!("{name}.npy"), opts).unwrap();
+        std::io::Write::write_all(&mut z, bytes).unwrap();
+    }
+    z.finish().unwrap();
+}
+
+#[test]
+fn npy_shapes_whose_products_wrap_and_npz_sizes_at_the_limit_are_refused() {
+    // Found by hand while adding the `npz` fuzz target: npyz multiplies a
+    // shape's dimensions unchecked (its strides), so `(0, 2**32, 2**32)`,
+    // which holds nothing, overflowed (a panic where overflow is checked);
+    // and a csr shape of 2^64 - 1 rows overflowed the message about
+    // `indptr`'s length.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let i64s = |xs: &[i64]| npy_bytes("<i8", &format!("({},)", xs.len()), &xs.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>());
+    let format = |f: &str| npy_bytes(&format!("|S{}", f.len()), "()", f.as_bytes());
+    for shape in ["(0, 4294967296, 4294967296)", "(4294967296, 4294967296, 0)", "(1099511627776, 1099511627776)"] {
+        let x = d.join("x.npy");
+        std::fs::write(&x, npy_bytes("<f4", shape, &[0; 16])).unwrap();
+        let (code, _, err) = heddle_env(&["run", "examples/dense_mv.hdl", "--input", &format!("xs={}", x.display())], &[]);
+        no_crash(&err);
+        assert_eq!(code, 1, "{shape}: {err}");
+        assert!(err.contains("more elements than 64 bits count"), "{shape}: {err}");
+    }
+    let bsr = d.join("bsr.npz");
+    npz_file(&bsr, &[
+        ("format", format("bsr")),
+        ("shape", i64s(&[1 << 32, 1 << 32])),
+        ("data", npy_bytes("<f8", "(0, 4294967296, 4294967296)", &[])),
+        ("indices", i64s(&[])),
+        ("indptr", i64s(&[0, 0])),
+    ]);
+    let csr = d.join("csr.npz");
+    npz_file(&csr, &[
+        ("format", format("csr")),
+        ("shape", npy_bytes("<u8", "(2,)", &[u64::MAX.to_le_bytes(), 3u64.to_le_bytes()].concat())),
+        ("data", npy_bytes("<f8", "(0,)", &[])),
+        ("indices", i64s(&[])),
+        ("indptr", i64s(&[0, 0])),
+    ]);
+    for (file, says) in [(&bsr, "more elements than 64 bits count"), (&csr, "18446744073709551616")] {
+        let out = d.join("out.json");
+        let (code, _, err) = heddle_env(&["convert", file.to_str().unwrap(), "--to", "CSR", "-o", out.to_str().unwrap()], &[]);
+        no_crash(&err);
+        assert_eq!(code, 1, "{}: {err}", file.display());
+        assert!(err.contains(says), "{}: {err}", file.display());
     }
 }

@@ -269,7 +269,16 @@ pub fn storage_layout(
         .collect();
     if dims.iter().all(Option::is_some) {
         let concrete: Vec<u64> = dims.iter().flatten().copied().collect();
-        map::lvl_sizes(enc, &concrete).map_err(|m| err(enc.span, m, "does not fit this tensor type"))?;
+        let sizes = map::lvl_sizes(enc, &concrete).map_err(|m| err(enc.span, m, "does not fit this tensor type"))?;
+        // A difference level counts `size_a + size_b - 1` offsets: past 2^63 - 1
+        // for two dimensions near the limit (it wrapped to a negative size).
+        if let Some((l, v)) = sizes.iter().enumerate().find(|(_, v)| i64::try_from(**v).is_err()) {
+            return Err(err(
+                enc.span,
+                format!("level {l} would have size {v}, more than the largest size, 2^63 - 1"),
+                "too large for this tensor type",
+            ));
+        }
     }
     let lvl_sizes: Vec<Nat> = enc
         .levels

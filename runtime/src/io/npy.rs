@@ -44,7 +44,68 @@ pub fn check_npy_header(bytes: &[u8]) -> Result<usize, String> {
             _ => {}
         }
     }
+    check_shape_products(header)?;
     Ok(start + len)
+}
+
+/// npyz multiplies a shape's dimensions from both ends (the element count
+/// and the strides of C and Fortran order) without checking for overflow:
+/// `(0, 2**32, 2**32)` holds no element but its C strides wrap (a panic
+/// where overflow is checked, a wrong count where it is not). numpy itself
+/// refuses such shapes ("array is too big"). So every integer sequence in the
+/// header — the shape, wherever a crafted header puts or spells its key, and
+/// a field's subarray shape — must have running products from either end
+/// within 64 bits. Integers are Python literals: decimal, `0x`, `0o`, `0b`,
+/// with `_` between digits; a word that is none of these is left to npyz.
+fn check_shape_products(header: &[u8]) -> Result<(), String> {
+    // Per open bracket, the integers directly inside it.
+    let mut groups: Vec<Vec<u64>> = vec![Vec::new()];
+    let mut k = 0;
+    fn wraps<'a>(mut dims: impl Iterator<Item = &'a u64>) -> bool {
+        dims.try_fold(1u64, |a, &d| a.checked_mul(d)).is_none()
+    }
+    let overflows = |dims: &[u64]| wraps(dims.iter()) || wraps(dims.iter().rev());
+    while k < header.len() {
+        let b = header[k];
+        match b {
+            b'{' | b'[' | b'(' => groups.push(Vec::new()),
+            b'}' | b']' | b')' => {
+                if groups.len() > 1 {
+                    let dims = groups.pop().unwrap_or_default();
+                    if overflows(&dims) {
+                        return Err(format!("the shape {dims:?} has more elements than 64 bits count (numpy refuses it too)"));
+                    }
+                }
+            }
+            b'0'..=b'9' if k == 0 || !(header[k - 1].is_ascii_alphanumeric() || header[k - 1] == b'_') => {
+                let end = header[k..].iter().position(|c| !(c.is_ascii_alphanumeric() || *c == b'_')).map_or(header.len(), |e| k + e);
+                if let Some(n) = python_int(&header[k..end]) {
+                    if let Some(g) = groups.last_mut() {
+                        g.push(n);
+                    }
+                }
+                k = end;
+                continue;
+            }
+            _ => {}
+        }
+        k += 1;
+    }
+    Ok(())
+}
+
+/// A Python integer literal (`12`, `1_000`, `0x10`, `0o7`, `0b1`); `None`
+/// when the word is not one or exceeds 64 bits (npyz refuses those itself).
+fn python_int(word: &[u8]) -> Option<u64> {
+    let text: String = std::str::from_utf8(word).ok()?.chars().filter(|&c| c != '_').collect();
+    let lower = text.to_ascii_lowercase();
+    let (digits, radix) = match lower.get(..2) {
+        Some("0x") => (&lower[2..], 16),
+        Some("0o") => (&lower[2..], 8),
+        Some("0b") => (&lower[2..], 2),
+        _ => (&lower[..], 10),
+    };
+    u64::from_str_radix(digits, radix).ok()
 }
 
 /// The header's length and where it starts, from the preamble (at least 10 bytes).
@@ -265,6 +326,22 @@ mod tests {
         assert!(read_array(&bytes[..], 1 << 30, 0).unwrap_err().contains("more than the"));
         let e = read_array(&bytes[..], u64::MAX, 0).unwrap_err();
         assert!(e.contains("truncated"), "{e}");
+        // A shape whose products wrap: refused before npyz multiplies it
+        // (its C strides overflowed although the array holds no element).
+        for shape in ["(0, 4294967296, 4294967296)", "(4294967296, 4294967296, 0)", "(1099511627776, 1099511627776)", "(0x100000000, 4_294_967_296, 0)"] {
+            let header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}\n");
+            let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+            bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+            bytes.extend_from_slice(header.as_bytes());
+            let e = read_array(&bytes[..], u64::MAX, 0).unwrap_err();
+            assert!(e.contains("more elements than 64 bits count"), "{shape}: {e}");
+        }
+        // Near the limit but within it: read as usual.
+        let big = npy("'<f4'", &[0, 1 << 31, 1 << 31], &[]);
+        assert_eq!(read_array(&big[..], 8, 0).unwrap().header.count(), Some(0));
+        // A 0 between two large dimensions stops every running product from either end.
+        let middle = npy("'<f4'", &[1 << 32, 0, 1 << 32], &[]);
+        assert_eq!(read_array(&middle[..], 8, 0).unwrap().header.count(), Some(0));
         // Trailing bytes past the promised data are left unread.
         let long = npy("'<i4'", &[1], &[1, 0, 0, 0, 9, 9, 9, 9]);
         assert_eq!(read_array(&long[..], 4, 4).unwrap().data, vec![1, 0, 0, 0]);

@@ -237,7 +237,7 @@ struct Block {
 /// number of stored blocks (`indptr`'s last entry).
 fn check_compressed(a: Loc, indptr: &[u64], indices: &[u64], data: usize, b: &Block) -> Result<usize> {
     if indptr.len() as u64 != b.major.saturating_add(1) {
-        return Err(a.err("indptr", format!("has {} entries; {} rows (or columns) of blocks need {}", indptr.len(), b.major, b.major + 1)));
+        return Err(a.err("indptr", format!("has {} entries; {} rows (or columns) of blocks need {}", indptr.len(), b.major, u128::from(b.major) + 1)));
     }
     if indptr[0] != 0 {
         return Err(a.err("indptr", format!("[0] = {}, not 0", indptr[0])));
