@@ -18,7 +18,11 @@ fn compile_times() {
     println!("| example | parse + check | lower | JIT | total |");
     println!("|---|---|---|---|---|");
     let dir = format!("{}/examples", env!("CARGO_MANIFEST_DIR"));
-    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "hdl")).collect();
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "hdl"))
+        .collect();
     files.sort();
     for path in files {
         let name = path.file_stem().unwrap().to_string_lossy().to_string();
@@ -46,7 +50,13 @@ fn compile_times() {
         );
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         if ok {
-            println!("| {name} | {:.2} | {:.2} | {:.2} | {:.2} |", ms(stages[0]), ms(stages[1]), ms(stages[2]), ms(total));
+            println!(
+                "| {name} | {:.2} | {:.2} | {:.2} | {:.2} |",
+                ms(stages[0]),
+                ms(stages[1]),
+                ms(stages[2]),
+                ms(total)
+            );
         } else {
             println!("| {name} | (lowering does not support it yet) | | | |");
         }
@@ -82,7 +92,12 @@ fn mtx_read() {
     );
     let _ = std::fs::remove_file(&path);
     println!("\n## Matrix Market read + pack into CSR (5M nonzeros, {:.0} MB file, median of 3)\n", bytes as f64 / 1e6);
-    println!("{:.3} s, {:.1} M nonzeros/s, {:.0} MB/s", t.as_secs_f64(), nnz as f64 / t.as_secs_f64() / 1e6, bytes as f64 / t.as_secs_f64() / 1e6);
+    println!(
+        "{:.3} s, {:.1} M nonzeros/s, {:.0} MB/s",
+        t.as_secs_f64(),
+        nnz as f64 / t.as_secs_f64() / 1e6,
+        bytes as f64 / t.as_secs_f64() / 1e6
+    );
 }
 
 fn main() {

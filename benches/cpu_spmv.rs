@@ -43,7 +43,12 @@ impl Rng {
 }
 
 /// Rows with `len(r)` entries each, columns from `col(r, k)`, sorted.
-fn build(n: usize, m: usize, mut len: impl FnMut(usize, &mut Rng) -> usize, mut col: impl FnMut(usize, usize, &mut Rng) -> usize) -> Csr {
+fn build(
+    n: usize,
+    m: usize,
+    mut len: impl FnMut(usize, &mut Rng) -> usize,
+    mut col: impl FnMut(usize, usize, &mut Rng) -> usize,
+) -> Csr {
     let mut g = Rng(0x9e3779b97f4a7c15);
     let (mut offsets, mut cols, mut vals) = (vec![0i32], Vec::new(), Vec::new());
     for r in 0..n {
@@ -66,9 +71,20 @@ fn matrices(scale: usize) -> Vec<(&'static str, Csr)> {
     let n = 500_000 / scale;
     vec![
         ("uniform", build(n, n, |_, _| nnz / n, |_, _, g| g.below(n))),
-        ("power-law", build(n, n, |_, g| ((nnz / n) as f64 * 0.3 / g.unit().max(1e-6).powf(0.7)) as usize, |_, _, g| g.below(n))),
+        (
+            "power-law",
+            build(n, n, |_, g| ((nnz / n) as f64 * 0.3 / g.unit().max(1e-6).powf(0.7)) as usize, |_, _, g| g.below(n)),
+        ),
         ("banded", build(n, n, |_, _| nnz / n, |r, j, _| (r + j).saturating_sub(nnz / n / 2))),
-        ("row-band", build(n, 5000, |r, g| if r < 1000 { 5000 } else { g.below(2 * (nnz - 1000 * 5000 / scale).max(n) / n) }, |r, j, g| if r < 1000 { j } else { g.below(5000) })),
+        (
+            "row-band",
+            build(
+                n,
+                5000,
+                |r, g| if r < 1000 { 5000 } else { g.below(2 * (nnz - 1000 * 5000 / scale).max(n) / n) },
+                |r, j, g| if r < 1000 { j } else { g.below(5000) },
+            ),
+        ),
     ]
 }
 
@@ -105,7 +121,9 @@ fn launch(prog: &LoopProgram, a: &Csr, xs: &[f64]) -> Launch {
         slots.push(match &arg.kind {
             ArgKind::Nat => Slot::Nat(if name == "n" { a.n as i64 } else { a.m as i64 }),
             ArgKind::Input { fields, .. } => {
-                let ints = |v: &mut dyn Iterator<Item = i64>, b: &mut Buffer, f: usize| v.enumerate().for_each(|(k, x)| b.write(k, f, &Value::Int(x)));
+                let ints = |v: &mut dyn Iterator<Item = i64>, b: &mut Buffer, f: usize| {
+                    v.enumerate().for_each(|(k, x)| b.write(k, f, &Value::Int(x)))
+                };
                 let mut b;
                 match name {
                     "offset" => {
@@ -191,7 +209,9 @@ fun(xs: [double]_m =>
 
 fn spmv_table(scale: usize, reps: usize) {
     println!("## CSR SpMV (median of {reps} runs)\n");
-    println!("| matrix | type | nnz | hand 1T ms | sprs 1T ms | JIT 1T ms | JIT 2T ms | JIT 1T GFLOP/s | JIT 1T GB/s | JIT/hand 1T | JIT 2T speedup |");
+    println!(
+        "| matrix | type | nnz | hand 1T ms | sprs 1T ms | JIT 1T ms | JIT 2T ms | JIT 1T GFLOP/s | JIT 1T GB/s | JIT/hand 1T | JIT 2T speedup |"
+    );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let p32 = lowered(&example("csr_unpacked_spmv"), "csr_unpacked_spmv", false);
     let p64 = lowered(F64_SRC, "csr_unpacked_spmv_f64", false);
@@ -207,18 +227,36 @@ fn spmv_table(scale: usize, reps: usize) {
                 let mut y = vec![0.0; a.n];
                 median(|| hand_f64(&a.offsets, &a.cols, &a.vals, &xs, black_box(&mut y)), reps)
             } else {
-                let (v, x): (Vec<f32>, Vec<f32>) = (a.vals.iter().map(|v| *v as f32).collect(), xs.iter().map(|v| *v as f32).collect());
+                let (v, x): (Vec<f32>, Vec<f32>) =
+                    (a.vals.iter().map(|v| *v as f32).collect(), xs.iter().map(|v| *v as f32).collect());
                 let mut y = vec![0.0f32; a.n];
                 median(|| hand_f32(&a.offsets, &a.cols, &v, &x, black_box(&mut y)), reps)
             };
             let sp = if wide {
                 let mut y = vec![0.0; a.n];
-                median(|| { y.iter_mut().for_each(|v| *v = 0.0); sprs::prod::mul_acc_mat_vec_csr(csr.view(), &xs[..], black_box(&mut y[..])) }, reps)
+                median(
+                    || {
+                        y.iter_mut().for_each(|v| *v = 0.0);
+                        sprs::prod::mul_acc_mat_vec_csr(csr.view(), &xs[..], black_box(&mut y[..]))
+                    },
+                    reps,
+                )
             } else {
-                let c32 = sprs::CsMatI::<f32, i32>::new((a.n, a.m), a.offsets.clone(), a.cols.clone(), a.vals.iter().map(|v| *v as f32).collect());
+                let c32 = sprs::CsMatI::<f32, i32>::new(
+                    (a.n, a.m),
+                    a.offsets.clone(),
+                    a.cols.clone(),
+                    a.vals.iter().map(|v| *v as f32).collect(),
+                );
                 let x: Vec<f32> = xs.iter().map(|v| *v as f32).collect();
                 let mut y = vec![0.0f32; a.n];
-                median(|| { y.iter_mut().for_each(|v| *v = 0.0); sprs::prod::mul_acc_mat_vec_csr(c32.view(), &x[..], black_box(&mut y[..])) }, reps)
+                median(
+                    || {
+                        y.iter_mut().for_each(|v| *v = 0.0);
+                        sprs::prod::mul_acc_mat_vec_csr(c32.view(), &x[..], black_box(&mut y[..]))
+                    },
+                    reps,
+                )
             };
             let mut l = launch(prog, &a, &xs);
             let j1 = time_jit(prog, &mut l, 1, reps);
@@ -226,7 +264,10 @@ fn spmv_table(scale: usize, reps: usize) {
             let ms = |d: Duration| d.as_secs_f64() * 1e3;
             println!(
                 "| {name} | {ty} | {nnz} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
-                ms(hand), ms(sp), ms(j1), ms(j2),
+                ms(hand),
+                ms(sp),
+                ms(j1),
+                ms(j2),
                 2.0 * nnz as f64 / j1.as_secs_f64() / 1e9,
                 bytes as f64 / j1.as_secs_f64() / 1e9,
                 hand.as_secs_f64() / j1.as_secs_f64(),
@@ -253,7 +294,13 @@ fn figure5(reps: usize, rows: &[usize]) {
         let tl = time_jit(&lil, &mut launch(&lil, &a, &xs), 1, reps) + prefix;
         let tc = time_jit(&csr, &mut launch(&csr, &a, &xs), 1, reps);
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        println!("| {n} | {:.3} | {:.3} | {:.3} | {:.0}× |", ms(tn), ms(tl), ms(tc), tn.as_secs_f64() / tc.as_secs_f64());
+        println!(
+            "| {n} | {:.3} | {:.3} | {:.3} | {:.0}× |",
+            ms(tn),
+            ms(tl),
+            ms(tc),
+            tn.as_secs_f64() / tc.as_secs_f64()
+        );
     }
 }
 

@@ -42,10 +42,10 @@
 
 use heddle_ir::loops::LoopProgram;
 use heddle_runtime::cpu::{compile_cached, execute, plan};
-use heddle_runtime::io::{bind_inputs, read_input, Loaded};
-use heddle_runtime::launch::{prepare, Launch};
-use heddle_runtime::value::Value;
 use heddle_runtime::interp::Env;
+use heddle_runtime::io::{Loaded, bind_inputs, read_input};
+use heddle_runtime::launch::{Launch, prepare};
+use heddle_runtime::value::Value;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -84,7 +84,8 @@ fn median(t: &[f64]) -> f64 {
 }
 
 fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg").map_or_else(|_| "?".into(), |l| l.split_whitespace().next().unwrap_or("?").to_string())
+    std::fs::read_to_string("/proc/loadavg")
+        .map_or_else(|_| "?".into(), |l| l.split_whitespace().next().unwrap_or("?").to_string())
 }
 
 /// A variant whose result has been checked: one call of `run` is one timed
@@ -116,14 +117,27 @@ fn measure(variants: &mut [Variant], reps: usize) {
 
 fn ints(l: &Loaded) -> Vec<i64> {
     match l.clone().into_values() {
-        Loaded::Flat { items, .. } => items.iter().map(|v| match v { Value::Int(x) => *x, v => panic!("not an integer: {v:?}") }).collect(),
+        Loaded::Flat { items, .. } => items
+            .iter()
+            .map(|v| match v {
+                Value::Int(x) => *x,
+                v => panic!("not an integer: {v:?}"),
+            })
+            .collect(),
         _ => panic!("expected a flat buffer"),
     }
 }
 
 fn floats(l: &Loaded) -> Vec<f32> {
     match l.clone().into_values() {
-        Loaded::Flat { items, .. } => items.iter().map(|v| match v { Value::Float(x) => *x as f32, Value::Int(x) => *x as f32, v => panic!("not a number: {v:?}") }).collect(),
+        Loaded::Flat { items, .. } => items
+            .iter()
+            .map(|v| match v {
+                Value::Float(x) => *x as f32,
+                Value::Int(x) => *x as f32,
+                v => panic!("not a number: {v:?}"),
+            })
+            .collect(),
         _ => panic!("expected a flat buffer"),
     }
 }
@@ -165,7 +179,8 @@ impl Heddle {
         let file = heddle::source::SourceFile::new(example, std::fs::read_to_string(&path).expect("read the example"));
         let (_, kernel) = heddle::check_source(&file).unwrap_or_else(|d| panic!("{}", file.render(&d)));
         let t = Instant::now();
-        let (nats, mut inputs) = heddle_runtime::io::bind::tensor_inputs(&kernel, tensor.0, tensor.1).expect("read the tensor");
+        let (nats, mut inputs) =
+            heddle_runtime::io::bind::tensor_inputs(&kernel, tensor.0, tensor.1).expect("read the tensor");
         eprintln!("read and packed {} in {:.2} s", tensor.1.display(), t.elapsed().as_secs_f64());
         for (name, p) in dense {
             inputs.push((name.to_string(), read_input(p).expect("read a dense input")));
@@ -183,7 +198,12 @@ impl Heddle {
 
     fn output(&self, program: &LoopProgram, launch: &Launch) -> Vec<f32> {
         let b = launch.output(program).expect("an output buffer");
-        (0..b.len()).map(|r| match b.read(r, 0) { Value::Float(x) => x as f32, v => panic!("not a float: {v:?}") }).collect()
+        (0..b.len())
+            .map(|r| match b.read(r, 0) {
+                Value::Float(x) => x as f32,
+                v => panic!("not a float: {v:?}"),
+            })
+            .collect()
     }
 
     /// The CPU backend on `threads` threads, checked.
@@ -227,7 +247,14 @@ impl Heddle {
 }
 
 /// A hand-written loop writing into its own result, checked.
-fn hand<'a>(label: &str, threads: &'static str, reference: &Reference, len: usize, zero: bool, f: impl Fn(&mut [f32]) + 'a) -> Variant<'a> {
+fn hand<'a>(
+    label: &str,
+    threads: &'static str,
+    reference: &Reference,
+    len: usize,
+    zero: bool,
+    f: impl Fn(&mut [f32]) + 'a,
+) -> Variant<'a> {
     let mut out = vec![if zero { 0.0 } else { f32::NAN }; len];
     f(&mut out);
     let err = reference.check(label, &out);
@@ -280,12 +307,26 @@ fn table(title: &str, rows: &[Variant], flops: f64, load: (String, String)) {
         .min_by(|&a, &b| t[a].total_cmp(&t[b]))
         .expect("a peer");
     println!("\n### {title}\n");
-    println!("Load average (1 min) {} before, {} after. Peer: {} ({:.3} ms).", load.0, load.1, rows[peer].label, t[peer] * 1e3);
+    println!(
+        "Load average (1 min) {} before, {} after. Peer: {} ({:.3} ms).",
+        load.0,
+        load.1,
+        rows[peer].label,
+        t[peer] * 1e3
+    );
     println!("Ratio = time / the peer's time in this run (> 1: slower than the peer).\n");
     println!("| variant | threads | ms | GFLOP/s | ratio to peer | max err / Σ abs(terms) |");
     println!("|---|---|---|---|---|---|");
     for (r, s) in rows.iter().zip(&t) {
-        println!("| {} | {} | {:.3} | {:.2} | {:.2} | {:.1e} |", r.label, r.threads, s * 1e3, flops / s / 1e9, s / t[peer], r.err);
+        println!(
+            "| {} | {} | {:.3} | {:.2} | {:.2} | {:.1e} |",
+            r.label,
+            r.threads,
+            s * 1e3,
+            flops / s / 1e9,
+            s / t[peer],
+            r.err
+        );
     }
 }
 
@@ -337,7 +378,8 @@ fn sddmm_lanes(a: &CsrArrays, rows: std::ops::Range<usize>, out: &mut [f32]) {
                     lanes[l] += x[l] * y[l];
                 }
             }
-            let mut acc = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+            let mut acc =
+                ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
             for (x, y) in ur.iter().zip(vr) {
                 acc += x * y;
             }
@@ -361,7 +403,14 @@ fn sddmm_case(n: usize, nnz: usize, k: usize, reps: usize) {
     let dir = root().join(format!("target/sparse-bench/sddmm_{n}_{nnz}_k{k}"));
     generate(&dir, &["S.mtx", "U.npy", "V.npy"], &["sddmm".into(), n.to_string(), nnz.to_string(), k.to_string()]);
     let h = Heddle::new("sddmm_csr", ("S", &dir.join("S.mtx")), &[("U", dir.join("U.npy")), ("V", dir.join("V.npy"))]);
-    let a = CsrArrays { pos: ints(h.array("S_pos1")), crd: ints(h.array("S_crd1")), vals: floats(h.array("S_values")), u: floats(h.array("U")), v: floats(h.array("V")), k };
+    let a = CsrArrays {
+        pos: ints(h.array("S_pos1")),
+        crd: ints(h.array("S_crd1")),
+        vals: floats(h.array("S_values")),
+        u: floats(h.array("U")),
+        v: floats(h.array("V")),
+        k,
+    };
     assert_eq!(a.u.len(), n * k);
     let stored = a.vals.len();
     let mut r = Reference { want: vec![0.0; stored], scale: vec![0.0; stored] };
@@ -467,7 +516,8 @@ fn mttkrp_2t(b: &CsfArrays, out: &mut [f32], f: fn(&CsfArrays, std::ops::Range<u
 fn mttkrp_case(dims: [usize; 3], nnz: usize, nj: usize, reps: usize) {
     let [ni, nk, nl] = dims;
     let dir = root().join(format!("target/sparse-bench/mttkrp_{ni}x{nk}x{nl}_{nnz}_j{nj}"));
-    let args: Vec<String> = ["mttkrp".to_string()].into_iter().chain([ni, nk, nl, nnz, nj].map(|x| x.to_string())).collect();
+    let args: Vec<String> =
+        ["mttkrp".to_string()].into_iter().chain([ni, nk, nl, nnz, nj].map(|x| x.to_string())).collect();
     generate(&dir, &["B.tns", "C.npy", "D.npy"], &args);
     let h = Heddle::new("mttkrp_csf", ("B", &dir.join("B.tns")), &[("C", dir.join("C.npy")), ("D", dir.join("D.npy"))]);
     let b = CsfArrays {
@@ -502,9 +552,13 @@ fn mttkrp_case(dims: [usize; 3], nnz: usize, nj: usize, reps: usize) {
     let mut rows = python("mttkrp", &dir, reps, &r);
     let (ns, len, b) = (b.crd0.len(), ni * nj, &b);
     let mut rust = vec![
-        hand("hand-written Rust CSF, j innermost (TACO-style)", "1", &r, len, true, move |o| mttkrp_taco(b, 0..ns, 0, o)),
+        hand("hand-written Rust CSF, j innermost (TACO-style)", "1", &r, len, true, move |o| {
+            mttkrp_taco(b, 0..ns, 0, o)
+        }),
         hand("hand-written Rust CSF, j outermost", "1", &r, len, true, move |o| mttkrp_j_outer(b, 0..ns, 0, o)),
-        hand("hand-written Rust CSF, j innermost (TACO-style)", "2", &r, len, true, move |o| mttkrp_2t(b, o, mttkrp_taco)),
+        hand("hand-written Rust CSF, j innermost (TACO-style)", "2", &r, len, true, move |o| {
+            mttkrp_2t(b, o, mttkrp_taco)
+        }),
         hand("hand-written Rust CSF, j outermost", "2", &r, len, true, move |o| mttkrp_2t(b, o, mttkrp_j_outer)),
         h.cpu(1, &r),
         h.cpu(2, &r),

@@ -107,10 +107,13 @@ fn pairs(v: &heddle_runtime::value::Value, out: &mut Vec<(i64, f64)>) {
     use heddle_runtime::value::Value;
     match v {
         Value::Array(items) => items.iter().for_each(|x| pairs(x, out)),
-        Value::Tuple(p) => out.push((p[0].as_int().unwrap(), match &p[1] {
-            Value::Float(f) => *f,
-            other => panic!("{other}"),
-        })),
+        Value::Tuple(p) => out.push((
+            p[0].as_int().unwrap(),
+            match &p[1] {
+                Value::Float(f) => *f,
+                other => panic!("{other}"),
+            },
+        )),
         other => panic!("unexpected {other}"),
     }
 }
@@ -118,7 +121,10 @@ fn pairs(v: &heddle_runtime::value::Value, out: &mut Vec<(i64, f64)>) {
 fn same(got: &[(i64, f64)], want: &Csr, what: &str) {
     assert_eq!(got.len(), want.vals.len(), "{what}: number of stored entries");
     for (k, (&(c, v), (&wc, &wv))) in got.iter().zip(want.cols.iter().zip(&want.vals)).enumerate() {
-        assert!(c as usize == wc && (v - wv as f64).abs() <= 1e-3 * (wv.abs() as f64).max(1.0), "{what}: entry {k}: ({c}, {v}) vs ({wc}, {wv})");
+        assert!(
+            c as usize == wc && (v - wv as f64).abs() <= 1e-3 * (wv.abs() as f64).max(1.0),
+            "{what}: entry {k}: ({c}, {v}) vs ({wc}, {wv})"
+        );
     }
 }
 
@@ -133,7 +139,9 @@ fn main() {
     let program = heddle::cpu::lower(&kernel, "spgemm_csr").unwrap();
     let cl = heddle_runtime::opencl::OpenCl::new(None).ok();
     let compiled = cl.as_ref().map(|_| heddle::opencl::compile(&kernel, "spgemm_csr").unwrap());
-    println!("| n | nnz(A) | nnz(C) | density(C) | hand-written Gustavson | heddle cpu 1 thr: kernels (+ host) | heddle cpu 2 thr: kernels (+ host) | heddle OpenCL (POCL): kernels (+ host) | scipy `A @ B` (unsorted rows) | scipy, then `sort_indices()` |");
+    println!(
+        "| n | nnz(A) | nnz(C) | density(C) | hand-written Gustavson | heddle cpu 1 thr: kernels (+ host) | heddle cpu 2 thr: kernels (+ host) | heddle OpenCL (POCL): kernels (+ host) | scipy `A @ B` (unsorted rows) | scipy, then `sort_indices()` |"
+    );
     println!("|---|---|---|---|---|---|---|---|---|---|");
     for &n in sizes {
         let a = random(n, 0.01, 0x9e37_79b9 ^ n as u64);
@@ -143,11 +151,15 @@ fn main() {
         write_mtx(&b, &pb);
         // The hand-written peer.
         let want = gustavson(&a, &b);
-        let hand = median((0..reps).map(|_| {
-            let t = Instant::now();
-            std::hint::black_box(gustavson(&a, &b));
-            t.elapsed()
-        }).collect());
+        let hand = median(
+            (0..reps)
+                .map(|_| {
+                    let t = Instant::now();
+                    std::hint::black_box(gustavson(&a, &b));
+                    t.elapsed()
+                })
+                .collect(),
+        );
         // heddle: bind once, then count + fill per run.
         let mut nats = Vec::new();
         let mut inputs = Vec::new();

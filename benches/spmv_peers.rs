@@ -31,8 +31,8 @@
 //! column is the fastest of them and the CSR32 baseline (median over rounds
 //! each, so the pick favours whichever was luckier by a little).
 
-use heddle_ir::loops::{ArgKind, LoopProgram};
 use heddle_ir::ScalarType;
+use heddle_ir::loops::{ArgKind, LoopProgram};
 use heddle_runtime::cpu::{Parallelism, Ready, Tuning};
 use heddle_runtime::launch::{Buffer, Launch, Slot};
 use plotters::style::RGBColor;
@@ -72,7 +72,8 @@ fn read_csr(path: &Path) -> Csr {
     let (rows, cols, nnz) = (word(0), word(1), word(2));
     let mut at = 24;
     let mut i32s = |n: usize| {
-        let v: Vec<i32> = bytes[at..at + 4 * n].chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect();
+        let v: Vec<i32> =
+            bytes[at..at + 4 * n].chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect();
         at += 4 * n;
         v
     };
@@ -116,10 +117,18 @@ fn launch(prog: &LoopProgram, a: &Csr, f32: bool) -> Launch {
         .map(|arg| match (&arg.kind, arg.name.as_str()) {
             (ArgKind::Nat, "A_dim0") => Slot::Nat(a.rows as i64),
             (ArgKind::Nat, "A_dim1") => Slot::Nat(a.cols as i64),
-            (ArgKind::Input { fields, .. }, "A_pos1") => Slot::Buffer(buffer(fields, a.rows + 1, a.rowptr.iter().flat_map(|x| x.to_le_bytes()))),
-            (ArgKind::Input { fields, .. }, "A_crd1") => Slot::Buffer(buffer(fields, a.col.len(), a.col.iter().flat_map(|x| x.to_le_bytes()))),
-            (ArgKind::Input { fields, .. }, "A_values") => Slot::Buffer(buffer(fields, a.val.len(), floats(&mut a.val.iter().copied()).into_iter())),
-            (ArgKind::Input { fields, .. }, "xs") => Slot::Buffer(buffer(fields, a.cols, floats(&mut (0..a.cols).map(x_of)).into_iter())),
+            (ArgKind::Input { fields, .. }, "A_pos1") => {
+                Slot::Buffer(buffer(fields, a.rows + 1, a.rowptr.iter().flat_map(|x| x.to_le_bytes())))
+            }
+            (ArgKind::Input { fields, .. }, "A_crd1") => {
+                Slot::Buffer(buffer(fields, a.col.len(), a.col.iter().flat_map(|x| x.to_le_bytes())))
+            }
+            (ArgKind::Input { fields, .. }, "A_values") => {
+                Slot::Buffer(buffer(fields, a.val.len(), floats(&mut a.val.iter().copied()).into_iter()))
+            }
+            (ArgKind::Input { fields, .. }, "xs") => {
+                Slot::Buffer(buffer(fields, a.cols, floats(&mut (0..a.cols).map(x_of)).into_iter()))
+            }
             (ArgKind::Output { fields, .. }, _) => Slot::Buffer(Buffer::zeroed(fields.clone(), a.rows)),
             (kind, name) => panic!("the SpMV kernel has an argument {name}: {kind:?} this bench does not know"),
         })
@@ -188,7 +197,16 @@ fn time_heddle(prog: &LoopProgram, a: &Csr, f32: bool, seconds: f64, threads: &[
 
 /// Times `prog` on its laid-out launch for `a` with `t` threads, after
 /// checking its result; one TSV row, tool `heddle`, variant `variant`.
-fn time_launch(prog: &LoopProgram, l: &mut Launch, a: &Csr, f32: bool, seconds: f64, t: usize, variant: &str, tuning: Tuning) -> Vec<Row> {
+fn time_launch(
+    prog: &LoopProgram,
+    l: &mut Launch,
+    a: &Csr,
+    f32: bool,
+    seconds: f64,
+    t: usize,
+    variant: &str,
+    tuning: Tuning,
+) -> Vec<Row> {
     let (want, scale) = reference(a);
     let mut out = Vec::new();
     {
@@ -216,7 +234,13 @@ fn time_launch(prog: &LoopProgram, l: &mut Launch, a: &Csr, f32: bool, seconds: 
                 other => panic!("{other}"),
             };
             let bound = tol * (scale[i] + 1.0) * 64.0;
-            assert!((got - want[i]).abs() <= bound, "{} {} {variant}: row {i}: heddle {got}, reference {}", a.name, if f32 { "f32" } else { "f64" }, want[i]);
+            assert!(
+                (got - want[i]).abs() <= bound,
+                "{} {} {variant}: row {i}: heddle {got}, reference {}",
+                a.name,
+                if f32 { "f32" } else { "f64" },
+                want[i]
+            );
         }
         times.sort_by(f64::total_cmp);
         let median = times[times.len() / 2];
@@ -250,7 +274,12 @@ fn peer(dir: &Path, tool: &str, file: &Path, seconds: f64, threads: usize) -> Ve
     match cmd.output() {
         Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).lines().filter_map(Row::parse).collect(),
         Ok(o) => {
-            eprintln!("{tool} on {}: exit {:?}: {}", file.display(), o.status.code(), String::from_utf8_lossy(&o.stderr));
+            eprintln!(
+                "{tool} on {}: exit {:?}: {}",
+                file.display(),
+                o.status.code(),
+                String::from_utf8_lossy(&o.stderr)
+            );
             Vec::new()
         }
         Err(e) => {
@@ -263,7 +292,13 @@ fn peer(dir: &Path, tool: &str, file: &Path, seconds: f64, threads: usize) -> Ve
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
-    if n == 0 { f64::NAN } else if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
 }
 
 fn geomean(v: &[f64]) -> f64 {
@@ -319,7 +354,9 @@ fn main() {
         .unwrap_or_else(|e| panic!("{}: {e} — run ../shared/bench/setup.sh first", a.dir.display()))
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "csr"))
-        .filter(|p| a.only.as_ref().is_none_or(|o| o.iter().any(|n| p.file_stem().is_some_and(|s| s.to_string_lossy() == *n))))
+        .filter(|p| {
+            a.only.as_ref().is_none_or(|o| o.iter().any(|n| p.file_stem().is_some_and(|s| s.to_string_lossy() == *n)))
+        })
         .collect();
     files.sort();
     let progs = [lowered(false), lowered(true)];
@@ -330,13 +367,26 @@ fn main() {
         shapes.insert(m.name.clone(), (m.rows, m.cols, m.val.len()));
         eprintln!("{}: {} x {}, {} nonzeros", m.name, m.rows, m.cols, m.val.len());
         // The other encodings, laid out once (not timed), for the tuned column.
-        let mut variants: Vec<Vec<tuned::Laid>> = if a.tuned { [false, true].iter().map(|&f32| tuned::lay_out(&m, f32, x_of)).collect() } else { vec![Vec::new(), Vec::new()] };
+        let mut variants: Vec<Vec<tuned::Laid>> = if a.tuned {
+            [false, true].iter().map(|&f32| tuned::lay_out(&m, f32, x_of)).collect()
+        } else {
+            vec![Vec::new(), Vec::new()]
+        };
         for round in 0..a.rounds {
             eprintln!("  round {}", round + 1);
             for (k, prog) in progs.iter().enumerate() {
                 rows.extend(time_heddle(prog, &m, k == 1, a.seconds, &[1, 2]));
                 for v in &mut variants[k] {
-                    rows.extend(time_launch(&v.program, &mut v.launch, &m, k == 1, a.seconds, 2, &format!("tuned:{}", v.name), v.tuning));
+                    rows.extend(time_launch(
+                        &v.program,
+                        &mut v.launch,
+                        &m,
+                        k == 1,
+                        a.seconds,
+                        2,
+                        &format!("tuned:{}", v.name),
+                        v.tuning,
+                    ));
                 }
             }
             if a.peers {
@@ -352,7 +402,12 @@ fn main() {
     if let Some(path) = &a.tsv {
         let text: String = rows
             .iter()
-            .map(|r| format!("{}\t{}\t{}\t{}\t{}\t{:.4e}\t{:.3}\n", r.tool, r.matrix, r.prec, r.threads, r.variant, r.median, r.gflops))
+            .map(|r| {
+                format!(
+                    "{}\t{}\t{}\t{}\t{}\t{:.4e}\t{:.3}\n",
+                    r.tool, r.matrix, r.prec, r.threads, r.variant, r.median, r.gflops
+                )
+            })
             .collect();
         std::fs::write(path, text).expect("write --tsv");
     }
@@ -380,7 +435,10 @@ fn main() {
     for prec in ["f64", "f32"] {
         println!("\n### CSR SpMV, {prec}: GFLOP/s (median of {} interleaved rounds)\n", a.rounds);
         let head: Vec<&str> = columns.iter().map(|c| c.0).collect();
-        println!("| matrix | rows | nnz | {} | 2T / MKL 2T | 1T / MKL 1T | 2T / 1T | heddle tuned 2T (variant) | tuned 2T / MKL 2T |", head.join(" | "));
+        println!(
+            "| matrix | rows | nnz | {} | 2T / MKL 2T | 1T / MKL 1T | 2T / 1T | heddle tuned 2T (variant) | tuned 2T / MKL 2T |",
+            head.join(" | ")
+        );
         println!("|---|---|---|{}---|---|---|---|---|", "---|".repeat(columns.len()));
         let mut ratios: [Vec<f64>; 4] = Default::default();
         for ((m, p), cells) in &table {
@@ -400,8 +458,18 @@ fn main() {
                 acc.push(x);
             }
             let figures: Vec<String> = columns.iter().map(|c| format!("{:.2}", get(c.1))).collect();
-            println!("| {m} | {rows_n} | {nnz} | {} | {:.2} | {:.2} | {:.2} | {best:.2} ({best_name}) | {:.2} |", figures.join(" | "), r[0], r[1], r[2], r[3]);
-            plot_data.push(Bars { label: format!("{m} {prec}"), gflops: [get("heddle cpu 1T"), get("heddle cpu 2T"), best, get("mkl mv_opt 1T"), get("mkl mv_opt 2T")] });
+            println!(
+                "| {m} | {rows_n} | {nnz} | {} | {:.2} | {:.2} | {:.2} | {best:.2} ({best_name}) | {:.2} |",
+                figures.join(" | "),
+                r[0],
+                r[1],
+                r[2],
+                r[3]
+            );
+            plot_data.push(Bars {
+                label: format!("{m} {prec}"),
+                gflops: [get("heddle cpu 1T"), get("heddle cpu 2T"), best, get("mkl mv_opt 1T"), get("mkl mv_opt 2T")],
+            });
         }
         println!(
             "| **geomean** | | | {}| **{:.2}** | **{:.2}** | **{:.2}** | | **{:.2}** |",
@@ -457,7 +525,10 @@ fn plot(path: &Path, data: &[Bars], rounds: usize) {
     root.fill(&WHITE).unwrap();
     let n = data.len();
     let mut chart = ChartBuilder::on(&root)
-        .caption(format!("CSR SpMV, GFLOP/s, median of {rounds} interleaved rounds (higher is better)"), ("sans-serif", 20))
+        .caption(
+            format!("CSR SpMV, GFLOP/s, median of {rounds} interleaved rounds (higher is better)"),
+            ("sans-serif", 20),
+        )
         .margin(12)
         .x_label_area_size(110)
         .y_label_area_size(50)
@@ -480,7 +551,11 @@ fn plot(path: &Path, data: &[Bars], rounds: usize) {
             let x0 = i as f64 + 0.1 + width * s as f64;
             Rectangle::new([(x0, 0.0), (x0 + 0.9 * width, if v.is_finite() { v } else { 0.0 })], color.filled())
         });
-        chart.draw_series(bars).unwrap().label(name).legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+        chart
+            .draw_series(bars)
+            .unwrap()
+            .label(name)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
     }
     chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().unwrap();
     root.present().unwrap();

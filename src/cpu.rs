@@ -75,7 +75,12 @@ pub fn compile(program: &LoopProgram) -> Result<(), Diagnostic> {
 /// Runs the lowered `program` of `kernel` on bound inputs with `threads`
 /// threads; the result value. Validation is the interpreter's: the same
 /// obligations, the same inputs.
-pub fn run(kernel: &Kernel, program: &LoopProgram, env: &Env, threads: impl Into<Parallelism>) -> Result<Value, Diagnostic> {
+pub fn run(
+    kernel: &Kernel,
+    program: &LoopProgram,
+    env: &Env,
+    threads: impl Into<Parallelism>,
+) -> Result<Value, Diagnostic> {
     Ok(run_timed(kernel, program, env, threads, 0)?.0)
 }
 
@@ -89,8 +94,15 @@ pub fn run(kernel: &Kernel, program: &LoopProgram, env: &Env, threads: impl Into
 /// whose result has counted lengths (count → allocate → fill) repeats all of
 /// it: the counting phases, the prefix sum of the counts, laying out the
 /// fill's arguments, allocating the result, and the fill.
-pub fn run_timed(kernel: &Kernel, program: &LoopProgram, env: &Env, threads: impl Into<Parallelism>, reps: usize) -> Result<(Value, Vec<f64>), Diagnostic> {
-    let (value, times) = run_timed_read(kernel, program, env, threads, reps, |_, _, _| None::<std::convert::Infallible>)?;
+pub fn run_timed(
+    kernel: &Kernel,
+    program: &LoopProgram,
+    env: &Env,
+    threads: impl Into<Parallelism>,
+    reps: usize,
+) -> Result<(Value, Vec<f64>), Diagnostic> {
+    let (value, times) =
+        run_timed_read(kernel, program, env, threads, reps, |_, _, _| None::<std::convert::Infallible>)?;
     let value = match value {
         Ok(never) => match never {},
         Err(v) => v,

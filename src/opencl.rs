@@ -37,7 +37,12 @@ impl Compiled {
     /// The kernel to launch for `prog` (the program or one of its counting
     /// phases, `checked` and `trusted` its kernels) on `launch`'s inputs: the
     /// trusted one when they lie in the program's ranges.
-    fn pick<'k>(prog: &LoopProgram, checked: &'k ClKernel, trusted: Option<&'k ClKernel>, launch: &heddle_runtime::launch::Launch) -> &'k ClKernel {
+    fn pick<'k>(
+        prog: &LoopProgram,
+        checked: &'k ClKernel,
+        trusted: Option<&'k ClKernel>,
+        launch: &heddle_runtime::launch::Launch,
+    ) -> &'k ClKernel {
         let Some(t) = trusted else { return checked };
         let mut checking = heddle_runtime::profile::phase(|| "check the inputs' ranges".into());
         let valid = heddle_runtime::cpu::inputs_in_ranges(prog, launch, heddle_runtime::cpu::default_threads());
@@ -58,15 +63,23 @@ fn compile_checked(kernel: &Kernel, name: &str) -> Result<Compiled, Diagnostic> 
     let located = |mut d: Diagnostic| {
         if (d.span.start, d.span.end) == (Span::DUMMY.start, Span::DUMMY.end) {
             d.span = kernel.body.span;
-            d = d.with_note("the OpenCL backend cannot run this kernel as it is lowered; the cpu backend and the interpreter can");
+            d = d.with_note(
+                "the OpenCL backend cannot run this kernel as it is lowered; the cpu backend and the interpreter can",
+            );
         }
         d
     };
     let cl = heddle_codegen_opencl::compile(&program).map_err(located)?;
-    let counts = program.counts.iter().map(|c| heddle_codegen_opencl::compile(&c.program).map_err(located)).collect::<Result<_, _>>()?;
+    let counts = program
+        .counts
+        .iter()
+        .map(|c| heddle_codegen_opencl::compile(&c.program).map_err(located))
+        .collect::<Result<_, _>>()?;
     // Leaving checks out never makes a program harder to generate; should it
     // fail, the checked kernel still runs every input.
-    let trusting = |p: &LoopProgram| heddle_ir::loops::trusting_ranges(p).and_then(|(t, _)| heddle_codegen_opencl::compile(&t).ok());
+    let trusting = |p: &LoopProgram| {
+        heddle_ir::loops::trusting_ranges(p).and_then(|(t, _)| heddle_codegen_opencl::compile(&t).ok())
+    };
     let trusted = trusting(&program);
     let trusted_counts = program.counts.iter().map(|c| trusting(&c.program)).collect();
     Ok(Compiled { program, kernel: cl, counts, trusted, trusted_counts })
@@ -74,11 +87,23 @@ fn compile_checked(kernel: &Kernel, name: &str) -> Result<Compiled, Diagnostic> 
 
 /// Runs a compiled kernel on bound inputs `reps` times (at least once);
 /// the result and the kernel timings.
-pub fn run(cl: &OpenCl, kernel: &Kernel, compiled: &Compiled, env: &Env, reps: usize) -> Result<(Value, Timing), Diagnostic> {
+pub fn run(
+    cl: &OpenCl,
+    kernel: &Kernel,
+    compiled: &Compiled,
+    env: &Env,
+    reps: usize,
+) -> Result<(Value, Timing), Diagnostic> {
     run_checked(cl, kernel, compiled, env, reps).map_err(crate::run_error)
 }
 
-fn run_checked(cl: &OpenCl, kernel: &Kernel, compiled: &Compiled, env: &Env, reps: usize) -> Result<(Value, Timing), Diagnostic> {
+fn run_checked(
+    cl: &OpenCl,
+    kernel: &Kernel,
+    compiled: &Compiled,
+    env: &Env,
+    reps: usize,
+) -> Result<(Value, Timing), Diagnostic> {
     heddle_runtime::interp::check_obligations(kernel, env)?;
     let env = run_counts(cl, compiled, env)?;
     let mut launch = heddle_runtime::launch::prepare(&compiled.program, &env)?;
@@ -92,7 +117,12 @@ fn run_checked(cl: &OpenCl, kernel: &Kernel, compiled: &Compiled, env: &Env, rep
 /// again and again without laying out, uploading or reading back its buffers
 /// (counting phases, where the result is sparse, run once here); `None` on
 /// Oclgrind. The first run of the staged launch computes what [`run`] does.
-pub fn stage(cl: &OpenCl, kernel: &Kernel, compiled: &Compiled, env: &Env) -> Result<Option<heddle_runtime::opencl::Staged>, Diagnostic> {
+pub fn stage(
+    cl: &OpenCl,
+    kernel: &Kernel,
+    compiled: &Compiled,
+    env: &Env,
+) -> Result<Option<heddle_runtime::opencl::Staged>, Diagnostic> {
     let staged = (|| {
         heddle_runtime::interp::check_obligations(kernel, env)?;
         let env = run_counts(cl, compiled, env)?;

@@ -48,7 +48,9 @@ impl SourceFile {
         let mut bytes = Vec::new();
         std::fs::File::open(path).map_err(cannot)?.take(limit as u64 + 1).read_to_end(&mut bytes).map_err(cannot)?;
         if bytes.len() > limit {
-            return Err(format!("{path}: the file is more than {limit} bytes long; heddle reads at most {limit} bytes of program text"));
+            return Err(format!(
+                "{path}: the file is more than {limit} bytes long; heddle reads at most {limit} bytes of program text"
+            ));
         }
         let text = String::from_utf8(bytes).map_err(|e| {
             format!("{path}: the file is not valid UTF-8 (first bad byte at offset {})", e.utf8_error().valid_up_to())

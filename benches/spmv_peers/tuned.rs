@@ -16,10 +16,10 @@
 //! coordinates), is skipped, and the reason printed.
 
 use crate::Csr;
-use heddle_ir::loops::LoopProgram;
 use heddle_ir::ScalarType;
-use heddle_runtime::io::read::{Loaded, ScalarKind};
+use heddle_ir::loops::LoopProgram;
 use heddle_runtime::cpu::Tuning;
+use heddle_runtime::io::read::{Loaded, ScalarKind};
 use heddle_runtime::launch::Launch;
 use heddle_runtime::sparse::coo::Coo;
 use heddle_runtime::sparse::{build, convert, estimate};
@@ -42,12 +42,19 @@ fn sources(a: &Csr, elem: &str, scalar: &str) -> Vec<(String, String)> {
         "#C = #sparse_tensor.encoding<{{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 16 }}>\n\
          fun(A: tensor<?x?x{elem}, #C> => fun(xs: [{scalar}]_A_dim1 => {row_dot}))\n"
     );
-    let dia = include_str!("../../examples/sparse/spmv_dia.hdl").replace("xf64", &format!("x{elem}")).replace("[double]", &format!("[{scalar}]"));
+    let dia = include_str!("../../examples/sparse/spmv_dia.hdl")
+        .replace("xf64", &format!("x{elem}"))
+        .replace("[double]", &format!("[{scalar}]"));
     let ell = include_str!("../../examples/sparse/spmv_ell.hdl")
-        .replace("c * 3 * i : dense, i : dense, j : compressed)", &format!("c * {longest} * i : dense, i : dense, j : compressed), posWidth = 32, crdWidth = 32"))
+        .replace(
+            "c * 3 * i : dense, i : dense, j : compressed)",
+            &format!("c * {longest} * i : dense, i : dense, j : compressed), posWidth = 32, crdWidth = 32"),
+        )
         .replace("xf32", &format!("x{elem}"))
         .replace("[float]", &format!("[{scalar}]"));
-    let bsr1x8 = include_str!("../../examples/sparse/spmv_bsr_1x8.hdl").replace("xf64", &format!("x{elem}")).replace("[double]", &format!("[{scalar}]"));
+    let bsr1x8 = include_str!("../../examples/sparse/spmv_bsr_1x8.hdl")
+        .replace("xf64", &format!("x{elem}"))
+        .replace("[double]", &format!("[{scalar}]"));
     let mut out = vec![("csr16".into(), csr16), ("dia".into(), dia), (format!("ell{longest}"), ell)];
     if a.cols.is_multiple_of(8) {
         out.push(("bsr1x8".into(), bsr1x8));
@@ -73,7 +80,11 @@ fn entries(a: &Csr) -> Coo {
 pub fn lay_out(a: &Csr, f32: bool, x_of: fn(usize) -> f64) -> Vec<Laid> {
     let (elem, scalar, ty) = if f32 { ("f32", "float", ScalarType::F32) } else { ("f64", "double", ScalarType::F64) };
     let coo = entries(a);
-    let csr_enc = heddle_ir::encoding::parse_encoding("#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>", 0).expect("CSR");
+    let csr_enc = heddle_ir::encoding::parse_encoding(
+        "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>",
+        0,
+    )
+    .expect("CSR");
     let csr = build::pack(&coo, &csr_enc, ty).expect("CSR storage");
     let plain = estimate::plain_size(&coo, ty);
     let mut out = Vec::new();
@@ -101,7 +112,15 @@ pub fn lay_out(a: &Csr, f32: bool, x_of: fn(usize) -> f64) -> Vec<Laid> {
         };
         let (nats, mut inputs) = heddle_runtime::io::bind::stored_tensor_inputs(&kernel, "A", stored).expect("bind A");
         let xs: Vec<Value> = (0..a.cols).map(|j| Value::Float(x_of(j))).collect();
-        inputs.push(("xs".into(), Loaded::Flat { shape: vec![a.cols as u64], items: xs, dtype: "float64".into(), kinds: vec![ScalarKind::Float] }));
+        inputs.push((
+            "xs".into(),
+            Loaded::Flat {
+                shape: vec![a.cols as u64],
+                items: xs,
+                dtype: "float64".into(),
+                kinds: vec![ScalarKind::Float],
+            },
+        ));
         let env = heddle_runtime::io::bind_inputs_flat(&kernel, &nats, inputs).expect("bind inputs");
         let program = heddle::cpu::lower(&kernel, &name).unwrap_or_else(|d| panic!("{}", file.render(&[d])));
         let launch = heddle_runtime::launch::prepare(&program, &env).expect("lay out");

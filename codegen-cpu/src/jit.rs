@@ -3,13 +3,13 @@
 
 use crate::error::CodegenError;
 use crate::kernel::{CodeMemory, CpuKernel, Entry};
-use crate::{helpers, translate, Options};
-use cranelift_codegen::ir::{types, AbiParam, Function, Signature, UserFuncName};
+use crate::{Options, helpers, translate};
+use cranelift_codegen::Context;
+use cranelift_codegen::ir::{AbiParam, Function, Signature, UserFuncName, types};
 use cranelift_codegen::isa::OwnedTargetIsa;
 use cranelift_codegen::settings::{self, Configurable};
-use cranelift_codegen::Context;
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{default_libcall_names, Linkage, Module};
+use cranelift_module::{Linkage, Module, default_libcall_names};
 use heddle_ir::loops::LoopProgram;
 
 fn cl(e: impl std::fmt::Display) -> CodegenError {

@@ -1,8 +1,8 @@
 //! A compiled kernel and how to call it.
 
 use crate::status;
-use heddle_ir::loops::ArgKind;
 use heddle_ir::ScalarType;
+use heddle_ir::loops::ArgKind;
 
 /// The machine code and the memory that holds it. Dropping it frees the code.
 pub(crate) struct CodeMemory(pub(crate) Option<cranelift_jit::JITModule>);
@@ -79,7 +79,10 @@ pub struct CpuKernel {
 
 impl std::fmt::Debug for CpuKernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CpuKernel").field("params", &self.params).field("splittable", &self.splittable).finish_non_exhaustive()
+        f.debug_struct("CpuKernel")
+            .field("params", &self.params)
+            .field("splittable", &self.splittable)
+            .finish_non_exhaustive()
     }
 }
 
@@ -137,7 +140,11 @@ impl CpuKernel {
     /// As for [`call`](CpuKernel::call), for the argument values `slots` was made from.
     pub unsafe fn call_with(&self, slots: &Slots, range: (i64, i64)) -> Result<(), Fault> {
         if slots.0.len() != self.params.len() {
-            return Err(Fault::BadArguments(format!("{} argument slots for {} parameters", slots.0.len(), self.params.len())));
+            return Err(Fault::BadArguments(format!(
+                "{} argument slots for {} parameters",
+                slots.0.len(),
+                self.params.len()
+            )));
         }
         // SAFETY: the slots match the parameters (checked by `slots`); the
         // pointers in them are valid by this function's contract.
@@ -165,10 +172,16 @@ impl CpuKernel {
                 (ArgValue::Nat(v), ArgKind::Nat) if *v >= 0 => *v as u64,
                 (ArgValue::Int(v), ArgKind::Scalar(t)) if t.is_int() => *v as u64,
                 // An f16 / bf16 is passed in an f32 (its value is exact there).
-                (ArgValue::Float(v), ArgKind::Scalar(ScalarType::F32 | ScalarType::F16 | ScalarType::BF16)) => u64::from((*v as f32).to_bits()),
+                (ArgValue::Float(v), ArgKind::Scalar(ScalarType::F32 | ScalarType::F16 | ScalarType::BF16)) => {
+                    u64::from((*v as f32).to_bits())
+                }
                 (ArgValue::Float(v), ArgKind::Scalar(ScalarType::F64)) => v.to_bits(),
                 (ArgValue::Bool(v), ArgKind::Scalar(ScalarType::Bool)) => u64::from(*v),
-                (ArgValue::Buffer(p), ArgKind::Input { .. } | ArgKind::Host | ArgKind::Output { .. }) if !p.is_null() => *p as u64,
+                (ArgValue::Buffer(p), ArgKind::Input { .. } | ArgKind::Host | ArgKind::Output { .. })
+                    if !p.is_null() =>
+                {
+                    *p as u64
+                }
                 _ => return Err(Fault::BadArguments(format!("argument {k} is {a:?}, the parameter is {p:?}"))),
             };
             slots.push(slot);

@@ -110,7 +110,14 @@ impl Default for Options {
     /// ([`DEFAULT_SHORT_LOOP`]). Every check kept. Vector lanes on, fused
     /// multiply-adds off, row sums interchanged where that pays.
     fn default() -> Options {
-        Options { accumulators: 4, trust_ranges: false, vectorize: true, fused_multiply_add: false, short_loop: DEFAULT_SHORT_LOOP, interchange: true }
+        Options {
+            accumulators: 4,
+            trust_ranges: false,
+            vectorize: true,
+            fused_multiply_add: false,
+            short_loop: DEFAULT_SHORT_LOOP,
+            interchange: true,
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! Scalar types and memory flags in Cranelift terms.
 
-use cranelift_codegen::ir::{types, MemFlagsData, Type};
+use cranelift_codegen::ir::{MemFlagsData, Type, types};
 use heddle_ir::ScalarType;
 
 /// The Cranelift type a scalar is held in. `bool` is an `i8` that is 0 or 1

@@ -23,10 +23,10 @@
 //! sequential loops, and a store from a parallel loop inside the one that
 //! allocated it — which would leave each copy partly written — is refused.
 
-use crate::launch::text;
 use crate::Gen;
-use heddle_ir::loops::{Expr, Schedule, TypeEnv};
+use crate::launch::text;
 use heddle_ir::Name;
+use heddle_ir::loops::{Expr, Schedule, TypeEnv};
 
 /// The arena's words per work-item at the first launch (4 KiB).
 pub const FIRST_WORDS: i64 = 512;
@@ -40,7 +40,15 @@ long heddle_sp = 0;\n";
 impl Gen<'_> {
     /// Emits the allocation of `buf` (`len` records of the C type `elem`,
     /// its C name `name`) from the arena.
-    pub(crate) fn arena_alloc(&mut self, buf: &Name, elem: &str, name: &str, len: &Expr, env: &TypeEnv, depth: usize) -> Result<(), String> {
+    pub(crate) fn arena_alloc(
+        &mut self,
+        buf: &Name,
+        elem: &str,
+        name: &str,
+        len: &Expr,
+        env: &TypeEnv,
+        depth: usize,
+    ) -> Result<(), String> {
         if self.barriers {
             return Err(format!(
                 "the temporary `{buf}` has a length known only as the kernel runs ({}), so it is taken from the work-item's arena, \

@@ -42,8 +42,8 @@
 //! around one become predicates); that requires the bounds of every loop
 //! around a barrier to be the same on all items of a group, which it checks.
 
-use heddle_ir::loops::{BinOp, Block, Expr, Schedule, Space, Stmt};
 use heddle_ir::Name;
+use heddle_ir::loops::{BinOp, Block, Expr, Schedule, Space, Stmt};
 use std::collections::{HashMap, HashSet};
 
 /// Inserts the barriers `body` needs and drops redundant ones (see the module docs).
@@ -234,7 +234,8 @@ impl Placer {
     /// bound outside `b`); `outer` as for [`Placer::block`].
     fn summary(&self, b: &[Stmt], outer: &[u32]) -> Vec<Access> {
         let mut out = Vec::new();
-        let mut walk = Walk { placer: self, outer, lets: HashMap::new(), loops: Vec::new(), inner: HashSet::new(), out: &mut out };
+        let mut walk =
+            Walk { placer: self, outer, lets: HashMap::new(), loops: Vec::new(), inner: HashSet::new(), out: &mut out };
         walk.block(b);
         out
     }
@@ -371,7 +372,9 @@ impl Walk<'_> {
         let Some(at) = terms.iter().position(|t| is_var(t, v)) else { return Who::Inner(None) };
         terms.remove(at);
         let unstable = |e: &Expr| {
-            e.reads_var_in(&self.inner) || e.reads_var_in(&self.placer.mutable) || e.loads_from(&mut |b| self.placer.shared.contains(b))
+            e.reads_var_in(&self.inner)
+                || e.reads_var_in(&self.placer.mutable)
+                || e.loads_from(&mut |b| self.placer.shared.contains(b))
         };
         if terms.iter().any(unstable) || unstable(lo) || unstable(hi) {
             return Who::Inner(None);
@@ -384,12 +387,16 @@ impl Walk<'_> {
     fn inline(&self, e: &Expr) -> Expr {
         match e {
             Expr::Var(v) => self.lets.get(v).cloned().unwrap_or_else(|| e.clone()),
-            Expr::Load { buf, index, field } => Expr::Load { buf: buf.clone(), index: Box::new(self.inline(index)), field: *field },
+            Expr::Load { buf, index, field } => {
+                Expr::Load { buf: buf.clone(), index: Box::new(self.inline(index)), field: *field }
+            }
             Expr::Bin(op, a, b) => Expr::bin(*op, self.inline(a), self.inline(b)),
             Expr::Neg(a) => Expr::Neg(Box::new(self.inline(a))),
             Expr::Not(a) => Expr::Not(Box::new(self.inline(a))),
             Expr::Cast(t, a) => Expr::Cast(*t, Box::new(self.inline(a))),
-            Expr::Select(c, a, b) => Expr::Select(Box::new(self.inline(c)), Box::new(self.inline(a)), Box::new(self.inline(b))),
+            Expr::Select(c, a, b) => {
+                Expr::Select(Box::new(self.inline(c)), Box::new(self.inline(a)), Box::new(self.inline(b)))
+            }
             other => other.clone(),
         }
     }

@@ -15,8 +15,8 @@
 //! are discarded, so items past a failed check only have to stay in bounds.
 
 use crate::barriers::contains_barrier;
-use heddle_ir::loops::{Block, Expr, Schedule, Space, Stmt};
 use heddle_ir::Name;
+use heddle_ir::loops::{Block, Expr, Schedule, Space, Stmt};
 use std::collections::{HashMap, HashSet};
 
 /// The varying variables and per-item buffers of a program.
@@ -132,7 +132,12 @@ impl Walk<'_> {
                     self.block(then, c);
                     self.block(els, c);
                 }
-                Stmt::Store { .. } | Stmt::AddAtomic { .. } | Stmt::Alloc { .. } | Stmt::Sort { .. } | Stmt::Barrier | Stmt::Check { .. } => {}
+                Stmt::Store { .. }
+                | Stmt::AddAtomic { .. }
+                | Stmt::Alloc { .. }
+                | Stmt::Sort { .. }
+                | Stmt::Barrier
+                | Stmt::Check { .. } => {}
             }
         }
     }

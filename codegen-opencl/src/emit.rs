@@ -30,12 +30,12 @@
 //! kernel with barriers, where items leaving early is undefined (POCL rejects
 //! it), it predicates the rest of its block off instead.
 
-use crate::ctype::{scalar, stored};
-use crate::launch::{eval, launch_evaluable, LoopInfo};
 use crate::barriers::contains_barrier;
+use crate::ctype::{scalar, stored};
+use crate::launch::{LoopInfo, eval, launch_evaluable};
 use crate::{Gen, KernelParam};
-use heddle_ir::loops::{BinOp, Block, Expr, Schedule, Space, Stmt, TypeEnv};
 use heddle_ir::Name;
+use heddle_ir::loops::{BinOp, Block, Expr, Schedule, Space, Stmt, TypeEnv};
 
 /// Which work-items execute a statement (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,7 +53,14 @@ pub(crate) type Pred = Option<String>;
 const BARRIER: &str = "barrier(CLK_LOCAL_MEM_FENCE);";
 
 impl Gen<'_> {
-    pub(crate) fn block(&mut self, b: &Block, env: &mut TypeEnv, ctx: Ctx, depth: usize, pred: &Pred) -> Result<(), String> {
+    pub(crate) fn block(
+        &mut self,
+        b: &Block,
+        env: &mut TypeEnv,
+        ctx: Ctx,
+        depth: usize,
+        pred: &Pred,
+    ) -> Result<(), String> {
         let mark = env.mark();
         let at = self.arena_enter();
         let done = self.stmts(b, env, ctx, depth, pred);
@@ -118,7 +125,16 @@ impl Gen<'_> {
     /// A check and the rest of its block, which runs only where it holds.
     /// Ids are reported 1-based so that 0 means "no failure"; the first
     /// failure wins.
-    fn check(&mut self, cond: &Expr, id: u32, rest: &[Stmt], env: &mut TypeEnv, ctx: Ctx, depth: usize, pred: &Pred) -> Result<(), String> {
+    fn check(
+        &mut self,
+        cond: &Expr,
+        id: u32,
+        rest: &[Stmt],
+        env: &mut TypeEnv,
+        ctx: Ctx,
+        depth: usize,
+        pred: &Pred,
+    ) -> Result<(), String> {
         let report = format!("atomic_cmpxchg(heddle_error, 0, {});", u64::from(id) + 1);
         let c = self.expr(cond, env)?;
         if !self.barriers {
@@ -214,13 +230,19 @@ impl Gen<'_> {
                 let text = self.expr(value, env)?;
                 let name = self.ids.get(var);
                 match pred {
-                    Some(p) if self.div.var(var) && !self.safe(value) => self.line(depth, &format!("if ({p}) {name} = {text};")),
+                    Some(p) if self.div.var(var) && !self.safe(value) => {
+                        self.line(depth, &format!("if ({p}) {name} = {text};"))
+                    }
                     _ => self.line(depth, &format!("{name} = {text};")),
                 }
             }
             Stmt::Store { buf, index, field, value } => self.store(buf, index, *field, value, env, depth, pred)?,
-            Stmt::AddAtomic { buf, index, field, value } => self.add_atomic(buf, index, *field, value, env, depth, pred)?,
-            Stmt::For { var, lo, hi, schedule, body } => self.for_loop(var, lo, hi, *schedule, body, env, ctx, depth, pred)?,
+            Stmt::AddAtomic { buf, index, field, value } => {
+                self.add_atomic(buf, index, *field, value, env, depth, pred)?
+            }
+            Stmt::For { var, lo, hi, schedule, body } => {
+                self.for_loop(var, lo, hi, *schedule, body, env, ctx, depth, pred)?
+            }
             Stmt::If { cond, then, els } => self.if_(cond, then, els, env, ctx, depth, pred)?,
             Stmt::Alloc { buf, fields, len, space } => self.alloc(buf, fields, len, *space, env, ctx, depth)?,
             Stmt::Sort { buf, lo, len } => {
@@ -273,7 +295,16 @@ impl Gen<'_> {
         out
     }
 
-    fn if_(&mut self, cond: &Expr, then: &Block, els: &Block, env: &mut TypeEnv, ctx: Ctx, depth: usize, pred: &Pred) -> Result<(), String> {
+    fn if_(
+        &mut self,
+        cond: &Expr,
+        then: &Block,
+        els: &Block,
+        env: &mut TypeEnv,
+        ctx: Ctx,
+        depth: usize,
+        pred: &Pred,
+    ) -> Result<(), String> {
         let c = self.expr(cond, env)?;
         let barrier = contains_barrier(then) || contains_barrier(els);
         if barrier && (pred.is_some() || self.div.expr(cond)) {
@@ -321,7 +352,16 @@ impl Gen<'_> {
         Ok(())
     }
 
-    fn store(&mut self, buf: &Name, index: &Expr, field: u32, value: &Expr, env: &TypeEnv, depth: usize, pred: &Pred) -> Result<(), String> {
+    fn store(
+        &mut self,
+        buf: &Name,
+        index: &Expr,
+        field: u32,
+        value: &Expr,
+        env: &TypeEnv,
+        depth: usize,
+        pred: &Pred,
+    ) -> Result<(), String> {
         let fields = env.buffer(buf).ok_or_else(|| format!("buffer `{buf}` is not declared"))?.to_vec();
         let ty = *fields.get(field as usize).ok_or_else(|| format!("`{buf}` has no field {field}"))?;
         self.arena_store(buf)?;
@@ -343,7 +383,16 @@ impl Gen<'_> {
     /// and for floats a compare-and-swap loop on the value's bits (OpenCL 1.2
     /// has no float atomics): add to the value last seen, retry with the
     /// value found until no other work-item changed the slot in between.
-    fn add_atomic(&mut self, buf: &Name, index: &Expr, field: u32, value: &Expr, env: &TypeEnv, depth: usize, pred: &Pred) -> Result<(), String> {
+    fn add_atomic(
+        &mut self,
+        buf: &Name,
+        index: &Expr,
+        field: u32,
+        value: &Expr,
+        env: &TypeEnv,
+        depth: usize,
+        pred: &Pred,
+    ) -> Result<(), String> {
         use heddle_ir::ScalarType as S;
         let fields = env.buffer(buf).ok_or_else(|| format!("buffer `{buf}` is not declared"))?.to_vec();
         let ty = *fields.get(field as usize).ok_or_else(|| format!("`{buf}` has no field {field}"))?;
@@ -374,7 +423,11 @@ impl Gen<'_> {
                 self.guarded(depth, &call, pred, &who);
                 return Ok(());
             }
-            other => return Err(format!("an atomic add of {other} values (OpenCL 1.2 has atomics on 32- and 64-bit words only)")),
+            other => {
+                return Err(format!(
+                    "an atomic add of {other} values (OpenCL 1.2 has atomics on 32- and 64-bit words only)"
+                ));
+            }
         };
         // Every access to the slot is atomic (a plain read racing with the
         // other items' exchanges is a data race): the first exchange guesses
@@ -390,7 +443,18 @@ impl Gen<'_> {
         Ok(())
     }
 
-    fn for_loop(&mut self, var: &Name, lo: &Expr, hi: &Expr, schedule: Schedule, body: &Block, env: &mut TypeEnv, ctx: Ctx, depth: usize, pred: &Pred) -> Result<(), String> {
+    fn for_loop(
+        &mut self,
+        var: &Name,
+        lo: &Expr,
+        hi: &Expr,
+        schedule: Schedule,
+        body: &Block,
+        env: &mut TypeEnv,
+        ctx: Ctx,
+        depth: usize,
+        pred: &Pred,
+    ) -> Result<(), String> {
         let barrier = contains_barrier(body);
         if barrier && (self.div.expr(lo) || self.div.expr(hi)) {
             return Err(format!(
@@ -411,9 +475,15 @@ impl Gen<'_> {
         }
         if schedule != Schedule::Seq {
             if self.active.contains(&schedule) {
-                return Err(format!("two nested loops both use {schedule:?}: each OpenCL id dimension can distribute one loop"));
+                return Err(format!(
+                    "two nested loops both use {schedule:?}: each OpenCL id dimension can distribute one loop"
+                ));
             }
-            let range = if matches!(lo, Expr::Int(0, _)) { hi.clone() } else { Expr::bin(heddle_ir::loops::BinOp::Sub, hi.clone(), lo.clone()) };
+            let range = if matches!(lo, Expr::Int(0, _)) {
+                hi.clone()
+            } else {
+                Expr::bin(heddle_ir::loops::BinOp::Sub, hi.clone(), lo.clone())
+            };
             let range = launch_evaluable(&range, self.prog).then_some(range);
             self.loops.push(LoopInfo { schedule, range });
         }
@@ -422,7 +492,11 @@ impl Gen<'_> {
         let hi_text = self.expr(hi, env)?;
         let (id, size, inner) = match schedule {
             Schedule::Global(d) => (format!("get_global_id({d})"), format!("get_global_size({d})"), Ctx::Item),
-            Schedule::Workgroup(d) => (format!("get_group_id({d})"), format!("get_num_groups({d})"), if ctx == Ctx::Item { Ctx::Item } else { Ctx::Group }),
+            Schedule::Workgroup(d) => (
+                format!("get_group_id({d})"),
+                format!("get_num_groups({d})"),
+                if ctx == Ctx::Item { Ctx::Item } else { Ctx::Group },
+            ),
             Schedule::Local(d) => (format!("get_local_id({d})"), format!("get_local_size({d})"), Ctx::Item),
             _ => (String::new(), String::new(), ctx),
         };
@@ -445,7 +519,10 @@ impl Gen<'_> {
             // inside are reached by all.
             let base = self.fresh_name("heddle_base");
             let live = self.fresh_name("heddle_live");
-            self.line(depth, &format!("for (long {base} = {lo_text}{end_decl}; {base} < {end}; {base} += (long){size}) {{"));
+            self.line(
+                depth,
+                &format!("for (long {base} = {lo_text}{end_decl}; {base} < {end}; {base} += (long){size}) {{"),
+            );
             self.line(depth + 1, &format!("const long {v} = {base} + (long){id};"));
             match pred {
                 Some(p) => self.line(depth + 1, &format!("const bool {live} = {p} && {v} < {end};")),
@@ -469,7 +546,16 @@ impl Gen<'_> {
         Ok(())
     }
 
-    fn alloc(&mut self, buf: &Name, fields: &[heddle_ir::ScalarType], len: &Expr, space: Space, env: &mut TypeEnv, ctx: Ctx, depth: usize) -> Result<(), String> {
+    fn alloc(
+        &mut self,
+        buf: &Name,
+        fields: &[heddle_ir::ScalarType],
+        len: &Expr,
+        space: Space,
+        env: &mut TypeEnv,
+        ctx: Ctx,
+        depth: usize,
+    ) -> Result<(), String> {
         let elem = self.records.elem(fields);
         let name = self.ids.get(buf);
         env.declare_buffer(buf.clone(), fields.to_vec());
@@ -484,24 +570,38 @@ impl Gen<'_> {
             },
             Space::Local => {
                 if ctx == Ctx::Item {
-                    return Err(format!("the local buffer `{buf}` is allocated per work-item; allocate it outside mapLocal/mapGlobal"));
+                    return Err(format!(
+                        "the local buffer `{buf}` is allocated per work-item; allocate it outside mapLocal/mapGlobal"
+                    ));
                 }
                 if !launch_evaluable(len, self.prog) {
-                    return Err(format!("the local buffer `{buf}` needs a length over the naturals, not {}", crate::launch::text(len)));
+                    return Err(format!(
+                        "the local buffer `{buf}` needs a length over the naturals, not {}",
+                        crate::launch::text(len)
+                    ));
                 }
                 // OpenCL C 1.2 local arrays need a constant size; a `__local`
                 // kernel argument is sized by the host at each launch instead.
                 self.local.push(buf.clone());
                 self.params.push(KernelParam::Local { name: buf.clone(), fields: fields.to_vec(), len: len.clone() });
                 self.params_text.push(format!("__local {elem}* restrict {name}"));
-                self.line(depth, &format!("// {name}: __local, {} records (a kernel argument)", crate::launch::text(len)));
+                self.line(
+                    depth,
+                    &format!("// {name}: __local, {} records (a kernel argument)", crate::launch::text(len)),
+                );
             }
             Space::Workspace => {
                 if ctx != Ctx::Top || depth != 1 || !launch_evaluable(len, self.prog) {
-                    return Err(format!("the workspace `{buf}` must be allocated at the top of the kernel with a length over the naturals"));
+                    return Err(format!(
+                        "the workspace `{buf}` must be allocated at the top of the kernel with a length over the naturals"
+                    ));
                 }
                 // One slice per work-item: this one's starts at its linear global id times the length.
-                self.params.push(KernelParam::Workspace { name: buf.clone(), fields: fields.to_vec(), len: len.clone() });
+                self.params.push(KernelParam::Workspace {
+                    name: buf.clone(),
+                    fields: fields.to_vec(),
+                    len: len.clone(),
+                });
                 self.params_text.push(format!("__global {elem}* restrict {name}_all"));
                 let item = "(get_global_id(0) + get_global_size(0) * (get_global_id(1) + get_global_size(1) * get_global_id(2)))";
                 let len = self.expr(len, env)?;
@@ -516,7 +616,10 @@ impl Gen<'_> {
                 }
                 self.params.push(KernelParam::Scratch { name: buf.clone(), fields: fields.to_vec(), len: len.clone() });
                 self.params_text.push(format!("__global {elem}* restrict {name}"));
-                self.line(depth, &format!("// {name}: __global scratch, {} records (a kernel argument)", crate::launch::text(len)));
+                self.line(
+                    depth,
+                    &format!("// {name}: __global scratch, {} records (a kernel argument)", crate::launch::text(len)),
+                );
             }
         }
         Ok(())

@@ -1,9 +1,9 @@
 //! Loop-IR expressions as OpenCL C expressions.
 
-use crate::ctype::{float_literal, int_literal, is_narrow, scalar};
 use crate::Gen;
-use heddle_ir::loops::{BinOp, Expr, TypeEnv};
+use crate::ctype::{float_literal, int_literal, is_narrow, scalar};
 use heddle_ir::ScalarType;
+use heddle_ir::loops::{BinOp, Expr, TypeEnv};
 
 /// C precedence levels, higher binds tighter.
 mod prec {
@@ -34,7 +34,11 @@ impl Gen<'_> {
 
     fn expr_at(&mut self, e: &Expr, env: &TypeEnv, ctx: u8) -> Result<String, String> {
         Ok(match e {
-            Expr::Int(v, t) => wrap(int_literal(*v, *t), if is_narrow(*t) || v.is_negative() { prec::UNARY } else { prec::PRIMARY }, ctx),
+            Expr::Int(v, t) => wrap(
+                int_literal(*v, *t),
+                if is_narrow(*t) || v.is_negative() { prec::UNARY } else { prec::PRIMARY },
+                ctx,
+            ),
             Expr::Float(v, t) => wrap(float_literal(*v, *t), if *v < 0.0 { prec::UNARY } else { prec::PRIMARY }, ctx),
             Expr::Bool(b) => b.to_string(),
             Expr::Var(v) => self.ids.get(v),
@@ -59,7 +63,11 @@ impl Gen<'_> {
                 // `-` before an operand that starts with `-` (a negation, a
                 // negative literal) must not lex as C's `--` (pre-decrement).
                 let text = if operand.starts_with('-') { format!("-({operand})") } else { format!("-{operand}") };
-                if is_narrow(t) { wrap(format!("({})({text})", scalar(t)), prec::UNARY, ctx) } else { wrap(text, prec::UNARY, ctx) }
+                if is_narrow(t) {
+                    wrap(format!("({})({text})", scalar(t)), prec::UNARY, ctx)
+                } else {
+                    wrap(text, prec::UNARY, ctx)
+                }
             }
             Expr::Not(a) => wrap(format!("!{}", self.expr_at(a, env, prec::UNARY)?), prec::UNARY, ctx),
             // A choice between equal values is that value (the condition, which

@@ -71,7 +71,9 @@ impl Halves {
         let as_float = match from {
             ScalarType::F16 | ScalarType::BF16 | ScalarType::F32 => v.to_string(),
             // Exact in a float.
-            ScalarType::Bool | ScalarType::I8 | ScalarType::I16 | ScalarType::U8 | ScalarType::U16 => format!("(float)({v})"),
+            ScalarType::Bool | ScalarType::I8 | ScalarType::I16 | ScalarType::U8 | ScalarType::U16 => {
+                format!("(float)({v})")
+            }
             ScalarType::I32 | ScalarType::I64 | ScalarType::U32 | ScalarType::U64 | ScalarType::F64 => {
                 let c = crate::ctype::scalar(from);
                 self.odd_from.insert(c);

@@ -4,9 +4,9 @@
 //! NDRange (`launch.rs`), and what the codes in the error buffer mean.
 //! `heddle compile --target opencl --json` prints it (docs/opencl-host.md).
 
-use crate::ctype::stored;
-use crate::launch::{eval, text, LaunchConfig};
 use crate::KernelParam;
+use crate::ctype::stored;
+use crate::launch::{LaunchConfig, eval, text};
 use heddle_ir::loops::{ArgKind, Expr, HostKind, LoopProgram};
 use heddle_ir::{Name, Nat};
 use serde::Serialize;
@@ -127,7 +127,11 @@ impl Interface {
             .collect();
         if index_overflow {
             let code = u64::from(heddle_ir::loops::INDEX_OVERFLOW_CHECK) + 1;
-            errors.push(ErrorCode { code, message: heddle_ir::loops::INDEX_OVERFLOW_MESSAGE.to_string(), span: prog.index_overflow_at.unwrap_or(heddle_ir::Span::DUMMY) });
+            errors.push(ErrorCode {
+                code,
+                message: heddle_ir::loops::INDEX_OVERFLOW_MESSAGE.to_string(),
+                span: prog.index_overflow_at.unwrap_or(heddle_ir::Span::DUMMY),
+            });
         }
         Interface { args, errors }
     }
@@ -163,7 +167,9 @@ fn spec(prog: &LoopProgram, index: usize, p: &KernelParam, decl: &str) -> ArgSpe
     let name = decl.rsplit(' ').next().unwrap_or_default().to_string();
     let param = match p {
         KernelParam::Arg(k) => prog.args[*k].name.to_string(),
-        KernelParam::Local { name, .. } | KernelParam::Scratch { name, .. } | KernelParam::Workspace { name, .. } => name.to_string(),
+        KernelParam::Local { name, .. } | KernelParam::Scratch { name, .. } | KernelParam::Workspace { name, .. } => {
+            name.to_string()
+        }
         KernelParam::Arena => "heddle_arena_all".to_string(),
         KernelParam::ArenaWords => "heddle_arena_words".to_string(),
         KernelParam::ArenaNeed => "heddle_arena_need".to_string(),
@@ -195,9 +201,12 @@ fn spec(prog: &LoopProgram, index: usize, p: &KernelParam, decl: &str) -> ArgSpe
             match &arg.kind {
                 ArgKind::Nat => {
                     a.role = Role::Natural;
-                    if let Some(HostKind::Largest { ranges, body }) = prog.host.iter().find(|h| h.name == arg.name).map(|h| &h.kind) {
+                    if let Some(HostKind::Largest { ranges, body }) =
+                        prog.host.iter().find(|h| h.name == arg.name).map(|h| &h.kind)
+                    {
                         let ranges: Vec<String> = ranges.iter().map(|(v, n)| format!("{v} = 0 .. {n} - 1")).collect();
-                        a.computed = Some(format!("the largest {body} for {} (0 where there is none)", ranges.join(", ")));
+                        a.computed =
+                            Some(format!("the largest {body} for {} (0 where there is none)", ranges.join(", ")));
                     }
                 }
                 ArgKind::Scalar(_) => a.role = Role::Scalar,
@@ -219,7 +228,9 @@ fn spec(prog: &LoopProgram, index: usize, p: &KernelParam, decl: &str) -> ArgSpe
                 ArgKind::Host => {
                     a.role = Role::Host;
                     layout(&mut a, &[heddle_ir::ScalarType::I64]);
-                    if let Some(HostKind::PrefixSum { var, body, count, flat }) = prog.host.iter().find(|h| h.name == arg.name).map(|h| &h.kind) {
+                    if let Some(HostKind::PrefixSum { var, body, count, flat }) =
+                        prog.host.iter().find(|h| h.name == arg.name).map(|h| &h.kind)
+                    {
                         a.records = Some(Nat::add(count.clone(), Nat::Lit(1)).to_string());
                         a.size = Size::Nat(Nat::add(count.clone(), Nat::Lit(1)));
                         let flat = if flat.is_empty() {
@@ -259,7 +270,8 @@ fn spec(prog: &LoopProgram, index: usize, p: &KernelParam, decl: &str) -> ArgSpe
             a.role = Role::Arena;
             layout(&mut a, &[heddle_ir::ScalarType::U64]);
             a.records = Some("heddle_arena_words".into());
-            a.initial = Some("anything; work-item g (its linear global id) uses words g * heddle_arena_words ..".into());
+            a.initial =
+                Some("anything; work-item g (its linear global id) uses words g * heddle_arena_words ..".into());
         }
         KernelParam::ArenaWords => {
             a.role = Role::Natural;

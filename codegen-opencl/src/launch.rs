@@ -7,8 +7,8 @@
 //! i += size)`), so any positive size is *correct*; these choices only make
 //! one work-item per iteration where the range is known at launch.
 
-use heddle_ir::loops::{ArgKind, BinOp, Expr, LoopProgram, Schedule};
 use heddle_ir::Name;
+use heddle_ir::loops::{ArgKind, BinOp, Expr, LoopProgram, Schedule};
 use serde::Serialize;
 use std::fmt;
 
@@ -108,7 +108,9 @@ impl LaunchConfig {
             let (groups, groups_range) = ranges(Schedule::Workgroup);
             let (local, local_range) = ranges(Schedule::Local);
             if global && (groups || local) {
-                return Err(format!("dimension {d} is used by mapGlobal and by mapWorkgroup/mapLocal; give them different dimensions"));
+                return Err(format!(
+                    "dimension {d} is used by mapGlobal and by mapWorkgroup/mapLocal; give them different dimensions"
+                ));
             }
             dims.push(if global {
                 Dim::Global { items: global_range.unwrap_or(Expr::index(DEFAULT_ITEMS)) }
@@ -169,7 +171,11 @@ impl fmt::Display for LaunchConfig {
                     local.push("1".to_string());
                 }
                 Dim::Grouped { groups, local: l } => {
-                    global.push(if matches!(groups, Expr::Int(1, _)) { text(l) } else { format!("{} * {}", paren(groups), paren(l)) });
+                    global.push(if matches!(groups, Expr::Int(1, _)) {
+                        text(l)
+                    } else {
+                        format!("{} * {}", paren(groups), paren(l))
+                    });
                     local.push(text(l));
                 }
             }

@@ -299,7 +299,12 @@ pub fn compile(prog: &LoopProgram) -> Result<Kernel, Diagnostic> {
     if arena {
         g.params.extend([KernelParam::Arena, KernelParam::ArenaWords, KernelParam::ArenaNeed]);
         g.params_text.extend(
-            ["__global ulong* restrict heddle_arena_all", "const long heddle_arena_words", "__global int* restrict heddle_arena_need"].map(String::from),
+            [
+                "__global ulong* restrict heddle_arena_all",
+                "const long heddle_arena_words",
+                "__global int* restrict heddle_arena_need",
+            ]
+            .map(String::from),
         );
         g.out.insert_str(0, arena::PROLOGUE);
     }

@@ -92,7 +92,10 @@ mod tests {
 
     #[test]
     fn the_innermost_of_nested_workgroup_loops_distributes() {
-        let mut b = vec![for_(Schedule::Workgroup(0), vec![for_(Schedule::Workgroup(0), vec![for_(Schedule::Local(0), vec![])])])];
+        let mut b = vec![for_(
+            Schedule::Workgroup(0),
+            vec![for_(Schedule::Workgroup(0), vec![for_(Schedule::Local(0), vec![])])],
+        )];
         schedules(&mut b);
         assert_eq!(schedule_of(&b[0]), Schedule::Seq);
         let Stmt::For { body, .. } = &b[0] else { unreachable!() };

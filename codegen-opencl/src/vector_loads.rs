@@ -16,8 +16,8 @@
 //! replaces (the same addresses: Oclgrind's bounds checks see the same
 //! accesses), and needs only the scalar's alignment.
 
-use crate::ctype::scalar;
 use crate::Gen;
+use crate::ctype::scalar;
 use heddle_ir::loops::{BinOp, Expr, Stmt, TypeEnv};
 use heddle_ir::{Name, ScalarType};
 use std::collections::HashSet;
@@ -57,7 +57,10 @@ pub(crate) fn multiple_of(e: &Expr, w: i64) -> Option<&Expr> {
 /// Element types with OpenCL C vector types whose loads need no conversion
 /// (booleans are stored as `uchar`, halves as their bits).
 pub(crate) fn vectorisable(t: ScalarType) -> bool {
-    matches!(t, ScalarType::F32 | ScalarType::F64 | ScalarType::I32 | ScalarType::U32 | ScalarType::I64 | ScalarType::U64)
+    matches!(
+        t,
+        ScalarType::F32 | ScalarType::F64 | ScalarType::I32 | ScalarType::U32 | ScalarType::I64 | ScalarType::U64
+    )
 }
 
 impl Gen<'_> {
@@ -73,7 +76,10 @@ impl Gen<'_> {
         let run = b
             .iter()
             .enumerate()
-            .take_while(|(c, s)| scalar_load(s).is_some_and(|(_, t, b2, index)| t == ty && b2 == buf && offset_of(index, base, *c as i64)))
+            .take_while(|(c, s)| {
+                scalar_load(s)
+                    .is_some_and(|(_, t, b2, index)| t == ty && b2 == buf && offset_of(index, base, *c as i64))
+            })
             .count();
         let Some(w) = WIDTHS.into_iter().find(|w| *w <= run) else { return Ok(0) };
         let lanes = &b[..w];

@@ -13,11 +13,11 @@
 //! The same addresses are written; the values are all computed before any
 //! is stored, so a run qualifies only where no value reads the buffer.
 
-use crate::ctype::scalar;
-use crate::vector_loads::{multiple_of, offset_of, vectorisable, WIDTHS};
 use crate::Gen;
-use heddle_ir::loops::{Expr, Stmt, TypeEnv};
+use crate::ctype::scalar;
+use crate::vector_loads::{WIDTHS, multiple_of, offset_of, vectorisable};
 use heddle_ir::Name;
+use heddle_ir::loops::{Expr, Stmt, TypeEnv};
 use std::collections::HashSet;
 
 /// A store to field 0: `(buf, index, value)`.
@@ -42,7 +42,9 @@ impl Gen<'_> {
         let run = b
             .iter()
             .enumerate()
-            .take_while(|(c, s)| scalar_store(s).is_some_and(|(b2, index, _)| b2 == buf && offset_of(index, base, *c as i64)))
+            .take_while(|(c, s)| {
+                scalar_store(s).is_some_and(|(b2, index, _)| b2 == buf && offset_of(index, base, *c as i64))
+            })
             .count();
         let Some(w) = WIDTHS.into_iter().find(|w| *w <= run) else { return Ok(0) };
         let lanes = &b[..w];

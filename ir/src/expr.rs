@@ -287,11 +287,7 @@ impl Expr {
                     NatOp::Mod => BinOp::Rem,
                     _ => return Expr::synth(ExprKind::NatValue(n.clone())),
                 };
-                Expr::synth(ExprKind::Binary {
-                    op,
-                    lhs: Box::new(Expr::from_nat(a)),
-                    rhs: Box::new(Expr::from_nat(b)),
-                })
+                Expr::synth(ExprKind::Binary { op, lhs: Box::new(Expr::from_nat(a)), rhs: Box::new(Expr::from_nat(b)) })
             }
             Nat::ToNat(e) => (**e).clone(),
             _ => Expr::synth(ExprKind::NatValue(n.clone())),

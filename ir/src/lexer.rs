@@ -31,8 +31,8 @@ pub struct Token {
 }
 
 const SYMBOLS: &[&str] = &[
-    ":>>", "->", "=>", "==", "!=", "<=", ">=", "&&", "||", "..", "(", ")", "[", "]", "{", "}", ",", ";", ":", ".",
-    "@", "=", "+", "-", "*", "/", "%", "<", ">", "!", "?",
+    ":>>", "->", "=>", "==", "!=", "<=", ">=", "&&", "||", "..", "(", ")", "[", "]", "{", "}", ",", ";", ":", ".", "@",
+    "=", "+", "-", "*", "/", "%", "<", ">", "!", "?",
 ];
 
 /// A comment, kept as trivia: the parser never sees it; `heddle fmt` puts it
@@ -211,7 +211,11 @@ fn lex_number(src: &str, start: usize, integer_only: bool) -> Result<(Tok, usize
         }
     }
     let text = &src[start..i];
-    if !integer_only && i < bytes.len() && bytes[i] == b'f' && !bytes.get(i + 1).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_') {
+    if !integer_only
+        && i < bytes.len()
+        && bytes[i] == b'f'
+        && !bytes.get(i + 1).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_')
+    {
         let v: f64 = text.parse().map_err(|_| bad_number(start, i + 1))?;
         return Ok((Tok::Float(finite(v, text, start, i + 1)?), i + 1));
     }

@@ -5,7 +5,7 @@
 //! broken definition.
 
 use crate::expr::{BinOp, Def, EncodingDef, Expr, ExprKind, FloatLit, Literal, Param, Program, SectionOp, UnOp};
-use crate::lexer::{lex, Tok, Token};
+use crate::lexer::{Tok, Token, lex};
 use crate::name::Name;
 use crate::nat::{CmpOp, Nat, NatCond, NatOp};
 use crate::span::{Diagnostic, ErrorKind, Span};
@@ -71,7 +71,8 @@ fn whole<T>(src: &str, item: impl FnOnce(&mut Parser) -> PResult<T>) -> Result<T
 }
 
 /// Words that cannot be used as names.
-pub const KEYWORDS: &[&str] = &["fun", "nFun", "nfun", "let", "in", "def", "select", "true", "false", "max", "min", "inf", "nan"];
+pub const KEYWORDS: &[&str] =
+    &["fun", "nFun", "nfun", "let", "in", "def", "select", "true", "false", "max", "min", "inf", "nan"];
 
 struct Parser<'a> {
     src: &'a str,
@@ -99,8 +100,11 @@ pub const MAX_SOURCE_BYTES: usize = 4 << 20;
 
 fn check_size(src: &str) -> PResult<()> {
     if src.len() > MAX_SOURCE_BYTES {
-        return Err(Diagnostic::new(Span::new(0, 0), format!("the text is {} bytes long; heddle reads at most {MAX_SOURCE_BYTES} bytes", src.len()))
-            .with_label("too long to read"));
+        return Err(Diagnostic::new(
+            Span::new(0, 0),
+            format!("the text is {} bytes long; heddle reads at most {MAX_SOURCE_BYTES} bytes", src.len()),
+        )
+        .with_label("too long to read"));
     }
     Ok(())
 }
@@ -112,7 +116,10 @@ pub fn parse_signature(src: &str) -> Result<(Vec<crate::prims::Slot>, Type), Dia
     p.sig_mode = true;
     let mut items = Vec::new();
     loop {
-        let named = matches!((&p.peek().tok, &p.peek_at(1).tok, &p.peek_at(2).tok), (Tok::Sym("("), Tok::Ident(_), Tok::Sym(":")));
+        let named = matches!(
+            (&p.peek().tok, &p.peek_at(1).tok, &p.peek_at(2).tok),
+            (Tok::Sym("("), Tok::Ident(_), Tok::Sym(":"))
+        );
         if named {
             p.bump();
             let (name, _) = p.ident("a slot name")?;
@@ -195,11 +202,7 @@ impl<'a> Parser<'a> {
         }
     }
     fn expect_sym(&mut self, s: &str, context: &str) -> PResult<Span> {
-        if self.is_sym(s) {
-            Ok(self.bump().span)
-        } else {
-            Err(self.unexpected(&format!("`{s}` {context}")))
-        }
+        if self.is_sym(s) { Ok(self.bump().span) } else { Err(self.unexpected(&format!("`{s}` {context}"))) }
     }
     fn expect_eof(&mut self) -> PResult<()> {
         if matches!(self.peek().tok, Tok::Eof) { Ok(()) } else { Err(self.unexpected("the end of the input")) }
@@ -207,7 +210,8 @@ impl<'a> Parser<'a> {
     fn unexpected(&self, expected: &str) -> Diagnostic {
         let t = self.peek();
         let found = describe(&t.tok);
-        Diagnostic::new(t.span, format!("expected {expected}, found {found}")).with_label(format!("expected {expected}"))
+        Diagnostic::new(t.span, format!("expected {expected}, found {found}"))
+            .with_label(format!("expected {expected}"))
     }
     fn ident(&mut self, what: &str) -> PResult<(Name, Span)> {
         match &self.peek().tok {
@@ -215,8 +219,10 @@ impl<'a> Parser<'a> {
                 let t = self.bump();
                 Ok((Name::from(s_of(&t)), t.span))
             }
-            Tok::Ident(s) => Err(Diagnostic::new(self.peek().span, format!("`{s}` is a keyword and cannot be used as {what}"))
-                .with_label(format!("expected {what}"))),
+            Tok::Ident(s) => {
+                Err(Diagnostic::new(self.peek().span, format!("`{s}` is a keyword and cannot be used as {what}"))
+                    .with_label(format!("expected {what}")))
+            }
             _ => Err(self.unexpected(what)),
         }
     }
@@ -235,9 +241,12 @@ impl<'a> Parser<'a> {
     /// is parsed at the chain's own depth, so a tree is at most twice that deep).
     fn link(&mut self) -> PResult<()> {
         if self.depth + self.links >= MAX_NESTING {
-            return Err(Diagnostic::new(self.peek().span, format!("the program nests more than {MAX_NESTING} levels deep here"))
-                .with_label("too deeply nested")
-                .with_note("each `:>>` stage, operator, `@` or application in a row nests one level deeper"));
+            return Err(Diagnostic::new(
+                self.peek().span,
+                format!("the program nests more than {MAX_NESTING} levels deep here"),
+            )
+            .with_label("too deeply nested")
+            .with_note("each `:>>` stage, operator, `@` or application in a row nests one level deeper"));
         }
         self.links += 1;
         Ok(())
@@ -246,8 +255,11 @@ impl<'a> Parser<'a> {
     /// Runs `f` one nesting level deeper, refusing to go past [`MAX_NESTING`].
     fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> PResult<T>) -> PResult<T> {
         if self.depth >= MAX_NESTING {
-            return Err(Diagnostic::new(self.peek().span, format!("the program nests more than {MAX_NESTING} levels deep here"))
-                .with_label("too deeply nested"));
+            return Err(Diagnostic::new(
+                self.peek().span,
+                format!("the program nests more than {MAX_NESTING} levels deep here"),
+            )
+            .with_label("too deeply nested"));
         }
         self.depth += 1;
         let r = f(self);
@@ -301,8 +313,10 @@ impl<'a> Parser<'a> {
             Some(kernel) if errors.is_empty() => Ok(Program { encodings, defs, kernel }),
             None if errors.is_empty() => {
                 let end = self.src.len();
-                Err(vec![Diagnostic::new(Span::new(end, end), "the file has no kernel expression")
-                    .with_label("expected an expression after the definitions")])
+                Err(vec![
+                    Diagnostic::new(Span::new(end, end), "the file has no kernel expression")
+                        .with_label("expected an expression after the definitions"),
+                ])
             }
             _ => Err(errors),
         }
@@ -349,7 +363,11 @@ impl<'a> Parser<'a> {
                 EncodingText { text, span }
             }
             Tok::Ident(_) => self.named_encoding()?,
-            _ => return Err(self.unexpected("`#sparse_tensor.encoding<{ ... }>` or an encoding's name (CSR, BSR(2, 2), ds, …)")),
+            _ => {
+                return Err(
+                    self.unexpected("`#sparse_tensor.encoding<{ ... }>` or an encoding's name (CSR, BSR(2, 2), ds, …)")
+                );
+            }
         };
         self.eat_sym(";");
         Ok(EncodingDef { name, encoding, span: t.span })
@@ -369,8 +387,11 @@ impl<'a> Parser<'a> {
                     Tok::Int(v) => numbers.push(v),
                     Tok::Sym(",") => {}
                     other => {
-                        return Err(Diagnostic::new(self.prev_span(), format!("expected a size, found {}", describe(&other)))
-                            .with_label("e.g. BSR(2, 3)"));
+                        return Err(Diagnostic::new(
+                            self.prev_span(),
+                            format!("expected a size, found {}", describe(&other)),
+                        )
+                        .with_label("e.g. BSR(2, 3)"));
                     }
                 }
             }
@@ -459,10 +480,11 @@ impl<'a> Parser<'a> {
             let rhs = self.binary(prec + 1)?;
             if op.is_comparison()
                 && let Some(next) = self.binop()
-                    && next.is_comparison() {
-                        return Err(Diagnostic::new(op_span.to(self.peek().span), "comparisons cannot be chained")
-                            .with_label("add parentheses, e.g. `(a < b) && (b < c)`"));
-                    }
+                && next.is_comparison()
+            {
+                return Err(Diagnostic::new(op_span.to(self.peek().span), "comparisons cannot be chained")
+                    .with_label("add parentheses, e.g. `(a < b) && (b < c)`"));
+            }
             let span = lhs.span.to(rhs.span);
             lhs = Expr::new(ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) }, span);
         }
@@ -529,8 +551,11 @@ impl<'a> Parser<'a> {
                             .with_label("write `.1` for the first component"));
                     }
                     other => {
-                        return Err(Diagnostic::new(t.span, format!("expected a component number after `.`, found {}", describe(&other)))
-                            .with_label("projections are written `.1`, `.2`, …"));
+                        return Err(Diagnostic::new(
+                            t.span,
+                            format!("expected a component number after `.`, found {}", describe(&other)),
+                        )
+                        .with_label("projections are written `.1`, `.2`, …"));
                     }
                 };
                 let span = e.span.to(t.span);
@@ -608,8 +633,10 @@ impl<'a> Parser<'a> {
                             ExprKind::Select { cond: Box::new(cond), then: Box::new(then), els: Box::new(els) },
                             span,
                         )),
-                        Err(args) => Err(Diagnostic::new(span, format!("`select` takes 3 arguments, found {}", args.len()))
-                            .with_label("write `select(condition, if_true, if_false)`")),
+                        Err(args) => {
+                            Err(Diagnostic::new(span, format!("`select` takes 3 arguments, found {}", args.len()))
+                                .with_label("write `select(condition, if_true, if_false)`"))
+                        }
                     }
                 }
                 // `x => body`: a one-parameter lambda without `fun(…)`, as the
@@ -619,7 +646,10 @@ impl<'a> Parser<'a> {
                     self.bump();
                     let body = self.expr()?;
                     let whole = span.to(body.span);
-                    Ok(Expr::new(ExprKind::Fun { params: vec![Param { name, ty: None, span }], body: Box::new(body) }, whole))
+                    Ok(Expr::new(
+                        ExprKind::Fun { params: vec![Param { name, ty: None, span }], body: Box::new(body) },
+                        whole,
+                    ))
                 }
                 // `x -> body`: the arrow of types, meant as a lambda's.
                 _ if matches!(self.peek_at(1).tok, Tok::Sym("->")) => {
@@ -651,7 +681,8 @@ impl<'a> Parser<'a> {
             while self.eat_sym(",") {
                 items.push(self.expr()?);
             }
-            self.expect_sym(")", "to close the tuple").map_err(|e| e.with_note(format!("the tuple opened at byte {}", open.start)))?;
+            self.expect_sym(")", "to close the tuple")
+                .map_err(|e| e.with_note(format!("the tuple opened at byte {}", open.start)))?;
             if self.is_sym("=>") {
                 return Err(lambda_hint(self.peek().span, &items));
             }
@@ -659,10 +690,10 @@ impl<'a> Parser<'a> {
             return Ok(Expr::new(ExprKind::Tuple(items), span));
         }
         if !self.is_sym(")") {
-            return Err(self.unexpected("`)`").with_note("this `(` is not closed").with_label(format!(
-                "expected `)` to match the `(` at byte {}",
-                open.start
-            )));
+            return Err(self
+                .unexpected("`)`")
+                .with_note("this `(` is not closed")
+                .with_label(format!("expected `)` to match the `(` at byte {}", open.start)));
         }
         self.bump();
         if self.is_sym("=>") {
@@ -673,7 +704,8 @@ impl<'a> Parser<'a> {
 
     fn fun(&mut self) -> PResult<Expr> {
         let start = self.bump().span;
-        self.expect_sym("(", "after `fun`").map_err(|d| d.with_note("a function is written `fun(x => body)` (or `x => body`)"))?;
+        self.expect_sym("(", "after `fun`")
+            .map_err(|d| d.with_note("a function is written `fun(x => body)` (or `x => body`)"))?;
         let mut params = Vec::new();
         loop {
             let (name, span) = self.ident("a parameter name")?;
@@ -811,7 +843,8 @@ impl<'a> Parser<'a> {
             self.expect_sym("]", "to close the array type")?;
             return Ok(Type::array(elem, len));
         }
-        self.expect_sym("]", "to close the array type").map_err(|e| e.with_note(format!("the `[` at byte {}", open.start)))?;
+        self.expect_sym("]", "to close the array type")
+            .map_err(|e| e.with_note(format!("the `[` at byte {}", open.start)))?;
         let len = self.size()?;
         Ok(Type::Array { binder, elem: Box::new(elem), len })
     }
@@ -842,13 +875,16 @@ impl<'a> Parser<'a> {
                 } else if let Some(c) = is_unknown_letter(rest).filter(|_| self.sig_mode) {
                     Ok(Nat::Meta(c as u32))
                 } else if rest.as_bytes()[0].is_ascii_digit() {
-                    Err(Diagnostic::new(t.span, format!("malformed array size `{rest}`")).with_label("write `_{...}` for a formula"))
+                    Err(Diagnostic::new(t.span, format!("malformed array size `{rest}`"))
+                        .with_label("write `_{...}` for a formula"))
                 } else {
                     Ok(Nat::Var(Name::from(rest)))
                 }
             }
-            _ => Err(Diagnostic::new(t.span, format!("expected the array's size after `]`, found {}", describe(&t.tok)))
-                .with_label("array types are written `[T]_N` or `[T]_{formula}`")),
+            _ => {
+                Err(Diagnostic::new(t.span, format!("expected the array's size after `]`, found {}", describe(&t.tok)))
+                    .with_label("array types are written `[T]_N` or `[T]_{formula}`"))
+            }
         }
     }
 
@@ -898,8 +934,9 @@ impl<'a> Parser<'a> {
         }
         let (_, elem_text) = pieces.pop().unwrap_or((from, ""));
         let elem = mlir_scalar(elem_text.trim()).ok_or_else(|| {
-            Diagnostic::new(shape_span, format!("unknown tensor element type `{}`", elem_text.trim()))
-                .with_label("expected f32, f64, i8, i16, i32, i64 (or u8…u64, index, f16, bf16, complex<f32>, complex<f64>)")
+            Diagnostic::new(shape_span, format!("unknown tensor element type `{}`", elem_text.trim())).with_label(
+                "expected f32, f64, i8, i16, i32, i64 (or u8…u64, index, f16, bf16, complex<f32>, complex<f64>)",
+            )
         })?;
         let mut dims = Vec::new();
         for (at, p) in pieces {
@@ -923,7 +960,8 @@ impl<'a> Parser<'a> {
             }
         }
         if dims.is_empty() {
-            return Err(Diagnostic::new(shape_span, "a tensor type needs at least one dimension").with_label("e.g. `tensor<?x?xf32, #CSR>`"));
+            return Err(Diagnostic::new(shape_span, "a tensor type needs at least one dimension")
+                .with_label("e.g. `tensor<?x?xf32, #CSR>`"));
         }
         // Skip the tokens of the shape.
         let stop = from + shape_len;
@@ -939,8 +977,13 @@ impl<'a> Parser<'a> {
                     Tok::HashName(n) => EncodingRef::Named(Name::from(n), t.span),
                     Tok::Encoding(text) => EncodingRef::Inline(EncodingText { text, span: t.span }),
                     other => {
-                        return Err(Diagnostic::new(t.span, format!("expected an encoding, found {}", describe(&other)))
-                            .with_label("write `#NAME`, a name (CSR, BSR(2, 2), ds, …) or `#sparse_tensor.encoding<{...}>`"));
+                        return Err(Diagnostic::new(
+                            t.span,
+                            format!("expected an encoding, found {}", describe(&other)),
+                        )
+                        .with_label(
+                            "write `#NAME`, a name (CSR, BSR(2, 2), ds, …) or `#sparse_tensor.encoding<{...}>`",
+                        ));
                     }
                 })
             }
@@ -985,16 +1028,20 @@ impl<'a> Parser<'a> {
     fn as_nat(&self, n: NatOrCond, at: Span) -> PResult<Nat> {
         match n {
             NatOrCond::Nat(n) => Ok(n),
-            NatOrCond::Cond(_) => Err(Diagnostic::new(at.to(self.prev_span()), "expected a natural number, found a condition")
-                .with_label("a condition chooses between naturals: `cond ? a : b`")),
+            NatOrCond::Cond(_) => {
+                Err(Diagnostic::new(at.to(self.prev_span()), "expected a natural number, found a condition")
+                    .with_label("a condition chooses between naturals: `cond ? a : b`"))
+            }
         }
     }
 
     fn as_cond(&self, n: NatOrCond, at: Span) -> PResult<NatCond> {
         match n {
             NatOrCond::Cond(c) => Ok(c),
-            NatOrCond::Nat(_) => Err(Diagnostic::new(at.to(self.prev_span()), "expected a condition, found a natural number")
-                .with_label("compare it: `==`, `!=`, `<`, `<=`, `>`, `>=`")),
+            NatOrCond::Nat(_) => {
+                Err(Diagnostic::new(at.to(self.prev_span()), "expected a condition, found a natural number")
+                    .with_label("compare it: `==`, `!=`, `<`, `<=`, `>`, `>=`"))
+            }
         }
     }
 
@@ -1153,7 +1200,6 @@ impl<'a> Parser<'a> {
             _ => Err(self.unexpected("a natural number expression")),
         }
     }
-
 }
 
 /// What a natural-or-condition parse found.
@@ -1170,7 +1216,11 @@ fn lambda_hint(at: Span, params: &[Expr]) -> Diagnostic {
         .with_note(if names.len() == 1 {
             format!("write `fun({0} => …)` or `{0} => …`", names[0])
         } else {
-            format!("write `fun({} => …)` for {} parameters, or `fun(p => …)` with `p.1`, `p.2`, … for one tuple", names.join(", "), names.len())
+            format!(
+                "write `fun({} => …)` for {} parameters, or `fun(p => …)` with `p.1`, `p.2`, … for one tuple",
+                names.join(", "),
+                names.len()
+            )
         })
 }
 

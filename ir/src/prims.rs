@@ -119,7 +119,14 @@ fn parsed() -> &'static Parsed {
             let (slots, result) = crate::parser::parse_signature(sig.trim())
                 .unwrap_or_else(|e| panic!("prims.sig: cannot parse the signature of {name}: {}", e.message));
             let section = sections.len().saturating_sub(1);
-            sigs.push(PrimSig { name, slots, result, text: sig.trim().to_string(), summary: summary.trim().to_string(), section });
+            sigs.push(PrimSig {
+                name,
+                slots,
+                result,
+                text: sig.trim().to_string(),
+                summary: summary.trim().to_string(),
+                section,
+            });
         }
         Parsed { sigs, sections }
     })
@@ -165,11 +172,17 @@ pub fn form(name: &str, params: Option<usize>) -> Option<&'static PrimSig> {
 /// Rules a signature cannot state, checked by name in the type checker.
 pub fn note(name: &str) -> Option<&'static str> {
     match name {
-        "iterate" => Some("the function is applied k times; k must be a constant and each application is checked at its own input type"),
+        "iterate" => Some(
+            "the function is applied k times; k must be a constant and each application is checked at its own input type",
+        ),
         "asVector" => Some("elements must be scalars and the width a constant 2, 3, 4, 8 or 16"),
         "asScalar" => Some("elements must be vectors"),
-        "sortBy" => Some("the key U is a scalar that is not complex, or a tuple of such scalars (compared lexicographically)"),
-        n if conversion(n).is_some() => Some("the argument must be a scalar: a real number or a bool (a complex one: take re or im first)"),
+        "sortBy" => {
+            Some("the key U is a scalar that is not complex, or a tuple of such scalars (compared lexicographically)")
+        }
+        n if conversion(n).is_some() => {
+            Some("the argument must be a scalar: a real number or a bool (a complex one: take re or im first)")
+        }
         "complex" => Some("the parts have one type, f32 or f64; C is complex<f32> or complex<f64> accordingly"),
         "re" | "im" | "conj" => Some("C is complex<f32> or complex<f64>, T its parts' type (f32 or f64)"),
         _ => None,
@@ -232,7 +245,9 @@ mod tests {
         let without = form("reduce", Some(1)).unwrap();
         assert_eq!(with.arity(), 3);
         assert_eq!(without.arity(), 2);
-        assert!(matches!(&without.slots[0], Slot::Fun { params, .. } if params.len() == 1 && matches!(params[0], Type::Tuple(_))));
+        assert!(
+            matches!(&without.slots[0], Slot::Fun { params, .. } if params.len() == 1 && matches!(params[0], Type::Tuple(_)))
+        );
         assert_eq!(form("reduceSeq", Some(1)).unwrap().arity(), 2);
         assert_eq!(form("reduce", None).unwrap().arity(), 3);
         assert_eq!(form("map", Some(1)).unwrap().arity(), 2);

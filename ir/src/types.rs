@@ -1,8 +1,8 @@
 //! Data types: scalars, tuples, arrays (position-dependent or not), vectors,
 //! sparse tensors, and the function types of kernels.
 
-use crate::nat::Nat;
 use crate::name::Name;
+use crate::nat::Nat;
 use crate::tensor::TensorType;
 use std::fmt;
 
@@ -242,16 +242,12 @@ impl Type {
         match self {
             Type::Scalar(_) | Type::Vector { .. } | Type::Meta(_) | Type::Tensor(_) => self.clone(),
             Type::Tuple(ts) => Type::Tuple(ts.iter().map(|t| t.map_nats(f)).collect()),
-            Type::Array { binder, elem, len } => Type::Array {
-                binder: binder.clone(),
-                elem: Box::new(elem.map_nats(f)),
-                len: f(len),
-            },
-            Type::Fun { param, from, to } => Type::Fun {
-                param: param.clone(),
-                from: Box::new(from.map_nats(f)),
-                to: Box::new(to.map_nats(f)),
-            },
+            Type::Array { binder, elem, len } => {
+                Type::Array { binder: binder.clone(), elem: Box::new(elem.map_nats(f)), len: f(len) }
+            }
+            Type::Fun { param, from, to } => {
+                Type::Fun { param: param.clone(), from: Box::new(from.map_nats(f)), to: Box::new(to.map_nats(f)) }
+            }
             Type::NatFun { var, body } => Type::NatFun { var: var.clone(), body: Box::new(body.map_nats(f)) },
         }
     }
@@ -261,9 +257,7 @@ impl Type {
         match self {
             Type::Scalar(_) | Type::Vector { .. } | Type::Meta(_) | Type::Tensor(_) => false,
             Type::Tuple(ts) => ts.iter().any(|t| t.mentions(x)),
-            Type::Array { binder, elem, len } => {
-                len.mentions(x) || (binder.as_ref() != Some(x) && elem.mentions(x))
-            }
+            Type::Array { binder, elem, len } => len.mentions(x) || (binder.as_ref() != Some(x) && elem.mentions(x)),
             Type::Fun { param, from, to } => from.mentions(x) || (param.as_ref() != Some(x) && to.mentions(x)),
             Type::NatFun { var, body } => var != x && body.mentions(x),
         }

@@ -12,8 +12,8 @@ use crate::errors::input_error;
 use heddle_ir::encoding::Encoding;
 use heddle_ir::{ScalarType, Type};
 use heddle_runtime::io::Loaded;
-use heddle_runtime::sparse::assemble::{assemble, Buffers};
 use heddle_runtime::scalars::ScalarVec;
+use heddle_runtime::sparse::assemble::{Buffers, assemble};
 use heddle_runtime::sparse::{Coo, SparseTensor};
 use heddle_runtime::value::Value;
 use heddle_typeck::Kernel;
@@ -71,9 +71,12 @@ fn typed_values(py: Python<'_>, obj: &PyObject, what: &str) -> PyResult<ScalarVe
     let any = obj.bind(py);
     // Complex values come as ("complex", their parts as a float buffer).
     if let Ok((tag, parts)) = any.extract::<(String, PyObject)>()
-        && tag == "complex" {
-            return complex_pairs(py, &parts).unwrap_or_else(|| Err(input_error(None, format!("{what}: expected the parts of complex64 or complex128 values"))));
-        }
+        && tag == "complex"
+    {
+        return complex_pairs(py, &parts).unwrap_or_else(|| {
+            Err(input_error(None, format!("{what}: expected the parts of complex64 or complex128 values")))
+        });
+    }
     if let Ok(b) = PyBuffer::<f64>::get(any) {
         return Ok(b.to_vec(py)?.into());
     }
@@ -93,10 +96,12 @@ fn typed_values(py: Python<'_>, obj: &PyObject, what: &str) -> PyResult<ScalarVe
 fn ints(py: Python<'_>, obj: &PyObject, what: &str) -> PyResult<Vec<i64>> {
     let any = obj.bind(py);
     if let Ok(b) = PyBuffer::<i32>::get(any) {
-        let cells = b.as_slice(py).ok_or_else(|| input_error(None, format!("{what}: expected a contiguous int32 buffer")))?;
+        let cells =
+            b.as_slice(py).ok_or_else(|| input_error(None, format!("{what}: expected a contiguous int32 buffer")))?;
         return Ok(cells.iter().map(|c| i64::from(c.get())).collect());
     }
-    let buf = PyBuffer::<i64>::get(any).map_err(|e| input_error(None, format!("{what}: expected an int64 buffer: {e}")))?;
+    let buf =
+        PyBuffer::<i64>::get(any).map_err(|e| input_error(None, format!("{what}: expected an int64 buffer: {e}")))?;
     buf.to_vec(py)
 }
 
@@ -152,7 +157,9 @@ impl ArrayArg {
                     // `ptr`, exported (so neither freed nor resized) until `keep`
                     // is released; the caller keeps `keep` until every runtime
                     // buffer made of it is dropped.
-                    let buffer = unsafe { heddle_runtime::launch::Buffer::borrowed(elem, ptr.cast::<u8>().cast_const(), len, &what) };
+                    let buffer = unsafe {
+                        heddle_runtime::launch::Buffer::borrowed(elem, ptr.cast::<u8>().cast_const(), len, &what)
+                    };
                     if let Some(buffer) = buffer.map_err(|m| input_error(Some(&name), m))? {
                         return Ok((RawArray { name, elements: Elements::InPlace(buffer), dtype, shape }, Some(keep)));
                     }
@@ -160,9 +167,15 @@ impl ArrayArg {
             }
         }
         let elements = match kind.as_str() {
-            "f" | "i" => numbers(py, &data).ok_or_else(|| input_error(Some(&name), format!("arrays of {dtype} are not supported (integers, floats or booleans)")))??,
-            "b" => ScalarVec::Bool(PyBuffer::<u8>::get(data.bind(py))?.to_vec(py)?.into_iter().map(|b| b != 0).collect()),
-            "c" => complex_pairs(py, &data).ok_or_else(|| input_error(Some(&name), format!("arrays of {dtype} are not supported (complex64 or complex128)")))??,
+            "f" | "i" => numbers(py, &data).ok_or_else(|| {
+                input_error(Some(&name), format!("arrays of {dtype} are not supported (integers, floats or booleans)"))
+            })??,
+            "b" => {
+                ScalarVec::Bool(PyBuffer::<u8>::get(data.bind(py))?.to_vec(py)?.into_iter().map(|b| b != 0).collect())
+            }
+            "c" => complex_pairs(py, &data).ok_or_else(|| {
+                input_error(Some(&name), format!("arrays of {dtype} are not supported (complex64 or complex128)"))
+            })??,
             other => return Err(input_error(Some(&name), format!("unsupported element kind {other:?}"))),
         };
         Ok((RawArray { name, elements: Elements::Copied(elements), dtype, shape }, None))
@@ -189,10 +202,14 @@ fn complex_pairs(py: Python<'_>, obj: &PyObject) -> Option<PyResult<ScalarVec>> 
     use heddle_runtime::scalars::Complex;
     let any = obj.bind(py);
     if let Ok(b) = PyBuffer::<f64>::get(any) {
-        return Some(b.to_vec(py).map(|v| ScalarVec::C64(v.chunks_exact(2).map(|p| Complex { re: p[0], im: p[1] }).collect())));
+        return Some(
+            b.to_vec(py).map(|v| ScalarVec::C64(v.chunks_exact(2).map(|p| Complex { re: p[0], im: p[1] }).collect())),
+        );
     }
     if let Ok(b) = PyBuffer::<f32>::get(any) {
-        return Some(b.to_vec(py).map(|v| ScalarVec::C32(v.chunks_exact(2).map(|p| Complex { re: p[0], im: p[1] }).collect())));
+        return Some(
+            b.to_vec(py).map(|v| ScalarVec::C32(v.chunks_exact(2).map(|p| Complex { re: p[0], im: p[1] }).collect())),
+        );
     }
     None
 }
@@ -236,7 +253,9 @@ impl TensorArg {
     pub fn extract(self, py: Python<'_>, in_place: Option<ScalarType>) -> PyResult<(RawTensor, Option<Keep>)> {
         let TensorArg(name, format, shape, a, b, values) = self;
         let (a, b) = (ints(py, &a, "indices")?, ints(py, &b, "indices")?);
-        if let (Some(elem @ (ScalarType::F32 | ScalarType::F64)), true) = (in_place, matches!(format.as_str(), "csr" | "csc")) {
+        if let (Some(elem @ (ScalarType::F32 | ScalarType::F64)), true) =
+            (in_place, matches!(format.as_str(), "csr" | "csc"))
+        {
             let any = values.bind(py);
             let keep = match elem {
                 ScalarType::F32 => PyBuffer::<f32>::get(any).ok().map(Keep::F32),
@@ -250,9 +269,14 @@ impl TensorArg {
                 // SAFETY: as in `ArrayArg::extract`: the buffer stays exported
                 // until `keep` is released, which the caller holds until every
                 // runtime buffer made of it is dropped.
-                let buffer = unsafe { heddle_runtime::launch::Buffer::borrowed(elem, ptr.cast::<u8>().cast_const(), len, "the values") };
+                let buffer = unsafe {
+                    heddle_runtime::launch::Buffer::borrowed(elem, ptr.cast::<u8>().cast_const(), len, "the values")
+                };
                 if let Some(buffer) = buffer.map_err(|m| input_error(Some(&name), m))? {
-                    return Ok((RawTensor { a, b, values: ScalarVec::new(elem), in_place: Some(buffer), name, format, shape }, keep));
+                    return Ok((
+                        RawTensor { a, b, values: ScalarVec::new(elem), in_place: Some(buffer), name, format, shape },
+                        keep,
+                    ));
                 }
             }
         }
@@ -269,7 +293,13 @@ impl RawTensor {
             let RawTensor { name, format, shape, a, b, .. } = self;
             // Taken as they are where they are valid (checked once), else the
             // values are copied out for the general path below.
-            match heddle_runtime::io::bind::compressed_buffer_inputs(kernel, &name, &shape, format == "csr", (a, b, buffer)) {
+            match heddle_runtime::io::bind::compressed_buffer_inputs(
+                kernel,
+                &name,
+                &shape,
+                format == "csr",
+                (a, b, buffer),
+            ) {
                 Ok(bound) => return Ok(bound),
                 Err((a, b, buffer)) => {
                     let mut values = ScalarVec::with_capacity(buffer.fields[0], buffer.len());
@@ -301,7 +331,10 @@ impl RawTensor {
     pub fn into_tensor(self, enc: &Encoding, elem: ScalarType) -> Result<SparseTensor, Fail> {
         let RawTensor { name, format, shape, a, b, values, .. } = self;
         if shape.len() != enc.dims.len() {
-            return Err(fail(&name, format!("a {}-dimensional array for a parameter of {} dimensions", shape.len(), enc.dims.len())));
+            return Err(fail(
+                &name,
+                format!("a {}-dimensional array for a parameter of {} dimensions", shape.len(), enc.dims.len()),
+            ));
         }
         let coo = match format.as_str() {
             "csr" | "csc" => {
@@ -310,7 +343,11 @@ impl RawTensor {
                 if heddle_runtime::sparse::csr::csr_like(enc) == Some(want) {
                     // The parameter stores it this way: take the buffers as they are
                     // (assemble checks them; an unsorted one is converted below).
-                    let buffers = Buffers { positions: vec![None, Some(indptr.clone())], coordinates: vec![None, Some(idx.clone())], values: values.clone() };
+                    let buffers = Buffers {
+                        positions: vec![None, Some(indptr.clone())],
+                        coordinates: vec![None, Some(idx.clone())],
+                        values: values.clone(),
+                    };
                     if let Ok(t) = assemble(enc, elem, shape.clone(), buffers) {
                         return Ok(t);
                     }
@@ -336,17 +373,35 @@ fn check_coords(name: &str, coo: &Coo) -> Result<(), Fail> {
     for k in 0..coo.len() {
         for (d, (&c, &size)) in coo.entry(k).iter().zip(&coo.dims).enumerate() {
             if c >= size {
-                return Err(fail(name, format!("entry {k}: coordinate {c} of dimension {d} is outside its size {size} (rank {r})")));
+                return Err(fail(
+                    name,
+                    format!("entry {k}: coordinate {c} of dimension {d} is outside its size {size} (rank {r})"),
+                ));
             }
         }
     }
     Ok(())
 }
 
-fn compressed_to_coo(name: &str, shape: &[u64], indptr: &[u64], idx: &[u64], values: ScalarVec, rows: bool) -> Result<Coo, Fail> {
+fn compressed_to_coo(
+    name: &str,
+    shape: &[u64],
+    indptr: &[u64],
+    idx: &[u64],
+    values: ScalarVec,
+    rows: bool,
+) -> Result<Coo, Fail> {
     let outer = if rows { shape[0] } else { shape[1] } as usize;
-    if indptr.len() != outer + 1 || idx.len() != values.len() || indptr.first() != Some(&0) || indptr.last().copied() != Some(idx.len() as u64) || indptr.windows(2).any(|w| w[0] > w[1]) {
-        return Err(fail(name, "malformed compressed array: indptr must have one more entry than the compressed dimension, start at 0, never decrease, and end at the number of entries"));
+    if indptr.len() != outer + 1
+        || idx.len() != values.len()
+        || indptr.first() != Some(&0)
+        || indptr.last().copied() != Some(idx.len() as u64)
+        || indptr.windows(2).any(|w| w[0] > w[1])
+    {
+        return Err(fail(
+            name,
+            "malformed compressed array: indptr must have one more entry than the compressed dimension, start at 0, never decrease, and end at the number of entries",
+        ));
     }
     let mut coords = Vec::with_capacity(2 * idx.len());
     for o in 0..outer {
@@ -401,7 +456,9 @@ fn rectangular(v: &Value) -> Option<(Vec<usize>, Vec<&Value>)> {
     let mut flat = Vec::with_capacity(shape.iter().product());
     fn walk<'v>(v: &'v Value, depth: usize, shape: &[usize], out: &mut Vec<&'v Value>) -> bool {
         match v {
-            Value::Array(items) if depth < shape.len() => items.len() == shape[depth] && items.iter().all(|x| walk(x, depth + 1, shape, out)),
+            Value::Array(items) if depth < shape.len() => {
+                items.len() == shape[depth] && items.iter().all(|x| walk(x, depth + 1, shape, out))
+            }
             Value::Int(_) | Value::Float(_) | Value::Complex(_) | Value::Bool(_) if depth == shape.len() => {
                 out.push(v);
                 true
@@ -426,7 +483,12 @@ pub enum Out {
     /// A rectangular array of scalars: little-endian bytes of numpy's dtype
     /// `raw` (`<f8`, `<i8` or `u1` from values, any from [`flat_out`]), its
     /// shape, and the numpy dtype to cast to (none: `raw` is it).
-    NdArray { bytes: Vec<u8>, raw: &'static str, shape: Vec<usize>, dtype: Option<&'static str> },
+    NdArray {
+        bytes: Vec<u8>,
+        raw: &'static str,
+        shape: Vec<usize>,
+        dtype: Option<&'static str>,
+    },
     Tensor(Box<SparseTensor>),
 }
 
@@ -465,10 +527,17 @@ pub fn to_out(v: &Value, ty: &Type) -> Out {
 /// The result of a cpu kernel whose output holds it flat (no result layout,
 /// or a flat one) and which is a one-dimensional array of a scalar with a numpy
 /// dtype: its bytes copied straight out of that output, `None` otherwise.
-pub fn flat_out(prog: &heddle_ir::loops::LoopProgram, launch: &heddle_runtime::launch::Launch, env: &heddle_runtime::interp::Env, ty: &Type) -> Option<Out> {
+pub fn flat_out(
+    prog: &heddle_ir::loops::LoopProgram,
+    launch: &heddle_runtime::launch::Launch,
+    env: &heddle_runtime::interp::Env,
+    ty: &Type,
+) -> Option<Out> {
     let out = match &prog.result {
         None => launch.output(prog)?,
-        Some(heddle_ir::loops::ResultLayout::Flat { buf, ty: flat }) if flat == ty => launch.buffer(prog.args.iter().position(|a| &a.name == buf)?)?,
+        Some(heddle_ir::loops::ResultLayout::Flat { buf, ty: flat }) if flat == ty => {
+            launch.buffer(prog.args.iter().position(|a| &a.name == buf)?)?
+        }
         Some(_) => return None,
     };
     let Type::Array { elem, len, .. } = ty else { return None };
@@ -528,12 +597,19 @@ impl Out {
             Out::Float(f) => f.into_pyobject(py)?.into_any().unbind(),
             Out::Complex(re, im) => pyo3::types::PyComplex::from_doubles(py, *re, *im).into_any().unbind(),
             Out::Bool(b) => pyo3::types::PyBool::new(py, *b).to_owned().into_any().unbind(),
-            Out::Tuple(items) => PyTuple::new(py, items.iter().map(|x| x.to_python(py)).collect::<PyResult<Vec<_>>>()?)?.into_any().unbind(),
-            Out::List(items) => PyList::new(py, items.iter().map(|x| x.to_python(py)).collect::<PyResult<Vec<_>>>()?)?.into_any().unbind(),
+            Out::Tuple(items) => {
+                PyTuple::new(py, items.iter().map(|x| x.to_python(py)).collect::<PyResult<Vec<_>>>()?)?
+                    .into_any()
+                    .unbind()
+            }
+            Out::List(items) => PyList::new(py, items.iter().map(|x| x.to_python(py)).collect::<PyResult<Vec<_>>>()?)?
+                .into_any()
+                .unbind(),
             Out::NdArray { bytes, raw, shape, dtype } => {
                 let np = numpy(py)?;
                 // A writable array over a bytearray of its own.
-                let mut array = np.call_method1(pyo3::intern!(py, "frombuffer"), (PyByteArray::new(py, bytes), *raw))?;
+                let mut array =
+                    np.call_method1(pyo3::intern!(py, "frombuffer"), (PyByteArray::new(py, bytes), *raw))?;
                 if shape.len() != 1 {
                     array = array.call_method1(pyo3::intern!(py, "reshape"), (PyTuple::new(py, shape)?,))?;
                 }
@@ -580,15 +656,20 @@ pub fn tensor_dict(py: Python<'_>, t: &SparseTensor) -> PyResult<PyObject> {
     let i64s = |v: Vec<u64>| -> PyResult<PyObject> { Ok(np.call_method1("array", (v, "int64"))?.unbind()) };
     d.set_item("__tensor__", true)?;
     d.set_item("encoding", heddle_ir::encoding::print_encoding(&t.encoding))?;
-    d.set_item("storage", match heddle_runtime::sparse::csr::csr_like(&t.encoding) {
-        Some((0, 1)) => "csr",
-        Some((1, 0)) => "csc",
-        _ => "other",
-    })?;
+    d.set_item(
+        "storage",
+        match heddle_runtime::sparse::csr::csr_like(&t.encoding) {
+            Some((0, 1)) => "csr",
+            Some((1, 0)) => "csc",
+            _ => "other",
+        },
+    )?;
     d.set_item("dim_sizes", t.dim_sizes.clone())?;
     d.set_item("lvl_sizes", t.lvl_sizes.clone())?;
-    let positions = t.positions.iter().map(|p| p.as_ref().map(|b| i64s(b.to_u64())).transpose()).collect::<PyResult<Vec<_>>>()?;
-    let coordinates = t.coordinates.iter().map(|c| c.as_ref().map(|b| i64s(b.to_u64())).transpose()).collect::<PyResult<Vec<_>>>()?;
+    let positions =
+        t.positions.iter().map(|p| p.as_ref().map(|b| i64s(b.to_u64())).transpose()).collect::<PyResult<Vec<_>>>()?;
+    let coordinates =
+        t.coordinates.iter().map(|c| c.as_ref().map(|b| i64s(b.to_u64())).transpose()).collect::<PyResult<Vec<_>>>()?;
     d.set_item("positions", positions)?;
     d.set_item("coordinates", coordinates)?;
     d.set_item("values", numpy_values(py, &t.values)?)?;
@@ -604,7 +685,16 @@ pub fn tensor_dict(py: Python<'_>, t: &SparseTensor) -> PyResult<PyObject> {
 /// name) stored in `encoding` (as `heddle convert --to` spells it).
 #[pyfunction]
 #[pyo3(signature = (storage, shape, a, b, values, encoding, elem=None))]
-pub fn convert(py: Python<'_>, storage: String, shape: Vec<u64>, a: PyObject, b: PyObject, values: PyObject, encoding: &str, elem: Option<&str>) -> PyResult<PyObject> {
+pub fn convert(
+    py: Python<'_>,
+    storage: String,
+    shape: Vec<u64>,
+    a: PyObject,
+    b: PyObject,
+    values: PyObject,
+    encoding: &str,
+    elem: Option<&str>,
+) -> PyResult<PyObject> {
     let enc = heddle::cli::resolve_encoding("encoding", encoding, None, Some(shape.len())).map_err(crate::failure)?;
     let file = heddle::source::SourceFile::new("encoding", encoding);
     let (raw, _) = TensorArg("matrix".into(), storage, shape, a, b, values).extract(py, None)?;
@@ -624,10 +714,19 @@ pub fn convert(py: Python<'_>, storage: String, shape: Vec<u64>, a: PyObject, b:
 /// checked; its entries as a dict (as [`tensor_dict`]).
 #[pyfunction]
 #[pyo3(signature = (encoding, dim_sizes, positions, coordinates, values))]
-pub fn assemble_tensor(py: Python<'_>, encoding: &str, dim_sizes: Vec<u64>, positions: Vec<Option<Vec<u64>>>, coordinates: Vec<Option<Vec<u64>>>, values: PyObject) -> PyResult<PyObject> {
-    let enc = heddle::cli::resolve_encoding("encoding", encoding, None, Some(dim_sizes.len())).map_err(crate::failure)?;
+pub fn assemble_tensor(
+    py: Python<'_>,
+    encoding: &str,
+    dim_sizes: Vec<u64>,
+    positions: Vec<Option<Vec<u64>>>,
+    coordinates: Vec<Option<Vec<u64>>>,
+    values: PyObject,
+) -> PyResult<PyObject> {
+    let enc =
+        heddle::cli::resolve_encoding("encoding", encoding, None, Some(dim_sizes.len())).map_err(crate::failure)?;
     let values = typed_values(py, &values, "values")?;
     let elem = values.elem();
-    let t = assemble(&enc, elem, dim_sizes, Buffers { positions, coordinates, values }).map_err(|e| input_error(None, e.to_string()))?;
+    let t = assemble(&enc, elem, dim_sizes, Buffers { positions, coordinates, values })
+        .map_err(|e| input_error(None, e.to_string()))?;
     tensor_dict(py, &t)
 }

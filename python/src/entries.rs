@@ -45,7 +45,9 @@ use heddle_typeck::{Kernel, KernelParam, TExpr, TKind, TLit};
 pub fn sum_of_entries(kernel: &Kernel, tensor: &str) -> bool {
     // The compressed level's size: what every coordinate must lie below.
     let Some(compressed) = kernel.params.iter().find_map(|p| match p {
-        KernelParam::Tensor { name, encoding, .. } if name.as_str() == tensor => heddle_runtime::sparse::csr::csr_like(encoding).map(|(_, inner)| inner),
+        KernelParam::Tensor { name, encoding, .. } if name.as_str() == tensor => {
+            heddle_runtime::sparse::csr::csr_like(encoding).map(|(_, inner)| inner)
+        }
         _ => None,
     }) else {
         return false;
@@ -104,7 +106,10 @@ fn columns_scattered(body: &TExpr, tensor: &str, names: &[&Name], is_array: &dyn
     let TKind::Prim { name: "zip", args, .. } = &over.kind else { return false };
     // `X` any array parameter (`zip` gives it the columns' count).
     let [a, x] = args.as_slice() else { return false };
-    if !is_var(a, tensor) || !matches!(&x.ty, Type::Array { .. }) || !matches!(&x.kind, TKind::Var(n) if names.contains(&n)) {
+    if !is_var(a, tensor)
+        || !matches!(&x.ty, Type::Array { .. })
+        || !matches!(&x.kind, TKind::Var(n) if names.contains(&n))
+    {
         return false;
     }
     let Some((e, pair, over)) = mapped(per_column) else { return false };
@@ -143,7 +148,8 @@ fn sum(e: &TExpr) -> Option<&TExpr> {
     let TKind::Binary { op: BinOp::Add, lhs, rhs } = &body.kind else { return None };
     let (a, b) = (a.as_str(), b.as_str());
     let adds = is_var(lhs, a) && is_var(rhs, b) || is_var(lhs, b) && is_var(rhs, a);
-    let zero = matches!(init.kind, TKind::Lit(TLit::Int(0))) || matches!(init.kind, TKind::Lit(TLit::Float(z)) if z == 0.0);
+    let zero =
+        matches!(init.kind, TKind::Lit(TLit::Int(0))) || matches!(init.kind, TKind::Lit(TLit::Float(z)) if z == 0.0);
     (adds && zero).then_some(over)
 }
 

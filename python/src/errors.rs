@@ -6,8 +6,18 @@ use pyo3::create_exception;
 use pyo3::prelude::*;
 
 create_exception!(_heddle, Error, pyo3::exceptions::PyException, "Any error heddle reports.");
-create_exception!(_heddle, SourceError, Error, "A problem located in the source: syntax, types, a construct a backend refuses, a check that failed while the kernel ran. Carries `file`, `line`, `column`, `kind`.");
-create_exception!(_heddle, InputError, Error, "A problem with the inputs given to a kernel or a conversion. Carries `parameter` (or None).");
+create_exception!(
+    _heddle,
+    SourceError,
+    Error,
+    "A problem located in the source: syntax, types, a construct a backend refuses, a check that failed while the kernel ran. Carries `file`, `line`, `column`, `kind`."
+);
+create_exception!(
+    _heddle,
+    InputError,
+    Error,
+    "A problem with the inputs given to a kernel or a conversion. Carries `parameter` (or None)."
+);
 create_exception!(_heddle, DeviceError, Error, "No OpenCL device, or the device refused the kernel.");
 
 /// Sets attributes on a fresh exception.
@@ -73,4 +83,3 @@ pub fn input_error(parameter: Option<&str>, message: impl Into<String>) -> PyErr
         with_attrs(py, InputError::new_err(text), &attrs)
     })
 }
-

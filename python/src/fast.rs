@@ -169,7 +169,9 @@ const REMEMBERED: usize = 16;
 /// parameter's), given the earlier arguments' types `before`.
 fn length_of(len: &Nat, k: Option<usize>, before: &[Option<&Nat>], tensors: &[TensorParam]) -> Length {
     let dim = |n: &Nat| match n {
-        Nat::Var(x) => tensors.iter().enumerate().find_map(|(t, p)| p.dim_names.iter().position(|d| d == x).map(|d| (t, d))),
+        Nat::Var(x) => {
+            tensors.iter().enumerate().find_map(|(t, p)| p.dim_names.iter().position(|d| d == x).map(|d| (t, d)))
+        }
         _ => None,
     };
     if let Some((t, d)) = dim(len) {
@@ -202,7 +204,11 @@ impl Signature {
                     Some((1, 0)) => "csc",
                     _ => return None,
                 };
-                if !encoding.strictly_increasing(1) || encoding.explicit_val.is_some() || encoding.implicit_val.is_some() || !matches!(tt.elem, ScalarType::F32 | ScalarType::F64) {
+                if !encoding.strictly_increasing(1)
+                    || encoding.explicit_val.is_some()
+                    || encoding.implicit_val.is_some()
+                    || !matches!(tt.elem, ScalarType::F32 | ScalarType::F64)
+                {
                     return None;
                 }
                 let sizes = tt.static_dims().ok()?;
@@ -210,7 +216,16 @@ impl Signature {
                 dims.extend((0..2).map(|d| format!("{name}_dim{d}")));
                 let dim_names = [Name::from(format!("{name}_dim0")), Name::from(format!("{name}_dim1"))];
                 let sum_of_entries = crate::entries::sum_of_entries(kernel, name.as_str());
-                tensors.push(TensorParam { name: name.to_string(), key: Key::default(), dim_names, pos_name: Name::from(format!("{name}_pos1")), format, elem: tt.elem, dims: sizes, sum_of_entries });
+                tensors.push(TensorParam {
+                    name: name.to_string(),
+                    key: Key::default(),
+                    dim_names,
+                    pos_name: Name::from(format!("{name}_pos1")),
+                    format,
+                    elem: tt.elem,
+                    dims: sizes,
+                    sum_of_entries,
+                });
             }
         }
         for p in &kernel.params {
@@ -220,7 +235,12 @@ impl Signature {
                 KernelParam::Nat(n) if dims.iter().any(|d| d == n.as_str()) => {}
                 KernelParam::Value { name, .. } if storage.iter().any(|s| s == name.as_str()) => {}
                 KernelParam::Value { name, ty: Type::Array { binder: None, elem, len }, .. } => match **elem {
-                    Type::Scalar(s @ (ScalarType::F32 | ScalarType::F64)) => arrays.push(ArrayParam { name: name.to_string(), key: Key::default(), elem: s, len: len.clone() }),
+                    Type::Scalar(s @ (ScalarType::F32 | ScalarType::F64)) => arrays.push(ArrayParam {
+                        name: name.to_string(),
+                        key: Key::default(),
+                        elem: s,
+                        len: len.clone(),
+                    }),
                     _ => return None,
                 },
                 KernelParam::Tensor { .. } => {}
@@ -242,7 +262,12 @@ impl Plan {
     /// fast path runs (counting phases, host buffers, scalars, a result that
     /// is not a flat array, requirements to check). `file` is its source
     /// (checked again with the coordinates' width changed).
-    pub fn make(file: &heddle::source::SourceFile, kernel: &Kernel, sig: &Signature, width: IndexWidth) -> Option<Plan> {
+    pub fn make(
+        file: &heddle::source::SourceFile,
+        kernel: &Kernel,
+        sig: &Signature,
+        width: IndexWidth,
+    ) -> Option<Plan> {
         let (kernel, program) = variant(file, kernel, width)?;
         if !kernel.obligations.is_empty() || !program.counts.is_empty() || !program.host.is_empty() {
             return None;
@@ -256,7 +281,9 @@ impl Plan {
         let (tensors, arrays) = (&sig.tensors, &sig.arrays);
         let mut sources = Vec::with_capacity(program.args.len());
         let mut out_dtype = None;
-        let tensor_buffer = |name: &str, suffix: &str| tensors.iter().position(|t| name.strip_prefix(t.name.as_str()).is_some_and(|rest| rest == suffix));
+        let tensor_buffer = |name: &str, suffix: &str| {
+            tensors.iter().position(|t| name.strip_prefix(t.name.as_str()).is_some_and(|rest| rest == suffix))
+        };
         for arg in &program.args {
             let name = arg.name.as_str();
             let source = match &arg.kind {
@@ -282,7 +309,10 @@ impl Plan {
                 }
                 ArgKind::Output { fields, .. } => {
                     let ([s], Type::Array { elem, .. }) = (fields.as_slice(), &kernel.body.ty) else { return None };
-                    if **elem != Type::Scalar(*s) || out_dtype.is_some() || flat_in.as_ref().is_some_and(|b| *b != arg.name) {
+                    if **elem != Type::Scalar(*s)
+                        || out_dtype.is_some()
+                        || flat_in.as_ref().is_some_and(|b| *b != arg.name)
+                    {
                         return None;
                     }
                     out_dtype = Some(match s {
@@ -299,7 +329,10 @@ impl Plan {
         // Every input is read by the program (else the general path checks it).
         for (t, _) in tensors.iter().enumerate() {
             let reads = |f: &dyn Fn(&Source) -> bool| sources.iter().any(f);
-            if !reads(&|s| matches!(s, Source::Positions(j) if *j == t)) || !reads(&|s| matches!(s, Source::Coordinates(j) if *j == t)) || !reads(&|s| matches!(s, Source::Values(j) if *j == t)) {
+            if !reads(&|s| matches!(s, Source::Positions(j) if *j == t))
+                || !reads(&|s| matches!(s, Source::Coordinates(j) if *j == t))
+                || !reads(&|s| matches!(s, Source::Values(j) if *j == t))
+            {
                 return None;
             }
         }
@@ -319,7 +352,11 @@ impl Plan {
             }
         }
         let lens: Vec<Option<&Nat>> = program.args.iter().map(arg_len).collect();
-        let lengths = lens.iter().enumerate().map(|(k, len)| len.map_or(Length::Eval, |len| length_of(len, Some(k), &lens[..k], tensors))).collect();
+        let lengths = lens
+            .iter()
+            .enumerate()
+            .map(|(k, len)| len.map_or(Length::Eval, |len| length_of(len, Some(k), &lens[..k], tensors)))
+            .collect();
         let array_lengths = arrays.iter().map(|a| length_of(&a.len, None, &[], tensors)).collect();
         Some(Plan { program, code, sources, lengths, array_lengths, out_dtype: out_dtype? })
     }
@@ -339,7 +376,9 @@ fn variant(file: &heddle::source::SourceFile, kernel: &Kernel, width: IndexWidth
         .params
         .iter()
         .filter_map(|p| match p {
-            KernelParam::Tensor { name, encoding, .. } if widened(encoding) != *encoding => Some((name.clone(), widened(encoding))),
+            KernelParam::Tensor { name, encoding, .. } if widened(encoding) != *encoding => {
+                Some((name.clone(), widened(encoding)))
+            }
             _ => None,
         })
         .collect();
@@ -400,7 +439,8 @@ impl Held {
         fn of<T: pyo3::buffer::Element>(b: &PyBuffer<T>) -> Option<(*const u8, usize)> {
             // PyO3 takes any byte order for `T`: only the machine's own is read as it is.
             let native = cfg!(target_endian = "little") && !matches!(b.format().to_bytes().first(), Some(b'>' | b'!'));
-            (native && b.dimensions() == 1 && b.is_c_contiguous()).then(|| (b.buf_ptr().cast::<u8>().cast_const(), b.item_count()))
+            (native && b.dimensions() == 1 && b.is_c_contiguous())
+                .then(|| (b.buf_ptr().cast::<u8>().cast_const(), b.item_count()))
         }
         match self {
             Held::I32(b) => of(b),
@@ -498,7 +538,10 @@ pub fn call(
     let width = width.unwrap_or(IndexWidth::I64);
     let outcome = py.allow_threads(|| {
         let plan = paths.by_width[width as usize].get_or_init(|| plan(sig, width)).as_ref()?;
-        Some(run(plan, sig, &tensors, &arrays, threads, reps).map(|out| out.map(|(o, times)| (o, times, plan.out_dtype))))
+        Some(
+            run(plan, sig, &tensors, &arrays, threads, reps)
+                .map(|out| out.map(|(o, times)| (o, times, plan.out_dtype))),
+        )
     });
     // The Python buffers stay held until here: every runtime buffer made of them is gone.
     let result = match outcome {
@@ -550,7 +593,11 @@ const LEND_FROM_BYTES: usize = 1 << 16;
 /// of the pages and nothing is copied afterwards), or a buffer of its own
 /// for a small result or where numpy's array does not fit.
 fn output_buffer(elem: ScalarType, n: usize) -> Result<Output, Fail> {
-    let own = |array| Buffer::try_zeroed(vec![elem], n, "the result").map(|buffer| Output { buffer, array }).map_err(|m| Fail::Input(None, m));
+    let own = |array| {
+        Buffer::try_zeroed(vec![elem], n, "the result")
+            .map(|buffer| Output { buffer, array })
+            .map_err(|m| Fail::Input(None, m))
+    };
     let dtype = match elem {
         _ if n.saturating_mul(elem.size_bytes()) < LEND_FROM_BYTES => return own(None),
         ScalarType::F32 => "float32",
@@ -601,7 +648,14 @@ fn writable_ptr<T: pyo3::buffer::Element>(array: &Bound<'_, PyAny>, n: usize) ->
 /// Binds and runs (without the GIL), once and then `reps` more times: the
 /// output and the repetitions' seconds, `Ok(None)` where the inputs are not
 /// for the fast path.
-fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], threads: Parallelism, reps: usize) -> Result<Option<(Output, Vec<f64>)>, Fail> {
+fn run(
+    plan: &Plan,
+    sig: &Signature,
+    tensors: &[TensorIn],
+    arrays: &[Held],
+    threads: Parallelism,
+    reps: usize,
+) -> Result<Option<(Output, Vec<f64>)>, Fail> {
     use heddle_runtime::profile::phase;
     let validating = phase(|| "fast path: copy the offsets, validate".into());
     // Offsets: copied, then validated with the coordinates they delimit.
@@ -614,7 +668,10 @@ fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], thre
             return Ok(None);
         }
         let (outer, inner) = if param.format == "csr" { (rows, cols) } else { (cols, rows) };
-        let (Some((pp, np)), Some((cp, nc)), Some((vp, nv))) = (t.indptr.view(), t.indices.view(), t.values.view()) else { return Ok(None) };
+        let (Some((pp, np)), Some((cp, nc)), Some((vp, nv))) = (t.indptr.view(), t.indices.view(), t.values.view())
+        else {
+            return Ok(None);
+        };
         if nv != nc {
             return Ok(None);
         }
@@ -627,12 +684,26 @@ fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], thre
             match (&t.indptr, &t.indices) {
                 (Held::I32(_), Held::I32(_)) if pp.cast::<i32>().is_aligned() && cp.cast::<i32>().is_aligned() => {
                     let (pos, ok) = checked_offsets(std::slice::from_raw_parts(pp.cast::<i32>(), np), outer, nc);
-                    let ok = ok && (param.sum_of_entries || heddle_runtime::io::bind::canonical_compressed(&pos, std::slice::from_raw_parts(cp.cast::<i32>(), nc), outer, inner));
+                    let ok = ok
+                        && (param.sum_of_entries
+                            || heddle_runtime::io::bind::canonical_compressed(
+                                &pos,
+                                std::slice::from_raw_parts(cp.cast::<i32>(), nc),
+                                outer,
+                                inner,
+                            ));
                     (pos, ok, ScalarType::U32)
                 }
                 (Held::I64(_), Held::I64(_)) if pp.cast::<i64>().is_aligned() && cp.cast::<i64>().is_aligned() => {
                     let (pos, ok) = checked_offsets(std::slice::from_raw_parts(pp.cast::<i64>(), np), outer, nc);
-                    let ok = ok && (param.sum_of_entries || heddle_runtime::io::bind::canonical_compressed(&pos, std::slice::from_raw_parts(cp.cast::<i64>(), nc), outer, inner));
+                    let ok = ok
+                        && (param.sum_of_entries
+                            || heddle_runtime::io::bind::canonical_compressed(
+                                &pos,
+                                std::slice::from_raw_parts(cp.cast::<i64>(), nc),
+                                outer,
+                                inner,
+                            ));
                     (pos, ok, ScalarType::I64)
                 }
                 _ => return Ok(None),
@@ -646,7 +717,9 @@ fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], thre
         let crd = unsafe { Buffer::borrowed_coordinates(elem, cp, nc, "the coordinates") };
         // SAFETY: as above (floats: a change gives wrong sums only).
         let vals = unsafe { Buffer::borrowed(param.elem, vp, nv, "the values") };
-        let (Ok(Some(crd)), Ok(Some(vals)), Ok(pos)) = (crd, vals, Buffer::from_scalar_vec(heddle_runtime::scalars::ScalarVec::I64(pos), "the offsets")) else {
+        let (Ok(Some(crd)), Ok(Some(vals)), Ok(pos)) =
+            (crd, vals, Buffer::from_scalar_vec(heddle_runtime::scalars::ScalarVec::I64(pos), "the offsets"))
+        else {
             return Ok(None);
         };
         positions.push(pos);
@@ -664,11 +737,15 @@ fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], thre
     }
     // The environment the other lengths are evaluated in: the sizes, and
     // the offsets (`toNat(A_pos1@…)`); made only where a length needs it.
-    let needs_env = plan.lengths.iter().zip(&plan.sources).any(|(l, s)| matches!(l, Length::Eval) && !matches!(s, Source::Dim(..))) || plan.array_lengths.iter().any(|l| matches!(l, Length::Eval));
+    let needs_env =
+        plan.lengths.iter().zip(&plan.sources).any(|(l, s)| matches!(l, Length::Eval) && !matches!(s, Source::Dim(..)))
+            || plan.array_lengths.iter().any(|l| matches!(l, Length::Eval));
     let mut env = Env::default();
     if needs_env {
         for (t, param) in tensors.iter().zip(&sig.tensors) {
-            env = env.with_nat(param.dim_names[0].clone(), t.shape.0 as i64).with_nat(param.dim_names[1].clone(), t.shape.1 as i64);
+            env = env
+                .with_nat(param.dim_names[0].clone(), t.shape.0 as i64)
+                .with_nat(param.dim_names[1].clone(), t.shape.1 as i64);
         }
         for (k, param) in sig.tensors.iter().enumerate() {
             env = env.with_buffer(param.pos_name.clone(), positions[k].clone());
@@ -677,7 +754,9 @@ fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], thre
     let mut remembered = [0usize; REMEMBERED];
     let length = |how: Length, len: &Nat, remembered: &[usize]| -> Option<usize> {
         let n = match how {
-            Length::Dim(t, d, plus) => i64::try_from(if d == 0 { tensors[t].shape.0 } else { tensors[t].shape.1 }).ok()?.checked_add(plus)?,
+            Length::Dim(t, d, plus) => {
+                i64::try_from(if d == 0 { tensors[t].shape.0 } else { tensors[t].shape.1 }).ok()?.checked_add(plus)?
+            }
             Length::Same(k) => return remembered.get(k).copied(),
             Length::Eval => len.eval(&env).ok()?,
         };
@@ -715,7 +794,12 @@ fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], thre
     // The buffers move into the launch (a `Buffer` clone allocates): the
     // plan uses each at most once.
     let take = |bufs: &mut Vec<Option<Buffer>>, k: usize| bufs.get_mut(k).and_then(Option::take);
-    let (mut positions, mut coordinates, mut values, mut inputs) = (positions.into_iter().map(Some).collect(), coordinates.into_iter().map(Some).collect(), values.into_iter().map(Some).collect(), inputs.into_iter().map(Some).collect());
+    let (mut positions, mut coordinates, mut values, mut inputs) = (
+        positions.into_iter().map(Some).collect(),
+        coordinates.into_iter().map(Some).collect(),
+        values.into_iter().map(Some).collect(),
+        inputs.into_iter().map(Some).collect(),
+    );
     let mut slots = Vec::with_capacity(plan.sources.len());
     let mut lent = None;
     for (source, arg) in plan.sources.iter().zip(&plan.program.args) {
@@ -742,7 +826,8 @@ fn run(plan: &Plan, sig: &Signature, tensors: &[TensorIn], arrays: &[Held], thre
     let mut launch = Launch { slots };
     drop(binding);
     let _kernel = phase(|| "fast path: the kernel".into());
-    let plan_split = heddle_runtime::cpu::plan_with(&plan.program, &plan.code, &mut launch, threads.threads, threads.threshold);
+    let plan_split =
+        heddle_runtime::cpu::plan_with(&plan.program, &plan.code, &mut launch, threads.threads, threads.threshold);
     match heddle_runtime::cpu::execute(&plan.program, &plan.code, &mut launch, &plan_split) {
         Ok(()) => {
             drop(_kernel);
@@ -797,7 +882,8 @@ fn checked_offsets<T: Copy + Into<i64> + PartialOrd>(indptr: &[T], outer: u64, n
         }
         descents += u64::from(block);
     }
-    let ends = pos.len() as u64 == outer.saturating_add(1) && pos.first() == Some(&0) && pos.last() == Some(&(nnz as i64));
+    let ends =
+        pos.len() as u64 == outer.saturating_add(1) && pos.first() == Some(&0) && pos.last() == Some(&(nnz as i64));
     (pos, descents == 0 && ends)
 }
 

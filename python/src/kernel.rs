@@ -2,7 +2,7 @@
 //! bound inputs.
 
 use crate::data::{self, ArrayArg, Fail, Out, TensorArg};
-use crate::errors::{source_error, DeviceError};
+use crate::errors::{DeviceError, source_error};
 use heddle::source::SourceFile;
 use heddle_ir::loops::LoopProgram;
 use heddle_ir::{Diagnostic, ErrorKind};
@@ -11,7 +11,7 @@ use heddle_runtime::interp::Env;
 use heddle_runtime::value::Value;
 use heddle_typeck::{Kernel, KernelParam};
 use pyo3::prelude::*;
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::Instant;
 
 enum Backend {
@@ -87,9 +87,18 @@ struct Ready {
 #[pyfunction]
 #[pyo3(signature = (source, backend, filename, threads=None, device=None))]
 /// Parses, checks and compiles a kernel (the low-level half of `heddle.compile`).
-pub fn compile(py: Python<'_>, source: &str, backend: &str, filename: &str, threads: Option<usize>, device: Option<usize>) -> PyResult<Compiled> {
+pub fn compile(
+    py: Python<'_>,
+    source: &str,
+    backend: &str,
+    filename: &str,
+    threads: Option<usize>,
+    device: Option<usize>,
+) -> PyResult<Compiled> {
     if !matches!(backend, "interp" | "cpu" | "opencl") {
-        return Err(pyo3::exceptions::PyValueError::new_err(format!("backend must be \"cpu\", \"opencl\" or \"interp\", not {backend:?}")));
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "backend must be \"cpu\", \"opencl\" or \"interp\", not {backend:?}"
+        )));
     }
     if threads == Some(0) {
         return Err(crate::errors::input_error(None, "threads must be at least 1"));
@@ -98,28 +107,29 @@ pub fn compile(py: Python<'_>, source: &str, backend: &str, filename: &str, thre
     let (built_tx, built_rx) = mpsc::channel::<Result<Ready, Build>>();
     let (tx, rx) = mpsc::channel::<Request>();
     let (worker_file, backend) = (file.clone(), backend.to_string());
-    let spawned = std::thread::Builder::new().name("heddle-kernel".into()).stack_size(crate::BIG_STACK).spawn(move || {
-        let inner = match build(&worker_file, &backend, threads, device) {
-            Ok(inner) => inner,
-            Err(e) => {
-                let _ = built_tx.send(Err(e));
+    let spawned =
+        std::thread::Builder::new().name("heddle-kernel".into()).stack_size(crate::BIG_STACK).spawn(move || {
+            let inner = match build(&worker_file, &backend, threads, device) {
+                Ok(inner) => inner,
+                Err(e) => {
+                    let _ = built_tx.send(Err(e));
+                    return;
+                }
+            };
+            let mut ready = inner.describe();
+            if let Backend::Cpu { .. } = inner.backend {
+                // Thread-safe: it leaves this thread, which ends.
+                ready.shared = Some(Arc::new(inner));
+                let _ = built_tx.send(Ok(ready));
                 return;
             }
-        };
-        let mut ready = inner.describe();
-        if let Backend::Cpu { .. } = inner.backend {
-            // Thread-safe: it leaves this thread, which ends.
-            ready.shared = Some(Arc::new(inner));
             let _ = built_tx.send(Ok(ready));
-            return;
-        }
-        let _ = built_tx.send(Ok(ready));
-        // Until the Compiled is dropped (its sender with it).
-        for request in rx {
-            let answer = inner.bind_and_run(request.nats, request.arrays, request.tensors, request.reps);
-            let _ = request.reply.send(answer);
-        }
-    });
+            // Until the Compiled is dropped (its sender with it).
+            for request in rx {
+                let answer = inner.bind_and_run(request.nats, request.arrays, request.tensors, request.reps);
+                let _ = request.reply.send(answer);
+            }
+        });
     if let Err(e) = spawned {
         return Err(crate::errors::Error::new_err(format!("cannot start the kernel's thread: {e}")));
     }
@@ -130,7 +140,13 @@ pub fn compile(py: Python<'_>, source: &str, backend: &str, filename: &str, thre
                 Some(inner) => Runner::Shared(inner),
                 None => Runner::Worker(Mutex::new(tx)),
             },
-            file, ty: r.ty, result_type: r.result_type, backend: r.backend, params: r.params, fast: Default::default() }),
+            file,
+            ty: r.ty,
+            result_type: r.result_type,
+            backend: r.backend,
+            params: r.params,
+            fast: Default::default(),
+        }),
         Ok(Err(Build::Source(d))) => Err(source_error(&file, &d)),
         Ok(Err(Build::Input(m))) => Err(crate::errors::input_error(None, m)),
         Ok(Err(Build::Device(m))) => Err(DeviceError::new_err(m)),
@@ -155,7 +171,9 @@ fn build(file: &SourceFile, backend: &str, threads: Option<usize>, device: Optio
         "cpu" => {
             let threads = match threads {
                 Some(n) => n,
-                None => heddle_runtime::cpu::threads_from_env().map_err(Build::Input)?.unwrap_or_else(heddle_runtime::cpu::default_threads),
+                None => heddle_runtime::cpu::threads_from_env()
+                    .map_err(Build::Input)?
+                    .unwrap_or_else(heddle_runtime::cpu::default_threads),
             };
             let lowered = heddle::cpu::lower(&kernel, &name).and_then(|p| heddle::cpu::compile(&p).map(|()| p));
             match lowered {
@@ -248,7 +266,12 @@ impl Compiled {
     /// Times a cpu kernel on `inputs` through its fast path, as `run` with
     /// `reps` does: the repetitions' kernel seconds, or None where the
     /// inputs are not for it.
-    fn time_fast(&self, py: Python<'_>, inputs: &Bound<'_, pyo3::types::PyDict>, reps: usize) -> PyResult<Option<Vec<f64>>> {
+    fn time_fast(
+        &self,
+        py: Python<'_>,
+        inputs: &Bound<'_, pyo3::types::PyDict>,
+        reps: usize,
+    ) -> PyResult<Option<Vec<f64>>> {
         Ok(self.fast(py, inputs, reps)?.map(|(_, times)| times))
     }
 
@@ -256,16 +279,34 @@ impl Compiled {
     /// (timed), with the GIL released; the result and the repetitions'
     /// kernel seconds.
     #[pyo3(signature = (nats, arrays, tensors, reps=0))]
-    fn run(&self, py: Python<'_>, nats: Vec<(String, i64)>, arrays: Vec<ArrayArg>, tensors: Vec<TensorArg>, reps: usize) -> PyResult<(PyObject, Vec<f64>)> {
+    fn run(
+        &self,
+        py: Python<'_>,
+        nats: Vec<(String, i64)>,
+        arrays: Vec<ArrayArg>,
+        tensors: Vec<TensorArg>,
+        reps: usize,
+    ) -> PyResult<(PyObject, Vec<f64>)> {
         let worker = match &self.runner {
             Runner::Worker(worker) => worker,
             Runner::Shared(inner) => {
-                let elem = |t: &TensorArg| heddle_runtime::io::bind::tensor_param(&inner.kernel, t.name()).ok().map(|(_, elem)| elem);
-                let (tensors, kept): (Vec<_>, Vec<_>) = tensors.into_iter().map(|t| { let e = elem(&t); t.extract(py, e) }).collect::<PyResult<Vec<_>>>()?.into_iter().unzip();
+                let elem = |t: &TensorArg| {
+                    heddle_runtime::io::bind::tensor_param(&inner.kernel, t.name()).ok().map(|(_, elem)| elem)
+                };
+                let (tensors, kept): (Vec<_>, Vec<_>) = tensors
+                    .into_iter()
+                    .map(|t| {
+                        let e = elem(&t);
+                        t.extract(py, e)
+                    })
+                    .collect::<PyResult<Vec<_>>>()?
+                    .into_iter()
+                    .unzip();
                 // Float arrays are read in place: their Python buffers are
                 // held (`keep`) until the call is over and every runtime
                 // buffer made of them is dropped (with `bind_and_run`'s frame).
-                let (arrays, keep): (Vec<_>, Vec<_>) = arrays.into_iter().map(|a| a.extract(py, true)).collect::<PyResult<Vec<_>>>()?.into_iter().unzip();
+                let (arrays, keep): (Vec<_>, Vec<_>) =
+                    arrays.into_iter().map(|a| a.extract(py, true)).collect::<PyResult<Vec<_>>>()?.into_iter().unzip();
                 let inner = &**inner;
                 let run = move || inner.bind_and_run(nats, arrays, tensors, reps);
                 let outcome = py.allow_threads(move || if inner.shallow { run() } else { crate::on_big_stack(run) });
@@ -295,7 +336,12 @@ impl Compiled {
 impl Compiled {
     /// A cpu kernel's call through its fast path (see [`crate::fast::call`]):
     /// the result and `reps` timed repetitions' seconds, or `None`.
-    fn fast(&self, py: Python<'_>, inputs: &Bound<'_, pyo3::types::PyDict>, reps: usize) -> PyResult<Option<(PyObject, Vec<f64>)>> {
+    fn fast(
+        &self,
+        py: Python<'_>,
+        inputs: &Bound<'_, pyo3::types::PyDict>,
+        reps: usize,
+    ) -> PyResult<Option<(PyObject, Vec<f64>)>> {
         let Runner::Shared(inner) = &self.runner else { return Ok(None) };
         let Backend::Cpu { threads, .. } = inner.backend else { return Ok(None) };
         if !inner.shallow {
@@ -304,7 +350,9 @@ impl Compiled {
         let (kernel, file) = (&inner.kernel, &self.file);
         let signature = || crate::fast::Signature::of(kernel);
         // Checked and lowered again on the big stack, as when compiled.
-        let plan = |sig: &crate::fast::Signature, width| crate::on_big_stack(|| crate::fast::Plan::make(file, kernel, sig, width));
+        let plan = |sig: &crate::fast::Signature, width| {
+            crate::on_big_stack(|| crate::fast::Plan::make(file, kernel, sig, width))
+        };
         crate::fast::call(py, &self.fast, inputs, threads, reps, signature, plan).map_err(|f| f.into_py(&self.file))
     }
 }
@@ -333,12 +381,24 @@ impl Inner {
             Backend::Cpu { .. } => "cpu",
             Backend::Opencl { .. } => "opencl",
         };
-        Ready { ty: self.kernel.ty.to_string(), result_type: self.kernel.body.ty.to_string(), backend, params, shared: None }
+        Ready {
+            ty: self.kernel.ty.to_string(),
+            result_type: self.kernel.body.ty.to_string(),
+            backend,
+            params,
+            shared: None,
+        }
     }
 
     /// Binds the inputs and runs (on the kernel's thread); the
     /// result, out of the runtime's values, and the repetitions' seconds.
-    fn bind_and_run(&self, mut nats: Vec<(String, i64)>, arrays: Vec<data::RawArray>, tensors: Vec<data::RawTensor>, reps: usize) -> Result<(Out, Vec<f64>), Fail> {
+    fn bind_and_run(
+        &self,
+        mut nats: Vec<(String, i64)>,
+        arrays: Vec<data::RawArray>,
+        tensors: Vec<data::RawTensor>,
+        reps: usize,
+    ) -> Result<(Out, Vec<f64>), Fail> {
         use heddle_runtime::profile::phase;
         let mut inputs: Vec<_> = arrays.into_iter().map(data::RawArray::into_input).collect();
         for t in tensors {
@@ -351,7 +411,9 @@ impl Inner {
         let env = match self.backend {
             Backend::Interp => heddle_runtime::io::bind_inputs(&self.kernel, &nats, inputs)?,
             // Packed arrays become the kernel's buffers, not per-element values.
-            Backend::Cpu { .. } | Backend::Opencl { .. } => heddle_runtime::io::bind_inputs_flat(&self.kernel, &nats, inputs)?,
+            Backend::Cpu { .. } | Backend::Opencl { .. } => {
+                heddle_runtime::io::bind_inputs_flat(&self.kernel, &nats, inputs)?
+            }
         };
         drop(binding);
         let (value, times) = self.execute(&env, reps).map_err(|d| Fail::Source(vec![d]))?;
@@ -367,7 +429,9 @@ impl Inner {
     fn execute(&self, env: &Env, reps: usize) -> Result<(Result<Out, Value>, Vec<f64>), Diagnostic> {
         if let Backend::Cpu { program, threads } = &self.backend {
             let ty = &self.kernel.body.ty;
-            return heddle::cpu::run_timed_read(&self.kernel, program, env, *threads, reps, |p, l, env| data::flat_out(p, l, env, ty));
+            return heddle::cpu::run_timed_read(&self.kernel, program, env, *threads, reps, |p, l, env| {
+                data::flat_out(p, l, env, ty)
+            });
         }
         let (value, times) = self.execute_value(env, reps)?;
         Ok((Err(value), times))

@@ -43,7 +43,8 @@ pub(crate) fn failure(f: heddle::cli::Failure) -> PyErr {
 #[pyo3(signature = (source, filename="<string>"))]
 fn check(py: Python<'_>, source: &str, filename: &str) -> PyResult<String> {
     let file = SourceFile::new(filename, source);
-    let checked = py.allow_threads(|| on_big_stack(|| heddle::check_source(&file).map(|(_, kernel)| kernel.ty.to_string())));
+    let checked =
+        py.allow_threads(|| on_big_stack(|| heddle::check_source(&file).map(|(_, kernel)| kernel.ty.to_string())));
     checked.map_err(|d| errors::source_error(&file, &d))
 }
 

@@ -158,7 +158,10 @@ fn raw_term(egraph: &NatEGraph, node: &NatLang) -> Option<Term> {
         NatLang::Lookup([a, i]) => {
             let array = Expr::var(var_of(egraph, *a)?);
             let index = Expr::from_nat(&nat(i)?);
-            Some(Term::Nat(Nat::ToNat(Box::new(Expr::synth(ExprKind::Index { array: Box::new(array), index: Box::new(index) })))))
+            Some(Term::Nat(Nat::ToNat(Box::new(Expr::synth(ExprKind::Index {
+                array: Box::new(array),
+                index: Box::new(index),
+            })))))
         }
         NatLang::ToNatAdd([l, r]) | NatLang::ToNatSub([l, r]) => {
             let op = if matches!(node, NatLang::ToNatAdd(_)) { BinOp::Add } else { BinOp::Sub };

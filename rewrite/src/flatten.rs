@@ -49,7 +49,9 @@ pub fn flat_index(ty: &Type, indices: &[Nat]) -> Result<Nat, FlattenError> {
 fn flat_at(ty: &Type, indices: &[Nat], position: usize) -> Result<Nat, FlattenError> {
     let Some((i, rest)) = indices.split_first() else { return Ok(Nat::Lit(0)) };
     match ty {
-        Type::Array { binder: None, elem, .. } => Ok(add(mul(i.clone(), flat_size(elem)?), flat_at(elem, rest, position + 1)?)),
+        Type::Array { binder: None, elem, .. } => {
+            Ok(add(mul(i.clone(), flat_size(elem)?), flat_at(elem, rest, position + 1)?))
+        }
         Type::Array { binder: Some(b), elem, .. } => {
             let k = fresh_name(&Name::from("k"), |n| elem.mentions(n) || i.mentions(n));
             let before = flat_size(&elem.subst_nat(b, &Nat::Var(k.clone())))?;

@@ -63,10 +63,10 @@ pub mod facts;
 pub mod flatten;
 pub mod lower;
 pub mod nat_lang;
+pub mod program;
 pub mod refine;
 pub mod rules;
 pub mod simplify;
-pub mod program;
 pub mod sparsify;
 
 pub use facts::Facts;

@@ -290,8 +290,12 @@ fn node_to_nat(nodes: &[NatLang], id: Id, table: &AtomTable) -> Result<Nat, Conv
             };
             Ok(Nat::Sum { var, lo: Box::new(go(*lo)?), hi: Box::new(go(*hi)?), body: Box::new(go(*body)?) })
         }
-        NatLang::If([c, a, b]) => Ok(Nat::Cond(Box::new(node_to_cond(nodes, *c, table)?), Box::new(go(*a)?), Box::new(go(*b)?))),
-        NatLang::Lookup(_) | NatLang::ToNatAdd(_) | NatLang::ToNatSub(_) => Ok(Nat::ToNat(Box::new(node_to_expr(nodes, id, table)?))),
+        NatLang::If([c, a, b]) => {
+            Ok(Nat::Cond(Box::new(node_to_cond(nodes, *c, table)?), Box::new(go(*a)?), Box::new(go(*b)?)))
+        }
+        NatLang::Lookup(_) | NatLang::ToNatAdd(_) | NatLang::ToNatSub(_) => {
+            Ok(Nat::ToNat(Box::new(node_to_expr(nodes, id, table)?)))
+        }
         other => Err(ConvertError::Sort(other.to_string())),
     }
 }
@@ -346,7 +350,15 @@ fn node_to_cond(nodes: &[NatLang], id: Id, table: &AtomTable) -> Result<NatCond,
 pub fn is_cond_node(n: &NatLang) -> bool {
     matches!(
         n,
-        NatLang::Eq(_) | NatLang::Ne(_) | NatLang::Lt(_) | NatLang::Le(_) | NatLang::Gt(_) | NatLang::Ge(_) | NatLang::And(_) | NatLang::Or(_) | NatLang::Not(_)
+        NatLang::Eq(_)
+            | NatLang::Ne(_)
+            | NatLang::Lt(_)
+            | NatLang::Le(_)
+            | NatLang::Gt(_)
+            | NatLang::Ge(_)
+            | NatLang::And(_)
+            | NatLang::Or(_)
+            | NatLang::Not(_)
     )
 }
 

@@ -113,7 +113,10 @@ impl<'a> Ctx<'a> {
                     NatOp::Div => match b.as_lit() {
                         Some(c) if c > 0 => {
                             let c = c as i128;
-                            Interval { lo: ia.lo.map(|v| Integer::div_floor(&v, &c)), hi: ia.hi.map(|v| Integer::div_floor(&v, &c)) }
+                            Interval {
+                                lo: ia.lo.map(|v| Integer::div_floor(&v, &c)),
+                                hi: ia.hi.map(|v| Integer::div_floor(&v, &c)),
+                            }
                         }
                         _ => Interval::TOP,
                     },
@@ -162,7 +165,8 @@ impl<'a> Ctx<'a> {
         match c {
             NatCond::Cmp(op, a, b) => {
                 let d = self.diff_bounds(a, b);
-                let (pos, neg, zero) = (d.lo.is_some_and(|v| v > 0), d.hi.is_some_and(|v| v < 0), d == Interval::point(0));
+                let (pos, neg, zero) =
+                    (d.lo.is_some_and(|v| v > 0), d.hi.is_some_and(|v| v < 0), d == Interval::point(0));
                 let nonneg = d.lo.is_some_and(|v| v >= 0);
                 let nonpos = d.hi.is_some_and(|v| v <= 0);
                 match op {
@@ -225,7 +229,10 @@ impl<'a> Ctx<'a> {
                 return Nat::Lit(v);
             }
             let array = Expr::var(a);
-            return Nat::ToNat(Box::new(Expr::synth(ExprKind::Index { array: Box::new(array), index: Box::new(Expr::from_nat(&idx)) })));
+            return Nat::ToNat(Box::new(Expr::synth(ExprKind::Index {
+                array: Box::new(array),
+                index: Box::new(Expr::from_nat(&idx)),
+            })));
         }
         if let ExprKind::Binary { op: op @ (BinOp::Add | BinOp::Sub), lhs, rhs } = &e.kind {
             let l = self.canon_expr(lhs);
@@ -234,7 +241,11 @@ impl<'a> Ctx<'a> {
                 Nat::ToNat(e) => *e,
                 n => Expr::from_nat(&n),
             };
-            return Nat::ToNat(Box::new(Expr::synth(ExprKind::Binary { op: *op, lhs: Box::new(side(l)), rhs: Box::new(side(r)) })));
+            return Nat::ToNat(Box::new(Expr::synth(ExprKind::Binary {
+                op: *op,
+                lhs: Box::new(side(l)),
+                rhs: Box::new(side(r)),
+            })));
         }
         Nat::ToNat(Box::new(e.clone()))
     }
@@ -258,7 +269,11 @@ impl<'a> Ctx<'a> {
             Nat::Cond(c, a, b) => match self.decide(c) {
                 Some(true) => self.fold(a),
                 Some(false) => self.fold(b),
-                None => Nat::Cond(Box::new(c.map_nats(&mut |m| self.fold(m))), Box::new(self.fold(a)), Box::new(self.fold(b))),
+                None => Nat::Cond(
+                    Box::new(c.map_nats(&mut |m| self.fold(m))),
+                    Box::new(self.fold(a)),
+                    Box::new(self.fold(b)),
+                ),
             },
             Nat::Sum { var, lo, hi, body } => {
                 let (lo, hi) = (self.fold(lo), self.fold(hi));
@@ -316,12 +331,8 @@ fn binder_level(x: &Name) -> Option<u32> {
 pub fn canonical_binders(n: &Nat) -> Nat {
     n.map_bottom_up(&mut |m| match m {
         Nat::Sum { var, lo, hi, body } => {
-            let level = free_vars(&body)
-                .iter()
-                .filter(|x| **x != var)
-                .filter_map(binder_level)
-                .max()
-                .map_or(0, |l| l + 1);
+            let level =
+                free_vars(&body).iter().filter(|x| **x != var).filter_map(binder_level).max().map_or(0, |l| l + 1);
             let name = Name::from(format!("%{level}"));
             let body = if name == var { *body } else { body.subst(&var, &Nat::Var(name.clone())) };
             Nat::Sum { var: name, lo, hi, body: Box::new(body) }

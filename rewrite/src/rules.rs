@@ -40,7 +40,14 @@ impl NatApplier {
 }
 
 impl Applier<NatLang, NatAnalysis> for NatApplier {
-    fn apply_one(&self, egraph: &mut NatEGraph, eclass: Id, subst: &Subst, _ast: Option<&PatternAst<NatLang>>, _rule: Symbol) -> Vec<Id> {
+    fn apply_one(
+        &self,
+        egraph: &mut NatEGraph,
+        eclass: Id,
+        subst: &Subst,
+        _ast: Option<&PatternAst<NatLang>>,
+        _rule: Symbol,
+    ) -> Vec<Id> {
         let Some(n) = (self.f)(egraph, eclass, subst) else { return vec![] };
         if crate::nat_lang::nat_size(&n) > crate::analysis::MAX_NORM_SIZE {
             return vec![];
@@ -64,7 +71,12 @@ fn class(subst: &Subst, name: &str) -> Id {
 /// `(sum ?k ?lo ?hi ?b)`.
 fn sum_parts(eg: &NatEGraph, s: &Subst) -> Option<(Name, Nat, Nat, Nat)> {
     let k = var_of(eg, class(s, "?k"))?;
-    Some((k, nat_of(eg, class(s, "?lo"))?.clone(), nat_of(eg, class(s, "?hi"))?.clone(), nat_of(eg, class(s, "?b"))?.clone()))
+    Some((
+        k,
+        nat_of(eg, class(s, "?lo"))?.clone(),
+        nat_of(eg, class(s, "?hi"))?.clone(),
+        nat_of(eg, class(s, "?b"))?.clone(),
+    ))
 }
 
 /// Is `hi ≥ lo - 1` (the range has ≥ 0 terms) provable?
@@ -102,7 +114,8 @@ fn binder_free(eg: &NatEGraph, s: &Subst, c: &str) -> bool {
     match var_of(eg, class(s, "?k")) {
         Some(k) => {
             let k = Symbol::from(k.as_str());
-            !eg[class(s, c)].data.free.contains(&k) || nat_of(eg, class(s, c)).is_some_and(|n| !n.mentions(&Name::from(k.as_str())))
+            !eg[class(s, c)].data.free.contains(&k)
+                || nat_of(eg, class(s, c)).is_some_and(|n| !n.mentions(&Name::from(k.as_str())))
         }
         None => false,
     }
@@ -212,11 +225,11 @@ pub fn tonat() -> Vec<NatRewrite> {
         // Only where the type says the array is non-decreasing, and the
         // minuend's position is not below the subtrahend's.
         rewrite!("tonat-sub-monotone"; "(tsub (lookup ?A ?x) (lookup ?A ?y))" => "(- (lookup ?A ?x) (lookup ?A ?y))"
-            if |eg: &mut NatEGraph, _: Id, s: &Subst| {
-                let Some(a) = var_of(eg, class(s, "?A")) else { return false };
-                let (Some(x), Some(y)) = (nat_of(eg, class(s, "?x")), nat_of(eg, class(s, "?y"))) else { return false };
-                eg.analysis.facts.is_non_decreasing(a.as_str()) && Ctx::new(&eg.analysis.facts).diff_bounds(x, y).nonneg()
-            }),
+        if |eg: &mut NatEGraph, _: Id, s: &Subst| {
+            let Some(a) = var_of(eg, class(s, "?A")) else { return false };
+            let (Some(x), Some(y)) = (nat_of(eg, class(s, "?x")), nat_of(eg, class(s, "?y"))) else { return false };
+            eg.analysis.facts.is_non_decreasing(a.as_str()) && Ctx::new(&eg.analysis.facts).diff_bounds(x, y).nonneg()
+        }),
     ]
 }
 
@@ -288,7 +301,10 @@ fn power_sum(p: u32, lo: &Nat, hi: &Nat) -> Nat {
         match p {
             0 => n,
             1 => Nat::div(Nat::mul(n, n1), Nat::Lit(2)),
-            2 => Nat::div(Nat::mul(Nat::mul(n.clone(), n1), Nat::add(Nat::mul(Nat::Lit(2), n), Nat::Lit(1))), Nat::Lit(6)),
+            2 => Nat::div(
+                Nat::mul(Nat::mul(n.clone(), n1), Nat::add(Nat::mul(Nat::Lit(2), n), Nat::Lit(1))),
+                Nat::Lit(6),
+            ),
             _ => {
                 let t = Nat::div(Nat::mul(n, n1), Nat::Lit(2));
                 Nat::mul(t.clone(), t)
@@ -394,7 +410,11 @@ fn split_at_eq(k: &Name, lo: &Nat, hi: &Nat, body: &Nat) -> Option<Nat> {
     let replace = |value: bool| -> Nat {
         body.map_bottom_up(&mut |m| match m {
             Nat::Cond(c, a, b) if *c == cond => {
-                if value { *a } else { *b }
+                if value {
+                    *a
+                } else {
+                    *b
+                }
             }
             other => other,
         })
@@ -404,7 +424,8 @@ fn split_at_eq(k: &Name, lo: &Nat, hi: &Nat, body: &Nat) -> Option<Nat> {
         _ => (replace(false), replace(true)), // `!=`: branches swap roles
     };
     let one = Nat::Lit(1);
-    let below = sum_of(k, lo.clone(), Nat::bin(NatOp::Min, hi.clone(), Nat::sub(e.clone(), one.clone())), else_body.clone());
+    let below =
+        sum_of(k, lo.clone(), Nat::bin(NatOp::Min, hi.clone(), Nat::sub(e.clone(), one.clone())), else_body.clone());
     let above = sum_of(k, Nat::bin(NatOp::Max, lo.clone(), Nat::add(e.clone(), one)), hi.clone(), else_body);
     let in_range = NatCond::And(
         Box::new(NatCond::Cmp(CmpOp::Le, lo.clone(), e.clone())),
@@ -419,17 +440,25 @@ fn find_cond(n: &Nat, k: &Name, found: &mut Option<(Nat, NatCond)>) {
         return;
     }
     if let Nat::Cond(c, _, _) = n
-        && let NatCond::Cmp(CmpOp::Eq | CmpOp::Ne, a, b) = &**c {
-            let kv = Nat::Var(k.clone());
-            let other = if *a == kv { Some(b) } else if *b == kv { Some(a) } else { None };
-            if let Some(e) = other.filter(|e| !free_vars(e).contains(k)) {
-                *found = Some((e.clone(), (**c).clone()));
-                return;
-            }
-        }
-    if let Nat::Sum { var, .. } = n
-        && var == k {
+        && let NatCond::Cmp(CmpOp::Eq | CmpOp::Ne, a, b) = &**c
+    {
+        let kv = Nat::Var(k.clone());
+        let other = if *a == kv {
+            Some(b)
+        } else if *b == kv {
+            Some(a)
+        } else {
+            None
+        };
+        if let Some(e) = other.filter(|e| !free_vars(e).contains(k)) {
+            *found = Some((e.clone(), (**c).clone()));
             return;
         }
+    }
+    if let Nat::Sum { var, .. } = n
+        && var == k
+    {
+        return;
+    }
     n.for_each_child(&mut |c| find_cond(c, k, found));
 }

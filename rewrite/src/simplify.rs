@@ -127,9 +127,23 @@ pub fn simplify_with(n: &Nat, facts: &Facts, limits: &Limits, rules: &[NatRewrit
     let ctx = Ctx::new(facts);
     let size = nat_size(n);
     if size > MAX_INPUT_SIZE || !needs_egraph(n) {
-        let why = if size > MAX_INPUT_SIZE { format!("input has {size} nodes (limit {MAX_INPUT_SIZE})") } else { "no Σ or toNat".into() };
+        let why = if size > MAX_INPUT_SIZE {
+            format!("input has {size} nodes (limit {MAX_INPUT_SIZE})")
+        } else {
+            "no Σ or toNat".into()
+        };
         let out = if size > MAX_INPUT_SIZE { n.clone() } else { friendly_binders(&ctx.refine(n)) };
-        return finish(n, out, RunStats { iterations: 0, egraph_nodes: 0, egraph_classes: 0, time: start.elapsed(), stop_reason: StopReason::NotRun(why) });
+        return finish(
+            n,
+            out,
+            RunStats {
+                iterations: 0,
+                egraph_nodes: 0,
+                egraph_classes: 0,
+                time: start.elapsed(),
+                stop_reason: StopReason::NotRun(why),
+            },
+        );
     }
 
     let mut analysis = NatAnalysis::new(facts.clone());

@@ -23,12 +23,12 @@ mod pool;
 mod ranges;
 mod split;
 
-pub use cache::{compile_cached, compile_cached_with, KernelCache};
+pub use cache::{KernelCache, compile_cached, compile_cached_with};
+pub use pool::{MAX_THREADS, default_threads, parse_threads, threads_from_env};
 pub use ranges::inputs_in_ranges;
-pub use pool::{default_threads, parse_threads, threads_from_env, MAX_THREADS};
-pub use split::{plan, plan_tuned, plan_with, Plan, CHUNKS_PER_THREAD, ITEM_COST, PARALLEL_THRESHOLD, ROW_COST};
+pub use split::{CHUNKS_PER_THREAD, ITEM_COST, PARALLEL_THRESHOLD, Plan, ROW_COST, plan, plan_tuned, plan_with};
 
-use crate::launch::{check_failure, Launch, Slot};
+use crate::launch::{Launch, Slot, check_failure};
 use heddle_codegen_cpu::{ArgValue, CpuKernel, Fault, Options, Slots};
 use heddle_ir::loops::{ArgKind, LoopProgram};
 use heddle_ir::{Diagnostic, Span};
@@ -122,7 +122,9 @@ impl From<usize> for Parallelism {
 pub fn threshold_from_env() -> Result<Option<u64>, String> {
     let Some(raw) = std::env::var_os("HEDDLE_PARALLEL_THRESHOLD") else { return Ok(None) };
     let text = raw.to_string_lossy();
-    text.trim().parse::<u64>().map(Some).map_err(|_| format!("HEDDLE_PARALLEL_THRESHOLD={text}: expected a whole number (an estimated cost; 0 splits every launch)"))
+    text.trim().parse::<u64>().map(Some).map_err(|_| {
+        format!("HEDDLE_PARALLEL_THRESHOLD={text}: expected a whole number (an estimated cost; 0 splits every launch)")
+    })
 }
 
 /// Runs a compiled kernel over the chunks of `plan`, in parallel. A failed
@@ -155,7 +157,11 @@ impl<'l> Ready<'l> {
     /// Compiles (or finds in the cache) `prog` and plans its launch over
     /// `launch` (from [`crate::launch::prepare`] for the same program) on
     /// `threads` threads.
-    pub fn new(prog: &'l LoopProgram, launch: &'l mut Launch, threads: impl Into<Parallelism>) -> Result<Ready<'l>, Diagnostic> {
+    pub fn new(
+        prog: &'l LoopProgram,
+        launch: &'l mut Launch,
+        threads: impl Into<Parallelism>,
+    ) -> Result<Ready<'l>, Diagnostic> {
         let p = threads.into();
         // Inputs that lie in the program's ranges (valid tensor coordinates)
         // run the code without the checks those imply. Code that leaves out
@@ -169,7 +175,8 @@ impl<'l> Ready<'l> {
         drop(checking);
         let options = p.tuning.options(trusted);
         let compiling = crate::profile::phase(|| "compile (or find in the cache)".into());
-        let kernel = compile_cached_with(prog, &options).map_err(|e| Diagnostic::new(Span::DUMMY, format!("CPU code generation failed: {e}")))?;
+        let kernel = compile_cached_with(prog, &options)
+            .map_err(|e| Diagnostic::new(Span::DUMMY, format!("CPU code generation failed: {e}")))?;
         drop(compiling);
         let mut planning = crate::profile::phase(|| "plan the split".into());
         let plan = plan_tuned(prog, &kernel, launch, p.threads, p.threshold, p.tuning.chunks_per_thread);
@@ -214,7 +221,13 @@ fn zeroed_output(prog: &LoopProgram, launch: &mut Launch) -> Vec<(*mut u8, usize
     outputs
 }
 
-fn launch_chunks(prog: &LoopProgram, kernel: &CpuKernel, slots: &Slots, plan: &Plan, outputs: &[(*mut u8, usize)]) -> Result<(), Diagnostic> {
+fn launch_chunks(
+    prog: &LoopProgram,
+    kernel: &CpuKernel,
+    slots: &Slots,
+    plan: &Plan,
+    outputs: &[(*mut u8, usize)],
+) -> Result<(), Diagnostic> {
     for &(ptr, len) in outputs {
         // SAFETY: `ptr` and `len` are the output buffer of the launch the
         // caller borrows mutably (`Ready` holds the borrow; `execute` has it).
@@ -276,10 +289,19 @@ pub(crate) fn arguments(prog: &LoopProgram, launch: &mut Launch) -> Result<Args,
             (Slot::Bool(v), ArgKind::Scalar(_)) => ArgValue::Bool(*v),
             // Kernels only read their inputs, so an input's storage stays
             // shared with the binding it came from (no copy per launch).
-            (Slot::Buffer(b), ArgKind::Input { fields, .. }) if &b.fields == fields => ArgValue::Buffer(b.as_ptr().cast_mut()),
-            (Slot::Buffer(b), ArgKind::Output { fields, .. }) if &b.fields == fields => ArgValue::Buffer(b.as_mut_ptr()),
+            (Slot::Buffer(b), ArgKind::Input { fields, .. }) if &b.fields == fields => {
+                ArgValue::Buffer(b.as_ptr().cast_mut())
+            }
+            (Slot::Buffer(b), ArgKind::Output { fields, .. }) if &b.fields == fields => {
+                ArgValue::Buffer(b.as_mut_ptr())
+            }
             (Slot::Buffer(b), ArgKind::Host) => ArgValue::Buffer(b.as_mut_ptr()),
-            _ => return Err(Diagnostic::new(Span::DUMMY, format!("the launch's value for `{}` does not match its kind", arg.name))),
+            _ => {
+                return Err(Diagnostic::new(
+                    Span::DUMMY,
+                    format!("the launch's value for `{}` does not match its kind", arg.name),
+                ));
+            }
         };
         out.push(v);
     }

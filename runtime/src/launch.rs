@@ -8,8 +8,10 @@
 //! turns the output buffer back into a value of the kernel's result type.
 
 use crate::interp::Env;
-use crate::value::{round_float, wrap_int, Value};
-use heddle_ir::loops::{record_layout, ArgKind, BinOp, Expr, HostKind, LoopProgram, RecordLayout, ResultLayout, TensorLayout};
+use crate::value::{Value, round_float, wrap_int};
+use heddle_ir::loops::{
+    ArgKind, BinOp, Expr, HostKind, LoopProgram, RecordLayout, ResultLayout, TensorLayout, record_layout,
+};
 use heddle_ir::{Diagnostic, Name, Nat, ScalarType, Span, Type};
 use std::sync::Arc;
 
@@ -59,7 +61,13 @@ impl Buffer {
     pub fn try_zeroed(fields: Vec<ScalarType>, records: usize, what: &str) -> Result<Buffer, String> {
         let layout = record_layout(&fields);
         let bytes = crate::limits::check_records(what, records as u64, layout.size as u64)?;
-        Ok(Buffer { words: Arc::new(Storage::Words(vec![0; bytes.div_ceil(8).max(1)])), fields, layout, records, checked: None })
+        Ok(Buffer {
+            words: Arc::new(Storage::Words(vec![0; bytes.div_ceil(8).max(1)])),
+            fields,
+            layout,
+            records,
+            checked: None,
+        })
     }
     /// Number of records.
     pub fn len(&self) -> usize {
@@ -90,15 +98,30 @@ impl Buffer {
     /// `ptr` must be valid for reading `records * elem.size_bytes()` bytes,
     /// and stay so (neither freed nor moved) as long as the buffer or any
     /// clone of it lives.
-    pub unsafe fn borrowed(elem: ScalarType, ptr: *const u8, records: usize, what: &str) -> Result<Option<Buffer>, String> {
+    pub unsafe fn borrowed(
+        elem: ScalarType,
+        ptr: *const u8,
+        records: usize,
+        what: &str,
+    ) -> Result<Option<Buffer>, String> {
         let size = elem.size_bytes();
-        if !elem.is_float() || cfg!(target_endian = "big") || !(ptr as usize).is_multiple_of(size) || records.saturating_mul(size) < 8 {
+        if !elem.is_float()
+            || cfg!(target_endian = "big")
+            || !(ptr as usize).is_multiple_of(size)
+            || records.saturating_mul(size) < 8
+        {
             return Ok(None);
         }
         let layout = record_layout(&[elem]);
         crate::limits::check_records(what, records as u64, layout.size as u64)?;
         debug_assert_eq!(layout.size, size, "a one-field record is its field");
-        Ok(Some(Buffer { words: Arc::new(Storage::Borrowed(Borrowed { ptr, bytes: records * size })), fields: vec![elem], layout, records, checked: None }))
+        Ok(Some(Buffer {
+            words: Arc::new(Storage::Borrowed(Borrowed { ptr, bytes: records * size })),
+            fields: vec![elem],
+            layout,
+            records,
+            checked: None,
+        }))
     }
 
     /// One field of the integer type `elem` per record, `records` of them,
@@ -120,14 +143,29 @@ impl Buffer {
     /// # Safety
     ///
     /// As for [`Buffer::borrowed`].
-    pub unsafe fn borrowed_coordinates(elem: ScalarType, ptr: *const u8, records: usize, what: &str) -> Result<Option<Buffer>, String> {
+    pub unsafe fn borrowed_coordinates(
+        elem: ScalarType,
+        ptr: *const u8,
+        records: usize,
+        what: &str,
+    ) -> Result<Option<Buffer>, String> {
         let size = elem.size_bytes();
-        if !elem.is_int() || cfg!(target_endian = "big") || !(ptr as usize).is_multiple_of(size) || records.saturating_mul(size) < 8 {
+        if !elem.is_int()
+            || cfg!(target_endian = "big")
+            || !(ptr as usize).is_multiple_of(size)
+            || records.saturating_mul(size) < 8
+        {
             return Ok(None);
         }
         let layout = record_layout(&[elem]);
         crate::limits::check_records(what, records as u64, layout.size as u64)?;
-        Ok(Some(Buffer { words: Arc::new(Storage::Borrowed(Borrowed { ptr, bytes: records * size })), fields: vec![elem], layout, records, checked: None }))
+        Ok(Some(Buffer {
+            words: Arc::new(Storage::Borrowed(Borrowed { ptr, bytes: records * size })),
+            fields: vec![elem],
+            layout,
+            records,
+            checked: None,
+        }))
     }
 
     /// Records that a validating pass found this buffer's coordinates (one
@@ -149,7 +187,9 @@ impl Buffer {
     /// Whether a validating pass found the coordinates strictly increasing
     /// under each parent of `positions` (these very positions, unchanged).
     pub(crate) fn known_sorted_under(&self, positions: &Buffer) -> bool {
-        self.fields.as_slice() == [ScalarType::I64] && positions.fields.as_slice() == [ScalarType::I64] && self.checked.as_ref().is_some_and(|c| Arc::ptr_eq(&c.sorted_under, &positions.words))
+        self.fields.as_slice() == [ScalarType::I64]
+            && positions.fields.as_slice() == [ScalarType::I64]
+            && self.checked.as_ref().is_some_and(|c| Arc::ptr_eq(&c.sorted_under, &positions.words))
     }
 
     /// A zeroed output of one field of `elem` per record, `records` of them,
@@ -167,7 +207,12 @@ impl Buffer {
     /// `ptr` must be valid for reading and writing `records *
     /// elem.size_bytes()` bytes, all zero, and nothing else may read or
     /// write them as long as the buffer or any clone of it lives.
-    pub unsafe fn lent_output(elem: ScalarType, ptr: *mut u8, records: usize, what: &str) -> Result<Option<Buffer>, String> {
+    pub unsafe fn lent_output(
+        elem: ScalarType,
+        ptr: *mut u8,
+        records: usize,
+        what: &str,
+    ) -> Result<Option<Buffer>, String> {
         let size = elem.size_bytes();
         if cfg!(target_endian = "big") || !(ptr as usize).is_multiple_of(size) || records.saturating_mul(size) < 8 {
             return Ok(None);
@@ -175,7 +220,13 @@ impl Buffer {
         let layout = record_layout(&[elem]);
         crate::limits::check_records(what, records as u64, layout.size as u64)?;
         debug_assert_eq!(layout.size, size, "a one-field record is its field");
-        Ok(Some(Buffer { words: Arc::new(Storage::Lent(Lent { ptr, bytes: records * size })), fields: vec![elem], layout, records, checked: None }))
+        Ok(Some(Buffer {
+            words: Arc::new(Storage::Lent(Lent { ptr, bytes: records * size })),
+            fields: vec![elem],
+            layout,
+            records,
+            checked: None,
+        }))
     }
 
     /// Whether the records live in the lent memory at `ptr`
@@ -324,7 +375,13 @@ impl Buffer {
     /// The records as values: scalars, or tuples of a record's fields.
     pub fn to_values(&self) -> Vec<Value> {
         (0..self.records)
-            .map(|r| if self.fields.len() == 1 { self.read(r, 0) } else { Value::tuple((0..self.fields.len()).map(|f| self.read(r, f)).collect()) })
+            .map(|r| {
+                if self.fields.len() == 1 {
+                    self.read(r, 0)
+                } else {
+                    Value::tuple((0..self.fields.len()).map(|f| self.read(r, f)).collect())
+                }
+            })
             .collect()
     }
     /// The records' bytes.
@@ -354,7 +411,9 @@ impl Buffer {
             let (at, part) = (self.at(record, field), s.part().size_bytes());
             let part_at = |k: usize| self.part_bits(at + k * part, part);
             return match s {
-                ScalarType::C32 => Value::complex(f32::from_bits(part_at(0) as u32) as f64, f32::from_bits(part_at(1) as u32) as f64),
+                ScalarType::C32 => {
+                    Value::complex(f32::from_bits(part_at(0) as u32) as f64, f32::from_bits(part_at(1) as u32) as f64)
+                }
                 _ => Value::complex(f64::from_bits(part_at(0)), f64::from_bits(part_at(1))),
             };
         }
@@ -618,7 +677,11 @@ fn largest(name: &Name, ranges: &[(Name, Nat)], body: &Nat, env: &Env) -> Result
         if let Some(terms) = env.lookups(e, var).and_then(|xs| xs.get(..n)) {
             return Ok(terms.iter().copied().max().unwrap_or(0).max(0));
         }
-        if let Some(offsets) = neighbour_difference(e, var).and_then(|o| env.buffer(o)).and_then(|b| b.as_i64s()).and_then(|xs| xs.get(..n.checked_add(1)?)) {
+        if let Some(offsets) = neighbour_difference(e, var)
+            .and_then(|o| env.buffer(o))
+            .and_then(|b| b.as_i64s())
+            .and_then(|xs| xs.get(..n.checked_add(1)?))
+        {
             return Ok(offsets.windows(2).map(|w| w[1].saturating_sub(w[0])).max().unwrap_or(0).max(0));
         }
     }
@@ -636,8 +699,22 @@ fn largest(name: &Name, ranges: &[(Name, Nat)], body: &Nat, env: &Env) -> Result
 }
 
 /// [`largest`] over `ranges` with `bound` fixed, into `best`.
-fn largest_over(name: &Name, ranges: &[(Name, Nat)], body: &Nat, env: &Env, bound: &mut Vec<(Name, i64)>, best: &mut i64) -> Result<(), Diagnostic> {
-    let computing = |e: heddle_ir::nat::NatEvalError| fail(Span::DUMMY, format!("computing the bound `{name}` before the launch: {e} (an input is shorter than the kernel reads it)"));
+fn largest_over(
+    name: &Name,
+    ranges: &[(Name, Nat)],
+    body: &Nat,
+    env: &Env,
+    bound: &mut Vec<(Name, i64)>,
+    best: &mut i64,
+) -> Result<(), Diagnostic> {
+    let computing = |e: heddle_ir::nat::NatEvalError| {
+        fail(
+            Span::DUMMY,
+            format!(
+                "computing the bound `{name}` before the launch: {e} (an input is shorter than the kernel reads it)"
+            ),
+        )
+    };
     let Some(((var, count), rest)) = ranges.split_first() else {
         *best = (*best).max(body.eval_with(env, bound).map_err(computing)?);
         return Ok(());
@@ -655,7 +732,9 @@ fn largest_over(name: &Name, ranges: &[(Name, Nat)], body: &Nat, env: &Env, boun
 fn neighbour_difference<'a>(e: &'a heddle_ir::Expr, var: &Name) -> Option<&'a Name> {
     use heddle_ir::expr::{BinOp as B, ExprKind as K, Literal};
     let K::Binary { op: B::Sub, lhs, rhs } = &e.kind else { return None };
-    let (K::Index { array: a, index: i }, K::Index { array: b, index: j }) = (&lhs.kind, &rhs.kind) else { return None };
+    let (K::Index { array: a, index: i }, K::Index { array: b, index: j }) = (&lhs.kind, &rhs.kind) else {
+        return None;
+    };
     let (K::Var(a), K::Var(b), K::Var(j)) = (&a.kind, &b.kind, &j.kind) else { return None };
     let K::Binary { op: B::Add, lhs: i, rhs: one } = &i.kind else { return None };
     let (K::Var(i), K::Lit(Literal::Int(1))) = (&i.kind, &one.kind) else { return None };
@@ -689,7 +768,11 @@ fn nat_names(n: &Nat) -> Vec<Name> {
 /// `heddle_ir::nat::counted`) in order, each with `run` (given the phase's
 /// index, program and prepared launch), and returns `env` with every count
 /// array bound: what [`prepare`] and [`output_value`] of `prog` need.
-pub fn run_counts(prog: &LoopProgram, env: &Env, run: &mut dyn FnMut(usize, &LoopProgram, &mut Launch) -> Result<(), Diagnostic>) -> Result<Env, Diagnostic> {
+pub fn run_counts(
+    prog: &LoopProgram,
+    env: &Env,
+    run: &mut dyn FnMut(usize, &LoopProgram, &mut Launch) -> Result<(), Diagnostic>,
+) -> Result<Env, Diagnostic> {
     let mut env = env.clone();
     for (k, phase) in prog.counts.iter().enumerate() {
         let mut launch = prepare(&phase.program, &env)?;
@@ -700,7 +783,10 @@ pub fn run_counts(prog: &LoopProgram, env: &Env, run: &mut dyn FnMut(usize, &Loo
             // One count per row: the output buffer itself is the count array
             // (read in place by the fill's sizes and passed to it uncopied).
             if let Some((r, bad)) = counts.iter().enumerate().find(|(_, c)| **c < 0) {
-                return Err(fail(Span::DUMMY, format!("the counting phase of `{}` produced {bad} (row {r})", phase.name)));
+                return Err(fail(
+                    Span::DUMMY,
+                    format!("the counting phase of `{}` produced {bad} (row {r})", phase.name),
+                ));
             }
             env = env.with_buffer(phase.name.clone(), out.clone());
             continue;
@@ -774,7 +860,9 @@ fn read_flat(out: &Buffer, ty: &Type, env: &Env) -> Result<Value, Diagnostic> {
 fn read_layout(prog: &LoopProgram, launch: &Launch, layout: &ResultLayout, env: &Env) -> Result<Value, Diagnostic> {
     match layout {
         ResultLayout::Flat { buf, ty } => read_flat(buffer_named(prog, launch, buf)?, ty, env),
-        ResultLayout::Tuple(parts) => Ok(Value::tuple(parts.iter().map(|p| read_layout(prog, launch, p, env)).collect::<Result<_, _>>()?)),
+        ResultLayout::Tuple(parts) => {
+            Ok(Value::tuple(parts.iter().map(|p| read_layout(prog, launch, p, env)).collect::<Result<_, _>>()?))
+        }
         ResultLayout::Tensor(t) => read_tensor(prog, launch, t, env),
     }
 }
@@ -783,15 +871,32 @@ fn read_layout(prog: &LoopProgram, launch: &Launch, layout: &ResultLayout, env: 
 fn read_tensor(prog: &LoopProgram, launch: &Launch, t: &TensorLayout, env: &Env) -> Result<Value, Diagnostic> {
     let (plan, span) = (&t.plan, t.span);
     let size = |n: &Nat, what: &str| eval_len(n, env, what);
-    let dims = plan.dims.iter().map(|n| size(n, "a dimension of the stored tensor").map(|v| v as u64)).collect::<Result<Vec<_>, _>>()?;
+    let dims = plan
+        .dims
+        .iter()
+        .map(|n| size(n, "a dimension of the stored tensor").map(|v| v as u64))
+        .collect::<Result<Vec<_>, _>>()?;
     let lvl_sizes = heddle_ir::encoding::map::lvl_sizes(&plan.encoding, &dims).map_err(|m| fail(span, m))?;
     // The kernel wrote coordinates at crdWidth, checked below each level's size.
     let crd_max = plan.encoding.crd_width.max_value();
-    if let Some((l, n)) = lvl_sizes.iter().enumerate().find(|(l, n)| plan.encoding.levels[*l].format.has_coordinates() && **n > 0 && **n - 1 > crd_max) {
-        return Err(fail(span, format!("level {l} of the stored tensor has size {n}, whose coordinates do not fit the encoding's crdWidth ({} bits)", plan.encoding.crd_width.storage_bits())));
+    if let Some((l, n)) = lvl_sizes
+        .iter()
+        .enumerate()
+        .find(|(l, n)| plan.encoding.levels[*l].format.has_coordinates() && **n > 0 && **n - 1 > crd_max)
+    {
+        return Err(fail(
+            span,
+            format!(
+                "level {l} of the stored tensor has size {n}, whose coordinates do not fit the encoding's crdWidth ({} bits)",
+                plan.encoding.crd_width.storage_bits()
+            ),
+        ));
     }
-    let dense: Vec<(usize, Option<Name>)> =
-        plan.dense_prefix().iter().map(|(n, b)| size(n, "a dense level of the stored tensor").map(|v| (v, b.clone()))).collect::<Result<_, _>>()?;
+    let dense: Vec<(usize, Option<Name>)> = plan
+        .dense_prefix()
+        .iter()
+        .map(|(n, b)| size(n, "a dense level of the stored tensor").map(|v| (v, b.clone())))
+        .collect::<Result<_, _>>()?;
     let lens: Vec<usize> = dense.iter().map(|(n, _)| *n).collect();
     let positions: usize = lens.iter().product();
     let (counts, rooms) = match (&t.list_len, &t.bounded) {
@@ -848,16 +953,39 @@ fn read_tensor(prog: &LoopProgram, launch: &Launch, t: &TensorLayout, env: &Env)
 /// ([`heddle_ir::loops::BoundedLists`]): each list's length, as the fill
 /// wrote it, and the first record of its room. A length beyond its room
 /// is an internal error (the bound was no bound), never a wrong tensor.
-fn bounded_lists(prog: &LoopProgram, launch: &Launch, bounded: &heddle_ir::loops::BoundedLists, positions: usize, span: Span) -> Result<(Vec<u64>, Vec<usize>), Diagnostic> {
-    let offsets = buffer_named(prog, launch, &bounded.offsets)?.as_i64s().ok_or_else(|| fail(span, format!("`{}` holds no offsets", bounded.offsets)))?;
-    let lengths = buffer_named(prog, launch, &bounded.lengths)?.as_i64s().ok_or_else(|| fail(span, format!("`{}` holds no lengths", bounded.lengths)))?;
+fn bounded_lists(
+    prog: &LoopProgram,
+    launch: &Launch,
+    bounded: &heddle_ir::loops::BoundedLists,
+    positions: usize,
+    span: Span,
+) -> Result<(Vec<u64>, Vec<usize>), Diagnostic> {
+    let offsets = buffer_named(prog, launch, &bounded.offsets)?
+        .as_i64s()
+        .ok_or_else(|| fail(span, format!("`{}` holds no offsets", bounded.offsets)))?;
+    let lengths = buffer_named(prog, launch, &bounded.lengths)?
+        .as_i64s()
+        .ok_or_else(|| fail(span, format!("`{}` holds no lengths", bounded.lengths)))?;
     if offsets.len() != positions + 1 || lengths.len() != positions {
-        return Err(fail(span, format!("the stored result's lists: {} offsets and {} lengths for {positions} positions", offsets.len(), lengths.len())));
+        return Err(fail(
+            span,
+            format!(
+                "the stored result's lists: {} offsets and {} lengths for {positions} positions",
+                offsets.len(),
+                lengths.len()
+            ),
+        ));
     }
     let mut counts = Vec::with_capacity(positions);
     for (f, (room, &len)) in offsets.windows(2).zip(lengths).enumerate() {
         if len < 0 || len > room[1] - room[0] {
-            return Err(fail(span, format!("internal error: list {f} of the stored result has {len} entries, room for {}", room[1] - room[0])));
+            return Err(fail(
+                span,
+                format!(
+                    "internal error: list {f} of the stored result has {len} entries, room for {}",
+                    room[1] - room[0]
+                ),
+            ));
         }
         counts.push(len as u64);
     }
@@ -871,7 +999,10 @@ fn list_lengths(len: &Nat, dense: &[(usize, Option<Name>)], env: &Env) -> Result
     if let Some((array, path)) = heddle_ir::nat::counted::as_counted(len) {
         let binders: Vec<Option<Name>> = dense.iter().map(|(_, b)| b.clone()).collect();
         let by_position = path.len() == binders.len()
-            && path.iter().zip(&binders).all(|(e, b)| matches!((&e.kind, b), (heddle_ir::ExprKind::Var(x), Some(b)) if x == b));
+            && path
+                .iter()
+                .zip(&binders)
+                .all(|(e, b)| matches!((&e.kind, b), (heddle_ir::ExprKind::Var(x), Some(b)) if x == b));
         if let (true, Some(counts)) = (by_position, env.buffer(&array).and_then(Buffer::as_i64s))
             && counts.len() == positions
         {
@@ -896,7 +1027,9 @@ fn list_lengths(len: &Nat, dense: &[(usize, Option<Name>)], env: &Env) -> Result
             }
             rest /= n.max(&1);
         }
-        let v = len.eval_with(env, &mut bound).map_err(|e| fail(Span::DUMMY, format!("cannot compute a list's length ({len}): {e}")))?;
+        let v = len
+            .eval_with(env, &mut bound)
+            .map_err(|e| fail(Span::DUMMY, format!("cannot compute a list's length ({len}): {e}")))?;
         out.push(u64::try_from(v).map_err(|_| fail(Span::DUMMY, format!("a list's length ({len}) is {v}")))?);
     }
     Ok(out)
@@ -907,7 +1040,8 @@ fn unflatten(ty: &Type, buf: &Buffer, pos: &mut usize, env: &Env) -> Result<Valu
         Type::Array { binder, elem, len } => {
             let n = eval_len(len, env, "a part of the result")?;
             // Arrays of empty arrays take no records: bound their number too.
-            crate::limits::check_values("an array of the result", n as i64, std::mem::size_of::<Value>()).map_err(|m| fail(Span::DUMMY, m))?;
+            crate::limits::check_values("an array of the result", n as i64, std::mem::size_of::<Value>())
+                .map_err(|m| fail(Span::DUMMY, m))?;
             if let (Type::Scalar(_), 1) = (&**elem, buf.fields.len()) {
                 // A row of scalars: its records in one sweep, no environment per element.
                 if buf.len().saturating_sub(*pos) < n {
@@ -1011,9 +1145,10 @@ pub fn check_failure(prog: &LoopProgram, id: u32) -> Diagnostic {
 pub fn index_overflow(prog: &LoopProgram) -> Diagnostic {
     let d = Diagnostic::new(prog.index_overflow_at.unwrap_or(Span::DUMMY), heddle_ir::loops::INDEX_OVERFLOW_MESSAGE);
     match prog.index_overflow_at {
-        Some(_) => d
-            .with_label("positions counted as `int` here")
-            .with_note(format!("the positions of a `generate` and of a tensor's levels are `int`s: at most {} of them", i32::MAX)),
+        Some(_) => d.with_label("positions counted as `int` here").with_note(format!(
+            "the positions of a `generate` and of a tensor's levels are `int`s: at most {} of them",
+            i32::MAX
+        )),
         None => d,
     }
 }
@@ -1021,7 +1156,9 @@ pub fn index_overflow(prog: &LoopProgram) -> Diagnostic {
 /// Evaluates an `i64` loop expression over the launch's arguments (for
 /// `parallel_work`, and the loop-IR interpreter); `vars` binds loop variables.
 pub fn eval_index_expr(prog: &LoopProgram, launch: &Launch, e: &Expr, vars: &[(Name, i64)]) -> Result<i64, String> {
-    match eval_scalar(prog, launch, &[], e, &|n: &Name| vars.iter().rev().find(|(x, _)| x == n).map(|(_, v)| Value::Int(*v)))? {
+    match eval_scalar(prog, launch, &[], e, &|n: &Name| {
+        vars.iter().rev().find(|(x, _)| x == n).map(|(_, v)| Value::Int(*v))
+    })? {
         Value::Int(v) => Ok(v),
         other => Err(format!("expected an integer, found {other}")),
     }
@@ -1029,7 +1166,13 @@ pub fn eval_index_expr(prog: &LoopProgram, launch: &Launch, e: &Expr, vars: &[(N
 
 /// Evaluates a loop expression; `local` supplies variables not among the
 /// arguments and `temps` the temporary buffers in scope.
-pub fn eval_scalar(prog: &LoopProgram, launch: &Launch, temps: &[(Name, Buffer)], e: &Expr, local: &dyn Fn(&Name) -> Option<Value>) -> Result<Value, String> {
+pub fn eval_scalar(
+    prog: &LoopProgram,
+    launch: &Launch,
+    temps: &[(Name, Buffer)],
+    e: &Expr,
+    local: &dyn Fn(&Name) -> Option<Value>,
+) -> Result<Value, String> {
     let arg_slot = |n: &Name| prog.args.iter().position(|a| &a.name == n).and_then(|k| launch.slots.get(k));
     let ty_of = |e: &Expr| -> ScalarType {
         let env = prog.arg_env();
@@ -1194,11 +1337,17 @@ mod tests {
         assert_eq!(b.read(1, 0), Value::complex(0.25, 3.0));
         let pairs = b.with_fields(&[ScalarType::F32, ScalarType::F32]).expect("the same bytes");
         assert!(pairs.shares_storage(&b));
-        assert_eq!((pairs.read(0, 0), pairs.read(0, 1), pairs.read(1, 1)), (Value::Float(1.5), Value::Float(-2.0), Value::Float(3.0)));
+        assert_eq!(
+            (pairs.read(0, 0), pairs.read(0, 1), pairs.read(1, 1)),
+            (Value::Float(1.5), Value::Float(-2.0), Value::Float(3.0))
+        );
         // Other fields, or parts at other offsets than the complex field's: refused.
         assert!(b.with_fields(&[ScalarType::F64, ScalarType::F64]).is_none());
         let mut mixed = Buffer::zeroed(vec![ScalarType::I32, ScalarType::C32], 1);
-        assert!(mixed.with_fields(&[ScalarType::I32, ScalarType::F32, ScalarType::F32]).is_none(), "the complex field starts at byte 8, its split at 4");
+        assert!(
+            mixed.with_fields(&[ScalarType::I32, ScalarType::F32, ScalarType::F32]).is_none(),
+            "the complex field starts at byte 8, its split at 4"
+        );
         mixed.write(0, 1, &Value::complex(-1.0, 0.5));
         assert_eq!(mixed.read(0, 1), Value::complex(-1.0, 0.5));
         let mut wide = Buffer::zeroed(vec![ScalarType::C64], 2);
@@ -1212,13 +1361,18 @@ mod tests {
     fn a_borrowed_buffer_reads_in_place_and_copies_before_a_write() {
         let owner = [1.5f32, 2.5, 3.5];
         // SAFETY: `owner` outlives the buffer and its clones (dropped below first).
-        let b = unsafe { Buffer::borrowed(ScalarType::F32, owner.as_ptr().cast(), owner.len(), "x") }.unwrap().expect("aligned floats");
+        let b = unsafe { Buffer::borrowed(ScalarType::F32, owner.as_ptr().cast(), owner.len(), "x") }
+            .unwrap()
+            .expect("aligned floats");
         assert!(b.is_borrowed() && b.as_ptr() == owner.as_ptr().cast());
         let mut c = b.clone();
         c.write(0, 0, &crate::value::Value::Float(9.0));
         assert!(!c.is_borrowed() && b.is_borrowed());
         assert_eq!(owner[0], 1.5);
-        assert_eq!((b.read(0, 0), c.read(0, 0), c.read(2, 0)), (crate::value::Value::Float(1.5), crate::value::Value::Float(9.0), crate::value::Value::Float(3.5)));
+        assert_eq!(
+            (b.read(0, 0), c.read(0, 0), c.read(2, 0)),
+            (crate::value::Value::Float(1.5), crate::value::Value::Float(9.0), crate::value::Value::Float(3.5))
+        );
         drop((b, c));
         // Integers, fewer than 8 bytes, misaligned memory: not borrowed.
         let ints = [1i64, 2];
@@ -1244,7 +1398,10 @@ mod tests {
         let keep = b.clone();
         b.write(2, 0, &crate::value::Value::Float(7.0));
         assert!(!b.writes_in_place_at(ptr) && keep.writes_in_place_at(ptr));
-        assert_eq!((b.read(1, 0), b.read(2, 0), keep.read(2, 0)), (crate::value::Value::Float(2.5), crate::value::Value::Float(7.0), crate::value::Value::Float(0.0)));
+        assert_eq!(
+            (b.read(1, 0), b.read(2, 0), keep.read(2, 0)),
+            (crate::value::Value::Float(2.5), crate::value::Value::Float(7.0), crate::value::Value::Float(0.0))
+        );
         drop((b, keep));
         assert_eq!(owner, [0.0, 2.5, 0.0, 0.0]);
         // Fewer than 8 bytes, or misaligned: not lent.
@@ -1255,7 +1412,9 @@ mod tests {
     #[test]
     fn checked_coordinates_hold_until_a_write() {
         let pos = Buffer::from_scalar_vec(crate::scalars::ScalarVec::I64(vec![0, 1, 2]), "p").unwrap();
-        let mut crd = Buffer::from_scalar_vec(crate::scalars::ScalarVec::I64(vec![3, 4]), "c").unwrap().with_checked_coordinates(5, &pos);
+        let mut crd = Buffer::from_scalar_vec(crate::scalars::ScalarVec::I64(vec![3, 4]), "c")
+            .unwrap()
+            .with_checked_coordinates(5, &pos);
         assert!(crd.known_below(5) && crd.known_below(6) && !crd.known_below(4));
         assert!(crd.known_sorted_under(&pos) && crd.clone().known_sorted_under(&pos.clone()));
         // Other positions (equal, but not these) are not known.
@@ -1283,9 +1442,13 @@ mod tests {
         let n = offsets.len() as i64 - 1;
         let buffer = Buffer::from_scalar_vec(crate::scalars::ScalarVec::I64(offsets.to_vec()), "o").unwrap();
         let flat = Env::default().with_nat(Name::from("n"), n).with_buffer(Name::from("o"), buffer);
-        let values = Env::default().with_nat(Name::from("n"), n).with_value(Name::from("o"), Value::array(offsets.iter().map(|&v| Value::Int(v)).collect()));
+        let values = Env::default()
+            .with_nat(Name::from("n"), n)
+            .with_value(Name::from("o"), Value::array(offsets.iter().map(|&v| Value::Int(v)).collect()));
         let over_rows = |count: Nat| vec![(Name::from("i"), count)];
-        let largest = |ranges: &[(Name, Nat)], body: &str, env: &Env| super::largest(&Name::from("bound"), ranges, &parse_nat(body).unwrap(), env).unwrap();
+        let largest = |ranges: &[(Name, Nat)], body: &str, env: &Env| {
+            super::largest(&Name::from("bound"), ranges, &parse_nat(body).unwrap(), env).unwrap()
+        };
         let longest_row = offsets.windows(2).map(|w| w[1] - w[0]).max().unwrap();
         let largest_length = offsets[..n as usize].iter().copied().max().unwrap();
         for env in [&flat, &values] {

@@ -9,13 +9,13 @@
 #[cfg(feature = "cpu")]
 pub mod cpu;
 pub mod interp;
-pub mod opencl;
 pub mod io;
 pub mod launch;
 pub mod limits;
 pub mod loops_interp;
 pub mod oclgrind;
+pub mod opencl;
 pub mod profile;
 pub mod scalars;
-pub mod value;
 pub mod sparse;
+pub mod value;

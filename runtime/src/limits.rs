@@ -63,7 +63,8 @@ pub fn check_records(what: &str, records: u64, record_bytes: u64) -> Result<usiz
 pub fn check_values(what: &str, len: i64, value_bytes: usize) -> Result<usize, String> {
     let records = u64::try_from(len).map_err(|_| format!("{what} would have {len} elements"))?;
     check_records(what, records, value_bytes as u64)?;
-    usize::try_from(records).map_err(|_| format!("{what} would have {records} elements, more than this machine can address"))
+    usize::try_from(records)
+        .map_err(|_| format!("{what} would have {records} elements, more than this machine can address"))
 }
 
 /// `1536` → `1.5 KiB`.

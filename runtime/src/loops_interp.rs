@@ -5,10 +5,10 @@
 //! bounds-checked. Tests compare it with the reference interpreter to check
 //! lowering on its own, apart from any backend.
 
-use crate::launch::{cast, eval_scalar, Buffer, Launch, Slot};
+use crate::launch::{Buffer, Launch, Slot, cast, eval_scalar};
 use crate::value::Value;
-use heddle_ir::loops::{Block, LoopProgram, Stmt};
 use heddle_ir::Name;
+use heddle_ir::loops::{Block, LoopProgram, Stmt};
 
 /// Why a run stopped early.
 #[derive(Clone, Debug, PartialEq)]
@@ -34,8 +34,10 @@ pub fn run(prog: &LoopProgram, launch: &mut Launch) -> Result<(), LoopFailure> {
 impl Machine<'_> {
     fn eval(&self, e: &heddle_ir::loops::Expr, launch: &Launch) -> Result<Value, LoopFailure> {
         let locals = &self.locals;
-        eval_scalar(self.prog, launch, &self.temps, e, &|n: &Name| locals.iter().rev().find(|(x, _)| x == n).map(|(_, v)| v.clone()))
-            .map_err(LoopFailure::Invalid)
+        eval_scalar(self.prog, launch, &self.temps, e, &|n: &Name| {
+            locals.iter().rev().find(|(x, _)| x == n).map(|(_, v)| v.clone())
+        })
+        .map_err(LoopFailure::Invalid)
     }
 
     fn int(&self, e: &heddle_ir::loops::Expr, launch: &Launch) -> Result<i64, LoopFailure> {
@@ -80,7 +82,12 @@ impl Machine<'_> {
                 };
                 match usize::try_from(i).ok().filter(|i| *i < target.len()) {
                     Some(i) => target.write(i, *field as usize, &v),
-                    None => return Err(LoopFailure::Invalid(format!("store {buf}[{i}] out of bounds (length {})", target.len()))),
+                    None => {
+                        return Err(LoopFailure::Invalid(format!(
+                            "store {buf}[{i}] out of bounds (length {})",
+                            target.len()
+                        )));
+                    }
                 }
             }
             // One iteration at a time: the addition is trivially indivisible.
@@ -103,8 +110,10 @@ impl Machine<'_> {
                 _ => self.block(els, launch)?,
             },
             Stmt::Alloc { buf, fields, len, .. } => {
-                let n = usize::try_from(self.int(len, launch)?).map_err(|_| LoopFailure::Invalid("negative allocation".into()))?;
-                let temp = Buffer::try_zeroed(fields.clone(), n, &format!("the temporary `{buf}`")).map_err(LoopFailure::Invalid)?;
+                let n = usize::try_from(self.int(len, launch)?)
+                    .map_err(|_| LoopFailure::Invalid("negative allocation".into()))?;
+                let temp = Buffer::try_zeroed(fields.clone(), n, &format!("the temporary `{buf}`"))
+                    .map_err(LoopFailure::Invalid)?;
                 self.temps.push((buf.clone(), temp));
             }
             Stmt::Sort { buf, lo, len } => {
@@ -112,9 +121,13 @@ impl Machine<'_> {
                 let Some((_, b)) = self.temps.iter_mut().rev().find(|(n, _)| n == buf) else {
                     return Err(LoopFailure::Invalid(format!("sort of unknown temporary `{buf}`")));
                 };
-                let range = usize::try_from(lo).ok().zip(usize::try_from(len).ok()).filter(|(lo, len)| lo + len <= b.len());
+                let range =
+                    usize::try_from(lo).ok().zip(usize::try_from(len).ok()).filter(|(lo, len)| lo + len <= b.len());
                 let Some((lo, len)) = range else {
-                    return Err(LoopFailure::Invalid(format!("sort of {buf}[{lo} .. + {len}] out of bounds (length {})", b.len())));
+                    return Err(LoopFailure::Invalid(format!(
+                        "sort of {buf}[{lo} .. + {len}] out of bounds (length {})",
+                        b.len()
+                    )));
                 };
                 let mut keys: Vec<i64> = (lo..lo + len).map(|r| b.read(r, 0).as_int().unwrap_or(0)).collect();
                 keys.sort_unstable();

@@ -83,8 +83,9 @@ pub(crate) fn reports(read: &mut u64, what: &str) -> Result<(), Diagnostic> {
     if more > 0 {
         shown.push("…");
     }
-    let mut d = Diagnostic::new(Span::DUMMY, format!("Oclgrind reports a problem while running {what}:\n{}", shown.join("\n")))
-        .with_label("while checking the kernel with Oclgrind");
+    let mut d =
+        Diagnostic::new(Span::DUMMY, format!("Oclgrind reports a problem while running {what}:\n{}", shown.join("\n")))
+            .with_label("while checking the kernel with Oclgrind");
     if more > 0 {
         d = d.with_note(format!("{more} more lines in {}", path.to_string_lossy()));
     }

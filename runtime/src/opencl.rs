@@ -18,9 +18,9 @@
 //! `get_platform_ids` sleeps ten seconds retrying, so platforms are counted
 //! with one direct `clGetPlatformIDs` call first.
 
-use crate::launch::{check_failure, Launch, Slot};
+use crate::launch::{Launch, Slot, check_failure};
 use heddle_codegen_opencl::{Kernel, KernelParam, WorkSizes};
-use heddle_ir::loops::{record_layout, LoopProgram};
+use heddle_ir::loops::{LoopProgram, record_layout};
 use heddle_ir::{Diagnostic, ScalarType, Span};
 use ocl::core::{self, ArgVal, Event as CoreEvent, ProfilingInfo};
 use ocl::enums::ProfilingInfoResult;
@@ -122,7 +122,11 @@ impl Simulator {
         let job: Job = Box::new(move |s| {
             let _ = done.send(f(s));
         });
-        self.jobs.lock().unwrap_or_else(|p| p.into_inner()).send(job).map_err(|_| err("the Oclgrind thread stopped"))?;
+        self.jobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .send(job)
+            .map_err(|_| err("the Oclgrind thread stopped"))?;
         result.recv().map_err(|_| err("the Oclgrind thread stopped while running a kernel"))
     }
 }
@@ -163,7 +167,16 @@ pub fn devices() -> Result<Vec<(DeviceEntry, Device)>, Diagnostic> {
             let gpu = matches!(d.info(ocl::enums::DeviceInfo::Type), Ok(ocl::enums::DeviceInfoResult::Type(t)) if t.contains(DeviceType::GPU));
             let name = d.name().unwrap_or_else(|_| "unknown device".into());
             let simulator = crate::oclgrind::is_oclgrind(&pname);
-            out.push((DeviceEntry { index: out.len(), name: name.trim().to_string(), platform: pname.trim().to_string(), gpu, simulator }, d));
+            out.push((
+                DeviceEntry {
+                    index: out.len(),
+                    name: name.trim().to_string(),
+                    platform: pname.trim().to_string(),
+                    gpu,
+                    simulator,
+                },
+                d,
+            ));
         }
     }
     if out.is_empty() {
@@ -181,10 +194,16 @@ impl OpenCl {
             Some(k) => all.iter().find(|(e, _)| e.index == k).ok_or_else(|| {
                 err(format!("--device {k}: there are {} OpenCL devices (0 .. {})", all.len(), all.len() - 1))
             })?,
-            None => all.iter().find(|(e, _)| e.gpu).or_else(|| all.iter().find(|(e, _)| !e.simulator)).unwrap_or(&all[0]),
+            None => {
+                all.iter().find(|(e, _)| e.gpu).or_else(|| all.iter().find(|(e, _)| !e.simulator)).unwrap_or(&all[0])
+            }
         };
         let entry = pick.0.clone();
-        let inner = if entry.simulator { Inner::Simulator(Simulator::get(entry.index)?) } else { Inner::Direct(Session::open(entry.index)?) };
+        let inner = if entry.simulator {
+            Inner::Simulator(Simulator::get(entry.index)?)
+        } else {
+            Inner::Direct(Session::open(entry.index)?)
+        };
         Ok(OpenCl { entry, inner })
     }
 
@@ -223,7 +242,13 @@ impl OpenCl {
     /// Runs `kernel` (generated from `prog`) `reps` times (at least once) on
     /// the arguments in `launch`, then copies the output back into `launch`.
     /// On Oclgrind, anything it reports fails the launch.
-    pub fn run(&self, prog: &LoopProgram, kernel: &Kernel, launch: &mut Launch, reps: usize) -> Result<Timing, Diagnostic> {
+    pub fn run(
+        &self,
+        prog: &LoopProgram,
+        kernel: &Kernel,
+        launch: &mut Launch,
+        reps: usize,
+    ) -> Result<Timing, Diagnostic> {
         let sim = match &self.inner {
             Inner::Direct(s) => return s.launch(prog, kernel, launch, reps),
             Inner::Simulator(sim) => sim,
@@ -290,7 +315,10 @@ impl Arena {
         self.words = need.max(self.words.saturating_mul(2)).min(i32::MAX as usize);
         let words = i64::try_from(self.words).map_err(|_| err("an arena of more than 2^63 words"))?;
         self.buffer = arena_buffer(queue, self.items, self.words, self.simulator)?;
-        let set = |index: u32, v: ArgVal| core::set_kernel_arg(kernel, index, v).map_err(|e| err(format!("cannot set the arena argument {index}: {e}")));
+        let set = |index: u32, v: ArgVal| {
+            core::set_kernel_arg(kernel, index, v)
+                .map_err(|e| err(format!("cannot set the arena argument {index}: {e}")))
+        };
         set(self.args[0], ArgVal::mem(self.buffer.as_core()))?;
         set(self.args[1], ArgVal::scalar(&words))?;
         self.need.write(&[0u8; 4][..]).enq().map_err(|e| err(format!("cannot clear the arena's need: {e}")))?;
@@ -309,12 +337,18 @@ impl Arena {
 
 /// A device buffer of `words` 8-byte words for each of `items` work-items.
 fn arena_buffer(queue: &Queue, items: usize, words: usize, simulator: bool) -> Result<Buffer<u8>, Diagnostic> {
-    let bytes = crate::limits::check_records("the arena", items as u64, (words as u64).saturating_mul(8)).map_err(err)?;
+    let bytes =
+        crate::limits::check_records("the arena", items as u64, (words as u64).saturating_mul(8)).map_err(err)?;
     let len = bytes.max(1).next_multiple_of(4);
     // Zeroed, though its contents do not matter, so that runs repeat exactly;
     // on Oclgrind copied from the host (see `Session::zeroed`).
     let built = if simulator {
-        Buffer::<u8>::builder().queue(queue.clone()).flags(MemFlags::READ_WRITE | MemFlags::COPY_HOST_PTR).len(len).copy_host_slice(&vec![0u8; len][..]).build()
+        Buffer::<u8>::builder()
+            .queue(queue.clone())
+            .flags(MemFlags::READ_WRITE | MemFlags::COPY_HOST_PTR)
+            .len(len)
+            .copy_host_slice(&vec![0u8; len][..])
+            .build()
     } else {
         Buffer::<u8>::builder().queue(queue.clone()).flags(MemFlags::READ_WRITE).len(len).fill_val(0u8).build()
     };
@@ -332,15 +366,33 @@ impl Staged {
         loop {
             if self.runs > 0 {
                 for (dev, zeros) in &self.rezero {
-                    dev.write(&zeros[..]).enq().map_err(|e| err(format!("cannot clear the result between runs: {e}")))?;
+                    dev.write(&zeros[..])
+                        .enq()
+                        .map_err(|e| err(format!("cannot clear the result between runs: {e}")))?;
                 }
             }
             self.runs += 1;
             let mut event = CoreEvent::null();
             // SAFETY: every argument was set by `stage` to a live buffer (held by
             // `self`), a scalar or a local size; the wait below ends the run.
-            unsafe { core::enqueue_kernel(self.queue.as_core(), &self.kernel, self.dims, None, &self.global, self.local, None::<&CoreEvent>, Some(&mut event)) }
-                .map_err(|e| err(format!("cannot launch `{}` (global {:?}, local {:?}): {e}", self.name, self.sizes.global, self.sizes.local)))?;
+            unsafe {
+                core::enqueue_kernel(
+                    self.queue.as_core(),
+                    &self.kernel,
+                    self.dims,
+                    None,
+                    &self.global,
+                    self.local,
+                    None::<&CoreEvent>,
+                    Some(&mut event),
+                )
+            }
+            .map_err(|e| {
+                err(format!(
+                    "cannot launch `{}` (global {:?}, local {:?}): {e}",
+                    self.name, self.sizes.global, self.sizes.local
+                ))
+            })?;
             core::wait_for_event(&event).map_err(|e| err(format!("kernel `{}` failed: {e}", self.name)))?;
             let seconds = profiled_seconds(&event).unwrap_or(f64::NAN);
             let Some(arena) = &mut self.arena else { return Ok(seconds) };
@@ -366,22 +418,31 @@ impl Staged {
                 && host.byte_len() > 0
             {
                 let n = host.byte_len();
-                dev.read(&mut host.bytes_mut()[..]).len(n).enq().map_err(|e| err(format!("cannot read the result back: {e}")))?;
+                dev.read(&mut host.bytes_mut()[..])
+                    .len(n)
+                    .enq()
+                    .map_err(|e| err(format!("cannot read the result back: {e}")))?;
             }
         }
         Ok(())
     }
 }
 
-
 impl Session {
     fn open(index: usize) -> Result<Session, Diagnostic> {
         let all = devices()?;
-        let (entry, device) = all.into_iter().find(|(e, _)| e.index == index).ok_or_else(|| err(format!("no OpenCL device {index}")))?;
-        let platform = Platform::new(device.info(ocl::enums::DeviceInfo::Platform).ok().and_then(|r| match r {
-            ocl::enums::DeviceInfoResult::Platform(p) => Some(p),
-            _ => None,
-        }).ok_or_else(|| err("cannot find the device's platform"))?);
+        let (entry, device) =
+            all.into_iter().find(|(e, _)| e.index == index).ok_or_else(|| err(format!("no OpenCL device {index}")))?;
+        let platform = Platform::new(
+            device
+                .info(ocl::enums::DeviceInfo::Platform)
+                .ok()
+                .and_then(|r| match r {
+                    ocl::enums::DeviceInfoResult::Platform(p) => Some(p),
+                    _ => None,
+                })
+                .ok_or_else(|| err("cannot find the device's platform"))?,
+        );
         let context = Context::builder()
             .platform(platform)
             .devices(device)
@@ -407,7 +468,13 @@ impl Session {
         Ok(program)
     }
 
-    fn launch(&self, prog: &LoopProgram, kernel: &Kernel, launch: &mut Launch, reps: usize) -> Result<Timing, Diagnostic> {
+    fn launch(
+        &self,
+        prog: &LoopProgram,
+        kernel: &Kernel,
+        launch: &mut Launch,
+        reps: usize,
+    ) -> Result<Timing, Diagnostic> {
         let mut staged = self.stage(prog, kernel, launch)?;
         let mut times = Vec::with_capacity(reps.max(1));
         for _ in 0..reps.max(1) {
@@ -430,7 +497,8 @@ impl Session {
         let sizes = kernel.launch.sizes(&nat).map_err(|m| err(format!("cannot size the launch: {m}")))?;
         self.check_sizes(&sizes)?;
         let program = self.build(kernel)?;
-        let k = core::create_kernel(program.as_core(), &kernel.name).map_err(|e| err(format!("cannot create kernel `{}`: {e}", kernel.name)))?;
+        let k = core::create_kernel(program.as_core(), &kernel.name)
+            .map_err(|e| err(format!("cannot create kernel `{}`: {e}", kernel.name)))?;
 
         let mut buffers: Vec<Option<Buffer<u8>>> = Vec::with_capacity(launch.slots.len());
         for slot in &launch.slots {
@@ -445,7 +513,10 @@ impl Session {
         let items: usize = sizes.global.iter().product();
         for (index, param) in kernel.params.iter().enumerate() {
             let index = index as u32;
-            let set = |v: ArgVal| core::set_kernel_arg(&k, index, v).map_err(|e| err(format!("cannot set argument {index} of `{}`: {e}", kernel.name)));
+            let set = |v: ArgVal| {
+                core::set_kernel_arg(&k, index, v)
+                    .map_err(|e| err(format!("cannot set argument {index} of `{}`: {e}", kernel.name)))
+            };
             match param {
                 KernelParam::Arg(a) => match (launch.slots.get(*a), buffers.get(*a)) {
                     (Some(Slot::Buffer(_)), Some(Some(b))) => set(ArgVal::mem(b.as_core()))?,
@@ -453,7 +524,9 @@ impl Session {
                     (Some(Slot::Bool(b)), _) => set(ArgVal::scalar(&u8::from(*b)))?,
                     (Some(Slot::Int(v, t)), _) => set_int(&set, *v, *t)?,
                     // An f16 / bf16 argument is a `float` holding its (exact) value.
-                    (Some(Slot::Float(v, ScalarType::F32 | ScalarType::F16 | ScalarType::BF16)), _) => set(ArgVal::scalar(&(*v as f32)))?,
+                    (Some(Slot::Float(v, ScalarType::F32 | ScalarType::F16 | ScalarType::BF16)), _) => {
+                        set(ArgVal::scalar(&(*v as f32)))?
+                    }
                     (Some(Slot::Float(v, _)), _) => set(ArgVal::scalar(v))?,
                     _ => return Err(err(format!("no launch slot for argument {a} of `{}`", kernel.name))),
                 },
@@ -470,7 +543,8 @@ impl Session {
                 }
                 KernelParam::Workspace { fields, len, .. } => {
                     let per_item = self.param_bytes(fields, len, &nat)?;
-                    let bytes = crate::limits::check_records("the workspaces", items as u64, per_item as u64).map_err(err)?;
+                    let bytes =
+                        crate::limits::check_records("the workspaces", items as u64, per_item as u64).map_err(err)?;
                     scratch.push(self.zeroed(bytes)?);
                     if let Some(b) = scratch.last() {
                         set(ArgVal::mem(b.as_core()))?;
@@ -481,15 +555,26 @@ impl Session {
                     let buffer = arena_buffer(&self.queue, items, words, self.entry.simulator)?;
                     set(ArgVal::mem(buffer.as_core()))?;
                     let need = self.buffer(&[0u8; 4], MemFlags::READ_WRITE)?;
-                    arena = Some(Arena { args: [index, index, index], words, items, buffer, need, simulator: self.entry.simulator });
+                    arena = Some(Arena {
+                        args: [index, index, index],
+                        words,
+                        items,
+                        buffer,
+                        need,
+                        simulator: self.entry.simulator,
+                    });
                 }
                 KernelParam::ArenaWords => {
-                    let a = arena.as_mut().ok_or_else(|| err(format!("`{}` has the arena's size without the arena", kernel.name)))?;
+                    let a = arena
+                        .as_mut()
+                        .ok_or_else(|| err(format!("`{}` has the arena's size without the arena", kernel.name)))?;
                     a.args[1] = index;
                     set(ArgVal::scalar(&(a.words as i64)))?;
                 }
                 KernelParam::ArenaNeed => {
-                    let a = arena.as_mut().ok_or_else(|| err(format!("`{}` has the arena's need without the arena", kernel.name)))?;
+                    let a = arena
+                        .as_mut()
+                        .ok_or_else(|| err(format!("`{}` has the arena's need without the arena", kernel.name)))?;
                     a.args[2] = index;
                     set(ArgVal::mem(a.need.as_core()))?;
                 }
@@ -506,11 +591,32 @@ impl Session {
         });
         // A kernel that adds into its outputs (scatterAdd) starts every repetition from zero.
         let rezero: Vec<(Buffer<u8>, Vec<u8>)> = if prog.adds_into_output() {
-            prog.output_slots().into_iter().filter_map(|o| buffers.get(o)?.clone()).map(|dev| { let n = dev.len(); (dev, vec![0u8; n]) }).collect()
+            prog.output_slots()
+                .into_iter()
+                .filter_map(|o| buffers.get(o)?.clone())
+                .map(|dev| {
+                    let n = dev.len();
+                    (dev, vec![0u8; n])
+                })
+                .collect()
         } else {
             Vec::new()
         };
-        Ok(Staged { kernel: k, name: kernel.name.clone(), queue: self.queue.clone(), dims: sizes.global.len() as u32, global, local, sizes, rezero, buffers, error, scratch, arena, runs: 0 })
+        Ok(Staged {
+            kernel: k,
+            name: kernel.name.clone(),
+            queue: self.queue.clone(),
+            dims: sizes.global.len() as u32,
+            global,
+            local,
+            sizes,
+            rezero,
+            buffers,
+            error,
+            scratch,
+            arena,
+            runs: 0,
+        })
     }
 
     fn buffer(&self, bytes: &[u8], flags: MemFlags) -> Result<Buffer<u8>, Diagnostic> {
@@ -553,7 +659,12 @@ impl Session {
             .map_err(|e| err(format!("cannot allocate a device buffer of {len} bytes: {e}")))
     }
 
-    fn param_bytes(&self, fields: &[ScalarType], len: &heddle_ir::loops::Expr, nat: &dyn Fn(&heddle_ir::Name) -> Option<i64>) -> Result<usize, Diagnostic> {
+    fn param_bytes(
+        &self,
+        fields: &[ScalarType],
+        len: &heddle_ir::loops::Expr,
+        nat: &dyn Fn(&heddle_ir::Name) -> Option<i64>,
+    ) -> Result<usize, Diagnostic> {
         let n = heddle_codegen_opencl::launch::eval(len, nat).map_err(|m| err(format!("cannot size a buffer: {m}")))?;
         let n = u64::try_from(n).map_err(|_| err(format!("a buffer of {n} records")))?;
         crate::limits::check_records("a scratch buffer", n, record_layout(fields).size as u64).map_err(err)

@@ -87,7 +87,11 @@ impl Num {
         match lit.text.as_str() {
             "true" => Some(Num::Bool(true)),
             "false" => Some(Num::Bool(false)),
-            t => t.parse::<i128>().map(Num::Int).ok().or_else(|| crate::io::number::parse_float(t.as_bytes()).map(Num::Float)),
+            t => t
+                .parse::<i128>()
+                .map(Num::Int)
+                .ok()
+                .or_else(|| crate::io::number::parse_float(t.as_bytes()).map(Num::Float)),
         }
     }
 }
@@ -376,21 +380,66 @@ macro_rules! with_values {
 macro_rules! with_scalar_type {
     ($s:expr, $t:ident => $body:expr) => {
         match $s {
-            heddle_ir::ScalarType::Bool => { type $t = bool; $body }
-            heddle_ir::ScalarType::I8 => { type $t = i8; $body }
-            heddle_ir::ScalarType::I16 => { type $t = i16; $body }
-            heddle_ir::ScalarType::I32 => { type $t = i32; $body }
-            heddle_ir::ScalarType::I64 => { type $t = i64; $body }
-            heddle_ir::ScalarType::U8 => { type $t = u8; $body }
-            heddle_ir::ScalarType::U16 => { type $t = u16; $body }
-            heddle_ir::ScalarType::U32 => { type $t = u32; $body }
-            heddle_ir::ScalarType::U64 => { type $t = u64; $body }
-            heddle_ir::ScalarType::F16 => { type $t = half::f16; $body }
-            heddle_ir::ScalarType::BF16 => { type $t = half::bf16; $body }
-            heddle_ir::ScalarType::F32 => { type $t = f32; $body }
-            heddle_ir::ScalarType::F64 => { type $t = f64; $body }
-            heddle_ir::ScalarType::C32 => { type $t = $crate::scalars::Complex<f32>; $body }
-            heddle_ir::ScalarType::C64 => { type $t = $crate::scalars::Complex<f64>; $body }
+            heddle_ir::ScalarType::Bool => {
+                type $t = bool;
+                $body
+            }
+            heddle_ir::ScalarType::I8 => {
+                type $t = i8;
+                $body
+            }
+            heddle_ir::ScalarType::I16 => {
+                type $t = i16;
+                $body
+            }
+            heddle_ir::ScalarType::I32 => {
+                type $t = i32;
+                $body
+            }
+            heddle_ir::ScalarType::I64 => {
+                type $t = i64;
+                $body
+            }
+            heddle_ir::ScalarType::U8 => {
+                type $t = u8;
+                $body
+            }
+            heddle_ir::ScalarType::U16 => {
+                type $t = u16;
+                $body
+            }
+            heddle_ir::ScalarType::U32 => {
+                type $t = u32;
+                $body
+            }
+            heddle_ir::ScalarType::U64 => {
+                type $t = u64;
+                $body
+            }
+            heddle_ir::ScalarType::F16 => {
+                type $t = half::f16;
+                $body
+            }
+            heddle_ir::ScalarType::BF16 => {
+                type $t = half::bf16;
+                $body
+            }
+            heddle_ir::ScalarType::F32 => {
+                type $t = f32;
+                $body
+            }
+            heddle_ir::ScalarType::F64 => {
+                type $t = f64;
+                $body
+            }
+            heddle_ir::ScalarType::C32 => {
+                type $t = $crate::scalars::Complex<f32>;
+                $body
+            }
+            heddle_ir::ScalarType::C64 => {
+                type $t = $crate::scalars::Complex<f64>;
+                $body
+            }
         }
     };
 }
@@ -608,10 +657,16 @@ mod tests {
         // To a float: rounded once, from the integer itself.
         assert_eq!(big.convert(ScalarType::F64).unwrap(), ScalarVec::from(vec![9007199254740992.0, -3.0]));
         let floats = ScalarVec::from(vec![2.0f64, -0.0, 1.5]);
-        assert_eq!(floats.clone().convert(ScalarType::I8).unwrap_err(), ConvertError { position: 2, message: "1.5 does not fit in i8".into() });
+        assert_eq!(
+            floats.clone().convert(ScalarType::I8).unwrap_err(),
+            ConvertError { position: 2, message: "1.5 does not fit in i8".into() }
+        );
         assert!(!floats.clone().convert(ScalarType::F32).unwrap().is_padding(0));
         assert!(!floats.is_padding(1), "-0 is a value");
-        assert_eq!(ScalarVec::from(vec![1u8, 0]).convert(ScalarType::Bool).unwrap(), ScalarVec::from(vec![true, false]));
+        assert_eq!(
+            ScalarVec::from(vec![1u8, 0]).convert(ScalarType::Bool).unwrap(),
+            ScalarVec::from(vec![true, false])
+        );
         assert!(ScalarVec::from(vec![2u8]).convert(ScalarType::Bool).is_err());
         let mut v = ScalarVec::new(ScalarType::U8);
         assert!(v.push_num(Num::Int(255)));

@@ -45,7 +45,9 @@ pub fn range_binding(s: &str) -> Result<(String, String), String> {
     let shape = "NAME=a..b or NAME=a..b,step with 1 <= a <= b";
     let (name, range) = binding_parts(s, shape)?;
     let (span, step) = range.split_once(',').map_or((range, "1"), |(r, st)| (r, st));
-    let bounds = span.split_once("..").and_then(|(lo, hi)| Some((lo.trim().parse::<i64>().ok()?, hi.trim().parse::<i64>().ok()?)));
+    let bounds = span
+        .split_once("..")
+        .and_then(|(lo, hi)| Some((lo.trim().parse::<i64>().ok()?, hi.trim().parse::<i64>().ok()?)));
     match (bounds, step.trim().parse::<i64>()) {
         (Some((lo, hi)), Ok(st)) if 1 <= lo && lo <= hi && st >= 1 => Ok((name.to_string(), range.to_string())),
         _ => Err(format!("expected {shape}")),
@@ -60,7 +62,9 @@ pub fn matrix_file(s: &str) -> Result<String, String> {
 
 /// Validates with `parse` but keeps the text as given, for flags whose
 /// command reads the value itself.
-pub fn checked<T: 'static>(parse: fn(&str) -> Result<T, String>) -> impl Fn(&str) -> Result<String, String> + Clone + Send + Sync + 'static {
+pub fn checked<T: 'static>(
+    parse: fn(&str) -> Result<T, String>,
+) -> impl Fn(&str) -> Result<String, String> + Clone + Send + Sync + 'static {
     move |s: &str| parse(s).map(|_| s.to_string())
 }
 
@@ -101,7 +105,9 @@ pub fn buffers_from_matrix(names: usize) -> impl Fn(&str) -> Result<String, Stri
         let (list, path) = binding_parts(s, &format!("{example}=FILE"))?;
         let count = list.split(',').filter(|n| !n.trim().is_empty()).count();
         if count != names || list.split(',').count() != names {
-            return Err(format!("expected {names} buffer name(s) separated by commas before `=`, e.g. {example}=FILE.mtx"));
+            return Err(format!(
+                "expected {names} buffer name(s) separated by commas before `=`, e.g. {example}=FILE.mtx"
+            ));
         }
         check_format(path, MATRIX_FILES)?;
         Ok(s.to_string())

@@ -1,6 +1,6 @@
 //! `heddle check FILE`.
 
-use super::{load, Failure, Output};
+use super::{Failure, Output, load};
 use heddle_typeck::KernelParam;
 
 #[derive(clap::Args)]

@@ -13,7 +13,7 @@
 //! C declaration, record layout and size formula, the NDRange formulas, the
 //! values of all of these for the `--param`s given, and the error codes.
 
-use super::{load, Failure, Output};
+use super::{Failure, Output, load};
 use heddle::source::SourceFile;
 use std::path::Path;
 
@@ -81,7 +81,13 @@ pub fn kernel_name(file: &SourceFile) -> String {
 }
 
 /// The text of `target` for a checked kernel.
-fn emit(target: Target, file: &SourceFile, kernel: &heddle_typeck::Kernel, trust: bool, options: &heddle_codegen_cpu::Options) -> Result<String, Failure> {
+fn emit(
+    target: Target,
+    file: &SourceFile,
+    kernel: &heddle_typeck::Kernel,
+    trust: bool,
+    options: &heddle_codegen_cpu::Options,
+) -> Result<String, Failure> {
     let located = |d| Failure::Source(file.clone(), vec![d]);
     let mut program = trusting(heddle::cpu::lower(kernel, &kernel_name(file)).map_err(located)?, trust);
     for phase in &mut program.counts {
@@ -96,7 +102,9 @@ fn emit(target: Target, file: &SourceFile, kernel: &heddle_typeck::Kernel, trust
         }?;
         let comment = if target == Target::Opencl { "//" } else { ";" };
         Ok::<_, Failure>(match assumptions(p) {
-            a if trust && !a.is_empty() && target != Target::Loops => format!("{comment} assumes: {} (checked by no code here: validate the inputs)\n{text}", a.join(", ")),
+            a if trust && !a.is_empty() && target != Target::Loops => {
+                format!("{comment} assumes: {} (checked by no code here: validate the inputs)\n{text}", a.join(", "))
+            }
             _ => text,
         })
     };
@@ -116,7 +124,8 @@ fn emit(target: Target, file: &SourceFile, kernel: &heddle_typeck::Kernel, trust
 }
 
 pub fn run(a: &Args) -> Result<Output, Failure> {
-    let params = a.params.iter().map(|p| super::args::nat_binding(p).map_err(Failure::Input)).collect::<Result<Vec<_>, _>>()?;
+    let params =
+        a.params.iter().map(|p| super::args::nat_binding(p).map_err(Failure::Input)).collect::<Result<Vec<_>, _>>()?;
     let (file, _, kernel) = load(&a.file)?;
     for (k, _) in &params {
         if !kernel.params.iter().any(|p| matches!(p, heddle_typeck::KernelParam::Nat(n) if n.as_str() == k)) {
@@ -142,7 +151,8 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         "output": a.output,
     });
     if a.json && a.target == Target::Opencl {
-        json["params"] = serde_json::Value::Object(params.iter().map(|(k, v)| (k.clone(), serde_json::json!(v))).collect());
+        json["params"] =
+            serde_json::Value::Object(params.iter().map(|(k, v)| (k.clone(), serde_json::json!(v))).collect());
         json["kernels"] = serde_json::Value::Array(describe(&file, &kernel, &params, a.trust_ranges)?);
     }
     Ok(Output { text: if a.output.is_some() { String::new() } else { text }, json })
@@ -150,7 +160,12 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
 
 /// Every OpenCL kernel of a checked kernel in launch order (counting phases
 /// first), described for a host program.
-fn describe(file: &SourceFile, kernel: &heddle_typeck::Kernel, params: &[(String, i64)], trust: bool) -> Result<Vec<serde_json::Value>, Failure> {
+fn describe(
+    file: &SourceFile,
+    kernel: &heddle_typeck::Kernel,
+    params: &[(String, i64)],
+    trust: bool,
+) -> Result<Vec<serde_json::Value>, Failure> {
     use serde_json::json;
     let located = |d| Failure::Source(file.clone(), vec![d]);
     let compiled = heddle::opencl::compile(kernel, &kernel_name(file)).map_err(located)?;
@@ -225,7 +240,9 @@ fn describe(file: &SourceFile, kernel: &heddle_typeck::Kernel, params: &[(String
     };
     // With --trust-ranges, each kernel's variant without the range-implied
     // checks, where it has one, and the ranges it assumes.
-    let pick = |checked: &'_ heddle_codegen_opencl::Kernel, trusted: Option<&'_ heddle_codegen_opencl::Kernel>, prog: &heddle_ir::loops::LoopProgram| {
+    let pick = |checked: &'_ heddle_codegen_opencl::Kernel,
+                trusted: Option<&'_ heddle_codegen_opencl::Kernel>,
+                prog: &heddle_ir::loops::LoopProgram| {
         match trusted {
             Some(t) if trust => (t.clone(), assumptions(prog)),
             _ => (checked.clone(), Vec::new()),

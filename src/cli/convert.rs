@@ -52,9 +52,12 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     let mut t = contents.into_encoding(&enc).map_err(|e| Failure::Input(format!("{}: {e}", a.input)))?;
     if let Some(elem) = a.elem {
         let values = std::mem::take(&mut t.values);
-        t.values = values
-            .convert(elem)
-            .map_err(|e| Failure::Input(format!("{}: stored value {} does not convert to {elem}: {}", a.input, e.position, e.message)))?;
+        t.values = values.convert(elem).map_err(|e| {
+            Failure::Input(format!(
+                "{}: stored value {} does not convert to {elem}: {}",
+                a.input, e.position, e.message
+            ))
+        })?;
         t.elem = elem;
     }
     let t2 = Instant::now();

@@ -26,7 +26,10 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     };
     let changed = text != file.text;
     if a.check && changed {
-        return Err(Failure::Input(format!("{} is not in canonical form (run `heddle fmt --write {}`)", a.file, a.file)));
+        return Err(Failure::Input(format!(
+            "{} is not in canonical form (run `heddle fmt --write {}`)",
+            a.file, a.file
+        )));
     }
     if a.write && changed {
         std::fs::write(&a.file, &text).map_err(|e| Failure::Input(format!("cannot write {}: {e}", a.file)))?;

@@ -51,7 +51,9 @@ pub fn man(a: &ManArgs) -> Result<Output, Failure> {
         }
     };
     let mut roff = Vec::new();
-    clap_mangen::Man::new(page).render(&mut roff).map_err(|e| Failure::Io(format!("cannot render the manual page: {e}")))?;
+    clap_mangen::Man::new(page)
+        .render(&mut roff)
+        .map_err(|e| Failure::Io(format!("cannot render the manual page: {e}")))?;
     let text = String::from_utf8_lossy(&roff).into_owned();
     let json = serde_json::json!({ "ok": true, "command": a.command, "page": text });
     Ok(Output { text, json })

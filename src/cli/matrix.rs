@@ -63,7 +63,12 @@ fn ints(xs: impl Iterator<Item = i64>) -> Loaded {
 }
 
 fn floats(xs: Vec<f64>) -> Loaded {
-    Loaded::Flat { shape: vec![xs.len() as u64], items: xs.into_iter().map(Value::Float).collect(), dtype: "float64".into(), kinds: vec![ScalarKind::Float] }
+    Loaded::Flat {
+        shape: vec![xs.len() as u64],
+        items: xs.into_iter().map(Value::Float).collect(),
+        dtype: "float64".into(),
+        kinds: vec![ScalarKind::Float],
+    }
 }
 
 /// The inputs `--FLAG NAMES=FILE` gives, as (parameter, data) pairs.
@@ -71,7 +76,10 @@ pub fn inputs(storage: Storage, spec: &str) -> Result<Vec<(String, Loaded)>, Fai
     let flag = storage.flag();
     let usage = || {
         let names = ["offsets,col_indices,values", "row_length,col_indices,values", "offsets,entries", "matrix"];
-        let k = [Storage::Csr, Storage::Lil, Storage::CsrPacked, Storage::Dense].iter().position(|s| *s == storage).unwrap_or(0);
+        let k = [Storage::Csr, Storage::Lil, Storage::CsrPacked, Storage::Dense]
+            .iter()
+            .position(|s| *s == storage)
+            .unwrap_or(0);
         Failure::Input(format!("--{flag} {spec}: expected {}=FILE (.mtx, .npz, .tns or .json)", names[k]))
     };
     let (names, path) = spec.split_once('=').ok_or_else(usage)?;
@@ -79,9 +87,12 @@ pub fn inputs(storage: Storage, spec: &str) -> Result<Vec<(String, Loaded)>, Fai
     if names.len() != storage.arity() || names.iter().any(String::is_empty) || path.is_empty() {
         return Err(usage());
     }
-    let (coo, _) = heddle_runtime::sparse::file::read_coo(Path::new(path)).map_err(|e| Failure::Input(format!("--{flag}: {e}")))?;
+    let (coo, _) = heddle_runtime::sparse::file::read_coo(Path::new(path))
+        .map_err(|e| Failure::Input(format!("--{flag}: {e}")))?;
     if storage == Storage::Dense {
-        let values = coo.to_dense_values().ok_or_else(|| Failure::Input(format!("--{flag}: {path} is too large to store densely")))?;
+        let values = coo
+            .to_dense_values()
+            .ok_or_else(|| Failure::Input(format!("--{flag}: {path} is too large to store densely")))?;
         return Ok(vec![(names[0].clone(), floats(values.to_f64s()))]);
     }
     let csr = coo_to_csr_i32(&coo).map_err(|e| Failure::Input(format!("--{flag}: {path}: {e}")))?;
@@ -99,9 +110,18 @@ pub fn inputs(storage: Storage, spec: &str) -> Result<Vec<(String, Loaded)>, Fai
             (names[2].clone(), floats(csr.values.to_f64s())),
         ],
         Storage::CsrPacked => {
-            let items = csr.col_indices.iter().zip(csr.values.to_f64s()).map(|(c, v)| Value::tuple(vec![Value::Int(i64::from(*c)), Value::Float(v)]));
+            let items = csr
+                .col_indices
+                .iter()
+                .zip(csr.values.to_f64s())
+                .map(|(c, v)| Value::tuple(vec![Value::Int(i64::from(*c)), Value::Float(v)]));
             let items: Vec<Value> = items.collect();
-            let entries = Loaded::Flat { shape: vec![items.len() as u64], items, dtype: "(int32, float64)".into(), kinds: vec![ScalarKind::Int, ScalarKind::Float] };
+            let entries = Loaded::Flat {
+                shape: vec![items.len() as u64],
+                items,
+                dtype: "(int32, float64)".into(),
+                kinds: vec![ScalarKind::Int, ScalarKind::Float],
+            };
             vec![(names[0].clone(), ints(offsets())), (names[1].clone(), entries)]
         }
         Storage::Dense => unreachable!("handled above"),

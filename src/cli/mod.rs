@@ -285,7 +285,9 @@ fn usage_error(mut e: clap::Error, json: bool) -> i32 {
     let _ = e.print();
     if json {
         let flag = match e.get(ContextKind::InvalidArg) {
-            Some(ContextValue::String(a)) => serde_json::Value::String(a.split([' ', '=']).next().unwrap_or(a).to_string()),
+            Some(ContextValue::String(a)) => {
+                serde_json::Value::String(a.split([' ', '=']).next().unwrap_or(a).to_string())
+            }
             _ => serde_json::Value::Null,
         };
         let rendered = e.to_string();
@@ -322,7 +324,12 @@ fn value_hint(value: &str) -> Option<&'static str> {
     }
 }
 
-fn error_object(command: Option<&str>, code: i32, errors: Vec<serde_json::Value>, warnings: &[String]) -> serde_json::Value {
+fn error_object(
+    command: Option<&str>,
+    code: i32,
+    errors: Vec<serde_json::Value>,
+    warnings: &[String],
+) -> serde_json::Value {
     let mut object = serde_json::json!({
         "schema": schema("error"),
         "ok": false,
@@ -355,11 +362,17 @@ fn report(f: &Failure, json: bool, command: &str, code: i32, warnings: &[String]
     match f {
         Failure::Source(file, diags) => complain(&file.render(diags)),
         Failure::Data(e) => complain(&format!("error: {e}\n")),
-        Failure::Input(m) | Failure::Io(m) | Failure::Device(m) | Failure::Usage { message: m, .. } => complain(&format!("error: {m}\n")),
+        Failure::Input(m) | Failure::Io(m) | Failure::Device(m) | Failure::Usage { message: m, .. } => {
+            complain(&format!("error: {m}\n"))
+        }
     }
     if json {
         // The exit status says what matters when stdout is gone.
-        let _ = emit(&format!("{}\n", serde_json::to_string_pretty(&error_object(Some(command), code, error_list(f), warnings)).unwrap_or_default()));
+        let _ = emit(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&error_object(Some(command), code, error_list(f), warnings))
+                .unwrap_or_default()
+        ));
     }
 }
 
@@ -369,7 +382,11 @@ fn error_list(f: &Failure) -> Vec<serde_json::Value> {
         Failure::Source(file, diags) => diags
             .iter()
             .map(|d| {
-                let kind = d.kind.unwrap_or(if d.message.starts_with("internal error") { ErrorKind::Internal } else { ErrorKind::Data });
+                let kind = d.kind.unwrap_or(if d.message.starts_with("internal error") {
+                    ErrorKind::Internal
+                } else {
+                    ErrorKind::Data
+                });
                 let mut v = serde_json::to_value(file.locate(d)).unwrap_or_default();
                 v["kind"] = kind.name().into();
                 v
@@ -378,12 +395,18 @@ fn error_list(f: &Failure) -> Vec<serde_json::Value> {
         Failure::Input(message) => vec![serde_json::json!({ "kind": "data", "message": message })],
         Failure::Data(e) => {
             // The readers word a file they cannot open as "cannot read PATH: …".
-            let kind = if e.message.starts_with("cannot read") || e.message.starts_with("cannot open") { "io" } else { "data" };
+            let kind = if e.message.starts_with("cannot read") || e.message.starts_with("cannot open") {
+                "io"
+            } else {
+                "data"
+            };
             vec![serde_json::json!({ "kind": kind, "message": e.message, "parameter": e.parameter })]
         }
         Failure::Io(message) => vec![serde_json::json!({ "kind": "io", "message": message })],
         Failure::Device(message) => vec![serde_json::json!({ "kind": "device", "message": message })],
-        Failure::Usage { flag, message } => vec![serde_json::json!({ "kind": "usage", "message": message, "flag": flag })],
+        Failure::Usage { flag, message } => {
+            vec![serde_json::json!({ "kind": "usage", "message": message, "flag": flag })]
+        }
     }
 }
 

@@ -17,12 +17,16 @@ pub struct Args {
 
 fn slot_json(s: &Slot) -> serde_json::Value {
     match s {
-        Slot::Nat { name, optional } => serde_json::json!({ "kind": "nat", "name": name.as_str(), "optional": optional }),
+        Slot::Nat { name, optional } => {
+            serde_json::json!({ "kind": "nat", "name": name.as_str(), "optional": optional })
+        }
         Slot::Fun { name, params, result } => {
             let params: Vec<String> = params.iter().map(print_type).collect();
             serde_json::json!({ "kind": "function", "name": name.as_str(), "params": params, "result": print_type(result) })
         }
-        Slot::Value { name, ty } => serde_json::json!({ "kind": "value", "name": name.as_str(), "type": print_type(ty) }),
+        Slot::Value { name, ty } => {
+            serde_json::json!({ "kind": "value", "name": name.as_str(), "type": print_type(ty) })
+        }
         Slot::Input(ty) => serde_json::json!({ "kind": "input", "type": print_type(ty) }),
     }
 }
@@ -53,8 +57,13 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             Some(_) => signatures().iter().filter(|s| s.name == n.as_str()).collect(),
             None => {
                 let names = signatures().iter().map(|s| s.name);
-                let hint = heddle_ir::suggest::closest(n, names).map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default();
-                return Err(Failure::usage("NAME", format!("there is no pattern `{n}`{hint}; `heddle prims` lists them")));
+                let hint = heddle_ir::suggest::closest(n, names)
+                    .map(|s| format!(" (did you mean `{s}`?)"))
+                    .unwrap_or_default();
+                return Err(Failure::usage(
+                    "NAME",
+                    format!("there is no pattern `{n}`{hint}; `heddle prims` lists them"),
+                ));
             }
         },
         None => signatures().iter().collect(),

@@ -109,7 +109,10 @@ pub fn cost_model(kind: CostKind, file: Option<&str>) -> Result<CostModel, Failu
     let Some(path) = file else { return Ok(kind.into()) };
     let src = SourceFile::read(path).map_err(Failure::Input)?;
     CostModel::from_file(path, &src.text).map_err(|errs| {
-        let diags = errs.into_iter().map(|e| Diagnostic::new(Span::new(e.offset, e.offset + 1), e.message).with_label("in this entry")).collect();
+        let diags = errs
+            .into_iter()
+            .map(|e| Diagnostic::new(Span::new(e.offset, e.offset + 1), e.message).with_label("in this entry"))
+            .collect();
         Failure::Source(SourceFile::new(path, src.text.clone()), diags)
     })
 }
@@ -117,7 +120,11 @@ pub fn cost_model(kind: CostKind, file: Option<&str>) -> Result<CostModel, Failu
 /// Type-checks with heddle-typeck, reporting the type and obligations.
 pub fn check(p: &Program) -> Result<Checked, String> {
     match heddle_typeck::check_program(p) {
-        Ok(k) => Ok(Checked { ty: k.ty.to_string(), obligations: k.obligations.iter().map(|o| o.cond.clone()).collect(), kernel_ty: Some(k.ty.clone()) }),
+        Ok(k) => Ok(Checked {
+            ty: k.ty.to_string(),
+            obligations: k.obligations.iter().map(|o| o.cond.clone()).collect(),
+            kernel_ty: Some(k.ty.clone()),
+        }),
         Err(d) => Err(d.first().map_or_else(|| "type error".to_string(), |d| d.message.clone())),
     }
 }
@@ -148,7 +155,9 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         return search::run(a, path, &rules, sketches);
     }
     if sketches.len() > 1 {
-        return Err(Failure::Input("one --sketch at a time without --search (with --search, candidates of each sketch are measured)".into()));
+        return Err(Failure::Input(
+            "one --sketch at a time without --search (with --search, candidates of each sketch are measured)".into(),
+        ));
     }
     let dump = a.dump_egraph.as_deref().map(dump_format).transpose()?;
     let (file, program, _) = load(path)?;
@@ -165,13 +174,18 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     };
     let out = explored.map_err(|e| Failure::Source(file, vec![Diagnostic::new(Span::new(0, 0), e.to_string())]))?;
     let dumped = match (&a.dump_egraph, dump, &out.egraph) {
-        (Some(path), Some(format), Some((g, root))) => Some(write_dump(path, format, g, *root, &opts.cost, a.dump_limit as usize)?),
+        (Some(path), Some(format), Some((g, root))) => {
+            Some(write_dump(path, format, g, *root, &opts.cost, a.dump_limit as usize)?)
+        }
         _ => None,
     };
     if let Some(why) = &out.fallback {
         super::warn(format!("kept the original program: {why}"));
     }
-    Ok(Output { text: report::text(&out, &opts.cost, a.explain, a.stats, dumped.as_ref()), json: report::json(path, &out, &opts.cost, rules.len(), dumped.as_ref()) })
+    Ok(Output {
+        text: report::text(&out, &opts.cost, a.explain, a.stats, dumped.as_ref()),
+        json: report::json(path, &out, &opts.cost, rules.len(), dumped.as_ref()),
+    })
 }
 
 /// Parses `--sketch` (a malformed one is a usage error).
@@ -181,7 +195,8 @@ fn parse_sketch(s: &str) -> Result<program::sketch::Sketch, String> {
 
 /// Parses `--param NAME=VALUE`.
 pub fn parse_param(p: &str) -> Result<(heddle_ir::Name, i64), String> {
-    let (k, v) = p.split_once('=').filter(|(k, v)| !k.trim().is_empty() && !v.is_empty()).ok_or("expected NAME=VALUE")?;
+    let (k, v) =
+        p.split_once('=').filter(|(k, v)| !k.trim().is_empty() && !v.is_empty()).ok_or("expected NAME=VALUE")?;
     let v: i64 = v.trim().parse().ok().filter(|v| *v >= 0).ok_or_else(|| format!("`{v}` is not a natural number"))?;
     Ok((heddle_ir::Name::from(k.trim()), v))
 }
@@ -213,7 +228,14 @@ pub struct Dumped {
     pub truncated: Option<program::export::Truncation>,
 }
 
-fn write_dump(path: &str, format: DumpFormat, g: &program::analysis::ProgGraph, root: program::Id, model: &CostModel, limit: usize) -> Result<Dumped, Failure> {
+fn write_dump(
+    path: &str,
+    format: DumpFormat,
+    g: &program::analysis::ProgGraph,
+    root: program::Id,
+    model: &CostModel,
+    limit: usize,
+) -> Result<Dumped, Failure> {
     let (text, truncated, name) = match format {
         DumpFormat::Json => {
             let (j, t) = program::export::to_json(g, root, model, limit);

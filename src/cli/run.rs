@@ -1,10 +1,10 @@
 //! `heddle run FILE`: execute the kernel.
 
 use super::matrix::{self, Storage};
-use super::{args, load, Failure, Output};
-use heddle_runtime::io::bind::InputError;
+use super::{Failure, Output, args, load};
 use heddle::source::SourceFile;
 use heddle_runtime::interp::Env;
+use heddle_runtime::io::bind::InputError;
 use heddle_runtime::io::{bind_inputs, bind_inputs_flat, read_input, write};
 use heddle_runtime::value::Value;
 use heddle_typeck::Kernel;
@@ -92,13 +92,18 @@ pub struct Args {
 fn check_usage(a: &Args) -> Result<(), Failure> {
     let matrix_output = a.output.as_deref().is_some_and(|o| [".mtx", ".npz", ".tns"].iter().any(|e| o.ends_with(e)));
     if a.output_dims.is_some() && !matrix_output {
-        return Err(Failure::usage("--output-dims", "--output-dims gives the shape of a .mtx, .npz or .tns --output; there is none"));
+        return Err(Failure::usage(
+            "--output-dims",
+            "--output-dims gives the shape of a .mtx, .npz or .tns --output; there is none",
+        ));
     }
     if a.threads.is_some() && a.backend != Backend::Cpu {
         let backend = format!("{:?}", a.backend).to_lowercase();
         super::warn(format!("--threads applies to --backend cpu; the {backend} backend ignores it"));
     }
-    for (given, flag) in [(a.accumulators.is_some(), "--accumulators"), (a.chunks_per_thread.is_some(), "--chunks-per-thread")] {
+    for (given, flag) in
+        [(a.accumulators.is_some(), "--accumulators"), (a.chunks_per_thread.is_some(), "--chunks-per-thread")]
+    {
         if given && a.backend != Backend::Cpu {
             let backend = format!("{:?}", a.backend).to_lowercase();
             super::warn(format!("{flag} applies to --backend cpu; the {backend} backend ignores it"));
@@ -122,7 +127,11 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     let (file, kernel) = if a.encodings.is_empty() {
         (file, kernel)
     } else {
-        let specs = a.encodings.iter().map(|s| super::sparsify::parse_spec(s, a.defs.as_deref(), &program)).collect::<Result<Vec<_>, _>>()?;
+        let specs = a
+            .encodings
+            .iter()
+            .map(|s| super::sparsify::parse_spec(s, a.defs.as_deref(), &program))
+            .collect::<Result<Vec<_>, _>>()?;
         let sparse = super::sparsify::front_door(&file, &program, &specs)?;
         (sparse.file, sparse.kernel)
     };
@@ -133,7 +142,12 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         let loaded = read_input(Path::new(path)).map_err(|e| InputError { parameter: Some(k.clone()), message: e })?;
         inputs.push((k.to_string(), loaded));
     }
-    let matrices = [(&a.csr, Storage::Csr), (&a.lil, Storage::Lil), (&a.csr_packed, Storage::CsrPacked), (&a.dense, Storage::Dense)];
+    let matrices = [
+        (&a.csr, Storage::Csr),
+        (&a.lil, Storage::Lil),
+        (&a.csr_packed, Storage::CsrPacked),
+        (&a.dense, Storage::Dense),
+    ];
     for (specs, storage) in matrices {
         for spec in specs {
             inputs.extend(matrix::inputs(storage, spec)?);
@@ -157,11 +171,13 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     let start = Instant::now();
     let (value, compile_seconds, times) = match a.backend {
         Backend::Interp => {
-            let value = heddle_runtime::interp::run_kernel(&kernel, &env).map_err(|d| Failure::Source(file.clone(), vec![d.or_kind(heddle_ir::ErrorKind::Runtime)]))?;
+            let value = heddle_runtime::interp::run_kernel(&kernel, &env)
+                .map_err(|d| Failure::Source(file.clone(), vec![d.or_kind(heddle_ir::ErrorKind::Runtime)]))?;
             let mut times = Vec::with_capacity(reps);
             for _ in 0..reps {
                 let t = Instant::now();
-                heddle_runtime::interp::run_kernel(&kernel, &env).map_err(|d| Failure::Source(file.clone(), vec![d.or_kind(heddle_ir::ErrorKind::Runtime)]))?;
+                heddle_runtime::interp::run_kernel(&kernel, &env)
+                    .map_err(|d| Failure::Source(file.clone(), vec![d.or_kind(heddle_ir::ErrorKind::Runtime)]))?;
                 times.push(t.elapsed().as_secs_f64());
             }
             (value, 0.0, times)
@@ -171,9 +187,13 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             let located = |d| Failure::Source(file.clone(), vec![d]);
             let threads = match a.threads {
                 Some(n) => n as usize,
-                None => heddle_runtime::cpu::threads_from_env().map_err(Failure::Input)?.unwrap_or_else(heddle_runtime::cpu::default_threads),
+                None => heddle_runtime::cpu::threads_from_env()
+                    .map_err(Failure::Input)?
+                    .unwrap_or_else(heddle_runtime::cpu::default_threads),
             };
-            let threshold = heddle_runtime::cpu::threshold_from_env().map_err(Failure::Input)?.unwrap_or(heddle_runtime::cpu::PARALLEL_THRESHOLD);
+            let threshold = heddle_runtime::cpu::threshold_from_env()
+                .map_err(Failure::Input)?
+                .unwrap_or(heddle_runtime::cpu::PARALLEL_THRESHOLD);
             let mut tuning = heddle_runtime::cpu::Tuning::default();
             if let Some(n) = a.accumulators {
                 tuning.accumulators = n;
@@ -200,15 +220,24 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     if let (Some(out), heddle_runtime::value::Value::Tensor(t)) = (&a.output, &value) {
         // A stored tensor: the writers `heddle convert` uses.
         if a.output_dims.is_some() {
-            return Err(Failure::usage("--output-dims", "--output-dims sizes a result of rows of pairs; a stored tensor has its own shape"));
+            return Err(Failure::usage(
+                "--output-dims",
+                "--output-dims sizes a result of rows of pairs; a stored tensor has its own shape",
+            ));
         }
         let path = Path::new(out);
         match path.extension().and_then(|e| e.to_str()) {
-            Some("json" | "mtx" | "tns" | "npz") => heddle_runtime::sparse::write::write(t, path).map_err(|e| match e {
-                heddle_runtime::sparse::SparseError::Io { .. } => Failure::Io(format!("--output {out}: {e}")),
-                _ => Failure::Input(format!("--output {out}: {e}")),
-            })?,
-            _ => return Err(Failure::Input(format!("--output {out}: a stored tensor is written as .json (its storage), .mtx, .tns or .npz"))),
+            Some("json" | "mtx" | "tns" | "npz") => {
+                heddle_runtime::sparse::write::write(t, path).map_err(|e| match e {
+                    heddle_runtime::sparse::SparseError::Io { .. } => Failure::Io(format!("--output {out}: {e}")),
+                    _ => Failure::Input(format!("--output {out}: {e}")),
+                })?
+            }
+            _ => {
+                return Err(Failure::Input(format!(
+                    "--output {out}: a stored tensor is written as .json (its storage), .mtx, .tns or .npz"
+                )));
+            }
         }
     } else if let Some(out) = &a.output {
         let path = Path::new(out);
@@ -218,15 +247,22 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
                 .map_err(|e| Failure::Io(format!("cannot write {out}: {e}")))?,
             Some("mtx" | "npz" | "tns") => {
                 let dims = a.output_dims;
-                let (coo, elem) = write::sparse_rows(&value, ty, dims).map_err(|m| Failure::Input(format!("--output {out}: {m}")))?;
+                let (coo, elem) =
+                    write::sparse_rows(&value, ty, dims).map_err(|m| Failure::Input(format!("--output {out}: {m}")))?;
                 let fail = |e: heddle_runtime::sparse::SparseError| match e {
                     heddle_runtime::sparse::SparseError::Io { .. } => Failure::Io(e.to_string()),
                     e => Failure::Input(format!("--output {out}: {e}")),
                 };
-                let csr = heddle_runtime::sparse::build::pack(&coo, &heddle_runtime::sparse::csr::csr_encoding(), elem).map_err(fail)?;
+                let csr = heddle_runtime::sparse::build::pack(&coo, &heddle_runtime::sparse::csr::csr_encoding(), elem)
+                    .map_err(fail)?;
                 heddle_runtime::sparse::write::write(&csr, path).map_err(fail)?;
             }
-            _ => return Err(Failure::usage("--output", format!("--output {out}: expected a .npy, .json, .mtx, .npz or .tns file name"))),
+            _ => {
+                return Err(Failure::usage(
+                    "--output",
+                    format!("--output {out}: expected a .npy, .json, .mtx, .npz or .tns file name"),
+                ));
+            }
         }
     }
     let result_json = if a.output.is_some() { serde_json::Value::Null } else { result_json() };
@@ -241,10 +277,14 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     });
     if let Some(stats) = KernelTimes::of(&times) {
         json["compile_seconds"] = serde_json::json!(compile_seconds);
-        json["kernel_seconds"] = serde_json::json!({ "median": stats.median, "min": stats.min, "max": stats.max, "reps": times.len() });
+        json["kernel_seconds"] =
+            serde_json::json!({ "median": stats.median, "min": stats.min, "max": stats.max, "reps": times.len() });
         if !a.json {
             // Not eprintln!: a closed stderr must not panic.
-            let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("{}\n", stats.line(times.len(), compile_seconds)));
+            let _ = std::io::Write::write_fmt(
+                &mut std::io::stderr(),
+                format_args!("{}\n", stats.line(times.len(), compile_seconds)),
+            );
         }
     }
     Ok(Output { text, json })
@@ -288,7 +328,13 @@ impl KernelTimes {
 /// result, the seconds from the checked kernel to a built OpenCL program,
 /// and each repetition's kernel time (OpenCL profiling events: the kernel
 /// alone, no transfers).
-fn run_opencl(file: &SourceFile, kernel: &Kernel, env: &Env, device: Option<usize>, reps: usize) -> Result<(Value, f64, Vec<f64>), Failure> {
+fn run_opencl(
+    file: &SourceFile,
+    kernel: &Kernel,
+    env: &Env,
+    device: Option<usize>,
+    reps: usize,
+) -> Result<(Value, f64, Vec<f64>), Failure> {
     let cl = heddle_runtime::opencl::OpenCl::new(device).map_err(|d| Failure::Device(d.message))?;
     let located = |d| Failure::Source(SourceFile::new(file.name.clone(), file.text.clone()), vec![d]);
     let start = Instant::now();

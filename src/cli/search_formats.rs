@@ -72,7 +72,10 @@ fn split<'a>(flag: &str, s: &'a str) -> Result<(&'a str, &'a str), Failure> {
 pub fn run(a: &Args) -> Result<Output, Failure> {
     let (file, program, _) = load(&a.file)?;
     if !a.matrices.iter().any(|m| m.split_once('=').is_some_and(|(k, _)| k == a.operand)) {
-        return Err(Failure::Input(format!("--operand {}: give its data with --matrix {}=FILE.mtx", a.operand, a.operand)));
+        return Err(Failure::Input(format!(
+            "--operand {}: give its data with --matrix {}=FILE.mtx",
+            a.operand, a.operand
+        )));
     }
     // One OpenCL context for every variant; no device is an error up front.
     let cl = match a.backend {
@@ -81,14 +84,19 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     };
     let rank = variants::operand_rank(&program, &a.operand).map_err(|d| Failure::Source(file.clone(), vec![d]))?;
     let all = variants::enumerate(rank);
-    let candidates: Vec<String> = all.iter().filter(|t| a.filters.is_empty() || a.filters.iter().any(|f| t.contains(f.as_str()))).cloned().collect();
+    let candidates: Vec<String> = all
+        .iter()
+        .filter(|t| a.filters.is_empty() || a.filters.iter().any(|f| t.contains(f.as_str())))
+        .cloned()
+        .collect();
     let filtered_out = all.len() - candidates.len();
     let bar = indicatif::ProgressBar::new(candidates.len() as u64);
     if a.json {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     let mut results = Vec::new();
     for text in &candidates {
@@ -116,10 +124,13 @@ fn one(
     cl: Option<&OpenCl>,
 ) -> Result<(Duration, serde_json::Value), String> {
     let first = |f: Failure| match f {
-        Failure::Source(src, d) => d.first().map_or_else(|| "failed".to_string(), |d| {
-            let at = src.locate(d);
-            format!("{} ({}:{}:{})", d.message, src.name, at.line, at.column)
-        }),
+        Failure::Source(src, d) => d.first().map_or_else(
+            || "failed".to_string(),
+            |d| {
+                let at = src.locate(d);
+                format!("{} ({}:{}:{})", d.message, src.name, at.line, at.column)
+            },
+        ),
         other => other.message(),
     };
     let spec = (a.operand.clone(), format!("{}_enc", a.operand), enc);
@@ -127,7 +138,10 @@ fn one(
     let mut nats = Vec::new();
     for p in &a.params {
         let (k, v) = split("param", p).map_err(first)?;
-        nats.push((k.to_string(), v.parse::<i64>().map_err(|_| format!("--param {p}: `{v}` is not a natural number"))?));
+        nats.push((
+            k.to_string(),
+            v.parse::<i64>().map_err(|_| format!("--param {p}: `{v}` is not a natural number"))?,
+        ));
     }
     let mut inputs = Vec::new();
     for i in &a.inputs {
@@ -136,7 +150,8 @@ fn one(
     }
     for m in &a.matrices {
         let (k, path) = split("matrix", m).map_err(first)?;
-        let (dims, buffers) = heddle_runtime::io::bind::tensor_inputs(&kernel, k, Path::new(path)).map_err(|e| e.to_string())?;
+        let (dims, buffers) =
+            heddle_runtime::io::bind::tensor_inputs(&kernel, k, Path::new(path)).map_err(|e| e.to_string())?;
         nats.extend(dims);
         inputs.extend(buffers);
     }
@@ -220,12 +235,23 @@ fn report(a: &Args, results: Vec<(String, Fate)>, filtered_out: usize) -> Result
         let mut reasons: Vec<&str> = skipped.iter().map(|(_, why)| why.as_str()).collect();
         reasons.sort();
         reasons.dedup();
-        return Err(Failure::Input(format!("no encoding of `{}` could run ({} tried):\n  {}", a.operand, skipped.len(), reasons.join("\n  "))));
+        return Err(Failure::Input(format!(
+            "no encoding of `{}` could run ({} tried):\n  {}",
+            a.operand,
+            skipped.len(),
+            reasons.join("\n  ")
+        )));
     }
     ran.sort_by_key(|(_, t, _)| *t);
     let fastest = ran.first().map_or(0.0, |(_, t, _)| t.as_secs_f64());
     let backend = format!("{:?}", a.backend).to_lowercase();
-    let mut text = format!("{} variants of `{}` on {backend}: {} ran, {} skipped", ran.len() + skipped.len(), a.operand, ran.len(), skipped.len());
+    let mut text = format!(
+        "{} variants of `{}` on {backend}: {} ran, {} skipped",
+        ran.len() + skipped.len(),
+        a.operand,
+        ran.len(),
+        skipped.len()
+    );
     if filtered_out > 0 {
         text.push_str(&format!(", {filtered_out} filtered out by --filter"));
     }
@@ -234,7 +260,13 @@ fn report(a: &Args, results: Vec<(String, Fate)>, filtered_out: usize) -> Result
     text.push_str(&format!("{:>4}  {:>12}  {:>7}  encoding\n", "rank", "time (µs)", "ratio"));
     for (k, (enc, t, _)) in ran.iter().enumerate() {
         let ratio = if fastest > 0.0 { t.as_secs_f64() / fastest } else { 1.0 };
-        text.push_str(&format!("{:>4}  {:>12.1}  {:>7.2}  {}\n", k + 1, t.as_secs_f64() * 1e6, ratio, variants::short(enc)));
+        text.push_str(&format!(
+            "{:>4}  {:>12.1}  {:>7.2}  {}\n",
+            k + 1,
+            t.as_secs_f64() * 1e6,
+            ratio,
+            variants::short(enc)
+        ));
     }
     if !skipped.is_empty() {
         text.push_str("skipped:\n");

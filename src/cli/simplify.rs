@@ -1,10 +1,10 @@
 //! `heddle simplify FILE` / `heddle simplify --nat 'NAT'`: flattened index
 //! formulas before and after Σ elimination.
 
-use super::{load, Failure, Output};
+use super::{Failure, Output, load};
 use heddle::source::SourceFile;
 use heddle_ir::{Name, Nat, Type};
-use heddle_rewrite::{flat_index, simplify, Facts, Limits, Simplified};
+use heddle_rewrite::{Facts, Limits, Simplified, flat_index, simplify};
 use heddle_typeck::KernelParam;
 
 #[derive(clap::Args)]
@@ -106,7 +106,12 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             let indices = index_names(ty);
             let before = flat_index(ty, &indices).map_err(|e| Failure::Input(format!("parameter `{name}`: {e}")))?;
             let after = simplify(&before, &Facts::from_type(ty), &limits);
-            out.push(Formula { array: name.to_string(), indices: indices.iter().map(|n| n.to_string()).collect(), before, after });
+            out.push(Formula {
+                array: name.to_string(),
+                indices: indices.iter().map(|n| n.to_string()).collect(),
+                before,
+                after,
+            });
         }
         out
     };

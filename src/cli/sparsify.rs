@@ -29,7 +29,11 @@ pub struct Args {
 /// `--encoding NAME=ENCODING` with the encoding resolved (for the rank of
 /// the operand's dense type in `program`), and the name the sparse program
 /// defines it under.
-pub fn parse_spec((name, enc): &(String, String), defs: Option<&str>, program: &Program) -> Result<(String, String, Encoding), Failure> {
+pub fn parse_spec(
+    (name, enc): &(String, String),
+    defs: Option<&str>,
+    program: &Program,
+) -> Result<(String, String, Encoding), Failure> {
     let name = name.trim().to_string();
     let encoding = resolve_encoding("--encoding", enc, defs, dense_rank(program, &name))?;
     let trimmed = enc.trim();
@@ -37,7 +41,8 @@ pub fn parse_spec((name, enc): &(String, String), defs: Option<&str>, program: &
     let enc_name = if trimmed.starts_with("#sparse_tensor") {
         format!("{name}_enc")
     } else {
-        let ident: String = trimmed.trim_start_matches('#').chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+        let ident: String =
+            trimmed.trim_start_matches('#').chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
         let ident = ident.trim_matches('_').to_string();
         if ident.is_empty() { format!("{name}_enc") } else { ident }
     };
@@ -80,7 +85,11 @@ pub struct Sparse {
 
 /// Sparsifies `program` (read from `file`) for every operand encoding, then
 /// type-checks it.
-pub fn front_door(file: &SourceFile, program: &Program, specs: &[(String, String, Encoding)]) -> Result<Sparse, Failure> {
+pub fn front_door(
+    file: &SourceFile,
+    program: &Program,
+    specs: &[(String, String, Encoding)],
+) -> Result<Sparse, Failure> {
     let mut program = program.clone();
     let mut src = file.clone();
     let mut laws = BTreeMap::new();
@@ -90,7 +99,8 @@ pub fn front_door(file: &SourceFile, program: &Program, specs: &[(String, String
         }
     }
     for (operand, enc_name, enc) in specs {
-        let out = heddle_rewrite::sparsify::sparsify(&program, operand, enc_name, enc).map_err(|d| Failure::Source(src.clone(), vec![d]))?;
+        let out = heddle_rewrite::sparsify::sparsify(&program, operand, enc_name, enc)
+            .map_err(|d| Failure::Source(src.clone(), vec![d]))?;
         for (law, n) in out.rules_applied {
             *laws.entry(law).or_default() += n;
         }
@@ -111,7 +121,8 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         super::type_cmd::check_encoding_arg("--encoding", enc, a.defs.as_deref())?;
     }
     let (file, program, _) = super::load(&a.file)?;
-    let specs = a.encodings.iter().map(|s| parse_spec(s, a.defs.as_deref(), &program)).collect::<Result<Vec<_>, _>>()?;
+    let specs =
+        a.encodings.iter().map(|s| parse_spec(s, a.defs.as_deref(), &program)).collect::<Result<Vec<_>, _>>()?;
     let Sparse { file: sparse, kernel, laws } = front_door(&file, &program, &specs)?;
     let json = serde_json::json!({
         "ok": true,

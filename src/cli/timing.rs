@@ -12,7 +12,11 @@ pub type Timer<'a> = Box<dyn FnMut() -> Result<f64, String> + 'a>;
 /// or the error of its first run that failed (it is not run again). `None`
 /// stands for a kernel that could not be prepared: it gets no times.
 /// `round_done` is called after each round (a progress bar).
-pub fn interleaved(timers: &mut [Option<Timer>], reps: usize, round_done: &mut dyn FnMut()) -> Vec<Result<Vec<f64>, String>> {
+pub fn interleaved(
+    timers: &mut [Option<Timer>],
+    reps: usize,
+    round_done: &mut dyn FnMut(),
+) -> Vec<Result<Vec<f64>, String>> {
     let mut times: Vec<Result<Vec<f64>, String>> = timers.iter().map(|_| Ok(Vec::with_capacity(reps))).collect();
     let count = timers.len().max(1);
     for round in 0..reps {

@@ -19,16 +19,16 @@
 
 use super::timing::{self, Timer};
 use super::tune_matrix::{self, Bound};
-use super::{load, Failure, Output};
+use super::{Failure, Output, load};
 use heddle::source::SourceFile;
+use heddle_ir::Type;
 use heddle_ir::loops::LoopProgram;
 use heddle_runtime::interp::Env;
 use heddle_runtime::io::read::ScalarKind;
-use heddle_runtime::io::{bind_inputs, bind_inputs_flat, read_input, Loaded};
+use heddle_runtime::io::{Loaded, bind_inputs, bind_inputs_flat, read_input};
 use heddle_runtime::opencl::OpenCl;
 use heddle_runtime::value::Value;
 use heddle_typeck::Kernel;
-use heddle_ir::Type;
 use std::path::Path;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -174,7 +174,9 @@ struct Outcome {
 }
 
 fn assignment<'a>(flag: &str, s: &'a str) -> Result<(&'a str, &'a str), Failure> {
-    s.split_once('=').filter(|(k, v)| !k.is_empty() && !v.is_empty()).ok_or_else(|| Failure::Input(format!("--{flag} {s}: expected NAME=VALUE")))
+    s.split_once('=')
+        .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+        .ok_or_else(|| Failure::Input(format!("--{flag} {s}: expected NAME=VALUE")))
 }
 
 /// `a..b` doubles from a to b; `a..b,step` adds step.
@@ -208,7 +210,10 @@ fn parse_range(s: &str) -> Result<(String, Vec<i64>), Failure> {
 fn grid(ranges: &[(String, Vec<i64>)]) -> Vec<Vec<(String, i64)>> {
     let mut out = vec![Vec::new()];
     for (name, values) in ranges {
-        out = out.into_iter().flat_map(|prefix| values.iter().map(move |v| [prefix.clone(), vec![(name.clone(), *v)]].concat())).collect();
+        out = out
+            .into_iter()
+            .flat_map(|prefix| values.iter().map(move |v| [prefix.clone(), vec![(name.clone(), *v)]].concat()))
+            .collect();
     }
     out
 }
@@ -227,9 +232,13 @@ fn csr_case(kernel: &Kernel, spec: &str, strict: bool) -> Result<(String, Vec<(S
         return Ok((by_name.0, inputs));
     }
     let path = spec;
-    let (mut coo, _) = heddle_runtime::sparse::file::read_coo(Path::new(path)).map_err(|e| Failure::Input(format!("--csr {path}: {e}")))?;
+    let (mut coo, _) = heddle_runtime::sparse::file::read_coo(Path::new(path))
+        .map_err(|e| Failure::Input(format!("--csr {path}: {e}")))?;
     if coo.rank() != 2 {
-        return Err(Failure::Input(format!("--csr {path}: a matrix has two dimensions, this tensor has {}", coo.rank())));
+        return Err(Failure::Input(format!(
+            "--csr {path}: a matrix has two dimensions, this tensor has {}",
+            coo.rank()
+        )));
     }
     coo.sort_and_sum();
     let (n, m) = (coo.dims[0] as usize, coo.dims[1] as usize);
@@ -258,8 +267,14 @@ fn csr_case(kernel: &Kernel, spec: &str, strict: bool) -> Result<(String, Vec<(S
             ),
             "values" => flat(vals.clone(), "float64", vec![ScalarKind::Float]),
             // A vector of small exact values, so float sums depend little on order.
-            "xs" | "x" => flat((0..m).map(|j| Value::Float(1.0 + (j % 5) as f64 * 0.25)).collect(), "float64", vec![ScalarKind::Float]),
-            other if strict => return Err(Failure::Input(format!("--csr {path}: no CSR buffer for the parameter `{other}`"))),
+            "xs" | "x" => flat(
+                (0..m).map(|j| Value::Float(1.0 + (j % 5) as f64 * 0.25)).collect(),
+                "float64",
+                vec![ScalarKind::Float],
+            ),
+            other if strict => {
+                return Err(Failure::Input(format!("--csr {path}: no CSR buffer for the parameter `{other}`")));
+            }
             _ => continue,
         };
         inputs.push((name.to_string(), loaded));
@@ -282,8 +297,12 @@ fn leaf(ty: &Type) -> &Type {
 pub fn agree(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Float(x), Value::Float(y)) => x == y || (x - y).abs() <= 1e-4 * x.abs().max(y.abs()).max(1.0),
-        (Value::Array(xs), Value::Array(ys)) => xs.len() == ys.len() && xs.iter().zip(ys.iter()).all(|(x, y)| agree(x, y)),
-        (Value::Tuple(xs), Value::Tuple(ys)) => xs.len() == ys.len() && xs.iter().zip(ys.iter()).all(|(x, y)| agree(x, y)),
+        (Value::Array(xs), Value::Array(ys)) => {
+            xs.len() == ys.len() && xs.iter().zip(ys.iter()).all(|(x, y)| agree(x, y))
+        }
+        (Value::Tuple(xs), Value::Tuple(ys)) => {
+            xs.len() == ys.len() && xs.iter().zip(ys.iter()).all(|(x, y)| agree(x, y))
+        }
         _ => a == b,
     }
 }
@@ -293,12 +312,19 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     let mut fixed = Vec::new();
     for p in &a.params {
         let (k, v) = assignment("param", p)?;
-        fixed.push((k.to_string(), v.parse::<i64>().map_err(|_| Failure::Input(format!("--param {p}: `{v}` is not a natural number")))?));
+        fixed.push((
+            k.to_string(),
+            v.parse::<i64>().map_err(|_| Failure::Input(format!("--param {p}: `{v}` is not a natural number")))?,
+        ));
     }
     if a.backend == Backend::Cpu && a.device.is_some() {
         super::warn("--device applies to --backend opencl; it is ignored here");
     }
-    for (given, flag) in [(!a.threads.is_empty(), "--threads"), (!a.accumulators.is_empty(), "--accumulators"), (!a.chunks_per_thread.is_empty(), "--chunks-per-thread")] {
+    for (given, flag) in [
+        (!a.threads.is_empty(), "--threads"),
+        (!a.accumulators.is_empty(), "--accumulators"),
+        (!a.chunks_per_thread.is_empty(), "--chunks-per-thread"),
+    ] {
         if a.backend == Backend::Opencl && given {
             super::warn(format!("{flag} applies to --backend cpu; the opencl backend ignores it"));
         }
@@ -307,7 +333,10 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     let mut inputs = Vec::new();
     for i in &a.inputs {
         let (k, path) = assignment("input", i)?;
-        inputs.push((k.to_string(), read_input(Path::new(path)).map_err(|e| Failure::Input(format!("parameter `{k}`: {e}")))?));
+        inputs.push((
+            k.to_string(),
+            read_input(Path::new(path)).map_err(|e| Failure::Input(format!("parameter `{k}`: {e}")))?,
+        ));
     }
     // With --matrix, the --input files are the matrix cases' other inputs.
     if !inputs.is_empty() && a.matrices.is_empty() {
@@ -316,19 +345,34 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     sources.extend(a.csr.iter().map(|p| Source::Csr(p.clone())));
     sources.extend(tune_matrix::cases(&a.matrices).into_iter().map(Source::Matrices));
     if sources.is_empty() {
-        return Err(Failure::Input("nothing to tune on: give --input NAME=PATH…, --csr MATRIX.mtx or --matrix NAME=FILE".into()));
+        return Err(Failure::Input(
+            "nothing to tune on: give --input NAME=PATH…, --csr MATRIX.mtx or --matrix NAME=FILE".into(),
+        ));
     }
     // Every file is checked before anything runs.
     let mut loaded = Vec::new();
     for path in &a.files {
         let (file, _, kernel) = load(path)?;
-        let nats: Vec<String> = kernel.params.iter().filter(|p| matches!(p, heddle_typeck::KernelParam::Nat(_))).map(|p| p.name().to_string()).collect();
+        let nats: Vec<String> = kernel
+            .params
+            .iter()
+            .filter(|p| matches!(p, heddle_typeck::KernelParam::Nat(_)))
+            .map(|p| p.name().to_string())
+            .collect();
         loaded.push((path.clone(), file, kernel, nats));
     }
     let known = |n: &str| loaded.iter().any(|(_, _, _, nats)| nats.iter().any(|x| x == n));
     if let Some((bad, _)) = ranges.iter().find(|(n, _)| !known(n)) {
-        let theirs: Vec<String> = loaded.iter().flat_map(|(_, _, _, nats)| nats.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
-        return Err(Failure::Input(format!("--param-range {bad}: no kernel has a natural of this name (their naturals: {})", theirs.join(", "))));
+        let theirs: Vec<String> = loaded
+            .iter()
+            .flat_map(|(_, _, _, nats)| nats.clone())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        return Err(Failure::Input(format!(
+            "--param-range {bad}: no kernel has a natural of this name (their naturals: {})",
+            theirs.join(", ")
+        )));
     }
     if let Some((bad, _)) = fixed.iter().find(|(n, _)| !known(n)) {
         return Err(Failure::Input(format!("--param {bad}=…: no kernel has a natural of this name")));
@@ -371,7 +415,8 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
                 }
                 Source::Matrices(files) => {
                     name = tune_matrix::case_name(files);
-                    tune_matrix::bind(&c.kernel, files, &inputs, &mut reader).map_err(|e| in_variant(e, &c.name, candidates.len()))?
+                    tune_matrix::bind(&c.kernel, files, &inputs, &mut reader)
+                        .map_err(|e| in_variant(e, &c.name, candidates.len()))?
                 }
             });
         }
@@ -380,7 +425,11 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     let threads: Vec<Option<usize>> = match a.backend {
         Backend::Opencl => vec![None],
         Backend::Cpu if a.threads.is_empty() => {
-            vec![Some(heddle_runtime::cpu::threads_from_env().map_err(Failure::Input)?.unwrap_or_else(heddle_runtime::cpu::default_threads))]
+            vec![Some(
+                heddle_runtime::cpu::threads_from_env()
+                    .map_err(Failure::Input)?
+                    .unwrap_or_else(heddle_runtime::cpu::default_threads),
+            )]
         }
         Backend::Cpu => a.threads.iter().map(|t| Some(*t as usize)).collect(),
     };
@@ -391,9 +440,17 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         Backend::Cpu => {
             let base = heddle_runtime::cpu::Tuning::default();
             let accs = if a.accumulators.is_empty() { vec![base.accumulators] } else { dedup(&a.accumulators) };
-            let chunks = if a.chunks_per_thread.is_empty() { vec![base.chunks_per_thread as u32] } else { dedup(&a.chunks_per_thread) };
+            let chunks = if a.chunks_per_thread.is_empty() {
+                vec![base.chunks_per_thread as u32]
+            } else {
+                dedup(&a.chunks_per_thread)
+            };
             accs.iter()
-                .flat_map(|&accumulators| chunks.iter().map(move |&c| Some(heddle_runtime::cpu::Tuning { accumulators, chunks_per_thread: c as usize, ..base })))
+                .flat_map(|&accumulators| {
+                    chunks.iter().map(move |&c| {
+                        Some(heddle_runtime::cpu::Tuning { accumulators, chunks_per_thread: c as usize, ..base })
+                    })
+                })
                 .collect()
         }
     };
@@ -410,7 +467,10 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     }
     let reps = a.reps as usize;
     let bar = indicatif::ProgressBar::new(((configs.len() + reps) * cases.len()) as u64);
-    bar.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
     let several = candidates.len() > 1;
     let mut table: Vec<(String, Vec<Outcome>)> = Vec::new();
     for case in &cases {
@@ -427,7 +487,12 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             let c = &candidates[config.variant];
             bar.set_message(format!("{}: checking {}", case.name, show(config, &c.name, several)));
             let bound = &case.per_variant[config.variant];
-            let given: Vec<(String, i64)> = fixed.iter().filter(|(n, _)| c.nats.contains(n)).cloned().chain(config.params.iter().cloned()).collect();
+            let given: Vec<(String, i64)> = fixed
+                .iter()
+                .filter(|(n, _)| c.nats.contains(n))
+                .cloned()
+                .chain(config.params.iter().cloned())
+                .collect();
             let nats: Vec<(String, i64)> = bound.nats.iter().cloned().chain(given).collect();
             let mut o = Outcome {
                 kernel: c.name.clone(),
@@ -450,7 +515,9 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
                 continue;
             }
             let base = bases[config.variant]
-                .get_or_insert_with(|| bind_inputs_flat(&c.kernel, &nats, bound.inputs.clone()).map_err(|e| e.to_string()))
+                .get_or_insert_with(|| {
+                    bind_inputs_flat(&c.kernel, &nats, bound.inputs.clone()).map_err(|e| e.to_string())
+                })
                 .clone();
             let values = || {
                 let env = bind_inputs(&c.kernel, &nats, bound.inputs.clone()).map_err(|e| e.to_string())?;
@@ -458,7 +525,15 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             };
             let prepared = base.and_then(|env| {
                 let env = nats.iter().fold(env, |e, (k, v)| e.with_nat(heddle_ir::Name::from(k.as_str()), *v));
-                prepare(c, cl.as_ref(), env, (config.threads, config.tuning.unwrap_or_default()), a.verify, &mut reference, values)
+                prepare(
+                    c,
+                    cl.as_ref(),
+                    env,
+                    (config.threads, config.tuning.unwrap_or_default()),
+                    a.verify,
+                    &mut reference,
+                    values,
+                )
             });
             match prepared {
                 Ok((timer, moved)) => {
@@ -474,7 +549,11 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             outcomes.push(o);
             bar.inc(1);
         }
-        bar.set_message(format!("{}: timing {} configurations, interleaved", case.name, timers.iter().filter(|t| t.is_some()).count()));
+        bar.set_message(format!(
+            "{}: timing {} configurations, interleaved",
+            case.name,
+            timers.iter().filter(|t| t.is_some()).count()
+        ));
         let times = timing::interleaved(&mut timers, reps, &mut || bar.inc(1));
         drop(timers);
         for ((o, t), moved) in outcomes.iter_mut().zip(times).zip(bytes) {
@@ -496,9 +575,15 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     // Nothing ran: a tuning that measured nothing is a failure, not a report.
     if table.iter().all(|(_, outcomes)| outcomes.iter().all(|o| o.seconds.is_none())) {
         let first = table.iter().find_map(|(case, outcomes)| {
-            outcomes.iter().zip(&configs).find_map(|(o, k)| o.error.as_ref().map(|e| format!("{case}, {}: {e}", show(k, &o.kernel, several))))
+            outcomes
+                .iter()
+                .zip(&configs)
+                .find_map(|(o, k)| o.error.as_ref().map(|e| format!("{case}, {}: {e}", show(k, &o.kernel, several))))
         });
-        return Err(Failure::Input(format!("no configuration ran on any case (the first failure: {})", first.unwrap_or_default())));
+        return Err(Failure::Input(format!(
+            "no configuration ran on any case (the first failure: {})",
+            first.unwrap_or_default()
+        )));
     }
     let target = match &cl {
         Some(cl) => Target::Device(cl.device()),
@@ -551,7 +636,10 @@ fn prepare<'a>(
 ) -> Result<(Timer<'a>, f64), String> {
     if reference.is_none() && verify == Verify::Interp {
         let values = values()?;
-        *reference = Some(heddle_runtime::interp::run_kernel(&c.kernel, &values).map_err(|d| format!("the interpreter failed: {}", d.message))?);
+        *reference = Some(
+            heddle_runtime::interp::run_kernel(&c.kernel, &values)
+                .map_err(|d| format!("the interpreter failed: {}", d.message))?,
+        );
     }
     let (value, timer, bytes): (Value, Timer<'a>, f64) = match (&c.code, cl) {
         (Code::Opencl(compiled), Some(cl)) => {
@@ -570,7 +658,10 @@ fn prepare<'a>(
             (value, timer, bytes)
         }
         (Code::Cpu(program), _) => {
-            let threshold = heddle_runtime::cpu::threshold_from_env().ok().flatten().unwrap_or(heddle_runtime::cpu::PARALLEL_THRESHOLD);
+            let threshold = heddle_runtime::cpu::threshold_from_env()
+                .ok()
+                .flatten()
+                .unwrap_or(heddle_runtime::cpu::PARALLEL_THRESHOLD);
             let threads = heddle_runtime::cpu::Parallelism { threads: threads.unwrap_or(1), threshold, tuning };
             let value = heddle::cpu::run(&c.kernel, program, &env, threads).map_err(|d| d.message)?;
             let bytes = bytes_moved(program, &env);
@@ -582,7 +673,8 @@ fn prepare<'a>(
                 // pool), then times the kernel alone.
                 let mut launch = heddle_runtime::launch::prepare(program, &env).map_err(|d| d.message)?;
                 Box::new(move || {
-                    let mut ready = heddle_runtime::cpu::Ready::new(program, &mut launch, threads).map_err(|d| d.message)?;
+                    let mut ready =
+                        heddle_runtime::cpu::Ready::new(program, &mut launch, threads).map_err(|d| d.message)?;
                     ready.run().map_err(|d| d.message)?;
                     let start = std::time::Instant::now();
                     ready.run().map_err(|d| d.message)?;
@@ -590,7 +682,8 @@ fn prepare<'a>(
                 })
             } else {
                 Box::new(move || {
-                    let (_, times) = heddle::cpu::run_timed(&c.kernel, program, &env, threads, 1).map_err(|d| d.message)?;
+                    let (_, times) =
+                        heddle::cpu::run_timed(&c.kernel, program, &env, threads, 1).map_err(|d| d.message)?;
                     times.first().copied().ok_or_else(|| "no timed run".to_string())
                 })
             };
@@ -606,17 +699,34 @@ fn prepare<'a>(
 
 fn bytes_moved(program: &LoopProgram, env: &Env) -> f64 {
     heddle_runtime::launch::prepare(program, env)
-        .map(|l| l.slots.iter().map(|s| if let heddle_runtime::launch::Slot::Buffer(b) = s { b.byte_len() as f64 } else { 0.0 }).sum())
+        .map(|l| {
+            l.slots
+                .iter()
+                .map(|s| if let heddle_runtime::launch::Slot::Buffer(b) = s { b.byte_len() as f64 } else { 0.0 })
+                .sum()
+        })
         .unwrap_or(0.0)
 }
 
 /// A configuration as text: `R=2 W=4`, with the variant's name first when
 /// there are several, and the thread count on the CPU.
 fn show(config: &Config, name: &str, several: bool) -> String {
-    show_parts(name, &config.params, config.threads, config.tuning.map(|t| (t.accumulators, t.chunks_per_thread)), several)
+    show_parts(
+        name,
+        &config.params,
+        config.threads,
+        config.tuning.map(|t| (t.accumulators, t.chunks_per_thread)),
+        several,
+    )
 }
 
-fn show_parts(name: &str, params: &[(String, i64)], threads: Option<usize>, tuning: Option<(u32, usize)>, several: bool) -> String {
+fn show_parts(
+    name: &str,
+    params: &[(String, i64)],
+    threads: Option<usize>,
+    tuning: Option<(u32, usize)>,
+    several: bool,
+) -> String {
     let mut parts: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
     if let Some(t) = threads {
         parts.push(format!("threads={t}"));
@@ -650,13 +760,22 @@ fn report(table: &[(String, Vec<Outcome>)], configs: &[Config], candidates: &[Ca
         for (o, k) in outcomes.iter().zip(configs) {
             let label = show(k, &o.kernel, several);
             match (o.seconds, &o.error) {
-                (Some(s), _) => text.push_str(&format!("  {label:<width$} {:>12.4} {:>9.2}\n", s * 1e3, o.gbps.unwrap_or(0.0))),
+                (Some(s), _) => {
+                    text.push_str(&format!("  {label:<width$} {:>12.4} {:>9.2}\n", s * 1e3, o.gbps.unwrap_or(0.0)))
+                }
                 (None, e) => text.push_str(&format!("  {label:<width$} {}\n", e.as_deref().unwrap_or("failed"))),
             }
         }
-        let best = outcomes.iter().filter(|o| o.seconds.is_some()).min_by(|x, y| x.seconds.unwrap_or(f64::MAX).total_cmp(&y.seconds.unwrap_or(f64::MAX)));
+        let best = outcomes
+            .iter()
+            .filter(|o| o.seconds.is_some())
+            .min_by(|x, y| x.seconds.unwrap_or(f64::MAX).total_cmp(&y.seconds.unwrap_or(f64::MAX)));
         if let Some(b) = best {
-            text.push_str(&format!("  best: {} ({:.4} ms)\n", show_parts(&b.kernel, &b.params, b.threads, b.accumulators.zip(b.chunks_per_thread), several), b.seconds.unwrap_or(0.0) * 1e3));
+            text.push_str(&format!(
+                "  best: {} ({:.4} ms)\n",
+                show_parts(&b.kernel, &b.params, b.threads, b.accumulators.zip(b.chunks_per_thread), several),
+                b.seconds.unwrap_or(0.0) * 1e3
+            ));
         }
         cases_json.push(serde_json::json!({ "case": case, "best": best, "variants": outcomes }));
     }
@@ -680,7 +799,8 @@ fn report(table: &[(String, Vec<Outcome>)], configs: &[Config], candidates: &[Ca
     }
     let single_json = single.map(|(k, g)| {
         let c = &configs[k];
-        let mut j = serde_json::json!({ "kernel": candidates[c.variant].name, "params": c.params, "geomean_slowdown": g });
+        let mut j =
+            serde_json::json!({ "kernel": candidates[c.variant].name, "params": c.params, "geomean_slowdown": g });
         if let Some(t) = c.threads {
             j["threads"] = serde_json::json!(t);
         }
@@ -698,7 +818,8 @@ fn report(table: &[(String, Vec<Outcome>)], configs: &[Config], candidates: &[Ca
         )),
         None => text.push_str("\nno configuration ran on every case\n"),
     }
-    let kernels: Vec<serde_json::Value> = candidates.iter().map(|c| serde_json::json!({ "name": c.name, "file": c.file.name })).collect();
+    let kernels: Vec<serde_json::Value> =
+        candidates.iter().map(|c| serde_json::json!({ "name": c.name, "file": c.file.name })).collect();
     let mut json = serde_json::json!({ "ok": true, "backend": match target { Target::Device(_) => "opencl", Target::Cpu => "cpu" }, "kernels": kernels, "cases": cases_json, "single_best": single_json });
     if let Target::Device(d) = target {
         json["device"] = serde_json::json!(d);

@@ -12,6 +12,7 @@
 //! skips the variant with the reason.
 
 use super::Failure;
+use heddle_ir::ScalarType;
 use heddle_runtime::io::Loaded;
 use heddle_runtime::io::read::ScalarKind;
 use heddle_runtime::sparse::coo::Coo;
@@ -19,7 +20,6 @@ use heddle_runtime::sparse::estimate;
 use heddle_runtime::sparse::file::{Contents, read_tensor};
 use heddle_runtime::value::Value;
 use heddle_typeck::{Kernel, KernelParam};
-use heddle_ir::ScalarType;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -67,7 +67,8 @@ impl Reader {
     fn get(&mut self, path: &str, elem: ScalarType) -> Result<&(Contents, Coo), Failure> {
         let key = (path.to_string(), elem);
         if !self.files.contains_key(&key) {
-            let contents = read_tensor(Path::new(path), elem).map_err(|e| Failure::Input(format!("--matrix {path}: {e}")))?;
+            let contents =
+                read_tensor(Path::new(path), elem).map_err(|e| Failure::Input(format!("--matrix {path}: {e}")))?;
             let coo = match &contents {
                 Contents::Entries(c, _) | Contents::Pattern(c, _) => c.clone(),
                 Contents::Columns(c, _) => c.clone().into_coo(),
@@ -93,7 +94,12 @@ fn copy(c: &Contents) -> Contents {
 /// `--input` files) gives it, is generated with the last matrix
 /// dimension's length, of small exact values so that float sums depend
 /// little on their order.
-pub fn bind(kernel: &Kernel, case: &[(String, String)], shared: &[(String, Loaded)], reader: &mut Reader) -> Result<Bound, Failure> {
+pub fn bind(
+    kernel: &Kernel,
+    case: &[(String, String)],
+    shared: &[(String, Loaded)],
+    reader: &mut Reader,
+) -> Result<Bound, Failure> {
     let mut bound = Bound { inputs: Vec::new(), nats: Vec::new(), skipped: None };
     let mut cols = 0u64;
     for (name, path) in case {
@@ -138,7 +144,12 @@ pub fn bind(kernel: &Kernel, case: &[(String, String)], shared: &[(String, Loade
         let generated = matches!(name.as_str(), "xs" | "x") && !bound.inputs.iter().any(|(k, _)| k == name.as_str());
         if generated {
             let items: Vec<Value> = (0..cols).map(|j| Value::Float(1.0 + (j % 5) as f64 * 0.25)).collect();
-            let loaded = Loaded::Flat { shape: vec![items.len() as u64], items, dtype: "float64".into(), kinds: vec![ScalarKind::Float] };
+            let loaded = Loaded::Flat {
+                shape: vec![items.len() as u64],
+                items,
+                dtype: "float64".into(),
+                kinds: vec![ScalarKind::Float],
+            };
             bound.inputs.push((name.to_string(), loaded));
         }
     }

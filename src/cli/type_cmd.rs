@@ -4,11 +4,11 @@
 
 use super::{Failure, Output};
 use heddle::source::SourceFile;
+use heddle_ir::ErrorKind;
 use heddle_ir::ScalarType;
 use heddle_ir::encoding::storage_types::BufferKind;
 use heddle_ir::encoding::{Encoding, Named, named, parse_encoding, print_encoding, storage_layout};
 use heddle_ir::parser::parse_encoding_defs;
-use heddle_ir::ErrorKind;
 use heddle_ir::printer::{print_nat, print_type};
 
 #[derive(clap::Args)]
@@ -73,7 +73,10 @@ pub fn resolve_encoding(flag: &str, arg: &str, defs: Option<&str>, rank: Option<
             Failure::usage(flag, message)
         } else {
             let all = heddle_ir::Span::new(0, arg.len());
-            Failure::Source(SourceFile::new(shown, arg), vec![heddle_ir::Diagnostic::new(all, message).with_kind(ErrorKind::Syntax)])
+            Failure::Source(
+                SourceFile::new(shown, arg),
+                vec![heddle_ir::Diagnostic::new(all, message).with_kind(ErrorKind::Syntax)],
+            )
         }
     };
     let start = arg.len() - arg.trim_start().len();
@@ -98,17 +101,17 @@ pub fn resolve_encoding(flag: &str, arg: &str, defs: Option<&str>, rank: Option<
     match Named::parse(name) {
         // A well-formed name of another rank does not fit this kernel: not a usage error.
         Some(Ok(n)) if n.rank().zip(rank).is_some_and(|(own, r)| own != r) => {
-            let d = named::resolve(name, at, rank).err().unwrap_or_else(|| heddle_ir::Diagnostic::new(heddle_ir::Span::DUMMY, "rank"));
+            let d = named::resolve(name, at, rank)
+                .err()
+                .unwrap_or_else(|| heddle_ir::Diagnostic::new(heddle_ir::Span::DUMMY, "rank"));
             Err(Failure::Source(SourceFile::new(shown, arg), vec![d.with_kind(ErrorKind::Type)]))
         }
         Some(_) => named::resolve(name, at, rank).map_err(in_flag),
-        None => Err(wrong(
-            format!(
-                "`{arg}` is not an encoding: write a name ({}), TACO's level letters (`ds`, `ds:1,0`), \
+        None => Err(wrong(format!(
+            "`{arg}` is not an encoding: write a name ({}), TACO's level letters (`ds`, `ds:1,0`), \
                  `#sparse_tensor.encoding<{{...}}>`, or `#NAME` defined in a file given with --defs",
-                named::NAMES.join(", ")
-            ),
-        )),
+            named::NAMES.join(", ")
+        ))),
     }
 }
 
@@ -137,10 +140,16 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     text.push_str(&format!("level sizes: [{}]\n", nats(&layout.lvl_sizes).join(", ")));
     text.push_str("storage:\n");
     // MLIR's memref shape, which shows a batched buffer's rows (`memref<A_dim0 x ? x i64>`).
-    let memref = |b: &heddle_ir::encoding::storage_types::Buffer| b.shape.iter().map(|n| {
-        let t = print_nat(n);
-        if t.contains(' ') { format!("({t})") } else { t }
-    }).collect::<Vec<_>>().join(" x ");
+    let memref = |b: &heddle_ir::encoding::storage_types::Buffer| {
+        b.shape
+            .iter()
+            .map(|n| {
+                let t = print_nat(n);
+                if t.contains(' ') { format!("({t})") } else { t }
+            })
+            .collect::<Vec<_>>()
+            .join(" x ")
+    };
     for b in &layout.buffers {
         text.push_str(&format!("  {} : {}\n", b.name, print_type(&b.ty)));
         if layout.batch_levels > 0 {

@@ -65,10 +65,17 @@ pub fn opencl_platform() -> Option<&'static heddle_runtime::opencl::OpenCl> {
     match CL.get_or_init(|| heddle_runtime::opencl::OpenCl::new(None).map_err(|d| d.message)) {
         Ok(cl) => {
             let d = cl.device();
-            assert!(!oclgrind() || d.simulator, "HEDDLE_OCLGRIND=1, but the OpenCL device is {} ({}): run scripts/oclgrind.sh", d.name, d.platform);
+            assert!(
+                !oclgrind() || d.simulator,
+                "HEDDLE_OCLGRIND=1, but the OpenCL device is {} ({}): run scripts/oclgrind.sh",
+                d.name,
+                d.platform
+            );
             Some(cl)
         }
-        Err(e) if oclgrind() || std::env::var("CI").is_ok_and(|v| v == "true") => panic!("CI must run the OpenCL tests, but: {e}"),
+        Err(e) if oclgrind() || std::env::var("CI").is_ok_and(|v| v == "true") => {
+            panic!("CI must run the OpenCL tests, but: {e}")
+        }
         Err(e) => {
             eprintln!("SKIPPED (opencl only): the OpenCL backend needs a platform: {e}");
             None
@@ -147,11 +154,19 @@ pub fn assert_schema(output: &serde_json::Value, context: &str) {
     let (name, version) = id.rsplit_once('/').unwrap_or_else(|| panic!("{context}: schema `{id}` has no version"));
     assert_eq!(version, "1", "{context}: {id}");
     let path = root().join("docs/schemas").join(format!("{name}.json"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{context}: no schema {}: {e}", path.display()));
+    let text =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{context}: no schema {}: {e}", path.display()));
     let schema: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let validator = jsonschema::draft202012::new(&schema).unwrap_or_else(|e| panic!("{}: not a valid schema: {e}", path.display()));
-    let errors: Vec<String> = validator.iter_errors(output).map(|e| format!("{} at {}", e, e.instance_path())).collect();
-    assert!(errors.is_empty(), "{context}: the output does not match {}:\n  {}\n{output:#}", path.display(), errors.join("\n  "));
+    let validator =
+        jsonschema::draft202012::new(&schema).unwrap_or_else(|e| panic!("{}: not a valid schema: {e}", path.display()));
+    let errors: Vec<String> =
+        validator.iter_errors(output).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+    assert!(
+        errors.is_empty(),
+        "{context}: the output does not match {}:\n  {}\n{output:#}",
+        path.display(),
+        errors.join("\n  ")
+    );
 }
 
 /// Runs `heddle ARGS --json`; (exit code, the stdout object).
@@ -159,7 +174,9 @@ pub fn heddle_json(args: &[&str]) -> (i32, serde_json::Value) {
     let mut all: Vec<&str> = args.to_vec();
     all.push("--json");
     let (code, out, err) = heddle(&all);
-    let v = serde_json::from_str(&out).unwrap_or_else(|e| panic!("heddle {}: stdout is not one JSON object ({e}):\n{out}\nstderr:\n{err}", all.join(" ")));
+    let v = serde_json::from_str(&out).unwrap_or_else(|e| {
+        panic!("heddle {}: stdout is not one JSON object ({e}):\n{out}\nstderr:\n{err}", all.join(" "))
+    });
     (code, v)
 }
 
@@ -178,7 +195,9 @@ pub fn json_agree(a: &serde_json::Value, b: &serde_json::Value) -> bool {
     use serde_json::Value as J;
     match (a, b) {
         (J::Array(xs), J::Array(ys)) => xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| json_agree(x, y)),
-        (J::Object(xs), J::Object(ys)) => xs.len() == ys.len() && xs.iter().all(|(k, x)| ys.get(k).is_some_and(|y| json_agree(x, y))),
+        (J::Object(xs), J::Object(ys)) => {
+            xs.len() == ys.len() && xs.iter().all(|(k, x)| ys.get(k).is_some_and(|y| json_agree(x, y)))
+        }
         (J::Number(x), J::Number(y)) if x.is_f64() || y.is_f64() => {
             let (x, y) = (x.as_f64().unwrap_or(f64::NAN), y.as_f64().unwrap_or(f64::NAN));
             x == y || (x - y).abs() <= 1e-4 * x.abs().max(y.abs()).max(1.0)
@@ -193,7 +212,10 @@ pub fn json_agree(a: &serde_json::Value, b: &serde_json::Value) -> bool {
 pub fn python(dir: &Path, script: &str) -> Option<String> {
     static HAVE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let have = *HAVE.get_or_init(|| {
-        Command::new("python3").args(["-c", "import numpy, scipy.sparse, scipy.io"]).output().is_ok_and(|o| o.status.success())
+        Command::new("python3")
+            .args(["-c", "import numpy, scipy.sparse, scipy.io"])
+            .output()
+            .is_ok_and(|o| o.status.success())
     });
     if !have {
         assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "CI must install numpy and scipy (scripts/test.sh)");

@@ -11,7 +11,7 @@
 
 use crate::common;
 
-use common::{backends, flatten, heddle, oclgrind, write, Rng};
+use common::{Rng, backends, flatten, heddle, oclgrind, write};
 use heddle_ir::loops::RUN_CHUNK;
 
 /// `heddle run FILE` on `backend` with `args`; the result's numbers.
@@ -68,10 +68,15 @@ fn coo_spmv_sums_each_row_once_per_chunk_and_equals_a_dense_product() {
                 y[i] += v * xs[j];
             }
         }
-        let mtx = format!("%%MatrixMarket matrix coordinate real general\n{rows} {cols} {}\n{}\n", lines.len(), lines.join("\n"));
+        let mtx = format!(
+            "%%MatrixMarket matrix coordinate real general\n{rows} {cols} {}\n{}\n",
+            lines.len(),
+            lines.join("\n")
+        );
         let a = write(dir.path(), &format!("a{case}.mtx"), &mtx);
         let x = write(dir.path(), &format!("x{case}.json"), &serde_json::to_string(&xs).unwrap());
-        let args = vec!["--matrix".into(), format!("A={}", a.display()), "--input".into(), format!("xs={}", x.display())];
+        let args =
+            vec!["--matrix".into(), format!("A={}", a.display()), "--input".into(), format!("xs={}", x.display())];
         for b in backends() {
             let got = run("examples/sparse/spmv_coo.hdl", b, &args);
             assert_eq!(got.len(), rows, "case {case} on {b}");

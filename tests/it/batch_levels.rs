@@ -9,12 +9,13 @@
 
 use crate::common;
 
-use common::{backends, flatten, heddle, heddle_json, write, Rng};
-use serde_json::{json, Value};
+use common::{Rng, backends, flatten, heddle, heddle_json, write};
+use serde_json::{Value, json};
 use std::path::Path;
 
 const BCSR: &str = "#sparse_tensor.encoding<{ map = (b, i, j) -> (b : batch, i : dense, j : compressed) }>";
-const BCOO: &str = "#sparse_tensor.encoding<{ map = (b, i, j) -> (b : batch, i : compressed(nonunique), j : singleton) }>";
+const BCOO: &str =
+    "#sparse_tensor.encoding<{ map = (b, i, j) -> (b : batch, i : compressed(nonunique), j : singleton) }>";
 const BDCSR: &str = "#sparse_tensor.encoding<{ map = (b, i, j) -> (b : batch, i : compressed, j : compressed) }>";
 
 /// Batches of dense matrices, `[b][i][j]`.
@@ -44,7 +45,11 @@ fn stored_buffers_have_one_row_per_batch_with_positions_from_zero() {
     let v = convert(dir.path(), &tns, BCSR, "bcsr.json");
     assert_eq!(
         storage(&v),
-        (json!([null, null, [[0, 2, 2, 3], [0, 0, 1, 1]]]), json!([null, null, [[0, 2, 1], [3, 0, 0]]]), json!([[1.0, 2.0, 3.0], [4.0, 0.0, 0.0]]))
+        (
+            json!([null, null, [[0, 2, 2, 3], [0, 0, 1, 1]]]),
+            json!([null, null, [[0, 2, 1], [3, 0, 0]]]),
+            json!([[1.0, 2.0, 3.0], [4.0, 0.0, 0.0]])
+        )
     );
     assert_eq!(v["nse"], 3, "nse counts one batch's row, as sparse_tensor.print does");
     // Batched COO: a `[0, n_b]` positions row per batch, (i, j) pairs interleaved.
@@ -146,7 +151,17 @@ fn random_batches(rng: &mut Rng, b: usize, m: usize, n: usize, percent: u64, emp
     (0..b)
         .map(|k| {
             (0..m)
-                .map(|_| (0..n).map(|_| if Some(k) != empty && rng.below(100) < percent { (rng.below(9) + 1) as f64 * 0.5 } else { 0.0 }).collect())
+                .map(|_| {
+                    (0..n)
+                        .map(|_| {
+                            if Some(k) != empty && rng.below(100) < percent {
+                                (rng.below(9) + 1) as f64 * 0.5
+                            } else {
+                                0.0
+                            }
+                        })
+                        .collect()
+                })
                 .collect()
         })
         .collect()
@@ -175,7 +190,14 @@ fn tns_entries(text: &str) -> Vec<(u64, u64, u64, String)> {
         .filter(|l| !l.starts_with('#'))
         .filter_map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() == 4).then(|| (f[0].parse().unwrap(), f[1].parse().unwrap(), f[2].parse().unwrap(), f[3].parse::<f64>().unwrap().to_string()))
+            (f.len() == 4).then(|| {
+                (
+                    f[0].parse().unwrap(),
+                    f[1].parse().unwrap(),
+                    f[2].parse().unwrap(),
+                    f[3].parse::<f64>().unwrap().to_string(),
+                )
+            })
         })
         .collect();
     out.sort();
@@ -274,7 +296,13 @@ fn batched_spmv_matches_numpy_on_every_backend() {
         // A tensor without entries does not say its shape in a .tns file.
         a[0][0][0] = 1.5;
         let xs: Vec<Vec<f64>> = (0..b).map(|_| (0..n).map(|_| rng.value()).collect()).collect();
-        let want: Vec<f64> = a.iter().zip(&xs).flat_map(|(mat, x)| mat.iter().map(|r| r.iter().zip(x).map(|(p, q)| p * q).sum::<f64>()).collect::<Vec<_>>()).collect();
+        let want: Vec<f64> = a
+            .iter()
+            .zip(&xs)
+            .flat_map(|(mat, x)| {
+                mat.iter().map(|r| r.iter().zip(x).map(|(p, q)| p * q).sum::<f64>()).collect::<Vec<_>>()
+            })
+            .collect();
         if let Some(np) = numpy_spmv(&a, &xs) {
             common::assert_close(&np, &want, &format!("numpy, case {case}"));
         }
@@ -286,7 +314,11 @@ fn batched_spmv_matches_numpy_on_every_backend() {
             for backend in backends() {
                 for input in [&src, &stored] {
                     let got = run_kernel(kernel, backend, input, &px);
-                    common::assert_close(&got, &want, &format!("{kernel} on {backend} from {}, case {case}: {a:?}", input.display()));
+                    common::assert_close(
+                        &got,
+                        &want,
+                        &format!("{kernel} on {backend} from {}, case {case}: {a:?}", input.display()),
+                    );
                 }
             }
         }
@@ -308,7 +340,11 @@ fn padding_past_a_batchs_last_position_is_never_read() {
     let p = write(dir.path(), "padded.json", &st.to_string());
     let px = write(dir.path(), "x.json", "[[1, 2, 3, 4], [10, 20, 30, 40]]");
     for backend in backends() {
-        common::assert_close(&run_kernel("spmv_batch_csr", backend, &p, &px), &[7.0, 0.0, 6.0, 0.0, 160.0, 0.0], backend);
+        common::assert_close(
+            &run_kernel("spmv_batch_csr", backend, &p, &px),
+            &[7.0, 0.0, 6.0, 0.0, 160.0, 0.0],
+            backend,
+        );
     }
 }
 
@@ -332,12 +368,27 @@ fn bad_batched_storage_is_a_located_error() {
     };
     let cases = [
         (with("values", json!([[1.0, 2.0, 3.0], [4.0]])), vec!["`values`[1]", "rows of one length"]),
-        (with("positions", json!([null, null, [[0, 2, 2, 3], [1, 1, 2, 2]]])), vec!["positions[2]", "batch 1", "first position is 1, not 0"]),
-        (with("positions", json!([null, null, [[0, 2, 2, 3], [0, 0, 1, 4]]])), vec!["coordinates[2]", "batch 1", "need 4"]),
-        (with("positions", json!([null, null, [0, 2, 2, 3, 0, 0, 1, 1]])), vec!["`positions[2]`", "one list per batch"]),
+        (
+            with("positions", json!([null, null, [[0, 2, 2, 3], [1, 1, 2, 2]]])),
+            vec!["positions[2]", "batch 1", "first position is 1, not 0"],
+        ),
+        (
+            with("positions", json!([null, null, [[0, 2, 2, 3], [0, 0, 1, 4]]])),
+            vec!["coordinates[2]", "batch 1", "need 4"],
+        ),
+        (
+            with("positions", json!([null, null, [0, 2, 2, 3, 0, 0, 1, 1]])),
+            vec!["`positions[2]`", "one list per batch"],
+        ),
         (with("positions", json!([null, null, [[0, 2, 3], [0, 1, 1]]])), vec!["positions[2]", "4 positions"]),
-        (with("coordinates", json!([null, null, [[2, 0, 1], [3, 0, 0]]])), vec!["coordinates[2]", "batch 0", "ordered at level 2"]),
-        (with("coordinates", json!([null, null, [[0, 2, 1], [4, 0, 0]]])), vec!["coordinates[2]", "batch 1", "outside level 2's size"]),
+        (
+            with("coordinates", json!([null, null, [[2, 0, 1], [3, 0, 0]]])),
+            vec!["coordinates[2]", "batch 0", "ordered at level 2"],
+        ),
+        (
+            with("coordinates", json!([null, null, [[0, 2, 1], [4, 0, 0]]])),
+            vec!["coordinates[2]", "batch 1", "outside level 2's size"],
+        ),
     ];
     let px = write(dir.path(), "x.json", "[[1, 2, 3, 4], [10, 20, 30, 40]]");
     for (k, (st, words)) in cases.iter().enumerate() {
@@ -349,7 +400,14 @@ fn bad_batched_storage_is_a_located_error() {
             assert!(err.contains(w), "case {k}: `{w}` not in: {err}");
         }
         assert!(!err.contains("panicked"), "{err}");
-        let (code, _, err) = heddle(&["run", "examples/sparse/spmv_batch_csr.hdl", "--matrix", &format!("A={}", p.display()), "--input", &format!("xs={}", px.display())]);
+        let (code, _, err) = heddle(&[
+            "run",
+            "examples/sparse/spmv_batch_csr.hdl",
+            "--matrix",
+            &format!("A={}", p.display()),
+            "--input",
+            &format!("xs={}", px.display()),
+        ]);
         assert_eq!(code, 1, "case {k} run: {err}");
         assert!(err.contains(words[0]), "case {k} run: {err}");
     }
@@ -366,10 +424,22 @@ fn bad_batched_storage_is_a_located_error() {
         let c = write(dir.path(), "crd.json", crd);
         for b in backends() {
             let (code, out, err) = heddle(&[
-                "run", "examples/sparse/spmv_batch_csr.hdl", "--backend", b,
-                "--input", &format!("A_pos2={}", p.display()), "--input", &format!("A_crd2={}", c.display()),
-                "--input", &format!("A_values={}", vals.display()), "--input", &format!("xs={}", px.display()),
-                "--param", "A_dim0=2", "--param", "A_dim1=3",
+                "run",
+                "examples/sparse/spmv_batch_csr.hdl",
+                "--backend",
+                b,
+                "--input",
+                &format!("A_pos2={}", p.display()),
+                "--input",
+                &format!("A_crd2={}", c.display()),
+                "--input",
+                &format!("A_values={}", vals.display()),
+                "--input",
+                &format!("xs={}", px.display()),
+                "--param",
+                "A_dim0=2",
+                "--param",
+                "A_dim1=3",
             ]);
             assert_eq!(code, 1, "{pos} {crd} on {b}: {out}{err}");
             assert!(err.contains("parameter `A`") && err.contains(why), "{pos} {crd} on {b}: {err}");
@@ -398,7 +468,10 @@ fn batched_csr_loops_check_only_the_data_dependent_index() {
     assert!(inner.contains("check e1 >= 0 && e1 < A_dim2"), "{text}");
     for kernel in ["spmv_batch_coo", "spmv_loose_csr"] {
         let text = loops(kernel);
-        assert!(text.contains("A_q") && !text.contains("check A_q"), "{kernel}: the child position is checked per entry:\n{text}");
+        assert!(
+            text.contains("A_q") && !text.contains("check A_q"),
+            "{kernel}: the child position is checked per entry:\n{text}"
+        );
     }
 }
 
@@ -414,14 +487,20 @@ fn results_stored_in_a_batched_encoding_have_one_row_per_batch() {
         "#OUT = #sparse_tensor.encoding<{ map = (i, j) -> (i : batch, j : compressed) }>\n\
          fun(A: tensor<?x?xf32, CSR> =>\n  (generate(A_dim0, fun(i => A@i :>> map(fun(e => (e.1, e.2 * 2.0))))) : tensor<?x{A_dim1}xf32, #OUT>))\n",
     );
-    let m = write(dir.path(), "m.mtx", "%%MatrixMarket matrix coordinate real general\n3 4 3\n1 1 1.0\n1 3 2.0\n3 2 5.0\n");
+    let m =
+        write(dir.path(), "m.mtx", "%%MatrixMarket matrix coordinate real general\n3 4 3\n1 1 1.0\n1 3 2.0\n3 2 5.0\n");
     for b in backends() {
-        let (code, out, err) = heddle(&["run", kernel.to_str().unwrap(), "--backend", b, "--matrix", &format!("A={}", m.display())]);
+        let (code, out, err) =
+            heddle(&["run", kernel.to_str().unwrap(), "--backend", b, "--matrix", &format!("A={}", m.display())]);
         assert_eq!(code, 0, "{b}: {err}");
         let v: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(
             storage(&v),
-            (json!([null, [[0, 2], [0, 0], [0, 1]]]), json!([null, [[0, 2], [0, 0], [1, 0]]]), json!([[2.0, 4.0], [0.0, 0.0], [10.0, 0.0]])),
+            (
+                json!([null, [[0, 2], [0, 0], [0, 1]]]),
+                json!([null, [[0, 2], [0, 0], [1, 0]]]),
+                json!([[2.0, 4.0], [0.0, 0.0], [10.0, 0.0]])
+            ),
             "{b}: {v}"
         );
     }
@@ -434,7 +513,14 @@ fn zero_batches_and_entryless_batches_run() {
     let dir = tempfile::tempdir().unwrap();
     let cases = [
         (json!([0, 3, 4]), json!([null, null, []]), json!([null, null, []]), json!([]), "[]", vec![]),
-        (json!([2, 3, 4]), json!([null, null, [[0, 0, 0, 0], [0, 0, 0, 0]]]), json!([null, null, [[], []]]), json!([[], []]), "[[1, 2, 3, 4], [5, 6, 7, 8]]", vec![0.0; 6]),
+        (
+            json!([2, 3, 4]),
+            json!([null, null, [[0, 0, 0, 0], [0, 0, 0, 0]]]),
+            json!([null, null, [[], []]]),
+            json!([[], []]),
+            "[[1, 2, 3, 4], [5, 6, 7, 8]]",
+            vec![0.0; 6],
+        ),
     ];
     for (k, (dims, pos, crd, vals, xs, want)) in cases.into_iter().enumerate() {
         let st = json!({ "encoding": BCSR, "dim_sizes": dims, "positions": pos, "coordinates": crd, "values": vals });
@@ -442,7 +528,11 @@ fn zero_batches_and_entryless_batches_run() {
         let px = write(dir.path(), &format!("x{k}.json"), xs);
         for kernel in ["spmv_batch_csr", "spmv_batch_coo"] {
             for backend in backends() {
-                common::assert_close(&run_kernel(kernel, backend, &p, &px), &want, &format!("{kernel} on {backend}, case {k}"));
+                common::assert_close(
+                    &run_kernel(kernel, backend, &p, &px),
+                    &want,
+                    &format!("{kernel} on {backend}, case {k}"),
+                );
             }
         }
     }

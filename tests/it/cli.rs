@@ -39,10 +39,12 @@ impl Csr {
         self.dir.path().join(format!("{name}.npy")).to_str().unwrap().to_string()
     }
     fn run(&self, replace: &[(&str, String)], extra: &[&str]) -> (i32, String, String) {
-        let mut inputs = [("offset", self.path("offset")),
+        let mut inputs = [
+            ("offset", self.path("offset")),
             ("col_indices", self.path("col")),
             ("values", self.path("val")),
-            ("xs", self.path("xs"))];
+            ("xs", self.path("xs")),
+        ];
         for (k, v) in replace {
             if let Some(slot) = inputs.iter_mut().find(|(n, _)| n == k) {
                 slot.1 = v.clone();
@@ -226,7 +228,12 @@ fn an_empty_json_array_has_no_rows_at_every_depth() {
         assert_eq!((code, out.trim()), (0, "[]"), "{xs}: {err}");
     }
     // A row length nothing gives is still asked for, by name.
-    let (code, _, err) = common::heddle(&["run", "examples/sparse/insert_dense_csr.hdl", "--input", &format!("dense={}", empty.display())]);
+    let (code, _, err) = common::heddle(&[
+        "run",
+        "examples/sparse/insert_dense_csr.hdl",
+        "--input",
+        &format!("dense={}", empty.display()),
+    ]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("--param m="), "{err}");
 }
@@ -237,18 +244,27 @@ fn an_empty_json_array_has_no_rows_at_every_depth() {
 #[test]
 fn json_rows_without_entries_bind_as_rows() {
     let dir = tempfile::tempdir().unwrap();
-    let arg = |name: &str, file: &str, text: &str| format!("{name}={}", common::write(dir.path(), file, text).display());
+    let arg =
+        |name: &str, file: &str, text: &str| format!("{name}={}", common::write(dir.path(), file, text).display());
     let xs = arg("xs", "xs.json", "[1.0, 2.0]");
     let run = |offsets: &str, values: &str| {
         let (o, v) = (arg("offset", "offset.json", offsets), arg("values", "values.json", values));
         common::heddle(&["run", "examples/csr_packed_spmv.hdl", "--input", &o, "--input", &v, "--input", &xs])
     };
-    for (offsets, values, want) in [("[0, 0]", "[[]]", "[0.0]"), ("[0, 0, 0]", "[[], []]", "[0.0,0.0]"), ("[0, 0, 1]", "[[], [[1, 3.0]]]", "[0.0,6.0]")] {
+    for (offsets, values, want) in [
+        ("[0, 0]", "[[]]", "[0.0]"),
+        ("[0, 0, 0]", "[[], []]", "[0.0,0.0]"),
+        ("[0, 0, 1]", "[[], [[1, 3.0]]]", "[0.0,6.0]"),
+    ] {
         let (code, out, err) = run(offsets, values);
         assert_eq!((code, out.trim()), (0, want), "{offsets} {values}: {err}");
     }
     // One row given, two in the offsets (and the reverse): the lengths disagree.
-    for (offsets, values, words) in [("[0, 0, 0]", "[[]]", "expected 2 elements"), ("[0, 0]", "[[], []]", "expected 1 elements"), ("[0, 1]", "[[]]", "expected 1 elements")] {
+    for (offsets, values, words) in [
+        ("[0, 0, 0]", "[[]]", "expected 2 elements"),
+        ("[0, 0]", "[[], []]", "expected 1 elements"),
+        ("[0, 1]", "[[]]", "expected 1 elements"),
+    ] {
         let (code, _, err) = run(offsets, values);
         assert_eq!(code, 1, "{offsets} {values}: {err}");
         assert!(err.contains("parameter `values`") && err.contains(words), "{offsets} {values}: {err}");

@@ -38,7 +38,8 @@ fn run_cpu(replace: &[(&str, Vec<Value>, ScalarType)], extra: &[&str]) -> (i32, 
         let slot = inputs.iter_mut().find(|(n, ..)| n == k).unwrap();
         *slot = (slot.0, v.clone(), *s);
     }
-    let mut args: Vec<String> = vec!["run".into(), "examples/csr_unpacked_spmv.hdl".into(), "--backend".into(), "cpu".into()];
+    let mut args: Vec<String> =
+        vec!["run".into(), "examples/csr_unpacked_spmv.hdl".into(), "--backend".into(), "cpu".into()];
     for (k, v, s) in inputs.into_iter().filter(|(_, v, _)| !v.is_empty()) {
         args.push("--input".into());
         args.push(format!("{k}={}", npy(dir.path(), k, v, s)));
@@ -66,9 +67,17 @@ fn bad_data_fails_cleanly_on_the_cpu_backend() {
     let i32t = ScalarType::I32;
     assert_input_error(run_cpu(&[("offset", ints(&[0, 2, 1, 3]), i32t)], &[]), "offset", "negative");
     assert_input_error(run_cpu(&[("col_indices", ints(&[0, 3, 1]), i32t)], &[]), "xs", "out of bounds");
-    assert_input_error(run_cpu(&[("col_indices", ints(&[0, -1, 1]), i32t)], &["--threads", "2"]), "xs", "out of bounds");
+    assert_input_error(
+        run_cpu(&[("col_indices", ints(&[0, -1, 1]), i32t)], &["--threads", "2"]),
+        "xs",
+        "out of bounds",
+    );
     assert_input_error(run_cpu(&[("values", floats(&[1.5, 2.0]), ScalarType::F32)], &[]), "values", "needs 3 elements");
-    assert_input_error(run_cpu(&[("offset", floats(&[0.0, 2.0, 2.0, 3.0]), ScalarType::F32)], &[]), "offset", "expected integer data");
+    assert_input_error(
+        run_cpu(&[("offset", floats(&[0.0, 2.0, 2.0, 3.0]), ScalarType::F32)], &[]),
+        "offset",
+        "expected integer data",
+    );
     assert_input_error(run_cpu(&[("xs", vec![], ScalarType::F32)], &[]), "xs", "no input given");
     assert_input_error(run_cpu(&[], &["--param", "n=5"]), "offset", "needs 6 elements");
     // An offsets array that ends past the buffers.
@@ -169,7 +178,8 @@ fn cranelift_ir_of_a_kernel() {
     insta::assert_snapshot!("clif_csr_row_sums", out);
     let dir = tempfile::tempdir().unwrap();
     let o = dir.path().join("k.clif");
-    let (code, out, _) = heddle(&["compile", "examples/csr_row_sums.hdl", "--target", "cpu", "-o", o.to_str().unwrap(), "--json"]);
+    let (code, out, _) =
+        heddle(&["compile", "examples/csr_row_sums.hdl", "--target", "cpu", "-o", o.to_str().unwrap(), "--json"]);
     assert_eq!(code, 0);
     assert!(out.contains("\"target\": \"cpu\""), "{out}");
     assert!(std::fs::read_to_string(&o).unwrap().starts_with("function"));
@@ -185,7 +195,10 @@ fn machine_code_lists_the_code_for_validated_inputs() {
     let (code, out, err) = heddle(&["compile", "examples/sparse/spmv_csr.hdl", "--target", "asm"]);
     assert_eq!(code, 0, "{err}");
     let (trusted, checked) = out.split_once("; for any other inputs:\n").expect("two listings");
-    assert!(trusted.starts_with("; for inputs inside the ranges (A_crd1 < A_dim1), checked once before the launch:\n"), "{out}");
+    assert!(
+        trusted.starts_with("; for inputs inside the ranges (A_crd1 < A_dim1), checked once before the launch:\n"),
+        "{out}"
+    );
     // The checked code compares every coordinate with the bound; the other
     // code leaves those compare-and-branch pairs out.
     let branches = |s: &str| s.lines().filter(|l| l.trim_start().starts_with('j')).count();
@@ -204,7 +217,8 @@ fn machine_code_lists_the_code_for_validated_inputs() {
 #[test]
 fn compile_shows_the_code_of_a_given_accumulator_count() {
     let fadds = |accs: &str| {
-        let (code, out, err) = heddle(&["compile", "examples/sparse/spmv_csr.hdl", "--target", "cpu", "--accumulators", accs]);
+        let (code, out, err) =
+            heddle(&["compile", "examples/sparse/spmv_csr.hdl", "--target", "cpu", "--accumulators", accs]);
         assert_eq!(code, 0, "{err}");
         out.lines().filter(|l| l.contains("= fadd")).count()
     };
@@ -214,9 +228,14 @@ fn compile_shows_the_code_of_a_given_accumulator_count() {
     assert_eq!(code, 0);
     assert_eq!(default.lines().filter(|l| l.contains("= fadd")).count(), four, "the default is 4 accumulators");
     for bad in ["0", "17", "x"] {
-        assert_eq!(heddle(&["compile", "examples/sparse/spmv_csr.hdl", "--target", "asm", "--accumulators", bad]).0, 2, "--accumulators {bad}");
+        assert_eq!(
+            heddle(&["compile", "examples/sparse/spmv_csr.hdl", "--target", "asm", "--accumulators", bad]).0,
+            2,
+            "--accumulators {bad}"
+        );
     }
-    let (code, _, err) = heddle(&["compile", "examples/sparse/spmv_csr.hdl", "--target", "loops", "--accumulators", "2"]);
+    let (code, _, err) =
+        heddle(&["compile", "examples/sparse/spmv_csr.hdl", "--target", "loops", "--accumulators", "2"]);
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("--accumulators applies to --target cpu and asm"), "{err}");
 }
@@ -227,13 +246,23 @@ fn compile_shows_the_code_of_a_given_accumulator_count() {
 fn reps_report_kernel_times_on_every_backend() {
     for backend in common::backends() {
         let file = "examples/sparse/spmv_csr.hdl";
-        let args = ["run", file, "--backend", backend, "--matrix", "A=tests/data/sparse/m4x8.mtx", "--input", "xs=examples/data/sparse/x8.json"];
+        let args = [
+            "run",
+            file,
+            "--backend",
+            backend,
+            "--matrix",
+            "A=tests/data/sparse/m4x8.mtx",
+            "--input",
+            "xs=examples/data/sparse/x8.json",
+        ];
         let (code, out, err) = heddle(&[&args[..], &["--reps", "5", "--json"]].concat());
         assert_eq!(code, 0, "{backend}: {err}");
         let j: serde_json::Value = serde_json::from_str(&out).unwrap();
         let k = &j["kernel_seconds"];
         assert_eq!(k["reps"], 5, "{backend}: {j}");
-        let (median, min, max) = (k["median"].as_f64().unwrap(), k["min"].as_f64().unwrap(), k["max"].as_f64().unwrap());
+        let (median, min, max) =
+            (k["median"].as_f64().unwrap(), k["min"].as_f64().unwrap(), k["max"].as_f64().unwrap());
         assert!(0.0 <= min && min <= median && median <= max, "{backend}: {k}");
         assert!(j["compile_seconds"].as_f64().is_some_and(|c| c >= 0.0), "{backend}: {j}");
         // Without --json: the result on stdout, one timing line on stderr.
@@ -255,7 +284,16 @@ fn reps_report_kernel_times_on_every_backend() {
 fn heddle_threads_is_capped_like_threads() {
     let run = |value: &str| {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_heddle"))
-            .args(["run", "examples/sparse/spmv_csr.hdl", "--backend", "cpu", "--matrix", "A=tests/data/sparse/m4x8.mtx", "--input", "xs=examples/data/sparse/x8.json"])
+            .args([
+                "run",
+                "examples/sparse/spmv_csr.hdl",
+                "--backend",
+                "cpu",
+                "--matrix",
+                "A=tests/data/sparse/m4x8.mtx",
+                "--input",
+                "xs=examples/data/sparse/x8.json",
+            ])
             .env("HEDDLE_THREADS", value)
             .current_dir(common::root())
             .output()
@@ -280,13 +318,27 @@ fn heddle_threads_is_capped_like_threads() {
 fn tensor_coordinates_outside_their_level_fail_the_located_check() {
     let dir = tempfile::tempdir().unwrap();
     let path = |name: &str, text: &str| common::write(dir.path(), name, text).to_str().unwrap().to_string();
-    let (pos, vals, xs) = (path("pos.json", "[0, 2, 3]"), path("vals.json", "[1.0, 2.0, 3.0]"), path("xs.json", "[1, 2, 3]"));
+    let (pos, vals, xs) =
+        (path("pos.json", "[0, 2, 3]"), path("vals.json", "[1.0, 2.0, 3.0]"), path("xs.json", "[1, 2, 3]"));
     let run = |crd: &str| {
         let crd = path("crd.json", crd);
         heddle(&[
-            "run", "examples/sparse/spmv_csr.hdl", "--backend", "cpu", "--param", "A_dim0=2", "--param", "A_dim1=3",
-            "--input", &format!("A_pos1={pos}"), "--input", &format!("A_crd1={crd}"), "--input", &format!("A_values={vals}"),
-            "--input", &format!("xs={xs}"),
+            "run",
+            "examples/sparse/spmv_csr.hdl",
+            "--backend",
+            "cpu",
+            "--param",
+            "A_dim0=2",
+            "--param",
+            "A_dim1=3",
+            "--input",
+            &format!("A_pos1={pos}"),
+            "--input",
+            &format!("A_crd1={crd}"),
+            "--input",
+            &format!("A_values={vals}"),
+            "--input",
+            &format!("xs={xs}"),
         ])
     };
     let (code, out, err) = run("[0, 2, 1]");
@@ -302,18 +354,34 @@ fn tensor_coordinates_outside_their_level_fail_the_located_check() {
 #[test]
 fn tune_on_the_cpu_over_variants_and_threads() {
     let (code, out, err) = heddle(&[
-        "tune", "examples/csr_unpacked_spmv.hdl", "examples/csr_spmv_row_per_item.hdl", "--backend", "cpu",
-        "--threads", "1,2", "--csr", "examples/data/spmv8/matrix.mtx", "--reps", "3", "--json",
+        "tune",
+        "examples/csr_unpacked_spmv.hdl",
+        "examples/csr_spmv_row_per_item.hdl",
+        "--backend",
+        "cpu",
+        "--threads",
+        "1,2",
+        "--csr",
+        "examples/data/spmv8/matrix.mtx",
+        "--reps",
+        "3",
+        "--json",
     ]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
     assert_eq!(v["backend"], "cpu");
     assert!(v.get("device").is_none(), "{out}");
     let variants = v["cases"][0]["variants"].as_array().unwrap();
-    let seen: Vec<(String, u64)> = variants.iter().map(|x| (x["kernel"].as_str().unwrap().to_string(), x["threads"].as_u64().unwrap())).collect();
+    let seen: Vec<(String, u64)> =
+        variants.iter().map(|x| (x["kernel"].as_str().unwrap().to_string(), x["threads"].as_u64().unwrap())).collect();
     assert_eq!(
         seen,
-        [("csr_unpacked_spmv".to_string(), 1), ("csr_unpacked_spmv".to_string(), 2), ("csr_spmv_row_per_item".to_string(), 1), ("csr_spmv_row_per_item".to_string(), 2)]
+        [
+            ("csr_unpacked_spmv".to_string(), 1),
+            ("csr_unpacked_spmv".to_string(), 2),
+            ("csr_spmv_row_per_item".to_string(), 1),
+            ("csr_spmv_row_per_item".to_string(), 2)
+        ]
     );
     assert!(variants.iter().all(|x| x["seconds"].as_f64().is_some_and(|s| s > 0.0)), "{out}");
     assert!(v["single_best"]["threads"].is_u64(), "{out}");
@@ -324,7 +392,19 @@ fn tune_on_the_cpu_over_variants_and_threads() {
     let npz = dir.path().join("matrix.npz").to_str().unwrap().to_string();
     let (code, _, err) = heddle(&["convert", "examples/data/spmv8/matrix.mtx", "--to", "CSR", "-o", &npz]);
     assert_eq!(code, 0, "{err}");
-    let (code, out, err) = heddle(&["tune", "examples/csr_unpacked_spmv.hdl", "--backend", "cpu", "--threads", "1", "--csr", &npz, "--reps", "2", "--json"]);
+    let (code, out, err) = heddle(&[
+        "tune",
+        "examples/csr_unpacked_spmv.hdl",
+        "--backend",
+        "cpu",
+        "--threads",
+        "1",
+        "--csr",
+        &npz,
+        "--reps",
+        "2",
+        "--json",
+    ]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
     assert_eq!(v["cases"][0]["case"], "matrix", "{out}");
@@ -341,10 +421,17 @@ fn tune_on_the_cpu_over_variants_and_threads() {
 #[test]
 fn accumulators_and_chunks_per_thread_are_validated() {
     for (accs, chunks, threads) in [("1", "1", "2"), ("3", "64", "3"), ("8", "8", "1"), ("16", "2", "4")] {
-        let (code, out, err) = run_cpu(&[], &["--accumulators", accs, "--chunks-per-thread", chunks, "--threads", threads]);
+        let (code, out, err) =
+            run_cpu(&[], &["--accumulators", accs, "--chunks-per-thread", chunks, "--threads", threads]);
         assert_eq!((code, out.trim()), (0, "[7.5,0.0,-2.0]"), "{accs} {chunks} {threads}: {err}");
     }
-    for bad in [["--accumulators", "0"], ["--accumulators", "17"], ["--accumulators", "two"], ["--chunks-per-thread", "0"], ["--chunks-per-thread", "65"]] {
+    for bad in [
+        ["--accumulators", "0"],
+        ["--accumulators", "17"],
+        ["--accumulators", "two"],
+        ["--chunks-per-thread", "0"],
+        ["--chunks-per-thread", "65"],
+    ] {
         let (code, out, err) = run_cpu(&[], &bad);
         assert_eq!(code, 2, "{bad:?}: {err}");
         assert!(out.is_empty() && err.contains(bad[0]) && !err.contains("panicked"), "{bad:?}: {err}");
@@ -358,29 +445,76 @@ fn accumulators_and_chunks_per_thread_are_validated() {
 #[test]
 fn tune_on_the_cpu_searches_accumulators_and_chunking() {
     let args = [
-        "tune", "examples/csr_unpacked_spmv.hdl", "--backend", "cpu", "--threads", "2", "--accumulators", "1,2,4,8",
-        "--chunks-per-thread", "1,8", "--csr", "examples/data/spmv8/matrix.mtx", "--reps", "2",
+        "tune",
+        "examples/csr_unpacked_spmv.hdl",
+        "--backend",
+        "cpu",
+        "--threads",
+        "2",
+        "--accumulators",
+        "1,2,4,8",
+        "--chunks-per-thread",
+        "1,8",
+        "--csr",
+        "examples/data/spmv8/matrix.mtx",
+        "--reps",
+        "2",
     ];
     let (code, out, err) = heddle(&[&args[..], &["--json"]].concat());
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
     common::assert_schema(&v, "tune --accumulators");
     let variants = v["cases"][0]["variants"].as_array().unwrap();
-    let seen: Vec<(u64, u64)> = variants.iter().map(|x| (x["accumulators"].as_u64().unwrap(), x["chunks_per_thread"].as_u64().unwrap())).collect();
+    let seen: Vec<(u64, u64)> = variants
+        .iter()
+        .map(|x| (x["accumulators"].as_u64().unwrap(), x["chunks_per_thread"].as_u64().unwrap()))
+        .collect();
     assert_eq!(seen, [(1, 1), (1, 8), (2, 1), (2, 8), (4, 1), (4, 8), (8, 1), (8, 8)], "{out}");
     assert!(variants.iter().all(|x| x["seconds"].as_f64().is_some_and(|s| s > 0.0) && x["error"].is_null()), "{out}");
     let single = &v["single_best"];
-    assert!(single["accumulators"].is_u64() && single["chunks_per_thread"].is_u64() && single["threads"] == 2, "{single}");
+    assert!(
+        single["accumulators"].is_u64() && single["chunks_per_thread"].is_u64() && single["threads"] == 2,
+        "{single}"
+    );
     let (code, out, err) = heddle(&args);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("threads=2 accumulators=1 chunks/thread=1") && out.contains("threads=2 accumulators=8 chunks/thread=8"), "{out}");
+    assert!(
+        out.contains("threads=2 accumulators=1 chunks/thread=1")
+            && out.contains("threads=2 accumulators=8 chunks/thread=8"),
+        "{out}"
+    );
     // Without the flags: the defaults, one configuration, named.
-    let (code, out, err) = heddle(&["tune", "examples/csr_unpacked_spmv.hdl", "--backend", "cpu", "--threads", "1", "--csr", "examples/data/spmv8/matrix.mtx", "--reps", "1", "--json"]);
+    let (code, out, err) = heddle(&[
+        "tune",
+        "examples/csr_unpacked_spmv.hdl",
+        "--backend",
+        "cpu",
+        "--threads",
+        "1",
+        "--csr",
+        "examples/data/spmv8/matrix.mtx",
+        "--reps",
+        "1",
+        "--json",
+    ]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let variants = v["cases"][0]["variants"].as_array().unwrap();
-    assert_eq!((variants.len(), &variants[0]["accumulators"], &variants[0]["chunks_per_thread"]), (1, &serde_json::json!(4), &serde_json::json!(8)), "{out}");
-    let (code, _, err) = heddle(&["tune", "examples/csr_unpacked_spmv.hdl", "--backend", "cpu", "--accumulators", "1,0", "--csr", "examples/data/spmv8/matrix.mtx"]);
+    assert_eq!(
+        (variants.len(), &variants[0]["accumulators"], &variants[0]["chunks_per_thread"]),
+        (1, &serde_json::json!(4), &serde_json::json!(8)),
+        "{out}"
+    );
+    let (code, _, err) = heddle(&[
+        "tune",
+        "examples/csr_unpacked_spmv.hdl",
+        "--backend",
+        "cpu",
+        "--accumulators",
+        "1,0",
+        "--csr",
+        "examples/data/spmv8/matrix.mtx",
+    ]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--accumulators"), "{err}");
 }
@@ -407,11 +541,29 @@ fn stored_rows_and_slices_are_split_by_their_work() {
     let xs: Vec<f64> = (0..cols).map(|j| (j % 9) as f64 - 4.0).collect();
     let x = common::write(dir.path(), "x.json", &serde_json::to_string(&xs).unwrap());
     let chunks = |kernel: &str, backend: &str, threads: &str| {
-        let args = ["run", kernel, "--backend", backend, "--threads", threads, "--matrix", &format!("A={}", a.display()), "--input", &format!("xs={}", x.display())];
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_heddle")).args(args).env("HEDDLE_PROFILE", "1").current_dir(common::root()).output().unwrap();
+        let args = [
+            "run",
+            kernel,
+            "--backend",
+            backend,
+            "--threads",
+            threads,
+            "--matrix",
+            &format!("A={}", a.display()),
+            "--input",
+            &format!("xs={}", x.display()),
+        ];
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_heddle"))
+            .args(args)
+            .env("HEDDLE_PROFILE", "1")
+            .current_dir(common::root())
+            .output()
+            .unwrap();
         let err = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(out.status.success(), "{kernel}: {err}");
-        let split = err.lines().find_map(|l| l.split_once("plan the split (").map(|(_, r)| r.split(' ').next().unwrap().parse::<usize>().unwrap()));
+        let split = err.lines().find_map(|l| {
+            l.split_once("plan the split (").map(|(_, r)| r.split(' ').next().unwrap().parse::<usize>().unwrap())
+        });
         (String::from_utf8_lossy(&out.stdout).into_owned(), split)
     };
     let (want, _) = chunks("examples/sparse/spmv_dcsr.hdl", "interp", "1");
@@ -419,10 +571,18 @@ fn stored_rows_and_slices_are_split_by_their_work() {
     assert!(split.is_some_and(|c| c >= 2), "DCSR SpMV: {split:?} chunks");
     let parse = |s: &str| serde_json::from_str::<Vec<f64>>(s).unwrap();
     common::assert_close(&parse(&got), &parse(&want), "DCSR SpMV on 2 threads");
-    for (file, weighed) in [("examples/sparse/spmv_dcsr.hdl", true), ("examples/sparse/mttkrp_csf.hdl", true), ("examples/sparse/spmv_coo.hdl", false)] {
+    for (file, weighed) in [
+        ("examples/sparse/spmv_dcsr.hdl", true),
+        ("examples/sparse/mttkrp_csf.hdl", true),
+        ("examples/sparse/spmv_coo.hdl", false),
+    ] {
         let (code, text, err) = heddle(&["compile", file, "--target", "loops"]);
         assert_eq!(code, 0, "{err}");
         assert_eq!(text.lines().any(|l| l.starts_with("balance ")), weighed, "{file}:\n{text}");
-        assert_eq!(text.contains("_chunk in"), !weighed, "{file}: chunked by coalesce_atomic_runs iff unweighed:\n{text}");
+        assert_eq!(
+            text.contains("_chunk in"),
+            !weighed,
+            "{file}: chunked by coalesce_atomic_runs iff unweighed:\n{text}"
+        );
     }
 }

@@ -53,23 +53,53 @@ fn usage_errors_exit_2_before_any_work() {
         (vec!["run", dense, "--param", "n=abc"], expect(2, "usage", Some(("flag", "--param")), "not a natural number")),
         (vec!["run", dense, "--param", "n=-3"], expect(2, "usage", Some(("flag", "--param")), "negative")),
         (vec!["run", dense, "--param", "n"], expect(2, "usage", Some(("flag", "--param")), "NAME=VALUE")),
-        (vec!["run", dense, "--output", "out.csv"], expect(2, "usage", Some(("flag", "--output")), ".npy, .json, .mtx")),
+        (
+            vec!["run", dense, "--output", "out.csv"],
+            expect(2, "usage", Some(("flag", "--output")), ".npy, .json, .mtx"),
+        ),
         (vec!["run", dense, "--input", "xs"], expect(2, "usage", Some(("flag", "--input")), "NAME=PATH")),
         (vec!["run", dense, "--input", "xs=values.csv"], expect(2, "usage", Some(("flag", "--input")), ".npy, .json")),
         (vec!["run", dense, "--matrix", "A=m.txt"], expect(2, "usage", Some(("flag", "--matrix")), ".mtx")),
         (vec!["run", dense, "--backend", "gpu"], expect(2, "usage", Some(("flag", "--backend")), "gpu")),
         (vec!["run", dense, "--threads", "0"], expect(2, "usage", Some(("flag", "--threads")), "0")),
         (vec!["run", dense, "--output-dims", "3x3"], expect(2, "usage", Some(("flag", "--output-dims")), ".mtx")),
-        (vec!["run", dense, "--output-dims", "3by3", "-o", "c.mtx"], expect(2, "usage", Some(("flag", "--output-dims")), "ROWSxCOLS")),
-        (vec!["run", dense, "--inptu", "xs=a.npy"], expect(2, "usage", Some(("flag", "--inptu")), "unexpected argument")),
-        (vec!["run", dense, "--encoding", "matrix=cssr"], expect(2, "usage", Some(("file", "--encoding")), "not an encoding")),
-        (vec!["run", dense, "--encoding", "matrix=csr"], expect(2, "usage", Some(("file", "--encoding")), "write `CSR`")),
-        (vec!["sparsify", dense, "--encoding", "matrix=BSR(0, 2)"], expect(2, "usage", Some(("file", "--encoding")), "at least 1")),
-        (vec!["convert", "m.mtx", "--to", "CSR", "-o", "out.csv"], expect(2, "usage", Some(("flag", "--output")), ".json, .mtx, .tns")),
-        (vec!["compile", dense, "--param", "n=x"], expect(2, "usage", Some(("flag", "--param")), "not a natural number")),
-        (vec!["tune", dense, "--param-range", "W=0..4"], expect(2, "usage", Some(("flag", "--param-range")), "1 <= a <= b")),
+        (
+            vec!["run", dense, "--output-dims", "3by3", "-o", "c.mtx"],
+            expect(2, "usage", Some(("flag", "--output-dims")), "ROWSxCOLS"),
+        ),
+        (
+            vec!["run", dense, "--inptu", "xs=a.npy"],
+            expect(2, "usage", Some(("flag", "--inptu")), "unexpected argument"),
+        ),
+        (
+            vec!["run", dense, "--encoding", "matrix=cssr"],
+            expect(2, "usage", Some(("file", "--encoding")), "not an encoding"),
+        ),
+        (
+            vec!["run", dense, "--encoding", "matrix=csr"],
+            expect(2, "usage", Some(("file", "--encoding")), "write `CSR`"),
+        ),
+        (
+            vec!["sparsify", dense, "--encoding", "matrix=BSR(0, 2)"],
+            expect(2, "usage", Some(("file", "--encoding")), "at least 1"),
+        ),
+        (
+            vec!["convert", "m.mtx", "--to", "CSR", "-o", "out.csv"],
+            expect(2, "usage", Some(("flag", "--output")), ".json, .mtx, .tns"),
+        ),
+        (
+            vec!["compile", dense, "--param", "n=x"],
+            expect(2, "usage", Some(("flag", "--param")), "not a natural number"),
+        ),
+        (
+            vec!["tune", dense, "--param-range", "W=0..4"],
+            expect(2, "usage", Some(("flag", "--param-range")), "1 <= a <= b"),
+        ),
         // A count of repetitions past usize overflowed (a panic) before the range was checked.
-        (vec!["tune", dense, "--reps", "18446744073709551615"], expect(2, "usage", Some(("flag", "--reps")), "too large")),
+        (
+            vec!["tune", dense, "--reps", "18446744073709551615"],
+            expect(2, "usage", Some(("flag", "--reps")), "too large"),
+        ),
         (vec!["tune", dense, "--reps", "1000001"], expect(2, "usage", Some(("flag", "--reps")), "1..=1000000")),
         (vec!["tune", dense, "--reps", "0"], expect(2, "usage", Some(("flag", "--reps")), "1..=1000000")),
     ];
@@ -86,8 +116,13 @@ fn input_errors_exit_1_and_say_where() {
     let matrix = write(dir.path(), "matrix.json", "[[1.0, 2.0], [3.0, 4.0]]");
     let short = write(dir.path(), "short.json", "[1.0]");
     let oob = write(dir.path(), "oob.hdl", "nFun(n => fun(xs: [float]_n => fun(i: int => xs@i)))\n");
-    let (xs, i, matrix, short, oob) =
-        (xs.to_str().unwrap(), i.to_str().unwrap(), matrix.to_str().unwrap(), short.to_str().unwrap(), oob.to_str().unwrap());
+    let (xs, i, matrix, short, oob) = (
+        xs.to_str().unwrap(),
+        i.to_str().unwrap(),
+        matrix.to_str().unwrap(),
+        short.to_str().unwrap(),
+        oob.to_str().unwrap(),
+    );
     let dense = "examples/dense_mv.hdl";
     let m = format!("matrix={matrix}");
     let rows: Vec<(Vec<String>, Expect)> = vec![
@@ -96,14 +131,32 @@ fn input_errors_exit_1_and_say_where() {
             vec!["check".into(), "tests/errors/unbound_variable.hdl".into()],
             expect(1, "type", Some(("file", "tests/errors/unbound_variable.hdl")), "unbound variable"),
         ),
-        (vec!["check".into(), "tests/errors/unclosed_paren.hdl".into()], expect(1, "syntax", Some(("file", "tests/errors/unclosed_paren.hdl")), "expected")),
-        (vec!["simplify".into(), "--nat".into(), "n +".into()], expect(1, "syntax", Some(("file", "--nat")), "expected")),
+        (
+            vec!["check".into(), "tests/errors/unclosed_paren.hdl".into()],
+            expect(1, "syntax", Some(("file", "tests/errors/unclosed_paren.hdl")), "expected"),
+        ),
+        (
+            vec!["simplify".into(), "--nat".into(), "n +".into()],
+            expect(1, "syntax", Some(("file", "--nat")), "expected"),
+        ),
         // `heddle type`'s argument is its input: a bad one is exit 1.
         (vec!["type".into(), "CSF".into()], expect(1, "type", Some(("file", "<encoding>")), "rank")),
-        (vec!["type".into(), "#sparse_tensor.encoding<{ map = (i) -> (i : bogus) }>".into()], expect(1, "type", Some(("file", "<encoding>")), "bogus")),
-        (vec!["run".into(), dense.into(), "--input".into(), m.clone(), "--input".into(), format!("ys={xs}")], expect(1, "data", Some(("parameter", "ys")), "no input")),
-        (vec!["run".into(), dense.into(), "--input".into(), m.clone(), "--input".into(), format!("xs={short}")], expect(1, "data", Some(("parameter", "xs")), "length")),
-        (vec!["run".into(), dense.into(), "--input".into(), m.clone(), "--input".into(), "xs=no/such.json".into()], expect(1, "io", Some(("parameter", "xs")), "no/such.json")),
+        (
+            vec!["type".into(), "#sparse_tensor.encoding<{ map = (i) -> (i : bogus) }>".into()],
+            expect(1, "type", Some(("file", "<encoding>")), "bogus"),
+        ),
+        (
+            vec!["run".into(), dense.into(), "--input".into(), m.clone(), "--input".into(), format!("ys={xs}")],
+            expect(1, "data", Some(("parameter", "ys")), "no input"),
+        ),
+        (
+            vec!["run".into(), dense.into(), "--input".into(), m.clone(), "--input".into(), format!("xs={short}")],
+            expect(1, "data", Some(("parameter", "xs")), "length"),
+        ),
+        (
+            vec!["run".into(), dense.into(), "--input".into(), m.clone(), "--input".into(), "xs=no/such.json".into()],
+            expect(1, "io", Some(("parameter", "xs")), "no/such.json"),
+        ),
         (
             vec!["run".into(), oob.into(), "--input".into(), format!("xs={xs}"), "--input".into(), format!("i={i}")],
             expect(1, "runtime", Some(("line", "")), "out of bounds"),
@@ -137,7 +190,11 @@ fn a_file_in_error_has_its_location() {
 #[test]
 fn did_you_mean() {
     let dir = tempfile::tempdir().unwrap();
-    let f = write(dir.path(), "k.hdl", "nFun(n => fun(xs: [float]_n => xs :>> mapp(fun(x => x * 2.0)) :>> redcue(+, 0)))\n");
+    let f = write(
+        dir.path(),
+        "k.hdl",
+        "nFun(n => fun(xs: [float]_n => xs :>> mapp(fun(x => x * 2.0)) :>> redcue(+, 0)))\n",
+    );
     let (code, v) = heddle_json(&["check", f.to_str().unwrap()]);
     assert_eq!(code, 1);
     let notes = v["errors"].to_string();

@@ -37,7 +37,12 @@ fn every_example_rewrites_to_a_program_that_checks() {
             let path = dir.path().join("out.hdl");
             std::fs::write(&path, &out.stdout).unwrap();
             let check = heddle(&["check", path.to_str().unwrap()]);
-            assert!(check.status.success(), "{ex} --cost {cost}:\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&check.stderr));
+            assert!(
+                check.status.success(),
+                "{ex} --cost {cost}:\n{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&check.stderr)
+            );
         }
     }
 }
@@ -64,10 +69,24 @@ fn limits_are_reported_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let terms: Vec<String> = (1..=14).map(|k| format!("x * {k}")).collect();
     let kernel = dir.path().join("sum.hdl");
-    std::fs::write(&kernel, format!("nFun(n => fun(xs: [int]_n => xs :>> map(fun(x => {}))))", terms.join(" + "))).unwrap();
+    std::fs::write(&kernel, format!("nFun(n => fun(xs: [int]_n => xs :>> map(fun(x => {}))))", terms.join(" + ")))
+        .unwrap();
     let k = kernel.to_str().unwrap();
     let ac = "rewrite/tests/rules/ac.rules";
-    let out = heddle(&["rewrite", k, "--no-builtin", "--rules", ac, "--node-limit", "2000", "--iter-limit", "1000", "--time-limit", "60", "--json"]);
+    let out = heddle(&[
+        "rewrite",
+        k,
+        "--no-builtin",
+        "--rules",
+        ac,
+        "--node-limit",
+        "2000",
+        "--iter-limit",
+        "1000",
+        "--time-limit",
+        "60",
+        "--json",
+    ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let j = json(&out);
     assert_eq!(j["stats"]["stop_reason"], "node-limit");
@@ -95,7 +114,11 @@ fn rule_file_errors_are_located_and_exit_1() {
 
 #[test]
 fn usage_errors_exit_2() {
-    for args in [&["rewrite", "examples/dense_mv.hdl", "--cost", "bogus"][..], &["rewrite", "examples/dense_mv.hdl", "--time-limit", "-1"], &["rewrite"]] {
+    for args in [
+        &["rewrite", "examples/dense_mv.hdl", "--cost", "bogus"][..],
+        &["rewrite", "examples/dense_mv.hdl", "--time-limit", "-1"],
+        &["rewrite"],
+    ] {
         assert_eq!(heddle(args).status.code(), Some(2), "{args:?}");
     }
 }
@@ -104,8 +127,18 @@ fn usage_errors_exit_2() {
 fn a_user_rule_file_adds_rules() {
     let dir = tempfile::tempdir().unwrap();
     let rules = dir.path().join("mine.rules");
-    std::fs::write(&rules, "# fuse only\nfuse: ?x :>> map(?f) :>> map(?g) => ?x :>> map(fun(v => ?g(?f(v))))\n").unwrap();
-    let out = heddle(&["rewrite", "rewrite/tests/kernels/fuse.hdl", "--no-builtin", "--rules", rules.to_str().unwrap(), "--cost", "parallel", "--json"]);
+    std::fs::write(&rules, "# fuse only\nfuse: ?x :>> map(?f) :>> map(?g) => ?x :>> map(fun(v => ?g(?f(v))))\n")
+        .unwrap();
+    let out = heddle(&[
+        "rewrite",
+        "rewrite/tests/kernels/fuse.hdl",
+        "--no-builtin",
+        "--rules",
+        rules.to_str().unwrap(),
+        "--cost",
+        "parallel",
+        "--json",
+    ]);
     let j = json(&out);
     assert_eq!(j["rules_applied"]["fuse"], 1);
     assert_eq!(j["stats"]["stop_reason"], "saturated");
@@ -140,8 +173,17 @@ fn a_limit_names_the_rule_that_grew_the_egraph_most() {
     let dir = tempfile::tempdir().unwrap();
     let terms: Vec<String> = (1..=10).map(|k| format!("x * {k}")).collect();
     let kernel = dir.path().join("sum.hdl");
-    std::fs::write(&kernel, format!("nFun(n => fun(xs: [int]_n => xs :>> map(fun(x => {}))))", terms.join(" + "))).unwrap();
-    let out = heddle(&["rewrite", kernel.to_str().unwrap(), "--rules", "rewrite/tests/rules/ac.rules", "--node-limit", "1500", "--json"]);
+    std::fs::write(&kernel, format!("nFun(n => fun(xs: [int]_n => xs :>> map(fun(x => {}))))", terms.join(" + ")))
+        .unwrap();
+    let out = heddle(&[
+        "rewrite",
+        kernel.to_str().unwrap(),
+        "--rules",
+        "rewrite/tests/rules/ac.rules",
+        "--node-limit",
+        "1500",
+        "--json",
+    ]);
     let j = json(&out);
     assert_eq!(j["stats"]["stop_reason"], "node-limit");
     let grew = j["stats"]["grew_most"].as_str().unwrap();
@@ -149,7 +191,15 @@ fn a_limit_names_the_rule_that_grew_the_egraph_most() {
     let most = rules.iter().map(|r| r["nodes_added"].as_u64().unwrap()).max().unwrap();
     assert_eq!(rules.iter().find(|r| r["name"] == grew).unwrap()["nodes_added"].as_u64().unwrap(), most);
     // The text form says it too, and prints the tables with --stats.
-    let out = heddle(&["rewrite", kernel.to_str().unwrap(), "--rules", "rewrite/tests/rules/ac.rules", "--node-limit", "1500", "--stats"]);
+    let out = heddle(&[
+        "rewrite",
+        kernel.to_str().unwrap(),
+        "--rules",
+        "rewrite/tests/rules/ac.rules",
+        "--node-limit",
+        "1500",
+        "--stats",
+    ]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains(&format!("grew the e-graph most: {grew}")), "{text}");
     assert!(text.contains("// rule ") && text.contains("matches") && text.contains("// iteration"), "{text}");
@@ -188,12 +238,14 @@ fn dump_egraph_writes_json_and_dot_and_notes_a_cut() {
     assert_eq!(g["schema"], "heddle.egraph/1");
     assert_eq!(g["nodes"].as_object().unwrap().len() as u64, j["stats"]["nodes"].as_u64().unwrap());
     let dot = dir.path().join("g.dot");
-    let out = heddle(&["rewrite", "examples/dense_mv.hdl", "--dump-egraph", dot.to_str().unwrap(), "--dump-limit", "10"]);
+    let out =
+        heddle(&["rewrite", "examples/dense_mv.hdl", "--dump-egraph", dot.to_str().unwrap(), "--dump-limit", "10"]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("truncated"), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("// TRUNCATED"));
     assert!(std::fs::read_to_string(&dot).unwrap().starts_with("digraph egraph {"));
-    let bad = heddle(&["rewrite", "examples/dense_mv.hdl", "--dump-egraph", dir.path().join("g.txt").to_str().unwrap()]);
+    let bad =
+        heddle(&["rewrite", "examples/dense_mv.hdl", "--dump-egraph", dir.path().join("g.txt").to_str().unwrap()]);
     assert_eq!(bad.status.code(), Some(1));
 }
 
@@ -204,7 +256,9 @@ fn list_rules_names_every_rule_and_where() {
     let j = json(&out);
     assert_eq!(j["schema"], "heddle.rewrite-rules/1");
     let rules = j["rules"].as_array().unwrap();
-    assert!(rules.iter().any(|r| r["name"] == "map-fusion" && r["origin"].as_str().unwrap().starts_with("builtin.rules:")));
+    assert!(
+        rules.iter().any(|r| r["name"] == "map-fusion" && r["origin"].as_str().unwrap().starts_with("builtin.rules:"))
+    );
     let out = heddle(&["rewrite", "--list-rules", "--no-builtin", "--rules", "rewrite/tests/rules/fusion.rules"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("builtin.rules") && text.contains("rewrite/tests/rules/fusion.rules:"), "{text}");
@@ -222,11 +276,19 @@ fn a_cost_file_prices_primitives() {
     assert!(p.contains("mapSeq") && !p.contains("mapGlobal"), "{p}");
     assert_eq!(j["cost"]["model"], costs.to_str().unwrap());
     // The built-in parallel model on the same kernel picks mapGlobal.
-    assert!(json(&heddle(&["rewrite", "examples/dense_mv.hdl", "--json"]))["program"].as_str().unwrap().contains("mapGlobal"));
+    assert!(
+        json(&heddle(&["rewrite", "examples/dense_mv.hdl", "--json"]))["program"]
+            .as_str()
+            .unwrap()
+            .contains("mapGlobal")
+    );
     // Errors in a cost file are located, exit 1.
     std::fs::write(&costs, "map 10\nmapp 3\nmapSeq zero\n").unwrap();
     let out = heddle(&["rewrite", "examples/dense_mv.hdl", "--cost-file", costs.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("seq.costs:2:1") && err.contains("`mapp` is not a primitive") && err.contains("seq.costs:3:1"), "{err}");
+    assert!(
+        err.contains("seq.costs:2:1") && err.contains("`mapp` is not a primitive") && err.contains("seq.costs:3:1"),
+        "{err}"
+    );
 }

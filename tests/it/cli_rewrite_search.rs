@@ -31,7 +31,21 @@ fn dense_spmv() -> Vec<f64> {
 fn search(backend: &str, extra: &[&str]) -> J {
     let packed = format!("offset,values={MATRIX}");
     let xs = format!("xs={XS}");
-    let mut args = vec!["rewrite", "examples/csr_packed_spmv.hdl", "--search", "6", "--backend", backend, "--csr-packed", &packed, "--input", &xs, "--reps", "2", "--json"];
+    let mut args = vec![
+        "rewrite",
+        "examples/csr_packed_spmv.hdl",
+        "--search",
+        "6",
+        "--backend",
+        backend,
+        "--csr-packed",
+        &packed,
+        "--input",
+        &xs,
+        "--reps",
+        "2",
+        "--json",
+    ];
     args.extend_from_slice(extra);
     let (code, out, err) = heddle(&args);
     assert_eq!(code, 0, "{err}");
@@ -86,7 +100,11 @@ fn a_wrong_candidate_is_reported_and_never_ranked() {
     // using toGlobal, so the sketch `toGlobal` picks them.
     let dir = tempfile::tempdir().unwrap();
     let rules = dir.path().join("bad.rules");
-    std::fs::write(&rules, "double: ?x :>> reduce(?op, ?init) => ?x :>> reduce(?op, ?init) :>> toGlobal(fun(s => s * 2.0))\n").unwrap();
+    std::fs::write(
+        &rules,
+        "double: ?x :>> reduce(?op, ?init) => ?x :>> reduce(?op, ?init) :>> toGlobal(fun(s => s * 2.0))\n",
+    )
+    .unwrap();
     let j = search("cpu", &["--rules", rules.to_str().unwrap(), "--sketch", "toGlobal", "--sketch", "?"]);
     let cands = j["candidates"].as_array().unwrap();
     let wrong: Vec<&J> = cands.iter().filter(|c| c["sketch"] == "toGlobal").collect();
@@ -103,7 +121,20 @@ fn a_wrong_candidate_is_reported_and_never_ranked() {
 fn text_output_ranks_and_prints_the_programs() {
     let packed = format!("offset,values={MATRIX}");
     let xs = format!("xs={XS}");
-    let (code, out, err) = heddle(&["rewrite", "examples/csr_packed_spmv.hdl", "--search", "3", "--backend", "interp", "--csr-packed", &packed, "--input", &xs, "--reps", "1"]);
+    let (code, out, err) = heddle(&[
+        "rewrite",
+        "examples/csr_packed_spmv.hdl",
+        "--search",
+        "3",
+        "--backend",
+        "interp",
+        "--csr-packed",
+        &packed,
+        "--input",
+        &xs,
+        "--reps",
+        "1",
+    ]);
     assert_eq!(code, 0, "{err}");
     assert!(out.starts_with("search: "), "{out}");
     assert!(out.contains("input") && out.contains("(the program as written)") && out.contains("// #1 "), "{out}");
@@ -125,7 +156,21 @@ fn candidates_the_backend_refuses_are_skipped_while_extracting() {
     }
     let packed = format!("offset,values={MATRIX}");
     let xs = format!("xs={XS}");
-    let (code, out, err) = heddle(&["rewrite", "examples/csr_packed_spmv.hdl", "--search", "12", "--backend", "opencl", "--csr-packed", &packed, "--input", &xs, "--reps", "1", "--json"]);
+    let (code, out, err) = heddle(&[
+        "rewrite",
+        "examples/csr_packed_spmv.hdl",
+        "--search",
+        "12",
+        "--backend",
+        "opencl",
+        "--csr-packed",
+        &packed,
+        "--input",
+        &xs,
+        "--reps",
+        "1",
+        "--json",
+    ]);
     assert_eq!(code, 0, "{err}");
     let j: J = serde_json::from_str(&out).unwrap();
     let cands = j["candidates"].as_array().unwrap();
@@ -155,5 +200,8 @@ fn the_measured_search_script_runs() {
     let (text, err) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{text}\n{err}");
     assert!(text.contains("search from Listing 5") && text.contains("(Listing 5 as written)"), "{text}");
-    assert!(text.contains("one interleaved tune run") && text.contains("csr_spmv_parallel") && text.contains("search_best"), "{text}");
+    assert!(
+        text.contains("one interleaved tune run") && text.contains("csr_spmv_parallel") && text.contains("search_best"),
+        "{text}"
+    );
 }

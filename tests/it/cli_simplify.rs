@@ -51,7 +51,8 @@ fn nat_option() {
     let after = v["formulas"][0]["after"].as_str().unwrap();
     let n = heddle_ir::parser::parse_nat(after).unwrap();
     for k in 0..5 {
-        let env: std::collections::HashMap<heddle_ir::Name, i64> = [(heddle_ir::Name::from("n"), k)].into_iter().collect();
+        let env: std::collections::HashMap<heddle_ir::Name, i64> =
+            [(heddle_ir::Name::from("n"), k)].into_iter().collect();
         assert_eq!(n.eval(&env), Ok(2 * k), "{after} at n = {k}");
     }
     let (code, _, err) = heddle(&["simplify", "--nat", "sum(k = 0 .. , k)"]);

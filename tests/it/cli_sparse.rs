@@ -103,7 +103,10 @@ fn convert_stats_report_levels_values_blocks_and_diagonals() {
     let cases = [
         ("bsr", "BSR(2, 2)"),
         ("dia", "DIA"),
-        ("csr_narrow", "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 16 }>"),
+        (
+            "csr_narrow",
+            "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 16 }>",
+        ),
     ];
     for (name, enc) in cases {
         let out = dir.path().join(format!("{name}.json"));
@@ -111,7 +114,8 @@ fn convert_stats_report_levels_values_blocks_and_diagonals() {
         let (code, text, err) = heddle(&["convert", "tests/data/sparse/m4x8.mtx", "--to", enc, "-o", o, "--stats"]);
         assert_eq!(code, 0, "{err}");
         insta::assert_snapshot!(format!("convert_stats_{name}"), text.replace(o, "OUT"));
-        let (code, json, err) = heddle(&["convert", "tests/data/sparse/m4x8.mtx", "--to", enc, "-o", o, "--stats", "--json"]);
+        let (code, json, err) =
+            heddle(&["convert", "tests/data/sparse/m4x8.mtx", "--to", enc, "-o", o, "--stats", "--json"]);
         assert_eq!(code, 0, "{err}");
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         let stats = &v["stats"];
@@ -122,7 +126,8 @@ fn convert_stats_report_levels_values_blocks_and_diagonals() {
     }
     // Without --stats there is none.
     let o = dir.path().join("plain.json");
-    let (_, json, _) = heddle(&["convert", "tests/data/sparse/m4x8.mtx", "--to", "CSR", "-o", o.to_str().unwrap(), "--json"]);
+    let (_, json, _) =
+        heddle(&["convert", "tests/data/sparse/m4x8.mtx", "--to", "CSR", "-o", o.to_str().unwrap(), "--json"]);
     assert!(serde_json::from_str::<serde_json::Value>(&json).unwrap().get("stats").is_none());
 }
 
@@ -149,6 +154,9 @@ fn a_stored_result_the_host_cannot_assemble_is_located_at_its_annotation() {
     for backend in backends {
         let (code, _, err) = heddle(&["run", k, "--backend", backend, "--matrix", &a, "--matrix", &b]);
         assert_eq!(code, 1, "{backend}: {err}");
-        assert!(err.contains("do not fit the encoding's crdWidth (8 bits)") && err.contains("narrow.hdl:5:3"), "{backend}: {err}");
+        assert!(
+            err.contains("do not fit the encoding's crdWidth (8 bits)") && err.contains("narrow.hdl:5:3"),
+            "{backend}: {err}"
+        );
     }
 }

@@ -26,13 +26,13 @@ use crate::common;
 use heddle::source::SourceFile;
 use heddle_ir::Diagnostic;
 use heddle_runtime::interp::Env;
-use heddle_runtime::io::{bind_inputs, Loaded};
+use heddle_runtime::io::{Loaded, bind_inputs};
 use heddle_runtime::value::Value;
 use heddle_typeck::Kernel;
 use serde_json::Value as J;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// What a corpus file says about itself.
 #[derive(Default)]
@@ -52,7 +52,8 @@ fn spec(path: &Path, src: &str) -> Result<Spec, String> {
         let Some(d) = line.trim().strip_prefix("//") else { continue };
         let d = d.trim();
         let value = |rest: &str| -> Result<(String, String), String> {
-            let (k, v) = rest.split_once('=').ok_or_else(|| format!("{}: `{line}`: expected NAME = VALUE", path.display()))?;
+            let (k, v) =
+                rest.split_once('=').ok_or_else(|| format!("{}: `{line}`: expected NAME = VALUE", path.display()))?;
             Ok((k.trim().to_string(), v.trim().to_string()))
         };
         if let Some(rest) = d.strip_prefix("input ") {
@@ -78,7 +79,8 @@ fn spec(path: &Path, src: &str) -> Result<Spec, String> {
 
 fn bind(kernel: &Kernel, s: &Spec) -> Result<Env, String> {
     let mut nats = s.params.clone();
-    let mut inputs: Vec<(String, Loaded)> = s.inputs.iter().map(|(k, v)| (k.clone(), Loaded::Json(v.clone()))).collect();
+    let mut inputs: Vec<(String, Loaded)> =
+        s.inputs.iter().map(|(k, v)| (k.clone(), Loaded::Json(v.clone()))).collect();
     for (name, path) in &s.matrices {
         let (dims, buffers) = heddle_runtime::io::bind::tensor_inputs(kernel, name, path).map_err(|e| e.to_string())?;
         nats.extend(dims);
@@ -138,7 +140,9 @@ fn check_file(path: &Path) -> Vec<String> {
     let reference = match (heddle_runtime::interp::run_kernel(&kernel, &env), &s.fails) {
         (Ok(v), None) => Some(heddle_runtime::io::write::to_json(&v, ty)),
         (Err(d), Some(want)) if d.message.contains(want.as_str()) => None,
-        (Ok(v), Some(want)) => return vec![format!("{name}: the interpreter ran (result {v}), expected the error `{want}`")],
+        (Ok(v), Some(want)) => {
+            return vec![format!("{name}: the interpreter ran (result {v}), expected the error `{want}`")];
+        }
         (Err(d), _) => return vec![format!("{name}: the interpreter fails:\n{}", file.render(&[d]))],
     };
     let (kernel, env) = (&kernel, &env);
@@ -163,17 +167,26 @@ fn check_file(path: &Path) -> Vec<String> {
                 let located = d.span.end > d.span.start;
                 let worded = d.message.contains("cannot be compiled yet") || opencl_only.is_some();
                 if !worded || !d.message.contains(want.as_str()) || !located {
-                    problems.push(format!("{at}: expected a located refusal naming `{want}`, got:\n{}", file.render(&[d])));
+                    problems
+                        .push(format!("{at}: expected a located refusal naming `{want}`, got:\n{}", file.render(&[d])));
                 }
             }
-            (Outcome::Ran(_), Some(want), _) => problems.push(format!("{at}: runs, but the file expects the refusal `{want}` (remove the `refused:` line)")),
+            (Outcome::Ran(_), Some(want), _) => problems
+                .push(format!("{at}: runs, but the file expects the refusal `{want}` (remove the `refused:` line)")),
             (Outcome::Refused(d), None, _) => problems.push(format!("{at}: refused:\n{}", file.render(&[d]))),
             (Outcome::Failed(d), _, None) => {
                 if !d.message.contains(s.fails.as_deref().unwrap_or_default()) {
-                    problems.push(format!("{at}: fails with another error than `{}`:\n{}", s.fails.as_deref().unwrap_or_default(), file.render(&[d])));
+                    problems.push(format!(
+                        "{at}: fails with another error than `{}`:\n{}",
+                        s.fails.as_deref().unwrap_or_default(),
+                        file.render(&[d])
+                    ));
                 }
             }
-            (Outcome::Ran(v), None, None) => problems.push(format!("{at}: ran (result {v}), expected the error `{}`", s.fails.as_deref().unwrap_or_default())),
+            (Outcome::Ran(v), None, None) => problems.push(format!(
+                "{at}: ran (result {v}), expected the error `{}`",
+                s.fails.as_deref().unwrap_or_default()
+            )),
             (Outcome::Failed(d), _, Some(_)) => problems.push(format!("{at}: fails:\n{}", file.render(&[d]))),
             (Outcome::Ran(v), None, Some(want)) => {
                 let got = heddle_runtime::io::write::to_json(&v, ty);
@@ -205,7 +218,12 @@ fn every_kernel_runs_on_every_backend() {
         }
     });
     let problems = problems.into_inner().unwrap();
-    assert!(problems.is_empty(), "{} problem(s) in the compile-coverage corpus:\n\n{}", problems.len(), problems.join("\n\n"));
+    assert!(
+        problems.is_empty(),
+        "{} problem(s) in the compile-coverage corpus:\n\n{}",
+        problems.len(),
+        problems.join("\n\n")
+    );
 }
 
 /// Primitives the corpus cannot cover yet, with the reason. The test fails
@@ -223,8 +241,11 @@ fn corpus_covers_every_primitive() {
         }
     }
     let used = |p: &str| code.split(|c: char| !c.is_alphanumeric()).any(|w| w == p);
-    let missing: Vec<&str> =
-        heddle_ir::prims::signatures().iter().map(|p| p.name).filter(|p| !used(p) && !NOT_YET_COVERED.iter().any(|(n, _)| n == p)).collect();
+    let missing: Vec<&str> = heddle_ir::prims::signatures()
+        .iter()
+        .map(|p| p.name)
+        .filter(|p| !used(p) && !NOT_YET_COVERED.iter().any(|(n, _)| n == p))
+        .collect();
     assert!(missing.is_empty(), "no corpus kernel uses {missing:?}");
     for (p, why) in NOT_YET_COVERED {
         assert!(!used(p), "the corpus now uses `{p}`: remove it from NOT_YET_COVERED (\"{why}\")");

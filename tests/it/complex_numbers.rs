@@ -251,13 +251,33 @@ fn compiled_element_wise_complex_arithmetic_matches_numpy_and_the_interpreter_bi
     let mut names = Vec::new();
     for (elem, width) in [("complex<f64>", "128"), ("complex<f32>", "64")] {
         let k = element_wise(&d, elem);
-        let (z, w) = (format!("zs={}", s(&d.join(format!("z{width}.npy")))), format!("ws={}", s(&d.join(format!("w{width}.npy")))));
+        let (z, w) = (
+            format!("zs={}", s(&d.join(format!("z{width}.npy")))),
+            format!("ws={}", s(&d.join(format!("w{width}.npy")))),
+        );
         for backend in std::iter::once("interp").chain(compiled()) {
             let out = ok(&["run", s(&k), "--backend", backend, "--input", &z, "--input", &w]);
             std::fs::write(d.join(format!("ew{width}_{backend}.json")), out).unwrap();
             // The quotients as .npy too: complex results are written with numpy's dtypes.
-            let q = write(&d, "q.hdl", &format!("nFun(n =>\nfun(zs: [{elem}]_n =>\nfun(ws: [{elem}]_n =>\n  zip(zs, ws) :>> map(fun(p => conj(p.1) / p.2)))))\n"));
-            ok(&["run", s(&q), "--backend", backend, "--input", &z, "--input", &w, "-o", s(&d.join(format!("q{width}_{backend}.npy")))]);
+            let q = write(
+                &d,
+                "q.hdl",
+                &format!(
+                    "nFun(n =>\nfun(zs: [{elem}]_n =>\nfun(ws: [{elem}]_n =>\n  zip(zs, ws) :>> map(fun(p => conj(p.1) / p.2)))))\n"
+                ),
+            );
+            ok(&[
+                "run",
+                s(&q),
+                "--backend",
+                backend,
+                "--input",
+                &z,
+                "--input",
+                &w,
+                "-o",
+                s(&d.join(format!("q{width}_{backend}.npy"))),
+            ]);
             if width == "128" {
                 names.push(format!("'{backend}'"));
             }
@@ -319,7 +339,18 @@ np.save('v.npy', (q(10) + 1j * q(10)).astype(np.complex64))
     let (a, x) = (format!("a={}", s(&d.join("M.npy"))), format!("xs={}", s(&d.join("v.npy"))));
     let mut names = Vec::new();
     for backend in std::iter::once("interp").chain(compiled()) {
-        ok(&["run", s(&k), "--backend", backend, "--input", &a, "--input", &x, "-o", s(&d.join(format!("y_{backend}.npy")))]);
+        ok(&[
+            "run",
+            s(&k),
+            "--backend",
+            backend,
+            "--input",
+            &a,
+            "--input",
+            &x,
+            "-o",
+            s(&d.join(format!("y_{backend}.npy"))),
+        ]);
         names.push(format!("'y_{backend}.npy'"));
     }
     let check = python(
@@ -354,7 +385,11 @@ fn compiled_complex_reductions_scalars_and_tuples_equal_the_interpreter() {
     let zs = write(&d, "z.json", "[[1, 2], [0.5, -1], [3, 0], [-2.25, 0.75], [0, -1], [1.25, 0.5], [-0.5, -0.25]]");
     let c = write(&d, "c.json", "[0.5, -1.5]");
     let reals = write(&d, "r.json", "[1.5, -2, 0.25]");
-    let ew = write(&d, "ew.hdl", "nFun(n =>\nfun(xs: [double]_n => xs :>> map(fun(x => re(complex(x, x) * complex(x, 0.0)) + im(conj(complex(0.0, x)))))))\n");
+    let ew = write(
+        &d,
+        "ew.hdl",
+        "nFun(n =>\nfun(xs: [double]_n => xs :>> map(fun(x => re(complex(x, x) * complex(x, 0.0)) + im(conj(complex(0.0, x)))))))\n",
+    );
     let args = ["--input", &format!("zs={}", s(&zs)), "--input", &format!("c={}", s(&c))];
     let run = |backend: &str| -> (String, String) {
         let mut a = vec!["run", s(&k), "--backend", backend];
@@ -377,7 +412,15 @@ fn compiled_complex_reductions_scalars_and_tuples_equal_the_interpreter() {
     assert_eq!(pair(&got[0]), sum, "{got}");
     assert_eq!(pair(&got[1]), product, "{got}");
     assert_eq!(pair(&got[2]), fold, "{got}");
-    assert_eq!(got[3].as_array().unwrap().iter().map(pair).collect::<Vec<_>>(), z.iter().map(|&z| { let m = mul(z, z); (m.0 + cc.0, m.1 + cc.1) }).collect::<Vec<_>>());
+    assert_eq!(
+        got[3].as_array().unwrap().iter().map(pair).collect::<Vec<_>>(),
+        z.iter()
+            .map(|&z| {
+                let m = mul(z, z);
+                (m.0 + cc.0, m.1 + cc.1)
+            })
+            .collect::<Vec<_>>()
+    );
     assert_eq!(want.1.trim(), "[0.75,6.0,-0.1875]");
     for backend in compiled() {
         assert_eq!(run(backend), want, "{backend}");
@@ -417,7 +460,10 @@ for name, z in [('a', a), ('b', b)]:
     for (elem, bits) in [("complex<f64>", "128"), ("complex<f32>", "64")] {
         for w in [2, 4] {
             let k = complex_vector_kernel(&d, elem, w);
-            let (a, b) = (format!("as={}", s(&d.join(format!("a{bits}.npy")))), format!("bs={}", s(&d.join(format!("b{bits}.npy")))));
+            let (a, b) = (
+                format!("as={}", s(&d.join(format!("a{bits}.npy")))),
+                format!("bs={}", s(&d.join(format!("b{bits}.npy")))),
+            );
             let want = ok(&["run", s(&k), "--input", &a, "--input", &b]);
             for backend in compiled() {
                 let (code, out, err) = heddle(&["run", s(&k), "--backend", backend, "--input", &a, "--input", &b]);
@@ -482,10 +528,18 @@ fn a_kernel_parameter_holding_a_vector_of_complex_numbers_is_refused() {
     // The interpreter takes no vector input either; compiling refuses the
     // parameter itself, located, and says what to pass instead.
     let d = dir("vector-param");
-    let k = write(&d, "v.hdl", "fun(as: [complex<f64>]_2 =>\nfun(v: <complex<f64>>2 =>\n  as :>> asVector(2) :>> map(fun(u => u * v))))\n");
+    let k = write(
+        &d,
+        "v.hdl",
+        "fun(as: [complex<f64>]_2 =>\nfun(v: <complex<f64>>2 =>\n  as :>> asVector(2) :>> map(fun(u => u * v))))\n",
+    );
     let (code, _, err) = heddle(&["compile", s(&k)]);
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains("a kernel parameter of vector type (`v`: <complex<f64>>2) cannot be compiled yet") && err.contains("v.hdl:2:5"), "{err}");
+    assert!(
+        err.contains("a kernel parameter of vector type (`v`: <complex<f64>>2) cannot be compiled yet")
+            && err.contains("v.hdl:2:5"),
+        "{err}"
+    );
     assert!(err.contains("pass an array of scalars and group it in the kernel with `asVector(w)`"), "{err}");
     assert!(!err.contains("--backend interp"), "the interpreter takes no vector input either: {err}");
     assert!(!err.contains("internal error") && !err.contains("panicked"), "{err}");
@@ -497,8 +551,14 @@ fn complex_misuse_is_a_type_error() {
     let cases = [
         ("fun(zs: [complex<f64>]_4 => zs :>> map(fun(z => z < z)))", "`<` is not defined on complex numbers"),
         ("fun(zs: [complex<f64>]_4 => zs :>> reduce(max, 0.0))", "`max` is not defined on complex numbers"),
-        ("fun(zs: [complex<f64>]_4 => zs :>> map(fun(z => double(z))))", "`double` converts a real number, found complex<f64>"),
-        ("fun(xs: [int]_4 => xs :>> map(fun(x => complex(x, x))))", "`complex` takes parts of type f32 or f64, found int"),
+        (
+            "fun(zs: [complex<f64>]_4 => zs :>> map(fun(z => double(z))))",
+            "`double` converts a real number, found complex<f64>",
+        ),
+        (
+            "fun(xs: [int]_4 => xs :>> map(fun(x => complex(x, x))))",
+            "`complex` takes parts of type f32 or f64, found int",
+        ),
         ("fun(xs: [double]_4 => xs :>> map(fun(x => re(x))))", "expected a complex number, found double"),
         ("fun(xs: [complex<f16>]_4 => xs)", "unknown complex type `complex<f16>`"),
     ];
@@ -520,15 +580,25 @@ fn bad_complex_matrix_market_files_are_located_errors() {
     let d = dir("mtx-errors");
     let k = spmv(&d, "complex<f64>");
     let cases = [
-        ("%%MatrixMarket matrix coordinate real hermitian\n2 2 1\n1 1 1\n", ":1: a hermitian matrix has complex values, but this one's field is `real`"),
-        ("%%MatrixMarket matrix coordinate complex hermitian\n2 2 2\n1 1 1 0\n2 2 1 0.5\n", ":4: a hermitian matrix's diagonal is real, but entry (2, 2) is complex(1.0, 0.5)"),
-        ("%%MatrixMarket matrix coordinate complex general\n2 2 1\n1 2 1\n", ":3: expected 4 numbers on an entry line (a complex value is two), found 3"),
+        (
+            "%%MatrixMarket matrix coordinate real hermitian\n2 2 1\n1 1 1\n",
+            ":1: a hermitian matrix has complex values, but this one's field is `real`",
+        ),
+        (
+            "%%MatrixMarket matrix coordinate complex hermitian\n2 2 2\n1 1 1 0\n2 2 1 0.5\n",
+            ":4: a hermitian matrix's diagonal is real, but entry (2, 2) is complex(1.0, 0.5)",
+        ),
+        (
+            "%%MatrixMarket matrix coordinate complex general\n2 2 1\n1 2 1\n",
+            ":3: expected 4 numbers on an entry line (a complex value is two), found 3",
+        ),
         ("%%MatrixMarket matrix coordinate complex general\n2 2 1\n1 2 1 x\n", ":3: value `x` is not a number"),
     ];
     let x = write(&d, "x.json", "[[1, 0], [0, 1]]");
     for (n, (text, want)) in cases.iter().enumerate() {
         let m = write(&d, &format!("m{n}.mtx"), text);
-        let (code, _, err) = heddle(&["run", s(&k), "--matrix", &format!("A={}", s(&m)), "--input", &format!("xs={}", s(&x))]);
+        let (code, _, err) =
+            heddle(&["run", s(&k), "--matrix", &format!("A={}", s(&m)), "--input", &format!("xs={}", s(&x))]);
         assert_eq!(code, 1, "{text}: {err}");
         assert!(err.contains(want), "expected `{want}` in\n{err}");
     }

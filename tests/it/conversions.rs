@@ -16,7 +16,14 @@ fn run_all(src: &str, xs: &str) -> Vec<(&'static str, J)> {
     backends()
         .into_iter()
         .map(|b| {
-            let (code, v) = heddle_json(&["run", file.to_str().unwrap(), "--input", &format!("xs={}", input.display()), "--backend", b]);
+            let (code, v) = heddle_json(&[
+                "run",
+                file.to_str().unwrap(),
+                "--input",
+                &format!("xs={}", input.display()),
+                "--backend",
+                b,
+            ]);
             assert_eq!(code, 0, "{b}: {v:#}");
             (b, v["result"].clone())
         })
@@ -43,7 +50,17 @@ fn floats_convert_as_rust_does_on_every_backend() {
     let expected: Vec<J> = xs
         .iter()
         .map(|&x| {
-            json!([x as i32, x as u8, x as i8, x as u16, x as i64, x as u64, x != 0.0, float(x as f32 as f64), x as i64])
+            json!([
+                x as i32,
+                x as u8,
+                x as i8,
+                x as u16,
+                x as i64,
+                x as u64,
+                x != 0.0,
+                float(x as f32 as f64),
+                x as i64
+            ])
         })
         .collect();
     for (backend, got) in run_all(src, &input) {
@@ -91,14 +108,24 @@ fn integers_and_bools_convert_on_every_backend() {
 #[test]
 fn a_row_mean_needs_a_conversion() {
     // The issue's example: the mean of each row of a CSR matrix.
-    let src = "nFun(n => fun(offset: [int]_{n + 1} => fun(values: [i -> [float]_{toNat(offset@(i + 1) - offset@i)}]_n =>
+    let src =
+        "nFun(n => fun(offset: [int]_{n + 1} => fun(values: [i -> [float]_{toNat(offset@(i + 1) - offset@i)}]_n =>
         generate(n, fun(i => (values@i :>> reduce(+, 0)) / float(max(offset@(i + 1) - offset@i, 1)))))))";
     let dir = tempfile::tempdir().unwrap();
     let file = write(dir.path(), "mean.hdl", src);
     let offset = write(dir.path(), "offset.json", "[0, 2, 2, 5]");
     let values = write(dir.path(), "values.json", "[1.0, 2.0, 3.0, 4.0, 5.0]");
     for b in backends() {
-        let args = ["run", file.to_str().unwrap(), "--input", &format!("offset={}", offset.display()), "--input", &format!("values={}", values.display()), "--backend", b];
+        let args = [
+            "run",
+            file.to_str().unwrap(),
+            "--input",
+            &format!("offset={}", offset.display()),
+            "--input",
+            &format!("values={}", values.display()),
+            "--backend",
+            b,
+        ];
         let (code, v) = heddle_json(&args);
         assert_eq!(code, 0, "{b}: {v:#}");
         assert_eq!(v["result"], json!([1.5, 0.0, 4.0]), "{b}");

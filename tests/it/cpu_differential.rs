@@ -9,7 +9,7 @@ use crate::common;
 use heddle::source::SourceFile;
 use heddle_runtime::cpu::Parallelism;
 use heddle_runtime::interp::Env;
-use heddle_runtime::io::{bind_inputs, Loaded};
+use heddle_runtime::io::{Loaded, bind_inputs};
 use heddle_runtime::value::Value;
 use heddle_typeck::{Kernel, KernelParam};
 use serde_json::json;
@@ -79,7 +79,9 @@ fn inputs(kernel: &Kernel, a: &Sparse) -> Vec<(String, Loaded)> {
             "offset" | "offsets" => json!(offsets),
             "row_length" => json!(a.rows.iter().map(Vec::len).collect::<Vec<_>>()),
             "col_indices" => json!(flat().map(|e| e.0).collect::<Vec<_>>()),
-            "values" if ty.to_string().contains("(int, float)") => json!(flat().map(|(c, v)| json!([c, v])).collect::<Vec<_>>()),
+            "values" if ty.to_string().contains("(int, float)") => {
+                json!(flat().map(|(c, v)| json!([c, v])).collect::<Vec<_>>())
+            }
             "values" => json!(flat().map(|e| e.1).collect::<Vec<_>>()),
             "xs" => json!(xs),
             "matrix" => {
@@ -118,8 +120,12 @@ fn free_nats(kernel: &Kernel) -> Vec<(String, i64)> {
 fn agree(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Float(x), Value::Float(y)) => x == y || (x - y).abs() <= 1e-5 * x.abs().max(y.abs()),
-        (Value::Array(xs), Value::Array(ys)) => xs.len() == ys.len() && xs.iter().zip(ys.iter()).all(|(x, y)| agree(x, y)),
-        (Value::Tuple(xs), Value::Tuple(ys)) => xs.len() == ys.len() && xs.iter().zip(ys.iter()).all(|(x, y)| agree(x, y)),
+        (Value::Array(xs), Value::Array(ys)) => {
+            xs.len() == ys.len() && xs.iter().zip(ys.iter()).all(|(x, y)| agree(x, y))
+        }
+        (Value::Tuple(xs), Value::Tuple(ys)) => {
+            xs.len() == ys.len() && xs.iter().zip(ys.iter()).all(|(x, y)| agree(x, y))
+        }
         _ => a == b,
     }
 }
@@ -135,7 +141,8 @@ fn bind(kernel: &Kernel, a: &Sparse) -> Env {
 }
 
 /// The paper's listings, which every backend must run.
-const LISTINGS: [&str; 6] = ["dense_mv", "lil_spmv", "csr_unpacked_spmv", "csr_packed_spmv", "csr_refined_spmv", "csr_row_sums"];
+const LISTINGS: [&str; 6] =
+    ["dense_mv", "lil_spmv", "csr_unpacked_spmv", "csr_packed_spmv", "csr_refined_spmv", "csr_row_sums"];
 
 #[test]
 fn every_example_agrees_with_the_interpreter() {
@@ -163,7 +170,10 @@ fn every_example_agrees_with_the_interpreter() {
                     for threads in 1..=4 {
                         match heddle::cpu::run(&kernel, &program, &env, Parallelism::always(threads)) {
                             Err(e) => assert_eq!(e.message, d.message, "{name}, {case}, {threads} threads"),
-                            Ok(v) => panic!("{name}, {case}, {threads} threads: cpu {v}, but the interpreter stops: {}", file.render(std::slice::from_ref(&d))),
+                            Ok(v) => panic!(
+                                "{name}, {case}, {threads} threads: cpu {v}, but the interpreter stops: {}",
+                                file.render(std::slice::from_ref(&d))
+                            ),
                         }
                     }
                     continue;
@@ -230,7 +240,7 @@ fn the_split_weighs_empty_rows_as_well_as_nonzeros() {
     // chunks would take only dense rows and the last one every empty row.
     // The cost model (ROW_COST per row + ITEM_COST per nonzero) balances
     // rows and nonzeros together.
-    use heddle_runtime::cpu::{plan_with, ITEM_COST, ROW_COST};
+    use heddle_runtime::cpu::{ITEM_COST, ROW_COST, plan_with};
     let path = common::root().join("examples/csr_unpacked_spmv.hdl");
     let (_, kernel) = load(&path);
     let program = heddle::cpu::lower(&kernel, "csr_unpacked_spmv").unwrap();
@@ -248,7 +258,10 @@ fn the_split_weighs_empty_rows_as_well_as_nonzeros() {
     assert!(plan.chunks.len() > 2, "{plan:?}");
     // Every chunk within one dense row (the unit the cut cannot split) of its share.
     for (c, k) in plan.chunks.iter().zip(&costs) {
-        assert!(k.abs_diff(fair) <= ROW_COST + 1000 * ITEM_COST, "chunk {c:?} costs {k}, a fair share is {fair}: {plan:?}");
+        assert!(
+            k.abs_diff(fair) <= ROW_COST + 1000 * ITEM_COST,
+            "chunk {c:?} costs {k}, a fair share is {fair}: {plan:?}"
+        );
     }
     assert_eq!(plan.chunks.first().map(|c| c.0), Some(0));
     assert_eq!(plan.chunks.last().map(|c| c.1), Some(20_010));
@@ -306,7 +319,11 @@ fn chunks_per_thread_caps_the_split() {
     let compiled = heddle_runtime::cpu::compile_cached(&program).unwrap();
     for (threads, per_thread, want) in [(2, 1, 2), (2, 3, 6), (2, 8, 16), (3, 1, 3), (4, 2, 8)] {
         let plan = heddle_runtime::cpu::plan_tuned(&program, &compiled, &mut launch, threads, 0, per_thread);
-        assert_eq!((plan.threads, plan.chunks.len()), (threads, want), "{threads} threads, {per_thread} per thread: {plan:?}");
+        assert_eq!(
+            (plan.threads, plan.chunks.len()),
+            (threads, want),
+            "{threads} threads, {per_thread} per thread: {plan:?}"
+        );
         assert_eq!((plan.chunks[0].0, plan.chunks.last().unwrap().1), (0, 20_000), "{plan:?}");
         assert!(plan.chunks.windows(2).all(|w| w[0].1 == w[1].0), "{plan:?}");
     }
@@ -318,7 +335,9 @@ fn valid_tensor_coordinates_run_without_their_checks() {
     let (file, kernel) = load(&path);
     let program = heddle::cpu::lower(&kernel, "spmv_csr").unwrap();
     assert_eq!(program.ranges.len(), 1, "{program}");
-    let (nats, mut inputs) = heddle_runtime::io::bind::tensor_inputs(&kernel, "A", &common::root().join("tests/data/sparse/m4x8.mtx")).unwrap();
+    let (nats, mut inputs) =
+        heddle_runtime::io::bind::tensor_inputs(&kernel, "A", &common::root().join("tests/data/sparse/m4x8.mtx"))
+            .unwrap();
     inputs.push(("xs".into(), Loaded::Json(json!([1, 2, 3, 4, 5, 6, 7, 8]))));
     let env = bind_inputs(&kernel, &nats, inputs).unwrap();
     let mut launch = heddle_runtime::launch::prepare(&program, &env).unwrap();

@@ -21,7 +21,7 @@ use crate::common;
 use common::Rng;
 use heddle::source::SourceFile;
 use heddle_runtime::cpu::Parallelism;
-use heddle_runtime::io::{bind_inputs, Loaded};
+use heddle_runtime::io::{Loaded, bind_inputs};
 use heddle_runtime::value::Value;
 use heddle_typeck::Kernel;
 use serde_json::json;
@@ -103,7 +103,8 @@ fn items(v: &Value) -> Vec<Value> {
 /// The interpreter's result and the CPU backend's on 1 and 2 threads.
 fn results(src: &str, a: serde_json::Value, b: serde_json::Value) -> (Value, Vec<Value>) {
     let kernel = check(src);
-    let env = bind_inputs(&kernel, &[], vec![("a".into(), Loaded::Json(a)), ("b".into(), Loaded::Json(b))]).unwrap_or_else(|e| panic!("{e}"));
+    let env = bind_inputs(&kernel, &[], vec![("a".into(), Loaded::Json(a)), ("b".into(), Loaded::Json(b))])
+        .unwrap_or_else(|e| panic!("{e}"));
     let program = heddle::cpu::lower(&kernel, "cpu_simd").unwrap();
     let interp = heddle_runtime::interp::run_kernel(&kernel, &env).unwrap();
     let cpu = [1, 2].map(|t| heddle::cpu::run(&kernel, &program, &env, Parallelism::always(t)).unwrap());
@@ -159,8 +160,11 @@ fn reduce_in_lanes_agrees_within_rounding() {
     for (ty, eps) in TYPES {
         for len in LENGTHS {
             let (a, b) = (matrix(&mut rng, ROWS, len, ty), matrix(&mut rng, ROWS, len, ty));
-            let products: Vec<Vec<f64>> =
-                flat(&a).iter().zip(flat(&b)).map(|(x, y)| x.iter().zip(&y).map(|(p, q)| in_type(*p, ty) * in_type(*q, ty)).collect()).collect();
+            let products: Vec<Vec<f64>> = flat(&a)
+                .iter()
+                .zip(flat(&b))
+                .map(|(x, y)| x.iter().zip(&y).map(|(p, q)| in_type(*p, ty) * in_type(*q, ty)).collect())
+                .collect();
             let (want, got) = results(&row_dots("reduce", ty), a, b);
             let want = items(&want);
             assert_eq!(want.len(), ROWS);
@@ -168,7 +172,10 @@ fn reduce_in_lanes_agrees_within_rounding() {
                 for (r, (g, w)) in items(&cpu).iter().zip(&want).enumerate() {
                     let (g, w) = (number(g), number(w));
                     let bound = 2.0 * len as f64 * eps * products[r].iter().map(|p| p.abs()).sum::<f64>();
-                    assert!((g - w).abs() <= bound, "{ty}, length {len}, row {r}: cpu {g}, interpreter {w}, bound {bound}");
+                    assert!(
+                        (g - w).abs() <= bound,
+                        "{ty}, length {len}, row {r}: cpu {g}, interpreter {w}, bound {bound}"
+                    );
                     if eps == 0.0 {
                         // Integers: exact, and the exact sum of products.
                         assert_eq!(g, products[r].iter().sum::<f64>(), "int row {r} of length {len}");

@@ -13,7 +13,7 @@ use crate::common;
 
 use common::Rng;
 use heddle::source::SourceFile;
-use heddle_ir::loops::{interchange, interchanged_program, Stmt, ROW_BLOCK};
+use heddle_ir::loops::{ROW_BLOCK, Stmt, interchange, interchanged_program};
 use heddle_runtime::cpu::Parallelism;
 use heddle_runtime::value::Value;
 use heddle_typeck::Kernel;
@@ -77,7 +77,11 @@ impl Dia {
                 let mut acc = 0.0f64;
                 for (k, &d) in self.offsets.iter().enumerate() {
                     let j = i as i64 + d;
-                    acc += if (0..self.cols as i64).contains(&j) { self.values[k * self.rows + i] * x[j as usize] } else { 0.0 };
+                    acc += if (0..self.cols as i64).contains(&j) {
+                        self.values[k * self.rows + i] * x[j as usize]
+                    } else {
+                        0.0
+                    };
                 }
                 acc
             })
@@ -187,7 +191,9 @@ fn dia_spmv_is_interchanged_and_split() {
 /// loads are strided by the row (no gain).
 #[test]
 fn row_dependent_or_strided_inner_loops_are_not_interchanged() {
-    for (file, name) in [("examples/sparse/spmv_csr.hdl", "spmv_csr"), ("examples/csr_packed_spmv.hdl", "csr_packed_spmv")] {
+    for (file, name) in
+        [("examples/sparse/spmv_csr.hdl", "spmv_csr"), ("examples/csr_packed_spmv.hdl", "csr_packed_spmv")]
+    {
         let kernel = load(file);
         let program = heddle::cpu::lower(&kernel, name).unwrap();
         let (var, body) = parallel_loop(&program);
@@ -197,8 +203,14 @@ fn row_dependent_or_strided_inner_loops_are_not_interchanged() {
     // A dense gemv (only strided loads), and a row sum of `a + aᵀ` (one
     // contiguous load, one strided: still refused).
     let sources = [
-        ("gemv", "nFun(n => nFun(m => fun(a: [[double]_m]_n => fun(x: [double]_m =>\n  a :>> map(fun(r => zip(r, x) :>> map(fun(p => p.1 * p.2)) :>> reduce(+, 0)))))))\n"),
-        ("symsum", "nFun(n => fun(a: [[double]_n]_n =>\n  generate(n, fun(i => generate(n, fun(k => a@i@k + a@k@i)) :>> reduce(+, 0)))))\n"),
+        (
+            "gemv",
+            "nFun(n => nFun(m => fun(a: [[double]_m]_n => fun(x: [double]_m =>\n  a :>> map(fun(r => zip(r, x) :>> map(fun(p => p.1 * p.2)) :>> reduce(+, 0)))))))\n",
+        ),
+        (
+            "symsum",
+            "nFun(n => fun(a: [[double]_n]_n =>\n  generate(n, fun(i => generate(n, fun(k => a@i@k + a@k@i)) :>> reduce(+, 0)))))\n",
+        ),
     ];
     for (name, src) in sources {
         let path = dir.path().join(format!("{name}.hdl"));

@@ -76,7 +76,9 @@ fn run_block(label: &str, file: &Path, params: &serde_json::Value, spec: &str, d
         let (name, value) = line.split_once('=').unwrap_or_else(|| panic!("{label}: `{line}` is not NAME = VALUE"));
         let (name, value) = (name.trim(), value.trim());
         if name == "result" {
-            expected = Some(serde_json::from_str::<serde_json::Value>(value).unwrap_or_else(|e| panic!("{label}: result: {e}")));
+            expected = Some(
+                serde_json::from_str::<serde_json::Value>(value).unwrap_or_else(|e| panic!("{label}: result: {e}")),
+            );
             continue;
         }
         let kind = kind_of(name).unwrap_or_else(|| panic!("{label}: the kernel has no parameter `{name}` ({params})"));
@@ -96,7 +98,11 @@ fn run_block(label: &str, file: &Path, params: &serde_json::Value, spec: &str, d
         all.extend(["--backend", backend]);
         let (code, v) = heddle_json(&all);
         assert_eq!(code, 0, "{label} on {backend}: {v:#}");
-        assert!(close(&v["result"], &expected), "{label} on {backend}: result {} but the guide says {expected}", v["result"]);
+        assert!(
+            close(&v["result"], &expected),
+            "{label} on {backend}: result {} but the guide says {expected}",
+            v["result"]
+        );
     }
     1
 }
@@ -132,7 +138,10 @@ fn documented_programs_check_and_run() {
             }
         }
     }
-    assert!(programs >= 15 && runs >= 12 && errors >= 3, "{programs} programs, {runs} runs, {errors} errors found in docs/");
+    assert!(
+        programs >= 15 && runs >= 12 && errors >= 3,
+        "{programs} programs, {runs} runs, {errors} errors found in docs/"
+    );
 }
 
 #[test]
@@ -143,7 +152,15 @@ fn documented_rule_files_load() {
         let md = std::fs::read_to_string(&doc).unwrap();
         for b in blocks(&md).iter().filter(|b| b.info == "rules") {
             let file = write(dir.path(), &format!("r{n}.rules"), &b.text);
-            let args = ["rewrite", "examples/csr_row_sums.hdl", "--no-builtin", "--rules", file.to_str().unwrap(), "--iter-limit", "3"];
+            let args = [
+                "rewrite",
+                "examples/csr_row_sums.hdl",
+                "--no-builtin",
+                "--rules",
+                file.to_str().unwrap(),
+                "--iter-limit",
+                "3",
+            ];
             let (code, v) = heddle_json(&args);
             assert_eq!(code, 0, "{}:{}: the rules do not load:\n{v:#}", doc.display(), b.line);
             n += 1;
@@ -154,7 +171,10 @@ fn documented_rule_files_load() {
 
 #[test]
 fn documented_scripts_run() {
-    let have = std::process::Command::new("python3").args(["-c", "import numpy, scipy"]).output().is_ok_and(|o| o.status.success());
+    let have = std::process::Command::new("python3")
+        .args(["-c", "import numpy, scipy"])
+        .output()
+        .is_ok_and(|o| o.status.success());
     if !have {
         assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "CI must install numpy and scipy (scripts/test.sh)");
         eprintln!("skipped: python3 with numpy and scipy is not installed");
@@ -190,6 +210,11 @@ fn documented_scripts_run() {
 fn every_pattern_is_in_the_guide() {
     let guide = std::fs::read_to_string(root().join("docs/guide.md")).unwrap();
     for p in heddle_ir::prims::signatures() {
-        assert!(guide.contains(&format!("`{}`", p.name)), "docs/guide.md does not document the pattern `{}` ({})", p.name, p.text);
+        assert!(
+            guide.contains(&format!("`{}`", p.name)),
+            "docs/guide.md does not document the pattern `{}` ({})",
+            p.name,
+            p.text
+        );
     }
 }

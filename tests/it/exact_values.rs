@@ -28,12 +28,12 @@ const SPECIAL: &[f64] = &[
     f64::NAN,
 ];
 
-const SPECIAL_F32: &[f32] = &[-0.0, 0.1, 1e-45, -1.1754942e-38, f32::MAX, f32::MIN, 0.33333334, f32::INFINITY, f32::NAN];
+const SPECIAL_F32: &[f32] =
+    &[-0.0, 0.1, 1e-45, -1.1754942e-38, f32::MAX, f32::MIN, 0.33333334, f32::INFINITY, f32::NAN];
 
 /// The special values and `n` random bit patterns, at `f32` precision when `single`.
 fn values(single: bool, rng: &mut Rng, n: usize) -> Vec<f64> {
-    let mut v: Vec<f64> =
-        if single { SPECIAL_F32.iter().map(|&x| f64::from(x)).collect() } else { SPECIAL.to_vec() };
+    let mut v: Vec<f64> = if single { SPECIAL_F32.iter().map(|&x| f64::from(x)).collect() } else { SPECIAL.to_vec() };
     for _ in 0..n {
         let r = rng.next();
         v.push(if single { f64::from(f32::from_bits(r as u32)) } else { f64::from_bits(r) });
@@ -126,7 +126,12 @@ fn dense_values_pass_through_every_backend_and_format() {
                 let args = ["--backend", backend, kernel.to_str().unwrap(), "--input", &arg];
                 for out in [None, Some(dir.join("out.json")), Some(dir.join("out.npy"))] {
                     let got = run(&args, out.as_deref());
-                    assert_exact(&got, &want, single, &format!("{ty} on {backend} from {} to {out:?}", input.display()));
+                    assert_exact(
+                        &got,
+                        &want,
+                        single,
+                        &format!("{ty} on {backend} from {} to {out:?}", input.display()),
+                    );
                 }
             }
         }
@@ -158,7 +163,8 @@ fn stored_values_pass_through_every_backend_format_and_width() {
             width.max(16)
         );
         let json_in = dir.join(format!("a{width}.json"));
-        let (code, _, err) = heddle(&["convert", mtx_in.to_str().unwrap(), "--to", &enc, "-o", json_in.to_str().unwrap()]);
+        let (code, _, err) =
+            heddle(&["convert", mtx_in.to_str().unwrap(), "--to", &enc, "-o", json_in.to_str().unwrap()]);
         assert_eq!(code, 0, "{err}");
         let kernel = dir.join(format!("values{width}.hdl"));
         std::fs::write(
@@ -172,7 +178,12 @@ fn stored_values_pass_through_every_backend_format_and_width() {
                 let args = ["--backend", backend, kernel.to_str().unwrap(), "--matrix", &arg];
                 for out in [None, Some(dir.join("out.json")), Some(dir.join("out.npy"))] {
                     let got = run(&args, out.as_deref());
-                    assert_exact(&got, &want, false, &format!("{backend}, width {width}, {} to {out:?}", input.display()));
+                    assert_exact(
+                        &got,
+                        &want,
+                        false,
+                        &format!("{backend}, width {width}, {} to {out:?}", input.display()),
+                    );
                 }
             }
         }
@@ -272,9 +283,11 @@ fn stored_integers_beyond_2_53_pass_through() {
         let src = dir.join(format!("{ty}.mtx"));
         std::fs::write(&src, &mtx).unwrap();
         // convert: .mtx → CSR .json → .npz → .mtx, every value as written.
-        let (json, npz, back) = (dir.join(format!("{ty}.json")), dir.join(format!("{ty}.npz")), dir.join(format!("{ty}_back.mtx")));
+        let (json, npz, back) =
+            (dir.join(format!("{ty}.json")), dir.join(format!("{ty}.npz")), dir.join(format!("{ty}_back.mtx")));
         for (from, to) in [(&src, &json), (&json, &npz), (&npz, &back)] {
-            let (code, _, err) = heddle(&["convert", from.to_str().unwrap(), "--to", "CSR", "-o", to.to_str().unwrap()]);
+            let (code, _, err) =
+                heddle(&["convert", from.to_str().unwrap(), "--to", "CSR", "-o", to.to_str().unwrap()]);
             assert_eq!(code, 0, "{ty}: {} → {}: {err}", from.display(), to.display());
         }
         let storage = std::fs::read_to_string(&json).unwrap();
@@ -282,11 +295,16 @@ fn stored_integers_beyond_2_53_pass_through() {
         assert_eq!(std::fs::read_to_string(&back).unwrap(), mtx, "{ty}: .mtx → .json → .npz → .mtx");
         // run: the stored values, on every backend, from every format.
         let kernel = dir.join(format!("values_{ty}.hdl"));
-        std::fs::write(&kernel, format!("fun(A: tensor<?x?x{ty}, CSR> => A :>> map(fun(row => row :>> map(fun(e => e.2)))))\n")).unwrap();
+        std::fs::write(
+            &kernel,
+            format!("fun(A: tensor<?x?x{ty}, CSR> => A :>> map(fun(row => row :>> map(fun(e => e.2)))))\n"),
+        )
+        .unwrap();
         for backend in backends() {
             for input in [&src, &json, &npz] {
                 let arg = format!("A={}", input.display());
-                let (code, out, err) = heddle(&["run", "--backend", backend, kernel.to_str().unwrap(), "--matrix", &arg]);
+                let (code, out, err) =
+                    heddle(&["run", "--backend", backend, kernel.to_str().unwrap(), "--matrix", &arg]);
                 assert_eq!(code, 0, "{ty} on {backend} from {}: {err}", input.display());
                 assert_eq!(out.trim(), format!("[{}]", values.join(",")), "{ty} on {backend} from {}", input.display());
             }

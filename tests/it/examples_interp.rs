@@ -5,9 +5,9 @@
 use crate::common;
 
 use heddle::source::SourceFile;
-use heddle_runtime::io::{bind_inputs, Loaded};
+use heddle_runtime::io::{Loaded, bind_inputs};
 use proptest::prelude::*;
-use serde_json::{json, Value as J};
+use serde_json::{Value as J, json};
 
 /// A dense matrix with exactly representable entries (multiples of 1/4).
 #[derive(Clone, Debug)]
@@ -59,7 +59,8 @@ fn run_with(example: &str, inputs: Vec<(&str, J)>, nats: &[(&str, i64)]) -> Vec<
     let loaded = inputs.into_iter().map(|(k, v)| (k.to_string(), Loaded::Json(v))).collect();
     let nats: Vec<(String, i64)> = nats.iter().map(|(k, v)| (k.to_string(), *v)).collect();
     let env = bind_inputs(&kernel, &nats, loaded).unwrap_or_else(|e| panic!("{example}: {e}"));
-    let value = heddle_runtime::interp::run_kernel(&kernel, &env).unwrap_or_else(|d| panic!("{example}: {}", file.render(&[d])));
+    let value = heddle_runtime::interp::run_kernel(&kernel, &env)
+        .unwrap_or_else(|d| panic!("{example}: {}", file.render(&[d])));
     let out = heddle_runtime::io::write::to_json(&value, &kernel.body.ty);
     out.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect()
 }
@@ -75,14 +76,34 @@ fn check_all(a: &Matrix) {
     let lengths: Vec<usize> = entries.iter().map(Vec::len).collect();
 
     assert_eq!(run("dense_mv", vec![("matrix", json!(a.rows)), ("xs", json!(xs))]), expected, "dense_mv on {a:?}");
-    let lil = run("lil_spmv", vec![("row_length", json!(lengths)), ("col_indices", json!(flat_cols)), ("values", json!(flat_vals)), ("xs", json!(xs))]);
+    let lil = run(
+        "lil_spmv",
+        vec![
+            ("row_length", json!(lengths)),
+            ("col_indices", json!(flat_cols)),
+            ("values", json!(flat_vals)),
+            ("xs", json!(xs)),
+        ],
+    );
     assert_eq!(lil, expected, "lil_spmv on {a:?}");
     let csr = run(
         "csr_unpacked_spmv",
-        vec![("offset", json!(a.offsets())), ("col_indices", json!(flat_cols)), ("values", json!(flat_vals)), ("xs", json!(xs))],
+        vec![
+            ("offset", json!(a.offsets())),
+            ("col_indices", json!(flat_cols)),
+            ("values", json!(flat_vals)),
+            ("xs", json!(xs)),
+        ],
     );
     assert_eq!(csr, expected, "csr_unpacked_spmv on {a:?}");
-    let csr_inputs = || vec![("offset", json!(a.offsets())), ("col_indices", json!(flat_cols)), ("values", json!(flat_vals)), ("xs", json!(xs))];
+    let csr_inputs = || {
+        vec![
+            ("offset", json!(a.offsets())),
+            ("col_indices", json!(flat_cols)),
+            ("values", json!(flat_vals)),
+            ("xs", json!(xs)),
+        ]
+    };
     assert_eq!(run("csr_spmv_row_per_item", csr_inputs()), expected, "csr_spmv_row_per_item on {a:?}");
     // R = 1 divides every n; W = 3 leaves some work-items without entries.
     let parallel = run_with("csr_spmv_parallel", csr_inputs(), &[("R", 1), ("W", 3)]);
@@ -92,15 +113,29 @@ fn check_all(a: &Matrix) {
     if n > 0 {
         let listing7 = run_with(
             "listing7",
-            vec![("offsets", json!(a.offsets())), ("col_indices", json!(flat_cols)), ("values", json!(flat_vals)), ("xs", json!(xs))],
+            vec![
+                ("offsets", json!(a.offsets())),
+                ("col_indices", json!(flat_cols)),
+                ("values", json!(flat_vals)),
+                ("xs", json!(xs)),
+            ],
             &[("ROWS_PER_WKGP", 1), ("NUM_SPLITS", 1)],
         );
         assert_eq!(listing7, expected, "listing7 on {a:?}");
     }
-    let lil_par = run("lil_spmv_parallel", vec![("row_length", json!(lengths)), ("col_indices", json!(flat_cols)), ("values", json!(flat_vals)), ("xs", json!(xs))]);
+    let lil_par = run(
+        "lil_spmv_parallel",
+        vec![
+            ("row_length", json!(lengths)),
+            ("col_indices", json!(flat_cols)),
+            ("values", json!(flat_vals)),
+            ("xs", json!(xs)),
+        ],
+    );
     assert_eq!(lil_par, expected, "lil_spmv_parallel on {a:?}");
     for packed_example in ["csr_packed_spmv", "csr_refined_spmv"] {
-        let got = run(packed_example, vec![("offset", json!(a.offsets())), ("values", json!(packed)), ("xs", json!(xs))]);
+        let got =
+            run(packed_example, vec![("offset", json!(a.offsets())), ("values", json!(packed)), ("xs", json!(xs))]);
         assert_eq!(got, expected, "{packed_example} on {a:?}");
     }
     let sums = run("csr_row_sums", vec![("offset", json!(a.offsets())), ("values", json!(flat_vals))]);
@@ -132,6 +167,9 @@ fn every_example_is_exercised() {
         .chain(["csr_spmv_row_per_item", "csr_spmv_parallel", "lil_spmv_parallel", "listing7"]);
     for path in common::hdl_files("examples") {
         let name = common::stem(&path);
-        assert!(tested.clone().any(|t| t == name), "examples/{name}.hdl has no differential test in tests/it/examples_interp.rs");
+        assert!(
+            tested.clone().any(|t| t == name),
+            "examples/{name}.hdl has no differential test in tests/it/examples_interp.rs"
+        );
     }
 }

@@ -16,7 +16,8 @@ fn dir() -> std::path::PathBuf {
 #[test]
 fn pattern_spmv_uses_the_explicit_value_on_every_backend() {
     let d = dir();
-    std::fs::write(d.join("p.mtx"), "%%MatrixMarket matrix coordinate pattern general\n3 3 3\n1 1\n2 2\n3 3\n").unwrap();
+    std::fs::write(d.join("p.mtx"), "%%MatrixMarket matrix coordinate pattern general\n3 3 3\n1 1\n2 2\n3 3\n")
+        .unwrap();
     std::fs::write(d.join("x.json"), "[1, 100, 10]").unwrap();
     std::fs::write(
         d.join("spmv.hdl"),
@@ -28,7 +29,8 @@ fn pattern_spmv_uses_the_explicit_value_on_every_backend() {
     for backend in backends() {
         let m = format!("A={}", d.join("p.mtx").display());
         let x = format!("xs={}", d.join("x.json").display());
-        let (code, out, err) = heddle(&["run", d.join("spmv.hdl").to_str().unwrap(), "--backend", backend, "--matrix", &m, "--input", &x]);
+        let (code, out, err) =
+            heddle(&["run", d.join("spmv.hdl").to_str().unwrap(), "--backend", backend, "--matrix", &m, "--input", &x]);
         assert_eq!(code, 0, "{backend}: {err}");
         assert_eq!(out.trim(), "[2.0,200.0,20.0]", "{backend}");
     }
@@ -38,7 +40,8 @@ fn pattern_spmv_uses_the_explicit_value_on_every_backend() {
 fn dense_levels_see_the_implicit_value_on_every_backend() {
     let d = dir();
     // 3 x 4, entries (0,1) = 2, (2,3) = -4, (2,0) = 0 (an explicit zero).
-    std::fs::write(d.join("m.mtx"), "%%MatrixMarket matrix coordinate real general\n3 4 3\n1 2 2\n3 4 -4\n3 1 0\n").unwrap();
+    std::fs::write(d.join("m.mtx"), "%%MatrixMarket matrix coordinate real general\n3 4 3\n1 2 2\n3 4 -4\n3 1 0\n")
+        .unwrap();
     std::fs::write(
         d.join("rowsums.hdl"),
         "#D = #sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : dense), implicitVal = 1.0 : f64 }>\n\
@@ -49,7 +52,8 @@ fn dense_levels_see_the_implicit_value_on_every_backend() {
     let want = [5.0, 4.0, -2.0];
     for backend in backends() {
         let m = format!("A={}", d.join("m.mtx").display());
-        let (code, out, err) = heddle(&["run", d.join("rowsums.hdl").to_str().unwrap(), "--backend", backend, "--matrix", &m]);
+        let (code, out, err) =
+            heddle(&["run", d.join("rowsums.hdl").to_str().unwrap(), "--backend", backend, "--matrix", &m]);
         assert_eq!(code, 0, "{backend}: {err}");
         let got: Vec<f64> = serde_json::from_str(&out).unwrap();
         assert_eq!(got, want, "{backend}");

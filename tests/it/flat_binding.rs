@@ -6,7 +6,7 @@
 use crate::common;
 
 use heddle::source::SourceFile;
-use heddle_runtime::io::{bind_inputs, bind_inputs_flat, Loaded};
+use heddle_runtime::io::{Loaded, bind_inputs, bind_inputs_flat};
 use heddle_runtime::launch::{self, Slot};
 use heddle_runtime::scalars::ScalarVec;
 use heddle_runtime::value::Value;
@@ -72,8 +72,10 @@ fn flat_binding_refuses_what_value_binding_refuses_with_the_same_message() {
         ("booleans for floats", with(csr_inputs(), "values", packed(vec![true, false, true], "bool"))),
     ];
     for (what, inputs) in cases {
-        let by_values = bind_inputs(&k, &[], inputs.clone()).err().unwrap_or_else(|| panic!("{what}: value binding accepted it"));
-        let flat = bind_inputs_flat(&k, &[], inputs).err().unwrap_or_else(|| panic!("{what}: flat binding accepted it"));
+        let by_values =
+            bind_inputs(&k, &[], inputs.clone()).err().unwrap_or_else(|| panic!("{what}: value binding accepted it"));
+        let flat =
+            bind_inputs_flat(&k, &[], inputs).err().unwrap_or_else(|| panic!("{what}: flat binding accepted it"));
         assert_eq!(flat, by_values, "{what}");
     }
     // A natural given that contradicts a packed length.
@@ -123,7 +125,8 @@ fn sums_over_a_flat_buffer_equal_the_term_by_term_sums() {
     use heddle_runtime::interp::Env;
     use heddle_runtime::launch::Buffer;
     let xs = vec![3i64, -1, 5, i64::MAX];
-    let flat = Env::default().with_buffer("X".into(), Buffer::from_scalar_vec(ScalarVec::I64(xs.clone()), "X").unwrap());
+    let flat =
+        Env::default().with_buffer("X".into(), Buffer::from_scalar_vec(ScalarVec::I64(xs.clone()), "X").unwrap());
     let values = Env::default().with_value("X".into(), Value::array(xs.iter().map(|&x| Value::Int(x)).collect()));
     for (text, expect) in [
         ("sum(f = 0 .. 2, toNat(X@f))", Some(7)),
@@ -136,6 +139,10 @@ fn sums_over_a_flat_buffer_equal_the_term_by_term_sums() {
         let n = heddle_ir::parser::parse_nat(text).unwrap_or_else(|e| panic!("{text}: {e:?}"));
         let (by_buffer, by_values) = (n.eval(&flat), n.eval(&values));
         assert_eq!(by_buffer.as_ref().ok(), expect.as_ref(), "{text}");
-        assert_eq!(format!("{by_buffer:?}"), format!("{by_values:?}"), "{text}: the same result or error as term by term");
+        assert_eq!(
+            format!("{by_buffer:?}"),
+            format!("{by_values:?}"),
+            "{text}: the same result or error as term by term"
+        );
     }
 }

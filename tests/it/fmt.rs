@@ -50,7 +50,8 @@ fn comment_texts(src: &str) -> Vec<String> {
 fn check_format(name: &str, src: &str) -> String {
     let tree = parse_program(src).unwrap_or_else(|e| panic!("{name} does not parse: {e:?}"));
     let out = format_source(src).unwrap_or_else(|e| panic!("{name}: fmt failed: {e:?}"));
-    let again = parse_program(&out).unwrap_or_else(|e| panic!("{name}: the formatted text does not parse: {e:?}\n{out}"));
+    let again =
+        parse_program(&out).unwrap_or_else(|e| panic!("{name}: the formatted text does not parse: {e:?}\n{out}"));
     assert_eq!(again, tree, "{name}: formatting changed the program\n{out}");
     assert_eq!(comment_texts(&out), comment_texts(src), "{name}: formatting lost or changed a comment\n{out}");
     assert_eq!(format_source(&out).unwrap(), out, "{name}: fmt is not idempotent\n{out}");

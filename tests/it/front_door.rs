@@ -20,7 +20,11 @@ fn enc(levels: &str) -> String {
 fn encodings() -> Vec<(&'static str, String)> {
     vec![
         ("CSR", enc("(i : dense, j : compressed)")),
-        ("CSR32", "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>".to_string()),
+        (
+            "CSR32",
+            "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>"
+                .to_string(),
+        ),
         ("dense", enc("(i : dense, j : dense)")),
         ("dense-colmajor", enc("(j : dense, i : dense)")),
         // A compressed outer level: each stored row's result goes to its coordinate by scatterAdd.
@@ -38,7 +42,12 @@ fn write_mtx(path: &Path, rows: &[Vec<f64>], cols: usize) {
             }
         }
     }
-    let text = format!("%%MatrixMarket matrix coordinate real general\n{} {cols} {}\n{}\n", rows.len(), entries.len(), entries.join("\n"));
+    let text = format!(
+        "%%MatrixMarket matrix coordinate real general\n{} {cols} {}\n{}\n",
+        rows.len(),
+        entries.len(),
+        entries.join("\n")
+    );
     std::fs::write(path, text).unwrap();
 }
 
@@ -61,7 +70,14 @@ fn close(a: &[f64], b: &[f64]) -> bool {
 
 /// Runs `file` with operand `A`/`matrix` stored densely, then through the
 /// front door in every encoding on interp and cpu; all must agree.
-fn agree(file: &str, operand: &str, rows: &[Vec<f64>], cols: usize, other: (&str, serde_json::Value), extra: &[(&str, String)]) {
+fn agree(
+    file: &str,
+    operand: &str,
+    rows: &[Vec<f64>],
+    cols: usize,
+    other: (&str, serde_json::Value),
+    extra: &[(&str, String)],
+) {
     let dir = tempfile::tempdir().unwrap();
     let mtx = dir.path().join("a.mtx");
     write_mtx(&mtx, rows, cols);
@@ -75,7 +91,18 @@ fn agree(file: &str, operand: &str, rows: &[Vec<f64>], cols: usize, other: (&str
     for (name, e) in encodings().into_iter().chain(extra.iter().cloned()) {
         for backend in ["interp", "cpu"] {
             let spec = format!("{operand}={e}");
-            let (code, out, err) = heddle(&["run", file, "--backend", backend, "--encoding", &spec, "--matrix", &dense_spec, "--input", &input]);
+            let (code, out, err) = heddle(&[
+                "run",
+                file,
+                "--backend",
+                backend,
+                "--encoding",
+                &spec,
+                "--matrix",
+                &dense_spec,
+                "--input",
+                &input,
+            ]);
             assert_eq!(code, 0, "{file} {name} {backend}: {err}");
             assert!(close(&floats(&out), &expected), "{file} {name} {backend}: {out} vs dense {dense}");
         }
@@ -121,7 +148,12 @@ fn sparsified(dir: &Path, file: &str, spec: &str) -> String {
 
 /// The loop bounds of a lowered kernel: the text after `in` of each `for`.
 fn loop_bounds(loops: &str) -> Vec<String> {
-    loops.lines().filter_map(|l| l.trim_start().strip_prefix("parallel ").or(Some(l.trim_start()))).filter_map(|l| l.strip_prefix("for ")).map(|l| l.split_once(" in ").map_or(l, |(_, b)| b).to_string()).collect()
+    loops
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("parallel ").or(Some(l.trim_start())))
+        .filter_map(|l| l.strip_prefix("for "))
+        .map(|l| l.split_once(" in ").map_or(l, |(_, b)| b).to_string())
+        .collect()
 }
 
 #[test]
@@ -183,7 +215,8 @@ fn named_encodings_come_from_defs() {
     let (code, out, err) = heddle(&["sparsify", MV, "--encoding", "matrix=#CSR", "--defs", defs.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     assert!(out.starts_with("#CSR = ") && out.contains("tensor<?x?xf32, #CSR>"), "{out}");
-    let (code, out, _) = heddle(&["sparsify", MV, "--encoding", "matrix=#CSR", "--defs", defs.to_str().unwrap(), "--json"]);
+    let (code, out, _) =
+        heddle(&["sparsify", MV, "--encoding", "matrix=#CSR", "--defs", defs.to_str().unwrap(), "--json"]);
     assert_eq!(code, 0);
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert!(j["type"].as_str().unwrap().contains("tensor"), "{j}");
@@ -199,9 +232,20 @@ fn bad_encodings_and_operands_are_located_errors() {
     let cases: Vec<(Vec<String>, i32, &str)> = vec![
         (vec!["--encoding".into(), "nonsense".into()], 2, "expected NAME=ENCODING"),
         (vec!["--encoding".into(), "matrix=#NOSUCH".into()], 2, "not an encoding"),
-        (vec!["--encoding".into(), "matrix=#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compresed) }>".into()], 2, "^"),
+        (
+            vec![
+                "--encoding".into(),
+                "matrix=#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compresed) }>".into(),
+            ],
+            2,
+            "^",
+        ),
         (vec!["--encoding".into(), format!("B={csr}")], 1, "examples/dense_mv.hdl:"),
-        (vec!["--encoding".into(), "matrix=#sparse_tensor.encoding<{ map = (i) -> (i : compressed) }>".into()], 1, "has 2"),
+        (
+            vec!["--encoding".into(), "matrix=#sparse_tensor.encoding<{ map = (i) -> (i : compressed) }>".into()],
+            1,
+            "has 2",
+        ),
         (vec!["--encoding".into(), format!("xs={csr}")], 1, "has 1"),
         (vec!["--encoding".into(), "xs=CSR".into()], 1, "this tensor has 1"),
         (vec!["--encoding".into(), format!("matrix={}", enc("(j : compressed, i : compressed)"))], 1, "columns first"),
@@ -215,7 +259,8 @@ fn bad_encodings_and_operands_are_located_errors() {
         assert!(!err.contains("panicked"), "{err}");
     }
     // One encoding per operand.
-    let (code, _, err) = heddle(&["sparsify", MV, "--encoding", &format!("matrix={csr}"), "--encoding", &format!("matrix={csr}")]);
+    let (code, _, err) =
+        heddle(&["sparsify", MV, "--encoding", &format!("matrix={csr}"), "--encoding", &format!("matrix={csr}")]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("given an encoding twice"), "{err}");
     // The parameter itself is pointed at, with a caret.
@@ -231,18 +276,35 @@ fn bad_encodings_and_operands_are_located_errors() {
 fn a_row_no_law_covers_is_refused_at_the_row() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("prod.hdl");
-    std::fs::write(&file, "nFun(n => nFun(m =>\nfun(a: [[float]_m]_n =>\n  a :>> map(fun(r => r :>> reduce(*, 1.0))))))\n").unwrap();
-    let (code, _, err) = heddle(&["sparsify", file.to_str().unwrap(), "--encoding", &format!("a={}", enc("(i : dense, j : compressed)"))]);
+    std::fs::write(
+        &file,
+        "nFun(n => nFun(m =>\nfun(a: [[float]_m]_n =>\n  a :>> map(fun(r => r :>> reduce(*, 1.0))))))\n",
+    )
+    .unwrap();
+    let (code, _, err) = heddle(&[
+        "sparsify",
+        file.to_str().unwrap(),
+        "--encoding",
+        &format!("a={}", enc("(i : dense, j : compressed)")),
+    ]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("no sparsification law") && err.contains(":3:"), "{err}");
     // A compressed outer level: a product is 1, not 0, for an absent row.
-    let (code, _, err) = heddle(&["sparsify", file.to_str().unwrap(), "--encoding", &format!("a={}", enc("(i : compressed, j : dense)"))]);
+    let (code, _, err) = heddle(&[
+        "sparsify",
+        file.to_str().unwrap(),
+        "--encoding",
+        &format!("a={}", enc("(i : compressed, j : dense)")),
+    ]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("might not be 0"), "{err}");
     // CSC is handled for SpMV by a law, not for SpMM: the operand is pointed at.
     let (code, _, err) = heddle(&["sparsify", MM, "--encoding", &format!("A={}", enc("(j : dense, i : compressed)"))]);
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains("no sparsification law removes the dense view of `A`") && err.contains("dense_mm.hdl:4:"), "{err}");
+    assert!(
+        err.contains("no sparsification law removes the dense view of `A`") && err.contains("dense_mm.hdl:4:"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -261,8 +323,16 @@ fn a_compressed_vector_dot_product_visits_stored_entries_only() {
     assert!(out.contains("a :>> map(fun(e => e.2 * b@e.1)) :>> reduce(+, 0)"), "{out}");
     for backend in ["interp", "cpu"] {
         let (code, out, err) = heddle(&[
-            "run", file, "--backend", backend, "--encoding", spec,
-            "--matrix", &format!("a={}", tns.display()), "--input", &format!("b={}", b.display()),
+            "run",
+            file,
+            "--backend",
+            backend,
+            "--encoding",
+            spec,
+            "--matrix",
+            &format!("a={}", tns.display()),
+            "--input",
+            &format!("b={}", b.display()),
         ]);
         assert_eq!(code, 0, "{backend}: {err}");
         // 2·1 − 1.5·3 + 0.5·4
@@ -273,11 +343,20 @@ fn a_compressed_vector_dot_product_visits_stored_entries_only() {
 #[test]
 fn sparsified_kernels_run_on_opencl_when_a_platform_exists() {
     let data = "examples/data/spmv8";
-    let (_, dense, _) = heddle(&["run", MV, "--dense", &format!("matrix={data}/matrix.mtx"), "--input", &format!("xs={data}/xs.json")]);
+    let (_, dense, _) =
+        heddle(&["run", MV, "--dense", &format!("matrix={data}/matrix.mtx"), "--input", &format!("xs={data}/xs.json")]);
     for levels in ["(i : dense, j : compressed)", "(i : compressed, j : compressed)", "(j : dense, i : compressed)"] {
         let (code, out, err) = heddle(&[
-            "run", MV, "--backend", "opencl", "--encoding", &format!("matrix={}", enc(levels)),
-            "--matrix", &format!("matrix={data}/matrix.mtx"), "--input", &format!("xs={data}/xs.json"),
+            "run",
+            MV,
+            "--backend",
+            "opencl",
+            "--encoding",
+            &format!("matrix={}", enc(levels)),
+            "--matrix",
+            &format!("matrix={data}/matrix.mtx"),
+            "--input",
+            &format!("xs={data}/xs.json"),
         ]);
         if code == 1 && err.contains("no OpenCL platform") && std::env::var("CI").is_err() {
             eprintln!("SKIPPED: no OpenCL platform: {err}");

@@ -13,7 +13,8 @@ use heddle_ir::printer::print_program;
 fn round_trip(name: &str, src: &str) {
     let Ok(p) = parse_program(src) else { return };
     let text = print_program(&p);
-    let p2 = parse_program(&text).unwrap_or_else(|e| panic!("{name}: the canonical form does not parse: {e:?}\n{text}"));
+    let p2 =
+        parse_program(&text).unwrap_or_else(|e| panic!("{name}: the canonical form does not parse: {e:?}\n{text}"));
     assert_eq!(p, p2, "{name}: parse → print → parse changed the tree\n{text}");
     assert_eq!(print_program(&p2), text, "{name}: fmt is not idempotent");
 }

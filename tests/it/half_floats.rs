@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use common::{backends, heddle, oclgrind, write, Rng};
+use common::{Rng, backends, heddle, oclgrind, write};
 use half::{bf16, f16};
 use std::path::Path;
 
@@ -57,7 +57,14 @@ fn run_all(dir: &Path, src: &str, args: &[String]) -> Vec<(&'static str, std::pa
         .into_iter()
         .map(|b| {
             let out = dir.join(format!("out_{b}.npy"));
-            let mut argv: Vec<String> = vec!["run".into(), file.display().to_string(), "--backend".into(), b.into(), "-o".into(), out.display().to_string()];
+            let mut argv: Vec<String> = vec![
+                "run".into(),
+                file.display().to_string(),
+                "--backend".into(),
+                b.into(),
+                "-o".into(),
+                out.display().to_string(),
+            ];
             argv.extend(args.iter().cloned());
             let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
             let (code, stdout, stderr) = heddle(&argv);
@@ -89,7 +96,8 @@ fn f16_arithmetic_rounds_once_per_operation_on_every_backend() {
     let (xs, ys) = all_f16();
     write_f16_npy(&dir.path().join("xs.npy"), &xs);
     write_f16_npy(&dir.path().join("ys.npy"), &ys);
-    let args = [format!("xs={}", dir.path().join("xs.npy").display()), format!("ys={}", dir.path().join("ys.npy").display())];
+    let args =
+        [format!("xs={}", dir.path().join("xs.npy").display()), format!("ys={}", dir.path().join("ys.npy").display())];
     let args: Vec<String> = args.iter().flat_map(|a| ["--input".to_string(), a.clone()]).collect();
     type Op = fn(f16, f16) -> f16;
     let ops: [(&str, Op); 6] = [
@@ -138,7 +146,13 @@ fn bf16_arithmetic_rounds_once_per_operation_on_every_backend() {
             .iter()
             .map(|x| {
                 let f = x.to_f64();
-                if f.is_nan() { "\"nan\"".into() } else if f.is_infinite() { (if f > 0.0 { "\"inf\"" } else { "\"-inf\"" }).into() } else { format!("{f:?}") }
+                if f.is_nan() {
+                    "\"nan\"".into()
+                } else if f.is_infinite() {
+                    (if f > 0.0 { "\"inf\"" } else { "\"-inf\"" }).into()
+                } else {
+                    format!("{f:?}")
+                }
             })
             .collect();
         format!("[{}]", items.join(","))
@@ -147,7 +161,12 @@ fn bf16_arithmetic_rounds_once_per_operation_on_every_backend() {
     let yf = write(dir.path(), "ys.json", &json(&ys));
     let args = vec!["--input".into(), format!("xs={}", xf.display()), "--input".into(), format!("ys={}", yf.display())];
     type Op = fn(bf16, bf16) -> bf16;
-    let ops: [(&str, Op); 4] = [("p.1 + p.2", |a, b| a + b), ("p.1 * p.2", |a, b| a * b), ("p.1 / p.2", |a, b| a / b), ("p.1 - p.2 * p.2", |a, b| a - b * b)];
+    let ops: [(&str, Op); 4] = [
+        ("p.1 + p.2", |a, b| a + b),
+        ("p.1 * p.2", |a, b| a * b),
+        ("p.1 / p.2", |a, b| a / b),
+        ("p.1 - p.2 * p.2", |a, b| a - b * b),
+    ];
     for (expr, op) in ops {
         let src = format!("nFun(n => fun(xs: [bf16]_n => fun(ys: [bf16]_n => zip(xs, ys) :>> map(fun(p => {expr})))))");
         for (backend, out) in run_all(dir.path(), &src, &args) {
@@ -198,7 +217,15 @@ fn conversions_to_half_floats_round_once_on_every_backend() {
         j => j.as_f64().unwrap(),
     };
     for backend in backends() {
-        let (code, stdout, stderr) = heddle(&["run", file.to_str().unwrap(), "--backend", backend, "--input", &format!("ds={}", input.display()), "--json"]);
+        let (code, stdout, stderr) = heddle(&[
+            "run",
+            file.to_str().unwrap(),
+            "--backend",
+            backend,
+            "--input",
+            &format!("ds={}", input.display()),
+            "--json",
+        ]);
         assert_eq!(code, 0, "{backend}: {stdout}{stderr}");
         let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
         let rows = v["result"].as_array().unwrap_or_else(|| panic!("{backend}: {v}"));
@@ -217,7 +244,15 @@ fn conversions_to_half_floats_round_once_on_every_backend() {
     let src = "nFun(n => fun(is: [i64]_n => is :>> map(fun(i => (double(bf16(i)), double(f16(i)))))))";
     let file = write(dir.path(), "k.hdl", src);
     for backend in backends() {
-        let (code, stdout, stderr) = heddle(&["run", file.to_str().unwrap(), "--backend", backend, "--input", &format!("is={}", input.display()), "--json"]);
+        let (code, stdout, stderr) = heddle(&[
+            "run",
+            file.to_str().unwrap(),
+            "--backend",
+            backend,
+            "--input",
+            &format!("is={}", input.display()),
+            "--json",
+        ]);
         assert_eq!(code, 0, "{backend}: {stdout}{stderr}");
         let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
         let rows = v["result"].as_array().unwrap_or_else(|| panic!("{backend}: {v}"));
@@ -264,9 +299,14 @@ fun(A: tensor<?x?x{mlir}, #CSR> => fun(xs: [{ty}]_A_dim1 =>
         for (i, j, v) in &entries {
             want[*i] = round(want[*i] + round(round(*v) * round(xs[*j])));
         }
-        let args = vec!["--matrix".to_string(), format!("A={}", a.display()), "--input".into(), format!("xs={}", x.display())];
+        let args =
+            vec!["--matrix".to_string(), format!("A={}", a.display()), "--input".into(), format!("xs={}", x.display())];
         for (backend, out) in run_all(dir.path(), &src, &args) {
-            let got: Vec<f64> = if ty == "f16" { read_f16_npy(&out).iter().map(|h| h.to_f64()).collect() } else { read_bf16_npy(&out).iter().map(|h| h.to_f64()).collect() };
+            let got: Vec<f64> = if ty == "f16" {
+                read_f16_npy(&out).iter().map(|h| h.to_f64()).collect()
+            } else {
+                read_bf16_npy(&out).iter().map(|h| h.to_f64()).collect()
+            };
             assert_eq!(got, want, "{ty} on {backend}");
         }
     }
@@ -281,26 +321,37 @@ fn half_float_storage_is_two_bytes_and_converts() {
     let (code, stdout, stderr) = heddle(&["type", "CSR", "--elem", "bf16"]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("A_values : [i -> [bf16]_"), "{stdout}");
-    let a = write(dir.path(), "a.mtx", "%%MatrixMarket matrix coordinate real general\n2 3 3\n1 1 0.1\n1 3 3.14159\n2 2 -70000\n");
+    let a = write(
+        dir.path(),
+        "a.mtx",
+        "%%MatrixMarket matrix coordinate real general\n2 3 3\n1 1 0.1\n1 3 3.14159\n2 2 -70000\n",
+    );
     // Stored at f16: the shortest text that reads back to each f16, and
     // an overflow to -inf (f16's largest finite value is 65504).
     let json = dir.path().join("a.json");
-    let (code, _, stderr) = heddle(&["convert", a.to_str().unwrap(), "--to", "CSR", "--elem", "f16", "-o", json.to_str().unwrap()]);
+    let (code, _, stderr) =
+        heddle(&["convert", a.to_str().unwrap(), "--to", "CSR", "--elem", "f16", "-o", json.to_str().unwrap()]);
     assert_eq!(code, 0, "{stderr}");
     let stored: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(stored["values"], serde_json::json!([0.1, 3.14, "-inf"]), "{stored}");
     // A bf16 tensor saved for scipy: float32 data (numpy has no bfloat16), exact.
     let npz = dir.path().join("a.npz");
-    let (code, _, stderr) = heddle(&["convert", a.to_str().unwrap(), "--to", "CSR", "--elem", "bf16", "-o", npz.to_str().unwrap()]);
+    let (code, _, stderr) =
+        heddle(&["convert", a.to_str().unwrap(), "--to", "CSR", "--elem", "bf16", "-o", npz.to_str().unwrap()]);
     assert_eq!(code, 0, "{stderr}");
     let t = heddle_runtime::sparse::file::read_as_written(&npz).unwrap();
-    let csr = heddle_ir::encoding::parse_encoding("#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>", 0).unwrap();
+    let csr = heddle_ir::encoding::parse_encoding(
+        "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>",
+        0,
+    )
+    .unwrap();
     let back = t.into_encoding(&csr).unwrap();
     assert_eq!(back.elem, heddle_ir::ScalarType::F32);
     let values: Vec<f64> = (0..back.values.len()).map(|k| back.values.f64(k)).collect();
     assert_eq!(values, vec![bf16::from_f64(0.1).to_f64(), bf16::from_f64(3.14159).to_f64(), -70144.0]);
     // A bad element type is a usage error naming it.
-    let (code, _, stderr) = heddle(&["convert", a.to_str().unwrap(), "--to", "CSR", "--elem", "f8", "-o", npz.to_str().unwrap()]);
+    let (code, _, stderr) =
+        heddle(&["convert", a.to_str().unwrap(), "--to", "CSR", "--elem", "f8", "-o", npz.to_str().unwrap()]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("`f8` is not a scalar type"), "{stderr}");
 }
@@ -315,11 +366,19 @@ fn a_scatter_add_into_halves_runs_on_every_backend() {
     let src = "nFun(n => fun(xs: [(int, f16)]_n => xs :>> scatterAdd(4)))";
     let file = write(dir.path(), "k.hdl", src);
     let input = write(dir.path(), "xs.json", "[[0, 1.5], [2, 0.25], [0, 0.5], [3, 1e-3]]");
-    let (code, interp, stderr) = heddle(&["run", file.to_str().unwrap(), "--input", &format!("xs={}", input.display())]);
+    let (code, interp, stderr) =
+        heddle(&["run", file.to_str().unwrap(), "--input", &format!("xs={}", input.display())]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(interp.trim(), "[2.0,0.0,0.25,0.001]");
     for backend in backends() {
-        let (code, stdout, stderr) = heddle(&["run", file.to_str().unwrap(), "--backend", backend, "--input", &format!("xs={}", input.display())]);
+        let (code, stdout, stderr) = heddle(&[
+            "run",
+            file.to_str().unwrap(),
+            "--backend",
+            backend,
+            "--input",
+            &format!("xs={}", input.display()),
+        ]);
         assert_eq!(code, 0, "{backend}: {stderr}");
         assert_eq!(stdout.trim(), interp.trim(), "{backend}");
     }
@@ -333,7 +392,15 @@ fn a_scatter_add_into_halves_runs_on_every_backend() {
     let input = write(dir.path(), "ps.json", &serde_json::to_string(&pairs).unwrap());
     let file = write(dir.path(), "k2.hdl", "nFun(n => fun(xs: [(int, bf16)]_n => xs :>> scatterAdd(5)))");
     for backend in backends() {
-        let (code, stdout, stderr) = heddle(&["run", file.to_str().unwrap(), "--backend", backend, "--input", &format!("xs={}", input.display()), "--json"]);
+        let (code, stdout, stderr) = heddle(&[
+            "run",
+            file.to_str().unwrap(),
+            "--backend",
+            backend,
+            "--input",
+            &format!("xs={}", input.display()),
+            "--json",
+        ]);
         assert_eq!(code, 0, "{backend}: {stderr}");
         let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
         let got: Vec<f64> = v["result"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
@@ -350,8 +417,24 @@ fn floats_narrow_to_f16_and_bf16_exactly_as_the_half_crate_rounds_them() {
     let mut rng = Rng(0xf16);
     let mut xs: Vec<f32> = (0..sized(60_000)).map(|_| f32::from_bits(rng.next() as u32)).collect();
     // Values in f16's range, where the rounding bits matter.
-    xs.extend((0..sized(60_000)).map(|_| f32::from_bits(0x3300_0000 + (rng.next() as u32 % 0x1500_0000)) * if rng.below(2) == 0 { 1.0 } else { -1.0 }));
-    for b in [0x387f_ffffu32, 0x3880_0000, 0x477f_efff, 0x477f_f000, 0x477f_e000, 0x3300_0000, 0x3300_0001, 0x3380_0000, 0x33c0_0000, 0x7f80_0001, 0xffc0_0000, 0x7f7f_ffff, 0x0000_0001] {
+    xs.extend((0..sized(60_000)).map(|_| {
+        f32::from_bits(0x3300_0000 + (rng.next() as u32 % 0x1500_0000)) * if rng.below(2) == 0 { 1.0 } else { -1.0 }
+    }));
+    for b in [
+        0x387f_ffffu32,
+        0x3880_0000,
+        0x477f_efff,
+        0x477f_f000,
+        0x477f_e000,
+        0x3300_0000,
+        0x3300_0001,
+        0x3380_0000,
+        0x33c0_0000,
+        0x7f80_0001,
+        0xffc0_0000,
+        0x7f7f_ffff,
+        0x0000_0001,
+    ] {
         xs.push(f32::from_bits(b));
         xs.push(-f32::from_bits(b));
     }
@@ -365,7 +448,11 @@ fn floats_narrow_to_f16_and_bf16_exactly_as_the_half_crate_rounds_them() {
         let got = read_f16_npy(&out);
         for (x, g) in xs.iter().zip(&got) {
             let want = f16::from_f32(*x);
-            assert!(same16(g.to_bits(), want.to_bits(), |b| f16::from_bits(b).is_nan()), "{backend}: f16({x:e} = {:#010x}) gave {g:?}, expected {want:?}", x.to_bits());
+            assert!(
+                same16(g.to_bits(), want.to_bits(), |b| f16::from_bits(b).is_nan()),
+                "{backend}: f16({x:e} = {:#010x}) gave {g:?}, expected {want:?}",
+                x.to_bits()
+            );
         }
     }
     let src = "nFun(n => fun(xs: [float]_n => xs :>> map(fun(x => bf16(x)))))";
@@ -373,7 +460,10 @@ fn floats_narrow_to_f16_and_bf16_exactly_as_the_half_crate_rounds_them() {
         let got = read_bf16_npy(&out);
         for (x, g) in xs.iter().zip(&got) {
             let want = bf16::from_f32(*x);
-            assert!(same16(g.to_bits(), want.to_bits(), |b| bf16::from_bits(b).is_nan()), "{backend}: bf16({x:e}) gave {g:?}, expected {want:?}");
+            assert!(
+                same16(g.to_bits(), want.to_bits(), |b| bf16::from_bits(b).is_nan()),
+                "{backend}: bf16({x:e}) gave {g:?}, expected {want:?}"
+            );
         }
     }
 }

@@ -74,7 +74,14 @@ fn run_and_compile() {
     assert_eq!(v["backend"], "interp");
     args.extend(["--backend", "cpu", "--threads", "2"]);
     ok(&args);
-    ok(&["run", "examples/sparse/spmv_csr.hdl", "--matrix", "A=examples/data/spmv8/matrix.mtx", "--input", "xs=examples/data/spmv8/xs.json"]);
+    ok(&[
+        "run",
+        "examples/sparse/spmv_csr.hdl",
+        "--matrix",
+        "A=examples/data/spmv8/matrix.mtx",
+        "--input",
+        "xs=examples/data/spmv8/xs.json",
+    ]);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("y.json");
     let mut to_file = vec!["run", "examples/csr_unpacked_spmv.hdl", "-o", out.to_str().unwrap()];
@@ -121,7 +128,16 @@ fn opencl_commands() {
     let mut args = vec!["run", "examples/csr_unpacked_spmv.hdl", "--backend", "opencl"];
     args.extend(SPMV8);
     ok(&args);
-    let mut tune = vec!["tune", "examples/csr_spmv_parallel.hdl", "--param-range", "R=1..2", "--param-range", "W=1..2", "--reps", "1"];
+    let mut tune = vec![
+        "tune",
+        "examples/csr_spmv_parallel.hdl",
+        "--param-range",
+        "R=1..2",
+        "--param-range",
+        "W=1..2",
+        "--reps",
+        "1",
+    ];
     tune.extend(SPMV8);
     ok(&tune);
 }
@@ -130,7 +146,16 @@ fn opencl_commands() {
 fn rewrite_outputs() {
     let dir = tempfile::tempdir().unwrap();
     let dump = dir.path().join("g.json");
-    let v = ok(&["rewrite", "examples/csr_packed_spmv.hdl", "--explain", "--stats", "--dump-egraph", dump.to_str().unwrap(), "--dump-limit", "50"]);
+    let v = ok(&[
+        "rewrite",
+        "examples/csr_packed_spmv.hdl",
+        "--explain",
+        "--stats",
+        "--dump-egraph",
+        dump.to_str().unwrap(),
+        "--dump-limit",
+        "50",
+    ]);
     assert!(v["explanation"]["steps"].as_array().is_some_and(|s| !s.is_empty()), "{v:#}");
     assert!(v["egraph_dump"]["truncated"].is_object());
     let g: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&dump).unwrap()).unwrap();

@@ -8,8 +8,8 @@
 
 use crate::common;
 
-use common::{backends, heddle, heddle_json, write, Rng};
-use serde_json::{json, Value as J};
+use common::{Rng, backends, heddle, heddle_json, write};
+use serde_json::{Value as J, json};
 use std::path::Path;
 
 /// A CSR matrix with its dense form.
@@ -69,7 +69,9 @@ fn example() -> String {
 fn run_args(dir: &Path, a: &Csr, xs: &[f64], r: usize, s: usize, backend: &str) -> Vec<String> {
     let input = |name: &str, v: J| format!("{name}={}", write(dir, &format!("{name}.json"), &v.to_string()).display());
     let mut args = vec!["run".to_string(), example()];
-    for (name, v) in [("offsets", json!(a.offsets)), ("col_indices", json!(a.cols)), ("values", json!(a.vals)), ("xs", json!(xs))] {
+    for (name, v) in
+        [("offsets", json!(a.offsets)), ("col_indices", json!(a.cols)), ("values", json!(a.vals)), ("xs", json!(xs))]
+    {
         args.push("--input".into());
         args.push(input(name, v));
     }
@@ -104,7 +106,8 @@ fn listing7_equals_dense_spmv_over_its_tunables() {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             let (code, v) = heddle_json(&args);
             assert_eq!(code, 0, "{b}, R = {r}, S = {s}: {v:#}");
-            let got: Vec<f64> = v["result"].as_array().unwrap_or_else(|| panic!("{v:#}")).iter().map(|y| y.as_f64().unwrap()).collect();
+            let got: Vec<f64> =
+                v["result"].as_array().unwrap_or_else(|| panic!("{v:#}")).iter().map(|y| y.as_f64().unwrap()).collect();
             assert_eq!(got, want, "{b}, R = {r}, S = {s}, offsets {:?}", a.offsets);
         }
     }

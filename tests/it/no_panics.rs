@@ -5,18 +5,88 @@
 use proptest::prelude::*;
 
 const TOKENS: &[&str] = &[
-    "nFun(n => ", "nFun(m => ", "fun(xs: [float]_n => ", "fun(o: [int]_{n+1} => ",
-    "fun(v: [i -> [float]_{toNat(o@(i+1) - o@i)}]_n => ", "fun(p: (int, float) => ", "fun(x => ",
-    "xs", "v", "o", "p", "x", "n", "m", "i", "0", "1", "2.5", "4", "true",
-    "map(", "mapSeq(", "mapGlobal(0, ", "reduce(+, 0", "reduce(", "zip(", "unzip", "split(", "join", "transpose",
-    "slide(", "pad(1, 1, ", "gather(", "scatter(", "generate(", "iterate(2, ", "toLocal(", "asVector(4)",
-    "asScalar", "interleave(", "scatterAdd(", "select(", "let y = ", " in ", ":>>", "@", ".1", ".2", ".3",
-    "+", "-", "*", "/", "%", "<", "==", "&&", "!", "(", ")", ",", "[", "]", "_", "{", "}", "?", ":",
-    "toNat(", "sum(k = 0 .. n, ", "min(", "max", ";", "def f = ", "(x : [float]_n)", "[float]_4", "->",
+    "nFun(n => ",
+    "nFun(m => ",
+    "fun(xs: [float]_n => ",
+    "fun(o: [int]_{n+1} => ",
+    "fun(v: [i -> [float]_{toNat(o@(i+1) - o@i)}]_n => ",
+    "fun(p: (int, float) => ",
+    "fun(x => ",
+    "xs",
+    "v",
+    "o",
+    "p",
+    "x",
+    "n",
+    "m",
+    "i",
+    "0",
+    "1",
+    "2.5",
+    "4",
+    "true",
+    "map(",
+    "mapSeq(",
+    "mapGlobal(0, ",
+    "reduce(+, 0",
+    "reduce(",
+    "zip(",
+    "unzip",
+    "split(",
+    "join",
+    "transpose",
+    "slide(",
+    "pad(1, 1, ",
+    "gather(",
+    "scatter(",
+    "generate(",
+    "iterate(2, ",
+    "toLocal(",
+    "asVector(4)",
+    "asScalar",
+    "interleave(",
+    "scatterAdd(",
+    "select(",
+    "let y = ",
+    " in ",
+    ":>>",
+    "@",
+    ".1",
+    ".2",
+    ".3",
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    "<",
+    "==",
+    "&&",
+    "!",
+    "(",
+    ")",
+    ",",
+    "[",
+    "]",
+    "_",
+    "{",
+    "}",
+    "?",
+    ":",
+    "toNat(",
+    "sum(k = 0 .. n, ",
+    "min(",
+    "max",
+    ";",
+    "def f = ",
+    "(x : [float]_n)",
+    "[float]_4",
+    "->",
 ];
 
 fn program() -> impl Strategy<Value = String> {
-    prop::collection::vec(0..TOKENS.len(), 1..40).prop_map(|ks| ks.into_iter().map(|k| TOKENS[k]).collect::<Vec<_>>().join(" "))
+    prop::collection::vec(0..TOKENS.len(), 1..40)
+        .prop_map(|ks| ks.into_iter().map(|k| TOKENS[k]).collect::<Vec<_>>().join(" "))
 }
 
 /// How far a program got: 0 nothing, 1 parsed, 2 type-checked, 3 lowered.
@@ -33,20 +103,42 @@ fn exercise(src: &str) -> u8 {
 /// Whole pipeline stages: random pipelines of them are often well-typed, and
 /// the rest fail in the type checker rather than the parser.
 const STAGES: &[&str] = &[
-    "map(fun(x => x * 2.0))", "map(fun(x => x))", "reduce(+, 0)", "reduce(max, 0)", "reduceSeq(+, 0)",
-    "split(2)", "split(4)", "join", "transpose", "map(reduce(+, 0))", "map(map(fun(y => y + 1.0)))",
-    "mapSeq(fun(r => r :>> reduce(+, 0)))", "mapGlobal(fun(x => x))", "pad(1, 1, 0.0)", "slide(2, 1)",
-    "map(fun(r => zip(r, r)))", "map(unzip)", "toLocal(fun(t => t))", "map(fun(r => r@0))",
-    "interleave(2)", "map(fun(x => (x, x)))", "map(fun(p => p.1))", "scatterAdd(4)", "asVector(4)",
+    "map(fun(x => x * 2.0))",
+    "map(fun(x => x))",
+    "reduce(+, 0)",
+    "reduce(max, 0)",
+    "reduceSeq(+, 0)",
+    "split(2)",
+    "split(4)",
+    "join",
+    "transpose",
+    "map(reduce(+, 0))",
+    "map(map(fun(y => y + 1.0)))",
+    "mapSeq(fun(r => r :>> reduce(+, 0)))",
+    "mapGlobal(fun(x => x))",
+    "pad(1, 1, 0.0)",
+    "slide(2, 1)",
+    "map(fun(r => zip(r, r)))",
+    "map(unzip)",
+    "toLocal(fun(t => t))",
+    "map(fun(r => r@0))",
+    "interleave(2)",
+    "map(fun(x => (x, x)))",
+    "map(fun(p => p.1))",
+    "scatterAdd(4)",
+    "asVector(4)",
 ];
 
 /// Programs that are well-formed around a random body, so the type checker
 /// and lowering see many of them.
 fn kernel() -> impl Strategy<Value = String> {
-    let body = prop::collection::vec(0..STAGES.len(), 1..5).prop_map(|ks| ks.into_iter().map(|k| STAGES[k]).collect::<Vec<_>>().join(" :>> "));
+    let body = prop::collection::vec(0..STAGES.len(), 1..5)
+        .prop_map(|ks| ks.into_iter().map(|k| STAGES[k]).collect::<Vec<_>>().join(" :>> "));
     (body, 0usize..4).prop_map(|(b, shape)| match shape {
         0 => format!("nFun(n => fun(xs: [float]_n => xs :>> {b}))"),
-        1 => format!("nFun(n => fun(o: [int]_{{n+1}} => fun(v: [i -> [float]_{{toNat(o@(i+1) - o@i)}}]_n => v :>> {b})))"),
+        1 => format!(
+            "nFun(n => fun(o: [int]_{{n+1}} => fun(v: [i -> [float]_{{toNat(o@(i+1) - o@i)}}]_n => v :>> {b})))"
+        ),
         2 => format!("nFun(n => fun(xs: [float]_n => {b}))"),
         _ => format!("fun(xs: [[float]_4]_8 => xs :>> {b})"),
     })

@@ -39,12 +39,24 @@ fn a_2d_npy_gives_both_sizes_and_a_2d_result_is_written_2d() {
     matrix_npy(&a, 3, 4);
     assert!(npy_header(&a).contains("'shape': (3, 4)"), "{}", npy_header(&a));
     let kernel = d.join("scale.hdl");
-    std::fs::write(&kernel, "nFun(n => nFun(m => fun(a: [[double]_m]_n => a :>> map(fun(row => row :>> map(fun(x => x * 2.0)))))))\n").unwrap();
+    std::fs::write(
+        &kernel,
+        "nFun(n => nFun(m => fun(a: [[double]_m]_n => a :>> map(fun(row => row :>> map(fun(x => x * 2.0)))))))\n",
+    )
+    .unwrap();
     let input = format!("a={}", a.display());
     for backend in backends() {
         let out = d.join(format!("out_{backend}.npy"));
-        let (code, _, err) =
-            heddle(&["run", kernel.to_str().unwrap(), "--backend", backend, "--input", &input, "-o", out.to_str().unwrap()]);
+        let (code, _, err) = heddle(&[
+            "run",
+            kernel.to_str().unwrap(),
+            "--backend",
+            backend,
+            "--input",
+            &input,
+            "-o",
+            out.to_str().unwrap(),
+        ]);
         assert_eq!(code, 0, "{backend}: {err}");
         assert!(npy_header(&out).contains("'shape': (3, 4)"), "{backend}: {}", npy_header(&out));
         let Loaded::Flat { items, shape, .. } = read_input(&out).unwrap().into_values() else { panic!("not an npy") };
@@ -54,7 +66,11 @@ fn a_2d_npy_gives_both_sizes_and_a_2d_result_is_written_2d() {
     }
     // A flat result stays one-dimensional.
     let sums = d.join("sums.hdl");
-    std::fs::write(&sums, "nFun(n => nFun(m => fun(a: [[double]_m]_n => a :>> map(fun(row => row :>> reduce(+, 0.0))))))\n").unwrap();
+    std::fs::write(
+        &sums,
+        "nFun(n => nFun(m => fun(a: [[double]_m]_n => a :>> map(fun(row => row :>> reduce(+, 0.0))))))\n",
+    )
+    .unwrap();
     let out = d.join("sums.npy");
     let (code, _, err) = heddle(&["run", sums.to_str().unwrap(), "--input", &input, "-o", out.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
@@ -69,10 +85,15 @@ fn a_shape_that_contradicts_the_type_is_an_error() {
     let a = d.join("a.npy");
     matrix_npy(&a, 4, 3);
     let kernel = d.join("k.hdl");
-    std::fs::write(&kernel, "nFun(n => nFun(m => fun(a: [[double]_m]_n => a :>> map(fun(row => row :>> reduce(+, 0.0))))))\n").unwrap();
+    std::fs::write(
+        &kernel,
+        "nFun(n => nFun(m => fun(a: [[double]_m]_n => a :>> map(fun(row => row :>> reduce(+, 0.0))))))\n",
+    )
+    .unwrap();
     let input = format!("a={}", a.display());
     // 12 elements fit 3 x 4 as a flat buffer, but the file is 4 x 3.
-    let (code, _, err) = heddle(&["run", kernel.to_str().unwrap(), "--input", &input, "--param", "n=3", "--param", "m=4"]);
+    let (code, _, err) =
+        heddle(&["run", kernel.to_str().unwrap(), "--input", &input, "--param", "n=3", "--param", "m=4"]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("parameter `a`") && err.contains("shape is (4, 3)"), "{err}");
     // A flat array type takes a 2-D file as its flat buffer.

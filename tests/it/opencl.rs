@@ -32,7 +32,9 @@ fn kernel_of(example: &str) -> (SourceFile, heddle_typeck::Kernel) {
 fn bind(kernel: &heddle_typeck::Kernel, dir: &str, inputs: &[(&str, &str)], nats: &[(&str, i64)]) -> Env {
     let loaded = inputs
         .iter()
-        .map(|(name, file)| (name.to_string(), read_input(&common::root().join("examples/data").join(dir).join(file)).unwrap()))
+        .map(|(name, file)| {
+            (name.to_string(), read_input(&common::root().join("examples/data").join(dir).join(file)).unwrap())
+        })
         .collect();
     let nats: Vec<(String, i64)> = nats.iter().map(|(k, v)| (k.to_string(), *v)).collect();
     bind_inputs(kernel, &nats, loaded).unwrap_or_else(|e| panic!("{dir}: {e}"))
@@ -41,26 +43,38 @@ fn bind(kernel: &heddle_typeck::Kernel, dir: &str, inputs: &[(&str, &str)], nats
 fn floats(v: &Value) -> Vec<f64> {
     let mut items = Vec::new();
     v.flatten_into(&mut items);
-    items.iter().map(|x| match x {
-        Value::Float(f) => *f,
-        Value::Int(i) => *i as f64,
-        other => panic!("not a number: {other}"),
-    }).collect()
+    items
+        .iter()
+        .map(|x| match x {
+            Value::Float(f) => *f,
+            Value::Int(i) => *i as f64,
+            other => panic!("not a number: {other}"),
+        })
+        .collect()
 }
 
 fn assert_close(got: &Value, want: &Value, what: &str) {
     let (g, w) = (floats(got), floats(want));
     assert_eq!(g.len(), w.len(), "{what}: lengths differ: {got} vs {want}");
     for (k, (a, b)) in g.iter().zip(&w).enumerate() {
-        assert!((a - b).abs() <= 1e-4 * a.abs().max(b.abs()).max(1.0), "{what}: element {k}: OpenCL {a}, interpreter {b}");
+        assert!(
+            (a - b).abs() <= 1e-4 * a.abs().max(b.abs()).max(1.0),
+            "{what}: element {k}: OpenCL {a}, interpreter {b}"
+        );
     }
 }
 
 /// Each example with the inputs it runs on: (example, data dir, inputs, nats).
 type Case = (&'static str, &'static str, &'static [(&'static str, &'static str)], &'static [(&'static str, i64)]);
-const CSR: &[(&str, &str)] = &[("offset", "offset.json"), ("col_indices", "col_indices.json"), ("values", "values.json"), ("xs", "xs.json")];
+const CSR: &[(&str, &str)] =
+    &[("offset", "offset.json"), ("col_indices", "col_indices.json"), ("values", "values.json"), ("xs", "xs.json")];
 const PACKED: &[(&str, &str)] = &[("offset", "offset.json"), ("values", "values_packed.json"), ("xs", "xs.json")];
-const LIL: &[(&str, &str)] = &[("row_length", "row_length.json"), ("col_indices", "col_indices.json"), ("values", "values.json"), ("xs", "xs.json")];
+const LIL: &[(&str, &str)] = &[
+    ("row_length", "row_length.json"),
+    ("col_indices", "col_indices.json"),
+    ("values", "values.json"),
+    ("xs", "xs.json"),
+];
 const EXAMPLES: &[Case] = &[
     ("dense_mv", "dense_mv", &[("matrix", "matrix.json"), ("xs", "xs.json")], &[]),
     ("csr_packed_spmv", "spmv8", PACKED, &[]),
@@ -72,7 +86,17 @@ const EXAMPLES: &[Case] = &[
     ("lil_spmv_parallel", "spmv8", LIL, &[]),
     ("csr_spmv_parallel", "spmv8", CSR, &[("R", 2), ("W", 4)]),
     // Listing 7 names its offsets `offsets`; NUM_SPLITS = 1 divides every row of spmv8.
-    ("listing7", "spmv8", &[("offsets", "offset.json"), ("col_indices", "col_indices.json"), ("values", "values.json"), ("xs", "xs.json")], &[("ROWS_PER_WKGP", 2), ("NUM_SPLITS", 1)]),
+    (
+        "listing7",
+        "spmv8",
+        &[
+            ("offsets", "offset.json"),
+            ("col_indices", "col_indices.json"),
+            ("values", "values.json"),
+            ("xs", "xs.json"),
+        ],
+        &[("ROWS_PER_WKGP", 2), ("NUM_SPLITS", 1)],
+    ),
 ];
 
 #[test]
@@ -90,8 +114,10 @@ fn every_example_on_opencl_equals_the_interpreter() {
         let (file, kernel) = kernel_of(example);
         let env = bind(&kernel, dir, inputs, nats);
         let want = heddle_runtime::interp::run_kernel(&kernel, &env).unwrap();
-        let compiled = heddle::opencl::compile(&kernel, example).unwrap_or_else(|d| panic!("{example}: {}", file.render(&[d])));
-        let (got, _) = heddle::opencl::run(cl, &kernel, &compiled, &env, 1).unwrap_or_else(|d| panic!("{example}: {}", file.render(&[d])));
+        let compiled =
+            heddle::opencl::compile(&kernel, example).unwrap_or_else(|d| panic!("{example}: {}", file.render(&[d])));
+        let (got, _) = heddle::opencl::run(cl, &kernel, &compiled, &env, 1)
+            .unwrap_or_else(|d| panic!("{example}: {}", file.render(&[d])));
         assert_close(&got, &want, example);
     }
 }
@@ -110,7 +136,8 @@ fn listing7_variants_across_tunables_equal_the_interpreter() {
             let env = bind(&kernel, "spmv8", CSR, &[("R", r), ("W", w)]);
             let want = heddle_runtime::interp::run_kernel(&kernel, &env).unwrap();
             let mut launch = heddle_runtime::launch::prepare(&prog, &env).unwrap();
-            let timing = cl.run(&prog, &generated, &mut launch, 1).unwrap_or_else(|d| panic!("R={r} W={w}: {}", d.message));
+            let timing =
+                cl.run(&prog, &generated, &mut launch, 1).unwrap_or_else(|d| panic!("R={r} W={w}: {}", d.message));
             assert_eq!(timing.sizes.local, Some(vec![w as usize, r as usize]), "R={r} W={w}");
             let got = heddle_runtime::launch::output_value(&prog, &launch, &kernel.body.ty, &env).unwrap();
             assert_close(&got, &want, &format!("R={r} W={w}"));
@@ -124,11 +151,13 @@ fn listing7_variants_across_tunables_equal_the_interpreter() {
 fn parallel_spmv_example_across_tunables() {
     let Some(cl) = platform() else { return };
     let (file, kernel) = kernel_of("csr_spmv_parallel");
-    let compiled = heddle::opencl::compile(&kernel, "csr_spmv_parallel").unwrap_or_else(|d| panic!("{}", file.render(&[d])));
+    let compiled =
+        heddle::opencl::compile(&kernel, "csr_spmv_parallel").unwrap_or_else(|d| panic!("{}", file.render(&[d])));
     for (r, w) in [(1, 1), (1, 8), (2, 4), (4, 2), (8, 1), (8, 8)] {
         let env = bind(&kernel, "spmv8", CSR, &[("R", r), ("W", w)]);
         let want = heddle_runtime::interp::run_kernel(&kernel, &env).unwrap();
-        let (got, _) = heddle::opencl::run(cl, &kernel, &compiled, &env, 1).unwrap_or_else(|d| panic!("{}", file.render(&[d])));
+        let (got, _) =
+            heddle::opencl::run(cl, &kernel, &compiled, &env, 1).unwrap_or_else(|d| panic!("{}", file.render(&[d])));
         assert_close(&got, &want, &format!("R={r} W={w}"));
     }
 }
@@ -188,9 +217,18 @@ fn run_backend_opencl_prints_the_result() {
     }
     let d = "examples/data/spmv8";
     let (code, out, err) = common::heddle(&[
-        "run", "examples/csr_spmv_row_per_item.hdl", "--backend", "opencl",
-        "--input", &format!("offset={d}/offset.json"), "--input", &format!("col_indices={d}/col_indices.json"),
-        "--input", &format!("values={d}/values.json"), "--input", &format!("xs={d}/xs.json"),
+        "run",
+        "examples/csr_spmv_row_per_item.hdl",
+        "--backend",
+        "opencl",
+        "--input",
+        &format!("offset={d}/offset.json"),
+        "--input",
+        &format!("col_indices={d}/col_indices.json"),
+        "--input",
+        &format!("values={d}/values.json"),
+        "--input",
+        &format!("xs={d}/xs.json"),
     ]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.trim(), "[6.5,0.0,-7.4375,0.375,-1.4375,0.125,0.0,4.0]");
@@ -229,8 +267,17 @@ fn tune_reports_every_variant_and_the_best() {
         return;
     }
     let (code, out, err) = common::heddle(&[
-        "tune", "examples/csr_spmv_parallel.hdl", "--csr", "offset,col_indices,values=examples/data/spmv8/matrix.mtx",
-        "--param-range", "R=1..8", "--param-range", "W=1..4", "--reps", "2", "--json",
+        "tune",
+        "examples/csr_spmv_parallel.hdl",
+        "--csr",
+        "offset,col_indices,values=examples/data/spmv8/matrix.mtx",
+        "--param-range",
+        "R=1..8",
+        "--param-range",
+        "W=1..4",
+        "--reps",
+        "2",
+        "--json",
     ]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
     assert_eq!(code, 0, "{err}");
@@ -300,8 +347,17 @@ fn tune_binds_a_matrix_by_name_and_fails_when_nothing_ran() {
         return;
     }
     let (code, out, err) = common::heddle(&[
-        "tune", "examples/csr_spmv_parallel.hdl", "--csr", "examples/data/spmv8/matrix.mtx",
-        "--param-range", "R=1..2", "--param-range", "W=1..2", "--reps", "1", "--json",
+        "tune",
+        "examples/csr_spmv_parallel.hdl",
+        "--csr",
+        "examples/data/spmv8/matrix.mtx",
+        "--param-range",
+        "R=1..2",
+        "--param-range",
+        "W=1..2",
+        "--reps",
+        "1",
+        "--json",
     ]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
@@ -309,7 +365,14 @@ fn tune_binds_a_matrix_by_name_and_fails_when_nothing_ran() {
     assert!(variants.iter().all(|x| x["seconds"].is_number()), "{out}");
     // R = 3 does not divide the 8 rows: every configuration fails.
     let (code, _, err) = common::heddle(&[
-        "tune", "examples/csr_spmv_parallel.hdl", "--csr", "examples/data/spmv8/matrix.mtx", "--param-range", "R=3..3", "--param-range", "W=1..1",
+        "tune",
+        "examples/csr_spmv_parallel.hdl",
+        "--csr",
+        "examples/data/spmv8/matrix.mtx",
+        "--param-range",
+        "R=3..3",
+        "--param-range",
+        "W=1..1",
     ]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("no configuration ran"), "{err}");
@@ -326,9 +389,20 @@ fn tune_searches_kernel_variants_per_matrix() {
         return;
     }
     let (code, out, err) = common::heddle(&[
-        "tune", "examples/csr_spmv_row_per_item.hdl", "examples/csr_spmv_parallel.hdl",
-        "--csr", "examples/data/spmv8/matrix.mtx", "--csr", "tests/data/sparse/m4x8.mtx",
-        "--param-range", "R=1..2", "--param-range", "W=1..2", "--reps", "1", "--json",
+        "tune",
+        "examples/csr_spmv_row_per_item.hdl",
+        "examples/csr_spmv_parallel.hdl",
+        "--csr",
+        "examples/data/spmv8/matrix.mtx",
+        "--csr",
+        "tests/data/sparse/m4x8.mtx",
+        "--param-range",
+        "R=1..2",
+        "--param-range",
+        "W=1..2",
+        "--reps",
+        "1",
+        "--json",
     ]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
@@ -343,7 +417,12 @@ fn tune_searches_kernel_variants_per_matrix() {
         assert_eq!(variants.len(), 1 + 4, "{case:#}");
         assert_eq!(variants[0]["kernel"], "csr_spmv_row_per_item");
         assert_eq!(variants[0]["params"], serde_json::json!([]));
-        assert!(variants[1..].iter().all(|x| x["kernel"] == "csr_spmv_parallel" && x["params"].as_array().unwrap().len() == 2), "{case:#}");
+        assert!(
+            variants[1..]
+                .iter()
+                .all(|x| x["kernel"] == "csr_spmv_parallel" && x["params"].as_array().unwrap().len() == 2),
+            "{case:#}"
+        );
         assert!(variants.iter().all(|x| x["seconds"].is_number()), "{case:#}");
         assert!(names.contains(&case["best"]["kernel"].as_str().unwrap()), "{case:#}");
     }
@@ -352,8 +431,14 @@ fn tune_searches_kernel_variants_per_matrix() {
 
     // Row sums take the same CSR buffers but compute something else.
     let (code, out, err) = common::heddle(&[
-        "tune", "examples/csr_spmv_row_per_item.hdl", "examples/csr_row_sums.hdl",
-        "--csr", "examples/data/spmv8/matrix.mtx", "--reps", "1", "--json",
+        "tune",
+        "examples/csr_spmv_row_per_item.hdl",
+        "examples/csr_row_sums.hdl",
+        "--csr",
+        "examples/data/spmv8/matrix.mtx",
+        "--reps",
+        "1",
+        "--json",
     ]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -365,7 +450,14 @@ fn tune_searches_kernel_variants_per_matrix() {
 
 #[test]
 fn tune_refuses_an_unknown_tunable() {
-    let (code, _, err) = common::heddle(&["tune", "examples/csr_spmv_row_per_item.hdl", "--csr", "examples/data/spmv8/matrix.mtx", "--param-range", "R=1..4"]);
+    let (code, _, err) = common::heddle(&[
+        "tune",
+        "examples/csr_spmv_row_per_item.hdl",
+        "--csr",
+        "examples/data/spmv8/matrix.mtx",
+        "--param-range",
+        "R=1..4",
+    ]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("no kernel has a natural of this name"), "{err}");
 }
@@ -404,8 +496,8 @@ fn oclgrind_reports_the_race_of_the_parallel_spmv_without_barriers() {
 /// `__local` value no item ever wrote.
 #[test]
 fn oclgrind_reports_a_global_race_and_an_uninitialised_value() {
-    use heddle_ir::loops::{Arg, ArgKind, Expr, LoopProgram, Schedule, Space, Stmt};
     use heddle_ir::ScalarType::{F32, I64};
+    use heddle_ir::loops::{Arg, ArgKind, Expr, LoopProgram, Schedule, Space, Stmt};
     let Some(cl) = oclgrind_only() else { return };
     let program = |name: &str, body| LoopProgram {
         name: name.into(),
@@ -463,7 +555,13 @@ fn oclgrind_reports_a_global_race_and_an_uninitialised_value() {
 /// CSR buffers for `row_lengths`, random columns below `m` and values that
 /// are multiples of 1/4 (sums stay exact in f32 whatever the order), written
 /// as JSON inputs for the parallel SpMV; returns the bound environment.
-fn csr_inputs(kernel: &heddle_typeck::Kernel, dir: &std::path::Path, row_lengths: &[usize], m: usize, nats: &[(&str, i64)]) -> Result<Env, String> {
+fn csr_inputs(
+    kernel: &heddle_typeck::Kernel,
+    dir: &std::path::Path,
+    row_lengths: &[usize],
+    m: usize,
+    nats: &[(&str, i64)],
+) -> Result<Env, String> {
     let mut rng = common::Rng(0x5eed_0013 ^ row_lengths.len() as u64);
     let mut offset = vec![0usize];
     let (mut cols, mut vals) = (Vec::new(), Vec::new());
@@ -475,7 +573,9 @@ fn csr_inputs(kernel: &heddle_typeck::Kernel, dir: &std::path::Path, row_lengths
         offset.push(cols.len());
     }
     let xs: Vec<f64> = (0..m).map(|_| rng.value()).collect();
-    let write = |name: &str, v: serde_json::Value| (name.to_string(), read_input(&common::write(dir, &format!("{name}.json"), &v.to_string())).unwrap());
+    let write = |name: &str, v: serde_json::Value| {
+        (name.to_string(), read_input(&common::write(dir, &format!("{name}.json"), &v.to_string())).unwrap())
+    };
     let loaded = vec![
         write("offset", serde_json::json!(offset)),
         write("col_indices", serde_json::json!(cols)),
@@ -495,7 +595,8 @@ fn csr_inputs(kernel: &heddle_typeck::Kernel, dir: &std::path::Path, row_lengths
 fn parallel_spmv_over_a_grid_of_tunables_matches_the_interpreter() {
     let Some(cl) = platform() else { return };
     let (file, kernel) = kernel_of("csr_spmv_parallel");
-    let compiled = heddle::opencl::compile(&kernel, "csr_spmv_parallel").unwrap_or_else(|d| panic!("{}", file.render(&[d])));
+    let compiled =
+        heddle::opencl::compile(&kernel, "csr_spmv_parallel").unwrap_or_else(|d| panic!("{}", file.render(&[d])));
     let dir = tempfile::tempdir().unwrap();
     // 12 rows: empty ones, short ones, and (first matrix only) a long one.
     let short = [0, 3, 1, 0, 7, 2, 0, 5, 1, 4, 0, 6];
@@ -532,7 +633,10 @@ fn local_memory_hand_offs_compute_what_they_should() {
     let Some(cl) = platform() else { return };
     let (n, w) = (5i64, 6i64);
     let xs: Vec<f64> = (0..n * w).map(|k| k as f64).collect();
-    let env = Env::default().with_nat("n".into(), n).with_nat("W".into(), w).with_value("xs".into(), Value::array(xs.iter().map(|&x| Value::Float(x)).collect()));
+    let env = Env::default()
+        .with_nat("n".into(), n)
+        .with_nat("W".into(), w)
+        .with_value("xs".into(), Value::array(xs.iter().map(|&x| Value::Float(x)).collect()));
     let ty = heddle_ir::parser::parse_type("[float]_{n * W}").unwrap();
     let reversed = Expr::bin(BinOp::Sub, Expr::bin(BinOp::Sub, Expr::var("W"), Expr::index(1)), Expr::var("j"));
     for (read, expect) in [(reversed, true), (Expr::var("j"), false)] {
@@ -580,12 +684,16 @@ fn valid_coordinates_run_the_kernel_without_their_checks_and_invalid_ones_the_ch
 
     let dir = tempfile::tempdir().unwrap();
     let path = |name: &str, text: &str| common::write(dir.path(), name, text).to_str().unwrap().to_string();
-    let (pos, vals, xs) = (path("pos.json", "[0, 2, 3]"), path("vals.json", "[1.0, 2.0, 3.0]"), path("xs.json", "[1, 2, 3]"));
+    let (pos, vals, xs) =
+        (path("pos.json", "[0, 2, 3]"), path("vals.json", "[1.0, 2.0, 3.0]"), path("xs.json", "[1, 2, 3]"));
     // Which kernel a launch gets: the trusted one only for valid coordinates.
     let launched = |crd: &str| {
         let crd = path("crd.json", crd);
         let inputs = [("A_pos1", &pos), ("A_crd1", &crd), ("A_values", &vals), ("xs", &xs)];
-        let loaded = inputs.iter().map(|(n, p)| (n.to_string(), read_input(std::path::Path::new(p.as_str())).unwrap())).collect();
+        let loaded = inputs
+            .iter()
+            .map(|(n, p)| (n.to_string(), read_input(std::path::Path::new(p.as_str())).unwrap()))
+            .collect();
         let env = bind_inputs(&kernel, &[("A_dim0".into(), 2), ("A_dim1".into(), 3)], loaded).unwrap();
         let launch = heddle_runtime::launch::prepare(&compiled.program, &env).unwrap();
         compiled.kernel_for(&launch).source == trusted.source
@@ -599,9 +707,22 @@ fn valid_coordinates_run_the_kernel_without_their_checks_and_invalid_ones_the_ch
     let run = |crd: &str| {
         let crd = path("crd.json", crd);
         common::heddle(&[
-            "run", "examples/sparse/spmv_csr.hdl", "--backend", "opencl", "--param", "A_dim0=2", "--param", "A_dim1=3",
-            "--input", &format!("A_pos1={pos}"), "--input", &format!("A_crd1={crd}"), "--input", &format!("A_values={vals}"),
-            "--input", &format!("xs={xs}"),
+            "run",
+            "examples/sparse/spmv_csr.hdl",
+            "--backend",
+            "opencl",
+            "--param",
+            "A_dim0=2",
+            "--param",
+            "A_dim1=3",
+            "--input",
+            &format!("A_pos1={pos}"),
+            "--input",
+            &format!("A_crd1={crd}"),
+            "--input",
+            &format!("A_values={vals}"),
+            "--input",
+            &format!("xs={xs}"),
         ])
     };
     let (code, out, err) = run("[0, 2, 1]");
@@ -621,14 +742,24 @@ fn valid_coordinates_run_the_kernel_without_their_checks_and_invalid_ones_the_ch
 fn coo_pairs_in_range_drop_their_checks_and_pairs_outside_fail_located() {
     let (_, kernel) = kernel_of("sparse/spmv_coo");
     let compiled = heddle::opencl::compile(&kernel, "spmv_coo").unwrap();
-    let ranges: Vec<String> = compiled.program.ranges.iter().map(|r| format!("{}.{} < {}", r.buf, r.field, heddle_ir::loops::expr_text(&r.below))).collect();
+    let ranges: Vec<String> = compiled
+        .program
+        .ranges
+        .iter()
+        .map(|r| format!("{}.{} < {}", r.buf, r.field, heddle_ir::loops::expr_text(&r.below)))
+        .collect();
     assert_eq!(ranges, ["A_crd0.0 < A_dim0", "A_crd0.1 < A_dim1"]);
     let trusted = compiled.trusted.as_ref().expect("both checks are implied");
-    assert!(!trusted.source.contains("heddle_error, 0, 4)") && !trusted.source.contains("heddle_error, 0, 5)"), "{}", trusted.source);
+    assert!(
+        !trusted.source.contains("heddle_error, 0, 4)") && !trusted.source.contains("heddle_error, 0, 5)"),
+        "{}",
+        trusted.source
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let path = |name: &str, text: &str| common::write(dir.path(), name, text).to_str().unwrap().to_string();
-    let (pos, vals, xs) = (path("pos.json", "[0, 3]"), path("vals.json", "[1.0, 2.0, 3.0]"), path("xs.json", "[1, 2, 3]"));
+    let (pos, vals, xs) =
+        (path("pos.json", "[0, 3]"), path("vals.json", "[1.0, 2.0, 3.0]"), path("xs.json", "[1, 2, 3]"));
     let mut backends = vec!["cpu"];
     if platform().is_some() {
         backends.push("opencl");
@@ -637,9 +768,22 @@ fn coo_pairs_in_range_drop_their_checks_and_pairs_outside_fail_located() {
         let run = |crd: &str| {
             let crd = path("crd.json", crd);
             common::heddle(&[
-                "run", "examples/sparse/spmv_coo.hdl", "--backend", backend, "--param", "A_dim0=2", "--param", "A_dim1=3",
-                "--input", &format!("A_pos0={pos}"), "--input", &format!("A_crd0={crd}"), "--input", &format!("A_values={vals}"),
-                "--input", &format!("xs={xs}"),
+                "run",
+                "examples/sparse/spmv_coo.hdl",
+                "--backend",
+                backend,
+                "--param",
+                "A_dim0=2",
+                "--param",
+                "A_dim1=3",
+                "--input",
+                &format!("A_pos0={pos}"),
+                "--input",
+                &format!("A_crd0={crd}"),
+                "--input",
+                &format!("A_values={vals}"),
+                "--input",
+                &format!("xs={xs}"),
             ])
         };
         let (code, out, err) = run("[[0, 1], [1, 0], [1, 2]]");

@@ -18,7 +18,7 @@ mod samples;
 use heddle::source::SourceFile;
 use heddle_runtime::interp::Env;
 use heddle_runtime::io::read::ScalarKind;
-use heddle_runtime::io::{bind_inputs, Loaded};
+use heddle_runtime::io::{Loaded, bind_inputs};
 use heddle_runtime::value::Value;
 use std::time::Instant;
 
@@ -74,12 +74,18 @@ fn env_for(kernel: &heddle_typeck::Kernel, a: &Csr, nats: &[(String, i64)]) -> E
     let ints = |v: &[i64]| flat(v.iter().map(|x| Value::Int(*x)).collect(), ScalarKind::Int);
     let vals = flat((0..a.cols.len()).map(|k| Value::Float(1.0 + (k % 7) as f64 * 0.125)).collect(), ScalarKind::Float);
     let xs = flat((0..a.m).map(|j| Value::Float(1.0 + (j % 5) as f64 * 0.25)).collect(), ScalarKind::Float);
-    let inputs = vec![("offset".into(), ints(&a.offsets)), ("col_indices".into(), ints(&a.cols)), ("values".into(), vals), ("xs".into(), xs)];
+    let inputs = vec![
+        ("offset".into(), ints(&a.offsets)),
+        ("col_indices".into(), ints(&a.cols)),
+        ("values".into(), vals),
+        ("xs".into(), xs),
+    ];
     bind_inputs(kernel, nats, inputs).unwrap()
 }
 
 fn kernel_of(example: &str) -> heddle_typeck::Kernel {
-    let file = SourceFile::read(common::root().join("examples").join(format!("{example}.hdl")).to_str().unwrap()).unwrap();
+    let file =
+        SourceFile::read(common::root().join("examples").join(format!("{example}.hdl")).to_str().unwrap()).unwrap();
     heddle::check_source(&file).unwrap().1
 }
 
@@ -102,7 +108,9 @@ fn spmv_pocl_vs_cpu() {
     let l7 = samples::listing7();
     let l7_cl = heddle_codegen_opencl::compile(&l7).unwrap();
     let threads = heddle_runtime::cpu::default_threads();
-    println!("| matrix | rows | nonzeros | CPU backend ({threads} threads) | POCL, row per work-item | POCL, Listing 7 R=8 W=1 | POCL, Listing 7 R=2 W=4 |");
+    println!(
+        "| matrix | rows | nonzeros | CPU backend ({threads} threads) | POCL, row per work-item | POCL, Listing 7 R=8 W=1 | POCL, Listing 7 R=2 W=4 |"
+    );
     println!("|---|---|---|---|---|---|---|");
     for a in matrices() {
         let nnz = a.cols.len();
@@ -112,11 +120,15 @@ fn spmv_pocl_vs_cpu() {
         let env = env_for(&unpacked, &a, &[]);
         let mut launch = heddle_runtime::launch::prepare(&cpu_prog, &env).unwrap();
         heddle_runtime::cpu::run(&cpu_prog, &mut launch, threads).unwrap();
-        let cpu = median((0..reps).map(|_| {
-            let t = Instant::now();
-            heddle_runtime::cpu::run(&cpu_prog, &mut launch, threads).unwrap();
-            t.elapsed().as_secs_f64()
-        }).collect());
+        let cpu = median(
+            (0..reps)
+                .map(|_| {
+                    let t = Instant::now();
+                    heddle_runtime::cpu::run(&cpu_prog, &mut launch, threads).unwrap();
+                    t.elapsed().as_secs_f64()
+                })
+                .collect(),
+        );
 
         let env = env_for(&row_item, &a, &[]);
         let (_, timing) = heddle::opencl::run(&cl, &row_item, &row_item_cl, &env, reps).unwrap();
@@ -129,6 +141,15 @@ fn spmv_pocl_vs_cpu() {
             let timing = cl.run(&l7, &l7_cl, &mut launch, reps).unwrap();
             l7_time.push(median(timing.kernel_seconds));
         }
-        println!("| {} | {} | {} | {} | {} | {} | {} |", a.name, a.n, nnz, gbps(cpu), gbps(pocl_row), gbps(l7_time[0]), gbps(l7_time[1]));
+        println!(
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            a.name,
+            a.n,
+            nnz,
+            gbps(cpu),
+            gbps(pocl_row),
+            gbps(l7_time[0]),
+            gbps(l7_time[1])
+        );
     }
 }

@@ -62,7 +62,8 @@ fn compile_json_describes_counting_phases_and_host_buffers() {
 
 #[test]
 fn compile_param_must_name_a_natural() {
-    let (code, _, err) = heddle(&["compile", "examples/csr_spmv_parallel.hdl", "--target", "opencl", "--json", "--param", "Q=2"]);
+    let (code, _, err) =
+        heddle(&["compile", "examples/csr_spmv_parallel.hdl", "--target", "opencl", "--json", "--param", "Q=2"]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("no natural of this name"), "{err}");
 }
@@ -82,9 +83,17 @@ fn the_c_host_example_follows_the_description() {
         .map(|a| (a["name"].as_str().unwrap().to_string(), a["role"].as_str().unwrap().to_string()))
         .collect();
     let expected = [
-        ("n", "natural"), ("m", "natural"), ("R", "natural"), ("W", "natural"),
-        ("offset", "input"), ("col_indices", "input"), ("values", "input"), ("xs", "input"),
-        ("out", "output"), ("tmp", "local"), ("heddle_error", "error"),
+        ("n", "natural"),
+        ("m", "natural"),
+        ("R", "natural"),
+        ("W", "natural"),
+        ("offset", "input"),
+        ("col_indices", "input"),
+        ("values", "input"),
+        ("xs", "input"),
+        ("out", "output"),
+        ("tmp", "local"),
+        ("heddle_error", "error"),
     ];
     assert_eq!(roles, expected.map(|(a, b)| (a.to_string(), b.to_string())).to_vec());
     assert_eq!(k["launch"]["text"], "global = [(n / R) * W, R], local = [W, R]");
@@ -100,12 +109,19 @@ fn the_c_host_example_computes_what_heddle_run_does() {
     }
     let dir = tempfile::tempdir().unwrap();
     let kernel = dir.path().join("kernel.cl");
-    let (code, _, err) = heddle(&["compile", "examples/csr_spmv_parallel.hdl", "--target", "opencl", "-o", kernel.to_str().unwrap()]);
+    let (code, _, err) =
+        heddle(&["compile", "examples/csr_spmv_parallel.hdl", "--target", "opencl", "-o", kernel.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     let exe = dir.path().join("spmv_host");
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let built = Command::new(&cc)
-        .args(["-O1", "-o", exe.to_str().unwrap(), common::root().join("docs/examples/spmv_host.c").to_str().unwrap(), "-lOpenCL"])
+        .args([
+            "-O1",
+            "-o",
+            exe.to_str().unwrap(),
+            common::root().join("docs/examples/spmv_host.c").to_str().unwrap(),
+            "-lOpenCL",
+        ])
         .output()
         .unwrap_or_else(|e| panic!("{cc}: {e}"));
     assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
@@ -119,9 +135,22 @@ fn the_c_host_example_computes_what_heddle_run_does() {
     let d = "examples/data/spmv8";
     for (r, w) in [("2", "4"), ("8", "1"), ("1", "16")] {
         let (code, want, err) = heddle(&[
-            "run", "examples/csr_spmv_parallel.hdl", "--backend", "interp", "--param", &format!("R={r}"), "--param", &format!("W={w}"),
-            "--input", &format!("offset={d}/offset.json"), "--input", &format!("col_indices={d}/col_indices.json"),
-            "--input", &format!("values={d}/values.json"), "--input", &format!("xs={d}/xs.json"),
+            "run",
+            "examples/csr_spmv_parallel.hdl",
+            "--backend",
+            "interp",
+            "--param",
+            &format!("R={r}"),
+            "--param",
+            &format!("W={w}"),
+            "--input",
+            &format!("offset={d}/offset.json"),
+            "--input",
+            &format!("col_indices={d}/col_indices.json"),
+            "--input",
+            &format!("values={d}/values.json"),
+            "--input",
+            &format!("xs={d}/xs.json"),
         ]);
         assert_eq!(code, 0, "{err}");
         let log = dir.path().join(format!("oclgrind-{r}-{w}.log"));
@@ -179,6 +208,11 @@ fn trust_ranges_leaves_out_the_coordinate_checks_and_lists_what_it_assumes() {
         assert_eq!(t["errors"], c["errors"]);
     }
     // The text says it before each kernel's source.
-    assert_eq!(trusted["text"].as_str().unwrap().matches("// assumes: A_crd1 < A_dim1, B_crd1 < B_dim1 (").count(), 2, "{}", trusted["text"]);
+    assert_eq!(
+        trusted["text"].as_str().unwrap().matches("// assumes: A_crd1 < A_dim1, B_crd1 < B_dim1 (").count(),
+        2,
+        "{}",
+        trusted["text"]
+    );
     assert!(!checked["text"].as_str().unwrap().contains("assumes"));
 }

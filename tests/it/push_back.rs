@@ -7,8 +7,8 @@
 
 use crate::common;
 
-use common::{backends, cases, heddle, write, Rng};
-use serde_json::{json, Value as J};
+use common::{Rng, backends, cases, heddle, write};
+use serde_json::{Value as J, json};
 use std::collections::BTreeMap;
 
 #[test]
@@ -42,7 +42,14 @@ fn appending_the_diagonal_to_each_lower_row() {
         });
         for backend in backends() {
             let file = common::root().join("examples/sparse/push_back.hdl");
-            let (code, out, err) = heddle(&["run", file.to_str().unwrap(), "--backend", backend, "--matrix", &format!("A={}", pa.display())]);
+            let (code, out, err) = heddle(&[
+                "run",
+                file.to_str().unwrap(),
+                "--backend",
+                backend,
+                "--matrix",
+                &format!("A={}", pa.display()),
+            ]);
             assert_eq!(code, 0, "case {case}, {backend}: {err}");
             let got: J = serde_json::from_str(&out).unwrap();
             let got = json!({"positions": got["positions"], "coordinates": got["coordinates"], "values": got["values"], "dim_sizes": got["dim_sizes"]});

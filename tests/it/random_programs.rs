@@ -18,7 +18,7 @@ use crate::progen;
 use heddle::source::SourceFile;
 use heddle_ir::{Diagnostic, Span};
 use heddle_runtime::interp::Env;
-use heddle_runtime::io::{bind_inputs, Loaded};
+use heddle_runtime::io::{Loaded, bind_inputs};
 use heddle_runtime::value::Value;
 use heddle_typeck::Kernel;
 use progen::{Case, Tape};
@@ -103,11 +103,13 @@ fn ran(stage: &str, r: Result<Value, Diagnostic>) -> Result<Outcome, Problem> {
 
 fn bind(case: &Case, kernel: &Kernel, dir: &std::path::Path) -> Result<Env, String> {
     let mut nats: Vec<(String, i64)> = case.nats.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-    let mut inputs: Vec<(String, Loaded)> = case.inputs.iter().map(|(k, v)| (k.clone(), Loaded::Json(v.clone()))).collect();
+    let mut inputs: Vec<(String, Loaded)> =
+        case.inputs.iter().map(|(k, v)| (k.clone(), Loaded::Json(v.clone()))).collect();
     for (name, text) in &case.matrices {
         let path = dir.join(format!("{name}.mtx"));
         std::fs::write(&path, text).map_err(|e| e.to_string())?;
-        let (dims, buffers) = heddle_runtime::io::bind::tensor_inputs(kernel, name, &path).map_err(|e| e.to_string())?;
+        let (dims, buffers) =
+            heddle_runtime::io::bind::tensor_inputs(kernel, name, &path).map_err(|e| e.to_string())?;
         nats.extend(dims);
         inputs.extend(buffers);
     }
@@ -166,7 +168,9 @@ fn check(case: &Case, name: &str, tally: &mut Tally) -> Result<(), Problem> {
             (_, Outcome::Refused(_)) => {}
             (Outcome::Value(a), Outcome::Value(b)) if agree(a, b) => {}
             (Outcome::Failed(_), Outcome::Failed(_)) => {}
-            (Outcome::Value(a), Outcome::Value(b)) => return Err(Problem::Mismatch(format!("{backend}: {b} but the interpreter gives {a}"))),
+            (Outcome::Value(a), Outcome::Value(b)) => {
+                return Err(Problem::Mismatch(format!("{backend}: {b} but the interpreter gives {a}")));
+            }
             (Outcome::Value(a), Outcome::Failed(m)) => {
                 return Err(Problem::Mismatch(format!("{backend}: fails ({m}) but the interpreter gives {a}")));
             }
@@ -192,7 +196,11 @@ fn check_caught(case: &Case, name: &str, tally: &mut Tally) -> Result<(), Proble
     match std::panic::catch_unwind(AssertUnwindSafe(|| check(case, name, tally))) {
         Ok(r) => r,
         Err(p) => {
-            let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
             Err(Problem::Panic(msg))
         }
     }
@@ -204,9 +212,35 @@ fn env_u64(key: &str) -> Option<u64> {
 
 /// Patterns every run must exercise somewhere (as program text).
 const PATTERNS: &[&str] = &[
-    "map(", "mapSeq(", "mapPar(", "mapGlobal(", "reduce(", "reduceSeq(", "zip(", "split(", "join", "transpose", "slide(",
-    "pad(", "gather(", "scatter(", "generate(", "iterate(", "toLocal(", "toPrivate(", "toGlobal(", "interleave(",
-    "scatterAdd(", "union(", "intersect(", "compressAdd(", "select(", "let ", "tensor<", "concat(", "sortBy(",
+    "map(",
+    "mapSeq(",
+    "mapPar(",
+    "mapGlobal(",
+    "reduce(",
+    "reduceSeq(",
+    "zip(",
+    "split(",
+    "join",
+    "transpose",
+    "slide(",
+    "pad(",
+    "gather(",
+    "scatter(",
+    "generate(",
+    "iterate(",
+    "toLocal(",
+    "toPrivate(",
+    "toGlobal(",
+    "interleave(",
+    "scatterAdd(",
+    "union(",
+    "intersect(",
+    "compressAdd(",
+    "select(",
+    "let ",
+    "tensor<",
+    "concat(",
+    "sortBy(",
 ];
 
 #[test]
@@ -215,7 +249,10 @@ fn random_programs_agree_on_every_backend() {
     // "Limits"); the CLI gives them a 256 MB stack (src/main.rs), a test
     // thread has 2 MB, which a deeply nested program overflows in a debug
     // build (seed 2000647). So this test gives them what the CLI does.
-    let runner = std::thread::Builder::new().stack_size(256 << 20).spawn(agree_on_every_backend).expect("a thread for the random programs");
+    let runner = std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(agree_on_every_backend)
+        .expect("a thread for the random programs");
     if let Err(panic) = runner.join() {
         std::panic::resume_unwind(panic);
     }
@@ -227,9 +264,17 @@ fn agree_on_every_backend() {
     let cases = env_u64("HEDDLE_PROGEN_CASES").unwrap_or(if common::oclgrind() { 30 } else { 500 });
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");
     let first = env_u64("HEDDLE_PROGEN_SEED").unwrap_or_else(|| {
-        if ci { 16_000 } else { std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() % 1_000_000) * 1000 }
+        if ci {
+            16_000
+        } else {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() % 1_000_000)
+                * 1000
+        }
     });
-    eprintln!("random programs: seeds {first} .. {} (HEDDLE_PROGEN_SEED={first} HEDDLE_PROGEN_CASES={cases} reproduces this run)", first + cases);
+    eprintln!(
+        "random programs: seeds {first} .. {} (HEDDLE_PROGEN_SEED={first} HEDDLE_PROGEN_CASES={cases} reproduces this run)",
+        first + cases
+    );
     // HEDDLE_PROGEN_SURVEY=1: go on after a failure, and list every kind
     // of failure found (one shrunk example each) instead of stopping.
     let survey = std::env::var("HEDDLE_PROGEN_SURVEY").is_ok();
@@ -252,7 +297,9 @@ fn agree_on_every_backend() {
                 if !found.contains_key(&kind) {
                     let mut replay = Tape::seeded(seed);
                     let _ = progen::case_with(&mut replay);
-                    let small = progen::shrink(replay.drawn, &mut |c| check_caught(c, "shrunk", &mut Tally::default()).is_err_and(|p| p.kind() == kind));
+                    let small = progen::shrink(replay.drawn, &mut |c| {
+                        check_caught(c, "shrunk", &mut Tally::default()).is_err_and(|p| p.kind() == kind)
+                    });
                     let shrunk = progen::case(Tape::replaying(small));
                     eprintln!("=== seed {seed}: {problem:?}\n{}\n", shrunk.describe());
                 }
@@ -263,7 +310,9 @@ fn agree_on_every_backend() {
             let mut replay = Tape::seeded(seed);
             let _ = progen::case_with(&mut replay);
             let kind = problem.kind();
-            let small = progen::shrink(replay.drawn, &mut |c| check_caught(c, "shrunk", &mut Tally::default()).is_err_and(|p| p.kind() == kind));
+            let small = progen::shrink(replay.drawn, &mut |c| {
+                check_caught(c, "shrunk", &mut Tally::default()).is_err_and(|p| p.kind() == kind)
+            });
             let shrunk = progen::case(Tape::replaying(small));
             let why = check_caught(&shrunk, "shrunk", &mut Tally::default()).err();
             panic!(
@@ -304,10 +353,10 @@ fn agree_on_every_backend() {
 /// (Surveyed again when the generator learnt `sortBy`, which changed every
 /// seed's program.)
 const ARENA_SEEDS: &[u64] = &[
-    813642000, 813642006, 813642025, 813642042, 813642044, 813642071, 813642110, 813642125, 813642187, 813642209, 813642223,
-    813642235, 813642254, 813642281, 813642327, 813642329, 813642375, 813642382, 813642383, 813642394, 813642405, 813642428,
-    813642454, 813642466, 813642477, 813642505, 813642553, 813642561, 813642562, 813642579, 813642604, 813642614, 813642639,
-    813642692, 813642704, 813642748, 813642749, 813642752, 813642753, 813642785,
+    813642000, 813642006, 813642025, 813642042, 813642044, 813642071, 813642110, 813642125, 813642187, 813642209,
+    813642223, 813642235, 813642254, 813642281, 813642327, 813642329, 813642375, 813642382, 813642383, 813642394,
+    813642405, 813642428, 813642454, 813642466, 813642477, 813642505, 813642553, 813642561, 813642562, 813642579,
+    813642604, 813642614, 813642639, 813642692, 813642704, 813642748, 813642749, 813642752, 813642753, 813642785,
 ];
 
 /// Those programs now compile on OpenCL and agree with the interpreter
@@ -335,10 +384,13 @@ fn programs_opencl_refused_before_the_arena_run_there() {
                 with_arena += 1;
             }
         }
-        assert!(with_arena * 2 >= ARENA_SEEDS.len(), "only {with_arena} of the {} programs use the arena: the generator changed", ARENA_SEEDS.len());
+        assert!(
+            with_arena * 2 >= ARENA_SEEDS.len(),
+            "only {with_arena} of the {} programs use the arena: the generator changed",
+            ARENA_SEEDS.len()
+        );
     });
     if let Err(panic) = runner.expect("a thread for the programs").join() {
         std::panic::resume_unwind(panic);
     }
 }
-

@@ -24,7 +24,7 @@ use common::Rng;
 use heddle::source::SourceFile;
 use heddle_runtime::cpu::Parallelism;
 use heddle_runtime::interp::Env;
-use heddle_runtime::io::{bind_inputs, Loaded};
+use heddle_runtime::io::{Loaded, bind_inputs};
 use heddle_runtime::value::Value;
 use heddle_typeck::Kernel;
 use serde_json::json;
@@ -90,8 +90,13 @@ fn bind(kernel: &Kernel, rows: &[Vec<f64>]) -> Env {
     let cols: Vec<usize> = rows.iter().flat_map(|r| (0..r.len()).map(|k| (k * 7) % 50)).collect();
     let xs: Vec<f64> = (0..50).map(|k| 0.75 + k as f64 / 64.0).collect();
     let ints = kernel.params.iter().any(|p| matches!(p, heddle_typeck::KernelParam::Value { name, ty, .. } if name.as_str() == "values" && ty.to_string().contains("int")));
-    let values = if ints { json!(rows.iter().flatten().map(|x| *x as i64).collect::<Vec<_>>()) } else { json!(rows.iter().flatten().collect::<Vec<_>>()) };
-    let mut inputs: Vec<(String, Loaded)> = vec![("offset".into(), Loaded::Json(json!(offsets))), ("values".into(), Loaded::Json(values))];
+    let values = if ints {
+        json!(rows.iter().flatten().map(|x| *x as i64).collect::<Vec<_>>())
+    } else {
+        json!(rows.iter().flatten().collect::<Vec<_>>())
+    };
+    let mut inputs: Vec<(String, Loaded)> =
+        vec![("offset".into(), Loaded::Json(json!(offsets))), ("values".into(), Loaded::Json(values))];
     if kernel.params.iter().any(|p| p.name().as_str() == "xs") {
         inputs.push(("col_indices".into(), Loaded::Json(json!(cols))));
         inputs.push(("xs".into(), Loaded::Json(json!(xs))));
@@ -173,7 +178,8 @@ fn reduce_sums_agree_within_rounding_and_are_reassociated() {
         let mut reassociated = 0;
         for cpu in &got {
             for (r, (g, w)) in cpu.iter().zip(&want).enumerate() {
-                let terms: Vec<f64> = data[r].iter().map(|x| if ty == "float" { *x as f32 as f64 } else { *x }).collect();
+                let terms: Vec<f64> =
+                    data[r].iter().map(|x| if ty == "float" { *x as f32 as f64 } else { *x }).collect();
                 assert!(within_rounding(float(g), float(w), &terms, eps), "{ty} row {r}: cpu {g}, interp {w}");
                 reassociated += usize::from(float(g).to_bits() != float(w).to_bits());
             }
@@ -188,7 +194,9 @@ fn reduce_sums_agree_within_rounding_and_are_reassociated() {
 fn reduce_seq_is_bit_exact() {
     let mut rng = Rng(0x5eed_0002);
     let data = rows(&mut rng, 400, false);
-    for src in [row_sums("reduceSeq", "float"), row_sums("reduceSeq", "double"), spmv("reduceSeq"), four_at_once("reduceSeq")] {
+    for src in
+        [row_sums("reduceSeq", "float"), row_sums("reduceSeq", "double"), spmv("reduceSeq"), four_at_once("reduceSeq")]
+    {
         let (want, got) = results(&src, &data);
         for cpu in got {
             assert_eq!(cpu.len(), want.len());
@@ -208,7 +216,10 @@ fn reduce_dot_products_and_tuples_agree_within_rounding() {
     for cpu in &got {
         for (r, (g, w)) in cpu.iter().zip(&want).enumerate() {
             let terms: Vec<f64> = data[r].iter().enumerate().map(|(k, v)| v * xs[(k * 7) % 50]).collect();
-            assert!(within_rounding_of_products(float(g), float(w), &terms, f64::EPSILON / 2.0), "spmv row {r}: cpu {g}, interp {w}");
+            assert!(
+                within_rounding_of_products(float(g), float(w), &terms, f64::EPSILON / 2.0),
+                "spmv row {r}: cpu {g}, interp {w}"
+            );
         }
     }
     // Sum within rounding; product (of values near 1 in magnitude it is
@@ -286,18 +297,27 @@ fn every_accumulator_count_and_chunking_agrees_with_the_interpreter() {
             for chunks_per_thread in [1, 3, 8] {
                 for threads in 1..=4 {
                     let tuning = Tuning { accumulators, chunks_per_thread, ..Tuning::default() };
-                    let got = match heddle::cpu::run(&kernel, &program, &env, Parallelism::always(threads).tuned(tuning)).unwrap() {
-                        Value::Array(items) => items.iter().map(float).collect::<Vec<f64>>(),
-                        other => panic!("expected an array, got {other}"),
-                    };
+                    let got =
+                        match heddle::cpu::run(&kernel, &program, &env, Parallelism::always(threads).tuned(tuning))
+                            .unwrap()
+                        {
+                            Value::Array(items) => items.iter().map(float).collect::<Vec<f64>>(),
+                            other => panic!("expected an array, got {other}"),
+                        };
                     assert_eq!(got.len(), want.len());
-                    let at = format!("{pattern}, {accumulators} accumulators, {chunks_per_thread} chunks per thread, {threads} threads");
+                    let at = format!(
+                        "{pattern}, {accumulators} accumulators, {chunks_per_thread} chunks per thread, {threads} threads"
+                    );
                     for (r, (g, w)) in got.iter().zip(&want).enumerate() {
                         if pattern == "reduceSeq" || accumulators == 1 {
                             assert_eq!(g.to_bits(), w.to_bits(), "{at}, row {r}: cpu {g}, interp {w}");
                         } else {
-                            let products: Vec<f64> = data[r].iter().enumerate().map(|(k, v)| v * xs((k * 7) % 50)).collect();
-                            assert!(within_rounding_of_products(*g, *w, &products, eps), "{at}, row {r}: cpu {g}, interp {w}");
+                            let products: Vec<f64> =
+                                data[r].iter().enumerate().map(|(k, v)| v * xs((k * 7) % 50)).collect();
+                            assert!(
+                                within_rounding_of_products(*g, *w, &products, eps),
+                                "{at}, row {r}: cpu {g}, interp {w}"
+                            );
                         }
                     }
                 }
@@ -315,7 +335,9 @@ fn one_accumulator_is_the_sequential_order() {
     let mut rng = Rng(0x5eed_0004);
     let data = rows(&mut rng, 200, false);
     let ints = rows(&mut rng, 200, true);
-    for (src, data) in [(four_at_once("reduce"), &data), (row_sums("reduce", "double"), &data), (row_sums("reduce", "int"), &ints)] {
+    for (src, data) in
+        [(four_at_once("reduce"), &data), (row_sums("reduce", "double"), &data), (row_sums("reduce", "int"), &ints)]
+    {
         let kernel = check(&src);
         let env = bind(&kernel, data);
         let program = heddle::cpu::lower(&kernel, "reassociation").unwrap();

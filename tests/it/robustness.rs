@@ -56,7 +56,8 @@ fn a_result_whose_byte_size_wraps_is_refused_on_every_backend() {
     let nested = write(dir.path(), "nested.hdl", NESTED);
     for backend in backends() {
         for (f, n) in [(&file, "4611686018427387904"), (&nested, "2147483648")] {
-            let (code, _, err) = heddle_env(&["run", f.to_str().unwrap(), "--backend", backend, "--param", &format!("n={n}")], &[]);
+            let (code, _, err) =
+                heddle_env(&["run", f.to_str().unwrap(), "--backend", backend, "--param", &format!("n={n}")], &[]);
             no_crash(&err);
             assert_eq!(code, 1, "{backend} n={n}: {err}");
             assert!(err.contains("overflows") || err.contains("more than the limit"), "{backend} n={n}: {err}");
@@ -64,11 +65,17 @@ fn a_result_whose_byte_size_wraps_is_refused_on_every_backend() {
         // On a machine with memory enough for the outer array of 2^31 inner
         // arrays (a 128 GiB GPU machine), the interpreter built inner arrays of
         // 2^31 values one after the other, each within the limit, for hours.
-        let (code, _, err) = heddle_env(&["run", nested.to_str().unwrap(), "--backend", backend, "--param", "n=2147483648"], &[("HEDDLE_MAX_MEMORY", "1T")]);
+        let (code, _, err) = heddle_env(
+            &["run", nested.to_str().unwrap(), "--backend", backend, "--param", "n=2147483648"],
+            &[("HEDDLE_MAX_MEMORY", "1T")],
+        );
         no_crash(&err);
         assert_eq!(code, 1, "{backend} with 1 TiB: {err}");
         assert!(err.contains("overflows"), "{backend} with 1 TiB: {err}");
-        let (code, _, err) = heddle_env(&["run", nested.to_str().unwrap(), "--backend", backend, "--param", "n=100000"], &[("HEDDLE_MAX_MEMORY", "16G")]);
+        let (code, _, err) = heddle_env(
+            &["run", nested.to_str().unwrap(), "--backend", backend, "--param", "n=100000"],
+            &[("HEDDLE_MAX_MEMORY", "16G")],
+        );
         assert_eq!(code, 1, "{backend} n=100000 with 16 GiB: {err}");
         assert!(err.contains("more than the limit of 16.0 GiB"), "{backend} n=100000 with 16 GiB: {err}");
     }
@@ -86,10 +93,12 @@ fn a_result_beyond_the_memory_limit_is_refused_before_allocating() {
         assert_eq!(code, 1, "{backend}: {err}");
         assert!(err.contains(" TiB (") && err.contains("more than the limit"), "{backend}: {err}");
         // The limit can be set, and a result under it runs.
-        let (code, _, err) = heddle_env(&["run", file, "--backend", backend, "--param", "n=1000"], &[("HEDDLE_MAX_MEMORY", "2K")]);
+        let (code, _, err) =
+            heddle_env(&["run", file, "--backend", backend, "--param", "n=1000"], &[("HEDDLE_MAX_MEMORY", "2K")]);
         assert_eq!(code, 1, "{backend}: {err}");
         assert!(err.contains("more than the limit of 2.0 KiB (set by HEDDLE_MAX_MEMORY)"), "{backend}: {err}");
-        let (code, out, err) = heddle_env(&["run", file, "--backend", backend, "--param", "n=100"], &[("HEDDLE_MAX_MEMORY", "2K")]);
+        let (code, out, err) =
+            heddle_env(&["run", file, "--backend", backend, "--param", "n=100"], &[("HEDDLE_MAX_MEMORY", "2K")]);
         assert_eq!((code, out.matches("1.0").count()), (0, 100), "{backend}: {err}");
     }
     let (code, _, err) = heddle_env(&["run", file, "--param", "n=4"], &[("HEDDLE_MAX_MEMORY", "lots")]);
@@ -105,9 +114,15 @@ fn a_double_negation_stays_a_negation_in_opencl_c() {
     let lit = write(dir.path(), "lit.hdl", "nFun(n => fun(xs: [int]_n => xs :>> map(fun(x => -(-3) * x - -x))))\n");
     let xs = write(dir.path(), "xs.json", "[1, 2, 3, 4]");
     for backend in backends() {
-        let (code, out, err) = heddle_env(&["run", file.to_str().unwrap(), "--backend", backend, "--input", &format!("xs={}", xs.display())], &[]);
+        let (code, out, err) = heddle_env(
+            &["run", file.to_str().unwrap(), "--backend", backend, "--input", &format!("xs={}", xs.display())],
+            &[],
+        );
         assert_eq!((code, out.trim()), (0, "10.0"), "{backend}: {err}");
-        let (code, out, err) = heddle_env(&["run", lit.to_str().unwrap(), "--backend", backend, "--input", &format!("xs={}", xs.display())], &[]);
+        let (code, out, err) = heddle_env(
+            &["run", lit.to_str().unwrap(), "--backend", backend, "--input", &format!("xs={}", xs.display())],
+            &[],
+        );
         assert_eq!((code, out.trim()), (0, "[4,8,12,16]"), "{backend}: {err}");
     }
 }
@@ -120,7 +135,14 @@ fn output_to_a_full_disk_is_an_error() {
     }
     let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_heddle"))
-        .args(["run", "examples/dense_mv.hdl", "--input", "matrix=examples/data/dense_mv/matrix.json", "--input", "xs=examples/data/dense_mv/xs.json"])
+        .args([
+            "run",
+            "examples/dense_mv.hdl",
+            "--input",
+            "matrix=examples/data/dense_mv/matrix.json",
+            "--input",
+            "xs=examples/data/dense_mv/xs.json",
+        ])
         .current_dir(root())
         .stdout(full)
         .output()
@@ -163,9 +185,11 @@ fn split_then_join_gives_back_the_length_it_split() {
     let even = write(dir.path(), "even.json", "[1, 2, 3, 4]");
     let odd = write(dir.path(), "odd.json", "[1, 2, 3]");
     for backend in backends() {
-        let (code, out, err) = heddle_env(&["run", file, "--backend", backend, "--input", &format!("xs={}", even.display())], &[]);
+        let (code, out, err) =
+            heddle_env(&["run", file, "--backend", backend, "--input", &format!("xs={}", even.display())], &[]);
         assert_eq!((code, out.trim()), (0, "[[1.0,1.0],[2.0,2.0],[3.0,3.0],[4.0,4.0]]"), "{backend}: {err}");
-        let (code, _, err) = heddle_env(&["run", file, "--backend", backend, "--input", &format!("xs={}", odd.display())], &[]);
+        let (code, _, err) =
+            heddle_env(&["run", file, "--backend", backend, "--input", &format!("xs={}", odd.display())], &[]);
         assert!(code == 1 && err.contains("n % 2 == 0"), "{backend}: {err}");
     }
 }
@@ -269,8 +293,16 @@ fn a_hypersparse_matrix_with_a_dense_result_is_refused_before_allocating() {
     let dir = tempfile::tempdir().unwrap();
     let m = write(dir.path(), "a.mtx", "%%MatrixMarket matrix coordinate real general\n1000000000000 4 1\n1 1 1.0\n");
     let args = |backend: &'static str| {
-        vec!["run".to_string(), "examples/sparse/spmv_dcsr.hdl".into(), "--backend".into(), backend.into(), "--matrix".into(), format!("A={}", m.display()),
-            "--input".into(), format!("xs={}", write(dir.path(), "x.json", "[1, 2, 3, 4]").display())]
+        vec![
+            "run".to_string(),
+            "examples/sparse/spmv_dcsr.hdl".into(),
+            "--backend".into(),
+            backend.into(),
+            "--matrix".into(),
+            format!("A={}", m.display()),
+            "--input".into(),
+            format!("xs={}", write(dir.path(), "x.json", "[1, 2, 3, 4]").display()),
+        ]
     };
     for backend in backends() {
         let a = args(backend);
@@ -289,11 +321,18 @@ fn the_deepest_programs_the_parser_accepts_run_on_every_backend() {
     let xs = write(dir.path(), "xs.json", "[1, 2, 3]");
     let stages = " :>> map(fun(x => x + 1.0f))".repeat(480);
     let pipeline = write(dir.path(), "pipeline.hdl", &format!("nFun(n => fun(xs: [float]_n => xs{stages}))\n"));
-    let nested = format!("nFun(n => fun(xs: [float]_n => xs :>> map(fun(x => {}x{}))))\n", "(1.0f + ".repeat(240), ")".repeat(240));
+    let nested = format!(
+        "nFun(n => fun(xs: [float]_n => xs :>> map(fun(x => {}x{}))))\n",
+        "(1.0f + ".repeat(240),
+        ")".repeat(240)
+    );
     let nested = write(dir.path(), "nested.hdl", &nested);
     for backend in backends() {
         for (file, want) in [(&pipeline, "[481.0,482.0,483.0]"), (&nested, "[241.0,242.0,243.0]")] {
-            let (code, out, err) = heddle_env(&["run", file.to_str().unwrap(), "--backend", backend, "--input", &format!("xs={}", xs.display())], &[]);
+            let (code, out, err) = heddle_env(
+                &["run", file.to_str().unwrap(), "--backend", backend, "--input", &format!("xs={}", xs.display())],
+                &[],
+            );
             no_crash(&err);
             assert_eq!((code, out.trim()), (0, want), "{backend} {}: {err}", file.display());
         }
@@ -330,35 +369,45 @@ fn npy_shapes_whose_products_wrap_and_npz_sizes_at_the_limit_are_refused() {
     // `indptr`'s length.
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let i64s = |xs: &[i64]| npy_bytes("<i8", &format!("({},)", xs.len()), &xs.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>());
+    let i64s = |xs: &[i64]| {
+        npy_bytes("<i8", &format!("({},)", xs.len()), &xs.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>())
+    };
     let format = |f: &str| npy_bytes(&format!("|S{}", f.len()), "()", f.as_bytes());
     for shape in ["(0, 4294967296, 4294967296)", "(4294967296, 4294967296, 0)", "(1099511627776, 1099511627776)"] {
         let x = d.join("x.npy");
         std::fs::write(&x, npy_bytes("<f4", shape, &[0; 16])).unwrap();
-        let (code, _, err) = heddle_env(&["run", "examples/dense_mv.hdl", "--input", &format!("xs={}", x.display())], &[]);
+        let (code, _, err) =
+            heddle_env(&["run", "examples/dense_mv.hdl", "--input", &format!("xs={}", x.display())], &[]);
         no_crash(&err);
         assert_eq!(code, 1, "{shape}: {err}");
         assert!(err.contains("more elements than 64 bits count"), "{shape}: {err}");
     }
     let bsr = d.join("bsr.npz");
-    npz_file(&bsr, &[
-        ("format", format("bsr")),
-        ("shape", i64s(&[1 << 32, 1 << 32])),
-        ("data", npy_bytes("<f8", "(0, 4294967296, 4294967296)", &[])),
-        ("indices", i64s(&[])),
-        ("indptr", i64s(&[0, 0])),
-    ]);
+    npz_file(
+        &bsr,
+        &[
+            ("format", format("bsr")),
+            ("shape", i64s(&[1 << 32, 1 << 32])),
+            ("data", npy_bytes("<f8", "(0, 4294967296, 4294967296)", &[])),
+            ("indices", i64s(&[])),
+            ("indptr", i64s(&[0, 0])),
+        ],
+    );
     let csr = d.join("csr.npz");
-    npz_file(&csr, &[
-        ("format", format("csr")),
-        ("shape", npy_bytes("<u8", "(2,)", &[u64::MAX.to_le_bytes(), 3u64.to_le_bytes()].concat())),
-        ("data", npy_bytes("<f8", "(0,)", &[])),
-        ("indices", i64s(&[])),
-        ("indptr", i64s(&[0, 0])),
-    ]);
+    npz_file(
+        &csr,
+        &[
+            ("format", format("csr")),
+            ("shape", npy_bytes("<u8", "(2,)", &[u64::MAX.to_le_bytes(), 3u64.to_le_bytes()].concat())),
+            ("data", npy_bytes("<f8", "(0,)", &[])),
+            ("indices", i64s(&[])),
+            ("indptr", i64s(&[0, 0])),
+        ],
+    );
     for (file, says) in [(&bsr, "more elements than 64 bits count"), (&csr, "18446744073709551616")] {
         let out = d.join("out.json");
-        let (code, _, err) = heddle_env(&["convert", file.to_str().unwrap(), "--to", "CSR", "-o", out.to_str().unwrap()], &[]);
+        let (code, _, err) =
+            heddle_env(&["convert", file.to_str().unwrap(), "--to", "CSR", "-o", out.to_str().unwrap()], &[]);
         no_crash(&err);
         assert_eq!(code, 1, "{}: {err}", file.display());
         assert!(err.contains(says), "{}: {err}", file.display());

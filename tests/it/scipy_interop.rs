@@ -77,7 +77,8 @@ sp.save_npz('coo_repeats.npz', R)
         return;
     }
     // convert every file to CSR as .npz; scipy checks them below.
-    let mut files: Vec<String> = DTYPES.iter().flat_map(|dt| FORMATS.iter().map(move |f| format!("{f}_{dt}"))).collect();
+    let mut files: Vec<String> =
+        DTYPES.iter().flat_map(|dt| FORMATS.iter().map(move |f| format!("{f}_{dt}"))).collect();
     files.extend(["csr_idx64", "csr_unsorted", "coo_repeats"].map(String::from));
     for f in &files {
         let (input, output) = (d.join(format!("{f}.npz")), d.join(format!("out_{f}.npz")));
@@ -99,8 +100,10 @@ sp.save_npz('coo_repeats.npz', R)
     }
     for (k, f, x, backend) in &runs {
         let out = d.join(format!("y_{}_{f}_{backend}.npy", heddle_stem(k)));
-        let (m, xs) = (format!("A={}", s(&d.join(format!("{f}.npz")))), format!("xs={}", s(&d.join(format!("{x}.npy")))));
-        let (code, _, err) = heddle(&["run", s(k), "--backend", backend, "--matrix", &m, "--input", &xs, "-o", s(&out)]);
+        let (m, xs) =
+            (format!("A={}", s(&d.join(format!("{f}.npz")))), format!("xs={}", s(&d.join(format!("{x}.npy")))));
+        let (code, _, err) =
+            heddle(&["run", s(k), "--backend", backend, "--matrix", &m, "--input", &xs, "-o", s(&out)]);
         assert_eq!(code, 0, "run {f} on {backend}: {err}");
     }
     let check = format!(
@@ -130,7 +133,13 @@ print(len(bad), bad)
     );
     let Some(out) = python(&d, &check) else { return };
     assert!(out.starts_with("0 "), "files that differ from scipy's: {out}");
-    assert!(std::fs::read_dir(&d).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("y_")).count() == runs.len());
+    assert!(
+        std::fs::read_dir(&d)
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("y_"))
+            .count()
+            == runs.len()
+    );
 }
 
 fn heddle_stem(p: &Path) -> String {
@@ -151,8 +160,11 @@ fn heddle_npz_files_load_in_scipy() {
     std::fs::write(d.join("t.tns"), "3 3\n2 3 4\n1 1 1 1.5\n2 3 4 -0.25\n1 2 3 2\n").unwrap();
     let (code, _, err) = heddle(&["convert", s(&d.join("t.tns")), "--to", "CSF", "-o", s(&d.join("t.npz"))]);
     assert_eq!(code, 0, "{err}");
-    std::fs::write(d.join("i.mtx"), "%%MatrixMarket matrix coordinate integer general\n2 2 2\n1 1 9007199254740992\n2 1 -3\n")
-        .unwrap();
+    std::fs::write(
+        d.join("i.mtx"),
+        "%%MatrixMarket matrix coordinate integer general\n2 2 2\n1 1 9007199254740992\n2 1 -3\n",
+    )
+    .unwrap();
     let (code, _, err) = heddle(&["convert", s(&d.join("i.mtx")), "--to", "CSR", "-o", s(&d.join("i.npz"))]);
     assert_eq!(code, 0, "{err}");
     // SpGEMM's result, a stored CSR tensor, as .npz.
@@ -228,8 +240,19 @@ np.save('M.npy', dense.astype(np.float32))
     let input = |name: &str, file: &str| format!("{name}={}", s(&d.join(file)));
     for backend in backends() {
         let runs: [(&str, Vec<String>); 3] = [
-            ("csr_unpacked_spmv", vec![input("offset", "offset.npy"), input("col_indices", "cols.npy"), input("values", "vals.npy"), input("xs", "xs.npy")]),
-            ("csr_packed_spmv", vec![input("offset", "offset.npy"), input("values", "entries.npy"), input("xs", "xs.npy")]),
+            (
+                "csr_unpacked_spmv",
+                vec![
+                    input("offset", "offset.npy"),
+                    input("col_indices", "cols.npy"),
+                    input("values", "vals.npy"),
+                    input("xs", "xs.npy"),
+                ],
+            ),
+            (
+                "csr_packed_spmv",
+                vec![input("offset", "offset.npy"), input("values", "entries.npy"), input("xs", "xs.npy")],
+            ),
             ("dense_mv", vec![input("matrix", "M.npy"), input("xs", "xs.npy")]),
         ];
         for (example, inputs) in runs {
@@ -279,7 +302,10 @@ for name, M in shapes.items():
     for name in names {
         let input = d.join(format!("{name}.npz"));
         let cases = [
-            ("#sparse_tensor.encoding<{ map = (i, j) -> (j - i : compressed, j : dense), crdWidth = 32 }>", format!("{name}_bycol.json")),
+            (
+                "#sparse_tensor.encoding<{ map = (i, j) -> (j - i : compressed, j : dense), crdWidth = 32 }>",
+                format!("{name}_bycol.json"),
+            ),
             ("DIA", format!("{name}_heddle_dia.npz")),
             ("DIA", format!("{name}_rows.json")),
         ];
@@ -288,9 +314,23 @@ for name, M in shapes.items():
             assert_eq!(code, 0, "{name} -> {out}: {err}");
         }
         // scipy's own dia file -> DIA -> CSR.
-        let (code, _, err) = heddle(&["convert", s(&d.join(format!("{name}_dia.npz"))), "--to", "DIA", "-o", s(&d.join(format!("{name}_from_scipy.json")))]);
+        let (code, _, err) = heddle(&[
+            "convert",
+            s(&d.join(format!("{name}_dia.npz"))),
+            "--to",
+            "DIA",
+            "-o",
+            s(&d.join(format!("{name}_from_scipy.json"))),
+        ]);
         assert_eq!(code, 0, "{name}: {err}");
-        let (code, _, err) = heddle(&["convert", s(&d.join(format!("{name}_from_scipy.json"))), "--to", "CSR", "-o", s(&d.join(format!("{name}_back.npz")))]);
+        let (code, _, err) = heddle(&[
+            "convert",
+            s(&d.join(format!("{name}_from_scipy.json"))),
+            "--to",
+            "CSR",
+            "-o",
+            s(&d.join(format!("{name}_back.npz"))),
+        ]);
         assert_eq!(code, 0, "{name}: {err}");
     }
     let check = format!(
@@ -361,7 +401,8 @@ sp.save_npz('z.npz', Z)
                     "#sparse_tensor.encoding<{{ map = (i, j) -> (i floordiv {r} : dense, j floordiv {c} : compressed, i mod {r} : dense, j mod {c} : dense){widths} }}>"
                 );
                 let out = d.join(format!("{src}_{r}x{c}_{tag}.npz"));
-                let (code, _, err) = heddle(&["convert", s(&d.join(format!("{src}.npz"))), "--to", &enc, "-o", s(&out)]);
+                let (code, _, err) =
+                    heddle(&["convert", s(&d.join(format!("{src}.npz"))), "--to", &enc, "-o", s(&out)]);
                 assert_eq!(code, 0, "{src} -> BSR({r}, {c}) {tag}: {err}");
             }
         }

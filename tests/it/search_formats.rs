@@ -13,7 +13,18 @@ const XS: &str = "xs=examples/data/spmv8/xs.json";
 const RANK2_VARIANTS: usize = 2 * (15 * 4 + 1);
 
 fn search(extra: &[&str]) -> (i32, String, String) {
-    let mut args = vec!["search-formats", "examples/dense_mv.hdl", "--operand", "matrix", "--matrix", MTX, "--input", XS, "--reps", "2"];
+    let mut args = vec![
+        "search-formats",
+        "examples/dense_mv.hdl",
+        "--operand",
+        "matrix",
+        "--matrix",
+        MTX,
+        "--input",
+        XS,
+        "--reps",
+        "2",
+    ];
     args.extend_from_slice(extra);
     heddle(&args)
 }
@@ -30,11 +41,17 @@ fn json_lists_every_variant_sorted_by_time() {
         let times: Vec<f64> = ran.iter().map(|v| v["seconds"].as_f64().unwrap()).collect();
         assert!(times.windows(2).all(|w| w[0] <= w[1]), "not sorted: {times:?}");
         let encs: Vec<&str> = ran.iter().map(|v| v["encoding"].as_str().unwrap()).collect();
-        for want in ["(i : dense, j : compressed) }>", "(i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>", "(i : dense, j : dense) }>", "(j : dense, i : dense) }>",
+        for want in [
+            "(i : dense, j : compressed) }>",
+            "(i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>",
+            "(i : dense, j : dense) }>",
+            "(j : dense, i : dense) }>",
             // DCSR and CDR: stored rows, scattered into the result.
-            "(i : compressed, j : compressed) }>", "(i : compressed, j : dense) }>",
+            "(i : compressed, j : compressed) }>",
+            "(i : compressed, j : dense) }>",
             // CSC: the columns-dot law.
-            "(j : dense, i : compressed) }>"] {
+            "(j : dense, i : compressed) }>",
+        ] {
             assert!(encs.iter().any(|e| e.ends_with(want)), "{backend}: `{want}` did not run: {j}");
         }
         for s in skipped {
@@ -42,8 +59,11 @@ fn json_lists_every_variant_sorted_by_time() {
             assert!(!why.is_empty() && !why.contains("panicked"), "{s}");
         }
         // MLIR's verifier rejects a singleton level after a dense one.
-        assert!(skipped.iter().any(|s| s["encoding"].as_str().unwrap().contains("(i : dense, j : singleton)")
-            && s["reason"].as_str().unwrap().contains("verifier")), "{j}");
+        assert!(
+            skipped.iter().any(|s| s["encoding"].as_str().unwrap().contains("(i : dense, j : singleton)")
+                && s["reason"].as_str().unwrap().contains("verifier")),
+            "{j}"
+        );
     }
 }
 
@@ -56,12 +76,16 @@ fn the_table_is_sorted_and_names_skipped_variants() {
         .filter_map(|l| {
             let cols: Vec<&str> = l.split_whitespace().collect();
             // Table rows: rank, time, ratio, encoding.
-            (cols.len() > 3 && cols[0].parse::<usize>().is_ok() && cols[3] == "map").then(|| cols[1].parse::<f64>().unwrap())
+            (cols.len() > 3 && cols[0].parse::<usize>().is_ok() && cols[3] == "map")
+                .then(|| cols[1].parse::<f64>().unwrap())
         })
         .collect();
     assert!(times.len() >= 4, "{out}");
     assert!(times.windows(2).all(|w| w[0] <= w[1]), "{out}");
-    assert!(out.contains("skipped:") && out.contains("(j : compressed, i : compressed): levels in order (j, i)"), "{out}");
+    assert!(
+        out.contains("skipped:") && out.contains("(j : compressed, i : compressed): levels in order (j, i)"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -71,7 +95,10 @@ fn bad_operands_are_errors() {
     let cases: [(&[&str], &str); 3] = [
         (&["--operand", "nosuch", "--matrix", "nosuch=examples/data/spmv8/matrix.mtx"], "examples/dense_mv.hdl:"),
         // xs is a vector: its encodings are enumerated, but a matrix file fits none.
-        (&["--operand", "xs", "--matrix", "xs=examples/data/spmv8/matrix.mtx", "--matrix", MTX], "no encoding of `xs` could run"),
+        (
+            &["--operand", "xs", "--matrix", "xs=examples/data/spmv8/matrix.mtx", "--matrix", MTX],
+            "no encoding of `xs` could run",
+        ),
         (&["--operand", "matrix", "--input", XS], "--matrix matrix=FILE"),
     ];
     for (extra, says) in cases {
@@ -82,11 +109,27 @@ fn bad_operands_are_errors() {
         assert!(err.contains(says), "{extra:?}: expected `{says}` in {err}");
     }
     // An operand that is already a tensor is not a dense array.
-    let (code, _, err) = heddle(&["search-formats", "examples/sparse/spmv_csr.hdl", "--operand", "A", "--matrix", "A=examples/data/spmv8/matrix.mtx"]);
+    let (code, _, err) = heddle(&[
+        "search-formats",
+        "examples/sparse/spmv_csr.hdl",
+        "--operand",
+        "A",
+        "--matrix",
+        "A=examples/data/spmv8/matrix.mtx",
+    ]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("not a dense array") && err.contains("spmv_csr.hdl:"), "{err}");
     // A missing data file is an error, not a run of zero variants.
-    let (code, _, err) = heddle(&["search-formats", "examples/dense_mv.hdl", "--operand", "matrix", "--matrix", "matrix=nosuch.mtx", "--input", XS]);
+    let (code, _, err) = heddle(&[
+        "search-formats",
+        "examples/dense_mv.hdl",
+        "--operand",
+        "matrix",
+        "--matrix",
+        "matrix=nosuch.mtx",
+        "--input",
+        XS,
+    ]);
     assert_eq!(code, 1, "{err}");
 }
 
@@ -103,7 +146,15 @@ fn filter_keeps_the_matching_variants_and_counts_the_rest() {
 
 #[test]
 fn opencl_variants_agree_when_a_platform_exists() {
-    let (code, out, err) = search(&["--backend", "opencl", "--json", "--filter", "(i : dense, j : compressed)", "--filter", "(i : compressed, j : dense)"]);
+    let (code, out, err) = search(&[
+        "--backend",
+        "opencl",
+        "--json",
+        "--filter",
+        "(i : dense, j : compressed)",
+        "--filter",
+        "(i : compressed, j : dense)",
+    ]);
     if code == 1 && err.contains("no OpenCL platform") && std::env::var("CI").is_err() {
         eprintln!("SKIPPED: no OpenCL platform: {err}");
         return;
@@ -119,8 +170,22 @@ fn spmm_variants_agree_and_name_the_operand() {
     let b = dir.path().join("b.json");
     std::fs::write(&b, "[[1.0, 2.0], [0.5, -1.0], [3.0, 0.0], [1.0, 1.0], [2.0, -2.0], [0.0, 4.0]]").unwrap();
     let b = format!("B={}", b.display());
-    let (code, out, err) = heddle(&["search-formats", "examples/dense/dense_mm.hdl", "--operand", "A", "--matrix", "A=examples/data/spmv8/matrix.mtx", "--input", &b, "--reps", "1"]);
+    let (code, out, err) = heddle(&[
+        "search-formats",
+        "examples/dense/dense_mm.hdl",
+        "--operand",
+        "A",
+        "--matrix",
+        "A=examples/data/spmv8/matrix.mtx",
+        "--input",
+        &b,
+        "--reps",
+        "1",
+    ]);
     assert_eq!(code, 0, "{err}");
     assert!(out.starts_with(&format!("{RANK2_VARIANTS} variants of `A` on cpu:")), "{out}");
-    assert!(out.contains("(i : dense, j : compressed)\n") && out.contains("(i : compressed, j : compressed)\n"), "{out}");
+    assert!(
+        out.contains("(i : dense, j : compressed)\n") && out.contains("(i : compressed, j : compressed)\n"),
+        "{out}"
+    );
 }

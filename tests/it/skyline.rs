@@ -21,8 +21,8 @@
 
 use crate::common;
 
-use common::{backends, cases, heddle, python, write, Rng};
-use serde_json::{json, Value as J};
+use common::{Rng, backends, cases, heddle, python, write};
+use serde_json::{Value as J, json};
 use std::collections::BTreeMap;
 
 const SKY: &str = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : banded) }>";
@@ -67,7 +67,16 @@ fn a_small_skyline_stores_what_was_checked_by_hand() {
     let x = write(dir.path(), "x.json", "[1, 2, 3, 4]");
     for backend in backends() {
         let file = common::root().join("examples/sparse/spmv_skyline.hdl");
-        let (code, out, err) = heddle(&["run", file.to_str().unwrap(), "--backend", backend, "--matrix", &format!("A={}", out.display()), "--input", &format!("xs={}", x.display())]);
+        let (code, out, err) = heddle(&[
+            "run",
+            file.to_str().unwrap(),
+            "--backend",
+            backend,
+            "--matrix",
+            &format!("A={}", out.display()),
+            "--input",
+            &format!("xs={}", x.display()),
+        ]);
         assert_eq!(code, 0, "{backend}: {err}");
         assert_eq!(serde_json::from_str::<J>(&out).unwrap(), json!([4.0, 11.0, 18.0, 39.0]), "{backend}");
     }
@@ -120,12 +129,18 @@ print(json.dumps({{"positions": pos, "values": vals, "y": y.tolist(), "dense": d
         let want: J = serde_json::from_str(&out).unwrap();
         for input in [pa.clone(), dir.path().join(format!("a{case}.npz"))] {
             let sky = dir.path().join(format!("s{case}.json"));
-            let (code, _, err) = heddle(&["convert", input.to_str().unwrap(), "--to", SKY, "-o", sky.to_str().unwrap()]);
+            let (code, _, err) =
+                heddle(&["convert", input.to_str().unwrap(), "--to", SKY, "-o", sky.to_str().unwrap()]);
             assert_eq!(code, 0, "convert, case {case}: {err}");
             let got: J = serde_json::from_str(&std::fs::read_to_string(&sky).unwrap()).unwrap();
             let mut values = Vec::new();
             common::flatten(&got["values"], &mut values);
-            assert_eq!(got["positions"], json!([null, want["positions"]]), "positions, case {case} ({m} x {n}) from {}", input.display());
+            assert_eq!(
+                got["positions"],
+                json!([null, want["positions"]]),
+                "positions, case {case} ({m} x {n}) from {}",
+                input.display()
+            );
             assert_eq!(json!(values), want["values"], "values, case {case} ({m} x {n})");
             assert_eq!(got["dim_sizes"], json!([m, n]), "case {case}");
         }
@@ -133,7 +148,8 @@ print(json.dumps({{"positions": pos, "values": vals, "y": y.tolist(), "dense": d
         let sky = dir.path().join(format!("s{case}.json"));
         let (back_npz, back_mtx) = (dir.path().join(format!("b{case}.npz")), dir.path().join(format!("b{case}.mtx")));
         for back in [&back_npz, &back_mtx] {
-            let (code, _, err) = heddle(&["convert", sky.to_str().unwrap(), "--to", "CSR", "-o", back.to_str().unwrap()]);
+            let (code, _, err) =
+                heddle(&["convert", sky.to_str().unwrap(), "--to", "CSR", "-o", back.to_str().unwrap()]);
             assert_eq!(code, 0, "convert back, case {case}: {err}");
         }
         let check = format!(
@@ -152,7 +168,16 @@ print("ok")
         common::flatten(&want["y"], &mut y);
         for backend in backends() {
             let file = common::root().join("examples/sparse/spmv_skyline.hdl");
-            let (code, out, err) = heddle(&["run", file.to_str().unwrap(), "--backend", backend, "--matrix", &format!("A={}", sky.display()), "--input", &format!("xs={}", px.display())]);
+            let (code, out, err) = heddle(&[
+                "run",
+                file.to_str().unwrap(),
+                "--backend",
+                backend,
+                "--matrix",
+                &format!("A={}", sky.display()),
+                "--input",
+                &format!("xs={}", px.display()),
+            ]);
             assert_eq!(code, 0, "spmv_skyline, case {case}, {backend}: {err}");
             let mut got = Vec::new();
             common::flatten(&serde_json::from_str(&out).unwrap(), &mut got);
@@ -180,7 +205,16 @@ fn an_entry_above_the_diagonal_or_a_row_past_it_is_an_error() {
     let x = write(dir.path(), "x.json", "[1, 1]");
     let file = common::root().join("examples/sparse/spmv_skyline.hdl");
     for backend in backends() {
-        let (code, _, err) = heddle(&["run", file.to_str().unwrap(), "--backend", backend, "--matrix", &format!("A={}", bad.display()), "--input", &format!("xs={}", x.display())]);
+        let (code, _, err) = heddle(&[
+            "run",
+            file.to_str().unwrap(),
+            "--backend",
+            backend,
+            "--matrix",
+            &format!("A={}", bad.display()),
+            "--input",
+            &format!("xs={}", x.display()),
+        ]);
         assert_eq!(code, 1, "{backend}: {err}");
         assert!(err.contains("row 0 stores 2 columns through the diagonal"), "{backend}: {err}");
     }
@@ -191,7 +225,9 @@ fn doubled_as_skyline(dir: &std::path::Path) -> std::path::PathBuf {
     write(
         dir,
         "k.hdl",
-        &format!("#SKY = {SKY}\n#CSR = #sparse_tensor.encoding<{{ map = (i, j) -> (i : dense, j : compressed) }}>\n\nfun(A: tensor<?x?xf32, #CSR> =>\n  (A :>> map(fun(row => row :>> map(fun(e => (e.1, 2.0 * e.2))))) : tensor<?x{{A_dim1}}xf32, #SKY>))\n"),
+        &format!(
+            "#SKY = {SKY}\n#CSR = #sparse_tensor.encoding<{{ map = (i, j) -> (i : dense, j : compressed) }}>\n\nfun(A: tensor<?x?xf32, #CSR> =>\n  (A :>> map(fun(row => row :>> map(fun(e => (e.1, 2.0 * e.2))))) : tensor<?x{{A_dim1}}xf32, #SKY>))\n"
+        ),
     )
 }
 
@@ -235,12 +271,23 @@ print(json.dumps({{"positions": pos, "values": vals}}))
         let Some(out) = python(dir.path(), &script) else { return };
         let want: J = serde_json::from_str(&out).unwrap();
         for backend in backends() {
-            let (code, out, err) = heddle(&["run", kernel.to_str().unwrap(), "--backend", backend, "--matrix", &format!("A={}", csr.display())]);
+            let (code, out, err) = heddle(&[
+                "run",
+                kernel.to_str().unwrap(),
+                "--backend",
+                backend,
+                "--matrix",
+                &format!("A={}", csr.display()),
+            ]);
             assert_eq!(code, 0, "case {case} ({m} x {n}), {backend}: {err}");
             let got: J = serde_json::from_str(&out).unwrap();
             let mut values = Vec::new();
             common::flatten(&got["values"], &mut values);
-            assert_eq!(got["positions"], json!([null, want["positions"]]), "positions, case {case} ({m} x {n}), {backend}");
+            assert_eq!(
+                got["positions"],
+                json!([null, want["positions"]]),
+                "positions, case {case} ({m} x {n}), {backend}"
+            );
             assert_eq!(json!(values), want["values"], "values, case {case} ({m} x {n}), {backend}");
             assert_eq!(got["coordinates"], json!([null, null]), "case {case}, {backend}");
             assert_eq!(got["dim_sizes"], json!([m, n]), "case {case}, {backend}");
@@ -264,7 +311,14 @@ fn a_stored_skyline_with_an_entry_above_the_diagonal_is_a_located_error() {
         assert_eq!(code, 0, "{err}");
         let mut first: Option<String> = None;
         for backend in backends() {
-            let (code, out, err) = heddle(&["run", kernel.to_str().unwrap(), "--backend", backend, "--matrix", &format!("A={}", csr.display())]);
+            let (code, out, err) = heddle(&[
+                "run",
+                kernel.to_str().unwrap(),
+                "--backend",
+                backend,
+                "--matrix",
+                &format!("A={}", csr.display()),
+            ]);
             assert_eq!(code, 1, "{backend}: {out}{err}");
             assert!(err.contains(message) && err.contains("k.hdl:5:3"), "{backend}: {err}");
             assert!(!err.contains("internal error") && !err.contains("panicked"), "{backend}: {err}");
@@ -284,7 +338,9 @@ fn the_upper_skyline_converts_multiplies_and_stores_as_scipy_says() {
     let kernel = write(
         dir.path(),
         "k.hdl",
-        &format!("#UP = {UPPER}\n#CSC = {csc}\n\nfun(A: tensor<?x?xf32, #CSC> =>\n  (A :>> map(fun(col => col :>> map(fun(e => (e.1, 2.0 * e.2))))) : tensor<{{A_dim0}}x{{A_dim1}}xf32, #UP>))\n"),
+        &format!(
+            "#UP = {UPPER}\n#CSC = {csc}\n\nfun(A: tensor<?x?xf32, #CSC> =>\n  (A :>> map(fun(col => col :>> map(fun(e => (e.1, 2.0 * e.2))))) : tensor<{{A_dim0}}x{{A_dim1}}xf32, #UP>))\n"
+        ),
     );
     let spmv = common::root().join("examples/sparse/spmv_skyline_upper.hdl");
     let mut rng = Rng(0x0b_5c1);
@@ -298,7 +354,8 @@ fn the_upper_skyline_converts_multiplies_and_stores_as_scipy_says() {
     }
     for (case, &(m, n, percent)) in shapes.iter().enumerate() {
         // The transpose of a random lower n × m matrix: upper triangular, m × n.
-        let e: BTreeMap<(u64, u64), f64> = random_lower(&mut rng, n, m, percent).into_iter().map(|((i, j), v)| ((j, i), v)).collect();
+        let e: BTreeMap<(u64, u64), f64> =
+            random_lower(&mut rng, n, m, percent).into_iter().map(|((i, j), v)| ((j, i), v)).collect();
         let x: Vec<f64> = (0..n).map(|_| rng.value()).collect();
         let pa = write(dir.path(), &format!("u{case}.mtx"), &mtx(m, n, &e));
         let px = write(dir.path(), &format!("ux{case}.json"), &json!(x).to_string());
@@ -351,13 +408,29 @@ print(json.dumps({{"positions": pos, "values": vals, "doubled": vals2, "y": y.to
         let (code, _, err) = heddle(&["convert", pa.to_str().unwrap(), "--to", csc, "-o", csc_file.to_str().unwrap()]);
         assert_eq!(code, 0, "{err}");
         for backend in backends() {
-            let (code, out, err) = heddle(&["run", spmv.to_str().unwrap(), "--backend", backend, "--matrix", &format!("A={}", sky.display()), "--input", &format!("xs={}", px.display())]);
+            let (code, out, err) = heddle(&[
+                "run",
+                spmv.to_str().unwrap(),
+                "--backend",
+                backend,
+                "--matrix",
+                &format!("A={}", sky.display()),
+                "--input",
+                &format!("xs={}", px.display()),
+            ]);
             assert_eq!(code, 0, "spmv_skyline_upper, case {case}, {backend}: {err}");
             let mut got = Vec::new();
             common::flatten(&serde_json::from_str(&out).unwrap(), &mut got);
             common::assert_close(&got, &y, &format!("spmv_skyline_upper, case {case} ({m} x {n}), {backend}"));
             // 2·A stored as an upper skyline by a kernel.
-            let (code, out, err) = heddle(&["run", kernel.to_str().unwrap(), "--backend", backend, "--matrix", &format!("A={}", csc_file.display())]);
+            let (code, out, err) = heddle(&[
+                "run",
+                kernel.to_str().unwrap(),
+                "--backend",
+                backend,
+                "--matrix",
+                &format!("A={}", csc_file.display()),
+            ]);
             assert_eq!(code, 0, "stored, case {case}, {backend}: {err}");
             let got: J = serde_json::from_str(&out).unwrap();
             let mut values = Vec::new();
@@ -368,13 +441,21 @@ print(json.dumps({{"positions": pos, "values": vals, "doubled": vals2, "y": y.to
     }
     // An entry below the diagonal: converting and storing both refuse it, located.
     let a = write(dir.path(), "low.json", "[[1, 0, 0], [0, 2, 0], [0, 4, 3]]");
-    let (code, _, err) = heddle(&["convert", a.to_str().unwrap(), "--to", UPPER, "-o", dir.path().join("no.json").to_str().unwrap()]);
+    let (code, _, err) =
+        heddle(&["convert", a.to_str().unwrap(), "--to", UPPER, "-o", dir.path().join("no.json").to_str().unwrap()]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("entry (2, 1) lies below the diagonal"), "{err}");
     let low = dir.path().join("low_csc.json");
     assert_eq!(heddle(&["convert", a.to_str().unwrap(), "--to", csc, "-o", low.to_str().unwrap()]).0, 0);
     for backend in backends() {
-        let (code, _, err) = heddle(&["run", kernel.to_str().unwrap(), "--backend", backend, "--matrix", &format!("A={}", low.display())]);
+        let (code, _, err) = heddle(&[
+            "run",
+            kernel.to_str().unwrap(),
+            "--backend",
+            backend,
+            "--matrix",
+            &format!("A={}", low.display()),
+        ]);
         assert_eq!(code, 1, "{backend}: {err}");
         assert!(err.contains("entry (2, 1) lies below the diagonal") && err.contains("k.hdl:5:3"), "{backend}: {err}");
     }

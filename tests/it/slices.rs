@@ -40,14 +40,11 @@ fn kernels_see_the_window_on_every_backend() {
         // CSR: a row's entries.
         ("csr", "(i : dense, j : compressed)", "A :>> map(fun(row => row :>> map(fun(e => e.2)) :>> reduce(+, 0.0)))"),
         // CSC: scatter-add each column's entries into their rows.
-        (
-            "csc",
-            "(j : dense, i : compressed)",
-            "A :>> join :>> scatterAdd(3)",
-        ),
+        ("csc", "(j : dense, i : compressed)", "A :>> join :>> scatterAdd(3)"),
     ];
     for (name, levels, body) in kernels {
-        let enc = format!("#sparse_tensor.encoding<{{ map = (i : {}, j : {}) -> {levels} }}>", slice(rows), slice(cols));
+        let enc =
+            format!("#sparse_tensor.encoding<{{ map = (i : {}, j : {}) -> {levels} }}>", slice(rows), slice(cols));
         let kernel = d.join(format!("{name}.hdl"));
         std::fs::write(&kernel, format!("fun(A: tensor<3x4xf64, {enc}> =>\n  {body})\n")).unwrap();
         for backend in backends() {

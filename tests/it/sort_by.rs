@@ -14,14 +14,15 @@
 
 use crate::common;
 
-use common::{backends, heddle, write, Rng};
-use serde_json::{json, Value as J};
+use common::{Rng, backends, heddle, write};
+use serde_json::{Value as J, json};
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Each float with its position, sorted by the float.
-const BY_VALUE: &str = "nFun(n =>\nfun(xs: [float]_n =>\n  zip(xs, generate(n, fun(i => i))) :>> sortBy(fun(p => p.1))))\n";
+const BY_VALUE: &str =
+    "nFun(n =>\nfun(xs: [float]_n =>\n  zip(xs, generate(n, fun(i => i))) :>> sortBy(fun(p => p.1))))\n";
 
 /// ((a, b), position) sorted by a increasing, then b decreasing.
 const BY_TUPLE: &str = "nFun(n =>\nfun(a: [int]_n =>\nfun(b: [double]_n =>\n  zip(zip(a, b), generate(n, fun(i => i))) :>> sortBy(fun(p => (p.1.1, -p.1.2))))))\n";
@@ -87,7 +88,11 @@ fn run(file: &Path, inputs: &[(&str, &Path)], backend: &str) -> J {
 
 /// The positions numpy's stable argsort gives for `xs`, where numpy is installed.
 fn numpy_argsort(dir: &Path, xs: &[f64]) -> Option<Vec<usize>> {
-    let data = write(dir, "numpy_in.json", &serde_json::to_string(&xs.iter().map(|&x| float_json(x)).collect::<Vec<_>>()).unwrap());
+    let data = write(
+        dir,
+        "numpy_in.json",
+        &serde_json::to_string(&xs.iter().map(|&x| float_json(x)).collect::<Vec<_>>()).unwrap(),
+    );
     let script = format!(
         "import json, numpy as np\nxs = np.array([float(x) for x in json.load(open({:?}))], dtype=np.float32)\nprint(json.dumps(np.argsort(xs, kind='stable').tolist()))",
         data.display().to_string()
@@ -112,7 +117,11 @@ fn floats_sort_stably_with_nan_last() {
             {
                 assert_eq!(np, want, "numpy disagrees with the reference on {family:?} {xs:?}");
             }
-            let input = write(dir.path(), "xs.json", &serde_json::to_string(&xs.iter().map(|&x| float_json(x)).collect::<Vec<_>>()).unwrap());
+            let input = write(
+                dir.path(),
+                "xs.json",
+                &serde_json::to_string(&xs.iter().map(|&x| float_json(x)).collect::<Vec<_>>()).unwrap(),
+            );
             for backend in backends() {
                 let got = run(&kernel, &[("xs", &input)], backend);
                 let got = got.as_array().unwrap_or_else(|| panic!("{backend}: {got}"));
@@ -120,7 +129,11 @@ fn floats_sort_stably_with_nan_last() {
                 assert_eq!(positions, want, "{backend}, {family:?}, n = {n}: {xs:?}");
                 for (p, &k) in got.iter().zip(&want) {
                     let v = json_float(&p[0]);
-                    assert!(v.to_bits() == xs[k].to_bits() || (v.is_nan() && xs[k].is_nan()), "{backend}: value {v} at position {k}, which holds {}", xs[k]);
+                    assert!(
+                        v.to_bits() == xs[k].to_bits() || (v.is_nan() && xs[k].is_nan()),
+                        "{backend}: value {v} at position {k}, which holds {}",
+                        xs[k]
+                    );
                 }
             }
         }
@@ -144,7 +157,10 @@ fn tuple_keys_compare_lexicographically() {
         let expected: Vec<J> = want.iter().map(|&k| json!([[a[k], b[k]], k])).collect();
         for backend in backends() {
             let got = run(&kernel, &[("a", &ia), ("b", &ib)], backend);
-            assert!(common::json_agree(&got, &J::Array(expected.clone())), "{backend}, n = {n}: got {got}, want {expected:?}");
+            assert!(
+                common::json_agree(&got, &J::Array(expected.clone())),
+                "{backend}, n = {n}: got {got}, want {expected:?}"
+            );
         }
     }
 }

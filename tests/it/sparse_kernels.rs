@@ -13,8 +13,8 @@
 
 use crate::common;
 
-use common::{backends, flatten, heddle, opencl_platform as platform, write, Rng};
-use serde_json::{json, Value};
+use common::{Rng, backends, flatten, heddle, opencl_platform as platform, write};
+use serde_json::{Value, json};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -90,8 +90,18 @@ fn dense_spmv(a: &Dense, x: &[f64]) -> Vec<f64> {
     a.iter().map(|r| r.iter().zip(x).map(|(a, x)| a * x).sum()).collect()
 }
 
-const SPMV: [&str; 10] =
-    ["spmv_csr", "spmv_dcsr", "spmv_dcsc", "spmv_coo", "spmv_coo_soa", "spmv_cdr", "spmv_csc", "spmv_bsr", "spmv_2_4", "spmv_loose_csr"];
+const SPMV: [&str; 10] = [
+    "spmv_csr",
+    "spmv_dcsr",
+    "spmv_dcsc",
+    "spmv_coo",
+    "spmv_coo_soa",
+    "spmv_cdr",
+    "spmv_csc",
+    "spmv_bsr",
+    "spmv_2_4",
+    "spmv_loose_csr",
+];
 
 /// The matrix without the entries after the first `k` of each row (ELL with k slices holds the rest).
 fn first_per_row(a: &Dense, k: usize) -> Dense {
@@ -314,13 +324,26 @@ fn bad_loose_positions_are_input_errors() {
         let p = write(dir.path(), "pos.json", pos);
         for b in backends() {
             let (code, out, err) = heddle(&[
-                "run", kernel, "--backend", b,
-                "--input", &format!("A_pos1={}", p.display()), "--input", &format!("A_crd1={}", crd.display()),
-                "--input", &format!("A_values={}", vals.display()), "--input", &format!("xs={}", xs.display()),
-                "--param", "A_dim0=3",
+                "run",
+                kernel,
+                "--backend",
+                b,
+                "--input",
+                &format!("A_pos1={}", p.display()),
+                "--input",
+                &format!("A_crd1={}", crd.display()),
+                "--input",
+                &format!("A_values={}", vals.display()),
+                "--input",
+                &format!("xs={}", xs.display()),
+                "--param",
+                "A_dim0=3",
             ]);
             assert_eq!(code, 1, "{pos} on {b}: {out}{err}");
-            assert!(err.contains("parameter `A`") && err.contains("A_pos1") && err.contains(why), "{pos} on {b}: {err}");
+            assert!(
+                err.contains("parameter `A`") && err.contains("A_pos1") && err.contains(why),
+                "{pos} on {b}: {err}"
+            );
             assert!(!err.contains("panicked"), "{err}");
         }
         // The same buffers as .json storage (positions must be naturals there).
@@ -335,16 +358,31 @@ fn bad_loose_positions_are_input_errors() {
             "values": [3, 5, -1, -1, -1, 1, 2, -1],
         });
         let s = write(dir.path(), "bad.json", &storage.to_string());
-        let (code, out, err) = heddle(&["run", kernel, "--matrix", &format!("A={}", s.display()), "--input", &format!("xs={}", xs.display())]);
+        let (code, out, err) = heddle(&[
+            "run",
+            kernel,
+            "--matrix",
+            &format!("A={}", s.display()),
+            "--input",
+            &format!("xs={}", xs.display()),
+        ]);
         assert_eq!(code, 1, "{pos}: {out}{err}");
         assert!(err.contains("parameter `A`") && err.contains("positions[1]") && err.contains(why), "{pos}: {err}");
     }
     // The good positions run: row 0 at 5..7, row 1 empty, row 2 at 0..2.
     let p = write(dir.path(), "pos.json", "[5, 7, 2, 2, 0, 2]");
     for b in backends() {
-        let got = run("spmv_loose_csr", b, &[
-            arg("--input", "A_pos1", &p), arg("--input", "A_crd1", &crd), arg("--input", "A_values", &vals), arg("--input", "xs", &xs),
-        ].concat());
+        let got = run(
+            "spmv_loose_csr",
+            b,
+            &[
+                arg("--input", "A_pos1", &p),
+                arg("--input", "A_crd1", &crd),
+                arg("--input", "A_values", &vals),
+                arg("--input", "xs", &xs),
+            ]
+            .concat(),
+        );
         assert_eq!(got, vec![2001.0, 0.0, 530.0], "{b}");
     }
 }
@@ -357,10 +395,17 @@ fn spmm_and_sddmm_match_dense() {
         let a = random_matrix(&mut rng);
         let (m, n, k) = (a.len(), a[0].len(), 3);
         let b: Dense = (0..n).map(|_| (0..k).map(|_| rng.value()).collect()).collect();
-        let want: Vec<f64> = (0..m).flat_map(|i| (0..k).map(|c| (0..n).map(|j| a[i][j] * b[j][c]).sum::<f64>()).collect::<Vec<_>>()).collect();
+        let want: Vec<f64> = (0..m)
+            .flat_map(|i| (0..k).map(|c| (0..n).map(|j| a[i][j] * b[j][c]).sum::<f64>()).collect::<Vec<_>>())
+            .collect();
         let pa = write(dir.path(), "a.mtx", &mtx(&a, false));
         let pb = write(dir.path(), "b.json", &json!(b).to_string());
-        check("spmm_csr", &[arg("--matrix", "A", &pa), arg("--input", "B", &pb)].concat(), &want, &format!("case {case}"));
+        check(
+            "spmm_csr",
+            &[arg("--matrix", "A", &pa), arg("--input", "B", &pb)].concat(),
+            &want,
+            &format!("case {case}"),
+        );
         // SDDMM: the sampled entries, in CSR order.
         let u: Dense = (0..m).map(|_| (0..2).map(|_| rng.value()).collect()).collect();
         let v: Dense = (0..n).map(|_| (0..2).map(|_| rng.value()).collect()).collect();
@@ -370,7 +415,8 @@ fn spmm_and_sddmm_match_dense() {
                 want.push(a[i][j] * (0..2).map(|c| u[i][c] * v[j][c]).sum::<f64>());
             }
         }
-        let (pu, pv) = (write(dir.path(), "u.json", &json!(u).to_string()), write(dir.path(), "v.json", &json!(v).to_string()));
+        let (pu, pv) =
+            (write(dir.path(), "u.json", &json!(u).to_string()), write(dir.path(), "v.json", &json!(v).to_string()));
         let args = [arg("--matrix", "S", &pa), arg("--input", "U", &pu), arg("--input", "V", &pv)].concat();
         check("sddmm_csr", &args, &want, &format!("case {case}"));
     }
@@ -432,14 +478,27 @@ fn mttkrp_on_a_csf_tensor_matches_dense() {
 /// Runs `mttkrp_csf` on the entries (i, k, l, value) of an `ni` × · × ·
 /// tensor B and the dense C and D (J = their rows' length) on every backend,
 /// against the dense sum A(i, j) = Σ B(i, k, l) C(k, j) D(l, j).
-fn check_mttkrp(dir: &std::path::Path, ni: usize, entries: &[(usize, usize, usize, f64)], c: &Dense, d: &Dense, what: &str) {
+fn check_mttkrp(
+    dir: &std::path::Path,
+    ni: usize,
+    entries: &[(usize, usize, usize, f64)],
+    c: &Dense,
+    d: &Dense,
+    what: &str,
+) {
     let (args, want) = mttkrp_case(dir, ni, entries, c, d);
     check("mttkrp_csf", &args, &want, &format!("{what}: {entries:?}"));
 }
 
 /// The `run` arguments for `mttkrp_csf` on these inputs (written to `dir`)
 /// and the dense result A(i, j) = Σ B(i, k, l) C(k, j) D(l, j), flattened.
-fn mttkrp_case(dir: &std::path::Path, ni: usize, entries: &[(usize, usize, usize, f64)], c: &Dense, d: &Dense) -> (Vec<String>, Vec<f64>) {
+fn mttkrp_case(
+    dir: &std::path::Path,
+    ni: usize,
+    entries: &[(usize, usize, usize, f64)],
+    c: &Dense,
+    d: &Dense,
+) -> (Vec<String>, Vec<f64>) {
     let nj = c.first().map_or(0, Vec::len);
     let mut want = vec![0.0; ni * nj];
     for &(i, k, l, v) in entries {
@@ -534,11 +593,21 @@ fn mlir_paper_worked_examples() {
     let a = write(dir.path(), "a.mtx", "%%MatrixMarket matrix coordinate real general\n3 4 3\n1 1 1\n1 4 2\n3 1 3\n");
     let xs = write(dir.path(), "x.json", "[1, 10, 100, 1000]");
     for kernel in ["spmv_csr", "spmv_cdr", "spmv_dcsr", "spmv_dcsc", "spmv_csc", "spmv_coo"] {
-        check(kernel, &[arg("--matrix", "A", &a), arg("--input", "xs", &xs)].concat(), &[2001.0, 0.0, 3.0], "the 3x4 matrix A");
+        check(
+            kernel,
+            &[arg("--matrix", "A", &a), arg("--input", "xs", &xs)].concat(),
+            &[2001.0, 0.0, 3.0],
+            "the 3x4 matrix A",
+        );
     }
     check("reduce_matrix", &arg("--matrix", "A", &a), &[6.0, 6.0, 1.0, 3.0], "the 3x4 matrix A");
     let v = write(dir.path(), "v.tns", "4 1\n7 2\n8 3\n11 4\n16 0.5\n");
-    check("reduce_vector", &arg("--matrix", "a", &v), &[10.5, 12.0, 0.5, 4.0], "the sparse vector (with x15 = 0.5 to fix its size)");
+    check(
+        "reduce_vector",
+        &arg("--matrix", "a", &v),
+        &[10.5, 12.0, 0.5, 4.0],
+        "the sparse vector (with x15 = 0.5 to fix its size)",
+    );
     // T: t000 = 1, t200 = 2, t202 = 3, t212 = 4, t213 = 5; C = 1 everywhere, D(l, j) = l + 1:
     // A(i, j) = sum over k, l of T(i, k, l) * (l + 1).
     let t = write(dir.path(), "t.tns", "1 1 1 1\n3 1 1 2\n3 1 3 3\n3 2 3 4\n3 2 4 5\n");
@@ -558,7 +627,14 @@ fn scatter_add_outside_its_length_is_a_run_time_error() {
     let xs = write(dir.path(), "x.json", "[1, 1]");
     for b in backends() {
         let (code, _, err) = heddle(&[
-            "run", short.to_str().unwrap(), "--backend", b, "--matrix", &format!("A={}", a.display()), "--input", &format!("xs={}", xs.display()),
+            "run",
+            short.to_str().unwrap(),
+            "--backend",
+            b,
+            "--matrix",
+            &format!("A={}", a.display()),
+            "--input",
+            &format!("xs={}", xs.display()),
         ]);
         assert_eq!(code, 1, "{b}: {err}");
         assert!(err.contains("out of bounds") && err.contains("scatterAdd"), "{b}: {err}");
@@ -614,7 +690,12 @@ fn parallel_scatter_add_under_contention() {
     }
     let a = write(dir.path(), "a.mtx", &text);
     let xs = write(dir.path(), "x.json", &json!(vec![1.0; n]).to_string());
-    check("spmv_coo", &[arg("--matrix", "A", &a), arg("--input", "xs", &xs)].concat(), &want, &format!("{entries} entries into 7 rows"));
+    check(
+        "spmv_coo",
+        &[arg("--matrix", "A", &a), arg("--input", "xs", &xs)].concat(),
+        &want,
+        &format!("{entries} entries into 7 rows"),
+    );
 }
 
 /// Integer accumulation (an atomic read-modify-write, `atomic_add` in OpenCL):
@@ -628,9 +709,14 @@ fn scatter_add_of_integers_counts_entries_per_row() {
         "#COO = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton) }>\n\
          fun(A: tensor<?x?xf32, #COO> => A :>> map(fun(e => (e.1, 1))) :>> scatterAdd(A_dim0))\n",
     );
-    let a = write(dir.path(), "a.mtx", "%%MatrixMarket matrix coordinate real general\n4 3 5\n1 1 1\n1 1 2\n4 2 1\n1 3 1\n4 3 5\n");
+    let a = write(
+        dir.path(),
+        "a.mtx",
+        "%%MatrixMarket matrix coordinate real general\n4 3 5\n1 1 1\n1 1 2\n4 2 1\n1 3 1\n4 3 5\n",
+    );
     for b in backends() {
-        let (code, out, err) = heddle(&["run", kernel.to_str().unwrap(), "--backend", b, "--matrix", &format!("A={}", a.display())]);
+        let (code, out, err) =
+            heddle(&["run", kernel.to_str().unwrap(), "--backend", b, "--matrix", &format!("A={}", a.display())]);
         assert_eq!(code, 0, "{b}: {err}");
         let got: Vec<i64> = serde_json::from_str(&out).unwrap();
         // Reading the file sums the duplicate (1, 1) into one stored entry.
@@ -678,13 +764,23 @@ fn spmv_over_a_compressed_then_loose_matrix_matches_dense() {
         let xs = write(dir.path(), &format!("x{case}.json"), &serde_json::to_string(&x).unwrap());
         for b in backends() {
             let (code, out, err) = heddle(&[
-                "run", kernel.to_str().unwrap(), "--backend", b,
-                "--matrix", &format!("A={}", m.display()), "--input", &format!("xs={}", xs.display()),
+                "run",
+                kernel.to_str().unwrap(),
+                "--backend",
+                b,
+                "--matrix",
+                &format!("A={}", m.display()),
+                "--input",
+                &format!("xs={}", xs.display()),
             ]);
             assert_eq!(code, 0, "case {case} on {b}: {err}");
             let mut got = Vec::new();
             flatten(&serde_json::from_str(&out).unwrap(), &mut got);
-            common::assert_close(&got, &dense_spmv(&a, &x), &format!("compressed-then-loose SpMV, case {case}, on {b}"));
+            common::assert_close(
+                &got,
+                &dense_spmv(&a, &x),
+                &format!("compressed-then-loose SpMV, case {case}, on {b}"),
+            );
         }
     }
 }

@@ -20,8 +20,8 @@
 
 use crate::common;
 
-use common::{backends, heddle, write, Rng};
-use serde_json::{json, Value as J};
+use common::{Rng, backends, heddle, write};
+use serde_json::{Value as J, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -111,7 +111,10 @@ fn select_unary_and_binary_store_what_mlir_defines() {
             a0.insert((m - 1, n - 1), 0.0);
         }
         let pa0 = write(dir.path(), &format!("a0_{case}.mtx"), &mtx(m, n, &a0));
-        let unary: Entries = (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).map(|k| (k, a0.get(&k).map_or(1.0, |v| 0.0 - v))).collect();
+        let unary: Entries = (0..m)
+            .flat_map(|i| (0..n).map(move |j| (i, j)))
+            .map(|k| (k, a0.get(&k).map_or(1.0, |v| 0.0 - v)))
+            .collect();
 
         for backend in backends() {
             let what = |k: &str| format!("{k}, case {case} ({m} x {n}), {backend}");
@@ -143,7 +146,10 @@ fn foreach_visits_every_entry_with_its_coordinates() {
         for backend in backends() {
             let got = run("foreach_coo", &[("A", &pa)], backend);
             let got = got.as_f64().unwrap_or_else(|| panic!("foreach_coo, case {case}, {backend}: {got}"));
-            assert!((got - want).abs() <= 1e-9 * want.abs().max(1.0), "foreach_coo, case {case} ({m} x {n}), {backend}: {got}, want {want}");
+            assert!(
+                (got - want).abs() <= 1e-9 * want.abs().max(1.0),
+                "foreach_coo, case {case} ({m} x {n}), {backend}: {got}, want {want}"
+            );
         }
     }
 }
@@ -163,7 +169,11 @@ fn concatenate_along_columns_shifts_the_second_operand() {
         want.extend(b.iter().map(|((i, j), v)| ((*i, j + n), *v)));
         for backend in backends() {
             let got = run("concat_cols_csr", &[("A", &pa), ("B", &pb)], backend);
-            assert_eq!(storage_of(&got), csr_storage(m, n + nb, &want), "concat_cols_csr, case {case} ({m} x {n} and {m} x {nb}), {backend}");
+            assert_eq!(
+                storage_of(&got),
+                csr_storage(m, n + nb, &want),
+                "concat_cols_csr, case {case} ({m} x {n} and {m} x {nb}), {backend}"
+            );
         }
     }
 }
@@ -175,7 +185,16 @@ fn concatenating_rows_of_different_counts_is_a_run_time_error() {
     let b = write(dir.path(), "b.mtx", "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 2.0\n");
     for backend in backends() {
         let file = example("concat_cols_csr");
-        let args = ["run", file.to_str().unwrap(), "--backend", backend, "--matrix", &format!("A={}", a.display()), "--matrix", &format!("B={}", b.display())];
+        let args = [
+            "run",
+            file.to_str().unwrap(),
+            "--backend",
+            backend,
+            "--matrix",
+            &format!("A={}", a.display()),
+            "--matrix",
+            &format!("B={}", b.display()),
+        ];
         let (code, out, err) = heddle(&args);
         assert_eq!(code, 1, "{backend}: B has 2 rows, A 3: {out}{err}");
         assert!(err.contains("concat_cols_csr.hdl:"), "{backend}: the error names no place: {err}");
@@ -209,12 +228,25 @@ fn reshapes_move_every_entry_to_its_linear_or_split_coordinate() {
         let coo = coo_storage(m, n, &a);
         for backend in backends() {
             let got = run("collapse_coo", &[("A", &pa)], backend);
-            assert_eq!(storage_of(&got), vector_storage(m * n, &linear), "collapse_coo, case {case} ({m} x {n}), {backend}");
+            assert_eq!(
+                storage_of(&got),
+                vector_storage(m * n, &linear),
+                "collapse_coo, case {case} ({m} x {n}), {backend}"
+            );
             if n == 0 {
                 continue; // expand_sv divides by n
             }
             let file = example("expand_sv");
-            let args = ["run", file.to_str().unwrap(), "--backend", backend, "--matrix", &format!("V={}", pv.display()), "--param", &format!("n={n}")];
+            let args = [
+                "run",
+                file.to_str().unwrap(),
+                "--backend",
+                backend,
+                "--matrix",
+                &format!("V={}", pv.display()),
+                "--param",
+                &format!("n={n}"),
+            ];
             let (code, out, err) = heddle(&args);
             assert_eq!(code, 0, "expand_sv, case {case}, {backend}: {err}");
             let got: J = serde_json::from_str(&out).unwrap();
@@ -229,13 +261,25 @@ fn inserting_the_nonzeros_of_a_dense_matrix_builds_its_csr_storage() {
     let mut rng = Rng(0x1a5e47);
     for (case, (m, n, percent)) in shapes(&mut rng).into_iter().enumerate() {
         let a = random(&mut rng, m, n, percent);
-        let dense: Vec<Vec<f64>> = (0..m).map(|i| (0..n).map(|j| a.get(&(i, j)).copied().unwrap_or(0.0)).collect()).collect();
+        let dense: Vec<Vec<f64>> =
+            (0..m).map(|i| (0..n).map(|j| a.get(&(i, j)).copied().unwrap_or(0.0)).collect()).collect();
         let pd = write(dir.path(), &format!("d{case}.json"), &json!(dense).to_string());
         for backend in backends() {
             let file = example("insert_dense_csr");
             // The sizes are given: an empty matrix has no row to tell its column count.
             let (rows, cols) = (format!("n={m}"), format!("m={n}"));
-            let args = ["run", file.to_str().unwrap(), "--backend", backend, "--input", &format!("dense={}", pd.display()), "--param", &rows, "--param", &cols];
+            let args = [
+                "run",
+                file.to_str().unwrap(),
+                "--backend",
+                backend,
+                "--input",
+                &format!("dense={}", pd.display()),
+                "--param",
+                &rows,
+                "--param",
+                &cols,
+            ];
             let (code, out, err) = heddle(&args);
             assert_eq!(code, 0, "insert_dense_csr, case {case}, {backend}: {err}");
             let got: J = serde_json::from_str(&out).unwrap();
@@ -255,7 +299,11 @@ fn inserting_out_of_order_assembles_sorted_rows() {
         let flipped: Entries = a.iter().map(|((i, j), v)| ((*i, n - 1 - j), *v)).collect();
         for backend in backends() {
             let got = run("insert_unordered_csr", &[("A", &pa)], backend);
-            assert_eq!(storage_of(&got), csr_storage(m, n, &flipped), "insert_unordered_csr, case {case} ({m} x {n}), {backend}");
+            assert_eq!(
+                storage_of(&got),
+                csr_storage(m, n, &flipped),
+                "insert_unordered_csr, case {case} ({m} x {n}), {backend}"
+            );
         }
     }
 }
@@ -277,7 +325,11 @@ fn stacking_the_rows_of_two_csr_matrices() {
         stacked.extend(b.iter().map(|((i, j), v)| ((i + m, *j), *v)));
         for backend in backends() {
             let got = run("concat_rows_csr", &[("A", &pa), ("B", &pb)], backend);
-            assert_eq!(storage_of(&got), csr_storage(m + mb, n, &stacked), "concat_rows_csr, case {case} ({m} + {mb} x {n}), {backend}");
+            assert_eq!(
+                storage_of(&got),
+                csr_storage(m + mb, n, &stacked),
+                "concat_rows_csr, case {case} ({m} + {mb} x {n}), {backend}"
+            );
         }
     }
 }
@@ -300,7 +352,11 @@ fn inserting_over_stored_entries_keeps_the_last_value() {
         overwritten += a.len() + b.len() - updated.len();
         for backend in backends() {
             let got = run("insert_overwrite_csr", &[("A", &pa), ("B", &pb)], backend);
-            assert_eq!(storage_of(&got), csr_storage(m, n, &updated), "insert_overwrite_csr, case {case} ({m} x {n}), {backend}");
+            assert_eq!(
+                storage_of(&got),
+                csr_storage(m, n, &updated),
+                "insert_overwrite_csr, case {case} ({m} x {n}), {backend}"
+            );
         }
     }
     assert!(overwritten > 0, "no case stores a coordinate in both matrices");
@@ -331,7 +387,11 @@ fn concatenate_along_rows_stacks_the_coordinate_lists() {
         want.extend(b.iter().map(|((i, j), v)| ((i + m, *j), *v)));
         for backend in backends() {
             let got = run("concat_rows_coo", &[("A", &pa), ("B", &pb)], backend);
-            assert_eq!(storage_of(&got), coo_storage(m + mb, n, &want), "concat_rows_coo, case {case} ({m} x {n} over {mb} x {n}), {backend}");
+            assert_eq!(
+                storage_of(&got),
+                coo_storage(m + mb, n, &want),
+                "concat_rows_coo, case {case} ({m} x {n} over {mb} x {n}), {backend}"
+            );
         }
     }
 }

@@ -11,7 +11,7 @@
 
 use crate::common;
 
-use common::{backends, flatten, heddle, write, Rng};
+use common::{Rng, backends, flatten, heddle, write};
 use std::path::Path;
 
 type Dense = Vec<Vec<f64>>;
@@ -53,14 +53,18 @@ fn check(kernel: &str, a: &Path, b: &Path, want: &[f64], case: &str) {
         let got = csr_pairs(&serde_json::from_str(&out).unwrap());
         assert_eq!(got.len(), want.len(), "{kernel} on {backend}, {case}: got {got:?}, want {want:?}");
         for (g, w) in got.iter().zip(want) {
-            assert!((g - w).abs() <= 1e-5 * w.abs().max(1.0), "{kernel} on {backend}, {case}: got {got:?}, want {want:?}");
+            assert!(
+                (g - w).abs() <= 1e-5 * w.abs().max(1.0),
+                "{kernel} on {backend}, {case}: got {got:?}, want {want:?}"
+            );
         }
     }
 }
 
 /// A CSR tensor's storage object as (column, value) pairs, row after row.
 fn csr_pairs(storage: &serde_json::Value) -> Vec<f64> {
-    let numbers = |v: &serde_json::Value| -> Vec<f64> { v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect() };
+    let numbers =
+        |v: &serde_json::Value| -> Vec<f64> { v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect() };
     let pos = numbers(&storage["positions"][1]);
     let (crd, values) = (numbers(&storage["coordinates"][1]), numbers(&storage["values"]));
     assert_eq!(pos.len() as f64, storage["dim_sizes"][0].as_f64().unwrap() + 1.0, "{storage}");
@@ -87,10 +91,15 @@ fn rows(m: usize, n: usize, stored: impl Fn(usize, usize) -> bool, value: impl F
 fn elementwise_add_and_multiply_are_union_and_intersection() {
     let dir = tempfile::tempdir().unwrap();
     let mut rng = Rng(0x5eed_0001);
-    for (case, (m, n, pa, pb)) in [(7, 9, 30, 40), (12, 5, 60, 20), (3, 16, 10, 90), (1, 1, 100, 100)].into_iter().enumerate() {
+    for (case, (m, n, pa, pb)) in
+        [(7, 9, 30, 40), (12, 5, 60, 20), (3, 16, 10, 90), (1, 1, 100, 100)].into_iter().enumerate()
+    {
         let a = random(&mut rng, m, n, pa);
         let b = if m == 1 { vec![vec![0.0]] } else { random(&mut rng, m, n, pb) };
-        let (fa, fb) = (write(dir.path(), &format!("a{case}.mtx"), &mtx(&a)), write(dir.path(), &format!("b{case}.mtx"), &mtx(&b)));
+        let (fa, fb) = (
+            write(dir.path(), &format!("a{case}.mtx"), &mtx(&a)),
+            write(dir.path(), &format!("b{case}.mtx"), &mtx(&b)),
+        );
         let either = rows(m, n, |i, j| a[i][j] != 0.0 || b[i][j] != 0.0, |i, j| a[i][j] + b[i][j]);
         check("spadd_csr", &fa, &fb, &either, &format!("case {case} ({m}x{n})"));
         let both = rows(m, n, |i, j| a[i][j] != 0.0 && b[i][j] != 0.0, |i, j| a[i][j] * b[i][j]);
@@ -102,10 +111,15 @@ fn elementwise_add_and_multiply_are_union_and_intersection() {
 fn spgemm_with_a_csr_result_matches_the_dense_product() {
     let dir = tempfile::tempdir().unwrap();
     let mut rng = Rng(0x5eed_0002);
-    for (case, (m, k, n, pa, pb)) in [(6, 8, 7, 30, 30), (10, 4, 12, 50, 25), (5, 9, 3, 15, 80), (4, 4, 4, 0, 50)].into_iter().enumerate() {
+    for (case, (m, k, n, pa, pb)) in
+        [(6, 8, 7, 30, 30), (10, 4, 12, 50, 25), (5, 9, 3, 15, 80), (4, 4, 4, 0, 50)].into_iter().enumerate()
+    {
         let a = random(&mut rng, m, k, pa);
         let b = random(&mut rng, k, n, pb);
-        let (fa, fb) = (write(dir.path(), &format!("a{case}.mtx"), &mtx(&a)), write(dir.path(), &format!("b{case}.mtx"), &mtx(&b)));
+        let (fa, fb) = (
+            write(dir.path(), &format!("a{case}.mtx"), &mtx(&a)),
+            write(dir.path(), &format!("b{case}.mtx"), &mtx(&b)),
+        );
         // Gustavson's pattern: every column reached through a stored A(i, l) and B(l, j),
         // even when the products cancel.
         let reached = |i: usize, j: usize| (0..k).any(|l| a[i][l] != 0.0 && b[l][j] != 0.0);
@@ -137,7 +151,8 @@ fn sparse_dot_product_visits_the_intersection() {
     let b = write(dir.path(), "b.tns", "2 5.0\n3 7.0\n6 0.5\n10 8.0\n");
     for backend in backends() {
         let (ma, mb) = (format!("a={}", a.display()), format!("b={}", b.display()));
-        let (code, out, err) = heddle(&["run", "examples/sparse/spdot.hdl", "--backend", backend, "--matrix", &ma, "--matrix", &mb]);
+        let (code, out, err) =
+            heddle(&["run", "examples/sparse/spdot.hdl", "--backend", backend, "--matrix", &ma, "--matrix", &mb]);
         assert_eq!(code, 0, "{backend}: {err}");
         assert_eq!(out.trim(), "23.0", "3 * 7 + 4 * 0.5 on {backend}");
     }
@@ -188,7 +203,8 @@ fn compress_add_outside_its_workspace_is_a_run_time_error() {
     let b = write(dir.path(), "b.mtx", "%%MatrixMarket matrix coordinate real general\n2 4 2\n1 4 1.0\n2 1 2.0\n");
     for backend in backends() {
         let (ma, mb) = (format!("A={}", a.display()), format!("B={}", b.display()));
-        let (code, _, err) = heddle(&["run", kernel.to_str().unwrap(), "--backend", backend, "--matrix", &ma, "--matrix", &mb]);
+        let (code, _, err) =
+            heddle(&["run", kernel.to_str().unwrap(), "--backend", backend, "--matrix", &ma, "--matrix", &mb]);
         assert_eq!(code, 1, "{backend}: {err}");
         assert!(err.contains("out of bounds") && err.contains("compressAdd"), "{backend}: {err}");
     }
@@ -207,21 +223,38 @@ fn a_sparse_result_is_written_as_matrix_market() {
            A :>> map(fun(row => row :>> map(fun(a => B@a.1 :>> map(fun(b => (b.1, a.2 * b.2))))) :>> join :>> compressAdd(B_dim1)))))\n",
     );
     let rows = rows.to_str().unwrap();
-    let a = write(dir.path(), "a.mtx", "%%MatrixMarket matrix coordinate real general\n3 4 5\n1 1 1.0\n1 3 2.0\n2 2 3.0\n3 1 4.0\n3 4 6.0\n");
-    let b = write(dir.path(), "b.mtx", "%%MatrixMarket matrix coordinate real general\n4 5 4\n1 1 1.0\n3 2 2.0\n4 1 3.0\n4 2 5.0\n");
+    let a = write(
+        dir.path(),
+        "a.mtx",
+        "%%MatrixMarket matrix coordinate real general\n3 4 5\n1 1 1.0\n1 3 2.0\n2 2 3.0\n3 1 4.0\n3 4 6.0\n",
+    );
+    let b = write(
+        dir.path(),
+        "b.mtx",
+        "%%MatrixMarket matrix coordinate real general\n4 5 4\n1 1 1.0\n3 2 2.0\n4 1 3.0\n4 2 5.0\n",
+    );
     let (ma, mb) = (format!("A={}", a.display()), format!("B={}", b.display()));
     let out = dir.path().join("c.mtx");
     for backend in backends() {
         let (code, _, err) = heddle(&[
-            "run", rows, "--backend", backend, "--matrix", &ma, "--matrix", &mb,
-            "-o", out.to_str().unwrap(), "--output-dims", "3x5",
+            "run",
+            rows,
+            "--backend",
+            backend,
+            "--matrix",
+            &ma,
+            "--matrix",
+            &mb,
+            "-o",
+            out.to_str().unwrap(),
+            "--output-dims",
+            "3x5",
         ]);
         assert_eq!(code, 0, "{backend}: {err}");
         let text = std::fs::read_to_string(&out).unwrap();
         // Row 2 of A is empty in B's rows it reaches; row 3 sums 4*1 + 6*3 in column 1.
         assert_eq!(
-            text,
-            "%%MatrixMarket matrix coordinate real general\n3 5 4\n1 1 1.0\n1 2 4.0\n3 1 22.0\n3 2 30.0\n",
+            text, "%%MatrixMarket matrix coordinate real general\n3 5 4\n1 1 1.0\n1 2 4.0\n3 1 22.0\n3 2 30.0\n",
             "{backend}"
         );
     }
@@ -230,12 +263,20 @@ fn a_sparse_result_is_written_as_matrix_market() {
     let (code, _, err) = heddle(&["run", rows, "--matrix", &ma, "--matrix", &mb, "-o", out.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     assert!(std::fs::read_to_string(&out).unwrap().contains("\n3 2 4\n"));
-    let (code, _, err) = heddle(&[
-        "run", rows, "--matrix", &ma, "--matrix", &mb, "-o", out.to_str().unwrap(), "--output-dims", "3x1",
-    ]);
+    let (code, _, err) =
+        heddle(&["run", rows, "--matrix", &ma, "--matrix", &mb, "-o", out.to_str().unwrap(), "--output-dims", "3x1"]);
     assert_eq!(code, 1);
     assert!(err.contains("column 1"), "{err}");
-    let (code, _, err) = heddle(&["run", "examples/dense_mv.hdl", "--input", "matrix=examples/data/dense_mv/matrix.json", "--input", "xs=examples/data/dense_mv/xs.json", "-o", out.to_str().unwrap()]);
+    let (code, _, err) = heddle(&[
+        "run",
+        "examples/dense_mv.hdl",
+        "--input",
+        "matrix=examples/data/dense_mv/matrix.json",
+        "--input",
+        "xs=examples/data/dense_mv/xs.json",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(code, 1);
     assert!(err.contains("rows of (column, value) pairs"), "{err}");
 }
@@ -261,8 +302,20 @@ fn random_vector(rng: &mut Rng, n: usize, percent: u64) -> (String, Vec<f64>) {
 fn one_dimensional_sparse_results_are_counted_then_filled() {
     let dir = tempfile::tempdir().unwrap();
     let sv = "#SV = #sparse_tensor.encoding<{ map = (i) -> (i : compressed) }>\n";
-    let add = write(dir.path(), "add.hdl", &format!("{sv}fun(a: tensor<?xf32, #SV> => fun(b: tensor<?xf32, #SV> =>\n  union(0, 0, a, b) :>> map(fun(e => (e.1, e.2 + e.3)))))\n"));
-    let mul = write(dir.path(), "mul.hdl", &format!("{sv}fun(a: tensor<?xf32, #SV> => fun(b: tensor<?xf32, #SV> =>\n  intersect(a, b) :>> map(fun(e => (e.1, e.2 * e.3)))))\n"));
+    let add = write(
+        dir.path(),
+        "add.hdl",
+        &format!(
+            "{sv}fun(a: tensor<?xf32, #SV> => fun(b: tensor<?xf32, #SV> =>\n  union(0, 0, a, b) :>> map(fun(e => (e.1, e.2 + e.3)))))\n"
+        ),
+    );
+    let mul = write(
+        dir.path(),
+        "mul.hdl",
+        &format!(
+            "{sv}fun(a: tensor<?xf32, #SV> => fun(b: tensor<?xf32, #SV> =>\n  intersect(a, b) :>> map(fun(e => (e.1, e.2 * e.3)))))\n"
+        ),
+    );
     // x^T B for a sparse x and a CSR B: the rows of B that x selects, scaled and summed by column.
     let vm = write(
         dir.path(),
@@ -274,13 +327,17 @@ fn one_dimensional_sparse_results_are_counted_then_filled() {
         ),
     );
     let mut rng = Rng(0x5eed_0011);
-    for (case, (n, pa, pb)) in [(9, 40, 50), (1, 100, 100), (6, 0, 50), (12, 0, 0), (20, 15, 90), (5, 100, 0)].into_iter().enumerate() {
+    for (case, (n, pa, pb)) in
+        [(9, 40, 50), (1, 100, 100), (6, 0, 50), (12, 0, 0), (20, 15, 90), (5, 100, 0)].into_iter().enumerate()
+    {
         let (ta, a) = random_vector(&mut rng, n, pa);
         let (tb, b) = random_vector(&mut rng, n, pb);
         // A .tns file gives its size by its largest coordinate: every vector ends with a stored entry.
         let pin = |t: String, v: &[f64]| if v[n - 1] == 0.0 { format!("{t}{n} 0.0\n") } else { t };
         let (ta, tb) = (pin(ta, &a), pin(tb, &b));
-        let stored = |t: &str| -> Vec<usize> { t.lines().map(|l| l.split(' ').next().unwrap().parse::<usize>().unwrap() - 1).collect() };
+        let stored = |t: &str| -> Vec<usize> {
+            t.lines().map(|l| l.split(' ').next().unwrap().parse::<usize>().unwrap() - 1).collect()
+        };
         let (sa, sb) = (stored(&ta), stored(&tb));
         // A stored zero (the pin) takes part in the union and the intersection.
         let fa = write(dir.path(), &format!("a{case}.tns"), &ta);
@@ -302,8 +359,11 @@ fn one_dimensional_sparse_results_are_counted_then_filled() {
             row[k % 7] += (k + 1) as f64;
             row[(3 * k) % 7] += 0.5;
         }
-        let entries: Vec<(usize, usize, f64)> =
-            dense_b.iter().enumerate().flat_map(|(i, r)| r.iter().enumerate().filter(|(_, v)| **v != 0.0).map(move |(j, v)| (i, j, *v))).collect();
+        let entries: Vec<(usize, usize, f64)> = dense_b
+            .iter()
+            .enumerate()
+            .flat_map(|(i, r)| r.iter().enumerate().filter(|(_, v)| **v != 0.0).map(move |(j, v)| (i, j, *v)))
+            .collect();
         bm.push_str(&format!("%%MatrixMarket matrix coordinate real general\n{n} 7 {}\n", entries.len()));
         for (i, j, v) in &entries {
             bm.push_str(&format!("{} {} {v}\n", i + 1, j + 1));
@@ -315,11 +375,13 @@ fn one_dimensional_sparse_results_are_counted_then_filled() {
                 product.extend([j as f64, sa.iter().map(|&k| a[k] * dense_b[k][j]).sum::<f64>()]);
             }
         }
-        let runs: [(&Path, &Path, &str, &[f64]); 3] = [(&add, &fb, "b", &either), (&mul, &fb, "b", &both), (&vm, &fbm, "B", &product)];
+        let runs: [(&Path, &Path, &str, &[f64]); 3] =
+            [(&add, &fb, "b", &either), (&mul, &fb, "b", &both), (&vm, &fbm, "B", &product)];
         for (kernel, second, name, want) in runs {
             for backend in backends() {
                 let (ma, mb) = (format!("a={}", fa.display()), format!("{name}={}", second.display()));
-                let (code, out, err) = heddle(&["run", kernel.to_str().unwrap(), "--backend", backend, "--matrix", &ma, "--matrix", &mb]);
+                let (code, out, err) =
+                    heddle(&["run", kernel.to_str().unwrap(), "--backend", backend, "--matrix", &ma, "--matrix", &mb]);
                 assert_eq!(code, 0, "{} on {backend}, case {case}: {err}", kernel.display());
                 let mut got = Vec::new();
                 flatten(&serde_json::from_str(&out).unwrap(), &mut got);

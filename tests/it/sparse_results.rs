@@ -14,8 +14,8 @@
 
 use crate::common;
 
-use common::{backends, heddle, write, Rng};
-use serde_json::{json, Value as J};
+use common::{Rng, backends, heddle, write};
+use serde_json::{Value as J, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -106,50 +106,103 @@ fn example(name: &str) -> PathBuf {
 fn storage_of_each_encoding_is_mlirs() {
     let dir = tempfile::tempdir().unwrap();
     // A = [1 . 2 . . ; . . . . . ; . . . . . ; . . . . 3], B = [. . 5 . . ; . . . . . ; . . . . . ; . 7 . . .]
-    let a = write(dir.path(), "a.mtx", "%%MatrixMarket matrix coordinate real general\n4 5 3\n1 1 1.0\n1 3 2.0\n4 5 3.0\n");
+    let a =
+        write(dir.path(), "a.mtx", "%%MatrixMarket matrix coordinate real general\n4 5 3\n1 1 1.0\n1 3 2.0\n4 5 3.0\n");
     let b = write(dir.path(), "b.mtx", "%%MatrixMarket matrix coordinate real general\n4 5 2\n1 3 5.0\n4 2 7.0\n");
     // 5 x 3 for products: A * C = [1*(C row 0) + 2*(C row 2); 0; 0; 3*(C row 4)].
-    let c = write(dir.path(), "c.mtx", "%%MatrixMarket matrix coordinate real general\n5 3 3\n1 2 1.0\n3 2 4.0\n3 3 -1.0\n");
+    let c = write(
+        dir.path(),
+        "c.mtx",
+        "%%MatrixMarket matrix coordinate real general\n5 3 3\n1 2 1.0\n3 2 4.0\n3 3 -1.0\n",
+    );
     let av = write(dir.path(), "av.tns", "1 1.0\n3 2.0\n6 3.0\n");
     let bv = write(dir.path(), "bv.tns", "3 5.0\n4 7.0\n6 0.0\n");
     // Blocks of 2 x 3: A6 = 4 x 6, B6 likewise.
-    let a6 = write(dir.path(), "a6.mtx", "%%MatrixMarket matrix coordinate real general\n4 6 4\n1 1 1.0\n2 3 2.0\n4 5 3.0\n3 6 4.0\n");
-    let b6 = write(dir.path(), "b6.mtx", "%%MatrixMarket matrix coordinate real general\n4 6 3\n1 2 5.0\n4 6 7.0\n3 1 1.5\n");
+    let a6 = write(
+        dir.path(),
+        "a6.mtx",
+        "%%MatrixMarket matrix coordinate real general\n4 6 4\n1 1 1.0\n2 3 2.0\n4 5 3.0\n3 6 4.0\n",
+    );
+    let b6 = write(
+        dir.path(),
+        "b6.mtx",
+        "%%MatrixMarket matrix coordinate real general\n4 6 3\n1 2 5.0\n4 6 7.0\n3 1 1.5\n",
+    );
     let a3 = write(dir.path(), "a3.tns", "1 1 2 1.0\n1 3 1 2.0\n3 2 2 3.0\n3 2 4 4.0\n");
     let b3 = write(dir.path(), "b3.tns", "1 1 2 5.0\n2 2 2 6.0\n3 2 3 7.0\n3 3 4 0.0\n");
     let two = |x: &Path, y: &Path| vec![("A", x.to_path_buf()), ("B", y.to_path_buf())];
     // (kernel, its tensor files by parameter, the expected storage)
     type Case<'a> = (&'a str, Vec<(&'a str, PathBuf)>, J);
     let cases: Vec<Case> = vec![
-        ("spadd_csr", two(&a, &b), json!({"dim_sizes": [4, 5], "lvl_sizes": [4, 5], "nse": 4,
-            "positions": [null, [0, 2, 2, 2, 4]], "coordinates": [null, [0, 2, 1, 4]], "values": [1.0, 7.0, 7.0, 3.0]})),
-        ("spmul_csr", two(&a, &b), json!({"dim_sizes": [4, 5], "lvl_sizes": [4, 5], "nse": 1,
-            "positions": [null, [0, 1, 1, 1, 1]], "coordinates": [null, [2]], "values": [10.0]})),
+        (
+            "spadd_csr",
+            two(&a, &b),
+            json!({"dim_sizes": [4, 5], "lvl_sizes": [4, 5], "nse": 4,
+            "positions": [null, [0, 2, 2, 2, 4]], "coordinates": [null, [0, 2, 1, 4]], "values": [1.0, 7.0, 7.0, 3.0]}),
+        ),
+        (
+            "spmul_csr",
+            two(&a, &b),
+            json!({"dim_sizes": [4, 5], "lvl_sizes": [4, 5], "nse": 1,
+            "positions": [null, [0, 1, 1, 1, 1]], "coordinates": [null, [2]], "values": [10.0]}),
+        ),
         // Rows 1 and 2 are empty in both: DCSR keeps rows 0 and 3.
-        ("spadd_dcsr", two(&a, &b), json!({"dim_sizes": [4, 5], "lvl_sizes": [4, 5], "nse": 4,
-            "positions": [[0, 2], [0, 2, 4]], "coordinates": [[0, 3], [0, 2, 1, 4]], "values": [1.0, 7.0, 7.0, 3.0]})),
+        (
+            "spadd_dcsr",
+            two(&a, &b),
+            json!({"dim_sizes": [4, 5], "lvl_sizes": [4, 5], "nse": 4,
+            "positions": [[0, 2], [0, 2, 4]], "coordinates": [[0, 3], [0, 2, 1, 4]], "values": [1.0, 7.0, 7.0, 3.0]}),
+        ),
         // COO, array of structs: (row, column) pairs interleaved in the first level's buffer.
-        ("spadd_coo", two(&a, &b), json!({"dim_sizes": [4, 5], "lvl_sizes": [4, 5], "nse": 4,
-            "positions": [[0, 4], null], "coordinates": [[0, 0, 0, 2, 3, 1, 3, 4], null], "values": [1.0, 7.0, 7.0, 3.0]})),
+        (
+            "spadd_coo",
+            two(&a, &b),
+            json!({"dim_sizes": [4, 5], "lvl_sizes": [4, 5], "nse": 4,
+            "positions": [[0, 4], null], "coordinates": [[0, 0, 0, 2, 3, 1, 3, 4], null], "values": [1.0, 7.0, 7.0, 3.0]}),
+        ),
         // CSC: columns 0..4 hold rows [0], [3], [0], [], [3].
-        ("spadd_csc", two(&a, &b), json!({"dim_sizes": [4, 5], "lvl_sizes": [5, 4], "nse": 4,
-            "positions": [null, [0, 1, 2, 3, 3, 4]], "coordinates": [null, [0, 3, 0, 3]], "values": [1.0, 7.0, 7.0, 3.0]})),
+        (
+            "spadd_csc",
+            two(&a, &b),
+            json!({"dim_sizes": [4, 5], "lvl_sizes": [5, 4], "nse": 4,
+            "positions": [null, [0, 1, 2, 3, 3, 4]], "coordinates": [null, [0, 3, 0, 3]], "values": [1.0, 7.0, 7.0, 3.0]}),
+        ),
         // Row 0: 1 * [. 1 .] + 2 * [. 4 -1] = [. 9 -2]; row 3: 3 * (C row 4, empty) is nothing.
-        ("spgemm_csr", two(&a, &c), json!({"dim_sizes": [4, 3], "lvl_sizes": [4, 3], "nse": 2,
-            "positions": [null, [0, 2, 2, 2, 2]], "coordinates": [null, [1, 2]], "values": [9.0, -2.0]})),
-        ("spgemm_dcsr", two(&a, &c), json!({"dim_sizes": [4, 3], "lvl_sizes": [4, 3], "nse": 2,
-            "positions": [[0, 1], [0, 2]], "coordinates": [[0], [1, 2]], "values": [9.0, -2.0]})),
+        (
+            "spgemm_csr",
+            two(&a, &c),
+            json!({"dim_sizes": [4, 3], "lvl_sizes": [4, 3], "nse": 2,
+            "positions": [null, [0, 2, 2, 2, 2]], "coordinates": [null, [1, 2]], "values": [9.0, -2.0]}),
+        ),
+        (
+            "spgemm_dcsr",
+            two(&a, &c),
+            json!({"dim_sizes": [4, 3], "lvl_sizes": [4, 3], "nse": 2,
+            "positions": [[0, 1], [0, 2]], "coordinates": [[0], [1, 2]], "values": [9.0, -2.0]}),
+        ),
         // A stored zero (b's last entry) is an entry of the union.
-        ("spvadd", vec![("a", av.clone()), ("b", bv.clone())], json!({"dim_sizes": [6], "lvl_sizes": [6], "nse": 4,
-            "positions": [[0, 4]], "coordinates": [[0, 2, 3, 5]], "values": [1.0, 7.0, 7.0, 3.0]})),
+        (
+            "spvadd",
+            vec![("a", av.clone()), ("b", bv.clone())],
+            json!({"dim_sizes": [6], "lvl_sizes": [6], "nse": 4,
+            "positions": [[0, 4]], "coordinates": [[0, 2, 3, 5]], "values": [1.0, 7.0, 7.0, 3.0]}),
+        ),
         // Block row 0: block column 0 = [[1 5 0] [0 0 2]]; block row 1: [[1.5 0 0] [0 0 0]], [[0 0 4] [0 3 7]].
-        ("spadd_bsr", two(&a6, &b6), json!({"dim_sizes": [4, 6], "lvl_sizes": [2, 2, 2, 3], "nse": 18,
+        (
+            "spadd_bsr",
+            two(&a6, &b6),
+            json!({"dim_sizes": [4, 6], "lvl_sizes": [2, 2, 2, 3], "nse": 18,
             "positions": [null, [0, 1, 3], null, null], "coordinates": [null, [0, 0, 1], null, null],
-            "values": [1.0, 5.0, 0.0, 0.0, 0.0, 2.0, 1.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 4.0, 0.0, 3.0, 7.0]})),
+            "values": [1.0, 5.0, 0.0, 0.0, 0.0, 2.0, 1.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 4.0, 0.0, 3.0, 7.0]}),
+        ),
         // CSF: slices 0, 1, 2; their rows {0, 2}, {1}, {1, 2}; the fibres' columns.
-        ("csf_add", two(&a3, &b3), json!({"dim_sizes": [3, 3, 4], "lvl_sizes": [3, 3, 4], "nse": 7,
+        (
+            "csf_add",
+            two(&a3, &b3),
+            json!({"dim_sizes": [3, 3, 4], "lvl_sizes": [3, 3, 4], "nse": 7,
             "positions": [[0, 3], [0, 2, 3, 5], [0, 1, 2, 3, 6, 7]], "coordinates": [[0, 1, 2], [0, 2, 1, 1, 2], [1, 0, 1, 1, 2, 3, 3]],
-            "values": [6.0, 2.0, 6.0, 3.0, 7.0, 4.0, 0.0]})),
+            "values": [6.0, 2.0, 6.0, 3.0, 7.0, 4.0, 0.0]}),
+        ),
     ];
     for (kernel, mats, want) in cases {
         let mats: Vec<(&str, &Path)> = mats.iter().map(|(n, p)| (*n, p.as_path())).collect();
@@ -170,7 +223,12 @@ fn stored(kernel: &Path, mats: &[(&str, &Path)], case: &str) -> (Vec<u64>, Entri
         let storage = run(kernel, mats, backend, &[]);
         match &reference {
             None => reference = Some(storage),
-            Some(r) => assert_eq!(&storage, r, "{} on {backend}, {case}: the storage differs from the interpreter's", kernel.display()),
+            Some(r) => assert_eq!(
+                &storage,
+                r,
+                "{} on {backend}, {case}: the storage differs from the interpreter's",
+                kernel.display()
+            ),
         }
     }
     let t = heddle_runtime::sparse::json::storage_from_json(&reference.unwrap(), None).unwrap();
@@ -246,7 +304,8 @@ fn f32s(b: &[u8]) -> Vec<f32> {
 #[test]
 fn stored_results_are_written_as_json_mtx_tns_and_npz() {
     let dir = tempfile::tempdir().unwrap();
-    let a = write(dir.path(), "a.mtx", "%%MatrixMarket matrix coordinate real general\n4 5 3\n1 1 1.0\n1 3 2.0\n4 5 3.0\n");
+    let a =
+        write(dir.path(), "a.mtx", "%%MatrixMarket matrix coordinate real general\n4 5 3\n1 1 1.0\n1 3 2.0\n4 5 3.0\n");
     let b = write(dir.path(), "b.mtx", "%%MatrixMarket matrix coordinate real general\n4 5 2\n1 3 5.0\n4 2 7.0\n");
     let mats = [("A", a.as_path()), ("B", b.as_path())];
     for backend in backends() {
@@ -256,7 +315,10 @@ fn stored_results_are_written_as_json_mtx_tns_and_npz() {
         run(&example("spadd_dcsr"), &mats, backend, &["-o", json_out.to_str().unwrap()]);
         let file: J = serde_json::from_str(&std::fs::read_to_string(&json_out).unwrap()).unwrap();
         assert_eq!(file, stdout, "{backend}");
-        assert_eq!(stdout["encoding"], json!("#sparse_tensor.encoding<{ map = (i, j) -> (i : compressed, j : compressed) }>"));
+        assert_eq!(
+            stdout["encoding"],
+            json!("#sparse_tensor.encoding<{ map = (i, j) -> (i : compressed, j : compressed) }>")
+        );
         // .mtx: the entries, shape from the tensor (the empty last column kept).
         let mtx_out = dir.path().join("c.mtx");
         run(&example("spadd_dcsr"), &mats, backend, &["-o", mtx_out.to_str().unwrap()]);
@@ -276,8 +338,11 @@ fn stored_results_are_written_as_json_mtx_tns_and_npz() {
             run(&example(kernel), &mats, backend, &["-o", npz.to_str().unwrap()]);
             let members = npz_members(&npz);
             assert_eq!(members["format.npy"].1, format.as_bytes(), "{kernel}");
-            assert!(members["format.npy"].0.contains("'descr': '|S3'") && members["format.npy"].0.contains("'shape': ()"));
-            let shape: Vec<i64> = members["shape.npy"].1.chunks(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
+            assert!(
+                members["format.npy"].0.contains("'descr': '|S3'") && members["format.npy"].0.contains("'shape': ()")
+            );
+            let shape: Vec<i64> =
+                members["shape.npy"].1.chunks(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
             assert_eq!(shape, vec![4, 5], "{kernel}");
             for (name, values) in want {
                 assert!(members[name].0.contains("'descr': '<i4'"), "{kernel} {name}: {}", members[name].0);
@@ -300,13 +365,31 @@ fn stored_results_are_written_as_json_mtx_tns_and_npz() {
     }
     // .npz holds a 3-D result as scipy's n-D coo_array (`coords`).
     let out = dir.path().join("x.npz");
-    let (code, _, err) = heddle(&["run", example("csf_add").to_str().unwrap(), "--matrix", &format!("A={}", a3.display()), "--matrix", &format!("B={}", a3.display()), "-o", out.to_str().unwrap()]);
+    let (code, _, err) = heddle(&[
+        "run",
+        example("csf_add").to_str().unwrap(),
+        "--matrix",
+        &format!("A={}", a3.display()),
+        "--matrix",
+        &format!("B={}", a3.display()),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "{err}");
     let members = npz_members(&out);
     assert_eq!(members["format.npy"].1, b"coo", "a 3-D result is stored as coo");
     assert!(members.contains_key("coords.npy"), "{:?}", members.keys().collect::<Vec<_>>());
     // What a format cannot hold is an error naming it.
-    let (code, _, err) = heddle(&["run", example("spadd_csr").to_str().unwrap(), "--matrix", &format!("A={}", a.display()), "--matrix", &format!("B={}", b.display()), "-o", dir.path().join("x.npy").to_str().unwrap()]);
+    let (code, _, err) = heddle(&[
+        "run",
+        example("spadd_csr").to_str().unwrap(),
+        "--matrix",
+        &format!("A={}", a.display()),
+        "--matrix",
+        &format!("B={}", b.display()),
+        "-o",
+        dir.path().join("x.npy").to_str().unwrap(),
+    ]);
     assert_eq!(code, 1);
     assert!(err.contains("a stored tensor is written as"), "{err}");
 }
@@ -321,17 +404,28 @@ fn coordinates_outside_the_stored_shape_or_out_of_order_are_errors() {
     let small = write(
         dir.path(),
         "small.hdl",
-        &format!("#CSR = {CSR}\nfun(A: tensor<?x?xf32, #CSR> => (A :>> map(fun(row => row :>> map(fun(e => (e.1, e.2 * 2))))) : tensor<?x{{5}}xf32, #CSR>))\n"),
+        &format!(
+            "#CSR = {CSR}\nfun(A: tensor<?x?xf32, #CSR> => (A :>> map(fun(row => row :>> map(fun(e => (e.1, e.2 * 2))))) : tensor<?x{{5}}xf32, #CSR>))\n"
+        ),
     );
     // Coordinates reversed: a list out of order.
     let reversed = write(
         dir.path(),
         "reversed.hdl",
-        &format!("#CSR = {CSR}\nfun(A: tensor<?x?xf32, #CSR> => (generate(A_dim0, fun(i => generate(2, fun(k => (1 - k, 1.0))))) : tensor<?x{{A_dim1}}xf32, #CSR>))\n"),
+        &format!(
+            "#CSR = {CSR}\nfun(A: tensor<?x?xf32, #CSR> => (generate(A_dim0, fun(i => generate(2, fun(k => (1 - k, 1.0))))) : tensor<?x{{A_dim1}}xf32, #CSR>))\n"
+        ),
     );
     for backend in backends() {
         for (kernel, message) in [(&small, "outside the level's size 5"), (&reversed, "must be strictly increasing")] {
-            let (code, _, err) = heddle(&["run", kernel.to_str().unwrap(), "--backend", backend, "--matrix", &format!("A={}", a.display())]);
+            let (code, _, err) = heddle(&[
+                "run",
+                kernel.to_str().unwrap(),
+                "--backend",
+                backend,
+                "--matrix",
+                &format!("A={}", a.display()),
+            ]);
             assert_eq!(code, 1, "{} on {backend}: {err}", kernel.display());
             assert!(err.contains(message) && err.contains(":2:"), "{} on {backend}: {err}", kernel.display());
         }
@@ -343,7 +437,8 @@ fn coordinates_outside_the_stored_shape_or_out_of_order_are_errors() {
 #[test]
 fn tuples_of_results_have_one_output_each() {
     let dir = tempfile::tempdir().unwrap();
-    let a = write(dir.path(), "a.mtx", "%%MatrixMarket matrix coordinate real general\n4 5 3\n1 1 1.0\n1 3 2.0\n4 5 3.0\n");
+    let a =
+        write(dir.path(), "a.mtx", "%%MatrixMarket matrix coordinate real general\n4 5 3\n1 1 1.0\n1 3 2.0\n4 5 3.0\n");
     let b = write(dir.path(), "b.mtx", "%%MatrixMarket matrix coordinate real general\n4 5 2\n1 3 5.0\n4 2 7.0\n");
     let kernel = write(
         dir.path(),
@@ -388,14 +483,21 @@ fn co_iteration_over_unsorted_coordinates_is_an_error_on_every_backend() {
             "#NO = {enc}\n\nfun(A: tensor<?x?xf32, #NO> =>\nfun(B: tensor<?x?xf32, #NO> =>\n  generate(A_dim0, fun(i => union(0, 0, A@i, B@i) :>> map(fun(e => 1)) :>> reduce(+, 0)))))\n"
         ),
     );
-    let storage = |coordinates: [i64; 3], values: [f64; 3]| {
-        json!({ "encoding": enc, "dim_sizes": [2, 4], "lvl_sizes": [2, 4], "nse": 3, "positions": [null, [0, 2, 3]], "coordinates": [null, coordinates], "values": values })
-    };
+    let storage = |coordinates: [i64; 3], values: [f64; 3]| json!({ "encoding": enc, "dim_sizes": [2, 4], "lvl_sizes": [2, 4], "nse": 3, "positions": [null, [0, 2, 3]], "coordinates": [null, coordinates], "values": values });
     let sorted = write(dir.path(), "sorted.json", &storage([1, 3, 2], [2.0, 1.0, 4.0]).to_string());
     let unsorted = write(dir.path(), "unsorted.json", &storage([3, 1, 2], [1.0, 2.0, 4.0]).to_string());
     for backend in backends() {
         let run = |a: &Path, b: &Path| {
-            heddle(&["run", kernel.to_str().unwrap(), "--backend", backend, "--matrix", &format!("A={}", a.display()), "--matrix", &format!("B={}", b.display())])
+            heddle(&[
+                "run",
+                kernel.to_str().unwrap(),
+                "--backend",
+                backend,
+                "--matrix",
+                &format!("A={}", a.display()),
+                "--matrix",
+                &format!("B={}", b.display()),
+            ])
         };
         let (code, out, err) = run(&sorted, &sorted);
         assert_eq!((code, out.trim()), (0, "[2,1]"), "{backend}: {err}");
@@ -424,7 +526,11 @@ fn n_way_co_iteration_equals_the_dense_computation() {
     for (case, &(m, n)) in [(9u64, 7u64), (0, 0), (1, 1), (1, 300), (6, 3)].iter().enumerate() {
         let label = format!("case {case} ({m}x{n})");
         let (a, b, c) = (random(&mut rng, m, n, 35), random(&mut rng, m, n, 30), random(&mut rng, m, n, 40));
-        let files: Vec<PathBuf> = [&a, &b, &c].iter().enumerate().map(|(k, e)| write(dir.path(), &format!("{k}_{case}.mtx"), &mtx(m, n, e))).collect();
+        let files: Vec<PathBuf> = [&a, &b, &c]
+            .iter()
+            .enumerate()
+            .map(|(k, e)| write(dir.path(), &format!("{k}_{case}.mtx"), &mtx(m, n, e)))
+            .collect();
         let mats = [("A", files[0].as_path()), ("B", files[1].as_path()), ("C", files[2].as_path())];
         let ab = union(&a, &b);
         let mut minus = ab.clone();
@@ -434,9 +540,18 @@ fn n_way_co_iteration_equals_the_dense_computation() {
         for (kernel, want) in [(&sub, minus), (&mul, intersection(&ab, &c))] {
             let (dims, got) = stored(kernel, &mats, &label);
             assert_eq!(dims, vec![m, n], "{}, {label}", kernel.display());
-            assert_eq!(got.keys().collect::<Vec<_>>(), want.keys().collect::<Vec<_>>(), "{}, {label}", kernel.display());
+            assert_eq!(
+                got.keys().collect::<Vec<_>>(),
+                want.keys().collect::<Vec<_>>(),
+                "{}, {label}",
+                kernel.display()
+            );
             for ((gc, gv), wv) in got.iter().zip(want.values()) {
-                assert!((gv - wv).abs() <= 1e-5 * wv.abs().max(1.0), "{}, {label}: {gc:?} is {gv}, want {wv}", kernel.display());
+                assert!(
+                    (gv - wv).abs() <= 1e-5 * wv.abs().max(1.0),
+                    "{}, {label}: {gc:?} is {gv}, want {wv}",
+                    kernel.display()
+                );
             }
         }
     }
@@ -457,15 +572,28 @@ fn an_intersection_checks_the_rest_of_the_longer_list() {
     let short = write(dir.path(), "short.json", &storage(&[0]).to_string());
     let sorted = write(dir.path(), "sorted.json", &storage(&[0, 2, 3]).to_string());
     let unsorted = write(dir.path(), "unsorted.json", &storage(&[0, 3, 2]).to_string());
-    for (name, first) in [("two.hdl", "A@i"), ("nested.hdl", "union(0, 0, A@i, A@i) :>> map(fun(e => (e.1, e.2 + e.3)))")] {
+    for (name, first) in
+        [("two.hdl", "A@i"), ("nested.hdl", "union(0, 0, A@i, A@i) :>> map(fun(e => (e.1, e.2 + e.3)))")]
+    {
         let kernel = write(
             dir.path(),
             name,
-            &format!("#NO = {enc}\n\nfun(A: tensor<?x?xf32, #NO> =>\nfun(B: tensor<?x?xf32, #NO> =>\n  generate(A_dim0, fun(i => intersect({first}, B@i) :>> map(fun(e => e.2 * e.3)) :>> reduce(+, 0)))))\n"),
+            &format!(
+                "#NO = {enc}\n\nfun(A: tensor<?x?xf32, #NO> =>\nfun(B: tensor<?x?xf32, #NO> =>\n  generate(A_dim0, fun(i => intersect({first}, B@i) :>> map(fun(e => e.2 * e.3)) :>> reduce(+, 0)))))\n"
+            ),
         );
         for backend in backends() {
             let run = |a: &Path, b: &Path| {
-                heddle(&["run", kernel.to_str().unwrap(), "--backend", backend, "--matrix", &format!("A={}", a.display()), "--matrix", &format!("B={}", b.display())])
+                heddle(&[
+                    "run",
+                    kernel.to_str().unwrap(),
+                    "--backend",
+                    backend,
+                    "--matrix",
+                    &format!("A={}", a.display()),
+                    "--matrix",
+                    &format!("B={}", b.display()),
+                ])
             };
             let (code, out, err) = run(&short, &sorted);
             let want = if name == "two.hdl" { "[1.0]" } else { "[2.0]" };
@@ -495,7 +623,9 @@ fn a_stream_in_a_temporary_is_stored_with_its_count() {
     let kernel = write(
         dir.path(),
         "private.hdl",
-        &format!("#CSR = {CSR}\n\nfun(A: tensor<?x?xf32, #CSR> =>\nfun(B: tensor<?x?xf32, #CSR> =>\n  generate(A_dim0, fun(i =>\n    union(0, 0, A@i, B@i) :>> toPrivate(map(fun(e => e.2 + e.3))) :>> reduce(+, 0)))))\n"),
+        &format!(
+            "#CSR = {CSR}\n\nfun(A: tensor<?x?xf32, #CSR> =>\nfun(B: tensor<?x?xf32, #CSR> =>\n  generate(A_dim0, fun(i =>\n    union(0, 0, A@i, B@i) :>> toPrivate(map(fun(e => e.2 + e.3))) :>> reduce(+, 0)))))\n"
+        ),
     );
     let mut want = vec![0.0; m as usize];
     for (c, v) in union(&a, &b) {
@@ -587,7 +717,9 @@ fn power_law(rng: &mut Rng, m: u64, n: u64, long_row: bool) -> Entries {
 /// the entries the dense computation's.
 #[test]
 fn co_iterations_are_merged_once_into_room_for_their_bounds() {
-    for (kernel, bound) in [("spadd_csr", true), ("spadd_dcsr", true), ("spmul_csr", true), ("spadd_bsr", true), ("spgemm_csr", false)] {
+    for (kernel, bound) in
+        [("spadd_csr", true), ("spadd_dcsr", true), ("spmul_csr", true), ("spadd_bsr", true), ("spgemm_csr", false)]
+    {
         let (code, out, err) = heddle(&["compile", example(kernel).to_str().unwrap(), "--target", "loops"]);
         assert_eq!(code, 0, "{kernel}: {err}");
         assert_eq!(out.contains("bound phase count#1"), bound, "{kernel}:\n{out}");
@@ -601,20 +733,35 @@ fn co_iterations_are_merged_once_into_room_for_their_bounds() {
     }
     let dir = tempfile::tempdir().unwrap();
     let mut rng = Rng(0xb0_a4d5);
-    let shapes: &[(u64, u64, bool)] = &[(0, 0, false), (1, 1, false), (1, 300, true), (40, 25, false), (60, 200, true), (7, 9, false)];
+    let shapes: &[(u64, u64, bool)] =
+        &[(0, 0, false), (1, 1, false), (1, 300, true), (40, 25, false), (60, 200, true), (7, 9, false)];
     for (case, &(m, n, long_row)) in shapes.iter().enumerate() {
         let label = format!("case {case} ({m}x{n})");
         let a = power_law(&mut rng, m, n, long_row);
         let b = if case % 2 == 0 { random(&mut rng, m, n, 30) } else { power_law(&mut rng, m, n, false) };
-        let (fa, fb) = (write(dir.path(), &format!("a{case}.mtx"), &mtx(m, n, &a)), write(dir.path(), &format!("b{case}.mtx"), &mtx(m, n, &b)));
+        let (fa, fb) = (
+            write(dir.path(), &format!("a{case}.mtx"), &mtx(m, n, &a)),
+            write(dir.path(), &format!("b{case}.mtx"), &mtx(m, n, &b)),
+        );
         let mats = [("A", fa.as_path()), ("B", fb.as_path())];
-        for (kernel, want) in [("spadd_csr", union(&a, &b)), ("spadd_dcsr", union(&a, &b)), ("spmul_csr", intersection(&a, &b))] {
+        for (kernel, want) in
+            [("spadd_csr", union(&a, &b)), ("spadd_dcsr", union(&a, &b)), ("spmul_csr", intersection(&a, &b))]
+        {
             let kernel = example(kernel);
             let (dims, got) = stored(&kernel, &mats, &label);
             assert_eq!(dims, vec![m, n], "{}, {label}", kernel.display());
-            assert_eq!(got.keys().collect::<Vec<_>>(), want.keys().collect::<Vec<_>>(), "{}, {label}", kernel.display());
+            assert_eq!(
+                got.keys().collect::<Vec<_>>(),
+                want.keys().collect::<Vec<_>>(),
+                "{}, {label}",
+                kernel.display()
+            );
             for ((gc, gv), wv) in got.iter().zip(want.values()) {
-                assert!((gv - wv).abs() <= 1e-5 * wv.abs().max(1.0), "{}, {label}: {gc:?} is {gv}, want {wv}", kernel.display());
+                assert!(
+                    (gv - wv).abs() <= 1e-5 * wv.abs().max(1.0),
+                    "{}, {label}: {gc:?} is {gv}, want {wv}",
+                    kernel.display()
+                );
             }
             if common::oclgrind() {
                 continue;
@@ -622,7 +769,12 @@ fn co_iterations_are_merged_once_into_room_for_their_bounds() {
             let reference = run(&kernel, &mats, "interp", &[]);
             for threads in 1..=4 {
                 let storage = run(&kernel, &mats, "cpu", &["--threads", &threads.to_string()]);
-                assert_eq!(storage, reference, "{}, {label}, {threads} threads: the storage differs from the interpreter's", kernel.display());
+                assert_eq!(
+                    storage,
+                    reference,
+                    "{}, {label}, {threads} threads: the storage differs from the interpreter's",
+                    kernel.display()
+                );
             }
         }
     }

@@ -46,8 +46,12 @@ enum Op {
 
 fn kernel(op: Op, a: &str, b: &str, out: &str) -> String {
     let body = match op {
-        Op::Add => "(generate(A_dim0, fun(i => union(0, 0, A@i, B@i) :>> map(fun(e => (e.1, e.2 + e.3))))) : tensor<?x{A_dim1}xf32, #OUT>)",
-        Op::Mul => "(generate(A_dim0, fun(i => intersect(A@i, B@i) :>> map(fun(e => (e.1, e.2 * e.3))))) : tensor<?x{A_dim1}xf32, #OUT>)",
+        Op::Add => {
+            "(generate(A_dim0, fun(i => union(0, 0, A@i, B@i) :>> map(fun(e => (e.1, e.2 + e.3))))) : tensor<?x{A_dim1}xf32, #OUT>)"
+        }
+        Op::Mul => {
+            "(generate(A_dim0, fun(i => intersect(A@i, B@i) :>> map(fun(e => (e.1, e.2 * e.3))))) : tensor<?x{A_dim1}xf32, #OUT>)"
+        }
         Op::Product => {
             "(A :>> map(fun(row => row :>> map(fun(a => B@a.1 :>> map(fun(b => (b.1, a.2 * b.2))))) :>> join :>> compressAdd(B_dim1))) : tensor<?x{B_dim1}xf32, #OUT>)"
         }
@@ -99,7 +103,10 @@ fn entries_of(t: &SparseTensor) -> Entries {
 }
 
 /// Runs the case on every backend; each result's entries.
-fn run_everywhere(src: &str, files: &[(&str, std::path::PathBuf)]) -> Vec<(&'static str, Result<SparseTensor, String>)> {
+fn run_everywhere(
+    src: &str,
+    files: &[(&str, std::path::PathBuf)],
+) -> Vec<(&'static str, Result<SparseTensor, String>)> {
     let file = SourceFile::new("case.hdl", src);
     let (_, kernel) = heddle::check_source(&file).unwrap_or_else(|d| panic!("{src}: {d:?}"));
     let mut nats = Vec::new();

@@ -20,9 +20,9 @@ use crate::common;
 use common::Rng;
 use heddle::source::SourceFile;
 use heddle_runtime::interp::Env;
-use heddle_runtime::io::{bind_inputs, Loaded};
+use heddle_runtime::io::{Loaded, bind_inputs};
 use heddle_typeck::Kernel;
-use serde_json::{json, Value as J};
+use serde_json::{Value as J, json};
 use std::path::Path;
 
 /// What a kernel reads, so what to draw for it.
@@ -136,7 +136,8 @@ fn draw(kernel: &Kernel, inputs: Inputs, case: u64, rng: &mut Rng, dir: &Path) -
             let p = percent(rng);
             let text = mtx(rng, m, n, p);
             let path = common::write(dir, &format!("{name}.mtx"), &text);
-            let (dims, buffers) = heddle_runtime::io::bind::tensor_inputs(kernel, name, &path).expect("a random matrix binds");
+            let (dims, buffers) =
+                heddle_runtime::io::bind::tensor_inputs(kernel, name, &path).expect("a random matrix binds");
             nats.extend(dims);
             values.extend(buffers);
             said.push_str(&format!("{name} =\n{text}"));
@@ -175,10 +176,12 @@ fn used_stream_lengths_agree_with_the_interpreter_on_random_inputs() {
     for (k, (stem, inputs)) in KERNELS.iter().enumerate() {
         let path = common::root().join(format!("tests/compile_coverage/{stem}.hdl"));
         let src = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let opencl_refusal = src.lines().find_map(|l| l.trim().strip_prefix("// refused on opencl:")).map(|t| t.trim().to_string());
+        let opencl_refusal =
+            src.lines().find_map(|l| l.trim().strip_prefix("// refused on opencl:")).map(|t| t.trim().to_string());
         let file = SourceFile::new(format!("{stem}.hdl"), src.clone());
         let (_, kernel) = heddle::check_source(&file).unwrap_or_else(|d| panic!("{stem}: {}", file.render(&d)));
-        let cpu = heddle::cpu::lower(&kernel, stem).unwrap_or_else(|d| panic!("{stem}: the CPU backend refuses it: {}", d.message));
+        let cpu = heddle::cpu::lower(&kernel, stem)
+            .unwrap_or_else(|d| panic!("{stem}: the CPU backend refuses it: {}", d.message));
         let cl = common::opencl_platform().map(|platform| (platform, heddle::opencl::compile(&kernel, stem)));
         if let Some((_, Err(d))) = &cl {
             let expected = opencl_refusal.as_ref().is_some_and(|want| d.message.contains(want.as_str()));
@@ -189,7 +192,8 @@ fn used_stream_lengths_agree_with_the_interpreter_on_random_inputs() {
         let cases = if matches!(inputs, Inputs::Lists) { cases.max(3) } else { cases };
         for case in 0..cases {
             let (env, said) = draw(&kernel, *inputs, case, &mut rng, dir.path());
-            let want = heddle_runtime::interp::run_kernel(&kernel, &env).map(|v| heddle_runtime::io::write::to_json(&v, &kernel.body.ty));
+            let want = heddle_runtime::interp::run_kernel(&kernel, &env)
+                .map(|v| heddle_runtime::io::write::to_json(&v, &kernel.body.ty));
             let mut got = vec![("cpu", heddle::cpu::run(&kernel, &cpu, &env, 2))];
             if let Some((platform, Ok(compiled))) = &cl {
                 got.push(("opencl", heddle::opencl::run(platform, &kernel, compiled, &env, 1).map(|(v, _)| v)));
@@ -207,7 +211,11 @@ fn used_stream_lengths_agree_with_the_interpreter_on_random_inputs() {
                         Ok(v) => v.to_string(),
                         Err(d) => format!("error: {}", d.message),
                     };
-                    problems.push(format!("{stem} case {case} on {backend}: {} but the interpreter gives {}\ninputs: {said}", show(&r), show(&want)));
+                    problems.push(format!(
+                        "{stem} case {case} on {backend}: {} but the interpreter gives {}\ninputs: {said}",
+                        show(&r),
+                        show(&want)
+                    ));
                 }
             }
         }

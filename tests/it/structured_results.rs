@@ -12,8 +12,8 @@
 
 use crate::common;
 
-use common::{backends, cases, heddle, python, write, Rng};
-use serde_json::{json, Value as J};
+use common::{Rng, backends, cases, heddle, python, write};
+use serde_json::{Value as J, json};
 use std::path::{Path, PathBuf};
 
 const NV24: &str = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : block2_4) }>";
@@ -42,7 +42,10 @@ fn prune(path: &Path, m: usize, k: usize, backend: &str) -> J {
     let file = example("prune_2_4");
     let (n, blocks) = (format!("n={m}"), format!("m={k}"));
     let input = format!("dense={}", path.display());
-    run_json(&["run", file.to_str().unwrap(), "--backend", backend, "--input", &input, "--param", &n, "--param", &blocks], &format!("prune_2_4 on {backend}"))
+    run_json(
+        &["run", file.to_str().unwrap(), "--backend", backend, "--input", &input, "--param", &n, "--param", &blocks],
+        &format!("prune_2_4 on {backend}"),
+    )
 }
 
 /// A random m × 4k matrix: multiples of 1/4 in [-2, 2] (ties in magnitude
@@ -126,7 +129,8 @@ print(json.dumps(out))
         if m > 0 {
             let pruned = write(dir.path(), &format!("p{case}.json"), &w["pruned"].to_string());
             let conv = dir.path().join(format!("c{case}.json"));
-            let (code, _, err) = heddle(&["convert", pruned.to_str().unwrap(), "--to", NV24, "-o", conv.to_str().unwrap()]);
+            let (code, _, err) =
+                heddle(&["convert", pruned.to_str().unwrap(), "--to", NV24, "-o", conv.to_str().unwrap()]);
             assert_eq!(code, 0, "convert, case {case}: {err}");
             let got: J = serde_json::from_str(&std::fs::read_to_string(&conv).unwrap()).unwrap();
             let mut conv_values = Vec::new();
@@ -173,7 +177,16 @@ fn scaling_a_2_4_tensor_keeps_its_blocks() {
         });
         for backend in backends() {
             let file = example("scale_2_4");
-            let args = ["run", file.to_str().unwrap(), "--backend", backend, "--matrix", &format!("A={}", stored.display()), "--input", &format!("s={}", s.display())];
+            let args = [
+                "run",
+                file.to_str().unwrap(),
+                "--backend",
+                backend,
+                "--matrix",
+                &format!("A={}", stored.display()),
+                "--input",
+                &format!("s={}", s.display()),
+            ];
             let got = run_json(&args, &format!("scale_2_4, case {case}, {backend}"));
             assert_eq!(storage_of(&got), want, "scale_2_4, case {case} ({m} x {}), {backend}", 4 * k);
         }
@@ -194,7 +207,16 @@ fn a_block_with_more_than_two_entries_is_a_located_run_time_error() {
     let fits = write(dir.path(), "fits.json", "[[0, 1, 0, 2, 3, 0, 0, 0], [0, 0, 0, 0, 0, 0, 7, 0]]");
     let three = write(dir.path(), "three.json", "[[0, 1, 0, 2, 3, 0, 0, 0], [0, 0, 0, 0, 1, 0, 7, 2]]");
     for backend in backends() {
-        let run = |input: &Path| heddle(&["run", kernel.to_str().unwrap(), "--backend", backend, "--input", &format!("dense={}", input.display())]);
+        let run = |input: &Path| {
+            heddle(&[
+                "run",
+                kernel.to_str().unwrap(),
+                "--backend",
+                backend,
+                "--input",
+                &format!("dense={}", input.display()),
+            ])
+        };
         let (code, out, err) = run(&fits);
         assert_eq!(code, 0, "{backend}: {err}");
         let got: J = serde_json::from_str(&out).unwrap();
@@ -202,7 +224,10 @@ fn a_block_with_more_than_two_entries_is_a_located_run_time_error() {
         assert_eq!(got["values"], json!([1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 0.0, 7.0]), "{backend}");
         let (code, _, err) = run(&three);
         assert_eq!(code, 1, "{backend}: {err}");
-        assert!(err.contains("level 2 (`j mod 4 : block2_4`) stores at most 2 entries of every block of 4"), "{backend}: {err}");
+        assert!(
+            err.contains("level 2 (`j mod 4 : block2_4`) stores at most 2 entries of every block of 4"),
+            "{backend}: {err}"
+        );
         assert!(err.contains("all_nonzeros.hdl:5:3"), "{backend}: the error is located at the annotation: {err}");
     }
 }

@@ -28,8 +28,14 @@ fn run(backend: &str, dir: &std::path::Path, rows: &[Vec<f64>], cols: usize) -> 
     let x = dir.join("x.json");
     std::fs::write(&x, serde_json::to_string(&xs).unwrap()).unwrap();
     let (code, out, err) = heddle(&[
-        "run", "examples/sparse/spmv_csr.hdl", "--backend", backend,
-        "--matrix", &format!("A={}", a.display()), "--input", &format!("xs={}", x.display()),
+        "run",
+        "examples/sparse/spmv_csr.hdl",
+        "--backend",
+        backend,
+        "--matrix",
+        &format!("A={}", a.display()),
+        "--input",
+        &format!("xs={}", x.display()),
     ]);
     assert_eq!(code, 0, "{backend}: {err}");
     serde_json::from_str(&out).unwrap()
@@ -69,7 +75,12 @@ fn missing_matrix_names_the_tensor() {
 #[test]
 fn matrix_for_a_non_tensor_parameter_is_an_error() {
     let (code, _, err) = heddle(&[
-        "run", "examples/dense_mv.hdl", "--matrix", "matrix=tests/data/sparse/m4x8.mtx", "--input", "xs=examples/data/dense_mv/xs.json",
+        "run",
+        "examples/dense_mv.hdl",
+        "--matrix",
+        "matrix=tests/data/sparse/m4x8.mtx",
+        "--input",
+        "xs=examples/data/dense_mv/xs.json",
     ]);
     assert_eq!(code, 1);
     assert!(err.contains("no tensor parameter"), "{err}");

@@ -34,7 +34,12 @@ fn csr_variant(dir: &Path, name: &str, widths: &str) -> String {
 fn banded(dir: &Path) -> String {
     let n = 200u64;
     let entries: Vec<(u64, u64, f64)> = (0..n)
-        .flat_map(|i| [i.wrapping_sub(1), i, i + 1].into_iter().filter(move |&j| j < n).map(move |j| (i, j, 1.0 + ((i * 7 + j) % 11) as f64 * 0.125)))
+        .flat_map(|i| {
+            [i.wrapping_sub(1), i, i + 1]
+                .into_iter()
+                .filter(move |&j| j < n)
+                .map(move |j| (i, j, 1.0 + ((i * 7 + j) % 11) as f64 * 0.125))
+        })
         .collect();
     mtx(dir, "banded", n, n, &entries)
 }
@@ -68,11 +73,31 @@ fn tune_binds_each_variant_in_its_own_encoding() {
          A :>> map(fun(row => row :>> map(fun(e => e.2 * xs@e.1 + e.2 * xs@e.1)) :>> reduce(+, 0)))))\n",
     );
     let (band, anti) = (banded(d), anti_diagonal(d));
-    let files = ["examples/sparse/spmv_csr.hdl", "examples/sparse/spmv_dia.hdl", "examples/sparse/spmv_ell.hdl", "examples/sparse/spmv_bsr.hdl", "examples/sparse/spmv_dcsr.hdl"];
+    let files = [
+        "examples/sparse/spmv_csr.hdl",
+        "examples/sparse/spmv_dia.hdl",
+        "examples/sparse/spmv_ell.hdl",
+        "examples/sparse/spmv_bsr.hdl",
+        "examples/sparse/spmv_dcsr.hdl",
+    ];
     let mut args: Vec<&str> = vec!["tune"];
     args.extend(files);
     let (ma, mb) = (format!("A={band}"), format!("A={anti}"));
-    args.extend([csr32.as_str(), wrong.to_str().unwrap(), "--matrix", &ma, "--matrix", &mb, "--backend", "cpu", "--threads", "1,2", "--reps", "2", "--json"]);
+    args.extend([
+        csr32.as_str(),
+        wrong.to_str().unwrap(),
+        "--matrix",
+        &ma,
+        "--matrix",
+        &mb,
+        "--backend",
+        "cpu",
+        "--threads",
+        "1,2",
+        "--reps",
+        "2",
+        "--json",
+    ]);
     let (code, out, err) = heddle(&args);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
@@ -131,7 +156,20 @@ fn tune_matrix_skips_narrow_coordinates_that_do_not_fit() {
     let wide = csr_variant(d, "wide", ", crdWidth = 32");
     let long = mtx(d, "long", 2, 70_000, &[(0, 3, 2.0), (1, 69_999, 3.0)]);
     let m = format!("A={long}");
-    let (code, out, err) = heddle(&["tune", &narrow, &wide, "--matrix", &m, "--backend", "cpu", "--threads", "1", "--reps", "1", "--json"]);
+    let (code, out, err) = heddle(&[
+        "tune",
+        &narrow,
+        &wide,
+        "--matrix",
+        &m,
+        "--backend",
+        "cpu",
+        "--threads",
+        "1",
+        "--reps",
+        "1",
+        "--json",
+    ]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let outcomes = variants(&v, 0);
@@ -146,12 +184,26 @@ fn tune_matrix_skips_narrow_coordinates_that_do_not_fit() {
     // A vector not named xs is not generated: --input gives it to every matrix case.
     let named_v = common::write(d, "named_v.hdl", &std::fs::read_to_string(&wide).unwrap().replace("xs", "v"));
     let named_v = named_v.to_str().unwrap();
-    let (code, _, err) = heddle(&["tune", named_v, "--matrix", "A=tests/data/sparse/m4x8.mtx", "--backend", "cpu", "--threads", "1"]);
+    let (code, _, err) =
+        heddle(&["tune", named_v, "--matrix", "A=tests/data/sparse/m4x8.mtx", "--backend", "cpu", "--threads", "1"]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("`v`"), "{err}");
     let (code, out, err) = heddle(&[
-        "tune", named_v, "--matrix", "A=tests/data/sparse/m4x8.mtx", "--matrix", "A=tests/data/sparse/m4x8.mtx",
-        "--input", "v=examples/data/sparse/x8.json", "--backend", "cpu", "--threads", "1", "--reps", "1", "--json",
+        "tune",
+        named_v,
+        "--matrix",
+        "A=tests/data/sparse/m4x8.mtx",
+        "--matrix",
+        "A=tests/data/sparse/m4x8.mtx",
+        "--input",
+        "v=examples/data/sparse/x8.json",
+        "--backend",
+        "cpu",
+        "--threads",
+        "1",
+        "--reps",
+        "1",
+        "--json",
     ]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -175,15 +227,30 @@ fn tune_matrix_skips_blocks_that_do_not_divide_the_shape() {
     let odd = mtx(d, "odd", 3, 5, &[(0, 0, 1.0), (2, 4, 2.0)]);
     let even = mtx(d, "even", 3, 8, &[(0, 0, 1.0), (2, 7, 2.0)]);
     let (code, out, err) = heddle(&[
-        "tune", "examples/sparse/spmv_bsr_1x8.hdl", "examples/sparse/spmv_csr.hdl", "--matrix", &format!("A={odd}"), "--matrix",
-        &format!("A={even}"), "--backend", "cpu", "--threads", "1", "--reps", "1", "--json",
+        "tune",
+        "examples/sparse/spmv_bsr_1x8.hdl",
+        "examples/sparse/spmv_csr.hdl",
+        "--matrix",
+        &format!("A={odd}"),
+        "--matrix",
+        &format!("A={even}"),
+        "--backend",
+        "cpu",
+        "--threads",
+        "1",
+        "--reps",
+        "1",
+        "--json",
     ]);
     assert_eq!(code, 0, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let on_odd = variants(&v, 0);
     assert_eq!(on_odd[0]["skipped"], true, "{out}");
     let reason = on_odd[0]["error"].as_str().unwrap();
-    assert!(reason.contains("does not fit this encoding") && reason.contains("multiple of its block size 8"), "{reason}");
+    assert!(
+        reason.contains("does not fit this encoding") && reason.contains("multiple of its block size 8"),
+        "{reason}"
+    );
     assert!(on_odd[1]["seconds"].is_f64(), "{out}");
     assert!(variants(&v, 1).iter().all(|o| o["seconds"].is_f64()), "{out}");
 }
@@ -218,7 +285,11 @@ fn dia_and_ell_on_the_cpu_agree_with_the_interpreter() {
     let ell8 = common::write(
         d,
         "spmv_ell8.hdl",
-        &std::fs::read_to_string(common::root().join("examples/sparse/spmv_ell.hdl")).unwrap().replace("c * 3 * i", "c * 8 * i").replace("xf32", "xf64").replace("[float]", "[double]"),
+        &std::fs::read_to_string(common::root().join("examples/sparse/spmv_ell.hdl"))
+            .unwrap()
+            .replace("c * 3 * i", "c * 8 * i")
+            .replace("xf32", "xf64")
+            .replace("[float]", "[double]"),
     );
     let ell8 = ell8.to_str().unwrap();
     // (name, rows, columns, entries)

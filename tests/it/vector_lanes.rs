@@ -8,7 +8,7 @@
 
 use crate::common;
 
-use common::{heddle, Rng};
+use common::{Rng, heddle};
 
 const TYPES: [(&str, bool, usize); 4] = [("f32", true, 4), ("f64", true, 8), ("i32", false, 4), ("i64", false, 8)];
 const WIDTHS: [usize; 3] = [2, 4, 8];
@@ -16,7 +16,9 @@ const WIDTHS: [usize; 3] = [2, 4, 8];
 /// The kernels, by name: source for element type `t` and width `w`, and the
 /// dense result from `xs` and `ys`.
 fn kernel(name: &str, t: &str, w: usize) -> String {
-    let two = format!("nFun(n =>\nfun(xs: [{t}]_{{{w} * n}} =>\nfun(ys: [{t}]_{{{w} * n}} =>\n  zip(xs :>> asVector({w}), ys :>> asVector({w}))");
+    let two = format!(
+        "nFun(n =>\nfun(xs: [{t}]_{{{w} * n}} =>\nfun(ys: [{t}]_{{{w} * n}} =>\n  zip(xs :>> asVector({w}), ys :>> asVector({w}))"
+    );
     match name {
         "add" => format!("{two} :>> map(fun(p => p.1 + p.2)) :>> asScalar)))\n"),
         "mul" => format!("{two} :>> map(fun(p => p.1 * p.2)) :>> asScalar)))\n"),
@@ -62,7 +64,8 @@ fn values(rng: &mut Rng, len: usize) -> Vec<f64> {
 }
 
 fn json_list(xs: &[f64], float: bool) -> String {
-    let items: Vec<String> = xs.iter().map(|x| if float { format!("{x:?}") } else { format!("{}", *x as i64) }).collect();
+    let items: Vec<String> =
+        xs.iter().map(|x| if float { format!("{x:?}") } else { format!("{}", *x as i64) }).collect();
     format!("[{}]", items.join(", "))
 }
 
@@ -120,10 +123,14 @@ fn lanes_that_fill_vectors_are_loaded_computed_and_stored_as_vectors() {
                 let fits = (w * size) % 16 == 0 && !(t == "i64" && name != "add");
                 let parts = if fits { w / per } else { 0 };
                 assert_eq!(ir.matches(&format!("load.{vt} ")).count(), 2 * parts, "{name} over {t}, w = {w}:\n{ir}");
-                let stores = ir.lines().filter(|l| l.trim_start().starts_with("store ") && !l.contains("aligned")).count();
+                let stores =
+                    ir.lines().filter(|l| l.trim_start().starts_with("store ") && !l.contains("aligned")).count();
                 assert_eq!(stores, parts, "{name} over {t}, w = {w}:\n{ir}");
                 if !fits {
-                    assert!(!ir.contains(&format!("x{per}")), "{name} over {t}, w = {w}: a vector where lanes stay scalar:\n{ir}");
+                    assert!(
+                        !ir.contains(&format!("x{per}")),
+                        "{name} over {t}, w = {w}: a vector where lanes stay scalar:\n{ir}"
+                    );
                 }
             }
         }
@@ -176,7 +183,16 @@ fn gathered_rows_of_vectors_keep_their_checks() {
     let good = common::write(dir.path(), "good.json", "[1, 0, 1]");
     let bad = common::write(dir.path(), "bad.json", "[1, 2, 0]");
     let run = |backend: &str, idx: &std::path::Path| {
-        heddle(&["run", src.to_str().unwrap(), "--backend", backend, "--input", &format!("idx={}", idx.display()), "--input", &format!("xs={}", x.display())])
+        heddle(&[
+            "run",
+            src.to_str().unwrap(),
+            "--backend",
+            backend,
+            "--input",
+            &format!("idx={}", idx.display()),
+            "--input",
+            &format!("xs={}", x.display()),
+        ])
     };
     let (code, out, err) = run("cpu", &good);
     assert_eq!(code, 0, "{err}");

@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use common::{heddle, Rng};
+use common::{Rng, heddle};
 
 const DOT: &str = "tests/compile_coverage/vector_dot.hdl";
 const ROWS: &str = "tests/compile_coverage/vector_rows.hdl";
@@ -35,7 +35,14 @@ fn a_dot_product_through_vectors_equals_the_scalar_sum_on_every_backend() {
         let y = common::write(dir.path(), "ys.json", &json_list(&ys));
         for backend in common::backends() {
             let (code, out, err) = heddle(&[
-                "run", DOT, "--backend", backend, "--input", &format!("xs={}", x.display()), "--input", &format!("ys={}", y.display()),
+                "run",
+                DOT,
+                "--backend",
+                backend,
+                "--input",
+                &format!("xs={}", x.display()),
+                "--input",
+                &format!("ys={}", y.display()),
             ]);
             assert_eq!(code, 0, "{backend}, n = {n}: {err}");
             assert_eq!(result(&out), want, "{backend}, n = {n}");
@@ -80,7 +87,16 @@ fn rows_of_vectors_equal_a_dense_computation_on_every_backend() {
         let a = common::write(dir.path(), "a.json", &text);
         for backend in common::backends() {
             let (code, out, err) = heddle(&[
-                "run", ROWS, "--backend", backend, "--input", &format!("a={}", a.display()), "--param", &format!("n={n}"), "--param", &format!("m={m}"),
+                "run",
+                ROWS,
+                "--backend",
+                backend,
+                "--input",
+                &format!("a={}", a.display()),
+                "--param",
+                &format!("n={n}"),
+                "--param",
+                &format!("m={m}"),
             ]);
             assert_eq!(code, 0, "{backend}, {n}x{m}: {err}");
             let got: Vec<f64> = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
@@ -103,7 +119,14 @@ fn a_result_of_vectors_equals_the_lane_wise_products_on_every_backend() {
         let y = common::write(dir.path(), "ys.json", &json_list(&ys));
         for backend in common::backends() {
             let (code, out, err) = heddle(&[
-                "run", PRODUCTS, "--backend", backend, "--input", &format!("xs={}", x.display()), "--input", &format!("ys={}", y.display()),
+                "run",
+                PRODUCTS,
+                "--backend",
+                backend,
+                "--input",
+                &format!("xs={}", x.display()),
+                "--input",
+                &format!("ys={}", y.display()),
             ]);
             assert_eq!(code, 0, "{backend}, n = {n}: {err}");
             let got: Vec<f64> = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));

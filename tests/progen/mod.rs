@@ -174,20 +174,61 @@ enum Level {
 }
 
 const ENCODINGS: &[Encoding] = &[
-    Encoding { name: "CSR", text: "(i, j) -> (i : dense, j : compressed)", levels: &[Level::Dense { dim: Some(0) }, Level::Compressed { dim: Some(1) }] },
-    Encoding { name: "CSC", text: "(i, j) -> (j : dense, i : compressed)", levels: &[Level::Dense { dim: Some(1) }, Level::Compressed { dim: Some(0) }] },
-    Encoding { name: "DCSR", text: "(i, j) -> (i : compressed, j : compressed)", levels: &[Level::Compressed { dim: Some(0) }, Level::Compressed { dim: Some(1) }] },
-    Encoding { name: "DCSC", text: "(i, j) -> (j : compressed, i : compressed)", levels: &[Level::Compressed { dim: Some(1) }, Level::Compressed { dim: Some(0) }] },
-    Encoding { name: "COO", text: "(i, j) -> (i : compressed(nonunique), j : singleton)", levels: &[Level::Compressed { dim: Some(0) }, Level::Singleton { dim: Some(1) }] },
-    Encoding { name: "COO_SOA", text: "(i, j) -> (i : compressed(nonunique), j : singleton(soa))", levels: &[Level::Compressed { dim: Some(0) }, Level::Singleton { dim: Some(1) }] },
-    Encoding { name: "DENSE", text: "(i, j) -> (i : dense, j : dense)", levels: &[Level::Dense { dim: Some(0) }, Level::Dense { dim: Some(1) }] },
-    Encoding { name: "LOOSE", text: "(i, j) -> (i : dense, j : loose_compressed)", levels: &[Level::Dense { dim: Some(0) }, Level::Compressed { dim: Some(1) }] },
+    Encoding {
+        name: "CSR",
+        text: "(i, j) -> (i : dense, j : compressed)",
+        levels: &[Level::Dense { dim: Some(0) }, Level::Compressed { dim: Some(1) }],
+    },
+    Encoding {
+        name: "CSC",
+        text: "(i, j) -> (j : dense, i : compressed)",
+        levels: &[Level::Dense { dim: Some(1) }, Level::Compressed { dim: Some(0) }],
+    },
+    Encoding {
+        name: "DCSR",
+        text: "(i, j) -> (i : compressed, j : compressed)",
+        levels: &[Level::Compressed { dim: Some(0) }, Level::Compressed { dim: Some(1) }],
+    },
+    Encoding {
+        name: "DCSC",
+        text: "(i, j) -> (j : compressed, i : compressed)",
+        levels: &[Level::Compressed { dim: Some(1) }, Level::Compressed { dim: Some(0) }],
+    },
+    Encoding {
+        name: "COO",
+        text: "(i, j) -> (i : compressed(nonunique), j : singleton)",
+        levels: &[Level::Compressed { dim: Some(0) }, Level::Singleton { dim: Some(1) }],
+    },
+    Encoding {
+        name: "COO_SOA",
+        text: "(i, j) -> (i : compressed(nonunique), j : singleton(soa))",
+        levels: &[Level::Compressed { dim: Some(0) }, Level::Singleton { dim: Some(1) }],
+    },
+    Encoding {
+        name: "DENSE",
+        text: "(i, j) -> (i : dense, j : dense)",
+        levels: &[Level::Dense { dim: Some(0) }, Level::Dense { dim: Some(1) }],
+    },
+    Encoding {
+        name: "LOOSE",
+        text: "(i, j) -> (i : dense, j : loose_compressed)",
+        levels: &[Level::Dense { dim: Some(0) }, Level::Compressed { dim: Some(1) }],
+    },
     Encoding {
         name: "BSR",
         text: "(i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense)",
-        levels: &[Level::Dense { dim: None }, Level::Compressed { dim: None }, Level::Dense { dim: None }, Level::Dense { dim: None }],
+        levels: &[
+            Level::Dense { dim: None },
+            Level::Compressed { dim: None },
+            Level::Dense { dim: None },
+            Level::Dense { dim: None },
+        ],
     },
-    Encoding { name: "CDR", text: "(i, j) -> (i : compressed(nonunique), j : singleton)", levels: &[Level::Compressed { dim: Some(0) }, Level::Singleton { dim: Some(1) }] },
+    Encoding {
+        name: "CDR",
+        text: "(i, j) -> (i : compressed(nonunique), j : singleton)",
+        levels: &[Level::Compressed { dim: Some(0) }, Level::Singleton { dim: Some(1) }],
+    },
 ];
 
 /// One generated test case.
@@ -321,21 +362,24 @@ impl Gen {
                 _ => self.literal(ty),
             };
         }
-        let has_index = self.indices.iter().any(|i| self.vars.iter().any(|v| matches!(&v.ty, Ty::Arr(e, l) if **e == *ty && *l == i.len)));
+        let has_index = self
+            .indices
+            .iter()
+            .any(|i| self.vars.iter().any(|v| matches!(&v.ty, Ty::Arr(e, l) if **e == *ty && *l == i.len)));
         let weights = [
-            2,                                              // 0 literal
-            if vars.is_empty() { 0 } else { 6 },            // 1 variable
-            if ints.is_empty() { 0 } else { 3 },            // 2 index or natural
-            6,                                              // 3 binary arithmetic
-            1,                                              // 4 negation
-            2,                                              // 5 select
-            5,                                              // 6 reduction
-            if has_index { 4 } else { 0 },                  // 7 indexing
-            2,                                              // 8 projection
-            1,                                              // 9 let
-            1,                                              // 10 iterate
-            if *ty == Ty::I { 1 } else { 0 },               // 11 division by a constant
-            1,                                              // 12 min / max
+            2,                                   // 0 literal
+            if vars.is_empty() { 0 } else { 6 }, // 1 variable
+            if ints.is_empty() { 0 } else { 3 }, // 2 index or natural
+            6,                                   // 3 binary arithmetic
+            1,                                   // 4 negation
+            2,                                   // 5 select
+            5,                                   // 6 reduction
+            if has_index { 4 } else { 0 },       // 7 indexing
+            2,                                   // 8 projection
+            1,                                   // 9 let
+            1,                                   // 10 iterate
+            if *ty == Ty::I { 1 } else { 0 },    // 11 division by a constant
+            1,                                   // 12 min / max
         ];
         match self.tape.weighted(&weights) {
             1 => self.tape.pick(&vars).clone(),
@@ -359,7 +403,10 @@ impl Gen {
                     .indices
                     .iter()
                     .flat_map(|i| {
-                        self.vars.iter().filter(|v| matches!(&v.ty, Ty::Arr(e, l) if **e == *ty && *l == i.len)).map(|v| (v.name.clone(), i.text.clone()))
+                        self.vars
+                            .iter()
+                            .filter(|v| matches!(&v.ty, Ty::Arr(e, l) if **e == *ty && *l == i.len))
+                            .map(|v| (v.name.clone(), i.text.clone()))
                     })
                     .collect();
                 let (a, i) = self.tape.pick(&candidates).clone();
@@ -367,7 +414,11 @@ impl Gen {
             }
             8 => {
                 let other = if self.tape.below(2) == 0 { Ty::F } else { Ty::I };
-                let (t, k) = if self.tape.below(2) == 0 { (Ty::Tuple(vec![ty.clone(), other]), 1) } else { (Ty::Tuple(vec![other, ty.clone()]), 2) };
+                let (t, k) = if self.tape.below(2) == 0 {
+                    (Ty::Tuple(vec![ty.clone(), other]), 1)
+                } else {
+                    (Ty::Tuple(vec![other, ty.clone()]), 2)
+                };
                 format!("({}).{k}", self.expr(&t))
             }
             9 => {
@@ -435,7 +486,11 @@ impl Gen {
                 // Windows no longer than the array: a shorter array is refused by
                 // the interpreter but not by compiled code (FINDINGS: slide, coverage).
                 let (size, step) = (1 + self.tape.below(3) as u32, 1 + self.tape.below(2) as u32);
-                if Len::Nat("n").value(&self.nats).is_some_and(|v| v >= i64::from(size)) { Len::Slide(n, size, step) } else { Len::Nat("n") }
+                if Len::Nat("n").value(&self.nats).is_some_and(|v| v >= i64::from(size)) {
+                    Len::Slide(n, size, step)
+                } else {
+                    Len::Nat("n")
+                }
             }
             5 => Len::Div(n, 2),
             6 => Len::Mul(n, Box::new(Len::Nat("m"))),
@@ -485,25 +540,25 @@ impl Gen {
             _ => false,
         };
         let weights = [
-            if vars.is_empty() { 0 } else { 8 },                                 // 0 variable
-            if writable { 3 } else { 0 },                                        // 1 generate
-            5,                                                                   // 2 map
-            3,                                                                   // 3 zip
-            if is_n && numeric { 1 } else { 0 },                                 // 4 gather by `is`
-            if is_n { 1 } else { 0 },                                            // 5 scatter by `perm`
-            if matches!(len, Len::Pad(..)) { 6 } else { 0 },                      // 6 pad
-            if matches!(len, Len::Mul(..)) { 6 } else { 0 },                      // 7 join
-            if matches!(len, Len::Div(..)) { 6 } else { 0 },                      // 8 split then map
-            if nested { 3 } else { 0 },                                          // 9 transpose / split / slide
-            1,                                                                   // 10 iterate
-            1,                                                                   // 11 toLocal / toPrivate / toGlobal
-            if is_n && numeric { 2 } else { 0 },                                 // 12 scatterAdd
-            if is_n && numeric { 2 } else { 0 },                                 // 13 over the CSR rows
-            if *len == Len::Lit(2) && numeric { 1 } else { 0 },                  // 14 interleave
-            if is_n && numeric { 1 } else { 0 },                                 // 15 a counted (sparse) row, reduced
-            if matches!(len, Len::Slide(..)) { 6 } else { 0 },                    // 16 slide
-            if matches!(len, Len::Add(..)) { 6 } else { 0 },                      // 17 concat
-            1,                                                                   // 18 sortBy
+            if vars.is_empty() { 0 } else { 8 },                // 0 variable
+            if writable { 3 } else { 0 },                       // 1 generate
+            5,                                                  // 2 map
+            3,                                                  // 3 zip
+            if is_n && numeric { 1 } else { 0 },                // 4 gather by `is`
+            if is_n { 1 } else { 0 },                           // 5 scatter by `perm`
+            if matches!(len, Len::Pad(..)) { 6 } else { 0 },    // 6 pad
+            if matches!(len, Len::Mul(..)) { 6 } else { 0 },    // 7 join
+            if matches!(len, Len::Div(..)) { 6 } else { 0 },    // 8 split then map
+            if nested { 3 } else { 0 },                         // 9 transpose / split / slide
+            1,                                                  // 10 iterate
+            1,                                                  // 11 toLocal / toPrivate / toGlobal
+            if is_n && numeric { 2 } else { 0 },                // 12 scatterAdd
+            if is_n && numeric { 2 } else { 0 },                // 13 over the CSR rows
+            if *len == Len::Lit(2) && numeric { 1 } else { 0 }, // 14 interleave
+            if is_n && numeric { 1 } else { 0 },                // 15 a counted (sparse) row, reduced
+            if matches!(len, Len::Slide(..)) { 6 } else { 0 },  // 16 slide
+            if matches!(len, Len::Add(..)) { 6 } else { 0 },    // 17 concat
+            1,                                                  // 18 sortBy
         ];
         if weights.iter().all(|w| *w == 0) {
             return match vars.first() {
@@ -725,9 +780,18 @@ impl Gen {
 /// `is` (values in `0 .. n`), a permutation `perm`, and two packed CSR
 /// matrices of `n` rows over `m` columns.
 const PARAMS: &[&str] = &[
-    "nFun(n =>", "nFun(m =>", "fun(xs: [float]_n =>", "fun(ys: [float]_n =>", "fun(zs: [float]_m =>", "fun(ks: [int]_n =>",
-    "fun(mat: [[float]_m]_n =>", "fun(is: [int]_n =>", "fun(perm: [int]_n =>", "fun(o: [int]_{n + 1} =>",
-    "fun(v: [i -> [(int, float)]_{toNat(o@(i + 1) - o@i)}]_n =>", "fun(q: [int]_{n + 1} =>",
+    "nFun(n =>",
+    "nFun(m =>",
+    "fun(xs: [float]_n =>",
+    "fun(ys: [float]_n =>",
+    "fun(zs: [float]_m =>",
+    "fun(ks: [int]_n =>",
+    "fun(mat: [[float]_m]_n =>",
+    "fun(is: [int]_n =>",
+    "fun(perm: [int]_n =>",
+    "fun(o: [int]_{n + 1} =>",
+    "fun(v: [i -> [(int, float)]_{toNat(o@(i + 1) - o@i)}]_n =>",
+    "fun(q: [int]_{n + 1} =>",
     "fun(w: [i -> [(int, float)]_{toNat(q@(i + 1) - q@i)}]_n =>",
 ];
 
@@ -814,7 +878,9 @@ fn structured_result(g: &mut Gen) -> String {
             });
             format!("v :>> map(fun({row} => {row} :>> map(fun({e} => ({e}.1, {body})))))")
         }
-        1 => format!("generate(n, fun({i} => union(0.0, 0.0, v@{i}, w@{i}) :>> map(fun({e} => ({e}.1, {e}.2 + {e}.3)))))"),
+        1 => format!(
+            "generate(n, fun({i} => union(0.0, 0.0, v@{i}, w@{i}) :>> map(fun({e} => ({e}.1, {e}.2 + {e}.3)))))"
+        ),
         2 => format!("generate(n, fun({i} => intersect(v@{i}, w@{i}) :>> map(fun({e} => ({e}.1, {e}.2 * {e}.3)))))"),
         _ => {
             let row = g.fresh("row");
@@ -898,9 +964,7 @@ fn build(tape: Tape) -> (Case, Tape) {
     let kind = g.tape.weighted(&[10, 2, 2]);
     let mut matrices = Vec::new();
     let source = match kind {
-        1 => {
-            kernel(&structured_result(&mut g))
-        }
+        1 => kernel(&structured_result(&mut g)),
         2 => {
             let enc = &ENCODINGS[g.tape.below(ENCODINGS.len() as u64) as usize];
             let mut dims = (size(&mut g.tape), size(&mut g.tape));
@@ -911,7 +975,10 @@ fn build(tape: Tape) -> (Case, Tape) {
             let rows = sparse(&mut g.tape, dims.0, dims.1);
             matrices.push(("A".to_string(), mtx(&rows, dims.1)));
             let body = tensor_case(&mut g, enc, dims);
-            format!("// {}\n#E = #sparse_tensor.encoding<{{ map = {} }}>\n\nfun(A: tensor<?x?xf32, #E> =>\n  {body})\n", enc.name, enc.text)
+            format!(
+                "// {}\n#E = #sparse_tensor.encoding<{{ map = {} }}>\n\nfun(A: tensor<?x?xf32, #E> =>\n  {body})\n",
+                enc.name, enc.text
+            )
         }
         _ => {
             let ty = result_ty(&mut g.tape);
@@ -926,8 +993,12 @@ fn build(tape: Tape) -> (Case, Tape) {
         inputs.push(("ys".to_string(), floats(t, n)));
         inputs.push(("zs".to_string(), floats(t, m)));
         inputs.push(("ks".to_string(), serde_json::json!((0..n).map(|_| t.below(9) as i64 - 4).collect::<Vec<_>>())));
-        inputs.push(("mat".to_string(), serde_json::json!((0..n).map(|_| (0..m).map(|_| float_value(t)).collect::<Vec<_>>()).collect::<Vec<_>>())));
-        inputs.push(("is".to_string(), serde_json::json!((0..n).map(|_| t.below(n as u64) as i64).collect::<Vec<_>>())));
+        inputs.push((
+            "mat".to_string(),
+            serde_json::json!((0..n).map(|_| (0..m).map(|_| float_value(t)).collect::<Vec<_>>()).collect::<Vec<_>>()),
+        ));
+        inputs
+            .push(("is".to_string(), serde_json::json!((0..n).map(|_| t.below(n as u64) as i64).collect::<Vec<_>>())));
         let mut perm: Vec<i64> = (0..n).collect();
         for k in (1..perm.len()).rev() {
             perm.swap(k, t.below(k as u64 + 1) as usize);

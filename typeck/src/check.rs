@@ -6,7 +6,7 @@
 //! no annotations. Function-valued names (`def`s, `let`s of functions,
 //! function arguments) are checked afresh at each use.
 
-use crate::metas::{Metas, MetaKind, Mismatch};
+use crate::metas::{MetaKind, Metas, Mismatch};
 use crate::scope::{Binding, Scope};
 use crate::typed::{Obligation, TExpr, TKind, TLit};
 use heddle_ir::expr::{BinOp, ExprKind, Literal, SectionOp, UnOp};
@@ -102,13 +102,25 @@ pub(crate) type CResult<T> = Result<T, Diagnostic>;
 impl Checker {
     /// A checker whose generated names avoid `used`.
     pub fn new(used: HashSet<Name>) -> Checker {
-        Checker { metas: Metas::default(), used, obligations: Vec::new(), depth: 0, work: 0, counts: 0, encodings: Vec::new() }
+        Checker {
+            metas: Metas::default(),
+            used,
+            obligations: Vec::new(),
+            depth: 0,
+            work: 0,
+            counts: 0,
+            encodings: Vec::new(),
+        }
     }
 
     /// The length of a fresh count array: `toNat(count#k)`.
     pub fn fresh_count(&mut self) -> Nat {
         self.counts += 1;
-        heddle_ir::nat::counted::counted(Name::from(format!("{}{}", heddle_ir::nat::counted::COUNT_PREFIX, self.counts)))
+        heddle_ir::nat::counted::counted(Name::from(format!(
+            "{}{}",
+            heddle_ir::nat::counted::COUNT_PREFIX,
+            self.counts
+        )))
     }
 
     /// A name not used anywhere yet.
@@ -163,7 +175,10 @@ impl Checker {
             }
             Mismatch::PositionDependent(t) => Diagnostic::new(
                 span,
-                format!("type mismatch{ctx}: expected an array whose elements all have the same type, found {}", show(&t)),
+                format!(
+                    "type mismatch{ctx}: expected an array whose elements all have the same type, found {}",
+                    show(&t)
+                ),
             )
             .with_label("this array's element type depends on the position"),
         }
@@ -181,7 +196,9 @@ impl Checker {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             self.depth -= 1;
-            return Err(Diagnostic::new(span, "the program nests too deeply to check").with_label("while checking this"));
+            return Err(
+                Diagnostic::new(span, "the program nests too deeply to check").with_label("while checking this")
+            );
         }
         Ok(())
     }
@@ -235,9 +252,13 @@ impl Checker {
                 let t = self.metas.fresh_type(MetaKind::Integer);
                 mk(TKind::NatValue(n.clone()), t)
             }
-            ExprKind::Fun { .. } | ExprKind::NFun { .. } => Err(Diagnostic::new(span, "cannot type this function here")
-                .with_label("apply it, or pass it to a pattern such as map")
-                .with_note("only the kernel's outermost functions may stand alone, and their parameters need types")),
+            ExprKind::Fun { .. } | ExprKind::NFun { .. } => {
+                Err(Diagnostic::new(span, "cannot type this function here")
+                    .with_label("apply it, or pass it to a pattern such as map")
+                    .with_note(
+                        "only the kernel's outermost functions may stand alone, and their parameters need types",
+                    ))
+            }
             ExprKind::Section(op) => Err(Diagnostic::new(span, format!("`{}` is a binary function here", op.symbol()))
                 .with_label("pass it to a pattern, e.g. reduce(+, 0)")),
             ExprKind::App { func, args } => {
@@ -255,14 +276,20 @@ impl Checker {
                     Type::Tuple(ts) => {
                         let k = *field as usize;
                         if k == 0 || k > ts.len() {
-                            return Err(Diagnostic::new(span, format!("this tuple has {} components, so `.{field}` does not exist", ts.len()))
-                                .with_label(format!("the tuple's type is {}", show(&Type::Tuple(ts.clone())))));
+                            return Err(Diagnostic::new(
+                                span,
+                                format!("this tuple has {} components, so `.{field}` does not exist", ts.len()),
+                            )
+                            .with_label(format!("the tuple's type is {}", show(&Type::Tuple(ts.clone())))));
                         }
                         let ty = ts[k - 1].clone();
                         mk(TKind::Proj { tuple: Box::new(t), index: k - 1 }, ty)
                     }
-                    other => Err(Diagnostic::new(span, format!("projection `.{field}` needs a tuple, found {}", show(&other)))
-                        .with_label(format!("this has type {}", show(&other)))),
+                    other => Err(Diagnostic::new(
+                        span,
+                        format!("projection `.{field}` needs a tuple, found {}", show(&other)),
+                    )
+                    .with_label(format!("this has type {}", show(&other)))),
                 }
             }
             ExprKind::Tuple(es) => {
@@ -299,7 +326,9 @@ impl Checker {
                 let ty = o.ty.clone();
                 match op {
                     UnOp::Neg => self.require_numeric(&ty, operand.span, "`-`")?,
-                    UnOp::Not => self.unify_at(&Type::Scalar(ScalarType::Bool), &ty, operand.span, "in the operand of `!`")?,
+                    UnOp::Not => {
+                        self.unify_at(&Type::Scalar(ScalarType::Bool), &ty, operand.span, "in the operand of `!`")?
+                    }
                 }
                 mk(TKind::Unary { op: *op, operand: Box::new(o) }, ty)
             }
@@ -328,8 +357,10 @@ impl Checker {
                 };
                 Ok(TExpr { kind: TKind::Index { array: Box::new(a), index: Box::new(i) }, ty, span })
             }
-            other => Err(Diagnostic::new(array.span, format!("indexing with `@` needs an array, found {}", show(&other)))
-                .with_label(format!("this has type {}", show(&other)))),
+            other => {
+                Err(Diagnostic::new(array.span, format!("indexing with `@` needs an array, found {}", show(&other)))
+                    .with_label(format!("this has type {}", show(&other))))
+            }
         }
     }
 
@@ -337,9 +368,10 @@ impl Checker {
     /// otherwise `toNat(e)`.
     pub fn expr_as_nat(&self, e: &Expr, scope: &Scope) -> Nat {
         if only_nats(e, scope)
-            && let Some(n) = e.as_nat() {
-                return n;
-            }
+            && let Some(n) = e.as_nat()
+        {
+            return n;
+        }
         Nat::ToNat(Box::new(e.clone()))
     }
 
@@ -397,7 +429,9 @@ impl Checker {
     pub fn arity(&self, e: &Expr, scope: &Scope) -> usize {
         match &e.kind {
             ExprKind::Fun { params, body } => {
-                let inner = params.iter().fold(scope.clone(), |s, p| s.with(p.name.clone(), Binding::Value(Type::Meta(u32::MAX))));
+                let inner = params
+                    .iter()
+                    .fold(scope.clone(), |s, p| s.with(p.name.clone(), Binding::Value(Type::Meta(u32::MAX))));
                 params.len() + self.arity(body, &inner)
             }
             ExprKind::NFun { var, body } => 1 + self.arity(body, &scope.with(var.clone(), Binding::Nat)),
@@ -452,7 +486,13 @@ impl Checker {
         r
     }
 
-    fn check_app_inner<'e>(&mut self, head: &'e Expr, hscope: &Scope, args: Vec<Arg<'e>>, span: Span) -> CResult<TExpr> {
+    fn check_app_inner<'e>(
+        &mut self,
+        head: &'e Expr,
+        hscope: &Scope,
+        args: Vec<Arg<'e>>,
+        span: Span,
+    ) -> CResult<TExpr> {
         match &head.kind {
             ExprKind::App { func, args: inner } => {
                 let mut all: Vec<Arg> = inner.iter().map(|a| Arg::Expr(ExprRef::Borrowed(a), hscope.clone())).collect();
@@ -494,12 +534,20 @@ impl Checker {
                     Arg::Expr(e, s) if self.arity(e, s) == 0 => {
                         let t = self.infer(e, s)?;
                         let int = self.metas.fresh_type(MetaKind::Integer);
-                        self.unify_at(&int, &t.ty, e.span, &format!("in the natural argument of `nFun({var} => ...)`"))?;
+                        self.unify_at(
+                            &int,
+                            &t.ty,
+                            e.span,
+                            &format!("in the natural argument of `nFun({var} => ...)`"),
+                        )?;
                         Nat::ToNat(Box::new((**e).clone()))
                     }
                     other => {
-                        return Err(Diagnostic::new(other.span(), format!("`nFun({var} => ...)` needs a natural argument"))
-                            .with_label("expected a natural such as 4 or n"));
+                        return Err(Diagnostic::new(
+                            other.span(),
+                            format!("`nFun({var} => ...)` needs a natural argument"),
+                        )
+                        .with_label("expected a natural such as 4 or n"));
                     }
                 };
                 let body = body.subst(var, &Expr::synth(ExprKind::NatValue(n)));
@@ -507,8 +555,11 @@ impl Checker {
             }
             ExprKind::Section(op) => {
                 if args.len() != 2 {
-                    return Err(Diagnostic::new(span, format!("`{}` takes 2 arguments, found {}", op.symbol(), args.len()))
-                        .with_label("wrong number of arguments"));
+                    return Err(Diagnostic::new(
+                        span,
+                        format!("`{}` takes 2 arguments, found {}", op.symbol(), args.len()),
+                    )
+                    .with_label("wrong number of arguments"));
                 }
                 let mut it = args.into_iter();
                 let l = self.force(it.next().expect("two args"))?;
@@ -541,7 +592,14 @@ impl Checker {
         }
     }
 
-    fn apply_lambda<'e>(&mut self, params: &[heddle_ir::expr::Param], body: &'e Expr, hscope: &Scope, args: Vec<Arg<'e>>, span: Span) -> CResult<TExpr> {
+    fn apply_lambda<'e>(
+        &mut self,
+        params: &[heddle_ir::expr::Param],
+        body: &'e Expr,
+        hscope: &Scope,
+        args: Vec<Arg<'e>>,
+        span: Span,
+    ) -> CResult<TExpr> {
         let mut scope = hscope.clone();
         let mut lets: Vec<(Name, TExpr)> = Vec::new();
         let mut aliases: Vec<(Name, Expr)> = Vec::new();
@@ -549,18 +607,25 @@ impl Checker {
         let mut args = args.into_iter();
         for (k, p) in params.iter().enumerate() {
             let Some(arg) = args.next() else {
-                return Err(Diagnostic::new(span, format!("this function takes {} arguments, but {given} were given", params.len()))
-                    .with_label(format!("missing an argument for `{}`", params[k].name)));
+                return Err(Diagnostic::new(
+                    span,
+                    format!("this function takes {} arguments, but {given} were given", params.len()),
+                )
+                .with_label(format!("missing an argument for `{}`", params[k].name)));
             };
             if let Arg::Expr(e, s) = &arg
-                && self.arity(e, s) > 0 {
-                    if p.ty.is_some() {
-                        return Err(Diagnostic::new(e.span, format!("`{}` is declared as data, but a function was given", p.name))
-                            .with_label("expected data"));
-                    }
-                    scope = scope.with(p.name.clone(), Binding::Macro(e.to_rc(), s.clone()));
-                    continue;
+                && self.arity(e, s) > 0
+            {
+                if p.ty.is_some() {
+                    return Err(Diagnostic::new(
+                        e.span,
+                        format!("`{}` is declared as data, but a function was given", p.name),
+                    )
+                    .with_label("expected data"));
                 }
+                scope = scope.with(p.name.clone(), Binding::Macro(e.to_rc(), s.clone()));
+                continue;
+            }
             let arg_span = arg.span();
             // Only a variable argument is remembered (as an alias in later annotations).
             let arg_expr = arg.expr().filter(|e| matches!(e.kind, ExprKind::Var(_))).cloned();
@@ -574,9 +639,10 @@ impl Checker {
                 self.unify_at(&ann, &te.ty, arg_span, &format!("in the argument for `{}`", p.name))?;
             }
             if let Some(e) = arg_expr
-                && matches!(e.kind, ExprKind::Var(_)) {
-                    aliases.push((p.name.clone(), e));
-                }
+                && matches!(e.kind, ExprKind::Var(_))
+            {
+                aliases.push((p.name.clone(), e));
+            }
             scope = scope.with(p.name.clone(), Binding::Value(te.ty.clone()));
             if te.kind != TKind::Var(p.name.clone()) {
                 lets.push((p.name.clone(), te));
@@ -612,7 +678,9 @@ impl Checker {
     /// Checks `f` as a function of the given parameter types: the lambda it denotes.
     pub fn check_fn(&mut self, f: &Expr, fscope: &Scope, param_tys: &[Type], span: Span) -> CResult<TExpr> {
         let names: Vec<Name> = match &f.kind {
-            ExprKind::Fun { params, .. } if params.len() == param_tys.len() => params.iter().map(|p| p.name.clone()).collect(),
+            ExprKind::Fun { params, .. } if params.len() == param_tys.len() => {
+                params.iter().map(|p| p.name.clone()).collect()
+            }
             _ => (0..param_tys.len()).map(|_| self.fresh("x")).collect(),
         };
         for n in &names {
@@ -700,7 +768,11 @@ pub fn show(t: &Type) -> String {
         let letter = match seen.iter().find(|(t, _)| *t == token) {
             Some((_, l)) => *l,
             None => {
-                let pool: &[char] = if token.starts_with("?T") { &['T', 'U', 'V', 'W', 'X', 'Y'] } else { &['K', 'M', 'L', 'P', 'Q', 'R'] };
+                let pool: &[char] = if token.starts_with("?T") {
+                    &['T', 'U', 'V', 'W', 'X', 'Y']
+                } else {
+                    &['K', 'M', 'L', 'P', 'Q', 'R']
+                };
                 let used = seen.iter().filter(|(t, _)| t[..2] == token[..2]).count();
                 let l = pool.get(used).copied().unwrap_or('_');
                 seen.push((token.clone(), l));

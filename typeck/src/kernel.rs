@@ -1,10 +1,10 @@
 //! The kernel header, well-formed types, and the whole-program entry point.
 
-use crate::check::{show, unbound, CResult, Checker};
+use crate::check::{CResult, Checker, show, unbound};
 use crate::metas::MetaKind;
 use crate::scope::{Binding, Scope};
 use crate::typed::{Kernel, KernelParam, TExpr, TKind};
-use heddle_ir::encoding::{named, parse_encoding, storage_layout, Encoding, Named};
+use heddle_ir::encoding::{Encoding, Named, named, parse_encoding, storage_layout};
 use heddle_ir::expr::{ExprKind, Program};
 use heddle_ir::tensor::{EncodingRef, TensorType};
 use heddle_ir::{Diagnostic, Expr, Name, Nat, Span, Type};
@@ -44,9 +44,11 @@ impl Checker {
         match n {
             Nat::Var(x) => match scope.lookup(x) {
                 Some(Binding::Nat) => Ok(()),
-                Some(_) => Err(Diagnostic::new(span, format!("`{x}` is not a natural, so it cannot be used as a size"))
-                    .with_label(format!("`{x}` is a value here; wrap a value in toNat(...)"))
-                    .with_note(format!("focus:{x}"))),
+                Some(_) => {
+                    Err(Diagnostic::new(span, format!("`{x}` is not a natural, so it cannot be used as a size"))
+                        .with_label(format!("`{x}` is a value here; wrap a value in toNat(...)"))
+                        .with_note(format!("focus:{x}")))
+                }
                 None => Err(Diagnostic::new(span, format!("unbound natural `{x}` in this type"))
                     .with_label(format!("`{x}` is not in scope here"))
                     .with_note(format!("focus:{x}"))),
@@ -54,10 +56,12 @@ impl Checker {
             Nat::Lit(_) | Nat::Meta(_) => Ok(()),
             Nat::ToNat(e) => {
                 let t = self.infer(e, scope).map_err(|d| {
-                    
                     if d.message.starts_with("unbound variable") {
-                        Diagnostic::new(d.span, format!("{} (a toNat may only use names in scope where it stands)", d.message))
-                            .with_label(d.label)
+                        Diagnostic::new(
+                            d.span,
+                            format!("{} (a toNat may only use names in scope where it stands)", d.message),
+                        )
+                        .with_label(d.label)
                     } else {
                         d
                     }
@@ -163,13 +167,19 @@ pub(crate) fn tensor_encoding(defs: &[heddle_ir::expr::EncodingDef], tt: &Tensor
     match &tt.encoding {
         Some(EncodingRef::Named(n, at)) => match defs.iter().rev().find(|d| &d.name == n) {
             Some(def) => named::resolve(&def.encoding.text, def.encoding.span.start as usize, rank),
-            None if matches!(Named::parse(n.as_str()), Some(Ok(_))) => named::resolve(n.as_str(), at.start as usize + 1, rank),
+            None if matches!(Named::parse(n.as_str()), Some(Ok(_))) => {
+                named::resolve(n.as_str(), at.start as usize + 1, rank)
+            }
             None => {
                 let defined: Vec<String> = defs.iter().map(|d| format!("#{}", d.name)).collect();
                 let mut d = Diagnostic::new(*at, format!("unknown encoding `#{n}`"))
                     .with_label("define it with `#NAME = #sparse_tensor.encoding<{...}>`")
-                    .with_note(format!("built-in names: {}; or TACO's level letters (`ds`, `ds:1,0`)", named::NAMES.join(", ")));
-                let candidates = defined.iter().map(String::as_str).chain(["#CSR", "#CSC", "#COO", "#DCSR", "#DCSC", "#CSF"]);
+                    .with_note(format!(
+                        "built-in names: {}; or TACO's level letters (`ds`, `ds:1,0`)",
+                        named::NAMES.join(", ")
+                    ));
+                let candidates =
+                    defined.iter().map(String::as_str).chain(["#CSR", "#CSC", "#COO", "#DCSR", "#DCSC", "#CSF"]);
                 if let Some(s) = heddle_ir::suggest::closest(&format!("#{n}"), candidates) {
                     d = d.with_note(format!("did you mean `{s}`?"));
                 }
@@ -201,14 +211,20 @@ fn check_kernel(c: &mut Checker, program: &Program, mut scope: Scope) -> CResult
             ExprKind::Fun { params: ps, body } => {
                 for p in ps {
                     let Some(ty) = &p.ty else {
-                        return Err(Diagnostic::new(p.span, format!("kernel parameter `{}` needs a type annotation", p.name))
-                            .with_label(format!("write `{}: T`, e.g. `{}: [float]_n`", p.name, p.name)));
+                        return Err(Diagnostic::new(
+                            p.span,
+                            format!("kernel parameter `{}` needs a type annotation", p.name),
+                        )
+                        .with_label(format!("write `{}: T`, e.g. `{}: [float]_n`", p.name, p.name)));
                     };
                     if let Type::Tensor(tt) = ty {
                         let enc = tensor_encoding(&program.encodings, tt, p.span)?;
                         let dims = tt.static_dims().map_err(|n| {
-                            Diagnostic::new(p.span, format!("a tensor parameter's sizes are `?` or numbers, not `{{{n}}}`"))
-                                .with_label("its sizes become naturals of their own (`A_dim0`, …)")
+                            Diagnostic::new(
+                                p.span,
+                                format!("a tensor parameter's sizes are `?` or numbers, not `{{{n}}}`"),
+                            )
+                            .with_label("its sizes become naturals of their own (`A_dim0`, …)")
                         })?;
                         let layout = storage_layout(&enc, &dims, tt.elem, p.name.as_str())?;
                         for n in &layout.nat_vars {
@@ -255,7 +271,8 @@ fn check_kernel(c: &mut Checker, program: &Program, mut scope: Scope) -> CResult
         let mut value = c.infer(&view, &scope)?;
         value.ty = declared;
         let (ty, span) = (body.ty.clone(), cur.span);
-        body = crate::TExpr { kind: crate::TKind::Let { name, value: Box::new(value), body: Box::new(body) }, ty, span };
+        body =
+            crate::TExpr { kind: crate::TKind::Let { name, value: Box::new(value), body: Box::new(body) }, ty, span };
     }
     c.metas.default_literals();
     c.zonk_tree(&mut body)?;
@@ -323,7 +340,9 @@ pub fn resolve(p: &Program) -> Vec<Diagnostic> {
     for d in &p.defs {
         resolve_expr(&d.value, &mut Vec::new(), &globals, &mut errors);
         if !globals.insert(d.name.clone()) {
-            errors.push(Diagnostic::new(d.span, format!("`{}` is defined twice", d.name)).with_label("second definition"));
+            errors.push(
+                Diagnostic::new(d.span, format!("`{}` is defined twice", d.name)).with_label("second definition"),
+            );
         }
     }
     resolve_expr(&p.kernel, &mut Vec::new(), &globals, &mut errors);
@@ -346,12 +365,18 @@ fn resolve_expr(e: &Expr, scope: &mut Vec<Name>, globals: &HashSet<Name>, errors
             // scope (`A_dim0`, `A_pos1`, …); which buffers depends on the
             // encoding, so this pass admits the parameter's prefix and leaves
             // the exact names to the type checker, which reports them located.
-            let tensors: Vec<String> =
-                params.iter().filter(|p| matches!(p.ty, Some(Type::Tensor(_)))).map(|p| format!("{}_", p.name)).collect();
+            let tensors: Vec<String> = params
+                .iter()
+                .filter(|p| matches!(p.ty, Some(Type::Tensor(_))))
+                .map(|p| format!("{}_", p.name))
+                .collect();
             if !tensors.is_empty() {
                 let mut errs = Vec::new();
                 resolve_expr(body, scope, globals, &mut errs);
-                errors.extend(errs.into_iter().filter(|d| !tensors.iter().any(|t| d.message.starts_with(&format!("unbound variable `{t}")))));
+                errors.extend(
+                    errs.into_iter()
+                        .filter(|d| !tensors.iter().any(|t| d.message.starts_with(&format!("unbound variable `{t}")))),
+                );
                 scope.truncate(n);
                 return;
             }

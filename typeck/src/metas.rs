@@ -103,7 +103,9 @@ impl Metas {
                 let binder = binder.clone().filter(|b| elem.mentions(b) || has_unsolved(&elem));
                 Type::Array { binder, elem: Box::new(elem), len }
             }
-            Type::Vector { elem, width } => Type::Vector { elem: Box::new(self.zonk(elem)), width: self.zonk_nat(width) },
+            Type::Vector { elem, width } => {
+                Type::Vector { elem: Box::new(self.zonk(elem)), width: self.zonk_nat(width) }
+            }
             Type::Fun { param, from, to } => {
                 Type::Fun { param: param.clone(), from: Box::new(self.zonk(from)), to: Box::new(self.zonk(to)) }
             }
@@ -204,7 +206,9 @@ impl Metas {
                 self.unify_nat(n1, n2)?;
                 match (b1, b2) {
                     (Some(x), Some(y)) if x == y => self.unify(e1, e2, fresh),
-                    (Some(x), Some(y)) if !e2.mentions(x) => self.unify(e1, &e2.subst_nat(y, &Nat::Var(x.clone())), fresh),
+                    (Some(x), Some(y)) if !e2.mentions(x) => {
+                        self.unify(e1, &e2.subst_nat(y, &Nat::Var(x.clone())), fresh)
+                    }
                     (Some(x), Some(y)) => {
                         let r = Nat::Var(fresh());
                         self.unify(&e1.subst_nat(x, &r), &e2.subst_nat(y, &r), fresh)
@@ -324,7 +328,10 @@ impl Metas {
                 let exact = match atom {
                     Nat::Bin(NatOp::Div, l, d) => {
                         let (l, d) = (Poly::from_nat(l), Poly::from_nat(d).as_constant());
-                        facts.iter().find(|(fl, fd)| *fl == l && Some(fd) == d.as_ref()).map(|(fl, fd)| fl.scale(&fd.recip()))
+                        facts
+                            .iter()
+                            .find(|(fl, fd)| *fl == l && Some(fd) == d.as_ref())
+                            .map(|(fl, fd)| fl.scale(&fd.recip()))
                     }
                     _ => None,
                 };
@@ -349,7 +356,8 @@ impl Metas {
                 [] => rest = rest.add(&term(mono, c)),
                 [(Nat::Meta(id), 1)] if unknown.is_none_or(|u| u == *id) => {
                     unknown = Some(*id);
-                    let others: Vec<(Nat, u32)> = mono.iter().filter(|(a, _)| !matches!(a, Nat::Meta(_))).cloned().collect();
+                    let others: Vec<(Nat, u32)> =
+                        mono.iter().filter(|(a, _)| !matches!(a, Nat::Meta(_))).cloned().collect();
                     coef = coef.add(&term(&others, c));
                 }
                 _ => return None,
@@ -361,9 +369,10 @@ impl Metas {
         let quotient = Poly::from_nat(&Nat::div(length.to_nat(), coef.to_nat()));
         let exact = quotient.mul(&coef).sub(&length).is_zero();
         if let (Some(l), Some(c)) = (length.as_constant(), coef.as_constant())
-            && (c.is_zero() || !(l.clone() / c.clone()).is_integer() || (l / c) < Zero::zero()) {
-                return Some(Err(Mismatch::NotMultiple { divisor: coef.to_nat(), length: length.to_nat() }));
-            }
+            && (c.is_zero() || !(l.clone() / c.clone()).is_integer() || (l / c) < Zero::zero())
+        {
+            return Some(Err(Mismatch::NotMultiple { divisor: coef.to_nat(), length: length.to_nat() }));
+        }
         if !exact {
             if coef.as_constant().is_some_and(|c| c.is_one()) {
                 // M = length exactly; `exact` can only fail through rational coefficients.

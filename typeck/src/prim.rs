@@ -1,8 +1,8 @@
 //! Applying a primitive: instantiate its signature from `prims.sig`, check
 //! the data first, then the functions at the types the data gives them.
 
-use crate::check::{show, Arg, CResult, Checker};
-use crate::metas::{divisibility, MetaKind};
+use crate::check::{Arg, CResult, Checker, show};
+use crate::metas::{MetaKind, divisibility};
 use crate::typed::{Obligation, TExpr, TKind};
 use heddle_ir::expr::{ExprKind, Literal};
 use heddle_ir::prims::{PrimSig, Slot};
@@ -42,7 +42,9 @@ impl Instance {
                 let len = self.nat(c, len);
                 Type::Array { binder, elem: Box::new(self.ty(c, elem)), len }
             }
-            Type::Vector { elem, width } => Type::Vector { elem: Box::new(self.ty(c, elem)), width: self.nat(c, width) },
+            Type::Vector { elem, width } => {
+                Type::Vector { elem: Box::new(self.ty(c, elem)), width: self.nat(c, width) }
+            }
             Type::Fun { param, from, to } => {
                 Type::Fun { param: param.clone(), from: Box::new(self.ty(c, from)), to: Box::new(self.ty(c, to)) }
             }
@@ -82,7 +84,13 @@ impl Instance {
 
 impl Checker {
     /// Checks `name(args…)` for the primitive with signature `sig`.
-    pub fn check_prim(&mut self, sig: &'static PrimSig, head_span: Span, args: Vec<Arg<'_>>, span: Span) -> CResult<TExpr> {
+    pub fn check_prim(
+        &mut self,
+        sig: &'static PrimSig,
+        head_span: Span,
+        args: Vec<Arg<'_>>,
+        span: Span,
+    ) -> CResult<TExpr> {
         let name = sig.name;
         let with_optional = sig.optional_count() > 0
             && matches!(args.first().and_then(|a| a.expr()).map(|e| &e.kind), Some(ExprKind::Lit(Literal::Int(_))));
@@ -100,9 +108,15 @@ impl Checker {
             let msg = if args.len() < expected {
                 format!("`{name}` expects {expected} arguments ({}), found {}", slot_names.join(", "), args.len())
             } else {
-                format!("`{name}` takes {expected} arguments ({}), but {} were given", slot_names.join(", "), args.len())
+                format!(
+                    "`{name}` takes {expected} arguments ({}), but {} were given",
+                    slot_names.join(", "),
+                    args.len()
+                )
             };
-            let d = Diagnostic::new(span, msg).with_label("wrong number of arguments").with_note(format!("{name} : {}", sig.text));
+            let d = Diagnostic::new(span, msg)
+                .with_label("wrong number of arguments")
+                .with_note(format!("{name} : {}", sig.text));
             return Err(match heddle_ir::prims::second_form(name) {
                 Some(other) if heddle_ir::prims::is_reduce(name) => d.with_note(format!(
                     "{name} : {} — without an initial value, the operator takes one pair: `{name}(x => x.1 + x.2)`",
@@ -115,16 +129,18 @@ impl Checker {
             return self.check_iterate(args, span);
         }
 
-        let mut inst = Instance { types: HashMap::new(), nats: HashMap::new(), named: HashMap::new(), binders: HashMap::new() };
+        let mut inst =
+            Instance { types: HashMap::new(), nats: HashMap::new(), named: HashMap::new(), binders: HashMap::new() };
         // Pair slots with arguments, the optional dimension defaulting to 0.
         let mut pairs: Vec<(&Slot, Option<Arg>)> = Vec::new();
         let mut it = args.into_iter();
         for slot in &sig.slots {
             if let Slot::Nat { optional: true, .. } = slot
-                && !with_optional {
-                    pairs.push((slot, None));
-                    continue;
-                }
+                && !with_optional
+            {
+                pairs.push((slot, None));
+                continue;
+            }
             pairs.push((slot, it.next()));
         }
         // Naturals first: later slot types mention them.
@@ -175,11 +191,12 @@ impl Checker {
             };
             let Some(arg) = arg.clone() else { continue };
             if let Arg::Expr(e, s) = &arg
-                && self.arity(e, s) > 0 {
-                    return Err(Diagnostic::new(e.span, format!("`{name}` expects {what} here, found a function"))
-                        .with_label("expected data")
-                        .with_note(format!("{name} : {}", sig.text)));
-                }
+                && self.arity(e, s) > 0
+            {
+                return Err(Diagnostic::new(e.span, format!("`{name}` expects {what} here, found a function"))
+                    .with_label("expected data")
+                    .with_note(format!("{name} : {}", sig.text)));
+            }
             let want = inst.ty(self, want);
             let te = self.force(arg)?;
             let ctx = format!("in the {what} argument of `{name}`");
@@ -195,8 +212,11 @@ impl Checker {
             let (f, fscope) = match arg {
                 Arg::Expr(e, s) => (e, s),
                 Arg::Typed(t) => {
-                    return Err(Diagnostic::new(t.span, format!("`{name}` expects a function for `{fname}`, found data"))
-                        .with_label("expected a function"));
+                    return Err(Diagnostic::new(
+                        t.span,
+                        format!("`{name}` expects a function for `{fname}`, found data"),
+                    )
+                    .with_label("expected a function"));
                 }
             };
             let raw: Vec<Type> = params.iter().map(|p| inst.ty(self, p)).collect();
@@ -212,7 +232,8 @@ impl Checker {
             })?;
             let TKind::Lambda { body, .. } = &lam.kind else { unreachable!("check_fn returns a lambda") };
             let ctx = format!("in the result of the function given to `{name}`");
-            self.unify_at(&want_result, &body.ty, f.span, &ctx).map_err(|d| d.with_note(format!("{name} : {}", sig.text)))?;
+            self.unify_at(&want_result, &body.ty, f.span, &ctx)
+                .map_err(|d| d.with_note(format!("{name} : {}", sig.text)))?;
             if heddle_ir::prims::is_map(name) {
                 binder = inst.binders.values().find(|b| ptys.iter().any(|t| self.metas.zonk(t).mentions(b))).cloned();
             }
@@ -236,9 +257,12 @@ impl Checker {
             // Without an initial value the array must have an element to start from.
             let n = inst.nats.get(&('N' as u32)).map(|n| self.metas.zonk_nat(n));
             if let Some(n) = n.filter(|n| n.const_value() == Some(0)) {
-                return Err(Diagnostic::new(span, format!("`{name}` without an initial value needs a non-empty array, but this one has length {n}"))
-                    .with_label("reduces an empty array")
-                    .with_note(format!("give an initial value, the result for an empty array: `{name}(op, init)`")));
+                return Err(Diagnostic::new(
+                    span,
+                    format!("`{name}` without an initial value needs a non-empty array, but this one has length {n}"),
+                )
+                .with_label("reduces an empty array")
+                .with_note(format!("give an initial value, the result for an empty array: `{name}(op, init)`")));
             }
         }
         self.take_pending(name, span);
@@ -261,11 +285,21 @@ impl Checker {
     /// (chunk `c` holds elements `c * k ..`). Divisibility as for any split: exact
     /// when the normal form shows it, refused when both are constants that do not
     /// divide, else checked at run time.
-    fn split_position_dependent(&mut self, k: &Nat, data: TExpr, b: &Name, elem: &Type, len: &Nat, span: Span) -> CResult<TExpr> {
+    fn split_position_dependent(
+        &mut self,
+        k: &Nat,
+        data: TExpr,
+        b: &Name,
+        elem: &Type,
+        len: &Nat,
+        span: Span,
+    ) -> CResult<TExpr> {
         let m = self.metas.fresh_nat();
         if let Err(e) = self.metas.unify_nat(&Nat::mul(k.clone(), m.clone()), len) {
             let d = self.mismatch(e, data.span, "in the data argument of `split`");
-            return Err(d.with_note(format!("split : {}", heddle_ir::prims::lookup("split").map_or("", |s| s.text.as_str()))));
+            return Err(
+                d.with_note(format!("split : {}", heddle_ir::prims::lookup("split").map_or("", |s| s.text.as_str())))
+            );
         }
         self.take_pending("split", span);
         let (c, j) = (self.fresh("c"), self.fresh("j"));
@@ -273,7 +307,11 @@ impl Checker {
         let chunk_elem = elem.subst_nat(b, &at);
         let chunk = Type::Array { binder: Some(j), elem: Box::new(chunk_elem), len: k.clone() };
         let ty = Type::Array { binder: Some(c), elem: Box::new(chunk), len: self.metas.zonk_nat(&m) };
-        Ok(TExpr { kind: TKind::Prim { name: "split", nats: vec![k.clone()], args: vec![data], binder: None }, ty, span })
+        Ok(TExpr {
+            kind: TKind::Prim { name: "split", nats: vec![k.clone()], args: vec![data], binder: None },
+            ty,
+            span,
+        })
     }
 
     /// `concat(a, b)` where an element type depends on its position:
@@ -281,9 +319,17 @@ impl Checker {
     /// `T ∨ U` has the shape both share and, wherever their lengths differ,
     /// `i < N ? len_T(i) : len_U(i - N)`.
     fn concat_position_dependent(&mut self, a: TExpr, b: TExpr, span: Span) -> CResult<TExpr> {
-        let not_array = |t: &TExpr| Diagnostic::new(t.span, "`concat` expects arrays").with_label(format!("this has type {}", show(&t.ty)));
-        let (Type::Array { binder: ba, elem: ea, len: na }, Type::Array { binder: bb, elem: eb, len: nb }) = (self.metas.zonk(&a.ty), self.metas.zonk(&b.ty)) else {
-            return Err(if matches!(self.metas.zonk(&a.ty), Type::Array { .. }) { not_array(&b) } else { not_array(&a) });
+        let not_array = |t: &TExpr| {
+            Diagnostic::new(t.span, "`concat` expects arrays").with_label(format!("this has type {}", show(&t.ty)))
+        };
+        let (Type::Array { binder: ba, elem: ea, len: na }, Type::Array { binder: bb, elem: eb, len: nb }) =
+            (self.metas.zonk(&a.ty), self.metas.zonk(&b.ty))
+        else {
+            return Err(if matches!(self.metas.zonk(&a.ty), Type::Array { .. }) {
+                not_array(&b)
+            } else {
+                not_array(&a)
+            });
         };
         let i = self.fresh("i");
         let at = Nat::Var(i.clone());
@@ -330,11 +376,17 @@ impl Checker {
                 Ok(Type::Array { binder, elem: Box::new(elem), len })
             }
             (Type::Tuple(xs), Type::Tuple(ys)) if xs.len() == ys.len() => {
-                let parts = xs.iter().zip(&ys).map(|(x, y)| self.either(x, y, first, span)).collect::<CResult<Vec<_>>>()?;
+                let parts =
+                    xs.iter().zip(&ys).map(|(x, y)| self.either(x, y, first, span)).collect::<CResult<Vec<_>>>()?;
                 Ok(Type::Tuple(parts))
             }
             (x, y) => {
-                self.unify_at(&x, &y, span, "in the elements of `concat`'s second array (the first array's elements are expected)")?;
+                self.unify_at(
+                    &x,
+                    &y,
+                    span,
+                    "in the elements of `concat`'s second array (the first array's elements are expected)",
+                )?;
                 Ok(self.metas.zonk(&x))
             }
         }
@@ -344,7 +396,14 @@ impl Checker {
     /// whose element type mentions the parameter: element `p` has that type
     /// with `a` replaced by `xs@p` (`i` by `p`), so the result is a
     /// position-dependent array and the parameter does not escape its scope.
-    fn position_dependent(&mut self, prim: &str, result: Type, param: &Name, span: Span, checked: &[Option<TExpr>]) -> CResult<Type> {
+    fn position_dependent(
+        &mut self,
+        prim: &str,
+        result: Type,
+        param: &Name,
+        span: Span,
+        checked: &[Option<TExpr>],
+    ) -> CResult<Type> {
         let Type::Array { binder, elem, len } = result else { return Ok(result) };
         if !heddle_ir::prims::is_map(prim) && prim != "generate" {
             return Ok(Type::Array { binder, elem, len });
@@ -354,7 +413,10 @@ impl Checker {
         let replacement = if heddle_ir::prims::is_map(prim) {
             let data = checked.iter().flatten().find(|t| !matches!(t.kind, TKind::Lambda { .. }));
             match data.map(|t| &t.kind) {
-                Some(TKind::Var(xs)) => heddle_ir::Expr::synth(ExprKind::Index { array: Box::new(heddle_ir::Expr::var(xs.clone())), index: Box::new(position) }),
+                Some(TKind::Var(xs)) => heddle_ir::Expr::synth(ExprKind::Index {
+                    array: Box::new(heddle_ir::Expr::var(xs.clone())),
+                    index: Box::new(position),
+                }),
                 _ => {
                     return Err(Diagnostic::new(span, format!("the type of this function's result depends on its argument `{param}`"))
                         .with_label(format!("its result type mentions `{param}`"))
@@ -398,41 +460,58 @@ impl Checker {
                 // The first component of each pair is where its value goes: an integer of any width.
                 if let Some(index) = inst.types.get(&('I' as u32)).cloned() {
                     let int = self.metas.fresh_type(MetaKind::Integer);
-                    self.unify_at(&int, &index, span, "in the first component of each `scatterAdd` pair (the index its value is added at)")?;
+                    self.unify_at(
+                        &int,
+                        &index,
+                        span,
+                        "in the first component of each `scatterAdd` pair (the index its value is added at)",
+                    )?;
                 }
                 // The values are summed: numbers, or tuples and arrays of them.
                 if let Some(value) = inst.types.get(&('T' as u32)).map(|t| self.metas.zonk(t))
-                    && mentions_bool(&value) {
-                        return Err(Diagnostic::new(span, "`scatterAdd` sums its values, and booleans cannot be added")
-                            .with_label(format!("the values have type {}", show(&value))));
-                    }
+                    && mentions_bool(&value)
+                {
+                    return Err(Diagnostic::new(span, "`scatterAdd` sums its values, and booleans cannot be added")
+                        .with_label(format!("the values have type {}", show(&value))));
+                }
             }
             "union" | "intersect" | "compressAdd" | "compressLast" => {
                 // Coordinates are compared (and, for compressAdd, index the workspace): integers of any width.
                 if let Some(index) = inst.types.get(&('I' as u32)).cloned() {
                     let int = self.metas.fresh_type(MetaKind::Integer);
-                    self.unify_at(&int, &index, span, &format!("in the coordinates given to `{name}` (the first component of each pair)"))?;
+                    self.unify_at(
+                        &int,
+                        &index,
+                        span,
+                        &format!("in the coordinates given to `{name}` (the first component of each pair)"),
+                    )?;
                 }
                 if name == "compressAdd"
-                    && let Some(value) = inst.types.get(&('T' as u32)).map(|t| self.metas.zonk(t)) {
-                        self.require_numeric(&value, span, "`compressAdd` (it sums its values)")?;
-                    }
+                    && let Some(value) = inst.types.get(&('T' as u32)).map(|t| self.metas.zonk(t))
+                {
+                    self.require_numeric(&value, span, "`compressAdd` (it sums its values)")?;
+                }
             }
             "sortBy" => {
                 // Keys are compared: scalars with an order, or tuples of them (lexicographic).
                 if let Some(key) = inst.types.get(&('U' as u32)).map(|t| self.metas.zonk(t))
-                    && let Some(why) = unordered(&key) {
-                        return Err(Diagnostic::new(span, format!("`sortBy` compares its keys, and {why}"))
+                    && let Some(why) = unordered(&key)
+                {
+                    return Err(Diagnostic::new(span, format!("`sortBy` compares its keys, and {why}"))
                             .with_label(format!("the key has type {}", show(&key)))
                             .with_note("a key is a scalar (not complex) or a tuple of such scalars: `sortBy(e => e.1)`, `sortBy(e => (e.2, e.1))`"));
-                    }
+                }
             }
             "join" => {
                 if let Type::Array { elem, .. } = result
-                    && let Some(b) = inst.binders.values().find(|b| elem.mentions(b)) {
-                        return Err(Diagnostic::new(span, "`join` needs inner arrays whose elements do not depend on the position")
-                            .with_label(format!("the element type {} depends on {b}", show(elem))));
-                    }
+                    && let Some(b) = inst.binders.values().find(|b| elem.mentions(b))
+                {
+                    return Err(Diagnostic::new(
+                        span,
+                        "`join` needs inner arrays whose elements do not depend on the position",
+                    )
+                    .with_label(format!("the element type {} depends on {b}", show(elem))));
+                }
             }
             "complex" => {
                 let part = inst.types.get(&('T' as u32)).cloned().unwrap_or(Type::Meta(u32::MAX));
@@ -445,9 +524,12 @@ impl Checker {
                     Type::Scalar(p) => match p.complex_of() {
                         Some(c) => self.unify_at(&Type::Scalar(c), &whole, span, "in the result of `complex`")?,
                         None => {
-                            return Err(Diagnostic::new(span, format!("`complex` takes parts of type f32 or f64, found {p}"))
-                                .with_label(format!("the parts have type {p}"))
-                                .with_note("convert them first: `complex(double(a), double(b))`"));
+                            return Err(Diagnostic::new(
+                                span,
+                                format!("`complex` takes parts of type f32 or f64, found {p}"),
+                            )
+                            .with_label(format!("the parts have type {p}"))
+                            .with_note("convert them first: `complex(double(a), double(b))`"));
                         }
                     },
                     _ => {
@@ -460,8 +542,9 @@ impl Checker {
             "re" | "im" | "conj" => {
                 let whole = inst.types.get(&('C' as u32)).cloned().unwrap_or(Type::Meta(u32::MAX));
                 let c = self.metas.fresh_type(MetaKind::Complex);
-                self.unify_at(&c, &whole, span, &format!("in the argument of `{name}`"))
-                    .map_err(|d| d.with_note(format!("`{name}` takes a complex number (complex<f32> or complex<f64>)")))?;
+                self.unify_at(&c, &whole, span, &format!("in the argument of `{name}`")).map_err(|d| {
+                    d.with_note(format!("`{name}` takes a complex number (complex<f32> or complex<f64>)"))
+                })?;
                 if let Some(part) = inst.types.get(&('T' as u32)).cloned() {
                     let float = self.metas.fresh_type(MetaKind::Float);
                     self.unify_at(&float, &part, span, &format!("in the result of `{name}`"))?;
@@ -515,8 +598,11 @@ impl Checker {
         };
         let k = self.nat_argument("iterate", &Name::from("k"), &k_arg)?;
         let Some(k) = k.const_value().filter(|k| (0..=MAX_ITERATIONS).contains(k)) else {
-            return Err(Diagnostic::new(k_arg.span(), format!("`iterate` needs a constant count between 0 and {MAX_ITERATIONS}"))
-                .with_label("the number of iterations"));
+            return Err(Diagnostic::new(
+                k_arg.span(),
+                format!("`iterate` needs a constant count between 0 and {MAX_ITERATIONS}"),
+            )
+            .with_label("the number of iterations"));
         };
         let mut cur = self.force(x_arg)?;
         for _ in 0..k {
@@ -536,7 +622,9 @@ impl Checker {
 /// result becomes `toNat(count#k@i)` (see `heddle_ir::nat::counted`).
 fn lift_counts(name: &str, result: Type, c: &mut Checker) -> Type {
     match result {
-        Type::Array { binder, elem, len } if (heddle_ir::prims::is_map(name) || name == "generate") && elem.mentions_count() => {
+        Type::Array { binder, elem, len }
+            if (heddle_ir::prims::is_map(name) || name == "generate") && elem.mentions_count() =>
+        {
             let b = binder.unwrap_or_else(|| c.fresh("i"));
             let elem = elem.lift_counts(&b);
             Type::Array { binder: Some(b), elem: Box::new(elem), len }

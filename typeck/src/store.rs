@@ -7,11 +7,11 @@
 //! the level's size) is checked here, the last as a run-time obligation
 //! where the sizes are not equal by their normal form.
 
-use crate::check::{show, CResult, Checker};
+use crate::check::{CResult, Checker, show};
 use crate::metas::MetaKind;
 use crate::scope::Scope;
 use crate::typed::{Obligation, TExpr, TKind};
-use heddle_ir::encoding::result::{plan, Need, ResultPlan, Source};
+use heddle_ir::encoding::result::{Need, ResultPlan, Source, plan};
 use heddle_ir::nat::{CmpOp, NatCond};
 use heddle_ir::tensor::TensorType;
 use heddle_ir::{Diagnostic, Expr, Nat, Span, Type};
@@ -60,7 +60,9 @@ impl Checker {
                     let int = self.metas.fresh_type(MetaKind::Integer);
                     self.unify_at(&int, &t, e.span, "as a coordinate of the stored tensor")?;
                 }
-                Need::Element(t) => self.unify_at(&Type::Scalar(tt.elem), &t, e.span, "as a value of the stored tensor")?,
+                Need::Element(t) => {
+                    self.unify_at(&Type::Scalar(tt.elem), &t, e.span, "as a value of the stored tensor")?
+                }
                 Need::Equal(a, b, why) => {
                     let (a, b) = (self.metas.zonk_nat(&a), self.metas.zonk_nat(&b));
                     if a.normalize() == b.normalize() {
@@ -70,14 +72,21 @@ impl Checker {
                     names(&a, &mut seen);
                     names(&b, &mut seen);
                     if seen.iter().any(|x| local.contains(x) || heddle_ir::nat::counted::is_count_name(x)) {
-                        return Err(Diagnostic::new(span, format!("this value cannot be stored as {written}: {why}, but its length is {a}, not {b}"))
-                            .with_label("the array's length depends on data or on its position"));
+                        return Err(Diagnostic::new(
+                            span,
+                            format!("this value cannot be stored as {written}: {why}, but its length is {a}, not {b}"),
+                        )
+                        .with_label("the array's length depends on data or on its position"));
                     }
                     self.obligations.push(Obligation { cond: NatCond::Cmp(CmpOp::Eq, a, b), span, reason: why });
                 }
             }
         }
-        let ty = Type::Tensor(Box::new(TensorType { dims: plan.dims.iter().cloned().map(Some).collect(), elem: tt.elem, encoding: tt.encoding.clone() }));
+        let ty = Type::Tensor(Box::new(TensorType {
+            dims: plan.dims.iter().cloned().map(Some).collect(),
+            elem: tt.elem,
+            encoding: tt.encoding.clone(),
+        }));
         Ok(TExpr { kind: TKind::Assemble { value: Box::new(value), plan: Box::new(plan) }, ty, span })
     }
 

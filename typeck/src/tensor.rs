@@ -44,19 +44,30 @@
 //! path at the child's position in the batch's rows (batched CSR:
 //! `let A_lo2 = A_pos2@A_b@(A_i : i64) in … (A_crd2@A_b@A_q2, A_values@A_b@A_q2)`).
 
-use heddle_ir::encoding::storage_types::{BufferKind, StorageLayout};
 use heddle_ir::encoding::Encoding;
+use heddle_ir::encoding::storage_types::{BufferKind, StorageLayout};
 use heddle_ir::expr::{ExprKind, Param};
 use heddle_ir::{Diagnostic, Expr, Name, Nat, ScalarType, Span, Type};
 
 fn indexed(buf: &Name, path: &[Expr]) -> Expr {
-    path.iter().fold(Expr::var(buf.clone()), |e, i| Expr::synth(ExprKind::Index { array: Box::new(e), index: Box::new(i.clone()) }))
+    path.iter().fold(Expr::var(buf.clone()), |e, i| {
+        Expr::synth(ExprKind::Index { array: Box::new(e), index: Box::new(i.clone()) })
+    })
 }
 /// `generate(len, fun(param => body))`, located at the tensor parameter
 /// `span` (where a level's positions past `int`'s range are reported).
 fn generate(len: Nat, param: Name, body: Expr, span: Span) -> Expr {
-    let f = Expr::synth(ExprKind::Fun { params: vec![Param { name: param, ty: None, span: Span::DUMMY }], body: Box::new(body) });
-    Expr { kind: ExprKind::App { func: Box::new(Expr::var("generate")), args: vec![Expr::synth(ExprKind::NatValue(len)), f] }, span }
+    let f = Expr::synth(ExprKind::Fun {
+        params: vec![Param { name: param, ty: None, span: Span::DUMMY }],
+        body: Box::new(body),
+    });
+    Expr {
+        kind: ExprKind::App {
+            func: Box::new(Expr::var("generate")),
+            args: vec![Expr::synth(ExprKind::NatValue(len)), f],
+        },
+        span,
+    }
 }
 fn let_in(name: Name, value: Expr, body: Expr) -> Expr {
     Expr::synth(ExprKind::Let { name, value: Box::new(value), body: Box::new(body) })
@@ -139,9 +150,16 @@ pub fn view_expr(enc: &Encoding, layout: &StorageLayout, param: &Name, span: Spa
                 let pos = buffer(BufferKind::Positions, Some(l)).ok_or_else(|| unsupported("position-less"))?;
                 let (lo, q) = (Name::from(format!("{param}_lo{l}")), Name::from(format!("{param}_q{l}")));
                 // In a batch, the batch's row of positions first.
-                let batch: Vec<Expr> = binders.iter().take(layout.batch_levels).map(|(_, p)| Expr::var(p.clone())).collect();
-                let lo_value = Expr::synth(ExprKind::Index { array: Box::new(indexed(&pos, &batch)), index: Box::new(i64_nat(lambdas(lo_at, &binders))) });
-                let child = Nat::add(Nat::ToNat(Box::new(Expr::var(lo.clone()))), Nat::ToNat(Box::new(Expr::var(lambda.clone()))));
+                let batch: Vec<Expr> =
+                    binders.iter().take(layout.batch_levels).map(|(_, p)| Expr::var(p.clone())).collect();
+                let lo_value = Expr::synth(ExprKind::Index {
+                    array: Box::new(indexed(&pos, &batch)),
+                    index: Box::new(i64_nat(lambdas(lo_at, &binders))),
+                });
+                let child = Nat::add(
+                    Nat::ToNat(Box::new(Expr::var(lo.clone()))),
+                    Nat::ToNat(Box::new(Expr::var(lambda.clone()))),
+                );
                 loose = Some(Box::new(Loose { lo, lo_value, q: q.clone(), q_value: i64_nat(child) }));
                 path = batch;
                 path.push(Expr::var(q));

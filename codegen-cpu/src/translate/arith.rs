@@ -4,9 +4,9 @@ use super::Translator;
 use crate::error::CodegenError;
 use crate::{helpers, status, types};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{types as ct, InstBuilder, Value};
-use heddle_ir::loops::{BinOp, Expr};
+use cranelift_codegen::ir::{InstBuilder, Value, types as ct};
 use heddle_ir::ScalarType;
+use heddle_ir::loops::{BinOp, Expr};
 
 pub(super) fn int_cc(op: BinOp, signed: bool) -> IntCC {
     match (op, signed) {
@@ -175,7 +175,11 @@ impl Translator<'_, '_> {
                     (true, false) => self.b.ins().uextend(ct::I64, v),
                     (false, _) => v,
                 };
-                if from == ScalarType::U64 { self.b.ins().fcvt_from_uint(tt, wide) } else { self.b.ins().fcvt_from_sint(tt, wide) }
+                if from == ScalarType::U64 {
+                    self.b.ins().fcvt_from_uint(tt, wide)
+                } else {
+                    self.b.ins().fcvt_from_sint(tt, wide)
+                }
             }
             (true, false) => self.float_to_int(v, to),
             (false, false) => {
@@ -207,7 +211,8 @@ impl Translator<'_, '_> {
         // u32's, and the clamp below is signed (an unsigned saturation to
         // u64::MAX would read as -1 and clamp to 0).
         let wide = self.b.ins().fcvt_to_sint_sat(ct::I64, v);
-        let (lo, hi) = if to.is_signed() { (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1) } else { (0, (1i64 << bits) - 1) };
+        let (lo, hi) =
+            if to.is_signed() { (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1) } else { (0, (1i64 << bits) - 1) };
         let lo = self.b.ins().iconst(ct::I64, lo);
         let hi = self.b.ins().iconst(ct::I64, hi);
         let clamped = self.b.ins().smax(wide, lo);

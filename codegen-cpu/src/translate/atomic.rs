@@ -11,12 +11,18 @@
 use super::Translator;
 use crate::error::CodegenError;
 use crate::types;
-use cranelift_codegen::ir::{condcodes::IntCC, types as ct, AtomicRmwOp, InstBuilder, MemFlagsData};
+use cranelift_codegen::ir::{AtomicRmwOp, InstBuilder, MemFlagsData, condcodes::IntCC, types as ct};
 use heddle_ir::loops::Expr;
 use heddle_ir::{Name, ScalarType};
 
 impl Translator<'_, '_> {
-    pub(super) fn add_atomic(&mut self, buf: &Name, index: &Expr, field: u32, value: &Expr) -> Result<(), CodegenError> {
+    pub(super) fn add_atomic(
+        &mut self,
+        buf: &Name,
+        index: &Expr,
+        field: u32,
+        value: &Expr,
+    ) -> Result<(), CodegenError> {
         let (v, _) = self.expr(value)?;
         let (addr, offset, ty, _) = self.address(buf, index, field)?;
         let p = if offset == 0 { addr } else { self.b.ins().iadd_imm_s(addr, i64::from(offset)) };

@@ -156,10 +156,23 @@ impl Translator<'_, '_> {
 
     /// In a loop's pre-header: the carried load of the loop over `var`
     /// from `lo_v` with this body, if it has one, loaded at `lo_v`.
-    pub(super) fn start_carry(&mut self, var: &Name, lo_v: Value, body: &[Stmt]) -> Result<Option<Carried>, CodegenError> {
+    pub(super) fn start_carry(
+        &mut self,
+        var: &Name,
+        lo_v: Value,
+        body: &[Stmt],
+    ) -> Result<Option<Carried>, CodegenError> {
         let Some((buf, field)) = self.carried_candidate(var, body) else { return Ok(None) };
-        let ty = *self.buffer(&buf)?.fields.get(field as usize).ok_or_else(|| CodegenError::Unsupported(format!("field {field} of `{buf}`")))?;
-        let wide = if ty.is_int() && ty != ScalarType::Bool && ty.size_bytes() < 8 { cranelift_codegen::ir::types::I64 } else { crate::types::clif_type(ty) };
+        let ty = *self
+            .buffer(&buf)?
+            .fields
+            .get(field as usize)
+            .ok_or_else(|| CodegenError::Unsupported(format!("field {field} of `{buf}`")))?;
+        let wide = if ty.is_int() && ty != ScalarType::Bool && ty.size_bytes() < 8 {
+            cranelift_codegen::ir::types::I64
+        } else {
+            crate::types::clif_type(ty)
+        };
         let slot = self.b.declare_var(wide);
         if ACROSS_ITERATIONS {
             let first = self.load_at(&buf, field, lo_v)?;
@@ -188,7 +201,11 @@ impl Translator<'_, '_> {
             }
             let next = Expr::Load {
                 buf: c.buf.clone(),
-                index: Box::new(Expr::Bin(BinOp::Add, Box::new(Expr::Var(c.var.clone())), Box::new(Expr::Int(1, ScalarType::I64)))),
+                index: Box::new(Expr::Bin(
+                    BinOp::Add,
+                    Box::new(Expr::Var(c.var.clone())),
+                    Box::new(Expr::Int(1, ScalarType::I64)),
+                )),
                 field: c.field,
             };
             let (v, ty) = self.expr(&next)?;

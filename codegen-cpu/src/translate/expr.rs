@@ -3,7 +3,7 @@
 use super::Translator;
 use crate::error::CodegenError;
 use crate::types;
-use cranelift_codegen::ir::{condcodes::IntCC, types as ct, InstBuilder, MemFlagsData, Value};
+use cranelift_codegen::ir::{InstBuilder, MemFlagsData, Value, condcodes::IntCC, types as ct};
 use heddle_ir::loops::{BinOp, Expr};
 use heddle_ir::{Name, ScalarType};
 
@@ -38,8 +38,12 @@ impl Translator<'_, '_> {
             Expr::Int(v, t) => (self.b.ins().iconst(types::clif_type(*t), imm(*v, *t)), *t),
             Expr::Float(v, ScalarType::F32) => (self.b.ins().f32const(*v as f32), ScalarType::F32),
             // Rounded once to the half type; exact in the f32 that holds it.
-            Expr::Float(v, ScalarType::F16) => (self.b.ins().f32const(heddle_ir::rounding::f16_of_f64(*v).to_f32()), ScalarType::F16),
-            Expr::Float(v, ScalarType::BF16) => (self.b.ins().f32const(heddle_ir::rounding::bf16_of_f64(*v).to_f32()), ScalarType::BF16),
+            Expr::Float(v, ScalarType::F16) => {
+                (self.b.ins().f32const(heddle_ir::rounding::f16_of_f64(*v).to_f32()), ScalarType::F16)
+            }
+            Expr::Float(v, ScalarType::BF16) => {
+                (self.b.ins().f32const(heddle_ir::rounding::bf16_of_f64(*v).to_f32()), ScalarType::BF16)
+            }
             Expr::Float(v, _) => (self.b.ins().f64const(*v), ScalarType::F64),
             Expr::Bool(v) => (self.b.ins().iconst(ct::I8, i64::from(*v)), ScalarType::Bool),
             Expr::Var(n) => {
@@ -112,7 +116,9 @@ impl Translator<'_, '_> {
                 {
                     return Ok((self.narrow_index(v, *to), *to));
                 }
-                if from.is_int() && from.size_bytes() < 8 && *to == ScalarType::I64
+                if from.is_int()
+                    && from.size_bytes() < 8
+                    && *to == ScalarType::I64
                     && let Some(wide) = self.widened_from(v, from)
                 {
                     return Ok((wide, *to));
@@ -210,7 +216,12 @@ impl Translator<'_, '_> {
     /// offset. Cranelift hoists the invariant part out of the loop (it is
     /// pure), and `x + k * size + c` is one x86 addressing mode, so an access
     /// `values[k + start]` costs no arithmetic per iteration.
-    pub(super) fn address(&mut self, buf: &Name, index: &Expr, field: u32) -> Result<(Value, i32, ScalarType, MemFlagsData), CodegenError> {
+    pub(super) fn address(
+        &mut self,
+        buf: &Name,
+        index: &Expr,
+        field: u32,
+    ) -> Result<(Value, i32, ScalarType, MemFlagsData), CodegenError> {
         let b = self.buffer(buf)?;
         let ty = *b
             .fields
@@ -222,8 +233,10 @@ impl Translator<'_, '_> {
         let mut constant = 0i64;
         flatten_sum(index, true, &mut terms, &mut constant);
         let inner = self.loop_names.last().cloned().unwrap_or_default();
-        let (variant, invariant): (Vec<_>, Vec<_>) = terms.into_iter().partition(|(_, e)| !self.invariant_in(e, &inner));
-        let offset = constant.checked_mul(size).and_then(|c| c.checked_add(field_offset)).and_then(|o| i32::try_from(o).ok());
+        let (variant, invariant): (Vec<_>, Vec<_>) =
+            terms.into_iter().partition(|(_, e)| !self.invariant_in(e, &inner));
+        let offset =
+            constant.checked_mul(size).and_then(|c| c.checked_add(field_offset)).and_then(|o| i32::try_from(o).ok());
         let Some(offset) = offset.filter(|_| self.depth > 0) else {
             // Outside loops (or with a huge constant) there is nothing to gain.
             let (i, _) = self.expr(index)?;
@@ -266,7 +279,8 @@ impl Translator<'_, '_> {
             // unrolled copy's `k + c` (a value, not an expression here)
             // then needs no add of its own, and the copies share `k * size`.
             let (rest, c) = self.constant_addend(var);
-            let folded = c.checked_mul(size).and_then(|cs| i32::try_from(cs).ok()).and_then(|cs| offset.checked_add(cs));
+            let folded =
+                c.checked_mul(size).and_then(|cs| i32::try_from(cs).ok()).and_then(|cs| offset.checked_add(cs));
             let var = match folded {
                 Some(o) => {
                     offset = o;
@@ -318,7 +332,9 @@ impl Translator<'_, '_> {
                 .rev()
                 .find(|(m, _)| m == n)
                 .is_some_and(|(_, v)| self.of_loop_var(v, var, depth + 1)),
-            Expr::Bin(BinOp::Add | BinOp::Sub | BinOp::Mul, a, b) => self.of_loop_var(a, var, depth + 1) && self.of_loop_var(b, var, depth + 1),
+            Expr::Bin(BinOp::Add | BinOp::Sub | BinOp::Mul, a, b) => {
+                self.of_loop_var(a, var, depth + 1) && self.of_loop_var(b, var, depth + 1)
+            }
             Expr::Cast(t, a) => t.is_int() && self.of_loop_var(a, var, depth + 1),
             _ => false,
         }
@@ -396,7 +412,9 @@ impl Translator<'_, '_> {
             Expr::Bin(BinOp::Div | BinOp::Rem, ..) => false,
             Expr::Bin(_, a, b) => self.invariant_in(a, inner) && self.invariant_in(b, inner),
             Expr::Neg(a) | Expr::Not(a) | Expr::Cast(_, a) => self.invariant_in(a, inner),
-            Expr::Select(c, a, b) => self.invariant_in(c, inner) && self.invariant_in(a, inner) && self.invariant_in(b, inner),
+            Expr::Select(c, a, b) => {
+                self.invariant_in(c, inner) && self.invariant_in(a, inner) && self.invariant_in(b, inner)
+            }
         }
     }
 }
@@ -413,7 +431,9 @@ pub(super) fn flatten_sum<'e>(e: &'e Expr, plus: bool, terms: &mut Vec<(bool, &'
             flatten_sum(a, plus, terms, constant);
             flatten_sum(b, !plus, terms, constant);
         }
-        Expr::Int(v, ScalarType::I64) => *constant = if plus { constant.wrapping_add(*v) } else { constant.wrapping_sub(*v) },
+        Expr::Int(v, ScalarType::I64) => {
+            *constant = if plus { constant.wrapping_add(*v) } else { constant.wrapping_sub(*v) }
+        }
         other => terms.push((plus, other)),
     }
 }

@@ -14,8 +14,9 @@ use super::Translator;
 use crate::error::CodegenError;
 use crate::helpers;
 use cranelift_codegen::ir::{
+    InstBuilder, MemFlagsData, Value,
     condcodes::{FloatCC, IntCC},
-    types as ct, InstBuilder, MemFlagsData, Value,
+    types as ct,
 };
 use heddle_ir::ScalarType;
 

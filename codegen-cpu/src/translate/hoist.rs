@@ -13,8 +13,8 @@
 use super::Translator;
 use super::expr::may_fault;
 use crate::error::CodegenError;
-use heddle_ir::loops::{BinOp, Expr, Stmt};
 use heddle_ir::Name;
+use heddle_ir::loops::{BinOp, Expr, Stmt};
 
 /// The names a block assigns (`x = …`), nested blocks included.
 pub(super) fn assigned(b: &[Stmt], out: &mut Vec<Name>) {

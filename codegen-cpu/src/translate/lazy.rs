@@ -25,7 +25,7 @@
 use super::{Bound, Translator};
 use crate::error::CodegenError;
 use crate::status;
-use cranelift_codegen::ir::{condcodes::IntCC, types as ct, InstBuilder, InstructionData, Opcode, Type, Value};
+use cranelift_codegen::ir::{InstBuilder, InstructionData, Opcode, Type, Value, condcodes::IntCC, types as ct};
 use heddle_ir::loops::{BinOp, Expr};
 use heddle_ir::{Name, ScalarType};
 
@@ -113,11 +113,17 @@ impl Translator<'_, '_> {
     /// here passed that loop's entry, where `lo < hi` (true here too) led to
     /// the check, which passed. So the j loops of MTTKRP's fibres and
     /// nonzeros (`for j in 0 .. J`) are checked once, at the slice's first.
-    pub(super) fn check_narrow_range(&mut self, lo_v: Value, hi_v: Value, narrow: &[ScalarType]) -> Result<(), CodegenError> {
+    pub(super) fn check_narrow_range(
+        &mut self,
+        lo_v: Value,
+        hi_v: Value,
+        narrow: &[ScalarType],
+    ) -> Result<(), CodegenError> {
         let (min, max) = heddle_ir::loops::fitting_range(narrow);
-        let done = self.narrow_checked.iter().any(|&(lo, hi, mn, mx)| {
-            mn <= min && max <= mx && self.same_value(lo, lo_v) && self.same_value(hi, hi_v)
-        });
+        let done = self
+            .narrow_checked
+            .iter()
+            .any(|&(lo, hi, mn, mx)| mn <= min && max <= mx && self.same_value(lo, lo_v) && self.same_value(hi, hi_v));
         if done {
             return Ok(());
         }
@@ -167,6 +173,8 @@ impl Translator<'_, '_> {
     /// ([`heddle_ir::loops::implied_by_ranges`], through the `let`s in scope).
     pub(super) fn implied_by_ranges(&self, cond: &Expr) -> bool {
         let lets = &self.let_values;
-        heddle_ir::loops::implied_by_ranges(cond, &self.prog.ranges, &|n| lets.iter().rev().find(|(m, _)| m == n).map(|(_, v)| v))
+        heddle_ir::loops::implied_by_ranges(cond, &self.prog.ranges, &|n| {
+            lets.iter().rev().find(|(m, _)| m == n).map(|(_, v)| v)
+        })
     }
 }

@@ -25,18 +25,23 @@ mod stmt;
 
 use crate::error::CodegenError;
 use crate::{helpers, status, types};
-use cranelift_codegen::ir::{types as ct, AbiParam, FuncRef, Function, InstBuilder, Type, Value};
+use cranelift_codegen::ir::{AbiParam, FuncRef, Function, InstBuilder, Type, Value, types as ct};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_jit::JITModule;
 use cranelift_module::{Linkage, Module};
-use heddle_ir::loops::{record_layout, ArgKind, Expr, LoopProgram, RecordLayout, Schedule, Stmt};
+use heddle_ir::loops::{ArgKind, Expr, LoopProgram, RecordLayout, Schedule, Stmt, record_layout};
 use heddle_ir::{Name, ScalarType};
 
 /// Translates `prog` (already validated) into `f`, whose signature is the
 /// kernel entry signature; helpers are imported from `m`.
 /// Translates `prog` into `f`; returns how many checks it left out because
 /// the program's input ranges imply them (`Options::trust_ranges`).
-pub fn function(prog: &LoopProgram, m: &mut JITModule, f: &mut Function, options: &crate::Options) -> Result<usize, CodegenError> {
+pub fn function(
+    prog: &LoopProgram,
+    m: &mut JITModule,
+    f: &mut Function,
+    options: &crate::Options,
+) -> Result<usize, CodegenError> {
     if prog.checks.len() as u64 >= u64::from(status::INDEX_OVERFLOW) {
         return Err(CodegenError::Unsupported(format!("{} checks in one kernel", prog.checks.len())));
     }
@@ -284,15 +289,15 @@ impl Translator<'_, '_> {
             helpers::ALLOC => (&[ct::I64, ct::I64, ct::I64], Some(self.ptr_ty)),
             helpers::SORT => (&[self.ptr_ty, ct::I64], None),
             helpers::F16_OF_F64 | helpers::BF16_OF_F64 => (&[ct::F64], Some(ct::F32)),
-            helpers::F16_OF_I64 | helpers::BF16_OF_I64 | helpers::F16_OF_U64 | helpers::BF16_OF_U64 => (&[ct::I64], Some(ct::F32)),
+            helpers::F16_OF_I64 | helpers::BF16_OF_I64 | helpers::F16_OF_U64 | helpers::BF16_OF_U64 => {
+                (&[ct::I64], Some(ct::F32))
+            }
             _ => (&[self.ptr_ty, ct::I64, ct::I64, ct::I64], None),
         };
         sig.params.extend(params.iter().map(|t| AbiParam::new(*t)));
         sig.returns.extend(ret.map(AbiParam::new));
-        let id = self
-            .m
-            .declare_function(name, Linkage::Import, &sig)
-            .map_err(|e| CodegenError::Cranelift(e.to_string()))?;
+        let id =
+            self.m.declare_function(name, Linkage::Import, &sig).map_err(|e| CodegenError::Cranelift(e.to_string()))?;
         let f = self.m.declare_func_in_func(id, self.b.func);
         self.helpers.push((name, f));
         Ok(f)
@@ -343,7 +348,9 @@ impl Translator<'_, '_> {
                 let mut i = 0;
                 while i < b.len() {
                     match plan.action(i) {
-                        Some(&slp::Action::Member { group, lane }) => self.slp_member(b, &plan, i, group, lane, &mut ids)?,
+                        Some(&slp::Action::Member { group, lane }) => {
+                            self.slp_member(b, &plan, i, group, lane, &mut ids)?
+                        }
                         Some(&slp::Action::Store { width, ty }) => {
                             self.slp_store(b, i, width, ty)?;
                             i += width;

@@ -28,8 +28,8 @@ use super::{Bound, Buf, Translator};
 use crate::error::CodegenError;
 use crate::types;
 use cranelift_codegen::ir::{InstBuilder, Value};
-use heddle_ir::loops::{record_layout, ArgKind, Expr, Stmt};
 use heddle_ir::Name;
+use heddle_ir::loops::{ArgKind, Expr, Stmt, record_layout};
 
 /// What [`Translator::end_rebase`] restores: the scope and buffer lengths
 /// before the re-loaded bindings.
@@ -64,7 +64,9 @@ fn push(out: &mut Vec<Name>, n: &Name) {
 fn block_names(b: &[Stmt], out: &mut Vec<Name>) {
     for s in b {
         match s {
-            Stmt::Let { value, .. } | Stmt::Var { init: value, .. } | Stmt::Assign { value, .. } => expr_names(value, out),
+            Stmt::Let { value, .. } | Stmt::Var { init: value, .. } | Stmt::Assign { value, .. } => {
+                expr_names(value, out)
+            }
             Stmt::Store { buf, index, value, .. } | Stmt::AddAtomic { buf, index, value, .. } => {
                 push(out, buf);
                 expr_names(index, out);

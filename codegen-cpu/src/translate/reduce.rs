@@ -33,7 +33,7 @@
 
 use super::{Bound, Translator};
 use crate::error::CodegenError;
-use cranelift_codegen::ir::{condcodes::IntCC, types as ct, Block, BlockArg, InstBuilder, Value};
+use cranelift_codegen::ir::{Block, BlockArg, InstBuilder, Value, condcodes::IntCC, types as ct};
 use cranelift_frontend::Variable;
 use heddle_ir::loops::{BinOp, Expr, Schedule, Stmt};
 use heddle_ir::{Name, ScalarType};
@@ -121,7 +121,14 @@ impl Translator<'_, '_> {
     /// Translates `for var in lo .. hi { body }` as a reduction over
     /// [`options.accumulators`](crate::Options::accumulators) partial
     /// accumulators, if it is one; `false` (nothing emitted) otherwise.
-    pub(super) fn reduction_loop(&mut self, var: &Name, lo: &Expr, hi: &Expr, schedule: Schedule, body: &[Stmt]) -> Result<bool, CodegenError> {
+    pub(super) fn reduction_loop(
+        &mut self,
+        var: &Name,
+        lo: &Expr,
+        hi: &Expr,
+        schedule: Schedule,
+        body: &[Stmt],
+    ) -> Result<bool, CodegenError> {
         let u = self.options.accumulators.max(1) as i64;
         if schedule != Schedule::Seq {
             return Ok(false);
@@ -160,7 +167,18 @@ impl Translator<'_, '_> {
             // loop of pairs, entered from a test before the jump table.
             let copies = short.min(i64::from(crate::COPIES_BELOW));
             let pairs = (copies < short).then(|| self.b.create_block());
-            self.unrolled_short(var, lo_v, hi_v, n, body, fits, copies as usize, pairs.is_some(), short_loop, pairs.unwrap_or(long_loop))?;
+            self.unrolled_short(
+                var,
+                lo_v,
+                hi_v,
+                n,
+                body,
+                fits,
+                copies as usize,
+                pairs.is_some(),
+                short_loop,
+                pairs.unwrap_or(long_loop),
+            )?;
             self.b.ins().jump(join, &[]);
             // What follows the loop comes right after the copies, so that
             // the last one falls through to it (the partials' loop after).
@@ -192,8 +210,17 @@ impl Translator<'_, '_> {
 
     /// `for var in lo_v .. hi_v { body }` over `u` partial accumulators
     /// (the module's loop); ends in a block that follows the loop.
-    fn partial_reduction_loop(&mut self, var: &Name, lo_v: Value, hi_v: Value, body: &[Stmt], accs: &[Accumulator], u: i64) -> Result<(), CodegenError> {
-        let [pre, rest, rest_head, after_rest, main, main_head, combine, exit] = std::array::from_fn(|_| self.b.create_block());
+    fn partial_reduction_loop(
+        &mut self,
+        var: &Name,
+        lo_v: Value,
+        hi_v: Value,
+        body: &[Stmt],
+        accs: &[Accumulator],
+        u: i64,
+    ) -> Result<(), CodegenError> {
+        let [pre, rest, rest_head, after_rest, main, main_head, combine, exit] =
+            std::array::from_fn(|_| self.b.create_block());
         let runs = self.b.ins().icmp(IntCC::SignedLessThan, lo_v, hi_v);
         self.b.ins().brif(runs, pre, &[], exit, &[]);
 
@@ -202,7 +229,11 @@ impl Translator<'_, '_> {
         self.b.switch_to_block(pre);
         let marks = self.enter_loop(var, lo_v, hi_v, body)?;
         let n = self.b.ins().isub(hi_v, lo_v);
-        let left_over = if (u as u64).is_power_of_two() { self.b.ins().band_imm_s(n, u - 1) } else { self.b.ins().urem_imm_s(n, u) };
+        let left_over = if (u as u64).is_power_of_two() {
+            self.b.ins().band_imm_s(n, u - 1)
+        } else {
+            self.b.ins().urem_imm_s(n, u)
+        };
         // `mid = hi - (n - n mod U)`, not `lo + n mod U`: Cranelift
         // recomputes an and with a constant at each use (in the loop), not
         // a difference of two values.
@@ -277,10 +308,8 @@ impl Translator<'_, '_> {
 
         // The unrolled loop: copy c of the body works on `k + c` into partial c.
         let (partial_vals, q) = self.loop_head(main_head, accs, u as usize);
-        let partials: Vec<Vec<Variable>> = accs
-            .iter()
-            .map(|a| (0..u).map(|_| self.b.declare_var(crate::types::clif_type(a.ty))).collect())
-            .collect();
+        let partials: Vec<Vec<Variable>> =
+            accs.iter().map(|a| (0..u).map(|_| self.b.declare_var(crate::types::clif_type(a.ty))).collect()).collect();
         self.b.insert_block_after(main, after_rest);
         self.b.switch_to_block(main);
         for (vars, vals) in partials.iter().zip(partial_vals.chunks(u as usize)) {
@@ -360,7 +389,14 @@ impl Translator<'_, '_> {
     /// every other loop. The head tests first and branches to its exit
     /// first, as in [`reduction_loop`](Self::reduction_loop) (with the test
     /// at the bottom, the loads no longer fold into the multiply).
-    fn single_reduction_loop(&mut self, var: &Name, lo: &Expr, hi: &Expr, body: &[Stmt], accs: &[Accumulator]) -> Result<(), CodegenError> {
+    fn single_reduction_loop(
+        &mut self,
+        var: &Name,
+        lo: &Expr,
+        hi: &Expr,
+        body: &[Stmt],
+        accs: &[Accumulator],
+    ) -> Result<(), CodegenError> {
         let (lo_v, hi_v) = self.loop_bounds(lo, hi, Schedule::Seq)?;
         self.single_reduction_over(var, lo, lo_v, hi_v, body, accs, false)
     }
@@ -369,7 +405,16 @@ impl Translator<'_, '_> {
     /// already computed (`lo` is the lower bound's expression); `fits`: the
     /// range is known to fit the body's narrow conversions of `var`.
     #[allow(clippy::too_many_arguments)]
-    fn single_reduction_over(&mut self, var: &Name, lo: &Expr, lo_v: Value, hi_v: Value, body: &[Stmt], accs: &[Accumulator], fits: bool) -> Result<(), CodegenError> {
+    fn single_reduction_over(
+        &mut self,
+        var: &Name,
+        lo: &Expr,
+        lo_v: Value,
+        hi_v: Value,
+        body: &[Stmt],
+        accs: &[Accumulator],
+        fits: bool,
+    ) -> Result<(), CodegenError> {
         let guarded = self.single_needs_guard(var, lo, body, fits);
         let [first, first_step, head, step, after, exit] = std::array::from_fn(|_| self.b.create_block());
         if guarded {
@@ -478,7 +523,19 @@ impl Translator<'_, '_> {
     /// ([`single_needs_guard`](Self::single_needs_guard) false). Ends in
     /// the block after the copies.
     #[allow(clippy::too_many_arguments)]
-    fn unrolled_short(&mut self, var: &Name, lo_v: Value, hi_v: Value, n: Value, body: &[Stmt], fits: bool, short: usize, test_first: bool, short_loop: Block, default: Block) -> Result<(), CodegenError> {
+    fn unrolled_short(
+        &mut self,
+        var: &Name,
+        lo_v: Value,
+        hi_v: Value,
+        n: Value,
+        body: &[Stmt],
+        fits: bool,
+        short: usize,
+        test_first: bool,
+        short_loop: Block,
+        default: Block,
+    ) -> Result<(), CodegenError> {
         use cranelift_codegen::ir::JumpTableData;
         let marks = self.enter_loop_fitting(var, lo_v, hi_v, body, fits)?;
         let o = self.rebased_offset(var, body)?;
@@ -712,7 +769,8 @@ impl Translator<'_, '_> {
             (true, b) => (-(1i64 << (b - 1)), (1i64 << (b - 1)) - 1),
             (false, b) => (0, (1i64 << b) - 1),
         };
-        let float = |b: &mut Self, v: f64| if t == ct::F32 { b.b.ins().f32const(v as f32) } else { b.b.ins().f64const(v) };
+        let float =
+            |b: &mut Self, v: f64| if t == ct::F32 { b.b.ins().f32const(v as f32) } else { b.b.ins().f64const(v) };
         match (op, ty.is_float()) {
             (BinOp::Add, true) => float(self, -0.0),
             (BinOp::Mul, true) => float(self, 1.0),
@@ -759,7 +817,8 @@ pub(super) fn fold_accumulator_copies(body: &[Stmt], reassociable: &[Name]) -> O
             continue;
         };
         let (copy, acc) = (copy.clone(), acc.clone());
-        let update = out[i + 1..].iter().position(|s| matches!(s, Stmt::Assign { var, .. } if *var == acc)).map(|p| p + i + 1);
+        let update =
+            out[i + 1..].iter().position(|s| matches!(s, Stmt::Assign { var, .. } if *var == acc)).map(|p| p + i + 1);
         let foldable = reassociable.contains(&acc)
             && update.is_some_and(|u| {
                 // Neither name is bound again, and the copy is dead after the update.

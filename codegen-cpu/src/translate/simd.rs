@@ -33,7 +33,7 @@ use super::reduce::Accumulator;
 use super::{Bound, Translator};
 use crate::error::CodegenError;
 use crate::types;
-use cranelift_codegen::ir::{condcodes::IntCC, types as ct, InstBuilder, MemFlagsData, Type, Value};
+use cranelift_codegen::ir::{InstBuilder, MemFlagsData, Type, Value, condcodes::IntCC, types as ct};
 use cranelift_frontend::Variable;
 use heddle_ir::loops::{BinOp, Expr, Schedule, Stmt};
 use heddle_ir::{Name, ScalarType};
@@ -86,7 +86,9 @@ pub(super) struct LanePlan {
 }
 
 fn vector_type(t: ScalarType, width: usize) -> Option<Type> {
-    (t.size_bytes() * width == VECTOR_BYTES && !matches!(t, ScalarType::Bool)).then(|| types::clif_type(t).by(width as u32)).flatten()
+    (t.size_bytes() * width == VECTOR_BYTES && !matches!(t, ScalarType::Bool))
+        .then(|| types::clif_type(t).by(width as u32))
+        .flatten()
 }
 
 /// Whether `op` on vectors of `t` has a lane form with the loop IR's
@@ -95,7 +97,9 @@ fn vector_type(t: ScalarType, width: usize) -> Option<Type> {
 fn vector_op(op: BinOp, t: ScalarType) -> bool {
     match op {
         BinOp::Add | BinOp::Sub => t.is_int() || t.is_float(),
-        BinOp::Mul => t.is_float() || matches!(t, ScalarType::I32 | ScalarType::U32 | ScalarType::I16 | ScalarType::U16),
+        BinOp::Mul => {
+            t.is_float() || matches!(t, ScalarType::I32 | ScalarType::U32 | ScalarType::I16 | ScalarType::U16)
+        }
         BinOp::Div => t.is_float(),
         _ => false,
     }
@@ -212,7 +216,15 @@ impl Translator<'_, '_> {
 
     /// The kind of `e` in lanes, or `None` if it has no lane form here.
     #[allow(clippy::too_many_arguments)]
-    fn kind_of(&self, e: &Expr, kinds: &[(Name, Kind, ScalarType)], written: &[(Name, Expr)], width: usize, pays: &mut bool, gathers: &mut bool) -> Option<Kind> {
+    fn kind_of(
+        &self,
+        e: &Expr,
+        kinds: &[(Name, Kind, ScalarType)],
+        written: &[(Name, Expr)],
+        width: usize,
+        pays: &mut bool,
+        gathers: &mut bool,
+    ) -> Option<Kind> {
         let ty = |e: &Expr| self.type_in_lanes(e, kinds);
         Some(match e {
             Expr::Int(..) | Expr::Float(..) | Expr::Bool(_) => Kind::Uniform,
@@ -245,7 +257,10 @@ impl Translator<'_, '_> {
                 }
             }
             Expr::Bin(op, a, b) => {
-                let (ka, kb) = (self.kind_of(a, kinds, written, width, pays, gathers)?, self.kind_of(b, kinds, written, width, pays, gathers)?);
+                let (ka, kb) = (
+                    self.kind_of(a, kinds, written, width, pays, gathers)?,
+                    self.kind_of(b, kinds, written, width, pays, gathers)?,
+                );
                 let t = ty(a)?;
                 if matches!(op, BinOp::Div | BinOp::Rem) && t.is_int() && (ka, kb) != (Kind::Uniform, Kind::Uniform) {
                     // A division by zero must fault in the lane where it happens.
@@ -259,11 +274,14 @@ impl Translator<'_, '_> {
                     (Kind::Uniform, Kind::Affine(s)) if *op == BinOp::Sub => Kind::Affine(-s),
                     (Kind::Affine(s), Kind::Affine(r)) if *op == BinOp::Add => Kind::Affine(s + r),
                     (Kind::Affine(s), Kind::Affine(r)) if *op == BinOp::Sub => Kind::Affine(s - r),
-                    (Kind::Affine(s), Kind::Uniform) if *op == BinOp::Mul && matches!(**b, Expr::Int(..)) => match &**b {
+                    (Kind::Affine(s), Kind::Uniform) if *op == BinOp::Mul && matches!(**b, Expr::Int(..)) => match &**b
+                    {
                         Expr::Int(c, _) => Kind::Affine(s.checked_mul(*c)?),
                         _ => unreachable!(),
                     },
-                    (Kind::Vector, _) | (_, Kind::Vector) if vector_op(*op, t) && vector_type(t, width).is_some() => Kind::Vector,
+                    (Kind::Vector, _) | (_, Kind::Vector) if vector_op(*op, t) && vector_type(t, width).is_some() => {
+                        Kind::Vector
+                    }
                     _ => Kind::Each,
                 }
             }
@@ -282,7 +300,9 @@ impl Translator<'_, '_> {
                 match self.kind_of(a, kinds, written, width, pays, gathers)? {
                     Kind::Uniform => Kind::Uniform,
                     // Only value-keeping conversions of affine integers stay affine.
-                    Kind::Affine(s) if t.is_int() && from.is_int() && self.affine_cast_keeps(a, from, *t, kinds) => Kind::Affine(s),
+                    Kind::Affine(s) if t.is_int() && from.is_int() && self.affine_cast_keeps(a, from, *t, kinds) => {
+                        Kind::Affine(s)
+                    }
                     _ => Kind::Each,
                 }
             }
@@ -312,7 +332,13 @@ impl Translator<'_, '_> {
     /// [`super::lazy`]). The plan is made before that check is emitted, so
     /// `narrow_safe` does not list the variable yet (`generate`'s
     /// `(int) j` in MTTKRP's row update was planned as a gather).
-    fn affine_cast_keeps(&self, a: &Expr, from: ScalarType, to: ScalarType, kinds: &[(Name, Kind, ScalarType)]) -> bool {
+    fn affine_cast_keeps(
+        &self,
+        a: &Expr,
+        from: ScalarType,
+        to: ScalarType,
+        kinds: &[(Name, Kind, ScalarType)],
+    ) -> bool {
         if to.size_bytes() >= from.size_bytes() && (to.is_signed() || !from.is_signed()) && to == ScalarType::I64 {
             return true;
         }
@@ -351,7 +377,15 @@ impl Translator<'_, '_> {
     /// Translates `for var in lo .. hi { body }` in lanes per `plan` (from
     /// [`lane_plan`](Self::lane_plan) with the same `accs`), then one
     /// iteration at a time for what is left.
-    pub(super) fn lane_loop(&mut self, var: &Name, lo: &Expr, hi: &Expr, body: &[Stmt], accs: &[Accumulator], plan: LanePlan) -> Result<(), CodegenError> {
+    pub(super) fn lane_loop(
+        &mut self,
+        var: &Name,
+        lo: &Expr,
+        hi: &Expr,
+        body: &[Stmt],
+        accs: &[Accumulator],
+        plan: LanePlan,
+    ) -> Result<(), CodegenError> {
         let w = plan.width as i64;
         let chains = if plan.shape == Shape::Reduction { VECTOR_CHAINS } else { MAP_CHAINS };
         let step = w * chains;
@@ -359,8 +393,14 @@ impl Translator<'_, '_> {
             return self.lane_steps_straight(var, lo, hi, body, accs, plan, chains, steps);
         }
         let (lo_v, hi_v) = self.loop_bounds(lo, hi, Schedule::Seq)?;
-        let (pre, main, combine, rest_pre, rest, exit) =
-            (self.b.create_block(), self.b.create_block(), self.b.create_block(), self.b.create_block(), self.b.create_block(), self.b.create_block());
+        let (pre, main, combine, rest_pre, rest, exit) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
         // A map loop without checks (whose tail, below, starts at `main_hi`)
         // needs no entry test when the pre-header has nothing that
         // must not run for an empty loop: no invariant loads, and no narrow
@@ -493,14 +533,25 @@ impl Translator<'_, '_> {
     /// [`lane_loop`](Self::lane_loop)'s form for a loop [`straight_steps`]
     /// accepts: its `steps` steps one after another, then the lanes folded.
     #[allow(clippy::too_many_arguments)]
-    fn lane_steps_straight(&mut self, var: &Name, lo: &Expr, hi: &Expr, body: &[Stmt], accs: &[Accumulator], plan: LanePlan, chains: i64, steps: i64) -> Result<(), CodegenError> {
+    fn lane_steps_straight(
+        &mut self,
+        var: &Name,
+        lo: &Expr,
+        hi: &Expr,
+        body: &[Stmt],
+        accs: &[Accumulator],
+        plan: LanePlan,
+        chains: i64,
+        steps: i64,
+    ) -> Result<(), CodegenError> {
         let (lo_v, hi_v) = self.loop_bounds(lo, hi, Schedule::Seq)?;
         let Expr::Int(first, _) = lo else { return Err(lane_mismatch("a constant bound")) };
         let w = plan.width as i64;
         let marks = self.enter_loop(var, lo_v, hi_v, body)?;
         let vaccs = self.vector_accumulators(accs, &plan, chains)?;
         // `lane_step` resumes there only after a failing check; there are none.
-        let (iv, unused) = (self.b.declare_var(ct::I64), self.b.current_block().ok_or_else(|| lane_mismatch("a block"))?);
+        let (iv, unused) =
+            (self.b.declare_var(ct::I64), self.b.current_block().ok_or_else(|| lane_mismatch("a block"))?);
         self.b.def_var(iv, lo_v);
         for s in 0..steps {
             for c in 0..chains {
@@ -515,7 +566,12 @@ impl Translator<'_, '_> {
     }
 
     /// Per accumulator, `chains` vectors of partial results, from the identity.
-    fn vector_accumulators(&mut self, accs: &[Accumulator], plan: &LanePlan, chains: i64) -> Result<Vec<Vec<Variable>>, CodegenError> {
+    fn vector_accumulators(
+        &mut self,
+        accs: &[Accumulator],
+        plan: &LanePlan,
+        chains: i64,
+    ) -> Result<Vec<Vec<Variable>>, CodegenError> {
         let mut vaccs: Vec<Vec<Variable>> = Vec::new();
         for a in accs {
             let vt = vector_type(a.ty, plan.width).ok_or_else(|| lane_mismatch("an accumulator type"))?;
@@ -534,7 +590,12 @@ impl Translator<'_, '_> {
     }
 
     /// Lanes, then chains, folded into each accumulator.
-    fn fold_lanes(&mut self, accs: &[Accumulator], vaccs: &[Vec<Variable>], plan: &LanePlan) -> Result<(), CodegenError> {
+    fn fold_lanes(
+        &mut self,
+        accs: &[Accumulator],
+        vaccs: &[Vec<Variable>],
+        plan: &LanePlan,
+    ) -> Result<(), CodegenError> {
         for (a, vars) in accs.iter().zip(vaccs) {
             let mut v = self.b.use_var(vars[0]);
             for x in &vars[1..] {
@@ -562,7 +623,8 @@ impl Translator<'_, '_> {
     fn counts_from_zero_to_nat(&self, lo: &Expr, hi: &Expr) -> bool {
         let nat = match hi {
             Expr::Var(v) => {
-                self.prog.arg(v).is_some_and(|a| matches!(a.kind, heddle_ir::loops::ArgKind::Nat)) && self.position(v).is_ok_and(|p| self.is_arg_value(p))
+                self.prog.arg(v).is_some_and(|a| matches!(a.kind, heddle_ir::loops::ArgKind::Nat))
+                    && self.position(v).is_ok_and(|p| self.is_arg_value(p))
             }
             _ => false,
         };
@@ -572,7 +634,17 @@ impl Translator<'_, '_> {
     /// One step: the body over lanes `lane0 .. lane0 + W`, accumulating into
     /// `vaccs`; a failing check sets `iv` to `lane0` and leaves for `resume`.
     #[allow(clippy::too_many_arguments)]
-    fn lane_step(&mut self, var: &Name, lane0: Value, body: &[Stmt], accs: &[Accumulator], vaccs: &[Variable], plan: &LanePlan, iv: Variable, resume: cranelift_codegen::ir::Block) -> Result<(), CodegenError> {
+    fn lane_step(
+        &mut self,
+        var: &Name,
+        lane0: Value,
+        body: &[Stmt],
+        accs: &[Accumulator],
+        vaccs: &[Variable],
+        plan: &LanePlan,
+        iv: Variable,
+        resume: cranelift_codegen::ir::Block,
+    ) -> Result<(), CodegenError> {
         let (scope_mark, lets_mark) = (self.scope.len(), self.let_values.len());
         let mut lanes: LaneScope = vec![(var.clone(), Lanes::Affine(lane0, 1), ScalarType::I64)];
         let mut bail: Option<cranelift_codegen::ir::Block> = None;
@@ -590,7 +662,10 @@ impl Translator<'_, '_> {
                 Stmt::Check { cond, .. } => {
                     let c = self.lane_value(cond, &lanes, plan.width)?;
                     let each = self.to_each(c, ScalarType::Bool, plan.width);
-                    let all = each.into_iter().reduce(|a, b| self.b.ins().band(a, b)).ok_or_else(|| lane_mismatch("a check"))?;
+                    let all = each
+                        .into_iter()
+                        .reduce(|a, b| self.b.ins().band(a, b))
+                        .ok_or_else(|| lane_mismatch("a check"))?;
                     let target = *bail.get_or_insert_with(|| self.b.create_block());
                     let cont = self.b.create_block();
                     self.b.ins().brif(all, cont, &[], target, &[]);
@@ -615,9 +690,16 @@ impl Translator<'_, '_> {
                     self.b.def_var(vaccs[k], next);
                 }
                 Stmt::Store { buf, index, field, value } => {
-                    let Lanes::Affine(i0, 1) = self.lane_value(index, &lanes, plan.width)? else { return Err(lane_mismatch("a store's index")) };
+                    let Lanes::Affine(i0, 1) = self.lane_value(index, &lanes, plan.width)? else {
+                        return Err(lane_mismatch("a store's index"));
+                    };
                     let b = self.buffer(buf)?;
-                    let (base, size, offset, t) = (b.base, b.layout.size as i64, b.layout.offsets[*field as usize] as i32, b.fields[*field as usize]);
+                    let (base, size, offset, t) = (
+                        b.base,
+                        b.layout.size as i64,
+                        b.layout.offsets[*field as usize] as i32,
+                        b.fields[*field as usize],
+                    );
                     let x = self.lane_value(value, &lanes, plan.width)?;
                     let xv = self.to_vector(x, t, plan.width)?;
                     let (addr, offset) = self.lane_address(base, size, offset, i0, lane0);
@@ -687,7 +769,9 @@ impl Translator<'_, '_> {
     fn uniform(e: &Expr, lanes: &LaneScope) -> bool {
         match e {
             Expr::Int(..) | Expr::Float(..) | Expr::Bool(_) => true,
-            Expr::Var(n) => lanes.iter().rev().find(|(m, ..)| m == n).is_none_or(|(_, x, _)| matches!(x, Lanes::Uniform(_))),
+            Expr::Var(n) => {
+                lanes.iter().rev().find(|(m, ..)| m == n).is_none_or(|(_, x, _)| matches!(x, Lanes::Uniform(_)))
+            }
             Expr::Load { index, .. } => Self::uniform(index, lanes),
             Expr::Bin(_, a, b) => Self::uniform(a, lanes) && Self::uniform(b, lanes),
             Expr::Neg(a) | Expr::Not(a) | Expr::Cast(_, a) => Self::uniform(a, lanes),
@@ -702,17 +786,29 @@ impl Translator<'_, '_> {
         }
         let kinds: Vec<(Name, Kind, ScalarType)> = Vec::new();
         let ty_of = |t: &Translator<'_, '_>, e: &Expr| -> Result<ScalarType, CodegenError> {
-            let scope: Vec<(Name, Kind, ScalarType)> = lanes.iter().map(|(n, _, t)| (n.clone(), Kind::Each, *t)).collect();
+            let scope: Vec<(Name, Kind, ScalarType)> =
+                lanes.iter().map(|(n, _, t)| (n.clone(), Kind::Each, *t)).collect();
             t.type_in_lanes(e, &scope).ok_or_else(|| lane_mismatch("a type"))
         };
         let _ = kinds;
         Ok(match e {
-            Expr::Var(n) => lanes.iter().rev().find(|(m, ..)| m == n).map(|(_, x, _)| x.clone()).ok_or_else(|| lane_mismatch("a name"))?,
+            Expr::Var(n) => lanes
+                .iter()
+                .rev()
+                .find(|(m, ..)| m == n)
+                .map(|(_, x, _)| x.clone())
+                .ok_or_else(|| lane_mismatch("a name"))?,
             Expr::Load { buf, index, field } => {
                 let idx = self.lane_value(index, lanes, width)?;
                 let b = self.buffer(buf)?;
-                let (base, size, offset, t, single, readonly) =
-                    (b.base, b.layout.size as i64, b.layout.offsets[*field as usize] as i32, b.fields[*field as usize], b.fields.len() == 1, b.readonly);
+                let (base, size, offset, t, single, readonly) = (
+                    b.base,
+                    b.layout.size as i64,
+                    b.layout.offsets[*field as usize] as i32,
+                    b.fields[*field as usize],
+                    b.fields.len() == 1,
+                    b.readonly,
+                );
                 match idx {
                     Lanes::Affine(i0, 1) if single && vector_type(t, width).is_some() => {
                         let vt = vector_type(t, width).ok_or_else(|| lane_mismatch("a vector type"))?;
@@ -732,7 +828,11 @@ impl Translator<'_, '_> {
                                     let scaled = self.b.ins().imul_imm_s(i, size);
                                     let addr = self.b.ins().iadd(base, scaled);
                                     let v = self.b.ins().load(types::clif_type(t), flags, addr, offset);
-                                    if t == ScalarType::Bool { self.b.ins().icmp_imm_s(IntCC::NotEqual, v, 0) } else { v }
+                                    if t == ScalarType::Bool {
+                                        self.b.ins().icmp_imm_s(IntCC::NotEqual, v, 0)
+                                    } else {
+                                        v
+                                    }
                                 })
                                 .collect(),
                         )
@@ -744,12 +844,24 @@ impl Translator<'_, '_> {
                 let (x, y) = (self.lane_value(a, lanes, width)?, self.lane_value(b, lanes, width)?);
                 let vector = vector_op(*op, t) && vector_type(t, width).is_some();
                 match (x, y) {
-                    (Lanes::Affine(p, s), Lanes::Uniform(u)) if *op == BinOp::Add => Lanes::Affine(self.b.ins().iadd(p, u), s),
-                    (Lanes::Affine(p, s), Lanes::Uniform(u)) if *op == BinOp::Sub => Lanes::Affine(self.b.ins().isub(p, u), s),
-                    (Lanes::Uniform(u), Lanes::Affine(p, s)) if *op == BinOp::Add => Lanes::Affine(self.b.ins().iadd(u, p), s),
-                    (Lanes::Uniform(u), Lanes::Affine(p, s)) if *op == BinOp::Sub => Lanes::Affine(self.b.ins().isub(u, p), -s),
-                    (Lanes::Affine(p, s), Lanes::Affine(q, r)) if *op == BinOp::Add => Lanes::Affine(self.b.ins().iadd(p, q), s + r),
-                    (Lanes::Affine(p, s), Lanes::Affine(q, r)) if *op == BinOp::Sub => Lanes::Affine(self.b.ins().isub(p, q), s - r),
+                    (Lanes::Affine(p, s), Lanes::Uniform(u)) if *op == BinOp::Add => {
+                        Lanes::Affine(self.b.ins().iadd(p, u), s)
+                    }
+                    (Lanes::Affine(p, s), Lanes::Uniform(u)) if *op == BinOp::Sub => {
+                        Lanes::Affine(self.b.ins().isub(p, u), s)
+                    }
+                    (Lanes::Uniform(u), Lanes::Affine(p, s)) if *op == BinOp::Add => {
+                        Lanes::Affine(self.b.ins().iadd(u, p), s)
+                    }
+                    (Lanes::Uniform(u), Lanes::Affine(p, s)) if *op == BinOp::Sub => {
+                        Lanes::Affine(self.b.ins().isub(u, p), -s)
+                    }
+                    (Lanes::Affine(p, s), Lanes::Affine(q, r)) if *op == BinOp::Add => {
+                        Lanes::Affine(self.b.ins().iadd(p, q), s + r)
+                    }
+                    (Lanes::Affine(p, s), Lanes::Affine(q, r)) if *op == BinOp::Sub => {
+                        Lanes::Affine(self.b.ins().isub(p, q), s - r)
+                    }
                     (Lanes::Affine(p, s), Lanes::Uniform(u)) if *op == BinOp::Mul && matches!(**b, Expr::Int(..)) => {
                         let Expr::Int(c, _) = **b else { unreachable!() };
                         Lanes::Affine(self.b.ins().imul(p, u), s * c)
@@ -775,7 +887,19 @@ impl Translator<'_, '_> {
                     Lanes::Vector(v) if t.is_float() => Lanes::Vector(self.b.ins().fneg(v)),
                     x => {
                         let each = self.to_each(x, t, width);
-                        Lanes::Each(each.into_iter().map(|v| if t.is_float() { self.b.ins().fneg(v) } else if t == ScalarType::Bool { v } else { self.b.ins().ineg(v) }).collect())
+                        Lanes::Each(
+                            each.into_iter()
+                                .map(|v| {
+                                    if t.is_float() {
+                                        self.b.ins().fneg(v)
+                                    } else if t == ScalarType::Bool {
+                                        v
+                                    } else {
+                                        self.b.ins().ineg(v)
+                                    }
+                                })
+                                .collect(),
+                        )
                     }
                 }
             }
@@ -788,11 +912,15 @@ impl Translator<'_, '_> {
             Expr::Cast(to, a) => {
                 let from = ty_of(self, a)?;
                 match self.lane_value(a, lanes, width)? {
-                    Lanes::Affine(p, s) if to.is_int() && from.is_int() && to.size_bytes() < from.size_bytes() => Lanes::Affine(self.narrow_index(p, *to), s),
-                    Lanes::Affine(p, s) if *to == ScalarType::I64 && from.is_int() => match self.widened_from(p, from) {
-                        Some(wide) => Lanes::Affine(wide, s),
-                        None => Lanes::Affine(self.cast(p, from, *to)?, s),
-                    },
+                    Lanes::Affine(p, s) if to.is_int() && from.is_int() && to.size_bytes() < from.size_bytes() => {
+                        Lanes::Affine(self.narrow_index(p, *to), s)
+                    }
+                    Lanes::Affine(p, s) if *to == ScalarType::I64 && from.is_int() => {
+                        match self.widened_from(p, from) {
+                            Some(wide) => Lanes::Affine(wide, s),
+                            None => Lanes::Affine(self.cast(p, from, *to)?, s),
+                        }
+                    }
                     x => {
                         let each = self.to_each(x, from, width);
                         Lanes::Each(each.into_iter().map(|v| self.cast(v, from, *to)).collect::<Result<_, _>>()?)
@@ -801,8 +929,13 @@ impl Translator<'_, '_> {
             }
             Expr::Select(c, a, b) => {
                 let t = ty_of(self, a)?;
-                let (cs, xs, ys) = (self.lane_value(c, lanes, width)?, self.lane_value(a, lanes, width)?, self.lane_value(b, lanes, width)?);
-                let (cs, xs, ys) = (self.to_each(cs, ScalarType::Bool, width), self.to_each(xs, t, width), self.to_each(ys, t, width));
+                let (cs, xs, ys) = (
+                    self.lane_value(c, lanes, width)?,
+                    self.lane_value(a, lanes, width)?,
+                    self.lane_value(b, lanes, width)?,
+                );
+                let (cs, xs, ys) =
+                    (self.to_each(cs, ScalarType::Bool, width), self.to_each(xs, t, width), self.to_each(ys, t, width));
                 Lanes::Each((0..width).map(|l| self.b.ins().select(cs[l], xs[l], ys[l])).collect())
             }
             Expr::Int(..) | Expr::Float(..) | Expr::Bool(_) => unreachable!("constants are uniform"),
@@ -813,7 +946,9 @@ impl Translator<'_, '_> {
     fn to_each(&mut self, x: Lanes, t: ScalarType, width: usize) -> Vec<Value> {
         match x {
             Lanes::Uniform(v) => vec![v; width],
-            Lanes::Affine(p, s) => (0..width as i64).map(|l| if l == 0 { p } else { self.b.ins().iadd_imm_s(p, l * s) }).collect(),
+            Lanes::Affine(p, s) => {
+                (0..width as i64).map(|l| if l == 0 { p } else { self.b.ins().iadd_imm_s(p, l * s) }).collect()
+            }
             Lanes::Each(vs) => vs,
             Lanes::Vector(v) => {
                 let _ = t;
@@ -964,4 +1099,3 @@ impl Translator<'_, '_> {
         found
     }
 }
-

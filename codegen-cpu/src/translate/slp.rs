@@ -116,7 +116,10 @@ pub(super) struct LaneSum {
 
 /// The types whose lane groups become vectors.
 fn lane_type(t: ScalarType) -> bool {
-    matches!(t, ScalarType::F32 | ScalarType::F64 | ScalarType::I32 | ScalarType::U32 | ScalarType::I64 | ScalarType::U64)
+    matches!(
+        t,
+        ScalarType::F32 | ScalarType::F64 | ScalarType::I32 | ScalarType::U32 | ScalarType::I64 | ScalarType::U64
+    )
 }
 
 /// Lanes of `t` per 128-bit part, when `width` lanes fill whole parts.
@@ -196,7 +199,10 @@ impl Shape<'_> {
             Expr::Var(n) => {
                 if let Some(&(g, c)) = self.members.get(n) {
                     let grp = &self.groups[g];
-                    if grp.ty != self.ty || self.lane.is_some_and(|l| l != c) || self.width.is_some_and(|w| w != grp.width) {
+                    if grp.ty != self.ty
+                        || self.lane.is_some_and(|l| l != c)
+                        || self.width.is_some_and(|w| w != grp.width)
+                    {
                         return false;
                     }
                     self.lane = Some(c);
@@ -236,8 +242,12 @@ fn steady_index(e: &Expr, facts: &BlockFacts, at: usize) -> bool {
     match e {
         Expr::Int(..) => true,
         Expr::Var(n) => facts.steady(n, at),
-        Expr::Bin(BinOp::Div | BinOp::Rem, a, b) => matches!(**b, Expr::Int(d, _) if d != 0) && steady_index(a, facts, at),
-        Expr::Bin(BinOp::Add | BinOp::Sub | BinOp::Mul, a, b) => steady_index(a, facts, at) && steady_index(b, facts, at),
+        Expr::Bin(BinOp::Div | BinOp::Rem, a, b) => {
+            matches!(**b, Expr::Int(d, _) if d != 0) && steady_index(a, facts, at)
+        }
+        Expr::Bin(BinOp::Add | BinOp::Sub | BinOp::Mul, a, b) => {
+            steady_index(a, facts, at) && steady_index(b, facts, at)
+        }
         Expr::Cast(ScalarType::I64, a) => steady_index(a, facts, at),
         _ => false,
     }
@@ -286,7 +296,16 @@ impl Translator<'_, '_> {
                 if members.contains_key(var) || !lane_type(*ty) {
                     continue;
                 }
-                let mut sh = Shape { members: &members, groups: &groups, facts: &facts, at: i, ty: *ty, lane: None, width: None, key: String::new() };
+                let mut sh = Shape {
+                    members: &members,
+                    groups: &groups,
+                    facts: &facts,
+                    at: i,
+                    ty: *ty,
+                    lane: None,
+                    width: None,
+                    key: String::new(),
+                };
                 if !sh.walk(value) {
                     continue;
                 }
@@ -351,7 +370,13 @@ impl Translator<'_, '_> {
 
     /// The load groups of `b`: maximal runs, lane by lane, of `let`s loading
     /// `J + c` of one buffer.
-    fn load_groups(&self, b: &[Stmt], facts: &BlockFacts, groups: &mut Vec<Group>, members: &mut HashMap<Name, (usize, usize)>) {
+    fn load_groups(
+        &self,
+        b: &[Stmt],
+        facts: &BlockFacts,
+        groups: &mut Vec<Group>,
+        members: &mut HashMap<Name, (usize, usize)>,
+    ) {
         // Open runs by (buffer, field, J): statement indices, lane by lane.
         let mut open: Vec<((Name, u32, Expr), Vec<usize>, ScalarType)> = Vec::new();
         let mut runs: Vec<(Vec<usize>, ScalarType)> = Vec::new();
@@ -438,7 +463,8 @@ impl Translator<'_, '_> {
             let shapes: Option<Vec<(String, Option<usize>, Option<usize>)>> = (0..len)
                 .map(|c| {
                     let Stmt::Store { value, .. } = &b[i + c] else { return None };
-                    let mut sh = Shape { members, groups, facts, at: i + c, ty, lane: None, width: None, key: String::new() };
+                    let mut sh =
+                        Shape { members, groups, facts, at: i + c, ty, lane: None, width: None, key: String::new() };
                     sh.walk(value).then_some((sh.key, sh.lane, sh.width))
                 })
                 .collect();
@@ -446,7 +472,9 @@ impl Translator<'_, '_> {
             let fits = lanes_per_part(ty, len).is_some()
                 && !allocates
                 && shapes.as_ref().is_some_and(|s| {
-                    s.iter().enumerate().all(|(c, (key, lane, width))| *key == s[0].0 && *lane == Some(c) && *width == Some(len))
+                    s.iter()
+                        .enumerate()
+                        .all(|(c, (key, lane, width))| *key == s[0].0 && *lane == Some(c) && *width == Some(len))
                 });
             if fits {
                 for c in 0..len {
@@ -465,12 +493,24 @@ impl Translator<'_, '_> {
 
     /// Translates the `let` at index `i` of `b`, lane `lane` of planned
     /// group `group`: at lane 0, the group's vector is computed.
-    pub(super) fn slp_member(&mut self, b: &[Stmt], plan: &SlpPlan, i: usize, group: usize, lane: usize, ids: &mut HashMap<usize, usize>) -> Result<(), CodegenError> {
+    pub(super) fn slp_member(
+        &mut self,
+        b: &[Stmt],
+        plan: &SlpPlan,
+        i: usize,
+        group: usize,
+        lane: usize,
+        ids: &mut HashMap<usize, usize>,
+    ) -> Result<(), CodegenError> {
         let Stmt::Let { var, ty, value } = &b[i] else { return Err(plan_mismatch()) };
         self.force_lazies(Some(var))?;
         self.let_values.push((var.clone(), value.clone()));
         if lane == 0 {
-            let members: Vec<usize> = plan.actions.iter().filter_map(|(&k, a)| matches!(a, Action::Member { group: g, .. } if *g == group).then_some(k)).collect();
+            let members: Vec<usize> = plan
+                .actions
+                .iter()
+                .filter_map(|(&k, a)| matches!(a, Action::Member { group: g, .. } if *g == group).then_some(k))
+                .collect();
             let width = members.len();
             let per = lanes_per_part(*ty, width).ok_or_else(plan_mismatch)?;
             let parts = if let Expr::Load { buf, index, field } = value {
@@ -532,7 +572,14 @@ impl Translator<'_, '_> {
     /// Translates the first update of lane sum `acc` (statement `i` of `b`,
     /// the others follow it in `b`): the lanes' vector added into the
     /// accumulator's vector partials.
-    pub(super) fn slp_lane_sum(&mut self, b: &[Stmt], i: usize, acc: &Name, width: usize, ty: ScalarType) -> Result<(), CodegenError> {
+    pub(super) fn slp_lane_sum(
+        &mut self,
+        b: &[Stmt],
+        i: usize,
+        acc: &Name,
+        width: usize,
+        ty: ScalarType,
+    ) -> Result<(), CodegenError> {
         let exprs: Vec<&Expr> = b[i..].iter().filter_map(|s| sum_update(s, acc)).take(width).collect();
         if exprs.len() != width {
             return Err(plan_mismatch());
@@ -555,7 +602,14 @@ impl Translator<'_, '_> {
     /// after the loop the partials' lanes are added to the accumulator.
     /// That regroups the sum, which a `reduce` allows (LANGUAGE.md §5);
     /// integer sums are exact in any order. `false`: nothing emitted.
-    pub(super) fn lane_sum_loop(&mut self, var: &Name, lo: &Expr, hi: &Expr, schedule: heddle_ir::loops::Schedule, body: &[Stmt]) -> Result<bool, CodegenError> {
+    pub(super) fn lane_sum_loop(
+        &mut self,
+        var: &Name,
+        lo: &Expr,
+        hi: &Expr,
+        schedule: heddle_ir::loops::Schedule,
+        body: &[Stmt],
+    ) -> Result<bool, CodegenError> {
         // One accumulator asks for no reassociation at all (as in `reduce.rs`).
         if schedule != heddle_ir::loops::Schedule::Seq || !self.options.vectorize || self.options.accumulators < 2 {
             return Ok(false);
@@ -653,9 +707,14 @@ impl Translator<'_, '_> {
                 a.into_iter().zip(b).map(|(x, y)| self.lane_binary(*op, ty, x, y)).collect()
             }
             Expr::Neg(_) => {
-                let xs: Vec<&Expr> = exprs.iter().map(|e| if let Expr::Neg(a) = e { Ok(&**a) } else { Err(plan_mismatch()) }).collect::<Result<_, _>>()?;
+                let xs: Vec<&Expr> = exprs
+                    .iter()
+                    .map(|e| if let Expr::Neg(a) = e { Ok(&**a) } else { Err(plan_mismatch()) })
+                    .collect::<Result<_, _>>()?;
                 let a = self.slp_vector(&xs, ty, width)?;
-                Ok(a.into_iter().map(|x| if ty.is_float() { self.b.ins().fneg(x) } else { self.b.ins().ineg(x) }).collect())
+                Ok(a.into_iter()
+                    .map(|x| if ty.is_float() { self.b.ins().fneg(x) } else { self.b.ins().ineg(x) })
+                    .collect())
             }
             _ => Err(plan_mismatch()),
         }
@@ -755,7 +814,9 @@ fn lane_sum_updates(
                 sh.walk(e).then_some((sh.key, sh.lane, sh.width))
             })
             .collect();
-        let fits = shapes.is_some_and(|s| s.iter().enumerate().all(|(c, (key, lane, w))| *key == s[0].0 && *lane == Some(c) && *w == Some(width)));
+        let fits = shapes.is_some_and(|s| {
+            s.iter().enumerate().all(|(c, (key, lane, w))| *key == s[0].0 && *lane == Some(c) && *w == Some(width))
+        });
         if fits {
             for &i in &at {
                 if let Some(e) = sum_update(&b[i], acc) {

@@ -1,10 +1,10 @@
 //! Statements.
 
-use super::{Bound, Buf, HeapAlloc, Translator, STACK_LIMIT};
+use super::{Bound, Buf, HeapAlloc, STACK_LIMIT, Translator};
 use crate::error::CodegenError;
 use crate::{helpers, status, types};
-use cranelift_codegen::ir::{condcodes::IntCC, types as ct, InstBuilder, StackSlotData, StackSlotKind, Value};
-use heddle_ir::loops::{record_layout, Expr, Schedule, Space, Stmt};
+use cranelift_codegen::ir::{InstBuilder, StackSlotData, StackSlotKind, Value, condcodes::IntCC, types as ct};
+use heddle_ir::loops::{Expr, Schedule, Space, Stmt, record_layout};
 use heddle_ir::{Name, ScalarType};
 
 /// What [`Translator::leave_loop`] restores.
@@ -41,7 +41,9 @@ impl Translator<'_, '_> {
     fn trusted_away(&self, b: &[Stmt]) -> bool {
         b.iter().all(|s| match s {
             Stmt::Check { cond, .. } => self.options.trust_ranges && self.implied_by_ranges(cond),
-            Stmt::If { cond, then, els } => !super::expr::may_fault(cond) && self.trusted_away(then) && self.trusted_away(els),
+            Stmt::If { cond, then, els } => {
+                !super::expr::may_fault(cond) && self.trusted_away(then) && self.trusted_away(els)
+            }
             _ => false,
         })
     }
@@ -60,7 +62,9 @@ impl Translator<'_, '_> {
         match s {
             // A `let` whose value reads the name it shadows is evaluated now: later,
             // that name would mean the `let` itself.
-            Stmt::Let { var, ty, value } if self.lazy_candidate(value) && !super::lazy::mentions(value, var) => self.bind_lazy(var, *ty, value),
+            Stmt::Let { var, ty, value } if self.lazy_candidate(value) && !super::lazy::mentions(value, var) => {
+                self.bind_lazy(var, *ty, value)
+            }
             Stmt::Let { var, ty, value } => {
                 let (v, _) = self.expr(value)?;
                 self.scope.push((var.clone(), Bound::Val(v, *ty)));
@@ -88,10 +92,15 @@ impl Translator<'_, '_> {
                 self.b.ins().store(flags, v, addr, offset);
             }
             Stmt::AddAtomic { buf, index, field, value } => self.add_atomic(buf, index, *field, value)?,
-            Stmt::For { var, lo, hi, schedule: Schedule::Parallel, body } if self.depth == 0 && self.interchanged(var, lo, hi, body)? => {}
+            Stmt::For { var, lo, hi, schedule: Schedule::Parallel, body }
+                if self.depth == 0 && self.interchanged(var, lo, hi, body)? => {}
             Stmt::For { var, lo, hi, schedule, body } => {
-                if self.lane_sum_loop(var, lo, hi, *schedule, body)? || self.reduction_loop(var, lo, hi, *schedule, body)? {
-                } else if let Some(plan) = (*schedule == Schedule::Seq).then(|| self.lane_plan(var, body, &[])).flatten() {
+                if self.lane_sum_loop(var, lo, hi, *schedule, body)?
+                    || self.reduction_loop(var, lo, hi, *schedule, body)?
+                {
+                } else if let Some(plan) =
+                    (*schedule == Schedule::Seq).then(|| self.lane_plan(var, body, &[])).flatten()
+                {
                     self.lane_loop(var, lo, hi, body, &[], plan)?
                 } else {
                     self.for_loop(var, lo, hi, *schedule, body)?
@@ -100,7 +109,9 @@ impl Translator<'_, '_> {
             // An `if` with nothing to do (its checks all trusted) whose
             // condition cannot fault: no test, no branch (MTTKRP's
             // `if 0 < J { check bl1 < B_dim2 }`, once per nonzero).
-            Stmt::If { cond, then, els } if !super::expr::may_fault(cond) && self.trusted_away(then) && self.trusted_away(els) => {
+            Stmt::If { cond, then, els }
+                if !super::expr::may_fault(cond) && self.trusted_away(then) && self.trusted_away(els) =>
+            {
                 self.trusted_checks += trusted_count(then) + trusted_count(els);
             }
             Stmt::If { cond, then, els } => {
@@ -130,10 +141,13 @@ impl Translator<'_, '_> {
             }
             // Work-group phases already run in order on one thread.
             Stmt::Barrier => {}
-            Stmt::Check { cond, .. } if self.options.trust_ranges && self.implied_by_ranges(cond) => self.trusted_checks += 1,
+            Stmt::Check { cond, .. } if self.options.trust_ranges && self.implied_by_ranges(cond) => {
+                self.trusted_checks += 1
+            }
             Stmt::Check { cond, id } => {
                 let (c, _) = self.expr(cond)?;
-                let code = status::check_failed(*id).ok_or_else(|| CodegenError::Unsupported(format!("check id {id}")))?;
+                let code =
+                    status::check_failed(*id).ok_or_else(|| CodegenError::Unsupported(format!("check id {id}")))?;
                 self.guard(c, code)?;
             }
         }
@@ -145,7 +159,14 @@ impl Translator<'_, '_> {
     /// The pre-header, reached only when the body runs at least once, is where
     /// loop-invariant loads are hoisted to (and where a body that converts
     /// `var` to a narrow integer checks that the range fits it).
-    pub(super) fn for_loop(&mut self, var: &Name, lo: &Expr, hi: &Expr, schedule: Schedule, body: &[Stmt]) -> Result<(), CodegenError> {
+    pub(super) fn for_loop(
+        &mut self,
+        var: &Name,
+        lo: &Expr,
+        hi: &Expr,
+        schedule: Schedule,
+        body: &[Stmt],
+    ) -> Result<(), CodegenError> {
         let (lo_v, hi_v) = self.loop_bounds(lo, hi, schedule)?;
         let iv = self.b.declare_var(ct::I64);
         let (pre, head, exit) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
@@ -183,7 +204,12 @@ impl Translator<'_, '_> {
 
     /// A loop's bounds; the top-level parallel loop's are clipped to the
     /// call's range.
-    pub(super) fn loop_bounds(&mut self, lo: &Expr, hi: &Expr, schedule: Schedule) -> Result<(Value, Value), CodegenError> {
+    pub(super) fn loop_bounds(
+        &mut self,
+        lo: &Expr,
+        hi: &Expr,
+        schedule: Schedule,
+    ) -> Result<(Value, Value), CodegenError> {
         let (mut lo_v, _) = self.expr(lo)?;
         let (mut hi_v, _) = self.expr(hi)?;
         if schedule == Schedule::Parallel && self.depth == 0 {
@@ -196,14 +222,27 @@ impl Translator<'_, '_> {
     /// In a loop's pre-header (the loop runs: `lo_v < hi_v`): the narrow
     /// range check, the invariant loads, and the loop's names for the
     /// invariance of addresses. Returns what [`leave_loop`](Self::leave_loop) restores.
-    pub(super) fn enter_loop(&mut self, var: &Name, lo_v: Value, hi_v: Value, body: &[Stmt]) -> Result<LoopMarks, CodegenError> {
+    pub(super) fn enter_loop(
+        &mut self,
+        var: &Name,
+        lo_v: Value,
+        hi_v: Value,
+        body: &[Stmt],
+    ) -> Result<LoopMarks, CodegenError> {
         self.enter_loop_fitting(var, lo_v, hi_v, body, false)
     }
 
     /// [`enter_loop`](Self::enter_loop), without the narrow range check
     /// when `fits`: the caller knows that the range fits (a loop of fewer
     /// than `short_loop` iterations from a small constant).
-    pub(super) fn enter_loop_fitting(&mut self, var: &Name, lo_v: Value, hi_v: Value, body: &[Stmt], fits: bool) -> Result<LoopMarks, CodegenError> {
+    pub(super) fn enter_loop_fitting(
+        &mut self,
+        var: &Name,
+        lo_v: Value,
+        hi_v: Value,
+        body: &[Stmt],
+        fits: bool,
+    ) -> Result<LoopMarks, CodegenError> {
         let narrow = heddle_ir::loops::narrow_casts(var, body);
         if !narrow.is_empty() && !fits {
             self.check_narrow_range(lo_v, hi_v, &narrow)?;
@@ -250,7 +289,11 @@ impl Translator<'_, '_> {
             Some(bytes) if !zeroed && self.stack_bytes + bytes <= STACK_LIMIT => {
                 self.stack_bytes += bytes;
                 let shift = align.trailing_zeros() as u8;
-                let slot = self.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, bytes as u32, shift));
+                let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+                    StackSlotKind::ExplicitSlot,
+                    bytes as u32,
+                    shift,
+                ));
                 self.b.ins().stack_addr(self.ptr_ty, slot, 0)
             }
             _ => {

@@ -57,7 +57,19 @@ pub fn checks(n: usize) -> Vec<Check> {
     (0..n).map(|k| Check { message: format!("check {k}"), span: Span::default() }).collect()
 }
 pub fn program(name: &str, args: Vec<Arg>, body: Vec<Stmt>, nchecks: usize) -> LoopProgram {
-    LoopProgram { name: name.into(), args, host: vec![], body, checks: checks(nchecks), parallel_work: None, reassociable: vec![], ranges: vec![], counts: vec![], result: None, index_overflow_at: None }
+    LoopProgram {
+        name: name.into(),
+        args,
+        host: vec![],
+        body,
+        checks: checks(nchecks),
+        parallel_work: None,
+        reassociable: vec![],
+        ranges: vec![],
+        counts: vec![],
+        result: None,
+        index_overflow_at: None,
+    }
 }
 
 /// A buffer argument from a slice (the kernel may write it: pass outputs only

@@ -4,9 +4,9 @@
 use crate::common;
 
 use common::*;
-use heddle_codegen_cpu::{compile, ArgValue, CodegenError, Fault};
-use heddle_ir::loops::{ArgKind, BinOp, Expr, Schedule, Space, Stmt};
+use heddle_codegen_cpu::{ArgValue, CodegenError, Fault, compile};
 use heddle_ir::ScalarType;
+use heddle_ir::loops::{ArgKind, BinOp, Expr, Schedule, Space, Stmt};
 
 /// Little-endian bytes of `x` at type `t` (integers by their low bits).
 fn encode(t: ScalarType, x: f64, out: &mut Vec<u8>) {
@@ -39,17 +39,19 @@ fn decode(t: ScalarType, bytes: &[u8], k: usize) -> f64 {
 
 /// `out[k] = f(a[k], b[k])` for every pair, in an 8-byte aligned buffer.
 fn elementwise(t_in: ScalarType, t_out: ScalarType, f: Expr, pairs: &[(f64, f64)]) -> Result<Vec<f64>, Fault> {
-    let body = vec![for_("k", i(0), v("n"), Schedule::Parallel, vec![
-        let_("x", t_in, load("a", v("k"), 0)),
-        let_("y", t_in, load("b", v("k"), 0)),
-        store("out", v("k"), 0, f),
-    ])];
-    let prog = program("elementwise", vec![
-        arg("n", ArgKind::Nat),
-        input("a", &[t_in], "n"),
-        input("b", &[t_in], "n"),
-        output("out", &[t_out], "n"),
-    ], body, 0);
+    let body = vec![for_(
+        "k",
+        i(0),
+        v("n"),
+        Schedule::Parallel,
+        vec![let_("x", t_in, load("a", v("k"), 0)), let_("y", t_in, load("b", v("k"), 0)), store("out", v("k"), 0, f)],
+    )];
+    let prog = program(
+        "elementwise",
+        vec![arg("n", ArgKind::Nat), input("a", &[t_in], "n"), input("b", &[t_in], "n"), output("out", &[t_out], "n")],
+        body,
+        0,
+    );
     let k = compile(&prog).expect("compiles");
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for (x, y) in pairs {
@@ -76,8 +78,14 @@ fn xy(op: BinOp) -> Expr {
 }
 
 const INTS: [ScalarType; 8] = [
-    ScalarType::I8, ScalarType::I16, ScalarType::I32, ScalarType::I64,
-    ScalarType::U8, ScalarType::U16, ScalarType::U32, ScalarType::U64,
+    ScalarType::I8,
+    ScalarType::I16,
+    ScalarType::I32,
+    ScalarType::I64,
+    ScalarType::U8,
+    ScalarType::U16,
+    ScalarType::U32,
+    ScalarType::U64,
 ];
 
 /// The interpreter's integer semantics on values already at width `t`.
@@ -106,7 +114,8 @@ fn int_ref(op: BinOp, x: i128, y: i128, t: ScalarType) -> f64 {
 fn integer_arithmetic_wraps_and_truncates_at_every_width() {
     for t in INTS {
         let bits = 8 * t.size_bytes() as u32;
-        let (lo, hi): (i128, i128) = if t.is_signed() { (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1) } else { (0, (1i128 << bits) - 1) };
+        let (lo, hi): (i128, i128) =
+            if t.is_signed() { (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1) } else { (0, (1i128 << bits) - 1) };
         let samples = [lo, lo + 1, -7, -1, 0, 1, 3, 7, 100, hi - 1, hi];
         let vals: Vec<i128> = samples.into_iter().filter(|x| *x >= lo && *x <= hi).collect();
         let mut pairs = Vec::new();
@@ -167,7 +176,10 @@ fn float_arithmetic_is_ieee_and_min_max_ignore_nan() {
                     BinOp::Min => x.min(y),
                     _ => x.max(y),
                 });
-                assert!(want.to_bits() == g.to_bits() || (want.is_nan() && g.is_nan()), "{t:?} {x} {op:?} {y}: {g} != {want}");
+                assert!(
+                    want.to_bits() == g.to_bits() || (want.is_nan() && g.is_nan()),
+                    "{t:?} {x} {op:?} {y}: {g} != {want}"
+                );
             }
         }
         for op in [BinOp::Eq, BinOp::Ne, BinOp::Lt, BinOp::Le, BinOp::Gt, BinOp::Ge] {
@@ -253,8 +265,11 @@ fn records_with_several_fields_and_a_check() {
     let k = compile(&csr_packed()).unwrap();
     let offset = [0i32, 2, 2, 5];
     let mut values = vec![
-        Entry { col: 0, val: 1.0 }, Entry { col: 2, val: 2.0 },
-        Entry { col: 1, val: 3.0 }, Entry { col: 0, val: 4.0 }, Entry { col: 2, val: 0.5 },
+        Entry { col: 0, val: 1.0 },
+        Entry { col: 2, val: 2.0 },
+        Entry { col: 1, val: 3.0 },
+        Entry { col: 0, val: 4.0 },
+        Entry { col: 2, val: 0.5 },
     ];
     let mut xs = [1.0f32, 10.0, 100.0];
     let mut out = [f32::NAN; 3];
@@ -284,16 +299,23 @@ fn records_with_several_fields_and_a_check() {
 #[test]
 fn if_else_and_mutable_locals() {
     // out[k] = if a[k] > 0 { a[k] * 2 } else { -1 }, through a `var`.
-    let body = vec![for_("k", i(0), v("n"), Schedule::Parallel, vec![
-        var_("r", I32, i32c(-1)),
-        Stmt::If {
-            cond: bin(BinOp::Gt, load("a", v("k"), 0), i32c(0)),
-            then: vec![assign("r", bin(BinOp::Mul, load("a", v("k"), 0), i32c(2)))],
-            els: vec![],
-        },
-        store("out", v("k"), 0, v("r")),
-    ])];
-    let prog = program("if", vec![arg("n", ArgKind::Nat), input("a", &[I32], "n"), output("out", &[I32], "n")], body, 0);
+    let body = vec![for_(
+        "k",
+        i(0),
+        v("n"),
+        Schedule::Parallel,
+        vec![
+            var_("r", I32, i32c(-1)),
+            Stmt::If {
+                cond: bin(BinOp::Gt, load("a", v("k"), 0), i32c(0)),
+                then: vec![assign("r", bin(BinOp::Mul, load("a", v("k"), 0), i32c(2)))],
+                els: vec![],
+            },
+            store("out", v("k"), 0, v("r")),
+        ],
+    )];
+    let prog =
+        program("if", vec![arg("n", ArgKind::Nat), input("a", &[I32], "n"), output("out", &[I32], "n")], body, 0);
     let k = compile(&prog).unwrap();
     let mut a = [3i32, -2, 0, 7];
     let mut out = [0i32; 4];
@@ -303,18 +325,43 @@ fn if_else_and_mutable_locals() {
 
 /// Reverses each chunk of 4 through a private temporary of `len` records.
 fn reverse_through_temp(len: Expr) -> Vec<i64> {
-    let body = vec![for_("c", i(0), v("n"), Schedule::Parallel, vec![
-        Stmt::Alloc { buf: "t".into(), fields: vec![I64, ScalarType::U8], len, space: Space::Private },
-        for_("j", i(0), i(4), Schedule::Seq, vec![
-            store("t", v("j"), 0, load("a", bin(BinOp::Add, bin(BinOp::Mul, v("c"), i(4)), v("j")), 0)),
-            store("t", v("j"), 1, Expr::Int(1, ScalarType::U8)),
-        ]),
-        for_("j", i(0), i(4), Schedule::Seq, vec![
-            store("out", bin(BinOp::Add, bin(BinOp::Mul, v("c"), i(4)), v("j")), 0,
-                bin(BinOp::Mul, load("t", bin(BinOp::Sub, i(3), v("j")), 0), cast(I64, load("t", v("j"), 1)))),
-        ]),
-    ])];
-    let prog = program("temp", vec![arg("n", ArgKind::Nat), input("a", &[I64], "4 * n"), output("out", &[I64], "4 * n")], body, 0);
+    let body = vec![for_(
+        "c",
+        i(0),
+        v("n"),
+        Schedule::Parallel,
+        vec![
+            Stmt::Alloc { buf: "t".into(), fields: vec![I64, ScalarType::U8], len, space: Space::Private },
+            for_(
+                "j",
+                i(0),
+                i(4),
+                Schedule::Seq,
+                vec![
+                    store("t", v("j"), 0, load("a", bin(BinOp::Add, bin(BinOp::Mul, v("c"), i(4)), v("j")), 0)),
+                    store("t", v("j"), 1, Expr::Int(1, ScalarType::U8)),
+                ],
+            ),
+            for_(
+                "j",
+                i(0),
+                i(4),
+                Schedule::Seq,
+                vec![store(
+                    "out",
+                    bin(BinOp::Add, bin(BinOp::Mul, v("c"), i(4)), v("j")),
+                    0,
+                    bin(BinOp::Mul, load("t", bin(BinOp::Sub, i(3), v("j")), 0), cast(I64, load("t", v("j"), 1))),
+                )],
+            ),
+        ],
+    )];
+    let prog = program(
+        "temp",
+        vec![arg("n", ArgKind::Nat), input("a", &[I64], "4 * n"), output("out", &[I64], "4 * n")],
+        body,
+        0,
+    );
     let k = compile(&prog).unwrap();
     let mut a: Vec<i64> = (0..12).collect();
     let mut out = vec![0i64; 12];
@@ -334,21 +381,42 @@ fn private_temporaries_on_the_stack_and_on_the_heap() {
 #[test]
 fn hoisted_loads_keep_their_values() {
     // out[i] = Σ_j values[offset[i] + j] for j < len[i]: offset[i] is invariant in j.
-    let body = vec![for_("r", i(0), v("n"), Schedule::Parallel, vec![
-        var_("acc", F64, Expr::Float(0.0, F64)),
-        for_("j", i(0), cast(I64, load("len", v("r"), 0)), Schedule::Seq, vec![
-            assign("acc", bin(BinOp::Add, v("acc"),
-                load("values", bin(BinOp::Add, cast(I64, load("offset", v("r"), 0)), v("j")), 0))),
-        ]),
-        store("out", v("r"), 0, v("acc")),
-    ])];
-    let prog = program("lil", vec![
-        arg("n", ArgKind::Nat),
-        input("len", &[I32], "n"),
-        input("offset", &[I32], "n"),
-        input("values", &[F64], "10"),
-        output("out", &[F64], "n"),
-    ], body, 0);
+    let body = vec![for_(
+        "r",
+        i(0),
+        v("n"),
+        Schedule::Parallel,
+        vec![
+            var_("acc", F64, Expr::Float(0.0, F64)),
+            for_(
+                "j",
+                i(0),
+                cast(I64, load("len", v("r"), 0)),
+                Schedule::Seq,
+                vec![assign(
+                    "acc",
+                    bin(
+                        BinOp::Add,
+                        v("acc"),
+                        load("values", bin(BinOp::Add, cast(I64, load("offset", v("r"), 0)), v("j")), 0),
+                    ),
+                )],
+            ),
+            store("out", v("r"), 0, v("acc")),
+        ],
+    )];
+    let prog = program(
+        "lil",
+        vec![
+            arg("n", ArgKind::Nat),
+            input("len", &[I32], "n"),
+            input("offset", &[I32], "n"),
+            input("values", &[F64], "10"),
+            output("out", &[F64], "n"),
+        ],
+        body,
+        0,
+    );
     let k = compile(&prog).unwrap();
     let mut len = [2i32, 0, 3];
     let mut offset = [0i32, 2, 2];
@@ -379,18 +447,37 @@ fn scalar_arguments_of_every_type_and_host_buffers() {
     assert!(!k.splittable());
     let mut h = [0i64, 1000];
     let mut out = [0.0f64];
-    call(&k, &[
-        ArgValue::Int(-3), ArgValue::Int(65535), ArgValue::Float(0.5), ArgValue::Float(0.25), ArgValue::Int(7),
-        ArgValue::Bool(true), buf(&mut h), buf(&mut out),
-    ]).unwrap();
+    call(
+        &k,
+        &[
+            ArgValue::Int(-3),
+            ArgValue::Int(65535),
+            ArgValue::Float(0.5),
+            ArgValue::Float(0.25),
+            ArgValue::Int(7),
+            ArgValue::Bool(true),
+            buf(&mut h),
+            buf(&mut out),
+        ],
+    )
+    .unwrap();
     assert_eq!(out[0], -3.0 + 65535.0 + 0.5 + 0.25 + 7.0 + 1.0 + 1000.0);
     // Arguments that do not match the parameters are refused before the call.
     let r = call(&k, &[ArgValue::Int(1)]);
     assert!(matches!(r, Err(Fault::BadArguments(_))), "{r:?}");
-    let r = call(&k, &[
-        ArgValue::Float(1.0), ArgValue::Int(1), ArgValue::Float(0.5), ArgValue::Float(0.25), ArgValue::Int(7),
-        ArgValue::Bool(true), buf(&mut h), buf(&mut out),
-    ]);
+    let r = call(
+        &k,
+        &[
+            ArgValue::Float(1.0),
+            ArgValue::Int(1),
+            ArgValue::Float(0.5),
+            ArgValue::Float(0.25),
+            ArgValue::Int(7),
+            ArgValue::Bool(true),
+            buf(&mut h),
+            buf(&mut out),
+        ],
+    );
     assert!(matches!(r, Err(Fault::BadArguments(_))), "{r:?}");
 }
 
@@ -408,23 +495,59 @@ fn reloaded_arguments_keep_their_values_and_shadowing() {
     // (the k loops, nested in two, re-load.)
     let ijk = |e: Expr| cast(F64, e);
     let value = |n: Expr| {
-        bin(BinOp::Add, load("x", v("j"), 0),
-            ijk(bin(BinOp::Add, bin(BinOp::Mul, i(10), v("k")), bin(BinOp::Add, bin(BinOp::Mul, i(100), v("i")), bin(BinOp::Mul, i(1000), n)))))
+        bin(
+            BinOp::Add,
+            load("x", v("j"), 0),
+            ijk(bin(
+                BinOp::Add,
+                bin(BinOp::Mul, i(10), v("k")),
+                bin(BinOp::Add, bin(BinOp::Mul, i(100), v("i")), bin(BinOp::Mul, i(1000), n)),
+            )),
+        )
     };
     let at = bin(BinOp::Add, bin(BinOp::Mul, bin(BinOp::Add, bin(BinOp::Mul, v("i"), v("n")), v("k")), v("n")), v("j"));
     let at2 = bin(BinOp::Add, bin(BinOp::Add, bin(BinOp::Mul, i(16), v("i")), bin(BinOp::Mul, i(4), v("k"))), v("j"));
-    let body = vec![for_("i", i(0), v("m"), Schedule::Parallel, vec![for_("z", i(0), i(1), Schedule::Seq, vec![
-        for_("k", i(0), v("n"), Schedule::Seq, vec![for_("j", i(0), v("n"), Schedule::Seq, vec![store("out", at, 0, value(i(0)))])]),
-        let_("n", I64, i(2)),
-        for_("k", i(0), v("n"), Schedule::Seq, vec![for_("j", i(0), v("n"), Schedule::Seq, vec![store("out2", at2, 0, value(v("n")))])]),
-    ])])];
-    let prog = program("reloads", vec![
-        arg("m", ArgKind::Nat),
-        arg("n", ArgKind::Nat),
-        input("x", &[F64], "n"),
-        output("out", &[F64], "m * n * n"),
-        output("out2", &[F64], "16 * m"),
-    ], body, 0);
+    let body = vec![for_(
+        "i",
+        i(0),
+        v("m"),
+        Schedule::Parallel,
+        vec![for_(
+            "z",
+            i(0),
+            i(1),
+            Schedule::Seq,
+            vec![
+                for_(
+                    "k",
+                    i(0),
+                    v("n"),
+                    Schedule::Seq,
+                    vec![for_("j", i(0), v("n"), Schedule::Seq, vec![store("out", at, 0, value(i(0)))])],
+                ),
+                let_("n", I64, i(2)),
+                for_(
+                    "k",
+                    i(0),
+                    v("n"),
+                    Schedule::Seq,
+                    vec![for_("j", i(0), v("n"), Schedule::Seq, vec![store("out2", at2, 0, value(v("n")))])],
+                ),
+            ],
+        )],
+    )];
+    let prog = program(
+        "reloads",
+        vec![
+            arg("m", ArgKind::Nat),
+            arg("n", ArgKind::Nat),
+            input("x", &[F64], "n"),
+            output("out", &[F64], "m * n * n"),
+            output("out2", &[F64], "16 * m"),
+        ],
+        body,
+        0,
+    );
     let k = compile(&prog).unwrap();
     let (m, n) = (3usize, 4usize);
     let mut x: Vec<f64> = (0..n).map(|j| 0.5 * j as f64).collect();
@@ -447,13 +570,27 @@ fn reloaded_arguments_keep_their_values_and_shadowing() {
 #[test]
 fn opencl_schedules_run_sequentially_and_barriers_are_no_ops() {
     // for.workgroup(g) { for.local(l) { out[g*2+l] = g*10+l }; barrier }
-    let body = vec![for_("g", i(0), i(3), Schedule::Workgroup(0), vec![
-        for_("l", i(0), i(2), Schedule::Local(0), vec![
-            store("out", bin(BinOp::Add, bin(BinOp::Mul, v("g"), i(2)), v("l")), 0,
-                bin(BinOp::Add, bin(BinOp::Mul, v("g"), i(10)), v("l"))),
-        ]),
-        Stmt::Barrier,
-    ])];
+    let body = vec![for_(
+        "g",
+        i(0),
+        i(3),
+        Schedule::Workgroup(0),
+        vec![
+            for_(
+                "l",
+                i(0),
+                i(2),
+                Schedule::Local(0),
+                vec![store(
+                    "out",
+                    bin(BinOp::Add, bin(BinOp::Mul, v("g"), i(2)), v("l")),
+                    0,
+                    bin(BinOp::Add, bin(BinOp::Mul, v("g"), i(10)), v("l")),
+                )],
+            ),
+            Stmt::Barrier,
+        ],
+    )];
     let prog = program("ocl", vec![output("out", &[I64], "6")], body, 0);
     let k = compile(&prog).unwrap();
     let mut out = [0i64; 6];
@@ -468,7 +605,8 @@ fn empty_and_reversed_ranges_run_no_iteration() {
     let mut values: [Entry; 0] = [];
     let mut xs = [0.0f32; 1];
     let mut out = [0.0f32; 1];
-    call(&k, &[ArgValue::Nat(0), ArgValue::Nat(0), buf(&mut off), buf(&mut values), buf(&mut xs), buf(&mut out)]).unwrap();
+    call(&k, &[ArgValue::Nat(0), ArgValue::Nat(0), buf(&mut off), buf(&mut values), buf(&mut xs), buf(&mut out)])
+        .unwrap();
     let mut off = [0i32, 0];
     let a = [ArgValue::Nat(1), ArgValue::Nat(0), buf(&mut off), buf(&mut values), buf(&mut xs), buf(&mut out)];
     // SAFETY: buffers as long as the program reads with n = 1.
@@ -484,7 +622,11 @@ fn malformed_programs_are_errors() {
     assert!(matches!(heddle_codegen_cpu::clif_text(&bad), Err(CodegenError::Invalid(_))));
     let bad = program("bad", vec![output("out", &[I32], "1")], vec![Stmt::Check { cond: Expr::Bool(true), id: 3 }], 1);
     assert!(matches!(compile(&bad), Err(CodegenError::Invalid(_))));
-    let bools = program("bad", vec![output("out", &[ScalarType::Bool], "1")],
-        vec![store("out", i(0), 0, bin(BinOp::Add, Expr::Bool(true), Expr::Bool(true)))], 0);
+    let bools = program(
+        "bad",
+        vec![output("out", &[ScalarType::Bool], "1")],
+        vec![store("out", i(0), 0, bin(BinOp::Add, Expr::Bool(true), Expr::Bool(true)))],
+        0,
+    );
     assert!(matches!(compile(&bools), Err(CodegenError::Unsupported(_))));
 }

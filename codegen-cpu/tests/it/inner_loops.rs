@@ -7,7 +7,7 @@
 use crate::common;
 
 use common::*;
-use heddle_codegen_cpu::{compile_with, disassembly, ArgValue, Fault, Options};
+use heddle_codegen_cpu::{ArgValue, Fault, Options, compile_with, disassembly};
 use heddle_ir::loops::{BinOp, Expr, InputRange, LoopProgram, Schedule, Stmt};
 
 /// `out[0] = reduce(op, init)(xs[0 .. n])` over `xs: [t]_n`, reassociable or not.
@@ -17,7 +17,12 @@ fn reduction(op: BinOp, t: heddle_ir::ScalarType, init: Expr, reassociable: bool
         for_("k", i(0), v("n"), Schedule::Seq, vec![assign("acc", bin(op, v("acc"), load("xs", v("k"), 0)))]),
         store("out", i(0), 0, v("acc")),
     ];
-    let mut p = program("reduction", vec![arg("n", heddle_ir::loops::ArgKind::Nat), input("xs", &[t], "n"), output("out", &[t], "1")], body, 0);
+    let mut p = program(
+        "reduction",
+        vec![arg("n", heddle_ir::loops::ArgKind::Nat), input("xs", &[t], "n"), output("out", &[t], "1")],
+        body,
+        0,
+    );
     if reassociable {
         p.reassociable.push("acc".into());
     }
@@ -53,7 +58,10 @@ fn integer_reductions_are_exact_over_any_number_of_accumulators() {
                     let k = compile_with(&p, &Options { accumulators, short_loop, ..Options::default() }).unwrap();
                     let mut out = [0i64];
                     call(&k, &[ArgValue::Nat(len as i64), buf(&mut xs), buf(&mut out)]).unwrap();
-                    assert_eq!(out[0], want, "{op:?} over {len} with {accumulators} accumulators, short loops below {short_loop}");
+                    assert_eq!(
+                        out[0], want,
+                        "{op:?} over {len} with {accumulators} accumulators, short loops below {short_loop}"
+                    );
                 }
             }
         }
@@ -69,7 +77,11 @@ fn float_sums_are_reassociated_only_when_allowed() {
     let reassociable = reduction(BinOp::Add, F64, Expr::Float(0.0, F64), true);
     let strict = reduction(BinOp::Add, F64, Expr::Float(0.0, F64), false);
     let four = Options { accumulators: 4, ..Options::default() };
-    assert_eq!(run_f64(&strict, four, &mut xs).to_bits(), sequential.to_bits(), "a reduction not listed as reassociable stays in order");
+    assert_eq!(
+        run_f64(&strict, four, &mut xs).to_bits(),
+        sequential.to_bits(),
+        "a reduction not listed as reassociable stays in order"
+    );
     let got = run_f64(&reassociable, four, &mut xs);
     assert_ne!(got.to_bits(), sequential.to_bits(), "four accumulators should keep some of the ones");
     let exact: f64 = 1e16 + 15.0;
@@ -106,8 +118,16 @@ fn loops_shorter_than_short_loop_add_in_order() {
         xs.extend(std::iter::repeat_n(1.0, len - 1));
         let sequential = xs.iter().fold(0.0, |a, x| a + x);
         // Without vector lanes, which take a contiguous sum whatever its length.
-        let got = run_f64(&reassociable, Options { accumulators: 4, short_loop, vectorize: false, ..Options::default() }, &mut xs);
-        assert_eq!(got.to_bits() == sequential.to_bits(), in_order, "{len} iterations, short loops below {short_loop}: {got} against the sequential {sequential}");
+        let got = run_f64(
+            &reassociable,
+            Options { accumulators: 4, short_loop, vectorize: false, ..Options::default() },
+            &mut xs,
+        );
+        assert_eq!(
+            got.to_bits() == sequential.to_bits(),
+            in_order,
+            "{len} iterations, short loops below {short_loop}: {got} against the sequential {sequential}"
+        );
         assert!((got - (1e16 + (len - 1) as f64)).abs() <= len as f64, "{got}");
     }
 }
@@ -138,7 +158,12 @@ fn checked_sum() -> LoopProgram {
         ),
         store("out", i(0), 0, v("acc")),
     ];
-    let mut p = program("checked", vec![arg("n", heddle_ir::loops::ArgKind::Nat), input("xs", &[I64], "n"), output("out", &[I64], "1")], body, 2);
+    let mut p = program(
+        "checked",
+        vec![arg("n", heddle_ir::loops::ArgKind::Nat), input("xs", &[I64], "n"), output("out", &[I64], "1")],
+        body,
+        2,
+    );
     p.reassociable.push("acc".into());
     p
 }
@@ -152,7 +177,11 @@ fn unrolled_iterations_fail_their_checks_in_order() {
         for short_loop in [0, heddle_codegen_cpu::DEFAULT_SHORT_LOOP] {
             let k = compile_with(&checked_sum(), &Options { accumulators, short_loop, ..Options::default() }).unwrap();
             let mut out = [0i64];
-            assert_eq!(call(&k, &[ArgValue::Nat(9), buf(&mut xs), buf(&mut out)]), Err(Fault::Check(1)), "{accumulators} accumulators, short loops below {short_loop}");
+            assert_eq!(
+                call(&k, &[ArgValue::Nat(9), buf(&mut xs), buf(&mut out)]),
+                Err(Fault::Check(1)),
+                "{accumulators} accumulators, short loops below {short_loop}"
+            );
         }
     }
 }
@@ -161,14 +190,18 @@ fn unrolled_iterations_fail_their_checks_in_order() {
 fn a_narrow_loop_index_outside_its_type_is_a_fault() {
     // for k in lo .. hi { out[0] = (i64)(int) k } — with a range past i32::MAX
     // the narrowing would wrap; the loop refuses to start instead.
-    let body = vec![for_(
-        "k",
-        v("lo"),
-        v("hi"),
-        Schedule::Seq,
-        vec![store("out", i(0), 0, cast(I64, cast(I32, v("k"))))],
-    )];
-    let p = program("narrow", vec![arg("lo", heddle_ir::loops::ArgKind::Nat), arg("hi", heddle_ir::loops::ArgKind::Nat), output("out", &[I64], "1")], body, 0);
+    let body =
+        vec![for_("k", v("lo"), v("hi"), Schedule::Seq, vec![store("out", i(0), 0, cast(I64, cast(I32, v("k"))))])];
+    let p = program(
+        "narrow",
+        vec![
+            arg("lo", heddle_ir::loops::ArgKind::Nat),
+            arg("hi", heddle_ir::loops::ArgKind::Nat),
+            output("out", &[I64], "1"),
+        ],
+        body,
+        0,
+    );
     let k = compile_with(&p, &Options::default()).unwrap();
     let mut out = [0i64];
     call(&k, &[ArgValue::Nat(5), ArgValue::Nat(9), buf(&mut out)]).unwrap();
@@ -216,7 +249,9 @@ fn checks_implied_by_input_ranges_go_only_when_trusted() {
     let mut xs = [10.0, 11.0, 12.0, 13.0];
     let mut crd = [0i32, 3];
     let mut out = [0.0f64; 2];
-    let args = |crd: &mut [i32], xs: &mut [f64], out: &mut [f64]| vec![ArgValue::Nat(2), ArgValue::Nat(2), buf(crd), buf(xs), buf(out)];
+    let args = |crd: &mut [i32], xs: &mut [f64], out: &mut [f64]| {
+        vec![ArgValue::Nat(2), ArgValue::Nat(2), buf(crd), buf(xs), buf(out)]
+    };
     let checked = compile_with(&p, &Options::default()).unwrap();
     assert_eq!(call(&checked, &args(&mut crd, &mut xs, &mut out)), Err(Fault::Check(0)));
     // Trusted code has no check left: it reads xs[3].
@@ -278,7 +313,8 @@ fn only_a_reassociable_sum_of_products_is_fused() {
         // The `values` or `xs` load is the fused multiply-add's memory operand.
         assert!(asm.lines().any(|l| l.contains("vfmadd") && l.contains('(')), "{asm}");
     }
-    for (p, allowed, what) in [(&reassociable, false, "with the option off"), (&strict, true, "a sequential reduction")] {
+    for (p, allowed, what) in [(&reassociable, false, "with the option off"), (&strict, true, "a sequential reduction")]
+    {
         let (yes, asm) = fused(p, allowed);
         assert!(!yes, "{what} must round the product on its own:\n{asm}");
     }
@@ -294,7 +330,11 @@ fn only_a_reassociable_sum_of_products_is_fused() {
     for fused_multiply_add in [false, true] {
         let k = compile_with(&reassociable, &Options { fused_multiply_add, ..Options::default() }).unwrap();
         let mut out = [f32::NAN; 4];
-        call(&k, &[ArgValue::Nat(4), ArgValue::Nat(7), buf(&mut offset), buf(&mut values), buf(&mut xs), buf(&mut out)]).unwrap();
+        call(
+            &k,
+            &[ArgValue::Nat(4), ArgValue::Nat(7), buf(&mut offset), buf(&mut values), buf(&mut xs), buf(&mut out)],
+        )
+        .unwrap();
         outs.push(out);
     }
     // Against the sums in f64 (each row's terms are positive: no cancellation).
@@ -333,7 +373,17 @@ fn only_rows_below_copies_below_run_as_straight_copies() {
     // `COPIES_BELOW`).
     let p = csr32_lowered();
     let copies = |short_loop: u32| {
-        let asm = disassembly(&p, &Options { accumulators: 4, short_loop, trust_ranges: true, fused_multiply_add: false, ..Options::default() }).unwrap();
+        let asm = disassembly(
+            &p,
+            &Options {
+                accumulators: 4,
+                short_loop,
+                trust_ranges: true,
+                fused_multiply_add: false,
+                ..Options::default()
+            },
+        )
+        .unwrap();
         asm.lines().filter(|l| l.contains("mulsd -")).count()
     };
     let below = heddle_codegen_cpu::COPIES_BELOW as usize;
@@ -383,7 +433,18 @@ fn map_loops_in_vector_lanes_equal_the_scalar_loop() {
             let k = compile_with(&p, &Options { vectorize, ..Options::default() }).unwrap();
             let mut acc: Vec<f32> = (0..n + 1).map(|k| k as f32).collect();
             let mut d = d.clone();
-            call(&k, &[ArgValue::Nat(n as i64), ArgValue::Nat(1), ArgValue::Nat(2), ArgValue::Float(1.5), buf(&mut d), buf(&mut acc)]).unwrap();
+            call(
+                &k,
+                &[
+                    ArgValue::Nat(n as i64),
+                    ArgValue::Nat(1),
+                    ArgValue::Nat(2),
+                    ArgValue::Float(1.5),
+                    buf(&mut d),
+                    buf(&mut acc),
+                ],
+            )
+            .unwrap();
             results.push(acc);
         }
         assert_eq!(results[0], results[1], "n = {n}");
@@ -399,10 +460,26 @@ fn dot_products_in_vector_lanes_agree_within_rounding() {
     // out[0] = Σ x[k] · y[k]: contiguous loads, vector accumulators.
     let body = vec![
         var_("acc", F32, Expr::Float(0.0, F32)),
-        for_("k", i(0), v("n"), Schedule::Seq, vec![assign("acc", bin(BinOp::Add, v("acc"), bin(BinOp::Mul, load("x", v("k"), 0), load("y", v("k"), 0))))]),
+        for_(
+            "k",
+            i(0),
+            v("n"),
+            Schedule::Seq,
+            vec![assign("acc", bin(BinOp::Add, v("acc"), bin(BinOp::Mul, load("x", v("k"), 0), load("y", v("k"), 0))))],
+        ),
         store("out", i(0), 0, v("acc")),
     ];
-    let mut p = program("dot", vec![arg("n", heddle_ir::loops::ArgKind::Nat), input("x", &[F32], "n"), input("y", &[F32], "n"), output("out", &[F32], "1")], body, 0);
+    let mut p = program(
+        "dot",
+        vec![
+            arg("n", heddle_ir::loops::ArgKind::Nat),
+            input("x", &[F32], "n"),
+            input("y", &[F32], "n"),
+            output("out", &[F32], "1"),
+        ],
+        body,
+        0,
+    );
     p.reassociable.push("acc".into());
     let unfused = Options { fused_multiply_add: false, ..Options::default() };
     let asm = disassembly(&p, &unfused).unwrap();
@@ -419,7 +496,11 @@ fn dot_products_in_vector_lanes_agree_within_rounding() {
         let k = compile_with(&p, &options).unwrap();
         let mut out = [f32::NAN];
         call(&k, &[ArgValue::Nat(n as i64), buf(&mut x), buf(&mut y), buf(&mut out)]).unwrap();
-        assert!((out[0] as f64 - exact).abs() <= 2.0 * n as f64 * f32::EPSILON as f64 * scale, "n = {n}, {options:?}: {} vs {exact}", out[0]);
+        assert!(
+            (out[0] as f64 - exact).abs() <= 2.0 * n as f64 * f32::EPSILON as f64 * scale,
+            "n = {n}, {options:?}: {} vs {exact}",
+            out[0]
+        );
     }
 }
 
@@ -434,13 +515,22 @@ fn lazy_lets_with_branchy_values_and_shadowing() {
         v("n"),
         Schedule::Parallel,
         vec![
-            let_("s", I64, Expr::Select(Box::new(bin(BinOp::Eq, v("i"), i(0))), Box::new(i(0)), Box::new(load("off", v("i"), 0)))),
+            let_(
+                "s",
+                I64,
+                Expr::Select(Box::new(bin(BinOp::Eq, v("i"), i(0))), Box::new(i(0)), Box::new(load("off", v("i"), 0))),
+            ),
             let_("t", I64, load("off", v("i"), 0)),
             let_("t", I64, bin(BinOp::Add, v("t"), v("s"))),
             store("out", v("i"), 0, v("t")),
         ],
     )];
-    let p = program("lazy", vec![arg("n", heddle_ir::loops::ArgKind::Nat), input("off", &[I64], "n"), output("out", &[I64], "n")], body, 0);
+    let p = program(
+        "lazy",
+        vec![arg("n", heddle_ir::loops::ArgKind::Nat), input("off", &[I64], "n"), output("out", &[I64], "n")],
+        body,
+        0,
+    );
     let k = compile_with(&p, &Options::default()).unwrap();
     let mut off = [5i64, 7, 11];
     let mut out = [0i64; 3];
@@ -467,7 +557,11 @@ fn csr32_lowered() -> LoopProgram {
             for_(
                 "k",
                 i(0),
-                bin(BinOp::Sub, cast(I64, load("pos", bin(BinOp::Add, v("i"), i(1)), 0)), cast(I64, load("pos", v("i"), 0))),
+                bin(
+                    BinOp::Sub,
+                    cast(I64, load("pos", bin(BinOp::Add, v("i"), i(1)), 0)),
+                    cast(I64, load("pos", v("i"), 0)),
+                ),
                 Schedule::Seq,
                 vec![
                     let_("p", I32, cast(I32, v("k"))),
@@ -475,7 +569,10 @@ fn csr32_lowered() -> LoopProgram {
                     let_("e1", U32, load("crd", bin(BinOp::Add, v("idx1"), v("start")), 0)),
                     let_("e2", F64, load("values", bin(BinOp::Add, v("idx1"), v("start1")), 0)),
                     let_("col", I64, cast(I64, v("e1"))),
-                    Stmt::Check { cond: bin(BinOp::And, bin(BinOp::Ge, v("col"), i(0)), bin(BinOp::Lt, v("col"), v("m"))), id: 0 },
+                    Stmt::Check {
+                        cond: bin(BinOp::And, bin(BinOp::Ge, v("col"), i(0)), bin(BinOp::Lt, v("col"), v("m"))),
+                        id: 0,
+                    },
                     assign("acc", bin(BinOp::Add, v("acc"), bin(BinOp::Mul, v("e2"), load("xs", v("col"), 0)))),
                 ],
             ),
@@ -553,14 +650,35 @@ fn csr_rows_of_every_length_from_an_offset_position_equal_a_dense_product() {
     p.validate().unwrap();
     for trust_ranges in [false, true] {
         for (accumulators, short_loop) in [(1, 16), (4, 16), (4, 0), (2, 4), (4, 32), (4, 9)] {
-            let options = Options { accumulators, short_loop, trust_ranges, fused_multiply_add: false, ..Options::default() };
+            let options =
+                Options { accumulators, short_loop, trust_ranges, fused_multiply_add: false, ..Options::default() };
             let k = compile_with(&p, &options).unwrap();
             let mut out = vec![f64::NAN; n];
             let (mut pos, mut crd) = (pos.clone(), crd.clone());
-            call(&k, &[ArgValue::Nat(n as i64), ArgValue::Nat(i64::from(m)), buf(&mut pos), buf(&mut crd), buf(&mut values), buf(&mut xs), buf(&mut out)]).unwrap();
+            call(
+                &k,
+                &[
+                    ArgValue::Nat(n as i64),
+                    ArgValue::Nat(i64::from(m)),
+                    buf(&mut pos),
+                    buf(&mut crd),
+                    buf(&mut values),
+                    buf(&mut xs),
+                    buf(&mut out),
+                ],
+            )
+            .unwrap();
             for r in 0..n {
-                let what = format!("row {r} of {} entries, {accumulators} accumulators, short loops below {short_loop}, trusted {trust_ranges}", lens[r]);
-                assert!((out[r] - want[r]).abs() <= 1e-12 * (1.0 + want[r].abs()), "{what}: {} against {}", out[r], want[r]);
+                let what = format!(
+                    "row {r} of {} entries, {accumulators} accumulators, short loops below {short_loop}, trusted {trust_ranges}",
+                    lens[r]
+                );
+                assert!(
+                    (out[r] - want[r]).abs() <= 1e-12 * (1.0 + want[r].abs()),
+                    "{what}: {} against {}",
+                    out[r],
+                    want[r]
+                );
                 // Below `short_loop` entries (and with one accumulator) the sum runs in order.
                 if accumulators == 1 || lens[r] < short_loop as i64 {
                     assert_eq!(out[r].to_bits(), in_order[r].to_bits(), "{what}");
@@ -582,7 +700,19 @@ fn csr_rows_with_decreasing_positions_are_empty() {
     for accumulators in [1, 4] {
         let k = compile_with(&p, &Options { accumulators, ..Options::default() }).unwrap();
         let mut out = vec![f64::NAN; 5];
-        call(&k, &[ArgValue::Nat(5), ArgValue::Nat(4), buf(&mut pos), buf(&mut crd), buf(&mut values), buf(&mut xs), buf(&mut out)]).unwrap();
+        call(
+            &k,
+            &[
+                ArgValue::Nat(5),
+                ArgValue::Nat(4),
+                buf(&mut pos),
+                buf(&mut crd),
+                buf(&mut values),
+                buf(&mut xs),
+                buf(&mut out),
+            ],
+        )
+        .unwrap();
         // Row 0: entries 0 .. 3; rows 1 (length -2) and 2 (-1) empty; rows 3, 4: entries 0, 1 and 2, 3.
         assert_eq!(out, vec![421.0, 0.0, 0.0, 21.0, 8400.0], "{accumulators} accumulators");
     }
@@ -600,11 +730,26 @@ fn a_bad_column_is_reported_from_every_part_of_the_row_loop_unless_trusted() {
         crd[s + entry] = m;
         let mut xs = vec![1.0f64; m as usize + 8];
         for (accumulators, trust_ranges) in [(1, false), (4, false), (4, true)] {
-            let k = compile_with(&csr32_lowered(), &Options { accumulators, trust_ranges, ..Options::default() }).unwrap();
+            let k =
+                compile_with(&csr32_lowered(), &Options { accumulators, trust_ranges, ..Options::default() }).unwrap();
             let mut out = vec![0.0f64; lens.len()];
-            let got = call(&k, &[ArgValue::Nat(lens.len() as i64), ArgValue::Nat(i64::from(m)), buf(&mut pos), buf(&mut crd), buf(&mut values), buf(&mut xs), buf(&mut out)]);
+            let got = call(
+                &k,
+                &[
+                    ArgValue::Nat(lens.len() as i64),
+                    ArgValue::Nat(i64::from(m)),
+                    buf(&mut pos),
+                    buf(&mut crd),
+                    buf(&mut values),
+                    buf(&mut xs),
+                    buf(&mut out),
+                ],
+            );
             let want = if trust_ranges { Ok(()) } else { Err(Fault::Check(0)) };
-            assert_eq!(got, want, "column {m} at entry {entry} of row {row}, {accumulators} accumulators, trusted {trust_ranges}");
+            assert_eq!(
+                got, want,
+                "column {m} at entry {entry} of row {row}, {accumulators} accumulators, trusted {trust_ranges}"
+            );
         }
     }
 }
@@ -632,7 +777,11 @@ fn a_carried_row_start_is_right_in_every_chunk_on_any_number_of_threads() {
     }
     let want: Vec<f64> = dense.iter().map(|row| row.iter().zip(&xs).map(|(a, x)| a * x).sum()).collect();
     for (accumulators, trust_ranges) in [(4, false), (4, true), (1, true)] {
-        let k = compile_with(&csr32_lowered(), &Options { accumulators, trust_ranges, fused_multiply_add: false, ..Options::default() }).unwrap();
+        let k = compile_with(
+            &csr32_lowered(),
+            &Options { accumulators, trust_ranges, fused_multiply_add: false, ..Options::default() },
+        )
+        .unwrap();
         for threads in 1..=4usize {
             for chunk in [1usize, 2, 3, 7, 13, n] {
                 let mut out = vec![f64::NAN; n];
@@ -662,8 +811,16 @@ fn a_carried_row_start_is_right_in_every_chunk_on_any_number_of_threads() {
                     }
                 });
                 for r in 0..n {
-                    let what = format!("row {r} of {} entries, chunks of {chunk} on {threads} threads, {accumulators} accumulators", lens[r]);
-                    assert!((out[r] - want[r]).abs() <= 1e-12 * (1.0 + want[r].abs()), "{what}: {} against {}", out[r], want[r]);
+                    let what = format!(
+                        "row {r} of {} entries, chunks of {chunk} on {threads} threads, {accumulators} accumulators",
+                        lens[r]
+                    );
+                    assert!(
+                        (out[r] - want[r]).abs() <= 1e-12 * (1.0 + want[r].abs()),
+                        "{what}: {} against {}",
+                        out[r],
+                        want[r]
+                    );
                     if accumulators == 1 || lens[r] < 16 {
                         assert_eq!(out[r].to_bits(), in_order[r].to_bits(), "{what}");
                     }

@@ -7,7 +7,7 @@
 use crate::common;
 
 use common::*;
-use heddle_codegen_cpu::{compile_with, disassembly, ArgValue, Fault, Options};
+use heddle_codegen_cpu::{ArgValue, Fault, Options, compile_with, disassembly};
 use heddle_ir::loops::{BinOp, Expr, LoopProgram, Schedule, Stmt};
 
 /// `for j in 0 .. n { let x = xs[j]; check x < 100 (#0); check x < 50 (#1); out[j] = x * 2 }` over `f32`.
@@ -24,7 +24,12 @@ fn checked_double() -> LoopProgram {
             store("out", v("j"), 0, bin(BinOp::Mul, v("x"), Expr::Float(2.0, F32))),
         ],
     )];
-    program("checked_double", vec![arg("n", heddle_ir::loops::ArgKind::Nat), input("xs", &[F32], "n"), output("out", &[F32], "n")], body, 2)
+    program(
+        "checked_double",
+        vec![arg("n", heddle_ir::loops::ArgKind::Nat), input("xs", &[F32], "n"), output("out", &[F32], "n")],
+        body,
+        2,
+    )
 }
 
 const UNTOUCHED: f32 = -1.0;

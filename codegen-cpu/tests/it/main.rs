@@ -10,5 +10,5 @@ mod common;
 mod codegen;
 mod inner_loops;
 mod lanes;
-mod vector_lanes;
 mod straight_lanes;
+mod vector_lanes;

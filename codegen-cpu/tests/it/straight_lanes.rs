@@ -8,9 +8,9 @@
 use crate::common;
 
 use common::*;
-use heddle_codegen_cpu::{compile, disassembly, ArgValue, Options};
-use heddle_ir::loops::{ArgKind, BinOp, Expr, LoopProgram, Schedule};
+use heddle_codegen_cpu::{ArgValue, Options, compile, disassembly};
 use heddle_ir::ScalarType;
+use heddle_ir::loops::{ArgKind, BinOp, Expr, LoopProgram, Schedule};
 
 /// `parallel for r in 0 .. n { var acc = 0; for j in 0 .. len { acc = acc + a[r·len + j] · b[r·len + j] }; out[r] = acc }`.
 fn row_dots(t: ScalarType, len: i64) -> LoopProgram {
@@ -21,9 +21,18 @@ fn row_dots(t: ScalarType, len: i64) -> LoopProgram {
         i(0),
         i(len),
         Schedule::Seq,
-        vec![let_("p", t, bin(BinOp::Mul, load("a", at.clone(), 0), load("b", at, 0))), assign("acc", bin(BinOp::Add, v("acc"), v("p")))],
+        vec![
+            let_("p", t, bin(BinOp::Mul, load("a", at.clone(), 0), load("b", at, 0))),
+            assign("acc", bin(BinOp::Add, v("acc"), v("p"))),
+        ],
     );
-    let row = for_("r", i(0), v("n"), Schedule::Parallel, vec![var_("acc", t, zero), inner, store("out", v("r"), 0, v("acc"))]);
+    let row = for_(
+        "r",
+        i(0),
+        v("n"),
+        Schedule::Parallel,
+        vec![var_("acc", t, zero), inner, store("out", v("r"), 0, v("acc"))],
+    );
     let size = format!("{len} * n");
     let args = vec![arg("n", ArgKind::Nat), input("a", &[t], &size), input("b", &[t], &size), output("out", &[t], "n")];
     let mut p = program(&format!("row_dots_{len}"), args, vec![row], 0);
@@ -35,7 +44,13 @@ fn row_dots(t: ScalarType, len: i64) -> LoopProgram {
 fn row_scale(t: ScalarType, len: i64) -> LoopProgram {
     let at = bin(BinOp::Add, bin(BinOp::Mul, v("r"), i(len)), v("j"));
     let three = if t == F32 { Expr::Float(3.0, F32) } else { Expr::Float(3.0, F64) };
-    let inner = for_("j", i(0), i(len), Schedule::Seq, vec![store("out", at.clone(), 0, bin(BinOp::Mul, load("a", at, 0), three))]);
+    let inner = for_(
+        "j",
+        i(0),
+        i(len),
+        Schedule::Seq,
+        vec![store("out", at.clone(), 0, bin(BinOp::Mul, load("a", at, 0), three))],
+    );
     let size = format!("{len} * n");
     let args = vec![arg("n", ArgKind::Nat), input("a", &[t], &size), output("out", &[t], &size)];
     program(&format!("row_scale_{len}"), args, vec![for_("r", i(0), v("n"), Schedule::Parallel, vec![inner])], 0)
@@ -55,7 +70,8 @@ fn constant_length_dot_products_match_at_every_length() {
         let k = compile(&row_dots(F64, len as i64)).unwrap();
         call(&k, &[ArgValue::Nat(rows as i64), buf(&mut a.clone()), buf(&mut b.clone()), buf(&mut out)]).unwrap();
         assert_eq!(out, want, "f64, len {len}");
-        let (a32, b32): (Vec<f32>, Vec<f32>) = (a.iter().map(|&x| x as f32).collect(), b.iter().map(|&x| x as f32).collect());
+        let (a32, b32): (Vec<f32>, Vec<f32>) =
+            (a.iter().map(|&x| x as f32).collect(), b.iter().map(|&x| x as f32).collect());
         let mut out32 = vec![-1.0f32; rows];
         let k = compile(&row_dots(F32, len as i64)).unwrap();
         call(&k, &[ArgValue::Nat(rows as i64), buf(&mut a32.clone()), buf(&mut b32.clone()), buf(&mut out32)]).unwrap();

@@ -6,7 +6,7 @@
 use crate::common;
 
 use common::*;
-use heddle_codegen_cpu::{clif_text, compile, compile_with, disassembly, ArgValue, Options};
+use heddle_codegen_cpu::{ArgValue, Options, clif_text, compile, compile_with, disassembly};
 use heddle_ir::loops::{ArgKind, BinOp, Expr, LoopProgram, Schedule, Stmt};
 
 /// `parallel for k in 0 .. n { let x_c = xs[at(c)]; out[4k + c] = x_c * s + x_c }`, c = 0 .. 3.
@@ -16,7 +16,12 @@ fn lanes(name: &str, at: impl Fn(i64) -> Expr, extra: Vec<heddle_ir::loops::Arg>
         let x = v(&format!("x{c}"));
         body.push(store("out", lane(c), 0, bin(BinOp::Add, bin(BinOp::Mul, x.clone(), v("s")), x)));
     }
-    let mut args = vec![arg("n", ArgKind::Nat), arg("s", ArgKind::Scalar(F32)), input("xs", &[F32], "4 * n"), output("out", &[F32], "4 * n")];
+    let mut args = vec![
+        arg("n", ArgKind::Nat),
+        arg("s", ArgKind::Scalar(F32)),
+        input("xs", &[F32], "4 * n"),
+        output("out", &[F32], "4 * n"),
+    ];
     args.extend(extra);
     program(name, args, vec![for_("k", i(0), v("n"), Schedule::Parallel, body)], 0)
 }
@@ -96,7 +101,12 @@ fn lane_dot() -> LoopProgram {
         for_("k", i(0), v("n"), Schedule::Seq, body),
         store("out", i(0), 0, v("acc")),
     ];
-    let args = vec![arg("n", ArgKind::Nat), input("xs", &[F32], "4 * n"), input("ys", &[F32], "4 * n"), output("out", &[F32], "1")];
+    let args = vec![
+        arg("n", ArgKind::Nat),
+        input("xs", &[F32], "4 * n"),
+        input("ys", &[F32], "4 * n"),
+        output("out", &[F32], "1"),
+    ];
     let mut p = program("lane_dot", args, prog, 0);
     p.reassociable = vec!["acc".into()];
     p
@@ -136,9 +146,19 @@ fn integer_min_and_max_are_lane_wise() {
     }
     for c in 0..4 {
         let (x, y) = (v(&format!("x{c}")), v(&format!("y{c}")));
-        body.push(store("out", lane(c), 0, bin(BinOp::Sub, bin(BinOp::Min, x.clone(), y.clone()), bin(BinOp::Max, x, y))));
+        body.push(store(
+            "out",
+            lane(c),
+            0,
+            bin(BinOp::Sub, bin(BinOp::Min, x.clone(), y.clone()), bin(BinOp::Max, x, y)),
+        ));
     }
-    let args = vec![arg("n", ArgKind::Nat), input("xs", &[I32], "4 * n"), input("ys", &[I32], "4 * n"), output("out", &[I32], "4 * n")];
+    let args = vec![
+        arg("n", ArgKind::Nat),
+        input("xs", &[I32], "4 * n"),
+        input("ys", &[I32], "4 * n"),
+        output("out", &[I32], "4 * n"),
+    ];
     let p = program("min_max", args, vec![for_("k", i(0), v("n"), Schedule::Parallel, body)], 0);
     let ir = clif_text(&p).unwrap();
     assert!(ir.contains("smin") && ir.contains("smax") && ir.contains("load.i32x4"), "{ir}");

@@ -29,7 +29,8 @@ fn group_body(p: &LoopProgram) -> Block {
 
 #[test]
 fn reading_another_items_element_needs_a_barrier_between_and_after() {
-    let p = samples::hand_off(Expr::bin(BinOp::Sub, Expr::bin(BinOp::Sub, Expr::var("W"), Expr::index(1)), Expr::var("j")));
+    let p =
+        samples::hand_off(Expr::bin(BinOp::Sub, Expr::bin(BinOp::Sub, Expr::var("W"), Expr::index(1)), Expr::var("j")));
     let body = group_body(&p);
     // alloc, fill, barrier, drain, barrier (the next group iteration refills tmp).
     assert!(matches!(body[2], Stmt::Barrier), "{body:?}");
@@ -106,7 +107,13 @@ fn a_barrier_in_a_loop_whose_trip_count_differs_between_items_is_refused() {
 fn nested_loops_on_one_dimension_run_the_outer_one_sequentially() {
     let mut p = samples::hand_off(Expr::var("j"));
     let inner = p.body.remove(0);
-    p.body.push(Stmt::For { var: "outer".into(), lo: Expr::index(0), hi: Expr::index(1), schedule: Schedule::Workgroup(0), body: vec![inner] });
+    p.body.push(Stmt::For {
+        var: "outer".into(),
+        lo: Expr::index(0),
+        hi: Expr::index(1),
+        schedule: Schedule::Workgroup(0),
+        body: vec![inner],
+    });
     let prepared = prepare(&p);
     assert!(matches!(prepared.body[0], Stmt::For { schedule: Schedule::Seq, .. }), "{:?}", prepared.body[0]);
     compile(&p).unwrap();
@@ -117,7 +124,15 @@ fn local_memory_in_a_per_item_loop_is_refused() {
     let mut p = samples::hand_off(Expr::var("j"));
     let Stmt::For { body, .. } = &mut p.body[0] else { unreachable!() };
     let Stmt::For { body: fill, .. } = &mut body[1] else { unreachable!() };
-    fill.insert(0, Stmt::Alloc { buf: "mine".into(), fields: vec![heddle_ir::ScalarType::F32], len: Expr::index(1), space: heddle_ir::loops::Space::Local });
+    fill.insert(
+        0,
+        Stmt::Alloc {
+            buf: "mine".into(),
+            fields: vec![heddle_ir::ScalarType::F32],
+            len: Expr::index(1),
+            space: heddle_ir::loops::Space::Local,
+        },
+    );
     let err = compile(&p).expect_err("refused");
     assert!(err.message.contains("allocated per work-item"), "{}", err.message);
 }

@@ -3,7 +3,7 @@
 
 use crate::samples;
 
-use heddle_codegen_opencl::{compile, launch::eval, Dim};
+use heddle_codegen_opencl::{Dim, compile, launch::eval};
 use heddle_ir::loops::{Expr, Stmt};
 
 #[test]

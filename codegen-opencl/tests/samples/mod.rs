@@ -172,7 +172,11 @@ pub fn listing7() -> LoopProgram {
         i(0),
         div(v("n"), v("R")),
         Schedule::Workgroup(0),
-        vec![Stmt::Alloc { buf: "partial".into(), fields: vec![F32], len: mul(v("R"), v("W")), space: Space::Local }, first, second],
+        vec![
+            Stmt::Alloc { buf: "partial".into(), fields: vec![F32], len: mul(v("R"), v("W")), space: Space::Local },
+            first,
+            second,
+        ],
     )];
     LoopProgram {
         name: "csr_spmv_parallel".into(),
@@ -214,7 +218,10 @@ pub fn scalar_mix() -> LoopProgram {
             vec![Stmt::If {
                 cond: Expr::load("flags", v("k"), 0),
                 then: vec![
-                    Stmt::Assign { var: "acc".into(), value: add(v("acc"), Expr::Cast(ScalarType::F64, Box::new(Expr::load("flags", v("k"), 1)))) },
+                    Stmt::Assign {
+                        var: "acc".into(),
+                        value: add(v("acc"), Expr::Cast(ScalarType::F64, Box::new(Expr::load("flags", v("k"), 1)))),
+                    },
                     Stmt::Assign { var: "small".into(), value: add(v("small"), Expr::load("flags", v("k"), 1)) },
                 ],
                 els: vec![],
@@ -222,14 +229,22 @@ pub fn scalar_mix() -> LoopProgram {
         ),
         Stmt::Store { buf: "out".into(), index: i(0), field: 0, value: v("acc") },
         Stmt::Store { buf: "out".into(), index: i(0), field: 1, value: v("small") },
-        Stmt::Store { buf: "out".into(), index: i(0), field: 2, value: Expr::bin(BinOp::Lt, v("acc"), Expr::Float(f64::INFINITY, ScalarType::F64)) },
+        Stmt::Store {
+            buf: "out".into(),
+            index: i(0),
+            field: 2,
+            value: Expr::bin(BinOp::Lt, v("acc"), Expr::Float(f64::INFINITY, ScalarType::F64)),
+        },
     ];
     LoopProgram {
         name: "scalar-mix".into(),
         args: vec![
             arg("n", ArgKind::Nat),
             arg("flags", ArgKind::Input { fields: vec![ScalarType::Bool, ScalarType::I8], len: nat("n") }),
-            arg("out", ArgKind::Output { fields: vec![ScalarType::F64, ScalarType::I8, ScalarType::Bool], len: nat("1") }),
+            arg(
+                "out",
+                ArgKind::Output { fields: vec![ScalarType::F64, ScalarType::I8, ScalarType::Bool], len: nat("1") },
+            ),
         ],
         host: vec![],
         body,
@@ -253,14 +268,24 @@ pub fn hand_off(read: Expr) -> LoopProgram {
         i(0),
         v("W"),
         Schedule::Local(0),
-        vec![Stmt::Store { buf: "tmp".into(), index: v("w"), field: 0, value: Expr::load("xs", add(mul(v("g"), v("W")), v("w")), 0) }],
+        vec![Stmt::Store {
+            buf: "tmp".into(),
+            index: v("w"),
+            field: 0,
+            value: Expr::load("xs", add(mul(v("g"), v("W")), v("w")), 0),
+        }],
     );
     let drain = for_(
         "j",
         i(0),
         v("W"),
         Schedule::Local(0),
-        vec![Stmt::Store { buf: "out".into(), index: add(mul(v("g"), v("W")), v("j")), field: 0, value: Expr::load("tmp", read, 0) }],
+        vec![Stmt::Store {
+            buf: "out".into(),
+            index: add(mul(v("g"), v("W")), v("j")),
+            field: 0,
+            value: Expr::load("tmp", read, 0),
+        }],
     );
     let body = vec![for_(
         "g",
@@ -299,11 +324,25 @@ pub fn nested_hand_off() -> LoopProgram {
         i(0),
         v("W"),
         Schedule::Local(0),
-        vec![Stmt::Store { buf: "tmp".into(), index: add(v("slot"), v("w")), field: 0, value: Expr::Cast(F32, Box::new(add(v("row"), v("w")))) }],
+        vec![Stmt::Store {
+            buf: "tmp".into(),
+            index: add(v("slot"), v("w")),
+            field: 0,
+            value: Expr::Cast(F32, Box::new(add(v("row"), v("w")))),
+        }],
     );
     let sum = vec![
         Stmt::Var { var: "acc".into(), ty: F32, init: Expr::Float(0.0, F32) },
-        for_("k", i(0), v("W"), Schedule::Seq, vec![Stmt::Assign { var: "acc".into(), value: add(v("acc"), Expr::load("tmp", add(v("slot"), v("k")), 0)) }]),
+        for_(
+            "k",
+            i(0),
+            v("W"),
+            Schedule::Seq,
+            vec![Stmt::Assign {
+                var: "acc".into(),
+                value: add(v("acc"), Expr::load("tmp", add(v("slot"), v("k")), 0)),
+            }],
+        ),
         Stmt::Store { buf: "out".into(), index: v("row"), field: 0, value: v("acc") },
     ];
     let mut row_body = vec![
@@ -325,7 +364,12 @@ pub fn nested_hand_off() -> LoopProgram {
     )];
     LoopProgram {
         name: "nested_hand_off".into(),
-        args: vec![arg("n", ArgKind::Nat), arg("R", ArgKind::Nat), arg("W", ArgKind::Nat), arg("out", ArgKind::Output { fields: vec![F32], len: nat("n") })],
+        args: vec![
+            arg("n", ArgKind::Nat),
+            arg("R", ArgKind::Nat),
+            arg("W", ArgKind::Nat),
+            arg("out", ArgKind::Output { fields: vec![F32], len: nat("n") }),
+        ],
         host: vec![],
         body,
         checks: vec![Check { message: "row out of range".into(), span: Span::default() }],

@@ -43,9 +43,9 @@
 
 pub mod map;
 pub mod named;
-pub mod result;
 mod parse;
 mod print;
+pub mod result;
 pub mod storage_types;
 pub mod verify;
 
@@ -338,7 +338,9 @@ impl Encoding {
     /// checks it of every tensor parameter's storage (`heddle_runtime::io`),
     /// and compiled co-iteration relies on it (an unchecked merge).
     pub fn strictly_increasing(&self, l: usize) -> bool {
-        self.levels.get(l).is_some_and(|lv| lv.format == LevelFormat::Compressed && !lv.props.nonordered && !lv.props.nonunique)
+        self.levels
+            .get(l)
+            .is_some_and(|lv| lv.format == LevelFormat::Compressed && !lv.props.nonordered && !lv.props.nonunique)
             && self.aos_run(l).is_none()
     }
     /// The first level of the trailing run of singletons that shares an
@@ -372,7 +374,8 @@ impl Encoding {
     /// (each column's rows from its first nonzero through the diagonal)?
     /// The lower one is `(i, j) -> (i : dense, j : banded)`.
     pub fn upper_skyline(&self) -> bool {
-        self.levels.iter().any(|l| l.format == LevelFormat::Banded) && matches!(self.levels.first().map(|l| l.expr), Some(LvlExpr::Dim(1)))
+        self.levels.iter().any(|l| l.format == LevelFormat::Banded)
+            && matches!(self.levels.first().map(|l| l.expr), Some(LvlExpr::Dim(1)))
     }
     /// A skyline's outer and inner level in words: ("row", "column"), or
     /// ("column", "row") for the upper skyline.
@@ -397,13 +400,17 @@ impl Encoding {
     /// diagonal is outside the `size` inner coordinates.
     pub fn skyline_outside(&self, outer: u64, size: u64) -> String {
         let (o, i) = self.skyline_words();
-        format!("{o} {outer} has entries, but its diagonal ({i} {outer}) is outside the {size} {i}s; a banded (skyline) level stores each {o} through its diagonal")
+        format!(
+            "{o} {outer} has entries, but its diagonal ({i} {outer}) is outside the {size} {i}s; a banded (skyline) level stores each {o} through its diagonal"
+        )
     }
     /// The error for stored skyline node `outer` holding `len` values, more
     /// than its `0 ..= outer` of `size`.
     pub fn skyline_too_long(&self, outer: u64, len: u64, size: u64) -> String {
         let (o, i) = self.skyline_words();
-        format!("{o} {outer} stores {len} {i}s through the diagonal, but a skyline {o} stores at most its {i}s 0 ..= {outer} of {size}")
+        format!(
+            "{o} {outer} stores {len} {i}s through the diagonal, but a skyline {o} stores at most its {i}s 0 ..= {outer} of {size}"
+        )
     }
     /// Does level `l` store signed coordinates (a difference level, DIA's
     /// offsets)? Its coordinates buffer then holds two's complement values.

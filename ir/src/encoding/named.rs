@@ -74,7 +74,9 @@ impl Named {
         if upper.starts_with("BSR") {
             let args = t[3..].trim();
             let inner = args.strip_prefix('(').and_then(|a| a.strip_suffix(')'));
-            let sizes = inner.and_then(|a| a.split_once(',')).and_then(|(r, c)| Some((r.trim().parse::<u64>().ok()?, c.trim().parse::<u64>().ok()?)));
+            let sizes = inner
+                .and_then(|a| a.split_once(','))
+                .and_then(|(r, c)| Some((r.trim().parse::<u64>().ok()?, c.trim().parse::<u64>().ok()?)));
             return match sizes {
                 Some((r, c)) if r >= 1 && c >= 1 && t.starts_with("BSR") => Ok(Named::Bsr(r, c)),
                 Some(_) if t.starts_with("BSR") => Err("BSR's block sizes are at least 1".to_string()),
@@ -111,7 +113,10 @@ impl Named {
                 let mut sorted = order.clone().unwrap_or_default();
                 sorted.sort_unstable();
                 if sorted != (0..rank).collect::<Vec<_>>() {
-                    return Err(format!("`:{o}` must order the {rank} dimensions: each of 0..{} once, comma-separated", rank - 1));
+                    return Err(format!(
+                        "`:{o}` must order the {rank} dimensions: each of 0..{} once, comma-separated",
+                        rank - 1
+                    ));
                 }
                 order.unwrap_or_default()
             }
@@ -167,7 +172,9 @@ impl Named {
                 format!("j mod {c} : dense"),
             ],
             Named::Dia => vec!["j - i : compressed".to_string(), "i : dense".to_string()],
-            Named::Taco { levels, order } => levels.iter().zip(order).map(|(f, &dim)| format!("{} : {f}", d(dim))).collect(),
+            Named::Taco { levels, order } => {
+                levels.iter().zip(order).map(|(f, &dim)| format!("{} : {f}", d(dim))).collect()
+            }
         };
         let dims: Vec<String> = (0..rank).map(d).collect();
         Ok(format!("#sparse_tensor.encoding<{{ map = ({}) -> ({}) }}>", dims.join(", "), levels.join(", ")))
@@ -191,7 +198,9 @@ pub fn resolve(text: &str, offset: usize, rank: Option<usize>) -> Result<Encodin
         None => parse_encoding(text, offset),
         Some(Err(why)) => Err(Diagnostic::new(span, why).with_label("not an encoding").or_kind(ErrorKind::Syntax)),
         Some(Ok(named)) => {
-            let mlir = named.mlir(rank).map_err(|why| Diagnostic::new(span, why).with_label("here").or_kind(ErrorKind::Type))?;
+            let mlir = named
+                .mlir(rank)
+                .map_err(|why| Diagnostic::new(span, why).with_label("here").or_kind(ErrorKind::Type))?;
             parse_encoding(&mlir, 0).map_err(|d| {
                 Diagnostic::new(span, format!("`{}` is not a valid encoding: {}", text.trim(), d.message))
                     .with_label("this format")
@@ -225,7 +234,11 @@ mod tests {
             "#sparse_tensor.encoding<{ map = (i, j, k) -> (i : compressed(nonunique), j : singleton(nonunique), k : singleton) }>",
             Some(3),
         );
-        same("CSF", "#sparse_tensor.encoding<{ map = (i, j, k) -> (i : compressed, j : compressed, k : compressed) }>", Some(3));
+        same(
+            "CSF",
+            "#sparse_tensor.encoding<{ map = (i, j, k) -> (i : compressed, j : compressed, k : compressed) }>",
+            Some(3),
+        );
         same(
             "BSR(2, 3)",
             "#sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 2 : dense, j floordiv 3 : compressed, i mod 2 : dense, j mod 3 : dense) }>",
@@ -238,7 +251,11 @@ mod tests {
     fn taco_letters() {
         same("ds", "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>", Some(2));
         same("ds:1,0", "#sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed) }>", None);
-        same("sss", "#sparse_tensor.encoding<{ map = (i, j, k) -> (i : compressed, j : compressed, k : compressed) }>", None);
+        same(
+            "sss",
+            "#sparse_tensor.encoding<{ map = (i, j, k) -> (i : compressed, j : compressed, k : compressed) }>",
+            None,
+        );
         same("uq", "#sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton) }>", None);
         same("d", "#sparse_tensor.encoding<{ map = (i) -> (i : dense) }>", None);
     }

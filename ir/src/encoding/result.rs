@@ -25,9 +25,9 @@
 //! size, which the interpreter and compiled code check as the value is stored.
 
 use super::{Encoding, LevelFormat, LvlExpr};
+use crate::Name;
 use crate::nat::Nat;
 use crate::types::{ScalarType, Type};
-use crate::Name;
 
 /// How a value is stored in an encoding.
 #[derive(Clone, Debug, PartialEq)]
@@ -161,7 +161,11 @@ impl ResultPlan {
     }
     /// The message of a coordinate out of its level's range.
     pub fn range_message(&self, l: usize) -> String {
-        format!("a coordinate stored at {} is outside the level's size {}", describe_level(&self.encoding, l), self.lvl_sizes[l])
+        format!(
+            "a coordinate stored at {} is outside the level's size {}",
+            describe_level(&self.encoding, l),
+            self.lvl_sizes[l]
+        )
     }
     /// The message of coordinates out of order within a list.
     pub fn order_message(&self, l: usize) -> String {
@@ -190,7 +194,10 @@ impl ResultPlan {
     }
     /// The message of a block holding more entries than its n:m level stores.
     pub fn block_message(&self, l: usize, n: u32, m: u32) -> String {
-        format!("{} stores at most {n} entries of every block of {m}, but a block of the value has more", describe_level(&self.encoding, l))
+        format!(
+            "{} stores at most {n} entries of every block of {m}, but a block of the value has more",
+            describe_level(&self.encoding, l)
+        )
     }
     /// Levels whose coordinates are written once per entry (per-entry levels,
     /// the list level and the pairs below it), outermost first.
@@ -230,22 +237,35 @@ fn coordinate_like(t: &Type) -> bool {
 /// The plan for storing a value of type `value` as `tensor<dims x elem, enc>`
 /// (`given`: the written sizes, `None` for `?`), with the requirements on the
 /// value's types that the caller must check; or why it cannot be stored.
-pub fn plan(enc: &Encoding, elem: ScalarType, given: &[Option<Nat>], value: &Type) -> Result<(ResultPlan, Vec<Need>), String> {
+pub fn plan(
+    enc: &Encoding,
+    elem: ScalarType,
+    given: &[Option<Nat>],
+    value: &Type,
+) -> Result<(ResultPlan, Vec<Need>), String> {
     if given.len() != enc.dim_rank() {
         return Err(format!("the encoding has {} dimensions but the tensor type has {}", enc.dim_rank(), given.len()));
     }
     if let Some(d) = enc.dims.iter().find(|d| d.slice.is_some()) {
-        return Err(format!("a sliced encoding (dimension `{}`) describes a view into another tensor; a value cannot be stored in one", d.name));
+        return Err(format!(
+            "a sliced encoding (dimension `{}`) describes a view into another tensor; a value cannot be stored in one",
+            d.name
+        ));
     }
     for (l, lv) in enc.levels.iter().enumerate() {
-        if matches!(lv.format, LevelFormat::NOutOfM { .. }) && (l + 1 != enc.levels.len() || !matches!(lv.expr, LvlExpr::Mod(..))) {
+        if matches!(lv.format, LevelFormat::NOutOfM { .. })
+            && (l + 1 != enc.levels.len() || !matches!(lv.expr, LvlExpr::Mod(..)))
+        {
             return Err(format!(
                 "{}: a value can be stored in an n:m level only when it is the last level and a block's coordinate (`j mod m`)",
                 describe_level(enc, l)
             ));
         }
         if matches!(lv.expr, LvlExpr::Counter { .. }) {
-            return Err(format!("{}: a value cannot be stored in an encoding with a counting (ELL) level", describe_level(enc, l)));
+            return Err(format!(
+                "{}: a value cannot be stored in an encoding with a counting (ELL) level",
+                describe_level(enc, l)
+            ));
         }
         if matches!(lv.expr, LvlExpr::Diff { .. }) {
             return Err(format!(
@@ -284,19 +304,29 @@ pub fn plan(enc: &Encoding, elem: ScalarType, given: &[Option<Nat>], value: &Typ
         let per_entry_above = levels.last().is_some_and(|p| p.store == Store::PerEntry);
         let store = match (&source, lv.format) {
             (Source::Dense { .. }, _) if list_above => {
-                return Err(format!("{here}: below a list of (coordinate, …) pairs each entry is a (coordinate, …) pair or a dense block, but the value has an array of {child} here (a list inside a list cannot be stored yet)"));
+                return Err(format!(
+                    "{here}: below a list of (coordinate, …) pairs each entry is a (coordinate, …) pair or a dense block, but the value has an array of {child} here (a list inside a list cannot be stored yet)"
+                ));
             }
             (Source::Dense { .. }, f) if f.is_dense_like() => Store::Dense,
-            (Source::Dense { .. }, LevelFormat::Compressed | LevelFormat::LooseCompressed) if !lv.props.nonunique => Store::Compress,
+            (Source::Dense { .. }, LevelFormat::Compressed | LevelFormat::LooseCompressed) if !lv.props.nonunique => {
+                Store::Compress
+            }
             (Source::Dense { .. }, LevelFormat::Compressed | LevelFormat::LooseCompressed) => Store::PerEntry,
             (Source::Dense { .. }, LevelFormat::Singleton) if per_entry_above => Store::PerEntry,
             (Source::List { .. }, _) if list_above => {
-                return Err(format!("{here}: the value has a second list of (coordinate, …) pairs inside the first; a list inside a list cannot be stored yet"));
+                return Err(format!(
+                    "{here}: the value has a second list of (coordinate, …) pairs inside the first; a list inside a list cannot be stored yet"
+                ));
             }
             (Source::List { .. }, f) if f.is_dense_like() => {
-                return Err(format!("{here} is dense: it takes an array indexed by coordinate, not a list of (coordinate, …) pairs (`scatterAdd(n)` makes one)"));
+                return Err(format!(
+                    "{here} is dense: it takes an array indexed by coordinate, not a list of (coordinate, …) pairs (`scatterAdd(n)` makes one)"
+                ));
             }
-            (Source::List { .. }, LevelFormat::Compressed | LevelFormat::LooseCompressed) if !per_entry_above => Store::Nodes,
+            (Source::List { .. }, LevelFormat::Compressed | LevelFormat::LooseCompressed) if !per_entry_above => {
+                Store::Nodes
+            }
             (Source::List { .. }, LevelFormat::Singleton) if per_entry_above => Store::Nodes,
             // A row's list of (column, value) pairs, filled through the diagonal when stored.
             (Source::List { .. }, LevelFormat::Banded) => Store::Nodes,
@@ -304,14 +334,20 @@ pub fn plan(enc: &Encoding, elem: ScalarType, given: &[Option<Nat>], value: &Typ
             (Source::List { .. }, LevelFormat::NOutOfM { .. }) if !per_entry_above => Store::Nodes,
             (Source::Pair { .. }, LevelFormat::Singleton) if !per_entry_above && list_above => Store::Nodes,
             (Source::Pair { .. }, _) => {
-                return Err(format!("{here}: a (coordinate, …) pair is stored by a singleton level below a list of pairs"));
+                return Err(format!(
+                    "{here}: a (coordinate, …) pair is stored by a singleton level below a list of pairs"
+                ));
             }
             (_, f) => {
-                return Err(format!("{here}: the value's {} cannot be stored in a {} level here", match source {
-                    Source::Dense { .. } => "array",
-                    Source::List { .. } => "list of (coordinate, …) pairs",
-                    Source::Pair { .. } => "pair",
-                }, f.keyword()));
+                return Err(format!(
+                    "{here}: the value's {} cannot be stored in a {} level here",
+                    match source {
+                        Source::Dense { .. } => "array",
+                        Source::List { .. } => "list of (coordinate, …) pairs",
+                        Source::Pair { .. } => "pair",
+                    },
+                    f.keyword()
+                ));
             }
         };
         levels.push(PlanLevel { source, store });
@@ -346,14 +382,22 @@ pub fn plan(enc: &Encoding, elem: ScalarType, given: &[Option<Nat>], value: &Typ
                 ty = *elem;
             }
             other => {
-                return Err(format!("{} is dense: each entry holds an array here, but the value has {other}", describe_level(enc, l)));
+                return Err(format!(
+                    "{} is dense: each entry holds an array here, but the value has {other}",
+                    describe_level(enc, l)
+                ));
             }
         }
     }
     match &ty {
         Type::Scalar(s) if *s != ScalarType::Bool => needs.push(Need::Element(ty.clone())),
         Type::Meta(_) => needs.push(Need::Element(ty.clone())),
-        other => return Err(format!("the stored values must be numbers ({}), but the value's leaves are {other}", elem.keyword())),
+        other => {
+            return Err(format!(
+                "the stored values must be numbers ({}), but the value's leaves are {other}",
+                elem.keyword()
+            ));
+        }
     }
 
     // Dimension sizes: given, or the length of a dense array that spans a level of that dimension.
@@ -398,11 +442,19 @@ pub fn plan(enc: &Encoding, elem: ScalarType, given: &[Option<Nat>], value: &Typ
         .collect();
     for (l, p) in levels.iter().enumerate() {
         if let Source::Dense { len, .. } = &p.source {
-            needs.push(Need::Equal(len.clone(), lvl_sizes[l].clone(), format!("the value's array at {} has the level's size", describe_level(enc, l))));
+            needs.push(Need::Equal(
+                len.clone(),
+                lvl_sizes[l].clone(),
+                format!("the value's array at {} has the level's size", describe_level(enc, l)),
+            ));
         }
     }
     for (l, len) in &block_lens {
-        needs.push(Need::Equal(len.clone(), lvl_sizes[*l].clone(), format!("the value's array at {} has the level's size", describe_level(enc, *l))));
+        needs.push(Need::Equal(
+            len.clone(),
+            lvl_sizes[*l].clone(),
+            format!("the value's array at {} has the level's size", describe_level(enc, *l)),
+        ));
     }
     // A dimension split into blocks is a multiple of the block size.
     for lv in &enc.levels {

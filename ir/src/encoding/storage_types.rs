@@ -250,8 +250,14 @@ pub fn storage_layout(
             "dimension count mismatch",
         ));
     }
-    if let Some((d, v)) = dims.iter().enumerate().find_map(|(d, s)| s.filter(|v| i64::try_from(*v).is_err()).map(|v| (d, v))) {
-        return Err(err(enc.span, format!("dimension {d} has size {v}, more than the largest size, 2^63 - 1"), "too large for this tensor type"));
+    if let Some((d, v)) =
+        dims.iter().enumerate().find_map(|(d, s)| s.filter(|v| i64::try_from(*v).is_err()).map(|v| (d, v)))
+    {
+        return Err(err(
+            enc.span,
+            format!("dimension {d} has size {v}, more than the largest size, 2^63 - 1"),
+            "too large for this tensor type",
+        ));
     }
     let pname = |s: String| Name::from(format!("{param}_{s}"));
     let mut nat_vars = Vec::new();
@@ -356,7 +362,11 @@ pub fn storage_layout(
                 // the storage restarts flat over the row's length.
                 let loose = lv.format == LevelFormat::LooseCompressed;
                 let (lo_at, hi_at, row) = if loose {
-                    (mul(lit(2), qv.clone()), add(mul(lit(2), qv.clone()), lit(1)), nat_mul(Nat::Lit(2), count.clone()).normalize())
+                    (
+                        mul(lit(2), qv.clone()),
+                        add(mul(lit(2), qv.clone()), lit(1)),
+                        nat_mul(Nat::Lit(2), count.clone()).normalize(),
+                    )
                 } else {
                     (qv.clone(), add(qv.clone(), lit(1)), Nat::add(count.clone(), Nat::Lit(1)).normalize())
                 };
@@ -373,7 +383,10 @@ pub fn storage_layout(
                 let v = pname(format!("crd{l}_len"));
                 nat_vars.push(v.clone());
                 count = Nat::Var(v);
-                levels.push(LevelAccess { layer: Some((pbind.clone(), to_nat(sub(hi, lo.clone())))), loose_lo: Some(to_nat(lo_at)) });
+                levels.push(LevelAccess {
+                    layer: Some((pbind.clone(), to_nat(sub(hi, lo.clone())))),
+                    loose_lo: Some(to_nat(lo_at)),
+                });
                 layers = batch_layers.iter().map(|b| Layer { binder: b.binder.clone(), len: b.len.clone() }).collect();
                 layers.push(Layer { binder: pbind.clone(), len: count.clone() });
                 q = Expr::var(pbind.clone());
@@ -445,7 +458,14 @@ pub fn storage_layout(
             };
             let ty = wrap(&layers, elem);
             let shape = batch_layers.iter().map(|b| b.len.clone()).chain([count.clone()]).collect();
-            buffers.push(Buffer { name: crd, kind: BufferKind::Coordinates, level: Some(l), ty, len: nat_mul(batches.clone(), count.clone()), shape });
+            buffers.push(Buffer {
+                name: crd,
+                kind: BufferKind::Coordinates,
+                level: Some(l),
+                ty,
+                len: nat_mul(batches.clone(), count.clone()),
+                shape,
+            });
         }
     }
     let values = Buffer {
@@ -471,5 +491,15 @@ pub fn storage_layout(
         };
     }
     let nse = nat_mul(batches, count);
-    Ok(StorageLayout { param: Name::from(param), dim_sizes, lvl_sizes, buffers, nse, view, levels, nat_vars, batch_levels })
+    Ok(StorageLayout {
+        param: Name::from(param),
+        dim_sizes,
+        lvl_sizes,
+        buffers,
+        nse,
+        view,
+        levels,
+        nat_vars,
+        batch_levels,
+    })
 }

@@ -80,10 +80,16 @@ pub(crate) fn build(raw: RawEncoding) -> VResult<Encoding> {
     if map.levels.len() > MAX_LEVELS || map.dims.len() > MAX_LEVELS {
         return Err(err(
             map.span,
-            format!("the map has {} dimensions and {} levels; heddle handles at most {MAX_LEVELS} of each", map.dims.len(), map.levels.len()),
+            format!(
+                "the map has {} dimensions and {} levels; heddle handles at most {MAX_LEVELS} of each",
+                map.dims.len(),
+                map.levels.len()
+            ),
             "too many levels",
         )
-        .with_note("each level's types mention every level above it, so their size grows with the cube of the level count"));
+        .with_note(
+            "each level's types mention every level above it, so their size grows with the cube of the level count",
+        ));
     }
 
     // Names: dimensions, symbols, level variables.
@@ -319,7 +325,8 @@ fn flatten_mul<'a>(e: &'a AExpr, out: &mut Vec<&'a AExpr>) {
     }
 }
 
-const FORMATS: [&str; 8] = ["dense", "batch", "compressed", "loose_compressed", "singleton", "structured", "block2_4", "banded"];
+const FORMATS: [&str; 8] =
+    ["dense", "batch", "compressed", "loose_compressed", "singleton", "structured", "block2_4", "banded"];
 
 fn format(rf: &RawFormat) -> VResult<(LevelFormat, LevelProps)> {
     let kw = rf.keyword.as_str();
@@ -666,7 +673,13 @@ fn check_diff(levels: &[Level], dims: &[DimVar]) -> VResult<()> {
             {
                 return Err(err(
                     o.span,
-                    format!("dimension `{}` is both in the difference `{} - {}` and {}", name(d), name(plus), name(minus), if matches!(o.expr, LvlExpr::Counter { .. }) { "counted" } else { "blocked" }),
+                    format!(
+                        "dimension `{}` is both in the difference `{} - {}` and {}",
+                        name(d),
+                        name(plus),
+                        name(minus),
+                        if matches!(o.expr, LvlExpr::Counter { .. }) { "counted" } else { "blocked" }
+                    ),
                     format!("level {lx}"),
                 )
                 .with_note("a difference level's dimensions may only be stored whole"));
@@ -680,12 +693,20 @@ fn check_diff(levels: &[Level], dims: &[DimVar]) -> VResult<()> {
                     format!("neither `{}` nor `{}` is stored whole by another level", name(plus), name(minus)),
                     "the map cannot be inverted",
                 )
-                .with_note(format!("store `{m}` (or `{p}`) whole as well, as DIA does: `{p} - {m} : compressed, {m} : dense`", p = name(plus), m = name(minus))));
+                .with_note(format!(
+                    "store `{m}` (or `{p}`) whole as well, as DIA does: `{p} - {m} : compressed, {m} : dense`",
+                    p = name(plus),
+                    m = name(minus)
+                )));
             }
             _ => {
                 return Err(err(
                     lv.span,
-                    format!("both `{}` and `{}` are stored whole by other levels, so the difference is redundant", name(plus), name(minus)),
+                    format!(
+                        "both `{}` and `{}` are stored whole by other levels, so the difference is redundant",
+                        name(plus),
+                        name(minus)
+                    ),
                     "one of them must be recovered from the difference",
                 ));
             }
@@ -773,7 +794,9 @@ fn check_inverse_exprs(map: &RawMap, levels: &[Level], dims: &[DimVar]) -> VResu
                     text.insert(0, format!("{} * {k}", names[l]));
                 }
                 // The dimension not stored whole comes back through the difference.
-                LvlExpr::Diff { plus, minus } if (plus == d || minus == d) && !levels.iter().any(|o| o.expr == LvlExpr::Dim(d)) => {
+                LvlExpr::Diff { plus, minus }
+                    if (plus == d || minus == d) && !levels.iter().any(|o| o.expr == LvlExpr::Dim(d)) =>
+                {
                     let other = if plus == d { minus } else { plus };
                     if let Some(w) = levels.iter().position(|o| o.expr == LvlExpr::Dim(other)) {
                         if plus == d {

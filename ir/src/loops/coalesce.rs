@@ -62,7 +62,12 @@ pub fn coalesce_atomic_runs(prog: &mut LoopProgram) {
     prog.body = rewrite_block(body, &fields_of, weighed.as_ref(), &mut fresh);
 }
 
-fn rewrite_block(block: Block, fields_of: &dyn Fn(&Name) -> Option<Vec<ScalarType>>, weighed: Option<&Name>, fresh: &mut Fresh) -> Block {
+fn rewrite_block(
+    block: Block,
+    fields_of: &dyn Fn(&Name) -> Option<Vec<ScalarType>>,
+    weighed: Option<&Name>,
+    fresh: &mut Fresh,
+) -> Block {
     block
         .into_iter()
         .map(|s| match s {
@@ -150,16 +155,28 @@ fn chunked(var: Name, lo: Expr, hi: Expr, mut body: Block, run: Run, fresh: &mut
         run.fields
             .iter()
             .zip(sums)
-            .map(|((field, _), sum)| Stmt::AddAtomic { buf: run.buf.clone(), index: Expr::var(slot.clone()), field: *field, value: Expr::var(sum.clone()) })
+            .map(|((field, _), sum)| Stmt::AddAtomic {
+                buf: run.buf.clone(),
+                index: Expr::var(slot.clone()),
+                field: *field,
+                value: Expr::var(sum.clone()),
+            })
             .collect()
     };
     // Same slot as the open run: add to its sums. Otherwise flush the open
     // run (if any) and open one at this slot with this iteration's values.
-    let same = Expr::bin(BinOp::And, Expr::var(have.clone()), Expr::bin(BinOp::Eq, run.index.clone(), Expr::var(slot.clone())));
+    let same = Expr::bin(
+        BinOp::And,
+        Expr::var(have.clone()),
+        Expr::bin(BinOp::Eq, run.index.clone(), Expr::var(slot.clone())),
+    );
     let extend = sums
         .iter()
         .zip(&values)
-        .map(|(sum, v)| Stmt::Assign { var: sum.clone(), value: Expr::bin(BinOp::Add, Expr::var(sum.clone()), v.clone()) })
+        .map(|(sum, v)| Stmt::Assign {
+            var: sum.clone(),
+            value: Expr::bin(BinOp::Add, Expr::var(sum.clone()), v.clone()),
+        })
         .collect();
     let mut open = vec![Stmt::If { cond: Expr::var(have.clone()), then: flush(&sums), els: Block::new() }];
     open.push(Stmt::Assign { var: slot.clone(), value: run.index.clone() });
@@ -189,11 +206,7 @@ fn chunked(var: Name, lo: Expr, hi: Expr, mut body: Block, run: Run, fresh: &mut
 }
 
 fn zero(ty: ScalarType) -> Expr {
-    if ty.is_float() {
-        Expr::Float(0.0, ty)
-    } else {
-        Expr::Int(0, ty)
-    }
+    if ty.is_float() { Expr::Float(0.0, ty) } else { Expr::Int(0, ty) }
 }
 
 /// Names not used anywhere in the program.

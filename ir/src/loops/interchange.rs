@@ -93,11 +93,15 @@ pub fn interchange_in_blocks(prog: &LoopProgram, var: &Name, body: &[Stmt], bloc
     if n < 3 {
         return None;
     }
-    let Stmt::Store { buf: out, index: Expr::Var(row), field, value: Expr::Var(acc) } = &body[n - 1] else { return None };
+    let Stmt::Store { buf: out, index: Expr::Var(row), field, value: Expr::Var(acc) } = &body[n - 1] else {
+        return None;
+    };
     if row != var || !matches!(prog.arg(out)?.kind, ArgKind::Output { .. }) {
         return None;
     }
-    let Stmt::For { var: k, lo: klo, hi: khi, schedule: Schedule::Seq, body: kbody } = &body[n - 2] else { return None };
+    let Stmt::For { var: k, lo: klo, hi: khi, schedule: Schedule::Seq, body: kbody } = &body[n - 2] else {
+        return None;
+    };
     // The row's `let`s, and the accumulator's `var` among them.
     let mut row_lets: Block = Vec::new();
     let mut init: Option<&Expr> = None;
@@ -135,8 +139,12 @@ pub fn interchange_in_blocks(prog: &LoopProgram, var: &Name, body: &[Stmt], bloc
             && v == acc
         {
             let found = match value {
-                Expr::Bin(op, a, b) if matches!(&**a, Expr::Var(x) if x == acc) && !b.reads_var(acc) => (p, *op, (**b).clone(), true),
-                Expr::Bin(op, a, b) if matches!(&**b, Expr::Var(x) if x == acc) && !a.reads_var(acc) => (p, *op, (**a).clone(), false),
+                Expr::Bin(op, a, b) if matches!(&**a, Expr::Var(x) if x == acc) && !b.reads_var(acc) => {
+                    (p, *op, (**b).clone(), true)
+                }
+                Expr::Bin(op, a, b) if matches!(&**b, Expr::Var(x) if x == acc) && !a.reads_var(acc) => {
+                    (p, *op, (**a).clone(), false)
+                }
                 _ => return None,
             };
             if update.replace(found).is_some() {
@@ -148,7 +156,9 @@ pub fn interchange_in_blocks(prog: &LoopProgram, var: &Name, body: &[Stmt], bloc
     let mut other_use = false;
     walk(kbody, &mut |s| {
         other_use |= match s {
-            Stmt::Assign { var: v, value } => (v == acc && !std::ptr::eq(s, &kbody[at])) || (!std::ptr::eq(s, &kbody[at]) && value.reads_var(acc)),
+            Stmt::Assign { var: v, value } => {
+                (v == acc && !std::ptr::eq(s, &kbody[at])) || (!std::ptr::eq(s, &kbody[at]) && value.reads_var(acc))
+            }
             _ => stmt_exprs(s).iter().any(|e| e.reads_var(acc)),
         }
     });
@@ -173,7 +183,11 @@ pub fn interchange_in_blocks(prog: &LoopProgram, var: &Name, body: &[Stmt], bloc
     let combined = if acc_left { Expr::bin(op, cell, term) } else { Expr::bin(op, term, cell) };
     let mut generic: Block = row_lets.to_vec();
     for (p, s) in kbody.iter().enumerate().skip(prefix) {
-        generic.push(if p == at { Stmt::Store { buf: out.clone(), index: Expr::Var(var.clone()), field: *field, value: combined.clone() } } else { s.clone() });
+        generic.push(if p == at {
+            Stmt::Store { buf: out.clone(), index: Expr::Var(var.clone()), field: *field, value: combined.clone() }
+        } else {
+            s.clone()
+        });
     }
 
     // Pays: every load that depends on the row is contiguous in it.
@@ -206,7 +220,8 @@ pub fn interchange_in_blocks(prog: &LoopProgram, var: &Name, body: &[Stmt], bloc
     let blk_hi = names.fresh("blk_hi");
     let v = |n: &Name| Expr::Var(n.clone());
     let i64c = Expr::index;
-    let loop_of = |lo: Expr, hi: Expr, body: Block| Stmt::For { var: var.clone(), lo, hi, schedule: Schedule::Seq, body };
+    let loop_of =
+        |lo: Expr, hi: Expr, body: Block| Stmt::For { var: var.clone(), lo, hi, schedule: Schedule::Seq, body };
 
     let mut k_body: Block = hoisted.to_vec();
     let avail = |e: &Expr| available(e, &inner, var);
@@ -218,7 +233,11 @@ pub fn interchange_in_blocks(prog: &LoopProgram, var: &Name, body: &[Stmt], bloc
             k_body.extend(pre.lets);
             let lo = bound(BinOp::Max, v(&blk_lo), pre.los);
             let hi = bound(BinOp::Min, v(&blk_hi), pre.his);
-            k_body.push(Stmt::Let { var: a.clone(), ty: ScalarType::I64, value: Expr::bin(BinOp::Min, lo, v(&blk_hi)) });
+            k_body.push(Stmt::Let {
+                var: a.clone(),
+                ty: ScalarType::I64,
+                value: Expr::bin(BinOp::Min, lo, v(&blk_hi)),
+            });
             let hi = Expr::bin(BinOp::Max, hi, v(&a));
             let hi = match pre.valid {
                 Some(c) => Expr::Select(Box::new(c), Box::new(hi), Box::new(v(&a))),
@@ -233,10 +252,22 @@ pub fn interchange_in_blocks(prog: &LoopProgram, var: &Name, body: &[Stmt], bloc
     }
 
     let init_store = Stmt::Store { buf: out.clone(), index: v(var), field: *field, value: init.clone() };
-    let blocks = Expr::bin(BinOp::Div, Expr::bin(BinOp::Add, Expr::bin(BinOp::Sub, v(&chunk_hi), v(&chunk_lo)), i64c(block - 1)), i64c(block));
+    let blocks = Expr::bin(
+        BinOp::Div,
+        Expr::bin(BinOp::Add, Expr::bin(BinOp::Sub, v(&chunk_hi), v(&chunk_lo)), i64c(block - 1)),
+        i64c(block),
+    );
     let block_body = vec![
-        Stmt::Let { var: blk_lo.clone(), ty: ScalarType::I64, value: Expr::bin(BinOp::Add, v(&chunk_lo), Expr::bin(BinOp::Mul, v(&blk), i64c(block))) },
-        Stmt::Let { var: blk_hi.clone(), ty: ScalarType::I64, value: Expr::bin(BinOp::Min, Expr::bin(BinOp::Add, v(&blk_lo), i64c(block)), v(&chunk_hi)) },
+        Stmt::Let {
+            var: blk_lo.clone(),
+            ty: ScalarType::I64,
+            value: Expr::bin(BinOp::Add, v(&chunk_lo), Expr::bin(BinOp::Mul, v(&blk), i64c(block))),
+        },
+        Stmt::Let {
+            var: blk_hi.clone(),
+            ty: ScalarType::I64,
+            value: Expr::bin(BinOp::Min, Expr::bin(BinOp::Add, v(&blk_lo), i64c(block)), v(&chunk_hi)),
+        },
         loop_of(v(&blk_lo), v(&blk_hi), vec![init_store]),
         Stmt::For { var: k.clone(), lo: klo.clone(), hi: khi.clone(), schedule: Schedule::Seq, body: k_body },
     ];
@@ -252,7 +283,10 @@ pub fn interchanged_program(prog: &LoopProgram) -> Option<LoopProgram> {
     let Stmt::For { var, lo, hi, body, .. } = &prog.body[at] else { return None };
     let x = interchange(prog, var, body)?;
     let mut p = prog.clone();
-    let mut new = vec![Stmt::Let { var: x.chunk_lo, ty: ScalarType::I64, value: lo.clone() }, Stmt::Let { var: x.chunk_hi, ty: ScalarType::I64, value: hi.clone() }];
+    let mut new = vec![
+        Stmt::Let { var: x.chunk_lo, ty: ScalarType::I64, value: lo.clone() },
+        Stmt::Let { var: x.chunk_hi, ty: ScalarType::I64, value: hi.clone() },
+    ];
     new.extend(x.body);
     p.body.splice(at..=at, new);
     p.parallel_work = None;
@@ -266,7 +300,9 @@ fn bound(op: BinOp, first: Expr, xs: Vec<Expr>) -> Expr {
     let mut terms: Vec<Expr> = Vec::new();
     for x in xs.into_iter().map(fold_constants) {
         match x {
-            Expr::Int(c, _) => constant = Some(constant.map_or(c, |k| if op == BinOp::Max { k.max(c) } else { k.min(c) })),
+            Expr::Int(c, _) => {
+                constant = Some(constant.map_or(c, |k| if op == BinOp::Max { k.max(c) } else { k.min(c) }))
+            }
             x if !terms.contains(&x) => terms.push(x),
             _ => {}
         }
@@ -285,15 +321,17 @@ fn fold_constants(e: Expr) -> Expr {
             Expr::Int(c, _) => Expr::index(c),
             x => Expr::Cast(ScalarType::I64, Box::new(x)),
         },
-        Expr::Bin(op @ (BinOp::Min | BinOp::Max | BinOp::Add | BinOp::Sub), a, b) => match (fold_constants(*a), fold_constants(*b)) {
-            (Expr::Int(x, ScalarType::I64), Expr::Int(y, ScalarType::I64)) => Expr::index(match op {
-                BinOp::Min => x.min(y),
-                BinOp::Max => x.max(y),
-                BinOp::Add => x.wrapping_add(y),
-                _ => x.wrapping_sub(y),
-            }),
-            (a, b) => Expr::bin(op, a, b),
-        },
+        Expr::Bin(op @ (BinOp::Min | BinOp::Max | BinOp::Add | BinOp::Sub), a, b) => {
+            match (fold_constants(*a), fold_constants(*b)) {
+                (Expr::Int(x, ScalarType::I64), Expr::Int(y, ScalarType::I64)) => Expr::index(match op {
+                    BinOp::Min => x.min(y),
+                    BinOp::Max => x.max(y),
+                    BinOp::Add => x.wrapping_add(y),
+                    _ => x.wrapping_sub(y),
+                }),
+                (a, b) => Expr::bin(op, a, b),
+            }
+        }
         e => e,
     }
 }
@@ -316,7 +354,13 @@ struct Constraint {
 }
 
 /// The middle loop's body and what its range needs, if the generic body has a guard.
-fn middle(generic: &[Stmt], var: &Name, dep: &HashSet<Name>, avail: &dyn Fn(&Expr) -> bool, names: &mut Names) -> Option<(Split, Block)> {
+fn middle(
+    generic: &[Stmt],
+    var: &Name,
+    dep: &HashSet<Name>,
+    avail: &dyn Fn(&Expr) -> bool,
+    names: &mut Names,
+) -> Option<(Split, Block)> {
     let lets = let_env(generic);
     let an = Affine { var, dep, lets: &lets, through_select: false };
     // Guards: top-level boolean lets whose value is an affine conjunction.
@@ -367,7 +411,11 @@ fn middle(generic: &[Stmt], var: &Name, dep: &HashSet<Name>, avail: &dyn Fn(&Exp
             {
                 let off = names.fresh(&format!("{x}_off"));
                 pre.push(Stmt::Let { var: off.clone(), ty: ScalarType::I64, value: a.off });
-                let canonical = Expr::bin(BinOp::Add, Expr::Cast(*ty, Box::new(Expr::Var(var.clone()))), Expr::Cast(*ty, Box::new(Expr::Var(off))));
+                let canonical = Expr::bin(
+                    BinOp::Add,
+                    Expr::Cast(*ty, Box::new(Expr::Var(var.clone()))),
+                    Expr::Cast(*ty, Box::new(Expr::Var(off))),
+                );
                 rewrites.push((p, canonical));
                 // `(T) i` is range-checked on entry to the loop: keep the rows where it fits.
                 let (lo, hi) = type_range(*ty)?;
@@ -381,7 +429,8 @@ fn middle(generic: &[Stmt], var: &Name, dep: &HashSet<Name>, avail: &dyn Fn(&Exp
         }
     }
     // The range: rows within ±LIMIT, each constraint's `bound − off`.
-    let clamp = |e: Expr| Expr::bin(BinOp::Min, Expr::bin(BinOp::Max, e, Expr::index(-2 * LIMIT)), Expr::index(2 * LIMIT + 1));
+    let clamp =
+        |e: Expr| Expr::bin(BinOp::Min, Expr::bin(BinOp::Max, e, Expr::index(-2 * LIMIT)), Expr::index(2 * LIMIT + 1));
     let mut split = Split { lets: pre, los: vec![Expr::index(-LIMIT)], his: vec![Expr::index(LIMIT)], valid: None };
     let mut offs: Vec<(Expr, Name)> = Vec::new();
     for c in cons {
@@ -392,7 +441,11 @@ fn middle(generic: &[Stmt], var: &Name, dep: &HashSet<Name>, avail: &dyn Fn(&Exp
                 None => {
                     let n = names.fresh("row_off");
                     split.lets.push(Stmt::Let { var: n.clone(), ty: ScalarType::I64, value: e.clone() });
-                    let ok = Expr::bin(BinOp::And, Expr::bin(BinOp::Ge, Expr::Var(n.clone()), Expr::index(-LIMIT)), Expr::bin(BinOp::Le, Expr::Var(n.clone()), Expr::index(LIMIT)));
+                    let ok = Expr::bin(
+                        BinOp::And,
+                        Expr::bin(BinOp::Ge, Expr::Var(n.clone()), Expr::index(-LIMIT)),
+                        Expr::bin(BinOp::Le, Expr::Var(n.clone()), Expr::index(LIMIT)),
+                    );
                     split.valid = Some(match split.valid.take() {
                         Some(v) => Expr::bin(BinOp::And, v, ok),
                         None => ok,
@@ -456,7 +509,9 @@ impl Affine<'_> {
         if depth > 32 {
             return None;
         }
-        let ext = |b: &Expr, ty: ScalarType| if ty == ScalarType::I64 { b.clone() } else { Expr::Cast(ScalarType::I64, Box::new(b.clone())) };
+        let ext = |b: &Expr, ty: ScalarType| {
+            if ty == ScalarType::I64 { b.clone() } else { Expr::Cast(ScalarType::I64, Box::new(b.clone())) }
+        };
         let add = |off: Expr, b: Expr, op: BinOp| match off {
             Expr::Int(0, _) if op == BinOp::Add => b,
             off => Expr::bin(op, off, b),
@@ -475,7 +530,11 @@ impl Affine<'_> {
                 }
                 if *t != ScalarType::I64 && *t != a.ty {
                     let (lo, hi) = type_range(*t)?;
-                    a.cons.push(Constraint { off: a.off.clone(), lo: Some(Expr::index(lo)), hi: Some(Expr::index(hi)) });
+                    a.cons.push(Constraint {
+                        off: a.off.clone(),
+                        lo: Some(Expr::index(lo)),
+                        hi: Some(Expr::index(hi)),
+                    });
                 }
                 a.ty = *t;
                 Some(a)
@@ -489,7 +548,11 @@ impl Affine<'_> {
                 a.off = add(a.off, ext(b, a.ty), *op);
                 if a.ty != ScalarType::I64 {
                     let (lo, hi) = type_range(a.ty)?;
-                    a.cons.push(Constraint { off: a.off.clone(), lo: Some(Expr::index(lo)), hi: Some(Expr::index(hi)) });
+                    a.cons.push(Constraint {
+                        off: a.off.clone(),
+                        lo: Some(Expr::index(lo)),
+                        hi: Some(Expr::index(hi)),
+                    });
                 }
                 Some(a)
             }
@@ -534,8 +597,16 @@ impl Affine<'_> {
                 if !avail(bound) || !avail(&a.off) || a.cons.iter().any(|c| !avail(&c.off)) {
                     return None;
                 }
-                let b = if a.ty == ScalarType::I64 { (**bound).clone() } else { Expr::Cast(ScalarType::I64, Box::new((**bound).clone())) };
-                let clamped = Expr::bin(BinOp::Min, Expr::bin(BinOp::Max, b.clone(), Expr::index(-2 * LIMIT)), Expr::index(2 * LIMIT + 1));
+                let b = if a.ty == ScalarType::I64 {
+                    (**bound).clone()
+                } else {
+                    Expr::Cast(ScalarType::I64, Box::new((**bound).clone()))
+                };
+                let clamped = Expr::bin(
+                    BinOp::Min,
+                    Expr::bin(BinOp::Max, b.clone(), Expr::index(-2 * LIMIT)),
+                    Expr::index(2 * LIMIT + 1),
+                );
                 let plus1 = Expr::bin(BinOp::Add, clamped, Expr::index(1));
                 let (lo, hi) = match op {
                     BinOp::Ge => (Some(b), None),
@@ -577,15 +648,26 @@ fn fold_block(body: &[Stmt], truth: &HashSet<Name>) -> Block {
                     c => out.push(Stmt::If { cond: c, then: fold_block(then, truth), els: fold_block(els, truth) }),
                 }
             }
-            Stmt::For { var, lo, hi, schedule, body } => {
-                out.push(Stmt::For { var: var.clone(), lo: fold(lo, truth), hi: fold(hi, truth), schedule: *schedule, body: fold_block(body, truth) })
-            }
+            Stmt::For { var, lo, hi, schedule, body } => out.push(Stmt::For {
+                var: var.clone(),
+                lo: fold(lo, truth),
+                hi: fold(hi, truth),
+                schedule: *schedule,
+                body: fold_block(body, truth),
+            }),
             // A guard is `true` wherever it was read: its `let` goes.
             Stmt::Let { var, .. } if truth.contains(var) => {}
-            Stmt::Let { var, ty, value } => out.push(Stmt::Let { var: var.clone(), ty: *ty, value: fold(value, truth) }),
+            Stmt::Let { var, ty, value } => {
+                out.push(Stmt::Let { var: var.clone(), ty: *ty, value: fold(value, truth) })
+            }
             Stmt::Var { var, ty, init } => out.push(Stmt::Var { var: var.clone(), ty: *ty, init: fold(init, truth) }),
             Stmt::Assign { var, value } => out.push(Stmt::Assign { var: var.clone(), value: fold(value, truth) }),
-            Stmt::Store { buf, index, field, value } => out.push(Stmt::Store { buf: buf.clone(), index: fold(index, truth), field: *field, value: fold(value, truth) }),
+            Stmt::Store { buf, index, field, value } => out.push(Stmt::Store {
+                buf: buf.clone(),
+                index: fold(index, truth),
+                field: *field,
+                value: fold(value, truth),
+            }),
             Stmt::Check { cond, id } => match fold(cond, truth) {
                 Expr::Bool(true) => {}
                 c => out.push(Stmt::Check { cond: c, id: *id }),
@@ -717,15 +799,15 @@ fn dependents(blocks: &[&[Stmt]], dep: &mut HashSet<Name>) {
     loop {
         let before = dep.len();
         for body in blocks {
-        walk(body, &mut |s| match s {
-            Stmt::Let { var, value, .. } if value.reads_var_in(dep) => {
-                dep.insert(var.clone());
-            }
-            Stmt::Var { var, .. } | Stmt::For { var, .. } => {
-                dep.insert(var.clone());
-            }
-            _ => {}
-        });
+            walk(body, &mut |s| match s {
+                Stmt::Let { var, value, .. } if value.reads_var_in(dep) => {
+                    dep.insert(var.clone());
+                }
+                Stmt::Var { var, .. } | Stmt::For { var, .. } => {
+                    dep.insert(var.clone());
+                }
+                _ => {}
+            });
         }
         if dep.len() == before {
             return;

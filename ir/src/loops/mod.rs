@@ -23,9 +23,9 @@ mod print;
 mod trust;
 mod validate;
 
-pub use coalesce::{coalesce_atomic_runs, RUN_CHUNK};
-pub use interchange::{interchange, interchange_in_blocks, interchanged_program, Interchanged, ROW_BLOCK};
-pub use narrow::{fitting_range, int_range, narrow_casts, INDEX_OVERFLOW_CHECK, INDEX_OVERFLOW_MESSAGE};
+pub use coalesce::{RUN_CHUNK, coalesce_atomic_runs};
+pub use interchange::{Interchanged, ROW_BLOCK, interchange, interchange_in_blocks, interchanged_program};
+pub use narrow::{INDEX_OVERFLOW_CHECK, INDEX_OVERFLOW_MESSAGE, fitting_range, int_range, narrow_casts};
 pub use print::expr as expr_text;
 pub use trust::{implied_by_ranges, trusting_ranges};
 pub use validate::LoopError;
@@ -627,7 +627,9 @@ impl LoopProgram {
             match &a.kind {
                 ArgKind::Nat => env.declare_var(a.name.clone(), ScalarType::I64),
                 ArgKind::Scalar(t) => env.declare_var(a.name.clone(), *t),
-                ArgKind::Input { fields, .. } | ArgKind::Output { fields, .. } => env.declare_buffer(a.name.clone(), fields.clone()),
+                ArgKind::Input { fields, .. } | ArgKind::Output { fields, .. } => {
+                    env.declare_buffer(a.name.clone(), fields.clone())
+                }
                 ArgKind::Host => env.declare_buffer(a.name.clone(), vec![ScalarType::I64]),
             }
         }

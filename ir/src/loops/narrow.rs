@@ -45,7 +45,9 @@ pub fn narrow_casts(var: &Name, body: &[Stmt]) -> Vec<ScalarType> {
     fn block(b: &[Stmt], var: &Name, out: &mut Vec<ScalarType>) {
         for s in b {
             match s {
-                Stmt::Let { value, .. } | Stmt::Var { init: value, .. } | Stmt::Assign { value, .. } => expr(value, var, out),
+                Stmt::Let { value, .. } | Stmt::Var { init: value, .. } | Stmt::Assign { value, .. } => {
+                    expr(value, var, out)
+                }
                 Stmt::Store { index, value, .. } | Stmt::AddAtomic { index, value, .. } => {
                     expr(index, var, out);
                     expr(value, var, out);
@@ -101,7 +103,11 @@ mod tests {
         let cast = |t| Expr::Cast(t, Box::new(Expr::Var(k.clone())));
         let body = vec![
             Stmt::Let { var: Name::from("a"), ty: ScalarType::I32, value: cast(ScalarType::I32) },
-            Stmt::If { cond: Expr::Bool(true), then: vec![Stmt::Let { var: Name::from("b"), ty: ScalarType::U16, value: cast(ScalarType::U16) }], els: vec![] },
+            Stmt::If {
+                cond: Expr::Bool(true),
+                then: vec![Stmt::Let { var: Name::from("b"), ty: ScalarType::U16, value: cast(ScalarType::U16) }],
+                els: vec![],
+            },
             Stmt::Let { var: Name::from("c"), ty: ScalarType::I64, value: cast(ScalarType::I64) },
         ];
         assert_eq!(narrow_casts(&k, &body), [ScalarType::I32, ScalarType::U16]);

@@ -20,12 +20,28 @@ fn result_lines(f: &mut fmt::Formatter<'_>, layout: &super::ResultLayout) -> fmt
             let plan = &t.plan;
             let dims: Vec<String> = plan.dims.iter().map(print_nat).collect();
             let stores: Vec<String> = plan.levels.iter().map(|l| format!("{:?}", l.store).to_lowercase()).collect();
-            write!(f, "result tensor [{}] {}: levels [{}]", dims.join(", "), crate::encoding::print_encoding(&plan.encoding), stores.join(", "))?;
+            write!(
+                f,
+                "result tensor [{}] {}: levels [{}]",
+                dims.join(", "),
+                crate::encoding::print_encoding(&plan.encoding),
+                stores.join(", ")
+            )?;
             if let Some(len) = &t.list_len {
                 write!(f, ", list length {}", print_nat(len))?;
             }
-            let crds: Vec<String> = plan.entry_levels().iter().zip(&t.coordinates).map(|(l, (b, k))| format!("crd{l} in {b}.{}", k + 1)).collect();
-            write!(f, ", entries: {}values in {}", crds.iter().map(|c| format!("{c}, ")).collect::<String>(), t.values)?;
+            let crds: Vec<String> = plan
+                .entry_levels()
+                .iter()
+                .zip(&t.coordinates)
+                .map(|(l, (b, k))| format!("crd{l} in {b}.{}", k + 1))
+                .collect();
+            write!(
+                f,
+                ", entries: {}values in {}",
+                crds.iter().map(|c| format!("{c}, ")).collect::<String>(),
+                t.values
+            )?;
             match &t.bounded {
                 Some(b) => writeln!(f, ", lists at offsets {}, lengths in {}", b.offsets, b.lengths),
                 None => writeln!(f),
@@ -59,10 +75,17 @@ impl fmt::Display for LoopProgram {
             match &h.kind {
                 HostKind::PrefixSum { var, body, count, flat } => {
                     let flat: String = flat.iter().map(|a| format!(", {a} flat")).collect();
-                    writeln!(f, "host {}[j] = sum({var} = 0 .. j - 1, {}) for j in 0 ..= {}{flat}", h.name, print_nat(body), print_nat(count))?
+                    writeln!(
+                        f,
+                        "host {}[j] = sum({var} = 0 .. j - 1, {}) for j in 0 ..= {}{flat}",
+                        h.name,
+                        print_nat(body),
+                        print_nat(count)
+                    )?
                 }
                 HostKind::Largest { ranges, body } => {
-                    let ranges: Vec<String> = ranges.iter().map(|(v, n)| format!("{v} in 0 .. {}", print_nat(n))).collect();
+                    let ranges: Vec<String> =
+                        ranges.iter().map(|(v, n)| format!("{v} in 0 .. {}", print_nat(n))).collect();
                     writeln!(f, "host {} = max({}, 0 where none) for {}", h.name, print_nat(body), ranges.join(", "))?
                 }
             }
@@ -113,7 +136,9 @@ fn stmt(out: &mut String, s: &Stmt, depth: usize) {
             writeln!(out, "{pad}var {var}: {} = {}{any_order}", ty.keyword(), expr(init))
         }
         Stmt::Assign { var, value } => writeln!(out, "{pad}{var} = {}", expr(value)),
-        Stmt::Store { buf, index, field, value } => writeln!(out, "{pad}{buf}[{}]{} = {}", expr(index), field_suffix(buf, *field), expr(value)),
+        Stmt::Store { buf, index, field, value } => {
+            writeln!(out, "{pad}{buf}[{}]{} = {}", expr(index), field_suffix(buf, *field), expr(value))
+        }
         Stmt::AddAtomic { buf, index, field, value } => {
             writeln!(out, "{pad}{buf}[{}]{} += {} (atomic)", expr(index), field_suffix(buf, *field), expr(value))
         }
@@ -192,7 +217,9 @@ fn prec(e: &Expr, ctx: u8) -> String {
         Expr::Bool(b) => (b.to_string(), 9),
         Expr::Var(v) => (v.to_string(), 9),
         Expr::Load { buf, index, field } => (format!("{buf}[{}]{}", prec(index, 0), field_suffix(buf, *field)), 9),
-        Expr::Bin(op @ (super::BinOp::Min | super::BinOp::Max), a, b) => (format!("{}({}, {})", op.symbol(), prec(a, 0), prec(b, 0)), 9),
+        Expr::Bin(op @ (super::BinOp::Min | super::BinOp::Max), a, b) => {
+            (format!("{}({}, {})", op.symbol(), prec(a, 0), prec(b, 0)), 9)
+        }
         Expr::Bin(op, a, b) => {
             let p = match op {
                 super::BinOp::Or => 1,

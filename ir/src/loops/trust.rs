@@ -14,10 +14,18 @@ use crate::{Name, ScalarType};
 /// `ranges`: `x >= 0 && x < bound` or `x < bound` where `x` is a load of a
 /// ranged input field (through `let`s, whose values `let_value` gives, and
 /// conversions to `i64`) and `bound` its range's bound.
-pub fn implied_by_ranges<'e>(cond: &'e Expr, ranges: &[InputRange], let_value: &dyn Fn(&Name) -> Option<&'e Expr>) -> bool {
+pub fn implied_by_ranges<'e>(
+    cond: &'e Expr,
+    ranges: &[InputRange],
+    let_value: &dyn Fn(&Name) -> Option<&'e Expr>,
+) -> bool {
     let (x, bound) = match cond {
         Expr::Bin(BinOp::And, a, b) => match (&**a, &**b) {
-            (Expr::Bin(BinOp::Ge, x, zero), Expr::Bin(BinOp::Lt, x2, bound)) if x == x2 && matches!(**zero, Expr::Int(0, _)) => (x, bound),
+            (Expr::Bin(BinOp::Ge, x, zero), Expr::Bin(BinOp::Lt, x2, bound))
+                if x == x2 && matches!(**zero, Expr::Int(0, _)) =>
+            {
+                (x, bound)
+            }
             _ => return false,
         },
         Expr::Bin(BinOp::Lt, x, bound) => (x, bound),
@@ -29,7 +37,11 @@ pub fn implied_by_ranges<'e>(cond: &'e Expr, ranges: &[InputRange], let_value: &
 
 /// The input field `e` is a load of, looking through `let`s and conversions
 /// to `i64`.
-fn loaded_input<'e>(e: &'e Expr, let_value: &dyn Fn(&Name) -> Option<&'e Expr>, depth: usize) -> Option<(&'e Name, u32)> {
+fn loaded_input<'e>(
+    e: &'e Expr,
+    let_value: &dyn Fn(&Name) -> Option<&'e Expr>,
+    depth: usize,
+) -> Option<(&'e Name, u32)> {
     if depth > 16 {
         return None;
     }
@@ -100,7 +112,11 @@ mod tests {
 
     fn program(bound: Expr) -> LoopProgram {
         let col = Expr::Load { buf: "crd".into(), index: Box::new(Expr::var("k")), field: 0 };
-        let in_range = Expr::bin(BinOp::And, Expr::bin(BinOp::Ge, Expr::var("c"), Expr::index(0)), Expr::bin(BinOp::Lt, Expr::var("c"), bound));
+        let in_range = Expr::bin(
+            BinOp::And,
+            Expr::bin(BinOp::Ge, Expr::var("c"), Expr::index(0)),
+            Expr::bin(BinOp::Lt, Expr::var("c"), bound),
+        );
         let body = vec![Stmt::For {
             var: "k".into(),
             lo: Expr::index(0),
@@ -117,8 +133,14 @@ mod tests {
             args: vec![
                 Arg { name: "n".into(), kind: ArgKind::Nat },
                 Arg { name: "m".into(), kind: ArgKind::Nat },
-                Arg { name: "crd".into(), kind: ArgKind::Input { fields: vec![ScalarType::I64], len: Nat::Var("n".into()) } },
-                Arg { name: "out".into(), kind: ArgKind::Output { fields: vec![ScalarType::I64], len: Nat::Var("n".into()) } },
+                Arg {
+                    name: "crd".into(),
+                    kind: ArgKind::Input { fields: vec![ScalarType::I64], len: Nat::Var("n".into()) },
+                },
+                Arg {
+                    name: "out".into(),
+                    kind: ArgKind::Output { fields: vec![ScalarType::I64], len: Nat::Var("n".into()) },
+                },
             ],
             host: vec![],
             body,

@@ -33,7 +33,8 @@ impl LoopProgram {
             if !matches!(self.arg(&h.name).map(|a| &a.kind), Some(ArgKind::Host)) {
                 return Err(LoopError(format!("host buffer `{}` is not a host argument", h.name)));
             }
-            if let Some(a) = flat.iter().find(|a| !matches!(self.arg(a).map(|a| &a.kind), Some(ArgKind::Input { .. }))) {
+            if let Some(a) = flat.iter().find(|a| !matches!(self.arg(a).map(|a| &a.kind), Some(ArgKind::Input { .. })))
+            {
                 return Err(LoopError(format!("host buffer `{}` reads `{a}` flat, which is not an input", h.name)));
             }
         }
@@ -61,7 +62,10 @@ impl LoopProgram {
                 _ => return Err(LoopError(format!("the range of `{}` is not about an input", r.buf))),
             };
             if !fields.get(r.field as usize).is_some_and(|t| t.is_int()) {
-                return Err(LoopError(format!("the range of `{}` is about field {}, which is not an integer", r.buf, r.field)));
+                return Err(LoopError(format!(
+                    "the range of `{}` is about field {}, which is not an integer",
+                    r.buf, r.field
+                )));
             }
             self.expect(&r.below, ScalarType::I64, &env, &format!("the bound of `{}`", r.buf))?;
         }
@@ -71,7 +75,13 @@ impl LoopProgram {
         self.check_block(&self.body, &mut env, &mut mutable, &mut writable.clone())
     }
 
-    fn check_block(&self, b: &Block, env: &mut TypeEnv, mutable: &mut Vec<Name>, writable: &mut Vec<Name>) -> Result<(), LoopError> {
+    fn check_block(
+        &self,
+        b: &Block,
+        env: &mut TypeEnv,
+        mutable: &mut Vec<Name>,
+        writable: &mut Vec<Name>,
+    ) -> Result<(), LoopError> {
         let mark = env.mark();
         let (m0, w0) = (mutable.len(), writable.len());
         for s in b {
@@ -95,7 +105,9 @@ impl LoopProgram {
                         return Err(LoopError(format!("store to `{buf}`, which is not the output or a temporary")));
                     }
                     let fields = env.buffer(buf).ok_or_else(|| LoopError(format!("buffer `{buf}` is not declared")))?;
-                    let ty = *fields.get(*field as usize).ok_or_else(|| LoopError(format!("`{buf}` has no field {field}")))?;
+                    let ty = *fields
+                        .get(*field as usize)
+                        .ok_or_else(|| LoopError(format!("`{buf}` has no field {field}")))?;
                     self.expect(index, ScalarType::I64, env, &format!("the index into `{buf}`"))?;
                     self.expect(value, ty, env, &format!("the value stored to `{buf}`"))?;
                 }
@@ -169,12 +181,20 @@ impl LoopProgram {
                 let ta = self.check_expr(a, env)?;
                 let tb = self.check_expr(b, env)?;
                 if ta != tb {
-                    return bad(format!("operands of `{}` have types {ta} and {tb}: {}", op.symbol(), super::print::expr(e)));
+                    return bad(format!(
+                        "operands of `{}` have types {ta} and {tb}: {}",
+                        op.symbol(),
+                        super::print::expr(e)
+                    ));
                 }
                 if matches!(op, super::BinOp::And | super::BinOp::Or) && ta != ScalarType::Bool {
                     return bad(format!("`{}` of non-booleans", op.symbol()));
                 }
-                Ok(if op.is_comparison() || matches!(op, super::BinOp::And | super::BinOp::Or) { ScalarType::Bool } else { ta })
+                Ok(if op.is_comparison() || matches!(op, super::BinOp::And | super::BinOp::Or) {
+                    ScalarType::Bool
+                } else {
+                    ta
+                })
             }
             Expr::Select(c, a, b) => {
                 self.expect(c, ScalarType::Bool, env, "a select condition")?;

@@ -246,9 +246,11 @@ impl Nat {
                 hi: Box::new(hi.map_bottom_up(f)),
                 body: Box::new(body.map_bottom_up(f)),
             },
-            Nat::Cond(c, a, b) => {
-                Nat::Cond(Box::new(c.map_nats(&mut |n| n.map_bottom_up(f))), Box::new(a.map_bottom_up(f)), Box::new(b.map_bottom_up(f)))
-            }
+            Nat::Cond(c, a, b) => Nat::Cond(
+                Box::new(c.map_nats(&mut |n| n.map_bottom_up(f))),
+                Box::new(a.map_bottom_up(f)),
+                Box::new(b.map_bottom_up(f)),
+            ),
         };
         f(rebuilt)
     }

@@ -126,7 +126,10 @@ impl Poly {
     /// `self * other`; an atom standing for the product when the expansion
     /// would exceed [`MAX_TERMS`] terms.
     pub fn mul(&self, other: &Poly) -> Poly {
-        let weight = self.weight().saturating_mul(other.terms.len()).saturating_add(other.weight().saturating_mul(self.terms.len()));
+        let weight = self
+            .weight()
+            .saturating_mul(other.terms.len())
+            .saturating_add(other.weight().saturating_mul(self.terms.len()));
         if self.terms.len().saturating_mul(other.terms.len()) > MAX_TERMS || weight > MAX_WEIGHT {
             let (a, b) = (self.to_nat(), other.to_nat());
             let (a, b) = if a <= b { (a, b) } else { (b, a) };
@@ -183,17 +186,10 @@ impl Poly {
     /// The canonical natural: positive terms first, each term's coefficient in
     /// front, the constant last; rational coefficients become one exact division.
     pub fn to_nat(&self) -> Nat {
-        let denom = self
-            .terms
-            .values()
-            .fold(BigInt::one(), |acc, c| acc.lcm(c.denom()));
+        let denom = self.terms.values().fold(BigInt::one(), |acc, c| acc.lcm(c.denom()));
         let scaled = self.scale(&BigRational::from_integer(denom.clone()));
         let body = scaled.integer_to_nat();
-        if denom.is_one() {
-            body
-        } else {
-            Nat::div(body, big_to_nat(&denom))
-        }
+        if denom.is_one() { body } else { Nat::div(body, big_to_nat(&denom)) }
     }
 
     fn integer_to_nat(&self) -> Nat {
@@ -321,9 +317,11 @@ fn divide(pa: Poly, pb: Poly) -> Poly {
     if let Some(c) = pb.as_constant() {
         if !c.is_zero() {
             if let Some(a) = pa.as_constant()
-                && a.is_integer() && c.is_integer() {
-                    return Poly::constant(BigRational::from_integer(a.to_integer().div_floor(&c.to_integer())));
-                }
+                && a.is_integer()
+                && c.is_integer()
+            {
+                return Poly::constant(BigRational::from_integer(a.to_integer().div_floor(&c.to_integer())));
+            }
             let q = pa.scale(&c.recip());
             if q.is_integer_valued() && c.is_integer() {
                 return q;
@@ -338,25 +336,28 @@ fn divide(pa: Poly, pb: Poly) -> Poly {
 
 fn modulo(pa: Poly, pb: Poly) -> Poly {
     if let Some(c) = pb.as_constant()
-        && c.is_integer() && !c.is_zero() {
-            let c = c.to_integer();
-            // Terms with an integer coefficient divisible by c contribute nothing.
-            let mut rest = Poly::zero();
-            for (m, v) in pa.terms() {
-                if !(v.is_integer() && (v.to_integer() % &c).is_zero()) {
-                    rest.add_term(m.clone(), v.clone());
-                }
+        && c.is_integer()
+        && !c.is_zero()
+    {
+        let c = c.to_integer();
+        // Terms with an integer coefficient divisible by c contribute nothing.
+        let mut rest = Poly::zero();
+        for (m, v) in pa.terms() {
+            if !(v.is_integer() && (v.to_integer() % &c).is_zero()) {
+                rest.add_term(m.clone(), v.clone());
             }
-            if let Some(a) = rest.as_constant()
-                && a.is_integer() {
-                    return Poly::constant(BigRational::from_integer(a.to_integer().mod_floor(&c)));
-                }
-            let q = rest.scale(&BigRational::from_integer(c.clone()).recip());
-            if q.is_integer_valued() {
-                return Poly::zero();
-            }
-            return Poly::atom(Nat::bin(NatOp::Mod, rest.to_nat(), big_to_nat(&c)));
         }
+        if let Some(a) = rest.as_constant()
+            && a.is_integer()
+        {
+            return Poly::constant(BigRational::from_integer(a.to_integer().mod_floor(&c)));
+        }
+        let q = rest.scale(&BigRational::from_integer(c.clone()).recip());
+        if q.is_integer_valued() {
+            return Poly::zero();
+        }
+        return Poly::atom(Nat::bin(NatOp::Mod, rest.to_nat(), big_to_nat(&c)));
+    }
     if pa == pb {
         return Poly::zero();
     }

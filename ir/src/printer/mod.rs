@@ -181,10 +181,9 @@ fn expr_prec(e: &Expr) -> (Doc, u8) {
         ExprKind::Annot { expr: inner, ty } => {
             (cat([text("("), expr(inner, 0), text(format!(" : {})", print_type(ty)))]), 9)
         }
-        ExprKind::Let { name, value, body } => (
-            group(cat([text(format!("let {name} = ")), expr(value, 1), text(" in"), Doc::Line, expr(body, 0)])),
-            0,
-        ),
+        ExprKind::Let { name, value, body } => {
+            (group(cat([text(format!("let {name} = ")), expr(value, 1), text(" in"), Doc::Line, expr(body, 0)])), 0)
+        }
         ExprKind::Binary { op, lhs, rhs } => {
             let p = op.precedence();
             // Left-associative; comparisons do not chain.
@@ -220,7 +219,8 @@ fn list(open: Doc, items: &[Expr]) -> Doc {
         Some((l, o)) => (Some(l), o),
         None => (None, items),
     };
-    let hug = last.is_some_and(|l| matches!(l.kind, ExprKind::Fun { .. } | ExprKind::NFun { .. } | ExprKind::Pipe { .. }))
+    let hug = last
+        .is_some_and(|l| matches!(l.kind, ExprKind::Fun { .. } | ExprKind::NFun { .. } | ExprKind::Pipe { .. }))
         && others.iter().all(simple);
     if hug {
         let mut parts = vec![open];
@@ -260,7 +260,10 @@ fn argument(e: &Expr) -> Doc {
 fn is_bare(e: &Expr) -> bool {
     match &e.kind {
         ExprKind::Fun { params, .. } => {
-            params.len() == 1 && params[0].ty.is_none() && e.span.end > e.span.start && e.span.start == params[0].span.start
+            params.len() == 1
+                && params[0].ty.is_none()
+                && e.span.end > e.span.start
+                && e.span.start == params[0].span.start
         }
         _ => false,
     }

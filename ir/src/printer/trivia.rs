@@ -160,13 +160,11 @@ fn break_between(n: &Numbered, printed: &[Printed], t: usize) -> bool {
 /// How comment `k` stands between its neighbours (tokens or comments).
 fn classify(src: &str, source: &[Token], comments: &[Comment], k: usize, next_tok: usize) -> Place {
     let c = &comments[k];
-    let prev_end = [
-        next_tok.checked_sub(1).map(|i| source[i].span.end),
-        k.checked_sub(1).map(|i| comments[i].span.end),
-    ]
-    .into_iter()
-    .flatten()
-    .max();
+    let prev_end =
+        [next_tok.checked_sub(1).map(|i| source[i].span.end), k.checked_sub(1).map(|i| comments[i].span.end)]
+            .into_iter()
+            .flatten()
+            .max();
     let next_start = [source.get(next_tok).map(|t| t.span.start), comments.get(k + 1).map(|n| n.span.start)]
         .into_iter()
         .flatten()
@@ -177,10 +175,9 @@ fn classify(src: &str, source: &[Token], comments: &[Comment], k: usize, next_to
     let own_line = before.is_none_or(|n| n > 0);
     let ends_line = c.is_line() || after.is_none_or(|n| n > 0);
     match (own_line, ends_line) {
-        (true, true) => Place::OwnLine {
-            blank_before: before.is_some_and(|n| n > 1),
-            blank_after: after.is_some_and(|n| n > 1),
-        },
+        (true, true) => {
+            Place::OwnLine { blank_before: before.is_some_and(|n| n > 1), blank_after: after.is_some_and(|n| n > 1) }
+        }
         (false, true) => Place::Trailing,
         (_, false) => Place::Inline,
     }

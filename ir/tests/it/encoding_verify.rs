@@ -74,10 +74,7 @@ const CASES: &[(&str, &str)] = &[
     ("diff_redundant", "map = (i, j) -> (j - i : compressed, i : dense, j : dense)"),
     ("diff_twice", "map = (i, j, k) -> (j - i : compressed, k - i : compressed, i : dense)"),
     ("diff_blocked", "map = (i, j) -> (j - i : compressed, i floordiv 2 : dense, i mod 2 : dense)"),
-    (
-        "diff_bad_inverse",
-        "map = {d, r}(i = r, j = d - r) -> (d = j - i : compressed, r = i : dense)",
-    ),
+    ("diff_bad_inverse", "map = {d, r}(i = r, j = d - r) -> (d = j - i : compressed, r = i : dense)"),
     ("ceildiv", "map = (i, j) -> (i ceildiv 2 : dense, j : compressed, i mod 2 : dense)"),
     ("symbol_alone", "map = [c](i, j) -> (c : dense, i : dense, j : compressed)"),
     ("unused_symbol", "map = [c](i, j) -> (i : dense, j : compressed)"),

@@ -4,7 +4,6 @@
 //! tests/it/NAME.rs needs one line below, `mod NAME;`; its insta snapshots
 //! live in tests/it/snapshots/, named `it__NAME__*.snap`.
 
-
 mod encoding_types;
 mod encoding_verify;
 mod nat_normal_form;

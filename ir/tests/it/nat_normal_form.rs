@@ -1,9 +1,9 @@
 //! Normalisation preserves value: for random naturals and random variable
 //! assignments, `n.normalize()` evaluates to what `n` evaluates to.
 
+use heddle_ir::Name;
 use heddle_ir::nat::{CmpOp, Nat, NatCond, NatOp};
 use heddle_ir::parser::parse_nat;
-use heddle_ir::Name;
 use proptest::prelude::*;
 use std::collections::HashMap;
 
@@ -24,12 +24,15 @@ fn nat() -> impl Strategy<Value = Nat> {
             (inner.clone(), inner.clone()).prop_map(|(a, b)| Nat::bin(NatOp::Min, a, b)),
             (inner.clone(), inner.clone()).prop_map(|(a, b)| Nat::bin(NatOp::Max, a, b)),
             (inner.clone(), inner.clone(), inner.clone()).prop_map(|(a, b, c)| {
-                Nat::Cond(Box::new(NatCond::Cmp(CmpOp::Lt, a, b)), Box::new(c.clone()), Box::new(Nat::add(c, Nat::Lit(1))))
+                Nat::Cond(
+                    Box::new(NatCond::Cmp(CmpOp::Lt, a, b)),
+                    Box::new(c.clone()),
+                    Box::new(Nat::add(c, Nat::Lit(1))),
+                )
             }),
             // Σ with a non-zero lower bound and a body using both the index and a free variable.
-            (0i64..3, inner.clone(), inner).prop_map(|(lo, hi, body)| {
-                Nat::sum("j", Nat::Lit(lo), hi, Nat::add(Nat::var("j"), body))
-            }),
+            (0i64..3, inner.clone(), inner)
+                .prop_map(|(lo, hi, body)| { Nat::sum("j", Nat::Lit(lo), hi, Nat::add(Nat::var("j"), body)) }),
         ]
     })
 }

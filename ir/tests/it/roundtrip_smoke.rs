@@ -11,7 +11,8 @@ fn examples_round_trip() {
         let src = std::fs::read_to_string(&path).unwrap();
         let p = parse_program(&src).unwrap_or_else(|e| panic!("{}: {:?}", path.display(), e));
         let text = print_program(&p);
-        let p2 = parse_program(&text).unwrap_or_else(|e| panic!("{}: reprint does not parse: {:?}\n{text}", path.display(), e));
+        let p2 = parse_program(&text)
+            .unwrap_or_else(|e| panic!("{}: reprint does not parse: {:?}\n{text}", path.display(), e));
         assert_eq!(p, p2, "{}", path.display());
         assert_eq!(print_program(&p2), text);
         println!("{text}");

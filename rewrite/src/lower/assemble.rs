@@ -33,10 +33,12 @@
 //! (`lengths`); the host reads each list's entries from its room
 //! (`BoundedLists`). The merge then runs once, not twice (count, fill).
 
-use super::{bug, unsupported, Env, Lowerer, Val, View};
-use heddle_ir::encoding::result::{Order, ResultPlan, Source};
+use super::{Env, Lowerer, Val, View, bug, unsupported};
 use heddle_ir::encoding::Width;
-use heddle_ir::loops::{Arg, ArgKind, BinOp, Block, BoundedLists, Expr as L, ResultLayout, Schedule, Stmt, TensorLayout};
+use heddle_ir::encoding::result::{Order, ResultPlan, Source};
+use heddle_ir::loops::{
+    Arg, ArgKind, BinOp, Block, BoundedLists, Expr as L, ResultLayout, Schedule, Stmt, TensorLayout,
+};
 use heddle_ir::nat::NatOp;
 use heddle_ir::{Diagnostic, Name, Nat, ScalarType, Span, Type};
 use heddle_typeck::{TExpr, TKind};
@@ -112,10 +114,19 @@ impl Lowerer<'_> {
     }
 
     /// A counting phase: the counts of `array` into the one output.
-    fn emit_counts(&mut self, t: &TExpr, env: &Env, array: &Name, shape: &[Nat], body: &mut Block) -> Result<(), Diagnostic> {
+    fn emit_counts(
+        &mut self,
+        t: &TExpr,
+        env: &Env,
+        array: &Name,
+        shape: &[Nat],
+        body: &mut Block,
+    ) -> Result<(), Diagnostic> {
         let mentions = |ty: &Type| {
             let mut hit = false;
-            ty.for_each_nat(&mut |n| hit |= heddle_ir::nat::counted::as_counted(n).is_some_and(|(a, _)| &a == array) || n.mentions(array));
+            ty.for_each_nat(&mut |n| {
+                hit |= heddle_ir::nat::counted::as_counted(n).is_some_and(|(a, _)| &a == array) || n.mentions(array)
+            });
             hit
         };
         match &t.kind {
@@ -124,10 +135,12 @@ impl Lowerer<'_> {
                 let v = self.share(v, name.as_str(), body);
                 self.emit_counts(inner, &env.with(name.clone(), v), array, shape, body)
             }
-            TKind::Tuple(items) if !scalars_only(&t.ty) => match items.iter().find(|i| value_type(i).is_some_and(&mentions)) {
-                Some(item) => self.emit_counts(item, env, array, shape, body),
-                None => Ok(()),
-            },
+            TKind::Tuple(items) if !scalars_only(&t.ty) => {
+                match items.iter().find(|i| value_type(i).is_some_and(&mentions)) {
+                    Some(item) => self.emit_counts(item, env, array, shape, body),
+                    None => Ok(()),
+                }
+            }
             _ => {
                 let value = match &t.kind {
                     TKind::Assemble { value, .. } => value,
@@ -144,34 +157,62 @@ impl Lowerer<'_> {
     }
 
     /// `(value : tensor<…>)` stored as `plan` says: the fill of its entries.
-    fn assemble(&mut self, value: &TExpr, plan: &ResultPlan, env: &Env, span: Span, body: &mut Block) -> Result<ResultLayout, Diagnostic> {
+    fn assemble(
+        &mut self,
+        value: &TExpr,
+        plan: &ResultPlan,
+        env: &Env,
+        span: Span,
+        body: &mut Block,
+    ) -> Result<ResultLayout, Diagnostic> {
         let v = self.expr(value, env, body)?;
         let vty = self.program_values_in_type(&env.subst_type(&value.ty), env);
         let Some(list) = plan.list_level() else {
             // A dense tensor: the value's flat buffer is the values buffer.
             let (_, count) = super::emit::output_shape(&vty, &self.facts, span)?;
             let out = self.fresh("values");
-            self.args.push(Arg { name: out.clone(), kind: ArgKind::Output { fields: super::complex::fields_of(plan.elem), len: count } });
+            self.args.push(Arg {
+                name: out.clone(),
+                kind: ArgKind::Output { fields: super::complex::fields_of(plan.elem), len: count },
+            });
             self.write(&v, &vty, &out, Nat::Lit(0), env, body, true)?;
-            return Ok(ResultLayout::Tensor(Box::new(TensorLayout { plan: plan.clone(), list_len: None, coordinates: Vec::new(), values: out, bounded: None, span })));
+            return Ok(ResultLayout::Tensor(Box::new(TensorLayout {
+                plan: plan.clone(),
+                list_len: None,
+                coordinates: Vec::new(),
+                values: out,
+                bounded: None,
+                span,
+            })));
         };
         let enc = &plan.encoding;
-        let Source::List { len: list_len, .. } = &plan.levels[list].source else { return Err(unsupported(span, "a stored tensor without its list")) };
+        let Source::List { len: list_len, .. } = &plan.levels[list].source else {
+            return Err(unsupported(span, "a stored tensor without its list"));
+        };
         let dense = plan.dense_prefix();
         // The list's length must be known on the host before the fill runs.
         let binders: Vec<Name> = dense.iter().filter_map(|(_, b)| b.clone()).collect();
         let known = super::nats::free_names(list_len).iter().all(|x| {
-            binders.contains(x) || heddle_ir::nat::counted::is_count_name(x) || self.kernel.params.iter().any(|p| p.name() == x)
+            binders.contains(x)
+                || heddle_ir::nat::counted::is_count_name(x)
+                || self.kernel.params.iter().any(|p| p.name() == x)
         });
         if !known {
-            return Err(unsupported(span, &format!("a stored tensor whose lists' length {list_len} depends on values inside the kernel")));
+            return Err(unsupported(
+                span,
+                &format!("a stored tensor whose lists' length {list_len} depends on values inside the kernel"),
+            ));
         }
         // The dense position f as each dense level's index (row-major digits).
         let f = self.fresh("f");
         let mut stride = Nat::Lit(1);
         let mut digits = vec![Nat::Lit(0); dense.len()];
         for (l, (n, _)) in dense.iter().enumerate().rev() {
-            let q = if stride.as_lit() == Some(1) { Nat::Var(f.clone()) } else { Nat::div(Nat::Var(f.clone()), stride.clone()) };
+            let q = if stride.as_lit() == Some(1) {
+                Nat::Var(f.clone())
+            } else {
+                Nat::div(Nat::Var(f.clone()), stride.clone())
+            };
             digits[l] = if l == 0 { q } else { Nat::bin(NatOp::Mod, q, n.clone()) };
             stride = Nat::mul(stride, n.clone()).normalize();
         }
@@ -186,7 +227,12 @@ impl Lowerer<'_> {
         let entries = if dense.is_empty() {
             list_len.clone()
         } else {
-            Nat::Sum { var: f.clone(), lo: Box::new(Nat::Lit(0)), hi: Box::new(Nat::sub(positions.clone(), Nat::Lit(1))), body: Box::new(len_at_f.clone()) }
+            Nat::Sum {
+                var: f.clone(),
+                lo: Box::new(Nat::Lit(0)),
+                hi: Box::new(Nat::sub(positions.clone(), Nat::Lit(1))),
+                body: Box::new(len_at_f.clone()),
+            }
         };
         let offsets = (!dense.is_empty()).then(|| self.prefix_sum(&f, &len_at_f, &positions, Vec::new()));
         // A count array holding bounds (see `lower_bounded`): the offsets and
@@ -197,7 +243,10 @@ impl Lowerer<'_> {
         };
         let lengths = room.as_ref().map(|_| {
             let out = self.fresh("lengths");
-            self.args.push(Arg { name: out.clone(), kind: ArgKind::Output { fields: vec![ScalarType::I64], len: positions.clone() } });
+            self.args.push(Arg {
+                name: out.clone(),
+                kind: ArgKind::Output { fields: vec![ScalarType::I64], len: positions.clone() },
+            });
             out
         });
         // Outputs: the coordinates of the per-entry levels (an AoS run in one), the values.
@@ -207,12 +256,19 @@ impl Lowerer<'_> {
         for l in plan.entry_levels() {
             let (buf, field) = if enc.in_aos_buffer(l) {
                 let head = (0..l).rev().find(|&h| enc.aos_run(h).is_some_and(|r| r.contains(&l))).unwrap_or(l);
-                let (_, buf, _) = coordinates.iter().find(|(h, _, _)| *h == head).cloned().ok_or_else(|| unsupported(span, "an array-of-structs run without its first level"))?;
+                let (_, buf, _) = coordinates
+                    .iter()
+                    .find(|(h, _, _)| *h == head)
+                    .cloned()
+                    .ok_or_else(|| unsupported(span, "an array-of-structs run without its first level"))?;
                 (buf, (l - head) as u32)
             } else {
                 let width = enc.aos_run(l).map_or(1, |r| r.len());
                 let buf = self.fresh(&format!("crd{l}"));
-                self.args.push(Arg { name: buf.clone(), kind: ArgKind::Output { fields: vec![crd_ty; width], len: entries.clone() } });
+                self.args.push(Arg {
+                    name: buf.clone(),
+                    kind: ArgKind::Output { fields: vec![crd_ty; width], len: entries.clone() },
+                });
                 (buf, 0)
             };
             coordinates.push((l, buf.clone(), field));
@@ -220,7 +276,13 @@ impl Lowerer<'_> {
         }
         let block = plan.block_len().normalize();
         let values = self.fresh("values");
-        self.args.push(Arg { name: values.clone(), kind: ArgKind::Output { fields: super::complex::fields_of(plan.elem), len: if block.as_lit() == Some(1) { entries } else { Nat::mul(entries, block.clone()) } } });
+        self.args.push(Arg {
+            name: values.clone(),
+            kind: ArgKind::Output {
+                fields: super::complex::fields_of(plan.elem),
+                len: if block.as_lit() == Some(1) { entries } else { Nat::mul(entries, block.clone()) },
+            },
+        });
         let bounded = offsets.clone().zip(lengths.clone()).map(|(offsets, lengths)| BoundedLists { offsets, lengths });
         let fill = Fill { plan, list, coordinates, crd_ty, values: values.clone(), block, offsets, lengths, span };
         let Val::Array(view) = v else { return Err(unsupported(span, "storing a value that is not an array")) };
@@ -228,18 +290,41 @@ impl Lowerer<'_> {
         if let Some(array) = room {
             self.bounded_filled.push(array);
         }
-        Ok(ResultLayout::Tensor(Box::new(TensorLayout { plan: plan.clone(), list_len: Some(list_len.clone()), coordinates: layout_crd, values, bounded, span })))
+        Ok(ResultLayout::Tensor(Box::new(TensorLayout {
+            plan: plan.clone(),
+            list_len: Some(list_len.clone()),
+            coordinates: layout_crd,
+            values,
+            bounded,
+            span,
+        })))
     }
 
     /// Level `l` (a dense one) of the value: a loop over its elements.
-    fn fill_dense(&mut self, view: &View, l: usize, f: L, path: &mut Vec<L>, fill: &Fill<'_>, env: &Env, body: &mut Block, top: bool) -> Result<(), Diagnostic> {
+    fn fill_dense(
+        &mut self,
+        view: &View,
+        l: usize,
+        f: L,
+        path: &mut Vec<L>,
+        fill: &Fill<'_>,
+        env: &Env,
+        body: &mut Block,
+        top: bool,
+    ) -> Result<(), Diagnostic> {
         if l == fill.list {
             return self.fill_list(view, f, path, fill, env, body);
         }
         let name = self.element_var(view);
         let schedule = self.element_loop(view, &name, env, body, &mut |cx, x, inner| {
-            let Val::Array(child) = x else { return Err(unsupported(fill.span, "a stored value whose dense level holds no arrays")) };
-            let hi = cx.loops.last().map(|(_, _, hi)| hi.clone()).ok_or_else(|| bug(fill.span, "a dense level outside its loop"))?;
+            let Val::Array(child) = x else {
+                return Err(unsupported(fill.span, "a stored value whose dense level holds no arrays"));
+            };
+            let hi = cx
+                .loops
+                .last()
+                .map(|(_, _, hi)| hi.clone())
+                .ok_or_else(|| bug(fill.span, "a dense level outside its loop"))?;
             let here = match &f {
                 L::Int(0, _) => L::var(name.clone()),
                 _ => L::bin(BinOp::Add, L::bin(BinOp::Mul, f.clone(), hi), L::var(name.clone())),
@@ -259,7 +344,15 @@ impl Lowerer<'_> {
     }
 
     /// The list at dense position `f`: every element stored at its row's offset plus its rank.
-    fn fill_list(&mut self, view: &View, f: L, path: &[L], fill: &Fill<'_>, env: &Env, body: &mut Block) -> Result<(), Diagnostic> {
+    fn fill_list(
+        &mut self,
+        view: &View,
+        f: L,
+        path: &[L],
+        fill: &Fill<'_>,
+        env: &Env,
+        body: &mut Block,
+    ) -> Result<(), Diagnostic> {
         let start = match &fill.offsets {
             Some(p) => L::load(p.clone(), f.clone(), 0),
             None => L::index(0),
@@ -301,7 +394,12 @@ impl Lowerer<'_> {
             }
             for (l, buf, field) in &fill.coordinates {
                 let Some((_, c)) = crds.iter().find(|(k, _)| k == l) else { continue };
-                inner.push(Stmt::Store { buf: buf.clone(), index: at.clone(), field: *field, value: L::Cast(fill.crd_ty, Box::new(c.clone())) });
+                inner.push(Stmt::Store {
+                    buf: buf.clone(),
+                    index: at.clone(),
+                    field: *field,
+                    value: L::Cast(fill.crd_ty, Box::new(c.clone())),
+                });
             }
             // The entry's values (a block for trailing dense levels).
             let offset = match fill.block.as_lit() {
@@ -316,7 +414,8 @@ impl Lowerer<'_> {
                 _ => super::complex::pairs_type(&Type::Scalar(fill.plan.elem)),
             };
             cx.write(&child, &child_ty, &fill.values, offset, env, inner, false)?;
-            inner.push(Stmt::Assign { var: next.clone(), value: L::bin(BinOp::Add, L::var(next.clone()), L::index(1)) });
+            inner
+                .push(Stmt::Assign { var: next.clone(), value: L::bin(BinOp::Add, L::var(next.clone()), L::index(1)) });
             Ok(())
         };
         // An n:m level's block holds at most n entries (the host pads it to
@@ -355,7 +454,9 @@ impl Lowerer<'_> {
     /// A (coordinate, child) pair at level `l`: the coordinate as `i64`,
     /// checked within the level's size, and the child.
     fn coordinate(&mut self, x: Val, l: usize, fill: &Fill<'_>, body: &mut Block) -> Result<(L, Val), Diagnostic> {
-        let Val::Tuple(mut items) = x else { return Err(unsupported(fill.span, "a stored list element that is not a (coordinate, …) pair")) };
+        let Val::Tuple(mut items) = x else {
+            return Err(unsupported(fill.span, "a stored list element that is not a (coordinate, …) pair"));
+        };
         let (Some(child), Some(Val::Scalar(c, s))) = (items.pop(), items.pop()) else {
             return Err(unsupported(fill.span, "a stored list element that is not a (coordinate, …) pair"));
         };

@@ -31,9 +31,9 @@
 //! element the predicate rejects.
 
 use super::emit::leaf_fields;
-use super::stream::{reset, Expanded, Visit};
+use super::stream::{Expanded, Visit, reset};
 use super::view::ViewKind;
-use super::{numbers, unsupported, Env, Lowerer, Val, View};
+use super::{Env, Lowerer, Val, View, numbers, unsupported};
 use heddle_ir::loops::{BinOp, Block, Expr as L, Schedule, Stmt};
 use heddle_ir::{Diagnostic, Name, Nat, ScalarType, Type};
 use heddle_typeck::TExpr;
@@ -152,7 +152,13 @@ impl Cursor {
 impl<'k> Lowerer<'k> {
     /// Visits (with `visit`) or counts (without; the count is returned) the
     /// elements of the co-iteration `v`, whose operands may be streams.
-    pub(super) fn coiterate(&mut self, v: &View, env: &Env, body: &mut Block, mut visit: Option<Visit<'_, 'k>>) -> Result<L, Diagnostic> {
+    pub(super) fn coiterate(
+        &mut self,
+        v: &View,
+        env: &Env,
+        body: &mut Block,
+        mut visit: Option<Visit<'_, 'k>>,
+    ) -> Result<L, Diagnostic> {
         let mut lens = Vec::new();
         let root = self.cursor(v, env, &mut lens, body)?;
         let count = self.fresh("matches");
@@ -164,7 +170,10 @@ impl<'k> Lowerer<'k> {
         let mut take = Block::new();
         match visit.as_mut() {
             Some(f) => f(self, root.value(), &mut take)?,
-            None => take.push(Stmt::Assign { var: count.clone(), value: L::bin(BinOp::Add, L::var(count.clone()), L::index(1)) }),
+            None => take.push(Stmt::Assign {
+                var: count.clone(),
+                value: L::bin(BinOp::Add, L::var(count.clone()), L::index(1)),
+            }),
         }
         advance(&root, &mut take);
         let mut skipping = Block::new();
@@ -184,7 +193,8 @@ impl<'k> Lowerer<'k> {
             Type::Array { elem, .. } => (**elem).clone(),
             t => t.clone(),
         };
-        let fields = leaf_fields(&ty, span).map_err(|_| unsupported(span, "co-iteration of more than two lists whose values hold arrays"))?;
+        let fields = leaf_fields(&ty, span)
+            .map_err(|_| unsupported(span, "co-iteration of more than two lists whose values hold arrays"))?;
         if !fields.first().is_some_and(|s| s.is_int()) {
             return Err(unsupported(span, "co-iteration over lists whose coordinates are not integers"));
         }
@@ -195,9 +205,17 @@ impl<'k> Lowerer<'k> {
             ViewKind::Merge { a, b, defaults, span } => {
                 let span = *span;
                 let what = if defaults.is_some() { "union" } else { "intersect" };
-                let mut operand = |cx: &mut Self, x: &View, which: &str, body: &mut Block| -> Result<(Cursor, Option<Order>), Diagnostic> {
-                    if !matches!(&x.ty, Type::Array { elem, .. } if matches!(&**elem, Type::Tuple(ts) if ts.len() == 2)) {
-                        return Err(unsupported(span, "co-iteration over lists that are not (coordinate, value) pairs"));
+                let mut operand = |cx: &mut Self,
+                                   x: &View,
+                                   which: &str,
+                                   body: &mut Block|
+                 -> Result<(Cursor, Option<Order>), Diagnostic> {
+                    if !matches!(&x.ty, Type::Array { elem, .. } if matches!(&**elem, Type::Tuple(ts) if ts.len() == 2))
+                    {
+                        return Err(unsupported(
+                            span,
+                            "co-iteration over lists that are not (coordinate, value) pairs",
+                        ));
                     }
                     let c = cx.cursor(x, env, lens, body)?;
                     // One parent's entries of a tensor's ordered, unique level: checked by input binding.
@@ -207,7 +225,10 @@ impl<'k> Lowerer<'k> {
                     let (last, first) = (cx.fresh("last"), cx.fresh("first"));
                     body.push(Stmt::Var { var: last.clone(), ty: ScalarType::I64, init: L::index(0) });
                     body.push(Stmt::Var { var: first.clone(), ty: ScalarType::Bool, init: L::Bool(true) });
-                    let check = cx.check(format!("`{what}`: the {which} list is not sorted by strictly increasing coordinate"), span);
+                    let check = cx.check(
+                        format!("`{what}`: the {which} list is not sorted by strictly increasing coordinate"),
+                        span,
+                    );
                     Ok((c, Some(Order { last, first, check })))
                 };
                 let (a, oa) = operand(self, a, "first", body)?;
@@ -257,8 +278,12 @@ impl<'k> Lowerer<'k> {
             }
             Kind::Compressed { x, at } => {
                 let left = L::bin(BinOp::Lt, L::var(at.clone()), L::var(x.count.clone()));
-                let (k, sums) = (L::load(x.list.clone(), L::var(at.clone()), 0), x.sums.clone().unwrap_or_else(|| x.list.clone()));
-                let pair = Val::Tuple(vec![Val::Scalar(k.clone(), ScalarType::I64), Val::Scalar(L::load(sums, k, 0), x.value_ty)]);
+                let (k, sums) =
+                    (L::load(x.list.clone(), L::var(at.clone()), 0), x.sums.clone().unwrap_or_else(|| x.list.clone()));
+                let pair = Val::Tuple(vec![
+                    Val::Scalar(k.clone(), ScalarType::I64),
+                    Val::Scalar(L::load(sums, k, 0), x.value_ty),
+                ]);
                 (not(left.clone()), left, (Block::new(), pair))
             }
             Kind::Map { f, env, src } => {
@@ -297,7 +322,11 @@ impl<'k> Lowerer<'k> {
                         // The element is chosen among three; each is assigned in its branch.
                         let ready = and(not(done.clone()), and(or(a.done(), a.ready()), or(b.done(), b.ready())));
                         let mut branches = Vec::new();
-                        for x in [triple(a, a.pair_value(), b.pair_value()), triple(a, a.pair_value(), zb.clone()), triple(b, za.clone(), b.pair_value())] {
+                        for x in [
+                            triple(a, a.pair_value(), b.pair_value()),
+                            triple(a, a.pair_value(), zb.clone()),
+                            triple(b, za.clone(), b.pair_value()),
+                        ] {
                             let mut block = Block::new();
                             self.assign(c, &x, &mut block)?;
                             branches.push(block);
@@ -315,7 +344,9 @@ impl<'k> Lowerer<'k> {
             }
         };
         let (mut block, x) = (std::mem::take(&mut fill.0), fill.1);
-        self.assign(c, &x, &mut block).map_err(|_| unsupported(span, "co-iteration over a mapped list whose elements are not the pairs of its type"))?;
+        self.assign(c, &x, &mut block).map_err(|_| {
+            unsupported(span, "co-iteration over a mapped list whose elements are not the pairs of its type")
+        })?;
         self.declare(c, done, ready, step);
         step.push(when(c.ready(), block, vec![]));
         Ok(())
@@ -348,7 +379,9 @@ impl<'k> Lowerer<'k> {
 /// Moves `c`, which is ready, past its current element.
 fn advance(c: &Cursor, out: &mut Block) {
     match &c.kind {
-        Kind::Leaf { at, .. } => out.push(Stmt::Assign { var: at.clone(), value: L::bin(BinOp::Add, L::var(at.clone()), L::index(1)) }),
+        Kind::Leaf { at, .. } => {
+            out.push(Stmt::Assign { var: at.clone(), value: L::bin(BinOp::Add, L::var(at.clone()), L::index(1)) })
+        }
         Kind::Compressed { x, at } => {
             out.extend(reset(x, &L::load(x.list.clone(), L::var(at.clone()), 0)));
             out.push(Stmt::Assign { var: at.clone(), value: L::bin(BinOp::Add, L::var(at.clone()), L::index(1)) });
@@ -412,7 +445,11 @@ fn skip(c: &Cursor, out: &mut Block) {
             take(b, &order[1], &mut tb);
             // Both operands are done or ready, and not at one coordinate: take
             // the smaller (or what is left of one after the other ran out).
-            let smaller = when(a.done(), tb.clone(), vec![when(b.done(), ta.clone(), vec![when(L::bin(BinOp::Lt, a.coord(), b.coord()), ta, tb)])]);
+            let smaller = when(
+                a.done(),
+                tb.clone(),
+                vec![when(b.done(), ta.clone(), vec![when(L::bin(BinOp::Lt, a.coord(), b.coord()), ta, tb)])],
+            );
             let b_pending = when(and(not(b.done()), not(b.ready())), sb, vec![smaller]);
             out.push(when(and(not(a.done()), not(a.ready())), sa, vec![b_pending]));
         }

@@ -61,10 +61,14 @@ fn complex_in(ty: &Type) -> Option<ScalarType> {
 pub fn pairs_type(t: &Type) -> Type {
     match t {
         Type::Scalar(s) if s.is_complex() => Type::Tuple(vec![Type::Scalar(s.part()); 2]),
-        Type::Array { binder, elem, len } => Type::Array { binder: binder.clone(), elem: Box::new(pairs_type(elem)), len: len.clone() },
+        Type::Array { binder, elem, len } => {
+            Type::Array { binder: binder.clone(), elem: Box::new(pairs_type(elem)), len: len.clone() }
+        }
         Type::Vector { elem, width } => Type::Vector { elem: Box::new(pairs_type(elem)), width: width.clone() },
         Type::Tuple(ts) => Type::Tuple(ts.iter().map(pairs_type).collect()),
-        Type::Fun { param, from, to } => Type::Fun { param: param.clone(), from: Box::new(pairs_type(from)), to: Box::new(pairs_type(to)) },
+        Type::Fun { param, from, to } => {
+            Type::Fun { param: param.clone(), from: Box::new(pairs_type(from)), to: Box::new(pairs_type(to)) }
+        }
         Type::NatFun { var, body } => Type::NatFun { var: var.clone(), body: Box::new(pairs_type(body)) },
         Type::Scalar(_) | Type::Tensor(_) | Type::Meta(_) => t.clone(),
     }
@@ -172,9 +176,7 @@ impl Expander {
                 }
                 let (a, b) = (self.expand(lhs)?, self.expand(rhs)?);
                 self.bind(a, |cx, x| {
-                    cx.bind(b, |cx, y| {
-                        cx.arithmetic(*op, (parts(&x, part, span), parts(&y, part, span)), part, span)
-                    })
+                    cx.bind(b, |cx, y| cx.arithmetic(*op, (parts(&x, part, span), parts(&y, part, span)), part, span))
                 })
             }
             TKind::Binary { op: op @ (BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div), lhs, rhs }
@@ -216,11 +218,15 @@ impl Expander {
                 })
             }
             TKind::Prim { name: "complex", args, .. } if args.len() == 2 => {
-                let part = args[0].ty.as_scalar().ok_or_else(|| super::bug(span, "`complex` of parts that are not scalars"))?;
+                let part = args[0]
+                    .ty
+                    .as_scalar()
+                    .ok_or_else(|| super::bug(span, "`complex` of parts that are not scalars"))?;
                 Ok(pair(self.expand(&args[0])?, self.expand(&args[1])?, part, span))
             }
             TKind::Prim { name: name @ ("re" | "im" | "conj"), args, .. } if args.len() == 1 => {
-                let part = part_of(&args[0].ty).ok_or_else(|| super::bug(span, &format!("`{name}` of {}", args[0].ty)))?;
+                let part =
+                    part_of(&args[0].ty).ok_or_else(|| super::bug(span, &format!("`{name}` of {}", args[0].ty)))?;
                 let z = self.expand(&args[0])?;
                 match *name {
                     "re" => Ok(proj(z, 0, part, span)),
@@ -255,7 +261,11 @@ impl Expander {
 
     /// `let x = value in body(x)`, or `body(value)` when `value` is a
     /// variable (nothing to compute twice).
-    fn bind(&mut self, value: TExpr, body: impl FnOnce(&mut Self, TExpr) -> Result<TExpr, Diagnostic>) -> Result<TExpr, Diagnostic> {
+    fn bind(
+        &mut self,
+        value: TExpr,
+        body: impl FnOnce(&mut Self, TExpr) -> Result<TExpr, Diagnostic>,
+    ) -> Result<TExpr, Diagnostic> {
         if matches!(value.kind, TKind::Var(_)) {
             return body(self, value);
         }
@@ -268,7 +278,13 @@ impl Expander {
 
     /// `x op y` on complex numbers given as their parts, with the
     /// interpreter's formulas (`launch::complex_bin`).
-    fn arithmetic(&mut self, op: BinOp, ((a, b), (c, d)): ((TExpr, TExpr), (TExpr, TExpr)), part: ScalarType, span: Span) -> Result<TExpr, Diagnostic> {
+    fn arithmetic(
+        &mut self,
+        op: BinOp,
+        ((a, b), (c, d)): ((TExpr, TExpr), (TExpr, TExpr)),
+        part: ScalarType,
+        span: Span,
+    ) -> Result<TExpr, Diagnostic> {
         let f = |op, x: &TExpr, y: &TExpr| bin(op, x.clone(), y.clone(), part, span);
         Ok(match op {
             BinOp::Add | BinOp::Sub => pair(f(op, &a, &c), f(op, &b, &d), part, span),

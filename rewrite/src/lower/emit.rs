@@ -1,8 +1,8 @@
 //! Lowering expressions, primitives, and writing results to buffers.
 
-use super::view::ViewKind;
-use super::{bug, unsupported, Env, Lowerer, Val, View};
 use super::numbers;
+use super::view::ViewKind;
+use super::{Env, Lowerer, Val, View, bug, unsupported};
 use heddle_ir::expr::UnOp;
 use heddle_ir::loops::{BinOp, Block, Expr as L, Schedule, Space, Stmt};
 use heddle_ir::{Diagnostic, Name, Nat, ScalarType, Span, Type};
@@ -33,7 +33,9 @@ pub fn leaf_fields(ty: &Type, span: Span) -> Result<Vec<ScalarType>, Diagnostic>
 pub fn output_shape(ty: &Type, facts: &crate::Facts, span: Span) -> Result<(Vec<ScalarType>, Nat), Diagnostic> {
     let fields = leaf_fields(ty, span)?;
     let count = match ty {
-        Type::Array { .. } => crate::flat_size(ty).map_err(|e| unsupported(span, &format!("the layout of the result: {e}")))?,
+        Type::Array { .. } => {
+            crate::flat_size(ty).map_err(|e| unsupported(span, &format!("the layout of the result: {e}")))?
+        }
         _ => Nat::Lit(1),
     };
     let count = crate::simplify(&count, facts, &crate::Limits::from_env()).nat;
@@ -92,7 +94,10 @@ impl Lowerer<'_> {
                         let mut known = Vec::new();
                         let x = self.settle(x, env, array.span, body, &mut known)?;
                         let y = self.settle(y, env, array.span, body, &mut known)?;
-                        View { ty: with_counts_known(&a.ty, &known), kind: ViewKind::Appended { a: Box::new(x), b: Box::new(y) } }
+                        View {
+                            ty: with_counts_known(&a.ty, &known),
+                            kind: ViewKind::Appended { a: Box::new(x), b: Box::new(y) },
+                        }
                     }
                     _ => a,
                 };
@@ -103,13 +108,22 @@ impl Lowerer<'_> {
                 Val::Tuple(mut items) if *index < items.len() => Ok(items.swap_remove(*index)),
                 _ => Err(bug(t.span, "a projection of a non-tuple")),
             },
-            TKind::Tuple(items) => Ok(Val::Tuple(items.iter().map(|x| self.expr(x, env, body)).collect::<Result<_, _>>()?)),
+            TKind::Tuple(items) => {
+                Ok(Val::Tuple(items.iter().map(|x| self.expr(x, env, body)).collect::<Result<_, _>>()?))
+            }
             TKind::Binary { op, lhs, rhs } => self.binary(*op, lhs, rhs, t.span, env, body),
             TKind::Unary { op, operand } => {
                 let unary = |a: L, s: ScalarType, declared: Option<ScalarType>| match op {
                     UnOp::Neg => match numbers::wrapped_at(s, declared) {
                         // Negated whole, then wrapped at the checker's type (as the interpreter does).
-                        Some(d) => Val::Scalar(numbers::convert(L::Neg(Box::new(numbers::convert(a, s, ScalarType::I64))), ScalarType::I64, d), d),
+                        Some(d) => Val::Scalar(
+                            numbers::convert(
+                                L::Neg(Box::new(numbers::convert(a, s, ScalarType::I64))),
+                                ScalarType::I64,
+                                d,
+                            ),
+                            d,
+                        ),
                         None => Val::Scalar(L::Neg(Box::new(a)), s),
                     },
                     UnOp::Not => Val::Scalar(L::Not(Box::new(a)), s),
@@ -117,11 +131,14 @@ impl Lowerer<'_> {
                 match self.expr(operand, env, body)? {
                     Val::Scalar(a, s) => Ok(unary(a, s, operand.ty.as_scalar())),
                     // A vector (the tuple of its lanes, `vectors.rs`): lane by lane.
-                    Val::Tuple(lanes) if matches!(&operand.ty, Type::Tuple(ts) if ts.iter().all(|t| t.as_scalar().is_some())) => {
+                    Val::Tuple(lanes) if matches!(&operand.ty, Type::Tuple(ts) if ts.iter().all(|t| t.as_scalar().is_some())) =>
+                    {
                         let Type::Tuple(ts) = &operand.ty else { unreachable!("matched above") };
                         let mut out = Vec::new();
                         for (x, t) in lanes.into_iter().zip(ts) {
-                            let Val::Scalar(a, s) = x else { return Err(bug(operand.span, "a vector lane that is not a scalar")) };
+                            let Val::Scalar(a, s) = x else {
+                                return Err(bug(operand.span, "a vector lane that is not a scalar"));
+                            };
                             out.push(unary(a, s, t.as_scalar()));
                         }
                         Ok(Val::Tuple(out))
@@ -135,9 +152,14 @@ impl Lowerer<'_> {
                 };
                 self.select(c, then, els, env, t.span, body)
             }
-            TKind::Prim { name, nats, args, binder } => self.prim(name, nats, args, binder.as_ref(), &ty, env, t.span, body),
+            TKind::Prim { name, nats, args, binder } => {
+                self.prim(name, nats, args, binder.as_ref(), &ty, env, t.span, body)
+            }
             // A stored tensor is assembled by the host after the kernel (see assemble.rs).
-            TKind::Assemble { .. } => Err(unsupported(t.span, "a stored tensor used inside the kernel (it can be the kernel's result or a component of it)")),
+            TKind::Assemble { .. } => Err(unsupported(
+                t.span,
+                "a stored tensor used inside the kernel (it can be the kernel's result or a component of it)",
+            )),
         }
     }
 
@@ -234,10 +256,21 @@ impl Lowerer<'_> {
         self.expr(fbody, &inner, body)
     }
 
-    fn prim(&mut self, name: &'static str, nats: &[Nat], args: &[TExpr], binder: Option<&Name>, ty: &Type, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
+    fn prim(
+        &mut self,
+        name: &'static str,
+        nats: &[Nat],
+        args: &[TExpr],
+        binder: Option<&Name>,
+        ty: &Type,
+        env: &Env,
+        span: Span,
+        body: &mut Block,
+    ) -> Result<Val, Diagnostic> {
         // Counted lengths of streams stored here (`settle`), and their counts.
         let mut known: Vec<(Nat, Nat)> = Vec::new();
-        let view = |kind: ViewKind, known: &[(Nat, Nat)]| Ok(Val::Array(View { ty: with_counts_known(ty, known), kind }));
+        let view =
+            |kind: ViewKind, known: &[(Nat, Nat)]| Ok(Val::Array(View { ty: with_counts_known(ty, known), kind }));
         let nat = |k: usize| env.subst_nat(&nats[k]);
         if let Some(to) = heddle_ir::prims::conversion(name) {
             // `float(x)`: a cast from the operand's machine type (`numbers.rs`).
@@ -251,10 +284,19 @@ impl Lowerer<'_> {
                 let src = self.array(&args[1], env, body)?;
                 let dim = nats.first().and_then(|d| d.const_value()).unwrap_or(0) as u32;
                 let ty = with_known_len(ty, &src.len());
-                let kind = ViewKind::Map { f: Box::new(args[0].clone()), env: env.clone(), src: Box::new(src), binder: binder.cloned(), prim: name, dim };
+                let kind = ViewKind::Map {
+                    f: Box::new(args[0].clone()),
+                    env: env.clone(),
+                    src: Box::new(src),
+                    binder: binder.cloned(),
+                    prim: name,
+                    dim,
+                };
                 Ok(Val::Array(View { ty, kind }))
             }
-            "reduce" | "reduceSeq" if args.len() == 2 => self.reduce_from_first(&args[0], &args[1], name, env, span, body),
+            "reduce" | "reduceSeq" if args.len() == 2 => {
+                self.reduce_from_first(&args[0], &args[1], name, env, span, body)
+            }
             "reduce" | "reduceSeq" => self.reduce(&args[0], &args[1], &args[2], name == "reduce", env, span, body),
             "zip" => {
                 // A stream among the parts is stored first (with its count): the
@@ -408,7 +450,15 @@ impl Lowerer<'_> {
     }
 
     /// Computes an array into a temporary buffer in `space`.
-    pub(super) fn materialize(&mut self, v: Val, ty: &Type, space: Space, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
+    pub(super) fn materialize(
+        &mut self,
+        v: Val,
+        ty: &Type,
+        space: Space,
+        env: &Env,
+        span: Span,
+        body: &mut Block,
+    ) -> Result<Val, Diagnostic> {
         let Val::Array(view) = &v else { return Ok(self.share(v, "tmp", body)) };
         if let Type::Array { binder, elem, len } = ty
             && super::stream::is_stream(view)
@@ -458,7 +508,15 @@ impl Lowerer<'_> {
     /// Allocates a temporary for a value of type `ty` in `space` (or the
     /// space this position needs, below): the buffer, the record it starts
     /// at, and whether it is a per-worker workspace.
-    pub(super) fn temporary(&mut self, ty: &Type, space: Space, base: &str, env: &Env, span: Span, body: &mut Block) -> Result<(Name, Nat, bool), Diagnostic> {
+    pub(super) fn temporary(
+        &mut self,
+        ty: &Type,
+        space: Space,
+        base: &str,
+        env: &Env,
+        span: Span,
+        body: &mut Block,
+    ) -> Result<(Name, Nat, bool), Diagnostic> {
         let fields = leaf_fields(ty, span)?;
         let count = crate::flat_size(ty).map_err(|e| unsupported(span, &format!("the layout of a temporary: {e}")))?;
         let len = self.index_expr(&count, env, body)?;
@@ -481,7 +539,10 @@ impl Lowerer<'_> {
         let space = if dynamic_private && !per_item && self.loops.is_empty() { Space::Global } else { space };
         if per_item && (matches!(space, Space::Local | Space::Global) || dynamic_private) {
             let mut sink = Block::new();
-            let whole = self.index_expr(&count, &Env::default(), &mut sink).ok().filter(|_| sink.iter().all(|s| matches!(s, Stmt::Let { .. })));
+            let whole = self
+                .index_expr(&count, &Env::default(), &mut sink)
+                .ok()
+                .filter(|_| sink.iter().all(|s| matches!(s, Stmt::Let { .. })));
             if let Some(n) = whole.map(|e| inline_lets(e, &sink)).filter(|e| self.over_naturals(e)) {
                 self.workspaces.push(Stmt::Alloc { buf: buf.clone(), fields, len: n, space: Space::Workspace });
                 return Ok((buf, Nat::Lit(0), true));
@@ -529,7 +590,14 @@ impl Lowerer<'_> {
     /// `split`, …): a stream (`stream.rs`) is stored in a temporary first,
     /// with its count (`materialize`); `known` gets its counted length and
     /// the count, for the types that mention it ([`with_counts_known`]).
-    pub(super) fn settle(&mut self, v: View, env: &Env, span: Span, body: &mut Block, known: &mut Vec<(Nat, Nat)>) -> Result<View, Diagnostic> {
+    pub(super) fn settle(
+        &mut self,
+        v: View,
+        env: &Env,
+        span: Span,
+        body: &mut Block,
+        known: &mut Vec<(Nat, Nat)>,
+    ) -> Result<View, Diagnostic> {
         if !super::stream::is_stream(&v) {
             return Ok(v);
         }
@@ -554,7 +622,13 @@ impl Lowerer<'_> {
     }
 
     /// [`settle`](Self::settle) of the array `t`.
-    fn settled(&mut self, t: &TExpr, env: &Env, body: &mut Block, known: &mut Vec<(Nat, Nat)>) -> Result<View, Diagnostic> {
+    fn settled(
+        &mut self,
+        t: &TExpr,
+        env: &Env,
+        body: &mut Block,
+        known: &mut Vec<(Nat, Nat)>,
+    ) -> Result<View, Diagnostic> {
         let v = self.array(t, env, body)?;
         self.settle(v, env, t.span, body, known)
     }
@@ -577,14 +651,25 @@ impl Lowerer<'_> {
 
     /// `reduce(op, init)(xs)` (`reassociate`: its accumulators may be
     /// reassociated, see `LoopProgram::reassociable`) or `reduceSeq`.
-    fn reduce(&mut self, op: &TExpr, init: &TExpr, xs_expr: &TExpr, reassociate: bool, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
+    fn reduce(
+        &mut self,
+        op: &TExpr,
+        init: &TExpr,
+        xs_expr: &TExpr,
+        reassociate: bool,
+        env: &Env,
+        span: Span,
+        body: &mut Block,
+    ) -> Result<Val, Diagnostic> {
         let init_ty = self.program_values_in_type(&env.subst_type(&init.ty), env);
         let init = self.expr(init, env, body)?;
         let xs = self.array(xs_expr, env, body)?;
         let xs = self.reduction_operand(xs, env, span, body)?;
         // The reduction may destroy a local buffer made for it alone.
         let own = matches!(&xs_expr.kind, TKind::Prim { name: "toLocal" | "mapLocal", .. });
-        if reassociate && own && self.counting.is_none()
+        if reassociate
+            && own
+            && self.counting.is_none()
             && let Some(v) = self.tree_reduce(op, &init, &xs, env, body)?
         {
             return Ok(v);
@@ -655,7 +740,15 @@ impl Lowerer<'_> {
     /// that mentions names bound inside the kernel: a row's `toNat` length, a
     /// position), as the interpreter checks every split. A row of length 0 is
     /// 0 chunks.
-    fn check_split(&mut self, len: &Nat, k: &Nat, written: &Nat, env: &Env, span: Span, body: &mut Block) -> Result<(), Diagnostic> {
+    fn check_split(
+        &mut self,
+        len: &Nat,
+        k: &Nat,
+        written: &Nat,
+        env: &Env,
+        span: Span,
+        body: &mut Block,
+    ) -> Result<(), Diagnostic> {
         let params: Vec<&Name> = self.kernel.params.iter().map(|p| p.name()).collect();
         let mut names = super::nats::free_names(len);
         names.extend(super::nats::free_names(k));
@@ -678,7 +771,9 @@ impl Lowerer<'_> {
         if divides || covered {
             return Ok(());
         }
-        let message = format!("`split({written})`: the array's length is not a multiple of {written}, so it cannot be split into chunks");
+        let message = format!(
+            "`split({written})`: the array's length is not a multiple of {written}, so it cannot be split into chunks"
+        );
         let len_e = self.index_expr(len, env, body)?;
         let id = self.check(message, span);
         body.push(Stmt::Check { cond: L::bin(BinOp::Eq, L::bin(BinOp::Rem, len_e, k_e), L::index(0)), id });
@@ -689,7 +784,15 @@ impl Lowerer<'_> {
     /// empty array (the interpreter's), else the first element starts the
     /// accumulator and `op` takes the pair (accumulator, element) for the rest,
     /// left to right (so not listed as reassociable).
-    fn reduce_from_first(&mut self, op: &TExpr, xs_expr: &TExpr, name: &str, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
+    fn reduce_from_first(
+        &mut self,
+        op: &TExpr,
+        xs_expr: &TExpr,
+        name: &str,
+        env: &Env,
+        span: Span,
+        body: &mut Block,
+    ) -> Result<Val, Diagnostic> {
         let xs = self.array(xs_expr, env, body)?;
         let xs = self.reduction_operand(xs, env, span, body)?;
         // A stream (or `concat` with one among its parts) is stored first, with
@@ -699,7 +802,10 @@ impl Lowerer<'_> {
             Some((a, b)) if super::scatter::walked(&xs) => {
                 let a = self.settle(a, env, span, body, &mut known)?;
                 let b = self.settle(b, env, span, body, &mut known)?;
-                View { ty: with_counts_known(&xs.ty, &known), kind: ViewKind::Appended { a: Box::new(a), b: Box::new(b) } }
+                View {
+                    ty: with_counts_known(&xs.ty, &known),
+                    kind: ViewKind::Appended { a: Box::new(a), b: Box::new(b) },
+                }
             }
             _ => self.settle(xs, env, span, body, &mut known)?,
         };
@@ -709,7 +815,10 @@ impl Lowerer<'_> {
         let hi = self.index_expr(&xs.len(), env, body)?;
         let hi = self.bind_index(hi, "len", body);
         let hi = self.nat_to_expr(&hi, env, body)?;
-        let id = self.check(format!("`{name}`: an empty array has no first element to start from (without an initial value)"), span);
+        let id = self.check(
+            format!("`{name}`: an empty array has no first element to start from (without an initial value)"),
+            span,
+        );
         body.push(Stmt::Check { cond: L::bin(BinOp::Gt, hi.clone(), L::index(0)), id });
         let first = self.elem(&xs, &Nat::Lit(0), body)?;
         let (accs, acc_val) = self.accumulators(&first, span, body)?;
@@ -724,7 +833,12 @@ impl Lowerer<'_> {
     }
 
     /// Mutable locals for a reduction's accumulator (scalars or tuples of them).
-    fn accumulators(&mut self, init: &Val, span: Span, body: &mut Block) -> Result<(Vec<(Name, ScalarType)>, Val), Diagnostic> {
+    fn accumulators(
+        &mut self,
+        init: &Val,
+        span: Span,
+        body: &mut Block,
+    ) -> Result<(Vec<(Name, ScalarType)>, Val), Diagnostic> {
         let mut scalars = Vec::new();
         collect_typed(init, &mut scalars, span)?;
         let mut accs = Vec::new();
@@ -739,19 +853,37 @@ impl Lowerer<'_> {
     }
 
     /// Writes a value of type `ty` to `buf` starting at record `offset`.
-    pub(super) fn write(&mut self, v: &Val, ty: &Type, buf: &Name, offset: Nat, env: &Env, body: &mut Block, top: bool) -> Result<(), Diagnostic> {
+    pub(super) fn write(
+        &mut self,
+        v: &Val,
+        ty: &Type,
+        buf: &Name,
+        offset: Nat,
+        env: &Env,
+        body: &mut Block,
+        top: bool,
+    ) -> Result<(), Diagnostic> {
         let span = self.kernel.body.span;
         if self.counting.is_some() {
             return self.write_count(v, ty, buf, offset, env, body, top);
         }
         match v {
-            Val::Array(view) if super::stream::is_stream(view) => self.write_stream(view, buf, offset, env, body).map(|_| ()),
+            Val::Array(view) if super::stream::is_stream(view) => {
+                self.write_stream(view, buf, offset, env, body).map(|_| ())
+            }
             // `concat` with a stream among its parts: the parts one after the other.
-            Val::Array(view) if super::scatter::walked(view) && appended_parts(view).is_some() => self.write_walked(view, buf, offset, env, body).map(|_| ()),
+            Val::Array(view) if super::scatter::walked(view) && appended_parts(view).is_some() => {
+                self.write_walked(view, buf, offset, env, body).map(|_| ())
+            }
             Val::Scalar(e, s) => {
                 let index = self.index_expr(&offset, env, body)?;
                 let field = self.stored_fields(buf, ty, span).first().copied().unwrap_or(*s);
-                body.push(Stmt::Store { buf: buf.clone(), index, field: 0, value: numbers::convert(e.clone(), *s, field) });
+                body.push(Stmt::Store {
+                    buf: buf.clone(),
+                    index,
+                    field: 0,
+                    value: numbers::convert(e.clone(), *s, field),
+                });
                 Ok(())
             }
             Val::Tuple(_) => {
@@ -760,15 +892,23 @@ impl Lowerer<'_> {
                 let index = self.nat_to_expr(&index, env, body)?;
                 // Nested tuples are stored flat: leaf k in field k.
                 let mut values = Vec::new();
-                collect_typed(v, &mut values, span).map_err(|_| unsupported(span, &format!("writing {ty}: a tuple holding an array")))?;
+                collect_typed(v, &mut values, span)
+                    .map_err(|_| unsupported(span, &format!("writing {ty}: a tuple holding an array")))?;
                 let fields = self.stored_fields(buf, ty, span);
                 for (k, (e, s)) in values.into_iter().enumerate() {
                     let field = fields.get(k).copied().unwrap_or(s);
-                    body.push(Stmt::Store { buf: buf.clone(), index: index.clone(), field: k as u32, value: numbers::convert(e, s, field) });
+                    body.push(Stmt::Store {
+                        buf: buf.clone(),
+                        index: index.clone(),
+                        field: k as u32,
+                        value: numbers::convert(e, s, field),
+                    });
                 }
                 Ok(())
             }
-            Val::Array(unlaned @ View { kind: ViewKind::Unlanes { src, w }, .. }) if !matches!(src.kind, ViewKind::Lanes { .. }) => {
+            Val::Array(unlaned @ View { kind: ViewKind::Unlanes { src, w }, .. })
+                if !matches!(src.kind, ViewKind::Lanes { .. }) =>
+            {
                 // `asScalar` of computed vectors: each vector once, its lanes
                 // stored at w·k … w·k + w − 1 (not each scalar choosing its
                 // lane at run time); a backend may store them as one vector.
@@ -776,9 +916,14 @@ impl Lowerer<'_> {
                 let k = self.fresh("k");
                 let width = *w;
                 self.write_each(src, &k, env, body, top, &mut |cx, vector, inner| {
-                    let Val::Tuple(lanes) = vector else { return Err(bug(span, "asScalar of something that is not vectors")) };
+                    let Val::Tuple(lanes) = vector else {
+                        return Err(bug(span, "asScalar of something that is not vectors"));
+                    };
                     for (j, lane) in lanes.iter().enumerate() {
-                        let at = Nat::add(offset.clone(), Nat::add(Nat::mul(Nat::Lit(width as i64), Nat::Var(k.clone())), Nat::Lit(j as i64)));
+                        let at = Nat::add(
+                            offset.clone(),
+                            Nat::add(Nat::mul(Nat::Lit(width as i64), Nat::Var(k.clone())), Nat::Lit(j as i64)),
+                        );
                         cx.write(lane, &lane_ty, buf, at, env, inner, false)?;
                     }
                     Ok(())
@@ -793,7 +938,8 @@ impl Lowerer<'_> {
             Val::Array(view) => {
                 let name = self.element_var(view);
                 let i = Nat::Var(name.clone());
-                let at = crate::flat_index(&view.ty, std::slice::from_ref(&i)).map_err(|e| unsupported(span, &format!("writing the result: {e}")))?;
+                let at = crate::flat_index(&view.ty, std::slice::from_ref(&i))
+                    .map_err(|e| unsupported(span, &format!("writing the result: {e}")))?;
                 let elem_ty = view.elem_ty(&i);
                 self.write_each(view, &name, env, body, top, &mut |cx, x, inner| {
                     let mut start = Nat::add(offset.clone(), at.clone());
@@ -814,7 +960,15 @@ impl Lowerer<'_> {
     /// gives an array, for layouts other than one element per record. A
     /// parallel loop at the top records its work as one per element's size.
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-    fn write_each(&mut self, view: &View, var: &Name, env: &Env, body: &mut Block, top: bool, f: &mut dyn FnMut(&mut Self, &Val, &mut Block) -> Result<(), Diagnostic>) -> Result<(), Diagnostic> {
+    fn write_each(
+        &mut self,
+        view: &View,
+        var: &Name,
+        env: &Env,
+        body: &mut Block,
+        top: bool,
+        f: &mut dyn FnMut(&mut Self, &Val, &mut Block) -> Result<(), Diagnostic>,
+    ) -> Result<(), Diagnostic> {
         let schedule = self.element_loop(view, var, env, body, f)?;
         if top && schedule == Schedule::Parallel {
             let work_ty = source_elem_ty(view, &Nat::Var(var.clone()));
@@ -829,7 +983,14 @@ impl Lowerer<'_> {
     /// to this depth placed first in it. Returns the schedule; the caller
     /// decides what a parallel loop's work is.
     #[allow(clippy::type_complexity)]
-    pub(super) fn element_loop(&mut self, view: &View, var: &Name, env: &Env, body: &mut Block, f: &mut dyn FnMut(&mut Self, &Val, &mut Block) -> Result<(), Diagnostic>) -> Result<Schedule, Diagnostic> {
+    pub(super) fn element_loop(
+        &mut self,
+        view: &View,
+        var: &Name,
+        env: &Env,
+        body: &mut Block,
+        f: &mut dyn FnMut(&mut Self, &Val, &mut Block) -> Result<(), Diagnostic>,
+    ) -> Result<Schedule, Diagnostic> {
         let schedule = self.schedule_of(view);
         let hi = self.index_expr(&view.len(), env, body)?;
         let i = Nat::Var(var.clone());
@@ -844,7 +1005,8 @@ impl Lowerer<'_> {
         self.loops.pop();
         self.in_parallel = was_parallel;
         written?;
-        let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.hoisted).into_iter().partition(|(d, _)| *d == depth);
+        let (mine, rest): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.hoisted).into_iter().partition(|(d, _)| *d == depth);
         self.hoisted = rest;
         if !mine.is_empty() {
             inner.splice(0..0, mine.into_iter().map(|(_, s)| s));
@@ -878,7 +1040,14 @@ impl Lowerer<'_> {
 
     /// Writes the stream `view` in order from record `offset`, each element
     /// at the next record; the variable that holds how many it wrote.
-    pub(super) fn write_stream(&mut self, view: &View, buf: &Name, offset: Nat, env: &Env, body: &mut Block) -> Result<Name, Diagnostic> {
+    pub(super) fn write_stream(
+        &mut self,
+        view: &View,
+        buf: &Name,
+        offset: Nat,
+        env: &Env,
+        body: &mut Block,
+    ) -> Result<Name, Diagnostic> {
         let k = self.fresh("next");
         body.push(Stmt::Var { var: k.clone(), ty: ScalarType::I64, init: L::index(0) });
         let start = self.index_expr(&offset, env, body)?;
@@ -887,7 +1056,9 @@ impl Lowerer<'_> {
         // Elements that are arrays (of one length: rows of a `join`) take that many records each.
         let records = match &elem_ty {
             Type::Array { .. } => {
-                let n = crate::flat_size(&elem_ty).ok().filter(|n| !heddle_ir::nat::counted::mentions_count(n) && !n.mentions(&k));
+                let n = crate::flat_size(&elem_ty)
+                    .ok()
+                    .filter(|n| !heddle_ir::nat::counted::mentions_count(n) && !n.mentions(&k));
                 Some(n.ok_or_else(|| unsupported(self.kernel.body.span, "storing the result of `union`, `intersect`, `compressAdd` or `filter` whose elements are arrays of different lengths"))?)
             }
             _ => None,
@@ -908,9 +1079,18 @@ impl Lowerer<'_> {
     /// Writes `concat(a, b)` (or a map over it) with a stream among its parts
     /// from record `offset`: `a`, then `b` after as many records as `a` took
     /// (a stream's count, as it is written); how many records that is.
-    fn write_walked(&mut self, view: &View, buf: &Name, offset: Nat, env: &Env, body: &mut Block) -> Result<Nat, Diagnostic> {
+    fn write_walked(
+        &mut self,
+        view: &View,
+        buf: &Name,
+        offset: Nat,
+        env: &Env,
+        body: &mut Block,
+    ) -> Result<Nat, Diagnostic> {
         let span = self.kernel.body.span;
-        let Some((a, b)) = appended_parts(view) else { return Err(bug(span, "writing a walked array that is not a `concat`")) };
+        let Some((a, b)) = appended_parts(view) else {
+            return Err(bug(span, "writing a walked array that is not a `concat`"));
+        };
         let mut at = offset;
         let mut total = Nat::Lit(0);
         for part in [a, b] {
@@ -949,7 +1129,16 @@ impl Lowerer<'_> {
     /// `ty` is the value's type as the program writes it: a stream stored
     /// in a temporary (`settle`) has its count as its view's length, where
     /// the type still names the count array this phase fills.
-    pub(super) fn write_count(&mut self, v: &Val, ty: &Type, buf: &Name, offset: Nat, env: &Env, body: &mut Block, top: bool) -> Result<(), Diagnostic> {
+    pub(super) fn write_count(
+        &mut self,
+        v: &Val,
+        ty: &Type,
+        buf: &Name,
+        offset: Nat,
+        env: &Env,
+        body: &mut Block,
+        top: bool,
+    ) -> Result<(), Diagnostic> {
         let Val::Array(view) = v else { return Ok(()) };
         let Type::Array { len, .. } = ty else { return Ok(()) };
         if heddle_ir::nat::counted::mentions_count(len) {
@@ -999,7 +1188,9 @@ impl Lowerer<'_> {
     /// another array only.
     fn count_of_phase(&mut self, view: &View, len: &Nat, env: &Env, body: &mut Block) -> Result<Option<L>, Diagnostic> {
         let span = self.kernel.body.span;
-        let Some((array, _)) = self.counting.clone() else { return Err(bug(span, "counting outside a counting phase")) };
+        let Some((array, _)) = self.counting.clone() else {
+            return Err(bug(span, "counting outside a counting phase"));
+        };
         if self.bounding {
             // A bound phase: the entries the row's co-iteration walks, which
             // no merge can exceed (each step takes at least one of them and
@@ -1065,7 +1256,10 @@ impl Lowerer<'_> {
                 }
                 Ok(None)
             }
-            None => Err(unsupported(span, &format!("a result of length {len}, which counts something other than the parts of `concat`"))),
+            None => Err(unsupported(
+                span,
+                &format!("a result of length {len}, which counts something other than the parts of `concat`"),
+            )),
         }
     }
 
@@ -1232,16 +1426,26 @@ fn collect_typed(v: &Val, out: &mut Vec<(L, ScalarType)>, span: Span) -> Result<
 }
 
 /// `acc = next` for each accumulator, converted to the accumulator's type.
-fn update(cx: &mut Lowerer<'_>, accs: &[(Name, ScalarType)], next: &Val, span: Span, body: &mut Block) -> Result<(), Diagnostic> {
+fn update(
+    cx: &mut Lowerer<'_>,
+    accs: &[(Name, ScalarType)],
+    next: &Val,
+    span: Span,
+    body: &mut Block,
+) -> Result<(), Diagnostic> {
     let mut scalars = Vec::new();
-    collect_typed(next, &mut scalars, span).map_err(|_| unsupported(span, "a reduction whose result is not scalars"))?;
+    collect_typed(next, &mut scalars, span)
+        .map_err(|_| unsupported(span, "a reduction whose result is not scalars"))?;
     if scalars.len() != accs.len() {
         return Err(unsupported(span, "a reduction whose result is not scalars"));
     }
     // The accumulators are updated at once: where one's new value reads
     // another (a complex product, a swap), every new value is computed into
     // a `let` before the first assignment.
-    let reads_another = scalars.iter().enumerate().any(|(k, (e, _))| accs.iter().enumerate().any(|(j, (a, _))| j != k && e.reads_var(a)));
+    let reads_another = scalars
+        .iter()
+        .enumerate()
+        .any(|(k, (e, _))| accs.iter().enumerate().any(|(j, (a, _))| j != k && e.reads_var(a)));
     let values: Vec<(L, ScalarType)> = if reads_another {
         scalars
             .into_iter()
@@ -1279,7 +1483,9 @@ pub fn split_empty_chunks(written: &Nat) -> String {
 /// long — the count array its type names exists only for a stream's result.
 fn with_known_len(ty: &Type, known: &Nat) -> Type {
     match ty {
-        Type::Array { binder, elem, len } if heddle_ir::nat::counted::mentions_count(len) && !heddle_ir::nat::counted::mentions_count(known) => {
+        Type::Array { binder, elem, len }
+            if heddle_ir::nat::counted::mentions_count(len) && !heddle_ir::nat::counted::mentions_count(known) =>
+        {
             Type::Array { binder: binder.clone(), elem: elem.clone(), len: known.clone() }
         }
         other => other.clone(),

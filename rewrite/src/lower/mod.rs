@@ -27,8 +27,8 @@ mod ragged;
 mod ranges;
 mod scatter;
 mod sort;
-mod sums;
 mod stream;
+mod sums;
 mod tidy;
 mod tree;
 mod vector_reduce;
@@ -79,8 +79,14 @@ pub fn lower_kernel_with(kernel: &Kernel, name: &str, options: &LowerOptions) ->
         None => {
             let mut counts = Vec::new();
             for (array, shape) in &counted {
-                let (program, _) = lower_phase(kernel, &phase_name(name, array), options, &[], Some((array, shape)), false)?;
-                counts.push(CountPhase { name: array.clone(), shape: shape.clone(), program: Box::new(program), bound: false });
+                let (program, _) =
+                    lower_phase(kernel, &phase_name(name, array), options, &[], Some((array, shape)), false)?;
+                counts.push(CountPhase {
+                    name: array.clone(),
+                    shape: shape.clone(),
+                    program: Box::new(program),
+                    bound: false,
+                });
             }
             let (mut program, _) = lower_phase(kernel, name, options, &counted, None, false)?;
             program.counts = counts;
@@ -90,9 +96,9 @@ pub fn lower_kernel_with(kernel: &Kernel, name: &str, options: &LowerOptions) ->
     if let (Some(layout), true) = (program.result.as_mut(), lanes.is_some() || pairs.is_some()) {
         vectors::restore_result_types(layout, &own.body.ty);
     }
-    program
-        .validate()
-        .map_err(|e| Diagnostic::new(kernel.body.span, format!("internal error in lowering: {e}")).with_note(program.to_string()))?;
+    program.validate().map_err(|e| {
+        Diagnostic::new(kernel.body.span, format!("internal error in lowering: {e}")).with_note(program.to_string())
+    })?;
     Ok(program)
 }
 
@@ -108,13 +114,19 @@ fn phase_name(name: &str, array: &Name) -> String {
 /// host reads the entries back from their rooms; `None` where any count
 /// cannot be bounded so, or the fill reads a count as a length (then the
 /// exact counting phases run, merging every list twice).
-fn lower_bounded(kernel: &Kernel, name: &str, options: &LowerOptions, counted: &[(Name, Vec<Nat>)]) -> Option<LoopProgram> {
+fn lower_bounded(
+    kernel: &Kernel,
+    name: &str,
+    options: &LowerOptions,
+    counted: &[(Name, Vec<Nat>)],
+) -> Option<LoopProgram> {
     if counted.is_empty() {
         return None;
     }
     let mut counts = Vec::new();
     for (array, shape) in counted {
-        let (program, bounded) = lower_phase(kernel, &phase_name(name, array), options, &[], Some((array, shape)), true).ok()?;
+        let (program, bounded) =
+            lower_phase(kernel, &phase_name(name, array), options, &[], Some((array, shape)), true).ok()?;
         if !bounded {
             return None;
         }
@@ -135,7 +147,9 @@ fn loads_any(block: &Block, bufs: &[Name]) -> bool {
     block.iter().any(|s| match s {
         Stmt::Let { value, .. } | Stmt::Assign { value, .. } => expr(value, bufs),
         Stmt::Var { init, .. } => expr(init, bufs),
-        Stmt::Store { buf, index, value, .. } | Stmt::AddAtomic { buf, index, value, .. } => bufs.contains(buf) || expr(index, bufs) || expr(value, bufs),
+        Stmt::Store { buf, index, value, .. } | Stmt::AddAtomic { buf, index, value, .. } => {
+            bufs.contains(buf) || expr(index, bufs) || expr(value, bufs)
+        }
         Stmt::For { lo, hi, body, .. } => expr(lo, bufs) || expr(hi, bufs) || loads_any(body, bufs),
         Stmt::If { cond, then, els } => expr(cond, bufs) || loads_any(then, bufs) || loads_any(els, bufs),
         Stmt::Alloc { len, .. } => expr(len, bufs),
@@ -174,7 +188,11 @@ fn count_arrays(ty: &Type) -> Result<Vec<(Name, Vec<Nat>)>, String> {
                 // (`concat` of a stream and an array): one count array per term.
                 let mut terms = Vec::new();
                 sum_terms(len, &mut terms);
-                let counted: Vec<_> = terms.iter().filter_map(counted_term).filter_map(|(_, c)| heddle_ir::nat::counted::as_counted(&c.1)).collect();
+                let counted: Vec<_> = terms
+                    .iter()
+                    .filter_map(counted_term)
+                    .filter_map(|(_, c)| heddle_ir::nat::counted::as_counted(&c.1))
+                    .collect();
                 if !counted.is_empty() {
                     if terms.iter().any(|t| counted_term(t).is_none() && heddle_ir::nat::counted::mentions_count(t)) {
                         return Err(format!("a result of length {len}"));
@@ -188,8 +206,11 @@ fn count_arrays(ty: &Type) -> Result<Vec<(Name, Vec<Nat>)>, String> {
                             })
                             .collect();
                         let around: Vec<Option<Name>> = outer.iter().map(|(b, _)| b.clone()).collect();
-                        if positions != around || outer.iter().any(|(_, n)| heddle_ir::nat::counted::mentions_count(n)) {
-                            return Err(format!("a result whose length {len} is counted inside arrays of counted length"));
+                        if positions != around || outer.iter().any(|(_, n)| heddle_ir::nat::counted::mentions_count(n))
+                        {
+                            return Err(format!(
+                                "a result whose length {len} is counted inside arrays of counted length"
+                            ));
                         }
                         if !out.iter().any(|(a, _)| *a == array) {
                             out.push((array, outer.iter().map(|(_, n)| n.clone()).collect()));
@@ -314,9 +335,9 @@ fn lower_phase(
     };
     tidy::tidy(&mut program, &bounded);
     heddle_ir::loops::coalesce_atomic_runs(&mut program);
-    program
-        .validate()
-        .map_err(|e| Diagnostic::new(kernel.body.span, format!("internal error in lowering: {e}")).with_note(program.to_string()))?;
+    program.validate().map_err(|e| {
+        Diagnostic::new(kernel.body.span, format!("internal error in lowering: {e}")).with_note(program.to_string())
+    })?;
     // The fill reads a count array holding bounds only as room (its prefix sum, its balance).
     let filled_into_room = filled_into_room && !loads_any(&program.body, &room_arrays);
     Ok((program, filled_into_room))
@@ -463,7 +484,8 @@ impl<'k> Lowerer<'k> {
             }
             Type::Array { .. } => {
                 let fields = emit::leaf_fields(ty, span)?;
-                let len = crate::flat_size(ty).map_err(|e| unsupported(span, &format!("the layout of `{name}`: {e}")))?;
+                let len =
+                    crate::flat_size(ty).map_err(|e| unsupported(span, &format!("the layout of `{name}`: {e}")))?;
                 // The host evaluates lengths; a closed form saves it a pass.
                 let len = crate::simplify(&len, &self.facts, &self.options.limits).nat;
                 self.args.push(Arg { name: name.clone(), kind: ArgKind::Input { fields, len } });
@@ -488,7 +510,8 @@ impl<'k> Lowerer<'k> {
 /// an internal error, a bug in heddle (the compile-coverage corpus and the
 /// random program generator fail on it).
 pub(crate) fn bug(span: Span, what: &str) -> Diagnostic {
-    Diagnostic::new(span, format!("internal error in lowering: {what}")).with_note("this is a bug in heddle; please report it with the program")
+    Diagnostic::new(span, format!("internal error in lowering: {what}"))
+        .with_note("this is a bug in heddle; please report it with the program")
 }
 
 /// "not supported by the compiled backends yet", located: one of the

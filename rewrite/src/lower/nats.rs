@@ -1,6 +1,6 @@
 //! Naturals in loop code: Σ elimination, then `i64` expressions.
 
-use super::{bug, unsupported, Env, Lowerer, Val};
+use super::{Env, Lowerer, Val, bug, unsupported};
 use heddle_ir::expr::{BinOp as SrcOp, ExprKind, Literal, UnOp};
 use heddle_ir::loops::{ArgKind, BinOp, Block, Expr as L, Stmt};
 use heddle_ir::nat::{CmpOp, NatCond, NatOp};
@@ -16,7 +16,13 @@ impl Lowerer<'_> {
     /// As [`index_expr`](Self::index_expr); `bound` is how many terms a host
     /// prefix sum for a residual Σ must cover (the length of the array the Σ
     /// indexes into).
-    pub(super) fn index_expr_bounded(&mut self, n: &Nat, env: &Env, bound: Option<&Nat>, body: &mut Block) -> Result<L, Diagnostic> {
+    pub(super) fn index_expr_bounded(
+        &mut self,
+        n: &Nat,
+        env: &Env,
+        bound: Option<&Nat>,
+        body: &mut Block,
+    ) -> Result<L, Diagnostic> {
         let n = env.subst_nat(n);
         let n = if n.has_sum() || matches!(n, Nat::ToNat(_)) {
             let s = crate::simplify(&n, &self.facts, &self.options.limits);
@@ -81,7 +87,9 @@ impl Lowerer<'_> {
                 };
                 L::bin(op, self.nat_to_expr(a, env, body)?, self.nat_to_expr(b, env, body)?)
             }
-            NatCond::And(a, b) => L::bin(BinOp::And, self.cond_to_expr(a, env, body)?, self.cond_to_expr(b, env, body)?),
+            NatCond::And(a, b) => {
+                L::bin(BinOp::And, self.cond_to_expr(a, env, body)?, self.cond_to_expr(b, env, body)?)
+            }
             NatCond::Or(a, b) => L::bin(BinOp::Or, self.cond_to_expr(a, env, body)?, self.cond_to_expr(b, env, body)?),
             NatCond::Not(a) => L::Not(Box::new(self.cond_to_expr(a, env, body)?)),
         })
@@ -158,7 +166,9 @@ impl Lowerer<'_> {
     fn lookup_val(&mut self, e: &Expr, env: &Env, body: &mut Block) -> Result<Val, Diagnostic> {
         let span = if e.span.end > 0 { e.span } else { self.kernel.body.span };
         match &e.kind {
-            ExprKind::Var(x) if heddle_ir::nat::counted::is_count_name(x) && self.lookup_value(x, env).is_none() => Err(self.counted_elsewhere()),
+            ExprKind::Var(x) if heddle_ir::nat::counted::is_count_name(x) && self.lookup_value(x, env).is_none() => {
+                Err(self.counted_elsewhere())
+            }
             ExprKind::Var(x) => self.lookup_value(x, env).ok_or_else(|| bug(span, &format!("toNat of `{x}` here"))),
             ExprKind::Index { array, index } => {
                 let at = match index.as_nat() {
@@ -182,7 +192,9 @@ impl Lowerer<'_> {
                 }
             }
             ExprKind::Proj { tuple, field } => match self.lookup_val(tuple, env, body)? {
-                Val::Tuple(mut items) if (*field as usize) >= 1 && (*field as usize) <= items.len() => Ok(items.swap_remove(*field as usize - 1)),
+                Val::Tuple(mut items) if (*field as usize) >= 1 && (*field as usize) <= items.len() => {
+                    Ok(items.swap_remove(*field as usize - 1))
+                }
                 _ => Err(bug(span, &format!("toNat of {e}, a projection of something that is not a tuple"))),
             },
             _ => Ok(Val::Scalar(self.int_expr(e, env, body)?, ScalarType::I64)),

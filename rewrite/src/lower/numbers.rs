@@ -25,8 +25,8 @@
 //! - a store, an accumulator's update or a kernel result converts to the
 //!   type of its destination ([`convert`]).
 
-use heddle_ir::loops::Expr as L;
 use heddle_ir::ScalarType;
+use heddle_ir::loops::Expr as L;
 
 /// The machine type at which scalars of machine types `a` and `b` are
 /// combined, for an operation the checker typed at `declared`: their type

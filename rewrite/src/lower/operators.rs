@@ -14,7 +14,7 @@
 //! an `if`, its value carried out in a mutable local.
 
 use super::numbers::{convert, meet, wrapped_at};
-use super::{unsupported, Env, Lowerer, Val};
+use super::{Env, Lowerer, Val, unsupported};
 use heddle_ir::expr::BinOp as SrcOp;
 use heddle_ir::loops::{BinOp, Block, Expr as L, Stmt};
 use heddle_ir::{Diagnostic, Name, ScalarType, Span};
@@ -113,7 +113,15 @@ impl Lowerer<'_> {
     }
 
     /// `lhs op rhs`.
-    pub(super) fn binary(&mut self, op: SrcOp, lhs: &TExpr, rhs: &TExpr, span: Span, env: &Env, body: &mut Block) -> Result<Val, Diagnostic> {
+    pub(super) fn binary(
+        &mut self,
+        op: SrcOp,
+        lhs: &TExpr,
+        rhs: &TExpr,
+        span: Span,
+        env: &Env,
+        body: &mut Block,
+    ) -> Result<Val, Diagnostic> {
         let not_scalars = || unsupported(span, &format!("`{}` on non-scalars", op.symbol()));
         let (a, sa) = match self.expr(lhs, env, body)? {
             Val::Scalar(a, sa) => (a, sa),
@@ -140,7 +148,16 @@ impl Lowerer<'_> {
     }
 
     /// `lhs op rhs` on vectors (tuples of lanes, `vectors.rs`): lane by lane.
-    fn lanes_binary(&mut self, op: SrcOp, lhs: &TExpr, a: Vec<Val>, rhs: &TExpr, span: Span, env: &Env, body: &mut Block) -> Result<Val, Diagnostic> {
+    fn lanes_binary(
+        &mut self,
+        op: SrcOp,
+        lhs: &TExpr,
+        a: Vec<Val>,
+        rhs: &TExpr,
+        span: Span,
+        env: &Env,
+        body: &mut Block,
+    ) -> Result<Val, Diagnostic> {
         let not_vectors = || unsupported(span, &format!("`{}` on values that are not scalars or vectors", op.symbol()));
         if op.is_logical() || op.is_comparison() {
             return Err(unsupported(span, &format!("`{}` on vectors", op.symbol())));
@@ -160,12 +177,22 @@ impl Lowerer<'_> {
 
     /// `a op b` on scalars of machine types `sa` and `sb`, where the checker
     /// gave the left operand the type `declared`.
-    fn scalar_binary(&mut self, op: SrcOp, (a, sa): (L, ScalarType), (b, sb): (L, ScalarType), declared: Option<ScalarType>, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
+    fn scalar_binary(
+        &mut self,
+        op: SrcOp,
+        (a, sa): (L, ScalarType),
+        (b, sb): (L, ScalarType),
+        declared: Option<ScalarType>,
+        span: Span,
+        body: &mut Block,
+    ) -> Result<Val, Diagnostic> {
         let m = meet(sa, sb, declared);
         let (a, mut b) = (convert(a, sa, m), convert(b, sb, m));
         if matches!(op, SrcOp::Div | SrcOp::Rem) && m.is_int() && !matches!(b, L::Int(v, _) if v != 0) {
             // The interpreter's error, located, on every backend (in OpenCL C it is undefined).
-            let Val::Scalar(d, _) = self.share(Val::Scalar(b, m), "divisor", body) else { unreachable!("share keeps a scalar") };
+            let Val::Scalar(d, _) = self.share(Val::Scalar(b, m), "divisor", body) else {
+                unreachable!("share keeps a scalar")
+            };
             let id = self.check(format!("integer division by zero: the right operand of `{}` is 0", op.symbol()), span);
             body.push(Stmt::Check { cond: L::bin(BinOp::Ne, d.clone(), L::Int(0, m)), id });
             b = d;
@@ -185,7 +212,15 @@ impl Lowerer<'_> {
     }
 
     /// `select(c, then, els)`: only the chosen branch is evaluated.
-    pub(super) fn select(&mut self, c: L, then: &TExpr, els: &TExpr, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
+    pub(super) fn select(
+        &mut self,
+        c: L,
+        then: &TExpr,
+        els: &TExpr,
+        env: &Env,
+        span: Span,
+        body: &mut Block,
+    ) -> Result<Val, Diagnostic> {
         let a = self.expr_apart(then, env)?;
         let b = self.expr_apart(els, env)?;
         self.choose(c, a, b, &then.ty, span, body)
@@ -195,17 +230,42 @@ impl Lowerer<'_> {
     /// says, of the checker's type `ty`. Scalars and tuples are chosen by a
     /// `select` expression or under an `if`; two arrays become a view that
     /// chooses element by element ([`ViewKind::Choice`](super::view::ViewKind::Choice)).
-    pub(super) fn choose(&mut self, c: L, a: (Val, Block), b: (Val, Block), ty: &heddle_ir::Type, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
+    pub(super) fn choose(
+        &mut self,
+        c: L,
+        a: (Val, Block),
+        b: (Val, Block),
+        ty: &heddle_ir::Type,
+        span: Span,
+        body: &mut Block,
+    ) -> Result<Val, Diagnostic> {
         self.choose_with(c, a, b, ty, span, body, true)
     }
 
     /// [`choose`](Self::choose) where `b` may be read only when `c` fails,
     /// even when it is a plain load (`pad`'s element, out of range outside).
-    pub(super) fn choose_strictly(&mut self, c: L, a: (Val, Block), b: (Val, Block), ty: &heddle_ir::Type, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
+    pub(super) fn choose_strictly(
+        &mut self,
+        c: L,
+        a: (Val, Block),
+        b: (Val, Block),
+        ty: &heddle_ir::Type,
+        span: Span,
+        body: &mut Block,
+    ) -> Result<Val, Diagnostic> {
         self.choose_with(c, a, b, ty, span, body, false)
     }
 
-    fn choose_with(&mut self, c: L, (a, a_block): (Val, Block), (b, b_block): (Val, Block), ty: &heddle_ir::Type, span: Span, body: &mut Block, speculate: bool) -> Result<Val, Diagnostic> {
+    fn choose_with(
+        &mut self,
+        c: L,
+        (a, a_block): (Val, Block),
+        (b, b_block): (Val, Block),
+        ty: &heddle_ir::Type,
+        span: Span,
+        body: &mut Block,
+        speculate: bool,
+    ) -> Result<Val, Diagnostic> {
         if let (Val::Array(va), Val::Array(vb)) = (&a, &b) {
             if !speculate {
                 return Err(unsupported(span, "`pad` of arrays of arrays"));
@@ -217,7 +277,9 @@ impl Lowerer<'_> {
             }
             body.extend(a_block);
             body.extend(b_block);
-            let Val::Scalar(c, _) = self.share(Val::Scalar(c, ScalarType::Bool), "cond", body) else { unreachable!("share keeps a scalar") };
+            let Val::Scalar(c, _) = self.share(Val::Scalar(c, ScalarType::Bool), "cond", body) else {
+                unreachable!("share keeps a scalar")
+            };
             let kind = super::view::ViewKind::Choice { cond: c, a: Box::new(va.clone()), b: Box::new(vb.clone()) };
             return Ok(Val::Array(super::View { ty: ty.clone(), kind }));
         }
@@ -227,9 +289,15 @@ impl Lowerer<'_> {
         }
         let mut declared = Vec::new();
         declared_leaves(ty, &mut declared);
-        let types: Vec<ScalarType> =
-            xs.iter().zip(&ys).enumerate().map(|(k, ((_, s), (_, t)))| meet(*s, *t, declared.get(k).copied().flatten())).collect();
-        let pick = |v: Vec<(L, ScalarType)>| -> Vec<L> { v.into_iter().zip(&types).map(|((e, s), m)| convert(e, s, *m)).collect() };
+        let types: Vec<ScalarType> = xs
+            .iter()
+            .zip(&ys)
+            .enumerate()
+            .map(|(k, ((_, s), (_, t)))| meet(*s, *t, declared.get(k).copied().flatten()))
+            .collect();
+        let pick = |v: Vec<(L, ScalarType)>| -> Vec<L> {
+            v.into_iter().zip(&types).map(|((e, s), m)| convert(e, s, *m)).collect()
+        };
         let both_speculable = speculate && self.speculable(&xs, &a_block) && self.speculable(&ys, &b_block);
         let (xs, ys) = (pick(xs), pick(ys));
         let results: Vec<Val> = if both_speculable {
@@ -237,15 +305,27 @@ impl Lowerer<'_> {
             let c = match (&c, xs.len()) {
                 (L::Var(_) | L::Bool(_), _) | (_, 1) => c,
                 _ => {
-                    let Val::Scalar(c, _) = self.share(Val::Scalar(c, ScalarType::Bool), "cond", body) else { unreachable!("share keeps a scalar") };
+                    let Val::Scalar(c, _) = self.share(Val::Scalar(c, ScalarType::Bool), "cond", body) else {
+                        unreachable!("share keeps a scalar")
+                    };
                     c
                 }
             };
-            xs.into_iter().zip(ys).zip(&types).map(|((x, y), t)| Val::Scalar(L::Select(Box::new(c.clone()), Box::new(x), Box::new(y)), *t)).collect()
+            xs.into_iter()
+                .zip(ys)
+                .zip(&types)
+                .map(|((x, y), t)| Val::Scalar(L::Select(Box::new(c.clone()), Box::new(x), Box::new(y)), *t))
+                .collect()
         } else {
             let vars: Vec<Name> = types.iter().map(|_| self.fresh("picked")).collect();
             for (v, t) in vars.iter().zip(&types) {
-                let zero = if t.is_float() { L::Float(0.0, *t) } else if *t == ScalarType::Bool { L::Bool(false) } else { L::Int(0, *t) };
+                let zero = if t.is_float() {
+                    L::Float(0.0, *t)
+                } else if *t == ScalarType::Bool {
+                    L::Bool(false)
+                } else {
+                    L::Int(0, *t)
+                };
                 body.push(Stmt::Var { var: v.clone(), ty: *t, init: zero });
             }
             let assign = |mut block: Block, values: Vec<L>| {

@@ -10,7 +10,7 @@
 //!
 //! [`ViewKind::Concat`]: super::view::ViewKind::Concat
 
-use super::{bug, Env, Lowerer, Val, View};
+use super::{Env, Lowerer, Val, View, bug};
 use heddle_ir::loops::{BinOp, Block, Expr as L, Schedule, Stmt};
 use heddle_ir::{Diagnostic, Nat, ScalarType, Type};
 
@@ -23,7 +23,12 @@ impl Lowerer<'_> {
         let Type::Array { len: row_len, .. } = rows.elem_ty(&Nat::Var(k.clone())) else {
             return Err(bug(span, "`join` of something that is not nested arrays"));
         };
-        let start = |r: Nat| Nat::Sum { var: k.clone(), lo: Box::new(Nat::Lit(0)), hi: Box::new(Nat::sub(r, Nat::Lit(1))), body: Box::new(row_len.clone()) };
+        let start = |r: Nat| Nat::Sum {
+            var: k.clone(),
+            lo: Box::new(Nat::Lit(0)),
+            hi: Box::new(Nat::sub(r, Nat::Lit(1))),
+            body: Box::new(row_len.clone()),
+        };
         let p = self.index_expr(p, &Env::default(), body)?;
         let p = self.bind_index(p, "flat", body);
         let p = self.nat_to_expr(&p, &Env::default(), body)?;

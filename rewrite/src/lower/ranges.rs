@@ -18,8 +18,8 @@
 
 use super::view::ViewKind;
 use super::{Env, Lowerer, Val, View};
-use heddle_ir::encoding::storage_types::{storage_layout, BufferKind};
 use heddle_ir::encoding::LevelFormat;
+use heddle_ir::encoding::storage_types::{BufferKind, storage_layout};
 use heddle_ir::loops::{Block, InputRange, Stmt};
 use heddle_ir::{Name, Nat, Type};
 use heddle_typeck::{KernelParam, TKind};
@@ -43,7 +43,12 @@ impl Lowerer<'_> {
                 // The levels whose coordinates the buffer holds, one field each:
                 // one level, or an array-of-structs run (COO's (i, j) pairs).
                 let levels = encoding.aos_run(l).unwrap_or(l..l + 1);
-                let signed = levels.clone().any(|k| encoding.levels.get(k).is_none_or(|lv| lv.format == LevelFormat::LooseCompressed || lv.expr.is_signed()));
+                let signed = levels.clone().any(|k| {
+                    encoding
+                        .levels
+                        .get(k)
+                        .is_none_or(|lv| lv.format == LevelFormat::LooseCompressed || lv.expr.is_signed())
+                });
                 let fields = self.args.iter().find(|a| a.name == b.name).and_then(|a| match &a.kind {
                     heddle_ir::loops::ArgKind::Input { fields, .. } => Some(fields.len()),
                     _ => None,
@@ -56,7 +61,11 @@ impl Lowerer<'_> {
                     let mut sink = Block::new();
                     let Ok(below) = self.index_expr(size, &Env::default(), &mut sink) else { continue };
                     if sink.iter().all(|s| matches!(s, Stmt::Let { .. })) {
-                        out.push(InputRange { buf: b.name.clone(), field: field as u32, below: super::emit::inline_lets(below, &sink) });
+                        out.push(InputRange {
+                            buf: b.name.clone(),
+                            field: field as u32,
+                            below: super::emit::inline_lets(below, &sink),
+                        });
                     }
                 }
             }
@@ -94,7 +103,10 @@ impl Lowerer<'_> {
                 if access.loose_lo.is_none() {
                     continue;
                 }
-                let Some(pos) = layout.buffers.iter().find(|b| b.kind == BufferKind::Positions && b.level == Some(l)) else { continue };
+                let Some(pos) = layout.buffers.iter().find(|b| b.kind == BufferKind::Positions && b.level == Some(l))
+                else {
+                    continue;
+                };
                 let len = Name::from(format!("{name}_crd{l}_len"));
                 let input = |n: &Name| self.args.iter().any(|a| &a.name == n);
                 if !layout.nat_vars.contains(&len) || !input(&pos.name) || !input(&len) {

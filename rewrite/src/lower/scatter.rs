@@ -34,17 +34,32 @@
 //! here, row by row ([`ViewKind::Concat`]).
 
 use super::view::ViewKind;
-use super::{bug, unsupported, Env, Lowerer, Val, View};
+use super::{Env, Lowerer, Val, View, bug, unsupported};
 use heddle_ir::loops::{BinOp, Block, Expr as L, Schedule, Space, Stmt};
 use heddle_ir::{Diagnostic, Name, Nat, ScalarType, Span, Type};
 use heddle_typeck::{TExpr, TKind};
 
 impl Lowerer<'_> {
     /// Lowers `src :>> scatterAdd(n)` whose type is `ty` (`[T]_n`).
-    pub(super) fn scatter_add(&mut self, n: &Nat, src: &TExpr, ty: &Type, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
+    pub(super) fn scatter_add(
+        &mut self,
+        n: &Nat,
+        src: &TExpr,
+        ty: &Type,
+        env: &Env,
+        span: Span,
+        body: &mut Block,
+    ) -> Result<Val, Diagnostic> {
         // T is a scalar, a tuple of scalars (sums and counts), or a row of K scalars
         // (MTTKRP adds rows of a dense result).
-        let (fields, width) = element(ty).ok_or_else(|| unsupported(span, &format!("`scatterAdd` producing {ty} (arrays of numbers, of tuples of numbers, or of rows of numbers)")))?;
+        let (fields, width) = element(ty).ok_or_else(|| {
+            unsupported(
+                span,
+                &format!(
+                    "`scatterAdd` producing {ty} (arrays of numbers, of tuples of numbers, or of rows of numbers)"
+                ),
+            )
+        })?;
         let xs = match self.expr(src, env, body)? {
             Val::Array(v) => v,
             _ => return Err(bug(src.span, "`scatterAdd` of a non-array")),
@@ -77,23 +92,56 @@ impl Lowerer<'_> {
     /// reads: a per-worker workspace inside a loop (its length must be known
     /// before the kernel runs), a scratch buffer at the top level (after which
     /// the kernel stays sequential, see the module docs).
-    fn scratch(&mut self, base: &str, fields: &[ScalarType], len: &L, what: &str, span: Span, body: &mut Block) -> Result<Name, Diagnostic> {
+    fn scratch(
+        &mut self,
+        base: &str,
+        fields: &[ScalarType],
+        len: &L,
+        what: &str,
+        span: Span,
+        body: &mut Block,
+    ) -> Result<Name, Diagnostic> {
         let buf = self.fresh(base);
         if self.loops.is_empty() && !self.in_parallel {
-            body.push(Stmt::Alloc { buf: buf.clone(), fields: fields.to_vec(), len: len.clone(), space: Space::Global });
+            body.push(Stmt::Alloc {
+                buf: buf.clone(),
+                fields: fields.to_vec(),
+                len: len.clone(),
+                space: Space::Global,
+            });
             self.sequential = true;
         } else {
             if !self.over_naturals(len) {
-                return Err(unsupported(span, &format!("{what} inside a loop with a length that is not a natural parameter or a formula over them")));
+                return Err(unsupported(
+                    span,
+                    &format!(
+                        "{what} inside a loop with a length that is not a natural parameter or a formula over them"
+                    ),
+                ));
             }
-            self.workspaces.push(Stmt::Alloc { buf: buf.clone(), fields: fields.to_vec(), len: len.clone(), space: Space::Workspace });
+            self.workspaces.push(Stmt::Alloc {
+                buf: buf.clone(),
+                fields: fields.to_vec(),
+                len: len.clone(),
+                space: Space::Workspace,
+            });
         }
         Ok(buf)
     }
 
     /// Lowers `xs :>> scatter(idx)` whose type is `ty` (`[T]_n`).
-    pub(super) fn scatter(&mut self, idx: &TExpr, xs: &TExpr, ty: &Type, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
-        let Val::Array(idx) = self.expr(idx, env, body)? else { return Err(bug(span, "`scatter` with non-array indices")) };
+    pub(super) fn scatter(
+        &mut self,
+        idx: &TExpr,
+        xs: &TExpr,
+        ty: &Type,
+        env: &Env,
+        span: Span,
+        body: &mut Block,
+    ) -> Result<Val, Diagnostic> {
+        let Val::Array(idx) = self.expr(idx, env, body)? else {
+            return Err(bug(span, "`scatter` with non-array indices"));
+        };
         let Val::Array(xs) = self.expr(xs, env, body)? else { return Err(bug(span, "`scatter` of a non-array")) };
         // Streams are read by position here: stored first, with their counts.
         let mut known = Vec::new();
@@ -106,7 +154,10 @@ impl Lowerer<'_> {
         let j = self.fresh("j");
         let clear = vec![Stmt::Store { buf: inv.clone(), index: L::var(j.clone()), field: 0, value: L::index(-1) }];
         body.push(Stmt::For { var: j, lo: L::index(0), hi: n_e.clone(), schedule: Schedule::Seq, body: clear });
-        let out_of_bounds = self.check(format!("index out of bounds: an index given to `scatter` is not below the array's length {n}"), span);
+        let out_of_bounds = self.check(
+            format!("index out of bounds: an index given to `scatter` is not below the array's length {n}"),
+            span,
+        );
         let twice = self.check("`scatter`: two elements are scattered to one position".into(), span);
         let k = self.fresh("k");
         let hi = self.index_expr(&idx.len(), env, body)?;
@@ -117,14 +168,21 @@ impl Lowerer<'_> {
         let Val::Scalar(to, ts) = to? else { return Err(bug(span, "`scatter` with non-scalar indices")) };
         let to = self.bind_index(super::nats::widen(to, ts), "to", &mut fill);
         let to = self.index_expr(&to, &Env::default(), &mut fill)?;
-        let in_range = L::bin(BinOp::And, L::bin(BinOp::Ge, to.clone(), L::index(0)), L::bin(BinOp::Lt, to.clone(), n_e.clone()));
+        let in_range =
+            L::bin(BinOp::And, L::bin(BinOp::Ge, to.clone(), L::index(0)), L::bin(BinOp::Lt, to.clone(), n_e.clone()));
         fill.push(Stmt::Check { cond: in_range, id: out_of_bounds });
-        fill.push(Stmt::Check { cond: L::bin(BinOp::Eq, L::load(inv.clone(), to.clone(), 0), L::index(-1)), id: twice });
+        fill.push(Stmt::Check {
+            cond: L::bin(BinOp::Eq, L::load(inv.clone(), to.clone(), 0), L::index(-1)),
+            id: twice,
+        });
         fill.push(Stmt::Store { buf: inv.clone(), index: to, field: 0, value: L::var(k.clone()) });
         body.push(Stmt::For { var: k, lo: L::index(0), hi, schedule: Schedule::Seq, body: fill });
         let hole = self.check("`scatter`: no element is scattered to some position".into(), span);
         let j = self.fresh("j");
-        let complete = vec![Stmt::Check { cond: L::bin(BinOp::Ne, L::load(inv.clone(), L::var(j.clone()), 0), L::index(-1)), id: hole }];
+        let complete = vec![Stmt::Check {
+            cond: L::bin(BinOp::Ne, L::load(inv.clone(), L::var(j.clone()), 0), L::index(-1)),
+            id: hole,
+        }];
         body.push(Stmt::For { var: j, lo: L::index(0), hi: n_e, schedule: Schedule::Seq, body: complete });
         Ok(Val::Array(View { ty: ty.clone(), kind: ViewKind::Permuted { inv, src: Box::new(xs) } }))
     }
@@ -132,7 +190,13 @@ impl Lowerer<'_> {
     /// Lowers the kernel's body `t`: `None` when it was a `scatterAdd` that
     /// has been added into the output `out` in parallel, else its value and
     /// the environment of the `let`s around it, for the caller to write.
-    pub(super) fn result(&mut self, t: &TExpr, env: &Env, out: &Name, body: &mut Block) -> Result<Option<(Val, Env)>, Diagnostic> {
+    pub(super) fn result(
+        &mut self,
+        t: &TExpr,
+        env: &Env,
+        out: &Name,
+        body: &mut Block,
+    ) -> Result<Option<(Val, Env)>, Diagnostic> {
         match &t.kind {
             TKind::Let { name, value, body: inner } => {
                 let v = self.expr(value, env, body)?;
@@ -181,13 +245,26 @@ impl Lowerer<'_> {
 
     /// Adds every pair of `xs` into `buf` (rows of `row_len` records when given);
     /// `parallel`: the outermost loop is parallel and the adds atomic.
-    fn accumulate(&mut self, xs: &View, n: &Nat, fields: &[ScalarType], row_len: Option<&L>, buf: &Name, parallel: bool, env: &Env, span: Span, body: &mut Block) -> Result<(), Diagnostic> {
+    fn accumulate(
+        &mut self,
+        xs: &View,
+        n: &Nat,
+        fields: &[ScalarType],
+        row_len: Option<&L>,
+        buf: &Name,
+        parallel: bool,
+        env: &Env,
+        span: Span,
+        body: &mut Block,
+    ) -> Result<(), Diagnostic> {
         let out = buf.clone();
         let was_parallel = self.in_parallel;
         self.in_parallel |= parallel;
         let schedule = if parallel { Schedule::Parallel } else { Schedule::Seq };
         let done = self.each(xs, env, schedule, body, &mut |cx, pair, inner| {
-            let Val::Tuple(mut items) = pair else { return Err(bug(span, "`scatterAdd` of something other than pairs")) };
+            let Val::Tuple(mut items) = pair else {
+                return Err(bug(span, "`scatterAdd` of something other than pairs"));
+            };
             let (Some(value), Some(Val::Scalar(i, is))) = (items.pop(), items.pop()) else {
                 return Err(bug(span, "`scatterAdd` of something other than pairs"));
             };
@@ -208,7 +285,9 @@ impl Lowerer<'_> {
                 (Val::Scalar(v, vs), None) => add(k, 0, v, vs, inner),
                 (Val::Tuple(parts), None) if parts.len() == fields.len() => {
                     for (f, part) in parts.into_iter().enumerate() {
-                        let Val::Scalar(v, vs) = part else { return Err(unsupported(span, "`scatterAdd` of tuples that hold arrays")) };
+                        let Val::Scalar(v, vs) = part else {
+                            return Err(unsupported(span, "`scatterAdd` of tuples that hold arrays"));
+                        };
                         add(k.clone(), f as u32, v, vs, inner);
                     }
                 }
@@ -221,7 +300,13 @@ impl Lowerer<'_> {
                     };
                     let at = L::bin(BinOp::Add, L::bin(BinOp::Mul, k, w.clone()), L::var(c.clone()));
                     add(at, 0, v, vs, &mut each);
-                    inner.push(Stmt::For { var: c, lo: L::index(0), hi: w.clone(), schedule: Schedule::Seq, body: each });
+                    inner.push(Stmt::For {
+                        var: c,
+                        lo: L::index(0),
+                        hi: w.clone(),
+                        schedule: Schedule::Seq,
+                        body: each,
+                    });
                 }
                 _ => return Err(bug(span, "`scatterAdd` of values that do not match its result type")),
             }
@@ -234,7 +319,14 @@ impl Lowerer<'_> {
     /// Emits a loop nest (its outermost loop with `schedule`, the rest sequential) that visits every element of `v` in order
     /// and runs `f` on it; a [`ViewKind::Concat`] is walked row by row.
     #[allow(clippy::type_complexity)]
-    pub(super) fn each(&mut self, v: &View, env: &Env, schedule: Schedule, body: &mut Block, f: &mut dyn FnMut(&mut Self, Val, &mut Block) -> Result<(), Diagnostic>) -> Result<(), Diagnostic> {
+    pub(super) fn each(
+        &mut self,
+        v: &View,
+        env: &Env,
+        schedule: Schedule,
+        body: &mut Block,
+        f: &mut dyn FnMut(&mut Self, Val, &mut Block) -> Result<(), Diagnostic>,
+    ) -> Result<(), Diagnostic> {
         if super::stream::is_stream(v) {
             return self.each_stream(v, env, body, f);
         }
@@ -275,7 +367,10 @@ impl Lowerer<'_> {
                 let y = cx.apply(&g, vec![x], &genv, inner)?;
                 f(cx, y, inner)?;
                 if let Some((_, at)) = &position {
-                    inner.push(Stmt::Assign { var: at.clone(), value: L::bin(BinOp::Add, L::var(at.clone()), L::index(1)) });
+                    inner.push(Stmt::Assign {
+                        var: at.clone(),
+                        value: L::bin(BinOp::Add, L::var(at.clone()), L::index(1)),
+                    });
                 }
                 Ok(())
             });

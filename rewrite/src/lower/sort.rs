@@ -17,7 +17,7 @@
 
 use super::emit::leaf_fields;
 use super::view::{Val, View, ViewKind};
-use super::{bug, unsupported, Env, Lowerer};
+use super::{Env, Lowerer, bug, unsupported};
 use heddle_ir::loops::{BinOp, Block, Expr as L, Schedule, Space, Stmt};
 use heddle_ir::{Diagnostic, Name, ScalarType, Span, Type};
 use heddle_typeck::{TExpr, TKind};
@@ -28,7 +28,15 @@ const MAX_PASSES: i64 = 63;
 
 impl Lowerer<'_> {
     /// `sortBy(key)(xs)` of type `ty`: the sorted array, stored.
-    pub(super) fn sort_by(&mut self, key: &TExpr, xs: &TExpr, ty: &Type, env: &Env, span: Span, body: &mut Block) -> Result<View, Diagnostic> {
+    pub(super) fn sort_by(
+        &mut self,
+        key: &TExpr,
+        xs: &TExpr,
+        ty: &Type,
+        env: &Env,
+        span: Span,
+        body: &mut Block,
+    ) -> Result<View, Diagnostic> {
         let src = self.array(xs, env, body)?;
         let src = self.settle(src, env, xs.span, body, &mut Vec::new()).map_err(naming_sort_by)?;
         let TKind::Lambda { body: key_body, .. } = &key.kind else {
@@ -41,17 +49,29 @@ impl Lowerer<'_> {
         };
         let key_fields = leaf_fields(&key_ty, span)?;
         if !is_record(&elem) {
-            return Err(unsupported(span, &format!("`sortBy` of elements of type {elem} (a sorted element is a scalar or a tuple of scalars)")));
+            return Err(unsupported(
+                span,
+                &format!("`sortBy` of elements of type {elem} (a sorted element is a scalar or a tuple of scalars)"),
+            ));
         }
         // The records sorted: (key, element), stored flat, the key's leaves first.
         let record = Type::Tuple(vec![key_ty.clone(), elem]);
         let pairs_ty = Type::Array { binder: None, elem: Box::new(record), len: n.clone() };
         let keys = View {
             ty: Type::Array { binder: None, elem: Box::new(key_ty), len: n.clone() },
-            kind: ViewKind::Map { f: Box::new(key.clone()), env: env.clone(), src: Box::new(src.clone()), binder: None, prim: "mapSeq", dim: 0 },
+            kind: ViewKind::Map {
+                f: Box::new(key.clone()),
+                env: env.clone(),
+                src: Box::new(src.clone()),
+                binder: None,
+                prim: "mapSeq",
+                dim: 0,
+            },
         };
         let pairs = View { ty: pairs_ty.clone(), kind: ViewKind::Zip(vec![keys, src]) };
-        let Val::Array(stored) = self.materialize(Val::Array(pairs), &pairs_ty, Space::Global, env, span, body).map_err(naming_sort_by)? else {
+        let Val::Array(stored) =
+            self.materialize(Val::Array(pairs), &pairs_ty, Space::Global, env, span, body).map_err(naming_sort_by)?
+        else {
             return Err(bug(span, "a `sortBy` temporary that is not an array"));
         };
         let ViewKind::Buffer { buf, offset } = &stored.kind else {
@@ -91,7 +111,15 @@ impl Lowerer<'_> {
     /// room for as many records. Passes merge from one buffer into the other
     /// in turn (the records are in `scratch` after an odd number of passes,
     /// and copied back once at the end).
-    fn merge_sort(&mut self, data: &Region, scratch: &Region, len: L, fields: &[ScalarType], key_fields: &[ScalarType], body: &mut Block) {
+    fn merge_sort(
+        &mut self,
+        data: &Region,
+        scratch: &Region,
+        len: L,
+        fields: &[ScalarType],
+        key_fields: &[ScalarType],
+        body: &mut Block,
+    ) {
         let n = self.let_index("sort_n", len, body);
         let width = self.var_of("sort_width", ScalarType::I64, L::index(1), body);
         let in_scratch = self.var_of("sort_in_scratch", ScalarType::Bool, L::Bool(false), body);
@@ -103,18 +131,30 @@ impl Lowerer<'_> {
             assign(&in_scratch, L::Not(Box::new(L::var(in_scratch.clone())))),
             assign(&width, L::bin(BinOp::Mul, L::var(width.clone()), L::index(2))),
         ];
-        let pass_body = vec![Stmt::If { cond: L::bin(BinOp::Lt, L::var(width), L::var(n.clone())), then: passes, els: vec![] }];
+        let pass_body =
+            vec![Stmt::If { cond: L::bin(BinOp::Lt, L::var(width), L::var(n.clone())), then: passes, els: vec![] }];
         let copy_back = copy_record(scratch, &L::var(copy.clone()), data, &L::var(copy.clone()), fields);
         let sort = vec![
             seq(&pass, L::index(0), L::index(MAX_PASSES), pass_body),
-            Stmt::If { cond: L::var(in_scratch), then: vec![seq(&copy, L::index(0), L::var(n.clone()), copy_back)], els: vec![] },
+            Stmt::If {
+                cond: L::var(in_scratch),
+                then: vec![seq(&copy, L::index(0), L::var(n.clone()), copy_back)],
+                els: vec![],
+            },
         ];
         // Rows of no or one element (many, in a sparse matrix) skip the pass loop.
         body.push(Stmt::If { cond: L::bin(BinOp::Gt, L::var(n), L::index(1)), then: sort, els: vec![] });
     }
 
     /// The key leaves of `record` of `region`, bound to `let`s as they are compared ([`leaf`]).
-    fn key_leaves(&mut self, region: &Region, record: &L, key_fields: &[ScalarType], base: &str, body: &mut Block) -> Vec<L> {
+    fn key_leaves(
+        &mut self,
+        region: &Region,
+        record: &L,
+        key_fields: &[ScalarType],
+        base: &str,
+        body: &mut Block,
+    ) -> Vec<L> {
         let mut out = Vec::with_capacity(key_fields.len());
         for (f, s) in key_fields.iter().enumerate() {
             let (value, ty) = leaf(region.load(record, f as u32), *s);
@@ -127,17 +167,34 @@ impl Lowerer<'_> {
     }
 
     /// One pass: the runs of `width` records of `from` merged pairwise into `to`.
-    fn merge_pass(&mut self, from: &Region, to: &Region, n: &Name, width: &Name, fields: &[ScalarType], key_fields: &[ScalarType]) -> Block {
+    fn merge_pass(
+        &mut self,
+        from: &Region,
+        to: &Region,
+        n: &Name,
+        width: &Name,
+        fields: &[ScalarType],
+        key_fields: &[ScalarType],
+    ) -> Block {
         let (run, k) = (self.fresh("sort_run"), self.fresh("sort_k"));
         let mut pass = Block::new();
         let span2 = self.let_index("sort_span", L::bin(BinOp::Mul, L::var(width.clone()), L::index(2)), &mut pass);
         // ⌈n / span⌉ pairs of runs; span < 2n, so nothing overflows.
-        let runs = L::bin(BinOp::Div, L::bin(BinOp::Sub, L::bin(BinOp::Add, L::var(n.clone()), L::var(span2.clone())), L::index(1)), L::var(span2.clone()));
+        let runs = L::bin(
+            BinOp::Div,
+            L::bin(BinOp::Sub, L::bin(BinOp::Add, L::var(n.clone()), L::var(span2.clone())), L::index(1)),
+            L::var(span2.clone()),
+        );
         let mut merge = Block::new();
         let lo = self.let_index("sort_lo", L::bin(BinOp::Mul, L::var(run.clone()), L::var(span2.clone())), &mut merge);
         let min_n = |e: L| L::bin(BinOp::Min, e, L::var(n.clone()));
-        let mid = self.let_index("sort_mid", min_n(L::bin(BinOp::Add, L::var(lo.clone()), L::var(width.clone()))), &mut merge);
-        let hi = self.let_index("sort_hi", min_n(L::bin(BinOp::Add, L::var(lo.clone()), L::var(span2.clone()))), &mut merge);
+        let mid = self.let_index(
+            "sort_mid",
+            min_n(L::bin(BinOp::Add, L::var(lo.clone()), L::var(width.clone()))),
+            &mut merge,
+        );
+        let hi =
+            self.let_index("sort_hi", min_n(L::bin(BinOp::Add, L::var(lo.clone()), L::var(span2.clone()))), &mut merge);
         let left = self.var_of("sort_i", ScalarType::I64, L::var(lo.clone()), &mut merge);
         let right = self.var_of("sort_j", ScalarType::I64, L::var(mid.clone()), &mut merge);
         // Each output record: the left run's next one unless the right run's
@@ -152,7 +209,11 @@ impl Lowerer<'_> {
         compare.push(assign(&take_left, L::Not(Box::new(less(&right_key, &left_key, key_fields)))));
         step.push(Stmt::If {
             cond: lt(&L::var(left.clone()), &L::var(mid.clone())),
-            then: vec![Stmt::If { cond: lt(&L::var(right.clone()), &L::var(hi.clone())), then: compare, els: vec![assign(&take_left, L::Bool(true))] }],
+            then: vec![Stmt::If {
+                cond: lt(&L::var(right.clone()), &L::var(hi.clone())),
+                then: compare,
+                els: vec![assign(&take_left, L::Bool(true))],
+            }],
             els: vec![],
         });
         let mut from_left = copy_record(from, &L::var(left.clone()), to, &L::var(k.clone()), fields);
@@ -208,7 +269,12 @@ fn assign(var: &Name, value: L) -> Stmt {
 
 fn copy_record(from: &Region, i: &L, to: &Region, k: &L, fields: &[ScalarType]) -> Block {
     (0..fields.len() as u32)
-        .map(|f| Stmt::Store { buf: to.buf.clone(), index: L::bin(BinOp::Add, to.at.clone(), k.clone()), field: f, value: from.load(i, f) })
+        .map(|f| Stmt::Store {
+            buf: to.buf.clone(),
+            index: L::bin(BinOp::Add, to.at.clone(), k.clone()),
+            field: f,
+            value: from.load(i, f),
+        })
         .collect()
 }
 

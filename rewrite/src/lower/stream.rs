@@ -32,7 +32,7 @@
 //!   O(n) clear. Counting uses the mask and the list alone.
 
 use super::view::ViewKind;
-use super::{unsupported, Env, Lowerer, Val, View};
+use super::{Env, Lowerer, Val, View, unsupported};
 use heddle_ir::loops::{BinOp, Block, Expr as L, Schedule, Space, Stmt};
 use heddle_ir::{Diagnostic, Name, Nat, ScalarType, Span, Type};
 
@@ -116,7 +116,13 @@ pub(super) fn stream_bound(v: &View) -> Option<Nat> {
 
 impl<'k> Lowerer<'k> {
     /// Emits a visit of every element of the stream `v`, in order.
-    pub(super) fn each_stream(&mut self, v: &View, env: &Env, body: &mut Block, f: Visit<'_, 'k>) -> Result<(), Diagnostic> {
+    pub(super) fn each_stream(
+        &mut self,
+        v: &View,
+        env: &Env,
+        body: &mut Block,
+        f: Visit<'_, 'k>,
+    ) -> Result<(), Diagnostic> {
         let span = self.kernel.body.span;
         match &v.kind {
             ViewKind::Map { f: g, env: genv, src, .. } => {
@@ -131,7 +137,9 @@ impl<'k> Lowerer<'k> {
                 let coord = coordinate_type(v);
                 self.merge(a, b, defaults.as_deref(), coord, env, *span, body, Some(f)).map(|_| ())
             }
-            ViewKind::Compress { src, n, last, span } => self.compress(src, n, *last, coordinate_type(v), env, *span, body, Some(f)).map(|_| ()),
+            ViewKind::Compress { src, n, last, span } => {
+                self.compress(src, n, *last, coordinate_type(v), env, *span, body, Some(f)).map(|_| ())
+            }
             ViewKind::Choice { cond, a, b } => {
                 // Only the chosen array is walked (its checks made), as the interpreter evaluates only it.
                 let (mut then, mut els) = (Block::new(), Block::new());
@@ -162,15 +170,33 @@ impl<'k> Lowerer<'k> {
     /// `ty` (scalars or tuples of them): the stream is walked once, element
     /// `k` kept as it passes, and `k` checked below the number walked —
     /// an index past the end is the run-time error indexing always gives.
-    pub(super) fn index_stream(&mut self, v: &View, k: &Nat, ty: &Type, what: &str, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
+    pub(super) fn index_stream(
+        &mut self,
+        v: &View,
+        k: &Nat,
+        ty: &Type,
+        what: &str,
+        env: &Env,
+        span: Span,
+        body: &mut Block,
+    ) -> Result<Val, Diagnostic> {
         let mut declared = Vec::new();
         super::operators::declared_leaves(ty, &mut declared);
         let Some(types) = declared.into_iter().collect::<Option<Vec<ScalarType>>>() else {
-            return Err(unsupported(span, "indexing the result of `union`, `intersect`, `compressAdd` or `filter` whose elements hold arrays"));
+            return Err(unsupported(
+                span,
+                "indexing the result of `union`, `intersect`, `compressAdd` or `filter` whose elements hold arrays",
+            ));
         };
         let kept: Vec<Name> = types.iter().map(|_| self.fresh("kept")).collect();
         for (var, t) in kept.iter().zip(&types) {
-            let zero = if t.is_float() { L::Float(0.0, *t) } else if *t == ScalarType::Bool { L::Bool(false) } else { L::Int(0, *t) };
+            let zero = if t.is_float() {
+                L::Float(0.0, *t)
+            } else if *t == ScalarType::Bool {
+                L::Bool(false)
+            } else {
+                L::Int(0, *t)
+            };
             body.push(Stmt::Var { var: var.clone(), ty: *t, init: zero });
         }
         let walked = self.fresh("walked");
@@ -188,13 +214,19 @@ impl<'k> Lowerer<'k> {
                 .zip(&leaf_types)
                 .map(|((var, (e, s)), t)| Stmt::Assign { var: var.clone(), value: super::numbers::convert(e, s, *t) })
                 .collect();
-            inner.push(Stmt::If { cond: L::bin(BinOp::Eq, L::var(counter.clone()), ke.clone()), then, els: Block::new() });
+            inner.push(Stmt::If {
+                cond: L::bin(BinOp::Eq, L::var(counter.clone()), ke.clone()),
+                then,
+                els: Block::new(),
+            });
             inner.push(incr(&counter));
             Ok(())
         })?;
-        let id = self.check(format!("index out of bounds: an index into {what} is not below the number of its elements"), span);
+        let id = self
+            .check(format!("index out of bounds: an index into {what} is not below the number of its elements"), span);
         let ke = self.index_expr(k, &Env::default(), body)?;
-        let cond = L::bin(BinOp::And, L::bin(BinOp::Ge, ke.clone(), L::index(0)), L::bin(BinOp::Lt, ke, L::var(walked)));
+        let cond =
+            L::bin(BinOp::And, L::bin(BinOp::Ge, ke.clone(), L::index(0)), L::bin(BinOp::Lt, ke, L::var(walked)));
         body.push(Stmt::Check { cond, id });
         fn shaped(ty: &Type, from: &mut impl Iterator<Item = Val>) -> Val {
             match ty {
@@ -212,8 +244,12 @@ impl<'k> Lowerer<'k> {
         match &v.kind {
             ViewKind::Map { src, .. } if is_stream(src) => self.stream_len(src, env, body),
             ViewKind::Merge { .. } if super::coiter::nested(v) => self.coiterate(v, env, body, None),
-            ViewKind::Merge { a, b, defaults, span } => self.merge(a, b, defaults.as_deref(), coordinate_type(v), env, *span, body, None),
-            ViewKind::Compress { src, n, last, span } => self.compress(src, n, *last, coordinate_type(v), env, *span, body, None),
+            ViewKind::Merge { a, b, defaults, span } => {
+                self.merge(a, b, defaults.as_deref(), coordinate_type(v), env, *span, body, None)
+            }
+            ViewKind::Compress { src, n, last, span } => {
+                self.compress(src, n, *last, coordinate_type(v), env, *span, body, None)
+            }
             ViewKind::Choice { cond, a, b } if is_stream(v) => {
                 let n = self.fresh("chosen_len");
                 body.push(Stmt::Var { var: n.clone(), ty: ScalarType::I64, init: L::index(0) });
@@ -247,7 +283,17 @@ impl<'k> Lowerer<'k> {
     /// the union (`defaults` given) or intersection and returns 0; without,
     /// returns how many elements that is, counting only the coordinates the
     /// two lists share (|a ∪ b| = |a| + |b| - |a ∩ b|).
-    fn merge(&mut self, a: &View, b: &View, defaults: Option<&(Val, Val)>, coord: ScalarType, env: &Env, span: Span, body: &mut Block, visit: Option<Visit<'_, 'k>>) -> Result<L, Diagnostic> {
+    fn merge(
+        &mut self,
+        a: &View,
+        b: &View,
+        defaults: Option<&(Val, Val)>,
+        coord: ScalarType,
+        env: &Env,
+        span: Span,
+        body: &mut Block,
+        visit: Option<Visit<'_, 'k>>,
+    ) -> Result<L, Diagnostic> {
         let outermost = self.merge_depth == 0;
         self.merge_depth += 1;
         let r = self.merge_steps(a, b, defaults, coord, env, span, body, visit, outermost);
@@ -290,22 +336,24 @@ impl<'k> Lowerer<'k> {
             body.push(Stmt::Var { var: matches.clone(), ty: ScalarType::I64, init: L::index(0) });
         }
         // One entry of a list: its coordinate (as i64 and as given) and value.
-        let entry = |cx: &mut Self, v: &View, at: &Name, inner: &mut Block| -> Result<(L, L, ScalarType, Val), Diagnostic> {
-            match cx.elem(v, &Nat::Var(at.clone()), inner)? {
-                Val::Tuple(mut items) if items.len() == 2 => {
-                    let value = items.pop().unwrap_or(Val::Tuple(vec![]));
-                    match items.pop() {
-                        Some(Val::Scalar(c, s)) if s.is_int() => {
-                            let wide = cx.share(Val::Scalar(cast(c, s, ScalarType::I64), ScalarType::I64), "crd", inner);
-                            let Val::Scalar(wide, _) = wide else { unreachable!("share keeps scalars") };
-                            Ok((wide.clone(), cast(wide, ScalarType::I64, coord), coord, value))
+        let entry =
+            |cx: &mut Self, v: &View, at: &Name, inner: &mut Block| -> Result<(L, L, ScalarType, Val), Diagnostic> {
+                match cx.elem(v, &Nat::Var(at.clone()), inner)? {
+                    Val::Tuple(mut items) if items.len() == 2 => {
+                        let value = items.pop().unwrap_or(Val::Tuple(vec![]));
+                        match items.pop() {
+                            Some(Val::Scalar(c, s)) if s.is_int() => {
+                                let wide =
+                                    cx.share(Val::Scalar(cast(c, s, ScalarType::I64), ScalarType::I64), "crd", inner);
+                                let Val::Scalar(wide, _) = wide else { unreachable!("share keeps scalars") };
+                                Ok((wide.clone(), cast(wide, ScalarType::I64, coord), coord, value))
+                            }
+                            _ => Err(unsupported(span, "co-iteration over lists whose coordinates are not integers")),
                         }
-                        _ => Err(unsupported(span, "co-iteration over lists whose coordinates are not integers")),
                     }
+                    _ => Err(unsupported(span, "co-iteration over lists that are not (coordinate, value) pairs")),
                 }
-                _ => Err(unsupported(span, "co-iteration over lists that are not (coordinate, value) pairs")),
-            }
-        };
+            };
         let lt = |x: L, y: L| L::bin(BinOp::Lt, x, y);
         let both_left = L::bin(BinOp::And, lt(L::var(ia.clone()), na.clone()), lt(L::var(ib.clone()), nb.clone()));
         // Each list must be sorted by strictly increasing coordinate (a
@@ -323,7 +371,9 @@ impl<'k> Lowerer<'k> {
         if !sorted_b {
             body.push(Stmt::Var { var: last_b.clone(), ty: ScalarType::I64, init: L::index(0) });
         }
-        let unsorted = |cx: &mut Self, which: &str| cx.check(format!("`{what}`: the {which} list is not sorted by strictly increasing coordinate"), span);
+        let unsorted = |cx: &mut Self, which: &str| {
+            cx.check(format!("`{what}`: the {which} list is not sorted by strictly increasing coordinate"), span)
+        };
         let check_a = if sorted_a { None } else { Some(unsorted(self, "first")) };
         let check_b = if sorted_b { None } else { Some(unsorted(self, "second")) };
         let ordered = |c: &L, at: &Name, last: &Name, id: Option<u32>| match id {
@@ -331,7 +381,10 @@ impl<'k> Lowerer<'k> {
             Some(id) => {
                 let first = L::bin(BinOp::Eq, L::var(at.clone()), L::index(0));
                 vec![
-                    Stmt::Check { cond: L::bin(BinOp::Or, first, L::bin(BinOp::Gt, c.clone(), L::var(last.clone()))), id },
+                    Stmt::Check {
+                        cond: L::bin(BinOp::Or, first, L::bin(BinOp::Gt, c.clone(), L::var(last.clone()))),
+                        id,
+                    },
                     Stmt::Assign { var: last.clone(), value: c.clone() },
                 ]
             }
@@ -341,15 +394,23 @@ impl<'k> Lowerer<'k> {
             None => vec![],
             Some(id) => {
                 let first = L::bin(BinOp::Eq, L::var(at.clone()), L::index(0));
-                let fine = L::bin(BinOp::Or, L::Not(Box::new(taken.clone())), L::bin(BinOp::Or, first, L::bin(BinOp::Gt, c.clone(), L::var(last.clone()))));
+                let fine = L::bin(
+                    BinOp::Or,
+                    L::Not(Box::new(taken.clone())),
+                    L::bin(BinOp::Or, first, L::bin(BinOp::Gt, c.clone(), L::var(last.clone()))),
+                );
                 vec![
                     Stmt::Check { cond: fine, id },
-                    Stmt::Assign { var: last.clone(), value: L::Select(Box::new(taken.clone()), Box::new(c.clone()), Box::new(L::var(last.clone()))) },
+                    Stmt::Assign {
+                        var: last.clone(),
+                        value: L::Select(Box::new(taken.clone()), Box::new(c.clone()), Box::new(L::var(last.clone()))),
+                    },
                 ]
             }
         };
         let one_if = |c: &L| L::Select(Box::new(c.clone()), Box::new(L::index(1)), Box::new(L::index(0)));
-        let grow = |var: &Name, by: L| Stmt::Assign { var: var.clone(), value: L::bin(BinOp::Add, L::var(var.clone()), by) };
+        let grow =
+            |var: &Name, by: L| Stmt::Assign { var: var.clone(), value: L::bin(BinOp::Add, L::var(var.clone()), by) };
 
         // While both lists have entries, a step takes the smaller coordinate
         // (both where they are equal) without a branch: which list moves is
@@ -359,11 +420,13 @@ impl<'k> Lowerer<'k> {
         let mut both = Block::new();
         let (ca, ca_out, _, va) = entry(self, a, &ia, &mut both)?;
         let (cb, cb_out, _, vb) = entry(self, b, &ib, &mut both)?;
-        let take = |cx: &mut Self, x: &L, y: &L, name: &str, inner: &mut Block| {
-            match cx.share(Val::Scalar(L::bin(BinOp::Le, x.clone(), y.clone()), ScalarType::Bool), name, inner) {
-                Val::Scalar(e, _) => e,
-                _ => unreachable!("share keeps scalars"),
-            }
+        let take = |cx: &mut Self, x: &L, y: &L, name: &str, inner: &mut Block| match cx.share(
+            Val::Scalar(L::bin(BinOp::Le, x.clone(), y.clone()), ScalarType::Bool),
+            name,
+            inner,
+        ) {
+            Val::Scalar(e, _) => e,
+            _ => unreachable!("share keeps scalars"),
         };
         let scalar = |v: &Val| matches!(v, Val::Scalar(..));
         // Counting reads no value; a union visits a chosen value only where values are scalars.
@@ -381,7 +444,9 @@ impl<'k> Lowerer<'k> {
                     // Both values read (each list has an entry here), then chosen.
                     let (va, vb) = (self.share(va.clone(), "va", &mut both), self.share(vb.clone(), "vb", &mut both));
                     let pick = |c: &L, x: &Val, z: &Val| match (x, z) {
-                        (Val::Scalar(x, s), Val::Scalar(z, _)) => Val::Scalar(L::Select(Box::new(c.clone()), Box::new(x.clone()), Box::new(z.clone())), *s),
+                        (Val::Scalar(x, s), Val::Scalar(z, _)) => {
+                            Val::Scalar(L::Select(Box::new(c.clone()), Box::new(x.clone()), Box::new(z.clone())), *s)
+                        }
                         _ => unreachable!("checked scalar above"),
                     };
                     let crd = L::Select(Box::new(ta.clone()), Box::new(ca_out.clone()), Box::new(cb_out.clone()));
@@ -420,10 +485,20 @@ impl<'k> Lowerer<'k> {
             match (visit.as_mut(), defaults) {
                 (Some(f), Some((za, zb))) => {
                     f(self, Val::Tuple(vec![Val::Scalar(ca_out.clone(), coord), va.clone(), vb.clone()]), &mut same)?;
-                    f(self, Val::Tuple(vec![Val::Scalar(ca_out.clone(), coord), va.clone(), zb.clone()]), &mut a_first)?;
-                    f(self, Val::Tuple(vec![Val::Scalar(cb_out.clone(), coord), za.clone(), vb.clone()]), &mut b_first)?;
+                    f(
+                        self,
+                        Val::Tuple(vec![Val::Scalar(ca_out.clone(), coord), va.clone(), zb.clone()]),
+                        &mut a_first,
+                    )?;
+                    f(
+                        self,
+                        Val::Tuple(vec![Val::Scalar(cb_out.clone(), coord), za.clone(), vb.clone()]),
+                        &mut b_first,
+                    )?;
                 }
-                (Some(f), None) => f(self, Val::Tuple(vec![Val::Scalar(ca_out.clone(), coord), va.clone(), vb.clone()]), &mut same)?,
+                (Some(f), None) => {
+                    f(self, Val::Tuple(vec![Val::Scalar(ca_out.clone(), coord), va.clone(), vb.clone()]), &mut same)?
+                }
                 (None, _) => same.push(incr(&matches)),
             }
             same.extend([incr(&ia), incr(&ib)]);
@@ -491,7 +566,12 @@ impl<'k> Lowerer<'k> {
     /// worker at the top of the kernel (see `Space::Workspace`).
     fn workspace(&mut self, base: &str, field: ScalarType, n: &L) -> Name {
         let buf = self.fresh(base);
-        self.workspaces.push(Stmt::Alloc { buf: buf.clone(), fields: vec![field], len: n.clone(), space: Space::Workspace });
+        self.workspaces.push(Stmt::Alloc {
+            buf: buf.clone(),
+            fields: vec![field],
+            len: n.clone(),
+            space: Space::Workspace,
+        });
         buf
     }
 
@@ -499,7 +579,17 @@ impl<'k> Lowerer<'k> {
     /// `visit`, calls it on every (coordinate, sum) in increasing coordinate
     /// order and returns 0; without, returns how many coordinates received a
     /// value.
-    fn compress(&mut self, src: &View, n: &Nat, last: bool, coord: ScalarType, env: &Env, span: Span, body: &mut Block, visit: Option<Visit<'_, 'k>>) -> Result<L, Diagnostic> {
+    fn compress(
+        &mut self,
+        src: &View,
+        n: &Nat,
+        last: bool,
+        coord: ScalarType,
+        env: &Env,
+        span: Span,
+        body: &mut Block,
+        visit: Option<Visit<'_, 'k>>,
+    ) -> Result<L, Diagnostic> {
         let x = self.expand(src, n, env, span, body, visit.is_some(), last)?;
         let Expanded { list, sums, count, value_ty, .. } = x.clone();
         // Compress: the filled coordinates in order, each reset for the next row.
@@ -507,7 +597,11 @@ impl<'k> Lowerer<'k> {
         let mut each = Block::new();
         let k = self.fresh("col");
         self.var_types.push((k.clone(), ScalarType::I64));
-        each.push(Stmt::Let { var: k.clone(), ty: ScalarType::I64, value: L::load(list.clone(), L::var(t.clone()), 0) });
+        each.push(Stmt::Let {
+            var: k.clone(),
+            ty: ScalarType::I64,
+            value: L::load(list.clone(), L::var(t.clone()), 0),
+        });
         let k_e = L::var(k.clone());
         match (visit, &sums) {
             (Some(f), Some(sums)) => {
@@ -515,11 +609,24 @@ impl<'k> Lowerer<'k> {
                 let sum = self.fresh("sum");
                 each.push(Stmt::Let { var: sum.clone(), ty: value_ty, value: L::load(sums.clone(), k_e.clone(), 0) });
                 each.extend(reset(&x, &k_e));
-                f(self, Val::Tuple(vec![Val::Scalar(cast(k_e, ScalarType::I64, coord), coord), Val::Scalar(L::var(sum), value_ty)]), &mut each)?;
+                f(
+                    self,
+                    Val::Tuple(vec![
+                        Val::Scalar(cast(k_e, ScalarType::I64, coord), coord),
+                        Val::Scalar(L::var(sum), value_ty),
+                    ]),
+                    &mut each,
+                )?;
             }
             _ => each.extend(reset(&x, &k_e)),
         }
-        body.push(Stmt::For { var: t, lo: L::index(0), hi: L::var(count.clone()), schedule: Schedule::Seq, body: each });
+        body.push(Stmt::For {
+            var: t,
+            lo: L::index(0),
+            hi: L::var(count.clone()),
+            schedule: Schedule::Seq,
+            body: each,
+        });
         Ok(if sums.is_some() { L::index(0) } else { L::var(count) })
     }
 
@@ -527,7 +634,16 @@ impl<'k> Lowerer<'k> {
     /// workspace (the sums only `with_sums`; a pair's value replaces the
     /// earlier one where `last`, `compressLast`), its coordinates listed
     /// unsorted.
-    pub(super) fn expand(&mut self, src: &View, n: &Nat, env: &Env, span: Span, body: &mut Block, with_sums: bool, last: bool) -> Result<Expanded, Diagnostic> {
+    pub(super) fn expand(
+        &mut self,
+        src: &View,
+        n: &Nat,
+        env: &Env,
+        span: Span,
+        body: &mut Block,
+        with_sums: bool,
+        last: bool,
+    ) -> Result<Expanded, Diagnostic> {
         let value_ty = match &src.ty {
             Type::Array { elem, .. } => match &**elem {
                 Type::Tuple(ts) if ts.len() == 2 => ts[1].as_scalar(),
@@ -542,7 +658,10 @@ impl<'k> Lowerer<'k> {
         let mut sink = Block::new();
         let n_e = self.index_expr(n, &Env::default(), &mut sink)?;
         if !sink.is_empty() || !self.over_naturals(&n_e) {
-            return Err(unsupported(span, &format!("`compressAdd({n})`: the workspace length must be a natural parameter or a formula over them")));
+            return Err(unsupported(
+                span,
+                &format!("`compressAdd({n})`: the workspace length must be a natural parameter or a formula over them"),
+            ));
         }
         let mask = self.workspace("filled", ScalarType::Bool, &n_e);
         let list = self.workspace("added", ScalarType::I64, &n_e);
@@ -554,7 +673,9 @@ impl<'k> Lowerer<'k> {
         let (mask_c, list_c, sums_c, count_c) = (mask.clone(), list.clone(), sums.clone(), count.clone());
         let n_nat = n.clone();
         self.each(src, env, Schedule::Seq, body, &mut |cx, pair, inner| {
-            let Val::Tuple(mut items) = pair else { return Err(unsupported(span, "`compressAdd` of something other than pairs")) };
+            let Val::Tuple(mut items) = pair else {
+                return Err(unsupported(span, "`compressAdd` of something other than pairs"));
+            };
             let (Some(value), Some(Val::Scalar(i, is))) = (items.pop(), items.pop()) else {
                 return Err(unsupported(span, "`compressAdd` of something other than pairs"));
             };
@@ -566,9 +687,15 @@ impl<'k> Lowerer<'k> {
                 Stmt::Store { buf: list_c.clone(), index: L::var(count_c.clone()), field: 0, value: k.clone() },
                 incr(&count_c),
             ];
-            inner.push(Stmt::If { cond: L::Not(Box::new(L::load(mask_c.clone(), k.clone(), 0))), then: first, els: vec![] });
+            inner.push(Stmt::If {
+                cond: L::Not(Box::new(L::load(mask_c.clone(), k.clone(), 0))),
+                then: first,
+                els: vec![],
+            });
             if let Some(sums) = &sums_c {
-                let Val::Scalar(v, vs) = value else { return Err(unsupported(span, "`compressAdd` of values that are not numbers")) };
+                let Val::Scalar(v, vs) = value else {
+                    return Err(unsupported(span, "`compressAdd` of values that are not numbers"));
+                };
                 let value = cast(v, vs, value_ty);
                 let sum = if last { value } else { L::bin(BinOp::Add, L::load(sums.clone(), k.clone(), 0), value) };
                 inner.push(Stmt::Store { buf: sums.clone(), index: k, field: 0, value: sum });
@@ -633,14 +760,18 @@ impl Lowerer<'_> {
     pub(super) fn stream_capacity(&mut self, v: &View) -> Option<Nat> {
         match &v.kind {
             ViewKind::Map { src, .. } if is_stream(src) => self.stream_capacity(src),
-            ViewKind::Merge { a, b, defaults: Some(_), .. } => Some(Nat::add(self.list_capacity(a)?, self.list_capacity(b)?)),
+            ViewKind::Merge { a, b, defaults: Some(_), .. } => {
+                Some(Nat::add(self.list_capacity(a)?, self.list_capacity(b)?))
+            }
             ViewKind::Merge { a, b, defaults: None, .. } => match (self.list_capacity(a), self.list_capacity(b)) {
                 (Some(x), Some(y)) => Some(Nat::bin(heddle_ir::nat::NatOp::Min, x, y)),
                 (x, y) => x.or(y),
             },
             ViewKind::Compress { n, .. } => Some(n.clone()),
             ViewKind::Filter { src, .. } => self.list_capacity(src),
-            ViewKind::Choice { a, b, .. } => Some(Nat::bin(heddle_ir::nat::NatOp::Max, self.list_capacity(a)?, self.list_capacity(b)?)),
+            ViewKind::Choice { a, b, .. } => {
+                Some(Nat::bin(heddle_ir::nat::NatOp::Max, self.list_capacity(a)?, self.list_capacity(b)?))
+            }
             _ => None,
         }
     }
@@ -698,9 +829,14 @@ impl Lowerer<'_> {
         };
         // Over the parameters and the binders alone, so the host can evaluate it.
         let known = |n: &Nat, upto: usize| {
-            super::nats::free_names(n).iter().all(|v| ranges[..upto].iter().any(|(b, _)| b == v) || self.kernel.params.iter().any(|p| p.name() == v))
+            super::nats::free_names(n)
+                .iter()
+                .all(|v| ranges[..upto].iter().any(|(b, _)| b == v) || self.kernel.params.iter().any(|p| p.name() == v))
         };
-        if ranges.is_empty() || !known(&row_len, ranges.len()) || !ranges.iter().enumerate().all(|(k, (_, n))| known(n, k)) {
+        if ranges.is_empty()
+            || !known(&row_len, ranges.len())
+            || !ranges.iter().enumerate().all(|(k, (_, n))| known(n, k))
+        {
             return None;
         }
         // `x` must be one row, its length the row length at some positions,
@@ -735,7 +871,8 @@ fn instance_of(pattern: &str, binders: &[Name], text: &str) -> bool {
     let mut rest = pattern;
     while !rest.is_empty() {
         let word = rest.find(|c: char| !is_name(c)).unwrap_or(rest.len());
-        let (head, tail) = if word > 0 { rest.split_at(word) } else { rest.split_at(rest.chars().next().map_or(1, char::len_utf8)) };
+        let (head, tail) =
+            if word > 0 { rest.split_at(word) } else { rest.split_at(rest.chars().next().map_or(1, char::len_utf8)) };
         match binders.iter().position(|b| word > 0 && b.as_str() == head) {
             Some(k) => pieces.push(Piece::Hole(k)),
             None => pieces.push(Piece::Text(head)),
@@ -792,7 +929,13 @@ pub(super) fn temporary_name(v: &View) -> &'static str {
         ViewKind::Merge { defaults: None, .. } => "intersect_tmp",
         ViewKind::Compress { .. } => "compressAdd_tmp",
         ViewKind::Filter { .. } => "filter_tmp",
-        ViewKind::Choice { a, b, .. } => if is_stream(a) { temporary_name(a) } else { temporary_name(b) },
+        ViewKind::Choice { a, b, .. } => {
+            if is_stream(a) {
+                temporary_name(a)
+            } else {
+                temporary_name(b)
+            }
+        }
         _ => "tmp",
     }
 }

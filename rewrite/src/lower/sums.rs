@@ -21,7 +21,7 @@
 //!   computation): one host prefix sum per level of the structure. `start(b)`
 //!   is the row's flat position, itself eliminated the same way.
 
-use super::{unsupported, Env, Lowerer};
+use super::{Env, Lowerer, unsupported};
 use heddle_ir::expr::ExprKind;
 use heddle_ir::loops::{ArgKind, BinOp, Block, Expr as L, HostBuffer, HostKind, Schedule, Stmt};
 use heddle_ir::nat::NatCond;
@@ -141,15 +141,23 @@ fn rows_of_records(ty: &Type, depth: usize) -> bool {
 impl Lowerer<'_> {
     /// Are all free names of `n` (but `except`) kernel-level: parameters and count arrays?
     fn kernel_level(&self, n: &Nat, except: Option<&Name>) -> bool {
-        super::nats::free_names(n)
-            .iter()
-            .all(|x| Some(x) == except || heddle_ir::nat::counted::is_count_name(x) || self.kernel.params.iter().any(|p| p.name() == x))
+        super::nats::free_names(n).iter().all(|x| {
+            Some(x) == except
+                || heddle_ir::nat::counted::is_count_name(x)
+                || self.kernel.params.iter().any(|p| p.name() == x)
+        })
     }
 
     /// Replaces each Σ left in `n` by lookups into host prefix sums; `bound` is
     /// how many terms a prefix sum must cover when the Σ's upper bound is a
     /// position (the length of the array the Σ indexes into).
-    pub(super) fn remove_sums(&mut self, n: &Nat, bound: Option<&Nat>, env: &Env, body: &mut Block) -> Result<Nat, Diagnostic> {
+    pub(super) fn remove_sums(
+        &mut self,
+        n: &Nat,
+        bound: Option<&Nat>,
+        env: &Env,
+        body: &mut Block,
+    ) -> Result<Nat, Diagnostic> {
         if self.options.naive_sums {
             return self.naive_sums(n, env, body);
         }
@@ -171,30 +179,63 @@ impl Lowerer<'_> {
                     None => return Err(self.no_prefix_sum(n)),
                 }
             }
-            Nat::Bin(op, a, b) => Nat::Bin(*op, Box::new(self.remove_sums(a, bound, env, body)?), Box::new(self.remove_sums(b, bound, env, body)?)),
+            Nat::Bin(op, a, b) => Nat::Bin(
+                *op,
+                Box::new(self.remove_sums(a, bound, env, body)?),
+                Box::new(self.remove_sums(b, bound, env, body)?),
+            ),
             Nat::Cond(c, a, b) => {
                 let c = self.remove_sums_cond(c, bound, env, body)?;
-                Nat::Cond(Box::new(c), Box::new(self.remove_sums(a, bound, env, body)?), Box::new(self.remove_sums(b, bound, env, body)?))
+                Nat::Cond(
+                    Box::new(c),
+                    Box::new(self.remove_sums(a, bound, env, body)?),
+                    Box::new(self.remove_sums(b, bound, env, body)?),
+                )
             }
             other => other.clone(),
         })
     }
 
-    fn remove_sums_cond(&mut self, c: &NatCond, bound: Option<&Nat>, env: &Env, body: &mut Block) -> Result<NatCond, Diagnostic> {
+    fn remove_sums_cond(
+        &mut self,
+        c: &NatCond,
+        bound: Option<&Nat>,
+        env: &Env,
+        body: &mut Block,
+    ) -> Result<NatCond, Diagnostic> {
         Ok(match c {
-            NatCond::Cmp(op, a, b) => NatCond::Cmp(*op, self.remove_sums(a, bound, env, body)?, self.remove_sums(b, bound, env, body)?),
-            NatCond::And(a, b) => NatCond::And(Box::new(self.remove_sums_cond(a, bound, env, body)?), Box::new(self.remove_sums_cond(b, bound, env, body)?)),
-            NatCond::Or(a, b) => NatCond::Or(Box::new(self.remove_sums_cond(a, bound, env, body)?), Box::new(self.remove_sums_cond(b, bound, env, body)?)),
+            NatCond::Cmp(op, a, b) => {
+                NatCond::Cmp(*op, self.remove_sums(a, bound, env, body)?, self.remove_sums(b, bound, env, body)?)
+            }
+            NatCond::And(a, b) => NatCond::And(
+                Box::new(self.remove_sums_cond(a, bound, env, body)?),
+                Box::new(self.remove_sums_cond(b, bound, env, body)?),
+            ),
+            NatCond::Or(a, b) => NatCond::Or(
+                Box::new(self.remove_sums_cond(a, bound, env, body)?),
+                Box::new(self.remove_sums_cond(b, bound, env, body)?),
+            ),
             NatCond::Not(a) => NatCond::Not(Box::new(self.remove_sums_cond(a, bound, env, body)?)),
         })
     }
 
     fn no_prefix_sum(&self, n: &Nat) -> Diagnostic {
-        unsupported(self.kernel.body.span, &format!("an access whose index needs {n}, which has no closed form and cannot be precomputed on the host"))
+        unsupported(
+            self.kernel.body.span,
+            &format!("an access whose index needs {n}, which has no closed form and cannot be precomputed on the host"),
+        )
     }
 
     /// A Σ along one row of a nested input, re-indexed over its flat records.
-    fn row_sum(&mut self, k: &Name, lo: &Nat, hi: &Nat, summand: &Nat, env: &Env, body: &mut Block) -> Result<Option<Nat>, Diagnostic> {
+    fn row_sum(
+        &mut self,
+        k: &Name,
+        lo: &Nat,
+        hi: &Nat,
+        summand: &Nat,
+        env: &Env,
+        body: &mut Block,
+    ) -> Result<Option<Nat>, Diagnostic> {
         let mut found = RowLookups { array: Name::from(""), prefix: None, ok: true };
         found.nat(summand, k);
         let (true, Some(prefix)) = (found.ok, found.prefix) else { return Ok(None) };
@@ -210,16 +251,19 @@ impl Lowerer<'_> {
         if !self.kernel_level(&flat_summand, Some(&q)) {
             return Ok(None);
         }
-        let mut at: Vec<Nat> = prefix.iter().map(|e| e.as_nat().unwrap_or_else(|| Nat::ToNat(Box::new(e.clone())))).collect();
+        let mut at: Vec<Nat> =
+            prefix.iter().map(|e| e.as_nat().unwrap_or_else(|| Nat::ToNat(Box::new(e.clone())))).collect();
         at.push(Nat::Lit(0));
-        let start = crate::flat_index(&ty, &at).map_err(|e| unsupported(self.kernel.body.span, &format!("the layout of `{array}`: {e}")))?;
+        let start = crate::flat_index(&ty, &at)
+            .map_err(|e| unsupported(self.kernel.body.span, &format!("the layout of `{array}`: {e}")))?;
         let start = crate::simplify(&start, &self.facts, &self.options.limits).nat;
         let outer = match &ty {
             Type::Array { len, .. } => len.clone(),
             _ => Nat::Lit(0),
         };
         let start = self.remove_sums(&start, Some(&outer), env, body)?;
-        let records = crate::flat_size(&ty).map_err(|e| unsupported(self.kernel.body.span, &format!("the layout of `{array}`: {e}")))?;
+        let records = crate::flat_size(&ty)
+            .map_err(|e| unsupported(self.kernel.body.span, &format!("the layout of `{array}`: {e}")))?;
         let records = crate::simplify(&records, &self.facts, &self.options.limits).nat;
         let p = self.prefix_sum(&q, &flat_summand, &records, vec![array]);
         Ok(Some(range(&p, Nat::add(start.clone(), lo.clone()).normalize(), Nat::add(start, hi.clone()).normalize())))
@@ -263,7 +307,15 @@ impl Lowerer<'_> {
         }
     }
 
-    fn sum_loop(&mut self, var: &Name, lo: &Nat, hi: &Nat, summand: &Nat, env: &Env, body: &mut Block) -> Result<Nat, Diagnostic> {
+    fn sum_loop(
+        &mut self,
+        var: &Name,
+        lo: &Nat,
+        hi: &Nat,
+        summand: &Nat,
+        env: &Env,
+        body: &mut Block,
+    ) -> Result<Nat, Diagnostic> {
         let acc = self.fresh("sigma");
         let k = self.fresh(var.as_str());
         let lo = self.nat_to_expr(lo, env, body)?;
@@ -272,7 +324,13 @@ impl Lowerer<'_> {
         let mut inner = Block::new();
         let term = self.nat_to_expr(&summand.subst(var, &Nat::Var(k.clone())), env, &mut inner)?;
         inner.push(Stmt::Assign { var: acc.clone(), value: L::bin(BinOp::Add, L::var(acc.clone()), term) });
-        body.push(Stmt::For { var: k, lo, hi: L::bin(BinOp::Add, hi, L::index(1)), schedule: Schedule::Seq, body: inner });
+        body.push(Stmt::For {
+            var: k,
+            lo,
+            hi: L::bin(BinOp::Add, hi, L::index(1)),
+            schedule: Schedule::Seq,
+            body: inner,
+        });
         Ok(Nat::Var(acc))
     }
 }

@@ -49,8 +49,8 @@
 //!   nothing writes) a `let` in scope already computes becomes a renaming of
 //!   it: a row's start read for the coordinates and again for the values.
 
-use heddle_ir::loops::{ArgKind, BinOp, Block, Expr as L, LoopProgram, Stmt};
 use super::ranges::BoundedPositions;
+use heddle_ir::loops::{ArgKind, BinOp, Block, Expr as L, LoopProgram, Stmt};
 use heddle_ir::nat::NatOp;
 use heddle_ir::{Name, Nat, ScalarType};
 use std::collections::{HashMap, HashSet};
@@ -232,7 +232,9 @@ impl Tidy {
                 let a = self.canon(a);
                 if matches!(a, L::Var(_)) { a } else { L::Cast(*t, Box::new(a)) }
             }
-            L::Load { buf, index, field } => L::Load { buf: buf.clone(), index: Box::new(self.canon(index)), field: *field },
+            L::Load { buf, index, field } => {
+                L::Load { buf: buf.clone(), index: Box::new(self.canon(index)), field: *field }
+            }
             L::Bin(op, a, b) => L::Bin(*op, Box::new(self.canon(a)), Box::new(self.canon(b))),
             L::Neg(a) => L::Neg(Box::new(self.canon(a))),
             L::Not(a) => L::Not(Box::new(self.canon(a))),
@@ -308,7 +310,9 @@ impl Tidy {
                 Some(d) => self.expand(&self.canon(d), depth + 1),
                 None => e.clone(),
             },
-            L::Load { buf, index, field } => L::Load { buf: buf.clone(), index: Box::new(self.expand(index, depth + 1)), field: *field },
+            L::Load { buf, index, field } => {
+                L::Load { buf: buf.clone(), index: Box::new(self.expand(index, depth + 1)), field: *field }
+            }
             L::Bin(op, a, b) => L::Bin(*op, Box::new(self.expand(a, depth + 1)), Box::new(self.expand(b, depth + 1))),
             L::Neg(a) => L::Neg(Box::new(self.expand(a, depth + 1))),
             L::Not(a) => L::Not(Box::new(self.expand(a, depth + 1))),
@@ -347,7 +351,9 @@ impl Tidy {
                 out
             }
             L::Bin(BinOp::Lt, v, hi) => match self.canon(v) {
-                L::Var(v) if self.counters.contains(&v) || (!self.mutable.contains(&v) && self.ranges.contains_key(&v)) => {
+                L::Var(v)
+                    if self.counters.contains(&v) || (!self.mutable.contains(&v) && self.ranges.contains_key(&v)) =>
+                {
                     vec![(v, (**hi).clone())]
                 }
                 _ => vec![],
@@ -420,7 +426,8 @@ impl Tidy {
         match e {
             L::Load { buf, index, .. } => {
                 let canon = self.canon(e);
-                let constant_in = matches!(&**index, L::Int(k, _) if *k >= 0 && self.least.get(buf).is_some_and(|n| k < n));
+                let constant_in =
+                    matches!(&**index, L::Int(k, _) if *k >= 0 && self.least.get(buf).is_some_and(|n| k < n));
                 (constant_in || self.loaded.contains(&canon)) && self.loads_in_bounds(index)
             }
             L::Bin(_, a, b) => self.loads_in_bounds(a) && self.loads_in_bounds(b),
@@ -561,7 +568,9 @@ fn counters(body: &Block, mutable: &HashSet<Name>) -> HashSet<Name> {
                     // `v + k`, or `v + select(c, k1, k2)` (a cursor that moves or not), for constants `k >= 0`.
                     let step = |c: &L| match c {
                         L::Int(k, _) => *k >= 0,
-                        L::Select(_, k1, k2) => matches!((&**k1, &**k2), (L::Int(k1, _), L::Int(k2, _)) if *k1 >= 0 && *k2 >= 0),
+                        L::Select(_, k1, k2) => {
+                            matches!((&**k1, &**k2), (L::Int(k1, _), L::Int(k2, _)) if *k1 >= 0 && *k2 >= 0)
+                        }
                         _ => false,
                     };
                     let grows = matches!(value, L::Bin(BinOp::Add, a, c)

@@ -35,7 +35,14 @@ use heddle_typeck::TExpr;
 impl Lowerer<'_> {
     /// The reduction of the local buffer `xs` by a tree, when it applies
     /// (see the module docs); `None` leaves it to the sequential loop.
-    pub(super) fn tree_reduce(&mut self, op: &TExpr, init: &Val, xs: &View, env: &Env, body: &mut Block) -> Result<Option<Val>, Diagnostic> {
+    pub(super) fn tree_reduce(
+        &mut self,
+        op: &TExpr,
+        init: &Val,
+        xs: &View,
+        env: &Env,
+        body: &mut Block,
+    ) -> Result<Option<Val>, Diagnostic> {
         let ViewKind::Buffer { buf, offset } = &xs.kind else { return Ok(None) };
         let Some(&dim) = self.local_producers.get(buf) else { return Ok(None) };
         let Val::Scalar(init_e, s) = init else { return Ok(None) };
@@ -62,7 +69,8 @@ impl Lowerer<'_> {
         let at = |k: L| L::bin(BinOp::Add, off.clone(), k);
         let mut step = Block::new();
         let a = Val::Scalar(L::load(buf.clone(), at(L::var(w.clone())), 0), *s);
-        let b = Val::Scalar(L::load(buf.clone(), at(L::bin(BinOp::Add, L::var(w.clone()), L::var(half.clone()))), 0), *s);
+        let b =
+            Val::Scalar(L::load(buf.clone(), at(L::bin(BinOp::Add, L::var(w.clone()), L::var(half.clone()))), 0), *s);
         let Val::Scalar(sum, _) = self.apply(op, vec![a, b], env, &mut step)? else { return Ok(None) };
         step.push(Stmt::Store { buf: buf.clone(), index: at(L::var(w.clone())), field: 0, value: sum });
         let halve = L::bin(BinOp::Div, L::bin(BinOp::Add, L::var(span.clone()), L::index(1)), L::index(2));
@@ -88,7 +96,11 @@ impl Lowerer<'_> {
         body.push(Stmt::Var { var: acc.clone(), ty: *s, init: init_e.clone() });
         let mut last = Block::new();
         let first = Val::Scalar(L::load(buf.clone(), off, 0), *s);
-        let Val::Scalar(total, _) = self.apply(op, vec![Val::Scalar(L::var(acc.clone()), *s), first], env, &mut last)? else { return Ok(None) };
+        let Val::Scalar(total, _) =
+            self.apply(op, vec![Val::Scalar(L::var(acc.clone()), *s), first], env, &mut last)?
+        else {
+            return Ok(None);
+        };
         last.push(Stmt::Assign { var: acc.clone(), value: total });
         body.push(Stmt::If { cond: L::bin(BinOp::Gt, len, L::index(0)), then: last, els: Vec::new() });
         Ok(Some(Val::Scalar(L::var(acc), *s)))
@@ -116,7 +128,10 @@ impl Lowerer<'_> {
                 cond: L::bin(BinOp::Lt, L::var(cover.clone()), len.clone()),
                 then: vec![
                     Stmt::Assign { var: cover.clone(), value: L::bin(BinOp::Mul, L::var(cover), L::index(2)) },
-                    Stmt::Assign { var: levels.clone(), value: L::bin(BinOp::Add, L::var(levels.clone()), L::index(1)) },
+                    Stmt::Assign {
+                        var: levels.clone(),
+                        value: L::bin(BinOp::Add, L::var(levels.clone()), L::index(1)),
+                    },
                 ],
                 els: Vec::new(),
             }],

@@ -13,7 +13,7 @@
 //! overwrites it).
 
 use super::view::ViewKind;
-use super::{bug, unsupported, Env, Lowerer, Val, View};
+use super::{Env, Lowerer, Val, View, bug, unsupported};
 use heddle_ir::loops::{Block, Expr as L, Schedule, Space, Stmt};
 use heddle_ir::{Diagnostic, Name, Nat, ScalarType, Span, Type};
 use heddle_typeck::{TExpr, TKind};
@@ -75,18 +75,40 @@ fn pointwise(v: &View, acc: &Name) -> bool {
 
 impl Lowerer<'_> {
     /// `reduce(op, init)(xs)` whose accumulator is an array of scalars.
-    pub(super) fn reduce_array(&mut self, op: &TExpr, init: Val, xs: &View, acc_ty: &Type, env: &Env, span: Span, body: &mut Block) -> Result<Val, Diagnostic> {
+    pub(super) fn reduce_array(
+        &mut self,
+        op: &TExpr,
+        init: Val,
+        xs: &View,
+        acc_ty: &Type,
+        env: &Env,
+        span: Span,
+        body: &mut Block,
+    ) -> Result<Val, Diagnostic> {
         let Type::Array { elem, len, .. } = acc_ty else { return Err(bug(span, "a reduction with this accumulator")) };
         let Some(s) = elem.as_scalar() else {
-            return Err(unsupported(span, &format!("a reduction whose accumulator is {acc_ty} (arrays of scalars only)")));
+            return Err(unsupported(
+                span,
+                &format!("a reduction whose accumulator is {acc_ty} (arrays of scalars only)"),
+            ));
         };
         let mut sink = Block::new();
         let n = self.index_expr(len, &Env::default(), &mut sink)?;
         if !sink.is_empty() || !self.over_naturals(&n) {
-            return Err(unsupported(span, &format!("a reduction whose accumulator's length {len} is not a natural parameter or a formula over them")));
+            return Err(unsupported(
+                span,
+                &format!(
+                    "a reduction whose accumulator's length {len} is not a natural parameter or a formula over them"
+                ),
+            ));
         }
         let acc = self.fresh("acc_row");
-        self.workspaces.push(Stmt::Alloc { buf: acc.clone(), fields: vec![s], len: n.clone(), space: Space::Workspace });
+        self.workspaces.push(Stmt::Alloc {
+            buf: acc.clone(),
+            fields: vec![s],
+            len: n.clone(),
+            space: Space::Workspace,
+        });
         let acc_ty = Type::Array { binder: None, elem: Box::new(Type::Scalar(s)), len: len.clone() };
         let acc_view = View::buffer(acc.clone(), Nat::Lit(0), acc_ty.clone());
         // acc = init
@@ -106,7 +128,12 @@ impl Lowerer<'_> {
                 self.copy_row(&next, &acc, &n, s, span, &mut step)
             } else {
                 let tmp = self.fresh("acc_next");
-                self.workspaces.push(Stmt::Alloc { buf: tmp.clone(), fields: vec![s], len: n.clone(), space: Space::Workspace });
+                self.workspaces.push(Stmt::Alloc {
+                    buf: tmp.clone(),
+                    fields: vec![s],
+                    len: n.clone(),
+                    space: Space::Workspace,
+                });
                 self.copy_row(&next, &tmp, &n, s, span, &mut step)?;
                 let tmp_view = View::buffer(tmp, Nat::Lit(0), acc_ty.clone());
                 self.copy_row(&tmp_view, &acc, &n, s, span, &mut step)
@@ -119,7 +146,15 @@ impl Lowerer<'_> {
     }
 
     /// `dst[j] = src[j]` for j in 0 .. n.
-    fn copy_row(&mut self, src: &View, dst: &Name, n: &L, s: ScalarType, span: Span, body: &mut Block) -> Result<(), Diagnostic> {
+    fn copy_row(
+        &mut self,
+        src: &View,
+        dst: &Name,
+        n: &L,
+        s: ScalarType,
+        span: Span,
+        body: &mut Block,
+    ) -> Result<(), Diagnostic> {
         let j = self.fresh("j");
         let mut each = Block::new();
         self.loops.push((j.clone(), Schedule::Seq, n.clone()));

@@ -33,9 +33,13 @@ pub fn lanes_type(t: &Type) -> Type {
             Some(w) => Type::Tuple(vec![lanes_type(elem); w as usize]),
             None => t.clone(),
         },
-        Type::Array { binder, elem, len } => Type::Array { binder: binder.clone(), elem: Box::new(lanes_type(elem)), len: len.clone() },
+        Type::Array { binder, elem, len } => {
+            Type::Array { binder: binder.clone(), elem: Box::new(lanes_type(elem)), len: len.clone() }
+        }
         Type::Tuple(ts) => Type::Tuple(ts.iter().map(lanes_type).collect()),
-        Type::Fun { param, from, to } => Type::Fun { param: param.clone(), from: Box::new(lanes_type(from)), to: Box::new(lanes_type(to)) },
+        Type::Fun { param, from, to } => {
+            Type::Fun { param: param.clone(), from: Box::new(lanes_type(from)), to: Box::new(lanes_type(to)) }
+        }
         Type::NatFun { var, body } => Type::NatFun { var: var.clone(), body: Box::new(lanes_type(body)) },
         Type::Scalar(_) | Type::Tensor(_) | Type::Meta(_) => t.clone(),
     }
@@ -81,9 +85,12 @@ pub fn with_lanes(kernel: &Kernel) -> Result<Option<Kernel>, Diagnostic> {
             && mentions_vector(ty)
         {
             // Not `unsupported`: the interpreter takes no vector input either.
-            return Err(Diagnostic::new(*span, format!("a kernel parameter of vector type (`{name}`: {ty}) cannot be compiled yet"))
-                .with_label("no backend takes a vector as an input")
-                .with_note("pass an array of scalars and group it in the kernel with `asVector(w)`"));
+            return Err(Diagnostic::new(
+                *span,
+                format!("a kernel parameter of vector type (`{name}`: {ty}) cannot be compiled yet"),
+            )
+            .with_label("no backend takes a vector as an input")
+            .with_note("pass an array of scalars and group it in the kernel with `asVector(w)`"));
         }
     }
     if !expr_mentions_vector(&kernel.body) {
@@ -100,7 +107,9 @@ pub fn with_lanes(kernel: &Kernel) -> Result<Option<Kernel>, Diagnostic> {
 /// a vector back as a vector, a complex number as a complex number.
 pub fn restore_result_types(layout: &mut ResultLayout, own: &Type) {
     match (layout, own) {
-        (ResultLayout::Flat { ty, .. }, own) if *ty == super::complex::pairs_type(&lanes_type(own)) => *ty = own.clone(),
+        (ResultLayout::Flat { ty, .. }, own) if *ty == super::complex::pairs_type(&lanes_type(own)) => {
+            *ty = own.clone()
+        }
         (ResultLayout::Tuple(parts), Type::Tuple(owns)) if parts.len() == owns.len() => {
             for (p, o) in parts.iter_mut().zip(owns) {
                 restore_result_types(p, o);

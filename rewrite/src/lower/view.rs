@@ -1,6 +1,6 @@
 //! Lazily lowered values: scalars as loop expressions, arrays as views.
 
-use super::{bug, unsupported, Env, Lowerer};
+use super::{Env, Lowerer, bug, unsupported};
 use heddle_ir::loops::{Block, Expr as L, Stmt};
 use heddle_ir::{Diagnostic, Name, Nat, ScalarType, Span, Type};
 use heddle_typeck::TExpr;
@@ -264,7 +264,9 @@ impl Lowerer<'_> {
                     }
                 }
             }
-            ViewKind::Zip(parts) => Ok(Val::Tuple(parts.iter().map(|p| self.elem(p, i, body)).collect::<Result<_, _>>()?)),
+            ViewKind::Zip(parts) => {
+                Ok(Val::Tuple(parts.iter().map(|p| self.elem(p, i, body)).collect::<Result<_, _>>()?))
+            }
             ViewKind::Proj(src, k) => match self.elem(src, i, body)? {
                 Val::Tuple(mut items) if *k < items.len() => Ok(items.swap_remove(*k)),
                 _ => Err(bug(span, "unzip of something that is not an array of pairs")),
@@ -291,9 +293,10 @@ impl Lowerer<'_> {
                 let start = Nat::mul(i.clone(), step.clone());
                 Ok(Val::Array(View { ty: elem_ty, kind: ViewKind::Slice { src: src.clone(), start } }))
             }
-            ViewKind::Interleave { src, k } => {
-                Ok(Val::Array(View { ty: elem_ty, kind: ViewKind::Strided { src: src.clone(), start: i.clone(), step: k.clone() } }))
-            }
+            ViewKind::Interleave { src, k } => Ok(Val::Array(View {
+                ty: elem_ty,
+                kind: ViewKind::Strided { src: src.clone(), start: i.clone(), step: k.clone() },
+            })),
             ViewKind::Strided { src, start, step } => {
                 self.elem(src, &Nat::add(start.clone(), Nat::mul(i.clone(), step.clone())), body)
             }
@@ -307,7 +310,9 @@ impl Lowerer<'_> {
             }
             ViewKind::Lanes { src, w } => {
                 let first = Nat::mul(i.clone(), Nat::Lit(*w as i64));
-                let lanes = (0..*w).map(|j| self.elem(src, &Nat::add(first.clone(), Nat::Lit(j as i64)), body)).collect::<Result<_, _>>()?;
+                let lanes = (0..*w)
+                    .map(|j| self.elem(src, &Nat::add(first.clone(), Nat::Lit(j as i64)), body))
+                    .collect::<Result<_, _>>()?;
                 Ok(Val::Tuple(lanes))
             }
             ViewKind::Unlanes { src, w } => {
@@ -319,7 +324,9 @@ impl Lowerer<'_> {
                 }
                 let width = Nat::Lit(*w as i64);
                 let vector = self.elem(src, &Nat::div(i.clone(), width.clone()), body)?;
-                let Val::Tuple(mut lanes) = vector else { return Err(bug(span, "asScalar of something that is not vectors")) };
+                let Val::Tuple(mut lanes) = vector else {
+                    return Err(bug(span, "asScalar of something that is not vectors"));
+                };
                 let lane = Nat::bin(heddle_ir::nat::NatOp::Mod, i.clone(), width);
                 if let Some(k) = lane.const_value() {
                     return Ok(lanes.swap_remove(k as usize));
@@ -332,16 +339,21 @@ impl Lowerer<'_> {
                 let mut chosen = lanes.pop().ok_or_else(|| bug(span, "a vector without lanes"))?;
                 for (k, x) in lanes.into_iter().enumerate().rev() {
                     let cond = L::bin(heddle_ir::loops::BinOp::Eq, at.clone(), L::index(k as i64));
-                    chosen = select_lane(&cond, x, chosen).ok_or_else(|| bug(span, "a vector lane that is not a scalar or a pair"))?;
+                    chosen = select_lane(&cond, x, chosen)
+                        .ok_or_else(|| bug(span, "a vector lane that is not a scalar or a pair"))?;
                 }
                 Ok(chosen)
             }
             ViewKind::Concat(rows) => self.concat_elem(rows, i, body),
-            ViewKind::Merge { span: at, .. } | ViewKind::Compress { span: at, .. } | ViewKind::Filter { span: at, .. } => Err(unsupported(
+            ViewKind::Merge { span: at, .. }
+            | ViewKind::Compress { span: at, .. }
+            | ViewKind::Filter { span: at, .. } => Err(unsupported(
                 *at,
                 "reading the result of `union`, `intersect`, `compressAdd` or `filter` element by element here (it is produced in order; map, reduce, index it with `@` or return it instead)",
             )),
-            ViewKind::Transpose(src) => Ok(Val::Array(View { ty: elem_ty, kind: ViewKind::Column { src: src.clone(), col: i.clone() } })),
+            ViewKind::Transpose(src) => {
+                Ok(Val::Array(View { ty: elem_ty, kind: ViewKind::Column { src: src.clone(), col: i.clone() } }))
+            }
             ViewKind::Column { src, col } => match self.elem(src, i, body)? {
                 Val::Array(row) => self.elem(&row, col, body),
                 _ => Err(bug(span, "transpose of something that is not nested arrays")),
@@ -368,7 +380,11 @@ impl Lowerer<'_> {
                 let le = self.index_expr(l, &Env::default(), body)?;
                 let ne = self.index_expr(&n, &Env::default(), body)?;
                 use heddle_ir::loops::BinOp;
-                let outside = L::bin(BinOp::Or, L::bin(BinOp::Lt, ie.clone(), le.clone()), L::bin(BinOp::Ge, ie.clone(), L::bin(BinOp::Add, le.clone(), ne)));
+                let outside = L::bin(
+                    BinOp::Or,
+                    L::bin(BinOp::Lt, ie.clone(), le.clone()),
+                    L::bin(BinOp::Ge, ie.clone(), L::bin(BinOp::Add, le.clone(), ne)),
+                );
                 // The element is read only inside (an empty array has none to read).
                 let mut inside = Block::new();
                 let at = self.bind_index(L::bin(BinOp::Sub, ie, le), "p", &mut inside);
@@ -429,7 +445,14 @@ impl Lowerer<'_> {
     }
 
     /// Emits `check 0 <= k < len`.
-    pub(super) fn bounds_check(&mut self, k: &Nat, len: &Nat, what: &str, span: Span, body: &mut Block) -> Result<(), Diagnostic> {
+    pub(super) fn bounds_check(
+        &mut self,
+        k: &Nat,
+        len: &Nat,
+        what: &str,
+        span: Span,
+        body: &mut Block,
+    ) -> Result<(), Diagnostic> {
         use heddle_ir::loops::BinOp;
         let ke = self.index_expr(k, &Env::default(), body)?;
         let le = self.index_expr(len, &Env::default(), body)?;
@@ -488,7 +511,9 @@ impl Env {
 /// vector of complex numbers (`complex.rs`), chosen field by field.
 fn select_lane(cond: &L, a: Val, b: Val) -> Option<Val> {
     match (a, b) {
-        (Val::Scalar(a, s), Val::Scalar(b, _)) => Some(Val::Scalar(L::Select(Box::new(cond.clone()), Box::new(a), Box::new(b)), s)),
+        (Val::Scalar(a, s), Val::Scalar(b, _)) => {
+            Some(Val::Scalar(L::Select(Box::new(cond.clone()), Box::new(a), Box::new(b)), s))
+        }
         (Val::Tuple(xs), Val::Tuple(ys)) if xs.len() == ys.len() => {
             xs.into_iter().zip(ys).map(|(x, y)| select_lane(cond, x, y)).collect::<Option<Vec<_>>>().map(Val::Tuple)
         }

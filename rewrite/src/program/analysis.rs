@@ -11,8 +11,8 @@
 use super::lang::Prog;
 use egg::{Analysis, DidMerge, EGraph, Id, Language, Symbol};
 use heddle_ir::expr::{BinOp, Literal, SectionOp};
-use heddle_ir::nat::NatOp;
 use heddle_ir::expr::{Expr, ExprKind};
+use heddle_ir::nat::NatOp;
 use heddle_ir::{Name, Nat, Type};
 use std::collections::{BTreeSet, HashMap};
 
@@ -224,7 +224,14 @@ impl Analysis<Prog> for ProgAnalysis {
                 if let Some(name) = d(s).sym {
                     out.free.insert(name);
                     if is_prim(name) {
-                        out.call = Some(Call { prim: name, args: 0, first_nat: None, first_shape: None, first_count: None, first_input: false });
+                        out.call = Some(Call {
+                            prim: name,
+                            args: 0,
+                            first_nat: None,
+                            first_shape: None,
+                            first_count: None,
+                            first_input: false,
+                        });
                     } else {
                         out.nat = Some(Nat::var(name.as_str()));
                         out.shape = egraph.analysis.params.get(&name).cloned();

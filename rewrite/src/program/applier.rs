@@ -6,9 +6,9 @@ use super::analysis::{ProgAnalysis, ProgGraph};
 use super::lang::Prog;
 use super::pattern::NewBinder;
 use egg::{Applier, Id, Pattern, PatternAst, Subst, Symbol, Var};
+use heddle_ir::Nat;
 use heddle_ir::expr::{Literal, SectionOp};
 use heddle_ir::nat::{CmpOp, NatCond, NatOp};
-use heddle_ir::Nat;
 
 /// A natural in a side condition.
 #[derive(Clone, Debug, PartialEq)]

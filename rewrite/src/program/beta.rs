@@ -7,8 +7,8 @@
 //! argument is a variable or literal, or is used exactly once outside any
 //! lambda (so nothing is computed more often than before).
 
-use heddle_ir::expr::{Expr, ExprKind};
 use heddle_ir::Name;
+use heddle_ir::expr::{Expr, ExprKind};
 use std::collections::BTreeSet;
 
 /// Reduces the safe redexes of `e`, innermost first.
@@ -24,7 +24,11 @@ pub fn tidy(e: &Expr) -> Expr {
                 }
                 let body = tidy(&subst(body, &p.name, arg));
                 let rest_params = params[1..].to_vec();
-                let inner = if rest_params.is_empty() { body } else { Expr::synth(ExprKind::Fun { params: rest_params, body: Box::new(body) }) };
+                let inner = if rest_params.is_empty() {
+                    body
+                } else {
+                    Expr::synth(ExprKind::Fun { params: rest_params, body: Box::new(body) })
+                };
                 if args.len() == 1 {
                     inner
                 } else {
@@ -48,7 +52,13 @@ fn reducible(x: &Name, body: &Expr, arg: &Expr) -> bool {
 /// (uses outside lambdas, uses inside lambdas) of `x` in `e`.
 fn uses(x: &Name, e: &Expr, under: bool) -> (usize, usize) {
     match &e.kind {
-        ExprKind::Var(v) if v == x => if under { (0, 1) } else { (1, 0) },
+        ExprKind::Var(v) if v == x => {
+            if under {
+                (0, 1)
+            } else {
+                (1, 0)
+            }
+        }
         ExprKind::Fun { params, .. } if params.iter().any(|p| &p.name == x) => (0, 0),
         ExprKind::Let { name, value, body } => {
             let a = uses(x, value, under);
@@ -122,11 +132,9 @@ fn subst(e: &Expr, x: &Name, v: &Expr) -> Expr {
     match &e.kind {
         ExprKind::Var(y) if y == x => v.clone(),
         ExprKind::Fun { params, .. } if params.iter().any(|p| &p.name == x) => e.clone(),
-        ExprKind::Let { name, value, body } if name == x => Expr::synth(ExprKind::Let {
-            name: name.clone(),
-            value: Box::new(subst(value, x, v)),
-            body: body.clone(),
-        }),
+        ExprKind::Let { name, value, body } if name == x => {
+            Expr::synth(ExprKind::Let { name: name.clone(), value: Box::new(subst(value, x, v)), body: body.clone() })
+        }
         _ => {
             let mut out = e.clone();
             out.for_each_child_mut(&mut |c| *c = subst(c, x, v));
@@ -134,4 +142,3 @@ fn subst(e: &Expr, x: &Name, v: &Expr) -> Expr {
         }
     }
 }
-

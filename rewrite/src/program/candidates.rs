@@ -72,7 +72,8 @@ pub fn candidates(
     n: usize,
     check: &dyn Fn(&Program) -> Result<Checked, String>,
 ) -> Result<Candidates, ExploreError> {
-    let Saturated { runner, root, original, mut stats, cost_before, start, .. } = saturate(program, rules, opts, check)?;
+    let Saturated { runner, root, original, mut stats, cost_before, start, .. } =
+        saturate(program, rules, opts, check)?;
     let extract_start = Instant::now();
     let g = &runner.egraph;
     let goals: Vec<(String, Box<dyn Goals>)> = if sketches.is_empty() {
@@ -80,11 +81,20 @@ pub fn candidates(
     } else {
         sketches.iter().map(|s| (s.to_string(), Box::new(SketchGoals::new(s)) as Box<dyn Goals>)).collect()
     };
-    let graphs: Vec<Hypergraph> = goals.iter().map(|(_, goal)| Hypergraph::new(g, root, &opts.cost, goal.as_ref())).collect();
+    let graphs: Vec<Hypergraph> =
+        goals.iter().map(|(_, goal)| Hypergraph::new(g, root, &opts.cost, goal.as_ref())).collect();
     let mut streams: Vec<Option<KBest>> = graphs.iter().map(|h| Some(KBest::new(h, STATES_PER_SKETCH))).collect();
     let mut found_any = vec![false; goals.len()];
     let mut accepted: Vec<RecExpr<Prog>> = Vec::new();
-    let mut out = Candidates { list: Vec::new(), stats: Stats::default(), cost_before, terms: 0, rejected: 0, first_rejection: None, empty_sketches: Vec::new() };
+    let mut out = Candidates {
+        list: Vec::new(),
+        stats: Stats::default(),
+        cost_before,
+        terms: 0,
+        rejected: 0,
+        first_rejection: None,
+        empty_sketches: Vec::new(),
+    };
     while out.list.len() < n && streams.iter().any(Option::is_some) {
         for (k, slot) in streams.iter_mut().enumerate() {
             if out.list.len() >= n {

@@ -210,7 +210,9 @@ impl P<'_> {
                 self.pos += 1;
                 Ok(NatTerm::Lit(v))
             }
-            Some(t) => Err((at, format!("unexpected `{t}`: expected a number, `?name`, `len(?x)`, `count(?x)` or `(`"))),
+            Some(t) => {
+                Err((at, format!("unexpected `{t}`: expected a number, `?name`, `len(?x)`, `count(?x)` or `(`")))
+            }
             None => Err((at, "the condition ends too early".into())),
         }
     }
@@ -219,7 +221,11 @@ impl P<'_> {
 /// Parses a condition. `vars` says whether a name (without `?`) is a
 /// pattern variable of the left-hand side; `fixed` holds `for` values.
 /// Errors carry a byte offset into `src`.
-pub fn parse_cond(src: &str, vars: &dyn Fn(&str) -> bool, fixed: &HashMap<String, i64>) -> Result<Vec<Cond>, (usize, String)> {
+pub fn parse_cond(
+    src: &str,
+    vars: &dyn Fn(&str) -> bool,
+    fixed: &HashMap<String, i64>,
+) -> Result<Vec<Cond>, (usize, String)> {
     let toks = lex(src)?;
     if toks.is_empty() {
         return Err((src.len(), "`if` needs a condition".into()));

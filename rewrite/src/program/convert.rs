@@ -6,8 +6,8 @@
 
 use super::lang::{AppSpelling, LamSpelling, Prog};
 use egg::{ENodeOrVar, Id, RecExpr, Symbol};
-use heddle_ir::expr::{Expr, ExprKind, Param};
 use heddle_ir::Name;
+use heddle_ir::expr::{Expr, ExprKind, Param};
 
 /// A pattern or program term under construction.
 pub type Ast = RecExpr<ENodeOrVar<Prog>>;

@@ -35,7 +35,8 @@ pub enum Place {
 }
 
 impl Place {
-    const ALL: [(&'static str, Place); 3] = [("top", Place::Top), ("workgroup", Place::Workgroup), ("inner", Place::Inner)];
+    const ALL: [(&'static str, Place); 3] =
+        [("top", Place::Top), ("workgroup", Place::Workgroup), ("inner", Place::Inner)];
     fn index(self) -> usize {
         self as usize
     }

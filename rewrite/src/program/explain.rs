@@ -169,7 +169,14 @@ pub fn from_flat(flat: &[FlatTerm<Prog>]) -> Explanation {
         let Some((rule, backward)) = annotated_path(&flat[k], &mut path) else { continue };
         let (before, after) = (&terms[k - 1], &terms[k]);
         let show = |t: &RecExpr<Prog>| term::at_path(t, &path).map_or_else(String::new, |id| print_subterm(t, id));
-        steps.push(Step { rule: rule.to_string(), backward, location: location(before, &path), before: show(before), after: show(after), path });
+        steps.push(Step {
+            rule: rule.to_string(),
+            backward,
+            location: location(before, &path),
+            before: show(before),
+            after: show(after),
+            path,
+        });
     }
     Explanation { steps, terms }
 }
@@ -208,7 +215,12 @@ pub enum ReplayError {
 /// Applies `rule` at `path` of `from` (left to right): the resulting term,
 /// or why it does not apply. New binders get names that occur nowhere in
 /// `from`.
-pub fn apply_at(rule: &Rule, from: &RecExpr<Prog>, path: &[usize], analysis: &ProgAnalysis) -> Result<RecExpr<Prog>, String> {
+pub fn apply_at(
+    rule: &Rule,
+    from: &RecExpr<Prog>,
+    path: &[usize],
+    analysis: &ProgAnalysis,
+) -> Result<RecExpr<Prog>, String> {
     let at = term::at_path(from, path).ok_or("the position is not in the term")?;
     let lhs = &rule.lhs.ast;
     let mut b = Bindings::new();
@@ -245,7 +257,8 @@ pub fn apply_at(rule: &Rule, from: &RecExpr<Prog>, path: &[usize], analysis: &Pr
     }
     let rhs = &rule.applier.rhs.ast;
     let mut new = RecExpr::default();
-    term::instantiate(rhs, term::root_of_pattern(rhs), from, &b, &extra, &mut new).ok_or("the right-hand side uses an unbound variable")?;
+    term::instantiate(rhs, term::root_of_pattern(rhs), from, &b, &extra, &mut new)
+        .ok_or("the right-hand side uses an unbound variable")?;
     term::replace_at(from, path, &new).ok_or_else(|| "the position is not in the term".to_string())
 }
 
@@ -259,7 +272,9 @@ pub fn replay(
 ) -> Result<(), ReplayError> {
     let terms = &explanation.terms;
     let same = |a: &RecExpr<Prog>, b: &RecExpr<Prog>| {
-        !a.as_ref().is_empty() && !b.as_ref().is_empty() && term::alpha_eq(a, term::root(a), b, term::root(b), &mut Vec::new())
+        !a.as_ref().is_empty()
+            && !b.as_ref().is_empty()
+            && term::alpha_eq(a, term::root(a), b, term::root(b), &mut Vec::new())
     };
     match terms.first() {
         Some(t) if same(t, input) => {}
@@ -270,13 +285,22 @@ pub fn replay(
         return Err(ReplayError::End);
     }
     for (k, step) in explanation.steps.iter().enumerate() {
-        let rule = rules.iter().find(|r| r.name == step.rule).ok_or_else(|| ReplayError::UnknownRule { step: k + 1, rule: step.rule.clone() })?;
-        let fail = |why: String| ReplayError::Step { step: k + 1, rule: step.rule.clone(), location: step.location.clone(), why };
+        let rule = rules
+            .iter()
+            .find(|r| r.name == step.rule)
+            .ok_or_else(|| ReplayError::UnknownRule { step: k + 1, rule: step.rule.clone() })?;
+        let fail = |why: String| ReplayError::Step {
+            step: k + 1,
+            rule: step.rule.clone(),
+            location: step.location.clone(),
+            why,
+        };
         // Backward: the rule, applied to the later term, gives the earlier one.
         let (from, to) = if step.backward { (&terms[k + 1], &terms[k]) } else { (&terms[k], &terms[k + 1]) };
         let got = apply_at(rule, from, &step.path, analysis).map_err(fail)?;
         if !same(&got, to) {
-            let at = |t: &RecExpr<Prog>| term::at_path(t, &step.path).map_or_else(String::new, |id| print_subterm(t, id));
+            let at =
+                |t: &RecExpr<Prog>| term::at_path(t, &step.path).map_or_else(String::new, |id| print_subterm(t, id));
             return Err(fail(format!("the rule gives `{}`, the explanation says `{}`", at(&got), at(to))));
         }
     }

@@ -75,7 +75,13 @@ fn layout(g: &ProgGraph, root: Id, limit: usize) -> (Vec<Id>, usize, Option<Trun
         nodes += n;
         kept += 1;
     }
-    let truncation = (kept < order.len()).then_some(Truncation { classes: order.len(), nodes: total, classes_kept: kept, nodes_kept: nodes, limit });
+    let truncation = (kept < order.len()).then_some(Truncation {
+        classes: order.len(),
+        nodes: total,
+        classes_kept: kept,
+        nodes_kept: nodes,
+        limit,
+    });
     (order, kept, truncation)
 }
 
@@ -185,7 +191,10 @@ pub fn to_dot(g: &ProgGraph, root: Id, limit: usize) -> (String, Option<Truncati
         }
     }
     for c in cut {
-        let _ = writeln!(s, "  subgraph cluster_{c} {{\n    style=dashed\n    label=\"{c} (left out)\"\n    \"{c}.0\" [label=\"…\"]\n  }}");
+        let _ = writeln!(
+            s,
+            "  subgraph cluster_{c} {{\n    style=dashed\n    label=\"{c} (left out)\"\n    \"{c}.0\" [label=\"…\"]\n  }}"
+        );
     }
     s.push_str("}\n");
     (s, truncation)

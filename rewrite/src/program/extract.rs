@@ -41,8 +41,12 @@ pub enum CostKind {
 
 impl CostKind {
     /// Every model, by name.
-    pub const ALL: [(&'static str, CostKind); 4] =
-        [("size", CostKind::Size), ("depth", CostKind::Depth), ("parallel", CostKind::Parallel), ("cpu", CostKind::Cpu)];
+    pub const ALL: [(&'static str, CostKind); 4] = [
+        ("size", CostKind::Size),
+        ("depth", CostKind::Depth),
+        ("parallel", CostKind::Parallel),
+        ("cpu", CostKind::Cpu),
+    ];
 }
 
 impl FromStr for CostKind {

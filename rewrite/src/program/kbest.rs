@@ -101,7 +101,9 @@ impl Iterator for KBest<'_, '_> {
             let rest: u64 = s.bound - self.h.best[v as usize].map_or(0, |b| b.0);
             for (k, e) in self.h.edges[v as usize].iter().enumerate() {
                 // Only edges whose children all have a term lead anywhere.
-                let Some(kids_best) = e.kids.iter().map(|c| self.h.best[*c].map(|b| b.0)).sum::<Option<u64>>() else { continue };
+                let Some(kids_best) = e.kids.iter().map(|c| self.h.best[*c].map(|b| b.0)).sum::<Option<u64>>() else {
+                    continue;
+                };
                 let mut chosen = s.chosen.clone();
                 chosen.push((v, k as u32));
                 let mut open = s.open.clone();

@@ -64,4 +64,7 @@ pub use costs::CostModel;
 pub use egg::Id;
 pub use extract::CostKind;
 pub use rulefile::{Rule, RuleError, parse_rules};
-pub use run::{Checked, ExploreError, Limits, Options, Outcome, Saturated, Stats, StopReason, explore, explore_with, saturate, verify};
+pub use run::{
+    Checked, ExploreError, Limits, Options, Outcome, Saturated, Stats, StopReason, explore, explore_with, saturate,
+    verify,
+};

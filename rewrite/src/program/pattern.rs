@@ -99,7 +99,10 @@ impl Names for PatNames<'_> {
 
     fn bind(&mut self, out: &mut Ast, p: &Param) -> Result<(Id, Id), Fail> {
         if self.is_pvar(p.span) {
-            return Err((p.span, "a pattern variable cannot be a parameter: parameter names in rules already match any name".into()));
+            return Err((
+                p.span,
+                "a pattern variable cannot be a parameter: parameter names in rules already match any name".into(),
+            ));
         }
         self.counter += 1;
         let written_ty = p.ty.clone().map(|t| node(out, Prog::Ty(t)));
@@ -135,7 +138,10 @@ impl Names for PatNames<'_> {
                     _ => {
                         return Err((
                             p.span,
-                            format!("parameter `{}` is ambiguous: the left-hand side has several parameters of that name", p.name.as_str()),
+                            format!(
+                                "parameter `{}` is ambiguous: the left-hand side has several parameters of that name",
+                                p.name.as_str()
+                            ),
                         ));
                     }
                 }
@@ -224,7 +230,11 @@ pub fn compile(
     let mut lhs_ast = Ast::default();
     add_expr(&mut lhs_ast, lhs, &mut names).map_err(on(false))?;
     if matches!(lhs_ast.as_ref().last(), Some(ENodeOrVar::Var(_))) {
-        return Err((false, lhs.span, "the left-hand side must not be a lone pattern variable: it would match everything".into()));
+        return Err((
+            false,
+            lhs.span,
+            "the left-hand side must not be a lone pattern variable: it would match everything".into(),
+        ));
     }
     let lhs_occ = std::mem::take(&mut names.occurrences);
     let mut rhs = rhs.clone();

@@ -98,7 +98,11 @@ fn builtin_file(name: &str, text: &str) -> Vec<Rule> {
 /// Parses a rule file; every bad line is reported.
 pub fn parse_rules(file: &str, text: &str) -> Result<Vec<Rule>, Vec<RuleError>> {
     if text.len() > heddle_ir::parser::MAX_SOURCE_BYTES {
-        let message = format!("the file is {} bytes long; heddle reads at most {} bytes of rules", text.len(), heddle_ir::parser::MAX_SOURCE_BYTES);
+        let message = format!(
+            "the file is {} bytes long; heddle reads at most {} bytes of rules",
+            text.len(),
+            heddle_ir::parser::MAX_SOURCE_BYTES
+        );
         return Err(vec![RuleError { file: file.to_string(), line: 1, column: 1, offset: 0, message }]);
     }
     let mut rules = Vec::new();
@@ -124,7 +128,10 @@ pub fn parse_rules(file: &str, text: &str) -> Result<Vec<Rule>, Vec<RuleError>> 
         match parse_line(line) {
             Ok(parsed) => {
                 if let Some(first) = seen.get(&parsed.name) {
-                    errors.push(err(parsed.name_at, format!("rule `{}` is already defined on line {first}", parsed.name)));
+                    errors.push(err(
+                        parsed.name_at,
+                        format!("rule `{}` is already defined on line {first}", parsed.name),
+                    ));
                     continue;
                 }
                 seen.insert(parsed.name.clone(), lineno);
@@ -210,7 +217,11 @@ fn parse_line(line: &str) -> Result<Line, (usize, String)> {
         Some(a) => (a, true, 3),
         None => match find_top(line, body, "=>", false) {
             Some(a) => (a, false, 2),
-            None => return Err(unbalanced(line, body).unwrap_or((body, "expected `=>` between the two sides of the rule".into()))),
+            None => {
+                return Err(
+                    unbalanced(line, body).unwrap_or((body, "expected `=>` between the two sides of the rule".into()))
+                );
+            }
         },
     };
     let rhs_at = arrow + arrow_len;
@@ -224,7 +235,8 @@ fn parse_line(line: &str) -> Result<Line, (usize, String)> {
         let text = &line[f + 3..end];
         let lead = text.len() - text.trim_start().len();
         let t = text.trim();
-        let (var, rest) = t.split_once(char::is_whitespace).ok_or((f + 3 + lead, "expected `for ?k in 2, 4`".to_string()))?;
+        let (var, rest) =
+            t.split_once(char::is_whitespace).ok_or((f + 3 + lead, "expected `for ?k in 2, 4`".to_string()))?;
         let rest = rest.trim_start();
         let values = rest.strip_prefix("in").filter(|r| r.starts_with(char::is_whitespace));
         if !var.starts_with('?') || var.len() < 2 || !var[1..].bytes().all(is_ident) || values.is_none() {
@@ -281,7 +293,8 @@ fn build(l: &Line, origin: &str) -> Result<Vec<Rule>, (usize, String)> {
     let rel = |at: usize| l.pvar_at.iter().filter(|p| **p >= at).map(|p| p - at).collect::<HashSet<_>>();
     let (lhs_pv, rhs_pv) = (rel(l.lhs.0), rel(l.rhs.0));
     let at_side = |base: usize, (span, msg): (heddle_ir::Span, String)| (base + span.start as usize, msg);
-    let instances: Vec<Option<i64>> = if l.for_values.is_empty() { vec![None] } else { l.for_values.iter().map(|v| Some(*v)).collect() };
+    let instances: Vec<Option<i64>> =
+        if l.for_values.is_empty() { vec![None] } else { l.for_values.iter().map(|v| Some(*v)).collect() };
     let mut out = Vec::new();
     for value in instances {
         let mut fixed = HashMap::new();
@@ -292,8 +305,11 @@ fn build(l: &Line, origin: &str) -> Result<Vec<Rule>, (usize, String)> {
         }
         let directions: &[bool] = if l.both { &[false, true] } else { &[false] };
         for &reverse in directions {
-            let (from, to, from_pv, to_pv, from_at, to_at) =
-                if reverse { (&rhs, &lhs, &rhs_pv, &lhs_pv, l.rhs.0, l.lhs.0) } else { (&lhs, &rhs, &lhs_pv, &rhs_pv, l.lhs.0, l.rhs.0) };
+            let (from, to, from_pv, to_pv, from_at, to_at) = if reverse {
+                (&rhs, &lhs, &rhs_pv, &lhs_pv, l.rhs.0, l.lhs.0)
+            } else {
+                (&lhs, &rhs, &lhs_pv, &rhs_pv, l.lhs.0, l.rhs.0)
+            };
             let c = compile(from, to, (from_pv, to_pv), &fixed)
                 .map_err(|(on_to, span, msg)| at_side(if on_to { to_at } else { from_at }, (span, msg)))?;
             let conds = match &l.cond {
@@ -318,4 +334,3 @@ fn build(l: &Line, origin: &str) -> Result<Vec<Rule>, (usize, String)> {
     }
     Ok(out)
 }
-

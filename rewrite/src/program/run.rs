@@ -10,11 +10,10 @@ use super::lang::Prog;
 use super::rulefile::Rule;
 use super::stats::{self, Instrumented, IterationStats, RuleStats, Sizes};
 use egg::{RecExpr, Runner, Symbol};
-use heddle_ir::expr::Expr;
 use heddle_ir::Program;
+use heddle_ir::expr::Expr;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-
 
 /// Bounds on one run.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -40,7 +39,9 @@ impl Limits {
     /// `HEDDLE_REWRITE_NODE_LIMIT` and `HEDDLE_REWRITE_TIME_LIMIT` (seconds)
     /// where set to a valid number.
     pub fn from_env() -> Limits {
-        let get = |k: &str| std::env::var(k).ok().and_then(|v| v.trim().parse::<f64>().ok()).filter(|v| v.is_finite() && *v >= 0.0);
+        let get = |k: &str| {
+            std::env::var(k).ok().and_then(|v| v.trim().parse::<f64>().ok()).filter(|v| v.is_finite() && *v >= 0.0)
+        };
         let mut l = Limits::default();
         if let Some(n) = get("HEDDLE_REWRITE_ITER_LIMIT") {
             l.iter_limit = n as usize;
@@ -150,7 +151,13 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Options {
-        Options { limits: Limits::from_env(), cost: CostModel::parallel(), explain: false, keep_egraph: false, facts: Vec::new() }
+        Options {
+            limits: Limits::from_env(),
+            cost: CostModel::parallel(),
+            explain: false,
+            keep_egraph: false,
+            facts: Vec::new(),
+        }
     }
 }
 
@@ -209,7 +216,8 @@ pub enum ExploreError {
 }
 
 fn true_stop_reason(runner: &Runner<Prog, ProgAnalysis, Sizes>, limits: &Limits, elapsed: Duration) -> StopReason {
-    let last_changed = runner.iterations.last().is_some_and(|it| it.applied.values().any(|&n| n > 0) || it.n_rebuilds > 0);
+    let last_changed =
+        runner.iterations.last().is_some_and(|it| it.applied.values().any(|&n| n > 0) || it.n_rebuilds > 0);
     // egg's node limit counts its hash-cons table, which can exceed the
     // e-nodes proper; either one over the limit is the node limit.
     let size = runner.egraph.total_size().max(runner.egraph.total_number_of_nodes());
@@ -287,7 +295,12 @@ pub fn saturate(
         let record = record.borrow();
         rules
             .iter()
-            .map(|r| record.get(&Symbol::from(r.name.as_str())).cloned().unwrap_or_else(|| RuleStats { name: r.name.clone(), ..RuleStats::default() }))
+            .map(|r| {
+                record
+                    .get(&Symbol::from(r.name.as_str()))
+                    .cloned()
+                    .unwrap_or_else(|| RuleStats { name: r.name.clone(), ..RuleStats::default() })
+            })
             .collect()
     };
     let rules_applied: BTreeMap<String, usize> = rule_stats.iter().map(|r| (r.name.clone(), r.applied)).collect();
@@ -326,7 +339,8 @@ pub fn explore_with(
     goals: &dyn Goals,
     check: &dyn Fn(&Program) -> Result<Checked, String>,
 ) -> Result<Outcome, ExploreError> {
-    let Saturated { mut runner, root, input: rec, original, mut stats, rules_applied, cost_before, start } = saturate(program, rules, opts, check)?;
+    let Saturated { mut runner, root, input: rec, original, mut stats, rules_applied, cost_before, start } =
+        saturate(program, rules, opts, check)?;
     let extract_start = Instant::now();
     let extracted = extract(&runner.egraph, root, &opts.cost, goals);
     stats.extract_seconds = extract_start.elapsed().as_secs_f64();
@@ -340,7 +354,14 @@ pub fn explore_with(
     let verified = candidate.and_then(|kernel| verify(program, kernel, &original, &opts.facts, check));
     let (program, text, fallback, cost_after, term, assumptions) = match verified {
         Ok((p, t, a)) => (p, t, None, cost_after, extracted.map(|e| e.0).unwrap_or_else(|| rec.clone()), a),
-        Err(why) => (program.clone(), heddle_ir::printer::print_program(program), Some(why), cost_before, rec.clone(), Vec::new()),
+        Err(why) => (
+            program.clone(),
+            heddle_ir::printer::print_program(program),
+            Some(why),
+            cost_before,
+            rec.clone(),
+            Vec::new(),
+        ),
     };
     let explanation = (opts.explain && fallback.is_none()).then(|| {
         let mut e = runner.explain_equivalence(&rec, &term);
@@ -377,8 +398,9 @@ pub fn verify(
 ) -> Result<(Program, String, Vec<String>), String> {
     let p = Program { kernel, ..program.clone() };
     let text = heddle_ir::printer::print_program(&p);
-    let reparsed = heddle_ir::parser::parse_program(&text)
-        .map_err(|d| format!("the extracted program does not parse: {}", d.first().map_or("", |d| d.message.as_str())))?;
+    let reparsed = heddle_ir::parser::parse_program(&text).map_err(|d| {
+        format!("the extracted program does not parse: {}", d.first().map_or("", |d| d.message.as_str()))
+    })?;
     let c = check(&reparsed).map_err(|e| format!("the extracted program does not type-check: {e}"))?;
     if c.ty != original.ty && !same_for(facts, &c, original) {
         return Err(format!("the extracted program has type {} instead of {}", c.ty, original.ty));
@@ -400,7 +422,8 @@ fn same_for(facts: &[(heddle_ir::Name, i64)], a: &Checked, b: &Checked) -> bool 
     if facts.is_empty() {
         return false;
     }
-    fix(x, facts).map_nats(&mut |n| n.normalize()).to_string() == fix(y, facts).map_nats(&mut |n| n.normalize()).to_string()
+    fix(x, facts).map_nats(&mut |n| n.normalize()).to_string()
+        == fix(y, facts).map_nats(&mut |n| n.normalize()).to_string()
 }
 
 /// A kernel type with its `(n: nat) ->` parameters replaced by their known values.
@@ -411,7 +434,9 @@ fn fix(t: &heddle_ir::Type, facts: &[(heddle_ir::Name, i64)]) -> heddle_ir::Type
             Some((_, v)) => fix(&body.subst_nat(var, &heddle_ir::Nat::Lit(*v)), facts),
             None => Type::NatFun { var: var.clone(), body: Box::new(fix(body, facts)) },
         },
-        Type::Fun { param, from, to } => Type::Fun { param: param.clone(), from: from.clone(), to: Box::new(fix(to, facts)) },
+        Type::Fun { param, from, to } => {
+            Type::Fun { param: param.clone(), from: from.clone(), to: Box::new(fix(to, facts)) }
+        }
         other => other.clone(),
     }
 }

@@ -43,7 +43,8 @@ fn spine(e: &Expr) -> Option<(&Name, Vec<&Expr>)> {
 }
 
 fn is_zero_lit(e: &Expr) -> bool {
-    matches!(&e.kind, ExprKind::Lit(Literal::Int(0))) || matches!(&e.kind, ExprKind::Lit(Literal::Float(f)) if f.0 == 0.0)
+    matches!(&e.kind, ExprKind::Lit(Literal::Int(0)))
+        || matches!(&e.kind, ExprKind::Lit(Literal::Float(f)) if f.0 == 0.0)
 }
 
 fn is_plus(e: &Expr) -> bool {
@@ -60,7 +61,13 @@ pub fn kind(e: &Expr, env: &mut Vec<(Name, Kind)>) -> Kind {
         ExprKind::Proj { tuple, field } => {
             return match kind(tuple, env) {
                 Kind::Zero => Kind::Zero,
-                Kind::Pair(a, b) => if *field == 1 { *a } else { *b },
+                Kind::Pair(a, b) => {
+                    if *field == 1 {
+                        *a
+                    } else {
+                        *b
+                    }
+                }
                 Kind::Unknown => Kind::Unknown,
             };
         }
@@ -72,7 +79,9 @@ pub fn kind(e: &Expr, env: &mut Vec<(Name, Kind)>) -> Kind {
             let (a, b) = (kind(lhs, env), kind(rhs, env));
             return if a == Kind::Zero && b == Kind::Zero { Kind::Zero } else { Kind::Unknown };
         }
-        ExprKind::Tuple(es) if es.len() == 2 => return Kind::Pair(Box::new(kind(&es[0], env)), Box::new(kind(&es[1], env))),
+        ExprKind::Tuple(es) if es.len() == 2 => {
+            return Kind::Pair(Box::new(kind(&es[0], env)), Box::new(kind(&es[1], env)));
+        }
         ExprKind::Index { array, .. } => return kind(array, env),
         _ => {}
     }

@@ -41,8 +41,8 @@
 pub mod absent;
 mod view;
 
-use crate::program::convert::{expr_to_rec, rec_to_expr};
 use crate::program::analysis::ProgAnalysis;
+use crate::program::convert::{expr_to_rec, rec_to_expr};
 use crate::program::lang::Prog;
 use crate::program::rulefile::{Rule, parse_rules};
 use egg::{CostFunction, Extractor, Id, Language, Runner};
@@ -94,7 +94,12 @@ impl CostFunction<Prog> for NoMarker {
 ///
 /// Errors are located in `program`'s source: the operand's parameter, the
 /// use the front door cannot handle, or the row no law sparsifies.
-pub fn sparsify(program: &Program, operand: &str, enc_name: &str, encoding: &Encoding) -> Result<Sparsified, Diagnostic> {
+pub fn sparsify(
+    program: &Program,
+    operand: &str,
+    enc_name: &str,
+    encoding: &Encoding,
+) -> Result<Sparsified, Diagnostic> {
     let plan = plan(program, operand, enc_name, encoding)?;
     let rules = laws();
     let rec = expr_to_rec(&plan.kernel);
@@ -111,7 +116,9 @@ pub fn sparsify(program: &Program, operand: &str, enc_name: &str, encoding: &Enc
         }
     }
     let (cost, best) = Extractor::new(&runner.egraph, NoMarker).find_best(runner.roots[0]);
-    let kernel = rec_to_expr(&best).map_err(|m| Diagnostic::new(plan.operand_span, format!("internal: the sparsified kernel cannot be rebuilt: {}", m.0)))?;
+    let kernel = rec_to_expr(&best).map_err(|m| {
+        Diagnostic::new(plan.operand_span, format!("internal: the sparsified kernel cannot be rebuilt: {}", m.0))
+    })?;
     if cost >= MARKER_COST {
         let (at, what, label) = match plan.rows.first() {
             Some(row) => (*row, "a row of ", "this row is used as a dense array"),

@@ -51,6 +51,9 @@ fn a_row_used_densely_is_refused() {
 fn csc_spmv_scatters_scaled_columns() {
     let csc = "#sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed) }>";
     let out = go(DENSE_MV, "matrix", csc).unwrap();
-    assert!(out.contains("zip(matrix, xs)") && out.contains(":>> join") && out.contains("scatterAdd(matrix_dim0)"), "{out}");
+    assert!(
+        out.contains("zip(matrix, xs)") && out.contains(":>> join") && out.contains("scatterAdd(matrix_dim0)"),
+        "{out}"
+    );
     assert!(!out.contains(MARKER), "{out}");
 }

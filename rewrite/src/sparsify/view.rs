@@ -76,13 +76,23 @@ fn shape(enc: &Encoding, rank: usize, span: Span, operand: &str, rows: Nat) -> R
         ));
     }
     if enc.implicit_val.as_ref().is_some_and(|v| v.value() != Some(0.0)) {
-        return Err(refuse(span, "the encoding's implicit value is not 0", "the sparsification laws assume absent entries are 0"));
+        return Err(refuse(
+            span,
+            "the encoding's implicit value is not 0",
+            "the sparsification laws assume absent entries are 0",
+        ));
     }
     let mut order = Vec::new();
     for l in &enc.levels {
         match l.expr {
             LvlExpr::Dim(d) => order.push(d),
-            _ => return Err(refuse(span, "block and counting levels are not supported by the front door yet", "use levels that store one dimension each")),
+            _ => {
+                return Err(refuse(
+                    span,
+                    "block and counting levels are not supported by the front door yet",
+                    "use levels that store one dimension each",
+                ));
+            }
         }
     }
     let dense = |k: usize| matches!(enc.levels[k].format, LevelFormat::Dense | LevelFormat::Batch);
@@ -108,7 +118,10 @@ fn shape(enc: &Encoding, rank: usize, span: Span, operand: &str, rows: Nat) -> R
         )),
         _ => Err(refuse(
             span,
-            format!("the front door cannot yet sparsify a rank-{rank} operand with levels ({})", (0..enc.levels.len()).map(fmt).collect::<Vec<_>>().join(", ")),
+            format!(
+                "the front door cannot yet sparsify a rank-{rank} operand with levels ({})",
+                (0..enc.levels.len()).map(fmt).collect::<Vec<_>>().join(", ")
+            ),
             "supported: all-dense in either order, (dense, compressed) rows, and a compressed vector",
         )),
     }
@@ -163,7 +176,10 @@ pub fn plan(program: &Program, operand: &str, enc_name: &str, enc: &Encoding) ->
         let names: Vec<_> = ch.params.iter().map(|p| format!("`{}`", p.name)).collect();
         return Err(Diagnostic::new(kernel.span, format!("the kernel has no parameter `{operand}`"))
             .with_label("this kernel")
-            .with_note(format!("its parameters are {}", if names.is_empty() { "none".to_string() } else { names.join(", ") })));
+            .with_note(format!(
+                "its parameters are {}",
+                if names.is_empty() { "none".to_string() } else { names.join(", ") }
+            )));
     };
     let ty = param.ty.as_ref().map(heddle_ir::printer::print_type).unwrap_or_default();
     let Some((lens, scalar)) = param.ty.as_ref().and_then(dense_shape) else {
@@ -174,7 +190,11 @@ pub fn plan(program: &Program, operand: &str, enc_name: &str, enc: &Encoding) ->
         ));
     };
     if program.encodings.iter().any(|d| d.name.as_str() == enc_name) {
-        return Err(refuse(param.span, format!("the program already defines an encoding `#{enc_name}`"), "name the encoding differently"));
+        return Err(refuse(
+            param.span,
+            format!("the program already defines an encoding `#{enc_name}`"),
+            "name the encoding differently",
+        ));
     }
     // Each length becomes the tensor's dimension size: a nat binder is
     // replaced by `A_dimK` (and its binder dropped), a literal becomes a
@@ -196,7 +216,10 @@ pub fn plan(program: &Program, operand: &str, enc_name: &str, enc: &Encoding) ->
             _ => {
                 return Err(refuse(
                     param.span,
-                    format!("dimension {k} of `{operand}` has length {}, neither a kernel's nat parameter nor a literal", heddle_ir::printer::print_nat(len)),
+                    format!(
+                        "dimension {k} of `{operand}` has length {}, neither a kernel's nat parameter nor a literal",
+                        heddle_ir::printer::print_nat(len)
+                    ),
                     "write the dense operand's lengths as nFun parameters or numbers; a size shared with an operand given an encoding before this one cannot be a second tensor's dimension yet",
                 ));
             }
@@ -226,7 +249,14 @@ pub fn plan(program: &Program, operand: &str, enc_name: &str, enc: &Encoding) ->
 
 /// Rebuilds the parameter chain (dropping the operand's nat binders,
 /// retyping it) and rewrites the body's uses of the operand.
-fn rebuild(e: &Expr, operand: &str, tensor: &Type, substs: &[(Name, Nat)], shape: &Shape, rows: &mut Vec<Span>) -> Result<Expr, Diagnostic> {
+fn rebuild(
+    e: &Expr,
+    operand: &str,
+    tensor: &Type,
+    substs: &[(Name, Nat)],
+    shape: &Shape,
+    rows: &mut Vec<Span>,
+) -> Result<Expr, Diagnostic> {
     match &e.kind {
         ExprKind::NFun { var, body } => match substs.iter().find(|(n, _)| n == var) {
             // The operand's size: the binder goes, its uses become `A_dimK`.
@@ -235,14 +265,19 @@ fn rebuild(e: &Expr, operand: &str, tensor: &Type, substs: &[(Name, Nat)], shape
                 rebuild(&body, operand, tensor, substs, shape, rows)
             }
             None => Ok(Expr::new(
-                ExprKind::NFun { var: var.clone(), body: Box::new(rebuild(body, operand, tensor, substs, shape, rows)?) },
+                ExprKind::NFun {
+                    var: var.clone(),
+                    body: Box::new(rebuild(body, operand, tensor, substs, shape, rows)?),
+                },
                 e.span,
             )),
         },
         ExprKind::Fun { params, body } if params.iter().all(|p| p.ty.is_some()) => {
             let params = params
                 .iter()
-                .map(|p| if p.name.as_str() == operand { Param { ty: Some(tensor.clone()), ..p.clone() } } else { p.clone() })
+                .map(|p| {
+                    if p.name.as_str() == operand { Param { ty: Some(tensor.clone()), ..p.clone() } } else { p.clone() }
+                })
                 .collect();
             let body = rebuild(body, operand, tensor, substs, shape, rows)?;
             Ok(Expr::new(ExprKind::Fun { params, body: Box::new(body) }, e.span))
@@ -273,22 +308,30 @@ fn uses(e: &Expr, a: &Name, shape: &Shape, rows: &mut Vec<Span>) -> Result<Expr,
             Ok(Expr::new(ExprKind::Pipe { arg: Box::new(e.clone()), func: Box::new(Expr::var("transpose")) }, e.span))
         }
         (ExprKind::Var(v), Shape::SparseVector) if v == a => Ok(marker(e.clone())),
-        (ExprKind::Var(v), Shape::CompressedCols { rows: n }) if v == a => {
-            Ok(Expr::synth(ExprKind::App { func: Box::new(Expr::var(COLS_MARKER)), args: vec![e.clone(), Expr::from_nat(n)] }))
-        }
-        (ExprKind::Var(v), Shape::CompressedRows | Shape::StoredRows { .. }) if v == a => Err(Diagnostic::new(e.span, format!("`{a}` is used here other than as the rows of a map"))
-            .with_label("this use")
-            .with_note(format!("the front door handles `{a} :>> map(fun(row => …))`: the dense level is mapped, each row is a sparse level"))),
+        (ExprKind::Var(v), Shape::CompressedCols { rows: n }) if v == a => Ok(Expr::synth(ExprKind::App {
+            func: Box::new(Expr::var(COLS_MARKER)),
+            args: vec![e.clone(), Expr::from_nat(n)],
+        })),
+        (ExprKind::Var(v), Shape::CompressedRows | Shape::StoredRows { .. }) if v == a => Err(Diagnostic::new(
+            e.span,
+            format!("`{a}` is used here other than as the rows of a map"),
+        )
+        .with_label("this use")
+        .with_note(format!(
+            "the front door handles `{a} :>> map(fun(row => …))`: the dense level is mapped, each row is a sparse level"
+        ))),
         // `A :>> map(fun(row => body))` and `map(fun(row => body), A)`:
         // the dense level law — map over the dense level, densify each row.
-        (ExprKind::Pipe { arg, func }, Shape::CompressedRows | Shape::StoredRows { .. }) if is_a(arg) => match &func.kind {
-            ExprKind::App { func: m, args } if is_map(m) && args.len() == 1 && row_lambda(&args[0]).is_some() => {
-                let f = densify_rows(&args[0], a, shape, rows)?;
-                let func = Expr::new(ExprKind::App { func: m.clone(), args: vec![f] }, func.span);
-                Ok(scatter(Expr::new(ExprKind::Pipe { arg: arg.clone(), func: Box::new(func) }, e.span), shape))
+        (ExprKind::Pipe { arg, func }, Shape::CompressedRows | Shape::StoredRows { .. }) if is_a(arg) => {
+            match &func.kind {
+                ExprKind::App { func: m, args } if is_map(m) && args.len() == 1 && row_lambda(&args[0]).is_some() => {
+                    let f = densify_rows(&args[0], a, shape, rows)?;
+                    let func = Expr::new(ExprKind::App { func: m.clone(), args: vec![f] }, func.span);
+                    Ok(scatter(Expr::new(ExprKind::Pipe { arg: arg.clone(), func: Box::new(func) }, e.span), shape))
+                }
+                _ => uses(arg, a, shape, rows),
             }
-            _ => uses(arg, a, shape, rows),
-        },
+        }
         (ExprKind::App { func: m, args }, Shape::CompressedRows | Shape::StoredRows { .. })
             if is_map(m) && args.len() == 2 && is_a(&args[1]) && row_lambda(&args[0]).is_some() =>
         {
@@ -304,7 +347,10 @@ fn uses(e: &Expr, a: &Name, shape: &Shape, rows: &mut Vec<Span>) -> Result<Expr,
 fn scatter(mapped: Expr, shape: &Shape) -> Expr {
     match shape {
         Shape::StoredRows { rows, .. } => {
-            let s = Expr::synth(ExprKind::App { func: Box::new(Expr::var("scatterAdd")), args: vec![Expr::from_nat(rows)] });
+            let s = Expr::synth(ExprKind::App {
+                func: Box::new(Expr::var("scatterAdd")),
+                args: vec![Expr::from_nat(rows)],
+            });
             Expr::new(ExprKind::Pipe { arg: Box::new(mapped), func: Box::new(s) }, Span::DUMMY)
         }
         _ => mapped,

@@ -98,8 +98,15 @@ fn timings() {
         ("CSR refined, offset@0 = 0", "[i -> [float]_{toNat(offset@(i+1)) - (i == 0 ? 0 : toNat(offset@i))}]_n", true),
         ("LIL", "[i -> [float]_{toNat(row_length@i)}]_n", false),
     ] {
-        let (_, s) = report(ty, |t| if refined_fact { Facts::from_type(t).with_value("offset", 0, 0) } else { Facts::from_type(t) });
-        println!("{name}: {:?}, {} iterations, {} nodes, {} classes, {:?}", s.stats.time, s.stats.iterations, s.stats.egraph_nodes, s.stats.egraph_classes, s.stats.stop_reason);
+        let (_, s) =
+            report(
+                ty,
+                |t| if refined_fact { Facts::from_type(t).with_value("offset", 0, 0) } else { Facts::from_type(t) },
+            );
+        println!(
+            "{name}: {:?}, {} iterations, {} nodes, {} classes, {:?}",
+            s.stats.time, s.stats.iterations, s.stats.egraph_nodes, s.stats.egraph_classes, s.stats.stop_reason
+        );
         assert_eq!(s.stats.stop_reason, StopReason::Saturated);
     }
 }

@@ -103,7 +103,9 @@ fn merges_of_tensor_rows_read_row_starts_once_and_skip_the_order_check() {
     // Whether a statement of `b` loads a buffer named `…suffix`.
     fn reads(b: &Block, suffix: &str) -> bool {
         b.iter().any(|s| match s {
-            Stmt::Let { value, .. } | Stmt::Assign { value, .. } | Stmt::Var { init: value, .. } => loads(value, suffix),
+            Stmt::Let { value, .. } | Stmt::Assign { value, .. } | Stmt::Var { init: value, .. } => {
+                loads(value, suffix)
+            }
             Stmt::Check { cond, .. } => loads(cond, suffix),
             Stmt::Store { index, value, .. } => loads(index, suffix) || loads(value, suffix),
             Stmt::If { cond, then, els } => loads(cond, suffix) || reads(then, suffix) || reads(els, suffix),
@@ -112,7 +114,8 @@ fn merges_of_tensor_rows_read_row_starts_once_and_skip_the_order_check() {
         })
     }
     let unsorted_checks = |p: &LoopProgram| p.checks.iter().filter(|c| c.message.contains("not sorted")).count();
-    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sparse/spadd_csr.hdl")).unwrap();
+    let src =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sparse/spadd_csr.hdl")).unwrap();
     let fill = lower(&src, "spadd_csr");
     // A stored union's phase bounds each row by its lists' lengths: no merge, no entry read.
     let bound = &fill.counts[0];
@@ -155,7 +158,10 @@ fn checks_of_constants_are_left_out() {
     // `w@0`, `w@1`, `w@2` of a window of 3: each index is a `let` of a
     // constant, so its check always passes (and NVIDIA's OpenCL compiler
     // warned about `idx >= 0L && idx < 3L` with `idx = 0`).
-    let p = lower("nFun(n => fun(xs: [float]_n => xs :>> slide(3, 1) :>> map(fun(w => w@0 - 2.0 * w@1 + w@2))))", "stencil");
+    let p = lower(
+        "nFun(n => fun(xs: [float]_n => xs :>> slide(3, 1) :>> map(fun(w => w@0 - 2.0 * w@1 + w@2))))",
+        "stencil",
+    );
     assert_eq!(check_count(&p.body), 0, "{p}");
     // An index past the window is still checked (it fails at run time).
     let p = lower("nFun(n => fun(xs: [float]_n => xs :>> slide(3, 1) :>> map(fun(w => w@3))))", "past");

@@ -86,7 +86,11 @@ fn k_best_terms_come_cheapest_first() {
 #[test]
 fn candidates_are_distinct_well_typed_and_of_their_sketch() {
     let p = listing5();
-    let sketches: Vec<Sketch> = ["?", "mapWorkgroup(mapLocal(interleave))", "join(mapWorkgroup(mapLocal(mapLocal)))", "scatterAdd"].iter().map(|s| parse(s).unwrap()).collect();
+    let sketches: Vec<Sketch> =
+        ["?", "mapWorkgroup(mapLocal(interleave))", "join(mapWorkgroup(mapLocal(mapLocal)))", "scatterAdd"]
+            .iter()
+            .map(|s| parse(s).unwrap())
+            .collect();
     // 64 rows: grouping rows into work-groups of up to 64 is allowed.
     let found = candidates(&p, &rulefile::builtin(), &opts(&[("n", 64), ("m", 16)]), &sketches, 12, &check).unwrap();
     assert_eq!(found.list.len(), 12, "{:?}", found.empty_sketches);
@@ -99,7 +103,9 @@ fn candidates_are_distinct_well_typed_and_of_their_sketch() {
         check(&c.program).unwrap();
         match c.sketch.as_str() {
             "?" => {}
-            "mapWorkgroup(mapLocal(interleave))" => assert!(c.text.contains("mapWorkgroup") && c.text.contains("interleave"), "{}", c.text),
+            "mapWorkgroup(mapLocal(interleave))" => {
+                assert!(c.text.contains("mapWorkgroup") && c.text.contains("interleave"), "{}", c.text)
+            }
             _ => {
                 assert!(c.text.contains("split(") && c.text.contains("join"), "{}", c.text);
                 // Grouped rows need the length to be a multiple: said, and true for n = 64.

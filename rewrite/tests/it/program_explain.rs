@@ -18,8 +18,10 @@ fn explained(p: &heddle_ir::Program, rules: &[Rule], cost: CostKind) -> Outcome 
 }
 
 fn rule_sets() -> Vec<(&'static str, Vec<Rule>)> {
-    let mut v: Vec<(&'static str, Vec<Rule>)> =
-        ["fusion", "split", "structure", "memory"].into_iter().map(|n| (n, rules_file(&format!("{n}.rules")))).collect();
+    let mut v: Vec<(&'static str, Vec<Rule>)> = ["fusion", "split", "structure", "memory"]
+        .into_iter()
+        .map(|n| (n, rules_file(&format!("{n}.rules"))))
+        .collect();
     v.push(("builtin", rulefile::builtin()));
     v
 }
@@ -43,11 +45,19 @@ fn every_explanation_replays_to_the_extracted_program() {
         for (set, rules) in rule_sets() {
             for cost in [CostKind::Size, CostKind::Parallel] {
                 let o = explained(&p, &rules, cost);
-                let e = o.explanation.as_ref().unwrap_or_else(|| panic!("{name}/{set}: no explanation ({:?})", o.fallback));
-                replay(&o.input, &o.extracted, e, &rules, &analysis).unwrap_or_else(|err| panic!("{name}/{set}/{cost:?}: {err}\n{e:#?}"));
+                let e =
+                    o.explanation.as_ref().unwrap_or_else(|| panic!("{name}/{set}: no explanation ({:?})", o.fallback));
+                replay(&o.input, &o.extracted, e, &rules, &analysis)
+                    .unwrap_or_else(|err| panic!("{name}/{set}/{cost:?}: {err}\n{e:#?}"));
                 // The printed program is the extracted term, tidied.
-                let tidied = heddle_rewrite::program::beta::tidy(&heddle_rewrite::program::convert::rec_to_expr(&o.extracted).unwrap());
-                assert_eq!(heddle_ir::printer::print_program(&heddle_ir::Program { kernel: tidied, ..p.clone() }), o.text, "{name}/{set}");
+                let tidied = heddle_rewrite::program::beta::tidy(
+                    &heddle_rewrite::program::convert::rec_to_expr(&o.extracted).unwrap(),
+                );
+                assert_eq!(
+                    heddle_ir::printer::print_program(&heddle_ir::Program { kernel: tidied, ..p.clone() }),
+                    o.text,
+                    "{name}/{set}"
+                );
                 steps += e.steps.len();
                 backward += e.steps.iter().filter(|s| s.backward).count();
             }

@@ -10,7 +10,8 @@ use program_common::*;
 
 fn small() -> Outcome {
     let p = parse_file(&root().join("rewrite/tests/kernels/fuse.hdl"));
-    let opts = Options { limits: Limits::default(), cost: CostKind::Size.into(), keep_egraph: true, ..Options::default() };
+    let opts =
+        Options { limits: Limits::default(), cost: CostKind::Size.into(), keep_egraph: true, ..Options::default() };
     explore(&p, &rules_file("fusion.rules"), &opts, &check).unwrap()
 }
 

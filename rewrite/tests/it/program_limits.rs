@@ -13,7 +13,13 @@ fn many_additions() -> heddle_ir::Program {
 }
 
 fn run_with(limits: Limits) -> heddle_rewrite::program::Outcome {
-    explore(&many_additions(), &rules_file("ac.rules"), &Options { limits, cost: CostKind::Size.into(), ..Options::default() }, &check).unwrap()
+    explore(
+        &many_additions(),
+        &rules_file("ac.rules"),
+        &Options { limits, cost: CostKind::Size.into(), ..Options::default() },
+        &check,
+    )
+    .unwrap()
 }
 
 #[test]

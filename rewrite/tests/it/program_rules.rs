@@ -9,7 +9,15 @@ use program_common::*;
 fn builtin_rules_parse() {
     let rules = rulefile::builtin();
     let names: Vec<&str> = rules.iter().map(|r| r.name.as_str()).collect();
-    for n in ["map-fusion", "split-join[k=4]", "reduce-split[k=8]", "transpose-pair", "zip-proj-1", "lower-map-global", "to-local"] {
+    for n in [
+        "map-fusion",
+        "split-join[k=4]",
+        "reduce-split[k=8]",
+        "transpose-pair",
+        "zip-proj-1",
+        "lower-map-global",
+        "to-local",
+    ] {
         assert!(names.contains(&n), "{n} missing from {names:?}");
     }
 }
@@ -24,9 +32,25 @@ fn rule_file_errors_are_located() {
 
 #[test]
 fn garbage_never_panics() {
-    for text in ["", ":", "a:", "a: =>", "a: => b", "a: b =>", "a: ?", "a: ?x => ?x if", "a: f(?x) => ?x for ?k in", "é: x => y",
-        "a: (((( => x", "a: x => y if len(", "a: x => y if 99999999999999999999 > 1", "a: fun(x => x) => fun(y => y)",
-        "a: f(?x) <=> g(?y)", "a: let x = ?y in x => ?y", "a: f(?x) => ?x for ?k in 0"] {
+    for text in [
+        "",
+        ":",
+        "a:",
+        "a: =>",
+        "a: => b",
+        "a: b =>",
+        "a: ?",
+        "a: ?x => ?x if",
+        "a: f(?x) => ?x for ?k in",
+        "é: x => y",
+        "a: (((( => x",
+        "a: x => y if len(",
+        "a: x => y if 99999999999999999999 > 1",
+        "a: fun(x => x) => fun(y => y)",
+        "a: f(?x) <=> g(?y)",
+        "a: let x = ?y in x => ?y",
+        "a: f(?x) => ?x for ?k in 0",
+    ] {
         let _ = parse_rules("t.rules", text);
     }
 }
@@ -35,7 +59,8 @@ fn garbage_never_panics() {
 fn non_ascii_text_outside_brackets_is_an_error_not_a_panic() {
     // A character of several bytes where the parser looks for `=>`, `if`
     // or `for` (the fuzzer's 131 crashes were all this).
-    for text in ["1:§", "a: x § => y", "a: x => y § if ?x", "a: x => y for ?k in §", "a: é => ü", "a: x => y if ?x ≤ 2"] {
+    for text in ["1:§", "a: x § => y", "a: x => y § if ?x", "a: x => y for ?k in §", "a: é => ü", "a: x => y if ?x ≤ 2"]
+    {
         let errors = parse_rules("t.rules", text).err().unwrap_or_default();
         for e in &errors {
             assert!(e.column <= text.chars().count() + 1, "{text:?}: {e}");

@@ -104,7 +104,11 @@ fn inputs(kind: &str, a: &Sparse) -> Vec<(&'static str, J)> {
             vec![("offset", json!(offsets)), ("col_indices", json!(cols)), ("values", json!(vals)), ("xs", json!(xs))]
         }
         "dense" => {
-            let dense: Vec<Vec<f64>> = a.rows.iter().map(|r| (0..a.cols).map(|c| r.iter().find(|e| e.0 == c).map_or(0.0, |e| e.1)).collect()).collect();
+            let dense: Vec<Vec<f64>> = a
+                .rows
+                .iter()
+                .map(|r| (0..a.cols).map(|c| r.iter().find(|e| e.0 == c).map_or(0.0, |e| e.1)).collect())
+                .collect();
             vec![("matrix", json!(dense)), ("xs", json!(xs))]
         }
         _ => {
@@ -117,7 +121,12 @@ fn inputs(kind: &str, a: &Sparse) -> Vec<(&'static str, J)> {
 /// Every path from the root to a node of the term.
 fn paths(t: &egg::RecExpr<heddle_rewrite::program::lang::Prog>) -> Vec<Vec<usize>> {
     use egg::Language;
-    fn go(t: &egg::RecExpr<heddle_rewrite::program::lang::Prog>, id: egg::Id, here: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+    fn go(
+        t: &egg::RecExpr<heddle_rewrite::program::lang::Prog>,
+        id: egg::Id,
+        here: &mut Vec<usize>,
+        out: &mut Vec<Vec<usize>>,
+    ) {
         out.push(here.clone());
         for (k, c) in t[id].children().iter().enumerate() {
             here.push(k);
@@ -147,8 +156,9 @@ fn check_rule(rule: &Rule, kind: &str, p: &Program, a: &Sparse) -> usize {
     for path in paths(&t) {
         let Ok(new) = apply_at(rule, &t, &path, &analysis) else { continue };
         let e = heddle_rewrite::program::beta::tidy(&rec_to_expr(&new).unwrap());
-        let (q, text, _) = verify(p, e, &original, &facts, &check)
-            .unwrap_or_else(|why| panic!("{} at {path:?} of {kind}: {why}\n{}", rule.name, heddle_ir::printer::print_program(p)));
+        let (q, text, _) = verify(p, e, &original, &facts, &check).unwrap_or_else(|why| {
+            panic!("{} at {path:?} of {kind}: {why}\n{}", rule.name, heddle_ir::printer::print_program(p))
+        });
         let after = run(&q, &nats, &ins);
         assert_eq!(before, after, "{} at {path:?} of {kind} on {a:?}\n{text}", rule.name);
         applied += 1;
@@ -177,7 +187,10 @@ proptest! {
 #[test]
 fn every_schedule_rule_is_exercised_and_conditions_block_max() {
     // A fixed matrix of 64 rows (every group-rows size divides it), each reduction.
-    let a = Sparse { rows: (0..64).map(|i| (0..(i % 4)).map(|c| (c, (c as f64 + 1.0) / 4.0)).collect()).collect(), cols: 4 };
+    let a = Sparse {
+        rows: (0..64).map(|i| (0..(i % 4)).map(|c| (c, (c as f64 + 1.0) / 4.0)).collect()).collect(),
+        cols: 4,
+    };
     let mut counts = BTreeMap::new();
     for r in 0..REDUCTIONS.len() {
         all_rules_keep_meaning(&a, r % ENTRY_FNS.len(), r, &mut counts);

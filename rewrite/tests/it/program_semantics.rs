@@ -27,8 +27,11 @@ fn matrix() -> impl Strategy<Value = Matrix> {
 
 /// Inputs of a kernel (examples and tests/kernels) built from a matrix.
 fn inputs(name: &str, a: &Matrix) -> Vec<(&'static str, J)> {
-    let nz: Vec<Vec<(usize, f64)>> =
-        a.rows.iter().map(|r| r.iter().enumerate().filter(|(_, v)| **v != 0.0).map(|(c, v)| (c, *v)).collect()).collect();
+    let nz: Vec<Vec<(usize, f64)>> = a
+        .rows
+        .iter()
+        .map(|r| r.iter().enumerate().filter(|(_, v)| **v != 0.0).map(|(c, v)| (c, *v)).collect())
+        .collect();
     let mut offsets = vec![0];
     for r in &nz {
         offsets.push(offsets.last().unwrap() + r.len());
@@ -43,11 +46,22 @@ fn inputs(name: &str, a: &Matrix) -> Vec<(&'static str, J)> {
         "dense_mv" => vec![("matrix", json!(a.rows)), ("xs", json!(xs))],
         "lil_spmv" | "lil_spmv_parallel" => {
             let lengths: Vec<usize> = nz.iter().map(Vec::len).collect();
-            vec![("row_length", json!(lengths)), ("col_indices", json!(cols)), ("values", json!(vals)), ("xs", json!(xs))]
+            vec![
+                ("row_length", json!(lengths)),
+                ("col_indices", json!(cols)),
+                ("values", json!(vals)),
+                ("xs", json!(xs)),
+            ]
         }
-        "csr_unpacked_spmv" | "csr_spmv_row_per_item" | "csr_spmv_parallel" => vec![("offset", json!(offsets)), ("col_indices", json!(cols)), ("values", json!(vals)), ("xs", json!(xs))],
-        "listing7" => vec![("offsets", json!(offsets)), ("col_indices", json!(cols)), ("values", json!(vals)), ("xs", json!(xs))],
-        "csr_packed_spmv" | "csr_refined_spmv" => vec![("offset", json!(offsets)), ("values", json!(packed)), ("xs", json!(xs))],
+        "csr_unpacked_spmv" | "csr_spmv_row_per_item" | "csr_spmv_parallel" => {
+            vec![("offset", json!(offsets)), ("col_indices", json!(cols)), ("values", json!(vals)), ("xs", json!(xs))]
+        }
+        "listing7" => {
+            vec![("offsets", json!(offsets)), ("col_indices", json!(cols)), ("values", json!(vals)), ("xs", json!(xs))]
+        }
+        "csr_packed_spmv" | "csr_refined_spmv" => {
+            vec![("offset", json!(offsets)), ("values", json!(packed)), ("xs", json!(xs))]
+        }
         "csr_row_sums" => vec![("offset", json!(offsets)), ("values", json!(vals))],
         "fuse" => vec![("xs", json!(flat))],
         "split" => vec![("xs", json!(eight))],
@@ -71,8 +85,10 @@ fn programs() -> Vec<(String, Program)> {
 }
 
 fn subsets() -> Vec<(&'static str, Vec<Rule>)> {
-    let mut v: Vec<(&'static str, Vec<Rule>)> =
-        ["fusion", "split", "lowering", "structure", "memory"].into_iter().map(|n| (n, rules_file(&format!("{n}.rules")))).collect();
+    let mut v: Vec<(&'static str, Vec<Rule>)> = ["fusion", "split", "lowering", "structure", "memory"]
+        .into_iter()
+        .map(|n| (n, rules_file(&format!("{n}.rules"))))
+        .collect();
     v.push(("builtin", rulefile::builtin()));
     v
 }
@@ -113,7 +129,11 @@ fn every_rewritten_program_type_checks_with_the_same_type() {
 #[test]
 fn rules_actually_fire_on_the_test_kernels() {
     let by = |n: &str, s: &str| {
-        rewritten().iter().find(|r| r.0 == n && r.1 == s && r.2 == CostKind::Parallel).map(|r| heddle_ir::printer::print_program(&r.4)).unwrap()
+        rewritten()
+            .iter()
+            .find(|r| r.0 == n && r.1 == s && r.2 == CostKind::Parallel)
+            .map(|r| heddle_ir::printer::print_program(&r.4))
+            .unwrap()
     };
     assert!(!by("fuse", "fusion").contains(":>> map(fun(x => x * 2.0))"), "{}", by("fuse", "fusion"));
     // Splitting fires (the length is 8·m) but no cost model here prefers it.

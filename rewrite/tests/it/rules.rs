@@ -2,7 +2,7 @@
 
 use crate::common;
 use common::nat;
-use heddle_rewrite::rules::{default_rules, ring_ac, NatRewrite};
+use heddle_rewrite::rules::{NatRewrite, default_rules, ring_ac};
 use heddle_rewrite::{Facts, Limits, StopReason, simplify, simplify_with};
 use std::time::Duration;
 
@@ -82,8 +82,14 @@ fn cheap_path_skips_the_egraph() {
 
 #[test]
 fn arbitrary_user_input_does_not_panic() {
-    for text in ["0 - 9223372036854775807 - 1", "sum(k = 0 .. 9223372036854775807, k * k * k * k)", "n / 0 + n % 0",
-                 "sum(k = 0 .. n, sum(k = k .. n, k))", "toNat(f(x)) + toNat(xs@(1 + 2))", "max(min(n, 0), 0 - n) * 9223372036854775807 * 9223372036854775807"] {
+    for text in [
+        "0 - 9223372036854775807 - 1",
+        "sum(k = 0 .. 9223372036854775807, k * k * k * k)",
+        "n / 0 + n % 0",
+        "sum(k = 0 .. n, sum(k = k .. n, k))",
+        "toNat(f(x)) + toNat(xs@(1 + 2))",
+        "max(min(n, 0), 0 - n) * 9223372036854775807 * 9223372036854775807",
+    ] {
         let s = simplify(&nat(text), &Facts::new(), &Limits::default());
         let _ = s.nat.to_string();
     }

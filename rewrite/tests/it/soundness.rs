@@ -71,7 +71,12 @@ fn nat_strategy() -> impl Strategy<Value = Nat> {
                 Nat::Cond(Box::new(NatCond::Cmp(op, x, Nat::Lit(0))), Box::new(a), Box::new(b))
             }),
             (bound(), bound(), inner.clone()).prop_map(|(lo, hi, body)| Nat::sum("k", lo, hi, body)),
-            (bound(), bound(), inner.clone()).prop_map(|(lo, hi, body)| Nat::sum("k", lo, hi, Nat::mul(Nat::var("k"), body))),
+            (bound(), bound(), inner.clone()).prop_map(|(lo, hi, body)| Nat::sum(
+                "k",
+                lo,
+                hi,
+                Nat::mul(Nat::var("k"), body)
+            )),
         ]
     })
 }
@@ -79,10 +84,13 @@ fn nat_strategy() -> impl Strategy<Value = Nat> {
 fn non_decreasing() -> impl Strategy<Value = Vec<i64>> {
     proptest::collection::vec(0i64..5, 1..10).prop_map(|steps| {
         let mut acc = 0;
-        steps.into_iter().map(|s| {
-            acc += s;
-            acc
-        }).collect()
+        steps
+            .into_iter()
+            .map(|s| {
+                acc += s;
+                acc
+            })
+            .collect()
     })
 }
 

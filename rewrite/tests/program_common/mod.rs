@@ -14,7 +14,11 @@ pub fn root() -> PathBuf {
 
 /// `*.hdl` files of a directory, sorted.
 pub fn hdl_files(dir: PathBuf) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "hdl")).collect();
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "hdl"))
+        .collect();
     v.sort();
     v
 }
@@ -24,12 +28,17 @@ pub fn stem(p: &std::path::Path) -> String {
 }
 
 pub fn parse_file(p: &std::path::Path) -> Program {
-    heddle_ir::parser::parse_program(&std::fs::read_to_string(p).unwrap()).unwrap_or_else(|d| panic!("{}: {d:?}", p.display()))
+    heddle_ir::parser::parse_program(&std::fs::read_to_string(p).unwrap())
+        .unwrap_or_else(|d| panic!("{}: {d:?}", p.display()))
 }
 
 pub fn check(p: &Program) -> Result<Checked, String> {
     match heddle_typeck::check_program(p) {
-        Ok(k) => Ok(Checked { ty: k.ty.to_string(), obligations: k.obligations.iter().map(|o| o.cond.clone()).collect(), kernel_ty: Some(k.ty.clone()) }),
+        Ok(k) => Ok(Checked {
+            ty: k.ty.to_string(),
+            obligations: k.obligations.iter().map(|o| o.cond.clone()).collect(),
+            kernel_ty: Some(k.ty.clone()),
+        }),
         Err(d) => Err(format!("{d:?}")),
     }
 }
@@ -46,9 +55,12 @@ pub fn rewrite(p: &Program, rules: &[Rule], cost: CostKind) -> Outcome {
 
 /// Runs a program's kernel on JSON inputs; the result as JSON.
 pub fn run(p: &Program, nats: &[(&str, i64)], inputs: &[(&str, serde_json::Value)]) -> serde_json::Value {
-    let kernel = heddle_typeck::check_program(p).unwrap_or_else(|d| panic!("{d:?}\n{}", heddle_ir::printer::print_program(p)));
+    let kernel =
+        heddle_typeck::check_program(p).unwrap_or_else(|d| panic!("{d:?}\n{}", heddle_ir::printer::print_program(p)));
     let loaded = inputs.iter().map(|(k, v)| (k.to_string(), Loaded::Json(v.clone()))).collect();
-    let env = bind_inputs(&kernel, &nats.iter().map(|(k, v)| (k.to_string(), *v)).collect::<Vec<_>>(), loaded).unwrap_or_else(|e| panic!("{e}"));
-    let v = heddle_runtime::interp::run_kernel(&kernel, &env).unwrap_or_else(|d| panic!("{d:?}\n{}", heddle_ir::printer::print_program(p)));
+    let env = bind_inputs(&kernel, &nats.iter().map(|(k, v)| (k.to_string(), *v)).collect::<Vec<_>>(), loaded)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let v = heddle_runtime::interp::run_kernel(&kernel, &env)
+        .unwrap_or_else(|d| panic!("{d:?}\n{}", heddle_ir::printer::print_program(p)));
     heddle_runtime::io::write::to_json(&v, &kernel.body.ty)
 }

@@ -1,6 +1,6 @@
 //! Compiled kernels, kept so that running a program again does not compile it again.
 
-use heddle_codegen_cpu::{compile_with, CodegenError, CpuKernel, Options};
+use heddle_codegen_cpu::{CodegenError, CpuKernel, Options, compile_with};
 use heddle_ir::loops::LoopProgram;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};

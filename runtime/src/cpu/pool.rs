@@ -161,7 +161,9 @@ struct Pool {
 /// different threads take turns; each is parallel inside).
 fn pool() -> MutexGuard<'static, Pool> {
     static POOL: OnceLock<Mutex<Pool>> = OnceLock::new();
-    POOL.get_or_init(|| Mutex::new(Pool { workers: Vec::new(), runs: Vec::new() })).lock().unwrap_or_else(|e| e.into_inner())
+    POOL.get_or_init(|| Mutex::new(Pool { workers: Vec::new(), runs: Vec::new() }))
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
 }
 
 /// The body of worker `index` (participant `index + 1` of the jobs it helps
@@ -313,7 +315,9 @@ mod tests {
     fn the_first_failure_in_chunk_order_is_reported() {
         let chunks: Vec<(i64, i64)> = (0..64).map(|k| (k, k + 1)).collect();
         for threads in 1..=4 {
-            let r = run_chunks(&chunks, threads, &|(lo, _)| if lo % 10 == 7 { Err(Fault::Check(lo as u32)) } else { Ok(()) });
+            let r = run_chunks(&chunks, threads, &|(lo, _)| {
+                if lo % 10 == 7 { Err(Fault::Check(lo as u32)) } else { Ok(()) }
+            });
             assert_eq!(r, Err(Fault::Check(7)), "{threads} threads");
         }
     }
@@ -378,7 +382,15 @@ mod tests {
 
     #[test]
     fn thread_counts_outside_the_cap_are_refused() {
-        for (text, want) in [("1", Some(1)), (" 4 ", Some(4)), ("1024", Some(1024)), ("0", None), ("1025", None), ("many", None), ("-2", None)] {
+        for (text, want) in [
+            ("1", Some(1)),
+            (" 4 ", Some(4)),
+            ("1024", Some(1024)),
+            ("0", None),
+            ("1025", None),
+            ("many", None),
+            ("-2", None),
+        ] {
             assert_eq!(parse_threads(text).ok(), want, "{text}");
         }
     }

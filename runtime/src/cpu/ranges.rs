@@ -9,8 +9,8 @@
 use super::pool;
 use super::split::Evaluator;
 use crate::launch::{Buffer, Launch, Slot};
-use heddle_ir::loops::LoopProgram;
 use heddle_ir::ScalarType;
+use heddle_ir::loops::LoopProgram;
 
 /// Records per chunk of the validation pass.
 const CHUNK: usize = 1 << 16;
@@ -20,7 +20,9 @@ pub fn inputs_in_ranges(prog: &LoopProgram, launch: &Launch, threads: usize) -> 
     let ev = Evaluator { prog, launch };
     prog.ranges.iter().all(|r| {
         let Some(k) = prog.args.iter().position(|a| a.name == r.buf) else { return false };
-        let (Some(Slot::Buffer(b)), Some(below)) = (launch.slots.get(k), ev.eval_closed(&r.below)) else { return false };
+        let (Some(Slot::Buffer(b)), Some(below)) = (launch.slots.get(k), ev.eval_closed(&r.below)) else {
+            return false;
+        };
         let Some(&ty) = b.fields.get(r.field as usize) else { return false };
         // Memory read in place may change after this pass (another thread
         // writing it): its uses stay checked (`Buffer::borrowed_coordinates`).
@@ -28,7 +30,9 @@ pub fn inputs_in_ranges(prog: &LoopProgram, launch: &Launch, threads: usize) -> 
             return false;
         }
         // Coordinates validated when they were bound need no second pass.
-        below >= 0 && (r.field == 0 && b.known_below(below as u64) || all_below(b, r.field as usize, ty, below as u64, threads))
+        below >= 0
+            && (r.field == 0 && b.known_below(below as u64)
+                || all_below(b, r.field as usize, ty, below as u64, threads))
     })
 }
 
@@ -56,7 +60,8 @@ fn all_below(b: &Buffer, field: usize, ty: ScalarType, below: u64, threads: usiz
         if ok { Ok(()) } else { Err(heddle_codegen_cpu::Fault::Check(0)) }
     };
     let n = b.len();
-    let chunks: Vec<(i64, i64)> = (0..n.div_ceil(CHUNK)).map(|c| ((c * CHUNK) as i64, ((c + 1) * CHUNK).min(n) as i64)).collect();
+    let chunks: Vec<(i64, i64)> =
+        (0..n.div_ceil(CHUNK)).map(|c| ((c * CHUNK) as i64, ((c + 1) * CHUNK).min(n) as i64)).collect();
     pool::run_chunks(&chunks, threads, &check).is_ok()
 }
 
@@ -65,15 +70,15 @@ fn all_below(b: &Buffer, field: usize, ty: ScalarType, below: u64, threads: usiz
 fn max_unsigned(bytes: &[u8], width: usize, signed: bool) -> u64 {
     macro_rules! max_of {
         ($t:ty) => {
-            bytes
-                .chunks_exact(width)
-                .map(|c| <$t>::from_le_bytes(c.try_into().expect("exact chunks")))
-                .fold(0u64, |m, x| {
+            bytes.chunks_exact(width).map(|c| <$t>::from_le_bytes(c.try_into().expect("exact chunks"))).fold(
+                0u64,
+                |m, x| {
                     // Sign-extended to 64 bits, then seen unsigned: a negative value is huge.
                     #[allow(clippy::unnecessary_cast)]
                     let v = if signed { x as i64 as u64 } else { x as u64 };
                     m.max(v)
-                })
+                },
+            )
         };
     }
     match (width, signed) {

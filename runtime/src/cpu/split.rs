@@ -17,7 +17,7 @@
 //! total cost is below [`PARALLEL_THRESHOLD`] runs on the calling thread
 //! alone: waking other threads would cost more than they save.
 
-use super::{arguments, compile_cached, pool, Args};
+use super::{Args, arguments, compile_cached, pool};
 use crate::launch::{Buffer, Launch, Slot};
 use heddle_codegen_cpu::{ArgValue, CpuKernel};
 use heddle_ir::loops::{Arg, ArgKind, BinOp, Expr, LoopProgram, Schedule, Stmt};
@@ -80,7 +80,14 @@ pub fn plan_with(prog: &LoopProgram, kernel: &CpuKernel, launch: &mut Launch, th
 
 /// [`plan_with`] with at most `chunks_per_thread` chunks per thread (at
 /// least 1; still a whole number of chunks per thread).
-pub fn plan_tuned(prog: &LoopProgram, kernel: &CpuKernel, launch: &mut Launch, threads: usize, threshold: u64, chunks_per_thread: usize) -> Plan {
+pub fn plan_tuned(
+    prog: &LoopProgram,
+    kernel: &CpuKernel,
+    launch: &mut Launch,
+    threads: usize,
+    threshold: u64,
+    chunks_per_thread: usize,
+) -> Plan {
     let chunks_per_thread = chunks_per_thread.max(1);
     if threads <= 1 || !kernel.splittable() {
         return Plan::whole();
@@ -111,7 +118,9 @@ pub fn plan_tuned(prog: &LoopProgram, kernel: &CpuKernel, launch: &mut Launch, t
     let ev = Evaluator { prog, launch };
     let cost = match (work.and_then(|w| w.before.as_ref()), prefix) {
         (_, Some(prefix)) => Cost::Prefix { prefix, lo },
-        (Some(before), None) if work.is_some() => Cost::Closed { ev: &ev, var, before, lo, base: ev.eval(before, var, lo) },
+        (Some(before), None) if work.is_some() => {
+            Cost::Closed { ev: &ev, var, before, lo, base: ev.eval(before, var, lo) }
+        }
         _ => Cost::Rows { lo },
     };
     let Some(total) = cost.at(hi) else { return Plan::whole() };
@@ -295,7 +304,16 @@ const ITEMS_ON_ONE_THREAD: usize = 1 << 16;
 
 /// `prefix[k]` = the items of iterations `lo .. lo + k`, for `k` in `0 ..= hi - lo`,
 /// by a compiled kernel; `None` if it cannot be compiled or run.
-fn item_prefix(prog: &LoopProgram, launch: &mut Launch, var: &Name, lo_e: &Expr, hi_e: &Expr, items: &Expr, (lo, hi): (i64, i64), threads: usize) -> Option<Vec<u64>> {
+fn item_prefix(
+    prog: &LoopProgram,
+    launch: &mut Launch,
+    var: &Name,
+    lo_e: &Expr,
+    hi_e: &Expr,
+    items: &Expr,
+    (lo, hi): (i64, i64),
+    threads: usize,
+) -> Option<Vec<u64>> {
     let wprog = items_program(prog, var, lo_e, hi_e, items);
     let kernel = compile_cached(&wprog).ok()?;
     let n = usize::try_from(hi - lo).ok()?;
@@ -307,7 +325,8 @@ fn item_prefix(prog: &LoopProgram, launch: &mut Launch, var: &Name, lo_e: &Expr,
     // a parked worker, which a launch below the threshold would pay for nothing.
     let threads = if n < ITEMS_ON_ONE_THREAD { 1 } else { threads };
     let count = (threads * CHUNKS_PER_THREAD).min(n).max(1);
-    let chunks: Vec<(i64, i64)> = (0..count).map(|c| (lo + (n * c / count) as i64, lo + (n * (c + 1) / count) as i64)).collect();
+    let chunks: Vec<(i64, i64)> =
+        (0..count).map(|c| (lo + (n * c / count) as i64, lo + (n * (c + 1) / count) as i64)).collect();
     let call = |r: (i64, i64)| {
         // SAFETY: the arguments are the launch's (see `super::execute`) plus
         // `w`, which has one i64 per iteration of `lo .. hi` and is written at
@@ -342,7 +361,24 @@ fn items_program(prog: &LoopProgram, var: &Name, lo: &Expr, hi: &Expr, items: &E
         lo: lo.clone(),
         hi: hi.clone(),
         schedule: Schedule::Parallel,
-        body: vec![Stmt::Store { buf: out, index: Expr::bin(BinOp::Sub, Expr::var(var.clone()), lo.clone()), field: 0, value }],
+        body: vec![Stmt::Store {
+            buf: out,
+            index: Expr::bin(BinOp::Sub, Expr::var(var.clone()), lo.clone()),
+            field: 0,
+            value,
+        }],
     }];
-    LoopProgram { name: format!("{}_items", prog.name), args, host: vec![], body, checks: vec![], parallel_work: None, reassociable: vec![], ranges: vec![], counts: vec![], result: None, index_overflow_at: None }
+    LoopProgram {
+        name: format!("{}_items", prog.name),
+        args,
+        host: vec![],
+        body,
+        checks: vec![],
+        parallel_work: None,
+        reassociable: vec![],
+        ranges: vec![],
+        counts: vec![],
+        result: None,
+        index_overflow_at: None,
+    }
 }

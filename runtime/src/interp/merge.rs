@@ -17,13 +17,14 @@ fn sorted_pairs<'v>(xs: &'v [Value], prim: &str, which: &str, span: Span) -> Res
             return Err(internal(span, "co-iteration over non-pairs"));
         };
         if let Some(&(prev, _)) = out.last()
-            && prev >= c {
-                return Err(Diagnostic::new(span, format!(
+            && prev >= c
+        {
+            return Err(Diagnostic::new(span, format!(
                     "`{prim}`: the {which} list is not sorted by strictly increasing coordinate: entry {k} has coordinate {c} after {prev}"
                 ))
                 .with_label("while running this")
                 .with_note("co-iteration needs each list's coordinates sorted and free of duplicates (an ordered, unique level)"));
-            }
+        }
         out.push((c, v));
     }
     Ok(out)
@@ -33,7 +34,13 @@ fn sorted_pairs<'v>(xs: &'v [Value], prim: &str, which: &str, span: Span) -> Res
 /// `(coordinate, value of a, value of b)` for each coordinate in either
 /// (both) lists, in increasing order. Coordinates keep the first list's
 /// representation (an `Int`).
-pub(super) fn merge(a: &[Value], b: &[Value], defaults: Option<(&Value, &Value)>, prim: &str, span: Span) -> Result<Value, Diagnostic> {
+pub(super) fn merge(
+    a: &[Value],
+    b: &[Value],
+    defaults: Option<(&Value, &Value)>,
+    prim: &str,
+    span: Span,
+) -> Result<Value, Diagnostic> {
     let a = sorted_pairs(a, prim, "first", span)?;
     let b = sorted_pairs(b, prim, "second", span)?;
     let (mut i, mut j) = (0, 0);
@@ -87,8 +94,11 @@ pub(super) fn compress(pairs: &[Value], n: i64, elem_ty: &Type, last: bool, span
             return Err(internal(span, "compressAdd of non-pairs"));
         };
         if !(0..n).contains(&k) {
-            return Err(Diagnostic::new(span, format!("`{name}`: index {k} is out of bounds for the workspace's length {n}"))
-                .with_label("while running this"));
+            return Err(Diagnostic::new(
+                span,
+                format!("`{name}`: index {k} is out of bounds for the workspace's length {n}"),
+            )
+            .with_label("while running this"));
         }
         // In input order, so float sums round as compiled code's do.
         let next = match sums.get(&k) {

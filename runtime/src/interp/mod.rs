@@ -11,9 +11,9 @@ mod prims;
 mod sort;
 mod store;
 
-pub use env::{eval_int_expr, Env};
+pub use env::{Env, eval_int_expr};
 
-use crate::value::{round_float, scalar_of, wrap_int, Value};
+use crate::value::{Value, round_float, scalar_of, wrap_int};
 use heddle_ir::expr::{BinOp, UnOp};
 use heddle_ir::{Diagnostic, Name, ScalarType, Span, Type};
 use heddle_typeck::{Kernel, KernelParam, TExpr, TKind, TLit};
@@ -24,7 +24,10 @@ use heddle_typeck::{Kernel, KernelParam, TExpr, TKind, TLit};
 pub fn run_kernel(kernel: &Kernel, env: &Env) -> Result<Value, Diagnostic> {
     if env.has_buffers() {
         // `bind_inputs_flat` is for the compiled backends; a caller mixed them up.
-        return Err(Diagnostic::new(kernel.body.span, "internal error: the interpreter was given inputs bound as flat buffers (bind them with `bind_inputs`)"));
+        return Err(Diagnostic::new(
+            kernel.body.span,
+            "internal error: the interpreter was given inputs bound as flat buffers (bind them with `bind_inputs`)",
+        ));
     }
     check_obligations(kernel, env)?;
     eval(&kernel.body, env)
@@ -34,7 +37,8 @@ pub fn run_kernel(kernel: &Kernel, env: &Env) -> Result<Value, Diagnostic> {
 pub fn check_obligations(kernel: &Kernel, env: &Env) -> Result<(), Diagnostic> {
     for o in &kernel.obligations {
         let holds = o.cond.eval_with(env, &mut Vec::new()).map_err(|e| {
-            Diagnostic::new(o.span, format!("cannot check a requirement of the kernel: {e}")).with_label(o.reason.clone())
+            Diagnostic::new(o.span, format!("cannot check a requirement of the kernel: {e}"))
+                .with_label(o.reason.clone())
         })?;
         if !holds {
             let values: Vec<String> = kernel
@@ -56,12 +60,10 @@ pub fn check_obligations(kernel: &Kernel, env: &Env) -> Result<(), Diagnostic> {
 /// Evaluates a typed expression.
 pub fn eval(t: &TExpr, env: &Env) -> Result<Value, Diagnostic> {
     match &t.kind {
-        TKind::Var(x) => env
-            .value(x)
-            .cloned()
-            .ok_or_else(|| internal(t.span, &format!("`{x}` has no value"))),
+        TKind::Var(x) => env.value(x).cloned().ok_or_else(|| internal(t.span, &format!("`{x}` has no value"))),
         TKind::NatValue(n) => {
-            let v = n.eval(env).map_err(|e| Diagnostic::new(t.span, format!("cannot evaluate the natural {n}: {e}")))?;
+            let v =
+                n.eval(env).map_err(|e| Diagnostic::new(t.span, format!("cannot evaluate the natural {n}: {e}")))?;
             Ok(Value::Int(wrap_int(v, scalar_of(&t.ty).unwrap_or(ScalarType::I64))))
         }
         TKind::Lit(l) => Ok(match (l, scalar_of(&t.ty)) {
@@ -90,8 +92,11 @@ pub fn eval(t: &TExpr, env: &Env) -> Result<Value, Diagnostic> {
                         TKind::Var(x) => format!("`{x}`"),
                         _ => "the array".to_string(),
                     };
-                    Err(Diagnostic::new(t.span, format!("index {i} is out of bounds: {what} has length {}", items.len()))
-                        .with_label(format!("valid positions are 0 to {}", items.len() as i64 - 1)))
+                    Err(Diagnostic::new(
+                        t.span,
+                        format!("index {i} is out of bounds: {what} has length {}", items.len()),
+                    )
+                    .with_label(format!("valid positions are 0 to {}", items.len() as i64 - 1)))
                 }
             }
         }
@@ -129,7 +134,12 @@ pub fn eval(t: &TExpr, env: &Env) -> Result<Value, Diagnostic> {
 }
 
 /// Applies a lambda to arguments; `position` binds a `map`'s binder.
-pub(crate) fn apply(f: &TExpr, args: Vec<Value>, env: &Env, position: Option<(&Name, i64)>) -> Result<Value, Diagnostic> {
+pub(crate) fn apply(
+    f: &TExpr,
+    args: Vec<Value>,
+    env: &Env,
+    position: Option<(&Name, i64)>,
+) -> Result<Value, Diagnostic> {
     let TKind::Lambda { params, body } = &f.kind else {
         return Err(internal(f.span, "applying a non-function"));
     };

@@ -1,6 +1,6 @@
 //! The primitives' meaning, one function each.
 
-use super::{apply, eval, internal, Env};
+use super::{Env, apply, eval, internal};
 use crate::value::Value;
 use heddle_ir::{Diagnostic, Name, Nat, Span};
 use heddle_typeck::TExpr;
@@ -57,7 +57,14 @@ fn size_error(span: Span, prim: &str, msg: String) -> Diagnostic {
     Diagnostic::new(span, format!("`{prim}`: {msg}")).with_label("while running this")
 }
 
-pub(super) fn eval_prim(name: &str, nats: &[Nat], args: &[TExpr], binder: Option<&Name>, t: &TExpr, env: &Env) -> Result<Value, Diagnostic> {
+pub(super) fn eval_prim(
+    name: &str,
+    nats: &[Nat],
+    args: &[TExpr],
+    binder: Option<&Name>,
+    t: &TExpr,
+    env: &Env,
+) -> Result<Value, Diagnostic> {
     let span = t.span;
     let arg = |k: usize| args.get(k).ok_or_else(|| internal(span, "missing argument"));
     if let Some(to) = heddle_ir::prims::conversion(name) {
@@ -80,7 +87,11 @@ pub(super) fn eval_prim(name: &str, nats: &[Nat], args: &[TExpr], binder: Option
             // Without an initial value: the first element starts, `op` takes (acc, x) as one pair.
             let xs = array(eval(arg(1)?, env)?, span)?;
             let Some((first, rest)) = xs.split_first() else {
-                return Err(size_error(span, name, "an empty array has no first element to start from (without an initial value)".into()));
+                return Err(size_error(
+                    span,
+                    name,
+                    "an empty array has no first element to start from (without an initial value)".into(),
+                ));
             };
             let mut acc = first.clone();
             for x in rest {
@@ -124,8 +135,11 @@ pub(super) fn eval_prim(name: &str, nats: &[Nat], args: &[TExpr], binder: Option
             let xs = array(eval(arg(0)?, env)?, span)?;
             let written = &nats[0];
             if k <= 0 {
-                return Err(Diagnostic::new(span, format!("`split({written})` needs {written} to be at least 1: chunks of no elements"))
-                    .with_label(format!("{written} = {k}")));
+                return Err(Diagnostic::new(
+                    span,
+                    format!("`split({written})` needs {written} to be at least 1: chunks of no elements"),
+                )
+                .with_label(format!("{written} = {k}")));
             }
             if xs.len() as i64 % k != 0 {
                 let named = if written.as_lit().is_some() { String::new() } else { format!(" ({written} = {k})") };
@@ -156,7 +170,8 @@ pub(super) fn eval_prim(name: &str, nats: &[Nat], args: &[TExpr], binder: Option
         }
         "transpose" => {
             let rows = array(eval(arg(0)?, env)?, span)?;
-            let rows: Vec<std::rc::Rc<Vec<Value>>> = rows.iter().map(|r| array(r.clone(), span)).collect::<Result<_, _>>()?;
+            let rows: Vec<std::rc::Rc<Vec<Value>>> =
+                rows.iter().map(|r| array(r.clone(), span)).collect::<Result<_, _>>()?;
             let width = rows.first().map_or(0, |r| r.len());
             if rows.iter().any(|r| r.len() != width) {
                 return Err(size_error(span, name, "rows of different lengths".into()));
@@ -178,11 +193,17 @@ pub(super) fn eval_prim(name: &str, nats: &[Nat], args: &[TExpr], binder: Option
             let (size, step) = (nat(&nats[0], env, span)?, nat(&nats[1], env, span)?);
             let xs = array(eval(arg(0)?, env)?, span)?;
             if size <= 0 || step <= 0 || (xs.len() as i64) < size {
-                return Err(size_error(span, name, format!("cannot slide a window of {size} by {step} over {} elements", xs.len())));
+                return Err(size_error(
+                    span,
+                    name,
+                    format!("cannot slide a window of {size} by {step} over {} elements", xs.len()),
+                ));
             }
             let count = (xs.len() as i64 - size) / step + 1;
             Ok(Value::array(
-                (0..count).map(|w| Value::array(xs[(w * step) as usize..(w * step + size) as usize].to_vec())).collect(),
+                (0..count)
+                    .map(|w| Value::array(xs[(w * step) as usize..(w * step + size) as usize].to_vec()))
+                    .collect(),
             ))
         }
         "concat" => {
@@ -215,7 +236,11 @@ pub(super) fn eval_prim(name: &str, nats: &[Nat], args: &[TExpr], binder: Option
                 .map(|i| {
                     let i = i.as_int().unwrap_or(-1);
                     usize::try_from(i).ok().and_then(|k| xs.get(k)).cloned().ok_or_else(|| {
-                        size_error(span, name, format!("index {i} is out of bounds for an array of length {}", xs.len()))
+                        size_error(
+                            span,
+                            name,
+                            format!("index {i} is out of bounds for an array of length {}", xs.len()),
+                        )
                     })
                 })
                 .collect::<Result<_, _>>()?;
@@ -363,7 +388,8 @@ fn zero_of(ty: &heddle_ir::Type, env: &Env, span: Span) -> Result<Value, Diagnos
             let z = zero_of(elem, env, span)?;
             Ok(Value::array(vec![z; length(nat(len, env, span)?, span, "scatterAdd")?]))
         }
-        other => Err(Diagnostic::new(span, format!("`scatterAdd` cannot sum values of type {other}")).with_label("while running this")),
+        other => Err(Diagnostic::new(span, format!("`scatterAdd` cannot sum values of type {other}"))
+            .with_label("while running this")),
     }
 }
 
@@ -371,9 +397,9 @@ fn zero_of(ty: &heddle_ir::Type, env: &Env, span: Span) -> Result<Value, Diagnos
 fn add(a: &Value, b: &Value, ty: &heddle_ir::Type) -> Result<Value, String> {
     use heddle_ir::Type;
     match (a, b, ty) {
-        (Value::Tuple(xs), Value::Tuple(ys), Type::Tuple(ts)) => {
-            Ok(Value::tuple(xs.iter().zip(ys.iter()).zip(ts).map(|((x, y), t)| add(x, y, t)).collect::<Result<_, _>>()?))
-        }
+        (Value::Tuple(xs), Value::Tuple(ys), Type::Tuple(ts)) => Ok(Value::tuple(
+            xs.iter().zip(ys.iter()).zip(ts).map(|((x, y), t)| add(x, y, t)).collect::<Result<_, _>>()?,
+        )),
         (Value::Array(xs), Value::Array(ys), Type::Array { elem, .. }) if xs.len() == ys.len() => {
             Ok(Value::array(xs.iter().zip(ys.iter()).map(|(x, y)| add(x, y, elem)).collect::<Result<_, _>>()?))
         }

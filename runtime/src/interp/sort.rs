@@ -25,7 +25,13 @@ pub(crate) fn stable_order(keys: &[Value], key_ty: &Type) -> Result<Vec<usize>, 
     let mut order: Vec<usize> = (0..keys.len()).collect();
     // `sort_by` is stable: equal keys keep their positions' order.
     order.sort_by(|&a, &b| {
-        flat[a].iter().zip(&flat[b]).zip(&leaf_types).map(|((x, y), s)| compare(x, y, *s)).find(|o| *o != Ordering::Equal).unwrap_or(Ordering::Equal)
+        flat[a]
+            .iter()
+            .zip(&flat[b])
+            .zip(&leaf_types)
+            .map(|((x, y), s)| compare(x, y, *s))
+            .find(|o| *o != Ordering::Equal)
+            .unwrap_or(Ordering::Equal)
     });
     Ok(order)
 }
@@ -71,7 +77,8 @@ mod tests {
 
     #[test]
     fn floats_put_nan_last_and_keep_equal_keys_in_order() {
-        let keys: Vec<Value> = [2.0, f64::NAN, -0.0, 1.0, 0.0, f64::NAN, -1.0].iter().map(|&x| Value::Float(x)).collect();
+        let keys: Vec<Value> =
+            [2.0, f64::NAN, -0.0, 1.0, 0.0, f64::NAN, -1.0].iter().map(|&x| Value::Float(x)).collect();
         let order = stable_order(&keys, &Type::Scalar(ScalarType::F64)).unwrap();
         assert_eq!(order, vec![6, 2, 4, 3, 0, 1, 5]);
     }

@@ -3,8 +3,8 @@
 //! then the storage assembled by [`crate::sparse::result`], as compiled code's is.
 
 use super::Env;
-use crate::sparse::result::{assemble_result, Entries};
 use crate::scalars::{Num, ScalarVec};
+use crate::sparse::result::{Entries, assemble_result};
 use crate::value::Value;
 use heddle_ir::encoding::result::{Order, ResultPlan, Source};
 use heddle_ir::{Diagnostic, Span};
@@ -21,19 +21,25 @@ struct Walk<'a> {
     span: Span,
 }
 
-
 impl Walk<'_> {
     fn fail(&self, m: String) -> Diagnostic {
         Diagnostic::new(self.span, m).with_label("stored here")
     }
     fn coordinate(&self, v: &Value, l: usize) -> Result<u64, Diagnostic> {
         let c = v.as_int().ok_or_else(|| self.fail("a coordinate is not an integer".into()))?;
-        u64::try_from(c).ok().filter(|c| *c < self.lvl_sizes[l]).ok_or_else(|| self.fail(format!("{} (it is {c})", self.plan.range_message(l))))
+        u64::try_from(c)
+            .ok()
+            .filter(|c| *c < self.lvl_sizes[l])
+            .ok_or_else(|| self.fail(format!("{} (it is {c})", self.plan.range_message(l))))
     }
     /// Level `l` of the value `v` at dense position `g`.
     fn level(&mut self, v: &Value, l: usize, g: usize) -> Result<(), Diagnostic> {
         let Some(level) = self.plan.levels.get(l) else { return self.entry(v) };
-        let items = |v: &Value| v.as_array().map(<[Value]>::to_vec).ok_or_else(|| self.fail(format!("level {l} of the value is not an array")));
+        let items = |v: &Value| {
+            v.as_array()
+                .map(<[Value]>::to_vec)
+                .ok_or_else(|| self.fail(format!("level {l} of the value is not an array")))
+        };
         match &level.source {
             Source::Dense { .. } => {
                 let xs = items(v)?;
@@ -47,7 +53,11 @@ impl Walk<'_> {
                 let xs = items(v)?;
                 self.counts[g] = xs.len() as u64;
                 if let Some((_, n, m)) = self.plan.n_out_of_m().filter(|(k, n, _)| *k == l && xs.len() > *n as usize) {
-                    return Err(self.fail(format!("{} (block {g} has {})", self.plan.block_message(l, n, m), xs.len())));
+                    return Err(self.fail(format!(
+                        "{} (block {g} has {})",
+                        self.plan.block_message(l, n, m),
+                        xs.len()
+                    )));
                 }
                 let mut last: Option<u64> = None;
                 for x in xs.iter() {
@@ -58,7 +68,11 @@ impl Walk<'_> {
                         (Order::NonDecreasing, Some(p)) => c >= p,
                     };
                     if !in_order {
-                        return Err(self.fail(format!("{} (coordinate {c} follows {})", self.plan.order_message(l), last.unwrap_or(0))));
+                        return Err(self.fail(format!(
+                            "{} (coordinate {c} follows {})",
+                            self.plan.order_message(l),
+                            last.unwrap_or(0)
+                        )));
                     }
                     last = Some(c);
                     self.path[l] = c;
@@ -87,7 +101,8 @@ impl Walk<'_> {
         let mut flat = Vec::new();
         v.flatten_into(&mut flat);
         for x in flat {
-            let n = Num::of_value(&x, self.plan.elem).ok_or_else(|| self.fail(format!("a stored value is {x}, not a number")))?;
+            let n = Num::of_value(&x, self.plan.elem)
+                .ok_or_else(|| self.fail(format!("a stored value is {x}, not a number")))?;
             if !self.entries.values.push_num(n) {
                 return Err(self.fail(format!("a stored value is {x}, which does not fit in {}", self.plan.elem)));
             }
@@ -99,12 +114,17 @@ impl Walk<'_> {
 /// Stores `v` as `plan` says.
 pub fn store(plan: &ResultPlan, v: &Value, env: &Env, span: Span) -> Result<Value, Diagnostic> {
     let eval = |n: &heddle_ir::Nat| -> Result<u64, Diagnostic> {
-        let x = n.eval(env).map_err(|e| Diagnostic::new(span, format!("cannot compute the size {n} of the stored tensor: {e}")))?;
-        u64::try_from(x).map_err(|_| Diagnostic::new(span, format!("the size {n} of the stored tensor is {x}, which is negative")))
+        let x = n
+            .eval(env)
+            .map_err(|e| Diagnostic::new(span, format!("cannot compute the size {n} of the stored tensor: {e}")))?;
+        u64::try_from(x)
+            .map_err(|_| Diagnostic::new(span, format!("the size {n} of the stored tensor is {x}, which is negative")))
     };
     let dims = plan.dims.iter().map(eval).collect::<Result<Vec<_>, _>>()?;
-    let lvl_sizes = heddle_ir::encoding::map::lvl_sizes(&plan.encoding, &dims).map_err(|m| Diagnostic::new(span, m).with_label("stored here"))?;
-    let dense: Vec<usize> = plan.dense_prefix().iter().map(|(n, _)| eval(n).map(|v| v as usize)).collect::<Result<_, _>>()?;
+    let lvl_sizes = heddle_ir::encoding::map::lvl_sizes(&plan.encoding, &dims)
+        .map_err(|m| Diagnostic::new(span, m).with_label("stored here"))?;
+    let dense: Vec<usize> =
+        plan.dense_prefix().iter().map(|(n, _)| eval(n).map(|v| v as usize)).collect::<Result<_, _>>()?;
     let positions: usize = dense.iter().product();
     let entry_levels = plan.entry_levels();
     let mut w = Walk {
@@ -119,6 +139,7 @@ pub fn store(plan: &ResultPlan, v: &Value, env: &Env, span: Span) -> Result<Valu
     };
     w.level(v, 0, 0)?;
     let (counts, entries) = (w.counts, w.entries);
-    let t = assemble_result(plan, dims, &dense, &counts, entries).map_err(|e| Diagnostic::new(span, format!("the stored tensor is invalid: {e}")).with_label("stored here"))?;
+    let t = assemble_result(plan, dims, &dense, &counts, entries)
+        .map_err(|e| Diagnostic::new(span, format!("the stored tensor is invalid: {e}")).with_label("stored here"))?;
     Ok(Value::Tensor(Rc::new(t)))
 }

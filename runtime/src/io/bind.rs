@@ -33,7 +33,11 @@ fn err(param: &Name, message: impl Into<String>) -> InputError {
 
 /// Binds naturals and inputs; returns the environment the kernel runs in,
 /// every input as the interpreter's values.
-pub fn bind_inputs(kernel: &Kernel, nat_args: &[(String, i64)], inputs: Vec<(String, Loaded)>) -> Result<Env, InputError> {
+pub fn bind_inputs(
+    kernel: &Kernel,
+    nat_args: &[(String, i64)],
+    inputs: Vec<(String, Loaded)>,
+) -> Result<Env, InputError> {
     let inputs = inputs.into_iter().map(|(n, l)| (n, l.into_values())).collect();
     bind(kernel, nat_args, inputs)
 }
@@ -44,12 +48,18 @@ pub fn bind_inputs(kernel: &Kernel, nat_args: &[(String, i64)], inputs: Vec<(Str
 /// every launch, never as per-element values. The checks and their messages
 /// are [`bind_inputs`']; the environment is for `launch::prepare` (the
 /// interpreter cannot run in it).
-pub fn bind_inputs_flat(kernel: &Kernel, nat_args: &[(String, i64)], inputs: Vec<(String, Loaded)>) -> Result<Env, InputError> {
+pub fn bind_inputs_flat(
+    kernel: &Kernel,
+    nat_args: &[(String, i64)],
+    inputs: Vec<(String, Loaded)>,
+) -> Result<Env, InputError> {
     let inputs = inputs
         .into_iter()
         .map(|(n, l)| {
             let scalar_leaf = kernel.params.iter().any(|p| match p {
-                KernelParam::Value { name, ty, .. } => name.as_str() == n && matches!(super::write::leaf_type(ty), Type::Scalar(_)),
+                KernelParam::Value { name, ty, .. } => {
+                    name.as_str() == n && matches!(super::write::leaf_type(ty), Type::Scalar(_))
+                }
                 _ => false,
             });
             if scalar_leaf { (n, l) } else { (n, l.into_values()) }
@@ -65,7 +75,8 @@ enum Bound {
 }
 
 fn bind(kernel: &Kernel, nat_args: &[(String, i64)], inputs: Vec<(String, Loaded)>) -> Result<Env, InputError> {
-    let nat_params: Vec<&Name> = kernel.params.iter().filter(|&p| matches!(p, KernelParam::Nat(_))).map(|p| p.name()).collect();
+    let nat_params: Vec<&Name> =
+        kernel.params.iter().filter(|&p| matches!(p, KernelParam::Nat(_))).map(|p| p.name()).collect();
     let value_params: Vec<(&Name, &Type)> = kernel
         .params
         .iter()
@@ -82,7 +93,10 @@ fn bind(kernel: &Kernel, nat_args: &[(String, i64)], inputs: Vec<(String, Loaded
         if !nat_params.contains(&&n) {
             return Err(InputError {
                 parameter: Some(name.clone()),
-                message: format!("the kernel has no natural parameter of this name (its naturals: {})", list(nat_params.clone())),
+                message: format!(
+                    "the kernel has no natural parameter of this name (its naturals: {})",
+                    list(nat_params.clone())
+                ),
             });
         }
         if *v < 0 {
@@ -98,7 +112,10 @@ fn bind(kernel: &Kernel, nat_args: &[(String, i64)], inputs: Vec<(String, Loaded
         if !value_params.iter().any(|(p, _)| **p == n) {
             return Err(InputError {
                 parameter: Some(name),
-                message: format!("the kernel has no input of this name (its inputs: {})", list(value_params.iter().map(|p| p.0).collect())),
+                message: format!(
+                    "the kernel has no input of this name (its inputs: {})",
+                    list(value_params.iter().map(|p| p.0).collect())
+                ),
             });
         }
         if data.insert(n.clone(), loaded).is_some() {
@@ -132,8 +149,12 @@ fn bind(kernel: &Kernel, nat_args: &[(String, i64)], inputs: Vec<(String, Loaded
             if ready {
                 // Built once: the data moves into the binding.
                 let v = match data.remove(name).expect("every input was given") {
-                    Loaded::Packed { data, dtype, shape } => Bound::Buffer(build_packed(name, ty, data, &dtype, &shape, &env)?),
-                    Loaded::Buffer { buffer, dtype, shape } => Bound::Buffer(build_buffer(name, ty, buffer, &dtype, &shape, &env)?),
+                    Loaded::Packed { data, dtype, shape } => {
+                        Bound::Buffer(build_packed(name, ty, data, &dtype, &shape, &env)?)
+                    }
+                    Loaded::Buffer { buffer, dtype, shape } => {
+                        Bound::Buffer(build_buffer(name, ty, buffer, &dtype, &shape, &env)?)
+                    }
                     other => Bound::Value(build_input(name, ty, &other, &env)?),
                 };
                 values.push((name.clone(), v));
@@ -150,7 +171,8 @@ fn bind(kernel: &Kernel, nat_args: &[(String, i64)], inputs: Vec<(String, Loaded
         }
         if !progress {
             let (name, ty) = pending[0];
-            let missing: Vec<Name> = free_names(ty).into_iter().filter(|n| nat_params.contains(&n) && !nats.contains_key(n)).collect();
+            let missing: Vec<Name> =
+                free_names(ty).into_iter().filter(|n| nat_params.contains(&n) && !nats.contains_key(n)).collect();
             let which = missing.first().map_or("a natural".to_string(), |m| format!("`{m}`"));
             return Err(err(
                 name,
@@ -180,7 +202,7 @@ fn bind(kernel: &Kernel, nat_args: &[(String, i64)], inputs: Vec<(String, Loaded
 /// again. Under parent `q` the entries are `pos[q] - pos[0] .. pos[q+1] - pos[0]`
 /// of the flat coordinates buffer, or the innermost arrays of its values.
 fn check_sorted_levels(kernel: &Kernel, values: &[(Name, Bound)]) -> Result<(), InputError> {
-    use heddle_ir::encoding::storage_types::{storage_layout, BufferKind};
+    use heddle_ir::encoding::storage_types::{BufferKind, storage_layout};
     let find = |n: &Name| values.iter().find(|(v, _)| v == n).map(|(_, b)| b);
     for p in &kernel.params {
         let KernelParam::Tensor { name, ty: Type::Tensor(tt), encoding, .. } = p else { continue };
@@ -204,7 +226,11 @@ fn check_sorted_levels(kernel: &Kernel, values: &[(Name, Bound)]) -> Result<(), 
                     innermost_unsorted(v, &mut at, &mut bad);
                 }
                 Bound::Buffer(c) => {
-                    let pos_name = layout.buffers.iter().find(|p| p.kind == BufferKind::Positions && p.level == Some(l)).map(|p| p.name.clone());
+                    let pos_name = layout
+                        .buffers
+                        .iter()
+                        .find(|p| p.kind == BufferKind::Positions && p.level == Some(l))
+                        .map(|p| p.name.clone());
                     if let Some(Bound::Buffer(pb)) = pos_name.as_ref().and_then(find)
                         && c.known_sorted_under(pb)
                     {
@@ -253,7 +279,10 @@ fn check_sorted_levels(kernel: &Kernel, values: &[(Name, Bound)]) -> Result<(), 
                 let why = if cur < prev { "ordered" } else { "unique" };
                 return Err(err(
                     name,
-                    format!("`{}`[{k}] = {cur} follows {prev} under one parent (level {l} is {why}: its coordinates must strictly increase under each parent)", b.name),
+                    format!(
+                        "`{}`[{k}] = {cur} follows {prev} under one parent (level {l} is {why}: its coordinates must strictly increase under each parent)",
+                        b.name
+                    ),
                 ));
             }
         }
@@ -417,7 +446,11 @@ fn bound_ints(b: &Bound) -> Vec<i64> {
 /// ordered, unique level's coordinates must strictly increase under each
 /// parent. Errors name the tensor parameter, the buffer, the batch and the
 /// flat position.
-fn check_batched_levels(kernel: &Kernel, nats: &HashMap<Name, i64>, values: &[(Name, Bound)]) -> Result<(), InputError> {
+fn check_batched_levels(
+    kernel: &Kernel,
+    nats: &HashMap<Name, i64>,
+    values: &[(Name, Bound)],
+) -> Result<(), InputError> {
     use heddle_ir::encoding::LevelFormat;
     let env = make_env(nats, &[]);
     let find = |n: &Name| values.iter().find(|(v, _)| v == n).map(|(_, b)| b);
@@ -441,20 +474,36 @@ fn check_batched_levels(kernel: &Kernel, nats: &HashMap<Name, i64>, values: &[(N
                 continue;
             }
             let (pos_name, crd_name) = (Name::from(format!("{name}_pos{l}")), Name::from(format!("{name}_crd{l}")));
-            let (Some(pos), Some(&len)) = (find(&pos_name).map(bound_ints), nats.get(&Name::from(format!("{name}_crd{l}_len")))) else { continue };
+            let (Some(pos), Some(&len)) =
+                (find(&pos_name).map(bound_ints), nats.get(&Name::from(format!("{name}_crd{l}_len"))))
+            else {
+                continue;
+            };
             let row = pos.len() / nb;
             let crd = find(&crd_name).filter(|_| encoding.strictly_increasing(l)).map(bound_ints);
             for b in 0..nb {
                 let r = &pos[b * row..(b + 1) * row];
                 let at = |i: usize| format!("`{pos_name}`[{b}][{i}]");
                 let problem = if !loose && r.first().is_some_and(|&x| x != 0) {
-                    Some(format!("{} = {} but each batch's positions start at 0 (batch {b} is stored on its own)", at(0), r[0]))
+                    Some(format!(
+                        "{} = {} but each batch's positions start at 0 (batch {b} is stored on its own)",
+                        at(0),
+                        r[0]
+                    ))
                 } else if let Some(i) = r.iter().position(|&x| x < 0) {
                     Some(format!("{} = {} is negative", at(i), r[i]))
-                } else if let Some(i) = (1..r.len()).find(|&i| if loose { i % 2 == 1 && r[i] < r[i - 1] } else { r[i] < r[i - 1] }) {
+                } else if let Some(i) =
+                    (1..r.len()).find(|&i| if loose { i % 2 == 1 && r[i] < r[i - 1] } else { r[i] < r[i - 1] })
+                {
                     Some(format!("{} = {} is below {} = {} (batch {b}, level {l})", at(i), r[i], at(i - 1), r[i - 1]))
                 } else {
-                    r.iter().position(|&x| x > len).map(|i| format!("{} = {} is past the end of batch {b}'s row of `{crd_name}` ({len} entries)", at(i), r[i]))
+                    r.iter().position(|&x| x > len).map(|i| {
+                        format!(
+                            "{} = {} is past the end of batch {b}'s row of `{crd_name}` ({len} entries)",
+                            at(i),
+                            r[i]
+                        )
+                    })
                 };
                 if let Some(m) = problem {
                     return Err(err(name, m));
@@ -488,7 +537,11 @@ fn check_batched_levels(kernel: &Kernel, nats: &HashMap<Name, i64>, values: &[(N
 /// cannot state it. (`--matrix` storage is validated when it is assembled;
 /// this covers buffers given with `--input`.) The error names the tensor
 /// parameter and the buffer.
-fn check_loose_positions(kernel: &Kernel, nats: &HashMap<Name, i64>, values: &[(Name, Bound)]) -> Result<(), InputError> {
+fn check_loose_positions(
+    kernel: &Kernel,
+    nats: &HashMap<Name, i64>,
+    values: &[(Name, Bound)],
+) -> Result<(), InputError> {
     use heddle_ir::encoding::LevelFormat;
     for p in &kernel.params {
         let KernelParam::Tensor { name, encoding, .. } = p else { continue };
@@ -609,7 +662,9 @@ fn collect_expr(e: &heddle_ir::Expr, bound: &mut Vec<Name>, out: &mut Vec<Name>)
 pub fn flat_count(t: &Type) -> Nat {
     match t {
         Type::Array { binder, elem, len } => match (&**elem, binder) {
-            (Type::Array { .. }, Some(b)) => Nat::sum(b.clone(), Nat::Lit(0), Nat::sub(len.clone(), Nat::Lit(1)), flat_count(elem)),
+            (Type::Array { .. }, Some(b)) => {
+                Nat::sum(b.clone(), Nat::Lit(0), Nat::sub(len.clone(), Nat::Lit(1)), flat_count(elem))
+            }
             (Type::Array { .. }, None) => Nat::mul(len.clone(), flat_count(elem)),
             _ => len.clone(),
         },
@@ -639,7 +694,8 @@ fn json_depth(v: &serde_json::Value) -> usize {
 /// (`[[]]`, `[[], []]`) show no depth, but a flat list's items are scalars or
 /// tuples, never empty lists. (`[]` alone stays flat: no elements at all.)
 fn reads_flat(j: &serde_json::Value, t: &Type) -> bool {
-    json_depth(j) < type_depth(t) && !(matches!(j, serde_json::Value::Array(items) if !items.is_empty()) && nests_as(j, t))
+    json_depth(j) < type_depth(t)
+        && !(matches!(j, serde_json::Value::Array(items) if !items.is_empty()) && nests_as(j, t))
 }
 
 /// Does `j` have lists where `t` has arrays (an empty list fits any array)
@@ -674,7 +730,9 @@ fn shaped(t: &Type, shape: &[u64]) -> bool {
 /// Lengths the data shows, each with the type's formula for it.
 fn observed_lengths(t: &Type, data: &Loaded) -> Vec<(Nat, i64)> {
     match data {
-        Loaded::Flat { shape, .. } | Loaded::Packed { shape, .. } | Loaded::Buffer { shape, .. } if shaped(t, shape) => {
+        Loaded::Flat { shape, .. } | Loaded::Packed { shape, .. } | Loaded::Buffer { shape, .. }
+            if shaped(t, shape) =>
+        {
             // One equation per dimension of the file, along the nesting.
             let mut out = Vec::new();
             let mut ty = t;
@@ -699,9 +757,10 @@ fn observed_lengths(t: &Type, data: &Loaded) -> Vec<(Nat, i64)> {
                 return vec![(len.clone(), 0)];
             }
             if reads_flat(j, t)
-                && let serde_json::Value::Array(items) = j {
-                    return vec![(flat_count(t), items.len() as i64)];
-                }
+                && let serde_json::Value::Array(items) = j
+            {
+                return vec![(flat_count(t), items.len() as i64)];
+            }
             // Nested: one equation per level along the first elements.
             while let (Type::Array { binder, elem, len }, serde_json::Value::Array(items)) = (ty, cur) {
                 out.push((len.clone(), items.len() as i64));
@@ -716,7 +775,13 @@ fn observed_lengths(t: &Type, data: &Loaded) -> Vec<(Nat, i64)> {
     }
 }
 
-fn solve_from_length(name: &Name, ty: &Type, data: &Loaded, nats: &HashMap<Name, i64>, env: &Env) -> Result<Option<(Name, i64)>, InputError> {
+fn solve_from_length(
+    name: &Name,
+    ty: &Type,
+    data: &Loaded,
+    nats: &HashMap<Name, i64>,
+    env: &Env,
+) -> Result<Option<(Name, i64)>, InputError> {
     for (formula, observed) in observed_lengths(ty, data) {
         let unknown: Vec<Name> = free_names(&Type::array(Type::Scalar(ScalarType::I32), formula.clone()))
             .into_iter()
@@ -733,7 +798,9 @@ fn solve_from_length(name: &Name, ty: &Type, data: &Loaded, nats: &HashMap<Name,
         if num % slope != 0 || num / slope < 0 {
             return Err(err(
                 name,
-                format!("its {observed} elements do not fit its type {ty}: no natural `{u}` gives {formula} = {observed}"),
+                format!(
+                    "its {observed} elements do not fit its type {ty}: no natural `{u}` gives {formula} = {observed}"
+                ),
             ));
         }
         return Ok(Some((u.clone(), num / slope)));
@@ -752,7 +819,11 @@ fn check_sizes(name: &Name, t: &Type, env: &Env, at: &mut Vec<i64>) -> Result<()
                 .filter(|x| env.value(x).is_some() || env.buffer(x).is_some())
                 .map(|x| format!("`{x}`"))
                 .collect();
-            let hint = if reads.is_empty() { String::new() } else { format!(" (check {}: is it decreasing?)", reads.join(", ")) };
+            let hint = if reads.is_empty() {
+                String::new()
+            } else {
+                format!(" (check {}: is it decreasing?)", reads.join(", "))
+            };
             return Err(err(name, format!("the length {len} is {n}{position}, which is negative{hint}")));
         }
         if contains_array(elem) {
@@ -785,10 +856,15 @@ fn build_input(name: &Name, ty: &Type, data: &Loaded, env: &Env) -> Result<Value
     check_sizes(name, ty, env, &mut Vec::new())?;
     let flat_items: Option<(Vec<Value>, String)> = match data {
         Loaded::Flat { items, dtype, .. } => Some((items.clone(), dtype.clone())),
-        Loaded::Packed { .. } | Loaded::Buffer { .. } => return build_input(name, ty, &data.clone().into_values(), env),
+        Loaded::Packed { .. } | Loaded::Buffer { .. } => {
+            return build_input(name, ty, &data.clone().into_values(), env);
+        }
         Loaded::Json(j) if reads_flat(j, ty) || !matches!(ty, Type::Array { .. }) && !j.is_array() => {
             let items = match j {
-                serde_json::Value::Array(items) => items.iter().map(|x| json_item(name, x, super::write::leaf_type(ty))).collect::<Result<Vec<_>, _>>()?,
+                serde_json::Value::Array(items) => items
+                    .iter()
+                    .map(|x| json_item(name, x, super::write::leaf_type(ty)))
+                    .collect::<Result<Vec<_>, _>>()?,
                 other => vec![json_item(name, other, super::write::leaf_type(ty))?],
             };
             Some((items, "JSON".to_string()))
@@ -828,7 +904,13 @@ fn check_shape(name: &Name, ty: &Type, shape: &[u64], env: &Env) -> Result<(), I
         let n = len.eval(env).map_err(|e| err(name, format!("cannot evaluate the length {len}: {e}")))?;
         if n != d as i64 {
             let shown: Vec<String> = shape.iter().map(u64::to_string).collect();
-            return Err(err(name, format!("its type {ty} needs length {n} in dimension {k}, but the file's shape is ({})", shown.join(", "))));
+            return Err(err(
+                name,
+                format!(
+                    "its type {ty} needs length {n} in dimension {k}, but the file's shape is ({})",
+                    shown.join(", ")
+                ),
+            ));
         }
         t = elem;
     }
@@ -842,7 +924,14 @@ fn check_shape(name: &Name, ty: &Type, shape: &[u64], env: &Env) -> Result<(), I
 /// A [`Loaded::Buffer`] input: the buffer itself where its field is the
 /// input's scalar type, after [`build_packed`]'s checks; else its values,
 /// converted as `build_packed` converts.
-fn build_buffer(name: &Name, ty: &Type, buffer: Buffer, dtype: &str, shape: &[u64], env: &Env) -> Result<Buffer, InputError> {
+fn build_buffer(
+    name: &Name,
+    ty: &Type,
+    buffer: Buffer,
+    dtype: &str,
+    shape: &[u64],
+    env: &Env,
+) -> Result<Buffer, InputError> {
     let leaf = check_packed(name, ty, buffer.len(), dtype, shape, env)?;
     if buffer.fields.as_slice() == [leaf] {
         return Ok(buffer);
@@ -862,13 +951,25 @@ fn build_buffer(name: &Name, ty: &Type, buffer: Buffer, dtype: &str, shape: &[u6
 
 /// The checks of a packed input of `len` elements against its type (sizes,
 /// shape, element count); its scalar type.
-fn check_packed(name: &Name, ty: &Type, len: usize, dtype: &str, shape: &[u64], env: &Env) -> Result<ScalarType, InputError> {
+fn check_packed(
+    name: &Name,
+    ty: &Type,
+    len: usize,
+    dtype: &str,
+    shape: &[u64],
+    env: &Env,
+) -> Result<ScalarType, InputError> {
     let Type::Scalar(leaf) = *super::write::leaf_type(ty) else {
         return Err(err(name, format!("inputs of type {ty} are not supported")));
     };
     // Rows sized by an offsets array (CSR, LIL): their lengths in one pass over it.
     let fast = row_lengths(ty, env);
-    let _p = crate::profile::phase(|| format!("bind `{name}` ({len} elements; row lengths {})", if fast.is_some() { "read from the offsets" } else { "evaluated" }));
+    let _p = crate::profile::phase(|| {
+        format!(
+            "bind `{name}` ({len} elements; row lengths {})",
+            if fast.is_some() { "read from the offsets" } else { "evaluated" }
+        )
+    });
     if !fast.as_ref().is_some_and(|f| f.all_sizes) {
         check_sizes(name, ty, env, &mut Vec::new())?;
     }
@@ -883,7 +984,14 @@ fn check_packed(name: &Name, ty: &Type, len: usize, dtype: &str, shape: &[u64], 
     Ok(leaf)
 }
 
-fn build_packed(name: &Name, ty: &Type, data: ScalarVec, dtype: &str, shape: &[u64], env: &Env) -> Result<Buffer, InputError> {
+fn build_packed(
+    name: &Name,
+    ty: &Type,
+    data: ScalarVec,
+    dtype: &str,
+    shape: &[u64],
+    env: &Env,
+) -> Result<Buffer, InputError> {
     let leaf = check_packed(name, ty, data.len(), dtype, shape, env)?;
     let what = format!("the input `{name}`");
     if data.elem() == leaf {
@@ -990,7 +1098,9 @@ fn row_lengths(ty: &Type, env: &Env) -> Option<RowLengths> {
 fn json_item(name: &Name, j: &serde_json::Value, item: &Type) -> Result<Value, InputError> {
     let s = item.as_scalar();
     Ok(match j {
-        serde_json::Value::Number(n) if s == Some(ScalarType::U64) && n.is_i64() && n.as_i64().is_some_and(|x| x < 0) => {
+        serde_json::Value::Number(n)
+            if s == Some(ScalarType::U64) && n.is_i64() && n.as_i64().is_some_and(|x| x < 0) =>
+        {
             return Err(err(name, format!("the number {n} does not fit in u64")));
         }
         serde_json::Value::Number(n) if n.is_i64() => Value::Int(n.as_i64().unwrap_or_default()),
@@ -999,7 +1109,12 @@ fn json_item(name: &Name, j: &serde_json::Value, item: &Type) -> Result<Value, I
             match s {
                 Some(ScalarType::U64) => Value::Int(u as i64),
                 Some(s) if s.is_float() => Value::Float(crate::value::int_to_float(i128::from(u), s)),
-                _ => return Err(err(name, format!("the number {n} is too large for {}", s.map_or("an i64".into(), |s| s.to_string())))),
+                _ => {
+                    return Err(err(
+                        name,
+                        format!("the number {n} is too large for {}", s.map_or("an i64".into(), |s| s.to_string())),
+                    ));
+                }
             }
         }
         // Rounded once from the text: straight to `f32` for an `f32` (through
@@ -1037,7 +1152,14 @@ fn json_item(name: &Name, j: &serde_json::Value, item: &Type) -> Result<Value, I
     })
 }
 
-fn build_flat(name: &Name, ty: &Type, items: &[Value], pos: &mut usize, env: &Env, dtype: &str) -> Result<Value, InputError> {
+fn build_flat(
+    name: &Name,
+    ty: &Type,
+    items: &[Value],
+    pos: &mut usize,
+    env: &Env,
+    dtype: &str,
+) -> Result<Value, InputError> {
     match ty {
         Type::Array { binder, elem, len } => {
             let n = len.eval(env).map_err(|e| err(name, format!("cannot evaluate the length {len}: {e}")))?;
@@ -1052,7 +1174,8 @@ fn build_flat(name: &Name, ty: &Type, items: &[Value], pos: &mut usize, env: &En
             Ok(Value::array(out))
         }
         _ => {
-            let item = items.get(*pos).ok_or_else(|| err(name, format!("the data ends after {} elements", items.len())))?;
+            let item =
+                items.get(*pos).ok_or_else(|| err(name, format!("the data ends after {} elements", items.len())))?;
             *pos += 1;
             convert_scalar(name, ty, item, *pos - 1, dtype)
         }
@@ -1067,7 +1190,10 @@ fn convert_scalar(name: &Name, ty: &Type, item: &Value, at: usize, dtype: &str) 
         )),
         (Type::Tuple(ts), _) => Err(err(
             name,
-            format!("element {at} should be a tuple of {} components ({ty}); the {dtype} data does not hold tuples of that size (use a structured dtype or [a, b] lists)", ts.len()),
+            format!(
+                "element {at} should be a tuple of {} components ({ty}); the {dtype} data does not hold tuples of that size (use a structured dtype or [a, b] lists)",
+                ts.len()
+            ),
         )),
         _ => Err(err(name, format!("inputs of type {ty} are not supported"))),
     }
@@ -1097,7 +1223,9 @@ fn scalar(name: &Name, s: ScalarType, v: &Value, at: usize, dtype: &str) -> Resu
             if fits { Ok(Value::Int(*x)) } else { Err(err(name, format!("element {at} = {x} does not fit in {s}"))) }
         }
         // Rounded once, straight to the width (i64 → f64 → f32 could round twice).
-        Value::Int(x) if s.is_float() && dtype == "JSON" => Ok(Value::Float(crate::value::int_to_float(i128::from(*x), s))),
+        Value::Int(x) if s.is_float() && dtype == "JSON" => {
+            Ok(Value::Float(crate::value::int_to_float(i128::from(*x), s)))
+        }
         Value::Float(x) if s.is_float() => Ok(Value::Float(crate::value::round_float(*x, s))),
         // Each part rounded once to the part type; real data is complex with imaginary part 0.
         Value::Complex(z) if s.is_complex() => {
@@ -1131,7 +1259,13 @@ fn scalar(name: &Name, s: ScalarType, v: &Value, at: usize, dtype: &str) -> Resu
     }
 }
 
-fn build_json(name: &Name, ty: &Type, j: &serde_json::Value, env: &Env, at: &mut Vec<usize>) -> Result<Value, InputError> {
+fn build_json(
+    name: &Name,
+    ty: &Type,
+    j: &serde_json::Value,
+    env: &Env,
+    at: &mut Vec<usize>,
+) -> Result<Value, InputError> {
     let where_ = |at: &Vec<usize>| if at.is_empty() { String::new() } else { format!(" at {at:?}") };
     match ty {
         Type::Array { binder, elem, len } => {
@@ -1140,7 +1274,10 @@ fn build_json(name: &Name, ty: &Type, j: &serde_json::Value, env: &Env, at: &mut
                 return Err(err(name, format!("expected a list of {n} elements{}, found {j}", where_(at))));
             };
             if items.len() as i64 != n {
-                return Err(err(name, format!("expected {n} elements{} (length {len}), found {}", where_(at), items.len())));
+                return Err(err(
+                    name,
+                    format!("expected {n} elements{} (length {len}), found {}", where_(at), items.len()),
+                ));
             }
             let mut out = Vec::with_capacity(items.len());
             for (k, x) in items.iter().enumerate() {
@@ -1190,7 +1327,10 @@ pub fn tensor_inputs(kernel: &Kernel, name: &str, path: &std::path::Path) -> Res
 }
 
 /// The encoding and element type of the tensor parameter `name`.
-pub fn tensor_param<'k>(kernel: &'k Kernel, name: &str) -> Result<(&'k heddle_ir::encoding::Encoding, ScalarType), InputError> {
+pub fn tensor_param<'k>(
+    kernel: &'k Kernel,
+    name: &str,
+) -> Result<(&'k heddle_ir::encoding::Encoding, ScalarType), InputError> {
     let n = Name::from(name);
     match kernel.params.iter().find(|p| p.name() == &n) {
         Some(KernelParam::Tensor { ty: Type::Tensor(tt), encoding, .. }) => Ok((encoding, tt.elem)),
@@ -1200,17 +1340,29 @@ pub fn tensor_param<'k>(kernel: &'k Kernel, name: &str) -> Result<(&'k heddle_ir
 
 /// [`tensor_inputs`] of a tensor already stored in the parameter's encoding
 /// (the Python package binds scipy arrays through it).
-pub fn stored_tensor_inputs(kernel: &Kernel, name: &str, t: crate::sparse::SparseTensor) -> Result<NamedInputs, InputError> {
+pub fn stored_tensor_inputs(
+    kernel: &Kernel,
+    name: &str,
+    t: crate::sparse::SparseTensor,
+) -> Result<NamedInputs, InputError> {
     use heddle_ir::encoding::LevelFormat;
     let n = Name::from(name);
-    let Some(KernelParam::Tensor { ty: Type::Tensor(tt), encoding, .. }) = kernel.params.iter().find(|p| p.name() == &n) else {
-        return Err(err(&n, "the kernel has no tensor parameter of this name (--matrix is for `tensor<…>` parameters)"));
+    let Some(KernelParam::Tensor { ty: Type::Tensor(tt), encoding, .. }) =
+        kernel.params.iter().find(|p| p.name() == &n)
+    else {
+        return Err(err(
+            &n,
+            "the kernel has no tensor parameter of this name (--matrix is for `tensor<…>` parameters)",
+        ));
     };
     // The type checker admits only `?` and numbers as a parameter's sizes.
     let dims = tt.static_dims().unwrap_or_default();
     for (d, (want, got)) in dims.iter().zip(&t.dim_sizes).enumerate() {
         if want.is_some_and(|w| w != *got) {
-            return Err(err(&n, format!("dimension {d} of the file is {got}, but the type says {}", want.unwrap_or(0))));
+            return Err(err(
+                &n,
+                format!("dimension {d} of the file is {got}, but the type says {}", want.unwrap_or(0)),
+            ));
         }
     }
     let _p = crate::profile::phase(|| format!("the buffers of `{name}`"));
@@ -1259,13 +1411,19 @@ pub fn stored_tensor_inputs(kernel: &Kernel, name: &str, t: crate::sparse::Spars
             let run = encoding.aos_run(l).map_or(1, |r| r.len()).max(1);
             let buffer = format!("{name}_crd{l}");
             if run > 1 && level.format != LevelFormat::Singleton {
-                let items = (0..c.len() / run).map(|e| Value::tuple((0..run).map(|k| Value::Int(c.get(e * run + k) as i64)).collect())).collect::<Vec<_>>();
+                let items = (0..c.len() / run)
+                    .map(|e| Value::tuple((0..run).map(|k| Value::Int(c.get(e * run + k) as i64)).collect()))
+                    .collect::<Vec<_>>();
                 let shape = vec![items.len() as u64];
-                inputs.push((buffer, Loaded::Flat { items, dtype: "storage".into(), kinds: vec![super::read::ScalarKind::Int], shape }));
+                inputs.push((
+                    buffer,
+                    Loaded::Flat { items, dtype: "storage".into(), kinds: vec![super::read::ScalarKind::Int], shape },
+                ));
             } else if encoding.signed_level(l) {
                 // DIA's offsets: signed, sign-extended from the stored width.
                 let leaf = kernel.params.iter().find_map(|p| match p {
-                    KernelParam::Value { name, ty, .. } if name.as_str() == buffer => match super::write::leaf_type(ty) {
+                    KernelParam::Value { name, ty, .. } if name.as_str() == buffer => match super::write::leaf_type(ty)
+                    {
                         Type::Scalar(s) => Some(*s),
                         _ => None,
                     },
@@ -1284,7 +1442,8 @@ pub fn stored_tensor_inputs(kernel: &Kernel, name: &str, t: crate::sparse::Spars
     }
     // At the parameter's element type, exactly (an integer beyond what the
     // type holds is an error naming it; a float is rounded once).
-    let typed = t.values.convert(tt.elem).map_err(|e| err(&n, format!("stored value {}: {}", e.position, e.message)))?;
+    let typed =
+        t.values.convert(tt.elem).map_err(|e| err(&n, format!("stored value {}: {}", e.position, e.message)))?;
     inputs.push((format!("{name}_values"), Loaded::packed(typed, "storage")));
     Ok((nats, inputs))
 }
@@ -1297,7 +1456,9 @@ fn index_data(v: &crate::sparse::buffer::IndexBuf, leaf: Option<ScalarType>) -> 
     let wide = || ScalarVec::U64(v.to_u64());
     match (v, leaf) {
         // The usual case: `index` positions and coordinates.
-        (IndexBuf::U64(x), Some(ScalarType::I64)) if x.iter().all(|&c| c <= i64::MAX as u64) => ScalarVec::I64(x.iter().map(|&c| c as i64).collect()),
+        (IndexBuf::U64(x), Some(ScalarType::I64)) if x.iter().all(|&c| c <= i64::MAX as u64) => {
+            ScalarVec::I64(x.iter().map(|&c| c as i64).collect())
+        }
         (IndexBuf::U64(x), Some(ScalarType::U64) | None) => ScalarVec::U64(x.clone()),
         (IndexBuf::U32(x), Some(ScalarType::U32)) => ScalarVec::U32(x.clone()),
         (IndexBuf::U16(x), Some(ScalarType::U16)) => ScalarVec::U16(x.clone()),
@@ -1334,7 +1495,17 @@ pub fn compressed_inputs(
             Err(_) => return Err((indptr, indices, values)),
         }
     };
-    Ok((nats, compressed_buffers(kernel, name, indptr, indices, Loaded::packed(values, "storage"), if by_rows { shape[1] } else { shape[0] })))
+    Ok((
+        nats,
+        compressed_buffers(
+            kernel,
+            name,
+            indptr,
+            indices,
+            Loaded::packed(values, "storage"),
+            if by_rows { shape[1] } else { shape[0] },
+        ),
+    ))
 }
 
 /// [`compressed_inputs`] with the values as a buffer of one field, bound as
@@ -1355,14 +1526,31 @@ pub fn compressed_buffer_inputs(
     }
     let below = if by_rows { shape[1] } else { shape[0] };
     let values_shape = vec![values.len() as u64];
-    Ok((nats, compressed_buffers(kernel, name, indptr, indices, Loaded::Buffer { buffer: values, dtype: "storage".into(), shape: values_shape }, below)))
+    Ok((
+        nats,
+        compressed_buffers(
+            kernel,
+            name,
+            indptr,
+            indices,
+            Loaded::Buffer { buffer: values, dtype: "storage".into(), shape: values_shape },
+            below,
+        ),
+    ))
 }
 
 /// The three inputs of a validated compressed array. Positions and
 /// coordinates bound as `index` (`i64`) carry what the validation found
 /// (coordinates below `below`, strictly increasing in each row), so that
 /// binding and the launch do not check it again.
-fn compressed_buffers(kernel: &Kernel, name: &str, indptr: Vec<i64>, indices: Vec<i64>, values: Loaded, below: u64) -> Vec<(String, Loaded)> {
+fn compressed_buffers(
+    kernel: &Kernel,
+    name: &str,
+    indptr: Vec<i64>,
+    indices: Vec<i64>,
+    values: Loaded,
+    below: u64,
+) -> Vec<(String, Loaded)> {
     let (pos_name, crd_name) = (format!("{name}_pos1"), format!("{name}_crd1"));
     let leaf = |buffer: &str| {
         kernel.params.iter().find_map(|p| match p {
@@ -1378,22 +1566,50 @@ fn compressed_buffers(kernel: &Kernel, name: &str, indptr: Vec<i64>, indices: Ve
             let shape = vec![buffer.len() as u64];
             Loaded::Buffer { buffer, dtype: "storage".into(), shape }
         };
-        return match (Buffer::from_scalar_vec(ScalarVec::I64(indptr), "the positions"), Buffer::from_scalar_vec(ScalarVec::I64(indices), "the coordinates")) {
-            (Ok(pos), Ok(crd)) => vec![(pos_name, loaded(pos.clone())), (crd_name, loaded(crd.with_checked_coordinates(below, &pos))), (format!("{name}_values"), values)],
+        return match (
+            Buffer::from_scalar_vec(ScalarVec::I64(indptr), "the positions"),
+            Buffer::from_scalar_vec(ScalarVec::I64(indices), "the coordinates"),
+        ) {
+            (Ok(pos), Ok(crd)) => vec![
+                (pos_name, loaded(pos.clone())),
+                (crd_name, loaded(crd.with_checked_coordinates(below, &pos))),
+                (format!("{name}_values"), values),
+            ],
             // Not reached (the sizes fit, above); binding then reports the buffers missing.
             _ => vec![(format!("{name}_values"), values)],
         };
     }
-    vec![(pos_name, Loaded::packed(ScalarVec::I64(indptr), "storage")), (crd_name, Loaded::packed(ScalarVec::I64(indices), "storage")), (format!("{name}_values"), values)]
+    vec![
+        (pos_name, Loaded::packed(ScalarVec::I64(indptr), "storage")),
+        (crd_name, Loaded::packed(ScalarVec::I64(indices), "storage")),
+        (format!("{name}_values"), values),
+    ]
 }
 
 /// Whether [`compressed_inputs`] applies: the parameter's tensor type and
 /// its dimension-size naturals.
-fn compressed_fits(kernel: &Kernel, name: &str, shape: &[u64], by_rows: bool, indptr: &[i64], indices: &[i64], nnz_values: usize) -> Option<(heddle_ir::tensor::TensorType, Vec<(String, i64)>)> {
+fn compressed_fits(
+    kernel: &Kernel,
+    name: &str,
+    shape: &[u64],
+    by_rows: bool,
+    indptr: &[i64],
+    indices: &[i64],
+    nnz_values: usize,
+) -> Option<(heddle_ir::tensor::TensorType, Vec<(String, i64)>)> {
     let n = Name::from(name);
-    let Some(KernelParam::Tensor { ty: Type::Tensor(tt), encoding: enc, .. }) = kernel.params.iter().find(|p| p.name() == &n) else { return None };
+    let Some(KernelParam::Tensor { ty: Type::Tensor(tt), encoding: enc, .. }) =
+        kernel.params.iter().find(|p| p.name() == &n)
+    else {
+        return None;
+    };
     let want = if by_rows { (0, 1) } else { (1, 0) };
-    if crate::sparse::csr::csr_like(enc) != Some(want) || enc.levels[1].props.nonordered || enc.explicit_val.is_some() || enc.implicit_val.is_some() || shape.len() != 2 {
+    if crate::sparse::csr::csr_like(enc) != Some(want)
+        || enc.levels[1].props.nonordered
+        || enc.explicit_val.is_some()
+        || enc.implicit_val.is_some()
+        || shape.len() != 2
+    {
         return None;
     }
     let dims = tt.static_dims().ok()?;

@@ -6,5 +6,5 @@ pub mod number;
 pub mod read;
 pub mod write;
 
-pub use bind::{bind_inputs, bind_inputs_flat, InputError};
-pub use read::{read_input, Loaded, ScalarKind};
+pub use bind::{InputError, bind_inputs, bind_inputs_flat};
+pub use read::{Loaded, ScalarKind, read_input};

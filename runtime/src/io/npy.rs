@@ -73,12 +73,17 @@ fn check_shape_products(header: &[u8]) -> Result<(), String> {
                 if groups.len() > 1 {
                     let dims = groups.pop().unwrap_or_default();
                     if overflows(&dims) {
-                        return Err(format!("the shape {dims:?} has more elements than 64 bits count (numpy refuses it too)"));
+                        return Err(format!(
+                            "the shape {dims:?} has more elements than 64 bits count (numpy refuses it too)"
+                        ));
                     }
                 }
             }
             b'0'..=b'9' if k == 0 || !(header[k - 1].is_ascii_alphanumeric() || header[k - 1] == b'_') => {
-                let end = header[k..].iter().position(|c| !(c.is_ascii_alphanumeric() || *c == b'_')).map_or(header.len(), |e| k + e);
+                let end = header[k..]
+                    .iter()
+                    .position(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
+                    .map_or(header.len(), |e| k + e);
                 if let Some(n) = python_int(&header[k..end]) {
                     if let Some(g) = groups.last_mut() {
                         g.push(n);
@@ -149,11 +154,8 @@ impl Header {
 pub fn parse_header(bytes: &[u8]) -> Result<(Header, usize), String> {
     let start = check_npy_header(bytes)?;
     let npy = npyz::NpyFile::new(&bytes[..start]).map_err(|e| e.to_string())?;
-    let header = Header {
-        dtype: npy.dtype(),
-        shape: npy.shape().to_vec(),
-        fortran_order: npy.order() == npyz::Order::Fortran,
-    };
+    let header =
+        Header { dtype: npy.dtype(), shape: npy.shape().to_vec(), fortran_order: npy.order() == npyz::Order::Fortran };
     Ok((header, start))
 }
 
@@ -186,7 +188,10 @@ pub fn read_array(mut r: impl Read, max_bytes: u64, capacity_hint: u64) -> Resul
     read_full(&mut r, &mut head[start..]).map_err(|_| "the file ends inside its header".to_string())?;
     let (header, _) = parse_header(&head)?;
     let item = header.item_size().filter(|&s| s > 0).ok_or_else(|| {
-        format!("the dtype `{}` has no fixed size (objects and empty records are not data heddle reads)", dtype_text(&header.dtype))
+        format!(
+            "the dtype `{}` has no fixed size (objects and empty records are not data heddle reads)",
+            dtype_text(&header.dtype)
+        )
     })?;
     let needed = header.count().and_then(|c| c.checked_mul(item as u64)).unwrap_or(u64::MAX);
     if needed > max_bytes {
@@ -328,7 +333,12 @@ mod tests {
         assert!(e.contains("truncated"), "{e}");
         // A shape whose products wrap: refused before npyz multiplies it
         // (its C strides overflowed although the array holds no element).
-        for shape in ["(0, 4294967296, 4294967296)", "(4294967296, 4294967296, 0)", "(1099511627776, 1099511627776)", "(0x100000000, 4_294_967_296, 0)"] {
+        for shape in [
+            "(0, 4294967296, 4294967296)",
+            "(4294967296, 4294967296, 0)",
+            "(1099511627776, 1099511627776)",
+            "(0x100000000, 4_294_967_296, 0)",
+        ] {
             let header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}\n");
             let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
             bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());

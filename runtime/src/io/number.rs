@@ -85,7 +85,10 @@ fn f32_text(x: f32) -> String {
     if through_f64(&shortest) {
         return shortest;
     }
-    (1..17).map(|digits| format!("{x:.digits$e}")).find(|t| through_f64(t)).unwrap_or_else(|| format!("{:?}", f64::from(x)))
+    (1..17)
+        .map(|digits| format!("{x:.digits$e}"))
+        .find(|t| through_f64(t))
+        .unwrap_or_else(|| format!("{:?}", f64::from(x)))
 }
 
 /// The text of a finite `f16` or `bf16` value `v`: the fewest significant
@@ -158,7 +161,9 @@ mod tests {
 
     #[test]
     fn spellings_of_infinity_and_nan() {
-        for (text, want) in [("inf", f64::INFINITY), ("-inf", f64::NEG_INFINITY), ("+Infinity", f64::INFINITY), ("INF", f64::INFINITY)] {
+        for (text, want) in
+            [("inf", f64::INFINITY), ("-inf", f64::NEG_INFINITY), ("+Infinity", f64::INFINITY), ("INF", f64::INFINITY)]
+        {
             assert_eq!(parse_float(text.as_bytes()), Some(want), "{text}");
         }
         for text in ["nan", "NaN", "-nan", "+NAN"] {

@@ -106,9 +106,9 @@ pub fn read_input(path: &Path) -> Result<Loaded, String> {
         "npy" => read_npy(path),
         "json" => {
             let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            serde_json::from_str(&text).map(Loaded::Json).map_err(|e| {
-                format!("{}:{}:{}: not valid JSON: {e}", path.display(), e.line(), e.column())
-            })
+            serde_json::from_str(&text)
+                .map(Loaded::Json)
+                .map_err(|e| format!("{}:{}:{}: not valid JSON: {e}", path.display(), e.line(), e.column()))
         }
         _ => Err(format!("{}: unsupported input format (expected a .npy or .json file)", path.display())),
     }
@@ -133,7 +133,12 @@ fn field_layout(dtype: &DType) -> Result<FieldLayout, String> {
         TypeChar::Float => (ScalarKind::Float, true),
         TypeChar::Complex => (ScalarKind::Complex, true),
         TypeChar::Bool => (ScalarKind::Bool, false),
-        other => return Err(format!("unsupported dtype `{}` (expected integers, floats, complex numbers or booleans)", other.to_str())),
+        other => {
+            return Err(format!(
+                "unsupported dtype `{}` (expected integers, floats, complex numbers or booleans)",
+                other.to_str()
+            ));
+        }
     };
     let ok = match kind {
         ScalarKind::Int => [1, 2, 4, 8].contains(&bytes),
@@ -156,7 +161,13 @@ fn field_layout(dtype: &DType) -> Result<FieldLayout, String> {
 fn decode(f: &FieldLayout, raw: &[u8]) -> Value {
     if f.kind == ScalarKind::Complex {
         // Two floats, the real part first whatever the byte order.
-        let half = FieldLayout { kind: ScalarKind::Float, bytes: f.bytes / 2, big_endian: f.big_endian, signed: true, name: String::new() };
+        let half = FieldLayout {
+            kind: ScalarKind::Float,
+            bytes: f.bytes / 2,
+            big_endian: f.big_endian,
+            signed: true,
+            name: String::new(),
+        };
         return match (decode(&half, &raw[..f.bytes / 2]), decode(&half, &raw[f.bytes / 2..])) {
             (Value::Float(re), Value::Float(im)) => Value::complex(re, im),
             _ => unreachable!("float halves decode to floats"),
@@ -199,10 +210,12 @@ fn read_npy(path: &Path) -> Result<Loaded, String> {
     let fields: Vec<FieldLayout> = match npy.dtype() {
         DType::Record(fs) => fs
             .iter()
-            .map(|f| field_layout(&f.dtype).map(|mut l| {
-                l.name = format!("{}: {}", f.name, l.name);
-                l
-            }))
+            .map(|f| {
+                field_layout(&f.dtype).map(|mut l| {
+                    l.name = format!("{}: {}", f.name, l.name);
+                    l
+                })
+            })
             .collect::<Result<_, _>>()
             .map_err(|e| format!("{}: {e}", path.display()))?,
         d => vec![field_layout(&d).map_err(|e| format!("{}: {e}", path.display()))?],
@@ -214,9 +227,7 @@ fn read_npy(path: &Path) -> Result<Loaded, String> {
         return Err(format!("{}: a structured dtype with no fields holds no data", path.display()));
     }
     let mut data = Vec::new();
-    npy.into_inner()
-        .read_to_end(&mut data)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    npy.into_inner().read_to_end(&mut data).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let needed = count.checked_mul(row).ok_or("file too large")?;
     if data.len() < needed {
         return Err(format!(
@@ -265,18 +276,14 @@ fn packed(f: &FieldLayout, raw: &[u8]) -> crate::scalars::ScalarVec {
     match (f.kind, f.bytes, f.signed) {
         (ScalarKind::Bool, _, _) => ScalarVec::Bool(raw.iter().map(|b| *b != 0).collect()),
         // The real part first, each part in the file's byte order.
-        (ScalarKind::Complex, 8, _) => ScalarVec::C32(
-            read(raw, false, |b: [u8; 8]| {
-                let part = |p: &[u8]| read::<4, f32>(p, big, f32::from_le_bytes)[0];
-                crate::scalars::Complex { re: part(&b[..4]), im: part(&b[4..]) }
-            }),
-        ),
-        (ScalarKind::Complex, _, _) => ScalarVec::C64(
-            read(raw, false, |b: [u8; 16]| {
-                let part = |p: &[u8]| read::<8, f64>(p, big, f64::from_le_bytes)[0];
-                crate::scalars::Complex { re: part(&b[..8]), im: part(&b[8..]) }
-            }),
-        ),
+        (ScalarKind::Complex, 8, _) => ScalarVec::C32(read(raw, false, |b: [u8; 8]| {
+            let part = |p: &[u8]| read::<4, f32>(p, big, f32::from_le_bytes)[0];
+            crate::scalars::Complex { re: part(&b[..4]), im: part(&b[4..]) }
+        })),
+        (ScalarKind::Complex, _, _) => ScalarVec::C64(read(raw, false, |b: [u8; 16]| {
+            let part = |p: &[u8]| read::<8, f64>(p, big, f64::from_le_bytes)[0];
+            crate::scalars::Complex { re: part(&b[..8]), im: part(&b[8..]) }
+        })),
         (ScalarKind::Float, 2, _) => ScalarVec::F16(read(raw, big, half::f16::from_le_bytes)),
         (ScalarKind::Float, 4, _) => ScalarVec::F32(read(raw, big, f32::from_le_bytes)),
         (ScalarKind::Float, _, _) => ScalarVec::F64(read(raw, big, f64::from_le_bytes)),

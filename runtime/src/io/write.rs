@@ -24,9 +24,14 @@ fn json_scalar(v: &Value, s: Option<ScalarType>) -> serde_json::Value {
         // A complex number is the pair [re, im], each part at the part type's width.
         Value::Complex(z) => {
             let part = s.unwrap_or(ScalarType::C64).part();
-            serde_json::Value::Array(vec![super::number::float_to_json(z.re, part), super::number::float_to_json(z.im, part)])
+            serde_json::Value::Array(vec![
+                super::number::float_to_json(z.re, part),
+                super::number::float_to_json(z.im, part),
+            ])
         }
-        Value::Tuple(items) | Value::Array(items) => serde_json::Value::Array(items.iter().map(|x| json_scalar(x, s)).collect()),
+        Value::Tuple(items) | Value::Array(items) => {
+            serde_json::Value::Array(items.iter().map(|x| json_scalar(x, s)).collect())
+        }
         Value::Tensor(t) => crate::sparse::json::storage_to_json(t),
     }
 }
@@ -110,7 +115,8 @@ pub fn write_npy(path: &Path, v: &Value, ty: &Type) -> Result<(), String> {
         Type::Tuple(ts) => {
             let fs: Option<Vec<ScalarType>> = ts.iter().map(|t| t.as_scalar()).collect();
             let fs = fs.ok_or("tuples of non-scalars cannot be written to .npy; use .json")?;
-            let d: Vec<String> = fs.iter().enumerate().map(|(k, s)| format!("('f{k}', '{}')", super::npy::descr(*s))).collect();
+            let d: Vec<String> =
+                fs.iter().enumerate().map(|(k, s)| format!("('f{k}', '{}')", super::npy::descr(*s))).collect();
             (format!("[{}]", d.join(", ")), fs)
         }
         other => return Err(format!("a result of type {other} cannot be written to .npy")),
@@ -127,7 +133,8 @@ pub fn write_npy(path: &Path, v: &Value, ty: &Type) -> Result<(), String> {
     let dims = npy_shape(v, ty).unwrap_or_else(|| vec![flat.len()]);
     let dims: Vec<u64> = dims.iter().map(|&d| d as u64).collect();
     let mut out = Vec::with_capacity(128 + body.len());
-    super::npy::write_header(&mut out, &descr_text, &dims).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    super::npy::write_header(&mut out, &descr_text, &dims)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     out.extend_from_slice(&body);
     let mut f = std::fs::File::create(path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     f.write_all(&out).map_err(|e| format!("cannot write {}: {e}", path.display()))
@@ -138,10 +145,16 @@ pub fn write_npy(path: &Path, v: &Value, ty: &Type) -> Result<(), String> {
 /// coordinate list for Matrix Market: `(rows, columns)` are `dims`, or the
 /// result's row count and its largest column + 1. The error says why the
 /// result is not such a matrix, or which entry lies outside `dims`.
-pub fn sparse_rows(v: &Value, ty: &Type, dims: Option<(u64, u64)>) -> Result<(crate::sparse::coo::Coo, ScalarType), String> {
+pub fn sparse_rows(
+    v: &Value,
+    ty: &Type,
+    dims: Option<(u64, u64)>,
+) -> Result<(crate::sparse::coo::Coo, ScalarType), String> {
     let shape = "a matrix needs a result of rows of (column, value) pairs, [i -> [(int, T)]_L]_n";
     let Type::Array { elem: row_ty, .. } = ty else { return Err(format!("{shape}; this result has type {ty}")) };
-    let Type::Array { elem: entry_ty, .. } = &**row_ty else { return Err(format!("{shape}; this result has type {ty}")) };
+    let Type::Array { elem: entry_ty, .. } = &**row_ty else {
+        return Err(format!("{shape}; this result has type {ty}"));
+    };
     let value_ty = match &**entry_ty {
         Type::Tuple(ts) if ts.len() == 2 && ts[0].as_scalar().is_some_and(|s| s.is_int()) => ts[1].as_scalar(),
         _ => None,

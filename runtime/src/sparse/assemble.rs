@@ -36,7 +36,13 @@ pub fn disassemble(t: &SparseTensor) -> Buffers {
             .iter()
             .enumerate()
             .map(|(l, b)| {
-                b.as_ref().map(|b| if t.encoding.signed_level(l) { b.to_i64().into_iter().map(|x| x as u64).collect() } else { b.to_u64() })
+                b.as_ref().map(|b| {
+                    if t.encoding.signed_level(l) {
+                        b.to_i64().into_iter().map(|x| x as u64).collect()
+                    } else {
+                        b.to_u64()
+                    }
+                })
             })
             .collect(),
         values: t.values.clone(),
@@ -99,7 +105,10 @@ pub fn assemble(enc: &Encoding, elem: ScalarType, dim_sizes: Vec<u64>, b: Buffer
                     return Err(SparseError::buffer(
                         &crd_name,
                         p * stride + off,
-                        format!("offset {stored} is outside level {l}'s offsets {} ..= {hi} (for these dimension sizes)", -(bias as i64)),
+                        format!(
+                            "offset {stored} is outside level {l}'s offsets {} ..= {hi} (for these dimension sizes)",
+                            -(bias as i64)
+                        ),
                     ));
                 }
                 return Err(SparseError::buffer(
@@ -117,7 +126,8 @@ pub fn assemble(enc: &Encoding, elem: ScalarType, dim_sizes: Vec<u64>, b: Buffer
                     let (a, c) = (crd_at(p - 1), crd_at(p));
                     if c < a || (c == a && !lv.props.nonunique) {
                         let why = if c < a { "coordinates must be ordered" } else { "coordinates must be unique" };
-                        let show = |x: u64| if signed { map::stored_offset(x, bias).to_string() } else { x.to_string() };
+                        let show =
+                            |x: u64| if signed { map::stored_offset(x, bias).to_string() } else { x.to_string() };
                         return Err(SparseError::buffer(
                             &crd_name,
                             p * stride + off,
@@ -179,7 +189,15 @@ pub fn assemble(enc: &Encoding, elem: ScalarType, dim_sizes: Vec<u64>, b: Buffer
                 for q in 1..pos.len() {
                     let (row, len) = (q as u64 - 1, pos[q].wrapping_sub(pos[q - 1]));
                     if pos[q] < pos[q - 1] {
-                        return Err(SparseError::buffer(&pname, q, format!("{} is less than the previous position {} (positions must not decrease)", pos[q], pos[q - 1])));
+                        return Err(SparseError::buffer(
+                            &pname,
+                            q,
+                            format!(
+                                "{} is less than the previous position {} (positions must not decrease)",
+                                pos[q],
+                                pos[q - 1]
+                            ),
+                        ));
                     }
                     if len > row + 1 || (len > 0 && row >= lvl_sizes[l]) {
                         return Err(SparseError::buffer(&pname, q, enc.skyline_too_long(row, len, lvl_sizes[l])));
@@ -294,7 +312,10 @@ pub(crate) fn check_explicit_values(enc: &Encoding, values: &ScalarVec) -> Resul
         Some(p) => Err(SparseError::buffer(
             "values",
             p,
-            format!("{} differs from the encoding's explicitVal {explicit}, the value of every stored entry", values.num(p)),
+            format!(
+                "{} differs from the encoding's explicitVal {explicit}, the value of every stored entry",
+                values.num(p)
+            ),
         )),
     }
 }

@@ -62,12 +62,18 @@ impl Batching {
                 return unsupported(format!("level {l} must store one dimension whole (`b : batch`)"));
             };
             if enc.dims[d].slice.is_some() {
-                return unsupported(format!("dimension {d} (`{}`), stored by batch level {l}, cannot be sliced", enc.dims[d].name));
+                return unsupported(format!(
+                    "dimension {d} (`{}`), stored by batch level {l}, cannot be sliced",
+                    enc.dims[d].name
+                ));
             }
             batch_dims.push(d);
         }
         if k == enc.lvl_rank() {
-            return unsupported("every level is a batch level, which leaves nothing to store per batch; make the last one `dense`".into());
+            return unsupported(
+                "every level is a batch level, which leaves nothing to store per batch; make the last one `dense`"
+                    .into(),
+            );
         }
         let uses = |e: LvlExpr, d: usize| match e {
             LvlExpr::Dim(x) | LvlExpr::FloorDiv(x, _) | LvlExpr::Mod(x, _) | LvlExpr::Counter { dim: x, .. } => x == d,
@@ -75,7 +81,10 @@ impl Batching {
         };
         for (l, level) in enc.levels.iter().enumerate().skip(k) {
             if let Some(&d) = batch_dims.iter().find(|&&d| uses(level.expr, d)) {
-                return unsupported(format!("level {l} uses dimension `{}`, which a batch level stores", enc.dims[d].name));
+                return unsupported(format!(
+                    "level {l} uses dimension `{}`, which a batch level stores",
+                    enc.dims[d].name
+                ));
             }
         }
         let inner_dims: Vec<usize> = (0..enc.dim_rank()).filter(|d| !batch_dims.contains(d)).collect();
@@ -196,7 +205,11 @@ fn split_buffers(enc: &Encoding, elem: ScalarType, dim_sizes: &[u64], b: &Buffer
     let k = batch_rank(enc);
     let lr = enc.lvl_rank();
     if dim_sizes.len() != enc.dim_rank() {
-        return Err(SparseError::Shape(format!("the encoding has {} dimensions but the tensor has {}", enc.dim_rank(), dim_sizes.len())));
+        return Err(SparseError::Shape(format!(
+            "the encoding has {} dimensions but the tensor has {}",
+            enc.dim_rank(),
+            dim_sizes.len()
+        )));
     }
     if b.positions.len() != lr || b.coordinates.len() != lr {
         return Err(SparseError::Shape(format!(
@@ -208,7 +221,11 @@ fn split_buffers(enc: &Encoding, elem: ScalarType, dim_sizes: &[u64], b: &Buffer
     for l in 0..k {
         for (kind, given) in [("positions", &b.positions[l]), ("coordinates", &b.coordinates[l])] {
             if given.is_some() {
-                return Err(SparseError::buffer(format!("{kind}[{l}]"), 0, format!("unexpected: level {l} (batch) has no such buffer; give null")));
+                return Err(SparseError::buffer(
+                    format!("{kind}[{l}]"),
+                    0,
+                    format!("unexpected: level {l} (batch) has no such buffer; give null"),
+                ));
             }
         }
     }
@@ -222,7 +239,11 @@ fn split_buffers(enc: &Encoding, elem: ScalarType, dim_sizes: &[u64], b: &Buffer
             return Ok(0);
         }
         if !len.is_multiple_of(nb) {
-            return Err(SparseError::buffer(name, len, format!("has {len} entries, not {nb} rows of one length (one per batch)")));
+            return Err(SparseError::buffer(
+                name,
+                len,
+                format!("has {len} entries, not {nb} rows of one length (one per batch)"),
+            ));
         }
         Ok(len / nb)
     };
@@ -253,10 +274,18 @@ fn split_buffers(enc: &Encoding, elem: ScalarType, dim_sizes: &[u64], b: &Buffer
     let mut parts = Vec::with_capacity(nb);
     for batch in 0..nb {
         // Cut each row to what the batch's levels use, top down.
-        let mut one = Buffers { positions: vec![None; lr - k], coordinates: vec![None; lr - k], values: ScalarVec::new(b.values.elem()) };
+        let mut one = Buffers {
+            positions: vec![None; lr - k],
+            coordinates: vec![None; lr - k],
+            values: ScalarVec::new(b.values.elem()),
+        };
         let mut count: u64 = 1;
         let too_short = |name: String, row: usize, need: u64| {
-            SparseError::buffer(name, batch * row + row.min(need as usize), format!("batch {batch}'s row has {row} entries but its levels above need {need}"))
+            SparseError::buffer(
+                name,
+                batch * row + row.min(need as usize),
+                format!("batch {batch}'s row has {row} entries but its levels above need {need}"),
+            )
         };
         for l in k..lr {
             let il = l - k;
@@ -301,7 +330,10 @@ fn split_buffers(enc: &Encoding, elem: ScalarType, dim_sizes: &[u64], b: &Buffer
             // Name the row length of the buffer the error is about.
             let rows = match &e {
                 SparseError::Buffer { buffer, .. } => {
-                    let l = buffer.split_once('[').and_then(|(_, r)| r.trim_end_matches(']').parse::<usize>().ok()).map_or(0, |l| l + k);
+                    let l = buffer
+                        .split_once('[')
+                        .and_then(|(_, r)| r.trim_end_matches(']').parse::<usize>().ok())
+                        .map_or(0, |l| l + k);
                     [pos_rows.get(l).copied().unwrap_or(rows[0]), crd_rows.get(l).copied().unwrap_or(rows[1]), val_row]
                 }
                 _ => rows,
@@ -321,7 +353,9 @@ pub fn assemble_batched(enc: &Encoding, elem: ScalarType, dim_sizes: Vec<u64>, b
     let mut positions = Vec::with_capacity(enc.lvl_rank());
     let mut coordinates = Vec::with_capacity(enc.lvl_rank());
     for (l, (p, c)) in b.positions.into_iter().zip(b.coordinates).enumerate() {
-        positions.push(p.map(|v| super::buffer::IndexBuf::from_u64(v, enc.pos_width, &format!("positions[{l}]"))).transpose()?);
+        positions.push(
+            p.map(|v| super::buffer::IndexBuf::from_u64(v, enc.pos_width, &format!("positions[{l}]"))).transpose()?,
+        );
         let name = format!("coordinates[{l}]");
         coordinates.push(
             c.map(|v| {
@@ -390,7 +424,9 @@ pub fn join(enc: &Encoding, elem: ScalarType, dim_sizes: Vec<u64>, parts: &[Spar
         }
         for _ in v.len()..row {
             if !values.push_num(pad) {
-                return Err(SparseError::Shape(format!("the implicit value {pad} does not fit the element type {elem}")));
+                return Err(SparseError::Shape(format!(
+                    "the implicit value {pad} does not fit the element type {elem}"
+                )));
             }
         }
     }
@@ -402,7 +438,11 @@ pub fn join(enc: &Encoding, elem: ScalarType, dim_sizes: Vec<u64>, parts: &[Spar
 pub fn pack_batched(coo: &Coo, enc: &Encoding, elem: ScalarType) -> Result<SparseTensor> {
     let bt = Batching::of(enc)?.ok_or_else(|| SparseError::Shape("the encoding has no batch level".into()))?;
     if coo.rank() != enc.dim_rank() {
-        return Err(SparseError::Shape(format!("the encoding has {} dimensions, the tensor {}", enc.dim_rank(), coo.rank())));
+        return Err(SparseError::Shape(format!(
+            "the encoding has {} dimensions, the tensor {}",
+            enc.dim_rank(),
+            coo.rank()
+        )));
     }
     let sizes = bt.sizes(&coo.dims);
     let nb = bt.count(&coo.dims)?;
@@ -418,7 +458,10 @@ pub fn pack_batched(coo: &Coo, enc: &Encoding, elem: ScalarType) -> Result<Spars
         let mut b = 0u64;
         for (&d, &s) in bt.batch_dims.iter().zip(&sizes) {
             if x[d] >= s {
-                return Err(SparseError::Shape(format!("entry {e}: coordinate {} is outside dimension {d}'s size {s}", x[d])));
+                return Err(SparseError::Shape(format!(
+                    "entry {e}: coordinate {} is outside dimension {d}'s size {s}",
+                    x[d]
+                )));
             }
             b = b * s + x[d];
         }
@@ -448,7 +491,9 @@ pub fn pack_batched(coo: &Coo, enc: &Encoding, elem: ScalarType) -> Result<Spars
             group.push_from(&inner, &coo.values, e);
         }
         parts.push(super::build::pack(&group, &bt.inner, elem).map_err(|e| match e {
-            SparseError::Shape(m) => SparseError::Shape(format!("batch {b}: {}", shift_levels(&m, bt.batch_dims.len()))),
+            SparseError::Shape(m) => {
+                SparseError::Shape(format!("batch {b}: {}", shift_levels(&m, bt.batch_dims.len())))
+            }
             other => other,
         })?);
     }

@@ -17,10 +17,10 @@
 //! so the source is first transposed (a counting sort). Stored explicit
 //! zeros make blocks, as on the general path.
 
+use super::buffer::IndexBuf;
 use super::build::{check_alloc, check_storage_size, finish, finish_stored};
 use super::counting::{self, Idx};
 use super::csr::csr_like;
-use super::buffer::IndexBuf;
 use super::error::{Result, SparseError};
 use super::tensor::SparseTensor;
 use crate::scalars::{Scalar, ScalarVec};
@@ -204,7 +204,13 @@ impl Rows<'_> {
 /// in increasing order, merged from its sorted rows (`c` columns per
 /// block, `block_of(j)` = `j / c`); returns the block rows' positions and
 /// the block columns.
-fn block_columns<S: Idx, O: Idx>(rows: &Rows, crd: &[S], c: usize, n_brows: usize, block_of: impl Fn(usize) -> usize) -> (Vec<O>, Vec<O>) {
+fn block_columns<S: Idx, O: Idx>(
+    rows: &Rows,
+    crd: &[S],
+    c: usize,
+    n_brows: usize,
+    block_of: impl Fn(usize) -> usize,
+) -> (Vec<O>, Vec<O>) {
     let mut bpos = Vec::with_capacity(n_brows + 1);
     bpos.push(O::of(0));
     let mut bcrd = Vec::new();
@@ -240,7 +246,15 @@ fn block_columns<S: Idx, O: Idx>(rows: &Rows, crd: &[S], c: usize, n_brows: usiz
 /// The blocks' values: each block row's rows walked block by block (the
 /// block columns from [`block_columns`]), each value into its place in
 /// its block; the rest is `pad`.
-fn scatter_blocks<S: Idx, O: Idx, T: Scalar>(rows: &Rows, crd: &[S], vals: &[T], bpos: &[O], bcrd: &[O], blk: &Blocks, pad: T) -> Vec<T> {
+fn scatter_blocks<S: Idx, O: Idx, T: Scalar>(
+    rows: &Rows,
+    crd: &[S],
+    vals: &[T],
+    bpos: &[O],
+    bcrd: &[O],
+    blk: &Blocks,
+    pad: T,
+) -> Vec<T> {
     let (r, c) = (blk.rows, blk.cols);
     let size = r * c;
     let mut out = vec![pad; bcrd.len() * size];

@@ -42,7 +42,8 @@ impl IndexBuf {
     /// and the position.
     pub fn from_i64(v: Vec<i64>, width: Width, name: &str) -> Result<IndexBuf> {
         let bits = width.storage_bits();
-        let (lo, hi) = if bits == 64 { (i64::MIN, i64::MAX) } else { (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1) };
+        let (lo, hi) =
+            if bits == 64 { (i64::MIN, i64::MAX) } else { (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1) };
         if let Some(p) = v.iter().position(|&x| x < lo || x > hi) {
             return Err(SparseError::buffer(
                 name,

@@ -56,7 +56,8 @@ pub fn pack(coo: &Coo, enc: &Encoding, elem: ScalarType) -> Result<SparseTensor>
     let coo = if coo.elem() == elem {
         coo
     } else {
-        let values = coo.values.clone().convert(elem).map_err(|e| SparseError::buffer("values", e.position, e.message))?;
+        let values =
+            coo.values.clone().convert(elem).map_err(|e| SparseError::buffer("values", e.position, e.message))?;
         converted = Coo { dims: coo.dims.clone(), coords: coo.coords.clone(), values };
         &converted
     };
@@ -538,7 +539,11 @@ pub(crate) fn finish(
         coordinates.push(
             c.map(|v| {
                 if enc.signed_level(l) {
-                    IndexBuf::from_i64(v.into_iter().map(|x| map::stored_offset(x, bias)).collect(), enc.crd_width, &name)
+                    IndexBuf::from_i64(
+                        v.into_iter().map(|x| map::stored_offset(x, bias)).collect(),
+                        enc.crd_width,
+                        &name,
+                    )
                 } else {
                     IndexBuf::from_u64(v, enc.crd_width, &name)
                 }

@@ -17,8 +17,8 @@ use super::counting::{self, Idx};
 use super::csr::csr_like;
 use super::dense::DenseTensor;
 use super::error::Result;
-use super::tensor::SparseTensor;
 use super::error::SparseError;
+use super::tensor::SparseTensor;
 use crate::scalars::{Scalar, ScalarVec};
 use heddle_ir::ScalarType;
 use heddle_ir::encoding::{Encoding, LevelFormat, LvlExpr, map};
@@ -134,7 +134,15 @@ fn transpose_at<I: Idx>(src: &SparseTensor, target: &Encoding, pos: &IndexBuf, c
     let tpos = counting::at_width(s.pos, target.pos_width, "positions[1]")?;
     let tcrd = counting::at_width(s.crd, target.crd_width, "coordinates[1]")?;
     let lvl_sizes = vec![src.lvl_sizes[1], src.lvl_sizes[0]];
-    finish_stored(target, src.elem, src.dim_sizes.clone(), lvl_sizes, vec![None, Some(tpos)], vec![None, Some(tcrd)], s.vals)
+    finish_stored(
+        target,
+        src.elem,
+        src.dim_sizes.clone(),
+        lvl_sizes,
+        vec![None, Some(tpos)],
+        vec![None, Some(tcrd)],
+        s.vals,
+    )
 }
 
 /// Stores a dense tensor in `target` (its zeros are not stored, except where

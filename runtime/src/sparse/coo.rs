@@ -1,8 +1,8 @@
 //! Coordinate lists: the common currency of I/O and conversion.
 
+use super::buffer::IndexBuf;
 use crate::scalars::{Num, Scalar, ScalarVec};
 use crate::with_values;
-use super::buffer::IndexBuf;
 use heddle_ir::ScalarType;
 
 /// A tensor as a list of entries: `coords` holds `rank` coordinates per
@@ -145,7 +145,10 @@ impl CooColumns {
     /// coordinate fits, else at 64. The coordinates are not checked against
     /// `dims`: conversions check them, as for a [`Coo`].
     pub fn new(dims: Vec<u64>, columns: Vec<Vec<u64>>, values: ScalarVec) -> CooColumns {
-        assert!(columns.len() == dims.len() && columns.iter().all(|c| c.len() == values.len()), "one column per dimension, one coordinate per value");
+        assert!(
+            columns.len() == dims.len() && columns.iter().all(|c| c.len() == values.len()),
+            "one column per dimension, one coordinate per value"
+        );
         let narrow = dims.iter().all(|&d| d <= 1 << 32) && columns.iter().flatten().all(|&x| x <= u64::from(u32::MAX));
         let columns = columns
             .into_iter()
@@ -159,7 +162,10 @@ impl CooColumns {
     /// keep them.
     pub fn from_u32(dims: Vec<u64>, columns: Vec<Vec<u32>>, values: ScalarVec) -> CooColumns {
         assert!(dims.iter().all(|&d| d <= 1 << 32), "sizes up to 2^32");
-        assert!(columns.len() == dims.len() && columns.iter().all(|c| c.len() == values.len()), "one column per dimension, one coordinate per value");
+        assert!(
+            columns.len() == dims.len() && columns.iter().all(|c| c.len() == values.len()),
+            "one column per dimension, one coordinate per value"
+        );
         CooColumns { dims, columns: columns.into_iter().map(IndexBuf::U32).collect(), values }
     }
     /// Number of dimensions.

@@ -14,10 +14,10 @@
 
 use super::buffer::IndexBuf;
 use super::error::Result;
+use super::partition::{Buckets, bucket_shift};
 use super::tensor::SparseTensor;
 use crate::scalars::{Scalar, ScalarVec};
 use crate::with_values;
-use super::partition::{bucket_shift, Buckets};
 use heddle_ir::encoding::Width;
 
 /// An unsigned integer a counting sort keeps cursors and coordinates in.
@@ -278,7 +278,13 @@ fn scatter_in_buckets<I: Idx, O: Column + ?Sized, N: Column + ?Sized>(
 /// coordinate outside its dimension (an outer one here, or an inner one of
 /// an earlier entry, which this pass then looks for).
 #[inline(always)]
-fn count_outer<O: Column + ?Sized, N: Column + ?Sized>(dims: (u64, u64), outer: &O, inner: &N, n: usize, mut count: impl FnMut(usize)) -> std::result::Result<bool, usize> {
+fn count_outer<O: Column + ?Sized, N: Column + ?Sized>(
+    dims: (u64, u64),
+    outer: &O,
+    inner: &N,
+    n: usize,
+    mut count: impl FnMut(usize),
+) -> std::result::Result<bool, usize> {
     let (dim_outer, dim_inner) = dims;
     let (mut grouped, mut last) = (true, 0);
     for k in 0..n {
@@ -481,7 +487,9 @@ mod tests {
         let inner: Vec<u32> = (0..n).map(|_| next(cols) as u32).collect();
         let values: Vec<f64> = (0..n).map(|k| k as f64).collect();
         assert!(bucket_shift(n, rows, 12).is_some(), "the test must take the bucketed path");
-        let s: Scattered<u32> = scatter_entries((rows as u64, cols), &outer[..], &inner[..], &ScalarVec::from(values.clone())).expect("in range");
+        let s: Scattered<u32> =
+            scatter_entries((rows as u64, cols), &outer[..], &inner[..], &ScalarVec::from(values.clone()))
+                .expect("in range");
         let mut order: Vec<usize> = (0..n).collect();
         order.sort_by_key(|&k| outer[k]);
         let ScalarVec::F64(vals) = &s.vals else { panic!("f64 values") };
@@ -521,7 +529,8 @@ mod tests {
         // The first entry outside: an inner coordinate, then an outer one after an inner one.
         let mut bad = inner.clone();
         bad[500_000] = cols as u32;
-        let err = scatter_entries::<u32, _, _>((rows as u64, cols), &outer[..], &bad[..], &ScalarVec::from(values.clone()));
+        let err =
+            scatter_entries::<u32, _, _>((rows as u64, cols), &outer[..], &bad[..], &ScalarVec::from(values.clone()));
         assert_eq!(err.err(), Some(500_000));
         let mut bad_outer = outer.clone();
         bad_outer[600_000] = rows as u32;

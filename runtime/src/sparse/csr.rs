@@ -7,8 +7,8 @@
 //! entries arrive in input order within a row, so a row-major input gives
 //! sorted rows for CSR, and (CSR → CSC) sorted columns for the transpose.
 
-use super::build::finish_stored;
 use super::buffer::IndexBuf;
+use super::build::finish_stored;
 use super::coo::{Coo, CooColumns};
 use super::counting::{self, Column, Idx, Strided};
 use super::error::{Result, SparseError};
@@ -131,7 +131,12 @@ pub(crate) fn pack_csr_like(coo: &Coo, enc: &Encoding, elem: ScalarType, lvl_siz
 
 /// [`pack_csr_like`] for entries kept as columns (a coo `.npz`): the
 /// counting sort reads each coordinate at the columns' width.
-pub(crate) fn pack_columns_csr_like(cols: CooColumns, enc: &Encoding, elem: ScalarType, lvl_sizes: &[u64]) -> Result<SparseTensor> {
+pub(crate) fn pack_columns_csr_like(
+    cols: CooColumns,
+    enc: &Encoding,
+    elem: ScalarType,
+    lvl_sizes: &[u64],
+) -> Result<SparseTensor> {
     let (a, b) = csr_dims(enc)?;
     let outside = |k| super::build::out_of_range(&cols.entry(k), &cols.dims, k);
     // Entries already grouped by `a` (a column-ordered file into CSC): the
@@ -155,15 +160,30 @@ pub(crate) fn pack_columns_csr_like(cols: CooColumns, enc: &Encoding, elem: Scal
     }
     let (dims, values) = (&cols.dims, &cols.values);
     match (cols.column(a), cols.column(b)) {
-        (IndexBuf::U32(o), IndexBuf::U32(i)) => pack_entries(o.as_slice(), i.as_slice(), dims, values, (a, b), enc, elem, lvl_sizes, outside),
-        (IndexBuf::U64(o), IndexBuf::U64(i)) => pack_entries(o.as_slice(), i.as_slice(), dims, values, (a, b), enc, elem, lvl_sizes, outside),
-        (o, i) => pack_entries(o.to_u64().as_slice(), i.to_u64().as_slice(), dims, values, (a, b), enc, elem, lvl_sizes, outside),
+        (IndexBuf::U32(o), IndexBuf::U32(i)) => {
+            pack_entries(o.as_slice(), i.as_slice(), dims, values, (a, b), enc, elem, lvl_sizes, outside)
+        }
+        (IndexBuf::U64(o), IndexBuf::U64(i)) => {
+            pack_entries(o.as_slice(), i.as_slice(), dims, values, (a, b), enc, elem, lvl_sizes, outside)
+        }
+        (o, i) => pack_entries(
+            o.to_u64().as_slice(),
+            i.to_u64().as_slice(),
+            dims,
+            values,
+            (a, b),
+            enc,
+            elem,
+            lvl_sizes,
+            outside,
+        ),
     }
 }
 
 /// The dimensions `(a, b)` of a CSR-like `enc`, `(a : dense, b : compressed)`.
 fn csr_dims(enc: &Encoding) -> Result<(usize, usize)> {
-    csr_like(enc).ok_or_else(|| SparseError::Shape(format!("`{}` is not CSR-like", heddle_ir::encoding::print_encoding(enc))))
+    csr_like(enc)
+        .ok_or_else(|| SparseError::Shape(format!("`{}` is not CSR-like", heddle_ir::encoding::print_encoding(enc))))
 }
 
 /// The counting sort of a matrix's entries (dimension `a`'s coordinates

@@ -56,7 +56,9 @@ pub(crate) fn csr_to_ell(src: &SparseTensor, target: &Encoding) -> Result<Option
             epos.push(from.len() as u64);
         }
     }
-    let crd = src.coordinates[1].as_ref().map(|c| from.iter().map(|&p| c.get(p)).collect::<Vec<u64>>()).unwrap_or_default();
+    let crd =
+        src.coordinates[1].as_ref().map(|c| from.iter().map(|&p| c.get(p)).collect::<Vec<u64>>()).unwrap_or_default();
     let values = src.values.gather(&from);
-    finish(target, src.elem, dims, lvl_sizes, vec![None, None, Some(epos)], vec![None, None, Some(crd)], values).map(Some)
+    finish(target, src.elem, dims, lvl_sizes, vec![None, None, Some(epos)], vec![None, None, Some(crd)], values)
+        .map(Some)
 }

@@ -86,8 +86,11 @@ pub fn storage_size(coo: &Coo, enc: &Encoding, elem: ScalarType) -> Result<Stora
             LevelFormat::LooseCompressed => parents.saturating_mul(2),
             _ => 0,
         };
-        let coordinates = if is_sparse(level.format) || matches!(level.format, LevelFormat::NOutOfM { .. }) { here } else { 0 };
-        bytes = bytes.saturating_add(positions.saturating_mul(pos_bytes)).saturating_add(coordinates.saturating_mul(crd_bytes));
+        let coordinates =
+            if is_sparse(level.format) || matches!(level.format, LevelFormat::NOutOfM { .. }) { here } else { 0 };
+        bytes = bytes
+            .saturating_add(positions.saturating_mul(pos_bytes))
+            .saturating_add(coordinates.saturating_mul(crd_bytes));
         parents = here;
     }
     let values = parents;
@@ -150,7 +153,13 @@ mod tests {
     fn built_bytes(c: &Coo, e: &Encoding) -> u64 {
         let t = crate::sparse::build::pack(c, e, ScalarType::F64).expect("pack");
         let s = t.stats();
-        let buffers = s.levels.iter().flat_map(|l| [l.positions.as_ref(), l.coordinates.as_ref()]).flatten().map(|b| b.bytes as u64).sum::<u64>();
+        let buffers = s
+            .levels
+            .iter()
+            .flat_map(|l| [l.positions.as_ref(), l.coordinates.as_ref()])
+            .flatten()
+            .map(|b| b.bytes as u64)
+            .sum::<u64>();
         buffers + s.values.bytes as u64
     }
 

@@ -10,8 +10,8 @@ use super::coo::{Coo, CooColumns};
 use super::error::{Result, SparseError};
 use super::json;
 use super::tensor::SparseTensor;
-use crate::scalars::{Num, ScalarVec};
 use super::{mtx, tns};
+use crate::scalars::{Num, ScalarVec};
 use heddle_ir::ScalarType;
 use heddle_ir::encoding::{Encoding, LevelFormat};
 use std::path::Path;
@@ -113,7 +113,8 @@ fn read(path: &Path, dest: Option<ScalarType>) -> Result<Read> {
     // Exactly at `dest` (integers) or rounded once (floats; text was read
     // straight to `f32` above, so this is exact too).
     let convert = |v: ScalarVec| {
-        v.convert(dest).map_err(|e| SparseError::Json(format!("{}: value {}: {}", path.display(), e.position, e.message)))
+        v.convert(dest)
+            .map_err(|e| SparseError::Json(format!("{}: value {}: {}", path.display(), e.position, e.message)))
     };
     Ok(match contents {
         Read::Entries(coo, _) => Read::Entries(Coo { values: convert(coo.values)?, ..coo }, dest),
@@ -158,7 +159,9 @@ fn read_contents(path: &Path, dest: Option<ScalarType>) -> Result<Read> {
             if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
                 && let Some(t) = json::storage_from_slice(&bytes, dest)
             {
-                return Ok(Read::Stored(Box::new(t.map_err(|e| SparseError::Json(format!("{}: {e}", path.display())))?)));
+                return Ok(Read::Stored(Box::new(
+                    t.map_err(|e| SparseError::Json(format!("{}: {e}", path.display())))?,
+                )));
             }
             let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| SparseError::File {
                 path: path.to_path_buf(),

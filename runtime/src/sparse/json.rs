@@ -6,9 +6,9 @@ use super::dense::DenseTensor;
 use super::error::{Result, SparseError};
 use super::tensor::SparseTensor;
 use crate::io::number;
+use crate::scalars::{Num, ScalarVec};
 use heddle_ir::ScalarType;
 use heddle_ir::encoding::{parse_encoding, print_encoding};
-use crate::scalars::{Num, ScalarVec};
 use serde_json::{Value, json};
 
 /// A stored value: an integer (exactly, at any width; booleans as 1 and 0)
@@ -104,7 +104,8 @@ pub fn storage_to_json(t: &SparseTensor) -> Value {
     let b = disassemble(t);
     // A batched tensor's buffers nest one list per batch level (see `batch`).
     let shape = super::batch::row_shape(t);
-    let opt = |v: &Option<Vec<u64>>| v.as_ref().map_or(Value::Null, |x| nest(x.iter().map(|&c| json!(c)).collect(), &shape));
+    let opt =
+        |v: &Option<Vec<u64>>| v.as_ref().map_or(Value::Null, |x| nest(x.iter().map(|&c| json!(c)).collect(), &shape));
     // A difference level's offsets are signed.
     let crd = |(l, v): (usize, &Option<Vec<u64>>)| match v {
         Some(x) if t.encoding.signed_level(l) => nest(x.iter().map(|&c| json!(c as i64)).collect(), &shape),
@@ -137,8 +138,21 @@ fn nest(items: Vec<Value>, shape: &[u64]) -> Value {
 /// levels' sizes; every innermost row of one length), in order. An error
 /// names the buffer and says where the nesting differs.
 fn flatten<'a>(x: &'a Value, shape: &[u64], what: &str) -> Result<Vec<&'a Value>> {
-    fn walk<'a>(x: &'a Value, shape: &[u64], what: &str, at: &mut Vec<usize>, row: &mut Option<usize>, out: &mut Vec<&'a Value>) -> Result<()> {
-        let here = || if at.is_empty() { format!("`{what}`") } else { format!("`{what}`{}", at.iter().map(|i| format!("[{i}]")).collect::<String>()) };
+    fn walk<'a>(
+        x: &'a Value,
+        shape: &[u64],
+        what: &str,
+        at: &mut Vec<usize>,
+        row: &mut Option<usize>,
+        out: &mut Vec<&'a Value>,
+    ) -> Result<()> {
+        let here = || {
+            if at.is_empty() {
+                format!("`{what}`")
+            } else {
+                format!("`{what}`{}", at.iter().map(|i| format!("[{i}]")).collect::<String>())
+            }
+        };
         let arr = x.as_array().ok_or_else(|| SparseError::Json(format!("{} must be a list", here())))?;
         let Some((&n, rest)) = shape.split_first() else {
             match *row {
@@ -218,7 +232,11 @@ pub fn storage_from_json(v: &Value, dest: Option<ScalarType>) -> Result<SparseTe
         let arr = leaves(x, what)?;
         arr.iter()
             .enumerate()
-            .map(|(i, e)| e.as_i64().map(|v| v as u64).ok_or_else(|| SparseError::buffer(what, i, format!("{e} is not a 64-bit integer"))))
+            .map(|(i, e)| {
+                e.as_i64()
+                    .map(|v| v as u64)
+                    .ok_or_else(|| SparseError::buffer(what, i, format!("{e} is not a 64-bit integer")))
+            })
             .collect()
     };
     let per_level = |k: &str| -> Result<Vec<Option<Vec<u64>>>> {
@@ -231,7 +249,11 @@ pub fn storage_from_json(v: &Value, dest: Option<ScalarType>) -> Result<SparseTe
                 if x.is_null() {
                     Ok(None)
                 } else if l < shape.len() {
-                    Err(SparseError::buffer(format!("{k}[{l}]"), 0, format!("unexpected: level {l} (batch) has no such buffer; give null")))
+                    Err(SparseError::buffer(
+                        format!("{k}[{l}]"),
+                        0,
+                        format!("unexpected: level {l} (batch) has no such buffer; give null"),
+                    ))
                 } else if k == "coordinates" && enc.signed_level(l) {
                     signed_ints(x, &format!("{k}[{l}]")).map(Some)
                 } else {
@@ -289,7 +311,10 @@ fn storage_from_text(s: StorageText, values: ScalarVec) -> Result<SparseTensor> 
     if let Some(given) = s.lvl_sizes
         && given != t.lvl_sizes
     {
-        return Err(SparseError::Json(format!("`lvl_sizes` is {given:?}, but the encoding gives {:?} for these dimensions", t.lvl_sizes)));
+        return Err(SparseError::Json(format!(
+            "`lvl_sizes` is {given:?}, but the encoding gives {:?} for these dimensions",
+            t.lvl_sizes
+        )));
     }
     Ok(t)
 }
@@ -304,7 +329,8 @@ fn scan_values(list: &str, dest: Option<ScalarType>) -> Option<ScalarVec> {
         return None;
     }
     let inner = list.trim().strip_prefix('[')?.strip_suffix(']')?;
-    let tokens: Vec<&str> = if inner.trim().is_empty() { Vec::new() } else { inner.split(',').map(str::trim).collect() };
+    let tokens: Vec<&str> =
+        if inner.trim().is_empty() { Vec::new() } else { inner.split(',').map(str::trim).collect() };
     let dest = dest.unwrap_or_else(|| {
         let ints = tokens.iter().all(|t| !t.starts_with('"') && is_integer_text(t));
         if !ints || tokens.is_empty() {
@@ -348,11 +374,21 @@ pub fn dense_from_json(v: &Value, dest: Option<ScalarType>) -> Result<DenseTenso
     }
     let mut leaves = Vec::new();
     let mut paths = Vec::new();
-    fn walk<'a>(v: &'a Value, dims: &[u64], path: &mut Vec<usize>, out: &mut Vec<&'a Value>, paths: &mut Vec<Vec<usize>>) -> Result<()> {
+    fn walk<'a>(
+        v: &'a Value,
+        dims: &[u64],
+        path: &mut Vec<usize>,
+        out: &mut Vec<&'a Value>,
+        paths: &mut Vec<Vec<usize>>,
+    ) -> Result<()> {
         let at = |path: &[usize]| path.iter().map(|i| format!("[{i}]")).collect::<String>();
         match (dims.split_first(), v) {
             (None, Value::Array(a)) => {
-                return Err(SparseError::Json(format!("element {} should be a number, found a list of {}", at(path), a.len())));
+                return Err(SparseError::Json(format!(
+                    "element {} should be a number, found a list of {}",
+                    at(path),
+                    a.len()
+                )));
             }
             (None, x) => {
                 out.push(x);
@@ -374,7 +410,8 @@ pub fn dense_from_json(v: &Value, dest: Option<ScalarType>) -> Result<DenseTenso
     }
     walk(v, &dims, &mut Vec::new(), &mut leaves, &mut paths)?;
     // Booleans in a list of numbers are 1 and 0 (an all-boolean list is booleans).
-    let dest = dest.or_else(|| (!leaves.is_empty() && leaves.iter().all(|x| x.is_boolean())).then_some(ScalarType::Bool));
+    let dest =
+        dest.or_else(|| (!leaves.is_empty() && leaves.iter().all(|x| x.is_boolean())).then_some(ScalarType::Bool));
     let values = scalars_from_json(leaves.iter().copied(), dest).map_err(|(k, m)| {
         let at = paths[k].iter().map(|i| format!("[{i}]")).collect::<String>();
         SparseError::Json(format!("element {at}: {m}"))
@@ -386,7 +423,13 @@ pub fn dense_from_json(v: &Value, dest: Option<ScalarType>) -> Result<DenseTenso
 pub fn dense_to_json(d: &DenseTensor, elem: ScalarType) -> Value {
     fn build(vals: &ScalarVec, from: usize, dims: &[u64], elem: ScalarType) -> Value {
         match dims.split_first() {
-            None => if from < vals.len() { num(vals.num(from), elem) } else { Value::Null },
+            None => {
+                if from < vals.len() {
+                    num(vals.num(from), elem)
+                } else {
+                    Value::Null
+                }
+            }
             Some((&n, rest)) => {
                 let stride: usize = rest.iter().map(|&x| x as usize).product();
                 Value::Array((0..n as usize).map(|i| build(vals, from + i * stride, rest, elem)).collect())

@@ -57,8 +57,7 @@ pub fn parse_mtx_for(bytes: &[u8], path: &Path, dest: ScalarType) -> Result<(Coo
     let (_, head) =
         lines.next().ok_or_else(|| SparseError::file(path, 1, "empty file: expected a `%%MatrixMarket` header"))?;
     let words: Vec<String> = text::tokens(head).map(|t| text::show(t).to_ascii_lowercase()).collect();
-    let usage =
-        "expected `%%MatrixMarket matrix coordinate|array real|integer|complex|pattern general|symmetric|skew-symmetric|hermitian`";
+    let usage = "expected `%%MatrixMarket matrix coordinate|array real|integer|complex|pattern general|symmetric|skew-symmetric|hermitian`";
     if words.len() != 5 || words[0] != "%%matrixmarket" || words[1] != "matrix" {
         return Err(SparseError::file(path, 1, format!("bad header: {usage}")));
     }
@@ -81,7 +80,11 @@ pub fn parse_mtx_for(bytes: &[u8], path: &Path, dest: ScalarType) -> Result<(Coo
         "skew-symmetric" => Symmetry::SkewSymmetric,
         "hermitian" if value == ValueKind::Complex => Symmetry::Hermitian,
         "hermitian" => {
-            return Err(SparseError::file(path, 1, format!("a hermitian matrix has complex values, but this one's field is `{}`", words[3])));
+            return Err(SparseError::file(
+                path,
+                1,
+                format!("a hermitian matrix has complex values, but this one's field is `{}`", words[3]),
+            ));
         }
         w => return Err(SparseError::file(path, 1, format!("unknown symmetry `{w}`: {usage}"))),
     };
@@ -190,12 +193,20 @@ pub fn parse_mtx_for(bytes: &[u8], path: &Path, dest: ScalarType) -> Result<(Coo
                 let line = if coordinate { text::entry_line(body, first, k, b'%') } else { first };
                 return Err(SparseError::file(path, line, "a skew-symmetric matrix cannot store a diagonal entry"));
             }
-            if i == j && symmetry == Symmetry::Hermitian && matches!(coo.values.num(k), Num::Complex(_, im) if im != 0.0) {
+            if i == j
+                && symmetry == Symmetry::Hermitian
+                && matches!(coo.values.num(k), Num::Complex(_, im) if im != 0.0)
+            {
                 let line = if coordinate { text::entry_line(body, first, k, b'%') } else { first };
                 return Err(SparseError::file(
                     path,
                     line,
-                    format!("a hermitian matrix's diagonal is real, but entry ({}, {}) is {}", i + 1, j + 1, coo.values.num(k)),
+                    format!(
+                        "a hermitian matrix's diagonal is real, but entry ({}, {}) is {}",
+                        i + 1,
+                        j + 1,
+                        coo.values.num(k)
+                    ),
                 ));
             }
             if i != j {
@@ -416,7 +427,8 @@ fn read_columns(path: &Path, dest: ScalarType, map: bool) -> Result<Option<(CooC
         }
     };
     let dims = [head.rows, head.cols];
-    let fmt = EntryFormat { rank: 2, dims: Some(&dims), value: head.value, names: &["row", "column"], comment: b'%', single };
+    let fmt =
+        EntryFormat { rank: 2, dims: Some(&dims), value: head.value, names: &["row", "column"], comment: b'%', single };
     // An entry line takes at least 4 bytes (`1 1\n`, less a last newline):
     // a size line cannot make this reserve more than the file could hold.
     let bound = head.nnz.min(size / 4 + 1) as usize;
@@ -451,7 +463,8 @@ impl Mapped {
         let len = usize::try_from(len).ok().filter(|&l| l > 0)?;
         // SAFETY: a new private read-only mapping of the open file's first
         // `len` bytes; the result is checked before use.
-        let ptr = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_PRIVATE, file.as_raw_fd(), 0) };
+        let ptr =
+            unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_PRIVATE, file.as_raw_fd(), 0) };
         if ptr == libc::MAP_FAILED {
             return None;
         }
@@ -575,7 +588,13 @@ impl Stream<'_> {
                     let (body, f, last) = (&cur[..end], &mut file, eof);
                     let (parsed, read) = rayon::join(
                         || parse_round(body, fmt, path, &mut out, nnz),
-                        || if last { Some(true) } else { f.take(ROUND as u64).read_to_end(&mut next).ok().map(|n| n < ROUND) },
+                        || {
+                            if last {
+                                Some(true)
+                            } else {
+                                f.take(ROUND as u64).read_to_end(&mut next).ok().map(|n| n < ROUND)
+                            }
+                        },
                     );
                     parsed?;
                     if last {
@@ -648,8 +667,11 @@ fn parse_round<T: MirrorValue>(body: &[u8], fmt: &EntryFormat, path: &Path, out:
     out.rows.reserve_exact(total);
     out.cols.reserve_exact(total);
     out.vals.reserve_exact(total);
-    let (mut r, mut c, mut v) =
-        (&mut out.rows.spare_capacity_mut()[..total], &mut out.cols.spare_capacity_mut()[..total], &mut out.vals.spare_capacity_mut()[..total]);
+    let (mut r, mut c, mut v) = (
+        &mut out.rows.spare_capacity_mut()[..total],
+        &mut out.cols.spare_capacity_mut()[..total],
+        &mut out.vals.spare_capacity_mut()[..total],
+    );
     let mut jobs = Vec::with_capacity(lines.len());
     for (w, &n) in cuts.windows(2).zip(&lines) {
         let (r0, r1) = std::mem::take(&mut r).split_at_mut(n);

@@ -29,13 +29,13 @@
 //! for a difference level `j - i` over a dense level (`(j - i : compressed,
 //! j : dense)` is scipy's layout; `i : dense` is moved to it); else coo.
 
-use crate::scalars::{Scalar, ScalarVec};
 use super::build::{MAX_STORED, finish};
 use super::coo::{Coo, CooColumns};
 use super::csr::csr_like;
 use super::error::{Result, SparseError};
 use super::tensor::SparseTensor;
 use crate::io::npy::{self, Array};
+use crate::scalars::{Scalar, ScalarVec};
 use heddle_ir::ScalarType;
 use heddle_ir::encoding::{Encoding, LevelFormat, LvlExpr, parse_encoding};
 use std::io::{Read, Seek, Write};
@@ -127,7 +127,10 @@ pub fn read_npz(path: &Path) -> Result<NpzTensor> {
             "missing: this is not a scipy sparse matrix (np.savez of dense arrays? give those with --input as .npy)",
         ));
     }
-    let format = { let arr = a.array("format", why)?; string(Loc(path), "format", &arr)? };
+    let format = {
+        let arr = a.array("format", why)?;
+        string(Loc(path), "format", &arr)?
+    };
     let shape_arr = a.array("shape", why)?;
     let shape = nonnegative(Loc(path), "shape", &shape_arr)?;
     let data = a.array("data", why)?;
@@ -173,7 +176,10 @@ pub fn read_npz(path: &Path) -> Result<NpzTensor> {
                 if c.header.shape != [rank as u64, nnz as u64] {
                     return Err(a.err(
                         "coords",
-                        format!("has the shape {:?}; {rank} dimensions of {nnz} entries need ({rank}, {nnz})", c.header.shape),
+                        format!(
+                            "has the shape {:?}; {rank} dimensions of {nnz} entries need ({rank}, {nnz})",
+                            c.header.shape
+                        ),
                     ));
                 }
                 let flat = nonnegative(Loc(path), "coords", &c)?;
@@ -200,10 +206,17 @@ pub fn read_npz(path: &Path) -> Result<NpzTensor> {
         }
         "dia" => {
             let (m, n) = expect_2d(Loc(path))?;
-            let offsets = { let arr = a.array("offsets", "a dia matrix stores `offsets`")?; signed(Loc(path), "offsets", &arr)? };
+            let offsets = {
+                let arr = a.array("offsets", "a dia matrix stores `offsets`")?;
+                signed(Loc(path), "offsets", &arr)?
+            };
             let (diags, len) = match data.header.shape.as_slice() {
                 &[d, l] => (d as usize, l as usize),
-                s => return Err(a.err("data", format!("a dia matrix's data has the shape (diagonals, length), not {s:?}"))),
+                s => {
+                    return Err(
+                        a.err("data", format!("a dia matrix's data has the shape (diagonals, length), not {s:?}"))
+                    );
+                }
             };
             if diags != offsets.len() {
                 return Err(a.err("offsets", format!("has {} entries, `data` has {diags} diagonals", offsets.len())));
@@ -237,13 +250,24 @@ struct Block {
 /// number of stored blocks (`indptr`'s last entry).
 fn check_compressed(a: Loc, indptr: &[u64], indices: &[u64], data: usize, b: &Block) -> Result<usize> {
     if indptr.len() as u64 != b.major.saturating_add(1) {
-        return Err(a.err("indptr", format!("has {} entries; {} rows (or columns) of blocks need {}", indptr.len(), b.major, u128::from(b.major) + 1)));
+        return Err(a.err(
+            "indptr",
+            format!(
+                "has {} entries; {} rows (or columns) of blocks need {}",
+                indptr.len(),
+                b.major,
+                u128::from(b.major) + 1
+            ),
+        ));
     }
     if indptr[0] != 0 {
         return Err(a.err("indptr", format!("[0] = {}, not 0", indptr[0])));
     }
     if let Some(k) = (1..indptr.len()).find(|&k| indptr[k] < indptr[k - 1]) {
-        return Err(a.err("indptr", format!("[{k}] = {} is less than [{}] = {} (indptr must not decrease)", indptr[k], k - 1, indptr[k - 1])));
+        return Err(a.err(
+            "indptr",
+            format!("[{k}] = {} is less than [{}] = {} (indptr must not decrease)", indptr[k], k - 1, indptr[k - 1]),
+        ));
     }
     let nse = indptr[indptr.len() - 1];
     if nse > indices.len() as u64 {
@@ -255,7 +279,9 @@ fn check_compressed(a: Loc, indptr: &[u64], indices: &[u64], data: usize, b: &Bl
         return Err(a.err("data", format!("has {data} values; `indices` has {}{what}", indices.len())));
     }
     if let Some(k) = indices[..nse as usize].iter().position(|&c| c >= b.minor) {
-        return Err(a.err("indices", format!("[{k}] = {} is outside the {} columns (or rows) of blocks", indices[k], b.minor)));
+        return Err(
+            a.err("indices", format!("[{k}] = {} is outside the {} columns (or rows) of blocks", indices[k], b.minor))
+        );
     }
     Ok(nse as usize)
 }
@@ -316,10 +342,15 @@ fn natural_encoding(format: &str, r: u64, c: u64, pos_bits: u32, crd_bits: u32) 
     let map = match format {
         "csr" => "(i, j) -> (i : dense, j : compressed)".to_string(),
         "csc" => "(i, j) -> (j : dense, i : compressed)".to_string(),
-        _ => format!("(i, j) -> (i floordiv {r} : dense, j floordiv {c} : compressed, i mod {r} : dense, j mod {c} : dense)"),
+        _ => format!(
+            "(i, j) -> (i floordiv {r} : dense, j floordiv {c} : compressed, i mod {r} : dense, j mod {c} : dense)"
+        ),
     };
-    parse_encoding(&format!("#sparse_tensor.encoding<{{ map = {map}, posWidth = {pos_bits}, crdWidth = {crd_bits} }}>"), 0)
-        .expect("a well-formed encoding")
+    parse_encoding(
+        &format!("#sparse_tensor.encoding<{{ map = {map}, posWidth = {pos_bits}, crdWidth = {crd_bits} }}>"),
+        0,
+    )
+    .expect("a well-formed encoding")
 }
 
 /// The 0-d string array `format` (bytes `|S3` or unicode `<U3`).
@@ -497,7 +528,12 @@ pub fn write_npz(t: &SparseTensor, path: &Path) -> Result<()> {
     let mut z = zip::ZipWriter::new(std::io::BufWriter::with_capacity(1 << 20, file));
     let max_dim = t.dim_sizes.iter().copied().max().unwrap_or(0);
     let elem = t.elem;
-    let mut member = |name: &str, descr: &str, shape: &[u64], size: usize, body: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>| -> Result<()> {
+    let mut member = |name: &str,
+                      descr: &str,
+                      shape: &[u64],
+                      size: usize,
+                      body: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>|
+     -> Result<()> {
         let bytes = shape.iter().product::<u64>() * size as u64;
         let options = zip::write::SimpleFileOptions::default()
             .compression_method(zip::CompressionMethod::Stored)
@@ -622,7 +658,10 @@ fn write_values(w: &mut dyn Write, vs: &ScalarVec, elem: ScalarType) -> std::io:
     let vs = if vs.elem() == elem {
         vs
     } else {
-        converted = vs.clone().convert(elem).map_err(|e| std::io::Error::other(format!("value {}: {}", e.position, e.message)))?;
+        converted = vs
+            .clone()
+            .convert(elem)
+            .map_err(|e| std::io::Error::other(format!("value {}: {}", e.position, e.message)))?;
         &converted
     };
     let size = elem.size_bytes();

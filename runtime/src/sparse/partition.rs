@@ -25,7 +25,7 @@
 //! their input order (both passes are stable), as the direct scatter
 //! leaves them.
 
-use super::counting::{scatter_buffer, Idx};
+use super::counting::{Idx, scatter_buffer};
 
 /// Output bytes one bucket's scatter should stay within: a quarter of a
 /// core's L2 cache here (1 MiB on the development machine), leaving room
@@ -56,7 +56,13 @@ pub(crate) fn bucket_shift(n: usize, n_outer: usize, entry_bytes: usize) -> Opti
 }
 
 /// [`bucket_shift`] with its sizes given (the tests' small ones).
-pub(crate) fn shift_sized(n: usize, n_outer: usize, entry_bytes: usize, direct_bytes: usize, bucket_bytes: usize) -> Option<u32> {
+pub(crate) fn shift_sized(
+    n: usize,
+    n_outer: usize,
+    entry_bytes: usize,
+    direct_bytes: usize,
+    bucket_bytes: usize,
+) -> Option<u32> {
     let bytes = n.saturating_mul(entry_bytes);
     if bytes < direct_bytes || n_outer < 2 {
         return None;
@@ -125,7 +131,8 @@ impl<I: Idx, T: Copy + Default> Buckets<I, T> {
     pub(crate) fn finish(mut self) -> (Vec<I>, Vec<I>, Vec<T>) {
         let mut pos = vec![I::default(); self.n_outer + 1];
         let widest = self.start.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
-        let (mut rows, mut coords, mut values) = (Vec::with_capacity(widest), Vec::with_capacity(widest), Vec::with_capacity(widest));
+        let (mut rows, mut coords, mut values) =
+            (Vec::with_capacity(widest), Vec::with_capacity(widest), Vec::with_capacity(widest));
         let mut cursors = vec![0usize; 1 << self.shift];
         for b in 0..self.start.len() - 1 {
             let (lo, hi) = (self.start[b], self.start[b + 1]);
@@ -212,7 +219,10 @@ pub(crate) mod tests {
                 }
                 let (got_pos, crd, out) = buckets.finish();
                 assert_eq!(got_pos, pos, "{rows} rows, {n} entries, {bucket_bytes} bytes a bucket");
-                let got: Vec<(u32, u32, f64)> = (0..rows).flat_map(|r| (pos[r] as usize..pos[r + 1] as usize).map(move |k| (r as u32, k))).map(|(r, k)| (r, crd[k], out[k])).collect();
+                let got: Vec<(u32, u32, f64)> = (0..rows)
+                    .flat_map(|r| (pos[r] as usize..pos[r + 1] as usize).map(move |k| (r as u32, k)))
+                    .map(|(r, k)| (r, crd[k], out[k]))
+                    .collect();
                 assert_eq!(got, expected, "{rows} rows, {n} entries, {bucket_bytes} bytes a bucket");
             }
         }

@@ -10,12 +10,12 @@
 //! positions that have an entry below them: DCSR's non-empty rows), so both
 //! paths share one assembly, and [`assemble`] validates the result either way.
 
-use super::assemble::{assemble, Buffers};
+use super::assemble::{Buffers, assemble};
 use super::error::{Result, SparseError};
 use super::tensor::SparseTensor;
 use crate::scalars::{Num, ScalarVec};
-use heddle_ir::encoding::result::{ResultPlan, Store};
 use heddle_ir::encoding::LevelFormat;
+use heddle_ir::encoding::result::{ResultPlan, Store};
 
 /// A result's entries in storage order.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -31,7 +31,13 @@ pub struct Entries {
 /// lengths of the dense levels above the list (every level's when there is
 /// no list), `counts` the list's length at each dense position in row-major
 /// order (one entry per position when there is no list).
-pub fn assemble_result(plan: &ResultPlan, dims: Vec<u64>, dense: &[usize], counts: &[u64], entries: Entries) -> Result<SparseTensor> {
+pub fn assemble_result(
+    plan: &ResultPlan,
+    dims: Vec<u64>,
+    dense: &[usize],
+    counts: &[u64],
+    entries: Entries,
+) -> Result<SparseTensor> {
     let enc = &plan.encoding;
     let positions_total: usize = dense.iter().product();
     if counts.len() != positions_total {
@@ -50,7 +56,11 @@ pub fn assemble_result(plan: &ResultPlan, dims: Vec<u64>, dense: &[usize], count
         None => match plan.banded() {
             // A skyline: each row's list filled from its first column through the diagonal.
             Some(l) => {
-                let cols = heddle_ir::encoding::map::lvl_sizes(enc, &dims).map_err(SparseError::Shape)?.get(l).copied().unwrap_or(0);
+                let cols = heddle_ir::encoding::map::lvl_sizes(enc, &dims)
+                    .map_err(SparseError::Shape)?
+                    .get(l)
+                    .copied()
+                    .unwrap_or(0);
                 let (c, e) = fill_skyline(plan, l, cols, counts, entries)?;
                 padded_counts = c;
                 counts = &padded_counts;
@@ -78,7 +88,10 @@ pub fn assemble_result(plan: &ResultPlan, dims: Vec<u64>, dense: &[usize], count
     for (l, &n) in dense.iter().enumerate() {
         match plan.levels[l].store {
             Store::Dense => {
-                parents = parents.iter().flat_map(|&(q, g)| (0..n).map(move |i| (q * n as u64 + i as u64, g * n + i))).collect();
+                parents = parents
+                    .iter()
+                    .flat_map(|&(q, g)| (0..n).map(move |i| (q * n as u64 + i as u64, g * n + i)))
+                    .collect();
             }
             Store::Compress => {
                 let (mut pos, mut crd, mut next) = (vec![0u64], Vec::new(), Vec::new());
@@ -132,12 +145,19 @@ pub fn assemble_result(plan: &ResultPlan, dims: Vec<u64>, dense: &[usize], count
     // The entries' coordinates; an array-of-structs run interleaved at its first level.
     let entry_levels = plan.entry_levels();
     if entries.coordinates.len() != entry_levels.len() {
-        return Err(SparseError::Shape(format!("coordinates for {} levels, the plan stores {}", entries.coordinates.len(), entry_levels.len())));
+        return Err(SparseError::Shape(format!(
+            "coordinates for {} levels, the plan stores {}",
+            entries.coordinates.len(),
+            entry_levels.len()
+        )));
     }
     let nse = counts.iter().sum::<u64>() as usize;
     for (k, &l) in entry_levels.iter().enumerate() {
         if entries.coordinates[k].len() != nse {
-            return Err(SparseError::Shape(format!("{} coordinates at level {l} for {nse} entries", entries.coordinates[k].len())));
+            return Err(SparseError::Shape(format!(
+                "{} coordinates at level {l} for {nse} entries",
+                entries.coordinates[k].len()
+            )));
         }
         // A banded level's coordinates are implicit (row i's k-th of len is i + 1 - len + k).
         if enc.in_aos_buffer(l) || enc.levels[l].format == LevelFormat::Banded {
@@ -145,7 +165,10 @@ pub fn assemble_result(plan: &ResultPlan, dims: Vec<u64>, dense: &[usize], count
         }
         match enc.aos_run(l) {
             Some(run) => {
-                let cols: Vec<&Vec<u64>> = run.clone().map(|m| &entries.coordinates[entry_levels.iter().position(|&x| x == m).unwrap_or(k)]).collect();
+                let cols: Vec<&Vec<u64>> = run
+                    .clone()
+                    .map(|m| &entries.coordinates[entry_levels.iter().position(|&x| x == m).unwrap_or(k)])
+                    .collect();
                 let mut buf = Vec::with_capacity(nse * cols.len());
                 for p in 0..nse {
                     buf.extend(cols.iter().map(|c| c[p]));
@@ -169,14 +192,23 @@ pub fn assemble_result(plan: &ResultPlan, dims: Vec<u64>, dense: &[usize], count
     assemble(enc, plan.elem, dims, buffers)
 }
 
-
 /// The lists of an n:m level `l` padded to `n` entries each, as
 /// `heddle convert` stores a block with fewer: the smallest coordinates the
 /// block does not hold, with the implicit value (zero), all in coordinate
 /// order. A list longer than `n` is an error (its entries do not fit).
-fn pad_blocks(plan: &ResultPlan, l: usize, n: u32, m: u32, counts: &[u64], entries: Entries) -> Result<(Vec<u64>, Entries)> {
+fn pad_blocks(
+    plan: &ResultPlan,
+    l: usize,
+    n: u32,
+    m: u32,
+    counts: &[u64],
+    entries: Entries,
+) -> Result<(Vec<u64>, Entries)> {
     let entry_levels = plan.entry_levels();
-    let k = entry_levels.iter().position(|&x| x == l).ok_or_else(|| SparseError::Shape(format!("level {l} stores no coordinates")))?;
+    let k = entry_levels
+        .iter()
+        .position(|&x| x == l)
+        .ok_or_else(|| SparseError::Shape(format!("level {l} stores no coordinates")))?;
     let nse: usize = counts.iter().sum::<u64>() as usize;
     let block = entries.values.len().checked_div(nse).unwrap_or(1);
     if entries.coordinates.iter().any(|c| c.len() != nse) || entries.values.len() != nse * block {
@@ -184,12 +216,17 @@ fn pad_blocks(plan: &ResultPlan, l: usize, n: u32, m: u32, counts: &[u64], entri
     }
     let pad = super::assemble::implicit_value(&plan.encoding);
     let n = n as usize;
-    let mut out = Entries { coordinates: vec![Vec::with_capacity(counts.len() * n); entry_levels.len()], values: ScalarVec::with_capacity(plan.elem, counts.len() * n * block) };
+    let mut out = Entries {
+        coordinates: vec![Vec::with_capacity(counts.len() * n); entry_levels.len()],
+        values: ScalarVec::with_capacity(plan.elem, counts.len() * n * block),
+    };
     let mut at = 0usize;
     for (b, &c) in counts.iter().enumerate() {
         let c = c as usize;
         if c > n {
-            return Err(SparseError::Shape(format!("block {b} of level {l} has {c} entries; {n}:{m} sparsity stores at most {n}")));
+            return Err(SparseError::Shape(format!(
+                "block {b} of level {l} has {c} entries; {n}:{m} sparsity stores at most {n}"
+            )));
         }
         let held: Vec<u64> = entries.coordinates[k][at..at + c].to_vec();
         // (coordinate, the entry it comes from; None: padding), in coordinate order.
@@ -210,9 +247,18 @@ fn pad_blocks(plan: &ResultPlan, l: usize, n: u32, m: u32, counts: &[u64], entri
 /// columns it does not hold given the implicit value (zero), as `heddle
 /// convert` stores a skyline. An entry above the diagonal, or an entry in a
 /// row whose diagonal is outside the columns, is an error.
-fn fill_skyline(plan: &ResultPlan, l: usize, cols: u64, counts: &[u64], entries: Entries) -> Result<(Vec<u64>, Entries)> {
+fn fill_skyline(
+    plan: &ResultPlan,
+    l: usize,
+    cols: u64,
+    counts: &[u64],
+    entries: Entries,
+) -> Result<(Vec<u64>, Entries)> {
     let entry_levels = plan.entry_levels();
-    let k = entry_levels.iter().position(|&x| x == l).ok_or_else(|| SparseError::Shape(format!("level {l} stores no coordinates")))?;
+    let k = entry_levels
+        .iter()
+        .position(|&x| x == l)
+        .ok_or_else(|| SparseError::Shape(format!("level {l} stores no coordinates")))?;
     let nse: usize = counts.iter().sum::<u64>() as usize;
     let block = entries.values.len().checked_div(nse).unwrap_or(1);
     if entries.coordinates.iter().any(|c| c.len() != nse) || entries.values.len() != nse * block {
@@ -244,7 +290,10 @@ fn fill_skyline(plan: &ResultPlan, l: usize, cols: u64, counts: &[u64], entries:
     }
     super::build::check_alloc(stored, "the banded level of the stored result")?;
     let stored = stored as usize;
-    let mut out = Entries { coordinates: vec![Vec::with_capacity(stored); entry_levels.len()], values: ScalarVec::with_capacity(plan.elem, stored * block) };
+    let mut out = Entries {
+        coordinates: vec![Vec::with_capacity(stored); entry_levels.len()],
+        values: ScalarVec::with_capacity(plan.elem, stored * block),
+    };
     let mut at = 0usize;
     for (q, (&c, &len)) in counts.iter().zip(&filled).enumerate() {
         let c = c as usize;
@@ -267,7 +316,16 @@ fn fill_skyline(plan: &ResultPlan, l: usize, cols: u64, counts: &[u64], entries:
 /// entry `from`; for padding (`from` None), zeros and the implicit value
 /// `pad`.
 #[allow(clippy::too_many_arguments)]
-fn push_slot(out: &mut Entries, entries: &Entries, k: usize, x: u64, from: Option<usize>, block: usize, pad: Num, plan: &ResultPlan) -> Result<()> {
+fn push_slot(
+    out: &mut Entries,
+    entries: &Entries,
+    k: usize,
+    x: u64,
+    from: Option<usize>,
+    block: usize,
+    pad: Num,
+    plan: &ResultPlan,
+) -> Result<()> {
     for (j, crd) in out.coordinates.iter_mut().enumerate() {
         crd.push(match from {
             _ if j == k => x,

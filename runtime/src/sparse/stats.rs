@@ -86,13 +86,21 @@ impl SparseTensor {
         let entries = if self.has_padding() || enc.diff_level().is_some() { self.to_coo().len() } else { self.nse() };
         let diagonals = enc.diff_level().and_then(|(l, _, _)| self.coordinates[l].as_ref().map(IndexBuf::len));
         // Blocks: dense levels of `d mod K` at the end, under a level that stores coordinates.
-        let inside = enc.levels.iter().rev().take_while(|lv| lv.format == LevelFormat::Dense && matches!(lv.expr, LvlExpr::Mod(..))).count();
+        let inside = enc
+            .levels
+            .iter()
+            .rev()
+            .take_while(|lv| lv.format == LevelFormat::Dense && matches!(lv.expr, LvlExpr::Mod(..)))
+            .count();
         let (blocks, block_shape) = if inside > 0 && inside < enc.levels.len() {
             let outer = enc.levels.len() - inside - 1;
-            let shape: Vec<u64> = enc.levels[outer + 1..].iter().filter_map(|lv| match lv.expr {
-                LvlExpr::Mod(_, k) => Some(k),
-                _ => None,
-            }).collect();
+            let shape: Vec<u64> = enc.levels[outer + 1..]
+                .iter()
+                .filter_map(|lv| match lv.expr {
+                    LvlExpr::Mod(_, k) => Some(k),
+                    _ => None,
+                })
+                .collect();
             let block: u64 = shape.iter().product();
             (Some(self.nse() / block.max(1) as usize), Some(shape))
         } else {

@@ -177,7 +177,13 @@ impl SparseTensor {
         let bias = map::diff_bias(enc, &self.dim_sizes);
         self.for_each_stored(&mut |lvl, q| {
             // Padding is +0; an explicit -0 is kept.
-            if skip_zeros && (if padding_is_zero { self.values.is_padding(q) } else { self.values.num(q).to_f64() == implicit.to_f64() }) {
+            if skip_zeros
+                && (if padding_is_zero {
+                    self.values.is_padding(q)
+                } else {
+                    self.values.num(q).to_f64() == implicit.to_f64()
+                })
+            {
                 return;
             }
             // DIA's padding past the matrix's edge holds no entries, whatever its value.

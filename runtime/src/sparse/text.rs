@@ -89,7 +89,10 @@ impl EntryValue for crate::scalars::Complex<f64> {
     }
     #[inline]
     fn parse_complex(re: &[u8], im: &[u8], single: bool) -> Option<Self> {
-        Some(crate::scalars::Complex { re: f64::parse(re, ValueKind::Real, single)?, im: f64::parse(im, ValueKind::Real, single)? })
+        Some(crate::scalars::Complex {
+            re: f64::parse(re, ValueKind::Real, single)?,
+            im: f64::parse(im, ValueKind::Real, single)?,
+        })
     }
 }
 
@@ -174,7 +177,9 @@ pub(crate) fn parse_u64(tok: &[u8]) -> Option<u64> {
 /// Does every line of `body` that is not a comment hold only integers
 /// (digits, signs, whitespace)? Then its values are integers.
 pub(crate) fn integers_only(body: &[u8], comment: u8) -> bool {
-    lines(body, 0).all(|(_, l)| skip(l, comment) || l.iter().all(|&b| b.is_ascii_digit() || b.is_ascii_whitespace() || b == b'-' || b == b'+'))
+    lines(body, 0).all(|(_, l)| {
+        skip(l, comment) || l.iter().all(|&b| b.is_ascii_digit() || b.is_ascii_whitespace() || b == b'-' || b == b'+')
+    })
 }
 
 /// The token starting at `i` (up to the next whitespace), for messages.
@@ -236,7 +241,13 @@ impl<T> Sink<T> for Slots<'_, T> {
 /// Parses one chunk into `sink` (see [`parse_chunk`]); returns how many
 /// entries it read.
 #[inline(always)]
-pub(crate) fn parse_into<T: EntryValue, S: Sink<T>>(body: &[u8], first_line: usize, f: &EntryFormat, path: &Path, sink: &mut S) -> Result<usize> {
+pub(crate) fn parse_into<T: EntryValue, S: Sink<T>>(
+    body: &[u8],
+    first_line: usize,
+    f: &EntryFormat,
+    path: &Path,
+    sink: &mut S,
+) -> Result<usize> {
     let mut count = 0usize;
     let want = f.rank + f.value.numbers();
     let n = body.len();
@@ -343,31 +354,39 @@ pub(crate) fn parse_into<T: EntryValue, S: Sink<T>>(body: &[u8], first_line: usi
                     i += used;
                     v
                 } else {
-                let start = i;
-                let end = body[i..].iter().position(|b| b.is_ascii_whitespace()).map_or(n, |p| i + p);
-                let tok = &body[start..end];
-                i = end;
-                if kind == ValueKind::Complex {
-                    while i < n && is_blank(body[i]) {
-                        i += 1;
+                    let start = i;
+                    let end = body[i..].iter().position(|b| b.is_ascii_whitespace()).map_or(n, |p| i + p);
+                    let tok = &body[start..end];
+                    i = end;
+                    if kind == ValueKind::Complex {
+                        while i < n && is_blank(body[i]) {
+                            i += 1;
+                        }
+                        if i == n || body[i] == b'\n' {
+                            return Err(SparseError::file(
+                                path,
+                                no,
+                                format!(
+                                    "expected {want} numbers on an entry line (a complex value is two), found {}",
+                                    f.rank + 1
+                                ),
+                            ));
+                        }
+                        let im_end = body[i..].iter().position(|b| b.is_ascii_whitespace()).map_or(n, |p| i + p);
+                        let im = &body[i..im_end];
+                        i = im_end;
+                        T::parse_complex(tok, im, f.single).ok_or_else(|| {
+                            let bad = if f64::parse(tok, ValueKind::Real, false).is_none() { tok } else { im };
+                            SparseError::file(
+                                path,
+                                no,
+                                format!("value `{}` is not a number (nor `inf`, `-inf` or `nan`)", show(bad)),
+                            )
+                        })?
+                    } else {
+                        T::parse(tok, kind, f.single)
+                            .ok_or_else(|| SparseError::file(path, no, bad_value(tok, kind)))?
                     }
-                    if i == n || body[i] == b'\n' {
-                        return Err(SparseError::file(
-                            path,
-                            no,
-                            format!("expected {want} numbers on an entry line (a complex value is two), found {}", f.rank + 1),
-                        ));
-                    }
-                    let im_end = body[i..].iter().position(|b| b.is_ascii_whitespace()).map_or(n, |p| i + p);
-                    let im = &body[i..im_end];
-                    i = im_end;
-                    T::parse_complex(tok, im, f.single).ok_or_else(|| {
-                        let bad = if f64::parse(tok, ValueKind::Real, false).is_none() { tok } else { im };
-                        SparseError::file(path, no, format!("value `{}` is not a number (nor `inf`, `-inf` or `nan`)", show(bad)))
-                    })?
-                } else {
-                    T::parse(tok, kind, f.single).ok_or_else(|| SparseError::file(path, no, bad_value(tok, kind)))?
-                }
                 }
             }
         };
@@ -454,7 +473,12 @@ pub(crate) fn parse_entries(body: &[u8], first_line: usize, f: &EntryFormat, pat
     }
 }
 
-fn parse_entries_as<T: EntryValue>(body: &[u8], first_line: usize, f: &EntryFormat, path: &Path) -> Result<(Vec<u64>, Vec<T>)> {
+fn parse_entries_as<T: EntryValue>(
+    body: &[u8],
+    first_line: usize,
+    f: &EntryFormat,
+    path: &Path,
+) -> Result<(Vec<u64>, Vec<T>)> {
     const CHUNK: usize = 1 << 20;
     // Cut after a newline near every CHUNK bytes.
     let mut cuts = vec![0usize];

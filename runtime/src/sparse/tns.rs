@@ -3,10 +3,10 @@
 //! and the `rank` dimension sizes; without it the sizes are the largest
 //! coordinates seen.
 
-use crate::scalars::Num;
 use super::coo::Coo;
 use super::error::{Result, SparseError};
 use super::text::{self, EntryFormat, ValueKind};
+use crate::scalars::Num;
 use heddle_ir::ScalarType;
 use std::io::Write;
 use std::path::Path;
@@ -84,7 +84,11 @@ fn parse_tns_as(bytes: &[u8], path: &Path, dest: Option<ScalarType>) -> Result<C
     let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
     // Integers are read exactly unless the destination is a float; a
     // fraction, an exponent or a non-finite value anywhere makes them floats.
-    let value = if dest.is_some_and(|d| d.is_float()) || !text::integers_only(body, b'#') { ValueKind::Real } else { ValueKind::Integer };
+    let value = if dest.is_some_and(|d| d.is_float()) || !text::integers_only(body, b'#') {
+        ValueKind::Real
+    } else {
+        ValueKind::Integer
+    };
     let fmt = EntryFormat { rank, dims: dims.as_deref(), value, names: &name_refs, comment: b'#', single };
     let e = text::parse_entries(body, body_from, &fmt, path)?;
     if let Some(nnz) = nnz {

@@ -13,11 +13,11 @@
 //! `serde_json::Value` of millions of numbers is built), with numbers spelled
 //! as [`crate::io::number`] spells them everywhere.
 
-use crate::scalars::Num;
 use super::error::{Result, SparseError};
 use super::tensor::SparseTensor;
 use super::{buffer::IndexBuf, mtx, npz, tns};
 use crate::io::number;
+use crate::scalars::Num;
 use heddle_ir::ScalarType;
 use heddle_ir::encoding::print_encoding;
 use std::io::Write;
@@ -93,7 +93,9 @@ pub fn write_json(t: &SparseTensor, w: &mut impl Write) -> std::io::Result<()> {
     if super::batch::batch_rank(&t.encoding) > 0 {
         let v = super::json::storage_to_json(t);
         w.write_all(b"{")?;
-        for (k, key) in ["encoding", "dim_sizes", "lvl_sizes", "nse", "positions", "coordinates", "values"].into_iter().enumerate() {
+        for (k, key) in
+            ["encoding", "dim_sizes", "lvl_sizes", "nse", "positions", "coordinates", "values"].into_iter().enumerate()
+        {
             let field = serde_json::to_string(&v[key]).map_err(std::io::Error::other)?;
             write!(w, "{}\"{key}\":{field}", if k > 0 { "," } else { "" })?;
         }

@@ -5,10 +5,10 @@
 //! random packed-CSR inputs (empty rows, empty matrices, unsorted rows with
 //! repeated columns for `compressAdd`).
 
-use heddle_runtime::io::{bind_inputs, Loaded};
+use heddle_runtime::io::{Loaded, bind_inputs};
 use heddle_runtime::{interp, launch, loops_interp};
 use proptest::prelude::*;
-use serde_json::{json, Value as J};
+use serde_json::{Value as J, json};
 
 const HEADER: &str = "nFun(n => nFun(m =>
 fun(oa: [int]_{n + 1} => fun(a: [i -> [(int, float)]_{toNat(oa@(i + 1) - oa@i)}]_n =>
@@ -16,7 +16,8 @@ fun(ob: [int]_{n + 1} => fun(b: [i -> [(int, float)]_{toNat(ob@(i + 1) - ob@i)}]
 
 fn kernel(body: &str) -> heddle_typeck::Kernel {
     let src = format!("{HEADER}\n  {body}))))))");
-    heddle_typeck::check_program(&heddle_ir::parser::parse_program(&src).unwrap()).unwrap_or_else(|d| panic!("{body}: {d:?}"))
+    heddle_typeck::check_program(&heddle_ir::parser::parse_program(&src).unwrap())
+        .unwrap_or_else(|d| panic!("{body}: {d:?}"))
 }
 
 /// Runs `body` both ways on rows `a` and `b` of an n x m matrix.
@@ -31,7 +32,10 @@ fn both(body: &str, a: &[Vec<(usize, f64)>], b: &[Vec<(usize, f64)>], m: usize, 
         (json!(offsets), json!(flat))
     };
     let ((oa, fa), (ob, fb)) = (packed(a), packed(b));
-    let inputs = [("oa", oa), ("a", fa), ("ob", ob), ("b", fb)].into_iter().map(|(n, v)| (n.to_string(), Loaded::Json(v))).collect();
+    let inputs = [("oa", oa), ("a", fa), ("ob", ob), ("b", fb)]
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), Loaded::Json(v)))
+        .collect();
     let env = bind_inputs(&k, &[("m".to_string(), m as i64)], inputs).unwrap();
     let reference = interp::run_kernel(&k, &env).unwrap();
     let prog = heddle_rewrite::lower::lower_kernel(&k, "counted").unwrap();
@@ -97,16 +101,22 @@ proptest! {
 
 /// Runs a kernel over a dense n x m matrix both ways; also returns the loop program's text.
 fn dense_both(src: &str, rows: &[Vec<f64>]) -> (J, J, String) {
-    let k = heddle_typeck::check_program(&heddle_ir::parser::parse_program(src).unwrap()).unwrap_or_else(|d| panic!("{src}: {d:?}"));
+    let k = heddle_typeck::check_program(&heddle_ir::parser::parse_program(src).unwrap())
+        .unwrap_or_else(|d| panic!("{src}: {d:?}"));
     let m = rows.first().map_or(1, Vec::len);
-    let env = bind_inputs(&k, &[("m".to_string(), m as i64)], vec![("a".to_string(), Loaded::Json(json!(rows)))]).unwrap();
+    let env =
+        bind_inputs(&k, &[("m".to_string(), m as i64)], vec![("a".to_string(), Loaded::Json(json!(rows)))]).unwrap();
     let reference = interp::run_kernel(&k, &env).unwrap();
     let prog = heddle_rewrite::lower::lower_kernel(&k, "rows").unwrap();
     let mut l = launch::prepare(&prog, &env).unwrap();
     loops_interp::run(&prog, &mut l).unwrap_or_else(|e| panic!("{src}: {e:?}\n{prog}"));
     let lowered = launch::output_value(&prog, &l, &k.body.ty, &env).unwrap();
     let ty = &k.body.ty;
-    (heddle_runtime::io::write::to_json(&reference, ty), heddle_runtime::io::write::to_json(&lowered, ty), prog.to_string())
+    (
+        heddle_runtime::io::write::to_json(&reference, ty),
+        heddle_runtime::io::write::to_json(&lowered, ty),
+        prog.to_string(),
+    )
 }
 
 proptest! {

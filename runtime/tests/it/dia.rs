@@ -61,7 +61,11 @@ fn check(map: &str, c: &Coo, offsets: &[i64], values: &[f64]) {
     assert_eq!(back, t);
     assert_eq!(assemble(&e, t.elem, t.dim_sizes.clone(), disassemble(&t)).unwrap(), t);
     // DIA -> CSR / COO -> DIA.
-    for other in ["(i, j) -> (i : dense, j : compressed)", "(i, j) -> (i : compressed(nonunique), j : singleton)", "(i, j) -> (j : dense, i : compressed)"] {
+    for other in [
+        "(i, j) -> (i : dense, j : compressed)",
+        "(i, j) -> (i : compressed(nonunique), j : singleton)",
+        "(i, j) -> (j : dense, i : compressed)",
+    ] {
         let o = convert(&t, &enc(other)).unwrap();
         assert_eq!(to_dense(&o).unwrap(), want, "{other}");
         assert_eq!(convert(&o, &e).unwrap(), t, "{other} -> {map}");
@@ -87,14 +91,14 @@ fn rectangular_3x5_and_5x3() {
     let c = coo(3, 5, &[(0, 0, 1.), (0, 4, 2.), (2, 0, 3.), (1, 3, 4.)]);
     // Offsets -2, 0, 2, 4; rows 0..3 of each diagonal, padded past the edge.
     check(DIA, &c, &[-2, 0, 2, 4], &[0., 0., 3., 1., 0., 0., 0., 4., 0., 2., 0., 0.]);
-    check(DIA_BY_COLUMN, &c, &[-2, 0, 2, 4], &[3., 0., 0., 0., 0., 1., 0., 0., 0., 0., 0., 0., 0., 4., 0., 0., 0., 0., 0., 2.]);
-    let t = coo(5, 3, &[(0, 0, 1.), (4, 0, 2.), (0, 2, 3.), (3, 1, 4.)]);
     check(
-        DIA,
-        &t,
-        &[-4, -2, 0, 2],
-        &[0., 0., 0., 0., 2., 0., 0., 0., 4., 0., 1., 0., 0., 0., 0., 3., 0., 0., 0., 0.],
+        DIA_BY_COLUMN,
+        &c,
+        &[-2, 0, 2, 4],
+        &[3., 0., 0., 0., 0., 1., 0., 0., 0., 0., 0., 0., 0., 4., 0., 0., 0., 0., 0., 2.],
     );
+    let t = coo(5, 3, &[(0, 0, 1.), (4, 0, 2.), (0, 2, 3.), (3, 1, 4.)]);
+    check(DIA, &t, &[-4, -2, 0, 2], &[0., 0., 0., 0., 2., 0., 0., 0., 4., 0., 1., 0., 0., 0., 0., 3., 0., 0., 0., 0.]);
 }
 
 #[test]
@@ -167,7 +171,8 @@ fn storage_from_outside() {
         ("[1, -1]", "coordinates[0][1]: -1 follows 1 under one parent"),
         ("[1, 1]", "coordinates[0][1]: 1 follows 1 under one parent"),
     ] {
-        let err = storage_from_json(&storage(offsets, "[1, 2, 3, 4, 5, 6]"), Some(ScalarType::F64)).unwrap_err().to_string();
+        let err =
+            storage_from_json(&storage(offsets, "[1, 2, 3, 4, 5, 6]"), Some(ScalarType::F64)).unwrap_err().to_string();
         assert!(err.contains(want), "{offsets}: {err}");
     }
 }
@@ -233,7 +238,8 @@ fn direct_path_equals_the_general_path() {
         let elem = c.elem();
         for src in ["(i, j) -> (i : dense, j : compressed)", "(i, j) -> (j : dense, i : compressed), crdWidth = 8"] {
             let s = pack(&c, &enc(src), elem).unwrap();
-            for target in [DIA, DIA_BY_COLUMN, "(i, j) -> (j - i : compressed, i : dense), crdWidth = 16, posWidth = 8"] {
+            for target in [DIA, DIA_BY_COLUMN, "(i, j) -> (j - i : compressed, i : dense), crdWidth = 16, posWidth = 8"]
+            {
                 let e = enc(target);
                 let direct = convert(&s, &e).unwrap();
                 let general = pack(&s.to_coo(), &e, elem).unwrap();

@@ -69,7 +69,15 @@ fn coo_to_csr_and_csc_equal_the_sorted_entries_at_every_width() {
             for (map, transposed) in [(CSR, false), (CSC, true)] {
                 let target = enc(&format!("{map}{widths}"));
                 let t = pack(&c, &target, ScalarType::F64).unwrap();
-                let bits = |w: &str| if w.contains("= 16") { 16 } else if w.contains("= 32") { 32 } else { 64 };
+                let bits = |w: &str| {
+                    if w.contains("= 16") {
+                        16
+                    } else if w.contains("= 32") {
+                        32
+                    } else {
+                        64
+                    }
+                };
                 assert_eq!(t.positions[1].as_ref().unwrap().bits(), bits(widths), "{widths}");
                 // Read back in storage order: CSC's order is by column.
                 let mut got = t.to_coo();
@@ -113,9 +121,15 @@ fn csr_and_csc_to_bsr_equal_the_general_path() {
         let csr = pack(&c, &enc(CSR), ScalarType::F64).unwrap();
         let csc = pack(&c, &enc(&format!("{CSC}, crdWidth = 32")), ScalarType::F64).unwrap();
         for (r, k) in blocks {
-            let inside_row_major = format!("(i, j) -> (i floordiv {r} : dense, j floordiv {k} : compressed, i mod {r} : dense, j mod {k} : dense)");
-            let inside_col_major = format!("(i, j) -> (i floordiv {r} : dense, j floordiv {k} : compressed, j mod {k} : dense, i mod {r} : dense)");
-            let by_columns = format!("(i, j) -> (j floordiv {k} : dense, i floordiv {r} : compressed, i mod {r} : dense, j mod {k} : dense)");
+            let inside_row_major = format!(
+                "(i, j) -> (i floordiv {r} : dense, j floordiv {k} : compressed, i mod {r} : dense, j mod {k} : dense)"
+            );
+            let inside_col_major = format!(
+                "(i, j) -> (i floordiv {r} : dense, j floordiv {k} : compressed, j mod {k} : dense, i mod {r} : dense)"
+            );
+            let by_columns = format!(
+                "(i, j) -> (j floordiv {k} : dense, i floordiv {r} : compressed, i mod {r} : dense, j mod {k} : dense)"
+            );
             for map in [inside_row_major, inside_col_major, by_columns] {
                 for widths in ["", ", posWidth = 32, crdWidth = 32"] {
                     let target = enc(&format!("map = {map}{widths}"));
@@ -136,14 +150,19 @@ fn csr_to_ell_equals_the_general_path() {
         let c = random(&mut rng, m, n, fill);
         for widths in ["", ", posWidth = 32, crdWidth = 32"] {
             let csr = pack(&c, &enc(&format!("{CSR}{widths}")), ScalarType::F64).unwrap();
-            let longest = (0..m as usize).map(|i| csr.positions[1].as_ref().unwrap().get(i + 1) - csr.positions[1].as_ref().unwrap().get(i)).max().unwrap_or(0);
+            let longest = (0..m as usize)
+                .map(|i| csr.positions[1].as_ref().unwrap().get(i + 1) - csr.positions[1].as_ref().unwrap().get(i))
+                .max()
+                .unwrap_or(0);
             for k in [longest.max(1), longest + 2] {
-                let target = enc(&format!("map = [c](i, j) -> (c * {k} * i : dense, i : dense, j : compressed){widths}"));
+                let target =
+                    enc(&format!("map = [c](i, j) -> (c * {k} * i : dense, i : dense, j : compressed){widths}"));
                 assert_eq!(convert(&csr, &target).unwrap(), general(&csr, &target), "{m}x{n} K = {k}");
             }
             if longest > 1 {
                 // Too few slices: the same error as the general path.
-                let target = enc(&format!("map = [c](i, j) -> (c * {} * i : dense, i : dense, j : compressed)", longest - 1));
+                let target =
+                    enc(&format!("map = [c](i, j) -> (c * {} * i : dense, i : dense, j : compressed)", longest - 1));
                 let direct = convert(&csr, &target).unwrap_err().to_string();
                 assert_eq!(direct, pack(&csr.to_coo(), &target, ScalarType::F64).unwrap_err().to_string());
                 assert!(direct.contains("the number of ELL slices"), "{direct}");
@@ -161,11 +180,15 @@ fn bsr_keeps_explicit_zeros_and_integer_values() {
         values: heddle_runtime::scalars::ScalarVec::from(vec![0i32, 7, -3, 2]),
     };
     let csr = assemble(&enc(CSR), ScalarType::I32, vec![4, 6], b).unwrap();
-    let bsr = enc("map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense)");
+    let bsr =
+        enc("map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense)");
     let t = convert(&csr, &bsr).unwrap();
     assert_eq!(t, general(&csr, &bsr));
     assert_eq!(t.coordinates[1].as_ref().unwrap().to_u64(), vec![0, 2, 0, 1]);
-    assert_eq!(t.values, heddle_runtime::scalars::ScalarVec::from(vec![0i32, 0, 0, 0, 0, 7, 0, 0, 0, -3, 0, 0, 0, 0, 0, 2]));
+    assert_eq!(
+        t.values,
+        heddle_runtime::scalars::ScalarVec::from(vec![0i32, 0, 0, 0, 0, 7, 0, 0, 0, -3, 0, 0, 0, 0, 0, 2])
+    );
 }
 
 #[test]
@@ -197,9 +220,12 @@ fn direct_paths_report_what_the_general_path_reports() {
     assert!(e.contains("coordinates[1]") && e.contains("299 does not fit in 8 bits"), "{e}");
     let csr = pack(&c, &enc(CSR), ScalarType::F64).unwrap();
     // A block size that does not divide the dimension.
-    let e = convert(&csr, &enc("map = (i, j) -> (i floordiv 2 : dense, j floordiv 7 : compressed, i mod 2 : dense, j mod 7 : dense)"))
-        .unwrap_err()
-        .to_string();
+    let e = convert(
+        &csr,
+        &enc("map = (i, j) -> (i floordiv 2 : dense, j floordiv 7 : compressed, i mod 2 : dense, j mod 7 : dense)"),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("not a multiple of its block size 7"), "{e}");
 }
 
@@ -213,12 +239,16 @@ fn a_hypersparse_csr_matrix_converts_to_bsr_without_a_slot_per_block_column() {
     c.push(&[3, 7], -1.0);
     let csr = pack(&c, &enc(CSR), ScalarType::F64).unwrap();
     for r in [2, 10] {
-        let target = enc(&format!("map = (i, j) -> (i floordiv {r} : dense, j floordiv 2 : compressed, i mod {r} : dense, j mod 2 : dense)"));
+        let target = enc(&format!(
+            "map = (i, j) -> (i floordiv {r} : dense, j floordiv 2 : compressed, i mod {r} : dense, j mod 2 : dense)"
+        ));
         let direct = convert(&csr, &target).unwrap();
         assert_eq!(direct, general(&csr, &target));
         assert_eq!(direct.nse(), 2 * 2 * r as usize, "two {r} x 2 blocks");
         // Block column 499 999 999 999 does not fit in 32 bits: the same error.
-        let narrow = enc(&format!("map = (i, j) -> (i floordiv {r} : dense, j floordiv 2 : compressed, i mod {r} : dense, j mod 2 : dense), crdWidth = 32"));
+        let narrow = enc(&format!(
+            "map = (i, j) -> (i floordiv {r} : dense, j floordiv 2 : compressed, i mod {r} : dense, j mod 2 : dense), crdWidth = 32"
+        ));
         let e = convert(&csr, &narrow).unwrap_err().to_string();
         assert_eq!(e, pack(&c, &narrow, ScalarType::F64).unwrap_err().to_string());
         assert!(e.contains("coordinates[1]") && e.contains("499999999999 does not fit in 32 bits"), "{e}");
@@ -226,7 +256,11 @@ fn a_hypersparse_csr_matrix_converts_to_bsr_without_a_slot_per_block_column() {
 }
 
 /// The same result, or the same error, from two conversions.
-fn same_outcome(a: Result<SparseTensor, heddle_runtime::sparse::SparseError>, b: Result<SparseTensor, heddle_runtime::sparse::SparseError>, what: &str) {
+fn same_outcome(
+    a: Result<SparseTensor, heddle_runtime::sparse::SparseError>,
+    b: Result<SparseTensor, heddle_runtime::sparse::SparseError>,
+    what: &str,
+) {
     match (a, b) {
         (Ok(x), Ok(y)) => assert_eq!(x, y, "{what}"),
         (Err(x), Err(y)) => assert_eq!(x.to_string(), y.to_string(), "{what}"),
@@ -244,7 +278,9 @@ fn coordinate_columns_convert_as_the_interleaved_entries_do() {
     let mut rng = Rng(0x5eed);
     let big = 1u64 << 32;
     // (shape, CSR-like target): the outer dimension stays small, so its positions fit in memory.
-    for (m, n, map) in [(6, big, CSR), (6, big + 1, CSR), (big, 6, CSC), (big + 1, 6, CSC), (40, 33, CSR), (40, 33, CSC)] {
+    for (m, n, map) in
+        [(6, big, CSR), (6, big + 1, CSR), (big, 6, CSC), (big + 1, 6, CSC), (40, 33, CSR), (40, 33, CSC)]
+    {
         let mut c = Coo::new(vec![m, n]);
         let pick = |rng: &mut Rng, d: u64| [0, 1, d - 2, d - 1, rng.below(d)][rng.below(5) as usize];
         for _ in 0..60 {
@@ -283,7 +319,11 @@ fn coordinate_columns_convert_as_the_interleaved_entries_do() {
                 same_outcome(direct, pack(&c, &target, ScalarType::F64), &what);
             }
             // Values that the element type cannot hold: the same error.
-            same_outcome(pack_columns(cols, &enc(map), ScalarType::I32), pack(&c, &enc(map), ScalarType::I32), &format!("{m}x{n} as i32"));
+            same_outcome(
+                pack_columns(cols, &enc(map), ScalarType::I32),
+                pack(&c, &enc(map), ScalarType::I32),
+                &format!("{m}x{n} as i32"),
+            );
         }
     }
 }
@@ -304,7 +344,11 @@ fn coordinate_columns_report_the_first_entry_outside_as_the_entries_do() {
         for e in entries {
             c.push(e, 1.0);
         }
-        let cols = CooColumns::new(c.dims.clone(), (0..2).map(|d| entries.iter().map(|e| e[d]).collect()).collect(), c.values.clone());
+        let cols = CooColumns::new(
+            c.dims.clone(),
+            (0..2).map(|d| entries.iter().map(|e| e[d]).collect()).collect(),
+            c.values.clone(),
+        );
         for map in [CSR, CSC] {
             let e = pack_columns(cols.clone(), &enc(map), ScalarType::F64).unwrap_err().to_string();
             assert!(e.contains(want), "{map}: {e}");
@@ -331,13 +375,23 @@ fn tall_blocks_and_unsorted_rows_take_the_marking_path_to_bsr() {
             rcrd.extend(crd[w[0] as usize..w[1] as usize].iter().rev());
             rvals.extend(vals[w[0] as usize..w[1] as usize].iter().rev());
         }
-        let b = Buffers { positions: vec![None, Some(pos.clone())], coordinates: vec![None, Some(rcrd)], values: heddle_runtime::scalars::ScalarVec::from(rvals) };
+        let b = Buffers {
+            positions: vec![None, Some(pos.clone())],
+            coordinates: vec![None, Some(rcrd)],
+            values: heddle_runtime::scalars::ScalarVec::from(rvals),
+        };
         let reversed = assemble(&enc(unsorted), ScalarType::F64, vec![m, n], b).unwrap();
         for (r, k) in [(9, 2), (12, 5), (2, 4), (1, 3)] {
             for widths in ["", ", posWidth = 32, crdWidth = 32"] {
-                let target = enc(&format!("map = (i, j) -> (i floordiv {r} : dense, j floordiv {k} : compressed, i mod {r} : dense, j mod {k} : dense){widths}"));
+                let target = enc(&format!(
+                    "map = (i, j) -> (i floordiv {r} : dense, j floordiv {k} : compressed, i mod {r} : dense, j mod {k} : dense){widths}"
+                ));
                 for (name, src) in [("sorted", &csr), ("unsorted rows", &reversed)] {
-                    assert_eq!(convert(src, &target).unwrap(), general(src, &target), "{m}x{n} {r}x{k}{widths} from {name}");
+                    assert_eq!(
+                        convert(src, &target).unwrap(),
+                        general(src, &target),
+                        "{m}x{n} {r}x{k}{widths} from {name}"
+                    );
                 }
             }
         }

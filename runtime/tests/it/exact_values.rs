@@ -116,7 +116,8 @@ fn matrix(max: u64, elem: ScalarType, values: BoxedStrategy<Num>) -> impl Strate
         let fit = |k: fn(&(u64, u64)) -> u64| entries.keys().map(k).max().map_or(1, |m| m + 1);
         // Even sizes, so the 2x2 blocks of BSR fit.
         let even = |d: u64| d + d % 2;
-        let dims = if tight { vec![even(fit(|e| e.0)), even(fit(|e| e.1))] } else { vec![even(max + 1), even(max + 1)] };
+        let dims =
+            if tight { vec![even(fit(|e| e.0)), even(fit(|e| e.1))] } else { vec![even(max + 1), even(max + 1)] };
         let mut c = Coo::of_type(dims, elem);
         for ((i, j), v) in entries {
             c.push_num(&[i, j], v);
@@ -144,7 +145,8 @@ fn entries(c: &Coo, single: bool) -> BTreeMap<Vec<u64>, i128> {
 fn tempdir() -> PathBuf {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
-    let d = std::env::temp_dir().join(format!("heddle-exact-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    let d =
+        std::env::temp_dir().join(format!("heddle-exact-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
     std::fs::create_dir_all(&d).unwrap();
     d
 }
@@ -260,15 +262,21 @@ fn the_reported_values_come_back_exactly() {
 fn integers_beyond_2_53_are_exact() {
     let dir = tempdir();
     let big = dir.join("big.mtx");
-    std::fs::write(&big, "%%MatrixMarket matrix coordinate integer general\n1 2 2\n1 1 9007199254740993\n1 2 -9223372036854775808\n").unwrap();
+    std::fs::write(
+        &big,
+        "%%MatrixMarket matrix coordinate integer general\n1 2 2\n1 1 9007199254740993\n1 2 -9223372036854775808\n",
+    )
+    .unwrap();
     let (c, elem) = file::read_coo(&big).unwrap();
     assert_eq!((elem, c.values.clone()), (ScalarType::I64, ScalarVec::from(vec![9007199254740993i64, i64::MIN])));
     let unsigned = dir.join("u.mtx");
-    std::fs::write(&unsigned, "%%MatrixMarket matrix coordinate integer general\n1 1 1\n1 1 18446744073709551615\n").unwrap();
+    std::fs::write(&unsigned, "%%MatrixMarket matrix coordinate integer general\n1 1 1\n1 1 18446744073709551615\n")
+        .unwrap();
     let (c, elem) = file::read_coo(&unsigned).unwrap();
     assert_eq!((elem, c.values.clone()), (ScalarType::U64, ScalarVec::from(vec![u64::MAX])));
     let huge = dir.join("huge.mtx");
-    std::fs::write(&huge, "%%MatrixMarket matrix coordinate integer general\n1 1 1\n1 1 18446744073709551616\n").unwrap();
+    std::fs::write(&huge, "%%MatrixMarket matrix coordinate integer general\n1 1 1\n1 1 18446744073709551616\n")
+        .unwrap();
     let e = file::read_coo(&huge).unwrap_err().to_string();
     assert!(e.contains("huge.mtx:3") && e.contains("beyond the 64-bit integers"), "{e}");
     let json = dir.join("big.json");
@@ -298,7 +306,9 @@ fn f32_values_are_rounded_once_from_the_text() {
         ("d.json", format!("[[{text}]]")),
         (
             "s.json",
-            format!(r##"{{"encoding": "#sparse_tensor.encoding<{{ map = (i, j) -> (i : dense, j : compressed) }}>", "dim_sizes": [1, 1], "positions": [null, [0, 1]], "coordinates": [null, [0]], "values": [{text}]}}"##),
+            format!(
+                r##"{{"encoding": "#sparse_tensor.encoding<{{ map = (i, j) -> (i : dense, j : compressed) }}>", "dim_sizes": [1, 1], "positions": [null, [0, 1]], "coordinates": [null, [0]], "values": [{text}]}}"##
+            ),
         ),
     ];
     for (name, body) in files {

@@ -18,14 +18,14 @@ fn enc(body: &str) -> Encoding {
 fn dir() -> PathBuf {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
-    let d = std::env::temp_dir().join(format!("heddle-fill-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    let d =
+        std::env::temp_dir().join(format!("heddle-fill-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
     std::fs::create_dir_all(&d).unwrap();
     d
 }
 
 const CSR2: &str = "map = (i, j) -> (i : dense, j : compressed), explicitVal = 2.0 : f64";
-const BSR_ONES: &str =
-    "map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense), implicitVal = 1.0 : f64";
+const BSR_ONES: &str = "map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense), implicitVal = 1.0 : f64";
 
 #[test]
 fn pattern_entries_take_the_explicit_value() {
@@ -38,7 +38,12 @@ fn pattern_entries_take_the_explicit_value() {
     let t = file::read_into_for(&p, &enc("map = (i, j) -> (i : dense, j : compressed)"), ScalarType::F32).unwrap();
     assert_eq!(t.values, vec![1.0f32, 1.0, 1.0].into());
     // An integer explicit value into an integer tensor, exactly.
-    let t = file::read_into_for(&p, &enc("map = (i, j) -> (i : dense, j : compressed), explicitVal = 7 : i64"), ScalarType::I64).unwrap();
+    let t = file::read_into_for(
+        &p,
+        &enc("map = (i, j) -> (i : dense, j : compressed), explicitVal = 7 : i64"),
+        ScalarType::I64,
+    )
+    .unwrap();
     assert_eq!(t.values, vec![7i64, 7, 7].into());
 }
 

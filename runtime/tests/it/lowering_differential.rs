@@ -2,10 +2,10 @@
 //! loop-IR interpreter, gives what the reference interpreter gives, on random
 //! inputs (empty rows, a very long row, sizes 0 and 1).
 
-use heddle_runtime::io::{bind_inputs, Loaded};
+use heddle_runtime::io::{Loaded, bind_inputs};
 use heddle_runtime::{interp, launch, loops_interp};
 use proptest::prelude::*;
-use serde_json::{json, Value as J};
+use serde_json::{Value as J, json};
 
 fn kernel(name: &str) -> heddle_typeck::Kernel {
     let path = format!("{}/../examples/{name}.hdl", env!("CARGO_MANIFEST_DIR"));
@@ -30,7 +30,8 @@ fn both(name: &str, inputs: Vec<(&str, J)>) -> (J, J) {
 /// Rows of (column, value) with values k/4 (exact in f32).
 fn rows() -> impl Strategy<Value = (Vec<Vec<(usize, f64)>>, usize)> {
     (1usize..6).prop_flat_map(|m| {
-        let row = prop::collection::vec((0..m, -8i32..9), 0..7).prop_map(|r| r.into_iter().map(|(c, v)| (c, v as f64 / 4.0)).collect());
+        let row = prop::collection::vec((0..m, -8i32..9), 0..7)
+            .prop_map(|r| r.into_iter().map(|(c, v)| (c, v as f64 / 4.0)).collect());
         (prop::collection::vec(row, 0..8), Just(m))
     })
 }
@@ -57,8 +58,19 @@ fn run_all(rows: &[Vec<(usize, f64)>], m: usize) {
         .collect();
     let cases: Vec<(&str, Vec<(&str, J)>)> = vec![
         ("dense_mv", vec![("matrix", json!(dense)), ("xs", json!(xs))]),
-        ("lil_spmv", vec![("row_length", json!(lengths)), ("col_indices", json!(cols)), ("values", json!(vals)), ("xs", json!(xs))]),
-        ("csr_unpacked_spmv", vec![("offset", json!(offsets)), ("col_indices", json!(cols)), ("values", json!(vals)), ("xs", json!(xs))]),
+        (
+            "lil_spmv",
+            vec![
+                ("row_length", json!(lengths)),
+                ("col_indices", json!(cols)),
+                ("values", json!(vals)),
+                ("xs", json!(xs)),
+            ],
+        ),
+        (
+            "csr_unpacked_spmv",
+            vec![("offset", json!(offsets)), ("col_indices", json!(cols)), ("values", json!(vals)), ("xs", json!(xs))],
+        ),
         ("csr_packed_spmv", vec![("offset", json!(offsets)), ("values", json!(packed)), ("xs", json!(xs))]),
         ("csr_refined_spmv", vec![("offset", json!(offsets)), ("values", json!(packed)), ("xs", json!(xs))]),
         ("csr_row_sums", vec![("offset", json!(offsets)), ("values", json!(vals))]),

@@ -8,12 +8,12 @@
 //! the first round (8 MiB) of the stream.
 
 use heddle_ir::ScalarType;
+use heddle_runtime::scalars::Num;
 use heddle_runtime::sparse::IndexBuf;
 use heddle_runtime::sparse::coo::{Coo, CooColumns};
 use heddle_runtime::sparse::csr::csr_encoding;
 use heddle_runtime::sparse::file::{self, Contents};
 use heddle_runtime::sparse::mtx::parse_mtx_for;
-use heddle_runtime::scalars::Num;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -50,7 +50,8 @@ fn agree(path: &Path) -> CooColumns {
 
 /// The file's header, size line and entry lines.
 fn mtx(field: &str, symmetry: &str, (rows, cols): (u64, u64), entries: &[(u64, u64, String)]) -> String {
-    let mut s = format!("%%MatrixMarket matrix coordinate {field} {symmetry}\n% a comment\n{rows} {cols} {}\n", entries.len());
+    let mut s =
+        format!("%%MatrixMarket matrix coordinate {field} {symmetry}\n% a comment\n{rows} {cols} {}\n", entries.len());
     for (i, j, v) in entries {
         writeln!(s, "{} {} {v}", i + 1, j + 1).unwrap();
     }
@@ -97,7 +98,9 @@ fn out_of_order_entries_with_duplicates_across_rounds() {
     // About 11 MB: more than one round, lines cut at round and chunk ends.
     let mut next = below(0x2545_f491_4f6c_dd1d);
     let (rows, cols) = (5000u64, 3000u64);
-    let e: Vec<(u64, u64, f64)> = (0..800_000).map(|k| (next(rows), if k % 9 == 0 { 7 } else { next(cols) }, (next(1000) + 1) as f64 * 0.25)).collect();
+    let e: Vec<(u64, u64, f64)> = (0..800_000)
+        .map(|k| (next(rows), if k % 9 == 0 { 7 } else { next(cols) }, (next(1000) + 1) as f64 * 0.25))
+        .collect();
     let text = mtx("real", "general", (rows, cols), &as_text(&e));
     assert!(text.len() > 9 << 20, "spans rounds");
     let path = put("shuffled", &text);
@@ -114,7 +117,8 @@ fn row_ordered_files_with_one_fault_at_a_block_edge() {
     // first of the next (or just inside either) must still be seen. Rows of
     // 4 entries; every column distinct within its row but for the fault.
     let n = 3 << 16;
-    let clean: Vec<(u64, u64, f64)> = (0..n).map(|k| ((k / 4) as u64, (k % 4) as u64 * 2, (k % 7) as f64 + 0.5)).collect();
+    let clean: Vec<(u64, u64, f64)> =
+        (0..n).map(|k| ((k / 4) as u64, (k % 4) as u64 * 2, (k % 7) as f64 + 0.5)).collect();
     let (rows, cols) = ((n / 4) as u64, 9u64);
     for at in [(1 << 16) - 1, 1 << 16, (1 << 16) + 1, 2 << 16] {
         // A duplicate of the previous entry's column (rows stay ordered),
@@ -139,7 +143,16 @@ fn row_ordered_files_with_one_fault_at_a_block_edge() {
 #[test]
 fn row_ordered_file_with_unsorted_columns_and_duplicates() {
     // Rows in order (the packing's grouped path), columns within a row not.
-    let e: Vec<(u64, u64, f64)> = vec![(0, 3, 1.0), (0, 1, 2.0), (0, 3, 4.0), (2, 2, 8.0), (2, 0, 16.0), (3, 1, 32.0), (3, 0, 64.0), (3, 1, 128.0)];
+    let e: Vec<(u64, u64, f64)> = vec![
+        (0, 3, 1.0),
+        (0, 1, 2.0),
+        (0, 3, 4.0),
+        (2, 2, 8.0),
+        (2, 0, 16.0),
+        (3, 1, 32.0),
+        (3, 0, 64.0),
+        (3, 1, 128.0),
+    ];
     let path = put("row_ordered", &mtx("real", "general", (4, 4), &as_text(&e)));
     agree(&path);
     assert_eq!(csr_triples(&path), reference(&e, "general"));
@@ -163,7 +176,10 @@ fn symmetric_files_are_mirrored() {
     let path2 = put("skew", &mtx("real", "skew-symmetric", (4, 4), &as_text(&skew)));
     agree(&path2);
     assert_eq!(csr_triples(&path2), reference(&skew, "skew-symmetric"));
-    let ints = put("int_sym", "%%MatrixMarket matrix coordinate integer symmetric\n3 3 3\n1 1 -5\n3 1 9223372036854775807\n2 1 7\n");
+    let ints = put(
+        "int_sym",
+        "%%MatrixMarket matrix coordinate integer symmetric\n3 3 3\n1 1 -5\n3 1 9223372036854775807\n2 1 7\n",
+    );
     let c = agree(&ints);
     assert_eq!(c.elem(), ScalarType::I64);
     let herm = put("herm", "%%MatrixMarket matrix coordinate complex hermitian\n2 2 2\n1 1 2.5 0\n2 1 1.5 -3\n");
@@ -175,7 +191,10 @@ fn symmetric_files_are_mirrored() {
     let Contents::Pattern(coo, _) = file::read_as_written(&pat).unwrap() else { panic!("pattern") };
     assert_eq!(coo, whole(&pat, ScalarType::F64));
     assert_eq!(coo.values.num(2), Num::Float(-1.0));
-    assert!(heddle_runtime::sparse::mtx::read_mtx_columns(&pat, ScalarType::F64).unwrap().is_some_and(|r| r.2), "streamed");
+    assert!(
+        heddle_runtime::sparse::mtx::read_mtx_columns(&pat, ScalarType::F64).unwrap().is_some_and(|r| r.2),
+        "streamed"
+    );
     for p in [path, path2, ints, herm, pat] {
         std::fs::remove_file(p).unwrap();
     }
@@ -252,7 +271,8 @@ fn gappy(field: &str, symmetry: &str, bytes: usize, crlf: bool, seed: u64) -> (S
     // Ends with an entry line, without its newline.
     let last = e.len() - 1;
     let (i, j, v) = e[last];
-    write!(body, "{} {}{}", i + 1, j + 1, if field == "pattern" { String::new() } else { format!(" {}", v as i64) }).unwrap();
+    write!(body, "{} {}{}", i + 1, j + 1, if field == "pattern" { String::new() } else { format!(" {}", v as i64) })
+        .unwrap();
     let v = if field == "pattern" { 1.0 } else { v.trunc() };
     e.push((i, j, v));
     (format!("%%MatrixMarket matrix coordinate {field} {symmetry}{nl}% head{nl}{n} {n} {}{nl}{body}", e.len()), e)
@@ -270,7 +290,8 @@ fn comment_and_blank_lines_in_every_chunk_across_rounds() {
     for (k, &(field, symmetry, bytes, crlf)) in cases.iter().enumerate() {
         let (text, e) = gappy(field, symmetry, bytes, crlf, 0x9e37_79b9_7f4a_7c15 + k as u64);
         let path = put(&format!("gappy_{k}"), &text);
-        let (cols, _, pattern) = heddle_runtime::sparse::mtx::read_mtx_columns(&path, ScalarType::F64).unwrap().expect("streamed");
+        let (cols, _, pattern) =
+            heddle_runtime::sparse::mtx::read_mtx_columns(&path, ScalarType::F64).unwrap().expect("streamed");
         assert_eq!(pattern, field == "pattern");
         let mirrored = e.iter().filter(|x| symmetry != "general" && x.0 != x.1).count();
         assert_eq!(cols.len(), e.len() + mirrored, "{field} {symmetry}");
@@ -314,7 +335,8 @@ fn same_error(name: &str, text: &str) -> String {
 #[test]
 fn malformed_files_keep_their_lines_past_the_first_round() {
     let mut next = below(7);
-    let e: Vec<(u64, u64, f64)> = (0..500_000).map(|_| (next(1000), next(1000), (next(99) as f64 + 0.5) / 3.0)).collect();
+    let e: Vec<(u64, u64, f64)> =
+        (0..500_000).map(|_| (next(1000), next(1000), (next(99) as f64 + 0.5) / 3.0)).collect();
     let good = mtx("real", "general", (1000, 1000), &as_text(&e));
     let lines = good.lines().count();
     assert!(good.len() > 9 << 20, "spans rounds");

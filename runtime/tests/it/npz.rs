@@ -118,7 +118,8 @@ fn archive(path: &Path, members: &[Member], deflate: bool) {
     let mut z = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
     let method = if deflate { zip::CompressionMethod::Deflated } else { zip::CompressionMethod::Stored };
     for m in members {
-        z.start_file(format!("{}.npy", m.name), zip::write::SimpleFileOptions::default().compression_method(method)).unwrap();
+        z.start_file(format!("{}.npy", m.name), zip::write::SimpleFileOptions::default().compression_method(method))
+            .unwrap();
         npy::write_header(&mut z, &m.descr, &m.shape).unwrap();
         z.write_all(&m.data).unwrap();
     }
@@ -137,8 +138,10 @@ fn csr_members() -> Vec<Member> {
 }
 
 fn csr_entries() -> Vec<(Vec<u64>, u64)> {
-    let mut e: Vec<(Vec<u64>, u64)> =
-        [(0, 0, 1.0), (0, 2, 2.0), (1, 3, 3.0), (2, 1, 4.0f64)].iter().map(|&(i, j, v)| (vec![i, j], v.to_bits())).collect();
+    let mut e: Vec<(Vec<u64>, u64)> = [(0, 0, 1.0), (0, 2, 2.0), (1, 3, 3.0), (2, 1, 4.0f64)]
+        .iter()
+        .map(|&(i, j, v)| (vec![i, j], v.to_bits()))
+        .collect();
     e.sort();
     e
 }
@@ -212,7 +215,8 @@ fn archives_as_scipy_lays_them_out() {
     assert!(matches!(read_npz(&p).unwrap(), NpzTensor::Entries(..)));
     assert_eq!(entries(&read_into(&p, &csr).unwrap()), csr_entries());
     // Narrow widths: the stored buffers are narrowed, or refused where they do not fit.
-    let narrow = parse_encoding(&format!("#sparse_tensor.encoding<{{ map = {CSR}, posWidth = 8, crdWidth = 8 }}>"), 0).unwrap();
+    let narrow =
+        parse_encoding(&format!("#sparse_tensor.encoding<{{ map = {CSR}, posWidth = 8, crdWidth = 8 }}>"), 0).unwrap();
     assert_eq!(entries(&read_into(&d.join("csr_false.npz"), &narrow).unwrap()), csr_entries());
 }
 
@@ -231,20 +235,76 @@ fn bad_archives_are_located_errors() {
     let cases: Vec<(&str, Vec<Member>, &str)> = vec![
         ("no_indptr", base().into_iter().filter(|m| m.name != "indptr").collect(), "`indptr`: missing"),
         ("no_format", base().into_iter().filter(|m| m.name != "format").collect(), "`format`: missing"),
-        ("float_indices", replace(base(), member("indices", "'<f8'", &[4], f64s(&[0.0, 2.0, 3.0, 1.0]))), "`indices`: must hold integers"),
-        ("float128_data", replace(base(), member("data", "'<f16'", &[4], vec![0; 64])), "`data`: `<f16` is not a value type"),
-        ("indptr_decreasing", replace(base(), member("indptr", "'<i4'", &[4], i32s(&[0, 3, 2, 4]))), "`indptr`: [2] = 2 is less than [1] = 3"),
-        ("indptr_not_from_0", replace(base(), member("indptr", "'<i4'", &[4], i32s(&[1, 2, 3, 4]))), "`indptr`: [0] = 1, not 0"),
-        ("indptr_too_short", replace(base(), member("indptr", "'<i4'", &[3], i32s(&[0, 2, 3]))), "`indptr`: has 3 entries"),
-        ("indptr_past_indices", replace(base(), member("indptr", "'<i4'", &[4], i32s(&[0, 2, 3, 9]))), "past the 4 entries of `indices`"),
-        ("negative_index", replace(base(), member("indices", "'<i4'", &[4], i32s(&[0, -2, 3, 1]))), "`indices`: [1] = -2 is negative"),
-        ("index_outside", replace(base(), member("indices", "'<i4'", &[4], i32s(&[0, 2, 3, 4]))), "`indices`: [3] = 4 is outside"),
-        ("data_too_short", replace(base(), member("data", "'<f8'", &[3], f64s(&[1.0, 2.0, 3.0]))), "`data`: has 3 values"),
-        ("shape_3d", replace(base(), member("shape", "'<i8'", &[3], i64s(&[3, 4, 5]))), "`shape`: a csr matrix has 2 dimensions"),
-        ("unknown_format", replace(base(), member("format", "'|S3'", &[], b"lil".to_vec())), "`format`: `lil` is not a format"),
-        ("format_not_string", replace(base(), member("format", "'<i8'", &[], i64s(&[1]))), "`format`: must be one string"),
-        ("huge_shape_little_data", replace(base(), member("data", "'<f8'", &[1 << 40], f64s(&[1.0]))), "`data`: the header promises"),
-        ("truncated_data", replace(base(), member("data", "'<f8'", &[4], f64s(&[1.0]))), "`data`: truncated: the header promises 4 elements"),
+        (
+            "float_indices",
+            replace(base(), member("indices", "'<f8'", &[4], f64s(&[0.0, 2.0, 3.0, 1.0]))),
+            "`indices`: must hold integers",
+        ),
+        (
+            "float128_data",
+            replace(base(), member("data", "'<f16'", &[4], vec![0; 64])),
+            "`data`: `<f16` is not a value type",
+        ),
+        (
+            "indptr_decreasing",
+            replace(base(), member("indptr", "'<i4'", &[4], i32s(&[0, 3, 2, 4]))),
+            "`indptr`: [2] = 2 is less than [1] = 3",
+        ),
+        (
+            "indptr_not_from_0",
+            replace(base(), member("indptr", "'<i4'", &[4], i32s(&[1, 2, 3, 4]))),
+            "`indptr`: [0] = 1, not 0",
+        ),
+        (
+            "indptr_too_short",
+            replace(base(), member("indptr", "'<i4'", &[3], i32s(&[0, 2, 3]))),
+            "`indptr`: has 3 entries",
+        ),
+        (
+            "indptr_past_indices",
+            replace(base(), member("indptr", "'<i4'", &[4], i32s(&[0, 2, 3, 9]))),
+            "past the 4 entries of `indices`",
+        ),
+        (
+            "negative_index",
+            replace(base(), member("indices", "'<i4'", &[4], i32s(&[0, -2, 3, 1]))),
+            "`indices`: [1] = -2 is negative",
+        ),
+        (
+            "index_outside",
+            replace(base(), member("indices", "'<i4'", &[4], i32s(&[0, 2, 3, 4]))),
+            "`indices`: [3] = 4 is outside",
+        ),
+        (
+            "data_too_short",
+            replace(base(), member("data", "'<f8'", &[3], f64s(&[1.0, 2.0, 3.0]))),
+            "`data`: has 3 values",
+        ),
+        (
+            "shape_3d",
+            replace(base(), member("shape", "'<i8'", &[3], i64s(&[3, 4, 5]))),
+            "`shape`: a csr matrix has 2 dimensions",
+        ),
+        (
+            "unknown_format",
+            replace(base(), member("format", "'|S3'", &[], b"lil".to_vec())),
+            "`format`: `lil` is not a format",
+        ),
+        (
+            "format_not_string",
+            replace(base(), member("format", "'<i8'", &[], i64s(&[1]))),
+            "`format`: must be one string",
+        ),
+        (
+            "huge_shape_little_data",
+            replace(base(), member("data", "'<f8'", &[1 << 40], f64s(&[1.0]))),
+            "`data`: the header promises",
+        ),
+        (
+            "truncated_data",
+            replace(base(), member("data", "'<f8'", &[4], f64s(&[1.0]))),
+            "`data`: truncated: the header promises 4 elements",
+        ),
         ("truncated_indices", replace(base(), member("indices", "'<i4'", &[4], vec![])), "`indices`: truncated"),
     ];
     for (name, members, want) in cases {
@@ -344,7 +404,11 @@ fn stored_matrices_keep_32_bit_indices_where_the_shape_allows() {
             }
             Err(e) => {
                 assert_eq!(bits, 64, "{m}x{n}: {e}");
-                assert!(e.to_string().contains("coordinates[1]") && e.to_string().contains("4294967296 does not fit in 32 bits"), "{e}");
+                assert!(
+                    e.to_string().contains("coordinates[1]")
+                        && e.to_string().contains("4294967296 does not fit in 32 bits"),
+                    "{e}"
+                );
             }
         }
     }

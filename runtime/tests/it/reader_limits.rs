@@ -32,11 +32,14 @@ fn tempfile(name: &str, bytes: &[u8]) -> PathBuf {
 #[test]
 fn mtx_array_symmetric_of_size_2_64_is_an_error() {
     let text = "%%MatrixMarket matrix array real symmetric\n18446744073709551615 18446744073709551615\n1.0\n";
-    let e = within(10, "symmetric array", move || parse_mtx(text.as_bytes(), Path::new("s.mtx")).map(|_| ()).unwrap_err());
+    let e =
+        within(10, "symmetric array", move || parse_mtx(text.as_bytes(), Path::new("s.mtx")).map(|_| ()).unwrap_err());
     assert!(e.to_string().contains("s.mtx:2") && e.to_string().contains("more than any file can"), "{e}");
     // Sizes whose count wraps to exactly the values given (2^64 ≡ 0) cannot pass either.
     let text = "%%MatrixMarket matrix array real general\n4294967296 4294967296\n";
-    let e = within(10, "wrapping general array", move || parse_mtx(text.as_bytes(), Path::new("g.mtx")).map(|_| ()).unwrap_err());
+    let e = within(10, "wrapping general array", move || {
+        parse_mtx(text.as_bytes(), Path::new("g.mtx")).map(|_| ()).unwrap_err()
+    });
     assert!(e.to_string().contains("more than any file can"), "{e}");
 }
 

@@ -85,7 +85,8 @@ fn json_storage_in_the_target_encoding_keeps_its_layout() {
     let path = std::env::temp_dir().join(format!("heddle_gaps_{}.json", std::process::id()));
     std::fs::write(&path, storage("[5, 7, 2, 2, 0, 2]")).unwrap();
     // The same storage scheme, spelled differently (the legacy `high` property).
-    let same = parse_encoding("#sparse_tensor.encoding<{ map = (r, c) -> (r : dense, c : compressed(high)) }>", 0).unwrap();
+    let same =
+        parse_encoding("#sparse_tensor.encoding<{ map = (r, c) -> (r : dense, c : compressed(high)) }>", 0).unwrap();
     let t = file::read_into(&path, &same).unwrap();
     assert_eq!(disassemble(&t).positions[1], Some(vec![5, 7, 2, 2, 0, 2]));
     assert_eq!(t.nse(), 8, "the unused room is kept");
@@ -97,7 +98,9 @@ fn json_storage_in_the_target_encoding_keeps_its_layout() {
     assert_eq!(b.coordinates[1], Some(vec![0, 3, 1, 2]));
     assert_eq!(b.values, vec![1i64, 2, 3, 5].into(), "integers as written");
     // hi < lo, and hi past the coordinates.
-    for (pos, want) in [("[5, 4, 2, 2, 0, 2]", "below its lower bound"), ("[5, 9, 2, 2, 0, 2]", "past the end of coordinates[1]")] {
+    for (pos, want) in
+        [("[5, 4, 2, 2, 0, 2]", "below its lower bound"), ("[5, 9, 2, 2, 0, 2]", "past the end of coordinates[1]")]
+    {
         std::fs::write(&path, storage(pos)).unwrap();
         let e = file::read_into(&path, &same).unwrap_err().to_string();
         assert!(e.contains("positions[1][1]") && e.contains(want), "{e}");

@@ -38,7 +38,11 @@ fn stop_line(s: &Stats) -> String {
 pub fn stats_tables(s: &Stats) -> String {
     let mut t = String::new();
     let width = s.rules.iter().map(|r| r.name.len()).max().unwrap_or(4).max(4);
-    let _ = writeln!(t, "// {:<width$}  {:>8}  {:>8}  {:>8}  {:>10}  {:>10}  {:>4}", "rule", "matches", "applied", "+e-nodes", "search ms", "apply ms", "bans");
+    let _ = writeln!(
+        t,
+        "// {:<width$}  {:>8}  {:>8}  {:>8}  {:>10}  {:>10}  {:>4}",
+        "rule", "matches", "applied", "+e-nodes", "search ms", "apply ms", "bans"
+    );
     for r in &s.rules {
         let _ = writeln!(
             t,
@@ -52,9 +56,18 @@ pub fn stats_tables(s: &Stats) -> String {
             r.bans
         );
     }
-    let _ = writeln!(t, "//\n// {:>9}  {:>8}  {:>9}  {:>8}  {:>10}", "iteration", "e-nodes", "e-classes", "applied", "ms");
+    let _ =
+        writeln!(t, "//\n// {:>9}  {:>8}  {:>9}  {:>8}  {:>10}", "iteration", "e-nodes", "e-classes", "applied", "ms");
     for (i, it) in s.per_iteration.iter().enumerate() {
-        let _ = writeln!(t, "// {:>9}  {:>8}  {:>9}  {:>8}  {:>10.3}", i + 1, it.nodes, it.classes, it.applied, it.seconds * 1e3);
+        let _ = writeln!(
+            t,
+            "// {:>9}  {:>8}  {:>9}  {:>8}  {:>10.3}",
+            i + 1,
+            it.nodes,
+            it.classes,
+            it.applied,
+            it.seconds * 1e3
+        );
     }
     let _ = writeln!(t, "// e-graph run {:.3} ms, extraction {:.3} ms", s.run_seconds * 1e3, s.extract_seconds * 1e3);
     t
@@ -99,7 +112,8 @@ pub fn text(out: &Outcome, cost: &CostModel, explain: bool, stats: bool, dumped:
     }
     text.push_str(&stop_line(s));
     let _ = writeln!(text, "// cost ({}): {} -> {}", cost.name, out.cost_before, out.cost_after);
-    let applied: Vec<String> = out.rules_applied.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{k} ×{n}")).collect();
+    let applied: Vec<String> =
+        out.rules_applied.iter().filter(|(_, n)| **n > 0).map(|(k, n)| format!("{k} ×{n}")).collect();
     if !applied.is_empty() {
         let _ = writeln!(text, "// rules applied: {}", applied.join(", "));
     }
@@ -107,7 +121,8 @@ pub fn text(out: &Outcome, cost: &CostModel, explain: bool, stats: bool, dumped:
         let _ = writeln!(text, "// kept the original program: {why}");
     }
     if !out.assumptions.is_empty() {
-        let _ = writeln!(text, "// specialised to the --param values: checks at run time {}", out.assumptions.join(", "));
+        let _ =
+            writeln!(text, "// specialised to the --param values: checks at run time {}", out.assumptions.join(", "));
     }
     if stats {
         text.push_str(&stats_tables(s));
@@ -118,14 +133,24 @@ pub fn text(out: &Outcome, cost: &CostModel, explain: bool, stats: bool, dumped:
     if let Some(d) = dumped {
         let _ = writeln!(text, "// e-graph written to {} ({})", d.path, d.format);
         if let Some(t) = &d.truncated {
-            let _ = writeln!(text, "// TRUNCATED: {} of {} e-classes, {} of {} e-nodes (limit {})", t.classes_kept, t.classes, t.nodes_kept, t.nodes, t.limit);
+            let _ = writeln!(
+                text,
+                "// TRUNCATED: {} of {} e-classes, {} of {} e-nodes (limit {})",
+                t.classes_kept, t.classes, t.nodes_kept, t.nodes, t.limit
+            );
         }
     }
     text
 }
 
 /// The `--json` object.
-pub fn json(file: &str, out: &Outcome, cost: &CostModel, rule_count: usize, dumped: Option<&Dumped>) -> serde_json::Value {
+pub fn json(
+    file: &str,
+    out: &Outcome,
+    cost: &CostModel,
+    rule_count: usize,
+    dumped: Option<&Dumped>,
+) -> serde_json::Value {
     let s = &out.stats;
     json!({
         "schema": "heddle.rewrite/1",

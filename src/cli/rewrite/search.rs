@@ -85,7 +85,9 @@ fn default_sketches(backend: Backend) -> Vec<Sketch> {
 }
 
 fn split_assignment<'a>(flag: &str, s: &'a str) -> Result<(&'a str, &'a str), Failure> {
-    s.split_once('=').filter(|(k, v)| !k.is_empty() && !v.is_empty()).ok_or_else(|| Failure::Input(format!("--{flag} {s}: expected NAME=VALUE")))
+    s.split_once('=')
+        .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+        .ok_or_else(|| Failure::Input(format!("--{flag} {s}: expected NAME=VALUE")))
 }
 
 /// The inputs the flags give, and the naturals.
@@ -95,16 +97,25 @@ fn inputs(a: &Args, kernel: &Kernel) -> Result<heddle_runtime::io::bind::NamedIn
     let mut loaded = Vec::new();
     for i in &s.inputs {
         let (k, path) = split_assignment("input", i)?;
-        loaded.push((k.to_string(), read_input(Path::new(path)).map_err(|e| Failure::Input(format!("parameter `{k}`: {e}")))?));
+        loaded.push((
+            k.to_string(),
+            read_input(Path::new(path)).map_err(|e| Failure::Input(format!("parameter `{k}`: {e}")))?,
+        ));
     }
-    for (specs, storage) in [(&s.csr, Storage::Csr), (&s.lil, Storage::Lil), (&s.csr_packed, Storage::CsrPacked), (&s.dense, Storage::Dense)] {
+    for (specs, storage) in [
+        (&s.csr, Storage::Csr),
+        (&s.lil, Storage::Lil),
+        (&s.csr_packed, Storage::CsrPacked),
+        (&s.dense, Storage::Dense),
+    ] {
         for spec in specs {
             loaded.extend(matrix::inputs(storage, spec)?);
         }
     }
     for m in &s.matrices {
         let (k, path) = split_assignment("matrix", m)?;
-        let (dims, buffers) = heddle_runtime::io::bind::tensor_inputs(kernel, k, Path::new(path)).map_err(|e| Failure::Input(e.to_string()))?;
+        let (dims, buffers) = heddle_runtime::io::bind::tensor_inputs(kernel, k, Path::new(path))
+            .map_err(|e| Failure::Input(e.to_string()))?;
         nats.extend(dims);
         loaded.extend(buffers);
     }
@@ -131,8 +142,15 @@ enum Runner {
 
 /// Compiles and runs one program once (the run that compiles is not timed);
 /// its result, its compile time, and a timer for the timed runs.
-fn prepare<'a>(runner: &'a Runner, program: &Program, name: &str, nats: &[(String, i64)], loaded: &[(String, Loaded)]) -> Result<(Value, f64, Timer<'a>), String> {
-    let kernel = heddle_typeck::check_program(program).map_err(|d| d.first().map_or_else(|| "type error".into(), |d| d.message.clone()))?;
+fn prepare<'a>(
+    runner: &'a Runner,
+    program: &Program,
+    name: &str,
+    nats: &[(String, i64)],
+    loaded: &[(String, Loaded)],
+) -> Result<(Value, f64, Timer<'a>), String> {
+    let kernel = heddle_typeck::check_program(program)
+        .map_err(|d| d.first().map_or_else(|| "type error".into(), |d| d.message.clone()))?;
     // Compiled candidates read the inputs as flat buffers; the interpreter as values.
     let bind = if matches!(runner, Runner::Interp) { bind_inputs } else { bind_inputs_flat };
     let env = bind(&kernel, nats, loaded.to_vec()).map_err(|e| e.to_string())?;
@@ -152,7 +170,10 @@ fn prepare<'a>(runner: &'a Runner, program: &Program, name: &str, nats: &[(Strin
             let threads = *threads;
             let p = heddle::cpu::lower(&kernel, name).map_err(msg)?;
             heddle_runtime::interp::check_obligations(&kernel, &env).map_err(msg)?;
-            let env: Env = heddle_runtime::launch::run_counts(&p, &env, &mut |_, phase, launch| heddle_runtime::cpu::run(phase, launch, threads)).map_err(msg)?;
+            let env: Env = heddle_runtime::launch::run_counts(&p, &env, &mut |_, phase, launch| {
+                heddle_runtime::cpu::run(phase, launch, threads)
+            })
+            .map_err(msg)?;
             // The first run compiles (the JIT caches by program): it is not timed.
             let mut launch = heddle_runtime::launch::prepare(&p, &env).map_err(msg)?;
             heddle_runtime::cpu::run(&p, &mut launch, threads).map_err(msg)?;
@@ -183,11 +204,18 @@ fn prepare<'a>(runner: &'a Runner, program: &Program, name: &str, nats: &[(Strin
 
 /// Times every prepared program `reps` times, interleaved ([`timing::interleaved`]):
 /// each program's median and minimum, or the error of a run that failed.
-fn time_interleaved(timers: Vec<Option<(f64, Timer)>>, reps: usize, bar: &indicatif::ProgressBar) -> Vec<Result<Measured, String>> {
-    let (compile, mut timers): (Vec<f64>, Vec<Option<Timer>>) = timers.into_iter().map(|t| match t {
-        Some((c, t)) => (c, Some(t)),
-        None => (0.0, None),
-    }).unzip();
+fn time_interleaved(
+    timers: Vec<Option<(f64, Timer)>>,
+    reps: usize,
+    bar: &indicatif::ProgressBar,
+) -> Vec<Result<Measured, String>> {
+    let (compile, mut timers): (Vec<f64>, Vec<Option<Timer>>) = timers
+        .into_iter()
+        .map(|t| match t {
+            Some((c, t)) => (c, Some(t)),
+            None => (0.0, None),
+        })
+        .unzip();
     let times = timing::interleaved(&mut timers, reps, &mut || bar.inc(1));
     times
         .into_iter()
@@ -212,11 +240,16 @@ pub fn run(a: &Args, path: &str, rules: &[Rule], sketches: &[Sketch]) -> Result<
     let (nats, loaded) = inputs(a, &kernel)?;
     let env = bind_inputs(&kernel, &nats, loaded.clone()).map_err(|e| Failure::Input(e.to_string()))?;
     // The reference, and the naturals' values as facts for the rules' conditions.
-    let reference = heddle_runtime::interp::run_kernel(&kernel, &env).map_err(|d| Failure::Source(file.clone(), vec![d]))?;
-    let facts: Vec<(heddle_ir::Name, i64)> = kernel.params.iter().filter_map(|p| match p {
-        heddle_typeck::KernelParam::Nat(name) => env.nat(name).map(|v| (name.clone(), v)),
-        _ => None,
-    }).collect();
+    let reference =
+        heddle_runtime::interp::run_kernel(&kernel, &env).map_err(|d| Failure::Source(file.clone(), vec![d]))?;
+    let facts: Vec<(heddle_ir::Name, i64)> = kernel
+        .params
+        .iter()
+        .filter_map(|p| match p {
+            heddle_typeck::KernelParam::Nat(name) => env.nat(name).map(|v| (name.clone(), v)),
+            _ => None,
+        })
+        .collect();
     // Without a cost model named, the backend's own.
     let kind = a.cost.unwrap_or(match s.backend {
         Backend::Cpu => CostKind::Cpu,
@@ -239,7 +272,8 @@ pub fn run(a: &Args, path: &str, rules: &[Rule], sketches: &[Sketch]) -> Result<
         if std::ptr::eq(p, &program) || backend == Backend::Interp {
             return Ok(checked);
         }
-        let kernel = heddle_typeck::check_program(p).map_err(|d| d.first().map_or_else(|| "type error".into(), |d| d.message.clone()))?;
+        let kernel = heddle_typeck::check_program(p)
+            .map_err(|d| d.first().map_or_else(|| "type error".into(), |d| d.message.clone()))?;
         let refused = match backend {
             Backend::Opencl => heddle::opencl::compile(&kernel, "candidate").err(),
             _ => heddle::cpu::lower(&kernel, "candidate").err(),
@@ -249,7 +283,8 @@ pub fn run(a: &Args, path: &str, rules: &[Rule], sketches: &[Sketch]) -> Result<
             None => Ok(checked),
         }
     };
-    let found = candidates(&program, rules, &opts, &sketches, n, &for_backend).map_err(|e| Failure::Source(file.clone(), vec![Diagnostic::new(heddle_ir::Span::new(0, 0), e.to_string())]))?;
+    let found = candidates(&program, rules, &opts, &sketches, n, &for_backend)
+        .map_err(|e| Failure::Source(file.clone(), vec![Diagnostic::new(heddle_ir::Span::new(0, 0), e.to_string())]))?;
     let runner = match s.backend {
         Backend::Interp => Runner::Interp,
         Backend::Cpu => Runner::Cpu(s.threads.map_or_else(heddle_runtime::cpu::default_threads, |t| t as usize)),
@@ -258,7 +293,10 @@ pub fn run(a: &Args, path: &str, rules: &[Rule], sketches: &[Sketch]) -> Result<
     let name = crate::cli::compile::kernel_name(&file);
     let reps = s.reps as usize;
     let bar = indicatif::ProgressBar::new(found.list.len() as u64 + 1 + reps as u64);
-    bar.set_style(indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
     bar.set_message("compiling and checking the input program");
     let agrees = |v: &Value| crate::cli::tune::agree(&reference, v);
     // Every program is compiled and checked first, then all are timed together.
@@ -293,7 +331,8 @@ pub fn run(a: &Args, path: &str, rules: &[Rule], sketches: &[Sketch]) -> Result<
         None => m,
     });
     let input = results.next().unwrap_or_else(|| Err("not run".into()));
-    let rows: Vec<Row> = found.list.into_iter().zip(results).map(|(candidate, result)| Row { candidate, result }).collect();
+    let rows: Vec<Row> =
+        found.list.into_iter().zip(results).map(|(candidate, result)| Row { candidate, result }).collect();
     bar.finish_and_clear();
     // A refusal passed through the type checker's slot: say what it is.
     let first_rejection = found.first_rejection.as_ref().map(|why| match why.split_once(": the ") {
@@ -367,7 +406,14 @@ fn report(info: &Info, input: Result<Measured, String>, mut rows: Vec<Row>) -> O
     let _ = writeln!(text, "\n{:>5}  {:>11}  {:>8}  {:>6}  sketch", "rank", "median ms", "vs input", "cost");
     match &input {
         Ok(m) => {
-            let _ = writeln!(text, "{:>5}  {:>11.4}  {:>8}  {:>6}  (the program as written)", "input", m.median * 1e3, "1.00x", "");
+            let _ = writeln!(
+                text,
+                "{:>5}  {:>11.4}  {:>8}  {:>6}  (the program as written)",
+                "input",
+                m.median * 1e3,
+                "1.00x",
+                ""
+            );
         }
         Err(e) => {
             let _ = writeln!(text, "{:>5}  failed: {e}", "input");
@@ -411,7 +457,17 @@ fn report(info: &Info, input: Result<Measured, String>, mut rows: Vec<Row>) -> O
     }
     for (k, r) in rows.iter().enumerate().filter(|(_, r)| r.result.is_ok()) {
         let c = &r.candidate;
-        let _ = writeln!(text, "\n// #{} ({}){}", k + 1, c.sketch, if c.assumptions.is_empty() { String::new() } else { format!(", checks at run time: {}", c.assumptions.join(", ")) });
+        let _ = writeln!(
+            text,
+            "\n// #{} ({}){}",
+            k + 1,
+            c.sketch,
+            if c.assumptions.is_empty() {
+                String::new()
+            } else {
+                format!(", checks at run time: {}", c.assumptions.join(", "))
+            }
+        );
         text.push_str(&c.text);
         if !c.text.ends_with('\n') {
             text.push('\n');

@@ -26,18 +26,24 @@ pub fn operand_rank(program: &Program, operand: &str) -> Result<usize, Diagnosti
                     if rank == 0 || !matches!(t, Some(Type::Scalar(_))) {
                         return Err(Diagnostic::new(p.span, format!("`{operand}` is not a dense array of scalars"))
                             .with_label("this parameter")
-                            .with_note("search-formats needs the kernel written over dense arrays, e.g. `A: [[float]_m]_n`"));
+                            .with_note(
+                                "search-formats needs the kernel written over dense arrays, e.g. `A: [[float]_m]_n`",
+                            ));
                     }
                     if rank > 2 {
-                        return Err(Diagnostic::new(p.span, format!("`{operand}` has rank {rank}; search-formats enumerates rank 1 and 2"))
-                            .with_label("this parameter"));
+                        return Err(Diagnostic::new(
+                            p.span,
+                            format!("`{operand}` has rank {rank}; search-formats enumerates rank 1 and 2"),
+                        )
+                        .with_label("this parameter"));
                     }
                     return Ok(rank);
                 }
                 e = body;
             }
             _ => {
-                return Err(Diagnostic::new(program.kernel.span, format!("the kernel has no parameter `{operand}`")).with_label("this kernel"));
+                return Err(Diagnostic::new(program.kernel.span, format!("the kernel has no parameter `{operand}`"))
+                    .with_label("this kernel"));
             }
         }
     }
@@ -49,7 +55,8 @@ pub fn enumerate(rank: usize) -> Vec<String> {
     let orders: Vec<Vec<usize>> = if rank == 2 { vec![vec![0, 1], vec![1, 0]] } else { vec![vec![0]] };
     let mut formats: Vec<Vec<&str>> = vec![vec![]];
     for _ in 0..rank {
-        formats = formats.into_iter().flat_map(|f| FORMATS.iter().map(move |x| [f.clone(), vec![*x]].concat())).collect();
+        formats =
+            formats.into_iter().flat_map(|f| FORMATS.iter().map(move |x| [f.clone(), vec![*x]].concat())).collect();
     }
     let mut out = Vec::new();
     for order in &orders {
