@@ -449,72 +449,49 @@ fn read_columns(path: &Path, dest: ScalarType, map: bool) -> Result<Option<(CooC
 /// in place: no copy of the text into the process, and each parsed round's
 /// pages are handed back ([`Mapped::release`]), so the text's resident
 /// memory stays about one round.
-struct Mapped {
-    ptr: *mut u8,
-    len: usize,
-}
+struct Mapped(memmap2::Mmap);
 
 impl Mapped {
-    /// The file's `len` bytes mapped, `None` where that fails (an empty
-    /// file, another platform): the caller then reads the file.
-    #[cfg(unix)]
+    /// The file's bytes mapped, `None` where that fails (an empty file, a
+    /// file system that cannot map): the caller then reads the file.
     fn new(file: &std::fs::File, len: u64) -> Option<Mapped> {
-        use std::os::unix::io::AsRawFd;
         let len = usize::try_from(len).ok().filter(|&l| l > 0)?;
-        // SAFETY: a new private read-only mapping of the open file's first
-        // `len` bytes; the result is checked before use.
-        let ptr =
-            unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_PRIVATE, file.as_raw_fd(), 0) };
-        if ptr == libc::MAP_FAILED {
-            return None;
-        }
-        // SAFETY: advice about the mapping just made (read in order); its failure is ignored.
-        unsafe { libc::madvise(ptr, len, libc::MADV_SEQUENTIAL) };
-        Some(Mapped { ptr: ptr.cast(), len })
-    }
-
-    #[cfg(not(unix))]
-    fn new(_: &std::fs::File, _: u64) -> Option<Mapped> {
-        None
+        // SAFETY: a private read-only mapping of the open file. Like any
+        // reader of a mapped file, it assumes the file is not truncated or
+        // rewritten while it is read (if it is, the bytes may change under
+        // the parse, or a read past the new end faults).
+        let map = unsafe { memmap2::MmapOptions::new().len(len).map(file) }.ok()?;
+        #[cfg(unix)]
+        let _ = map.advise(memmap2::Advice::Sequential); // advice: its failure is ignored
+        Some(Mapped(map))
     }
 
     /// The file's bytes.
     fn bytes(&self) -> &[u8] {
-        // SAFETY: `len` readable bytes mapped at `ptr` for as long as `self`
-        // lives. (Like any reader of a mapped file, it assumes the file is
-        // not truncated or rewritten while it is read.)
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+        &self.0
     }
 
     /// Hands back the whole pages in `from..to` (their contents do not
     /// change: touched again, they are read again from the file).
-    #[cfg(unix)]
     fn release(&self, from: usize, to: usize) {
-        // SAFETY: sysconf has no preconditions.
-        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(0);
-        if page == 0 {
-            return;
-        }
-        let (a, b) = (from.next_multiple_of(page), to.min(self.len) / page * page);
-        if a < b {
-            // SAFETY: whole pages inside the mapping; MADV_DONTNEED on a
-            // private read-only file mapping only drops the process's copy
-            // of pages it never wrote (failure ignored: advice).
-            unsafe { libc::madvise(self.ptr.add(a).cast(), b - a, libc::MADV_DONTNEED) };
-        }
-    }
-
-    #[cfg(not(unix))]
-    fn release(&self, _: usize, _: usize) {}
-}
-
-impl Drop for Mapped {
-    fn drop(&mut self) {
-        // SAFETY: the mapping made by `new`, unmapped once.
         #[cfg(unix)]
-        unsafe {
-            libc::munmap(self.ptr.cast(), self.len);
+        {
+            // SAFETY: sysconf has no preconditions.
+            let Ok(page) = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }) else { return };
+            if page == 0 {
+                return;
+            }
+            let (a, b) = (from.next_multiple_of(page), to.min(self.0.len()) / page * page);
+            if a < b {
+                // SAFETY: DONTNEED on whole pages of a private read-only file
+                // mapping only drops the process's copy of pages it never
+                // wrote; read again, they come from the file unchanged.
+                // Advice: its failure is ignored.
+                let _ = unsafe { self.0.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, a, b - a) };
+            }
         }
+        #[cfg(not(unix))]
+        let _ = (from, to);
     }
 }
 
