@@ -8,7 +8,7 @@
 
 use crate::common;
 #[path = "../../codegen-opencl/tests/samples/mod.rs"]
-mod samples;
+pub(crate) mod samples;
 
 use heddle::source::SourceFile;
 use heddle_runtime::interp::Env;

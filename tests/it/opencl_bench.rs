@@ -12,8 +12,7 @@
 //! each SpMV must read and write once (offsets, column indices, values, x, y).
 
 use crate::common;
-#[path = "../../codegen-opencl/tests/samples/mod.rs"]
-mod samples;
+use crate::opencl::samples;
 
 use heddle::source::SourceFile;
 use heddle_runtime::interp::Env;

@@ -535,10 +535,7 @@ impl Gen {
         }
         let numeric = matches!(elem, Ty::F | Ty::I);
         let is_n = *len == Len::Nat("n");
-        let nested = match elem {
-            Ty::Arr(..) => true,
-            _ => false,
-        };
+        let nested = matches!(elem, Ty::Arr(..));
         let weights = [
             if vars.is_empty() { 0 } else { 8 },                // 0 variable
             if writable { 3 } else { 0 },                       // 1 generate

@@ -157,7 +157,7 @@ impl Translator<'_, '_> {
             return Ok(self.b.ins().bxor_imm_s(z, 1));
         }
         if to.is_half() {
-            return self.to_half(v, from, to);
+            return self.half_of(v, from, to);
         }
         if from.is_half() {
             // Held in an f32, exactly.

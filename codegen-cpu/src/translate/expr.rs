@@ -366,14 +366,14 @@ impl Translator<'_, '_> {
         if dfg.value_type(v) != cranelift_codegen::ir::types::I64 {
             return (v, 0);
         }
-        if let ValueDef::Result(i, 0) = dfg.value_def(v) {
-            if let InstructionData::Binary { opcode: Opcode::Iadd, args: [x, y] } = dfg.insts[i] {
-                if let Some(c) = constant(y) {
-                    return (x, c);
-                }
-                if let Some(c) = constant(x) {
-                    return (y, c);
-                }
+        if let ValueDef::Result(i, 0) = dfg.value_def(v)
+            && let InstructionData::Binary { opcode: Opcode::Iadd, args: [x, y] } = dfg.insts[i]
+        {
+            if let Some(c) = constant(y) {
+                return (x, c);
+            }
+            if let Some(c) = constant(x) {
+                return (y, c);
             }
         }
         (v, 0)

@@ -127,7 +127,7 @@ impl Translator<'_, '_> {
     }
 
     /// `v` of type `from` converted to the half type `t`, in one rounding.
-    pub(super) fn to_half(&mut self, v: Value, from: ScalarType, t: ScalarType) -> Result<Value, CodegenError> {
+    pub(super) fn half_of(&mut self, v: Value, from: ScalarType, t: ScalarType) -> Result<Value, CodegenError> {
         let bf = t == ScalarType::BF16;
         match from {
             ScalarType::F32 | ScalarType::F16 | ScalarType::BF16 => self.round_half(v, t),

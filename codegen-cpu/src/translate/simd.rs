@@ -661,7 +661,7 @@ impl Translator<'_, '_> {
                 }
                 Stmt::Check { cond, .. } => {
                     let c = self.lane_value(cond, &lanes, plan.width)?;
-                    let each = self.to_each(c, ScalarType::Bool, plan.width);
+                    let each = self.lane_values(c, ScalarType::Bool, plan.width);
                     let all = each
                         .into_iter()
                         .reduce(|a, b| self.b.ins().band(a, b))
@@ -676,7 +676,7 @@ impl Translator<'_, '_> {
                     let e = if matches!(&**a, Expr::Var(x) if x == acc) { b } else { a };
                     let t = accs[k].ty;
                     let x = self.lane_value(e, &lanes, plan.width)?;
-                    let xv = self.to_vector(x, t, plan.width)?;
+                    let xv = self.vector_value(x, t, plan.width)?;
                     let cur = self.b.use_var(vaccs[k]);
                     // A sum of products fuses as in the scalar loop (`reduce.rs`'s `fused_update`).
                     let product = (self.fma && *op == BinOp::Add && matches!(t, ScalarType::F32 | ScalarType::F64))
@@ -701,7 +701,7 @@ impl Translator<'_, '_> {
                         b.fields[*field as usize],
                     );
                     let x = self.lane_value(value, &lanes, plan.width)?;
-                    let xv = self.to_vector(x, t, plan.width)?;
+                    let xv = self.vector_value(x, t, plan.width)?;
                     let (addr, offset) = self.lane_address(base, size, offset, i0, lane0);
                     self.b.ins().store(vector_flags(false), xv, addr, offset);
                 }
@@ -821,7 +821,7 @@ impl Translator<'_, '_> {
                     }
                     other => {
                         let flags = types::buffer(readonly);
-                        let each = self.to_each(other, ScalarType::I64, width);
+                        let each = self.lane_values(other, ScalarType::I64, width);
                         Lanes::Each(
                             each.into_iter()
                                 .map(|i| {
@@ -867,11 +867,11 @@ impl Translator<'_, '_> {
                         Lanes::Affine(self.b.ins().imul(p, u), s * c)
                     }
                     (x @ Lanes::Vector(_), y) | (x, y @ Lanes::Vector(_)) if vector && !op.is_comparison() => {
-                        let (xv, yv) = (self.to_vector(x, t, width)?, self.to_vector(y, t, width)?);
+                        let (xv, yv) = (self.vector_value(x, t, width)?, self.vector_value(y, t, width)?);
                         Lanes::Vector(self.vector_binary(*op, t, xv, yv)?)
                     }
                     (x, y) => {
-                        let (xs, ys) = (self.to_each(x, t, width), self.to_each(y, t, width));
+                        let (xs, ys) = (self.lane_values(x, t, width), self.lane_values(y, t, width));
                         let mut out = Vec::with_capacity(width);
                         for (p, q) in xs.into_iter().zip(ys) {
                             out.push(self.scalar_binary(*op, t, p, q)?);
@@ -886,7 +886,7 @@ impl Translator<'_, '_> {
                     Lanes::Affine(p, s) => Lanes::Affine(self.b.ins().ineg(p), -s),
                     Lanes::Vector(v) if t.is_float() => Lanes::Vector(self.b.ins().fneg(v)),
                     x => {
-                        let each = self.to_each(x, t, width);
+                        let each = self.lane_values(x, t, width);
                         Lanes::Each(
                             each.into_iter()
                                 .map(|v| {
@@ -906,7 +906,7 @@ impl Translator<'_, '_> {
             Expr::Not(a) => {
                 let t = ty_of(self, a)?;
                 let x = self.lane_value(a, lanes, width)?;
-                let each = self.to_each(x, t, width);
+                let each = self.lane_values(x, t, width);
                 Lanes::Each(each.into_iter().map(|v| self.is_zero(v, t)).collect())
             }
             Expr::Cast(to, a) => {
@@ -922,7 +922,7 @@ impl Translator<'_, '_> {
                         }
                     }
                     x => {
-                        let each = self.to_each(x, from, width);
+                        let each = self.lane_values(x, from, width);
                         Lanes::Each(each.into_iter().map(|v| self.cast(v, from, *to)).collect::<Result<_, _>>()?)
                     }
                 }
@@ -934,8 +934,11 @@ impl Translator<'_, '_> {
                     self.lane_value(a, lanes, width)?,
                     self.lane_value(b, lanes, width)?,
                 );
-                let (cs, xs, ys) =
-                    (self.to_each(cs, ScalarType::Bool, width), self.to_each(xs, t, width), self.to_each(ys, t, width));
+                let (cs, xs, ys) = (
+                    self.lane_values(cs, ScalarType::Bool, width),
+                    self.lane_values(xs, t, width),
+                    self.lane_values(ys, t, width),
+                );
                 Lanes::Each((0..width).map(|l| self.b.ins().select(cs[l], xs[l], ys[l])).collect())
             }
             Expr::Int(..) | Expr::Float(..) | Expr::Bool(_) => unreachable!("constants are uniform"),
@@ -943,7 +946,7 @@ impl Translator<'_, '_> {
     }
 
     /// One scalar per lane.
-    fn to_each(&mut self, x: Lanes, t: ScalarType, width: usize) -> Vec<Value> {
+    fn lane_values(&mut self, x: Lanes, t: ScalarType, width: usize) -> Vec<Value> {
         match x {
             Lanes::Uniform(v) => vec![v; width],
             Lanes::Affine(p, s) => {
@@ -958,13 +961,13 @@ impl Translator<'_, '_> {
     }
 
     /// A vector of `t`.
-    fn to_vector(&mut self, x: Lanes, t: ScalarType, width: usize) -> Result<Value, CodegenError> {
+    fn vector_value(&mut self, x: Lanes, t: ScalarType, width: usize) -> Result<Value, CodegenError> {
         let vt = vector_type(t, width).ok_or_else(|| lane_mismatch("a vector type"))?;
         Ok(match x {
             Lanes::Vector(v) => v,
             Lanes::Uniform(v) => self.b.ins().splat(vt, v),
             other => {
-                let each = self.to_each(other, t, width);
+                let each = self.lane_values(other, t, width);
                 let mut v = self.b.ins().scalar_to_vector(vt, each[0]);
                 for (l, x) in each.iter().enumerate().skip(1) {
                     v = self.b.ins().insertlane(v, *x, l as u8);

@@ -122,10 +122,18 @@ fn lane_type(t: ScalarType) -> bool {
     )
 }
 
+/// What [`Shape::walk`] finds of one lane's expression: a string key equal
+/// for isomorphic lanes, the lane it reads (None: lane-free) and the
+/// groups' width.
+type LaneShape = (String, Option<usize>, Option<usize>);
+
+/// A run of loads by buffer, field and the index `J` of lane 0.
+type LoadKey = (Name, u32, Expr);
+
 /// Lanes of `t` per 128-bit part, when `width` lanes fill whole parts.
 fn lanes_per_part(t: ScalarType, width: usize) -> Option<usize> {
     let per = PART_BYTES / t.size_bytes();
-    (lane_type(t) && width >= 2 && width % per == 0 && width / per <= MAX_PARTS).then_some(per)
+    (lane_type(t) && width >= 2 && width.is_multiple_of(per) && width / per <= MAX_PARTS).then_some(per)
 }
 
 fn part_type(t: ScalarType) -> Type {
@@ -378,7 +386,7 @@ impl Translator<'_, '_> {
         members: &mut HashMap<Name, (usize, usize)>,
     ) {
         // Open runs by (buffer, field, J): statement indices, lane by lane.
-        let mut open: Vec<((Name, u32, Expr), Vec<usize>, ScalarType)> = Vec::new();
+        let mut open: Vec<(LoadKey, Vec<usize>, ScalarType)> = Vec::new();
         let mut runs: Vec<(Vec<usize>, ScalarType)> = Vec::new();
         for (i, s) in b.iter().enumerate() {
             match s {
@@ -460,7 +468,7 @@ impl Translator<'_, '_> {
             {
                 len += 1;
             }
-            let shapes: Option<Vec<(String, Option<usize>, Option<usize>)>> = (0..len)
+            let shapes: Option<Vec<LaneShape>> = (0..len)
                 .map(|c| {
                     let Stmt::Store { value, .. } = &b[i + c] else { return None };
                     let mut sh =
@@ -806,7 +814,7 @@ fn lane_sum_updates(
         if lanes_per_part(ty, width).is_none() {
             continue;
         }
-        let shapes: Option<Vec<(String, Option<usize>, Option<usize>)>> = at
+        let shapes: Option<Vec<LaneShape>> = at
             .iter()
             .map(|&i| {
                 let e = sum_update(&b[i], acc)?;

@@ -69,25 +69,24 @@ fn check_shape_products(header: &[u8]) -> Result<(), String> {
         let b = header[k];
         match b {
             b'{' | b'[' | b'(' => groups.push(Vec::new()),
-            b'}' | b']' | b')' => {
-                if groups.len() > 1 {
-                    let dims = groups.pop().unwrap_or_default();
-                    if overflows(&dims) {
-                        return Err(format!(
-                            "the shape {dims:?} has more elements than 64 bits count (numpy refuses it too)"
-                        ));
-                    }
+            b'}' | b']' | b')' if groups.len() > 1 => {
+                let dims = groups.pop().unwrap_or_default();
+                if overflows(&dims) {
+                    return Err(format!(
+                        "the shape {dims:?} has more elements than 64 bits count (numpy refuses it too)"
+                    ));
                 }
             }
+            b'}' | b']' | b')' => {}
             b'0'..=b'9' if k == 0 || !(header[k - 1].is_ascii_alphanumeric() || header[k - 1] == b'_') => {
                 let end = header[k..]
                     .iter()
                     .position(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
                     .map_or(header.len(), |e| k + e);
-                if let Some(n) = python_int(&header[k..end]) {
-                    if let Some(g) = groups.last_mut() {
-                        g.push(n);
-                    }
+                if let Some(n) = python_int(&header[k..end])
+                    && let Some(g) = groups.last_mut()
+                {
+                    g.push(n);
                 }
                 k = end;
                 continue;
