@@ -474,7 +474,7 @@ impl Mapped {
     /// Hands back the whole pages in `from..to` (their contents do not
     /// change: touched again, they are read again from the file).
     fn release(&self, from: usize, to: usize) {
-        #[cfg(unix)]
+        #[cfg(target_os = "linux")]
         {
             // SAFETY: sysconf has no preconditions.
             let Ok(page) = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }) else { return };
@@ -490,7 +490,7 @@ impl Mapped {
                 let _ = unsafe { self.0.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, a, b - a) };
             }
         }
-        #[cfg(not(unix))]
+        #[cfg(not(target_os = "linux"))]
         let _ = (from, to);
     }
 }
