@@ -616,6 +616,24 @@ fn csr32_rows(lens: &[i64], base: u32, m: u32) -> (Vec<u32>, Vec<u32>, Vec<f64>)
     (pos, crd, values)
 }
 
+/// The independent reference for CSR rows from [`csr32_rows`] (positions from
+/// `base`): the dense matrix times `xs`, and each row's entries summed in
+/// order (what `reduceSeq` and one accumulator give).
+fn csr32_reference(pos: &[u32], crd: &[u32], values: &[f64], base: u32, xs: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    let n = pos.len() - 1;
+    let mut dense = vec![vec![0.0f64; xs.len()]; n];
+    let mut in_order = vec![0.0f64; n];
+    for r in 0..n {
+        for p in pos[r]..pos[r + 1] {
+            let q = (p - base) as usize;
+            dense[r][crd[q] as usize] += values[q];
+            in_order[r] += values[q] * xs[crd[q] as usize];
+        }
+    }
+    let want = dense.iter().map(|row| row.iter().zip(xs).map(|(a, x)| a * x).sum()).collect();
+    (want, in_order)
+}
+
 #[test]
 fn csr_rows_of_every_length_from_an_offset_position_equal_a_dense_product() {
     // Empty rows first and last, rows around the pair step (1, 2, 3), around
@@ -633,19 +651,8 @@ fn csr_rows_of_every_length_from_an_offset_position_equal_a_dense_product() {
         crd[s..s + len as usize].sort_unstable();
     }
     let mut xs: Vec<f64> = (0..m).map(|j| f64::from(j % 13) * 0.25 - 1.0).collect();
-    // The independent reference: the dense matrix times xs, and the
-    // entries' sum in order (what `reduceSeq` and one accumulator give).
     let n = lens.len();
-    let mut dense = vec![vec![0.0f64; m as usize]; n];
-    let mut in_order = vec![0.0f64; n];
-    for r in 0..n {
-        for p in pos[r]..pos[r + 1] {
-            let q = (p - 5) as usize;
-            dense[r][crd[q] as usize] += values[q];
-            in_order[r] += values[q] * xs[crd[q] as usize];
-        }
-    }
-    let want: Vec<f64> = dense.iter().map(|row| row.iter().zip(&xs).map(|(a, x)| a * x).sum()).collect();
+    let (want, in_order) = csr32_reference(&pos, &crd, &values, 5, &xs);
     let p = csr32_lowered();
     p.validate().unwrap();
     for trust_ranges in [false, true] {
@@ -766,16 +773,7 @@ fn a_carried_row_start_is_right_in_every_chunk_on_any_number_of_threads() {
     let (pos, crd, values) = csr32_rows(&lens, 9, m);
     let xs: Vec<f64> = (0..m).map(|j| f64::from(j % 11) * 0.5 - 2.0).collect();
     let n = lens.len();
-    let mut dense = vec![vec![0.0f64; m as usize]; n];
-    let mut in_order = vec![0.0f64; n];
-    for r in 0..n {
-        for p in pos[r]..pos[r + 1] {
-            let q = (p - 9) as usize;
-            dense[r][crd[q] as usize] += values[q];
-            in_order[r] += values[q] * xs[crd[q] as usize];
-        }
-    }
-    let want: Vec<f64> = dense.iter().map(|row| row.iter().zip(&xs).map(|(a, x)| a * x).sum()).collect();
+    let (want, in_order) = csr32_reference(&pos, &crd, &values, 9, &xs);
     for (accumulators, trust_ranges) in [(4, false), (4, true), (1, true)] {
         let k = compile_with(
             &csr32_lowered(),
