@@ -17,6 +17,12 @@ use std::fmt;
 pub const DEFAULT_ITEMS: i64 = 16384;
 /// Work-groups in a dimension whose `Workgroup` loop range is unknown at launch.
 pub const DEFAULT_GROUPS: i64 = 1024;
+/// Work-groups a simulator (Oclgrind) launches where a kernel would launch
+/// [`DEFAULT_GROUPS`] ([`LaunchConfig::cap_default_groups`]): it runs every
+/// work-item of the launch, even those with nothing to do, at about 10 µs
+/// each, and strided `Workgroup` loops cover any range with fewer groups
+/// (which checks the barriers between a group's iterations too).
+pub const SIMULATOR_GROUPS: i64 = 4;
 /// Work-items per group in dimension 0 when a `Local` loop's range is unknown
 /// at launch (e.g. a row's number of nonzeros).
 pub const DEFAULT_LOCAL: i64 = 64;
@@ -132,6 +138,19 @@ impl LaunchConfig {
         for d in &mut self.dims {
             if let Dim::Global { items } = d {
                 *items = Expr::bin(BinOp::Min, items.clone(), Expr::index(max));
+            }
+        }
+    }
+
+    /// Launches at most `max` work-groups in each dimension whose number of
+    /// groups is [`DEFAULT_GROUPS`] (a `Workgroup` loop's range unknown at
+    /// launch): on a simulator ([`SIMULATOR_GROUPS`]).
+    pub fn cap_default_groups(&mut self, max: i64) {
+        for d in &mut self.dims {
+            if let Dim::Grouped { groups, .. } = d
+                && *groups == Expr::index(DEFAULT_GROUPS)
+            {
+                *groups = Expr::index(max.min(DEFAULT_GROUPS));
             }
         }
     }
