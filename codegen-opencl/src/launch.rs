@@ -270,3 +270,22 @@ pub fn eval(e: &Expr, nat: &dyn Fn(&Name) -> Option<i64>) -> Result<i64, String>
         _ => return Err(format!("cannot evaluate the size {}", text(e))),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_simulator_launches_few_groups_only_where_the_count_was_a_default() {
+        let mut c = LaunchConfig {
+            dims: vec![
+                Dim::Grouped { groups: Expr::index(DEFAULT_GROUPS), local: Expr::index(256) },
+                Dim::Grouped { groups: Expr::var("n"), local: Expr::index(4) },
+            ],
+        };
+        c.cap_default_groups(SIMULATOR_GROUPS);
+        let sizes = c.sizes(&|_| Some(10)).unwrap();
+        assert_eq!(sizes.global, vec![SIMULATOR_GROUPS as usize * 256, 40]);
+        assert_eq!(sizes.local, Some(vec![256, 4]));
+    }
+}
