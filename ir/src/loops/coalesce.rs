@@ -600,3 +600,98 @@ fn grouped(stmt: Stmt, fresh: &mut Fresh) -> Block {
     });
     allocs
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::loops::{Arg, ArgKind, Space};
+    use crate::nat::Nat;
+
+    /// `for i in 0 .. n parallel { out[keys[i]] += vals[i] (atomic) }` with
+    /// `fields` fields added, coalesced into chunks; `extra` adds a second
+    /// parallel loop.
+    fn program(fields: usize, extra: bool) -> LoopProgram {
+        let f = vec![ScalarType::F32; fields];
+        let arg = |name: &str, kind| Arg { name: name.into(), kind };
+        let adds = (0..fields as u32).map(|k| Stmt::AddAtomic {
+            buf: "out".into(),
+            index: Expr::load("keys", Expr::var("i"), 0),
+            field: k,
+            value: Expr::load("vals", Expr::var("i"), 0),
+        });
+        let lp = |var: &str, body| Stmt::For {
+            var: var.into(),
+            lo: Expr::index(0),
+            hi: Expr::var("n"),
+            schedule: Schedule::Parallel,
+            body,
+        };
+        let mut body = vec![lp("i", adds.collect())];
+        if extra {
+            body.push(lp("j", vec![]));
+        }
+        let mut p = LoopProgram {
+            name: "adds".into(),
+            args: vec![
+                arg("n", ArgKind::Nat),
+                arg("keys", ArgKind::Input { fields: vec![ScalarType::I64], len: Nat::var("n") }),
+                arg("vals", ArgKind::Input { fields: vec![ScalarType::F32], len: Nat::var("n") }),
+                arg("out", ArgKind::Output { fields: f, len: Nat::var("n") }),
+            ],
+            host: vec![],
+            body,
+            checks: vec![],
+            parallel_work: None,
+            reassociable: vec![],
+            ranges: vec![],
+            counts: vec![],
+            result: None,
+            index_overflow_at: None,
+        };
+        coalesce_atomic_runs(&mut p);
+        p
+    }
+
+    fn count(b: &[Stmt], pred: &dyn Fn(&Stmt) -> bool) -> usize {
+        b.iter()
+            .map(|s| {
+                usize::from(pred(s))
+                    + match s {
+                        Stmt::For { body, .. } => count(body, pred),
+                        Stmt::If { then, els, .. } => count(then, pred) + count(els, pred),
+                        _ => 0,
+                    }
+            })
+            .sum()
+    }
+
+    #[test]
+    fn a_chunked_loop_runs_in_work_groups_that_combine_boundary_runs() {
+        for fields in 1..=RUN_GROUP_FIELDS {
+            let mut p = program(fields, false);
+            group_atomic_runs(&mut p);
+            p.validate().unwrap_or_else(|e| panic!("{e}: {:?}", p.body));
+            let local = count(&p.body, &|s| matches!(s, Stmt::Alloc { space: Space::Local, .. }));
+            assert_eq!(local, 6, "{:?}", p.body);
+            let groups = count(&p.body, &|s| matches!(s, Stmt::For { schedule: Schedule::Workgroup(0), .. }));
+            assert_eq!(groups, 1);
+            // Interior runs in the chunk's loop; the two boundary entries of an item.
+            let adds = count(&p.body, &|s| matches!(s, Stmt::AddAtomic { .. }));
+            assert_eq!(adds, 3 * fields);
+            // The suffix sum's steps: w = 1, 2, … up to RUN_GROUP over 2 RUN_GROUP entries.
+            let steps = RUN_GROUP.trailing_zeros() as usize + 1;
+            let items = count(&p.body, &|s| matches!(s, Stmt::For { schedule: Schedule::Local(0), .. }));
+            assert_eq!(items, 3 + 2 * steps);
+        }
+    }
+
+    #[test]
+    fn other_loops_and_too_many_fields_keep_their_chunks() {
+        for (fields, extra) in [(1, true), (RUN_GROUP_FIELDS + 1, false)] {
+            let before = program(fields, extra);
+            let mut p = before.clone();
+            group_atomic_runs(&mut p);
+            assert_eq!(p, before, "{fields} fields, another loop: {extra}");
+        }
+    }
+}
