@@ -8,7 +8,10 @@ profiling events, the kernel alone, median of --reps):
                                           work-group and W work-items per row, tuned
   - examples/sparse/spmv_csr.hdl          the MLIR-encoded CSR kernel (`--matrix A=M.npz`)
   - examples/sparse/spmv_coo.hdl          the MLIR-encoded COO kernel: chunks of entries,
-                                          each run of one row added once (atomically)
+                                          each run of one row added once (atomically); on
+                                          OpenCL a work-group's 256 chunks first combine their
+                                          boundary runs in local memory (one atomic add per
+                                          row and work-group of 8 192 entries)
   both MLIR kernels also with `posWidth = 32, crdWidth = 32` (scipy's indices as
   stored), and with --baseline BIN the COO kernel of another build (before/after)
 against cuSPARSE's SpMV (`cupyx.cusparse.spmv`, CUDA events, median of --reps;

@@ -17,6 +17,12 @@ use std::fmt;
 pub const DEFAULT_ITEMS: i64 = 16384;
 /// Work-groups in a dimension whose `Workgroup` loop range is unknown at launch.
 pub const DEFAULT_GROUPS: i64 = 1024;
+/// Work-groups a simulator (Oclgrind) launches where a kernel would launch
+/// [`DEFAULT_GROUPS`] ([`LaunchConfig::cap_default_groups`]): it runs every
+/// work-item of the launch, even those with nothing to do, at about 10 µs
+/// each, and strided `Workgroup` loops cover any range with fewer groups
+/// (which checks the barriers between a group's iterations too).
+pub const SIMULATOR_GROUPS: i64 = 4;
 /// Work-items per group in dimension 0 when a `Local` loop's range is unknown
 /// at launch (e.g. a row's number of nonzeros).
 pub const DEFAULT_LOCAL: i64 = 64;
@@ -136,6 +142,19 @@ impl LaunchConfig {
         }
     }
 
+    /// Launches at most `max` work-groups in each dimension whose number of
+    /// groups is [`DEFAULT_GROUPS`] (a `Workgroup` loop's range unknown at
+    /// launch): on a simulator ([`SIMULATOR_GROUPS`]).
+    pub fn cap_default_groups(&mut self, max: i64) {
+        for d in &mut self.dims {
+            if let Dim::Grouped { groups, .. } = d
+                && *groups == Expr::index(DEFAULT_GROUPS)
+            {
+                *groups = Expr::index(max.min(DEFAULT_GROUPS));
+            }
+        }
+    }
+
     /// The sizes for a launch, given the natural parameters' values.
     pub fn sizes(&self, nat: &dyn Fn(&Name) -> Option<i64>) -> Result<WorkSizes, String> {
         let clamp = |v: i64| v.clamp(1, MAX_DIM) as usize;
@@ -250,4 +269,23 @@ pub fn eval(e: &Expr, nat: &dyn Fn(&Name) -> Option<i64>) -> Result<i64, String>
         }
         _ => return Err(format!("cannot evaluate the size {}", text(e))),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_simulator_launches_few_groups_only_where_the_count_was_a_default() {
+        let mut c = LaunchConfig {
+            dims: vec![
+                Dim::Grouped { groups: Expr::index(DEFAULT_GROUPS), local: Expr::index(256) },
+                Dim::Grouped { groups: Expr::var("n"), local: Expr::index(4) },
+            ],
+        };
+        c.cap_default_groups(SIMULATOR_GROUPS);
+        let sizes = c.sizes(&|_| Some(10)).unwrap();
+        assert_eq!(sizes.global, vec![SIMULATOR_GROUPS as usize * 256, 40]);
+        assert_eq!(sizes.local, Some(vec![256, 4]));
+    }
 }

@@ -338,11 +338,13 @@ pub fn compile(prog: &LoopProgram) -> Result<Kernel, Diagnostic> {
     Ok(Kernel { name, source: src, params, launch, interface })
 }
 
-/// The program as the OpenCL backend runs it: schedules explicit
-/// (`normalize`) and the barriers the work-groups need (`barriers`).
+/// The program as the OpenCL backend runs it: a chunked loop of atomic adds
+/// run by work-groups that combine their boundary runs first
+/// (`group_atomic_runs`), schedules explicit (`normalize`) and the barriers the work-groups need (`barriers`).
 /// `heddle compile --target opencl` shows the kernel generated from it.
 pub fn prepare(prog: &LoopProgram) -> LoopProgram {
     let mut p = prog.clone();
+    heddle_ir::loops::group_atomic_runs(&mut p);
     normalize::schedules(&mut p.body);
     p.body = barriers::place(std::mem::take(&mut p.body));
     p

@@ -494,7 +494,11 @@ impl Session {
                 _ => None,
             }
         };
-        let sizes = kernel.launch.sizes(&nat).map_err(|m| err(format!("cannot size the launch: {m}")))?;
+        let mut config = kernel.launch.clone();
+        if self.entry.simulator {
+            config.cap_default_groups(heddle_codegen_opencl::launch::SIMULATOR_GROUPS);
+        }
+        let sizes = config.sizes(&nat).map_err(|m| err(format!("cannot size the launch: {m}")))?;
         self.check_sizes(&sizes)?;
         let program = self.build(kernel)?;
         let k = core::create_kernel(program.as_core(), &kernel.name)

@@ -23,7 +23,7 @@ mod print;
 mod trust;
 mod validate;
 
-pub use coalesce::{RUN_CHUNK, coalesce_atomic_runs};
+pub use coalesce::{RUN_CHUNK, RUN_GROUP, RUN_GROUP_FIELDS, coalesce_atomic_runs, group_atomic_runs};
 pub use interchange::{Interchanged, ROW_BLOCK, interchange, interchange_in_blocks, interchanged_program};
 pub use narrow::{INDEX_OVERFLOW_CHECK, INDEX_OVERFLOW_MESSAGE, fitting_range, int_range, narrow_casts};
 pub use print::expr as expr_text;
