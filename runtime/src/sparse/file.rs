@@ -144,7 +144,7 @@ fn read_contents(path: &Path, dest: Option<ScalarType>) -> Result<Read> {
                 // A pattern file's entries take the encoding's explicitVal (see `Contents::Pattern`).
                 return Ok(if pattern { Read::Pattern(cols.into_coo(), elem) } else { Read::Columns(cols, elem) });
             }
-            let bytes = super::text::read_file(path)?;
+            let bytes = mtx::read_text(path)?;
             let (coo, elem) = mtx::parse_mtx_for(&bytes, path, dest.unwrap_or(ScalarType::F64))?;
             Ok(if mtx::is_pattern(&bytes) { Read::Pattern(coo, elem) } else { Read::Entries(coo, elem) })
         }
@@ -154,7 +154,21 @@ fn read_contents(path: &Path, dest: Option<ScalarType>) -> Result<Read> {
             Ok(Read::Entries(coo, elem))
         }
         "json" => {
-            let bytes = super::text::read_file(path)?;
+            let invalid = |e: serde_json::Error| SparseError::File {
+                path: path.to_path_buf(),
+                line: e.line(),
+                message: format!("not valid JSON: {e}"),
+            };
+            if super::text::is_stream(path) {
+                // A stream (a FIFO, a device) is parsed as it is read, so it
+                // fails at its first bad byte; a regular file is read whole.
+                let file =
+                    std::fs::File::open(path).map_err(|source| SparseError::Io { path: path.to_path_buf(), source })?;
+                let v: serde_json::Value = serde_json::from_reader(std::io::BufReader::new(file)).map_err(invalid)?;
+                return from_json_value(v, path, dest);
+            }
+            let bytes =
+                super::text::read_text(path, &|head| super::text::json_head(head).map_or(Ok(()), |e| Err(invalid(e))))?;
             // A storage object (most of a large file is its values) is read without a JSON tree.
             if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
                 && let Some(t) = json::storage_from_slice(&bytes, dest)
@@ -163,24 +177,25 @@ fn read_contents(path: &Path, dest: Option<ScalarType>) -> Result<Read> {
                     t.map_err(|e| SparseError::Json(format!("{}: {e}", path.display())))?,
                 )));
             }
-            let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| SparseError::File {
-                path: path.to_path_buf(),
-                line: e.line(),
-                message: format!("not valid JSON: {e}"),
-            })?;
-            let in_file = |e: SparseError| SparseError::Json(format!("{}: {e}", path.display()));
-            if v.is_object() {
-                Ok(Read::Stored(Box::new(json::storage_from_json(&v, dest).map_err(in_file)?)))
-            } else {
-                let coo = json::dense_from_json(&v, dest).map_err(in_file)?.to_coo();
-                let elem = coo.elem();
-                Ok(Read::Entries(coo, elem))
-            }
+            let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(invalid)?;
+            from_json_value(v, path, dest)
         }
         e => Err(SparseError::Shape(format!(
             "{}: unknown tensor file type `.{e}` (expected .mtx, .tns, .npz or .json)",
             path.display()
         ))),
+    }
+}
+
+/// A `.json` file's document: a storage object or nested lists.
+fn from_json_value(v: serde_json::Value, path: &Path, dest: Option<ScalarType>) -> Result<Read> {
+    let in_file = |e: SparseError| SparseError::Json(format!("{}: {e}", path.display()));
+    if v.is_object() {
+        Ok(Read::Stored(Box::new(json::storage_from_json(&v, dest).map_err(in_file)?)))
+    } else {
+        let coo = json::dense_from_json(&v, dest).map_err(in_file)?.to_coo();
+        let elem = coo.elem();
+        Ok(Read::Entries(coo, elem))
     }
 }
 

@@ -36,7 +36,35 @@ pub fn is_pattern(bytes: &[u8]) -> bool {
 /// Reads a Matrix Market file. The element type is `i64` for `integer`
 /// files, `complex<f64>` for `complex` ones and `f64` otherwise.
 pub fn read_mtx(path: &Path) -> Result<(Coo, ScalarType)> {
-    parse_mtx(&text::read_file(path)?, path)
+    parse_mtx(&read_text(path)?, path)
+}
+
+/// The banner every Matrix Market file starts with (in any case).
+const BANNER: &[u8] = b"%%MatrixMarket";
+
+/// Reads a Matrix Market file's text whole, looking at its first bytes
+/// before reading on (see [`text::read_text`]): a file that does not start
+/// with the banner, or whose first line runs on, is refused at line 1.
+pub(crate) fn read_text(path: &Path) -> Result<Vec<u8>> {
+    text::read_text(path, &|bytes| {
+        // White space before the banner is accepted, as the parser does.
+        let start = bytes.iter().position(|&b| !matches!(b, b' ' | b'\t' | b'\r')).unwrap_or(bytes.len());
+        let head = &bytes[start..];
+        let n = head.len().min(BANNER.len());
+        if !head[..n].eq_ignore_ascii_case(&BANNER[..n]) {
+            return Err(SparseError::file(
+                path,
+                1,
+                "bad header: expected `%%MatrixMarket matrix coordinate|array real|integer|complex|pattern general|symmetric|skew-symmetric|hermitian`",
+            ));
+        }
+        text::first_line_ends(path, bytes, "a Matrix Market header")?;
+        // The size line (after the banner) holds non-negative integers.
+        text::content_line(path, bytes, b'%', 0, &|toks| {
+            let bad = toks.iter().find(|t| text::parse_u64(t).is_none())?;
+            Some(format!("size `{}` is not a non-negative integer", text::show(bad)))
+        })
+    })
 }
 
 /// Parses Matrix Market text; `path` is only used in messages.
@@ -47,7 +75,7 @@ pub fn parse_mtx(bytes: &[u8], path: &Path) -> Result<(Coo, ScalarType)> {
 /// Reads a Matrix Market file for a tensor whose values are `dest`: real
 /// values are rounded once, straight to `f32` when `dest` is `F32`.
 pub fn read_mtx_for(path: &Path, dest: ScalarType) -> Result<(Coo, ScalarType)> {
-    parse_mtx_for(&text::read_file(path)?, path, dest)
+    parse_mtx_for(&read_text(path)?, path, dest)
 }
 
 /// [`parse_mtx`] for a tensor whose values are `dest` (see [`read_mtx_for`]).
@@ -341,6 +369,10 @@ struct Head {
 /// are all there (the size line ends with a newline) and well-formed, for
 /// a `coordinate` file whose sizes are at most 2^32. `None` otherwise.
 fn coordinate_head(bytes: &[u8]) -> Option<Head> {
+    // Not a banner: nothing to look for (a large file without a newline is not scanned).
+    if !bytes.get(..BANNER.len()).is_some_and(|b| b.eq_ignore_ascii_case(BANNER)) {
+        return None;
+    }
     let mut at = 0;
     let mut next_line = || {
         let len = bytes[at..].iter().position(|&b| b == b'\n')?;
