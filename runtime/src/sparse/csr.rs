@@ -158,9 +158,29 @@ pub(crate) fn pack_columns_csr_like(
         let s = counting::grouped(&outer, inner, values, dims[a] as usize);
         return finish_scattered(s, enc, elem, &dims, lvl_sizes, strict);
     }
+    // The same with the inner column read at 64 bits (a reader that knew
+    // the target's coordinates are 64-bit, `file::read_into`): kept as the
+    // coordinates buffer, with no widening pass.
+    if let (IndexBuf::U32(o), IndexBuf::U64(i)) = (cols.column(a), cols.column(b))
+        && a == 0
+        && enc.crd_width.storage_bits() == 64
+        && let Some(strict) = counting::row_ordered(o, i, cols.dims[a], cols.dims[b])
+    {
+        super::build::check_alloc(cols.dims[a], "the positions buffer")?;
+        let dims = cols.dims.clone();
+        let (_, mut columns, values) = cols.into_parts();
+        let (IndexBuf::U64(inner), IndexBuf::U32(outer)) = (columns.swap_remove(b), columns.swap_remove(0)) else {
+            unreachable!("a 32-bit outer and a 64-bit inner column")
+        };
+        let s = counting::grouped(&outer, inner, values, dims[a] as usize);
+        return finish_scattered(s, enc, elem, &dims, lvl_sizes, strict);
+    }
     let (dims, values) = (&cols.dims, &cols.values);
     match (cols.column(a), cols.column(b)) {
         (IndexBuf::U32(o), IndexBuf::U32(i)) => {
+            pack_entries(o.as_slice(), i.as_slice(), dims, values, (a, b), enc, elem, lvl_sizes, outside)
+        }
+        (IndexBuf::U32(o), IndexBuf::U64(i)) => {
             pack_entries(o.as_slice(), i.as_slice(), dims, values, (a, b), enc, elem, lvl_sizes, outside)
         }
         (IndexBuf::U64(o), IndexBuf::U64(i)) => {
@@ -192,8 +212,8 @@ fn csr_dims(enc: &Encoding) -> Result<(usize, usize)> {
 /// stored at the encoding's widths. `outside(k)` is the error for entry
 /// `k`, the first with a coordinate outside its dimension.
 #[allow(clippy::too_many_arguments)]
-fn pack_entries<C: Column + ?Sized>(
-    outer: &C,
+fn pack_entries<O: Column + ?Sized, C: Column + ?Sized>(
+    outer: &O,
     inner: &C,
     dims: &[u64],
     values: &ScalarVec,
@@ -206,10 +226,10 @@ fn pack_entries<C: Column + ?Sized>(
     super::build::check_alloc(dims[a], "the positions buffer")?;
     let sizes = (dims[a], dims[b]);
     if counting::narrow(values.len(), dims[b]) {
-        let s = counting::scatter_entries::<u32, C, C>(sizes, outer, inner, values).map_err(outside)?;
+        let s = counting::scatter_entries::<u32, O, C>(sizes, outer, inner, values).map_err(outside)?;
         finish_scattered(s, enc, elem, dims, lvl_sizes, false)
     } else {
-        let s = counting::scatter_entries::<u64, C, C>(sizes, outer, inner, values).map_err(outside)?;
+        let s = counting::scatter_entries::<u64, O, C>(sizes, outer, inner, values).map_err(outside)?;
         finish_scattered(s, enc, elem, dims, lvl_sizes, false)
     }
 }
