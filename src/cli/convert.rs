@@ -45,10 +45,22 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     check_encoding_arg("--to", &a.to, a.defs.as_deref())?;
     let format = write::Format::from_path(Path::new(&a.output)).map_err(|e| Failure::Input(e.to_string()))?;
     let t0 = Instant::now();
-    let contents = file::read_as_written(Path::new(&a.input)).map_err(|e| Failure::Input(e.to_string()))?;
+    // A Matrix Market file holds a matrix: its target is known before the
+    // read, which then reads at the target's widths where it can.
+    let input = Path::new(&a.input);
+    let matrix = input.extension().is_some_and(|e| e.eq_ignore_ascii_case("mtx"));
+    let early = if matrix { Some(resolve_encoding("--to", &a.to, a.defs.as_deref(), Some(2))?) } else { None };
+    let contents = match &early {
+        Some(enc) => file::read_as_written_for(input, enc),
+        None => file::read_as_written(input),
+    }
+    .map_err(|e| Failure::Input(e.to_string()))?;
     let entries_read = contents.len();
     let t1 = Instant::now();
-    let enc = resolve_encoding("--to", &a.to, a.defs.as_deref(), Some(contents.rank()))?;
+    let enc = match early {
+        Some(enc) => enc,
+        None => resolve_encoding("--to", &a.to, a.defs.as_deref(), Some(contents.rank()))?,
+    };
     let mut t = contents.into_encoding(&enc).map_err(|e| Failure::Input(format!("{}: {e}", a.input)))?;
     if let Some(elem) = a.elem {
         let values = std::mem::take(&mut t.values);

@@ -413,3 +413,195 @@ fn npy_shapes_whose_products_wrap_and_npz_sizes_at_the_limit_are_refused() {
         assert!(err.contains(says), "{}: {err}", file.display());
     }
 }
+
+/// Runs heddle with its address space bounded (8 GiB, `ulimit -v`) and
+/// killed after `secs` seconds: a reader that reads an endless file whole
+/// fails the test (an allocation failure, or the time) instead of filling
+/// the machine's memory or hanging. (exit code, stderr.)
+fn heddle_bounded(args: &[&str], secs: u64) -> (i32, String) {
+    heddle_bounded_env(args, secs, &[])
+}
+
+/// [`heddle_bounded`] with extra environment variables.
+fn heddle_bounded_env(args: &[&str], secs: u64, env: &[(&str, &str)]) -> (i32, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let err_path = dir.path().join("stderr");
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c").arg("ulimit -v 8388608; exec \"$0\" \"$@\"").arg(env!("CARGO_BIN_EXE_heddle")).args(args);
+    cmd.current_dir(root()).stdout(Stdio::null()).stderr(std::fs::File::create(&err_path).unwrap());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("run heddle under bash");
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("heddle {args:?} ran for more than {secs} seconds");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (status.code().unwrap_or(-1), String::from_utf8_lossy(&std::fs::read(&err_path).unwrap()).into_owned())
+}
+
+/// The ways a data file reaches a reader: `run --input` (`.npy`, `.json`),
+/// `run --matrix` and `--csr` (`.mtx`, `.tns`, `.npz`, `.json`) and
+/// `convert`, each with `file` as the data.
+fn data_commands(file: &std::path::Path, out: &std::path::Path) -> Vec<Vec<String>> {
+    let f = file.to_str().unwrap().to_string();
+    let ext = file.extension().unwrap().to_str().unwrap();
+    let mut cmds = Vec::new();
+    if matches!(ext, "npy" | "json") {
+        cmds.push(vec!["run".into(), "examples/dense_mv.hdl".into(), "--input".into(), format!("xs={f}")]);
+    }
+    if matches!(ext, "mtx" | "tns" | "npz" | "json") {
+        cmds.push(vec!["run".into(), "examples/sparse/reduce_matrix.hdl".into(), "--matrix".into(), format!("A={f}")]);
+        cmds.push(vec![
+            "run".into(),
+            "examples/csr_spmv_parallel.hdl".into(),
+            "--csr".into(),
+            format!("offset,col_indices,values={f}"),
+        ]);
+        cmds.push(vec![
+            "convert".into(),
+            f.clone(),
+            "--to".into(),
+            "CSR".into(),
+            "-o".into(),
+            out.display().to_string(),
+        ]);
+    }
+    cmds
+}
+
+#[test]
+fn data_files_that_never_end_fail_at_their_first_bytes() {
+    // Each reader read its file whole before looking at it: a link to
+    // /dev/zero filled memory. Now each looks at the first bytes (the
+    // magic string, the banner, the first JSON byte; a NUL byte in a
+    // text file) and stops there, with the file and line.
+    if !std::path::Path::new("/dev/zero").exists() {
+        eprintln!("SKIPPED: no /dev/zero on this machine");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for ext in ["json", "npy", "mtx", "tns", "npz"] {
+        let link = dir.path().join(format!("zero.{ext}"));
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        for cmd in data_commands(&link, &dir.path().join("out.json")) {
+            let args: Vec<&str> = cmd.iter().map(String::as_str).collect();
+            let (code, err) = heddle_bounded(&args, 60);
+            no_crash(&err);
+            assert_eq!(code, 1, "{args:?}: {err}");
+            assert!(err.contains(&format!("zero.{ext}")), "{args:?} names the file: {err}");
+            let located = match ext {
+                "npy" => "no \\x93NUMPY magic string",
+                "npz" => "not a .npz (zip) archive",
+                "json" => "line 1 column 1",
+                _ => ":1: byte 0 is NUL",
+            };
+            assert!(err.contains(located), "{args:?}: {err}");
+        }
+    }
+}
+
+#[test]
+fn an_endless_fifo_of_text_fails_at_its_first_lines() {
+    // A FIFO fed `y` lines for ever (`yes`): not the start of any format
+    // heddle reads, so each reader stops after its first bytes. The writer
+    // is killed afterwards; the reader's exit closes the FIFO for it.
+    let have = |c: &str| {
+        Command::new("sh").arg("-c").arg(format!("command -v {c}")).output().is_ok_and(|o| o.status.success())
+    };
+    if !have("mkfifo") || !have("yes") {
+        eprintln!("SKIPPED: no mkfifo or yes on this machine");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("json", "not valid JSON: expected value at line 1 column 1"),
+        ("npy", "no \\x93NUMPY magic string"),
+        ("mtx", ":1: bad header"),
+        ("tns", ":1: `y` is not a number"),
+    ];
+    for (ext, says) in cases {
+        let fifo = dir.path().join(format!("endless.{ext}"));
+        for cmd in data_commands(&fifo, &dir.path().join("out.json")) {
+            let _ = std::fs::remove_file(&fifo);
+            assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+            let mut writer =
+                Command::new("sh").arg("-c").arg("exec yes > \"$0\"").arg(&fifo).stderr(Stdio::null()).spawn().unwrap();
+            let args: Vec<&str> = cmd.iter().map(String::as_str).collect();
+            let (code, err) = heddle_bounded(&args, 60);
+            let _ = writer.kill();
+            let _ = writer.wait();
+            no_crash(&err);
+            assert_eq!(code, 1, "{args:?}: {err}");
+            assert!(err.contains(&format!("endless.{ext}")) && err.contains(says), "{args:?}: {err}");
+        }
+    }
+}
+
+#[test]
+fn a_header_that_promises_more_than_the_file_holds_allocates_only_the_file() {
+    // Under an 8 GiB address space, a header promising 2^34 values
+    // (64 GiB, within a memory limit of 1 TiB) fails as truncated, reading
+    // what is there, never by allocating the claim; one promising 2^40
+    // (4 TiB) is refused before reading, at the default limit.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let npy = d.join("big.npy");
+    let arg = format!("xs={}", npy.display());
+    let args = ["run", "examples/dense_mv.hdl", "--input", &arg];
+    std::fs::write(&npy, npy_bytes("<f4", "(17179869184,)", &[0; 16])).unwrap();
+    let (code, err) = heddle_bounded_env(&args, 60, &[("HEDDLE_MAX_MEMORY", "1T")]);
+    no_crash(&err);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("big.npy") && err.contains("truncated") && err.contains("holds 16 bytes"), "{err}");
+    std::fs::write(&npy, npy_bytes("<f4", "(1099511627776,)", &[0; 16])).unwrap();
+    let (code, err) = heddle_bounded(&args, 60);
+    no_crash(&err);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("big.npy") && err.contains("the header promises 4398046511104 bytes"), "{err}");
+    let mtx = write(d, "big.mtx", "%%MatrixMarket matrix coordinate real general\n4294967296 4 4294967296\n1 1 1.5\n");
+    for cmd in data_commands(&mtx, &d.join("out.json")) {
+        let args: Vec<&str> = cmd.iter().map(String::as_str).collect();
+        let (code, err) = heddle_bounded(&args, 60);
+        no_crash(&err);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(
+            err.contains("big.mtx:") && err.contains("the file ends after 1 of the 4294967296 entries"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn an_input_given_for_a_tensor_parameter_points_to_matrix() {
+    // `--encoding matrix=CSR` makes `matrix` a tensor parameter: its
+    // storage comes from `--matrix`, and `--input` said only that the
+    // kernel has no input of this name.
+    let dir = tempfile::tempdir().unwrap();
+    let m = write(dir.path(), "m.json", "[[1.0, 0.0], [0.0, 2.0]]\n");
+    let x = write(dir.path(), "x.json", "[1.0, 1.0]\n");
+    let (code, err) = heddle_bounded(
+        &[
+            "run",
+            "examples/dense_mv.hdl",
+            "--encoding",
+            "matrix=CSR",
+            "--input",
+            &format!("matrix={}", m.display()),
+            "--input",
+            &format!("xs={}", x.display()),
+        ],
+        60,
+    );
+    no_crash(&err);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("is a tensor parameter") && err.contains("--matrix matrix=FILE"), "{err}");
+}

@@ -110,6 +110,16 @@ fn bind(kernel: &Kernel, nat_args: &[(String, i64)], inputs: Vec<(String, Loaded
     for (name, loaded) in inputs {
         let n = Name::from(name.as_str());
         if !value_params.iter().any(|(p, _)| **p == n) {
+            // A tensor parameter (one `--encoding` made sparse, say) is read
+            // from its file with `--matrix`, not `--input`.
+            if kernel.params.iter().any(|p| matches!(p, KernelParam::Tensor { name, .. } if *name == n)) {
+                return Err(err(
+                    &n,
+                    format!(
+                        "`{n}` is a tensor parameter, whose storage is read from a file: pass it with --matrix {n}=FILE (.mtx, .tns, .npz or .json), not --input"
+                    ),
+                ));
+            }
             return Err(InputError {
                 parameter: Some(name),
                 message: format!(

@@ -3,7 +3,6 @@
 
 use crate::value::Value;
 use npyz::{DType, TypeChar};
-use std::io::Read;
 use std::path::Path;
 
 /// Data read from an input file, before it is matched against a type.
@@ -105,10 +104,24 @@ pub fn read_input(path: &Path) -> Result<Loaded, String> {
     match ext {
         "npy" => read_npy(path),
         "json" => {
-            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            serde_json::from_str(&text)
-                .map(Loaded::Json)
-                .map_err(|e| format!("{}:{}:{}: not valid JSON: {e}", path.display(), e.line(), e.column()))
+            let invalid =
+                |e: serde_json::Error| format!("{}:{}:{}: not valid JSON: {e}", path.display(), e.line(), e.column());
+            // A stream (a FIFO, a device) is parsed as it is read, so it
+            // fails at its first bad byte; a regular file is read whole once
+            // its first bytes are seen to start a value (see `read_text`).
+            if crate::sparse::text::is_stream(path) {
+                let file = std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                return serde_json::from_reader(std::io::BufReader::new(file)).map(Loaded::Json).map_err(invalid);
+            }
+            use crate::sparse::SparseError;
+            let text = crate::sparse::text::read_text(path, &|head| {
+                crate::sparse::text::json_head(head).map_or(Ok(()), |e| Err(SparseError::Json(invalid(e))))
+            })
+            .map_err(|e| match e {
+                SparseError::Io { .. } => format!("cannot read {e}"),
+                e => e.to_string(),
+            })?;
+            serde_json::from_slice(&text).map(Loaded::Json).map_err(invalid)
         }
         _ => Err(format!("{}: unsupported input format (expected a .npy or .json file)", path.display())),
     }
@@ -197,17 +210,26 @@ fn decode(f: &FieldLayout, raw: &[u8]) -> Value {
 }
 
 fn read_npy(path: &Path) -> Result<Loaded, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    super::npy::check_npy_header(&bytes).map_err(|e| format!("{}: not a valid .npy file: {e}", path.display()))?;
-    let npy = npyz::NpyFile::new(&bytes[..]).map_err(|e| format!("{}: not a valid .npy file: {e}", path.display()))?;
-    let shape_dims = npy.shape().to_vec();
+    let invalid = |e: String| format!("{}: not a valid .npy file: {e}", path.display());
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    // Read as a stream: the magic string and header are checked before any
+    // data is read (`/dev/zero` fails at its first byte), and the data's
+    // buffer grows as bytes arrive, reserved at most at the file's size: a
+    // header that promises more than the file holds allocates no more than
+    // the file, then fails as truncated; and one that promises more than
+    // the memory limit (`crate::limits`) is refused before any data is read.
+    let size = file.metadata().ok().filter(|m| m.is_file()).map_or(1 << 20, |m| m.len());
+    let (limit, _) = crate::limits::max_bytes()?;
+    let array = super::npy::read_array(std::io::BufReader::new(file), limit, size).map_err(invalid)?;
+    let super::npy::Array { header, data } = array;
+    let shape_dims = header.shape.clone();
     // A 0-d array is one item.
     let shape = if shape_dims.is_empty() { vec![1] } else { shape_dims };
-    if npy.order() == npyz::Order::Fortran && npy.shape().len() > 1 {
+    if header.fortran_order && header.shape.len() > 1 {
         return Err(format!("{}: Fortran-ordered arrays are not supported; save with order='C'", path.display()));
     }
-    let count = npy.shape().iter().try_fold(1u64, |a, d| a.checked_mul(*d)).ok_or("shape too large")? as usize;
-    let fields: Vec<FieldLayout> = match npy.dtype() {
+    let count = header.count().ok_or("shape too large")? as usize;
+    let fields: Vec<FieldLayout> = match &header.dtype {
         DType::Record(fs) => fs
             .iter()
             .map(|f| {
@@ -218,16 +240,14 @@ fn read_npy(path: &Path) -> Result<Loaded, String> {
             })
             .collect::<Result<_, _>>()
             .map_err(|e| format!("{}: {e}", path.display()))?,
-        d => vec![field_layout(&d).map_err(|e| format!("{}: {e}", path.display()))?],
+        d => vec![field_layout(d).map_err(|e| format!("{}: {e}", path.display()))?],
     };
-    let structured = matches!(npy.dtype(), DType::Record(_));
+    let structured = matches!(header.dtype, DType::Record(_));
     let row: usize = fields.iter().map(|f| f.bytes).sum();
     // A record of no bytes would let a tiny file claim any number of items.
     if row == 0 {
         return Err(format!("{}: a structured dtype with no fields holds no data", path.display()));
     }
-    let mut data = Vec::new();
-    npy.into_inner().read_to_end(&mut data).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let needed = count.checked_mul(row).ok_or("file too large")?;
     if data.len() < needed {
         return Err(format!(

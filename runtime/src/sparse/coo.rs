@@ -168,6 +168,15 @@ impl CooColumns {
         );
         CooColumns { dims, columns: columns.into_iter().map(IndexBuf::U32).collect(), values }
     }
+    /// The columns as given (32- or 64-bit, each as long as `values`; a
+    /// 32-bit one only where its dimension's size is at most 2^32).
+    pub(crate) fn from_bufs(dims: Vec<u64>, columns: Vec<IndexBuf>, values: ScalarVec) -> CooColumns {
+        assert!(
+            columns.len() == dims.len() && columns.iter().all(|c| c.len() == values.len()),
+            "one column per dimension, one coordinate per value"
+        );
+        CooColumns { dims, columns, values }
+    }
     /// Number of dimensions.
     pub fn rank(&self) -> usize {
         self.dims.len()

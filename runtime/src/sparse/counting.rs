@@ -310,7 +310,7 @@ fn entry_bytes<I, T>(_: &[T]) -> usize {
 /// (outer, inner) order: every row sorted, no duplicates (as
 /// [`Scattered::clean`] would find after [`grouped`]). `None` otherwise. One
 /// parallel pass over both columns, in blocks.
-pub(crate) fn row_ordered(outer: &[u32], inner: &[u32], n_outer: u64, n_inner: u64) -> Option<bool> {
+pub(crate) fn row_ordered<I: Idx>(outer: &[u32], inner: &[I], n_outer: u64, n_inner: u64) -> Option<bool> {
     use rayon::prelude::*;
     const BLOCK: usize = 1 << 16;
     let n = outer.len();
@@ -321,7 +321,7 @@ pub(crate) fn row_ordered(outer: &[u32], inner: &[u32], n_outer: u64, n_inner: u
             let (s, e) = (b * BLOCK, ((b + 1) * BLOCK).min(n));
             // The block's entries and the pair across its end.
             let (o, i) = (&outer[s..(e + 1).min(n)], &inner[s..(e + 1).min(n)]);
-            let (mut max_o, mut max_i) = (0u32, 0u32);
+            let (mut max_o, mut max_i) = (0u32, I::default());
             let (mut unsorted, mut repeated) = (false, false);
             for k in 0..e - s {
                 max_o = max_o.max(o[k]);
@@ -331,7 +331,7 @@ pub(crate) fn row_ordered(outer: &[u32], inner: &[u32], n_outer: u64, n_inner: u
                     repeated |= o[k] == o[k + 1] && i[k] >= i[k + 1];
                 }
             }
-            (!unsorted && u64::from(max_o) < n_outer && u64::from(max_i) < n_inner, !repeated)
+            (!unsorted && u64::from(max_o) < n_outer && (max_i.at() as u64) < n_inner, !repeated)
         })
         .reduce(|| (true, true), |a, b| (a.0 && b.0, a.1 && b.1));
     ok.then_some(strict)
@@ -342,10 +342,10 @@ pub(crate) fn row_ordered(outer: &[u32], inner: &[u32], n_outer: u64, n_inner: u
 /// scatter would be the identity, so `inner` and `values` are the result
 /// as they are and only the positions are found (in parallel, each range
 /// of rows from the first entry at or past it).
-pub(crate) fn grouped(outer: &[u32], inner: Vec<u32>, values: ScalarVec, n_outer: usize) -> Scattered<u32> {
+pub(crate) fn grouped<I: Idx>(outer: &[u32], inner: Vec<I>, values: ScalarVec, n_outer: usize) -> Scattered<I> {
     use rayon::prelude::*;
     const ROWS: usize = 1 << 16;
-    let mut pos = vec![0u32; n_outer + 1];
+    let mut pos = vec![I::default(); n_outer + 1];
     pos.par_chunks_mut(ROWS).enumerate().for_each(|(c, p)| {
         let first = c * ROWS;
         // pos[r]: the entries in rows before r.
@@ -354,7 +354,7 @@ pub(crate) fn grouped(outer: &[u32], inner: Vec<u32>, values: ScalarVec, n_outer
             while k < outer.len() && (outer[k] as usize) < r {
                 k += 1;
             }
-            *slot = k as u32;
+            *slot = I::of(k);
         }
     });
     Scattered { pos, crd: inner, vals: values }

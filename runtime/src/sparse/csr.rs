@@ -138,6 +138,28 @@ pub(crate) fn pack_columns_csr_like(
     lvl_sizes: &[u64],
 ) -> Result<SparseTensor> {
     let (a, b) = csr_dims(enc)?;
+    // Row-ordered entries whose inner column was read at 64 bits (a reader
+    // that knew the target's coordinates are 64-bit, `file::read_into`):
+    // the column is kept as the coordinates buffer, with no widening pass
+    // (see the 32-bit case below).
+    if let (IndexBuf::U32(o), IndexBuf::U64(i)) = (cols.column(a), cols.column(b))
+        && a == 0
+        && enc.crd_width.storage_bits() == 64
+        && let Some(strict) = counting::row_ordered(o, i, cols.dims[a], cols.dims[b])
+    {
+        super::build::check_alloc(cols.dims[a], "the positions buffer")?;
+        let dims = cols.dims.clone();
+        let (_, mut columns, values) = cols.into_parts();
+        let (IndexBuf::U64(inner), IndexBuf::U32(outer)) = (columns.swap_remove(b), columns.swap_remove(0)) else {
+            unreachable!("a 32-bit outer and a 64-bit inner column")
+        };
+        let s = counting::grouped(&outer, inner, values, dims[a] as usize);
+        return finish_scattered(s, enc, elem, &dims, lvl_sizes, strict);
+    }
+    // Not row-ordered: the inner column goes back to 32 bits (one parallel
+    // pass), so the counting sort below runs as for a 32-bit read, with its
+    // 32-bit cursors and no more memory than that read.
+    let cols = narrow_inner(cols, a, b);
     let outside = |k| super::build::out_of_range(&cols.entry(k), &cols.dims, k);
     // Entries already grouped by `a` (a column-ordered file into CSC): the
     // counting sort's permutation is the identity, so the inner column and
@@ -163,6 +185,16 @@ pub(crate) fn pack_columns_csr_like(
         (IndexBuf::U32(o), IndexBuf::U32(i)) => {
             pack_entries(o.as_slice(), i.as_slice(), dims, values, (a, b), enc, elem, lvl_sizes, outside)
         }
+        (IndexBuf::U32(o), IndexBuf::U64(i)) => {
+            // The inner column was read at the target's 64 bits: scattered
+            // at 64 bits too, so its coordinates need no widening pass (and
+            // no 32-bit copy is held beside the 64-bit column).
+            super::build::check_alloc(dims[a], "the positions buffer")?;
+            let s =
+                counting::scatter_entries::<u64, [u32], [u64]>((dims[a], dims[b]), o.as_slice(), i.as_slice(), values)
+                    .map_err(outside)?;
+            finish_scattered(s, enc, elem, dims, lvl_sizes, false)
+        }
         (IndexBuf::U64(o), IndexBuf::U64(i)) => {
             pack_entries(o.as_slice(), i.as_slice(), dims, values, (a, b), enc, elem, lvl_sizes, outside)
         }
@@ -180,6 +212,22 @@ pub(crate) fn pack_columns_csr_like(
     }
 }
 
+/// `cols` with column `b` at 32 bits where it is a 64-bit column beside a
+/// 32-bit column `a` and its coordinates all fit (else as it is).
+fn narrow_inner(cols: CooColumns, a: usize, b: usize) -> CooColumns {
+    use rayon::prelude::*;
+    let (IndexBuf::U32(_), IndexBuf::U64(wide)) = (cols.column(a), cols.column(b)) else { return cols };
+    if !counting::narrow(cols.len(), cols.dims[b]) {
+        return cols;
+    }
+    let Some(narrow) = wide.par_iter().map(|&x| u32::try_from(x).ok()).collect::<Option<Vec<u32>>>() else {
+        return cols;
+    };
+    let (dims, mut columns, values) = cols.into_parts();
+    columns[b] = IndexBuf::U32(narrow);
+    CooColumns::from_bufs(dims, columns, values)
+}
+
 /// The dimensions `(a, b)` of a CSR-like `enc`, `(a : dense, b : compressed)`.
 fn csr_dims(enc: &Encoding) -> Result<(usize, usize)> {
     csr_like(enc)
@@ -192,8 +240,8 @@ fn csr_dims(enc: &Encoding) -> Result<(usize, usize)> {
 /// stored at the encoding's widths. `outside(k)` is the error for entry
 /// `k`, the first with a coordinate outside its dimension.
 #[allow(clippy::too_many_arguments)]
-fn pack_entries<C: Column + ?Sized>(
-    outer: &C,
+fn pack_entries<O: Column + ?Sized, C: Column + ?Sized>(
+    outer: &O,
     inner: &C,
     dims: &[u64],
     values: &ScalarVec,
@@ -206,10 +254,10 @@ fn pack_entries<C: Column + ?Sized>(
     super::build::check_alloc(dims[a], "the positions buffer")?;
     let sizes = (dims[a], dims[b]);
     if counting::narrow(values.len(), dims[b]) {
-        let s = counting::scatter_entries::<u32, C, C>(sizes, outer, inner, values).map_err(outside)?;
+        let s = counting::scatter_entries::<u32, O, C>(sizes, outer, inner, values).map_err(outside)?;
         finish_scattered(s, enc, elem, dims, lvl_sizes, false)
     } else {
-        let s = counting::scatter_entries::<u64, C, C>(sizes, outer, inner, values).map_err(outside)?;
+        let s = counting::scatter_entries::<u64, O, C>(sizes, outer, inner, values).map_err(outside)?;
         finish_scattered(s, enc, elem, dims, lvl_sizes, false)
     }
 }

@@ -96,19 +96,28 @@ type Read = Contents;
 /// exactly (an error naming a value `dest` cannot hold), floats rounded once
 /// from the text.
 pub fn read_tensor(path: &Path, dest: ScalarType) -> Result<Contents> {
-    read(path, Some(dest))
+    read(path, Some(dest), None)
 }
 
 /// Reads a tensor file with values of the type the file says (see
 /// [`read_coo`]): what `heddle convert` reads.
 pub fn read_as_written(path: &Path) -> Result<Contents> {
-    read(path, None)
+    read(path, None, None)
+}
+
+/// [`read_as_written`] for a tensor to be stored in `target` (what `heddle
+/// convert --to` gives): the same contents, read at the widths `target`
+/// stores where the reader can (a `.mtx`'s column coordinates at 64 bits
+/// for a CSR with 64-bit coordinates).
+pub fn read_as_written_for(path: &Path, target: &Encoding) -> Result<Contents> {
+    read(path, None, Some(target))
 }
 
 /// Reads a tensor file with values of type `dest` (each read straight from
-/// its text), or without one, of the type the file says.
-fn read(path: &Path, dest: Option<ScalarType>) -> Result<Read> {
-    let contents = read_contents(path, dest)?;
+/// its text), or without one, of the type the file says; for storing in
+/// `target` when it is known.
+fn read(path: &Path, dest: Option<ScalarType>, target: Option<&Encoding>) -> Result<Read> {
+    let contents = read_contents(path, dest, target)?;
     let Some(dest) = dest else { return Ok(contents) };
     // Exactly at `dest` (integers) or rounded once (floats; text was read
     // straight to `f32` above, so this is exact too).
@@ -129,7 +138,7 @@ fn read(path: &Path, dest: Option<ScalarType>) -> Result<Read> {
 
 /// What the file holds, at the type it is written in (text rounded straight
 /// to `dest` where it is a float type).
-fn read_contents(path: &Path, dest: Option<ScalarType>) -> Result<Read> {
+fn read_contents(path: &Path, dest: Option<ScalarType>, target: Option<&Encoding>) -> Result<Read> {
     match ext(path).as_str() {
         "npz" => Ok(match super::npz::read_npz(path)? {
             super::npz::NpzTensor::Stored(t) => Read::Stored(t),
@@ -140,11 +149,19 @@ fn read_contents(path: &Path, dest: Option<ScalarType>) -> Result<Read> {
             // Coordinate files with real, integer, complex or pattern values stream
             // into 32-bit columns; anything else, and any file with a
             // problem (reported with its line), is read whole.
-            if let Some((cols, elem, pattern)) = mtx::read_mtx_columns(path, dest.unwrap_or(ScalarType::F64))? {
+            // Column coordinates at 64 bits where the target is a CSR
+            // storing them so (kept as its coordinates, not widened).
+            let wide = target.is_some_and(|enc| {
+                super::csr::csr_like(enc) == Some((0, 1))
+                    && enc.crd_width.storage_bits() == 64
+                    && enc.dims.iter().all(|d| d.slice.is_none())
+            });
+            if let Some((cols, elem, pattern)) = mtx::read_mtx_columns_at(path, dest.unwrap_or(ScalarType::F64), wide)?
+            {
                 // A pattern file's entries take the encoding's explicitVal (see `Contents::Pattern`).
                 return Ok(if pattern { Read::Pattern(cols.into_coo(), elem) } else { Read::Columns(cols, elem) });
             }
-            let bytes = super::text::read_file(path)?;
+            let bytes = mtx::read_text(path)?;
             let (coo, elem) = mtx::parse_mtx_for(&bytes, path, dest.unwrap_or(ScalarType::F64))?;
             Ok(if mtx::is_pattern(&bytes) { Read::Pattern(coo, elem) } else { Read::Entries(coo, elem) })
         }
@@ -154,7 +171,21 @@ fn read_contents(path: &Path, dest: Option<ScalarType>) -> Result<Read> {
             Ok(Read::Entries(coo, elem))
         }
         "json" => {
-            let bytes = super::text::read_file(path)?;
+            let invalid = |e: serde_json::Error| SparseError::File {
+                path: path.to_path_buf(),
+                line: e.line(),
+                message: format!("not valid JSON: {e}"),
+            };
+            if super::text::is_stream(path) {
+                // A stream (a FIFO, a device) is parsed as it is read, so it
+                // fails at its first bad byte; a regular file is read whole.
+                let file =
+                    std::fs::File::open(path).map_err(|source| SparseError::Io { path: path.to_path_buf(), source })?;
+                let v: serde_json::Value = serde_json::from_reader(std::io::BufReader::new(file)).map_err(invalid)?;
+                return from_json_value(v, path, dest);
+            }
+            let bytes =
+                super::text::read_text(path, &|head| super::text::json_head(head).map_or(Ok(()), |e| Err(invalid(e))))?;
             // A storage object (most of a large file is its values) is read without a JSON tree.
             if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
                 && let Some(t) = json::storage_from_slice(&bytes, dest)
@@ -163,19 +194,8 @@ fn read_contents(path: &Path, dest: Option<ScalarType>) -> Result<Read> {
                     t.map_err(|e| SparseError::Json(format!("{}: {e}", path.display())))?,
                 )));
             }
-            let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| SparseError::File {
-                path: path.to_path_buf(),
-                line: e.line(),
-                message: format!("not valid JSON: {e}"),
-            })?;
-            let in_file = |e: SparseError| SparseError::Json(format!("{}: {e}", path.display()));
-            if v.is_object() {
-                Ok(Read::Stored(Box::new(json::storage_from_json(&v, dest).map_err(in_file)?)))
-            } else {
-                let coo = json::dense_from_json(&v, dest).map_err(in_file)?.to_coo();
-                let elem = coo.elem();
-                Ok(Read::Entries(coo, elem))
-            }
+            let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(invalid)?;
+            from_json_value(v, path, dest)
         }
         e => Err(SparseError::Shape(format!(
             "{}: unknown tensor file type `.{e}` (expected .mtx, .tns, .npz or .json)",
@@ -184,9 +204,21 @@ fn read_contents(path: &Path, dest: Option<ScalarType>) -> Result<Read> {
     }
 }
 
+/// A `.json` file's document: a storage object or nested lists.
+fn from_json_value(v: serde_json::Value, path: &Path, dest: Option<ScalarType>) -> Result<Read> {
+    let in_file = |e: SparseError| SparseError::Json(format!("{}: {e}", path.display()));
+    if v.is_object() {
+        Ok(Read::Stored(Box::new(json::storage_from_json(&v, dest).map_err(in_file)?)))
+    } else {
+        let coo = json::dense_from_json(&v, dest).map_err(in_file)?.to_coo();
+        let elem = coo.elem();
+        Ok(Read::Entries(coo, elem))
+    }
+}
+
 /// Reads a tensor's entries (0-based coordinates) and element type from `.mtx`, `.tns`, `.npz` or `.json`.
 pub fn read_coo(path: &Path) -> Result<(Coo, ScalarType)> {
-    match read(path, None)? {
+    match read(path, None, None)? {
         Read::Entries(coo, elem) => Ok((coo, elem)),
         Read::Columns(cols, elem) => Ok((cols.into_coo(), elem)),
         Read::Stored(t) => Ok((t.to_coo(), t.elem)),
@@ -200,7 +232,7 @@ pub fn read_coo(path: &Path) -> Result<(Coo, ScalarType)> {
 /// its layout is the caller's, e.g. a loose_compressed level's gaps between
 /// parents; anything else is repacked from its entries.
 pub fn read_into(path: &Path, enc: &Encoding) -> Result<SparseTensor> {
-    read(path, None)?.into_encoding(enc)
+    read(path, None, Some(enc))?.into_encoding(enc)
 }
 
 /// [`read_into`] for a tensor whose values are `dest` (a kernel parameter's
@@ -208,7 +240,7 @@ pub fn read_into(path: &Path, enc: &Encoding) -> Result<SparseTensor> {
 /// for an `f32` destination.
 pub fn read_into_for(path: &Path, enc: &Encoding, dest: ScalarType) -> Result<SparseTensor> {
     let parsing = crate::profile::phase(|| format!("parse {}", path.display()));
-    let contents = read(path, Some(dest))?;
+    let contents = read(path, Some(dest), Some(enc))?;
     drop(parsing);
     let _storing = crate::profile::phase(|| "store in the encoding".into());
     contents.into_encoding(enc)

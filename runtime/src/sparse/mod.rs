@@ -36,7 +36,7 @@ mod partition;
 pub mod result;
 pub mod stats;
 pub mod tensor;
-mod text;
+pub(crate) mod text;
 pub mod tns;
 pub mod write;
 

@@ -5,6 +5,7 @@
 //! Hermitian matrix's mirror holds the conjugates).
 
 use super::coo::{Coo, CooColumns};
+use super::counting::Idx;
 use super::error::{Result, SparseError};
 use super::text::{self, EntryFormat, ValueKind};
 use crate::scalars::{Num, ScalarVec};
@@ -36,7 +37,35 @@ pub fn is_pattern(bytes: &[u8]) -> bool {
 /// Reads a Matrix Market file. The element type is `i64` for `integer`
 /// files, `complex<f64>` for `complex` ones and `f64` otherwise.
 pub fn read_mtx(path: &Path) -> Result<(Coo, ScalarType)> {
-    parse_mtx(&text::read_file(path)?, path)
+    parse_mtx(&read_text(path)?, path)
+}
+
+/// The banner every Matrix Market file starts with (in any case).
+const BANNER: &[u8] = b"%%MatrixMarket";
+
+/// Reads a Matrix Market file's text whole, looking at its first bytes
+/// before reading on (see [`text::read_text`]): a file that does not start
+/// with the banner, or whose first line runs on, is refused at line 1.
+pub(crate) fn read_text(path: &Path) -> Result<Vec<u8>> {
+    text::read_text(path, &|bytes| {
+        // White space before the banner is accepted, as the parser does.
+        let start = bytes.iter().position(|&b| !matches!(b, b' ' | b'\t' | b'\r')).unwrap_or(bytes.len());
+        let head = &bytes[start..];
+        let n = head.len().min(BANNER.len());
+        if !head[..n].eq_ignore_ascii_case(&BANNER[..n]) {
+            return Err(SparseError::file(
+                path,
+                1,
+                "bad header: expected `%%MatrixMarket matrix coordinate|array real|integer|complex|pattern general|symmetric|skew-symmetric|hermitian`",
+            ));
+        }
+        text::first_line_ends(path, bytes, "a Matrix Market header")?;
+        // The size line (after the banner) holds non-negative integers.
+        text::content_line(path, bytes, b'%', 0, &|toks| {
+            let bad = toks.iter().find(|t| text::parse_u64(t).is_none())?;
+            Some(format!("size `{}` is not a non-negative integer", text::show(bad)))
+        })
+    })
 }
 
 /// Parses Matrix Market text; `path` is only used in messages.
@@ -47,7 +76,7 @@ pub fn parse_mtx(bytes: &[u8], path: &Path) -> Result<(Coo, ScalarType)> {
 /// Reads a Matrix Market file for a tensor whose values are `dest`: real
 /// values are rounded once, straight to `f32` when `dest` is `F32`.
 pub fn read_mtx_for(path: &Path, dest: ScalarType) -> Result<(Coo, ScalarType)> {
-    parse_mtx_for(&text::read_file(path)?, path, dest)
+    parse_mtx_for(&read_text(path)?, path, dest)
 }
 
 /// [`parse_mtx`] for a tensor whose values are `dest` (see [`read_mtx_for`]).
@@ -297,20 +326,20 @@ impl MirrorValue for crate::scalars::Complex<f64> {
 
 /// One chunk's window of the final columns: one slot per line of the
 /// chunk (at least one per entry), entry `count` of the chunk in slot `count`.
-struct Window<'a, T> {
+struct Window<'a, T, C> {
     rows: &'a mut [MaybeUninit<u32>],
-    cols: &'a mut [MaybeUninit<u32>],
+    cols: &'a mut [MaybeUninit<C>],
     vals: &'a mut [MaybeUninit<T>],
 }
 
-impl<T> text::Sink<T> for Window<'_, T> {
+impl<T, C: Idx> text::Sink<T> for Window<'_, T, C> {
     #[inline(always)]
     fn coord(&mut self, count: usize, d: usize, v: u64) {
         // The sizes are at most 2^32, so every coordinate in range fits.
         if d == 0 {
             self.rows[count].write(v as u32);
         } else {
-            self.cols[count].write(v as u32);
+            self.cols[count].write(C::of(v as usize));
         }
     }
     #[inline(always)]
@@ -341,6 +370,10 @@ struct Head {
 /// are all there (the size line ends with a newline) and well-formed, for
 /// a `coordinate` file whose sizes are at most 2^32. `None` otherwise.
 fn coordinate_head(bytes: &[u8]) -> Option<Head> {
+    // Not a banner: nothing to look for (a large file without a newline is not scanned).
+    if !bytes.get(..BANNER.len()).is_some_and(|b| b.eq_ignore_ascii_case(BANNER)) {
+        return None;
+    }
     let mut at = 0;
     let mut next_line = || {
         let len = bytes[at..].iter().position(|&b| b == b'\n')?;
@@ -399,12 +432,28 @@ fn coordinate_head(bytes: &[u8]) -> Option<Head> {
 /// well-formed: the caller then reads it with [`parse_mtx_for`], which
 /// finds the same entries or reports the first problem with its line.
 pub fn read_mtx_columns(path: &Path, dest: ScalarType) -> Result<Option<(CooColumns, ScalarType, bool)>> {
-    read_columns(path, dest, true)
+    read_columns(path, dest, true, false)
 }
 
-/// [`read_mtx_columns`], mapping the file only when `map` (else read in
+/// [`read_mtx_columns`] with the column coordinates at 64 bits when
+/// `wide_columns` (the target stores 64-bit coordinates: no widening pass
+/// after the read, see `csr::pack_columns_csr_like`); the rows stay 32-bit.
+pub fn read_mtx_columns_at(
+    path: &Path,
+    dest: ScalarType,
+    wide_columns: bool,
+) -> Result<Option<(CooColumns, ScalarType, bool)>> {
+    read_columns(path, dest, true, wide_columns)
+}
+
+/// [`read_mtx_columns_at`], mapping the file only when `map` (else read in
 /// rounds, as where mapping fails).
-fn read_columns(path: &Path, dest: ScalarType, map: bool) -> Result<Option<(CooColumns, ScalarType, bool)>> {
+fn read_columns(
+    path: &Path,
+    dest: ScalarType,
+    map: bool,
+    wide: bool,
+) -> Result<Option<(CooColumns, ScalarType, bool)>> {
     use std::io::Read;
     let Ok(mut file) = std::fs::File::open(path) else { return Ok(None) };
     // A regular file only: the whole-file reader must be able to read it again.
@@ -434,14 +483,18 @@ fn read_columns(path: &Path, dest: ScalarType, map: bool) -> Result<Option<(CooC
     let bound = head.nnz.min(size / 4 + 1) as usize;
     let reserve = if head.symmetry == Symmetry::General { bound } else { 2 * bound };
     let stream = Stream { source, fmt: &fmt, path, nnz: head.nnz, reserve, symmetry: head.symmetry };
-    let out = match head.value {
-        ValueKind::Integer => stream.read::<i64>().map(|(r, k, v)| (r, k, ScalarVec::from(v))),
-        ValueKind::Complex => stream.read::<crate::scalars::Complex<f64>>().map(|(r, k, v)| (r, k, ScalarVec::from(v))),
-        _ => stream.read::<f64>().map(|(r, k, v)| (r, k, ScalarVec::from(v))),
+    type Cplx = crate::scalars::Complex<f64>;
+    let out = match (head.value, wide) {
+        (ValueKind::Integer, false) => stream.read::<i64, u32>().map(Read32::into_bufs),
+        (ValueKind::Complex, false) => stream.read::<Cplx, u32>().map(Read32::into_bufs),
+        (_, false) => stream.read::<f64, u32>().map(Read32::into_bufs),
+        (ValueKind::Integer, true) => stream.read::<i64, u64>().map(Read32::into_bufs),
+        (ValueKind::Complex, true) => stream.read::<Cplx, u64>().map(Read32::into_bufs),
+        (_, true) => stream.read::<f64, u64>().map(Read32::into_bufs),
     };
-    Ok(out.map(|(rows, cols, values)| {
+    Ok(out.map(|(columns, values)| {
         let elem = values.elem();
-        (CooColumns::from_u32(dims.to_vec(), vec![rows, cols], values), elem, head.value == ValueKind::Pattern)
+        (CooColumns::from_bufs(dims.to_vec(), columns, values), elem, head.value == ValueKind::Pattern)
     }))
 }
 
@@ -516,13 +569,24 @@ struct Stream<'a> {
     symmetry: Symmetry,
 }
 
-type Read32<T> = Option<(Vec<u32>, Vec<u32>, Vec<T>)>;
+/// What the streaming reader gives: 32-bit rows, columns of `C` and the values.
+struct Read32<T, C>(Vec<u32>, Vec<C>, Vec<T>);
+
+impl<T, C: Idx> Read32<T, C>
+where
+    ScalarVec: From<Vec<T>>,
+{
+    /// The columns as buffers, and the values.
+    fn into_bufs(self) -> (Vec<super::buffer::IndexBuf>, ScalarVec) {
+        (vec![super::buffer::IndexBuf::U32(self.0), C::buf(self.1)], ScalarVec::from(self.2))
+    }
+}
 
 impl Stream<'_> {
-    fn read<T: MirrorValue>(self) -> Read32<T> {
+    fn read<T: MirrorValue, C: Idx>(self) -> Option<Read32<T, C>> {
         use std::io::Read;
         let (fmt, path, nnz) = (self.fmt, self.path, self.nnz);
-        let (mut rows, mut cols, mut vals): (Vec<u32>, Vec<u32>, Vec<T>) =
+        let (mut rows, mut cols, mut vals): (Vec<u32>, Vec<C>, Vec<T>) =
             (Vec::with_capacity(self.reserve), Vec::with_capacity(self.reserve), Vec::with_capacity(self.reserve));
         super::counting::advise_capacity(&mut rows);
         super::counting::advise_capacity(&mut cols);
@@ -590,7 +654,7 @@ impl Stream<'_> {
         if symmetry != Symmetry::General {
             // As `parse_mtx_for`: each stored entry off the diagonal, in order, mirrored after them all.
             for k in 0..rows.len() {
-                let (i, j, v) = (rows[k], cols[k], vals[k]);
+                let (i, j, v) = (rows[k], cols[k].at() as u32, vals[k]);
                 if i == j {
                     if symmetry == Symmetry::SkewSymmetric || (symmetry == Symmetry::Hermitian && !v.is_real()) {
                         return None;
@@ -598,7 +662,7 @@ impl Stream<'_> {
                     continue;
                 }
                 rows.push(j);
-                cols.push(i);
+                cols.push(C::of(i as usize));
                 vals.push(match symmetry {
                     Symmetry::SkewSymmetric => crate::scalars::Scalar::neg(v),
                     Symmetry::Hermitian => v.conj(),
@@ -606,14 +670,14 @@ impl Stream<'_> {
                 });
             }
         }
-        Some((rows, cols, vals))
+        Some(Read32(rows, cols, vals))
     }
 }
 
 /// The streaming reader's final columns.
-struct Out<T> {
+struct Out<T, C> {
     rows: Vec<u32>,
-    cols: Vec<u32>,
+    cols: Vec<C>,
     vals: Vec<T>,
 }
 
@@ -623,7 +687,13 @@ struct Out<T> {
 /// straight into windows of the columns' spare capacity, one slot per line;
 /// lines without an entry (blank, comments) leave gaps, closed afterwards.
 /// `None` if a chunk is not well-formed or the entries pass `nnz`.
-fn parse_round<T: MirrorValue>(body: &[u8], fmt: &EntryFormat, path: &Path, out: &mut Out<T>, nnz: u64) -> Option<()> {
+fn parse_round<T: MirrorValue, C: Idx>(
+    body: &[u8],
+    fmt: &EntryFormat,
+    path: &Path,
+    out: &mut Out<T, C>,
+    nnz: u64,
+) -> Option<()> {
     use rayon::prelude::*;
     let mut cuts = vec![0usize];
     let mut at = PIECE;
@@ -718,12 +788,15 @@ mod tests {
         let s = s.replacen("0000000", &format!("{n:07}"), 1);
         let path = std::env::temp_dir().join(format!("heddle_mtx_unit_{}.mtx", std::process::id()));
         std::fs::write(&path, &s).unwrap();
-        let (mapped, _, _) = read_columns(&path, ScalarType::F64, true).unwrap().expect("mapped");
-        let (read, _, _) = read_columns(&path, ScalarType::F64, false).unwrap().expect("read");
+        let (mapped, _, _) = read_columns(&path, ScalarType::F64, true, false).unwrap().expect("mapped");
+        let (read, _, _) = read_columns(&path, ScalarType::F64, false, false).unwrap().expect("read");
+        let (wide, _, _) = read_columns(&path, ScalarType::F64, true, true).unwrap().expect("wide");
+        assert!(matches!(wide.column(1), super::super::buffer::IndexBuf::U64(_)), "64-bit columns");
         let whole = parse_mtx(s.as_bytes(), &path).unwrap().0;
         std::fs::remove_file(&path).unwrap();
         assert!(mapped.len() > n, "mirrored entries");
         assert_eq!(mapped.clone().into_coo(), whole);
         assert_eq!(read.into_coo(), whole);
+        assert_eq!(wide.into_coo(), whole);
     }
 }

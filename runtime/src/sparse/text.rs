@@ -549,7 +549,106 @@ pub(crate) fn entry_line(body: &[u8], first_line: usize, k: usize, comment: u8) 
     last
 }
 
-/// Reads a whole file.
-pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|source| SparseError::Io { path: path.to_path_buf(), source })
+/// Bytes read first, before `head` looks at them (see [`read_text`]).
+pub(crate) const HEAD: usize = 64 << 10;
+/// Bytes read per piece after the head.
+const TEXT_PIECE: usize = 4 << 20;
+
+/// Reads a whole text file piece by piece, looking at each piece before
+/// reading on: the first [`HEAD`] bytes (or the whole file, if shorter) go
+/// to `head`, which refuses what cannot be the start of the format (a
+/// Matrix Market banner, a JSON value); and a NUL byte anywhere is an error
+/// at its line, since no text format heddle reads holds one. So `/dev/zero`,
+/// a FIFO of garbage or a disk image given as a `.mtx` fails at once, where
+/// reading it whole first would fill memory. A regular file's buffer is
+/// sized once from its length (as `std::fs::read` does); a stream's grows
+/// as its bytes arrive.
+pub(crate) fn read_text(path: &Path, head: &dyn Fn(&[u8]) -> Result<()>) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let io = |source| SparseError::Io { path: path.to_path_buf(), source };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let size = file.metadata().ok().filter(|m| m.is_file()).and_then(|m| usize::try_from(m.len()).ok());
+    let mut bytes = Vec::new();
+    // One more byte than the size: the read that finds the end needs no growth.
+    bytes.try_reserve_exact(size.map_or(HEAD, |s| s.saturating_add(1))).map_err(|e| {
+        SparseError::file(path, 1, format!("cannot hold the file's {} bytes in memory: {e}", size.unwrap_or(HEAD)))
+    })?;
+    let mut first = true;
+    loop {
+        let want = if first { HEAD } else { TEXT_PIECE };
+        let from = bytes.len();
+        let n = (&mut file).take(want as u64).read_to_end(&mut bytes).map_err(io)?;
+        if let Some(p) = bytes[from..].iter().position(|&b| b == 0) {
+            let at = from + p;
+            let line = 1 + bytes[..at].iter().filter(|&&b| b == b'\n').count();
+            return Err(SparseError::file(path, line, format!("byte {at} is NUL: this is not a text file")));
+        }
+        if first {
+            head(&bytes)?;
+            first = false;
+        }
+        if n < want {
+            return Ok(bytes);
+        }
+    }
+}
+
+/// A [`read_text`] head check: the first line ends within [`HEAD`] bytes
+/// (or the file ends first). `what` names the line for the message.
+pub(crate) fn first_line_ends(path: &Path, bytes: &[u8], what: &str) -> Result<()> {
+    if bytes.len() >= HEAD && !bytes[..HEAD].contains(&b'\n') {
+        return Err(SparseError::file(
+            path,
+            1,
+            format!("the first line runs past {} KiB without ending: this is not {what}", HEAD >> 10),
+        ));
+    }
+    Ok(())
+}
+
+/// Is `path` something other than a regular file (a FIFO, a device, a
+/// socket), which cannot be sized or read twice? (A path that cannot be
+/// looked at is not: opening it reports why.)
+pub(crate) fn is_stream(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| !m.is_file())
+}
+
+/// A [`read_text`] head check for JSON: `None` when the first bytes that are
+/// not white space can start a JSON value (or there are none yet), else the
+/// error serde_json gives at the first byte that cannot (its line and column).
+pub(crate) fn json_head(bytes: &[u8]) -> Option<serde_json::Error> {
+    let Some(p) = bytes.iter().position(|b| !b.is_ascii_whitespace()) else {
+        // Only white space: a file that ends here is an error of its own
+        // (serde's "EOF while parsing"); 64 KiB of it is not JSON either.
+        return (bytes.len() >= HEAD)
+            .then(|| serde_json::from_slice::<serde_json::Value>(&bytes[..HEAD]).err())
+            .flatten();
+    };
+    if b"[{\"-0123456789tfn".contains(&bytes[p]) {
+        return None;
+    }
+    serde_json::from_slice::<serde_json::Value>(&bytes[..=p]).err()
+}
+
+/// A [`read_text`] head check: the `nth` (0-based) line of `bytes` that is
+/// neither blank nor a comment, when it is there whole (ends with a newline
+/// within the head), must consist of numbers; `numbers` takes its tokens and
+/// says what is wrong (a message for its line), else `None`. A head of
+/// comments only, or a line cut off by the head's end, passes.
+pub(crate) fn content_line(
+    path: &Path,
+    bytes: &[u8],
+    comment: u8,
+    nth: usize,
+    numbers: &dyn Fn(&[&[u8]]) -> Option<String>,
+) -> Result<()> {
+    let complete = match bytes.iter().rposition(|&b| b == b'\n') {
+        Some(p) => &bytes[..p],
+        None => return Ok(()),
+    };
+    let Some((no, line)) = lines(complete, 1).filter(|(_, l)| !skip(l, comment)).nth(nth) else { return Ok(()) };
+    match numbers(&tokens(line).collect::<Vec<_>>()) {
+        Some(message) => Err(SparseError::file(path, no, message)),
+        None => Ok(()),
+    }
 }

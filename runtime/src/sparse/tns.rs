@@ -14,7 +14,7 @@ use std::path::Path;
 /// Reads a FROSTT file, with values of the type the text says: `i64` when
 /// every value is an integer (kept exactly), else `f64`.
 pub fn read_tns(path: &Path) -> Result<Coo> {
-    parse_tns(&text::read_file(path)?, path)
+    parse_tns(&read_text(path)?, path)
 }
 
 /// Parses FROSTT text; `path` is only used in messages.
@@ -25,13 +25,13 @@ pub fn parse_tns(bytes: &[u8], path: &Path) -> Result<Coo> {
 /// Reads a FROSTT file for a tensor whose values are `dest`, or of the type
 /// the text says without one (see [`read_tns`], [`read_tns_for`]).
 pub fn read_tns_as(path: &Path, dest: Option<ScalarType>) -> Result<Coo> {
-    parse_tns_as(&text::read_file(path)?, path, dest)
+    parse_tns_as(&read_text(path)?, path, dest)
 }
 
 /// Reads a FROSTT file for a tensor whose values are `dest`: values are
 /// rounded once, straight to `f32` when `dest` is `F32`.
 pub fn read_tns_for(path: &Path, dest: ScalarType) -> Result<Coo> {
-    parse_tns_for(&text::read_file(path)?, path, dest)
+    parse_tns_for(&read_text(path)?, path, dest)
 }
 
 /// [`parse_tns`] for a tensor whose values are `dest` (see [`read_tns_for`]).
@@ -179,4 +179,22 @@ pub(crate) fn write_num(w: &mut impl Write, v: Num, elem: ScalarType) -> std::io
             write!(w, "{} {}", crate::io::number::float(re, elem.part()), crate::io::number::float(im, elem.part()))
         }
     }
+}
+
+/// Reads a FROSTT file's text whole, looking at its first bytes before
+/// reading on (see [`text::read_text`]): a first line that runs on past
+/// 64 KiB is refused at line 1.
+fn read_text(path: &Path) -> Result<Vec<u8>> {
+    text::read_text(path, &|bytes| {
+        text::first_line_ends(path, bytes, "a FROSTT tensor")?;
+        // The first line is an entry (coordinates, then a number) or an
+        // extended header's two integers.
+        text::content_line(path, bytes, b'#', 0, &|toks| {
+            let (last, coords) = toks.split_last()?;
+            // Only the first byte of the value: the parser decides the rest.
+            let number = b"0123456789+-.iInN".contains(&last[0]);
+            let bad = coords.iter().find(|t| text::parse_u64(t).is_none()).or((!number).then_some(last))?;
+            Some(format!("`{}` is not a number: this is not a FROSTT tensor", text::show(bad)))
+        })
+    })
 }
