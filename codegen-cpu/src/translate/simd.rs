@@ -129,7 +129,21 @@ impl Translator<'_, '_> {
 
     /// The lane plan of `for var … { body }` if it is a reduction over
     /// `accs` (or, with `accs` empty, a map loop) that vectorises and pays.
-    pub(super) fn lane_plan(&self, var: &Name, body: &[Stmt], accs: &[Accumulator]) -> Option<LanePlan> {
+    /// `trip` is the loop's trip count when it is a constant.
+    ///
+    /// A gather pays in one case: a map loop of a constant trip count that
+    /// is a multiple of the lane count (SELL-C-σ's C rows of a slice,
+    /// `acc_next[l] = acc[l] + vals[k·C + l] · xs[cols[k·C + l]]`): there is
+    /// no rest to run one at a time, and the vector loads of the values and
+    /// columns, the vector multiply, add and store replace C scalar ones
+    /// each, while the lanes of `xs` cost what scalar loads cost.
+    pub(super) fn lane_plan(
+        &self,
+        var: &Name,
+        body: &[Stmt],
+        accs: &[Accumulator],
+        trip: Option<i64>,
+    ) -> Option<LanePlan> {
         if !self.options.vectorize || accs.iter().any(|a| a.ty.is_half()) || self.mentions_half(body) {
             return None;
         }
@@ -211,7 +225,8 @@ impl Translator<'_, '_> {
                 _ => return None,
             }
         }
-        (pays && !gathers).then_some(LanePlan { width, shape })
+        let gathers_pay = shape == Shape::Map && trip.is_some_and(|n| n > 0 && n % width as i64 == 0);
+        (pays && (!gathers || gathers_pay)).then_some(LanePlan { width, shape })
     }
 
     /// The kind of `e` in lanes, or `None` if it has no lane form here.
