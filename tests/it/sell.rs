@@ -1,7 +1,9 @@
 //! SELL-C-σ SpMV (`examples/sparse/spmv_sell8.hdl`, packed by
 //! `heddle_runtime::sparse::sell`): the CPU backend's result equals the
 //! interpreter's bit for bit (each lane adds its row's products in order, as
-//! `reduceSeq` says) on 1 to 4 threads, and both equal a dense reference
+//! the interpreter does; the loop over a slice's steps is not split) on 1 to
+//! 4 threads, with and without the columns' range (validated, then the
+//! per-lane column checks left out), and both equal a dense reference
 //! computed here in f64 (within f32 rounding for `float`); rows of 0, 1 and
 //! many entries, row counts that are not multiples of 8, an empty matrix,
 //! σ = 1 and σ = 16 (rows sorted, the permutation applied to y). Packing
@@ -78,7 +80,10 @@ fn run(s: &Sell, xs: &[f64], ty: &str) -> (Vec<f64>, Vec<Vec<f64>>) {
         ("xs".into(), Loaded::Json(json!(xs))),
     ];
     let env = bind_inputs(&kernel, &[], inputs).unwrap_or_else(|e| panic!("{e}"));
-    let program = heddle::cpu::lower(&kernel, "spmv_sell8").unwrap();
+    let checked = heddle::cpu::lower(&kernel, "spmv_sell8").unwrap();
+    // With the columns' range (what the packer guarantees), the runtime
+    // validates them and runs code without the per-lane column checks.
+    let trusted = with_column_range(checked.clone());
     let interp = numbers(&heddle_runtime::interp::run_kernel(&kernel, &env).unwrap());
     assert_eq!(interp.len(), 8 * slices);
     // Padding rows are all padding: 0.
@@ -89,7 +94,8 @@ fn run(s: &Sell, xs: &[f64], ty: &str) -> (Vec<f64>, Vec<Vec<f64>>) {
     }
     let cpu = (1..=4)
         .map(|t| {
-            let z = numbers(&heddle::cpu::run(&kernel, &program, &env, Parallelism::always(t)).unwrap());
+            let program = if t % 2 == 0 { &trusted } else { &checked };
+            let z = numbers(&heddle::cpu::run(&kernel, program, &env, Parallelism::always(t)).unwrap());
             assert_eq!(z.len(), interp.len());
             for (p, (a, b)) in z.iter().zip(&interp).enumerate() {
                 assert_eq!(a.to_bits(), b.to_bits(), "{ty}, {t} threads, sliced position {p}: cpu {a}, interpreter {b}");
@@ -98,6 +104,40 @@ fn run(s: &Sell, xs: &[f64], ty: &str) -> (Vec<f64>, Vec<Vec<f64>>) {
         })
         .collect();
     (s.unpermute(&interp), cpu)
+}
+
+/// `program` with the range the packer guarantees: every column below m.
+fn with_column_range(mut program: heddle_ir::loops::LoopProgram) -> heddle_ir::loops::LoopProgram {
+    program.ranges.push(heddle_ir::loops::InputRange {
+        buf: "cols".into(),
+        field: 0,
+        below: heddle_ir::loops::Expr::var("m"),
+    });
+    program
+}
+
+#[test]
+fn a_column_out_of_range_is_an_error_with_or_without_the_range() {
+    let src = EXAMPLE;
+    let file = SourceFile::new("spmv_sell8.hdl", src);
+    let kernel = heddle::check_source(&file).unwrap_or_else(|d| panic!("{}", file.render(&d))).1;
+    // One slice of one step; lane 3's column is 5 in a 4-column matrix.
+    let cols: Vec<i64> = vec![0, 1, 2, 5, 0, 0, 0, 0];
+    let inputs = vec![
+        ("soff".into(), Loaded::Json(json!([0, 1]))),
+        ("cols".into(), Loaded::Json(json!([[cols]]))),
+        ("vals".into(), Loaded::Json(json!([[[1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0]]]))),
+        ("xs".into(), Loaded::Json(json!([1.0, 2.0, 3.0, 4.0]))),
+    ];
+    let env = bind_inputs(&kernel, &[], inputs).unwrap_or_else(|e| panic!("{e}"));
+    let checked = heddle::cpu::lower(&kernel, "spmv_sell8").unwrap();
+    for program in [checked.clone(), with_column_range(checked)] {
+        for t in [1, 2] {
+            let e = heddle::cpu::run(&kernel, &program, &env, Parallelism::always(t)).unwrap_err();
+            assert!(format!("{e:?}").contains("xs"), "{e:?}");
+        }
+    }
+    assert!(heddle_runtime::interp::run_kernel(&kernel, &env).is_err());
 }
 
 /// y = A x densely, in f64, with A's values and x rounded to `ty`.
