@@ -245,4 +245,56 @@ fn sell8_rows_run_in_vector_lanes() {
     assert!(clif.contains("load.f32x4"), "{clif}");
     assert!(clif.matches("insertlane").count() >= 6, "{clif}");
     assert!(clif.lines().any(|l| l.contains("fmul") && !l.contains(".f32 ")) && clif.contains("f32x4"), "{clif}");
+    // With the columns' range trusted, the same lanes without the per-lane
+    // column compares (an `icmp` per lane and bound).
+    let file = SourceFile::new("spmv_sell8.hdl", EXAMPLE);
+    let kernel = heddle::check_source(&file).unwrap_or_else(|d| panic!("{}", file.render(&d))).1;
+    let program = with_column_range(heddle::cpu::lower(&kernel, "spmv_sell8").unwrap());
+    let options = heddle_runtime::cpu::Tuning::default().options(true);
+    let trusted = heddle_runtime::cpu::compile_cached_with(&program, &options).unwrap();
+    assert!(trusted.relies_on_ranges());
+    let t = trusted.clif();
+    if std::env::var("SELL_CLIF").is_ok() {
+        eprintln!("{t}");
+    }
+    assert!(t.matches("insertlane").count() >= 6, "{t}");
+    assert!(t.matches("icmp slt").count() < clif.matches("icmp slt").count(), "{t}");
+}
+
+/// Not a test: callgrind's probe of the trusted SELL-8 code (f32, a
+/// 20000 × 20000 matrix of 5 random columns per row), `SELL_REPS` runs after
+/// one. Instructions per nonzero = (Ir(SELL_REPS=21) − Ir(SELL_REPS=1)) / 20 / nnz:
+/// `SELL_REPS=N valgrind --tool=callgrind target/debug/deps/it-… sell::probe --ignored`.
+#[test]
+#[ignore]
+fn probe() {
+    let reps: usize = std::env::var("SELL_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+    let mut rng = Rng(0x5e11_0003);
+    let (n, cols) = (20000, 20000);
+    let m = csr(&mut rng, n, cols, &[5]);
+    let s = from_csr(n, cols, &m.0, &m.1, &m.2, 8, 1, 4, None).unwrap();
+    let file = SourceFile::new("spmv_sell8.hdl", EXAMPLE);
+    let kernel = heddle::check_source(&file).unwrap_or_else(|d| panic!("{}", file.render(&d))).1;
+    let flat = |items: Vec<Value>, kind| Loaded::Flat {
+        shape: vec![items.len() as u64],
+        items,
+        dtype: "float64".into(),
+        kinds: vec![kind],
+    };
+    let ints = |v: &[i32]| v.iter().map(|&x| Value::Int(x as i64)).collect::<Vec<_>>();
+    use heddle_runtime::io::read::ScalarKind;
+    let inputs = vec![
+        ("soff".into(), flat(ints(&s.soff), ScalarKind::Int)),
+        ("cols".into(), flat(ints(&s.col), ScalarKind::Int)),
+        ("vals".into(), flat(s.val.iter().map(|&v| Value::Float(v)).collect(), ScalarKind::Float)),
+        ("xs".into(), flat((0..cols).map(|j| Value::Float(j as f64 / 7.0)).collect(), ScalarKind::Float)),
+    ];
+    let nats = [("m".to_string(), cols as i64), ("S".to_string(), s.slices() as i64)];
+    let env = heddle_runtime::io::bind_inputs_flat(&kernel, &nats, inputs).unwrap();
+    let program = with_column_range(heddle::cpu::lower(&kernel, "sell8").unwrap());
+    let mut launch = heddle_runtime::launch::prepare(&program, &env).unwrap();
+    let mut ready = heddle_runtime::cpu::Ready::new(&program, &mut launch, Parallelism::always(1)).unwrap();
+    for _ in 0..reps {
+        ready.run().unwrap();
+    }
 }
