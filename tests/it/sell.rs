@@ -98,7 +98,11 @@ fn run(s: &Sell, xs: &[f64], ty: &str) -> (Vec<f64>, Vec<Vec<f64>>) {
             let z = numbers(&heddle::cpu::run(&kernel, program, &env, Parallelism::always(t)).unwrap());
             assert_eq!(z.len(), interp.len());
             for (p, (a, b)) in z.iter().zip(&interp).enumerate() {
-                assert_eq!(a.to_bits(), b.to_bits(), "{ty}, {t} threads, sliced position {p}: cpu {a}, interpreter {b}");
+                assert_eq!(
+                    a.to_bits(),
+                    b.to_bits(),
+                    "{ty}, {t} threads, sliced position {p}: cpu {a}, interpreter {b}"
+                );
             }
             s.unpermute(&z)
         })
@@ -175,7 +179,10 @@ fn sell8_spmv_equals_the_interpreter_and_a_dense_reference() {
                 assert_eq!(interp.len(), rows, "{what}");
                 for (i, (g, w)) in interp.iter().zip(&want).enumerate() {
                     let mag: f64 = (m.0[i]..m.0[i + 1]).map(|p| (m.2[p] * xs[m.1[p]]).abs()).sum();
-                    assert!((g - w).abs() <= 2.0 * (m.0[i + 1] - m.0[i]) as f64 * eps * mag, "{what}, row {i}: {g} vs dense {w}");
+                    assert!(
+                        (g - w).abs() <= 2.0 * (m.0[i + 1] - m.0[i]) as f64 * eps * mag,
+                        "{what}, row {i}: {g} vs dense {w}"
+                    );
                 }
                 for y in cpu {
                     assert_eq!(y, interp, "{what}");

@@ -98,8 +98,9 @@ impl Translator<'_, '_> {
                 if self.lane_sum_loop(var, lo, hi, *schedule, body)?
                     || self.reduction_loop(var, lo, hi, *schedule, body)?
                 {
-                } else if let Some(plan) =
-                    (*schedule == Schedule::Seq).then(|| self.lane_plan(var, body, &[], constant_trip(lo, hi))).flatten()
+                } else if let Some(plan) = (*schedule == Schedule::Seq)
+                    .then(|| self.lane_plan(var, body, &[], constant_trip(lo, hi)))
+                    .flatten()
                 {
                     self.lane_loop(var, lo, hi, body, &[], plan)?
                 } else {

@@ -92,7 +92,11 @@ pub fn from_csr(
         return Err(SparseError::Shape(format!("SELL-{c}-{sigma}: σ must be 1 or a multiple of C")));
     }
     if rowptr.len() != rows + 1 {
-        return Err(SparseError::buffer("positions[1]", rowptr.len(), format!("{rows} rows need {} positions", rows + 1)));
+        return Err(SparseError::buffer(
+            "positions[1]",
+            rowptr.len(),
+            format!("{rows} rows need {} positions", rows + 1),
+        ));
     }
     if cols > i32::MAX as usize + 1 {
         return Err(SparseError::Shape(format!("SELL: {cols} columns exceed 32-bit coordinates")));
@@ -133,7 +137,11 @@ pub fn from_csr(
             if lo + k < hi {
                 let j = colidx[lo + k];
                 if j >= cols {
-                    return Err(SparseError::buffer("coordinates[1]", lo + k, format!("column {j} is not below {cols}")));
+                    return Err(SparseError::buffer(
+                        "coordinates[1]",
+                        lo + k,
+                        format!("column {j} is not below {cols}"),
+                    ));
                 }
                 last = j as i32;
                 col[at] = last;
