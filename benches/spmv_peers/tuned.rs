@@ -9,8 +9,11 @@
 //! (`csr32a1`), eight (`csr32a8`), one accumulator and one chunk per thread
 //! (`csr32a1c1`); CSR with 16-bit coordinates (32-bit positions), DIA,
 //! ELL with as many slices as the longest row (32-bit positions and
-//! coordinates), and BSR with 1×8 blocks (a row stored in runs of 8
-//! columns). One whose storage would exceed 3x the matrix's plain CSR
+//! coordinates), BSR with 1×8 blocks (a row stored in runs of 8
+//! columns), and SELL-8-1 (`sell8`: slices of 8 rows run in vector lanes,
+//! `examples/sparse/spmv_sell8.hdl`, packed by
+//! `heddle_runtime::sparse::sell`; σ = 1, so its result is y in row order
+//! and no permutation is left to apply). One whose storage would exceed 3x the matrix's plain CSR
 //! bytes (`heddle_runtime::sparse::estimate`, the limit `tune` applies), or
 //! that cannot hold the matrix (a column past 65535 for 16-bit
 //! coordinates), is skipped, and the reason printed.
@@ -126,5 +129,66 @@ pub fn lay_out(a: &Csr, f32: bool, x_of: fn(usize) -> f64) -> Vec<Laid> {
         let launch = heddle_runtime::launch::prepare(&program, &env).expect("lay out");
         out.push(Laid { name, program, launch, tuning: Tuning::default() });
     }
+    out.extend(sell8(a, f32, ty, plain, x_of));
     out
+}
+
+/// SELL-8-1 laid out for `a`, or `None` (the reason printed) when its
+/// padding would exceed 3x the plain CSR bytes.
+fn sell8(a: &Csr, f32: bool, ty: ScalarType, plain: u64, x_of: fn(usize) -> f64) -> Option<Laid> {
+    let rowptr: Vec<usize> = a.rowptr.iter().map(|&p| p as usize).collect();
+    let col: Vec<usize> = a.col.iter().map(|&j| j as usize).collect();
+    let elem = if f32 { "f32" } else { "f64" };
+    let s = match heddle_runtime::sparse::sell::from_csr(
+        a.rows,
+        a.cols,
+        &rowptr,
+        &col,
+        &a.val,
+        8,
+        1,
+        ty.size_bytes(),
+        Some(3 * plain),
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("    sell8 {elem}: skipped, {e}");
+            return None;
+        }
+    };
+    eprintln!(
+        "    sell8 {elem}: {} slices, {:.2} stored entries per nonzero",
+        s.slices(),
+        s.col.len() as f64 / a.val.len().max(1) as f64
+    );
+    let src = include_str!("../../examples/sparse/spmv_sell8.hdl")
+        .replace("[float]", if f32 { "[float]" } else { "[double]" });
+    let file = heddle::source::SourceFile::new("sell8", &src);
+    let (_, kernel) = heddle::check_source(&file).unwrap_or_else(|d| panic!("sell8: {}", file.render(&d)));
+    let flat = |items: Vec<Value>, kind: ScalarKind, dtype: &str| Loaded::Flat {
+        shape: vec![items.len() as u64],
+        items,
+        dtype: dtype.into(),
+        kinds: vec![kind],
+    };
+    let ints = |v: &[i32]| v.iter().map(|&x| Value::Int(x as i64)).collect::<Vec<_>>();
+    let inputs = vec![
+        ("soff".into(), flat(ints(&s.soff), ScalarKind::Int, "int32")),
+        ("cols".into(), flat(ints(&s.col), ScalarKind::Int, "int32")),
+        ("vals".into(), flat(s.val.iter().map(|&v| Value::Float(v)).collect(), ScalarKind::Float, "float64")),
+        ("xs".into(), flat((0..a.cols).map(|j| Value::Float(x_of(j))).collect(), ScalarKind::Float, "float64")),
+    ];
+    let nats = [("m".to_string(), a.cols as i64), ("S".to_string(), s.slices() as i64)];
+    let env = heddle_runtime::io::bind_inputs_flat(&kernel, &nats, inputs).expect("bind sell8 inputs");
+    let mut program = heddle::cpu::lower(&kernel, "sell8").unwrap_or_else(|d| panic!("{}", file.render(&[d])));
+    // The packer writes columns below m, as a tensor's coordinates are: the
+    // runtime validates them against this range, then runs the code without
+    // the per-lane column checks (as for CSR32's tensor coordinates).
+    program.ranges.push(heddle_ir::loops::InputRange {
+        buf: "cols".into(),
+        field: 0,
+        below: heddle_ir::loops::Expr::var("m"),
+    });
+    let launch = heddle_runtime::launch::prepare(&program, &env).expect("lay out sell8");
+    Some(Laid { name: "sell8".into(), program, launch, tuning: Tuning::default() })
 }

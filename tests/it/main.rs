@@ -47,6 +47,7 @@ mod reassociation;
 mod robustness;
 mod scipy_interop;
 mod search_formats;
+mod sell;
 mod skyline;
 mod slices;
 mod sort_by;

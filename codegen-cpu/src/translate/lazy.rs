@@ -172,9 +172,21 @@ impl Translator<'_, '_> {
     /// Whether `cond` holds whenever the inputs lie in the program's ranges
     /// ([`heddle_ir::loops::implied_by_ranges`], through the `let`s in scope).
     pub(super) fn implied_by_ranges(&self, cond: &Expr) -> bool {
+        self.implied_by_ranges_after(cond, &[])
+    }
+
+    /// [`Self::implied_by_ranges`] with the `let`s of a loop body that runs
+    /// in lanes before `cond` (`body_lets`, innermost last), which are not
+    /// in scope as scalar names (a vector lane loop's `cols[k]`).
+    pub(super) fn implied_by_ranges_after(&self, cond: &Expr, body_lets: &[(Name, Expr)]) -> bool {
         let lets = &self.let_values;
         heddle_ir::loops::implied_by_ranges(cond, &self.prog.ranges, &|n| {
-            lets.iter().rev().find(|(m, _)| m == n).map(|(_, v)| v)
+            body_lets
+                .iter()
+                .rev()
+                .find(|(m, _)| m == n)
+                .or_else(|| lets.iter().rev().find(|(m, _)| m == n))
+                .map(|(_, v)| v)
         })
     }
 }

@@ -142,7 +142,7 @@ impl Translator<'_, '_> {
             self.single_reduction_loop(var, lo, hi, body, &accs)?;
             return Ok(true);
         }
-        if let Some(plan) = self.lane_plan(var, body, &accs) {
+        if let Some(plan) = self.lane_plan(var, body, &accs, None) {
             self.lane_loop(var, lo, hi, body, &accs, plan)?;
             return Ok(true);
         }

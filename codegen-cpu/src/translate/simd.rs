@@ -117,10 +117,9 @@ fn vector_flags(readonly: bool) -> MemFlagsData {
 /// (a failing check resumes in the scalar loop, which this form has not).
 /// BSR 1×8's dot product over a block (8 `f64`: two steps of two vectors)
 /// then costs no counter, compare or branch, and no test for a rest.
-fn straight_steps(lo: &Expr, hi: &Expr, body: &[Stmt], step: i64) -> Option<i64> {
+fn straight_steps(lo: &Expr, hi: &Expr, checked: bool, step: i64) -> Option<i64> {
     let (Expr::Int(lo, _), Expr::Int(hi, _)) = (lo, hi) else { return None };
     let n = hi.checked_sub(*lo)?;
-    let checked = body.iter().any(|s| matches!(s, Stmt::Check { .. }));
     (n > 0 && n % step == 0 && n / step <= STRAIGHT_STEPS && !checked).then_some(n / step)
 }
 
@@ -129,7 +128,21 @@ impl Translator<'_, '_> {
 
     /// The lane plan of `for var … { body }` if it is a reduction over
     /// `accs` (or, with `accs` empty, a map loop) that vectorises and pays.
-    pub(super) fn lane_plan(&self, var: &Name, body: &[Stmt], accs: &[Accumulator]) -> Option<LanePlan> {
+    /// `trip` is the loop's trip count when it is a constant.
+    ///
+    /// A gather pays in one case: a map loop of a constant trip count that
+    /// is a multiple of the lane count (SELL-C-σ's C rows of a slice,
+    /// `acc_next[l] = acc[l] + vals[k·C + l] · xs[cols[k·C + l]]`): there is
+    /// no rest to run one at a time, and the vector loads of the values and
+    /// columns, the vector multiply, add and store replace C scalar ones
+    /// each, while the lanes of `xs` cost what scalar loads cost.
+    pub(super) fn lane_plan(
+        &self,
+        var: &Name,
+        body: &[Stmt],
+        accs: &[Accumulator],
+        trip: Option<i64>,
+    ) -> Option<LanePlan> {
         if !self.options.vectorize || accs.iter().any(|a| a.ty.is_half()) || self.mentions_half(body) {
             return None;
         }
@@ -211,7 +224,22 @@ impl Translator<'_, '_> {
                 _ => return None,
             }
         }
-        (pays && !gathers).then_some(LanePlan { width, shape })
+        let gathers_pay = shape == Shape::Map && trip.is_some_and(|n| n > 0 && n % width as i64 == 0);
+        (pays && (!gathers || gathers_pay)).then_some(LanePlan { width, shape })
+    }
+
+    /// Whether `body` has a check that is emitted: not one the inputs'
+    /// ranges imply under `trust_ranges`.
+    fn live_checks(&self, body: &[Stmt]) -> bool {
+        let mut lets: Vec<(Name, Expr)> = Vec::new();
+        body.iter().any(|s| match s {
+            Stmt::Let { var, value, .. } => {
+                lets.push((var.clone(), value.clone()));
+                false
+            }
+            Stmt::Check { cond, .. } => !(self.options.trust_ranges && self.implied_by_ranges_after(cond, &lets)),
+            _ => false,
+        })
     }
 
     /// The kind of `e` in lanes, or `None` if it has no lane form here.
@@ -389,7 +417,10 @@ impl Translator<'_, '_> {
         let w = plan.width as i64;
         let chains = if plan.shape == Shape::Reduction { VECTOR_CHAINS } else { MAP_CHAINS };
         let step = w * chains;
-        if let Some(steps) = straight_steps(lo, hi, body, step) {
+        // Checks the inputs' ranges imply (under `trust_ranges`) are left
+        // out of the lanes, as of the scalar code: SELL's column checks.
+        let checked = self.live_checks(body);
+        if let Some(steps) = straight_steps(lo, hi, checked, step) {
             return self.lane_steps_straight(var, lo, hi, body, accs, plan, chains, steps);
         }
         let (lo_v, hi_v) = self.loop_bounds(lo, hi, Schedule::Seq)?;
@@ -409,7 +440,7 @@ impl Translator<'_, '_> {
         // `n = max(hi - lo, 0)` (`n = hi` when `lo` is 0 and `hi` a natural)
         // makes an empty loop run no step. It saves MTTKRP a test of `0 < J`
         // per nonzero.
-        let no_checks = plan.shape == Shape::Map && chains > 1 && !body.iter().any(|s| matches!(s, Stmt::Check { .. }));
+        let no_checks = plan.shape == Shape::Map && chains > 1 && !checked;
         let narrow = heddle_ir::loops::narrow_casts(var, body);
         let (min, max) = heddle_ir::loops::fitting_range(&narrow);
         let fitting_lo = matches!(lo, Expr::Int(v, _) if *v >= min && max.checked_add(1).is_some_and(|m| *v <= m));
@@ -648,9 +679,11 @@ impl Translator<'_, '_> {
         let (scope_mark, lets_mark) = (self.scope.len(), self.let_values.len());
         let mut lanes: LaneScope = vec![(var.clone(), Lanes::Affine(lane0, 1), ScalarType::I64)];
         let mut bail: Option<cranelift_codegen::ir::Block> = None;
+        let mut body_lets: Vec<(Name, Expr)> = Vec::new();
         for s in body {
             match s {
                 Stmt::Let { var: v, ty, value } => {
+                    body_lets.push((v.clone(), value.clone()));
                     let x = self.lane_value(value, &lanes, plan.width)?;
                     if let Lanes::Uniform(u) = x {
                         // Uniform values are ordinary names for the scalar code.
@@ -658,6 +691,11 @@ impl Translator<'_, '_> {
                         self.let_values.push((v.clone(), value.clone()));
                     }
                     lanes.push((v.clone(), x, *ty));
+                }
+                Stmt::Check { cond, .. }
+                    if self.options.trust_ranges && self.implied_by_ranges_after(cond, &body_lets) =>
+                {
+                    self.trusted_checks += 1;
                 }
                 Stmt::Check { cond, .. } => {
                     let c = self.lane_value(cond, &lanes, plan.width)?;

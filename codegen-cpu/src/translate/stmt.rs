@@ -98,8 +98,9 @@ impl Translator<'_, '_> {
                 if self.lane_sum_loop(var, lo, hi, *schedule, body)?
                     || self.reduction_loop(var, lo, hi, *schedule, body)?
                 {
-                } else if let Some(plan) =
-                    (*schedule == Schedule::Seq).then(|| self.lane_plan(var, body, &[])).flatten()
+                } else if let Some(plan) = (*schedule == Schedule::Seq)
+                    .then(|| self.lane_plan(var, body, &[], constant_trip(lo, hi)))
+                    .flatten()
                 {
                     self.lane_loop(var, lo, hi, body, &[], plan)?
                 } else {
@@ -311,5 +312,13 @@ impl Translator<'_, '_> {
         };
         self.bufs.push((buf.clone(), Buf { base, fields: fields.to_vec(), layout, readonly: false }));
         Ok(())
+    }
+}
+
+/// The trip count of a loop from `lo` to `hi` when both are constants.
+fn constant_trip(lo: &Expr, hi: &Expr) -> Option<i64> {
+    match (lo, hi) {
+        (Expr::Int(lo, _), Expr::Int(hi, _)) => hi.checked_sub(*lo),
+        _ => None,
     }
 }

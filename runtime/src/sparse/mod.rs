@@ -34,6 +34,7 @@ pub mod mtx;
 pub mod npz;
 mod partition;
 pub mod result;
+pub mod sell;
 pub mod stats;
 pub mod tensor;
 pub(crate) mod text;

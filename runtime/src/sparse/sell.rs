@@ -1,0 +1,190 @@
+//! SELL-C-σ (Kreutzer, Hager, Wellein, Fehske, Bishop, SIAM J. Sci. Comput.
+//! 2014): a matrix's rows in slices of `C`, each slice padded to its longest
+//! row and stored column-major (entry `k` of the slice's `C` rows together),
+//! rows sorted by length (longest first) within windows of `σ` rows so that
+//! the slices pad little.
+//!
+//! As a heddle type (`examples/sparse/spmv_sell8.hdl`) the format is four
+//! ordinary arrays, the slice widths given as offsets like CSR's positions:
+//!
+//! ```text
+//! soff: [int]_{S + 1}                                           slice s spans k-steps soff@s .. soff@(s + 1)
+//! cols: [s -> [[int]_C]_{toNat(soff@(s + 1) - soff@s)}]_S       cols@s@k@l: column of entry k of lane l
+//! vals: [s -> [[T]_C]_{toNat(soff@(s + 1) - soff@s)}]_S         its value
+//! ```
+//!
+//! so a slice of width `w` is `w` steps of `C` lanes, and the kernel's result
+//! is in *sliced order*: position `s·C + l` holds the row in lane `l` of
+//! slice `s`. [`Sell::slot`] maps each row to that position (with `σ = 1`
+//! it is the identity, and the first `rows` results are y). Padding entries
+//! hold the value 0 and column 0 (or the lane's last real column), so they
+//! add nothing and read x in range; a padded row (past the last row) is
+//! all padding and yields 0.
+
+use super::error::{Result, SparseError};
+
+/// A matrix stored as SELL-C-σ.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sell {
+    /// Rows per slice.
+    pub c: usize,
+    /// Sorting window in rows (1: no sorting).
+    pub sigma: usize,
+    /// The matrix's rows.
+    pub rows: usize,
+    /// The matrix's columns.
+    pub cols: usize,
+    /// Slice offsets in k-steps: slice `s` has width `soff[s + 1] - soff[s]`.
+    pub soff: Vec<i32>,
+    /// Columns, `C` per k-step, column-major within a slice.
+    pub col: Vec<i32>,
+    /// Values, laid out as `col`.
+    pub val: Vec<f64>,
+    /// Row `i`'s position in the sliced order (`s·C + l`).
+    pub slot: Vec<usize>,
+    /// The row at each sliced position (`None` for a padding row).
+    pub row_at: Vec<Option<usize>>,
+}
+
+/// The bytes SELL-C-σ stores for a matrix of `rows` rows whose slices have
+/// the widths `soff` lists, with `value_bytes`-byte values: 32-bit offsets
+/// and columns, and the permutation (one 32-bit slot per row) when `σ > 1`.
+pub fn storage_bytes(soff: &[i32], c: usize, rows: usize, sigma: usize, value_bytes: usize) -> u64 {
+    let steps = *soff.last().unwrap_or(&0) as u64;
+    let perm = if sigma > 1 { rows as u64 * 4 } else { 0 };
+    soff.len() as u64 * 4 + steps * c as u64 * (4 + value_bytes as u64) + perm
+}
+
+/// The row lengths' slice widths: `soff` for rows in `order`.
+fn offsets(len: &[usize], order: &[usize], c: usize) -> Result<Vec<i32>> {
+    let mut soff = vec![0i32];
+    let mut total: i64 = 0;
+    for chunk in order.chunks(c) {
+        let w = chunk.iter().map(|&i| len[i]).max().unwrap_or(0);
+        total += w as i64;
+        let t = i32::try_from(total)
+            .map_err(|_| SparseError::Shape(format!("SELL: {total} k-steps exceed 32-bit slice offsets")))?;
+        soff.push(t);
+    }
+    Ok(soff)
+}
+
+/// Stores CSR (`rowptr`, `colidx`, `values`; `rows` × `cols`) as SELL-C-σ.
+/// Refused (a `Shape` error that says why): `c` or `sigma` zero, `sigma` not
+/// a multiple of `c`, a column past 32 bits, or storage beyond `limit` bytes
+/// (`tune`'s limit: 3× the matrix's plain CSR bytes, [`super::estimate::plain_size`]).
+#[allow(clippy::too_many_arguments)]
+pub fn from_csr(
+    rows: usize,
+    cols: usize,
+    rowptr: &[usize],
+    colidx: &[usize],
+    values: &[f64],
+    c: usize,
+    sigma: usize,
+    value_bytes: usize,
+    limit: Option<u64>,
+) -> Result<Sell> {
+    if c == 0 || sigma == 0 {
+        return Err(SparseError::Shape(format!("SELL-{c}-{sigma}: C and σ must be positive")));
+    }
+    if sigma > 1 && !sigma.is_multiple_of(c) {
+        return Err(SparseError::Shape(format!("SELL-{c}-{sigma}: σ must be 1 or a multiple of C")));
+    }
+    if rowptr.len() != rows + 1 {
+        return Err(SparseError::buffer(
+            "positions[1]",
+            rowptr.len(),
+            format!("{rows} rows need {} positions", rows + 1),
+        ));
+    }
+    if cols > i32::MAX as usize + 1 {
+        return Err(SparseError::Shape(format!("SELL: {cols} columns exceed 32-bit coordinates")));
+    }
+    let len: Vec<usize> = rowptr.windows(2).map(|w| w[1].saturating_sub(w[0])).collect();
+    let mut order: Vec<usize> = (0..rows).collect();
+    if sigma > 1 {
+        // Longest first within each window; stable, so equal rows keep their order.
+        for w in order.chunks_mut(sigma) {
+            w.sort_by_key(|&i| std::cmp::Reverse(len[i]));
+        }
+    }
+    let soff = offsets(&len, &order, c)?;
+    let bytes = storage_bytes(&soff, c, rows, sigma, value_bytes);
+    if let Some(limit) = limit
+        && bytes > limit
+    {
+        return Err(SparseError::Shape(format!(
+            "SELL-{c}-{sigma}: {bytes} bytes stored, more than the limit of {limit} (3x plain CSR)"
+        )));
+    }
+    let slices = soff.len() - 1;
+    let steps = *soff.last().unwrap() as usize;
+    let mut col = vec![0i32; steps * c];
+    let mut val = vec![0f64; steps * c];
+    let mut slot = vec![0usize; rows];
+    let mut row_at = vec![None; slices * c];
+    for (p, &i) in order.iter().enumerate() {
+        let (s, l) = (p / c, p % c);
+        slot[i] = p;
+        row_at[p] = Some(i);
+        let base = soff[s] as usize;
+        let width = soff[s + 1] as usize - base;
+        let (lo, hi) = (rowptr[i], rowptr[i + 1]);
+        let mut last = 0i32;
+        for k in 0..width {
+            let at = (base + k) * c + l;
+            if lo + k < hi {
+                let j = colidx[lo + k];
+                if j >= cols {
+                    return Err(SparseError::buffer(
+                        "coordinates[1]",
+                        lo + k,
+                        format!("column {j} is not below {cols}"),
+                    ));
+                }
+                last = j as i32;
+                col[at] = last;
+                val[at] = values[lo + k];
+            } else {
+                // Padding: value 0 at the row's last column (a valid one,
+                // already in cache), 0 for an empty row.
+                col[at] = last;
+            }
+        }
+    }
+    Ok(Sell { c, sigma, rows, cols, soff, col, val, slot, row_at })
+}
+
+impl Sell {
+    /// Back to CSR (`rowptr`, `colidx`, `values`), padding dropped: the
+    /// entries of each row in their stored order. Padding is told from a
+    /// stored zero by position (a row's entries come first in its lane), so
+    /// the row lengths are needed: `len` (CSR's) is what `from_csr` stored.
+    pub fn to_csr(&self, len: &[usize]) -> (Vec<usize>, Vec<usize>, Vec<f64>) {
+        let mut rowptr = vec![0usize];
+        let (mut colidx, mut values) = (Vec::new(), Vec::new());
+        for (i, &n) in len.iter().enumerate().take(self.rows) {
+            let p = self.slot[i];
+            let (s, l) = (p / self.c, p % self.c);
+            let base = self.soff[s] as usize;
+            for k in 0..n {
+                let at = (base + k) * self.c + l;
+                colidx.push(self.col[at] as usize);
+                values.push(self.val[at]);
+            }
+            rowptr.push(colidx.len());
+        }
+        (rowptr, colidx, values)
+    }
+
+    /// The number of slices.
+    pub fn slices(&self) -> usize {
+        self.soff.len() - 1
+    }
+
+    /// y in row order from the kernel's result in sliced order.
+    pub fn unpermute<T: Copy>(&self, z: &[T]) -> Vec<T> {
+        self.slot.iter().map(|&p| z[p]).collect()
+    }
+}

@@ -1,0 +1,307 @@
+//! SELL-C-σ SpMV (`examples/sparse/spmv_sell8.hdl`, packed by
+//! `heddle_runtime::sparse::sell`): the CPU backend's result equals the
+//! interpreter's bit for bit (each lane adds its row's products in order, as
+//! the interpreter does; the loop over a slice's steps is not split) on 1 to
+//! 4 threads, with and without the columns' range (validated, then the
+//! per-lane column checks left out), and both equal a dense reference
+//! computed here in f64 (within f32 rounding for `float`); rows of 0, 1 and
+//! many entries, row counts that are not multiples of 8, an empty matrix,
+//! σ = 1 and σ = 16 (rows sorted, the permutation applied to y). Packing
+//! round-trips; bad storage is refused with a message that says why; and the
+//! Cranelift IR runs the 8 rows in vector lanes.
+
+use crate::common;
+
+use common::Rng;
+use heddle::source::SourceFile;
+use heddle_runtime::cpu::Parallelism;
+use heddle_runtime::io::{Loaded, bind_inputs};
+use heddle_runtime::sparse::sell::{Sell, from_csr};
+use heddle_runtime::value::Value;
+use serde_json::json;
+
+const EXAMPLE: &str = include_str!("../../examples/sparse/spmv_sell8.hdl");
+
+/// A random CSR matrix: `rows` × `cols`, row lengths drawn from `lengths`.
+fn csr(rng: &mut Rng, rows: usize, cols: usize, lengths: &[usize]) -> (Vec<usize>, Vec<usize>, Vec<f64>) {
+    let mut rowptr = vec![0];
+    let (mut col, mut val) = (Vec::new(), Vec::new());
+    for _ in 0..rows {
+        let n = lengths[rng.below(lengths.len() as u64) as usize].min(cols);
+        let mut js: Vec<usize> = (0..cols).collect();
+        for t in 0..n {
+            let u = t + rng.below((cols - t) as u64) as usize;
+            js.swap(t, u);
+        }
+        let mut row: Vec<usize> = js[..n].to_vec();
+        row.sort();
+        for j in row {
+            col.push(j);
+            // 12 significant bits, both signs: exact in f32.
+            val.push((rng.below(4095) as f64 - 2047.0) / 64.0);
+        }
+        rowptr.push(col.len());
+    }
+    (rowptr, col, val)
+}
+
+fn numbers(v: &Value) -> Vec<f64> {
+    match v {
+        Value::Array(items) => items
+            .iter()
+            .map(|x| match x {
+                Value::Float(f) => *f,
+                other => panic!("expected a float, got {other}"),
+            })
+            .collect(),
+        other => panic!("expected an array, got {other}"),
+    }
+}
+
+/// The interpreter's y and the CPU backend's on 1 to 4 threads, in row order.
+fn run(s: &Sell, xs: &[f64], ty: &str) -> (Vec<f64>, Vec<Vec<f64>>) {
+    let src = EXAMPLE.replace("[float]", &format!("[{ty}]"));
+    let file = SourceFile::new("spmv_sell8.hdl", &src);
+    let kernel = heddle::check_source(&file).unwrap_or_else(|d| panic!("{}", file.render(&d))).1;
+    let slices = s.slices();
+    let nested = |f: &dyn Fn(usize) -> serde_json::Value| -> serde_json::Value {
+        json!(
+            (0..slices)
+                .map(|sl| (s.soff[sl] as usize..s.soff[sl + 1] as usize)
+                    .map(|k| (0..8).map(|l| f(k * 8 + l)).collect::<Vec<_>>())
+                    .collect::<Vec<_>>())
+                .collect::<Vec<_>>()
+        )
+    };
+    let inputs = vec![
+        ("soff".into(), Loaded::Json(json!(s.soff))),
+        ("cols".into(), Loaded::Json(nested(&|p| json!(s.col[p])))),
+        ("vals".into(), Loaded::Json(nested(&|p| json!(s.val[p])))),
+        ("xs".into(), Loaded::Json(json!(xs))),
+    ];
+    let env = bind_inputs(&kernel, &[], inputs).unwrap_or_else(|e| panic!("{e}"));
+    let checked = heddle::cpu::lower(&kernel, "spmv_sell8").unwrap();
+    // With the columns' range (what the packer guarantees), the runtime
+    // validates them and runs code without the per-lane column checks.
+    let trusted = with_column_range(checked.clone());
+    let interp = numbers(&heddle_runtime::interp::run_kernel(&kernel, &env).unwrap());
+    assert_eq!(interp.len(), 8 * slices);
+    // Padding rows are all padding: 0.
+    for p in 0..8 * slices {
+        if s.row_at[p].is_none() {
+            assert_eq!(interp[p], 0.0, "padding row at {p}");
+        }
+    }
+    let cpu = (1..=4)
+        .map(|t| {
+            let program = if t % 2 == 0 { &trusted } else { &checked };
+            let z = numbers(&heddle::cpu::run(&kernel, program, &env, Parallelism::always(t)).unwrap());
+            assert_eq!(z.len(), interp.len());
+            for (p, (a, b)) in z.iter().zip(&interp).enumerate() {
+                assert_eq!(
+                    a.to_bits(),
+                    b.to_bits(),
+                    "{ty}, {t} threads, sliced position {p}: cpu {a}, interpreter {b}"
+                );
+            }
+            s.unpermute(&z)
+        })
+        .collect();
+    (s.unpermute(&interp), cpu)
+}
+
+/// `program` with the range the packer guarantees: every column below m.
+fn with_column_range(mut program: heddle_ir::loops::LoopProgram) -> heddle_ir::loops::LoopProgram {
+    program.ranges.push(heddle_ir::loops::InputRange {
+        buf: "cols".into(),
+        field: 0,
+        below: heddle_ir::loops::Expr::var("m"),
+    });
+    program
+}
+
+#[test]
+fn a_column_out_of_range_is_an_error_with_or_without_the_range() {
+    let src = EXAMPLE;
+    let file = SourceFile::new("spmv_sell8.hdl", src);
+    let kernel = heddle::check_source(&file).unwrap_or_else(|d| panic!("{}", file.render(&d))).1;
+    // One slice of one step; lane 3's column is 5 in a 4-column matrix.
+    let cols: Vec<i64> = vec![0, 1, 2, 5, 0, 0, 0, 0];
+    let inputs = vec![
+        ("soff".into(), Loaded::Json(json!([0, 1]))),
+        ("cols".into(), Loaded::Json(json!([[cols]]))),
+        ("vals".into(), Loaded::Json(json!([[[1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0]]]))),
+        ("xs".into(), Loaded::Json(json!([1.0, 2.0, 3.0, 4.0]))),
+    ];
+    let env = bind_inputs(&kernel, &[], inputs).unwrap_or_else(|e| panic!("{e}"));
+    let checked = heddle::cpu::lower(&kernel, "spmv_sell8").unwrap();
+    for program in [checked.clone(), with_column_range(checked)] {
+        for t in [1, 2] {
+            let e = heddle::cpu::run(&kernel, &program, &env, Parallelism::always(t)).unwrap_err();
+            assert!(format!("{e:?}").contains("xs"), "{e:?}");
+        }
+    }
+    assert!(heddle_runtime::interp::run_kernel(&kernel, &env).is_err());
+}
+
+/// y = A x densely, in f64, with A's values and x rounded to `ty`.
+fn dense(rows: usize, cols: usize, csr: &(Vec<usize>, Vec<usize>, Vec<f64>), xs: &[f64]) -> Vec<f64> {
+    let mut a = vec![vec![0.0; cols]; rows];
+    for (i, row) in a.iter_mut().enumerate() {
+        for p in csr.0[i]..csr.0[i + 1] {
+            row[csr.1[p]] = csr.2[p];
+        }
+    }
+    a.iter().map(|r| r.iter().zip(xs).map(|(v, x)| v * x).sum()).collect()
+}
+
+#[test]
+fn sell8_spmv_equals_the_interpreter_and_a_dense_reference() {
+    let mut rng = Rng(0x5e11_0001);
+    let cases: [(usize, usize, &[usize]); 6] = [
+        (0, 5, &[1]),
+        (1, 9, &[0]),
+        (7, 13, &[0, 1, 3]),
+        (13, 40, &[0, 1, 2, 5, 40]),
+        (37, 64, &[1, 2, 3, 4, 9]),
+        (64, 100, &[0, 1, 17, 60]),
+    ];
+    for (rows, cols, lengths) in cases {
+        let m = csr(&mut rng, rows, cols, lengths);
+        let xs: Vec<f64> = (0..cols).map(|j| ((j * 37 % 101) as f64 - 50.0) / 16.0).collect();
+        let want = dense(rows, cols, &m, &xs);
+        for sigma in [1, 16] {
+            let s = from_csr(rows, cols, &m.0, &m.1, &m.2, 8, sigma, 4, None).unwrap();
+            assert_eq!(s.slices(), rows.div_ceil(8));
+            for (ty, eps) in [("float", f32::EPSILON as f64), ("double", f64::EPSILON)] {
+                let (interp, cpu) = run(&s, &xs, ty);
+                let what = format!("{rows}x{cols}, σ = {sigma}, {ty}");
+                assert_eq!(interp.len(), rows, "{what}");
+                for (i, (g, w)) in interp.iter().zip(&want).enumerate() {
+                    let mag: f64 = (m.0[i]..m.0[i + 1]).map(|p| (m.2[p] * xs[m.1[p]]).abs()).sum();
+                    assert!(
+                        (g - w).abs() <= 2.0 * (m.0[i + 1] - m.0[i]) as f64 * eps * mag,
+                        "{what}, row {i}: {g} vs dense {w}"
+                    );
+                }
+                for y in cpu {
+                    assert_eq!(y, interp, "{what}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn sell_packing_round_trips_and_sorts_within_windows() {
+    let mut rng = Rng(0x5e11_0002);
+    for (rows, sigma) in [(0, 1), (5, 1), (21, 8), (50, 16), (50, 48)] {
+        let m = csr(&mut rng, rows, 30, &[0, 1, 2, 7, 30]);
+        let s = from_csr(rows, 30, &m.0, &m.1, &m.2, 8, sigma, 8, None).unwrap();
+        let len: Vec<usize> = m.0.windows(2).map(|w| w[1] - w[0]).collect();
+        assert_eq!(s.to_csr(&len), m, "{rows} rows, σ = {sigma}");
+        // Each slice is as wide as its longest row, and no wider.
+        for sl in 0..s.slices() {
+            let w = (0..8).filter_map(|l| s.row_at[sl * 8 + l]).map(|i| len[i]).max().unwrap_or(0);
+            assert_eq!((s.soff[sl + 1] - s.soff[sl]) as usize, w);
+        }
+        // Rows stay in their window, longest first.
+        for (i, &p) in s.slot.iter().enumerate() {
+            assert_eq!(p / sigma, i / sigma);
+        }
+        for w in s.row_at.chunks(sigma) {
+            let l: Vec<usize> = w.iter().flatten().map(|&i| len[i]).collect();
+            assert!(l.windows(2).all(|p| p[0] >= p[1]) || sigma == 1);
+        }
+        // Padding: value 0 at a valid column.
+        assert!(s.col.iter().all(|&j| (j as usize) < 30));
+    }
+}
+
+#[test]
+fn bad_sell_storage_is_refused_with_the_reason() {
+    // Every 8th of 64 rows has 100 entries, the others 1: σ = 1 pads each
+    // slice to 100 steps (6.4x the entries); σ = 64 sorts the long rows into
+    // one slice, and the storage is accepted.
+    let mut rowptr = vec![0];
+    let mut col = Vec::new();
+    for i in 0..64 {
+        col.extend(if i % 8 == 0 { 0..100 } else { 0..1 });
+        rowptr.push(col.len());
+    }
+    let val = vec![1.0; col.len()];
+    let plain = 65 * 8 + col.len() as u64 * 12;
+    let e = from_csr(64, 100, &rowptr, &col, &val, 8, 1, 4, Some(3 * plain)).unwrap_err().to_string();
+    assert!(e.contains("SELL-8-1") && e.contains("3x plain CSR"), "{e}");
+    let sorted = from_csr(64, 100, &rowptr, &col, &val, 8, 64, 4, Some(3 * plain)).unwrap();
+    assert_eq!(sorted.soff.last(), Some(&107));
+    let e = from_csr(64, 100, &rowptr, &col, &val, 8, 12, 4, None).unwrap_err().to_string();
+    assert!(e.contains("multiple of C"), "{e}");
+    let e = from_csr(64, 100, &rowptr, &col, &val, 0, 1, 4, None).unwrap_err().to_string();
+    assert!(e.contains("positive"), "{e}");
+    let e = from_csr(64, 50, &rowptr, &col, &val, 8, 1, 4, None).unwrap_err().to_string();
+    assert!(e.contains("coordinates[1]") && e.contains("not below 50"), "{e}");
+}
+
+#[test]
+fn sell8_rows_run_in_vector_lanes() {
+    let (code, clif, err) = common::heddle(&["compile", "--target", "cpu", "examples/sparse/spmv_sell8.hdl"]);
+    assert_eq!(code, 0, "{err}");
+    // Per step, the 8 values in two f32x4 loads, x's lanes assembled, one
+    // vector multiply and add per 4 rows.
+    assert!(clif.contains("load.f32x4"), "{clif}");
+    assert!(clif.matches("insertlane").count() >= 6, "{clif}");
+    assert!(clif.lines().any(|l| l.contains("fmul") && !l.contains(".f32 ")) && clif.contains("f32x4"), "{clif}");
+    // With the columns' range trusted, the same lanes without the per-lane
+    // column compares (an `icmp` per lane and bound).
+    let file = SourceFile::new("spmv_sell8.hdl", EXAMPLE);
+    let kernel = heddle::check_source(&file).unwrap_or_else(|d| panic!("{}", file.render(&d))).1;
+    let program = with_column_range(heddle::cpu::lower(&kernel, "spmv_sell8").unwrap());
+    let options = heddle_runtime::cpu::Tuning::default().options(true);
+    let trusted = heddle_runtime::cpu::compile_cached_with(&program, &options).unwrap();
+    assert!(trusted.relies_on_ranges());
+    let t = trusted.clif();
+    if std::env::var("SELL_CLIF").is_ok() {
+        eprintln!("{t}");
+    }
+    assert!(t.matches("insertlane").count() >= 6, "{t}");
+    assert!(t.matches("icmp slt").count() < clif.matches("icmp slt").count(), "{t}");
+}
+
+/// Not a test: callgrind's probe of the trusted SELL-8 code (f32, a
+/// 20000 × 20000 matrix of 5 random columns per row), `SELL_REPS` runs after
+/// one. Instructions per nonzero = (Ir(SELL_REPS=21) − Ir(SELL_REPS=1)) / 20 / nnz:
+/// `SELL_REPS=N valgrind --tool=callgrind target/debug/deps/it-… sell::probe --ignored`.
+#[test]
+#[ignore]
+fn probe() {
+    let reps: usize = std::env::var("SELL_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+    let mut rng = Rng(0x5e11_0003);
+    let (n, cols) = (20000, 20000);
+    let m = csr(&mut rng, n, cols, &[5]);
+    let s = from_csr(n, cols, &m.0, &m.1, &m.2, 8, 1, 4, None).unwrap();
+    let file = SourceFile::new("spmv_sell8.hdl", EXAMPLE);
+    let kernel = heddle::check_source(&file).unwrap_or_else(|d| panic!("{}", file.render(&d))).1;
+    let flat = |items: Vec<Value>, kind| Loaded::Flat {
+        shape: vec![items.len() as u64],
+        items,
+        dtype: "float64".into(),
+        kinds: vec![kind],
+    };
+    let ints = |v: &[i32]| v.iter().map(|&x| Value::Int(x as i64)).collect::<Vec<_>>();
+    use heddle_runtime::io::read::ScalarKind;
+    let inputs = vec![
+        ("soff".into(), flat(ints(&s.soff), ScalarKind::Int)),
+        ("cols".into(), flat(ints(&s.col), ScalarKind::Int)),
+        ("vals".into(), flat(s.val.iter().map(|&v| Value::Float(v)).collect(), ScalarKind::Float)),
+        ("xs".into(), flat((0..cols).map(|j| Value::Float(j as f64 / 7.0)).collect(), ScalarKind::Float)),
+    ];
+    let nats = [("m".to_string(), cols as i64), ("S".to_string(), s.slices() as i64)];
+    let env = heddle_runtime::io::bind_inputs_flat(&kernel, &nats, inputs).unwrap();
+    let program = with_column_range(heddle::cpu::lower(&kernel, "sell8").unwrap());
+    let mut launch = heddle_runtime::launch::prepare(&program, &env).unwrap();
+    let mut ready = heddle_runtime::cpu::Ready::new(&program, &mut launch, Parallelism::always(1)).unwrap();
+    for _ in 0..reps {
+        ready.run().unwrap();
+    }
+}
