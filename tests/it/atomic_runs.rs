@@ -181,6 +181,9 @@ fn coo_args(
     args
 }
 
+/// A COO entry: (row, column, value).
+type Entry = (usize, usize, f64);
+
 /// Rows whose runs meet across work-groups: one row longer than two groups'
 /// entries among short ones (sorted), the same entries shuffled (runs of one),
 /// one row made of one entry repeated (duplicates), a size that is no
@@ -194,7 +197,7 @@ fn coo_rows_across_work_groups_equal_a_dense_product() {
     let xs: Vec<f64> = (0..cols).map(|_| rng.value()).collect();
     let x = write(dir.path(), "x.json", &serde_json::to_string(&xs).unwrap());
     // (rows, entries) per case; Oclgrind runs the first three (one kernel, small launches).
-    let mut cases: Vec<(&str, usize, Vec<(usize, usize, f64)>)> = Vec::new();
+    let mut cases: Vec<(&str, usize, Vec<Entry>)> = Vec::new();
     let long = 2 * GROUP_ENTRIES + GROUP_ENTRIES / 2 + 7;
     let mut sorted = Vec::new();
     for (i, len) in [3, 0, long, 1, 2 * RUN_CHUNK as usize + 1, 0, 5].into_iter().enumerate() {

@@ -273,7 +273,7 @@ fn sell8_rows_run_in_vector_lanes() {
 /// one. Instructions per nonzero = (Ir(SELL_REPS=21) − Ir(SELL_REPS=1)) / 20 / nnz:
 /// `SELL_REPS=N valgrind --tool=callgrind target/debug/deps/it-… sell::probe --ignored`.
 #[test]
-#[ignore]
+#[ignore = "a callgrind probe, not a check: run by hand as its documentation says"]
 fn probe() {
     let reps: usize = std::env::var("SELL_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
     let mut rng = Rng(0x5e11_0003);
