@@ -455,8 +455,15 @@ fn read_columns(
     wide: bool,
 ) -> Result<Option<(CooColumns, ScalarType, bool)>> {
     use std::io::Read;
+    // A regular file only: the whole-file reader must be able to read it
+    // again. Looked at before it is opened: opening a FIFO and closing it
+    // unread would leave its writer without a reader (`yes > fifo` dies of
+    // SIGPIPE), and the whole-file reader's own open would then wait for a
+    // writer for ever.
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return Ok(None);
+    }
     let Ok(mut file) = std::fs::File::open(path) else { return Ok(None) };
-    // A regular file only: the whole-file reader must be able to read it again.
     let Some(size) = file.metadata().ok().filter(|m| m.is_file()).map(|m| m.len()) else { return Ok(None) };
     let single = dest == ScalarType::F32;
     let mapped = if map { Mapped::new(&file, size) } else { None };
