@@ -23,21 +23,27 @@ fn heddle_env(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().expect("run heddle");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let status = loop {
+    let child = cmd.spawn().expect("run heddle");
+    let status = wait_or_kill(child, 120, || format!("heddle {args:?} with {env:?} ran for more than two minutes"));
+    let read = |p: &std::path::Path| String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned();
+    (status.code().unwrap_or(-1), read(&out_path), read(&err_path))
+}
+
+/// Waits for `child`, killing it and failing the test with `late()`'s
+/// message once `secs` seconds have passed.
+fn wait_or_kill(mut child: std::process::Child, secs: u64, late: impl Fn() -> String) -> std::process::ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
         if let Some(status) = child.try_wait().unwrap() {
-            break status;
+            return status;
         }
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("heddle {args:?} with {env:?} ran for more than two minutes");
+            panic!("{}", late());
         }
         std::thread::sleep(Duration::from_millis(20));
-    };
-    let read = |p: &std::path::Path| String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned();
-    (status.code().unwrap_or(-1), read(&out_path), read(&err_path))
+    }
 }
 
 fn no_crash(stderr: &str) {
@@ -432,19 +438,8 @@ fn heddle_bounded_env(args: &[&str], secs: u64, env: &[(&str, &str)]) -> (i32, S
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().expect("run heddle under bash");
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("heddle {args:?} ran for more than {secs} seconds");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let child = cmd.spawn().expect("run heddle under bash");
+    let status = wait_or_kill(child, secs, || format!("heddle {args:?} ran for more than {secs} seconds"));
     (status.code().unwrap_or(-1), String::from_utf8_lossy(&std::fs::read(&err_path).unwrap()).into_owned())
 }
 
