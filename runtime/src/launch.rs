@@ -62,7 +62,7 @@ impl Buffer {
         let layout = record_layout(&fields);
         let bytes = crate::limits::check_records(what, records as u64, layout.size as u64)?;
         Ok(Buffer {
-            words: Arc::new(Storage::Words(vec![0; bytes.div_ceil(8).max(1)])),
+            words: Arc::new(Storage::Words(crate::pages::Words::zeroed(bytes.div_ceil(8).max(1)))),
             fields,
             layout,
             records,
@@ -270,7 +270,7 @@ impl Buffer {
         if let Some((ptr, len)) = elsewhere {
             // SAFETY: `borrowed`'s (`lent_output`'s) contract: `ptr` is valid for `len` bytes.
             let bytes = unsafe { std::slice::from_raw_parts(ptr, len) };
-            let mut words = vec![0u64; len.div_ceil(8).max(1)];
+            let mut words = crate::pages::Words::zeroed(len.div_ceil(8).max(1));
             // SAFETY: `words` holds at least `bytes.len()` bytes; the two do not overlap.
             unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), words.as_mut_ptr().cast::<u8>(), bytes.len()) };
             self.words = Arc::new(Storage::Words(words));
@@ -482,8 +482,9 @@ impl Buffer {
 /// A buffer's memory.
 #[derive(Clone, Debug)]
 enum Storage {
-    /// Records laid out by [`record_layout`], in 8-byte words (at least one).
-    Words(Vec<u64>),
+    /// Records laid out by [`record_layout`], in 8-byte words (at least one;
+    /// a large buffer on transparent huge pages, [`crate::pages`]).
+    Words(crate::pages::Words),
     /// Records of one scalar field, in the vector they were given in
     /// (aligned to the scalar; at least 8 bytes).
     Scalars(crate::scalars::ScalarVec),
@@ -1355,6 +1356,33 @@ mod tests {
         assert_eq!((wide.read(0, 0), wide.read(1, 0)), (Value::complex(0.0, 0.0), Value::complex(0.1, -0.2)));
         let split = wide.with_fields(&[ScalarType::F64, ScalarType::F64]).expect("the same bytes");
         assert_eq!((split.read(1, 0), split.read(1, 1)), (Value::Float(0.1), Value::Float(-0.2)));
+    }
+
+    #[test]
+    fn large_buffers_are_zero_on_huge_pages_and_copied_on_write() {
+        use crate::value::Value;
+        // 3 MiB of f64: above `pages::THRESHOLD`, so a 2 MiB-aligned mapping on Linux.
+        let n = 3 << 17;
+        let mut a = Buffer::zeroed(vec![ScalarType::F64], n);
+        if cfg!(target_os = "linux") && crate::pages::enabled() {
+            assert_eq!(a.as_ptr() as usize % crate::pages::HUGE, 0, "2 MiB-aligned");
+        }
+        assert!(a.bytes().iter().all(|&b| b == 0));
+        for i in (0..n).step_by(4099) {
+            a.write(i, 0, &Value::Float(i as f64 + 0.5));
+        }
+        let mut b = a.clone();
+        assert!(b.shares_storage(&a));
+        b.write(1, 0, &Value::Float(-1.0));
+        assert!(!b.shares_storage(&a), "a write copies shared storage");
+        for i in (0..n).step_by(4099) {
+            assert_eq!(a.read(i, 0), Value::Float(i as f64 + 0.5));
+            if i != 1 {
+                assert_eq!(b.read(i, 0), Value::Float(i as f64 + 0.5));
+            }
+        }
+        assert_eq!((a.read(1, 0), b.read(1, 0)), (Value::Float(0.0), Value::Float(-1.0)));
+        assert_eq!(a.read(n - 1, 0), Value::Float(0.0));
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod limits;
 pub mod loops_interp;
 pub mod oclgrind;
 pub mod opencl;
+pub mod pages;
 pub mod profile;
 pub mod scalars;
 pub mod sparse;

@@ -103,24 +103,11 @@ pub(crate) fn advise_capacity<T>(v: &mut Vec<T>) {
     advise_huge_pages(&*v.spare_capacity_mut());
 }
 
-#[cfg(target_os = "linux")]
+/// [`crate::pages::advise`]: the whole huge pages inside a buffer of 4 MiB
+/// or more, unless `HEDDLE_HUGEPAGES=0`.
 fn advise_huge_pages<T>(v: &[T]) {
-    const HUGE: usize = 2 << 20;
-    let (start, bytes) = (v.as_ptr() as usize, std::mem::size_of_val(v));
-    if bytes < 2 * HUGE {
-        return;
-    }
-    // The whole huge pages inside the buffer.
-    let (first, last) = (start.next_multiple_of(HUGE), (start + bytes) / HUGE * HUGE);
-    // SAFETY: advice about memory `v` owns, whole pages inside it;
-    // MADV_HUGEPAGE changes no contents (its failure is ignored: advice).
-    unsafe {
-        libc::madvise(first as *mut libc::c_void, last - first, libc::MADV_HUGEPAGE);
-    }
+    crate::pages::advise(v);
 }
-
-#[cfg(not(target_os = "linux"))]
-fn advise_huge_pages<T>(_: &[T]) {}
 
 /// Whether 32-bit cursors and coordinates hold a counting sort of
 /// `entries` entries whose coordinates are below `coord_bound`. (They are
