@@ -776,6 +776,25 @@ impl Lowerer<'_> {
         }
     }
 
+    /// An upper bound over the naturals on the length of `x`, an array that
+    /// is not a stream, looking through the views no longer than the array
+    /// they read (a map, a part of `interleave`, a slice, a zip, `unzip`):
+    /// the room of a local temporary whose length only the data gives
+    /// (`materialize`), which OpenCL sizes at the launch.
+    pub(super) fn length_bound(&mut self, x: &View) -> Option<Nat> {
+        if is_stream(x) {
+            return None;
+        }
+        self.list_capacity(x).or_else(|| match &x.kind {
+            ViewKind::Map { src, .. }
+            | ViewKind::Strided { src, .. }
+            | ViewKind::Slice { src, .. }
+            | ViewKind::Proj(src, _) => self.length_bound(src),
+            ViewKind::Zip(parts) => parts.iter().find_map(|p| self.length_bound(p)),
+            _ => None,
+        })
+    }
+
     /// An upper bound over the naturals on the length of `x`, an operand of a stream.
     fn list_capacity(&mut self, x: &View) -> Option<Nat> {
         if is_stream(x) {

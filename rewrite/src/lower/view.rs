@@ -199,11 +199,16 @@ pub enum ViewKind {
         /// Chosen otherwise.
         b: Box<View>,
     },
-    /// `scatter(idx)(src)`: element `j` is `src@(inv[j])`, where the buffer
-    /// `inv` holds the inverse permutation (filled and checked by `scatter.rs`).
+    /// `scatter(idx)(src)`: element `j` is `src@(inv[at + j].field)`, where the buffer
+    /// `inv` holds the inverse permutation (filled and checked by `scatter.rs`;
+    /// `sort.rs` sorts rows through the permutation its merge sort leaves).
     Permuted {
-        /// The inverse permutation, `i64` records.
+        /// The inverse permutation, `i64` fields of records.
         inv: Name,
+        /// Its first record.
+        at: Nat,
+        /// The field that holds the positions.
+        field: u32,
         /// The scattered array.
         src: Box<View>,
     },
@@ -414,9 +419,9 @@ impl Lowerer<'_> {
                 let y = self.elem(b, i, &mut b_block)?;
                 self.choose(cond.clone(), (x, a_block), (y, b_block), &elem_ty, span, body)
             }
-            ViewKind::Permuted { inv, src } => {
-                let j = self.index_expr(i, &Env::default(), body)?;
-                let k = self.bind_index(L::load(inv.clone(), j, 0), "from", body);
+            ViewKind::Permuted { inv, at, field, src } => {
+                let j = self.index_expr(&Nat::add(at.clone(), i.clone()), &Env::default(), body)?;
+                let k = self.bind_index(L::load(inv.clone(), j, *field), "from", body);
                 self.elem(src, &k, body)
             }
             ViewKind::Gather { idx, src, span } => {
