@@ -140,7 +140,7 @@ impl<'k> Lowerer<'k> {
             ViewKind::Compress { src, n, last, span } => {
                 self.compress(src, n, *last, coordinate_type(v), env, *span, body, Some(f)).map(|_| ())
             }
-            ViewKind::Choice { cond, a, b } => {
+            ViewKind::Choice { cond, a, b, .. } => {
                 // Only the chosen array is walked (its checks made), as the interpreter evaluates only it.
                 let (mut then, mut els) = (Block::new(), Block::new());
                 self.each(a, env, Schedule::Seq, &mut then, &mut *f)?;
@@ -250,7 +250,7 @@ impl<'k> Lowerer<'k> {
             ViewKind::Compress { src, n, last, span } => {
                 self.compress(src, n, *last, coordinate_type(v), env, *span, body, None)
             }
-            ViewKind::Choice { cond, a, b } if is_stream(v) => {
+            ViewKind::Choice { cond, a, b, .. } if is_stream(v) => {
                 let n = self.fresh("chosen_len");
                 body.push(Stmt::Var { var: n.clone(), ty: ScalarType::I64, init: L::index(0) });
                 let (mut then, mut els) = (Block::new(), Block::new());

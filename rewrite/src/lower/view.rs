@@ -198,6 +198,9 @@ pub enum ViewKind {
         a: Box<View>,
         /// Chosen otherwise.
         b: Box<View>,
+        /// Each element read only on its side (`pad` of rows: the other side's
+        /// element may be out of range), not computed on both and selected.
+        strict: bool,
     },
     /// `scatter(idx)(src)`: element `j` is `src@(inv[at + j].field)`, where the buffer
     /// `inv` holds the inverse permutation (filled and checked by `scatter.rs`;
@@ -413,10 +416,13 @@ impl Lowerer<'_> {
                     self.choose_strictly(in_a, (x, a_block), (y, b_block), &elem_ty, span, body)
                 }
             }
-            ViewKind::Choice { cond, a, b } => {
+            ViewKind::Choice { cond, a, b, strict } => {
                 let (mut a_block, mut b_block) = (Block::new(), Block::new());
                 let x = self.elem(a, i, &mut a_block)?;
                 let y = self.elem(b, i, &mut b_block)?;
+                if *strict {
+                    return self.choose_strictly(cond.clone(), (x, a_block), (y, b_block), &elem_ty, span, body);
+                }
                 self.choose(cond.clone(), (x, a_block), (y, b_block), &elem_ty, span, body)
             }
             ViewKind::Permuted { inv, at, field, src } => {
