@@ -81,6 +81,7 @@ const KERNELS: &[(&str, Inputs)] = &[
     ("stream_temporary_unbounded_intersect", Inputs::Lists),
     ("stream_temporary_unbounded_filter", Inputs::Lists),
     ("sort_by_concat_stream", Inputs::Dense),
+    ("concat_stream_pad_split", Inputs::Dense),
     // Local temporaries as long as a row, which only the data gives: OpenCL
     // gives them room for the longest row (`length_bound`), 0 where every row is empty.
     ("pd_map_local_row_reduce", Inputs::Rows),
