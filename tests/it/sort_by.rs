@@ -7,6 +7,7 @@
 //! come out in order), already sorted, reversed, random with many ties, and
 //! floats with NaN, -0.0 and 0.0. Kernels: a top-level sort of an input
 //! (one sequential merge sort), a decreasing tuple key over nested tuples,
+//! rows of a matrix (elements that are arrays) by a key of their columns,
 //! and the examples `sort_rows_csr` (a sort per row inside the parallel loop,
 //! each row's temporary sized by its length) and `sort_coo_by_column`
 //! (`reorder_coo`: a COO matrix's entries stored again in column-major order) on random matrices with empty
@@ -26,6 +27,11 @@ const BY_VALUE: &str =
 
 /// ((a, b), position) sorted by a increasing, then b decreasing.
 const BY_TUPLE: &str = "nFun(n =>\nfun(a: [int]_n =>\nfun(b: [double]_n =>\n  zip(zip(a, b), generate(n, fun(i => i))) :>> sortBy(fun(p => (p.1.1, -p.1.2))))))\n";
+
+/// Rows of three (a matrix's rows) sorted by their second column, then their
+/// first decreasing: elements that are arrays (compiled code sorts (key,
+/// position) records and reads the rows in that order).
+const ROWS: &str = "nFun(n =>\nfun(rows: [[int]_3]_n =>\n  rows :>> sortBy(fun(r => (r@1, 0 - r@0)))))\n";
 
 /// numpy's order of floats: by value, -0.0 equal to 0.0, NaN after every number.
 fn float_order(x: f64, y: f64) -> Ordering {
@@ -161,6 +167,28 @@ fn tuple_keys_compare_lexicographically() {
                 common::json_agree(&got, &J::Array(expected.clone())),
                 "{backend}, n = {n}: got {got}, want {expected:?}"
             );
+        }
+    }
+}
+
+#[test]
+fn rows_sort_by_a_key_of_their_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = write(dir.path(), "rows.hdl", ROWS);
+    let mut rng = Rng(0x5eed_0003);
+    let lengths: &[usize] = if common::oclgrind() { &[0, 5] } else { &[0, 1, 2, 33, 120] };
+    for &n in lengths {
+        // Few distinct keys: many ties, kept in their rows' order.
+        let rows: Vec<[i64; 3]> =
+            (0..n).map(|_| [rng.below(3) as i64, rng.below(4) as i64 - 2, rng.below(1000) as i64]).collect();
+        let mut want = rows.clone();
+        want.sort_by(|x, y| x[1].cmp(&y[1]).then(y[0].cmp(&x[0])));
+        let input = write(dir.path(), "rows.json", &serde_json::to_string(&rows).unwrap());
+        // A result of rows is written flat (row-major), as the CLI prints it.
+        let expected: Vec<J> = want.iter().flatten().map(|v| json!(v)).collect();
+        for backend in backends() {
+            let got = run(&kernel, &[("rows", &input)], backend);
+            assert_eq!(got, J::Array(expected.clone()), "{backend}, n = {n}: rows {rows:?}");
         }
     }
 }

@@ -13,7 +13,9 @@
 //! room no natural parameter bounds: the host computes the longest row before
 //! the launch (`HostKind::Largest`). Their rows are drawn mixed, all empty, or
 //! with one row far longer than the rest, so the bound is exercised where it
-//! is 0 and where a single row sets it.
+//! is 0 and where a single row sets it. The kernels over one list of rows
+//! (`Inputs::Rows`) keep a row's products in local memory, whose room is that
+//! same bound on OpenCL (`length_bound` in `rewrite/src/lower/stream.rs`).
 
 use crate::common;
 
@@ -36,6 +38,8 @@ enum Inputs {
     Square,
     /// Two lists of sorted (coordinate, value) rows, `v` and `w`, with their offsets `o` and `q`, over `m` columns.
     Lists,
+    /// One list of (coordinate, value) rows, `values` with its `offset`, and `xs: [float]_m`.
+    Rows,
 }
 
 /// How the rows of a random list are drawn.
@@ -76,6 +80,14 @@ const KERNELS: &[(&str, Inputs)] = &[
     ("stream_temporary_unbounded", Inputs::Lists),
     ("stream_temporary_unbounded_intersect", Inputs::Lists),
     ("stream_temporary_unbounded_filter", Inputs::Lists),
+    ("sort_by_concat_stream", Inputs::Dense),
+    ("concat_stream_pad_split", Inputs::Dense),
+    // Local temporaries as long as a row, which only the data gives: OpenCL
+    // gives them room for the longest row (`length_bound`), 0 where every row is empty.
+    ("pd_map_local_row_reduce", Inputs::Rows),
+    ("pd_nested_map_local_reduce", Inputs::Rows),
+    ("pd_interleave_to_local_in_map_local", Inputs::Rows),
+    ("pd_nested_map_local_interleave_to_local", Inputs::Rows),
 ];
 
 /// A Matrix Market file of a random m x n matrix (about `percent`% stored).
@@ -161,6 +173,22 @@ fn draw(kernel: &Kernel, inputs: Inputs, case: u64, rng: &mut Rng, dir: &Path) -
             nats.push(("m".into(), m as i64));
             values.extend([("o", o), ("v", v), ("q", q), ("w", w)].map(|(k, j)| (k.to_string(), Loaded::Json(j))));
         }
+        Inputs::Rows => {
+            let shape = [Rows::OneLong, Rows::AllEmpty, Rows::Mixed][(case % 3) as usize];
+            let (n, m) = if matches!(shape, Rows::OneLong) {
+                (1 + rng.below(8), 8 + rng.below(33))
+            } else {
+                (rng.below(9), 1 + rng.below(6))
+            };
+            let (offset, rows) = lists(rng, n, m, shape);
+            let xs: Vec<f64> = (0..m).map(|_| rng.value()).collect();
+            said = format!("rows {shape:?}: offset = {offset}, values = {rows}, xs = {xs:?}");
+            nats.push(("m".into(), m as i64));
+            values.extend(
+                [("offset", offset), ("values", rows), ("xs", json!(xs))]
+                    .map(|(k, j)| (k.to_string(), Loaded::Json(j))),
+            );
+        }
         Inputs::SameShape | Inputs::Square => {}
     }
     let env = bind_inputs(kernel, &nats, values).unwrap_or_else(|e| panic!("random inputs do not bind: {e:?}\n{said}"));
@@ -189,7 +217,7 @@ fn used_stream_lengths_agree_with_the_interpreter_on_random_inputs() {
         }
         let mut rng = Rng(0x5eed_0000 + k as u64 * 7919);
         // The row shapes of the lists cycle over the cases: three at least (see `draw`).
-        let cases = if matches!(inputs, Inputs::Lists) { cases.max(3) } else { cases };
+        let cases = if matches!(inputs, Inputs::Lists | Inputs::Rows) { cases.max(3) } else { cases };
         for case in 0..cases {
             let (env, said) = draw(&kernel, *inputs, case, &mut rng, dir.path());
             let want = heddle_runtime::interp::run_kernel(&kernel, &env)

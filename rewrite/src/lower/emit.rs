@@ -493,7 +493,17 @@ impl Lowerer<'_> {
         // A stream's temporary is named after its pattern (`union_tmp`), for
         // the refusals that can name only the buffer (OpenCL's).
         let base = if super::stream::is_stream(view) { super::stream::temporary_name(view) } else { "tmp" };
-        let (buf, offset, per_worker) = self.temporary(ty, space, base, env, span, body)?;
+        // A local temporary whose length only the data gives (a row of a nested
+        // parameter, or a part of one) has room for the longest such row, a
+        // natural the host computes before the launch (`length_bound`): OpenCL
+        // sizes local memory at the launch, one length for every group and item.
+        let room = match ty {
+            Type::Array { binder: None, elem, len } if space == Space::Local && !self.len_over_naturals(len) => {
+                self.length_bound(view).map(|n| Type::Array { binder: None, elem: elem.clone(), len: n })
+            }
+            _ => None,
+        };
+        let (buf, offset, per_worker) = self.temporary(room.as_ref().unwrap_or(ty), space, base, env, span, body)?;
         if !per_worker
             && let (Space::Local, Val::Array(view)) = (space, &v)
             && let Schedule::Local(d) = self.schedule_of(view)
@@ -503,6 +513,12 @@ impl Lowerer<'_> {
         self.write(&v, ty, &buf, offset.clone(), env, body, false)?;
         // The OpenCL backend places the barriers local memory needs (codegen-opencl/src/barriers.rs).
         Ok(Val::Array(View::buffer(buf, offset, ty.clone())))
+    }
+
+    /// Is `len` a length over the natural parameters alone (known before the launch)?
+    fn len_over_naturals(&mut self, len: &Nat) -> bool {
+        let mut sink = Block::new();
+        self.index_expr(len, &Env::default(), &mut sink).is_ok_and(|e| sink.is_empty() && self.over_naturals(&e))
     }
 
     /// Allocates a temporary for a value of type `ty` in `space` (or the
@@ -599,6 +615,18 @@ impl Lowerer<'_> {
         known: &mut Vec<(Nat, Nat)>,
     ) -> Result<View, Diagnostic> {
         if !super::stream::is_stream(&v) {
+            // `concat` with a stream among its parts: each part settled (the
+            // streams stored with their counts), so the whole can be indexed.
+            if let Some((a, b)) = appended_parts(&v)
+                && super::scatter::walked(&v)
+            {
+                let a = self.settle(a, env, span, body, known)?;
+                let b = self.settle(b, env, span, body, known)?;
+                return Ok(View {
+                    ty: with_counts_known(&v.ty, known),
+                    kind: ViewKind::Appended { a: Box::new(a), b: Box::new(b) },
+                });
+            }
             return Ok(v);
         }
         let counted = v.len();

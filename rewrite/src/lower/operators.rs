@@ -59,6 +59,17 @@ fn cannot_fail(e: &L, types: &dyn Fn(&L) -> Option<ScalarType>) -> bool {
     }
 }
 
+/// Does `e` read memory?
+fn has_load(e: &L) -> bool {
+    match e {
+        L::Load { .. } => true,
+        L::Bin(_, a, b) => has_load(a) || has_load(b),
+        L::Neg(a) | L::Not(a) | L::Cast(_, a) => has_load(a),
+        L::Select(c, a, b) => has_load(c) || has_load(a) || has_load(b),
+        L::Int(..) | L::Float(..) | L::Bool(_) | L::Var(_) => false,
+    }
+}
+
 /// The scalars of a value, with their types (`None` for a value holding an array).
 pub(super) fn leaves(v: &Val, out: &mut Vec<(L, ScalarType)>) -> bool {
     match v {
@@ -267,20 +278,35 @@ impl Lowerer<'_> {
         speculate: bool,
     ) -> Result<Val, Diagnostic> {
         if let (Val::Array(va), Val::Array(vb)) = (&a, &b) {
-            if !speculate {
-                return Err(unsupported(span, "`pad` of arrays of arrays"));
-            }
             // The arrays' own statements (their rows' starts) run either way; a
-            // check among them could fail for the branch not taken.
-            if a_block.iter().chain(&b_block).any(|s| !matches!(s, Stmt::Let { .. })) {
-                return Err(unsupported(span, "`select` between arrays that need run-time checks to be reached"));
+            // check among them could fail for the branch not taken. Strictly (`pad`
+            // of rows, where the row outside is out of range), not a load either:
+            // each element is then read on its own side only (`strict`).
+            let reachable = |s: &Stmt| match s {
+                Stmt::Let { value, .. } => speculate || !has_load(value),
+                _ => false,
+            };
+            if !a_block.iter().chain(&b_block).all(reachable) {
+                return Err(unsupported(
+                    span,
+                    if speculate {
+                        "`select` between arrays that need run-time checks to be reached"
+                    } else {
+                        "`pad` of arrays of arrays whose rows are found by reading memory"
+                    },
+                ));
             }
             body.extend(a_block);
             body.extend(b_block);
             let Val::Scalar(c, _) = self.share(Val::Scalar(c, ScalarType::Bool), "cond", body) else {
                 unreachable!("share keeps a scalar")
             };
-            let kind = super::view::ViewKind::Choice { cond: c, a: Box::new(va.clone()), b: Box::new(vb.clone()) };
+            let kind = super::view::ViewKind::Choice {
+                cond: c,
+                a: Box::new(va.clone()),
+                b: Box::new(vb.clone()),
+                strict: !speculate,
+            };
             return Ok(Val::Array(super::View { ty: ty.clone(), kind }));
         }
         let (mut xs, mut ys) = (Vec::new(), Vec::new());

@@ -184,7 +184,10 @@ impl Lowerer<'_> {
             id: hole,
         }];
         body.push(Stmt::For { var: j, lo: L::index(0), hi: n_e, schedule: Schedule::Seq, body: complete });
-        Ok(Val::Array(View { ty: ty.clone(), kind: ViewKind::Permuted { inv, src: Box::new(xs) } }))
+        Ok(Val::Array(View {
+            ty: ty.clone(),
+            kind: ViewKind::Permuted { inv, at: Nat::Lit(0), field: 0, src: Box::new(xs) },
+        }))
     }
 
     /// Lowers the kernel's body `t`: `None` when it was a `scatterAdd` that

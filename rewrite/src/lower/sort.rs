@@ -19,7 +19,7 @@ use super::emit::leaf_fields;
 use super::view::{Val, View, ViewKind};
 use super::{Env, Lowerer, bug, unsupported};
 use heddle_ir::loops::{BinOp, Block, Expr as L, Schedule, Space, Stmt};
-use heddle_ir::{Diagnostic, Name, ScalarType, Span, Type};
+use heddle_ir::{Diagnostic, Name, Nat, ScalarType, Span, Type};
 use heddle_typeck::{TExpr, TKind};
 
 /// More passes than any array that fits in memory needs (each doubles the
@@ -49,10 +49,7 @@ impl Lowerer<'_> {
         };
         let key_fields = leaf_fields(&key_ty, span)?;
         if !is_record(&elem) {
-            return Err(unsupported(
-                span,
-                &format!("`sortBy` of elements of type {elem} (a sorted element is a scalar or a tuple of scalars)"),
-            ));
+            return self.sort_positions(key, src, key_ty, &key_fields, ty, env, span, body);
         }
         // The records sorted: (key, element), stored flat, the key's leaves first.
         let record = Type::Tuple(vec![key_ty.clone(), elem]);
@@ -90,6 +87,62 @@ impl Lowerer<'_> {
             _ => return Err(bug(span, "`sortBy` with a type that is not an array")),
         };
         Ok(View { ty: result_ty, kind: ViewKind::Proj(Box::new(stored), 1) })
+    }
+
+    /// `sortBy` of elements that are not records (rows): the records sorted
+    /// are each element's key and its position, and the result reads the
+    /// array at the sorted positions (`ViewKind::Permuted`), so an element
+    /// is never moved, whatever its type. The merge sort is stable, so equal
+    /// keys keep their elements' order, as the interpreter's sort does.
+    #[allow(clippy::too_many_arguments)]
+    fn sort_positions(
+        &mut self,
+        key: &TExpr,
+        src: View,
+        key_ty: Type,
+        key_fields: &[ScalarType],
+        ty: &Type,
+        env: &Env,
+        span: Span,
+        body: &mut Block,
+    ) -> Result<View, Diagnostic> {
+        let n = src.len();
+        let record = Type::Tuple(vec![key_ty.clone(), Type::Scalar(ScalarType::I64)]);
+        let pairs_ty = Type::Array { binder: None, elem: Box::new(record.clone()), len: n.clone() };
+        let keys = View {
+            ty: Type::Array { binder: None, elem: Box::new(key_ty), len: n.clone() },
+            kind: ViewKind::Map {
+                f: Box::new(key.clone()),
+                env: env.clone(),
+                src: Box::new(src.clone()),
+                binder: None,
+                prim: "mapSeq",
+                dim: 0,
+            },
+        };
+        let (buf, offset, _) =
+            self.temporary(&pairs_ty, Space::Global, "sort_positions", env, span, body).map_err(naming_sort_by)?;
+        let i = self.fresh("i");
+        let (buf_c, offset_c, i_c) = (buf.clone(), offset.clone(), i.clone());
+        self.element_loop(&keys, &i, env, body, &mut |cx, k, inner| {
+            let pair = Val::Tuple(vec![k.clone(), Val::Scalar(L::var(i_c.clone()), ScalarType::I64)]);
+            cx.write(&pair, &record, &buf_c, Nat::add(offset_c.clone(), Nat::Var(i_c.clone())), env, inner, false)
+        })
+        .map_err(naming_sort_by)?;
+        let (scratch, scratch_offset, _) = self.temporary(&pairs_ty, Space::Global, "sort_scratch", env, span, body)?;
+        let fields = leaf_fields(&pairs_ty, span)?;
+        let len = self.index_expr(&n, env, body)?;
+        let at = self.index_expr(&offset, env, body)?;
+        let scratch_at = self.index_expr(&scratch_offset, env, body)?;
+        let sorted = Region { buf: buf.clone(), at };
+        let spare = Region { buf: scratch, at: scratch_at };
+        self.merge_sort(&sorted, &spare, len, &fields, key_fields, body);
+        let result_ty = match ty {
+            Type::Array { elem, .. } => Type::Array { binder: None, elem: elem.clone(), len: n },
+            _ => return Err(bug(span, "`sortBy` with a type that is not an array")),
+        };
+        let field = key_fields.len() as u32;
+        Ok(View { ty: result_ty, kind: ViewKind::Permuted { inv: buf, at: offset, field, src: Box::new(src) } })
     }
 
     fn let_index(&mut self, base: &str, value: L, body: &mut Block) -> Name {

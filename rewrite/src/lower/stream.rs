@@ -140,7 +140,7 @@ impl<'k> Lowerer<'k> {
             ViewKind::Compress { src, n, last, span } => {
                 self.compress(src, n, *last, coordinate_type(v), env, *span, body, Some(f)).map(|_| ())
             }
-            ViewKind::Choice { cond, a, b } => {
+            ViewKind::Choice { cond, a, b, .. } => {
                 // Only the chosen array is walked (its checks made), as the interpreter evaluates only it.
                 let (mut then, mut els) = (Block::new(), Block::new());
                 self.each(a, env, Schedule::Seq, &mut then, &mut *f)?;
@@ -250,7 +250,7 @@ impl<'k> Lowerer<'k> {
             ViewKind::Compress { src, n, last, span } => {
                 self.compress(src, n, *last, coordinate_type(v), env, *span, body, None)
             }
-            ViewKind::Choice { cond, a, b } if is_stream(v) => {
+            ViewKind::Choice { cond, a, b, .. } if is_stream(v) => {
                 let n = self.fresh("chosen_len");
                 body.push(Stmt::Var { var: n.clone(), ty: ScalarType::I64, init: L::index(0) });
                 let (mut then, mut els) = (Block::new(), Block::new());
@@ -774,6 +774,25 @@ impl Lowerer<'_> {
             }
             _ => None,
         }
+    }
+
+    /// An upper bound over the naturals on the length of `x`, an array that
+    /// is not a stream, looking through the views no longer than the array
+    /// they read (a map, a part of `interleave`, a slice, a zip, `unzip`):
+    /// the room of a local temporary whose length only the data gives
+    /// (`materialize`), which OpenCL sizes at the launch.
+    pub(super) fn length_bound(&mut self, x: &View) -> Option<Nat> {
+        if is_stream(x) {
+            return None;
+        }
+        self.list_capacity(x).or_else(|| match &x.kind {
+            ViewKind::Map { src, .. }
+            | ViewKind::Strided { src, .. }
+            | ViewKind::Slice { src, .. }
+            | ViewKind::Proj(src, _) => self.length_bound(src),
+            ViewKind::Zip(parts) => parts.iter().find_map(|p| self.length_bound(p)),
+            _ => None,
+        })
     }
 
     /// An upper bound over the naturals on the length of `x`, an operand of a stream.

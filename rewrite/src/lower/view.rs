@@ -198,12 +198,20 @@ pub enum ViewKind {
         a: Box<View>,
         /// Chosen otherwise.
         b: Box<View>,
+        /// Each element read only on its side (`pad` of rows: the other side's
+        /// element may be out of range), not computed on both and selected.
+        strict: bool,
     },
-    /// `scatter(idx)(src)`: element `j` is `src@(inv[j])`, where the buffer
-    /// `inv` holds the inverse permutation (filled and checked by `scatter.rs`).
+    /// `scatter(idx)(src)`: element `j` is `src@(inv[at + j].field)`, where the buffer
+    /// `inv` holds the inverse permutation (filled and checked by `scatter.rs`;
+    /// `sort.rs` sorts rows through the permutation its merge sort leaves).
     Permuted {
-        /// The inverse permutation, `i64` records.
+        /// The inverse permutation, `i64` fields of records.
         inv: Name,
+        /// Its first record.
+        at: Nat,
+        /// The field that holds the positions.
+        field: u32,
         /// The scattered array.
         src: Box<View>,
     },
@@ -408,15 +416,18 @@ impl Lowerer<'_> {
                     self.choose_strictly(in_a, (x, a_block), (y, b_block), &elem_ty, span, body)
                 }
             }
-            ViewKind::Choice { cond, a, b } => {
+            ViewKind::Choice { cond, a, b, strict } => {
                 let (mut a_block, mut b_block) = (Block::new(), Block::new());
                 let x = self.elem(a, i, &mut a_block)?;
                 let y = self.elem(b, i, &mut b_block)?;
+                if *strict {
+                    return self.choose_strictly(cond.clone(), (x, a_block), (y, b_block), &elem_ty, span, body);
+                }
                 self.choose(cond.clone(), (x, a_block), (y, b_block), &elem_ty, span, body)
             }
-            ViewKind::Permuted { inv, src } => {
-                let j = self.index_expr(i, &Env::default(), body)?;
-                let k = self.bind_index(L::load(inv.clone(), j, 0), "from", body);
+            ViewKind::Permuted { inv, at, field, src } => {
+                let j = self.index_expr(&Nat::add(at.clone(), i.clone()), &Env::default(), body)?;
+                let k = self.bind_index(L::load(inv.clone(), j, *field), "from", body);
                 self.elem(src, &k, body)
             }
             ViewKind::Gather { idx, src, span } => {
