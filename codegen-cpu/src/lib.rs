@@ -83,6 +83,15 @@ pub struct Options {
     /// (`heddle_ir::loops::interchange`: DIA SpMV). Results are unchanged
     /// bit for bit; only the memory order of the loads.
     pub interchange: bool,
+    /// Keep a small array of a constant length (a `reduce`'s row of sums,
+    /// at most 64 bytes) in vector registers when every access to it is at
+    /// a constant position (`translate::regs`). Results are unchanged bit for
+    /// bit; off keeps every array in memory (for comparisons).
+    pub register_arrays: bool,
+    /// In vector lanes, load a 32-bit integer widened to an index (a gather's
+    /// column) lane by lane, straight to 64 bits, rather than as a vector
+    /// whose lanes are extracted (`translate::simd`, `widened_lanes`).
+    pub scalar_index_lanes: bool,
 }
 
 /// The default [`Options::short_loop`]: on CSR SpMV rows of random columns
@@ -117,6 +126,8 @@ impl Default for Options {
             fused_multiply_add: false,
             short_loop: DEFAULT_SHORT_LOOP,
             interchange: true,
+            register_arrays: true,
+            scalar_index_lanes: true,
         }
     }
 }

@@ -60,7 +60,12 @@ fn numbers(v: &Value) -> Vec<f64> {
 
 /// The interpreter's y and the CPU backend's on 1 to 4 threads, in row order.
 fn run(s: &Sell, xs: &[f64], ty: &str) -> (Vec<f64>, Vec<Vec<f64>>) {
-    let src = EXAMPLE.replace("[float]", &format!("[{ty}]"));
+    run_source(EXAMPLE, s, xs, ty)
+}
+
+/// [`run`] of the program `source` (the example's inputs and result).
+fn run_source(source: &str, s: &Sell, xs: &[f64], ty: &str) -> (Vec<f64>, Vec<Vec<f64>>) {
+    let src = source.replace("[float]", &format!("[{ty}]"));
     let file = SourceFile::new("spmv_sell8.hdl", &src);
     let kernel = heddle::check_source(&file).unwrap_or_else(|d| panic!("{}", file.render(&d))).1;
     let slices = s.slices();
@@ -86,9 +91,9 @@ fn run(s: &Sell, xs: &[f64], ty: &str) -> (Vec<f64>, Vec<Vec<f64>>) {
     let trusted = with_column_range(checked.clone());
     let interp = numbers(&heddle_runtime::interp::run_kernel(&kernel, &env).unwrap());
     assert_eq!(interp.len(), 8 * slices);
-    // Padding rows are all padding: 0.
+    // Padding rows are all padding: 0 (in the example's sums).
     for p in 0..8 * slices {
-        if s.row_at[p].is_none() {
+        if source == EXAMPLE && s.row_at[p].is_none() {
             assert_eq!(interp[p], 0.0, "padding row at {p}");
         }
     }
@@ -268,6 +273,96 @@ fn sell8_rows_run_in_vector_lanes() {
     assert!(t.matches("icmp slt").count() < clif.matches("icmp slt").count(), "{t}");
 }
 
+/// The trusted code with the example's row of 8 sums in registers (and,
+/// with `register_arrays` off, in memory): its stores.
+fn trusted_clif(source: &str, register_arrays: bool) -> String {
+    let file = SourceFile::new("spmv_sell8.hdl", source);
+    let kernel = heddle::check_source(&file).unwrap_or_else(|d| panic!("{}", file.render(&d))).1;
+    let program = with_column_range(heddle::cpu::lower(&kernel, "spmv_sell8").unwrap());
+    let options =
+        heddle_codegen_cpu::Options { register_arrays, ..heddle_runtime::cpu::Tuning::default().options(true) };
+    heddle_codegen_cpu::clif_text_with(&program, &options).unwrap()
+}
+
+#[test]
+fn sell8_sums_stay_in_registers_across_a_slice() {
+    for ty in ["float", "double"] {
+        let src = EXAMPLE.replace("[float]", &format!("[{ty}]"));
+        let regs = trusted_clif(&src, true);
+        let memory = trusted_clif(&src, false);
+        if std::env::var("SELL_CLIF").is_ok() {
+            eprintln!("{regs}");
+        }
+        if std::env::var("SELL_ASM").is_ok() {
+            let file = SourceFile::new("spmv_sell8.hdl", &src);
+            let kernel = heddle::check_source(&file).unwrap_or_else(|d| panic!("{}", file.render(&d))).1;
+            let program = with_column_range(heddle::cpu::lower(&kernel, "spmv_sell8").unwrap());
+            let options = heddle_runtime::cpu::Tuning::default().options(true);
+            eprintln!("{}", heddle_codegen_cpu::disassembly(&program, &options).unwrap());
+        }
+        let stores = |c: &str| c.lines().filter(|l| l.trim_start().starts_with("store ")).count();
+        let vector_loads =
+            |c: &str| c.lines().filter(|l| l.contains("= load.f32x4") || l.contains("= load.f64x2")).count();
+        // The 8 sums are stored once per slice, to `out`, a vector per
+        // 16 bytes: 2 f32x4 or 4 f64x2; nothing zeroes, updates or reads a
+        // workspace in memory, and none is allocated.
+        let vectors = if ty == "float" { 2 } else { 4 };
+        assert_eq!(stores(&regs), vectors, "{ty}: {regs}");
+        assert_eq!(vector_loads(&regs), vectors, "{ty}: only the values are vector loads: {regs}");
+        // In memory: the zeroing, the update per step and the read-out too.
+        assert_eq!(stores(&memory), 3 * vectors, "{ty}: {memory}");
+        assert_eq!(vector_loads(&memory), 3 * vectors, "{ty}: {memory}");
+        assert!(
+            regs.lines().filter(|l| l.contains(" call ")).count()
+                < memory.lines().filter(|l| l.contains(" call ")).count()
+        );
+    }
+}
+
+/// The example with an update that also reads the row of sums at another
+/// lane (`acc@(7 - l)`): a gather from the row, which registers cannot
+/// serve, so the row stays in memory.
+fn mirrored() -> String {
+    let src = EXAMPLE.replace(
+        "def rowsum = fun(acc, r => zip(acc, r) :>> map(fun(p => p.1 + p.2)));",
+        "def rowsum = fun(acc, r => generate(8, fun(l => acc@l + r@l + acc@(7 - l))));",
+    );
+    assert_ne!(src, EXAMPLE);
+    src
+}
+
+#[test]
+fn a_row_of_sums_read_at_another_lane_stays_in_memory_and_agrees() {
+    let src = mirrored();
+    // Refused: the row is allocated and stored to in the loop.
+    let clif = trusted_clif(&src, true);
+    assert_eq!(clif, trusted_clif(&src, false), "the same code as with every array in memory");
+    let mut rng = Rng(0x5e11_0004);
+    for (rows, cols, lengths) in
+        [(7usize, 13usize, &[0usize, 1, 3][..]), (37, 64, &[1, 2, 3, 4, 9]), (64, 100, &[0, 1, 17])]
+    {
+        let m = csr(&mut rng, rows, cols, lengths);
+        let xs: Vec<f64> = (0..cols).map(|j| ((j * 37 % 101) as f64 - 50.0) / 16.0).collect();
+        let s = from_csr(rows, cols, &m.0, &m.1, &m.2, 8, 1, 4, None).unwrap();
+        // Independently, in f64 in the program's order of operations.
+        let mut want = vec![0.0; 8 * s.slices()];
+        for sl in 0..s.slices() {
+            let mut acc = [0.0f64; 8];
+            for k in s.soff[sl] as usize..s.soff[sl + 1] as usize {
+                let next: Vec<f64> =
+                    (0..8).map(|l| acc[l] + s.val[8 * k + l] * xs[s.col[8 * k + l] as usize] + acc[7 - l]).collect();
+                acc.copy_from_slice(&next);
+            }
+            want[8 * sl..8 * sl + 8].copy_from_slice(&acc);
+        }
+        let (interp, cpu) = run_source(&src, &s, &xs, "double");
+        assert_eq!(interp, s.unpermute(&want), "{rows}x{cols}");
+        for y in cpu {
+            assert_eq!(y, interp, "{rows}x{cols}");
+        }
+    }
+}
+
 /// Not a test: callgrind's probe of the trusted SELL-8 code (f32, a
 /// 20000 × 20000 matrix of 5 random columns per row), `SELL_REPS` runs after
 /// one. Instructions per nonzero = (Ir(SELL_REPS=21) − Ir(SELL_REPS=1)) / 20 / nnz:
@@ -303,5 +398,89 @@ fn probe() {
     let mut ready = heddle_runtime::cpu::Ready::new(&program, &mut launch, Parallelism::always(1)).unwrap();
     for _ in 0..reps {
         ready.run().unwrap();
+    }
+}
+
+/// Not a test: times the trusted SELL-8 code, one thread, with the row of
+/// sums in registers and x's columns loaded lane by lane (the defaults)
+/// against each turned off, interleaved, `SELL_TIME_REPS` rounds (default
+/// 15) of runs of at least 50 ms each; prints medians of ns per nonzero.
+/// The JIT code is the same in a debug build as in release.
+/// `cargo test --test it sell::timing -- --ignored --nocapture`.
+#[test]
+#[ignore = "a timing probe, not a check: run by hand as its documentation says"]
+fn timing() {
+    let rounds: usize = std::env::var("SELL_TIME_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(15);
+    let mut rng = Rng(0x5e11_0005);
+    for (n, d) in [(5000usize, 4usize), (100_000, 10), (1_000_000, 5)] {
+        // `d` random columns per row (duplicates merged), values as `csr`'s.
+        let mut m = (vec![0usize], Vec::new(), Vec::new());
+        for _ in 0..n {
+            let mut row: Vec<usize> = (0..d).map(|_| rng.below(n as u64) as usize).collect();
+            row.sort();
+            row.dedup();
+            for j in row {
+                m.1.push(j);
+                m.2.push((rng.below(4095) as f64 - 2047.0) / 64.0);
+            }
+            m.0.push(m.1.len());
+        }
+        let s = from_csr(n, n, &m.0, &m.1, &m.2, 8, 1, 4, None).unwrap();
+        for ty in ["float", "double"] {
+            let src = EXAMPLE.replace("[float]", &format!("[{ty}]"));
+            let file = SourceFile::new("spmv_sell8.hdl", &src);
+            let kernel = heddle::check_source(&file).unwrap_or_else(|d| panic!("{}", file.render(&d))).1;
+            let flat = |items: Vec<Value>, kind, dtype: &str| Loaded::Flat {
+                shape: vec![items.len() as u64],
+                items,
+                dtype: dtype.into(),
+                kinds: vec![kind],
+            };
+            let ints = |v: &[i32]| v.iter().map(|&x| Value::Int(x as i64)).collect::<Vec<_>>();
+            use heddle_runtime::io::read::ScalarKind;
+            let inputs = vec![
+                ("soff".into(), flat(ints(&s.soff), ScalarKind::Int, "float64")),
+                ("cols".into(), flat(ints(&s.col), ScalarKind::Int, "float64")),
+                ("vals".into(), flat(s.val.iter().map(|&v| Value::Float(v)).collect(), ScalarKind::Float, "float64")),
+                (
+                    "xs".into(),
+                    flat((0..n).map(|j| Value::Float(j as f64 / 7.0)).collect(), ScalarKind::Float, "float64"),
+                ),
+            ];
+            let nats = [("m".to_string(), n as i64), ("S".to_string(), s.slices() as i64)];
+            let env = heddle_runtime::io::bind_inputs_flat(&kernel, &nats, inputs).unwrap();
+            let program = with_column_range(heddle::cpu::lower(&kernel, "sell8").unwrap());
+            let mut launch = heddle_runtime::launch::prepare(&program, &env).unwrap();
+            let base = heddle_runtime::cpu::Tuning::default().options(true);
+            let variants = [
+                ("regs+scalar cols", base),
+                ("memory row", heddle_codegen_cpu::Options { register_arrays: false, ..base }),
+                ("vector cols", heddle_codegen_cpu::Options { scalar_index_lanes: false, ..base }),
+                (
+                    "neither (main)",
+                    heddle_codegen_cpu::Options { register_arrays: false, scalar_index_lanes: false, ..base },
+                ),
+            ];
+            let kernels: Vec<_> =
+                variants.iter().map(|(_, o)| heddle_codegen_cpu::compile_with(&program, o).unwrap()).collect();
+            let plan = heddle_runtime::cpu::plan(&program, &kernels[0], &mut launch, 1);
+            let nnz = m.1.len() as f64;
+            let mut times = vec![Vec::new(); kernels.len()];
+            for _ in 0..rounds {
+                for (k, kern) in kernels.iter().enumerate() {
+                    let t0 = std::time::Instant::now();
+                    let mut runs = 0;
+                    while t0.elapsed().as_secs_f64() < 0.05 {
+                        heddle_runtime::cpu::execute(&program, kern, &mut launch, &plan).unwrap();
+                        runs += 1;
+                    }
+                    times[k].push(t0.elapsed().as_secs_f64() / runs as f64 / nnz * 1e9);
+                }
+            }
+            for ((name, _), mut t) in variants.iter().zip(times) {
+                t.sort_by(f64::total_cmp);
+                eprintln!("{n}x{n} d{d} {ty:6} {name:18} {:.3} ns/nnz (median of {rounds})", t[t.len() / 2]);
+            }
+        }
     }
 }

@@ -59,6 +59,9 @@ impl Translator<'_, '_> {
                 {
                     return Ok(r);
                 }
+                if let Some(r) = self.register_load(buf, index, *field)? {
+                    return Ok(r);
+                }
                 let (addr, offset, ty, mut flags) = self.address(buf, index, *field)?;
                 if flags.readonly() && self.movable(index) {
                     flags = flags.with_can_move();

@@ -19,6 +19,7 @@ mod interchange;
 mod lazy;
 mod rebase;
 mod reduce;
+mod regs;
 mod simd;
 mod slp;
 mod stmt;
@@ -45,6 +46,67 @@ pub fn function(
     if prog.checks.len() as u64 >= u64::from(status::INDEX_OVERFLOW) {
         return Err(CodegenError::Unsupported(format!("{} checks in one kernel", prog.checks.len())));
     }
+    // Small arrays go in registers where every access allows it (see
+    // `regs`): translated optimistically, then again with those whose
+    // memory base was used kept in memory.
+    let blank = f.clone();
+    let mut in_memory: Vec<Name> = Vec::new();
+    loop {
+        let (trusted, sentinels) = attempt(prog, m, f, options, &in_memory)?;
+        let used = used_sentinels(f, &sentinels);
+        if used.is_empty() {
+            // The unused sentinel constants go.
+            for (v, _) in &sentinels {
+                if let cranelift_codegen::ir::ValueDef::Result(inst, _) = f.dfg.value_def(*v) {
+                    f.layout.remove_inst(inst);
+                }
+            }
+            return Ok(trusted);
+        }
+        let before = in_memory.len();
+        for name in used {
+            if !in_memory.contains(&name) {
+                in_memory.push(name);
+            }
+        }
+        if in_memory.len() == before {
+            return Err(CodegenError::Unsupported("an array in registers used as memory".into()));
+        }
+        *f = blank.clone();
+    }
+}
+
+/// The names whose sentinel base (see `regs`) an instruction of `f` uses.
+fn used_sentinels(f: &Function, sentinels: &[(Value, Name)]) -> Vec<Name> {
+    let mut used = Vec::new();
+    if sentinels.is_empty() {
+        return used;
+    }
+    for block in f.layout.blocks() {
+        for inst in f.layout.block_insts(block) {
+            for v in f.dfg.inst_values(inst) {
+                let v = f.dfg.resolve_aliases(v);
+                if let Some((_, name)) = sentinels.iter().find(|(s, _)| *s == v)
+                    && !used.contains(name)
+                {
+                    used.push(name.clone());
+                }
+            }
+        }
+    }
+    used
+}
+
+/// One translation of `prog` into `f`, with the arrays named in `in_memory`
+/// kept in memory; returns the checks left out and the sentinels of the
+/// arrays placed in registers.
+fn attempt(
+    prog: &LoopProgram,
+    m: &mut JITModule,
+    f: &mut Function,
+    options: &crate::Options,
+    in_memory: &[Name],
+) -> Result<(usize, Vec<(Value, Name)>), CodegenError> {
     let ptr_ty = m.target_config().pointer_type();
     let mut fctx = FunctionBuilderContext::new();
     let mut b = FunctionBuilder::new(f, &mut fctx);
@@ -85,6 +147,8 @@ pub fn function(
         args_ptr,
         arg_values: Vec::new(),
         reloaded: std::collections::HashMap::new(),
+        in_memory: in_memory.to_vec(),
+        sentinels: Vec::new(),
     };
     t.bind_args(args_ptr);
     t.block(&prog.body)?;
@@ -93,8 +157,9 @@ pub fn function(
     t.b.seal_all_blocks();
     let config = t.m.target_config();
     let trusted = t.trusted_checks;
+    let sentinels = std::mem::take(&mut t.sentinels);
     t.b.finalize(config);
-    Ok(trusted)
+    Ok((trusted, sentinels))
 }
 
 /// Whether Cranelift lowers `fma` on `isa` to one instruction rather than a
@@ -144,6 +209,9 @@ struct Buf {
     fields: Vec<ScalarType>,
     layout: RecordLayout,
     readonly: bool,
+    /// The array's registers when it is kept in them (`base` is then a
+    /// sentinel that no access may use; see [`regs`]).
+    regs: Option<regs::Registers>,
 }
 
 /// A live heap temporary, freed at the end of its block or on a failure exit.
@@ -223,6 +291,11 @@ pub(crate) struct Translator<'a, 'f> {
     /// Arguments re-loaded in a pre-header: the fresh value, and the entry
     /// value it equals (see [`rebase`]).
     reloaded: std::collections::HashMap<Value, Value>,
+    /// Arrays that could live in registers but are kept in memory: an
+    /// earlier translation accessed them as memory (see [`regs`]).
+    in_memory: Vec<Name>,
+    /// The sentinel bases of the arrays in registers (see [`regs`]).
+    sentinels: Vec<(Value, Name)>,
 }
 
 impl Translator<'_, '_> {
@@ -247,14 +320,14 @@ impl Translator<'_, '_> {
                     let base = self.b.ins().load(self.ptr_ty, flags, args_ptr, off);
                     let readonly = matches!(a.kind, ArgKind::Input { .. });
                     self.arg_values.push(base);
-                    let buf = Buf { base, fields: fields.clone(), layout: record_layout(fields), readonly };
+                    let buf = Buf { base, fields: fields.clone(), layout: record_layout(fields), readonly, regs: None };
                     self.bufs.push((a.name.clone(), buf));
                 }
                 ArgKind::Host => {
                     let base = self.b.ins().load(self.ptr_ty, flags, args_ptr, off);
                     let fields = vec![ScalarType::I64];
                     self.arg_values.push(base);
-                    let buf = Buf { base, layout: record_layout(&fields), fields, readonly: true };
+                    let buf = Buf { base, layout: record_layout(&fields), fields, readonly: true, regs: None };
                     self.bufs.push((a.name.clone(), buf));
                 }
             }

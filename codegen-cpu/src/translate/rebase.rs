@@ -141,7 +141,7 @@ impl Translator<'_, '_> {
                     let base = self.b.ins().load(self.ptr_ty, flags, self.args_ptr, off);
                     self.reloaded.insert(base, entry);
                     let layout = record_layout(&fields);
-                    self.bufs.push((a.name.clone(), Buf { base, fields, layout, readonly }));
+                    self.bufs.push((a.name.clone(), Buf { base, fields, layout, readonly, regs: None }));
                 }
             }
         }

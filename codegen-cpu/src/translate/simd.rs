@@ -731,6 +731,16 @@ impl Translator<'_, '_> {
                     let Lanes::Affine(i0, 1) = self.lane_value(index, &lanes, plan.width)? else {
                         return Err(lane_mismatch("a store's index"));
                     };
+                    if let Some((x, vt)) = self.register_lanes(buf, i0, plan.width) {
+                        let t = self.buffer(buf)?.fields[*field as usize];
+                        let v = self.lane_value(value, &lanes, plan.width)?;
+                        let xv = self.vector_value(v, t, plan.width)?;
+                        if self.b.func.dfg.value_type(xv) == vt {
+                            self.b.def_var(x, xv);
+                            continue;
+                        }
+                        // Otherwise the memory path, which sends the array to memory.
+                    }
                     let b = self.buffer(buf)?;
                     let (base, size, offset, t) = (
                         b.base,
@@ -838,6 +848,11 @@ impl Translator<'_, '_> {
                 .ok_or_else(|| lane_mismatch("a name"))?,
             Expr::Load { buf, index, field } => {
                 let idx = self.lane_value(index, lanes, width)?;
+                if let Lanes::Affine(i0, 1) = idx
+                    && let Some((x, _)) = self.register_lanes(buf, i0, width)
+                {
+                    return Ok(Lanes::Vector(self.b.use_var(x)));
+                }
                 let b = self.buffer(buf)?;
                 let (base, size, offset, t, single, readonly) = (
                     b.base,
@@ -949,6 +964,13 @@ impl Translator<'_, '_> {
             }
             Expr::Cast(to, a) => {
                 let from = ty_of(self, a)?;
+                if *to == ScalarType::I64
+                    && let Expr::Load { buf, index, field } = &**a
+                    && self.options.scalar_index_lanes
+                    && let Some(each) = self.widened_lanes(buf, index, *field, lanes, width)?
+                {
+                    return Ok(Lanes::Each(each));
+                }
                 match self.lane_value(a, lanes, width)? {
                     Lanes::Affine(p, s) if to.is_int() && from.is_int() && to.size_bytes() < from.size_bytes() => {
                         Lanes::Affine(self.narrow_index(p, *to), s)
@@ -981,6 +1003,55 @@ impl Translator<'_, '_> {
             }
             Expr::Int(..) | Expr::Float(..) | Expr::Bool(_) => unreachable!("constants are uniform"),
         })
+    }
+
+    /// A contiguous 32-bit integer load widened to `i64` in each lane (a
+    /// column index, SELL's `(i64) cols[8k + l]`), loaded lane by lane
+    /// straight to 64 bits (`movslq` on x64, a load port each) rather than as
+    /// one vector whose lanes are then extracted one by one (`pextrd`, the
+    /// shuffle port, which the gather's `insertps` needs too). `None` for
+    /// any other load.
+    fn widened_lanes(
+        &mut self,
+        buf: &Name,
+        index: &Expr,
+        field: u32,
+        lanes: &LaneScope,
+        width: usize,
+    ) -> Result<Option<Vec<Value>>, CodegenError> {
+        let b = self.buffer(buf)?;
+        let (base, size, offset, single, readonly, in_regs) = (
+            b.base,
+            b.layout.size as i64,
+            b.layout.offsets[field as usize] as i32,
+            b.fields.len() == 1,
+            b.readonly,
+            b.regs.is_some(),
+        );
+        let t = b.fields[field as usize];
+        if !single || in_regs || !matches!(t, ScalarType::I32 | ScalarType::U32) {
+            return Ok(None);
+        }
+        let Lanes::Affine(i0, 1) = self.lane_value(index, lanes, width)? else { return Ok(None) };
+        let lane0 = match lanes.first() {
+            Some((_, Lanes::Affine(v, 1), _)) => *v,
+            _ => return Ok(None),
+        };
+        let (addr, disp) = self.lane_address(base, size, offset, i0, lane0);
+        let flags = types::buffer(readonly);
+        let mut each = Vec::with_capacity(width);
+        for l in 0..width as i64 {
+            let Some(d) = l.checked_mul(size).and_then(|d| i32::try_from(d).ok()).and_then(|d| disp.checked_add(d))
+            else {
+                return Ok(None);
+            };
+            each.push(if t == ScalarType::I32 {
+                self.b.ins().sload32(flags, addr, d)
+            } else {
+                self.b.ins().uload32(flags, addr, d)
+            });
+        }
+        Ok(Some(each))
     }
 
     /// One scalar per lane.

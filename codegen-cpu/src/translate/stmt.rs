@@ -87,6 +87,9 @@ impl Translator<'_, '_> {
             }
             Stmt::Store { buf, index, field, value } => {
                 let (v, _) = self.expr(value)?;
+                if self.register_store(buf, index, *field, v)? {
+                    return Ok(());
+                }
                 let (addr, offset, ty, flags) = self.address(buf, index, *field)?;
                 let v = if ty.is_half() { self.half_to_bits(v, ty)? } else { v };
                 self.b.ins().store(flags, v, addr, offset);
@@ -280,6 +283,15 @@ impl Translator<'_, '_> {
     /// thread's chunk) must start zeroed: always the heap.
     fn alloc(&mut self, buf: &Name, fields: &[ScalarType], len: &Expr, zeroed: bool) -> Result<(), CodegenError> {
         let layout = record_layout(fields);
+        if let Some((t, n)) = super::regs::candidate(fields, len)
+            && self.options.register_arrays
+            && !self.in_memory.contains(buf)
+        {
+            let regs = Some(self.new_registers(t, n));
+            let base = self.register_sentinel(buf);
+            self.bufs.push((buf.clone(), Buf { base, fields: fields.to_vec(), layout, readonly: false, regs }));
+            return Ok(());
+        }
         let size = layout.size.max(1) as u64;
         let align = layout.align.max(1);
         let constant = match len {
@@ -310,7 +322,7 @@ impl Translator<'_, '_> {
                 ptr
             }
         };
-        self.bufs.push((buf.clone(), Buf { base, fields: fields.to_vec(), layout, readonly: false }));
+        self.bufs.push((buf.clone(), Buf { base, fields: fields.to_vec(), layout, readonly: false, regs: None }));
         Ok(())
     }
 }
