@@ -23,9 +23,12 @@
 //! `i + (something row-invariant)` (DIA's `A_values[k·n + i]`, `xs[i + d]`)
 //! is contiguous across the inner loop instead of strided by the row. The
 //! transform applies only when it pays that way ([`interchange`]: every load
-//! that depends on the row is affine in it with coefficient 1, and there is
-//! at least one), so a dense row-major matrix–vector product (stride `m`) or
-//! CSR (a row-dependent `k` range) keep their loops.
+//! that depends on the row is affine in it with coefficient 1, or depends on
+//! the row and on `k` only through loaded data, and at least one is affine),
+//! so a dense row-major matrix–vector product (stride `m`) or CSR (a
+//! row-dependent `k` range) keep their loops, and ELL SpMV (`pos[k·n + i]`
+//! contiguous; its entries at `pos[…] + p` and the gather `xs[crd[…]]` the
+//! same in either order) runs slice by slice.
 //!
 //! **Range split.** A row-level `let g = c₁ && c₂ …` whose conjuncts compare
 //! a value affine in `i` (`i + off`, through `let`s, integer casts, and
