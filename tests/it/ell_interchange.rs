@@ -75,8 +75,11 @@ fn value(rng: &mut Rng) -> f64 {
 }
 
 fn mtx(a: &Rows, cols: usize) -> String {
-    let entries: Vec<String> =
-        a.iter().enumerate().flat_map(|(i, r)| r.iter().map(move |(j, v)| format!("{} {} {v:e}", i + 1, j + 1))).collect();
+    let entries: Vec<String> = a
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| r.iter().map(move |(j, v)| format!("{} {} {v:e}", i + 1, j + 1)))
+        .collect();
     format!(
         "%%MatrixMarket matrix coordinate real general\n{} {cols} {}\n{}\n",
         a.len(),
@@ -120,6 +123,7 @@ fn bits(v: &[f64]) -> Vec<u64> {
 /// Runs `kernel` on `a` and `x`: the interpreter, the loop-IR interpreter on
 /// the interchanged program, and the CPU backend on 1–4 threads, each
 /// checked bit for bit against the plain loop.
+#[allow(clippy::too_many_arguments)]
 fn check(kernel: &Kernel, name: &str, dir: &Path, a: &Rows, cols: usize, x: &[f64], f64: bool, case: &str) {
     let path = dir.join("a.mtx");
     std::fs::write(&path, mtx(a, cols)).unwrap();
