@@ -26,6 +26,7 @@ mod cpu_differential;
 mod cpu_simd;
 mod dia_interchange;
 mod docs;
+mod ell_interchange;
 mod exact_values;
 mod examples_interp;
 mod fill_values;

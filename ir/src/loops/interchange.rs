@@ -23,9 +23,12 @@
 //! `i + (something row-invariant)` (DIA's `A_values[k·n + i]`, `xs[i + d]`)
 //! is contiguous across the inner loop instead of strided by the row. The
 //! transform applies only when it pays that way ([`interchange`]: every load
-//! that depends on the row is affine in it with coefficient 1, and there is
-//! at least one), so a dense row-major matrix–vector product (stride `m`) or
-//! CSR (a row-dependent `k` range) keep their loops.
+//! that depends on the row is affine in it with coefficient 1, or depends on
+//! the row and on `k` only through loaded data, and at least one is affine),
+//! so a dense row-major matrix–vector product (stride `m`) or CSR (a
+//! row-dependent `k` range) keep their loops, and ELL SpMV (`pos[k·n + i]`
+//! contiguous; its entries at `pos[…] + p` and the gather `xs[crd[…]]` the
+//! same in either order) runs slice by slice.
 //!
 //! **Range split.** A row-level `let g = c₁ && c₂ …` whose conjuncts compare
 //! a value affine in `i` (`i + off`, through `let`s, integer casts, and
@@ -166,15 +169,19 @@ pub fn interchange_in_blocks(prog: &LoopProgram, var: &Name, body: &[Stmt], bloc
         return None;
     }
 
-    // The row-invariant prefix of the k body moves out of the row loop.
+    // The row-invariant `let`s of the k body's prefix of `let`s and `var`s
+    // move out of the row loop (a `var` is row-dependent: they read none).
     let mut dep: HashSet<Name> = HashSet::new();
     dep.insert(var.clone());
     dependents(&[row_lets, kbody], &mut dep);
-    let prefix = kbody.iter().take_while(|s| matches!(s, Stmt::Let { value, .. } if !value.reads_var_in(&dep))).count();
-    let hoisted = &kbody[..prefix];
+    let prefix = kbody.iter().take_while(|s| matches!(s, Stmt::Let { .. } | Stmt::Var { .. })).count();
+    let is_hoisted = |s: &Stmt| matches!(s, Stmt::Let { value, .. } if !value.reads_var_in(&dep));
+    let hoisted: Block = kbody[..prefix].iter().filter(|s| is_hoisted(s)).cloned().collect();
+    let staying: Block =
+        kbody.iter().enumerate().filter(|(p, s)| *p >= prefix || !is_hoisted(s)).map(|(_, s)| s.clone()).collect();
     let mut inner: HashSet<Name> = HashSet::new();
     declared(row_lets, &mut inner);
-    declared(&kbody[prefix..], &mut inner);
+    declared(&staying, &mut inner);
     inner.insert(acc.clone());
 
     // The generic row body: the row's lets, then the k body with the update
@@ -182,7 +189,7 @@ pub fn interchange_in_blocks(prog: &LoopProgram, var: &Name, body: &[Stmt], bloc
     let cell = Expr::Load { buf: out.clone(), index: Box::new(Expr::Var(var.clone())), field: *field };
     let combined = if acc_left { Expr::bin(op, cell, term) } else { Expr::bin(op, term, cell) };
     let mut generic: Block = row_lets.to_vec();
-    for (p, s) in kbody.iter().enumerate().skip(prefix) {
+    for (p, s) in kbody.iter().enumerate().filter(|(p, s)| *p >= prefix || !is_hoisted(s)) {
         generic.push(if p == at {
             Stmt::Store { buf: out.clone(), index: Expr::Var(var.clone()), field: *field, value: combined.clone() }
         } else {
@@ -190,9 +197,14 @@ pub fn interchange_in_blocks(prog: &LoopProgram, var: &Name, body: &[Stmt], bloc
         });
     }
 
-    // Pays: every load that depends on the row is contiguous in it.
+    // Pays: every load that depends on the row is contiguous in it, or
+    // reaches the row and `k` only through loaded data (a gather, or ELL's
+    // entries at `pos[k·n + i] + p`: the same pattern in either order).
     let lets = let_env(body);
     let an = Affine { var, dep: &dep, lets: &lets, through_select: true };
+    let blocks: [&[Stmt]; 2] = [row_lets, kbody];
+    let by_row = directly(&blocks, var);
+    let by_k = directly(&blocks, k);
     let mut contiguous = 0;
     let mut strided = false;
     for e in row_lets.iter().chain(kbody).flat_map(all_exprs) {
@@ -200,9 +212,13 @@ pub fn interchange_in_blocks(prog: &LoopProgram, var: &Name, body: &[Stmt], bloc
             if let Expr::Load { index, .. } = x
                 && index.reads_var_in(&dep)
             {
-                match an.affine(index) {
-                    Some(_) => contiguous += 1,
-                    None => strided = true,
+                if an.affine(index).is_some() {
+                    contiguous += 1;
+                } else if reads_directly(index, &by_row) || reads_directly(index, &by_k) {
+                    // Strided in the row (`a[i·m + k]`), or walked along
+                    // `k` per row (`a[base[i] + k]`): the row order is the
+                    // better one.
+                    strided = true;
                 }
             }
             false
@@ -223,7 +239,7 @@ pub fn interchange_in_blocks(prog: &LoopProgram, var: &Name, body: &[Stmt], bloc
     let loop_of =
         |lo: Expr, hi: Expr, body: Block| Stmt::For { var: var.clone(), lo, hi, schedule: Schedule::Seq, body };
 
-    let mut k_body: Block = hoisted.to_vec();
+    let mut k_body: Block = hoisted;
     let avail = |e: &Expr| available(e, &inner, var);
     let split = middle(&generic, var, &dep, &avail, &mut names);
     let is_split = split.is_some();
@@ -811,6 +827,45 @@ fn dependents(blocks: &[&[Stmt]], dep: &mut HashSet<Name>) {
         }
         if dep.len() == before {
             return;
+        }
+    }
+}
+
+/// Whether `e` reads a name in `names` other than through a load's index
+/// (a loaded value is data: it does not vary with the names its index reads
+/// in any known way).
+fn reads_directly(e: &Expr, names: &HashSet<Name>) -> bool {
+    match e {
+        Expr::Load { .. } => false,
+        Expr::Var(v) => names.contains(v),
+        e => e.children().any(|c| reads_directly(c, names)),
+    }
+}
+
+/// `from` and the names of `blocks` computed from it by arithmetic (not
+/// through a load): `let`s whose value reads one directly, loop variables
+/// whose bounds do, mutable locals whose initial or assigned value does.
+fn directly(blocks: &[&[Stmt]], from: &Name) -> HashSet<Name> {
+    let mut set: HashSet<Name> = HashSet::from([from.clone()]);
+    loop {
+        let before = set.len();
+        let mut add: Vec<Name> = Vec::new();
+        for body in blocks {
+            walk(body, &mut |s| match s {
+                Stmt::Let { var, value: e, .. } | Stmt::Var { var, init: e, .. } | Stmt::Assign { var, value: e }
+                    if reads_directly(e, &set) =>
+                {
+                    add.push(var.clone())
+                }
+                Stmt::For { var, lo, hi, .. } if reads_directly(lo, &set) || reads_directly(hi, &set) => {
+                    add.push(var.clone())
+                }
+                _ => {}
+            });
+        }
+        set.extend(add);
+        if set.len() == before {
+            return set;
         }
     }
 }
