@@ -122,3 +122,34 @@ fn candidates_are_distinct_well_typed_and_of_their_sketch() {
     let found = candidates(&p, &rulefile::builtin(), &opts(&[]), &sketches[2..3], 4, &check).unwrap();
     assert!(found.list.is_empty());
 }
+
+/// A candidate the check refuses (as `heddle rewrite --search` refuses one
+/// its backend cannot compile) is dropped, counted, and the next term taken;
+/// the first reason is kept. The refusal here is a stand-in: every term that
+/// uses `interleave`, which the sketch asks for, so the enumeration must go past
+/// refused terms to fill the list, or end with none of that shape.
+#[test]
+fn refused_candidates_are_skipped_counted_and_the_first_reason_kept() {
+    let p = listing5();
+    let sketches: Vec<Sketch> = ["?", "mapWorkgroup(mapLocal(interleave))"].iter().map(|s| parse(s).unwrap()).collect();
+    let refuse_interleave = |q: &heddle_ir::Program| {
+        if heddle_ir::printer::print_program(q).contains("interleave") {
+            return Err("the opencl backend refuses it: a stand-in refusal of `interleave`".to_string());
+        }
+        check(q)
+    };
+    let facts = [("n", 64), ("m", 16)];
+    let plain = candidates(&p, &rulefile::builtin(), &opts(&facts), &sketches, 8, &check).unwrap();
+    assert!(plain.list.iter().any(|c| c.text.contains("interleave")), "the sketch finds interleave terms");
+    let found = candidates(&p, &rulefile::builtin(), &opts(&facts), &sketches, 8, &refuse_interleave).unwrap();
+    assert!(found.list.iter().all(|c| !c.text.contains("interleave")), "a refused term was listed");
+    assert!(found.rejected > 0, "no term was refused");
+    let why = found.first_rejection.as_deref().unwrap_or_default();
+    assert!(why.contains("a stand-in refusal of `interleave`"), "{why}");
+    // Terms the check accepts are still found: the unconstrained sketch gives some.
+    assert!(
+        found.list.iter().any(|c| c.sketch == "?"),
+        "{:?}",
+        found.list.iter().map(|c| &c.sketch).collect::<Vec<_>>()
+    );
+}
