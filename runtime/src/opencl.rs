@@ -515,6 +515,10 @@ impl Session {
         let mut scratch = Vec::new();
         let mut arena = None;
         let items: usize = sizes.global.iter().product();
+        // The kernel's own `__local` arrays, asked before any local argument is
+        // sized (unsized ones count as 0), and the local arguments' bytes below.
+        let fixed_local = self.kernel_local_bytes(&k);
+        let mut local_bytes: usize = 0;
         for (index, param) in kernel.params.iter().enumerate() {
             let index = index as u32;
             let set = |v: ArgVal| {
@@ -536,6 +540,8 @@ impl Session {
                 },
                 KernelParam::Local { fields, len, .. } => {
                     let bytes = self.param_bytes(fields, len, &nat)?;
+                    local_bytes = local_bytes.saturating_add(bytes.max(1));
+                    self.check_local_memory(&kernel.name, fixed_local, local_bytes)?;
                     set(ArgVal::local::<u8>(&bytes.max(1)))?;
                 }
                 KernelParam::Scratch { fields, len, .. } => {
@@ -672,6 +678,36 @@ impl Session {
         let n = heddle_codegen_opencl::launch::eval(len, nat).map_err(|m| err(format!("cannot size a buffer: {m}")))?;
         let n = u64::try_from(n).map_err(|_| err(format!("a buffer of {n} records")))?;
         crate::limits::check_records("a scratch buffer", n, record_layout(fields).size as u64).map_err(err)
+    }
+
+    /// Bytes of `__local` memory the kernel declares itself (0 where the
+    /// device does not say).
+    fn kernel_local_bytes(&self, k: &core::Kernel) -> usize {
+        match core::get_kernel_work_group_info(k, self.device.as_core(), core::KernelWorkGroupInfo::LocalMemSize) {
+            Ok(core::KernelWorkGroupInfoResult::LocalMemSize(b)) => usize::try_from(b).unwrap_or(usize::MAX),
+            _ => 0,
+        }
+    }
+
+    /// Refuses a launch whose work-groups need more local memory than the
+    /// device has, before the device sees it: a local buffer sized by the data
+    /// (a row's length, the longest row) can exceed it, and some drivers abort
+    /// the process rather than fail the launch (POCL asserts).
+    fn check_local_memory(&self, name: &str, fixed: usize, arguments: usize) -> Result<(), Diagnostic> {
+        let limit = match self.device.info(ocl::enums::DeviceInfo::LocalMemSize) {
+            Ok(ocl::enums::DeviceInfoResult::LocalMemSize(b)) => usize::try_from(b).unwrap_or(usize::MAX),
+            _ => return Ok(()),
+        };
+        let need = fixed.saturating_add(arguments);
+        if need > limit {
+            return Err(err(format!(
+                "`{name}` needs {need} bytes of local memory per work-group ({fixed} declared in the kernel, {arguments} \
+                 for local buffers sized by this input), more than the device's {limit} ({}); use smaller tunables, \
+                 shorter rows, or a schedule without local buffers",
+                self.entry.name
+            )));
+        }
+        Ok(())
     }
 
     /// Refuses work-group shapes the device cannot run, naming the limit.

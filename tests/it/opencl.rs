@@ -210,6 +210,45 @@ fn work_groups_larger_than_the_device_allows_are_an_error() {
     assert!(err.message.contains("exceed"), "{}", err.message);
 }
 
+/// A local buffer sized by the data (here a row's entries, room for the
+/// longest row) that does not fit the device's local memory is a clear error
+/// before the launch, exit status 1, not a driver abort (POCL asserts).
+#[test]
+fn local_buffers_beyond_the_device_local_memory_are_an_error() {
+    if platform().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // One row of 200 000 (int, float) entries: 3.2 MB of local memory for its
+    // work-group, beyond POCL's 1 MiB, Oclgrind's and any GPU's.
+    let long = 200_000;
+    let offset: Vec<usize> = std::iter::once(0).chain(std::iter::repeat_n(long, 8)).collect();
+    let values: Vec<serde_json::Value> = (0..long).map(|k| serde_json::json!([k % 5, 1.0])).collect();
+    let write = |name: &str, v: serde_json::Value| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, v.to_string()).unwrap();
+        path.display().to_string()
+    };
+    let offset = write("offset.json", serde_json::json!(offset));
+    let values = write("values.json", serde_json::json!(values));
+    let xs = write("xs.json", serde_json::json!([1.0, 2.0, -1.0, 0.5, 4.0]));
+    let (code, _, err) = common::heddle(&[
+        "run",
+        "tests/compile_coverage/pd_nested_map_local_reduce.hdl",
+        "--backend",
+        "opencl",
+        "--input",
+        &format!("offset={offset}"),
+        "--input",
+        &format!("values={values}"),
+        "--input",
+        &format!("xs={xs}"),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("bytes of local memory per work-group"), "{err}");
+    assert!(err.contains("3200000 for local buffers"), "{err}");
+}
+
 #[test]
 fn run_backend_opencl_prints_the_result() {
     if platform().is_none() {
