@@ -237,3 +237,24 @@ pub fn assert_input_error(r: (i32, String, String), parameter: &str, phrase: &st
     assert!(err.contains(phrase), "the error should say {phrase:?}:\n{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// The floats of a one-dimensional array value, in order; panics on any
+/// other value (the checks of exact results compare these, or their bits).
+pub fn float_array(v: &heddle_runtime::value::Value) -> Vec<f64> {
+    use heddle_runtime::value::Value;
+    match v {
+        Value::Array(items) => items
+            .iter()
+            .map(|x| match x {
+                Value::Float(f) => *f,
+                other => panic!("expected a float, got {other}"),
+            })
+            .collect(),
+        other => panic!("expected an array, got {other}"),
+    }
+}
+
+/// Each float's bits, for comparisons that must be exact.
+pub fn float_bits(v: &[f64]) -> Vec<u64> {
+    v.iter().map(|x| x.to_bits()).collect()
+}

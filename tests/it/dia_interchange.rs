@@ -15,7 +15,6 @@ use common::Rng;
 use heddle::source::SourceFile;
 use heddle_ir::loops::{ROW_BLOCK, Stmt, interchange, interchanged_program};
 use heddle_runtime::cpu::Parallelism;
-use heddle_runtime::value::Value;
 use heddle_typeck::Kernel;
 use serde_json::json;
 use std::path::Path;
@@ -96,23 +95,6 @@ fn value(rng: &mut Rng) -> f64 {
     s * m * 2f64.powi(rng.below(17) as i32 - 8)
 }
 
-fn floats(v: &Value) -> Vec<f64> {
-    match v {
-        Value::Array(items) => items
-            .iter()
-            .map(|x| match x {
-                Value::Float(f) => *f,
-                other => panic!("expected a float, got {other}"),
-            })
-            .collect(),
-        other => panic!("expected an array, got {other}"),
-    }
-}
-
-fn bits(v: &[f64]) -> Vec<u64> {
-    v.iter().map(|x| x.to_bits()).collect()
-}
-
 /// Runs spmv_dia on `a` and `x`: the interpreter, the loop-IR interpreter on
 /// the interchanged program, and the CPU backend on 1–4 threads, each
 /// checked bit for bit against the plain loop.
@@ -124,21 +106,22 @@ fn check(kernel: &Kernel, dir: &Path, a: &Dia, x: &[f64], case: &str) {
     std::fs::write(&xs, serde_json::to_string(x).unwrap()).unwrap();
     loaded.push(("xs".to_string(), heddle_runtime::io::read_input(&xs).unwrap()));
     let env = heddle_runtime::io::bind_inputs(kernel, &nats, loaded).unwrap();
-    let want = bits(&a.spmv(x));
+    let want = common::float_bits(&a.spmv(x));
 
-    let interp = floats(&heddle_runtime::interp::run_kernel(kernel, &env).unwrap());
-    assert_eq!(bits(&interp), want, "interpreter, {case}");
+    let interp = common::float_array(&heddle_runtime::interp::run_kernel(kernel, &env).unwrap());
+    assert_eq!(common::float_bits(&interp), want, "interpreter, {case}");
 
     let program = heddle::cpu::lower(kernel, "spmv_dia").unwrap();
     let blocked = interchanged_program(&program).expect("spmv_dia is interchanged");
     let mut launch = heddle_runtime::launch::prepare(&blocked, &env).unwrap();
     heddle_runtime::loops_interp::run(&blocked, &mut launch).unwrap_or_else(|e| panic!("{e:?}, {case}"));
-    let looped = floats(&heddle_runtime::launch::output_value(&blocked, &launch, &kernel.body.ty, &env).unwrap());
-    assert_eq!(bits(&looped), want, "loop-IR interpreter on the interchanged program, {case}");
+    let looped =
+        common::float_array(&heddle_runtime::launch::output_value(&blocked, &launch, &kernel.body.ty, &env).unwrap());
+    assert_eq!(common::float_bits(&looped), want, "loop-IR interpreter on the interchanged program, {case}");
 
     for threads in 1..=4 {
-        let got = floats(&heddle::cpu::run(kernel, &program, &env, Parallelism::always(threads)).unwrap());
-        assert_eq!(bits(&got), want, "CPU on {threads} threads, {case}");
+        let got = common::float_array(&heddle::cpu::run(kernel, &program, &env, Parallelism::always(threads)).unwrap());
+        assert_eq!(common::float_bits(&got), want, "CPU on {threads} threads, {case}");
     }
 }
 

@@ -15,7 +15,6 @@ use common::Rng;
 use heddle::source::SourceFile;
 use heddle_ir::loops::{LoopProgram, ROW_BLOCK, Schedule, Stmt, interchange, interchanged_program};
 use heddle_runtime::cpu::Parallelism;
-use heddle_runtime::value::Value;
 use heddle_typeck::Kernel;
 use std::path::Path;
 
@@ -103,23 +102,6 @@ fn spmv(a: &Rows, x: &[f64], f64: bool) -> Vec<f64> {
         .collect()
 }
 
-fn floats(v: &Value) -> Vec<f64> {
-    match v {
-        Value::Array(items) => items
-            .iter()
-            .map(|x| match x {
-                Value::Float(f) => *f,
-                other => panic!("expected a float, got {other}"),
-            })
-            .collect(),
-        other => panic!("expected an array, got {other}"),
-    }
-}
-
-fn bits(v: &[f64]) -> Vec<u64> {
-    v.iter().map(|x| x.to_bits()).collect()
-}
-
 /// Runs `kernel` on `a` and `x`: the interpreter, the loop-IR interpreter on
 /// the interchanged program, and the CPU backend on 1–4 threads, each
 /// checked bit for bit against the plain loop.
@@ -132,21 +114,22 @@ fn check(kernel: &Kernel, name: &str, dir: &Path, a: &Rows, cols: usize, x: &[f6
     std::fs::write(&xs, serde_json::to_string(x).unwrap()).unwrap();
     loaded.push(("xs".to_string(), heddle_runtime::io::read_input(&xs).unwrap()));
     let env = heddle_runtime::io::bind_inputs(kernel, &nats, loaded).unwrap();
-    let want = bits(&spmv(a, x, f64));
+    let want = common::float_bits(&spmv(a, x, f64));
 
-    let interp = floats(&heddle_runtime::interp::run_kernel(kernel, &env).unwrap());
-    assert_eq!(bits(&interp), want, "interpreter, {case}");
+    let interp = common::float_array(&heddle_runtime::interp::run_kernel(kernel, &env).unwrap());
+    assert_eq!(common::float_bits(&interp), want, "interpreter, {case}");
 
     let program = heddle::cpu::lower(kernel, name).unwrap();
     let blocked = interchanged_program(&program).expect("spmv_ell is interchanged");
     let mut launch = heddle_runtime::launch::prepare(&blocked, &env).unwrap();
     heddle_runtime::loops_interp::run(&blocked, &mut launch).unwrap_or_else(|e| panic!("{e:?}, {case}"));
-    let looped = floats(&heddle_runtime::launch::output_value(&blocked, &launch, &kernel.body.ty, &env).unwrap());
-    assert_eq!(bits(&looped), want, "loop-IR interpreter on the interchanged program, {case}");
+    let looped =
+        common::float_array(&heddle_runtime::launch::output_value(&blocked, &launch, &kernel.body.ty, &env).unwrap());
+    assert_eq!(common::float_bits(&looped), want, "loop-IR interpreter on the interchanged program, {case}");
 
     for threads in 1..=4 {
-        let got = floats(&heddle::cpu::run(kernel, &program, &env, Parallelism::always(threads)).unwrap());
-        assert_eq!(bits(&got), want, "CPU on {threads} threads, {case}");
+        let got = common::float_array(&heddle::cpu::run(kernel, &program, &env, Parallelism::always(threads)).unwrap());
+        assert_eq!(common::float_bits(&got), want, "CPU on {threads} threads, {case}");
     }
 }
 

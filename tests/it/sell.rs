@@ -45,19 +45,6 @@ fn csr(rng: &mut Rng, rows: usize, cols: usize, lengths: &[usize]) -> (Vec<usize
     (rowptr, col, val)
 }
 
-fn numbers(v: &Value) -> Vec<f64> {
-    match v {
-        Value::Array(items) => items
-            .iter()
-            .map(|x| match x {
-                Value::Float(f) => *f,
-                other => panic!("expected a float, got {other}"),
-            })
-            .collect(),
-        other => panic!("expected an array, got {other}"),
-    }
-}
-
 /// The interpreter's y and the CPU backend's on 1 to 4 threads, in row order.
 fn run(s: &Sell, xs: &[f64], ty: &str) -> (Vec<f64>, Vec<Vec<f64>>) {
     run_source(EXAMPLE, s, xs, ty)
@@ -89,7 +76,7 @@ fn run_source(source: &str, s: &Sell, xs: &[f64], ty: &str) -> (Vec<f64>, Vec<Ve
     // With the columns' range (what the packer guarantees), the runtime
     // validates them and runs code without the per-lane column checks.
     let trusted = with_column_range(checked.clone());
-    let interp = numbers(&heddle_runtime::interp::run_kernel(&kernel, &env).unwrap());
+    let interp = common::float_array(&heddle_runtime::interp::run_kernel(&kernel, &env).unwrap());
     assert_eq!(interp.len(), 8 * slices);
     // Padding rows are all padding: 0 (in the example's sums).
     for p in 0..8 * slices {
@@ -100,7 +87,7 @@ fn run_source(source: &str, s: &Sell, xs: &[f64], ty: &str) -> (Vec<f64>, Vec<Ve
     let cpu = (1..=4)
         .map(|t| {
             let program = if t % 2 == 0 { &trusted } else { &checked };
-            let z = numbers(&heddle::cpu::run(&kernel, program, &env, Parallelism::always(t)).unwrap());
+            let z = common::float_array(&heddle::cpu::run(&kernel, program, &env, Parallelism::always(t)).unwrap());
             assert_eq!(z.len(), interp.len());
             for (p, (a, b)) in z.iter().zip(&interp).enumerate() {
                 assert_eq!(

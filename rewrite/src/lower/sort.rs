@@ -54,17 +54,7 @@ impl Lowerer<'_> {
         // The records sorted: (key, element), stored flat, the key's leaves first.
         let record = Type::Tuple(vec![key_ty.clone(), elem]);
         let pairs_ty = Type::Array { binder: None, elem: Box::new(record), len: n.clone() };
-        let keys = View {
-            ty: Type::Array { binder: None, elem: Box::new(key_ty), len: n.clone() },
-            kind: ViewKind::Map {
-                f: Box::new(key.clone()),
-                env: env.clone(),
-                src: Box::new(src.clone()),
-                binder: None,
-                prim: "mapSeq",
-                dim: 0,
-            },
-        };
+        let keys = keys_of(key, &src, key_ty, &n, env);
         let pairs = View { ty: pairs_ty.clone(), kind: ViewKind::Zip(vec![keys, src]) };
         let Val::Array(stored) =
             self.materialize(Val::Array(pairs), &pairs_ty, Space::Global, env, span, body).map_err(naming_sort_by)?
@@ -109,17 +99,7 @@ impl Lowerer<'_> {
         let n = src.len();
         let record = Type::Tuple(vec![key_ty.clone(), Type::Scalar(ScalarType::I64)]);
         let pairs_ty = Type::Array { binder: None, elem: Box::new(record.clone()), len: n.clone() };
-        let keys = View {
-            ty: Type::Array { binder: None, elem: Box::new(key_ty), len: n.clone() },
-            kind: ViewKind::Map {
-                f: Box::new(key.clone()),
-                env: env.clone(),
-                src: Box::new(src.clone()),
-                binder: None,
-                prim: "mapSeq",
-                dim: 0,
-            },
-        };
+        let keys = keys_of(key, &src, key_ty, &n, env);
         let (buf, offset, _) =
             self.temporary(&pairs_ty, Space::Global, "sort_positions", env, span, body).map_err(naming_sort_by)?;
         let i = self.fresh("i");
@@ -375,4 +355,19 @@ fn leaf_equal(x: &L, y: &L, s: ScalarType) -> L {
         return eq;
     }
     L::bin(BinOp::Or, eq, L::bin(BinOp::And, is_nan(x), is_nan(y)))
+}
+
+/// The keys of `src`'s elements, `mapSeq(key)(src)`, as a view of `n` keys of `key_ty`.
+fn keys_of(key: &TExpr, src: &View, key_ty: Type, n: &Nat, env: &Env) -> View {
+    View {
+        ty: Type::Array { binder: None, elem: Box::new(key_ty), len: n.clone() },
+        kind: ViewKind::Map {
+            f: Box::new(key.clone()),
+            env: env.clone(),
+            src: Box::new(src.clone()),
+            binder: None,
+            prim: "mapSeq",
+            dim: 0,
+        },
+    }
 }
