@@ -108,19 +108,32 @@ fn check(kernel: &Kernel, dir: &Path, a: &Dia, x: &[f64], case: &str) {
     let env = heddle_runtime::io::bind_inputs(kernel, &nats, loaded).unwrap();
     let want = common::float_bits(&a.spmv(x));
 
-    let interp = common::float_array(&heddle_runtime::interp::run_kernel(kernel, &env).unwrap());
+    assert_interchanged_runs_bit_exact(kernel, "spmv_dia", &env, &want, case);
+}
+
+/// `kernel` on `env` gives `want`, bit for bit, on the interpreter, on the
+/// loop-IR interpreter running its lowered program interchanged (which must
+/// be), and on the CPU backend on 1–4 threads. (Shared with the ELL tests.)
+pub(crate) fn assert_interchanged_runs_bit_exact(
+    kernel: &Kernel,
+    name: &str,
+    env: &heddle_runtime::interp::Env,
+    want: &[u64],
+    case: &str,
+) {
+    let interp = common::float_array(&heddle_runtime::interp::run_kernel(kernel, env).unwrap());
     assert_eq!(common::float_bits(&interp), want, "interpreter, {case}");
 
-    let program = heddle::cpu::lower(kernel, "spmv_dia").unwrap();
-    let blocked = interchanged_program(&program).expect("spmv_dia is interchanged");
-    let mut launch = heddle_runtime::launch::prepare(&blocked, &env).unwrap();
+    let program = heddle::cpu::lower(kernel, name).unwrap();
+    let blocked = interchanged_program(&program).unwrap_or_else(|| panic!("{name} is not interchanged"));
+    let mut launch = heddle_runtime::launch::prepare(&blocked, env).unwrap();
     heddle_runtime::loops_interp::run(&blocked, &mut launch).unwrap_or_else(|e| panic!("{e:?}, {case}"));
     let looped =
-        common::float_array(&heddle_runtime::launch::output_value(&blocked, &launch, &kernel.body.ty, &env).unwrap());
+        common::float_array(&heddle_runtime::launch::output_value(&blocked, &launch, &kernel.body.ty, env).unwrap());
     assert_eq!(common::float_bits(&looped), want, "loop-IR interpreter on the interchanged program, {case}");
 
     for threads in 1..=4 {
-        let got = common::float_array(&heddle::cpu::run(kernel, &program, &env, Parallelism::always(threads)).unwrap());
+        let got = common::float_array(&heddle::cpu::run(kernel, &program, env, Parallelism::always(threads)).unwrap());
         assert_eq!(common::float_bits(&got), want, "CPU on {threads} threads, {case}");
     }
 }

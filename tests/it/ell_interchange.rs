@@ -14,7 +14,6 @@ use crate::common;
 use common::Rng;
 use heddle::source::SourceFile;
 use heddle_ir::loops::{LoopProgram, ROW_BLOCK, Schedule, Stmt, interchange, interchanged_program};
-use heddle_runtime::cpu::Parallelism;
 use heddle_typeck::Kernel;
 use std::path::Path;
 
@@ -116,21 +115,7 @@ fn check(kernel: &Kernel, name: &str, dir: &Path, a: &Rows, cols: usize, x: &[f6
     let env = heddle_runtime::io::bind_inputs(kernel, &nats, loaded).unwrap();
     let want = common::float_bits(&spmv(a, x, f64));
 
-    let interp = common::float_array(&heddle_runtime::interp::run_kernel(kernel, &env).unwrap());
-    assert_eq!(common::float_bits(&interp), want, "interpreter, {case}");
-
-    let program = heddle::cpu::lower(kernel, name).unwrap();
-    let blocked = interchanged_program(&program).expect("spmv_ell is interchanged");
-    let mut launch = heddle_runtime::launch::prepare(&blocked, &env).unwrap();
-    heddle_runtime::loops_interp::run(&blocked, &mut launch).unwrap_or_else(|e| panic!("{e:?}, {case}"));
-    let looped =
-        common::float_array(&heddle_runtime::launch::output_value(&blocked, &launch, &kernel.body.ty, &env).unwrap());
-    assert_eq!(common::float_bits(&looped), want, "loop-IR interpreter on the interchanged program, {case}");
-
-    for threads in 1..=4 {
-        let got = common::float_array(&heddle::cpu::run(kernel, &program, &env, Parallelism::always(threads)).unwrap());
-        assert_eq!(common::float_bits(&got), want, "CPU on {threads} threads, {case}");
-    }
+    crate::dia_interchange::assert_interchanged_runs_bit_exact(kernel, name, &env, &want, case);
 }
 
 #[test]
