@@ -102,6 +102,27 @@ fn run_source(source: &str, s: &Sell, xs: &[f64], ty: &str) -> (Vec<f64>, Vec<Ve
     (s.unpermute(&interp), cpu)
 }
 
+/// `s` and `x[j] = j / 7` (`cols` of them) bound to `kernel` as flat buffers,
+/// as `heddle run --input` binds `.npy` files (the probes' inputs).
+fn flat_env(kernel: &heddle_typeck::Kernel, s: &Sell, cols: usize) -> heddle_runtime::interp::Env {
+    use heddle_runtime::io::read::ScalarKind;
+    let flat = |items: Vec<Value>, kind| Loaded::Flat {
+        shape: vec![items.len() as u64],
+        items,
+        dtype: "float64".into(),
+        kinds: vec![kind],
+    };
+    let ints = |v: &[i32]| v.iter().map(|&x| Value::Int(x as i64)).collect::<Vec<_>>();
+    let inputs = vec![
+        ("soff".into(), flat(ints(&s.soff), ScalarKind::Int)),
+        ("cols".into(), flat(ints(&s.col), ScalarKind::Int)),
+        ("vals".into(), flat(s.val.iter().map(|&v| Value::Float(v)).collect(), ScalarKind::Float)),
+        ("xs".into(), flat((0..cols).map(|j| Value::Float(j as f64 / 7.0)).collect(), ScalarKind::Float)),
+    ];
+    let nats = [("m".to_string(), cols as i64), ("S".to_string(), s.slices() as i64)];
+    heddle_runtime::io::bind_inputs_flat(kernel, &nats, inputs).unwrap()
+}
+
 /// `program` with the range the packer guarantees: every column below m.
 fn with_column_range(mut program: heddle_ir::loops::LoopProgram) -> heddle_ir::loops::LoopProgram {
     program.ranges.push(heddle_ir::loops::InputRange {
@@ -364,22 +385,7 @@ fn probe() {
     let s = from_csr(n, cols, &m.0, &m.1, &m.2, 8, 1, 4, None).unwrap();
     let file = SourceFile::new("spmv_sell8.hdl", EXAMPLE);
     let kernel = heddle::check_source(&file).unwrap_or_else(|d| panic!("{}", file.render(&d))).1;
-    let flat = |items: Vec<Value>, kind| Loaded::Flat {
-        shape: vec![items.len() as u64],
-        items,
-        dtype: "float64".into(),
-        kinds: vec![kind],
-    };
-    let ints = |v: &[i32]| v.iter().map(|&x| Value::Int(x as i64)).collect::<Vec<_>>();
-    use heddle_runtime::io::read::ScalarKind;
-    let inputs = vec![
-        ("soff".into(), flat(ints(&s.soff), ScalarKind::Int)),
-        ("cols".into(), flat(ints(&s.col), ScalarKind::Int)),
-        ("vals".into(), flat(s.val.iter().map(|&v| Value::Float(v)).collect(), ScalarKind::Float)),
-        ("xs".into(), flat((0..cols).map(|j| Value::Float(j as f64 / 7.0)).collect(), ScalarKind::Float)),
-    ];
-    let nats = [("m".to_string(), cols as i64), ("S".to_string(), s.slices() as i64)];
-    let env = heddle_runtime::io::bind_inputs_flat(&kernel, &nats, inputs).unwrap();
+    let env = flat_env(&kernel, &s, cols);
     let program = with_column_range(heddle::cpu::lower(&kernel, "sell8").unwrap());
     let mut launch = heddle_runtime::launch::prepare(&program, &env).unwrap();
     let mut ready = heddle_runtime::cpu::Ready::new(&program, &mut launch, Parallelism::always(1)).unwrap();
@@ -417,25 +423,7 @@ fn timing() {
             let src = EXAMPLE.replace("[float]", &format!("[{ty}]"));
             let file = SourceFile::new("spmv_sell8.hdl", &src);
             let kernel = heddle::check_source(&file).unwrap_or_else(|d| panic!("{}", file.render(&d))).1;
-            let flat = |items: Vec<Value>, kind, dtype: &str| Loaded::Flat {
-                shape: vec![items.len() as u64],
-                items,
-                dtype: dtype.into(),
-                kinds: vec![kind],
-            };
-            let ints = |v: &[i32]| v.iter().map(|&x| Value::Int(x as i64)).collect::<Vec<_>>();
-            use heddle_runtime::io::read::ScalarKind;
-            let inputs = vec![
-                ("soff".into(), flat(ints(&s.soff), ScalarKind::Int, "float64")),
-                ("cols".into(), flat(ints(&s.col), ScalarKind::Int, "float64")),
-                ("vals".into(), flat(s.val.iter().map(|&v| Value::Float(v)).collect(), ScalarKind::Float, "float64")),
-                (
-                    "xs".into(),
-                    flat((0..n).map(|j| Value::Float(j as f64 / 7.0)).collect(), ScalarKind::Float, "float64"),
-                ),
-            ];
-            let nats = [("m".to_string(), n as i64), ("S".to_string(), s.slices() as i64)];
-            let env = heddle_runtime::io::bind_inputs_flat(&kernel, &nats, inputs).unwrap();
+            let env = flat_env(&kernel, &s, n);
             let program = with_column_range(heddle::cpu::lower(&kernel, "sell8").unwrap());
             let mut launch = heddle_runtime::launch::prepare(&program, &env).unwrap();
             let base = heddle_runtime::cpu::Tuning::default().options(true);
