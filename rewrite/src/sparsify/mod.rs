@@ -130,8 +130,27 @@ pub fn sparsify(
                 "the laws (rewrite/src/sparsify/laws.rules) cover zip with a dense operand under `*`, then a `+` reduction with identity 0; `{operand}`'s rows must be used only that way"
             )));
     }
-    let kernel = crate::program::beta::tidy(&kernel);
+    let kernel = lets(&crate::program::beta::tidy(&kernel));
     Ok(Sparsified { program: Program { kernel, ..plan.program }, rules_applied })
+}
+
+/// `fun(x => body)(v)` (one unannotated parameter) as `let x = v in body`:
+/// the guarded laws bind the column and the guard that way.
+fn lets(e: &heddle_ir::Expr) -> heddle_ir::Expr {
+    use heddle_ir::ExprKind;
+    let mut out = e.clone();
+    out.for_each_child_mut(&mut |c| *c = lets(c));
+    if let ExprKind::App { func, args } = &out.kind
+        && let ExprKind::Fun { params, body } = &func.kind
+        && let ([p], [v]) = (params.as_slice(), args.as_slice())
+        && p.ty.is_none()
+    {
+        return heddle_ir::Expr::new(
+            ExprKind::Let { name: p.name.clone(), value: Box::new(v.clone()), body: body.clone() },
+            out.span,
+        );
+    }
+    out
 }
 
 #[cfg(test)]

@@ -57,3 +57,21 @@ fn csc_spmv_scatters_scaled_columns() {
     );
     assert!(!out.contains(MARKER), "{out}");
 }
+
+#[test]
+fn dense_mv_over_dia_is_the_guarded_diagonal_sum() {
+    let dia = "#sparse_tensor.encoding<{ map = (i, j) -> (j - i : compressed, i : dense) }>";
+    let out = go(DENSE_MV, "matrix", dia).unwrap();
+    println!("{out}");
+    assert!(!out.contains(MARKER), "{out}");
+}
+
+#[test]
+fn dense_mv_over_bsr_sums_block_products() {
+    for (r, c) in [(2, 3), (1, 8)] {
+        let bsr = format!("#sparse_tensor.encoding<{{ map = (i, j) -> (i floordiv {r} : dense, j floordiv {c} : compressed, i mod {r} : dense, j mod {c} : dense) }}>");
+        let out = go(DENSE_MV, "matrix", &bsr).unwrap();
+        println!("{out}");
+        assert!(!out.contains(MARKER), "{out}");
+    }
+}

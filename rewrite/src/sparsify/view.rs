@@ -17,6 +17,20 @@ pub const MARKER: &str = "densify";
 /// Every marker's name starts with [`MARKER`].
 pub const COLS_MARKER: &str = "densifyCols";
 
+/// The marker for "the dense row a list of guarded `(column, value)` pairs
+/// stands for": `densifyGuarded(s :>> map(fun(d => let j = c in let inside
+/// = g in (j, v))))` is the dense row whose entry `j` is `v` where `inside`
+/// holds; pairs where it does not (a diagonal's padding, `j` maybe out of
+/// range) are no entry. The `let`s are written as redexes
+/// (`fun(j => …)(c)`), which rules can match; [`super::sparsify`] turns
+/// the ones left after tidying back into `let`s.
+pub const GUARDED_MARKER: &str = "densifyGuarded";
+
+/// The marker for "the dense row a list of blocks stands for":
+/// `densifyBlocks(s :>> map(fun(b => (b.1, v))), c)` is the dense row whose
+/// columns `b.1 · c .. b.1 · c + c` hold the `c` values `v`, 0 elsewhere.
+pub const BLOCKS_MARKER: &str = "densifyBlocks";
+
 /// The kernel after the structural step, before the laws run.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -46,6 +60,29 @@ enum Shape {
         /// The number of rows of the dense matrix.
         rows: Nat,
     },
+    /// Rank 2, DIA `(j - i : compressed, i : dense)`: the stored diagonals,
+    /// each a dense array over the rows. Row `i` is the list of `(column,
+    /// value)` pairs `(i + d.1, d.2@i)` over the diagonals `d`, whose
+    /// columns may fall outside `0 .. cols` (a diagonal's padding at the
+    /// matrix's edge): `densifyGuarded`, with the guard in each pair.
+    Diagonals {
+        /// The number of rows (the dense matrix's outer length).
+        rows: Nat,
+        /// The number of columns.
+        cols: Nat,
+    },
+    /// Rank 2, row blocks: BSR `(i floordiv r : dense, j floordiv c :
+    /// compressed, i mod r : dense, j mod c : dense)` (`lanes` = `Some(r)`)
+    /// or `(i : dense, j floordiv c : compressed, j mod c : dense)`
+    /// (`None`). Row `i` is the stored blocks of its block row, each giving
+    /// the `c` values of lane `i mod r` from column `block · c`:
+    /// `densifyBlocks(blocks, c)`.
+    BlockRows {
+        /// The block's rows `r`, when the rows are blocked.
+        lanes: Option<u64>,
+        /// The block's columns `c`.
+        width: u64,
+    },
     /// Rank 2, a compressed outer level of `rows` rows: only stored rows are
     /// visited, each sent to its coordinate with `scatterAdd`; the inner
     /// level is compressed (`densify(row.2)`) or dense (`row.2` as is).
@@ -67,7 +104,7 @@ fn is_compressed(f: &LevelFormat) -> bool {
 
 /// What the encoding's view is relative to the dense array, or why the
 /// front door cannot use it.
-fn shape(enc: &Encoding, rank: usize, span: Span, operand: &str, rows: Nat) -> Result<Shape, Diagnostic> {
+fn shape(enc: &Encoding, rank: usize, span: Span, operand: &str, rows: Nat, cols: Nat) -> Result<Shape, Diagnostic> {
     if enc.dim_rank() != rank {
         return Err(refuse(
             span,
@@ -82,18 +119,35 @@ fn shape(enc: &Encoding, rank: usize, span: Span, operand: &str, rows: Nat) -> R
             "the sparsification laws assume absent entries are 0",
         ));
     }
+    if let Some(s) = block_shape(enc, rows.clone(), cols) {
+        return Ok(s);
+    }
     let mut order = Vec::new();
     for l in &enc.levels {
         match l.expr {
             LvlExpr::Dim(d) => order.push(d),
+            LvlExpr::Counter { .. } => {
+                return Err(refuse(
+                    span,
+                    "counting levels (ELL) are not supported by the front door yet",
+                    "the front door handles levels that store one dimension each, DIA and BSR",
+                ));
+            }
             _ => {
                 return Err(refuse(
                     span,
-                    "block and counting levels are not supported by the front door yet",
-                    "use levels that store one dimension each",
+                    "the front door cannot yet sparsify these block or difference levels",
+                    "supported: DIA `(j - i : compressed, i : dense)`, BSR `(i floordiv r : dense, j floordiv c : compressed, i mod r : dense, j mod c : dense)` and row blocks `(i : dense, j floordiv c : compressed, j mod c : dense)`",
                 ));
             }
         }
+    }
+    if enc.levels.iter().any(|l| matches!(l.format, LevelFormat::Singleton)) {
+        return Err(refuse(
+            span,
+            "singleton levels (COO) are not supported by the front door yet",
+            "store the operand with dense and compressed levels (CSR, DCSR, CSC), DIA or BSR",
+        ));
     }
     let dense = |k: usize| matches!(enc.levels[k].format, LevelFormat::Dense | LevelFormat::Batch);
     let fmt = |k: usize| enc.levels[k].format.keyword();
@@ -124,6 +178,29 @@ fn shape(enc: &Encoding, rank: usize, span: Span, operand: &str, rows: Nat) -> R
             ),
             "supported: all-dense in either order, (dense, compressed) rows, and a compressed vector",
         )),
+    }
+}
+
+/// DIA and the row-block encodings, which the dense-level law does not cover.
+fn block_shape(enc: &Encoding, rows: Nat, cols: Nat) -> Option<Shape> {
+    use LvlExpr::{Diff, Dim, FloorDiv, Mod};
+    if enc.dim_rank() != 2 {
+        return None;
+    }
+    let dense = |k: usize| matches!(enc.levels[k].format, LevelFormat::Dense);
+    let sparse = |k: usize| is_compressed(&enc.levels[k].format);
+    let exprs: Vec<LvlExpr> = enc.levels.iter().map(|l| l.expr.clone()).collect();
+    match exprs.as_slice() {
+        [Diff { plus: 1, minus: 0 }, Dim(0)] if sparse(0) && dense(1) => Some(Shape::Diagonals { rows, cols }),
+        [FloorDiv(0, r), FloorDiv(1, c), Mod(0, r2), Mod(1, c2)]
+            if r == r2 && c == c2 && dense(0) && sparse(1) && dense(2) && dense(3) =>
+        {
+            Some(Shape::BlockRows { lanes: Some(*r), width: *c })
+        }
+        [Dim(0), FloorDiv(1, c), Mod(1, c2)] if c == c2 && dense(0) && sparse(1) && dense(2) => {
+            Some(Shape::BlockRows { lanes: None, width: *c })
+        }
+        _ => None,
     }
 }
 
@@ -229,7 +306,12 @@ pub fn plan(program: &Program, operand: &str, enc_name: &str, enc: &Encoding) ->
         (Some(_), _) | (_, None) => lens[0].clone(),
         (None, Some((_, dim))) => dim.clone(),
     };
-    let shape = shape(enc, lens.len(), param.span, operand, outer)?;
+    let nat_of = |len: &Nat| match (len.as_lit(), substs.iter().find(|(n, _)| matches!(len, Nat::Var(v) if v == n))) {
+        (Some(_), _) | (_, None) => len.clone(),
+        (None, Some((_, dim))) => dim.clone(),
+    };
+    let cols = lens.get(1).map(nat_of).unwrap_or_else(|| outer.clone());
+    let shape = shape(enc, lens.len(), param.span, operand, outer, cols)?;
     let tensor = Type::Tensor(Box::new(TensorType {
         dims,
         elem: scalar,
@@ -312,14 +394,32 @@ fn uses(e: &Expr, a: &Name, shape: &Shape, rows: &mut Vec<Span>) -> Result<Expr,
             func: Box::new(Expr::var(COLS_MARKER)),
             args: vec![e.clone(), Expr::from_nat(n)],
         })),
-        (ExprKind::Var(v), Shape::CompressedRows | Shape::StoredRows { .. }) if v == a => Err(Diagnostic::new(
+        (ExprKind::Var(v), Shape::CompressedRows | Shape::StoredRows { .. } | Shape::Diagonals { .. } | Shape::BlockRows { .. })
+            if v == a =>
+        {
+            Err(Diagnostic::new(
             e.span,
             format!("`{a}` is used here other than as the rows of a map"),
         )
         .with_label("this use")
         .with_note(format!(
             "the front door handles `{a} :>> map(fun(row => …))`: the dense level is mapped, each row is a sparse level"
-        ))),
+        )))
+        }
+        // DIA and row blocks: the row map is rebuilt over the stored structure.
+        (ExprKind::Pipe { arg, func }, Shape::Diagonals { .. } | Shape::BlockRows { .. }) if is_a(arg) => {
+            match &func.kind {
+                ExprKind::App { func: m, args } if is_map(m) && args.len() == 1 && row_lambda(&args[0]).is_some() => {
+                    structured_rows(&args[0], a, shape, rows)
+                }
+                _ => uses(arg, a, shape, rows),
+            }
+        }
+        (ExprKind::App { func: m, args }, Shape::Diagonals { .. } | Shape::BlockRows { .. })
+            if is_map(m) && args.len() == 2 && is_a(&args[1]) && row_lambda(&args[0]).is_some() =>
+        {
+            structured_rows(&args[0], a, shape, rows)
+        }
         // `A :>> map(fun(row => body))` and `map(fun(row => body), A)`:
         // the dense level law — map over the dense level, densify each row.
         (ExprKind::Pipe { arg, func }, Shape::CompressedRows | Shape::StoredRows { .. }) if is_a(arg) => {
@@ -388,6 +488,80 @@ fn densify_rows(f: &Expr, a: &Name, shape: &Shape, rows: &mut Vec<Span>) -> Resu
         }
     };
     Ok(Expr::new(ExprKind::Fun { params: vec![p.clone()], body: Box::new(body) }, f.span))
+}
+
+/// The row map `a :>> map(fun(row => body))` over DIA or row blocks (see
+/// [`Shape::Diagonals`], [`Shape::BlockRows`]): the rows are rebuilt from
+/// the stored structure and each row is its marker. The names bound here
+/// are fresh in the kernel, since substitution does not rename binders.
+fn structured_rows(f: &Expr, a: &Name, shape: &Shape, rows: &mut Vec<Span>) -> Result<Expr, Diagnostic> {
+    let Some((p, body)) = row_lambda(f) else { return uses(f, a, shape, rows) };
+    let body = uses(body, a, shape, rows)?;
+    rows.push(p.span);
+    let mut used = std::collections::BTreeSet::new();
+    names(&body, &mut used);
+    used.insert(a.to_string());
+    let mut fresh = |base: &str| {
+        let mut n = base.to_string();
+        let mut k = 1;
+        while used.contains(&n) {
+            n = format!("{base}_{k}");
+            k += 1;
+        }
+        used.insert(n.clone());
+        n
+    };
+    let nat = |n: &Nat| heddle_ir::printer::print_nat(n);
+    let (text, row_at) = match shape {
+        Shape::Diagonals { rows: n, cols } => {
+            let (i, d, j, inside) = (fresh("i"), fresh("d"), fresh("j"), fresh("inside"));
+            let row = format!(
+                "{GUARDED_MARKER}({a} :>> map(fun({d} => fun({j} => fun({inside} => ({j}, {d}.2@{i}))({j} >= 0 && {j} < {cols}))({i} + {d}.1))))",
+                cols = nat(cols)
+            );
+            (format!("generate({n}, fun({i} => ROW))", n = nat(n)), row)
+        }
+        Shape::BlockRows { lanes, width } => {
+            let (br, b, l) = (fresh("brow"), fresh("b"), fresh("lane"));
+            let lane = match lanes {
+                None => format!("{b}.2"),
+                Some(1) => format!("{b}.2@0"),
+                Some(_) => format!("{b}.2@{l}"),
+            };
+            let row = format!("{BLOCKS_MARKER}({br} :>> map(fun({b} => ({b}.1, {lane}))), {width})");
+            match lanes {
+                Some(r) if *r > 1 => (format!("{a} :>> map(fun({br} => generate({r}, fun({l} => ROW)))) :>> join"), row),
+                _ => (format!("{a} :>> map(fun({br} => ROW))"), row),
+            }
+        }
+        _ => unreachable!("structured_rows is called for DIA and row blocks only"),
+    };
+    let parse = |t: &str| {
+        heddle_ir::parser::parse_expr(t)
+            .map_err(|d| Diagnostic::new(p.span, format!("internal: the front door built `{t}`: {}", d.message)))
+    };
+    let row = parse(&row_at)?;
+    let hole = fresh("ROW");
+    let outer = parse(&text.replace("ROW", &hole))?;
+    Ok(outer.subst(&Name::from(hole.as_str()), &body.subst(&p.name, &row)))
+}
+
+/// Every name `e` uses or binds.
+fn names(e: &Expr, out: &mut std::collections::BTreeSet<String>) {
+    match &e.kind {
+        ExprKind::Var(v) => {
+            out.insert(v.to_string());
+        }
+        ExprKind::Fun { params, .. } => out.extend(params.iter().map(|p| p.name.to_string())),
+        ExprKind::NFun { var, .. } => {
+            out.insert(var.to_string());
+        }
+        ExprKind::Let { name, .. } => {
+            out.insert(name.to_string());
+        }
+        _ => {}
+    }
+    e.for_each_child(&mut |c| names(c, out));
 }
 
 fn proj(e: Expr, field: u32) -> Expr {
