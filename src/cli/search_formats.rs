@@ -5,7 +5,9 @@
 //! widths — that MLIR's verifier accepts is built from the dense kernel by
 //! `heddle sparsify`, run on the chosen backend and timed; every result must
 //! equal the first. Variants the verifier or the front door refuses are
-//! listed with the reason.
+//! listed with the reason. For a matrix operand, DIA and a few BSR block
+//! shapes are tried too, unless the matrix stored so would be over
+//! `tune --matrix`'s limit (3x its CSR bytes) or does not divide into the blocks.
 
 use super::run::Backend;
 use super::sparsify::front_door;
@@ -150,6 +152,25 @@ fn one(
     }
     for m in &a.matrices {
         let (k, path) = split("matrix", m).map_err(first)?;
+        if k == a.operand && variants::is_structured(&a.operand, &kernel) {
+            // DIA and BSR can need many times the memory of CSR (a matrix with
+            // thousands of diagonals, scattered entries in blocks): as `tune
+            // --matrix` does, such a variant is skipped with its sizes, never allocated.
+            let (encoding, elem) = heddle_runtime::io::bind::tensor_param(&kernel, k).map_err(|e| e.to_string())?;
+            let (coo, _) = heddle_runtime::sparse::file::read_coo(Path::new(path)).map_err(|e| e.to_string())?;
+            let size = heddle_runtime::sparse::estimate::storage_size(&coo, encoding, elem)
+                .map_err(|e| format!("`{k}` does not fit this encoding: {e}"))?;
+            let plain = heddle_runtime::sparse::estimate::plain_size(&coo, elem);
+            let limit = super::tune_matrix::SIZE_LIMIT;
+            if size.bytes > limit.saturating_mul(plain) {
+                return Err(format!(
+                    "`{k}` in this encoding would take {} bytes ({} stored values for {} entries), over {limit}x its {plain} bytes as CSR",
+                    size.bytes,
+                    size.values,
+                    coo.len()
+                ));
+            }
+        }
         let (dims, buffers) =
             heddle_runtime::io::bind::tensor_inputs(&kernel, k, Path::new(path)).map_err(|e| e.to_string())?;
         nats.extend(dims);

@@ -77,7 +77,34 @@ pub fn enumerate(rank: usize) -> Vec<String> {
             }
         }
     }
+    if rank == 2 {
+        out.extend(structured());
+    }
     out
+}
+
+/// The structured candidates for a matrix: DIA and BSR with 1x8, 2x2 and
+/// 4x4 blocks (the formats MKL's inspector chooses for banded and row-band
+/// matrices), each at the native widths and at 32 bits.
+pub const STRUCTURED: [&str; 4] = ["DIA", "BSR(1, 8)", "BSR(2, 2)", "BSR(4, 4)"];
+
+fn structured() -> Vec<String> {
+    let mut out = Vec::new();
+    for name in STRUCTURED {
+        let Some(Ok(named)) = heddle_ir::encoding::named::Named::parse(name) else { continue };
+        let Ok(text) = named.mlir(Some(2)) else { continue };
+        out.push(text.clone());
+        out.push(text.replace(" }>", ", posWidth = 32, crdWidth = 32 }>"));
+    }
+    out
+}
+
+/// Whether `operand`'s encoding in the sparsified `kernel` has block or
+/// difference levels (whose storage size is checked before it is built).
+pub fn is_structured(operand: &str, kernel: &heddle_typeck::Kernel) -> bool {
+    heddle_runtime::io::bind::tensor_param(kernel, operand).is_ok_and(|(enc, _)| {
+        enc.levels.iter().any(|l| !matches!(l.expr, heddle_ir::encoding::LvlExpr::Dim(_)))
+    })
 }
 
 /// The attribute's contents, for tables.
