@@ -43,7 +43,8 @@ pub fn parse_spec(
     } else {
         let ident: String =
             trimmed.trim_start_matches('#').chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
-        let ident = ident.trim_matches('_').to_string();
+        // Runs of separators become one `_` (`BSR(2, 3)` is `BSR_2_3`).
+        let ident = ident.split('_').filter(|s| !s.is_empty()).collect::<Vec<_>>().join("_");
         if ident.is_empty() { format!("{name}_enc") } else { ident }
     };
     Ok((name, enc_name, encoding))

@@ -9,8 +9,9 @@ use common::heddle;
 const MTX: &str = "matrix=examples/data/spmv8/matrix.mtx";
 const XS: &str = "xs=examples/data/spmv8/xs.json";
 
-/// 2 level orders × 16 level-type pairs; widths ×4 except all-dense.
-const RANK2_VARIANTS: usize = 2 * (15 * 4 + 1);
+/// 2 level orders × 16 level-type pairs; widths ×4 except all-dense; then
+/// DIA, BSR(1, 8), BSR(2, 2), BSR(4, 4) at native and 32-bit widths.
+const RANK2_VARIANTS: usize = 2 * (15 * 4 + 1) + 4 * 2;
 
 fn search(extra: &[&str]) -> (i32, String, String) {
     let mut args = vec![
@@ -51,6 +52,9 @@ fn json_lists_every_variant_sorted_by_time() {
             "(i : compressed, j : dense) }>",
             // CSC: the columns-dot law.
             "(j : dense, i : compressed) }>",
+            // DIA and BSR(2, 2) (the matrix is 8 × 6).
+            "(j - i : compressed, i : dense) }>",
+            "(i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense), posWidth = 32, crdWidth = 32 }>",
         ] {
             assert!(encs.iter().any(|e| e.ends_with(want)), "{backend}: `{want}` did not run: {j}");
         }
@@ -58,6 +62,12 @@ fn json_lists_every_variant_sorted_by_time() {
             let why = s["reason"].as_str().unwrap();
             assert!(!why.is_empty() && !why.contains("panicked"), "{s}");
         }
+        // 6 columns do not divide into BSR(1, 8)'s blocks: skipped with the reason.
+        assert!(
+            skipped.iter().any(|s| s["encoding"].as_str().unwrap().contains("j floordiv 8")
+                && s["reason"].as_str().unwrap().contains("not a multiple of its block size 8")),
+            "{j}"
+        );
         // MLIR's verifier rejects a singleton level after a dense one.
         assert!(
             skipped.iter().any(|s| s["encoding"].as_str().unwrap().contains("(i : dense, j : singleton)")
@@ -188,4 +198,62 @@ fn spmm_variants_agree_and_name_the_operand() {
         out.contains("(i : dense, j : compressed)\n") && out.contains("(i : compressed, j : compressed)\n"),
         "{out}"
     );
+}
+
+/// DIA over a matrix with many diagonals would store far more than CSR:
+/// skipped with its sizes (tune --matrix's 3x limit), never allocated; on a
+/// banded matrix it runs.
+#[test]
+fn dia_over_scattered_entries_is_skipped_by_its_size() {
+    let dir = tempfile::tempdir().unwrap();
+    // 40 × 40, one entry per row at column 7·i mod 40: ~40 diagonals of 40 rows for 40 entries.
+    let n: usize = 40;
+    let scattered: Vec<String> = (0..n).map(|i| format!("{} {} 1.5", i + 1, (7 * i) % n + 1)).collect();
+    // The same size, tridiagonal.
+    let mut band = Vec::new();
+    for i in 0..n {
+        for j in i.saturating_sub(1)..(i + 2).min(n) {
+            band.push(format!("{} {} {}", i + 1, j + 1, (i + j) as f64 * 0.25));
+        }
+    }
+    let xs = dir.path().join("xs.json");
+    std::fs::write(&xs, serde_json::json!((0..n).map(|j| j as f64 * 0.5).collect::<Vec<_>>()).to_string()).unwrap();
+    for (name, entries, runs) in [("scattered", scattered, false), ("band", band, true)] {
+        let mtx = dir.path().join(format!("{name}.mtx"));
+        let text = format!(
+            "%%MatrixMarket matrix coordinate real general\n{n} {n} {}\n{}\n",
+            entries.len(),
+            entries.join("\n")
+        );
+        std::fs::write(&mtx, text).unwrap();
+        let (code, out, err) = heddle(&[
+            "search-formats",
+            "examples/dense_mv.hdl",
+            "--operand",
+            "matrix",
+            "--matrix",
+            &format!("matrix={}", mtx.display()),
+            "--input",
+            &format!("xs={}", xs.display()),
+            "--reps",
+            "1",
+            "--json",
+            "--filter",
+            "j - i",
+            "--filter",
+            "(i : dense, j : compressed) }>",
+        ]);
+        assert_eq!(code, 0, "{name}: {err}");
+        let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let dia_ran = j["variants"].as_array().unwrap().iter().any(|v| v["encoding"].as_str().unwrap().contains("j - i"));
+        assert_eq!(dia_ran, runs, "{name}: {j}");
+        if !runs {
+            let skipped = j["skipped"].as_array().unwrap();
+            assert!(
+                skipped.iter().all(|s| s["reason"].as_str().unwrap().contains("over 3x its")),
+                "{name}: {j}"
+            );
+            assert_eq!(skipped.len(), 2, "{j}");
+        }
+    }
 }
