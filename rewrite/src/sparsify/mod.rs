@@ -34,9 +34,16 @@
 //! turns the row-wise dot product over it into columns scaled by `x` and
 //! scattered into the rows. Other uses of a CSC operand are refused.
 //!
+//! DIA and row blocks (BSR) are rebuilt from their stored structure: a DIA
+//! row is `densifyGuarded` of the diagonals' `(column, value)` pairs, each
+//! with a guard saying whether its column is inside the matrix (padding at
+//! a diagonal's ends is never an entry); a BSR row is `densifyBlocks` of its
+//! block row's blocks, each a run of `c` values at block column `b.1`. Their
+//! laws keep the guard, and slice the dense operand by blocks.
+//!
 //! What is not handled yet, each refused with its reason: singleton levels
-//! (COO), block and counting levels, a non-zero implicit
-//! value, and operands of rank above 2.
+//! (COO), counting levels (ELL), other block or difference arrangements, a
+//! non-zero implicit value, and operands of rank above 2.
 
 pub mod absent;
 mod view;
