@@ -525,7 +525,8 @@ fn structured_rows(f: &Expr, a: &Name, shape: &Shape, rows: &mut Vec<Span>) -> R
             let (br, b, l) = (fresh("brow"), fresh("b"), fresh("lane"));
             let lane = match lanes {
                 None => format!("{b}.2"),
-                Some(1) => format!("{b}.2@0"),
+                // One lane: the block's single row, as a flat run (the loops of the 3-level form).
+                Some(1) => format!("{b}.2 :>> join"),
                 Some(_) => format!("{b}.2@{l}"),
             };
             let row = format!("{BLOCKS_MARKER}({br} :>> map(fun({b} => ({b}.1, {lane}))), {width})");
