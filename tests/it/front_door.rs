@@ -370,7 +370,8 @@ fn sparsified_kernels_run_on_opencl_when_a_platform_exists() {
 
 /// Row sums and a scaled SpMV written `x * a`: dense kernels the DIA and
 /// block laws cover besides dense_mv.
-const ROW_SUMS: &str = "nFun(n => nFun(m =>\nfun(a: [[float]_m]_n =>\n  a :>> map(fun(row => row :>> reduce(+, 0))))))\n";
+const ROW_SUMS: &str =
+    "nFun(n => nFun(m =>\nfun(a: [[float]_m]_n =>\n  a :>> map(fun(row => row :>> reduce(+, 0))))))\n";
 const SCALED_MV: &str = "nFun(n => nFun(m =>\nfun(a: [[float]_m]_n =>\nfun(xs: [float]_m =>\n  a :>> map(fun(row => 2.0 * (zip(xs, row) :>> map(fun(p => p.1 * p.2)) :>> reduce(+, 0))))))))\n";
 
 /// DIA and BSR: the front door's kernels are the hand-written ones'
@@ -554,8 +555,11 @@ fn the_sparsified_dia_spmv_is_interchanged() {
 fn dia_and_bsr_refusals_are_located() {
     let dir = tempfile::tempdir().unwrap();
     let prod = dir.path().join("prod.hdl");
-    std::fs::write(&prod, "nFun(n => nFun(m =>\nfun(a: [[float]_m]_n =>\n  a :>> map(fun(r => r :>> reduce(*, 1.0))))))\n")
-        .unwrap();
+    std::fs::write(
+        &prod,
+        "nFun(n => nFun(m =>\nfun(a: [[float]_m]_n =>\n  a :>> map(fun(r => r :>> reduce(*, 1.0))))))\n",
+    )
+    .unwrap();
     let whole = dir.path().join("whole.hdl");
     std::fs::write(&whole, "nFun(n => nFun(m =>\nfun(a: [[float]_m]_n =>\n  a :>> transpose)))\n").unwrap();
     let (prod, whole) = (prod.to_str().unwrap(), whole.to_str().unwrap());

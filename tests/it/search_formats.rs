@@ -245,14 +245,12 @@ fn dia_over_scattered_entries_is_skipped_by_its_size() {
         ]);
         assert_eq!(code, 0, "{name}: {err}");
         let j: serde_json::Value = serde_json::from_str(&out).unwrap();
-        let dia_ran = j["variants"].as_array().unwrap().iter().any(|v| v["encoding"].as_str().unwrap().contains("j - i"));
+        let dia_ran =
+            j["variants"].as_array().unwrap().iter().any(|v| v["encoding"].as_str().unwrap().contains("j - i"));
         assert_eq!(dia_ran, runs, "{name}: {j}");
         if !runs {
             let skipped = j["skipped"].as_array().unwrap();
-            assert!(
-                skipped.iter().all(|s| s["reason"].as_str().unwrap().contains("over 3x its")),
-                "{name}: {j}"
-            );
+            assert!(skipped.iter().all(|s| s["reason"].as_str().unwrap().contains("over 3x its")), "{name}: {j}");
             assert_eq!(skipped.len(), 2, "{j}");
         }
     }

@@ -62,16 +62,33 @@ fn csc_spmv_scatters_scaled_columns() {
 fn dense_mv_over_dia_is_the_guarded_diagonal_sum() {
     let dia = "#sparse_tensor.encoding<{ map = (i, j) -> (j - i : compressed, i : dense) }>";
     let out = go(DENSE_MV, "matrix", dia).unwrap();
-    println!("{out}");
     assert!(!out.contains(MARKER), "{out}");
+    assert!(out.contains("generate(matrix_dim0, fun(i =>"), "{out}");
+    assert!(out.contains("let inside = j >= 0 && j < matrix_dim1 in"), "{out}");
+    assert!(out.contains("select(inside, d.2@i * xs@select(inside, j, 0), 0)"), "{out}");
 }
 
 #[test]
 fn dense_mv_over_bsr_sums_block_products() {
     for (r, c) in [(2, 3), (1, 8)] {
-        let bsr = format!("#sparse_tensor.encoding<{{ map = (i, j) -> (i floordiv {r} : dense, j floordiv {c} : compressed, i mod {r} : dense, j mod {c} : dense) }}>");
+        let bsr = format!(
+            "#sparse_tensor.encoding<{{ map = (i, j) -> (i floordiv {r} : dense, j floordiv {c} : compressed, i mod {r} : dense, j mod {c} : dense) }}>"
+        );
         let out = go(DENSE_MV, "matrix", &bsr).unwrap();
-        println!("{out}");
         assert!(!out.contains(MARKER), "{out}");
+        assert!(out.contains(&format!("(xs :>> split({c}))@b.1)")), "{out}");
+        // Several rows per block: each block row yields r rows, joined.
+        assert_eq!(out.contains(&format!("generate({r}, fun(lane =>")), r > 1, "{out}");
     }
+}
+
+#[test]
+fn names_the_front_door_binds_are_fresh() {
+    // The kernel already uses `i`, `d`, `j` and `inside`: the DIA form picks other names.
+    let src = "nFun(n => nFun(m => fun(a: [[float]_m]_n => fun(i: [float]_m => fun(d: float =>\n  a :>> map(fun(j => d * (zip(j, i) :>> map(fun(inside => inside.1 * inside.2)) :>> reduce(+, 0)))))))))";
+    let dia = "#sparse_tensor.encoding<{ map = (i, j) -> (j - i : compressed, i : dense) }>";
+    let out = go(src, "a", dia).unwrap();
+    assert!(!out.contains(MARKER), "{out}");
+    assert!(out.contains("generate(a_dim0, fun(i_1 =>") && out.contains("let j_1 = i_1 + d_1.1 in"), "{out}");
+    assert!(out.contains("i@select(inside_1, j_1, 0)"), "{out}");
 }

@@ -531,7 +531,9 @@ fn structured_rows(f: &Expr, a: &Name, shape: &Shape, rows: &mut Vec<Span>) -> R
             };
             let row = format!("{BLOCKS_MARKER}({br} :>> map(fun({b} => ({b}.1, {lane}))), {width})");
             match lanes {
-                Some(r) if *r > 1 => (format!("{a} :>> map(fun({br} => generate({r}, fun({l} => ROW)))) :>> join"), row),
+                Some(r) if *r > 1 => {
+                    (format!("{a} :>> map(fun({br} => generate({r}, fun({l} => ROW)))) :>> join"), row)
+                }
                 _ => (format!("{a} :>> map(fun({br} => ROW))"), row),
             }
         }

@@ -102,9 +102,8 @@ fn structured() -> Vec<String> {
 /// Whether `operand`'s encoding in the sparsified `kernel` has block or
 /// difference levels (whose storage size is checked before it is built).
 pub fn is_structured(operand: &str, kernel: &heddle_typeck::Kernel) -> bool {
-    heddle_runtime::io::bind::tensor_param(kernel, operand).is_ok_and(|(enc, _)| {
-        enc.levels.iter().any(|l| !matches!(l.expr, heddle_ir::encoding::LvlExpr::Dim(_)))
-    })
+    heddle_runtime::io::bind::tensor_param(kernel, operand)
+        .is_ok_and(|(enc, _)| enc.levels.iter().any(|l| !matches!(l.expr, heddle_ir::encoding::LvlExpr::Dim(_))))
 }
 
 /// The attribute's contents, for tables.
