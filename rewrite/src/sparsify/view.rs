@@ -189,7 +189,7 @@ fn block_shape(enc: &Encoding, rows: Nat, cols: Nat) -> Option<Shape> {
     }
     let dense = |k: usize| matches!(enc.levels[k].format, LevelFormat::Dense);
     let sparse = |k: usize| is_compressed(&enc.levels[k].format);
-    let exprs: Vec<LvlExpr> = enc.levels.iter().map(|l| l.expr.clone()).collect();
+    let exprs: Vec<LvlExpr> = enc.levels.iter().map(|l| l.expr).collect();
     match exprs.as_slice() {
         [Diff { plus: 1, minus: 0 }, Dim(0)] if sparse(0) && dense(1) => Some(Shape::Diagonals { rows, cols }),
         [FloorDiv(0, r), FloorDiv(1, c), Mod(0, r2), Mod(1, c2)]
