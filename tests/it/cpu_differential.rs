@@ -396,7 +396,12 @@ fn launches_whose_inputs_exceed_the_cache_bound_run_short_rows_without_straight_
             assert_eq!(got.len(), rows);
             for (r, (g, w)) in got.iter().zip(&want).enumerate() {
                 let Value::Float(g) = g else { panic!("a float: {g:?}") };
-                assert_eq!((*g as f32).to_bits(), *w, "row {r} of {rows} ({} entries), {threads} threads", a.rows[r].len());
+                assert_eq!(
+                    (*g as f32).to_bits(),
+                    *w,
+                    "row {r} of {rows} ({} entries), {threads} threads",
+                    a.rows[r].len()
+                );
             }
         }
     }

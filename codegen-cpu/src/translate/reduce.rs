@@ -879,4 +879,3 @@ fn rename(e: &Expr, from: &Name, to: &Name) -> Expr {
         Expr::Select(c, a, b) => Expr::Select(r(c), r(a), r(b)),
     }
 }
-
