@@ -1,6 +1,6 @@
 """Two heddle builds' CSR SpMV kernels timed against each other, interleaved.
 
-f64 SpMV over CSR with 32-bit positions and coordinates, one thread, on the
+f64 SpMV over CSR with 32-bit positions and coordinates, one thread (or --threads), on the
 synthetic matrices of ../shared/bench (run its setup.sh first: it writes
 /tmp/heddle-bench/matrices/bin/*.csr). Each round runs both binaries on each
 matrix (`heddle run … --reps N --json`, the kernel's median); the figure is
@@ -8,6 +8,10 @@ the median over rounds of the new build's time over the old one's.
 
     python3 benches/spmv_ab.py --old OLD/heddle --new target/release/heddle --rounds 7
     python3 benches/spmv_ab.py --old OLD/heddle --new-args="--accumulators 1"   # a setting of the new build
+    python3 benches/spmv_ab.py --old OLD/heddle --threads 1,2 --stat min   # also 2 threads; fastest launch
+
+`--stat min` compares each run's fastest launch instead of its median: on a machine shared with
+other work the median of a 2-thread run often measures the other work, the fastest launch less so.
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile
 
@@ -36,15 +40,15 @@ def read_csr(path):
     return sp.csr_array((v, ix, ip), shape=(int(r), int(c)))
 
 
-def kernel_median(binary, work, m, reps, extra=()):
+def kernel_median(binary, work, m, reps, extra=(), threads=1, stat="median"):
     out = subprocess.run(
-        [binary, "run", os.path.join(work, "spmv.hdl"), "--backend", "cpu", "--threads", "1",
+        [binary, "run", os.path.join(work, "spmv.hdl"), "--backend", "cpu", "--threads", str(threads),
          "--matrix", f"A={work}/{m}.npz", "--input", f"xs={work}/{m}_x.npy",
          "--reps", str(reps), "--json", "-o", os.path.join(work, "y.npy"), *extra],
         capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"{binary} on {m}: {out.stderr}")
-    return json.loads(out.stdout)["kernel_seconds"]["median"]
+    return json.loads(out.stdout)["kernel_seconds"][stat]
 
 
 def main():
@@ -55,6 +59,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--matrices", default="/tmp/heddle-bench/matrices/bin")
     ap.add_argument("--only", default="", help="a comma-separated subset of the matrices")
+    ap.add_argument("--threads", default="1", help="comma-separated thread counts (each its own line)")
+    ap.add_argument("--stat", default="median", choices=["median", "min"], help="each run's kernel median or fastest launch")
     args = ap.parse_args()
     global CASES
     if args.only:
@@ -67,13 +73,16 @@ def main():
             sp.save_npz(os.path.join(work, f"{m}.npz"), a, compressed=False)
             np.save(os.path.join(work, f"{m}_x.npy"), np.random.default_rng(0).random(a.shape[1]))
         for m, reps in CASES:
-            ratios, new, old = [], [], []
-            for _ in range(args.rounds):
-                n = kernel_median(args.new, work, m, reps, args.new_args.split())
-                o = kernel_median(args.old, work, m, reps)
-                new.append(n), old.append(o), ratios.append(n / o)
-            print(f"{m}: new {statistics.median(new) * 1e3:.4f} ms, old {statistics.median(old) * 1e3:.4f} ms, "
-                  f"new/old {statistics.median(ratios):.3f} (rounds: {', '.join(f'{r:.2f}' for r in ratios)})", flush=True)
+            for t in [int(t) for t in args.threads.split(",")]:
+                ratios, new, old = [], [], []
+                for _ in range(args.rounds):
+                    n = kernel_median(args.new, work, m, reps, args.new_args.split(), t, args.stat)
+                    o = kernel_median(args.old, work, m, reps, (), t, args.stat)
+                    new.append(n), old.append(o), ratios.append(n / o)
+                label = m if args.threads == "1" else f"{m}, {t} thread{'s' if t > 1 else ''}"
+                print(f"{label}: new {statistics.median(new) * 1e3:.4f} ms, old {statistics.median(old) * 1e3:.4f} ms, "
+                      f"new/old {statistics.median(ratios):.3f} (rounds: {', '.join(f'{r:.2f}' for r in ratios)})",
+                      flush=True)
 
 
 if __name__ == "__main__":

@@ -92,6 +92,14 @@ pub struct Options {
     /// column) lane by lane, straight to 64 bits, rather than as a vector
     /// whose lanes are extracted (`translate::simd`, `widened_lanes`).
     pub scalar_index_lanes: bool,
+    /// A short reduction loop (below [`short_loop`](Self::short_loop)) of
+    /// fewer iterations than this runs as straight copies of its body,
+    /// entered by a jump table on its count ([`COPIES_BELOW`] by default);
+    /// 0 runs every short loop as the one-accumulator loop of pairs. The
+    /// CPU runtime turns the copies off for launches whose inputs do not
+    /// fit in cache (`heddle_runtime::cpu`, `STRAIGHT_COPIES_MAX_BYTES`).
+    /// Results are the same bit for bit: both add in order.
+    pub copies_below: u32,
 }
 
 /// The default [`Options::short_loop`]: on CSR SpMV rows of random columns
@@ -128,6 +136,7 @@ impl Default for Options {
             interchange: true,
             register_arrays: true,
             scalar_index_lanes: true,
+            copies_below: COPIES_BELOW,
         }
     }
 }

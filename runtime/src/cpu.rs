@@ -149,6 +149,7 @@ pub struct Ready<'l> {
     plan: Plan,
     outputs: Vec<(*mut u8, usize)>,
     trusted: bool,
+    options: Options,
     // The slots point into the launch's buffers: it stays borrowed.
     _launch: PhantomData<&'l mut Launch>,
 }
@@ -167,13 +168,14 @@ impl<'l> Ready<'l> {
         // run the code without the checks those imply. Code that leaves out
         // none is the checked code: the inputs need no validating pass.
         let mut checking = crate::profile::phase(|| "check the inputs' ranges".into());
-        let trust = p.tuning.options(true);
+        let copies_below = copies_below(prog, launch);
+        let trust = Options { copies_below, ..p.tuning.options(true) };
         let trusted = !prog.ranges.is_empty()
             && compile_cached_with(prog, &trust).is_ok_and(|k| k.relies_on_ranges())
             && ranges::inputs_in_ranges(prog, launch, p.threads);
         checking.rename(|| crate::profile::ranges_outcome(trusted));
         drop(checking);
-        let options = p.tuning.options(trusted);
+        let options = Options { copies_below, ..p.tuning.options(trusted) };
         let compiling = crate::profile::phase(|| "compile (or find in the cache)".into());
         let kernel = compile_cached_with(prog, &options)
             .map_err(|e| Diagnostic::new(Span::DUMMY, format!("CPU code generation failed: {e}")))?;
@@ -185,7 +187,12 @@ impl<'l> Ready<'l> {
         let args = arguments(prog, launch)?;
         let slots = kernel.slots(args.values()).map_err(|f| fault(prog, f))?;
         let outputs = zeroed_output(prog, launch);
-        Ok(Ready { prog, kernel, slots, plan, outputs, trusted, _launch: PhantomData })
+        Ok(Ready { prog, kernel, slots, plan, outputs, trusted, options, _launch: PhantomData })
+    }
+
+    /// The code generator's options the kernel was compiled with.
+    pub fn options(&self) -> Options {
+        self.options
     }
 
     /// How the launch is split.
@@ -203,6 +210,33 @@ impl<'l> Ready<'l> {
     pub fn run(&mut self) -> Result<(), Diagnostic> {
         launch_chunks(self.prog, &self.kernel, &self.slots, &self.plan, &self.outputs)
     }
+}
+
+/// Inputs of more bytes than this, all together, run short reduction loops
+/// (SpMV rows of under [`heddle_codegen_cpu::COPIES_BELOW`] entries) as the
+/// loop of pairs rather than as straight copies ([`Options::copies_below`]
+/// 0). The copies gain where the launch's data sits in cache (a 5 000-row
+/// matrix of 4 entries per row, 0.3 MB: 1.35× the time without them) and
+/// lose where the rows gather from a vector that does not (a million rows
+/// of 5 random columns, x of 8 MB: 0.80 of the time without them, at 1
+/// and 2 threads); a banded million-row matrix and an R-MAT one ran alike
+/// either way (docs/performance.md, "rmat2t"). This is a core's L2 cache
+/// of the machine measured on, times four.
+pub const STRAIGHT_COPIES_MAX_BYTES: usize = 4 << 20;
+
+/// [`Options::copies_below`] for a launch: the default up to
+/// [`STRAIGHT_COPIES_MAX_BYTES`] of inputs, else 0.
+fn copies_below(prog: &LoopProgram, launch: &Launch) -> u32 {
+    let bytes: usize = prog
+        .args
+        .iter()
+        .zip(&launch.slots)
+        .map(|(a, s)| match (&a.kind, s) {
+            (ArgKind::Input { .. }, Slot::Buffer(b)) => b.byte_len(),
+            _ => 0,
+        })
+        .sum();
+    if bytes > STRAIGHT_COPIES_MAX_BYTES { 0 } else { Options::default().copies_below }
 }
 
 /// The output buffers (address and bytes) of a program that adds into them

@@ -205,6 +205,24 @@ impl Drop for Mapped {
     }
 }
 
+/// The `VmFlags` of the mapping of `/proc/self/smaps` that holds `addr`.
+#[cfg(all(test, target_os = "linux"))]
+pub(crate) fn vm_flags(addr: usize) -> Option<String> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+    let mut inside = false;
+    for line in smaps.lines() {
+        if let Some((range, _)) = line.split_once(' ')
+            && let Some((lo, hi)) = range.split_once('-')
+            && let (Ok(lo), Ok(hi)) = (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
+        {
+            inside = lo <= addr && addr < hi;
+        } else if inside && let Some(flags) = line.strip_prefix("VmFlags:") {
+            return Some(flags.trim().to_string());
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,24 +248,6 @@ mod tests {
         drop(w);
         assert_eq!(c.len(), n);
         assert!(c.iter().enumerate().all(|(i, &x)| x == (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)));
-    }
-
-    /// The `VmFlags` of the mapping of `/proc/self/smaps` that holds `addr`.
-    #[cfg(target_os = "linux")]
-    fn vm_flags(addr: usize) -> Option<String> {
-        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
-        let mut inside = false;
-        for line in smaps.lines() {
-            if let Some((range, _)) = line.split_once(' ')
-                && let Some((lo, hi)) = range.split_once('-')
-                && let (Ok(lo), Ok(hi)) = (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
-            {
-                inside = lo <= addr && addr < hi;
-            } else if inside && let Some(flags) = line.strip_prefix("VmFlags:") {
-                return Some(flags.trim().to_string());
-            }
-        }
-        None
     }
 
     #[test]

@@ -353,3 +353,56 @@ fn valid_tensor_coordinates_run_without_their_checks() {
     let d = ready.run().unwrap_err();
     assert!(file.render(&[d]).contains("an index into `xs`"));
 }
+
+#[test]
+fn launches_whose_inputs_exceed_the_cache_bound_run_short_rows_without_straight_copies() {
+    // Straight copies of a short row's body gain in cache and lose when the
+    // rows gather from memory (`cpu::STRAIGHT_COPIES_MAX_BYTES`): a small
+    // launch keeps them, a large one gets the loop of pairs, and both add
+    // each row in order (bit for bit a sequential f32 sum), on 1 and 3 threads.
+    use heddle_runtime::cpu::{Ready, STRAIGHT_COPIES_MAX_BYTES};
+    let path = common::root().join("examples/csr_unpacked_spmv.hdl");
+    let (_, kernel) = load(&path);
+    let program = heddle::cpu::lower(&kernel, "csr_unpacked_spmv").unwrap();
+    let default = heddle_codegen_cpu::Options::default().copies_below;
+    assert!(default > 0);
+    for (rows, want_copies) in [(2_000, default), (400_000, 0)] {
+        let a = sparse(rows, 5000, 16, |_, g| g.below(8));
+        let env = bind(&kernel, &a);
+        let xs: Vec<f64> = (0..a.cols).map(|k| ((k % 17) as f64 - 8.0) / 4.0).collect();
+        let want: Vec<u32> = a
+            .rows
+            .iter()
+            .map(|row| row.iter().fold(0f32, |s, &(c, v)| s + v as f32 * xs[c] as f32).to_bits())
+            .collect();
+        for threads in [1, 3] {
+            let mut launch = heddle_runtime::launch::prepare(&program, &env).unwrap();
+            let input_bytes: usize = launch
+                .slots
+                .iter()
+                .zip(&program.args)
+                .map(|(s, arg)| match (s, &arg.kind) {
+                    (heddle_runtime::launch::Slot::Buffer(b), heddle_ir::loops::ArgKind::Input { .. }) => b.byte_len(),
+                    _ => 0,
+                })
+                .sum();
+            assert_eq!(input_bytes > STRAIGHT_COPIES_MAX_BYTES, want_copies == 0, "{rows} rows: {input_bytes} bytes");
+            let mut ready = Ready::new(&program, &mut launch, Parallelism::always(threads)).unwrap();
+            assert_eq!(ready.options().copies_below, want_copies, "{rows} rows, {threads} threads");
+            ready.run().unwrap();
+            drop(ready);
+            let got = heddle_runtime::launch::output_value(&program, &launch, &kernel.body.ty, &env).unwrap();
+            let Value::Array(got) = got else { panic!("an array: {got:?}") };
+            assert_eq!(got.len(), rows);
+            for (r, (g, w)) in got.iter().zip(&want).enumerate() {
+                let Value::Float(g) = g else { panic!("a float: {g:?}") };
+                assert_eq!(
+                    (*g as f32).to_bits(),
+                    *w,
+                    "row {r} of {rows} ({} entries), {threads} threads",
+                    a.rows[r].len()
+                );
+            }
+        }
+    }
+}

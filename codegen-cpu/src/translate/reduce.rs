@@ -162,10 +162,11 @@ impl Translator<'_, '_> {
         // body's narrow conversions of `var`: no range check per row.
         let (min, max) = heddle_ir::loops::fitting_range(&heddle_ir::loops::narrow_casts(var, body));
         let fits = matches!(lo, Expr::Int(v, _) if *v >= min && v.checked_add(short - 1).is_some_and(|h| max.checked_add(1).is_some_and(|m| h <= m)));
-        if short <= MAX_UNROLLED_SHORT && !self.single_needs_guard(var, lo, body, fits) {
-            // Below `COPIES_BELOW`, straight copies; from it to `short`, the
-            // loop of pairs, entered from a test before the jump table.
-            let copies = short.min(i64::from(crate::COPIES_BELOW));
+        // Below `copies_below`, straight copies; from it to `short`, the
+        // loop of pairs, entered from a test before the jump table (none:
+        // every short loop runs the loop of pairs).
+        let copies = short.min(i64::from(self.options.copies_below));
+        if short <= MAX_UNROLLED_SHORT && copies > 0 && !self.single_needs_guard(var, lo, body, fits) {
             let pairs = (copies < short).then(|| self.b.create_block());
             self.unrolled_short(
                 var,

@@ -114,21 +114,26 @@ fn loops_shorter_than_short_loop_add_in_order() {
         (4, 3, true),
         (4, 4, false),
     ] {
-        let mut xs = vec![1e16];
-        xs.extend(std::iter::repeat_n(1.0, len - 1));
-        let sequential = xs.iter().fold(0.0, |a, x| a + x);
-        // Without vector lanes, which take a contiguous sum whatever its length.
-        let got = run_f64(
-            &reassociable,
-            Options { accumulators: 4, short_loop, vectorize: false, ..Options::default() },
-            &mut xs,
-        );
-        assert_eq!(
-            got.to_bits() == sequential.to_bits(),
-            in_order,
-            "{len} iterations, short loops below {short_loop}: {got} against the sequential {sequential}"
-        );
-        assert!((got - (1e16 + (len - 1) as f64)).abs() <= len as f64, "{got}");
+        // With the straight copies and without them (`copies_below` 0: the
+        // loop of pairs for every short loop), the same.
+        for copies_below in [heddle_codegen_cpu::COPIES_BELOW, 0] {
+            let mut xs = vec![1e16];
+            xs.extend(std::iter::repeat_n(1.0, len - 1));
+            let sequential = xs.iter().fold(0.0, |a, x| a + x);
+            // Without vector lanes, which take a contiguous sum whatever its length.
+            let got = run_f64(
+                &reassociable,
+                Options { accumulators: 4, short_loop, vectorize: false, copies_below, ..Options::default() },
+                &mut xs,
+            );
+            assert_eq!(
+                got.to_bits() == sequential.to_bits(),
+                in_order,
+                "{len} iterations, short loops below {short_loop}, copies below {copies_below}: {got} against the \
+                 sequential {sequential}"
+            );
+            assert!((got - (1e16 + (len - 1) as f64)).abs() <= len as f64, "{got}");
+        }
     }
 }
 
@@ -372,7 +377,7 @@ fn only_rows_below_copies_below_run_as_straight_copies() {
     // loop of pairs: straight copies of a long row were slower (see
     // `COPIES_BELOW`).
     let p = csr32_lowered();
-    let copies = |short_loop: u32| {
+    let copies_with = |short_loop: u32, copies_below: u32| {
         let asm = disassembly(
             &p,
             &Options {
@@ -380,17 +385,23 @@ fn only_rows_below_copies_below_run_as_straight_copies() {
                 short_loop,
                 trust_ranges: true,
                 fused_multiply_add: false,
+                copies_below,
                 ..Options::default()
             },
         )
         .unwrap();
         asm.lines().filter(|l| l.contains("mulsd -")).count()
     };
+    let copies = |short_loop: u32| copies_with(short_loop, heddle_codegen_cpu::COPIES_BELOW);
     let below = heddle_codegen_cpu::COPIES_BELOW as usize;
     assert_eq!(copies(16), below - 1);
     assert_eq!(copies(32), below - 1);
     assert_eq!(copies(5), 4);
     assert_eq!(copies(0), 0);
+    // `copies_below` sets where they stop; 0 leaves none (the loop of pairs).
+    assert_eq!(copies_with(16, 5), 4);
+    assert_eq!(copies_with(16, 0), 0);
+    assert_eq!(copies_with(32, 0), 0);
 }
 
 /// `for j in 0 .. n { acc[j + a] = acc[j + a] + v * d[j + b] }`: a map loop
@@ -656,9 +667,17 @@ fn csr_rows_of_every_length_from_an_offset_position_equal_a_dense_product() {
     let p = csr32_lowered();
     p.validate().unwrap();
     for trust_ranges in [false, true] {
-        for (accumulators, short_loop) in [(1, 16), (4, 16), (4, 0), (2, 4), (4, 32), (4, 9)] {
-            let options =
-                Options { accumulators, short_loop, trust_ranges, fused_multiply_add: false, ..Options::default() };
+        for (accumulators, short_loop, copies_below) in
+            [(1, 16, 8), (4, 16, 8), (4, 0, 8), (2, 4, 8), (4, 32, 8), (4, 9, 8), (4, 16, 0), (4, 32, 0), (4, 16, 5)]
+        {
+            let options = Options {
+                accumulators,
+                short_loop,
+                trust_ranges,
+                fused_multiply_add: false,
+                copies_below,
+                ..Options::default()
+            };
             let k = compile_with(&p, &options).unwrap();
             let mut out = vec![f64::NAN; n];
             let (mut pos, mut crd) = (pos.clone(), crd.clone());
@@ -677,7 +696,8 @@ fn csr_rows_of_every_length_from_an_offset_position_equal_a_dense_product() {
             .unwrap();
             for r in 0..n {
                 let what = format!(
-                    "row {r} of {} entries, {accumulators} accumulators, short loops below {short_loop}, trusted {trust_ranges}",
+                    "row {r} of {} entries, {accumulators} accumulators, short loops below {short_loop}, copies below \
+                     {copies_below}, trusted {trust_ranges}",
                     lens[r]
                 );
                 assert!(

@@ -282,15 +282,19 @@ fn read_npy(path: &Path) -> Result<Loaded, String> {
 fn packed(f: &FieldLayout, raw: &[u8]) -> crate::scalars::ScalarVec {
     use crate::scalars::ScalarVec;
     fn read<const N: usize, T>(raw: &[u8], big: bool, from: impl Fn([u8; N]) -> T) -> Vec<T> {
-        raw.chunks_exact(N)
-            .map(|c| {
-                let mut b: [u8; N] = c.try_into().expect("exact chunks");
-                if big {
-                    b.reverse();
-                }
-                from(b)
-            })
-            .collect()
+        let mut v = Vec::with_capacity(raw.len() / N);
+        // A large array (an SpMV's `x`, which a kernel reads at random) on
+        // huge pages: advised before anything is written to it, which is
+        // the only time the advice takes effect (`crate::pages`).
+        crate::pages::advise(v.spare_capacity_mut());
+        v.extend(raw.chunks_exact(N).map(|c| {
+            let mut b: [u8; N] = c.try_into().expect("exact chunks");
+            if big {
+                b.reverse();
+            }
+            from(b)
+        }));
+        v
     }
     let big = f.big_endian;
     match (f.kind, f.bytes, f.signed) {
@@ -315,5 +319,41 @@ fn packed(f: &FieldLayout, raw: &[u8]) -> crate::scalars::ScalarVec {
         (ScalarKind::Int, 2, false) => ScalarVec::U16(read(raw, big, u16::from_le_bytes)),
         (ScalarKind::Int, 4, false) => ScalarVec::U32(read(raw, big, u32::from_le_bytes)),
         (ScalarKind::Int, _, false) => ScalarVec::U64(read(raw, big, u64::from_le_bytes)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_large_npy_array_is_read_onto_advised_huge_pages() {
+        // A million f64s (8 MB, an SpMV's x read at random): the vector
+        // holding them is advised MADV_HUGEPAGE (VmFlags `hg`) where it
+        // covers whole huge pages, and holds the file's values.
+        let n: usize = 1 << 20;
+        let dir = std::env::temp_dir().join(format!("heddle-npy-huge-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("x.npy");
+        let mut bytes = Vec::new();
+        super::super::npy::write_header(&mut bytes, "'<f8'", &[n as u64]).unwrap();
+        for i in 0..n {
+            bytes.extend_from_slice(&((i as f64) * 0.5 - 3.0).to_le_bytes());
+        }
+        std::fs::write(&path, &bytes).unwrap();
+        let loaded = read_npy(&path).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let Loaded::Packed { data: crate::scalars::ScalarVec::F64(v), .. } = loaded else {
+            panic!("a plain f64 array is read packed")
+        };
+        assert_eq!(v.len(), n);
+        assert!(v.iter().enumerate().all(|(i, &x)| x == (i as f64) * 0.5 - 3.0));
+        #[cfg(target_os = "linux")]
+        if crate::pages::enabled() {
+            let addr = (v.as_ptr() as usize).next_multiple_of(crate::pages::HUGE);
+            assert!(addr + crate::pages::HUGE <= v.as_ptr() as usize + 8 * n, "a whole huge page inside");
+            let flags = crate::pages::vm_flags(addr).expect("the vector's mapping in /proc/self/smaps");
+            assert!(flags.split_whitespace().any(|f| f == "hg"), "not advised MADV_HUGEPAGE: VmFlags {flags}");
+        }
     }
 }
