@@ -92,6 +92,13 @@ pub struct Options {
     /// column) lane by lane, straight to 64 bits, rather than as a vector
     /// whose lanes are extracted (`translate::simd`, `widened_lanes`).
     pub scalar_index_lanes: bool,
+    /// Let a lane step's loads fold into their uses (`translate::simd`,
+    /// `lane_load_flags`: x's gathered lanes into `insertps`/`pinsrq` from
+    /// memory, the values into `mulps`), and test a loop that carries an
+    /// array in registers at the top (`translate::stmt`, `carries_registers`)
+    /// so that nothing keeps them from folding. Results are unchanged bit for
+    /// bit; off for comparisons.
+    pub fold_lane_loads: bool,
 }
 
 /// The default [`Options::short_loop`]: on CSR SpMV rows of random columns
@@ -128,6 +135,7 @@ impl Default for Options {
             interchange: true,
             register_arrays: true,
             scalar_index_lanes: true,
+            fold_lane_loads: true,
         }
     }
 }

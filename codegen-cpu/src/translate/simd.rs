@@ -925,7 +925,11 @@ impl Translator<'_, '_> {
                     }
                     (x @ Lanes::Vector(_), y) | (x, y @ Lanes::Vector(_)) if vector && !op.is_comparison() => {
                         let (mut xv, mut yv) = (self.vector_value(x, t, width)?, self.vector_value(y, t, width)?);
-                        if matches!(op, BinOp::Add | BinOp::Mul) && self.is_load(xv) && !self.is_load(yv) {
+                        if self.options.fold_lane_loads
+                            && matches!(op, BinOp::Add | BinOp::Mul)
+                            && self.is_load(xv)
+                            && !self.is_load(yv)
+                        {
                             // The load second: Cranelift places a `can_move`
                             // load's operands in order, so the load comes
                             // right before the operation and folds into it
@@ -1084,7 +1088,8 @@ impl Translator<'_, '_> {
     /// step keeps its place after the check.
     fn lane_load_flags(&self, flags: MemFlagsData, index: &Expr) -> MemFlagsData {
         let inner = self.loop_names.last().map(|v| v.as_slice()).unwrap_or(&[]);
-        let movable = flags.readonly()
+        let movable = self.options.fold_lane_loads
+            && flags.readonly()
             && self.lane_loads_move
             && matches!(self.loop_var, Some((_, 0)))
             && !self.invariant_in(index, inner);

@@ -188,7 +188,7 @@ impl Translator<'_, '_> {
         self.b.switch_to_block(head);
         // A loop that carries an array in registers tests at the top (see
         // `carries_registers`).
-        let top_tested = self.carries_registers(body);
+        let top_tested = self.options.fold_lane_loads && self.carries_registers(body);
         if top_tested {
             let i = self.b.use_var(iv);
             let go = self.b.ins().icmp(IntCC::SignedLessThan, i, hi_v);
