@@ -432,26 +432,34 @@ fn a_row_of_sums_read_at_another_lane_stays_in_memory_and_agrees() {
     }
 }
 
-/// Not a test: callgrind's probe of the trusted SELL-8 code (f32, a
-/// 20000 × 20000 matrix of 5 random columns per row), `SELL_REPS` runs after
-/// one. Instructions per nonzero = (Ir(SELL_REPS=21) − Ir(SELL_REPS=1)) / 20 / nnz:
+/// Not a test: callgrind's probe of the trusted SELL-8 code (f32, or f64
+/// with `SELL_TY=double`; a 20000 × 20000 matrix of 5 random columns per
+/// row), `SELL_REPS` runs after one; `SELL_FOLD=0` turns
+/// `fold_lane_loads` off. Instructions per nonzero = (Ir(SELL_REPS=21) −
+/// Ir(SELL_REPS=1)) / 20 / nnz:
 /// `SELL_REPS=N valgrind --tool=callgrind target/debug/deps/it-… sell::probe --ignored`.
 #[test]
 #[ignore = "a callgrind probe, not a check: run by hand as its documentation says"]
 fn probe() {
     let reps: usize = std::env::var("SELL_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+    let ty = std::env::var("SELL_TY").unwrap_or_else(|_| "float".into());
+    let fold = std::env::var("SELL_FOLD").map_or(true, |v| v != "0");
     let mut rng = Rng(0x5e11_0003);
     let (n, cols) = (20000, 20000);
     let m = csr(&mut rng, n, cols, &[5]);
     let s = from_csr(n, cols, &m.0, &m.1, &m.2, 8, 1, 4, None).unwrap();
-    let file = SourceFile::new("spmv_sell8.hdl", EXAMPLE);
+    let src = EXAMPLE.replace("[float]", &format!("[{ty}]"));
+    let file = SourceFile::new("spmv_sell8.hdl", &src);
     let kernel = heddle::check_source(&file).unwrap_or_else(|d| panic!("{}", file.render(&d))).1;
     let env = flat_env(&kernel, &s, cols);
     let program = with_column_range(heddle::cpu::lower(&kernel, "sell8").unwrap());
     let mut launch = heddle_runtime::launch::prepare(&program, &env).unwrap();
-    let mut ready = heddle_runtime::cpu::Ready::new(&program, &mut launch, Parallelism::always(1)).unwrap();
+    let options =
+        heddle_codegen_cpu::Options { fold_lane_loads: fold, ..heddle_runtime::cpu::Tuning::default().options(true) };
+    let kernel = heddle_codegen_cpu::compile_with(&program, &options).unwrap();
+    let plan = heddle_runtime::cpu::plan(&program, &kernel, &mut launch, 1);
     for _ in 0..reps {
-        ready.run().unwrap();
+        heddle_runtime::cpu::execute(&program, &kernel, &mut launch, &plan).unwrap();
     }
 }
 
