@@ -924,19 +924,12 @@ impl Translator<'_, '_> {
                         Lanes::Affine(self.b.ins().imul(p, u), s * c)
                     }
                     (x @ Lanes::Vector(_), y) | (x, y @ Lanes::Vector(_)) if vector && !op.is_comparison() => {
-                        let (mut xv, mut yv) = (self.vector_value(x, t, width)?, self.vector_value(y, t, width)?);
-                        if self.options.fold_lane_loads
-                            && matches!(op, BinOp::Add | BinOp::Mul)
-                            && self.is_load(xv)
-                            && !self.is_load(yv)
-                        {
-                            // The load second: Cranelift places a `can_move`
-                            // load's operands in order, so the load comes
-                            // right before the operation and folds into it
-                            // (`mulps mem`), as Cranelift's own commuted
-                            // form of `load · y` would fold it.
-                            std::mem::swap(&mut xv, &mut yv);
-                        }
+                        // A vector of values loaded is the first operand, so
+                        // Cranelift places its load before x's lanes (not
+                        // folded into the multiply: issued late, behind the
+                        // gather, it was slower on a 1000000² f32 matrix,
+                        // docs/performance.md, "sellx").
+                        let (xv, yv) = (self.vector_value(x, t, width)?, self.vector_value(y, t, width)?);
                         Lanes::Vector(self.vector_binary(*op, t, xv, yv)?)
                     }
                     (x, y) => {
@@ -1083,8 +1076,8 @@ impl Translator<'_, '_> {
     /// that changes in that loop (so the load cannot leave it). Cranelift
     /// then places each such load right before its one use, where it folds:
     /// a gathered lane into `insertps`/`pinsrq` from memory (lane 0 into the
-    /// `movss`/`movsd` that starts the vector), a vector of values into the
-    /// `mulps` that uses it. A load whose validity rests on a check in the
+    /// `movss`/`movsd` that starts the vector), a column into its `movslq`.
+    /// A load whose validity rests on a check in the
     /// step keeps its place after the check.
     fn lane_load_flags(&self, flags: MemFlagsData, index: &Expr) -> MemFlagsData {
         let inner = self.loop_names.last().map(|v| v.as_slice()).unwrap_or(&[]);
@@ -1129,13 +1122,6 @@ impl Translator<'_, '_> {
                 v
             }
         })
-    }
-
-    /// Whether `v` is the result of a `load`.
-    fn is_load(&self, v: Value) -> bool {
-        use cranelift_codegen::ir::{Opcode, ValueDef};
-        let dfg = &self.b.func.dfg;
-        matches!(dfg.value_def(v), ValueDef::Result(inst, 0) if dfg.insts[inst].opcode() == Opcode::Load)
     }
 
     /// Two `f64` lanes that are `can_move` loads, as an `f64x2` built from
