@@ -100,6 +100,14 @@ pub struct Options {
     /// fit in cache (`heddle_runtime::cpu`, `STRAIGHT_COPIES_MAX_BYTES`).
     /// Results are the same bit for bit: both add in order.
     pub copies_below: u32,
+
+    /// Let a lane step's loads fold into their uses (`translate::simd`,
+    /// `lane_load_flags`: x's gathered lanes into `insertps`/`pinsrq` from
+    /// memory, the values into `mulps`), and test a loop that carries an
+    /// array in registers at the top (`translate::stmt`, `carries_registers`)
+    /// so that nothing keeps them from folding. Results are unchanged bit for
+    /// bit; off for comparisons.
+    pub fold_lane_loads: bool,
 }
 
 /// The default [`Options::short_loop`]: on CSR SpMV rows of random columns
@@ -137,6 +145,8 @@ impl Default for Options {
             register_arrays: true,
             scalar_index_lanes: true,
             copies_below: COPIES_BELOW,
+
+            fold_lane_loads: true,
         }
     }
 }

@@ -327,6 +327,66 @@ fn sell8_sums_stay_in_registers_across_a_slice() {
     }
 }
 
+/// The step of the trusted code's loop over a slice's entries in `asm` (a
+/// disassembly): the block that gathers x's lanes (`vinsertps` for f32,
+/// `vpinsrq` or `vmovlhps` for f64).
+fn gather_block(asm: &str) -> String {
+    let mut blocks = vec![String::new()];
+    for l in asm.lines() {
+        if l.starts_with("block") {
+            blocks.push(String::new());
+        }
+        blocks.last_mut().unwrap().push_str(l);
+        blocks.last_mut().unwrap().push('\n');
+    }
+    let gathers: Vec<_> =
+        blocks.into_iter().filter(|b| ["vinsertps", "vpinsrq", "vmovlhps"].iter().any(|i| b.contains(i))).collect();
+    assert_eq!(gathers.len(), 1, "one block gathers: {asm}");
+    gathers.into_iter().next().unwrap()
+}
+
+#[test]
+fn sell8_gathered_lanes_load_in_their_inserts_and_nothing_spills() {
+    let file = SourceFile::new("spmv_sell8.hdl", EXAMPLE);
+    let f32_kernel = heddle::check_source(&file).unwrap_or_else(|d| panic!("{}", file.render(&d))).1;
+    let src = EXAMPLE.replace("[float]", "[double]");
+    let file = SourceFile::new("spmv_sell8.hdl", &src);
+    let f64_kernel = heddle::check_source(&file).unwrap_or_else(|d| panic!("{}", file.render(&d))).1;
+    let base = heddle_runtime::cpu::Tuning::default().options(true);
+    let step = |kernel: &heddle_typeck::Kernel, fold: bool| {
+        let program = with_column_range(heddle::cpu::lower(kernel, "spmv_sell8").unwrap());
+        let options = heddle_codegen_cpu::Options { fold_lane_loads: fold, ..base };
+        gather_block(&heddle_codegen_cpu::disassembly(&program, &options).unwrap())
+    };
+    let count = |b: &str, f: &dyn Fn(&str) -> bool| b.lines().filter(|l| f(l.trim())).count();
+    // A memory operand: `(` in the instruction's operands.
+    let from_memory = |l: &str, op: &str| l.starts_with(op) && l.contains('(');
+    let spills = |b: &str| count(b, &|l| l.contains("(%rsp)"));
+    for (ty, kernel) in [("f32", &f32_kernel), ("f64", &f64_kernel)] {
+        let folded = step(kernel, true);
+        let unfolded = step(kernel, false);
+        let (lanes, pairs) = if ty == "f32" { (8, 2) } else { (8, 4) };
+        // Every lane is loaded by the instruction that puts it in its vector:
+        // lane 0 of each vector by a `vmovss`/`vmovsd` from memory, the others
+        // by `vinsertps`/`vpinsrq` from memory; no lane goes through a
+        // register of its own, no vector is zeroed first.
+        let (first, insert) = if ty == "f32" { ("vmovss", "vinsertps") } else { ("vmovsd", "vpinsrq") };
+        assert_eq!(count(&folded, &|l| from_memory(l, first)), pairs, "{ty}: {folded}");
+        assert_eq!(count(&folded, &|l| from_memory(l, insert)), lanes - pairs, "{ty}: {folded}");
+        assert_eq!(count(&folded, &|l| l.starts_with(insert) && !l.contains('(')), 0, "{ty}: {folded}");
+        assert_eq!(count(&folded, &|l| l.starts_with(first) && !l.contains('(')), 0, "{ty}: {folded}");
+        assert_eq!(count(&folded, &|l| l.starts_with("vxorp") || l.starts_with("vmovlhps")), 0, "{ty}: {folded}");
+        // The values: one vector load each, ahead of x's lanes (folded into
+        // the multiply, issued behind the gather, was slower; `simd.rs`).
+        assert_eq!(count(&folded, &|l| from_memory(l, "vmovup")), pairs, "{ty}: {folded}");
+        // The row of sums and everything the step computes stay in registers.
+        assert_eq!(spills(&folded), 0, "{ty}: {folded}");
+        // Unfolded (main before): x's lanes loaded one by one, then assembled.
+        assert_eq!(count(&unfolded, &|l| from_memory(l, first)), lanes, "{ty}: {unfolded}");
+        assert!(folded.lines().count() < unfolded.lines().count(), "{ty}: {folded}\n{unfolded}");
+    }
+}
+
 /// The example with an update that also reads the row of sums at another
 /// lane (`acc@(7 - l)`): a gather from the row, which registers cannot
 /// serve, so the row stays in memory.
@@ -371,32 +431,40 @@ fn a_row_of_sums_read_at_another_lane_stays_in_memory_and_agrees() {
     }
 }
 
-/// Not a test: callgrind's probe of the trusted SELL-8 code (f32, a
-/// 20000 × 20000 matrix of 5 random columns per row), `SELL_REPS` runs after
-/// one. Instructions per nonzero = (Ir(SELL_REPS=21) − Ir(SELL_REPS=1)) / 20 / nnz:
+/// Not a test: callgrind's probe of the trusted SELL-8 code (f32, or f64
+/// with `SELL_TY=double`; a 20000 × 20000 matrix of 5 random columns per
+/// row), `SELL_REPS` runs after one; `SELL_FOLD=0` turns
+/// `fold_lane_loads` off. Instructions per nonzero = (Ir(SELL_REPS=21) −
+/// Ir(SELL_REPS=1)) / 20 / nnz:
 /// `SELL_REPS=N valgrind --tool=callgrind target/debug/deps/it-… sell::probe --ignored`.
 #[test]
 #[ignore = "a callgrind probe, not a check: run by hand as its documentation says"]
 fn probe() {
     let reps: usize = std::env::var("SELL_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+    let ty = std::env::var("SELL_TY").unwrap_or_else(|_| "float".into());
+    let fold = std::env::var("SELL_FOLD").map_or(true, |v| v != "0");
     let mut rng = Rng(0x5e11_0003);
     let (n, cols) = (20000, 20000);
     let m = csr(&mut rng, n, cols, &[5]);
     let s = from_csr(n, cols, &m.0, &m.1, &m.2, 8, 1, 4, None).unwrap();
-    let file = SourceFile::new("spmv_sell8.hdl", EXAMPLE);
+    let src = EXAMPLE.replace("[float]", &format!("[{ty}]"));
+    let file = SourceFile::new("spmv_sell8.hdl", &src);
     let kernel = heddle::check_source(&file).unwrap_or_else(|d| panic!("{}", file.render(&d))).1;
     let env = flat_env(&kernel, &s, cols);
     let program = with_column_range(heddle::cpu::lower(&kernel, "sell8").unwrap());
     let mut launch = heddle_runtime::launch::prepare(&program, &env).unwrap();
-    let mut ready = heddle_runtime::cpu::Ready::new(&program, &mut launch, Parallelism::always(1)).unwrap();
+    let options =
+        heddle_codegen_cpu::Options { fold_lane_loads: fold, ..heddle_runtime::cpu::Tuning::default().options(true) };
+    let kernel = heddle_codegen_cpu::compile_with(&program, &options).unwrap();
+    let plan = heddle_runtime::cpu::plan(&program, &kernel, &mut launch, 1);
     for _ in 0..reps {
-        ready.run().unwrap();
+        heddle_runtime::cpu::execute(&program, &kernel, &mut launch, &plan).unwrap();
     }
 }
 
 /// Not a test: times the trusted SELL-8 code, one thread, with the row of
-/// sums in registers and x's columns loaded lane by lane (the defaults)
-/// against each turned off, interleaved, `SELL_TIME_REPS` rounds (default
+/// sums in registers, x's columns loaded lane by lane and the step's loads
+/// folded into their uses (the defaults) against each turned off, interleaved, `SELL_TIME_REPS` rounds (default
 /// 15) of runs of at least 50 ms each; prints medians of ns per nonzero.
 /// The JIT code is the same in a debug build as in release.
 /// `cargo test --test it sell::timing -- --ignored --nocapture`.
@@ -429,6 +497,7 @@ fn timing() {
             let base = heddle_runtime::cpu::Tuning::default().options(true);
             let variants = [
                 ("regs+scalar cols", base),
+                ("loads unfolded", heddle_codegen_cpu::Options { fold_lane_loads: false, ..base }),
                 ("memory row", heddle_codegen_cpu::Options { register_arrays: false, ..base }),
                 ("vector cols", heddle_codegen_cpu::Options { scalar_index_lanes: false, ..base }),
                 (

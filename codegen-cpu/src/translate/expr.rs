@@ -405,7 +405,7 @@ impl Translator<'_, '_> {
     /// Whether `e` has the same value in every iteration of the innermost
     /// loop, whose body declares or assigns `inner`: it reads none of those
     /// names and loads only from read-only buffers.
-    fn invariant_in(&self, e: &Expr, inner: &[Name]) -> bool {
+    pub(super) fn invariant_in(&self, e: &Expr, inner: &[Name]) -> bool {
         match e {
             Expr::Int(..) | Expr::Float(..) | Expr::Bool(_) => true,
             Expr::Var(n) => !inner.contains(n),

@@ -140,6 +140,7 @@ fn attempt(
         loop_var: None,
         let_values: Vec::new(),
         trusted_checks: 0,
+        lane_loads_move: false,
         outer_loop: false,
         carried: Vec::new(),
         lane_groups: Vec::new(),
@@ -272,6 +273,9 @@ pub(crate) struct Translator<'a, 'f> {
     let_values: Vec<(Name, Expr)>,
     /// Checks left out because the input ranges imply them.
     trusted_checks: usize,
+    /// The lane step being translated has no check that is emitted (see
+    /// [`simd`]'s `lane_load_flags`).
+    lane_loads_move: bool,
     /// The innermost loop's body holds another loop: its loads are not
     /// `can_move` (see [`expr`]'s `movable`).
     outer_loop: bool,

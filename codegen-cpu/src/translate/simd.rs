@@ -677,6 +677,8 @@ impl Translator<'_, '_> {
         resume: cranelift_codegen::ir::Block,
     ) -> Result<(), CodegenError> {
         let (scope_mark, lets_mark) = (self.scope.len(), self.let_values.len());
+        let no_checks = !self.live_checks(body);
+        let loads_moved = std::mem::replace(&mut self.lane_loads_move, no_checks);
         let mut lanes: LaneScope = vec![(var.clone(), Lanes::Affine(lane0, 1), ScalarType::I64)];
         let mut bail: Option<cranelift_codegen::ir::Block> = None;
         let mut body_lets: Vec<(Name, Expr)> = Vec::new();
@@ -758,6 +760,7 @@ impl Translator<'_, '_> {
         }
         self.scope.truncate(scope_mark);
         self.let_values.truncate(lets_mark);
+        self.lane_loads_move = loads_moved;
         if let Some(target) = bail {
             // Resume one iteration at a time from this step's first lane.
             let cont = self.b.create_block();
@@ -870,10 +873,11 @@ impl Translator<'_, '_> {
                             _ => return Err(lane_mismatch("the loop variable")),
                         };
                         let (addr, offset) = self.lane_address(base, size, offset, i0, lane0);
-                        Lanes::Vector(self.b.ins().load(vt, vector_flags(readonly), addr, offset))
+                        let flags = self.lane_load_flags(vector_flags(readonly), index);
+                        Lanes::Vector(self.b.ins().load(vt, flags, addr, offset))
                     }
                     other => {
-                        let flags = types::buffer(readonly);
+                        let flags = self.lane_load_flags(types::buffer(readonly), index);
                         let each = self.lane_values(other, ScalarType::I64, width);
                         Lanes::Each(
                             each.into_iter()
@@ -920,6 +924,11 @@ impl Translator<'_, '_> {
                         Lanes::Affine(self.b.ins().imul(p, u), s * c)
                     }
                     (x @ Lanes::Vector(_), y) | (x, y @ Lanes::Vector(_)) if vector && !op.is_comparison() => {
+                        // A vector of values loaded is the first operand, so
+                        // Cranelift places its load before x's lanes (not
+                        // folded into the multiply: issued late, behind the
+                        // gather, it was slower on a 1000000² f32 matrix,
+                        // docs/performance.md, "sellx").
                         let (xv, yv) = (self.vector_value(x, t, width)?, self.vector_value(y, t, width)?);
                         Lanes::Vector(self.vector_binary(*op, t, xv, yv)?)
                     }
@@ -1038,20 +1047,46 @@ impl Translator<'_, '_> {
             _ => return Ok(None),
         };
         let (addr, disp) = self.lane_address(base, size, offset, i0, lane0);
-        let flags = types::buffer(readonly);
+        let flags = self.lane_load_flags(types::buffer(readonly), index);
         let mut each = Vec::with_capacity(width);
         for l in 0..width as i64 {
             let Some(d) = l.checked_mul(size).and_then(|d| i32::try_from(d).ok()).and_then(|d| disp.checked_add(d))
             else {
                 return Ok(None);
             };
-            each.push(if t == ScalarType::I32 {
+            each.push(if flags.can_move() {
+                // A `load` (Cranelift's only load it may place next to its
+                // use), extended by the `movslq`/`movl` it folds into.
+                let n = self.b.ins().load(ct::I32, flags, addr, d);
+                if t == ScalarType::I32 { self.b.ins().sextend(ct::I64, n) } else { self.b.ins().uextend(ct::I64, n) }
+            } else if t == ScalarType::I32 {
                 self.b.ins().sload32(flags, addr, d)
             } else {
                 self.b.ins().uload32(flags, addr, d)
             });
         }
         Ok(Some(each))
+    }
+
+    /// `flags` (of a load from a buffer, at `index`, in a lane step), made
+    /// `can_move` when the load is valid wherever its operands are: a
+    /// read-only buffer, a step with no emitted check (in trusted code, the
+    /// checks the inputs' ranges imply are left out: x's lanes rest on the
+    /// validated columns), under no `if` of the innermost loop, at an index
+    /// that changes in that loop (so the load cannot leave it). Cranelift
+    /// then places each such load right before its one use, where it folds:
+    /// a gathered lane into `insertps`/`pinsrq` from memory (lane 0 into the
+    /// `movss`/`movsd` that starts the vector), a column into its `movslq`.
+    /// A load whose validity rests on a check in the
+    /// step keeps its place after the check.
+    fn lane_load_flags(&self, flags: MemFlagsData, index: &Expr) -> MemFlagsData {
+        let inner = self.loop_names.last().map(|v| v.as_slice()).unwrap_or(&[]);
+        let movable = self.options.fold_lane_loads
+            && flags.readonly()
+            && self.lane_loads_move
+            && matches!(self.loop_var, Some((_, 0)))
+            && !self.invariant_in(index, inner);
+        if movable { flags.with_can_move() } else { flags }
     }
 
     /// One scalar per lane.
@@ -1077,6 +1112,9 @@ impl Translator<'_, '_> {
             Lanes::Uniform(v) => self.b.ins().splat(vt, v),
             other => {
                 let each = self.lane_values(other, t, width);
+                if let Some(v) = self.f64_pair_of_loads(&each) {
+                    return Ok(v);
+                }
                 let mut v = self.b.ins().scalar_to_vector(vt, each[0]);
                 for (l, x) in each.iter().enumerate().skip(1) {
                     v = self.b.ins().insertlane(v, *x, l as u8);
@@ -1084,6 +1122,38 @@ impl Translator<'_, '_> {
                 v
             }
         })
+    }
+
+    /// Two `f64` lanes that are `can_move` loads, as an `f64x2` built from
+    /// the same memory as `i64`s: `movsd` for lane 0 and `pinsrq` from
+    /// memory for lane 1, two instructions. (An `f64x2`'s lane 1 has no
+    /// insert from memory in Cranelift 0.135, `movlhps` takes a register:
+    /// two loads, a zeroing and two moves.) The `f64` loads, then unused,
+    /// are dropped, being pure. `None` for other lanes.
+    fn f64_pair_of_loads(&mut self, each: &[Value]) -> Option<Value> {
+        use cranelift_codegen::ir::{Endianness, InstructionData, Opcode, ValueDef};
+        if each.len() != 2 || each.iter().any(|v| self.b.func.dfg.value_type(*v) != ct::F64) {
+            return None;
+        }
+        let mut parts = Vec::with_capacity(2);
+        for v in each {
+            let ValueDef::Result(inst, 0) = self.b.func.dfg.value_def(*v) else { return None };
+            let InstructionData::Load { opcode: Opcode::Load, arg, flags, offset } = self.b.func.dfg.insts[inst] else {
+                return None;
+            };
+            let flags = self.b.func.dfg.mem_flags[flags];
+            if !flags.can_move() {
+                return None;
+            }
+            parts.push((arg, flags, i32::from(offset)));
+        }
+        let (a0, f0, o0) = parts[0];
+        let (a1, f1, o1) = parts[1];
+        let lo = self.b.ins().load(ct::I64, f0, a0, o0);
+        let v = self.b.ins().scalar_to_vector(ct::I64X2, lo);
+        let hi = self.b.ins().load(ct::I64, f1, a1, o1);
+        let v = self.b.ins().insertlane(v, hi, 1);
+        Some(self.b.ins().bitcast(ct::F64X2, MemFlagsData::new().with_endianness(Endianness::Little), v))
     }
 
     /// `a op b` on vectors of `t` (an op [`vector_op`] accepts).

@@ -186,6 +186,16 @@ impl Translator<'_, '_> {
         self.b.ins().jump(head, &[]);
 
         self.b.switch_to_block(head);
+        // A loop that carries an array in registers tests at the top (see
+        // `carries_registers`).
+        let top_tested = self.options.fold_lane_loads && self.carries_registers(body);
+        if top_tested {
+            let i = self.b.use_var(iv);
+            let go = self.b.ins().icmp(IntCC::SignedLessThan, i, hi_v);
+            let first = self.b.create_block();
+            self.b.ins().brif(go, first, &[], exit, &[]);
+            self.b.switch_to_block(first);
+        }
         self.scope.push((var.clone(), Bound::Var(iv, ScalarType::I64)));
         self.depth += 1;
         self.enter_carry(carry)?;
@@ -200,10 +210,32 @@ impl Translator<'_, '_> {
         let i = self.b.use_var(iv);
         let next = self.b.ins().iadd_imm_s(i, 1);
         self.b.def_var(iv, next);
-        let more = self.b.ins().icmp(IntCC::SignedLessThan, next, hi_v);
-        self.b.ins().brif(more, head, &[], exit, &[]);
+        if top_tested {
+            self.b.ins().jump(head, &[]);
+        } else {
+            let more = self.b.ins().icmp(IntCC::SignedLessThan, next, hi_v);
+            self.b.ins().brif(more, head, &[], exit, &[]);
+        }
         self.b.switch_to_block(exit);
         Ok(())
+    }
+
+    /// Whether `body` updates an array held in registers (SELL-8's row of
+    /// sums, updated once per step). Such a loop is tested at the top, `head:
+    /// if var < hi { body; var += 1; jump head }`, one jump more per
+    /// iteration than the rotated form: a rotated loop's last block passes
+    /// the updated vectors both back to the head and out to the exit, two
+    /// uses, which Cranelift's lowering counts for everything they are
+    /// computed from, so no load feeding them folds into its use (an x lane
+    /// into `insertps`, the values into `mulps`). Tested at the top, the
+    /// update's one use is the jump back, and the loads fold.
+    fn carries_registers(&self, body: &[Stmt]) -> bool {
+        body.iter().any(|s| match s {
+            Stmt::Store { buf, .. } => self.buffer(buf).is_ok_and(|b| b.regs.is_some()),
+            Stmt::For { body, .. } => self.carries_registers(body),
+            Stmt::If { then, els, .. } => self.carries_registers(then) || self.carries_registers(els),
+            _ => false,
+        })
     }
 
     /// A loop's bounds; the top-level parallel loop's are clipped to the
