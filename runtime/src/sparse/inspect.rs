@@ -335,10 +335,14 @@ pub fn rank(s: &Inspection, elem: ScalarType) -> Ranking {
     }
     let structured = !candidates.is_empty();
     let csr_reason = |what: &str| {
-        if !structured { format!("no structure pays over rows of {what}") } else { format!("rows of {what}") }
+        if structured {
+            format!("rows with {what} positions and coordinates")
+        } else {
+            format!("no structure fills {min} of its storage; rows with {what} positions and coordinates")
+        }
     };
     if s.nnz < 1 << 31 && s.cols <= 1 << 31 && s.rows < 1 << 31 {
-        let reason = csr_reason("32-bit column coordinates");
+        let reason = csr_reason("32-bit");
         candidates.push(Candidate {
             name: "CSR32".into(),
             encoding: Some(CSR32.into()),
@@ -348,7 +352,7 @@ pub fn rank(s: &Inspection, elem: ScalarType) -> Ranking {
     } else {
         rejected.push(Rejected { name: "CSR32".into(), reason: "the entries or columns do not fit 31 bits".into() });
     }
-    let reason = csr_reason("64-bit column coordinates");
+    let reason = csr_reason("64-bit");
     candidates.push(Candidate {
         name: "CSR".into(),
         encoding: Some("CSR".into()),
