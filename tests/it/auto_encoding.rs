@@ -124,7 +124,8 @@ fn check(name: &str, rows: u64, cols: u64, e: &Entries, first_ranked: &str) -> s
     let (m, x_path) = (m.to_str().unwrap(), x_path.to_str().unwrap());
     let want = dense_product(rows, e, &x);
     // The dense kernel on the interpreter, the matrix stored densely.
-    let (code, dense) = heddle_json(&["run", MV, "--dense", &format!("matrix={m}"), "--input", &format!("xs={x_path}")]);
+    let (code, dense) =
+        heddle_json(&["run", MV, "--dense", &format!("matrix={m}"), "--input", &format!("xs={x_path}")]);
     assert_eq!(code, 0, "{dense}");
     assert_close(&floats(&dense["result"]), &want, &format!("{name}: dense kernel"));
     let (chosen, before) = expected_choice(rows, cols, e);
@@ -151,7 +152,8 @@ fn check(name: &str, rows: u64, cols: u64, e: &Entries, first_ranked: &str) -> s
         assert_close(&got, &want, &format!("{name} {backend}: against the dense product"));
         let auto = &v["auto"]["matrix"];
         assert_eq!(auto["encoding"], chosen.as_str(), "{name} {backend}: {auto}");
-        let skipped: Vec<&str> = auto["skipped"].as_array().unwrap().iter().map(|s| s["encoding"].as_str().unwrap()).collect();
+        let skipped: Vec<&str> =
+            auto["skipped"].as_array().unwrap().iter().map(|s| s["encoding"].as_str().unwrap()).collect();
         assert_eq!(skipped, before, "{name} {backend}: {auto}");
         for s in auto["skipped"].as_array().unwrap() {
             let reason = s["reason"].as_str().unwrap();
@@ -188,13 +190,23 @@ fn auto_needs_a_matrix_file_and_a_matrix_operand() {
     let dir = tempfile::tempdir().unwrap();
     let m = write_mtx(dir.path(), "b", 8, 8, &banded(8));
     let m = m.to_str().unwrap();
+    let (x, _) = xs(dir.path(), 8);
+    let x = format!("xs={}", x.display());
     // No --matrix for the operand: a usage error.
-    let (code, _, err) = heddle(&["run", MV, "--encoding", "matrix=auto", "--input", "xs=[1,2]"]);
+    let (code, _, err) = heddle(&["run", MV, "--encoding", "matrix=auto", "--input", &x]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--matrix matrix=FILE"), "{err}");
     // An operand that is not a matrix: a usage error naming it.
-    let (code, _, err) =
-        heddle(&["run", MV, "--matrix", &format!("xs={m}"), "--encoding", "xs=auto", "--dense", &format!("matrix={m}")]);
+    let (code, _, err) = heddle(&[
+        "run",
+        MV,
+        "--matrix",
+        &format!("xs={m}"),
+        "--encoding",
+        "xs=auto",
+        "--dense",
+        &format!("matrix={m}"),
+    ]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("`xs` is not a matrix"), "{err}");
     // An empty matrix file: an input error.
@@ -207,7 +219,7 @@ fn auto_needs_a_matrix_file_and_a_matrix_operand() {
         "--encoding",
         "matrix=auto",
         "--input",
-        "xs=[1,2]",
+        &x,
     ]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("empty.mtx"), "{err}");
