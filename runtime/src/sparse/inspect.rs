@@ -5,8 +5,9 @@
 //! `mkl_sparse_optimize` does per matrix").
 //!
 //! [`inspect`] reads the entries once in row-major order (an unsorted
-//! [`Coo`] is sorted first, on a copy): O(nnz) time; memory O(cols) for the
-//! blocks of more than one row and at most [`DIAGONAL_CAP`] diagonals,
+//! [`Coo`] is sorted first, on a copy): O(nnz) time (a block row's column
+//! blocks are sorted when it ends: O(nnz log) at worst); memory O(cols) for
+//! the blocks of more than one row and at most [`DIAGONAL_CAP`] diagonals,
 //! never a per-entry buffer. [`rank`] turns the statistics into candidates,
 //! best first, each with its reason; the caller takes the first one the
 //! front door (`heddle_rewrite::sparsify`) accepts.
@@ -21,9 +22,11 @@
 //!   CSR's value and 32-bit index per entry: it reads fewer bytes than CSR32
 //!   from a fill of `v / (v + 4)` (0.67 for f64, 0.5 for f32). Measured
 //!   (bench spmv_peers, sessions 8 and 9): `banded_1M_k2`, 5 diagonals at
-//!   fill 0.99999, ran DIA at 1.6–3.9x CSR32's GFLOP/s in f32 and 0.7–2x in
-//!   f64 (noisy); `rowband_5k`, thousands of diagonals at fill below 0.01,
-//!   ran DIA at 0.03x.
+//!   fill 0.99999, ran DIA at 1.6–3.9x CSR32's GFLOP/s in f32, but in f64 at
+//!   medians of 0.7x (session 9) and 1.1x (session 8), the rounds spread
+//!   from 0.7x to 2x: f64 DIA is the rule's least certain pick;
+//!   `rowband_5k`, thousands of diagonals at fill below 0.01, ran DIA at
+//!   0.03x.
 //! - **BSR(1, 8)** (a row in runs of 8 columns): `nnz / (blocks × 8)`, when
 //!   the columns are a multiple of 8 (the storage's shape). It reads a
 //!   value per slot and one index per 8 slots: fewer bytes than CSR32 from
@@ -59,7 +62,7 @@ pub const DIAGONAL_CAP: usize = 1024;
 /// the format to be a candidate (see the module's rule).
 pub const MIN_FILL: f64 = 0.75;
 
-/// The block shapes whose fill is measured; BSR(1, 8) is the ranked one.
+/// The block shapes whose fill is measured (powers of two); BSR(1, 8) is the ranked one.
 pub const BLOCK_SHAPES: [(u64, u64); 4] = [(1, 8), (1, 4), (2, 2), (4, 4)];
 
 /// Rows per SELL slice.
@@ -126,13 +129,53 @@ pub fn inspect(coo: &Coo) -> Result<Inspection, String> {
     }
 }
 
-/// Distinct column blocks per block row for blocks of more than one row:
-/// the block row that last saw each column block.
-struct Stamps {
-    r: u64,
-    c: u64,
-    seen: Vec<u64>,
-    blocks: u64,
+/// Distinct blocks of one shape (powers of two: shifts, no division), block
+/// row by block row: a row's entries come in column order, so one-row blocks
+/// are runs; a taller block row's column blocks are gathered (a repeat of the
+/// previous one left out), then sorted and counted when the block row ends.
+/// Memory: the column blocks of one block row, at most `rows × cols / c`.
+struct Blocks {
+    rs: u32,
+    cs: u32,
+    block_row: u64,
+    last: u64,
+    ids: Vec<u64>,
+    count: u64,
+}
+
+impl Blocks {
+    fn new(r: u64, c: u64) -> Blocks {
+        debug_assert!(r.is_power_of_two() && c.is_power_of_two());
+        Blocks {
+            rs: r.trailing_zeros(),
+            cs: c.trailing_zeros(),
+            block_row: u64::MAX,
+            last: u64::MAX,
+            ids: Vec::new(),
+            count: 0,
+        }
+    }
+    fn add(&mut self, i: u64, j: u64) {
+        let (br, bc) = (i >> self.rs, j >> self.cs);
+        if br != self.block_row {
+            self.flush();
+            (self.block_row, self.last) = (br, u64::MAX);
+        }
+        if bc != self.last {
+            self.last = bc;
+            if self.rs == 0 {
+                self.count += 1;
+            } else {
+                self.ids.push(bc);
+            }
+        }
+    }
+    fn flush(&mut self) {
+        self.ids.sort_unstable();
+        self.ids.dedup();
+        self.count += self.ids.len() as u64;
+        self.ids.clear();
+    }
 }
 
 fn inspect_sorted(coo: &Coo) -> Inspection {
@@ -158,16 +201,7 @@ fn inspect_sorted(coo: &Coo) -> Inspection {
     };
     // Diagonals, kept sorted while at most DIAGONAL_CAP.
     let mut diagonals: Option<Vec<i64>> = Some(Vec::new());
-    // One-row blocks: distinct (row, j / c) pairs are runs in sorted order.
-    let mut one_row: Vec<(u64, u64, u64)> = Vec::new(); // (c, last block key + 1, count)
-    let mut stamps: Vec<Stamps> = Vec::new();
-    for &(r, c) in &BLOCK_SHAPES {
-        if r == 1 {
-            one_row.push((c, 0, 0));
-        } else {
-            stamps.push(Stamps { r, c, seen: vec![0; cols.div_ceil(c) as usize], blocks: 0 });
-        }
-    }
+    let mut shapes: Vec<Blocks> = BLOCK_SHAPES.iter().map(|&(r, c)| Blocks::new(r, c)).collect();
     let (mut row, mut len) = (0u64, 0u64);
     for k in 0..coo.len() {
         let e = coo.entry(k);
@@ -187,19 +221,8 @@ fn inspect_sorted(coo: &Coo) -> Inspection {
                 }
             }
         }
-        for (c, last, count) in &mut one_row {
-            // Keys 1 + row * blocks-per-row + block: distinct per (row, block).
-            let key = 1 + i * cols.div_ceil(*c) + j / *c;
-            if key != *last {
-                (*last, *count) = (key, *count + 1);
-            }
-        }
-        for s in &mut stamps {
-            let (block_row, block) = (i / s.r + 1, (j / s.c) as usize);
-            if s.seen[block] != block_row {
-                s.seen[block] = block_row;
-                s.blocks += 1;
-            }
+        for b in &mut shapes {
+            b.add(i, j);
         }
     }
     finish_row(len, row);
@@ -210,12 +233,9 @@ fn inspect_sorted(coo: &Coo) -> Inspection {
     let row_cv = if row_mean == 0.0 { 0.0 } else { variance.sqrt() / row_mean };
     let diag_count = diagonals.map(|d| d.len() as u64);
     let mut blocks = Vec::new();
-    for &(r, c) in &BLOCK_SHAPES {
-        let count = if r == 1 {
-            one_row.iter().find(|x| x.0 == c).map_or(0, |x| x.2)
-        } else {
-            stamps.iter().find(|s| s.r == r && s.c == c).map_or(0, |s| s.blocks)
-        };
+    for (&(r, c), b) in BLOCK_SHAPES.iter().zip(&mut shapes) {
+        b.flush();
+        let count = b.count;
         let fits = rows.is_multiple_of(r) && cols.is_multiple_of(c);
         blocks.push(BlockFill { rows: r, cols: c, blocks: count, fill: fill(count * r * c), fits });
     }
