@@ -310,7 +310,11 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn geomean(v: &[f64]) -> f64 {
     let ok: Vec<f64> = v.iter().copied().filter(|x| x.is_finite() && *x > 0.0).collect();
-    (ok.iter().map(|x| x.ln()).sum::<f64>() / ok.len().max(1) as f64).exp()
+    if ok.is_empty() {
+        // No figures (a column not run): not 1.
+        return f64::NAN;
+    }
+    (ok.iter().map(|x| x.ln()).sum::<f64>() / ok.len() as f64).exp()
 }
 
 struct Args {

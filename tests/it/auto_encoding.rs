@@ -223,6 +223,21 @@ fn auto_needs_a_matrix_file_and_a_matrix_operand() {
     ]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("empty.mtx"), "{err}");
+    // A matrix without entries is no error: CSR32, a zero result.
+    let zero = write_mtx(dir.path(), "zero", 8, 8, &Vec::new());
+    let (code, v) = heddle_json(&[
+        "run",
+        MV,
+        "--matrix",
+        &format!("matrix={}", zero.display()),
+        "--encoding",
+        "matrix=auto",
+        "--input",
+        &x,
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["auto"]["matrix"]["encoding"], "CSR32", "{v}");
+    assert_eq!(floats(&v["result"]), vec![0.0; 8]);
 }
 
 #[test]
