@@ -113,14 +113,20 @@ pub fn matrix_elem(program: &Program, operand: &str) -> Result<ScalarType, Failu
     }
 }
 
-/// Reads a matrix file's entries (at `elem`) for the inspector.
-pub fn read_entries(path: &str, elem: ScalarType, flag: &str) -> Result<Coo, Failure> {
-    let contents = read_tensor(Path::new(path), elem).map_err(|e| Failure::Input(format!("{flag}{path}: {e}")))?;
-    Ok(match contents {
-        Contents::Entries(c, _) | Contents::Pattern(c, _) => c,
-        Contents::Columns(c, _) => c.into_coo(),
-        Contents::Stored(t) => t.to_coo(),
-    })
+/// Reads a matrix file (values at `elem`) once: the inspector reads its
+/// entries ([`entries_of`]), then it is stored in the chosen encoding
+/// (`Contents::into_encoding`, as `--matrix` stores a file).
+pub fn read_matrix(path: &str, elem: ScalarType, flag: &str) -> Result<Contents, Failure> {
+    read_tensor(Path::new(path), elem).map_err(|e| Failure::Input(format!("{flag}{path}: {e}")))
+}
+
+/// A file's entries, borrowed where the file held them as a list.
+pub fn entries_of(c: &Contents) -> std::borrow::Cow<'_, Coo> {
+    match c {
+        Contents::Entries(coo, _) | Contents::Pattern(coo, _) => std::borrow::Cow::Borrowed(coo),
+        Contents::Columns(cols, _) => std::borrow::Cow::Owned(cols.clone().into_coo()),
+        Contents::Stored(t) => std::borrow::Cow::Owned(t.to_coo()),
+    }
 }
 
 /// The statistics and ranking of a matrix, or an input error (not a matrix).

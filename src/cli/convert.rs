@@ -68,7 +68,7 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     let enc = match early {
         Some(enc) => enc,
         None if auto => {
-            let coo = entries(&contents);
+            let coo = super::auto::entries_of(&contents);
             let elem = a.elem.unwrap_or(coo.elem());
             let (_, ranking) = super::auto::inspect_ranked(&coo, elem, &a.input)?;
             let first = ranking.candidates.into_iter().find(|c| c.encoding.is_some());
@@ -145,15 +145,6 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         json["auto"] = serde_json::json!({ "encoding": c.name, "reason": c.reason });
     }
     Ok(Output { text, json })
-}
-
-/// The entries of a file's contents, for the inspector.
-fn entries(c: &file::Contents) -> heddle_runtime::sparse::Coo {
-    match c {
-        file::Contents::Entries(coo, _) | file::Contents::Pattern(coo, _) => coo.clone(),
-        file::Contents::Columns(cols, _) => cols.clone().into_coo(),
-        file::Contents::Stored(t) => t.to_coo(),
-    }
 }
 
 /// `--stats` for people: one line per level, then the values.

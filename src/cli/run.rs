@@ -139,6 +139,8 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     let (file, program, kernel) = load(&a.file)?;
     drop(front);
     let mut choices = Vec::new();
+    // The matrix files `auto` read, stored below in the chosen encodings (not read again).
+    let mut auto_contents = Vec::new();
     let (file, kernel) = if a.encodings.is_empty() {
         (file, kernel)
     } else {
@@ -156,8 +158,10 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             let elem = super::auto::matrix_elem(&program, name)?;
             let path = a.matrices.iter().find(|(k, _)| k.trim() == name).map(|(_, p)| p.as_str()).unwrap_or_default();
             let _p = prof(|| format!("inspect --matrix {name}"));
-            let coo = super::auto::read_entries(path, elem, &format!("--matrix {name}="))?;
-            let picked = super::auto::sparsify_auto(&file, &program, name, &coo, &specs)?;
+            let contents = super::auto::read_matrix(path, elem, &format!("--matrix {name}="))?;
+            let picked =
+                super::auto::sparsify_auto(&file, &program, name, &super::auto::entries_of(&contents), &specs)?;
+            auto_contents.push((name.to_string(), contents));
             // Not eprintln!: a closed stderr must not panic.
             let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("{}\n", picked.choice.line()));
             specs.push(picked.spec);
@@ -192,7 +196,17 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     }
     for (k, path) in &a.matrices {
         let _p = prof(|| format!("read --matrix {k}"));
-        let (dims, buffers) = heddle_runtime::io::bind::tensor_inputs(&kernel, k, Path::new(path))?;
+        let read = auto_contents.iter().position(|(n, _)| n == k.trim()).map(|at| auto_contents.swap_remove(at).1);
+        let (dims, buffers) = match read {
+            Some(contents) => {
+                let (enc, _) = heddle_runtime::io::bind::tensor_param(&kernel, k)?;
+                let t = contents
+                    .into_encoding(enc)
+                    .map_err(|e| InputError { parameter: Some(k.clone()), message: format!("{path}: {e}") })?;
+                heddle_runtime::io::bind::stored_tensor_inputs(&kernel, k, t)?
+            }
+            None => heddle_runtime::io::bind::tensor_inputs(&kernel, k, Path::new(path))?,
+        };
         nats.extend(dims);
         inputs.extend(buffers);
     }
