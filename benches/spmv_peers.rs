@@ -7,7 +7,7 @@
 //! ```text
 //! bash ../shared/bench/setup.sh          # once: builds the peers and the matrices into /tmp/heddle-bench
 //! cargo bench -p heddle --bench spmv_peers -- [--seconds 0.4] [--rounds 3] [--only NAME,…]
-//!     [--tsv OUT.tsv] [--svg docs/spmv_peers.svg] [--no-peers] [--no-tuned]
+//!     [--tsv OUT.tsv] [--svg docs/spmv_peers.svg] [--no-peers] [--no-tuned] [--no-auto]
 //! ```
 //!
 //! Every tool times the kernel alone in the same way (`csr_common.h`): three
@@ -30,6 +30,11 @@
 //! take over 3x the CSR bytes, timed at 2 threads in the same rounds; the
 //! column is the fastest of them and the CSR32 baseline (median over rounds
 //! each, so the pick favours whichever was luckier by a little).
+//!
+//! The "heddle auto" columns are one configuration for every matrix, as
+//! MKL's: `examples/dense_mv.hdl` with `--encoding matrix=auto`
+//! (`spmv_peers/auto.rs`: the structural inspector picks the format, no
+//! timing), at 1 and 2 threads in the same rounds (`--no-auto` leaves them out).
 
 use heddle_ir::ScalarType;
 use heddle_ir::loops::{ArgKind, LoopProgram};
@@ -41,6 +46,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+#[path = "spmv_peers/auto.rs"]
+mod auto;
 #[path = "spmv_peers/tuned.rs"]
 mod tuned;
 
@@ -303,7 +310,11 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn geomean(v: &[f64]) -> f64 {
     let ok: Vec<f64> = v.iter().copied().filter(|x| x.is_finite() && *x > 0.0).collect();
-    (ok.iter().map(|x| x.ln()).sum::<f64>() / ok.len().max(1) as f64).exp()
+    if ok.is_empty() {
+        // No figures (a column not run): not 1.
+        return f64::NAN;
+    }
+    (ok.iter().map(|x| x.ln()).sum::<f64>() / ok.len() as f64).exp()
 }
 
 struct Args {
@@ -316,6 +327,8 @@ struct Args {
     peers: bool,
     /// Time the other encodings for the tuned column.
     tuned: bool,
+    /// Time `dense_mv.hdl` with `--encoding matrix=auto`.
+    auto: bool,
 }
 
 fn args() -> Args {
@@ -328,6 +341,7 @@ fn args() -> Args {
         svg: None,
         peers: true,
         tuned: true,
+        auto: true,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -341,6 +355,7 @@ fn args() -> Args {
             "--bench-dir" => a.dir = value().into(),
             "--no-peers" => a.peers = false,
             "--no-tuned" => a.tuned = false,
+            "--no-auto" => a.auto = false,
             "--bench" => {}
             other => panic!("unknown flag {other}"),
         }
@@ -362,6 +377,8 @@ fn main() {
     let progs = [lowered(false), lowered(true)];
     let mut rows: Vec<Row> = Vec::new();
     let mut shapes = BTreeMap::new();
+    // The auto kernel's format per (matrix, precision).
+    let mut choices: BTreeMap<(String, String), String> = BTreeMap::new();
     for file in &files {
         let m = read_csr(file);
         shapes.insert(m.name.clone(), (m.rows, m.cols, m.val.len()));
@@ -372,10 +389,30 @@ fn main() {
         } else {
             vec![Vec::new(), Vec::new()]
         };
+        // dense_mv.hdl with `--encoding matrix=auto`, laid out once (not timed).
+        let mut autos: Vec<auto::Laid> =
+            if a.auto { [false, true].iter().map(|&f32| auto::lay_out(&m, f32, x_of)).collect() } else { Vec::new() };
+        for (k, l) in autos.iter().enumerate() {
+            choices.insert((m.name.clone(), if k == 1 { "f32" } else { "f64" }.into()), l.choice.clone());
+        }
         for round in 0..a.rounds {
             eprintln!("  round {}", round + 1);
             for (k, prog) in progs.iter().enumerate() {
                 rows.extend(time_heddle(prog, &m, k == 1, a.seconds, &[1, 2]));
+                if let Some(l) = autos.get_mut(k) {
+                    for t in [1, 2] {
+                        rows.extend(time_launch(
+                            &l.program,
+                            &mut l.launch,
+                            &m,
+                            k == 1,
+                            a.seconds,
+                            t,
+                            "auto",
+                            Tuning::default(),
+                        ));
+                    }
+                }
                 for v in &mut variants[k] {
                     rows.extend(time_launch(
                         &v.program,
@@ -436,11 +473,11 @@ fn main() {
         println!("\n### CSR SpMV, {prec}: GFLOP/s (median of {} interleaved rounds)\n", a.rounds);
         let head: Vec<&str> = columns.iter().map(|c| c.0).collect();
         println!(
-            "| matrix | rows | nnz | {} | 2T / MKL 2T | 1T / MKL 1T | 2T / 1T | heddle tuned 2T (variant) | tuned 2T / MKL 2T |",
+            "| matrix | rows | nnz | {} | 2T / MKL 2T | 1T / MKL 1T | 2T / 1T | heddle tuned 2T (variant) | tuned 2T / MKL 2T | heddle auto 1T | heddle auto 2T (format) | auto 2T / MKL 2T |",
             head.join(" | ")
         );
-        println!("|---|---|---|{}---|---|---|---|---|", "---|".repeat(columns.len()));
-        let mut ratios: [Vec<f64>; 4] = Default::default();
+        println!("|---|---|---|{}---|---|---|---|---|---|---|---|", "---|".repeat(columns.len()));
+        let mut ratios: [Vec<f64>; 5] = Default::default();
         for ((m, p), cells) in &table {
             if p != prec {
                 continue;
@@ -453,30 +490,49 @@ fn main() {
                 get("heddle cpu 1T") / get("mkl mv_opt 1T"),
                 get("heddle cpu 2T") / get("heddle cpu 1T"),
                 best / get("mkl mv_opt 2T"),
+                get("heddle auto 2T") / get("mkl mv_opt 2T"),
             ];
             for (acc, x) in ratios.iter_mut().zip(r) {
                 acc.push(x);
             }
             let figures: Vec<String> = columns.iter().map(|c| format!("{:.2}", get(c.1))).collect();
+            let choice = choices.get(&(m.clone(), p.clone())).map_or("-", String::as_str);
             println!(
-                "| {m} | {rows_n} | {nnz} | {} | {:.2} | {:.2} | {:.2} | {best:.2} ({best_name}) | {:.2} |",
+                "| {m} | {rows_n} | {nnz} | {} | {:.2} | {:.2} | {:.2} | {best:.2} ({best_name}) | {:.2} | {:.2} | {:.2} ({choice}) | {:.2} |",
                 figures.join(" | "),
                 r[0],
                 r[1],
                 r[2],
-                r[3]
+                r[3],
+                get("heddle auto 1T"),
+                get("heddle auto 2T"),
+                r[4]
             );
             plot_data.push(Bars {
                 label: format!("{m} {prec}"),
-                gflops: [get("heddle cpu 1T"), get("heddle cpu 2T"), best, get("mkl mv_opt 1T"), get("mkl mv_opt 2T")],
+                gflops: [
+                    get("heddle cpu 1T"),
+                    get("heddle cpu 2T"),
+                    get("heddle auto 2T"),
+                    best,
+                    get("mkl mv_opt 1T"),
+                    get("mkl mv_opt 2T"),
+                ],
             });
         }
         println!(
-            "| **geomean** | | | {}| **{:.2}** | **{:.2}** | **{:.2}** | | **{:.2}** |",
+            "| **geomean** | | | {}| **{:.2}** | **{:.2}** | **{:.2}** | | **{:.2}** | | | **{:.2}** |",
             "| ".repeat(columns.len()),
             geomean(&ratios[0]),
             geomean(&ratios[1]),
             geomean(&ratios[2]),
+            geomean(&ratios[3]),
+            geomean(&ratios[4])
+        );
+        println!(
+            "\n{prec}: heddle 2T / MKL 2T (CSR32) {:.2}, heddle auto 2T / MKL 2T {:.2}, heddle tuned 2T / MKL 2T {:.2} (geomeans)",
+            geomean(&ratios[0]),
+            geomean(&ratios[4]),
             geomean(&ratios[3])
         );
     }
@@ -504,20 +560,22 @@ fn tuned_best(cells: &BTreeMap<String, f64>) -> (String, f64) {
 /// One matrix and precision in the chart: GFLOP/s of each series of [`SERIES`].
 struct Bars {
     label: String,
-    gflops: [f64; 5],
+    gflops: [f64; 6],
 }
 
 /// The chart's series, in the order of [`Bars::gflops`], and their colours.
-const SERIES: [(&str, RGBColor); 5] = [
+const SERIES: [(&str, RGBColor); 6] = [
     ("heddle 1T", RGBColor(140, 180, 230)),
     ("heddle 2T", RGBColor(30, 90, 180)),
+    ("heddle auto 2T", RGBColor(60, 150, 90)),
     ("heddle tuned 2T", RGBColor(20, 40, 110)),
     ("MKL 1T", RGBColor(240, 170, 120)),
     ("MKL 2T", RGBColor(200, 80, 20)),
 ];
 
 /// A grouped bar chart of GFLOP/s per matrix: heddle (CSR32 at 1 and 2
-/// threads, and the fastest tuned variant at 2) and MKL at 1 and 2 threads.
+/// threads, `--encoding matrix=auto` at 2, and the fastest tuned variant at 2)
+/// and MKL at 1 and 2 threads.
 fn plot(path: &Path, data: &[Bars], rounds: usize) {
     use plotters::prelude::*;
     let top = data.iter().flat_map(|d| d.gflops).filter(|x| x.is_finite()).fold(0.0, f64::max) * 1.1;

@@ -69,7 +69,7 @@ fn sources(a: &Csr, elem: &str, scalar: &str) -> Vec<(String, String)> {
 }
 
 /// The matrix's entries.
-fn entries(a: &Csr) -> Coo {
+pub fn entries(a: &Csr) -> Coo {
     let mut coords = Vec::with_capacity(2 * a.val.len());
     for i in 0..a.rows {
         for k in a.rowptr[i] as usize..a.rowptr[i + 1] as usize {

@@ -17,7 +17,8 @@ pub struct Args {
     #[arg(value_parser = super::args::checked(super::args::tensor_file))]
     input: String,
     /// The target encoding: a name (CSR, CSC, COO, DCSR, DCSC, CSF, BSR(r, c)), TACO's level
-    /// letters (`ds`, `ds:1,0`), `#sparse_tensor.encoding<{...}>`, or `#NAME` from --defs.
+    /// letters (`ds`, `ds:1,0`), `#sparse_tensor.encoding<{...}>`, or `#NAME` from --defs; `auto`
+    /// for a matrix: the structural inspector's first choice (printed; `auto` in --json).
     #[arg(long)]
     to: String,
     /// Where to write: .json (the storage), .mtx, .tns or .npz (scipy.sparse.load_npz reads it).
@@ -33,7 +34,9 @@ pub struct Args {
     /// Also report what the storage holds: per level its format, size and the
     /// entries and bytes of its positions and coordinates buffers; the stored
     /// values, how many hold entries and how many are padding; DIA's diagonals
-    /// and BSR's blocks (`stats` in --json).
+    /// and BSR's blocks (`stats` in --json); for a matrix, its structure (row lengths,
+    /// diagonals, block and SELL-8 fills) and the inspector's ranking of formats
+    /// (`inspection` in --json).
     #[arg(long)]
     stats: bool,
     /// Machine-readable output.
@@ -42,14 +45,17 @@ pub struct Args {
 }
 
 pub fn run(a: &Args) -> Result<Output, Failure> {
-    check_encoding_arg("--to", &a.to, a.defs.as_deref())?;
+    let auto = super::auto::is_auto(&a.to);
+    if !auto {
+        check_encoding_arg("--to", &a.to, a.defs.as_deref())?;
+    }
     let format = write::Format::from_path(Path::new(&a.output)).map_err(|e| Failure::Input(e.to_string()))?;
     let t0 = Instant::now();
     // A Matrix Market file holds a matrix: its target is known before the
     // read, which then reads at the target's widths where it can.
     let input = Path::new(&a.input);
     let matrix = input.extension().is_some_and(|e| e.eq_ignore_ascii_case("mtx"));
-    let early = if matrix { Some(resolve_encoding("--to", &a.to, a.defs.as_deref(), Some(2))?) } else { None };
+    let early = if matrix && !auto { Some(resolve_encoding("--to", &a.to, a.defs.as_deref(), Some(2))?) } else { None };
     let contents = match &early {
         Some(enc) => file::read_as_written_for(input, enc),
         None => file::read_as_written(input),
@@ -57,8 +63,21 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     .map_err(|e| Failure::Input(e.to_string()))?;
     let entries_read = contents.len();
     let t1 = Instant::now();
+    // `--to auto`: the inspector's first choice that an encoding expresses.
+    let mut chosen = None;
     let enc = match early {
         Some(enc) => enc,
+        None if auto => {
+            let coo = super::auto::entries_of(&contents);
+            let elem = a.elem.unwrap_or(coo.elem());
+            let (_, ranking) = super::auto::inspect_ranked(&coo, elem, &a.input)?;
+            let first = ranking.candidates.into_iter().find(|c| c.encoding.is_some());
+            let first = first.ok_or_else(|| Failure::Input(format!("{}: no format to choose", a.input)))?;
+            let text = first.encoding.clone().unwrap_or_default();
+            let enc = resolve_encoding("--to", &text, None, Some(2))?;
+            chosen = Some(first);
+            enc
+        }
         None => resolve_encoding("--to", &a.to, a.defs.as_deref(), Some(contents.rank()))?,
     };
     let mut t = contents.into_encoding(&enc).map_err(|e| Failure::Input(format!("{}: {e}", a.input)))?;
@@ -84,9 +103,23 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         dims.join("x"),
         t.nse()
     );
+    let text = match &chosen {
+        Some(c) => format!("auto: {} ({})\n", c.name, c.reason) + &text,
+        None => text,
+    };
     let stats = a.stats.then(|| t.stats());
     let text = match &stats {
         Some(s) => text + &stats_text(s),
+        None => text,
+    };
+    // A matrix's structure and the inspector's ranking, with --stats.
+    let inspection = if a.stats && t.dim_sizes.len() == 2 {
+        Some(super::auto::inspect_ranked(&t.to_coo(), t.elem, &a.input)?)
+    } else {
+        None
+    };
+    let text = match &inspection {
+        Some((s, r)) => text + &heddle_runtime::sparse::inspect::text(s, r),
         None => text,
     };
     let mut json = serde_json::json!({
@@ -104,6 +137,12 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     });
     if let Some(s) = stats {
         json["stats"] = serde_json::to_value(s).map_err(|e| Failure::Input(e.to_string()))?;
+    }
+    if let Some((s, r)) = inspection {
+        json["inspection"] = serde_json::json!({ "structure": s, "ranking": r });
+    }
+    if let Some(c) = chosen {
+        json["auto"] = serde_json::json!({ "encoding": c.name, "reason": c.reason });
     }
     Ok(Output { text, json })
 }

@@ -9,6 +9,7 @@
 //! `parameter` or `flag` per error). The schemas are in `docs/schemas/`.
 
 mod args;
+pub mod auto;
 mod check;
 mod compile;
 mod convert;

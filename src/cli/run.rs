@@ -40,7 +40,9 @@ pub struct Args {
     /// A tensor parameter: NAME=FILE (.mtx, .tns, or .json nested lists), stored in the parameter's encoding.
     #[arg(long = "matrix", value_name = "NAME=FILE", value_parser = args::matrix_binding)]
     matrices: Vec<(String, String)>,
-    /// Store a dense-typed operand sparsely: NAME=ENCODING (the kernel goes through `heddle sparsify` first).
+    /// Store a dense-typed operand sparsely: NAME=ENCODING (the kernel goes through `heddle sparsify` first);
+    /// NAME=auto chooses the encoding from the structure of NAME's --matrix file (the first format of the
+    /// inspector's ranking the front door accepts; said on stderr, and under `auto` with --json).
     #[arg(long = "encoding", value_name = "NAME=ENCODING", value_parser = args::encoding_binding)]
     encodings: Vec<(String, String)>,
     /// A file with `#NAME = #sparse_tensor.encoding<{...}>` lines, for --encoding NAME=#ENC.
@@ -112,7 +114,19 @@ fn check_usage(a: &Args) -> Result<(), Failure> {
     if a.device.is_some() && a.backend != Backend::Opencl {
         super::warn("--device applies to --backend opencl; it is ignored here");
     }
-    for (_, enc) in &a.encodings {
+    for (name, enc) in &a.encodings {
+        if super::auto::is_auto(enc) {
+            // The inspector reads the operand's matrix file.
+            if !a.matrices.iter().any(|(k, _)| k.trim() == name.trim()) {
+                return Err(Failure::usage(
+                    "--encoding",
+                    format!(
+                        "--encoding {name}=auto chooses from the matrix file of `{name}`: give it with --matrix {name}=FILE"
+                    ),
+                ));
+            }
+            continue;
+        }
         super::type_cmd::check_encoding_arg("--encoding", enc, a.defs.as_deref())?;
     }
     Ok(())
@@ -124,16 +138,43 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     let front = prof(|| "parse and check".into());
     let (file, program, kernel) = load(&a.file)?;
     drop(front);
+    let mut choices = Vec::new();
+    // The matrix files `auto` read, stored below in the chosen encodings (not read again).
+    let mut auto_contents = Vec::new();
     let (file, kernel) = if a.encodings.is_empty() {
         (file, kernel)
     } else {
-        let specs = a
+        // The given encodings first, then each `auto` chosen with them (the
+        // last choice's sparse kernel holds every operand's).
+        let mut specs = a
             .encodings
             .iter()
+            .filter(|(_, enc)| !super::auto::is_auto(enc))
             .map(|s| super::sparsify::parse_spec(s, a.defs.as_deref(), &program))
             .collect::<Result<Vec<_>, _>>()?;
-        let sparse = super::sparsify::front_door(&file, &program, &specs)?;
-        (sparse.file, sparse.kernel)
+        let mut last = None;
+        for (name, _) in a.encodings.iter().filter(|(_, enc)| super::auto::is_auto(enc)) {
+            let name = name.trim();
+            let elem = super::auto::matrix_elem(&program, name)?;
+            let path = a.matrices.iter().find(|(k, _)| k.trim() == name).map(|(_, p)| p.as_str()).unwrap_or_default();
+            let _p = prof(|| format!("inspect --matrix {name}"));
+            let contents = super::auto::read_matrix(path, elem, &format!("--matrix {name}="))?;
+            let picked =
+                super::auto::sparsify_auto(&file, &program, name, &super::auto::entries_of(&contents), &specs)?;
+            auto_contents.push((name.to_string(), contents));
+            // Not eprintln!: a closed stderr must not panic.
+            let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("{}\n", picked.choice.line()));
+            specs.push(picked.spec);
+            choices.push(picked.choice);
+            last = Some((picked.file, picked.kernel));
+        }
+        match last {
+            Some(sparse) => sparse,
+            None => {
+                let sparse = super::sparsify::front_door(&file, &program, &specs)?;
+                (sparse.file, sparse.kernel)
+            }
+        }
     };
     let mut nats = a.params.clone();
     let mut inputs = Vec::new();
@@ -155,7 +196,17 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     }
     for (k, path) in &a.matrices {
         let _p = prof(|| format!("read --matrix {k}"));
-        let (dims, buffers) = heddle_runtime::io::bind::tensor_inputs(&kernel, k, Path::new(path))?;
+        let read = auto_contents.iter().position(|(n, _)| n == k.trim()).map(|at| auto_contents.swap_remove(at).1);
+        let (dims, buffers) = match read {
+            Some(contents) => {
+                let (enc, _) = heddle_runtime::io::bind::tensor_param(&kernel, k)?;
+                let t = contents
+                    .into_encoding(enc)
+                    .map_err(|e| InputError { parameter: Some(k.clone()), message: format!("{path}: {e}") })?;
+                heddle_runtime::io::bind::stored_tensor_inputs(&kernel, k, t)?
+            }
+            None => heddle_runtime::io::bind::tensor_inputs(&kernel, k, Path::new(path))?,
+        };
         nats.extend(dims);
         inputs.extend(buffers);
     }
@@ -275,6 +326,11 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         "output": a.output,
         "seconds": elapsed.as_secs_f64(),
     });
+    if !choices.is_empty() {
+        let auto: serde_json::Map<String, serde_json::Value> =
+            choices.iter().map(|c| (c.operand.clone(), serde_json::to_value(c).unwrap_or_default())).collect();
+        json["auto"] = serde_json::Value::Object(auto);
+    }
     if let Some(stats) = KernelTimes::of(&times) {
         json["compile_seconds"] = serde_json::json!(compile_seconds);
         json["kernel_seconds"] =

@@ -398,7 +398,14 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     }
     let mut cases = Vec::new();
     let mut reader = tune_matrix::Reader::default();
+    // Per matrix case, the structural inspector's pick (`--encoding A=auto`).
+    let mut picks: Vec<(String, String, String)> = Vec::new();
     for source in &sources {
+        if let (Source::Matrices(files), Some(c)) = (source, candidates.first())
+            && let Some((enc, reason)) = tune_matrix::inspector_pick(&c.kernel, files, &mut reader)?
+        {
+            picks.push((tune_matrix::case_name(files), enc, reason));
+        }
         let mut per_variant = Vec::new();
         let mut name = String::from("inputs");
         for c in &candidates {
@@ -589,7 +596,17 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         Some(cl) => Target::Device(cl.device()),
         None => Target::Cpu,
     };
-    Ok(report(&table, &configs, &candidates, target))
+    let mut out = report(&table, &configs, &candidates, target);
+    if !picks.is_empty() {
+        out.text.push_str("\nthe structural inspector's pick (no timing; `--encoding A=auto` tries it first):\n");
+        let mut json = serde_json::Map::new();
+        for (case, enc, reason) in picks {
+            out.text.push_str(&format!("  {case}: {enc} ({reason})\n"));
+            json.insert(case, serde_json::json!({ "encoding": enc, "reason": reason }));
+        }
+        out.json["inspector"] = serde_json::Value::Object(json);
+    }
+    Ok(out)
 }
 
 /// `values` in their order, each once.

@@ -89,6 +89,24 @@ fn copy(c: &Contents) -> Contents {
     }
 }
 
+/// The structural inspector's first ranked format an encoding expresses for
+/// a case's first matrix (what `--encoding A=auto` would try first), with
+/// its reason: printed beside the measured best as a calibration check.
+pub fn inspector_pick(
+    kernel: &Kernel,
+    case: &[(String, String)],
+    reader: &mut Reader,
+) -> Result<Option<(String, String)>, Failure> {
+    let Some((name, path)) = case.first() else { return Ok(None) };
+    let Ok((_, elem)) = heddle_runtime::io::bind::tensor_param(kernel, name) else { return Ok(None) };
+    let (_, coo) = reader.get(path, elem)?;
+    if coo.rank() != 2 {
+        return Ok(None);
+    }
+    let (_, ranking) = super::auto::inspect_ranked(coo, elem, path)?;
+    Ok(ranking.candidates.into_iter().find(|c| c.encoding.is_some()).map(|c| (c.name, c.reason)))
+}
+
 /// Binds a case's matrices to `kernel`'s tensor parameters, each stored in
 /// the parameter's encoding; the vector `xs` (or `x`), unless `shared` (the
 /// `--input` files) gives it, is generated with the last matrix

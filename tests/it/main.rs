@@ -11,6 +11,7 @@ mod common;
 mod progen;
 
 mod atomic_runs;
+mod auto_encoding;
 mod batch_levels;
 mod cli;
 mod cli_cpu;

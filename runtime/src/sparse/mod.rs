@@ -29,6 +29,7 @@ pub mod error;
 pub mod estimate;
 mod fastnum;
 pub mod file;
+pub mod inspect;
 pub mod json;
 pub mod mtx;
 pub mod npz;

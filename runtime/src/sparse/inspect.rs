@@ -1,0 +1,625 @@
+//! The structural inspector behind `--encoding A=auto`: what a matrix's
+//! entries look like, measured in one pass, and a documented rule that
+//! ranks storage formats from it — no timing, as MKL's
+//! `mkl_sparse_optimize` chooses (docs/performance.md, "What MKL's
+//! `mkl_sparse_optimize` does per matrix").
+//!
+//! [`inspect`] reads the entries once in row-major order (an unsorted
+//! [`Coo`] is sorted first, on a copy): O(nnz) time (a block row's column
+//! blocks are sorted when it ends: O(nnz log) at worst); memory O(cols) for
+//! the blocks of more than one row and at most [`DIAGONAL_CAP`] diagonals,
+//! never a per-entry buffer. [`rank`] turns the statistics into candidates,
+//! best first, each with its reason; the caller takes the first one the
+//! front door (`heddle_rewrite::sparsify`) accepts.
+//!
+//! ## The rule
+//!
+//! A format is a candidate when the share of its stored values that hold
+//! entries (its *fill*) is at least [`MIN_FILL`]:
+//!
+//! - **DIA** (`j - i : compressed, i : dense`): `nnz / (diagonals × rows)`.
+//!   Its SpMV reads one value per stored slot and no column index, against
+//!   CSR's value and 32-bit index per entry: it reads fewer bytes than CSR32
+//!   from a fill of `v / (v + 4)` (0.67 for f64, 0.5 for f32). Measured
+//!   (bench spmv_peers, sessions 8 and 9): `banded_1M_k2`, 5 diagonals at
+//!   fill 0.99999, ran DIA at 1.6–3.9x CSR32's GFLOP/s in f32, but in f64 at
+//!   medians of 0.7x (session 9) and 1.1x (session 8), the rounds spread
+//!   from 0.7x to 2x: f64 DIA is the rule's least certain pick;
+//!   `rowband_5k`, thousands of diagonals at fill below 0.01, ran DIA at
+//!   0.03x.
+//! - **BSR(1, 8)** (a row in runs of 8 columns): `nnz / (blocks × 8)`, when
+//!   the columns are a multiple of 8 (the storage's shape). It reads a
+//!   value per slot and one index per 8 slots: fewer bytes than CSR32 from
+//!   a fill of `(v + 0.5) / (v + 4)` (0.71 for f64, 0.56 for f32). Measured:
+//!   `rowband_5k` (fill 1.0) at 1.2–1.7x CSR32; the uniform matrices (fill
+//!   about 1/8) at 0.25–0.55x; `banded_1M_k2` (fill about 0.4) at 0.5–0.8x.
+//! - **SELL-8** (slices of 8 rows padded to their longest): `nnz / slots`.
+//!   Measured at 1.1–1.7x CSR32 on the uniform matrices and `banded_1M_k2`
+//!   (fill 0.8–1.0). No storage encoding expresses SELL-8 (its kernel is
+//!   hand-written, `examples/sparse/spmv_sell8.hdl`), so the front door
+//!   cannot take it: it is ranked, and then skipped with that reason.
+//! - **CSR32** (32-bit positions and coordinates), when the entries and
+//!   columns fit 31 bits: what MKL and the peers read; then **CSR** (64-bit).
+//!
+//! The candidates that pass their fill are ordered by their storage bytes
+//! (the bytes [`super::estimate::storage_size`] gives, computed here from
+//! the statistics), DIA and BSR first since they read the fewest bytes when
+//! they qualify; SELL-8 next, CSR32 and CSR last. [`MIN_FILL`] = 0.75 is
+//! above both break-even fills of each format for f32 and f64 and below the
+//! fills of every measured win. 16-bit column coordinates (CSR16) are not
+//! ranked: measured against CSR32 they were no faster (0.65–1.1x).
+
+use super::coo::Coo;
+use heddle_ir::ScalarType;
+use serde::Serialize;
+
+/// At most this many distinct diagonals are counted; past it DIA is ruled
+/// out (its fill could reach [`MIN_FILL`] only with rows of at least 768
+/// entries on average) and the count is reported as over the cap.
+pub const DIAGONAL_CAP: usize = 1024;
+
+/// The least share of a format's stored values that must hold entries for
+/// the format to be a candidate (see the module's rule).
+pub const MIN_FILL: f64 = 0.75;
+
+/// The block shapes whose fill is measured (powers of two); BSR(1, 8) is the ranked one.
+pub const BLOCK_SHAPES: [(u64, u64); 4] = [(1, 8), (1, 4), (2, 2), (4, 4)];
+
+/// Rows per SELL slice.
+pub const SELL_SLICE: u64 = 8;
+
+/// How full the blocks of one shape are.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BlockFill {
+    /// Block rows.
+    pub rows: u64,
+    /// Block columns.
+    pub cols: u64,
+    /// Distinct blocks that hold an entry.
+    pub blocks: u64,
+    /// `nnz / (blocks × rows × cols)`; 0 without entries.
+    pub fill: f64,
+    /// Whether the matrix's shape is a multiple of the block's (BSR storage needs it).
+    pub fits: bool,
+}
+
+/// A matrix's structure, measured in one pass over its entries.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Inspection {
+    /// Rows.
+    pub rows: u64,
+    /// Columns.
+    pub cols: u64,
+    /// Entries (duplicates counted once).
+    pub nnz: u64,
+    /// Mean entries per row.
+    pub row_mean: f64,
+    /// The longest row's entries.
+    pub row_max: u64,
+    /// Coefficient of variation of the row lengths (standard deviation / mean; 0 without entries).
+    pub row_cv: f64,
+    /// Rows without entries.
+    pub empty_rows: u64,
+    /// Distinct diagonals (`j - i`) holding entries; `None` past [`DIAGONAL_CAP`].
+    pub diagonals: Option<u64>,
+    /// DIA's fill `nnz / (diagonals × rows)`; `None` past the cap.
+    pub dia_fill: Option<f64>,
+    /// Block fills, one per shape of [`BLOCK_SHAPES`].
+    pub blocks: Vec<BlockFill>,
+    /// SELL-8's fill: `nnz` over the slots of slices of 8 rows each padded to its longest row.
+    pub sell8_fill: f64,
+    /// SELL-8's slots (stored values, padding included).
+    pub sell8_slots: u64,
+    /// Whether every column coordinate fits 16 bits (cols ≤ 65536).
+    pub cols_fit_16_bits: bool,
+}
+
+/// Inspects a matrix (rank 2). Entries are read in row-major order; an
+/// unsorted `coo` (or one with duplicates) is sorted and summed on a copy first.
+pub fn inspect(coo: &Coo) -> Result<Inspection, String> {
+    if coo.rank() != 2 {
+        return Err(format!("the inspector reads matrices; this tensor has {} dimensions", coo.rank()));
+    }
+    if coo.is_sorted_unique() {
+        Ok(inspect_sorted(coo))
+    } else {
+        let mut c = coo.clone();
+        c.sort_and_sum();
+        Ok(inspect_sorted(&c))
+    }
+}
+
+/// Distinct blocks of one shape (powers of two: shifts, no division), block
+/// row by block row: a row's entries come in column order, so one-row blocks
+/// are runs; a taller block row's column blocks are gathered (a repeat of the
+/// previous one left out), then sorted and counted when the block row ends.
+/// Memory: the column blocks of one block row, at most `rows × cols / c`.
+struct Blocks {
+    rs: u32,
+    cs: u32,
+    block_row: u64,
+    last: u64,
+    ids: Vec<u64>,
+    count: u64,
+}
+
+impl Blocks {
+    fn new(r: u64, c: u64) -> Blocks {
+        debug_assert!(r.is_power_of_two() && c.is_power_of_two());
+        Blocks {
+            rs: r.trailing_zeros(),
+            cs: c.trailing_zeros(),
+            block_row: u64::MAX,
+            last: u64::MAX,
+            ids: Vec::new(),
+            count: 0,
+        }
+    }
+    fn add(&mut self, i: u64, j: u64) {
+        let (br, bc) = (i >> self.rs, j >> self.cs);
+        if br != self.block_row {
+            self.flush();
+            (self.block_row, self.last) = (br, u64::MAX);
+        }
+        if bc != self.last {
+            self.last = bc;
+            if self.rs == 0 {
+                self.count += 1;
+            } else {
+                self.ids.push(bc);
+            }
+        }
+    }
+    fn flush(&mut self) {
+        self.ids.sort_unstable();
+        self.ids.dedup();
+        self.count += self.ids.len() as u64;
+        self.ids.clear();
+    }
+}
+
+fn inspect_sorted(coo: &Coo) -> Inspection {
+    let (rows, cols) = (coo.dims[0], coo.dims[1]);
+    let nnz = coo.len() as u64;
+    // Row lengths, on the fly: entries come row by row.
+    let (mut sum_sq, mut row_max, mut nonempty) = (0f64, 0u64, 0u64);
+    // SELL-8: per slice, its longest row.
+    let (mut slots, mut slice, mut slice_max) = (0u64, u64::MAX, 0u64);
+    let mut finish_row = |len: u64, row: u64| {
+        if len == 0 {
+            return;
+        }
+        sum_sq += (len as f64) * (len as f64);
+        row_max = row_max.max(len);
+        nonempty += 1;
+        let s = row / SELL_SLICE;
+        if s != slice {
+            slots += slice_max * SELL_SLICE;
+            (slice, slice_max) = (s, 0);
+        }
+        slice_max = slice_max.max(len);
+    };
+    // Diagonals, kept sorted while at most DIAGONAL_CAP.
+    let mut diagonals: Option<Vec<i64>> = Some(Vec::new());
+    let mut shapes: Vec<Blocks> = BLOCK_SHAPES.iter().map(|&(r, c)| Blocks::new(r, c)).collect();
+    let (mut row, mut len) = (0u64, 0u64);
+    for k in 0..coo.len() {
+        let e = coo.entry(k);
+        let (i, j) = (e[0], e[1]);
+        if i != row {
+            finish_row(len, row);
+            (row, len) = (i, 0);
+        }
+        len += 1;
+        if let Some(d) = &mut diagonals {
+            let diag = j as i64 - i as i64;
+            if let Err(at) = d.binary_search(&diag) {
+                if d.len() == DIAGONAL_CAP {
+                    diagonals = None;
+                } else {
+                    d.insert(at, diag);
+                }
+            }
+        }
+        for b in &mut shapes {
+            b.add(i, j);
+        }
+    }
+    finish_row(len, row);
+    slots += slice_max * SELL_SLICE;
+    let fill = |stored: u64| if stored == 0 { 0.0 } else { nnz as f64 / stored as f64 };
+    let row_mean = if rows == 0 { 0.0 } else { nnz as f64 / rows as f64 };
+    let variance = if rows == 0 { 0.0 } else { (sum_sq / rows as f64 - row_mean * row_mean).max(0.0) };
+    let row_cv = if row_mean == 0.0 { 0.0 } else { variance.sqrt() / row_mean };
+    let diag_count = diagonals.map(|d| d.len() as u64);
+    let mut blocks = Vec::new();
+    for (&(r, c), b) in BLOCK_SHAPES.iter().zip(&mut shapes) {
+        b.flush();
+        let count = b.count;
+        let fits = rows.is_multiple_of(r) && cols.is_multiple_of(c);
+        blocks.push(BlockFill { rows: r, cols: c, blocks: count, fill: fill(count * r * c), fits });
+    }
+    Inspection {
+        rows,
+        cols,
+        nnz,
+        row_mean,
+        row_max,
+        row_cv,
+        empty_rows: rows - nonempty,
+        diagonals: diag_count,
+        dia_fill: diag_count.map(|d| fill(d * rows)),
+        blocks,
+        sell8_fill: fill(slots),
+        sell8_slots: slots,
+        cols_fit_16_bits: cols <= 1 << 16,
+    }
+}
+
+/// One ranked storage format.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Candidate {
+    /// The format's name (`DIA`, `BSR(1, 8)`, `SELL-8`, `CSR32`, `CSR`).
+    pub name: String,
+    /// What `--encoding NAME=…` takes for it; `None` when no encoding expresses it.
+    pub encoding: Option<String>,
+    /// Why it is ranked here.
+    pub reason: String,
+    /// Its storage bytes.
+    pub bytes: u64,
+}
+
+/// A format the rule considered and left out, and why.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Rejected {
+    /// The format's name.
+    pub name: String,
+    /// Why it is not a candidate.
+    pub reason: String,
+}
+
+/// The rule's verdict: candidates best first (never empty: CSR is last), and the rest.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Ranking {
+    /// Best first.
+    pub candidates: Vec<Candidate>,
+    /// Considered and left out.
+    pub rejected: Vec<Rejected>,
+}
+
+/// CSR with 32-bit positions and coordinates, as `--encoding` text.
+pub const CSR32: &str =
+    "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>";
+
+fn pct(x: f64) -> String {
+    let p = 100.0 * x;
+    if p >= 99.95 || p == 0.0 || p >= 10.0 { format!("{p:.1}%") } else { format!("{p:.2}%") }
+}
+
+/// Ranks storage formats for a matrix of values of type `elem` by the
+/// module's rule.
+pub fn rank(s: &Inspection, elem: ScalarType) -> Ranking {
+    let v = elem.size_bytes() as u64;
+    let mut structural = Vec::new();
+    let mut rejected = Vec::new();
+    let min = pct(MIN_FILL);
+    match (s.diagonals, s.dia_fill) {
+        _ if s.nnz == 0 => rejected.push(Rejected { name: "DIA".into(), reason: "no entries".into() }),
+        (Some(d), Some(f)) if f >= MIN_FILL => structural.push(Candidate {
+            name: "DIA".into(),
+            encoding: Some("DIA".into()),
+            reason: format!("{d} diagonals hold the entries, {} of their {} slots", pct(f), d * s.rows),
+            // (j - i : compressed, i : dense), 64-bit positions and coordinates.
+            bytes: 2 * 8 + d * 8 + d * s.rows * v,
+        }),
+        (Some(d), Some(f)) => rejected.push(Rejected {
+            name: "DIA".into(),
+            reason: format!("{d} diagonals would be {} full, under {min}", pct(f)),
+        }),
+        _ => rejected.push(Rejected { name: "DIA".into(), reason: format!("more than {DIAGONAL_CAP} diagonals") }),
+    }
+    if let Some(b) = s.blocks.iter().find(|b| (b.rows, b.cols) == (1, 8)) {
+        let name = "BSR(1, 8)".to_string();
+        if s.nnz == 0 {
+            rejected.push(Rejected { name, reason: "no entries".into() });
+        } else if !b.fits {
+            rejected.push(Rejected { name, reason: format!("{} columns are not a multiple of 8", s.cols) });
+        } else if b.fill >= MIN_FILL {
+            structural.push(Candidate {
+                name: name.clone(),
+                encoding: Some(name),
+                reason: format!("{} blocks of 1x8 hold the entries, {} full", b.blocks, pct(b.fill)),
+                // (i : dense, j floordiv 8 : compressed, …, j mod 8 : dense), 64-bit.
+                bytes: (s.rows + 1) * 8 + b.blocks * 8 + b.blocks * 8 * v,
+            });
+        } else {
+            rejected
+                .push(Rejected { name, reason: format!("blocks of 1x8 would be {} full, under {min}", pct(b.fill)) });
+        }
+    }
+    structural.sort_by_key(|c| c.bytes);
+    let mut candidates = structural;
+    let slices = s.rows.div_ceil(SELL_SLICE);
+    if s.nnz > 0 && s.sell8_fill >= MIN_FILL {
+        candidates.push(Candidate {
+            name: "SELL-8".into(),
+            encoding: None,
+            reason: format!("slices of 8 rows padded to their longest are {} full", pct(s.sell8_fill)),
+            bytes: (slices + 1) * 4 + s.sell8_slots * (4 + v),
+        });
+    } else if s.nnz > 0 {
+        rejected.push(Rejected {
+            name: "SELL-8".into(),
+            reason: format!("slices of 8 rows would be {} full, under {min}", pct(s.sell8_fill)),
+        });
+    }
+    let structured = !candidates.is_empty();
+    let csr_reason = |what: &str| {
+        if structured {
+            format!("rows with {what} positions and coordinates")
+        } else {
+            format!("no structure fills {min} of its storage; rows with {what} positions and coordinates")
+        }
+    };
+    if s.nnz < 1 << 31 && s.cols <= 1 << 31 && s.rows < 1 << 31 {
+        let reason = csr_reason("32-bit");
+        candidates.push(Candidate {
+            name: "CSR32".into(),
+            encoding: Some(CSR32.into()),
+            reason,
+            bytes: (s.rows + 1) * 4 + s.nnz * (4 + v),
+        });
+    } else {
+        rejected.push(Rejected { name: "CSR32".into(), reason: "the entries or columns do not fit 31 bits".into() });
+    }
+    let reason = csr_reason("64-bit");
+    candidates.push(Candidate {
+        name: "CSR".into(),
+        encoding: Some("CSR".into()),
+        reason,
+        bytes: (s.rows + 1) * 8 + s.nnz * (8 + v),
+    });
+    Ranking { candidates, rejected }
+}
+
+/// The statistics and the ranking for people (`heddle convert --stats`).
+pub fn text(s: &Inspection, r: &Ranking) -> String {
+    let mut out = format!("structure: {} x {}, {} entries\n", s.rows, s.cols, s.nnz);
+    out += &format!(
+        "rows: mean {:.2}, max {}, coefficient of variation {:.2}, {} empty\n",
+        s.row_mean, s.row_max, s.row_cv, s.empty_rows
+    );
+    match (s.diagonals, s.dia_fill) {
+        (Some(d), Some(f)) => out += &format!("diagonals: {d}, DIA fill {}\n", pct(f)),
+        _ => out += &format!("diagonals: more than {DIAGONAL_CAP}\n"),
+    }
+    for b in &s.blocks {
+        let fits = if b.fits { "" } else { " (the shape is not a multiple)" };
+        out += &format!("blocks {}x{}: {}, fill {}{fits}\n", b.rows, b.cols, b.blocks, pct(b.fill));
+    }
+    out += &format!("SELL-8: {} slots, fill {}\n", s.sell8_slots, pct(s.sell8_fill));
+    out += &format!("columns fit 16 bits: {}\n", if s.cols_fit_16_bits { "yes" } else { "no" });
+    out += "ranking:\n";
+    for (k, c) in r.candidates.iter().enumerate() {
+        let none = if c.encoding.is_none() { "; no encoding expresses it" } else { "" };
+        out += &format!("  {}. {}: {} ({} bytes{none})\n", k + 1, c.name, c.reason, c.bytes);
+    }
+    for x in &r.rejected {
+        out += &format!("  not {}: {}\n", x.name, x.reason);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scalars::ScalarVec;
+    use crate::sparse::estimate::storage_size;
+    use heddle_ir::encoding::parse_encoding;
+
+    fn coo(dims: [u64; 2], entries: &[(u64, u64)]) -> Coo {
+        let coords = entries.iter().flat_map(|&(i, j)| [i, j]).collect();
+        Coo { dims: dims.to_vec(), coords, values: ScalarVec::from(vec![1.0f64; entries.len()]) }
+    }
+
+    fn names(r: &Ranking) -> Vec<&str> {
+        r.candidates.iter().map(|c| c.name.as_str()).collect()
+    }
+
+    fn banded(n: u64, k: i64) -> Vec<(u64, u64)> {
+        let mut e = Vec::new();
+        for i in 0..n {
+            for d in -k..=k {
+                let j = i as i64 + d;
+                if j >= 0 && j < n as i64 {
+                    e.push((i, j as u64));
+                }
+            }
+        }
+        e
+    }
+
+    /// A stand-in for a scattered matrix: entry columns from a fixed LCG.
+    fn scattered(rows: u64, cols: u64, per_row: u64) -> Vec<(u64, u64)> {
+        let mut x = 12345u64;
+        let mut e = Vec::new();
+        for i in 0..rows {
+            let mut js: Vec<u64> = (0..per_row)
+                .map(|_| {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    (x >> 33) % cols
+                })
+                .collect();
+            js.sort();
+            js.dedup();
+            e.extend(js.into_iter().map(|j| (i, j)));
+        }
+        e
+    }
+
+    /// Brute force: the same statistics from the dense matrix.
+    fn brute(dims: [u64; 2], entries: &[(u64, u64)]) -> (u64, u64, Vec<u64>) {
+        let mut set = std::collections::BTreeSet::new();
+        for &e in entries {
+            set.insert(e);
+        }
+        let diags: std::collections::BTreeSet<i64> = set.iter().map(|&(i, j)| j as i64 - i as i64).collect();
+        let blocks: Vec<u64> = BLOCK_SHAPES
+            .iter()
+            .map(|&(r, c)| {
+                set.iter().map(|&(i, j)| (i / r, j / c)).collect::<std::collections::BTreeSet<_>>().len() as u64
+            })
+            .collect();
+        let _ = dims;
+        (set.len() as u64, diags.len() as u64, blocks)
+    }
+
+    #[test]
+    fn counts_match_a_brute_force_count() {
+        for (dims, e) in
+            [([100, 100], banded(100, 2)), ([64, 80], scattered(64, 80, 9)), ([30, 16], scattered(30, 16, 5))]
+        {
+            let s = inspect(&coo(dims, &e)).unwrap();
+            let (nnz, diags, blocks) = brute(dims, &e);
+            assert_eq!(s.nnz, nnz);
+            assert_eq!(s.diagonals, Some(diags));
+            assert_eq!(s.blocks.iter().map(|b| b.blocks).collect::<Vec<_>>(), blocks);
+        }
+    }
+
+    #[test]
+    fn unsorted_entries_and_duplicates_give_the_same_statistics() {
+        let mut e = scattered(40, 48, 6);
+        let sorted = inspect(&coo([40, 48], &e)).unwrap();
+        e.reverse();
+        e.push(e[0]);
+        assert_eq!(inspect(&coo([40, 48], &e)).unwrap(), sorted);
+    }
+
+    #[test]
+    fn bytes_are_what_the_estimate_gives() {
+        let e = banded(64, 2);
+        let c = coo([64, 64], &e);
+        let s = inspect(&c).unwrap();
+        let r = rank(&s, ScalarType::F64);
+        let enc = |t: &str| parse_encoding(t, 0).unwrap();
+        let named = |n: &str| heddle_ir::encoding::named::resolve(n, 0, Some(2)).unwrap();
+        for cand in &r.candidates {
+            let e = match cand.name.as_str() {
+                "CSR32" => enc(CSR32),
+                "DIA" | "CSR" => named(&cand.name),
+                _ => continue,
+            };
+            assert_eq!(storage_size(&c, &e, ScalarType::F64).unwrap().bytes, cand.bytes, "{}", cand.name);
+        }
+        // BSR(1, 8) on rows of full blocks.
+        let full: Vec<(u64, u64)> = (0..4).flat_map(|i| (8..16).map(move |j| (i, j))).collect();
+        let c = coo([4, 32], &full);
+        let r = rank(&inspect(&c).unwrap(), ScalarType::F32);
+        let bsr = r.candidates.iter().find(|c| c.name == "BSR(1, 8)").expect("BSR(1, 8) ranked");
+        assert_eq!(storage_size(&c, &named("BSR(1, 8)"), ScalarType::F32).unwrap().bytes, bsr.bytes);
+    }
+
+    #[test]
+    fn a_banded_matrix_ranks_dia_first() {
+        let s = inspect(&coo([1000, 1000], &banded(1000, 2))).unwrap();
+        assert_eq!(s.diagonals, Some(5));
+        assert!(s.dia_fill.unwrap() > 0.99);
+        let r = rank(&s, ScalarType::F64);
+        assert_eq!(names(&r)[0], "DIA");
+        assert!(r.candidates[0].reason.contains("5 diagonals"), "{}", r.candidates[0].reason);
+        assert_eq!(names(&r).last(), Some(&"CSR"));
+    }
+
+    #[test]
+    fn dense_runs_of_eight_rank_bsr_1x8_first() {
+        // Each row: 4 aligned runs of 8 columns at different places (many diagonals).
+        let e: Vec<(u64, u64)> = (0..200u64)
+            .flat_map(|i| (0..4u64).flat_map(move |b| (0..8).map(move |t| (i, ((i * 7 + b * 13) % 50) * 8 + t))))
+            .collect();
+        let mut c = coo([200, 400], &e);
+        c.sort_and_sum();
+        let s = inspect(&c).unwrap();
+        let b18 = &s.blocks[0];
+        assert_eq!((b18.rows, b18.cols), (1, 8));
+        assert!(b18.fill > 0.99, "{b18:?}");
+        let r = rank(&s, ScalarType::F64);
+        assert_eq!(names(&r)[0], "BSR(1, 8)");
+        assert!(r.rejected.iter().any(|x| x.name == "DIA"));
+    }
+
+    #[test]
+    fn a_scattered_matrix_ranks_csr32_first_among_encodings() {
+        let s = inspect(&coo([2000, 2000], &scattered(2000, 2000, 5))).unwrap();
+        let r = rank(&s, ScalarType::F64);
+        let first = r.candidates.iter().find(|c| c.encoding.is_some()).unwrap();
+        assert_eq!(first.name, "CSR32");
+        assert!(r.rejected.iter().any(|x| x.name == "BSR(1, 8)" && x.reason.contains("under")));
+        // Row lengths vary little: SELL-8 pads little and is ranked (then skipped by its caller).
+        assert!(s.row_cv < 0.5);
+    }
+
+    #[test]
+    fn a_scattered_matrix_stops_counting_diagonals_at_the_cap() {
+        let s = inspect(&coo([3000, 3000], &scattered(3000, 3000, 4))).unwrap();
+        assert_eq!(s.diagonals, None);
+        assert_eq!(s.dia_fill, None);
+        let r = rank(&s, ScalarType::F32);
+        assert!(r.rejected.iter().any(|x| x.name == "DIA" && x.reason.contains("more than 1024")));
+    }
+
+    #[test]
+    fn an_empty_matrix_ranks_csr() {
+        let s = inspect(&coo([5, 7], &[])).unwrap();
+        assert_eq!((s.nnz, s.empty_rows, s.row_max, s.sell8_slots), (0, 5, 0, 0));
+        assert_eq!(s.row_cv, 0.0);
+        let r = rank(&s, ScalarType::F64);
+        assert_eq!(names(&r), ["CSR32", "CSR"]);
+        // And a 0 x 0 one.
+        let s = inspect(&coo([0, 0], &[])).unwrap();
+        assert_eq!(names(&rank(&s, ScalarType::F64)), ["CSR32", "CSR"]);
+    }
+
+    #[test]
+    fn one_row_one_by_one_and_one_huge_row() {
+        let s = inspect(&coo([1, 1], &[(0, 0)])).unwrap();
+        assert_eq!((s.nnz, s.diagonals, s.row_max), (1, Some(1), 1));
+        assert_eq!(names(&rank(&s, ScalarType::F64))[0], "DIA");
+        let row: Vec<(u64, u64)> = (0..64).map(|j| (0, j)).collect();
+        let s = inspect(&coo([1, 64], &row)).unwrap();
+        assert_eq!((s.row_max, s.blocks[0].blocks), (64, 8));
+        // One row of 64 entries, 64 diagonals: DIA's 64 slots are all full too; BSR(1, 8) stores fewer bytes.
+        assert_eq!(names(&rank(&s, ScalarType::F64))[0], "BSR(1, 8)");
+        // One huge row among empty ones: SELL-8 pads its slice 8-fold.
+        let mut e: Vec<(u64, u64)> = (0..500).map(|j| (3, j * 2)).collect();
+        e.extend((0..100).map(|i| (i, 1)).filter(|&(i, _)| i != 3));
+        let s = inspect(&coo([100, 1000], &e)).unwrap();
+        assert_eq!(s.row_max, 500);
+        assert!(s.row_cv > 3.0, "{}", s.row_cv);
+        assert!(s.sell8_fill < 0.2);
+        let r = rank(&s, ScalarType::F64);
+        assert_eq!(names(&r), ["CSR32", "CSR"]);
+    }
+
+    #[test]
+    fn wide_columns_do_not_fit_16_bits() {
+        let s = inspect(&coo([2, 70000], &[(0, 65536), (1, 69999)])).unwrap();
+        assert!(!s.cols_fit_16_bits);
+        let s = inspect(&coo([2, 65536], &[(0, 65535)])).unwrap();
+        assert!(s.cols_fit_16_bits);
+    }
+
+    #[test]
+    fn the_text_lists_the_statistics_and_the_ranking() {
+        let s = inspect(&coo([16, 16], &banded(16, 1))).unwrap();
+        let t = text(&s, &rank(&s, ScalarType::F64));
+        assert!(t.contains("diagonals: 3, DIA fill"), "{t}");
+        assert!(t.contains("  1. DIA: 3 diagonals"), "{t}");
+    }
+
+    #[test]
+    fn other_ranks_are_refused() {
+        let c = Coo { dims: vec![2, 2, 2], coords: vec![], values: ScalarVec::from(Vec::<f64>::new()) };
+        assert!(inspect(&c).unwrap_err().contains("3 dimensions"));
+    }
+}

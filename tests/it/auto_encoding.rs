@@ -1,0 +1,269 @@
+//! `--encoding A=auto` (`heddle run`) and `heddle convert --to auto`: the
+//! structural inspector (heddle_runtime::sparse::inspect) ranks formats for
+//! the matrix file, the first one the front door accepts is used; the
+//! result equals the dense kernel's on the interpreter and a plain dense
+//! product, on every backend.
+//!
+//! Which format is chosen depends on what the front door accepts (DIA and
+//! BSR are refused today, and learned in parallel): the tests compute the
+//! expected choice through the library (the ranking, then
+//! `heddle_rewrite::sparsify` and the type checker on each ranked
+//! encoding), so they hold before and after.
+
+use crate::common;
+
+use common::{assert_close, assert_schema, backends, heddle, heddle_json};
+use heddle_runtime::sparse::Coo;
+use heddle_runtime::sparse::inspect::{inspect, rank};
+use std::path::{Path, PathBuf};
+
+const MV: &str = "examples/dense_mv.hdl";
+
+type Entries = Vec<(u64, u64, f64)>;
+
+/// A tridiagonal-plus band: diagonals -2..=2 of an n x n matrix.
+fn banded(n: u64) -> Entries {
+    let mut e = Vec::new();
+    for i in 0..n {
+        for d in -2i64..=2 {
+            let j = i as i64 + d;
+            if (0..n as i64).contains(&j) {
+                e.push((i, j as u64, 1.0 + ((i as i64 * 3 + d) % 7) as f64 * 0.5));
+            }
+        }
+    }
+    e
+}
+
+/// Rows holding one run of 16 columns, starting at a multiple of 8 that moves from row to row.
+fn rowband(rows: u64, cols: u64) -> Entries {
+    let mut e = Vec::new();
+    for i in 0..rows {
+        let start = (i * 5 % (cols / 8 - 1)) * 8;
+        e.extend((0..16).map(|t| (i, start + t, ((i + t) % 9) as f64 - 4.0)));
+    }
+    e
+}
+
+/// Entries at pseudo-random places, rows of different lengths.
+fn scattered(rows: u64, cols: u64) -> Entries {
+    let mut rng = common::Rng(0x9e3779b97f4a7c15);
+    let mut e = Vec::new();
+    for i in 0..rows {
+        let mut js: Vec<u64> = (0..rng.below(9)).map(|_| rng.below(cols)).collect();
+        js.sort();
+        js.dedup();
+        e.extend(js.into_iter().map(|j| (i, j, rng.value())));
+    }
+    e
+}
+
+fn write_mtx(dir: &Path, name: &str, rows: u64, cols: u64, e: &Entries) -> PathBuf {
+    let mut text = format!("%%MatrixMarket matrix coordinate real general\n{rows} {cols} {}\n", e.len());
+    for (i, j, v) in e {
+        text += &format!("{} {} {v}\n", i + 1, j + 1);
+    }
+    common::write(dir, &format!("{name}.mtx"), &text)
+}
+
+fn xs(dir: &Path, cols: u64) -> (PathBuf, Vec<f64>) {
+    let x: Vec<f64> = (0..cols).map(|j| 1.0 + (j % 13) as f64 * 0.125).collect();
+    (common::write(dir, "xs.json", &serde_json::to_string(&x).unwrap()), x)
+}
+
+/// The dense product, in plain Rust.
+fn dense_product(rows: u64, e: &Entries, x: &[f64]) -> Vec<f64> {
+    let mut y = vec![0.0; rows as usize];
+    for &(i, j, v) in e {
+        y[i as usize] += v * x[j as usize];
+    }
+    y
+}
+
+fn floats(v: &serde_json::Value) -> Vec<f64> {
+    let mut out = Vec::new();
+    common::flatten(v, &mut out);
+    out
+}
+
+/// The inspector's ranking (at f32: `float` is the kernel's element type),
+/// then the first encoding the front door and the type checker accept:
+/// (its name, the names ranked before it).
+fn expected_choice(rows: u64, cols: u64, e: &Entries) -> (String, Vec<String>) {
+    let coords = e.iter().flat_map(|&(i, j, _)| [i, j]).collect();
+    let coo = Coo { dims: vec![rows, cols], coords, values: e.iter().map(|x| x.2).collect::<Vec<f64>>().into() };
+    let ranking = rank(&inspect(&coo).unwrap(), heddle_ir::ScalarType::F32);
+    let text = std::fs::read_to_string(common::root().join(MV)).unwrap();
+    let program = heddle_ir::parser::parse_program(&text).unwrap();
+    let mut before = Vec::new();
+    for c in ranking.candidates {
+        if let Some(enc_text) = &c.encoding {
+            let enc = if enc_text.starts_with('#') {
+                heddle_ir::encoding::parse_encoding(enc_text, 0).unwrap()
+            } else {
+                heddle_ir::encoding::named::resolve(enc_text, 0, Some(2)).unwrap()
+            };
+            if let Ok(out) = heddle_rewrite::sparsify::sparsify(&program, "matrix", "E", &enc) {
+                let printed = heddle_ir::printer::print_program(&out.program);
+                if heddle::check_source(&heddle::source::SourceFile::new("s", &printed)).is_ok() {
+                    return (c.name, before);
+                }
+            }
+        }
+        before.push(c.name);
+    }
+    panic!("no ranked encoding is accepted")
+}
+
+/// Runs the dense kernel with `matrix=auto` on every backend; checks the
+/// result and the reported choice.
+fn check(name: &str, rows: u64, cols: u64, e: &Entries, first_ranked: &str) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write_mtx(dir.path(), name, rows, cols, e);
+    let (x_path, x) = xs(dir.path(), cols);
+    let (m, x_path) = (m.to_str().unwrap(), x_path.to_str().unwrap());
+    let want = dense_product(rows, e, &x);
+    // The dense kernel on the interpreter, the matrix stored densely.
+    let (code, dense) =
+        heddle_json(&["run", MV, "--dense", &format!("matrix={m}"), "--input", &format!("xs={x_path}")]);
+    assert_eq!(code, 0, "{dense}");
+    assert_close(&floats(&dense["result"]), &want, &format!("{name}: dense kernel"));
+    let (chosen, before) = expected_choice(rows, cols, e);
+    assert_eq!(before.first().map_or(chosen.as_str(), |s| s.as_str()), first_ranked, "{name}: the ranking");
+    let mut last = serde_json::Value::Null;
+    for backend in backends() {
+        let args = [
+            "run",
+            MV,
+            "--backend",
+            backend,
+            "--matrix",
+            &format!("matrix={m}"),
+            "--encoding",
+            "matrix=auto",
+            "--input",
+            &format!("xs={x_path}"),
+        ];
+        let (code, v) = heddle_json(&args);
+        assert_eq!(code, 0, "{name} {backend}: {v}");
+        assert_schema(&v, &format!("{name} {backend}"));
+        let got = floats(&v["result"]);
+        assert_close(&got, &floats(&dense["result"]), &format!("{name} {backend}: against the dense kernel"));
+        assert_close(&got, &want, &format!("{name} {backend}: against the dense product"));
+        let auto = &v["auto"]["matrix"];
+        assert_eq!(auto["encoding"], chosen.as_str(), "{name} {backend}: {auto}");
+        let skipped: Vec<&str> =
+            auto["skipped"].as_array().unwrap().iter().map(|s| s["encoding"].as_str().unwrap()).collect();
+        assert_eq!(skipped, before, "{name} {backend}: {auto}");
+        for s in auto["skipped"].as_array().unwrap() {
+            let reason = s["reason"].as_str().unwrap();
+            assert!(reason.contains("front door") || reason.contains("no storage encoding"), "{reason}");
+        }
+        // The stderr line says the same.
+        let (code, _, err) = heddle(&args[..]);
+        assert_eq!(code, 0);
+        assert!(err.starts_with(&format!("auto: {chosen} for matrix (")), "{err}");
+        last = v;
+    }
+    last
+}
+
+#[test]
+fn a_banded_matrix_ranks_dia_first_and_runs_in_the_first_accepted_encoding() {
+    let v = check("banded", 40, 40, &banded(40), "DIA");
+    assert!(v["auto"]["matrix"]["inspection"]["diagonals"] == 5, "{v}");
+}
+
+#[test]
+fn a_row_band_matrix_ranks_bsr_1x8_first_and_runs_in_the_first_accepted_encoding() {
+    check("rowband", 30, 64, &rowband(30, 64), "BSR(1, 8)");
+}
+
+#[test]
+fn a_scattered_matrix_runs_in_csr32() {
+    let v = check("scattered", 50, 60, &scattered(50, 60), "CSR32");
+    assert_eq!(v["auto"]["matrix"]["skipped"], serde_json::json!([]));
+}
+
+#[test]
+fn auto_needs_a_matrix_file_and_a_matrix_operand() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write_mtx(dir.path(), "b", 8, 8, &banded(8));
+    let m = m.to_str().unwrap();
+    let (x, _) = xs(dir.path(), 8);
+    let x = format!("xs={}", x.display());
+    // No --matrix for the operand: a usage error.
+    let (code, _, err) = heddle(&["run", MV, "--encoding", "matrix=auto", "--input", &x]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--matrix matrix=FILE"), "{err}");
+    // An operand that is not a matrix: a usage error naming it.
+    let (code, _, err) = heddle(&[
+        "run",
+        MV,
+        "--matrix",
+        &format!("xs={m}"),
+        "--encoding",
+        "xs=auto",
+        "--dense",
+        &format!("matrix={m}"),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("`xs` is not a matrix"), "{err}");
+    // An empty matrix file: an input error.
+    let empty = common::write(dir.path(), "empty.mtx", "");
+    let (code, _, err) = heddle(&[
+        "run",
+        MV,
+        "--matrix",
+        &format!("matrix={}", empty.display()),
+        "--encoding",
+        "matrix=auto",
+        "--input",
+        &x,
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("empty.mtx"), "{err}");
+    // A matrix without entries is no error: CSR32, a zero result.
+    let zero = write_mtx(dir.path(), "zero", 8, 8, &Vec::new());
+    let (code, v) = heddle_json(&[
+        "run",
+        MV,
+        "--matrix",
+        &format!("matrix={}", zero.display()),
+        "--encoding",
+        "matrix=auto",
+        "--input",
+        &x,
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["auto"]["matrix"]["encoding"], "CSR32", "{v}");
+    assert_eq!(floats(&v["result"]), vec![0.0; 8]);
+}
+
+#[test]
+fn convert_to_auto_stores_the_first_ranked_encoding() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write_mtx(dir.path(), "banded", 24, 24, &banded(24));
+    let out = dir.path().join("out.json");
+    let (code, v) =
+        heddle_json(&["convert", m.to_str().unwrap(), "--to", "auto", "-o", out.to_str().unwrap(), "--stats"]);
+    assert_eq!(code, 0, "{v}");
+    assert_schema(&v, "convert --to auto");
+    assert_eq!(v["auto"]["encoding"], "DIA", "{v}");
+    assert!(v["encoding"].as_str().unwrap().contains("j - i : compressed"), "{v}");
+    assert_eq!(v["inspection"]["ranking"]["candidates"][0]["name"], "DIA", "{v}");
+    // Stored as DIA: the file round-trips to the same entries.
+    let (code, text, err) = heddle(&["convert", m.to_str().unwrap(), "--to", "auto", "-o", out.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.starts_with("auto: DIA (5 diagonals"), "{text}");
+}
+
+#[test]
+fn convert_stats_prints_the_structure_and_the_ranking() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.json");
+    let o = out.to_str().unwrap();
+    let (code, text, err) = heddle(&["convert", "tests/data/sparse/m4x8.mtx", "--to", "CSR", "-o", o, "--stats"]);
+    assert_eq!(code, 0, "{err}");
+    insta::assert_snapshot!("convert_stats_inspection", text.replace(o, "OUT"));
+}
