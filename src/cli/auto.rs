@@ -89,27 +89,18 @@ pub fn matrix_elem(program: &Program, operand: &str) -> Result<ScalarType, Failu
             ),
         )
     };
-    let mut e = &program.kernel;
-    loop {
-        match &e.kind {
-            heddle_ir::ExprKind::NFun { body, .. } => e = body,
-            heddle_ir::ExprKind::Fun { params, body } => {
-                if let Some(p) = params.iter().find(|p| p.name.as_str() == operand) {
-                    return match p.ty.as_ref() {
-                        Some(Type::Array { elem, .. }) => match elem.as_ref() {
-                            Type::Array { elem, .. } => match elem.as_ref() {
-                                Type::Scalar(s) => Ok(*s),
-                                _ => Err(not(&format!("`{operand}` is not a matrix of scalars"))),
-                            },
-                            _ => Err(not(&format!("`{operand}` is not a matrix (it has one array level)"))),
-                        },
-                        _ => Err(not(&format!("`{operand}` is not an array parameter"))),
-                    };
-                }
-                e = body;
-            }
-            _ => return Err(not(&format!("the kernel has no parameter `{operand}`"))),
-        }
+    let Some(p) = super::sparsify::kernel_param(program, operand) else {
+        return Err(not(&format!("the kernel has no parameter `{operand}`")));
+    };
+    match p.ty.as_ref() {
+        Some(Type::Array { elem, .. }) => match elem.as_ref() {
+            Type::Array { elem, .. } => match elem.as_ref() {
+                Type::Scalar(s) => Ok(*s),
+                _ => Err(not(&format!("`{operand}` is not a matrix of scalars"))),
+            },
+            _ => Err(not(&format!("`{operand}` is not a matrix (it has one array level)"))),
+        },
+        _ => Err(not(&format!("`{operand}` is not an array parameter"))),
     }
 }
 

@@ -50,27 +50,33 @@ pub fn parse_spec(
     Ok((name, enc_name, encoding))
 }
 
-/// How many array levels the kernel parameter `operand` has, if it is one.
-fn dense_rank(program: &Program, operand: &str) -> Option<usize> {
+/// The kernel parameter `operand`, if the kernel has one (looked for along
+/// its chain of `nFun`s and `fun`s).
+pub fn kernel_param<'a>(program: &'a Program, operand: &str) -> Option<&'a heddle_ir::expr::Param> {
     let mut e = &program.kernel;
     loop {
         match &e.kind {
             heddle_ir::ExprKind::NFun { body, .. } => e = body,
             heddle_ir::ExprKind::Fun { params, body } => {
                 if let Some(p) = params.iter().find(|p| p.name.as_str() == operand) {
-                    let mut rank = 0;
-                    let mut t = p.ty.as_ref();
-                    while let Some(heddle_ir::Type::Array { elem, .. }) = t {
-                        rank += 1;
-                        t = Some(elem);
-                    }
-                    return (rank > 0).then_some(rank);
+                    return Some(p);
                 }
                 e = body;
             }
             _ => return None,
         }
     }
+}
+
+/// How many array levels the kernel parameter `operand` has, if it is one.
+fn dense_rank(program: &Program, operand: &str) -> Option<usize> {
+    let mut rank = 0;
+    let mut t = kernel_param(program, operand)?.ty.as_ref();
+    while let Some(heddle_ir::Type::Array { elem, .. }) = t {
+        rank += 1;
+        t = Some(elem);
+    }
+    (rank > 0).then_some(rank)
 }
 
 /// What the front door produced.
