@@ -35,8 +35,10 @@ pub fn lay_out(a: &Csr, f32: bool, x_of: fn(usize) -> f64) -> Laid {
     let (program, _) = heddle::check_source(&file).unwrap_or_else(|d| panic!("{}", file.render(&d)));
     let coo = crate::tuned::entries(a);
     let start = std::time::Instant::now();
-    let picked = heddle::cli::auto::sparsify_auto(&file, &program, "matrix", &coo, &[])
-        .unwrap_or_else(|f| panic!("{}: auto: {}", a.name, f.message()));
+    let picked = heddle::cli::auto::sparsify_auto(&file, &program, "matrix", &coo, &[], &|k| {
+        heddle::cpu::lower(k, "auto").and_then(|p| heddle::cpu::compile(&p)).map_err(|d| d.message)
+    })
+    .unwrap_or_else(|f| panic!("{}: auto: {}", a.name, f.message()));
     // The inspection and the front door's attempts (the entries already read).
     let ms = start.elapsed().as_secs_f64() * 1e3;
     eprintln!("    auto {} (chosen in {ms:.1} ms): {}", if f32 { "f32" } else { "f64" }, picked.choice.line());

@@ -130,18 +130,24 @@ pub fn inspect_ranked(coo: &Coo, elem: ScalarType, what: &str) -> Result<(Inspec
 /// Chooses `operand`'s encoding for the matrix `coo` and sparsifies the
 /// kernel for it, together with the other operands' `specs` (already
 /// chosen): the first format of the inspector's ranking that the front
-/// door accepts.
+/// door accepts and `backend` can compile (`backend` returns why not, e.g.
+/// a lowering refusal).
 pub fn sparsify_auto(
     file: &SourceFile,
     program: &Program,
     operand: &str,
     coo: &Coo,
     specs: &[(String, String, Encoding)],
+    backend: &dyn Fn(&Kernel) -> Result<(), String>,
 ) -> Result<Picked, Failure> {
     let elem = matrix_elem(program, operand)?;
     let (inspection, ranking) = inspect_ranked(coo, elem, &format!("--matrix {operand}"))?;
     let mut skipped = Vec::new();
     let mut last = None;
+    // The first format the front door accepted but the backend refused: if
+    // every format is refused so, it runs, and the backend's located error
+    // says why, as it would for that encoding given by name.
+    let mut refused_by_backend = None;
     for c in &ranking.candidates {
         let Some(text) = &c.encoding else {
             skipped.push(Skipped { encoding: c.name.clone(), reason: "no storage encoding expresses it yet".into() });
@@ -152,21 +158,37 @@ pub fn sparsify_auto(
         all.push(spec.clone());
         match front_door(file, program, &all) {
             Ok(sparse) => {
+                let refusal = backend(&sparse.kernel).err();
                 let choice = Choice {
                     operand: operand.to_string(),
                     encoding: c.name.clone(),
                     encoding_text: text.clone(),
                     reason: c.reason.clone(),
-                    skipped,
-                    inspection,
+                    skipped: skipped.clone(),
+                    inspection: inspection.clone(),
                 };
-                return Ok(Picked { file: sparse.file, kernel: sparse.kernel, spec, choice });
+                let picked = Picked { file: sparse.file, kernel: sparse.kernel, spec, choice };
+                match refusal {
+                    None => {
+                        let mut picked = picked;
+                        picked.choice.skipped = skipped;
+                        return Ok(picked);
+                    }
+                    Some(why) => {
+                        skipped.push(Skipped { encoding: c.name.clone(), reason: why });
+                        refused_by_backend.get_or_insert(picked);
+                    }
+                }
             }
             Err(f) => {
                 skipped.push(Skipped { encoding: c.name.clone(), reason: format!("the front door: {}", f.message()) });
                 last = Some(f);
             }
         }
+    }
+    if let Some(mut picked) = refused_by_backend {
+        picked.choice.skipped = skipped;
+        return Ok(picked);
     }
     // CSR is always ranked: the front door refusing it refuses the kernel itself; say why.
     Err(last.unwrap_or_else(|| Failure::Input(format!("--encoding {operand}=auto: no format to choose"))))

@@ -42,7 +42,8 @@ pub struct Args {
     matrices: Vec<(String, String)>,
     /// Store a dense-typed operand sparsely: NAME=ENCODING (the kernel goes through `heddle sparsify` first);
     /// NAME=auto chooses the encoding from the structure of NAME's --matrix file (the first format of the
-    /// inspector's ranking the front door accepts; said on stderr, and under `auto` with --json).
+    /// inspector's ranking the front door accepts and the backend compiles; said on stderr, and under
+    /// `auto` with --json).
     #[arg(long = "encoding", value_name = "NAME=ENCODING", value_parser = args::encoding_binding)]
     encodings: Vec<(String, String)>,
     /// A file with `#NAME = #sparse_tensor.encoding<{...}>` lines, for --encoding NAME=#ENC.
@@ -132,6 +133,19 @@ fn check_usage(a: &Args) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Whether `backend` can compile `kernel`, or why not (its lowering's or
+/// code generator's message): `--encoding NAME=auto` skips a format the
+/// backend refuses. The interpreter runs every kernel.
+fn compiles_on(backend: Backend, kernel: &Kernel) -> Result<(), String> {
+    let refused =
+        |d: heddle_ir::Diagnostic| format!("the {} backend: {}", format!("{backend:?}").to_lowercase(), d.message);
+    match backend {
+        Backend::Interp => Ok(()),
+        Backend::Cpu => heddle::cpu::lower(kernel, "auto").and_then(|p| heddle::cpu::compile(&p)).map_err(refused),
+        Backend::Opencl => heddle::opencl::compile(kernel, "auto").map(|_| ()).map_err(refused),
+    }
+}
+
 pub fn run(a: &Args) -> Result<Output, Failure> {
     check_usage(a)?;
     use heddle_runtime::profile::phase as prof;
@@ -159,8 +173,15 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             let path = a.matrices.iter().find(|(k, _)| k.trim() == name).map(|(_, p)| p.as_str()).unwrap_or_default();
             let _p = prof(|| format!("inspect --matrix {name}"));
             let contents = super::auto::read_matrix(path, elem, &format!("--matrix {name}="))?;
-            let picked =
-                super::auto::sparsify_auto(&file, &program, name, &super::auto::entries_of(&contents), &specs)?;
+            let backend = |k: &Kernel| compiles_on(a.backend, k);
+            let picked = super::auto::sparsify_auto(
+                &file,
+                &program,
+                name,
+                &super::auto::entries_of(&contents),
+                &specs,
+                &backend,
+            )?;
             auto_contents.push((name.to_string(), contents));
             // Not eprintln!: a closed stderr must not panic.
             let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("{}\n", picked.choice.line()));

@@ -267,3 +267,36 @@ fn convert_stats_prints_the_structure_and_the_ranking() {
     assert_eq!(code, 0, "{err}");
     insta::assert_snapshot!("convert_stats_inspection", text.replace(o, "OUT"));
 }
+
+/// The dense kernel through `sparsify_auto` on a banded matrix with a
+/// backend that refuses the first `refusals` kernels it is shown.
+fn auto_with_refusals(refusals: usize) -> heddle::cli::auto::Picked {
+    let e = banded(40);
+    let coords = e.iter().flat_map(|&(i, j, _)| [i, j]).collect();
+    let coo = Coo { dims: vec![40, 40], coords, values: e.iter().map(|x| x.2).collect::<Vec<f64>>().into() };
+    let text = std::fs::read_to_string(common::root().join(MV)).unwrap();
+    let file = heddle::source::SourceFile::new(MV, &text);
+    let (program, _) = heddle::check_source(&file).unwrap();
+    let shown = std::cell::Cell::new(0);
+    let backend = |_: &heddle_typeck::Kernel| {
+        shown.set(shown.get() + 1);
+        if shown.get() <= refusals { Err(format!("refusal {}", shown.get())) } else { Ok(()) }
+    };
+    heddle::cli::auto::sparsify_auto(&file, &program, "matrix", &coo, &[], &backend)
+        .unwrap_or_else(|f| panic!("{}", f.message()))
+}
+
+#[test]
+fn auto_skips_a_format_the_backend_refuses_and_keeps_the_first_when_all_are() {
+    let accepted = auto_with_refusals(0).choice;
+    assert_eq!(accepted.encoding, "DIA", "a banded matrix, nothing refused");
+    let next = auto_with_refusals(1).choice;
+    assert_ne!(next.encoding, "DIA", "the refused format is not chosen");
+    let skip = next.skipped.iter().find(|s| s.encoding == "DIA").expect("DIA listed as skipped");
+    assert_eq!(skip.reason, "refusal 1");
+    // Every format refused: the first the front door accepted stays, so
+    // that running it reports the backend's own located error.
+    let all = auto_with_refusals(usize::MAX).choice;
+    assert_eq!(all.encoding, "DIA");
+    assert!(all.skipped.iter().any(|s| s.encoding == "CSR" && s.reason.starts_with("refusal")));
+}
