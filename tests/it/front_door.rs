@@ -432,7 +432,8 @@ fn sparse_rows(rows: usize, cols: usize, at: &[(usize, usize)]) -> Vec<Vec<f64>>
 fn dia_and_bsr_runs_match_dense_on_every_backend() {
     let dir = tempfile::tempdir().unwrap();
     // (encoding, rows, cols, entries)
-    let cases: Vec<(&str, usize, usize, Vec<(usize, usize)>)> = vec![
+    type Case = (&'static str, usize, usize, Vec<(usize, usize)>);
+    let cases: Vec<Case> = vec![
         // 5 × 7: offset 2 runs (0, 2) .. (4, 6); (0, 6) and (4, 0) are one-entry diagonals; row 3 is empty.
         ("DIA", 5, 7, vec![(0, 2), (1, 3), (2, 4), (4, 6), (0, 6), (4, 0), (1, 0), (2, 2)]),
         // 7 × 4 (more rows than columns): the main diagonal leaves at the last column.
