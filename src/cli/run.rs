@@ -135,14 +135,16 @@ fn check_usage(a: &Args) -> Result<(), Failure> {
 
 /// Whether `backend` can compile `kernel`, or why not (its lowering's or
 /// code generator's message): `--encoding NAME=auto` skips a format the
-/// backend refuses. The interpreter runs every kernel.
-fn compiles_on(backend: Backend, kernel: &Kernel) -> Result<(), String> {
+/// backend refuses. The interpreter runs every kernel. `name` is the name
+/// the run compiles the kernel under, so that the CPU code compiled here is
+/// what the run finds in the cache, not compiled twice.
+fn compiles_on(backend: Backend, name: &str, kernel: &Kernel) -> Result<(), String> {
     let refused =
         |d: heddle_ir::Diagnostic| format!("the {} backend: {}", format!("{backend:?}").to_lowercase(), d.message);
     match backend {
         Backend::Interp => Ok(()),
-        Backend::Cpu => heddle::cpu::lower(kernel, "auto").and_then(|p| heddle::cpu::compile(&p)).map_err(refused),
-        Backend::Opencl => heddle::opencl::compile(kernel, "auto").map(|_| ()).map_err(refused),
+        Backend::Cpu => heddle::cpu::lower(kernel, name).and_then(|p| heddle::cpu::compile(&p)).map_err(refused),
+        Backend::Opencl => heddle::opencl::compile(kernel, name).map(|_| ()).map_err(refused),
     }
 }
 
@@ -173,7 +175,8 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             let path = a.matrices.iter().find(|(k, _)| k.trim() == name).map(|(_, p)| p.as_str()).unwrap_or_default();
             let _p = prof(|| format!("inspect --matrix {name}"));
             let contents = super::auto::read_matrix(path, elem, &format!("--matrix {name}="))?;
-            let backend = |k: &Kernel| compiles_on(a.backend, k);
+            let kernel_name = super::compile::kernel_name(&file);
+            let backend = |k: &Kernel| compiles_on(a.backend, &kernel_name, k);
             let picked = super::auto::sparsify_auto(
                 &file,
                 &program,
