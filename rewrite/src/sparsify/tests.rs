@@ -92,3 +92,16 @@ fn names_the_front_door_binds_are_fresh() {
     assert!(out.contains("generate(a_dim0, fun(i_1 =>") && out.contains("let j_1 = i_1 + d_1.1 in"), "{out}");
     assert!(out.contains("i@select(inside_1, j_1, 0)"), "{out}");
 }
+
+#[test]
+fn the_row_placeholder_never_clashes_with_the_kernel_names() {
+    // The kernel names a parameter `ROW` and the operand `ROWS`: the rebuilt
+    // row map keeps both names as they are.
+    let src = "nFun(n => nFun(m => fun(ROWS: [[float]_m]_n => fun(ROW: [float]_m =>\n  ROWS :>> map(fun(r => zip(r, ROW) :>> map(fun(p => p.1 * p.2)) :>> reduce(+, 0)))))))";
+    let bsr = "#sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense) }>";
+    let out = go(src, "ROWS", bsr).unwrap();
+    assert!(!out.contains(MARKER), "{out}");
+    assert!(!out.contains("ROW_1"), "{out}");
+    assert!(out.contains("  ROWS\n    :>> map(fun(brow =>"), "{out}");
+    assert!(out.contains("(ROW :>> split(2))@b.1"), "{out}");
+}

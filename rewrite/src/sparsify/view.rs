@@ -302,14 +302,13 @@ pub fn plan(program: &Program, operand: &str, enc_name: &str, enc: &Encoding) ->
             }
         }
     }
-    let outer = match (lens[0].as_lit(), substs.iter().find(|(n, _)| matches!(&lens[0], Nat::Var(v) if v == n))) {
-        (Some(_), _) | (_, None) => lens[0].clone(),
-        (None, Some((_, dim))) => dim.clone(),
-    };
+    // A length as the tensor's dimension: a literal stays, a size natural
+    // becomes the dimension it was substituted by.
     let nat_of = |len: &Nat| match (len.as_lit(), substs.iter().find(|(n, _)| matches!(len, Nat::Var(v) if v == n))) {
         (Some(_), _) | (_, None) => len.clone(),
         (None, Some((_, dim))) => dim.clone(),
     };
+    let outer = nat_of(&lens[0]);
     let cols = lens.get(1).map(nat_of).unwrap_or_else(|| outer.clone());
     let shape = shape(enc, lens.len(), param.span, operand, outer, cols)?;
     let tensor = Type::Tensor(Box::new(TensorType {
@@ -512,6 +511,8 @@ fn structured_rows(f: &Expr, a: &Name, shape: &Shape, rows: &mut Vec<Span>) -> R
         n
     };
     let nat = |n: &Nat| heddle_ir::printer::print_nat(n);
+    // The row's place in the rebuilt map, filled with the row's body below.
+    let hole = fresh("ROW");
     let (text, row_at) = match shape {
         Shape::Diagonals { rows: n, cols } => {
             let (i, d, j, inside) = (fresh("i"), fresh("d"), fresh("j"), fresh("inside"));
@@ -519,7 +520,7 @@ fn structured_rows(f: &Expr, a: &Name, shape: &Shape, rows: &mut Vec<Span>) -> R
                 "{GUARDED_MARKER}({a} :>> map(fun({d} => fun({j} => fun({inside} => ({j}, {d}.2@{i}))({j} >= 0 && {j} < {cols}))({i} + {d}.1))))",
                 cols = nat(cols)
             );
-            (format!("generate({n}, fun({i} => ROW))", n = nat(n)), row)
+            (format!("generate({n}, fun({i} => {hole}))", n = nat(n)), row)
         }
         Shape::BlockRows { lanes, width } => {
             let (br, b, l) = (fresh("brow"), fresh("b"), fresh("lane"));
@@ -532,9 +533,9 @@ fn structured_rows(f: &Expr, a: &Name, shape: &Shape, rows: &mut Vec<Span>) -> R
             let row = format!("{BLOCKS_MARKER}({br} :>> map(fun({b} => ({b}.1, {lane}))), {width})");
             match lanes {
                 Some(r) if *r > 1 => {
-                    (format!("{a} :>> map(fun({br} => generate({r}, fun({l} => ROW)))) :>> join"), row)
+                    (format!("{a} :>> map(fun({br} => generate({r}, fun({l} => {hole})))) :>> join"), row)
                 }
-                _ => (format!("{a} :>> map(fun({br} => ROW))"), row),
+                _ => (format!("{a} :>> map(fun({br} => {hole}))"), row),
             }
         }
         _ => unreachable!("structured_rows is called for DIA and row blocks only"),
@@ -544,8 +545,7 @@ fn structured_rows(f: &Expr, a: &Name, shape: &Shape, rows: &mut Vec<Span>) -> R
             .map_err(|d| Diagnostic::new(p.span, format!("internal: the front door built `{t}`: {}", d.message)))
     };
     let row = parse(&row_at)?;
-    let hole = fresh("ROW");
-    let outer = parse(&text.replace("ROW", &hole))?;
+    let outer = parse(&text)?;
     Ok(outer.subst(&Name::from(hole.as_str()), &body.subst(&p.name, &row)))
 }
 
