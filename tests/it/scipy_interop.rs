@@ -16,6 +16,9 @@ use std::path::{Path, PathBuf};
 
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("heddle-scipy-{name}-{}", std::process::id()));
+    // Emptied first: a process id comes back, and an earlier test process's
+    // files (its results, counted by the checks) may still be there.
+    let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
 }
