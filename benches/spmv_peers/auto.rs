@@ -43,18 +43,29 @@ pub fn lay_out(a: &Csr, f32: bool, x_of: fn(usize) -> f64) -> Laid {
     let ms = start.elapsed().as_secs_f64() * 1e3;
     eprintln!("    auto {} (chosen in {ms:.1} ms): {}", if f32 { "f32" } else { "f64" }, picked.choice.line());
     let kernel = picked.kernel;
-    let (enc, elem) = heddle_runtime::io::bind::tensor_param(&kernel, "matrix").expect("a tensor parameter `matrix`");
-    let stored = build::pack(&coo, enc, elem).unwrap_or_else(|e| panic!("{}: store: {e}", a.name));
-    let (nats, mut inputs) =
-        heddle_runtime::io::bind::stored_tensor_inputs(&kernel, "matrix", stored).expect("bind the matrix");
+    let (nats, mut inputs) = match picked.spec.2 {
+        // SELL-C: the three arrays, packed as `heddle run --matrix` packs them.
+        heddle::cli::sparsify::Format::Sell(c) => {
+            let packed = heddle::cli::sell::pack(&kernel, "matrix", c, &coo)
+                .unwrap_or_else(|f| panic!("{}: SELL: {}", a.name, f.message()));
+            (packed.nats, packed.inputs)
+        }
+        heddle::cli::sparsify::Format::Encoding(_) => {
+            let (enc, elem) =
+                heddle_runtime::io::bind::tensor_param(&kernel, "matrix").expect("a tensor parameter `matrix`");
+            let stored = build::pack(&coo, enc, elem).unwrap_or_else(|e| panic!("{}: store: {e}", a.name));
+            heddle_runtime::io::bind::stored_tensor_inputs(&kernel, "matrix", stored).expect("bind the matrix")
+        }
+    };
     let xs: Vec<Value> = (0..a.cols).map(|j| Value::Float(x_of(j))).collect();
     inputs.push((
         "xs".into(),
         Loaded::Flat { shape: vec![a.cols as u64], items: xs, dtype: "float64".into(), kinds: vec![ScalarKind::Float] },
     ));
     let env = heddle_runtime::io::bind_inputs_flat(&kernel, &nats, inputs).expect("bind inputs");
-    let program =
+    let mut program =
         heddle::cpu::lower(&kernel, "dense_mv_auto").unwrap_or_else(|d| panic!("{}", picked.file.render(&[d])));
+    heddle::cli::sell::trust_columns(&kernel, &mut program);
     let launch = heddle_runtime::launch::prepare(&program, &env).expect("lay out");
     Laid { choice: picked.choice.encoding, program, launch }
 }

@@ -8,9 +8,8 @@
 //! through [`sparsify_auto`].
 
 use super::Failure;
-use super::sparsify::{front_door, parse_spec};
+use super::sparsify::{Spec, front_door, parse_spec};
 use heddle::source::SourceFile;
-use heddle_ir::encoding::Encoding;
 use heddle_ir::{Program, ScalarType, Type};
 use heddle_runtime::sparse::coo::Coo;
 use heddle_runtime::sparse::file::{Contents, read_tensor};
@@ -42,7 +41,7 @@ pub struct Choice {
     /// The operand.
     #[serde(skip)]
     pub operand: String,
-    /// The chosen format's name (`DIA`, `BSR(1, 8)`, `CSR32`, `CSR`).
+    /// The chosen format's name (`DIA`, `BSR(1, 8)`, `SELL-8`, `CSR32`, `CSR`).
     pub encoding: String,
     /// The `--encoding` text it stands for.
     pub encoding_text: String,
@@ -73,7 +72,7 @@ pub struct Picked {
     /// The checked sparse kernel.
     pub kernel: Kernel,
     /// The chosen encoding, resolved: the spec the front door took.
-    pub spec: (String, String, Encoding),
+    pub spec: Spec,
     /// What was chosen and why.
     pub choice: Choice,
 }
@@ -137,7 +136,7 @@ pub fn sparsify_auto(
     program: &Program,
     operand: &str,
     coo: &Coo,
-    specs: &[(String, String, Encoding)],
+    specs: &[Spec],
     backend: &dyn Fn(&Kernel) -> Result<(), String>,
 ) -> Result<Picked, Failure> {
     let elem = matrix_elem(program, operand)?;

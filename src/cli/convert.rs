@@ -63,7 +63,7 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     .map_err(|e| Failure::Input(e.to_string()))?;
     let entries_read = contents.len();
     let t1 = Instant::now();
-    // `--to auto`: the inspector's first choice that an encoding expresses.
+    // `--to auto`: the inspector's first choice that a tensor encoding expresses.
     let mut chosen = None;
     let enc = match early {
         Some(enc) => enc,
@@ -71,7 +71,9 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             let coo = super::auto::entries_of(&contents);
             let elem = a.elem.unwrap_or(coo.elem());
             let (_, ranking) = super::auto::inspect_ranked(&coo, elem, &a.input)?;
-            let first = ranking.candidates.into_iter().find(|c| c.encoding.is_some());
+            // SELL is no tensor encoding (only the front door's `--encoding` takes it): passed over.
+            let expressed = |t: &str| heddle_rewrite::sparsify::sell::parse_name(t).is_none();
+            let first = ranking.candidates.into_iter().find(|c| c.encoding.as_deref().is_some_and(expressed));
             let first = first.ok_or_else(|| Failure::Input(format!("{}: no format to choose", a.input)))?;
             let text = first.encoding.clone().unwrap_or_default();
             let enc = resolve_encoding("--to", &text, None, Some(2))?;

@@ -40,7 +40,8 @@ pub struct Args {
     /// A tensor parameter: NAME=FILE (.mtx, .tns, or .json nested lists), stored in the parameter's encoding.
     #[arg(long = "matrix", value_name = "NAME=FILE", value_parser = args::matrix_binding)]
     matrices: Vec<(String, String)>,
-    /// Store a dense-typed operand sparsely: NAME=ENCODING (the kernel goes through `heddle sparsify` first);
+    /// Store a dense-typed operand sparsely: NAME=ENCODING (the kernel goes through `heddle sparsify` first;
+    /// NAME=SELL(C): slices of C rows in vector lanes, packed from NAME's --matrix file, y printed);
     /// NAME=auto chooses the encoding from the structure of NAME's --matrix file (the first format of the
     /// inspector's ranking the front door accepts and the backend compiles; said on stderr, and under
     /// `auto` with --json).
@@ -143,7 +144,13 @@ fn compiles_on(backend: Backend, name: &str, kernel: &Kernel) -> Result<(), Stri
         |d: heddle_ir::Diagnostic| format!("the {} backend: {}", format!("{backend:?}").to_lowercase(), d.message);
     match backend {
         Backend::Interp => Ok(()),
-        Backend::Cpu => heddle::cpu::lower(kernel, name).and_then(|p| heddle::cpu::compile(&p)).map_err(refused),
+        Backend::Cpu => heddle::cpu::lower(kernel, name)
+            .and_then(|mut p| {
+                // As the run compiles it, so that the run finds this code in the cache.
+                super::sell::trust_columns(kernel, &mut p);
+                heddle::cpu::compile(&p)
+            })
+            .map_err(refused),
         Backend::Opencl => heddle::opencl::compile(kernel, name).map(|_| ()).map_err(refused),
     }
 }
@@ -155,6 +162,8 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     let (file, program, kernel) = load(&a.file)?;
     drop(front);
     let mut choices = Vec::new();
+    // Every operand's format, given or chosen (SELL operands are bound below).
+    let mut all_specs = Vec::new();
     // The matrix files `auto` read, stored below in the chosen encodings (not read again).
     let mut auto_contents = Vec::new();
     let (file, kernel) = if a.encodings.is_empty() {
@@ -192,6 +201,7 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             choices.push(picked.choice);
             last = Some((picked.file, picked.kernel));
         }
+        all_specs.clone_from(&specs);
         match last {
             Some(sparse) => sparse,
             None => {
@@ -218,9 +228,26 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             inputs.extend(matrix::inputs(storage, spec)?);
         }
     }
+    let sells = super::sparsify::sell_operands(&all_specs);
+    // A SELL operand's rows and its rows in whole slices: the padding rows' results are dropped.
+    let mut unpad = None;
     for (k, path) in &a.matrices {
         let _p = prof(|| format!("read --matrix {k}"));
         let read = auto_contents.iter().position(|(n, _)| n == k.trim()).map(|at| auto_contents.swap_remove(at).1);
+        if let Some((_, c)) = sells.iter().find(|(o, _)| o == k.trim()) {
+            let packed = match &read {
+                Some(contents) => super::sell::pack(&kernel, k.trim(), *c, &super::auto::entries_of(contents))?,
+                None => {
+                    let (coo, _) = heddle_runtime::sparse::file::read_coo(Path::new(path))
+                        .map_err(|e| InputError { parameter: Some(k.clone()), message: format!("{path}: {e}") })?;
+                    super::sell::pack(&kernel, k.trim(), *c, &coo)?
+                }
+            };
+            unpad = if sells.len() == 1 { Some((packed.rows, packed.padded)) } else { None };
+            nats.extend(packed.nats);
+            inputs.extend(packed.inputs);
+            continue;
+        }
         let (dims, buffers) = match read {
             Some(contents) => {
                 let (enc, _) = heddle_runtime::io::bind::tensor_param(&kernel, k)?;
@@ -278,7 +305,8 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             }
             let threads = heddle_runtime::cpu::Parallelism { threads, threshold, tuning };
             let compiling = Instant::now();
-            let program = heddle::cpu::lower(&kernel, &super::compile::kernel_name(&file)).map_err(located)?;
+            let mut program = heddle::cpu::lower(&kernel, &super::compile::kernel_name(&file)).map_err(located)?;
+            super::sell::trust_columns(&kernel, &mut program);
             heddle::cpu::compile(&program).map_err(located)?;
             let compile_seconds = compiling.elapsed().as_secs_f64();
             let (value, times) = heddle::cpu::run_timed(&kernel, &program, &env, threads, reps).map_err(located)?;
@@ -287,6 +315,10 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     };
     let elapsed = start.elapsed();
     drop(running);
+    let value = match unpad {
+        Some((rows, padded)) => super::sell::unpad(value, rows, padded),
+        None => value,
+    };
     let _writing = prof(|| "write the result".into());
     let ty = &kernel.body.ty;
     // The JSON form only where it is printed or written (building it for a

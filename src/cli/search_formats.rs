@@ -135,7 +135,7 @@ fn one(
         ),
         other => other.message(),
     };
-    let spec = (a.operand.clone(), format!("{}_enc", a.operand), enc);
+    let spec = (a.operand.clone(), format!("{}_enc", a.operand), super::sparsify::Format::Encoding(enc));
     let super::sparsify::Sparse { file: sparse, kernel, .. } = front_door(file, program, &[spec]).map_err(first)?;
     let mut nats = Vec::new();
     for p in &a.params {

@@ -15,7 +15,8 @@ use std::collections::BTreeMap;
 pub struct Args {
     /// The source file, written over dense arrays.
     file: String,
-    /// An operand and its encoding: NAME=#sparse_tensor.encoding<{...}>, or NAME=#ENC defined in --defs.
+    /// An operand and its encoding: NAME=#sparse_tensor.encoding<{...}>, a name (CSR, DIA, BSR(r, c), …),
+    /// NAME=#ENC defined in --defs, or NAME=SELL(C) (heddle's SELL-C layout: three arrays, C rows per slice).
     #[arg(long = "encoding", value_name = "NAME=ENCODING", required = true, value_parser = super::args::encoding_binding)]
     encodings: Vec<(String, String)>,
     /// A file with `#NAME = #sparse_tensor.encoding<{...}>` lines.
@@ -26,15 +27,42 @@ pub struct Args {
     pub json: bool,
 }
 
+/// How an operand is stored: an MLIR encoding (named or pasted), or
+/// heddle's own SELL-C layout (`heddle_rewrite::sparsify::sell`), which no
+/// encoding expresses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// A sparse tensor encoding: the operand becomes a `tensor<…, #ENC>`.
+    Encoding(Encoding),
+    /// `SELL(C)`: the operand becomes three arrays (`A_soff`, `A_cols`,
+    /// `A_vals`) with `C` lanes per slice, σ = 1.
+    Sell(u64),
+}
+
+/// An operand, the name its encoding is defined under in the sparse
+/// program (unused for SELL), and its format.
+pub type Spec = (String, String, Format);
+
+/// The SELL operands among `specs`: (operand, lanes).
+pub fn sell_operands(specs: &[Spec]) -> Vec<(String, u64)> {
+    specs
+        .iter()
+        .filter_map(|(o, _, f)| match f {
+            Format::Sell(c) => Some((o.clone(), *c)),
+            Format::Encoding(_) => None,
+        })
+        .collect()
+}
+
 /// `--encoding NAME=ENCODING` with the encoding resolved (for the rank of
 /// the operand's dense type in `program`), and the name the sparse program
 /// defines it under.
-pub fn parse_spec(
-    (name, enc): &(String, String),
-    defs: Option<&str>,
-    program: &Program,
-) -> Result<(String, String, Encoding), Failure> {
+pub fn parse_spec((name, enc): &(String, String), defs: Option<&str>, program: &Program) -> Result<Spec, Failure> {
     let name = name.trim().to_string();
+    if let Some(c) = heddle_rewrite::sparsify::sell::parse_name(enc) {
+        let c = c.map_err(|m| Failure::usage("--encoding", format!("--encoding {name}={}: {m}", enc.trim())))?;
+        return Ok((name, format!("SELL_{c}"), Format::Sell(c)));
+    }
     let encoding = resolve_encoding("--encoding", enc, defs, dense_rank(program, &name))?;
     let trimmed = enc.trim();
     // A named encoding keeps its name (BSR(2, 3) becomes BSR_2_3); an inline one is named after the operand.
@@ -47,7 +75,7 @@ pub fn parse_spec(
         let ident = ident.split('_').filter(|s| !s.is_empty()).collect::<Vec<_>>().join("_");
         if ident.is_empty() { format!("{name}_enc") } else { ident }
     };
-    Ok((name, enc_name, encoding))
+    Ok((name, enc_name, Format::Encoding(encoding)))
 }
 
 /// The kernel parameter `operand`, if the kernel has one (looked for along
@@ -92,11 +120,7 @@ pub struct Sparse {
 
 /// Sparsifies `program` (read from `file`) for every operand encoding, then
 /// type-checks it.
-pub fn front_door(
-    file: &SourceFile,
-    program: &Program,
-    specs: &[(String, String, Encoding)],
-) -> Result<Sparse, Failure> {
+pub fn front_door(file: &SourceFile, program: &Program, specs: &[Spec]) -> Result<Sparse, Failure> {
     let mut program = program.clone();
     let mut src = file.clone();
     let mut laws = BTreeMap::new();
@@ -105,9 +129,12 @@ pub fn front_door(
             return Err(Failure::Input(format!("--encoding {operand}=…: `{operand}` is given an encoding twice")));
         }
     }
-    for (operand, enc_name, enc) in specs {
-        let out = heddle_rewrite::sparsify::sparsify(&program, operand, enc_name, enc)
-            .map_err(|d| Failure::Source(src.clone(), vec![d]))?;
+    for (operand, enc_name, format) in specs {
+        let out = match format {
+            Format::Encoding(enc) => heddle_rewrite::sparsify::sparsify(&program, operand, enc_name, enc),
+            Format::Sell(c) => heddle_rewrite::sparsify::sell::sparsify_sell(&program, operand, *c),
+        }
+        .map_err(|d| Failure::Source(src.clone(), vec![d]))?;
         for (law, n) in out.rules_applied {
             *laws.entry(law).or_default() += n;
         }

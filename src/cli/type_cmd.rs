@@ -97,6 +97,12 @@ pub fn resolve_encoding(flag: &str, arg: &str, defs: Option<&str>, rank: Option<
             return Err(wrong(format!("{path} defines no encoding `{trimmed}` (it defines: {})", known.join(", "))));
         }
     }
+    if heddle_rewrite::sparsify::sell::parse_name(name).is_some() {
+        return Err(wrong(format!(
+            "`{trimmed}` is heddle's SELL layout, not a sparse tensor encoding: `heddle sparsify` and `heddle run` \
+             take it as --encoding NAME=SELL(C) for a dense matrix operand; it is no tensor type's encoding"
+        )));
+    }
     let at = start + (trimmed.len() - name.len());
     match Named::parse(name) {
         // A well-formed name of another rank does not fit this kernel: not a usage error.
@@ -119,6 +125,13 @@ pub fn resolve_encoding(flag: &str, arg: &str, defs: Option<&str>, rank: Option<
 /// rank and no file: an MLIR attribute parses, a name form is well written.
 pub fn check_encoding_arg(flag: &str, arg: &str, defs: Option<&str>) -> Result<(), Failure> {
     let trimmed = arg.trim();
+    // SELL(C) is no encoding: only the front door's `--encoding` takes it.
+    if let Some(sell) = heddle_rewrite::sparsify::sell::parse_name(trimmed) {
+        if flag != "--encoding" {
+            return resolve_encoding(flag, arg, defs, None).map(|_| ());
+        }
+        return sell.map(|_| ()).map_err(|m| Failure::usage(flag, format!("{flag} {trimmed}: {m}")));
+    }
     if trimmed.starts_with("#sparse_tensor") {
         return resolve_encoding(flag, arg, defs, None).map(|_| ());
     }

@@ -58,6 +58,24 @@ fn scattered(rows: u64, cols: u64) -> Entries {
     e
 }
 
+/// Every row `per_row` entries at pseudo-random columns: SELL-8 pads only the last slice.
+fn uniform(rows: u64, cols: u64, per_row: u64) -> Entries {
+    let mut rng = common::Rng(0x5e11_8008);
+    let mut e = Vec::new();
+    for i in 0..rows {
+        let mut js: Vec<u64> = Vec::new();
+        while (js.len() as u64) < per_row {
+            let j = rng.below(cols);
+            if !js.contains(&j) {
+                js.push(j);
+            }
+        }
+        js.sort();
+        e.extend(js.into_iter().map(|j| (i, j, rng.value())));
+    }
+    e
+}
+
 fn write_mtx(dir: &Path, name: &str, rows: u64, cols: u64, e: &Entries) -> PathBuf {
     let mut text = format!("%%MatrixMarket matrix coordinate real general\n{rows} {cols} {}\n", e.len());
     for (i, j, v) in e {
@@ -98,12 +116,16 @@ fn expected_choice(rows: u64, cols: u64, e: &Entries) -> (String, Vec<String>) {
     let mut before = Vec::new();
     for c in ranking.candidates {
         if let Some(enc_text) = &c.encoding {
-            let enc = if enc_text.starts_with('#') {
-                heddle_ir::encoding::parse_encoding(enc_text, 0).unwrap()
+            let out = if let Some(c) = heddle_rewrite::sparsify::sell::parse_name(enc_text) {
+                heddle_rewrite::sparsify::sell::sparsify_sell(&program, "matrix", c.unwrap())
+            } else if enc_text.starts_with('#') {
+                let enc = heddle_ir::encoding::parse_encoding(enc_text, 0).unwrap();
+                heddle_rewrite::sparsify::sparsify(&program, "matrix", "E", &enc)
             } else {
-                heddle_ir::encoding::named::resolve(enc_text, 0, Some(2)).unwrap()
+                let enc = heddle_ir::encoding::named::resolve(enc_text, 0, Some(2)).unwrap();
+                heddle_rewrite::sparsify::sparsify(&program, "matrix", "E", &enc)
             };
-            if let Ok(out) = heddle_rewrite::sparsify::sparsify(&program, "matrix", "E", &enc) {
+            if let Ok(out) = out {
                 let printed = heddle_ir::printer::print_program(&out.program);
                 if heddle::check_source(&heddle::source::SourceFile::new("s", &printed)).is_ok() {
                     return (c.name, before);
@@ -183,6 +205,23 @@ fn a_row_band_matrix_ranks_bsr_1x8_first_and_runs_in_the_first_accepted_encoding
 fn a_scattered_matrix_runs_in_csr32() {
     let v = check("scattered", 50, 60, &scattered(50, 60), "CSR32");
     assert_eq!(v["auto"]["matrix"]["skipped"], serde_json::json!([]));
+}
+
+#[test]
+fn a_uniform_matrix_ranks_sell8_first_and_runs_in_it() {
+    // 45 rows: the last slice is padded with 3 rows, which the result drops.
+    let v = check("uniform", 45, 64, &uniform(45, 64, 4), "SELL-8");
+    assert_eq!(v["auto"]["matrix"]["encoding"], "SELL-8", "{v}");
+    assert_eq!(v["auto"]["matrix"]["encoding_text"], "SELL(8)", "{v}");
+    assert_eq!(v["auto"]["matrix"]["skipped"], serde_json::json!([]));
+    assert_eq!(floats(&v["result"]).len(), 45);
+    // `convert --to auto` stores tensors: SELL (no tensor encoding) is passed over.
+    let dir = tempfile::tempdir().unwrap();
+    let m = write_mtx(dir.path(), "uniform", 45, 64, &uniform(45, 64, 4));
+    let out = dir.path().join("out.json");
+    let (code, text, err) = heddle(&["convert", m.to_str().unwrap(), "--to", "auto", "-o", out.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.starts_with("auto: CSR32 ("), "{text}");
 }
 
 #[test]

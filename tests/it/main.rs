@@ -50,6 +50,7 @@ mod robustness;
 mod scipy_interop;
 mod search_formats;
 mod sell;
+mod sell_front_door;
 mod skyline;
 mod slices;
 mod sort_by;

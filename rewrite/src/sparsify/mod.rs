@@ -46,6 +46,7 @@
 //! non-zero implicit value, and operands of rank above 2.
 
 pub mod absent;
+pub mod sell;
 mod view;
 
 use crate::program::analysis::ProgAnalysis;
@@ -108,8 +109,23 @@ pub fn sparsify(
     encoding: &Encoding,
 ) -> Result<Sparsified, Diagnostic> {
     let plan = plan(program, operand, enc_name, encoding)?;
+    let (kernel, rules_applied) = apply_laws(&plan.kernel, &plan.rows, plan.operand_span, operand)?;
+    Ok(Sparsified { program: Program { kernel, ..plan.program }, rules_applied })
+}
+
+/// Runs the laws on `kernel` (the structural step's output, with markers)
+/// and extracts the cheapest program: the kernel with no marker left, tidied
+/// (redexes reduced, the guarded laws' bindings as `let`s), and how often
+/// each law applied. A kernel that keeps a marker is refused at the first of
+/// `rows` (the row binders that got one), else at `operand_span`.
+fn apply_laws(
+    kernel: &heddle_ir::Expr,
+    rows: &[heddle_ir::Span],
+    operand_span: heddle_ir::Span,
+    operand: &str,
+) -> Result<(heddle_ir::Expr, BTreeMap<String, usize>), Diagnostic> {
     let rules = laws();
-    let rec = expr_to_rec(&plan.kernel);
+    let rec = expr_to_rec(kernel);
     let runner = Runner::<Prog, ProgAnalysis>::new(ProgAnalysis::default())
         .with_expr(&rec)
         .with_iter_limit(30)
@@ -124,12 +140,12 @@ pub fn sparsify(
     }
     let (cost, best) = Extractor::new(&runner.egraph, NoMarker).find_best(runner.roots[0]);
     let kernel = rec_to_expr(&best).map_err(|m| {
-        Diagnostic::new(plan.operand_span, format!("internal: the sparsified kernel cannot be rebuilt: {}", m.0))
+        Diagnostic::new(operand_span, format!("internal: the sparsified kernel cannot be rebuilt: {}", m.0))
     })?;
     if cost >= MARKER_COST {
-        let (at, what, label) = match plan.rows.first() {
+        let (at, what, label) = match rows.first() {
             Some(row) => (*row, "a row of ", "this row is used as a dense array"),
-            None => (plan.operand_span, "", "this operand is used as a dense array"),
+            None => (operand_span, "", "this operand is used as a dense array"),
         };
         return Err(Diagnostic::new(at, format!("no sparsification law removes the dense view of {what}`{operand}`"))
             .with_label(label)
@@ -137,8 +153,7 @@ pub fn sparsify(
                 "the laws (rewrite/src/sparsify/laws.rules) cover zip with a dense operand under `*`, then a `+` reduction with identity 0; `{operand}`'s rows must be used only that way"
             )));
     }
-    let kernel = lets(&crate::program::beta::tidy(&kernel));
-    Ok(Sparsified { program: Program { kernel, ..plan.program }, rules_applied })
+    Ok((lets(&crate::program::beta::tidy(&kernel)), rules_applied))
 }
 
 /// `fun(x => body)(v)` (one unannotated parameter) as `let x = v in body`:

@@ -105,3 +105,53 @@ fn the_row_placeholder_never_clashes_with_the_kernel_names() {
     assert!(out.contains("  ROWS\n    :>> map(fun(brow =>"), "{out}");
     assert!(out.contains("(ROW :>> split(2))@b.1"), "{out}");
 }
+
+fn sell(src: &str, operand: &str, c: u64) -> Result<String, String> {
+    let p = heddle_ir::parser::parse_program(src).unwrap();
+    sell::sparsify_sell(&p, operand, c).map(|s| heddle_ir::printer::print_program(&s.program)).map_err(|d| d.message)
+}
+
+#[test]
+fn dense_mv_becomes_sell_lanes() {
+    let out = sell(DENSE_MV, "matrix", 8).unwrap();
+    assert!(!out.contains(MARKER), "{out}");
+    // The row count only sized the operand: no parameter of the sparse kernel.
+    assert!(!out.contains("matrix_dim0"), "{out}");
+    for part in [
+        "matrix_slices",
+        "matrix_soff: [int]_{matrix_slices + 1}",
+        "matrix_cols: [s -> [[int]_8]_{toNat(matrix_soff@(s + 1) - matrix_soff@s)}]_matrix_slices",
+        "matrix_vals: [s -> [[float]_8]_{toNat(matrix_soff@(s + 1) - matrix_soff@s)}]_matrix_slices",
+        "xs: [float]_matrix_dim1",
+        "generate(8, fun(l => k.2@l * xs@(k.1@l)))",
+        ":>> join",
+    ] {
+        assert!(out.contains(part), "{part}: {out}");
+    }
+    // C lanes as asked.
+    assert!(sell(DENSE_MV, "matrix", 4).unwrap().contains("generate(4, fun(l => k.2@l * xs@(k.1@l)))"));
+}
+
+#[test]
+fn sell_refuses_what_it_cannot_lane() {
+    assert!(sell(DENSE_MV, "B", 8).unwrap_err().contains("no parameter `B`"));
+    assert!(sell(DENSE_MV, "matrix", 0).unwrap_err().contains("1 to 64"));
+    assert!(sell(DENSE_MV, "xs", 8).unwrap_err().contains("stores a matrix"));
+    let seq = DENSE_MV.replace("reduce(+, 0)", "reduceSeq(+, 0)");
+    assert!(sell(&seq, "matrix", 8).unwrap_err().contains("no sparsification law"));
+    let scaled = DENSE_MV.replace("reduce(+, 0)", "reduce(+, 0) :>> fun(t => t * 2.0)");
+    assert!(sell(&scaled, "matrix", 8).unwrap_err().contains("not summed"));
+    let clash = DENSE_MV.replace("xs", "matrix_soff");
+    assert!(sell(&clash, "matrix", 8).unwrap_err().contains("already uses `matrix_soff`"));
+}
+
+#[test]
+fn sell_names_parse() {
+    assert_eq!(sell::parse_name("SELL(8)"), Some(Ok(8)));
+    assert_eq!(sell::parse_name(" SELL( 16 ) "), Some(Ok(16)));
+    assert_eq!(sell::parse_name("CSR"), None);
+    assert_eq!(sell::parse_name("#sparse_tensor.encoding<{}>"), None);
+    for bad in ["SELL", "SELL(0)", "SELL(65)", "sell(8)", "SELL(8, 1)", "SELL-8"] {
+        assert!(matches!(sell::parse_name(bad), Some(Err(_))), "{bad}");
+    }
+}

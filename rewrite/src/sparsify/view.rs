@@ -94,7 +94,7 @@ enum Shape {
     },
 }
 
-fn refuse(span: Span, msg: impl Into<String>, note: impl Into<String>) -> Diagnostic {
+pub(super) fn refuse(span: Span, msg: impl Into<String>, note: impl Into<String>) -> Diagnostic {
     Diagnostic::new(span, msg).with_label("this operand").with_note(note)
 }
 
@@ -205,12 +205,12 @@ fn block_shape(enc: &Encoding, rows: Nat, cols: Nat) -> Option<Shape> {
 }
 
 /// The parameter chain of the kernel: nat binders and typed parameters.
-struct Chain<'a> {
-    nats: Vec<(&'a Name, Span)>,
-    params: Vec<&'a Param>,
+pub(super) struct Chain<'a> {
+    pub(super) nats: Vec<(&'a Name, Span)>,
+    pub(super) params: Vec<&'a Param>,
 }
 
-fn chain(kernel: &Expr) -> Chain<'_> {
+pub(super) fn chain(kernel: &Expr) -> Chain<'_> {
     let mut out = Chain { nats: Vec::new(), params: Vec::new() };
     let mut e = kernel;
     loop {
@@ -229,7 +229,7 @@ fn chain(kernel: &Expr) -> Chain<'_> {
 }
 
 /// The dense array's lengths and scalar, outermost first.
-fn dense_shape(t: &Type) -> Option<(Vec<Nat>, ScalarType)> {
+pub(super) fn dense_shape(t: &Type) -> Option<(Vec<Nat>, ScalarType)> {
     let mut lens = Vec::new();
     let mut cur = t;
     loop {
@@ -367,12 +367,12 @@ fn rebuild(
     }
 }
 
-fn marker(e: Expr) -> Expr {
+pub(super) fn marker(e: Expr) -> Expr {
     Expr::synth(ExprKind::App { func: Box::new(Expr::var(MARKER)), args: vec![e] })
 }
 
 /// `fun(row => body)` as the function of a `map`.
-fn row_lambda(f: &Expr) -> Option<(&Param, &Expr)> {
+pub(super) fn row_lambda(f: &Expr) -> Option<(&Param, &Expr)> {
     match &f.kind {
         ExprKind::Fun { params, body } if params.len() == 1 => Some((&params[0], body)),
         _ => None,
@@ -550,7 +550,7 @@ fn structured_rows(f: &Expr, a: &Name, shape: &Shape, rows: &mut Vec<Span>) -> R
 }
 
 /// Every name `e` uses or binds.
-fn names(e: &Expr, out: &mut std::collections::BTreeSet<String>) {
+pub(super) fn names(e: &Expr, out: &mut std::collections::BTreeSet<String>) {
     match &e.kind {
         ExprKind::Var(v) => {
             out.insert(v.to_string());
@@ -567,12 +567,12 @@ fn names(e: &Expr, out: &mut std::collections::BTreeSet<String>) {
     e.for_each_child(&mut |c| names(c, out));
 }
 
-fn proj(e: Expr, field: u32) -> Expr {
+pub(super) fn proj(e: Expr, field: u32) -> Expr {
     Expr::synth(ExprKind::Proj { tuple: Box::new(e), field })
 }
 
 /// Rebuilds `e` with `f` applied to each direct child expression; the first error wins.
-fn map_children(e: &Expr, f: &mut dyn FnMut(&Expr) -> Result<Expr, Diagnostic>) -> Result<Expr, Diagnostic> {
+pub(super) fn map_children(e: &Expr, f: &mut dyn FnMut(&Expr) -> Result<Expr, Diagnostic>) -> Result<Expr, Diagnostic> {
     let mut out = e.clone();
     let mut failure = None;
     out.for_each_child_mut(&mut |c| {

@@ -35,9 +35,9 @@
 //!   about 1/8) at 0.25–0.55x; `banded_1M_k2` (fill about 0.4) at 0.5–0.8x.
 //! - **SELL-8** (slices of 8 rows padded to their longest): `nnz / slots`.
 //!   Measured at 1.1–1.7x CSR32 on the uniform matrices and `banded_1M_k2`
-//!   (fill 0.8–1.0). No storage encoding expresses SELL-8 (its kernel is
-//!   hand-written, `examples/sparse/spmv_sell8.hdl`), so the front door
-//!   cannot take it: it is ranked, and then skipped with that reason.
+//!   (fill 0.8–1.0). No MLIR encoding expresses SELL-8; it is heddle's own
+//!   layout `SELL(8)`, which the front door takes (`--encoding A=SELL(8)`:
+//!   `heddle_rewrite::sparsify::sell`).
 //! - **CSR32** (32-bit positions and coordinates), when the entries and
 //!   columns fit 31 bits: what MKL and the peers read; then **CSR** (64-bit).
 //!
@@ -343,7 +343,7 @@ pub fn rank(s: &Inspection, elem: ScalarType) -> Ranking {
     if s.nnz > 0 && s.sell8_fill >= MIN_FILL {
         candidates.push(Candidate {
             name: "SELL-8".into(),
-            encoding: None,
+            encoding: Some("SELL(8)".into()),
             reason: format!("slices of 8 rows padded to their longest are {} full", pct(s.sell8_fill)),
             bytes: (slices + 1) * 4 + s.sell8_slots * (4 + v),
         });
@@ -549,14 +549,15 @@ mod tests {
     }
 
     #[test]
-    fn a_scattered_matrix_ranks_csr32_first_among_encodings() {
+    fn a_scattered_matrix_with_even_rows_ranks_sell8_then_csr32() {
         let s = inspect(&coo([2000, 2000], &scattered(2000, 2000, 5))).unwrap();
         let r = rank(&s, ScalarType::F64);
-        let first = r.candidates.iter().find(|c| c.encoding.is_some()).unwrap();
-        assert_eq!(first.name, "CSR32");
-        assert!(r.rejected.iter().any(|x| x.name == "BSR(1, 8)" && x.reason.contains("under")));
-        // Row lengths vary little: SELL-8 pads little and is ranked (then skipped by its caller).
+        // Row lengths vary little: SELL-8 pads little and is ranked first, then CSR32.
         assert!(s.row_cv < 0.5);
+        assert!(s.sell8_fill >= MIN_FILL, "{}", s.sell8_fill);
+        assert_eq!(&names(&r)[..2], ["SELL-8", "CSR32"]);
+        assert_eq!(r.candidates[0].encoding.as_deref(), Some("SELL(8)"));
+        assert!(r.rejected.iter().any(|x| x.name == "BSR(1, 8)" && x.reason.contains("under")));
     }
 
     #[test]

@@ -1,0 +1,475 @@
+//! SELL-C (σ = 1) for the front door: `--encoding A=SELL(C)`.
+//!
+//! SELL-C (Kreutzer et al., SIAM J. Sci. Comput. 2014; σ = 1, rows not
+//! sorted) is heddle's own layout, not an MLIR encoding: its storage is
+//! three ordinary arrays (`heddle_runtime::sparse::sell`), position-dependent
+//! types making it an ordinary heddle type (`examples/sparse/spmv_sell8.hdl`):
+//!
+//! ```text
+//! A_soff: [int]_{A_slices + 1}                                          slice s spans steps soff@s .. soff@(s + 1)
+//! A_cols: [s -> [[int]_C]_{toNat(A_soff@(s + 1) - A_soff@s)}]_A_slices  A_cols@s@k@l: column of step k of lane l
+//! A_vals: [s -> [[T]_C]_{toNat(A_soff@(s + 1) - A_soff@s)}]_A_slices    its value (padding: 0 at a valid column)
+//! ```
+//!
+//! Row `s·C + l` of the matrix is lane `l` of slice `s`; rows past the
+//! matrix's last pad the last slice and are all padding.
+//!
+//! [`sparsify_sell`] rewrites the dense kernel in three steps:
+//!
+//! 1. **Structure**: the operand parameter becomes the three arrays (its
+//!    size naturals `A_dim0`, `A_dim1`, plus `A_slices`; `A_dim0` stays a
+//!    parameter only where the kernel uses it beyond the operand's type:
+//!    nothing in the arrays gives it), and the row map
+//!    `A :>> map(fun(row => body))` becomes the map over slices, each a
+//!    `generate(C, fun(l => …))` of its lanes, `join`ed; lane `l`'s row is
+//!    `densify` of its `(column, value)` pairs over the slice's steps. A
+//!    padding pair is value 0 at a valid column: adding it adds 0, so the
+//!    pairs stand for the row as CSR's entries do.
+//! 2. **The laws** (`laws.rules`), as for CSR: a row's dot product with a
+//!    dense vector becomes the sum over its pairs of `value * x@column`.
+//! 3. **The lane interchange**: per slice, `generate(C, fun(l => steps :>>
+//!    map(pair of lane l) :>> map(f) :>> reduce(+, 0)))` (per lane, the sum
+//!    over the steps) becomes `steps :>> map(fun(k => generate(C, fun(l =>
+//!    f(pair of lane l at k))))) :>> reduce(rowsum, generate(C, fun(l =>
+//!    0)))` (per step, the C lanes' terms as a row; the rows summed lane by
+//!    lane from a row of zeros), the shape the CPU backend runs in vector
+//!    lanes. It regroups each lane's sum (one lane's terms are still added in
+//!    step order, but from a row of zeros reduced with `rowsum`); LANGUAGE.md
+//!    §5 allows it for `reduce`, and only `reduce(+, 0)` is rewritten (the
+//!    laws keep a `reduceSeq`'s row dense, which is then refused).
+//!
+//! The result has `C · A_slices` elements: `y`, then 0 for each padding row
+//! up to a whole slice. `heddle run` gives the first `A_dim0` (`y`).
+//!
+//! Refused, each located: an operand that is not a matrix of scalars, a
+//! use of it other than as the rows of a map, a row used other than in a
+//! `reduce(+, 0)` of products with a dense vector (the lane form needs the
+//! row's sum), and a kernel already using one of the new names.
+
+use super::view::{chain, dense_shape, map_children, marker, names, refuse, row_lambda};
+use super::{Sparsified, apply_laws};
+use heddle_ir::expr::{ExprKind, Literal, Param, SectionOp};
+use heddle_ir::{Diagnostic, Expr, Name, Nat, Program, Span, Type};
+use std::collections::BTreeSet;
+
+/// The most lanes a slice may have: C sums live in registers per slice
+/// (the CPU backend keeps a row of up to 64 bytes there), and a wider slice
+/// only pads more.
+pub const MAX_LANES: u64 = 64;
+
+/// The names that stand for operand `A` stored as SELL-C: its three arrays
+/// and its three naturals.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SellNames {
+    /// `A_soff`: the slices' offsets in steps.
+    pub soff: String,
+    /// `A_cols`: the columns, per slice, per step, per lane.
+    pub cols: String,
+    /// `A_vals`: the values, laid out as the columns.
+    pub vals: String,
+    /// `A_slices`: the number of slices.
+    pub slices: String,
+    /// `A_dim0`: the matrix's rows (a literal row count stays a literal).
+    pub rows: String,
+    /// `A_dim1`: the matrix's columns (likewise).
+    pub cols_dim: String,
+}
+
+impl SellNames {
+    /// The names for operand `operand`.
+    pub fn of(operand: &str) -> SellNames {
+        SellNames {
+            soff: format!("{operand}_soff"),
+            cols: format!("{operand}_cols"),
+            vals: format!("{operand}_vals"),
+            slices: format!("{operand}_slices"),
+            rows: format!("{operand}_dim0"),
+            cols_dim: format!("{operand}_dim1"),
+        }
+    }
+}
+
+/// Rewrites the dense kernel of `program` so that parameter `operand` is
+/// stored as SELL-C with `c` lanes (see the module documentation).
+///
+/// Errors are located in `program`'s source: the operand's parameter, the
+/// use the front door cannot handle, or the row no law sparsifies.
+pub fn sparsify_sell(program: &Program, operand: &str, c: u64) -> Result<Sparsified, Diagnostic> {
+    let kernel = &program.kernel;
+    let ch = chain(kernel);
+    let Some(param) = ch.params.iter().find(|p| p.name.as_str() == operand) else {
+        let names: Vec<_> = ch.params.iter().map(|p| format!("`{}`", p.name)).collect();
+        return Err(Diagnostic::new(kernel.span, format!("the kernel has no parameter `{operand}`"))
+            .with_label("this kernel")
+            .with_note(format!(
+                "its parameters are {}",
+                if names.is_empty() { "none".to_string() } else { names.join(", ") }
+            )));
+    };
+    if c == 0 || c > MAX_LANES {
+        return Err(refuse(
+            param.span,
+            format!("SELL({c}): a slice has 1 to {MAX_LANES} rows"),
+            "write SELL(C) with C rows per slice, e.g. SELL(8)",
+        ));
+    }
+    let ty = param.ty.as_ref().map(heddle_ir::printer::print_type).unwrap_or_default();
+    let (lens, scalar) = match param.ty.as_ref().and_then(dense_shape) {
+        Some((lens, scalar)) if lens.len() == 2 => (lens, scalar),
+        _ => {
+            return Err(refuse(
+                param.span,
+                format!("SELL({c}) stores a matrix, and `{operand}` has type {ty}"),
+                "the front door stores a parameter written as a dense matrix such as `[[float]_m]_n` as SELL",
+            ));
+        }
+    };
+    let new = SellNames::of(operand);
+    let mut used = BTreeSet::new();
+    names(kernel, &mut used);
+    for p in &program.defs {
+        used.insert(p.name.to_string());
+    }
+    for taken in [&new.soff, &new.cols, &new.vals, &new.slices] {
+        if used.contains(taken.as_str()) {
+            return Err(refuse(
+                param.span,
+                format!("SELL({c}) stores `{operand}` as `{taken}` and others, but the kernel already uses `{taken}`"),
+                "rename the kernel's own name",
+            ));
+        }
+    }
+    // The matrix's sizes: a nat parameter of the kernel becomes `A_dim0` /
+    // `A_dim1` (its binder kept: nothing the arrays hold gives the rows, so
+    // the caller supplies them, as a tensor's dimensions are), a literal stays.
+    let mut renames: Vec<(Name, Name)> = Vec::new();
+    for (k, len) in lens.iter().enumerate() {
+        if len.as_lit().is_some_and(|v| v >= 0) {
+            continue;
+        }
+        match len {
+            Nat::Var(v) if ch.nats.iter().any(|(n, _)| *n == v) => {
+                let to = Name::from(if k == 0 { new.rows.as_str() } else { new.cols_dim.as_str() });
+                if !renames.iter().any(|(n, _)| n == v) {
+                    if *v != to && used.contains(to.as_str()) {
+                        return Err(refuse(
+                            param.span,
+                            format!(
+                                "SELL({c}) names `{operand}`'s dimension {k} `{to}`, but the kernel already uses `{to}`"
+                            ),
+                            "rename the kernel's own name",
+                        ));
+                    }
+                    renames.push((v.clone(), to));
+                }
+            }
+            _ => {
+                return Err(refuse(
+                    param.span,
+                    format!(
+                        "dimension {k} of `{operand}` has length {}, neither a kernel's nat parameter nor a literal",
+                        heddle_ir::printer::print_nat(len)
+                    ),
+                    "write the dense operand's lengths as nFun parameters or numbers",
+                ));
+            }
+        }
+    }
+    let mut fresh = Fresh { used };
+    let mut rows = Vec::new();
+    let mut lanes = Vec::new();
+    let ctx =
+        Ctx { a: Name::from(operand), c, new: &new, scalar_ty: heddle_ir::printer::print_type(&Type::Scalar(scalar)) };
+    let rebuilt = rebuild(kernel, &ctx, &renames, &mut fresh, &mut rows, &mut lanes)?;
+    let (swept, rules_applied) = apply_laws(&rebuilt, &rows, param.span, operand)?;
+    let mut done = BTreeSet::new();
+    let kernel = interchange(&swept, &lanes, &mut fresh, &mut done)?;
+    if let Some((_, at)) = lanes.iter().find(|(l, _)| !done.contains(l)) {
+        return Err(Diagnostic::new(*at, format!("SELL({c}): a row of `{operand}` is not summed")).with_label("this row").with_note(
+            "the SELL form runs each slice's rows in lanes, each the sum `reduce(+, 0)` of the row's products with a dense vector; this row's sum is used in another way (or it is not summed)",
+        ));
+    }
+    Ok(Sparsified { program: Program { kernel, ..program.clone() }, rules_applied })
+}
+
+/// Names not bound or used anywhere in the kernel.
+struct Fresh {
+    used: BTreeSet<String>,
+}
+
+impl Fresh {
+    fn name(&mut self, base: &str) -> Name {
+        let mut n = base.to_string();
+        let mut k = 1;
+        while self.used.contains(&n) {
+            n = format!("{base}_{k}");
+            k += 1;
+        }
+        self.used.insert(n.clone());
+        Name::from(n)
+    }
+}
+
+/// What the structural step needs to know.
+struct Ctx<'a> {
+    a: Name,
+    c: u64,
+    new: &'a SellNames,
+    scalar_ty: String,
+}
+
+fn parsed(text: &str, at: Span) -> Result<Expr, Diagnostic> {
+    heddle_ir::parser::parse_expr(text)
+        .map_err(|d| Diagnostic::new(at, format!("internal: the front door built `{text}`: {}", d.message)))
+}
+
+fn parsed_type(text: &str, at: Span) -> Result<Type, Diagnostic> {
+    heddle_ir::parser::parse_type(text)
+        .map_err(|d| Diagnostic::new(at, format!("internal: the front door built the type `{text}`: {}", d.message)))
+}
+
+/// Rebuilds the parameter chain (the operand's size binders renamed, the
+/// operand replaced by the three arrays under a new `nFun` for the slice
+/// count) and rewrites the body's uses of the operand.
+fn rebuild(
+    e: &Expr,
+    ctx: &Ctx,
+    renames: &[(Name, Name)],
+    fresh: &mut Fresh,
+    rows: &mut Vec<Span>,
+    lanes: &mut Vec<(Name, Span)>,
+) -> Result<Expr, Diagnostic> {
+    match &e.kind {
+        ExprKind::NFun { var, body } => {
+            let (var, body) = match renames.iter().find(|(n, _)| n == var) {
+                Some((_, to)) if to != var => {
+                    (to.clone(), body.subst(var, &Expr::synth(ExprKind::NatValue(Nat::Var(to.clone())))))
+                }
+                _ => (var.clone(), (**body).clone()),
+            };
+            let body = rebuild(&body, ctx, renames, fresh, rows, lanes)?;
+            // The row count, once only the operand's type used it, is no parameter of the sparse kernel.
+            let rows_only = renames.first().is_some_and(|(_, to)| *to == var && var.as_str() == ctx.new.rows);
+            if rows_only && !body.mentions(&var) {
+                return Ok(body);
+            }
+            Ok(Expr::new(ExprKind::NFun { var, body: Box::new(body) }, e.span))
+        }
+        ExprKind::Fun { params, body } if params.iter().all(|p| p.ty.is_some()) => {
+            let body = rebuild(body, ctx, renames, fresh, rows, lanes)?;
+            let Some(at) = params.iter().position(|p| p.name == ctx.a) else {
+                return Ok(Expr::new(ExprKind::Fun { params: params.clone(), body: Box::new(body) }, e.span));
+            };
+            let span = params[at].span;
+            let n = ctx.new;
+            let steps = format!("toNat({soff}@(s + 1) - {soff}@s)", soff = n.soff);
+            let arrays = [
+                (&n.soff, format!("[int]_{{{} + 1}}", n.slices)),
+                (&n.cols, format!("[s -> [[int]_{c}]_{{{steps}}}]_{slices}", c = ctx.c, slices = n.slices)),
+                (
+                    &n.vals,
+                    format!("[s -> [[{t}]_{c}]_{{{steps}}}]_{slices}", t = ctx.scalar_ty, c = ctx.c, slices = n.slices),
+                ),
+            ];
+            let mut new_params = params[..at].to_vec();
+            for (name, ty) in arrays {
+                new_params.push(Param { name: Name::from(name.as_str()), ty: Some(parsed_type(&ty, span)?), span });
+            }
+            new_params.extend(params[at + 1..].iter().cloned());
+            let fun = Expr::new(ExprKind::Fun { params: new_params, body: Box::new(body) }, e.span);
+            Ok(Expr::new(ExprKind::NFun { var: Name::from(n.slices.as_str()), body: Box::new(fun) }, e.span))
+        }
+        _ => uses(e, ctx, fresh, rows, lanes),
+    }
+}
+
+/// Rewrites every use of the operand in `e`: the rows of a map, nothing else.
+fn uses(
+    e: &Expr,
+    ctx: &Ctx,
+    fresh: &mut Fresh,
+    rows: &mut Vec<Span>,
+    lanes: &mut Vec<(Name, Span)>,
+) -> Result<Expr, Diagnostic> {
+    let a = &ctx.a;
+    let is_a = |x: &Expr| matches!(&x.kind, ExprKind::Var(v) if v == a);
+    let is_map = |x: &Expr| matches!(&x.kind, ExprKind::Var(v) if v.as_str() == "map");
+    match &e.kind {
+        ExprKind::Var(v) if v == a => {
+            Err(Diagnostic::new(e.span, format!("`{a}` is used here other than as the rows of a map"))
+                .with_label("this use")
+                .with_note(format!(
+                    "stored as SELL(C), `{a}` is used as `{a} :>> map(fun(row => …))`: the rows run in lanes of C"
+                )))
+        }
+        ExprKind::Pipe { arg, func } if is_a(arg) => match &func.kind {
+            ExprKind::App { func: m, args } if is_map(m) && args.len() == 1 && row_lambda(&args[0]).is_some() => {
+                slices(&args[0], ctx, fresh, rows, lanes)
+            }
+            _ => uses(arg, ctx, fresh, rows, lanes),
+        },
+        ExprKind::App { func: m, args }
+            if is_map(m) && args.len() == 2 && is_a(&args[1]) && row_lambda(&args[0]).is_some() =>
+        {
+            slices(&args[0], ctx, fresh, rows, lanes)
+        }
+        _ => map_children(e, &mut |x| uses(x, ctx, fresh, rows, lanes)),
+    }
+}
+
+/// The row map `A :>> map(fun(row => body))` over the slices:
+/// `zip(A_cols, A_vals) :>> map(fun(sl => generate(C, fun(l => body[row :=
+/// densify(zip(sl.1, sl.2) :>> map(fun(k => (k.1@l, k.2@l))))])))) :>> join`.
+fn slices(
+    f: &Expr,
+    ctx: &Ctx,
+    fresh: &mut Fresh,
+    rows: &mut Vec<Span>,
+    lanes: &mut Vec<(Name, Span)>,
+) -> Result<Expr, Diagnostic> {
+    let Some((p, body)) = row_lambda(f) else { return uses(f, ctx, fresh, rows, lanes) };
+    let body = uses(body, ctx, fresh, rows, lanes)?;
+    rows.push(p.span);
+    let (sl, l, k, hole) = (fresh.name("sl"), fresh.name("l"), fresh.name("k"), fresh.name("ROW"));
+    lanes.push((l.clone(), p.span));
+    let n = ctx.new;
+    let outer = parsed(
+        &format!("zip({}, {}) :>> map(fun({sl} => generate({}, fun({l} => {hole})))) :>> join", n.cols, n.vals, ctx.c),
+        p.span,
+    )?;
+    let pairs = parsed(&format!("zip({sl}.1, {sl}.2) :>> map(fun({k} => ({k}.1@{l}, {k}.2@{l})))"), p.span)?;
+    Ok(outer.subst(&hole, &body.subst(&p.name, &marker(pairs))))
+}
+
+/// `e` as the stage `arg :>> prim(args)` (or `prim(args, arg)`) with `n` arguments besides the array.
+fn stage<'a>(e: &'a Expr, prim: &str, n: usize) -> Option<(&'a Expr, &'a [Expr])> {
+    let is = |f: &Expr| matches!(&f.kind, ExprKind::Var(v) if v.as_str() == prim);
+    match &e.kind {
+        ExprKind::Pipe { arg, func } => match &func.kind {
+            ExprKind::App { func, args } if is(func) && args.len() == n => Some((&**arg, args.as_slice())),
+            ExprKind::Var(_) if n == 0 && is(func) => Some((&**arg, &[][..])),
+            _ => None,
+        },
+        ExprKind::App { func, args } if is(func) && args.len() == n + 1 => Some((&args[n], &args[..n])),
+        _ => None,
+    }
+}
+
+/// `fun(x => body)` with one unannotated parameter.
+fn lambda1(e: &Expr) -> Option<(&Name, &Expr)> {
+    match &e.kind {
+        ExprKind::Fun { params, body } if params.len() == 1 && params[0].ty.is_none() => {
+            Some((&params[0].name, &**body))
+        }
+        _ => None,
+    }
+}
+
+fn is_zero(e: &Expr) -> bool {
+    matches!(e.kind, ExprKind::Lit(Literal::Int(0))) || matches!(e.kind, ExprKind::Lit(Literal::Float(f)) if f.0 == 0.0)
+}
+
+fn pipe(arg: Expr, func: Expr) -> Expr {
+    Expr::synth(ExprKind::Pipe { arg: Box::new(arg), func: Box::new(func) })
+}
+
+fn call(name: &str, args: Vec<Expr>) -> Expr {
+    Expr::synth(ExprKind::App { func: Box::new(Expr::var(name)), args })
+}
+
+fn fun(params: &[&Name], body: Expr) -> Expr {
+    let params = params.iter().map(|n| Param { name: (*n).clone(), ty: None, span: Span::DUMMY }).collect();
+    Expr::synth(ExprKind::Fun { params, body: Box::new(body) })
+}
+
+/// Does `e` mention the name `x` (used or bound)?
+fn mentions(e: &Expr, x: &Name) -> bool {
+    let mut all = BTreeSet::new();
+    names(e, &mut all);
+    all.contains(x.as_str())
+}
+
+/// Step 3 of the module documentation, at every lane `generate` the
+/// structural step made (its lane binder is one of `lanes`).
+fn interchange(
+    e: &Expr,
+    lanes: &[(Name, Span)],
+    fresh: &mut Fresh,
+    done: &mut BTreeSet<Name>,
+) -> Result<Expr, Diagnostic> {
+    let out = map_children(e, &mut |x| interchange(x, lanes, fresh, done))?;
+    if let Some((count, [f])) = stage_generate(&out)
+        && let Some((l, x)) = lambda1(f)
+        && lanes.iter().any(|(n, _)| n == l)
+        && let Some((summed, [op, init])) = stage(x, "reduce", 2)
+        && matches!(op.kind, ExprKind::Section(SectionOp::Add))
+        && is_zero(init)
+        && let Some((paired, [term])) = stage(summed, "map", 1)
+        && let Some((e_name, v)) = lambda1(term)
+        && let Some((steps, [pair])) = stage(paired, "map", 1)
+        && let Some((k, pair_of_lane)) = lambda1(pair)
+        && !mentions(steps, l)
+    {
+        // Per step k, the lanes' terms as a row; the rows summed lane by lane.
+        let term_at = project_tuples(&v.subst(e_name, pair_of_lane));
+        let lanes_row = call("generate", vec![count.clone(), fun(&[l], term_at)]);
+        let (acc, r, q, z) = (fresh.name("acc"), fresh.name("r"), fresh.name("q"), fresh.name("l"));
+        let rowsum = fun(
+            &[&acc, &r],
+            pipe(
+                call("zip", vec![Expr::var(acc.clone()), Expr::var(r.clone())]),
+                call("map", vec![fun(&[&q], parsed(&format!("{q}.1 + {q}.2"), Span::DUMMY)?)]),
+            ),
+        );
+        let zeros = call("generate", vec![count.clone(), fun(&[&z], init.clone())]);
+        done.insert(l.clone());
+        return Ok(pipe(
+            pipe(steps.clone(), call("map", vec![fun(&[k], lanes_row)])),
+            call("reduce", vec![rowsum, zeros]),
+        ));
+    }
+    Ok(out)
+}
+
+/// `generate(count, f)`: the count and `[f]`.
+fn stage_generate(e: &Expr) -> Option<(&Expr, &[Expr])> {
+    match &e.kind {
+        ExprKind::App { func, args }
+            if matches!(&func.kind, ExprKind::Var(v) if v.as_str() == "generate") && args.len() == 2 =>
+        {
+            Some((&args[0], &args[1..]))
+        }
+        _ => None,
+    }
+}
+
+/// `(a, b).1` as `a`, everywhere in `e`.
+fn project_tuples(e: &Expr) -> Expr {
+    let mut out = e.clone();
+    out.for_each_child_mut(&mut |c| *c = project_tuples(c));
+    if let ExprKind::Proj { tuple, field } = &out.kind
+        && let ExprKind::Tuple(parts) = &tuple.kind
+        && let Some(part) = parts.get((*field as usize).wrapping_sub(1))
+    {
+        return part.clone();
+    }
+    out
+}
+
+/// Reads `SELL(C)`: `None` when `text` is not that form (an MLIR attribute,
+/// another name), the lane count, or why it is written wrongly.
+pub fn parse_name(text: &str) -> Option<Result<u64, String>> {
+    let t = text.trim();
+    if !t.to_ascii_uppercase().starts_with("SELL") {
+        return None;
+    }
+    let usage = || format!("write SELL(C) with C rows per slice, 1 to {MAX_LANES} (e.g. SELL(8))");
+    if !t.starts_with("SELL") {
+        return Some(Err(format!("encoding names are upper case: {}", usage())));
+    }
+    let inner = t[4..].trim().strip_prefix('(').and_then(|a| a.strip_suffix(')'));
+    Some(match inner.map(|c| c.trim().parse::<u64>()) {
+        Some(Ok(c)) if (1..=MAX_LANES).contains(&c) => Ok(c),
+        _ => Err(usage()),
+    })
+}

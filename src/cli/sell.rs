@@ -1,0 +1,147 @@
+//! `--encoding A=SELL(C)` with `--matrix A=FILE`: the matrix packed as the
+//! three arrays the sparsified kernel takes (`heddle_rewrite::sparsify::sell`
+//! names them; `heddle_runtime::sparse::sell` packs them, σ = 1), the
+//! columns' range stated for compiled code, and the padding rows dropped
+//! from the result.
+
+use super::Failure;
+use heddle_ir::Type;
+use heddle_ir::loops::{ArgKind, InputRange, LoopProgram};
+use heddle_rewrite::sparsify::sell::SellNames;
+use heddle_runtime::io::read::Loaded;
+use heddle_runtime::scalars::ScalarVec;
+use heddle_runtime::sparse::coo::Coo;
+use heddle_runtime::value::Value;
+use heddle_typeck::{Kernel, KernelParam};
+
+/// A matrix packed for a SELL operand.
+pub struct Packed {
+    /// The naturals the kernel takes: `A_dim0`, `A_dim1`, `A_slices` (those it has).
+    pub nats: Vec<(String, i64)>,
+    /// `A_soff`, `A_cols`, `A_vals`.
+    pub inputs: Vec<(String, Loaded)>,
+    /// The matrix's rows: the result's first `rows` elements are `y`.
+    pub rows: usize,
+    /// Rows in whole slices (`C · A_slices`): the padded result's length.
+    pub padded: usize,
+}
+
+/// The scalar type of the kernel's value parameter `name`, if it is an array of them.
+fn scalar_of(kernel: &Kernel, name: &str) -> Option<heddle_ir::ScalarType> {
+    kernel.params.iter().find_map(|p| match p {
+        KernelParam::Value { name: n, ty, .. } if n.as_str() == name => {
+            let mut t = ty;
+            loop {
+                match t {
+                    Type::Array { elem, .. } => t = elem,
+                    Type::Scalar(s) => return Some(*s),
+                    _ => return None,
+                }
+            }
+        }
+        _ => None,
+    })
+}
+
+/// Packs `coo` (a matrix) for `operand` stored as SELL-`c` in `kernel`.
+pub fn pack(kernel: &Kernel, operand: &str, c: u64, coo: &Coo) -> Result<Packed, Failure> {
+    let names = SellNames::of(operand);
+    let what = format!("--matrix {operand}");
+    let elem = scalar_of(kernel, &names.vals).ok_or_else(|| {
+        Failure::Input(format!(
+            "{what}: the kernel has no SELL values array `{}` (was it sparsified with SELL?)",
+            names.vals
+        ))
+    })?;
+    let csr = heddle_runtime::sparse::csr::coo_to_csr_i32(coo).map_err(|e| Failure::Input(format!("{what}: {e}")))?;
+    let rowptr: Vec<usize> = csr.offsets.iter().map(|&o| o as usize).collect();
+    let colidx: Vec<usize> = csr.col_indices.iter().map(|&j| j as usize).collect();
+    let (rows, cols) = (csr.rows as usize, csr.cols as usize);
+    let sell = heddle_runtime::sparse::sell::from_csr(
+        rows,
+        cols,
+        &rowptr,
+        &colidx,
+        &csr.values.to_f64s(),
+        c as usize,
+        1,
+        elem.size_bytes(),
+        None,
+    )
+    .map_err(|e| Failure::Input(format!("{what}: {e}")))?;
+    let packed =
+        |data: ScalarVec, dtype: &str| Loaded::Packed { shape: vec![data.len() as u64], data, dtype: dtype.into() };
+    let vals = match elem {
+        heddle_ir::ScalarType::F32 => packed(ScalarVec::F32(sell.val.iter().map(|&v| v as f32).collect()), "float32"),
+        heddle_ir::ScalarType::F64 => packed(ScalarVec::F64(sell.val.clone()), "float64"),
+        // Other element types: converted by binding, as a file's values are.
+        _ => Loaded::Flat {
+            shape: vec![sell.val.len() as u64],
+            items: sell.val.iter().map(|&v| Value::Float(v)).collect(),
+            dtype: "float64".into(),
+            kinds: vec![heddle_runtime::io::read::ScalarKind::Float],
+        },
+    };
+    let slices = sell.slices();
+    let inputs = vec![
+        (names.soff.clone(), packed(ScalarVec::I32(sell.soff.clone()), "int32")),
+        (names.cols.clone(), packed(ScalarVec::I32(sell.col), "int32")),
+        (names.vals.clone(), vals),
+    ];
+    let has_nat = |n: &str| kernel.params.iter().any(|p| matches!(p, KernelParam::Nat(v) if v.as_str() == n));
+    let nats = [(&names.rows, rows), (&names.cols_dim, cols), (&names.slices, slices)]
+        .into_iter()
+        .filter(|(n, _)| has_nat(n))
+        .map(|(n, v)| (n.clone(), v as i64))
+        .collect();
+    Ok(Packed { nats, inputs, rows, padded: slices * c as usize })
+}
+
+/// The SELL operands of a sparsified kernel: those whose three arrays it
+/// takes (`A_soff`, `A_cols`, `A_vals`).
+pub fn operands(kernel: &Kernel) -> Vec<String> {
+    let has =
+        |n: &str| kernel.params.iter().any(|p| matches!(p, KernelParam::Value { name, .. } if name.as_str() == n));
+    kernel
+        .params
+        .iter()
+        .filter_map(|p| p.name().as_str().strip_suffix("_cols"))
+        .filter(|a| {
+            let n = SellNames::of(a);
+            has(&n.soff) && has(&n.cols) && has(&n.vals)
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// States for compiled code that each SELL operand's columns lie below
+/// its column count, as a tensor's coordinates are stated
+/// (`LoopProgram::ranges`). The packer writes only such columns (padding
+/// too); the runtime checks every launch's columns against it and runs the
+/// checked code where one is not, so stating it is always sound. It lets
+/// the lanes read `x` without a check per column.
+pub fn trust_columns(kernel: &Kernel, program: &mut LoopProgram) {
+    for a in operands(kernel) {
+        let n = SellNames::of(&a);
+        let is_input =
+            program.args.iter().any(|g| g.name.as_str() == n.cols && matches!(g.kind, ArgKind::Input { .. }));
+        let is_nat = program.args.iter().any(|g| g.name.as_str() == n.cols_dim && matches!(g.kind, ArgKind::Nat));
+        if is_input && is_nat && !program.ranges.iter().any(|r| r.buf.as_str() == n.cols) {
+            program.ranges.push(InputRange {
+                buf: n.cols.as_str().into(),
+                field: 0,
+                below: heddle_ir::loops::Expr::var(n.cols_dim.as_str()),
+            });
+        }
+    }
+}
+
+/// `y` from a SELL kernel's result: a one-dimensional result of exactly
+/// `padded` elements (the rows in whole slices) keeps its first `rows`
+/// (the padding rows' results go); any other result is the kernel's own.
+pub fn unpad(value: Value, rows: usize, padded: usize) -> Value {
+    match &value {
+        Value::Array(items) if items.len() == padded && rows < padded => Value::array(items[..rows].to_vec()),
+        _ => value,
+    }
+}

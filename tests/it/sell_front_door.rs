@@ -1,0 +1,256 @@
+//! `--encoding A=SELL(C)`: the front door rewrites the dense SpMV into the
+//! lane form of `examples/sparse/spmv_sell8.hdl`
+//! (`heddle_rewrite::sparsify::sell`), `heddle run --matrix` packs the matrix
+//! as its three arrays (`heddle::cli::sell`), and the result is y: on every
+//! backend equal to the dense kernel and to a plain dense product, the
+//! padding rows of the last slice dropped.
+
+use crate::common;
+
+use common::{assert_close, assert_schema, backends, heddle, heddle_json};
+use heddle::source::SourceFile;
+use std::path::{Path, PathBuf};
+
+const MV: &str = "examples/dense_mv.hdl";
+
+type Entries = Vec<(u64, u64, f64)>;
+
+fn write_mtx(dir: &Path, name: &str, rows: u64, cols: u64, e: &Entries) -> PathBuf {
+    let mut text = format!("%%MatrixMarket matrix coordinate real general\n{rows} {cols} {}\n", e.len());
+    for (i, j, v) in e {
+        text += &format!("{} {} {v}\n", i + 1, j + 1);
+    }
+    common::write(dir, &format!("{name}.mtx"), &text)
+}
+
+/// The dense product, in plain Rust.
+fn dense_product(rows: u64, e: &Entries, x: &[f64]) -> Vec<f64> {
+    let mut y = vec![0.0; rows as usize];
+    for &(i, j, v) in e {
+        y[i as usize] += v * x[j as usize];
+    }
+    y
+}
+
+fn floats(v: &serde_json::Value) -> Vec<f64> {
+    let mut out = Vec::new();
+    common::flatten(v, &mut out);
+    out
+}
+
+/// Rows of pseudo-random lengths from `lengths`, at pseudo-random columns
+/// (values exact in f32).
+fn entries(seed: u64, rows: u64, cols: u64, lengths: &[u64]) -> Entries {
+    let mut rng = common::Rng(seed);
+    let mut e = Vec::new();
+    for i in 0..rows {
+        let n = lengths[rng.below(lengths.len() as u64) as usize].min(cols);
+        let mut js: Vec<u64> = (0..n).map(|_| rng.below(cols)).collect();
+        js.sort();
+        js.dedup();
+        e.extend(js.into_iter().map(|j| (i, j, (rng.below(255) as f64 - 127.0) / 8.0)));
+    }
+    e
+}
+
+/// The sparsified program's text (`heddle sparsify`), for `ty` (`float` or `double`).
+fn sparsified(ty: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let dense = dense_source(dir.path(), ty);
+    let (code, out, err) = heddle(&["sparsify", dense.to_str().unwrap(), "--encoding", "matrix=SELL(8)"]);
+    assert_eq!(code, 0, "{err}");
+    out
+}
+
+/// `examples/dense_mv.hdl` at element type `ty`, written into `dir`.
+fn dense_source(dir: &Path, ty: &str) -> PathBuf {
+    let text = std::fs::read_to_string(common::root().join(MV)).unwrap().replace("[float]", &format!("[{ty}]"));
+    common::write(dir, &format!("dense_mv_{ty}.hdl"), &text)
+}
+
+#[test]
+fn dense_mv_becomes_the_sell8_lane_form() {
+    let out = sparsified("float");
+    insta::assert_snapshot!("sell8_dense_mv", out);
+    // The shape of spmv_sell8.hdl: per slice, steps zipped, each a row of 8
+    // lanes, summed lane by lane from a row of zeros; the slices joined.
+    for part in [
+        "zip(matrix_cols, matrix_vals)",
+        "generate(8, fun(l => k.2@l * xs@(k.1@l)))",
+        ":>> reduce(",
+        "fun(acc, r => zip(acc, r) :>> map(fun(q => q.1 + q.2)))",
+        "generate(8, fun(l_1 => 0))",
+        ":>> join",
+    ] {
+        assert!(out.contains(part), "{part}: {out}");
+    }
+    // Parse, print, parse: the same tree.
+    let p = heddle_ir::parser::parse_program(&out).unwrap();
+    let again = heddle_ir::parser::parse_program(&heddle_ir::printer::print_program(&p)).unwrap();
+    assert_eq!(p, again);
+    // And it type-checks, for f64 too.
+    for ty in ["float", "double"] {
+        let text = sparsified(ty);
+        heddle::check_source(&SourceFile::new("s", &text)).unwrap_or_else(|d| panic!("{ty}: {d:?}"));
+    }
+}
+
+/// The sparsified kernel's trusted CPU code, disassembled: the block of
+/// its loop over a slice's steps that gathers x's lanes, as mnemonics.
+fn gather_mnemonics(
+    kernel: &heddle_typeck::Kernel,
+    ranges: impl Fn(&mut heddle_ir::loops::LoopProgram),
+) -> Vec<String> {
+    let mut program = heddle::cpu::lower(kernel, "sell").unwrap();
+    ranges(&mut program);
+    let options = heddle_runtime::cpu::Tuning::default().options(true);
+    let asm = heddle_codegen_cpu::disassembly(&program, &options).unwrap();
+    let mut blocks = vec![String::new()];
+    for l in asm.lines() {
+        if l.starts_with("block") {
+            blocks.push(String::new());
+        }
+        blocks.last_mut().unwrap().push_str(l);
+        blocks.last_mut().unwrap().push('\n');
+    }
+    let gathers: Vec<_> =
+        blocks.into_iter().filter(|b| ["vinsertps", "vpinsrq", "vmovlhps"].iter().any(|i| b.contains(i))).collect();
+    assert_eq!(gathers.len(), 1, "one block gathers: {asm}");
+    gathers[0].lines().filter_map(|l| l.split_whitespace().next().map(str::to_string)).collect()
+}
+
+#[test]
+fn the_sparsified_kernel_compiles_to_the_hand_written_vector_lanes() {
+    for ty in ["float", "double"] {
+        let text = sparsified(ty);
+        let (_, kernel) = heddle::check_source(&SourceFile::new("s", &text)).unwrap();
+        let front = gather_mnemonics(&kernel, |p| heddle::cli::sell::trust_columns(&kernel, p));
+        let hand = include_str!("../../examples/sparse/spmv_sell8.hdl").replace("[float]", &format!("[{ty}]"));
+        let (_, hand_kernel) = heddle::check_source(&SourceFile::new("spmv_sell8.hdl", &hand)).unwrap();
+        let written = gather_mnemonics(&hand_kernel, |p| {
+            p.ranges.push(heddle_ir::loops::InputRange {
+                buf: "cols".into(),
+                field: 0,
+                below: heddle_ir::loops::Expr::var("m"),
+            })
+        });
+        // The step's instructions, one for one: x's lanes loaded in their
+        // inserts, one vector multiply and add per 16 bytes, nothing spilled.
+        assert_eq!(front, written, "{ty}");
+        assert!(!front.is_empty());
+    }
+}
+
+/// Runs dense_mv at `ty` with `matrix=SELL(8)` on every backend and checks y
+/// against the dense kernel and a plain product.
+fn check(name: &str, ty: &str, rows: u64, cols: u64, e: &Entries) {
+    let dir = tempfile::tempdir().unwrap();
+    let m = write_mtx(dir.path(), name, rows, cols, e);
+    let x: Vec<f64> = (0..cols).map(|j| 1.0 + (j % 13) as f64 * 0.125).collect();
+    let x_path = common::write(dir.path(), "xs.json", &serde_json::to_string(&x).unwrap());
+    let src = dense_source(dir.path(), ty);
+    let (src, m, x_path) = (src.to_str().unwrap(), m.to_str().unwrap(), x_path.to_str().unwrap());
+    let want = dense_product(rows, e, &x);
+    let what = format!("{name} ({rows} x {cols}, {ty})");
+    if rows > 0 {
+        let (code, dense) =
+            heddle_json(&["run", src, "--dense", &format!("matrix={m}"), "--input", &format!("xs={x_path}")]);
+        assert_eq!(code, 0, "{what}: {dense}");
+        assert_close(&floats(&dense["result"]), &want, &format!("{what}: the dense kernel"));
+    }
+    for backend in backends() {
+        let (code, v) = heddle_json(&[
+            "run",
+            src,
+            "--backend",
+            backend,
+            "--matrix",
+            &format!("matrix={m}"),
+            "--encoding",
+            "matrix=SELL(8)",
+            "--input",
+            &format!("xs={x_path}"),
+        ]);
+        assert_eq!(code, 0, "{what} {backend}: {v}");
+        assert_schema(&v, &format!("{what} {backend}"));
+        // y itself: the padding rows of the last slice are dropped.
+        assert_close(&floats(&v["result"]), &want, &format!("{what} {backend}"));
+    }
+}
+
+#[test]
+fn sell8_spmv_equals_the_dense_kernel_and_a_dense_product() {
+    for ty in ["float", "double"] {
+        // Rows a multiple of 8, and not; rows of mixed lengths with empty ones.
+        check("mixed", ty, 64, 40, &entries(0x5e11, 64, 40, &[0, 1, 3, 4, 7]));
+        check("ragged", ty, 45, 33, &entries(0x5e12, 45, 33, &[0, 2, 5, 9]));
+        // Every row empty.
+        check("empty", ty, 13, 9, &Vec::new());
+        // One long row among short ones: its slice is that row's length wide.
+        let mut long = entries(0x5e13, 20, 300, &[1]);
+        long.retain(|&(i, _, _)| i != 11);
+        long.extend((0..300).map(|j| (11, j, (j % 17) as f64 - 8.0)));
+        long.sort_by_key(|&(i, j, _)| (i, j));
+        check("long_row", ty, 20, 300, &long);
+        // 1 x 1, and a matrix of no rows.
+        check("one", ty, 1, 1, &vec![(0, 0, 2.5)]);
+        check("no_rows", ty, 0, 4, &Vec::new());
+    }
+}
+
+#[test]
+fn sell_refusals_are_located() {
+    let dir = tempfile::tempdir().unwrap();
+    let sparsify = |name: &str, src: &str, enc: &str| {
+        let f = common::write(dir.path(), name, src);
+        heddle(&["sparsify", f.to_str().unwrap(), "--encoding", enc])
+    };
+    // A row not summed: a max over it.
+    let (code, _, err) = sparsify(
+        "max.hdl",
+        "nFun(n => nFun(m => fun(a: [[float]_m]_n => fun(xs: [float]_m =>\n  a :>> map(fun(row => zip(row, xs) :>> map(fun(p => p.1 * p.2)) :>> reduce(max, 0.0)))))))",
+        "a=SELL(8)",
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("max.hdl") && err.contains(":2:") && err.contains("row"), "{err}");
+    // A row summed in order (`reduceSeq`): not regrouped.
+    let (code, _, err) = sparsify(
+        "seq.hdl",
+        "nFun(n => nFun(m => fun(a: [[float]_m]_n => fun(xs: [float]_m =>\n  a :>> map(fun(row => zip(row, xs) :>> map(fun(p => p.1 * p.2)) :>> reduceSeq(+, 0)))))))",
+        "a=SELL(8)",
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("seq.hdl") && err.contains(":2:"), "{err}");
+    // A row's sum used in another way than as the row's result.
+    let (code, _, err) = sparsify(
+        "scaled.hdl",
+        "nFun(n => nFun(m => fun(a: [[float]_m]_n => fun(xs: [float]_m =>\n  a :>> map(fun(row => 2.0 * (zip(row, xs) :>> map(fun(p => p.1 * p.2)) :>> reduce(+, 0))))))))",
+        "a=SELL(8)",
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("is not summed") && err.contains("scaled.hdl:2:"), "{err}");
+    // Not a matrix.
+    let (code, _, err) = sparsify("vec.hdl", "nFun(n => fun(v: [float]_n => v :>> reduce(+, 0)))", "v=SELL(8)");
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("stores a matrix") && err.contains("vec.hdl:1:"), "{err}");
+    // Used other than as the rows of a map.
+    let (code, _, err) = sparsify(
+        "whole.hdl",
+        "nFun(n => nFun(m => fun(a: [[float]_m]_n =>\n  a :>> join :>> reduce(+, 0))))",
+        "a=SELL(8)",
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("other than as the rows of a map") && err.contains("whole.hdl:2:"), "{err}");
+    // Written wrongly: usage errors.
+    for bad in ["a=SELL(0)", "a=SELL(65)", "a=SELL", "a=sell(8)", "a=SELL(8, 2)"] {
+        let (code, _, err) = sparsify("mv.hdl", "nFun(n => fun(a: [[float]_n]_n => a))", bad);
+        assert_eq!(code, 2, "{bad}: {err}");
+        assert!(err.contains("SELL(C)"), "{bad}: {err}");
+    }
+    // SELL is no tensor encoding: convert and type refuse it, saying so.
+    let m = write_mtx(dir.path(), "m", 4, 4, &vec![(0, 0, 1.0)]);
+    let out = dir.path().join("o.json");
+    let (code, _, err) = heddle(&["convert", m.to_str().unwrap(), "--to", "SELL(8)", "-o", out.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a sparse tensor encoding"), "{err}");
+}
