@@ -89,8 +89,9 @@ fn copy(c: &Contents) -> Contents {
     }
 }
 
-/// The structural inspector's first ranked format an encoding expresses for
-/// a case's first matrix (what `--encoding A=auto` would try first), with
+/// The structural inspector's first ranked format the front door takes (an
+/// encoding, or `SELL(8)`) for a case's first matrix (what `--encoding
+/// A=auto` would try first), with
 /// its reason: printed beside the measured best as a calibration check.
 pub fn inspector_pick(
     kernel: &Kernel,
