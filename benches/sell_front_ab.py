@@ -71,7 +71,8 @@ def hand_source(root, ty):
     text = open(os.path.join(root, "examples/sparse/spmv_sell8.hdl")).read()
     text = "\n".join(l for l in text.splitlines() if not l.lstrip().startswith("//"))
     for old, new in [("soff", "A_soff"), ("cols", "A_cols"), ("vals", "A_vals"), ("m", "A_dim1"), ("S", "A_slices")]:
-        text = re.sub(rf"\b{old}\b", new, text)
+        # Not inside another name (`_` may precede: `[float]_m`, `]_S`).
+        text = re.sub(rf"(?<![A-Za-z0-9]){old}(?![A-Za-z0-9_])", new, text)
     return text.replace("[float]", f"[{ty}]")
 
 
@@ -137,7 +138,10 @@ def main():
                         results.setdefault((name, prec, t, c), []).append((ks["median"], ks["min"]))
                 print(f"{name} {prec} {t}T done", file=sys.stderr)
     print(f"load: {os.getloadavg()}", file=sys.stderr)
-    print("| matrix | prec | threads | front ms (median / min) | hand ms | csr32 ms | front / hand | csr32 / front |")
+    print(
+        "| matrix | prec | threads | front ms (median / min) | hand ms | csr32 ms "
+        "| front / hand (median, min) | csr32 / front (median, min) |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for name in a.only.split(","):
         for prec in ["f32", "f64"]:
@@ -149,7 +153,8 @@ def main():
                 ms = lambda c: f"{row[c][0] * 1e3:.4f} / {row[c][1] * 1e3:.4f}"
                 print(
                     f"| {name} | {prec} | {t} | {ms('front')} | {ms('hand')} | {ms('csr32')} | "
-                    f"{row['front'][0] / row['hand'][0]:.2f} | {row['csr32'][0] / row['front'][0]:.2f} |"
+                    f"{row['front'][0] / row['hand'][0]:.2f}, {row['front'][1] / row['hand'][1]:.2f} | "
+                    f"{row['csr32'][0] / row['front'][0]:.2f}, {row['csr32'][1] / row['front'][1]:.2f} |"
                 )
 
 
