@@ -315,12 +315,13 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     };
     let elapsed = start.elapsed();
     drop(running);
-    let value = match unpad {
-        Some((rows, padded)) => super::sell::unpad(value, rows, padded),
-        None => value,
+    // A SELL kernel's padding rows dropped: y, of the matrix's rows (the type said so too).
+    let (value, ty) = match unpad {
+        Some((rows, padded)) => super::sell::unpad(value, &kernel.body.ty, rows, padded),
+        None => (value, kernel.body.ty.clone()),
     };
     let _writing = prof(|| "write the result".into());
-    let ty = &kernel.body.ty;
+    let ty = &ty;
     // The JSON form only where it is printed or written (building it for a
     // million elements costs more than the kernel).
     let result_json = || write::to_json(&value, ty);

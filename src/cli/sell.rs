@@ -136,12 +136,16 @@ pub fn trust_columns(kernel: &Kernel, program: &mut LoopProgram) {
     }
 }
 
-/// `y` from a SELL kernel's result: a one-dimensional result of exactly
-/// `padded` elements (the rows in whole slices) keeps its first `rows`
-/// (the padding rows' results go); any other result is the kernel's own.
-pub fn unpad(value: Value, rows: usize, padded: usize) -> Value {
-    match &value {
-        Value::Array(items) if items.len() == padded && rows < padded => Value::array(items[..rows].to_vec()),
-        _ => value,
+/// `y` from a SELL kernel's result and its type `ty`: an array result of
+/// exactly `padded` elements (the rows in whole slices) keeps its first
+/// `rows` (the padding rows' results go), typed `[T]_rows`; any other result
+/// is the kernel's own.
+pub fn unpad(value: Value, ty: &Type, rows: usize, padded: usize) -> (Value, Type) {
+    match (&value, ty) {
+        (Value::Array(items), Type::Array { binder: None, elem, .. }) if items.len() == padded && rows < padded => (
+            Value::array(items[..rows].to_vec()),
+            Type::Array { binder: None, elem: elem.clone(), len: heddle_ir::Nat::Lit(rows as i64) },
+        ),
+        _ => (value, ty.clone()),
     }
 }
