@@ -155,3 +155,16 @@ fn sell_names_parse() {
         assert!(matches!(sell::parse_name(bad), Some(Err(_))), "{bad}");
     }
 }
+
+#[test]
+fn sell_takes_the_row_maps_the_laws_take() {
+    // `map(f, A)`, the dense operand first in the zip, a float identity, other names.
+    let src = "nFun(rows => nFun(cols => fun(a: [[double]_cols]_rows => fun(v: [double]_cols =>\n  map(fun(r => zip(v, r) :>> map(fun(t => t.2 * t.1)) :>> reduce(+, 0.0)), a)))))";
+    let out = sell(src, "a", 8).unwrap();
+    assert!(!out.contains(MARKER), "{out}");
+    for part in
+        ["generate(8, fun(l => k.2@l * v@(k.1@l)))", "generate(8, fun(l_1 => 0.0))", "a_vals: [s -> [[double]_8]"]
+    {
+        assert!(out.contains(part), "{part}: {out}");
+    }
+}
