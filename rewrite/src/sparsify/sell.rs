@@ -140,8 +140,9 @@ pub fn sparsify_sell(program: &Program, operand: &str, c: u64) -> Result<Sparsif
         }
     }
     // The matrix's sizes: a nat parameter of the kernel becomes `A_dim0` /
-    // `A_dim1` (its binder kept: nothing the arrays hold gives the rows, so
-    // the caller supplies them, as a tensor's dimensions are), a literal stays.
+    // `A_dim1`, a literal stays. The rows' binder is dropped where only the
+    // operand's type used it (`rebuild`); where the kernel uses it elsewhere
+    // it stays, and the caller supplies it (nothing the arrays hold gives it).
     let mut renames: Vec<(Name, Name)> = Vec::new();
     for (k, len) in lens.iter().enumerate() {
         if len.as_lit().is_some_and(|v| v >= 0) {
