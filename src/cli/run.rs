@@ -243,6 +243,7 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
                     super::sell::pack(&kernel, k.trim(), *c, &coo)?
                 }
             };
+            super::sell::check_literal_sizes(&program, k.trim(), &packed)?;
             unpad = if sells.len() == 1 { Some((packed.rows, packed.padded)) } else { None };
             nats.extend(packed.nats);
             inputs.extend(packed.inputs);

@@ -24,6 +24,8 @@ pub struct Packed {
     pub rows: usize,
     /// Rows in whole slices (`C · A_slices`): the padded result's length.
     pub padded: usize,
+    /// The matrix's columns.
+    pub cols: usize,
 }
 
 /// The scalar type of the kernel's value parameter `name`, if it is an array of them.
@@ -94,7 +96,33 @@ pub fn pack(kernel: &Kernel, operand: &str, c: u64, coo: &Coo) -> Result<Packed,
         .filter(|(n, _)| has_nat(n))
         .map(|(n, v)| (n.clone(), v as i64))
         .collect();
-    Ok(Packed { nats, inputs, rows, padded: slices * c as usize })
+    Ok(Packed { nats, inputs, rows, padded: slices * c as usize, cols })
+}
+
+/// Checks the packed matrix against the dense kernel's literal sizes
+/// (`A: [[float]_16]_12`): the SELL kernel keeps no row count to check
+/// (its rows are whole slices), so a file of another shape is refused here,
+/// as the dense kernel's binding refuses it.
+pub fn check_literal_sizes(dense: &heddle_ir::Program, operand: &str, packed: &Packed) -> Result<(), Failure> {
+    let Some(Type::Array { elem, len: rows_len, .. }) =
+        super::sparsify::kernel_param(dense, operand).and_then(|p| p.ty.as_ref())
+    else {
+        return Ok(());
+    };
+    let cols_len = match elem.as_ref() {
+        Type::Array { len, .. } => len.as_lit(),
+        _ => None,
+    };
+    for (what, want, got) in [("rows", rows_len.as_lit(), packed.rows), ("columns", cols_len, packed.cols)] {
+        if let Some(want) = want
+            && want != got as i64
+        {
+            return Err(Failure::Input(format!(
+                "--matrix {operand}: the matrix has {got} {what}, but `{operand}` is declared with {want}"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The SELL operands of a sparsified kernel: those whose three arrays it

@@ -250,6 +250,33 @@ fn sell_refusals_are_located() {
         assert_eq!(code, 2, "{bad}: {err}");
         assert!(err.contains("SELL(C)"), "{bad}: {err}");
     }
+    // Literal sizes: the SELL kernel's rows are whole slices, so the file's shape is checked by run.
+    let literal = common::write(
+        dir.path(),
+        "literal.hdl",
+        "fun(a: [[float]_4]_3 => fun(xs: [float]_4 =>\n  a :>> map(fun(row => zip(row, xs) :>> map(fun(p => p.1 * p.2)) :>> reduce(+, 0)))))",
+    );
+    let xs = common::write(dir.path(), "x4.json", "[1, 2, 3, 4]");
+    let run = |m: &Path| {
+        heddle_json(&[
+            "run",
+            literal.to_str().unwrap(),
+            "--encoding",
+            "a=SELL(8)",
+            "--matrix",
+            &format!("a={}", m.display()),
+            "--input",
+            &format!("xs={}", xs.display()),
+        ])
+    };
+    let fits = write_mtx(dir.path(), "fits", 3, 4, &vec![(0, 1, 2.0), (2, 3, 1.0)]);
+    let (code, v) = run(&fits);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(floats(&v["result"]), vec![4.0, 0.0, 4.0]);
+    let taller = write_mtx(dir.path(), "taller", 4, 4, &vec![(0, 1, 2.0)]);
+    let (code, v) = run(&taller);
+    assert_eq!(code, 1, "{v}");
+    assert!(v["errors"][0]["message"].as_str().unwrap().contains("4 rows, but `a` is declared with 3"), "{v}");
     // SELL is no tensor encoding: convert and type refuse it, saying so.
     let m = write_mtx(dir.path(), "m", 4, 4, &vec![(0, 0, 1.0)]);
     let out = dir.path().join("o.json");
