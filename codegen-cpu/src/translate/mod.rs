@@ -15,6 +15,7 @@ mod carry;
 mod expr;
 mod halves;
 mod hoist;
+mod induction;
 mod interchange;
 mod lazy;
 mod rebase;
