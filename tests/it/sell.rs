@@ -522,7 +522,7 @@ fn probe() {
 /// folded into their uses and its counter scaled (the defaults) against
 /// each turned off (`SELL_AB=1`: only the scaled counter against the
 /// plain one), interleaved, `SELL_TIME_REPS` rounds (default
-/// 15) of runs of at least 50 ms each; prints medians of ns per nonzero.
+/// 15) of runs of at least 50 ms each; prints medians (and minima) of ns per nonzero.
 /// The JIT code is the same in a debug build as in release.
 /// `cargo test --test it sell::timing -- --ignored --nocapture`.
 #[test]
@@ -584,7 +584,11 @@ fn timing() {
             }
             for ((name, _), mut t) in variants.iter().zip(times) {
                 t.sort_by(f64::total_cmp);
-                eprintln!("{n}x{n} d{d} {ty:6} {name:18} {:.3} ns/nnz (median of {rounds})", t[t.len() / 2]);
+                eprintln!(
+                    "{n}x{n} d{d} {ty:6} {name:18} {:.3} ns/nnz (median of {rounds}; min {:.3})",
+                    t[t.len() / 2],
+                    t[0]
+                );
             }
         }
     }

@@ -138,6 +138,7 @@ fn counters_stay_plain_where_scaling_is_not_known_exact_or_reads_the_counter() {
     // CSR SpMV: a parallel row loop (left alone) and a reduction over the
     // row (`reduce.rs` counts its own positions): the same code.
     same(&csr_packed(), "CSR SpMV");
+    same(&crate::inner_loops::csr32_lowered(), "CSR32 SpMV as lowered");
 }
 
 #[test]
