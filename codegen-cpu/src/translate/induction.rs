@@ -21,7 +21,7 @@
 //! stops after exactly `n = hi - lo` steps (the loop runs only when `lo <
 //! hi`) when `a·j ≢ a·n (mod 2⁶⁴)` for `0 < j < n`, i.e. when `n < 2^(64 -
 //! v)` with `2^v` the largest power of two dividing `a`: always for an odd
-//! `a`; otherwise the bounds' magnitudes must show it ([`magnitude`]: SELL's
+//! `a`; otherwise the bounds' magnitudes must show it (`Translator::magnitude`: SELL's
 //! `(i64) soff[s + 1] - (i64) soff[s]` is below 2³²). A loop whose body
 //! reads `k` in any other way (a comparison, a conversion, a product with a
 //! variable) keeps its counter.
