@@ -521,7 +521,8 @@ fn probe() {
 /// sums in registers, x's columns loaded lane by lane, the step's loads
 /// folded into their uses and its counter scaled (the defaults) against
 /// each turned off (`SELL_AB=1`: only the scaled counter against the
-/// plain one), interleaved, `SELL_TIME_REPS` rounds (default
+/// plain one), interleaved (every other round in the reverse order),
+/// `SELL_TIME_REPS` rounds (default
 /// 15) of runs of at least 50 ms each; prints medians (and minima) of ns per nonzero.
 /// The JIT code is the same in a debug build as in release.
 /// `cargo test --test it sell::timing -- --ignored --nocapture`.
@@ -571,8 +572,13 @@ fn timing() {
             let plan = heddle_runtime::cpu::plan(&program, &kernels[0], &mut launch, 1);
             let nnz = m.1.len() as f64;
             let mut times = vec![Vec::new(); kernels.len()];
-            for _ in 0..rounds {
-                for (k, kern) in kernels.iter().enumerate() {
+            for round in 0..rounds {
+                // Every other round in the reverse order, so that no variant
+                // always runs first (after the previous cell or round).
+                let order: Vec<usize> =
+                    if round % 2 == 0 { (0..kernels.len()).collect() } else { (0..kernels.len()).rev().collect() };
+                for k in order {
+                    let kern = &kernels[k];
                     let t0 = std::time::Instant::now();
                     let mut runs = 0;
                     while t0.elapsed().as_secs_f64() < 0.05 {
