@@ -14,7 +14,10 @@
 //! sums are affine in its counter (`buf[8·k + c]` loses its scaling
 //! multiply); a scale of 1 pays only where a sum is computed on its own (a
 //! `let`), not where it is a load's whole index, which `expr.rs`'s
-//! `address` already splits into an invariant base and the counter.
+//! `address` already splits into an invariant base and the counter. A sum
+//! computed on its own that would keep invariant terms beside `q` (two
+//! `let`s `3·i + s2`, `3·i + s5`) saves nothing and costs a register, so
+//! such a loop keeps its counter.
 //!
 //! **Exact.** Integer arithmetic wraps, so `q + t - b` is `a·k + t` for
 //! every `k`, whatever overflows. The loop tests `q != a·hi + b`, which
@@ -52,6 +55,12 @@ struct Rewrite<'n> {
     /// Whether a sum is not a load's or store's whole index (computed on
     /// its own, so counting it saves an add even with a scale of 1).
     computed: bool,
+    /// Whether a sum computed on its own keeps invariant terms beside `q`
+    /// (`3·i + s5` after `b = s2`: `q + (s5 - s2)`, an add per iteration
+    /// as before and one more value live across the loop): then counting
+    /// `q` saves nothing there and costs registers (BSR addition's 2 × 3
+    /// blocks spilled more), so the loop keeps its counter.
+    residue: bool,
 }
 
 /// Whether `e` reads `var`.
@@ -163,6 +172,7 @@ impl Rewrite<'_> {
         }
         rest.extend(minus);
         self.computed |= !index;
+        self.residue |= !index && rest.iter().any(|(_, x)| t.invariant_in(x, inner));
         Some(sum(Some(Expr::Var(self.counter.clone())), &rest, constant))
     }
 
@@ -238,9 +248,12 @@ impl Translator<'_, '_> {
         if inner.contains(&counter) || self.position(&counter).is_ok() {
             return None;
         }
-        let mut rw = Rewrite { var, counter: counter.clone(), chosen: None, computed: false };
+        let mut rw = Rewrite { var, counter: counter.clone(), chosen: None, computed: false, residue: false };
         let body = rw.block(self, &inner, body)?;
         let (scale, offset) = rw.chosen?;
+        if rw.residue {
+            return None;
+        }
         if scale == 1 && (offset.is_empty() || !rw.computed) {
             return None;
         }

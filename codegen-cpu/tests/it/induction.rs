@@ -113,6 +113,11 @@ fn counters_stay_plain_where_scaling_is_not_known_exact_or_reads_the_counter() {
     same(&strided(8, narrow_bounds(), I32, vec![converted]), "(int) k");
     let product = let_("kb", I64, bin(BinOp::Mul, v("k"), v("b")));
     same(&strided(8, narrow_bounds(), I32, vec![product]), "k · b");
+    // A second sum computed on its own with other invariant terms: it would
+    // read `q + (m - b)`, an add per iteration as before and a value more
+    // live across the loop (BSR addition's block loops).
+    let other_offset = let_("r", I64, bin(BinOp::Add, bin(BinOp::Mul, i(8), v("k")), v("m")));
+    same(&strided(8, narrow_bounds(), I32, vec![other_offset]), "two lets with other offsets");
     // Two scales.
     let other = let_("k2", I64, bin(BinOp::Mul, i(2), v("k")));
     same(&strided(8, narrow_bounds(), I32, vec![other]), "two scales");
