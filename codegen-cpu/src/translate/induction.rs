@@ -36,7 +36,7 @@ use heddle_ir::{Name, ScalarType};
 
 /// A loop counted as `q = scale · k + offset`.
 pub(super) struct Induction {
-    /// The counter's name (a fresh one: `k` with the scale, no identifier).
+    /// The counter's name, `k×` (no identifier can be it, so it is fresh).
     pub(super) var: Name,
     /// `a`, at least 1.
     pub(super) scale: i64,
