@@ -108,6 +108,17 @@ pub struct Options {
     /// so that nothing keeps them from folding. Results are unchanged bit for
     /// bit; off for comparisons.
     pub fold_lane_loads: bool,
+    /// Take the address and counter arithmetic out of a loop's step:
+    /// count a sequential loop whose body reads its variable `k` only in
+    /// sums `a·k + …` (one constant `a`) as `q = a·k + b` instead, `b` the
+    /// first sum's invariant terms (`translate::induction`); put a straight
+    /// lane step's constant first lane in its loads' displacement
+    /// (`translate::simd`, `lane_address`); and make a top-tested loop's
+    /// counter the last parameter of its head (`translate::stmt`,
+    /// `touch_registers`). SELL-8's step then addresses its lanes at `base +
+    /// q·size + lane` with one `add` to the counter per step. Results are
+    /// unchanged bit for bit; off for comparisons.
+    pub strength_reduction: bool,
 }
 
 /// The default [`Options::short_loop`]: on CSR SpMV rows of random columns
@@ -147,6 +158,7 @@ impl Default for Options {
             copies_below: COPIES_BELOW,
 
             fold_lane_loads: true,
+            strength_reduction: true,
         }
     }
 }

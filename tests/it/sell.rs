@@ -387,6 +387,57 @@ fn sell8_gathered_lanes_load_in_their_inserts_and_nothing_spills() {
     }
 }
 
+#[test]
+fn sell8_step_addresses_its_lanes_from_one_scaled_counter() {
+    // The step's entries are at `8·k + start` (`let start2 = 8 * k1 + start`):
+    // counted as that (`strength_reduction`, `translate::induction`), every
+    // lane's load is `base + q·size + lane` in its addressing mode, and the
+    // step computes no address: no `lea`, `shl` or `imul`; the counter's
+    // add and the jump back are its only instructions besides the lanes'.
+    let base = heddle_runtime::cpu::Tuning::default().options(true);
+    let is_arithmetic = |l: &str| ["lea", "add", "shl", "imul", "mov "].iter().any(|op| l.starts_with(op));
+    for ty in ["float", "double"] {
+        let src = EXAMPLE.replace("[float]", &format!("[{ty}]"));
+        let file = SourceFile::new("spmv_sell8.hdl", &src);
+        let kernel = heddle::check_source(&file).unwrap_or_else(|d| panic!("{}", file.render(&d))).1;
+        let program = with_column_range(heddle::cpu::lower(&kernel, "spmv_sell8").unwrap());
+        let step = |strength_reduction: bool| {
+            let options = heddle_codegen_cpu::Options { strength_reduction, ..base };
+            gather_block(&heddle_codegen_cpu::disassembly(&program, &options).unwrap())
+        };
+        let instructions = |b: &str| -> Vec<String> {
+            b.lines()
+                .skip(1)
+                .map(|l| l.trim().to_string())
+                .filter(|l| !l.is_empty() && !l.starts_with("block"))
+                .collect()
+        };
+        let (scaled, plain) = (instructions(&step(true)), instructions(&step(false)));
+        if std::env::var("SELL_ASM").is_ok() {
+            eprintln!("{ty}: {scaled:#?}\n{plain:#?}");
+        }
+        // One integer instruction: the counter's step by 8 (an `add`, or a
+        // `lea` into the same register). No `shl`, no base per chain, no move.
+        let arithmetic: Vec<&String> = scaled.iter().filter(|l| is_arithmetic(l)).collect();
+        assert_eq!(arithmetic.len(), 1, "{ty}: {scaled:#?}");
+        let step = arithmetic[0];
+        let reg = step.rsplit(' ').next().unwrap();
+        assert!(
+            step.starts_with("addq $0x8, ") || step.starts_with(&format!("leaq 8({reg}), ")),
+            "{ty}: the counter steps by 8: {step}"
+        );
+        // Main's step computed `8·k + start` (`lea`, `shl`), a second
+        // chain's base, and its next counter early (moved at the end).
+        assert!(plain.iter().filter(|l| is_arithmetic(l)).count() >= 4, "{ty}: {plain:#?}");
+        // Lanes: f32 8 `movslq` + 2 values + 8 x lanes + 2 `vmulps` + 2
+        // `vaddps`; f64 8 + 4 + 8 + 4 + 4. Then the counter's step and the
+        // jump back (the test is in the loop's head).
+        let lanes = if ty == "float" { 22 } else { 28 };
+        assert_eq!(scaled.len(), lanes + 2, "{ty}: {scaled:#?}");
+        assert_eq!(scaled.last().map(|l| l.starts_with("jmp")), Some(true), "{ty}: {scaled:#?}");
+    }
+}
+
 /// The example with an update that also reads the row of sums at another
 /// lane (`acc@(7 - l)`): a gather from the row, which registers cannot
 /// serve, so the row stays in memory.
@@ -434,7 +485,7 @@ fn a_row_of_sums_read_at_another_lane_stays_in_memory_and_agrees() {
 /// Not a test: callgrind's probe of the trusted SELL-8 code (f32, or f64
 /// with `SELL_TY=double`; a 20000 × 20000 matrix of 5 random columns per
 /// row), `SELL_REPS` runs after one; `SELL_FOLD=0` turns
-/// `fold_lane_loads` off. Instructions per nonzero = (Ir(SELL_REPS=21) −
+/// `fold_lane_loads` off, `SELL_SR=0` `strength_reduction`. Instructions per nonzero = (Ir(SELL_REPS=21) −
 /// Ir(SELL_REPS=1)) / 20 / nnz:
 /// `SELL_REPS=N valgrind --tool=callgrind target/debug/deps/it-… sell::probe --ignored`.
 #[test]
@@ -443,6 +494,7 @@ fn probe() {
     let reps: usize = std::env::var("SELL_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
     let ty = std::env::var("SELL_TY").unwrap_or_else(|_| "float".into());
     let fold = std::env::var("SELL_FOLD").map_or(true, |v| v != "0");
+    let strength_reduction = std::env::var("SELL_SR").map_or(true, |v| v != "0");
     let mut rng = Rng(0x5e11_0003);
     let (n, cols) = (20000, 20000);
     let m = csr(&mut rng, n, cols, &[5]);
@@ -453,8 +505,11 @@ fn probe() {
     let env = flat_env(&kernel, &s, cols);
     let program = with_column_range(heddle::cpu::lower(&kernel, "sell8").unwrap());
     let mut launch = heddle_runtime::launch::prepare(&program, &env).unwrap();
-    let options =
-        heddle_codegen_cpu::Options { fold_lane_loads: fold, ..heddle_runtime::cpu::Tuning::default().options(true) };
+    let options = heddle_codegen_cpu::Options {
+        fold_lane_loads: fold,
+        strength_reduction,
+        ..heddle_runtime::cpu::Tuning::default().options(true)
+    };
     let kernel = heddle_codegen_cpu::compile_with(&program, &options).unwrap();
     let plan = heddle_runtime::cpu::plan(&program, &kernel, &mut launch, 1);
     for _ in 0..reps {
@@ -463,9 +518,12 @@ fn probe() {
 }
 
 /// Not a test: times the trusted SELL-8 code, one thread, with the row of
-/// sums in registers, x's columns loaded lane by lane and the step's loads
-/// folded into their uses (the defaults) against each turned off, interleaved, `SELL_TIME_REPS` rounds (default
-/// 15) of runs of at least 50 ms each; prints medians of ns per nonzero.
+/// sums in registers, x's columns loaded lane by lane, the step's loads
+/// folded into their uses and its counter scaled (the defaults) against
+/// each turned off (`SELL_AB=1`: only the scaled counter against the
+/// plain one), interleaved (every other round in the reverse order),
+/// `SELL_TIME_REPS` rounds (default
+/// 15) of runs of at least 50 ms each; prints medians (and minima) of ns per nonzero.
 /// The JIT code is the same in a debug build as in release.
 /// `cargo test --test it sell::timing -- --ignored --nocapture`.
 #[test]
@@ -497,6 +555,7 @@ fn timing() {
             let base = heddle_runtime::cpu::Tuning::default().options(true);
             let variants = [
                 ("regs+scalar cols", base),
+                ("counter unscaled", heddle_codegen_cpu::Options { strength_reduction: false, ..base }),
                 ("loads unfolded", heddle_codegen_cpu::Options { fold_lane_loads: false, ..base }),
                 ("memory row", heddle_codegen_cpu::Options { register_arrays: false, ..base }),
                 ("vector cols", heddle_codegen_cpu::Options { scalar_index_lanes: false, ..base }),
@@ -505,13 +564,21 @@ fn timing() {
                     heddle_codegen_cpu::Options { register_arrays: false, scalar_index_lanes: false, ..base },
                 ),
             ];
+            // `SELL_AB=1`: the defaults against the counter unscaled only.
+            let variants =
+                &variants[..if std::env::var("SELL_AB").is_ok_and(|v| v == "1") { 2 } else { variants.len() }];
             let kernels: Vec<_> =
                 variants.iter().map(|(_, o)| heddle_codegen_cpu::compile_with(&program, o).unwrap()).collect();
             let plan = heddle_runtime::cpu::plan(&program, &kernels[0], &mut launch, 1);
             let nnz = m.1.len() as f64;
             let mut times = vec![Vec::new(); kernels.len()];
-            for _ in 0..rounds {
-                for (k, kern) in kernels.iter().enumerate() {
+            for round in 0..rounds {
+                // Every other round in the reverse order, so that no variant
+                // always runs first (after the previous cell or round).
+                let order: Vec<usize> =
+                    if round % 2 == 0 { (0..kernels.len()).collect() } else { (0..kernels.len()).rev().collect() };
+                for k in order {
+                    let kern = &kernels[k];
                     let t0 = std::time::Instant::now();
                     let mut runs = 0;
                     while t0.elapsed().as_secs_f64() < 0.05 {
@@ -523,7 +590,11 @@ fn timing() {
             }
             for ((name, _), mut t) in variants.iter().zip(times) {
                 t.sort_by(f64::total_cmp);
-                eprintln!("{n}x{n} d{d} {ty:6} {name:18} {:.3} ns/nnz (median of {rounds})", t[t.len() / 2]);
+                eprintln!(
+                    "{n}x{n} d{d} {ty:6} {name:18} {:.3} ns/nnz (median of {rounds}; min {:.3})",
+                    t[t.len() / 2],
+                    t[0]
+                );
             }
         }
     }

@@ -388,7 +388,7 @@ impl Translator<'_, '_> {
     }
 
     /// The sum of signed `i64` terms, `None` when there are none.
-    fn sum_terms(&mut self, terms: &[(bool, &Expr)]) -> Result<Option<Value>, CodegenError> {
+    pub(super) fn sum_terms(&mut self, terms: &[(bool, &Expr)]) -> Result<Option<Value>, CodegenError> {
         let mut acc: Option<Value> = None;
         for (plus, e) in terms {
             let (v, _) = self.expr(e)?;

@@ -7,7 +7,8 @@
 //! load hoisting in [`hoist`], lazily evaluated `let`s (loads sunk below
 //! checks) and loop indices proven to fit narrow integers in [`lazy`], and
 //! reassociated reductions in [`reduce`], loops in vector lanes in [`simd`],
-//! straight-line lane groups (`asVector`'s lanes) as vectors in [`slp`].
+//! straight-line lane groups (`asVector`'s lanes) as vectors in [`slp`],
+//! loop counters counted in the units of their uses in [`induction`].
 
 mod arith;
 mod atomic;
@@ -15,6 +16,7 @@ mod carry;
 mod expr;
 mod halves;
 mod hoist;
+mod induction;
 mod interchange;
 mod lazy;
 mod rebase;

@@ -47,6 +47,13 @@ pub(super) struct Registers {
     ty: ScalarType,
 }
 
+impl Registers {
+    /// The variables, one per vector.
+    pub(super) fn variables(&self) -> &[Variable] {
+        &self.chunks
+    }
+}
+
 /// The element type and count of an allocation that may live in registers.
 pub(super) fn candidate(fields: &[ScalarType], len: &Expr) -> Option<(ScalarType, u64)> {
     let [t] = fields else { return None };

@@ -785,7 +785,24 @@ impl Translator<'_, '_> {
     /// Otherwise `base + i0·size`.
     fn lane_address(&mut self, base: Value, size: i64, offset: i32, i0: Value, lane0: Value) -> (Value, i32) {
         use cranelift_codegen::ir::{InstructionData, Opcode, ValueDef};
-        let (counter, c) = self.constant_addend(lane0);
+        // A straight step's first lane is a constant: all of it goes in the
+        // displacement, so every step of the loop (and every lane) shares
+        // one address `base + u·size` (not `(base + u·size) + 4·size`, which
+        // x64 lowering computes into a register of its own per step).
+        let constant = match self.b.func.dfg.value_def(lane0) {
+            ValueDef::Result(inst, 0) if self.options.strength_reduction => match self.b.func.dfg.insts[inst] {
+                InstructionData::UnaryImm { opcode: Opcode::Iconst, imm } => Some(imm.bits()),
+                _ => None,
+            },
+            _ => None,
+        };
+        let (counter, c) = match constant {
+            Some(c) => (None, c),
+            None => {
+                let (counter, c) = self.constant_addend(lane0);
+                (Some(counter), c)
+            }
+        };
         let other = if i0 == lane0 {
             Some(None)
         } else {
@@ -806,8 +823,13 @@ impl Translator<'_, '_> {
                     let scaled = self.scaled(u, size);
                     addr = self.b.ins().iadd(addr, scaled);
                 }
-                let scaled = self.scaled(counter, size);
-                (self.b.ins().iadd(addr, scaled), displacement)
+                match counter {
+                    Some(counter) => {
+                        let scaled = self.scaled(counter, size);
+                        (self.b.ins().iadd(addr, scaled), displacement)
+                    }
+                    None => (addr, displacement),
+                }
             }
             _ => {
                 let scaled = self.scaled(i0, size);

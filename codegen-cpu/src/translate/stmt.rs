@@ -162,7 +162,10 @@ impl Translator<'_, '_> {
     /// branch: `if lo < hi { var = lo; do { body; var += 1 } while var < hi }`.
     /// The pre-header, reached only when the body runs at least once, is where
     /// loop-invariant loads are hoisted to (and where a body that converts
-    /// `var` to a narrow integer checks that the range fits it).
+    /// `var` to a narrow integer checks that the range fits it). A sequential
+    /// loop whose body reads `var` only in sums `a·var + …` counts `q =
+    /// a·var + b` instead, from `a·lo + b` by `a` while `q != a·hi + b`
+    /// (`induction`).
     pub(super) fn for_loop(
         &mut self,
         var: &Name,
@@ -171,6 +174,11 @@ impl Translator<'_, '_> {
         schedule: Schedule,
         body: &[Stmt],
     ) -> Result<(), CodegenError> {
+        let induction = (schedule == Schedule::Seq).then(|| self.induction(var, lo, hi, body)).flatten();
+        let (var, body) = match &induction {
+            Some(ind) => (&ind.var, &ind.body[..]),
+            None => (var, body),
+        };
         let (lo_v, hi_v) = self.loop_bounds(lo, hi, schedule)?;
         let iv = self.b.declare_var(ct::I64);
         let (pre, head, exit) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
@@ -178,11 +186,28 @@ impl Translator<'_, '_> {
         self.b.ins().brif(runs, pre, &[], exit, &[]);
 
         self.b.switch_to_block(pre);
-        self.b.def_var(iv, lo_v);
+        // The counter's first value, the value it stops at (tested for
+        // equality when scaled: exact under wrapping, see `induction`), and
+        // its step.
+        let (first, end, step, test) = match &induction {
+            Some(ind) => {
+                let first = self.b.ins().imul_imm_s(lo_v, ind.scale);
+                let end = self.b.ins().imul_imm_s(hi_v, ind.scale);
+                let offset: Vec<(bool, &Expr)> = ind.offset.iter().map(|(plus, e)| (*plus, e)).collect();
+                let (first, end) = match self.sum_terms(&offset)? {
+                    Some(b) => (self.b.ins().iadd(first, b), self.b.ins().iadd(end, b)),
+                    None => (first, end),
+                };
+                (first, end, ind.scale, IntCC::NotEqual)
+            }
+            None => (lo_v, hi_v, 1, IntCC::SignedLessThan),
+        };
+        self.b.def_var(iv, first);
         let rebased = if self.rebases(body) { Some(self.rebase(body)?) } else { None };
         let marks = self.enter_loop(var, lo_v, hi_v, body)?;
         // A row's start, carried from the previous row's end (see `carry`).
-        let carry = self.start_carry(var, lo_v, body)?;
+        // (Not for a scaled counter: the next row's start is not at `q + 1`.)
+        let carry = if induction.is_none() { self.start_carry(var, lo_v, body)? } else { None };
         self.b.ins().jump(head, &[]);
 
         self.b.switch_to_block(head);
@@ -190,8 +215,16 @@ impl Translator<'_, '_> {
         // `carries_registers`).
         let top_tested = self.options.fold_lane_loads && self.carries_registers(body);
         if top_tested {
+            // The arrays' registers become the head's first parameters, the
+            // counter its last: Cranelift computes a jump's arguments in
+            // their order, so the next counter then comes after the step's
+            // last load at the current one, in the same register (one
+            // `add`, not a `lea` early in the step and a `mov` at its end).
+            if self.options.strength_reduction {
+                self.touch_registers(body);
+            }
             let i = self.b.use_var(iv);
-            let go = self.b.ins().icmp(IntCC::SignedLessThan, i, hi_v);
+            let go = self.b.ins().icmp(test, i, end);
             let first = self.b.create_block();
             self.b.ins().brif(go, first, &[], exit, &[]);
             self.b.switch_to_block(first);
@@ -208,12 +241,12 @@ impl Translator<'_, '_> {
             self.end_rebase(r);
         }
         let i = self.b.use_var(iv);
-        let next = self.b.ins().iadd_imm_s(i, 1);
+        let next = self.b.ins().iadd_imm_s(i, step);
         self.b.def_var(iv, next);
         if top_tested {
             self.b.ins().jump(head, &[]);
         } else {
-            let more = self.b.ins().icmp(IntCC::SignedLessThan, next, hi_v);
+            let more = self.b.ins().icmp(test, next, end);
             self.b.ins().brif(more, head, &[], exit, &[]);
         }
         self.b.switch_to_block(exit);
@@ -236,6 +269,28 @@ impl Translator<'_, '_> {
             Stmt::If { then, els, .. } => self.carries_registers(then) || self.carries_registers(els),
             _ => false,
         })
+    }
+
+    /// Reads the registers of every array in registers that `body` stores
+    /// to (in the current block: a loop's head), so that they are that
+    /// block's parameters before any variable read after them.
+    fn touch_registers(&mut self, body: &[Stmt]) {
+        for s in body {
+            match s {
+                Stmt::Store { buf, .. } => {
+                    let chunks = self.buffer(buf).ok().and_then(|b| b.regs.as_ref().map(|r| r.variables().to_vec()));
+                    for x in chunks.unwrap_or_default() {
+                        self.b.use_var(x);
+                    }
+                }
+                Stmt::For { body, .. } => self.touch_registers(body),
+                Stmt::If { then, els, .. } => {
+                    self.touch_registers(then);
+                    self.touch_registers(els);
+                }
+                _ => {}
+            }
+        }
     }
 
     /// A loop's bounds; the top-level parallel loop's are clipped to the

@@ -555,7 +555,7 @@ const U32: heddle_ir::ScalarType = heddle_ir::ScalarType::U32;
 /// `heddle compile examples/sparse/spmv_csr.hdl --target loops`): the
 /// buffers hold positions `pos[0] ..`, a row's entries are read at
 /// `k + (pos[i] - pos[0])`, `k` an `int`, and a column outside `m` fails check 0.
-fn csr32_lowered() -> LoopProgram {
+pub(crate) fn csr32_lowered() -> LoopProgram {
     let body = vec![for_(
         "i",
         i(0),

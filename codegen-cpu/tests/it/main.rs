@@ -8,6 +8,7 @@
 mod common;
 
 mod codegen;
+mod induction;
 mod inner_loops;
 mod lanes;
 mod straight_lanes;
