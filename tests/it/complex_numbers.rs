@@ -17,10 +17,9 @@ use crate::common;
 use common::{heddle, python, write};
 use std::path::{Path, PathBuf};
 
-fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("heddle-complex-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// The test's own directory, removed when it ends.
+fn dir(name: &str) -> tempfile::TempDir {
+    common::scratch_dir(&format!("complex-{name}"))
 }
 
 fn s(p: &Path) -> &str {
@@ -69,7 +68,8 @@ fn spmv(d: &Path, elem: &str) -> PathBuf {
 
 #[test]
 fn hermitian_files_read_with_conjugate_mirrors_and_round_trip() {
-    let d = dir("hermitian");
+    let tmp = dir("hermitian");
+    let d = tmp.path();
     if python(&d, SETUP).is_none() {
         return;
     }
@@ -99,7 +99,8 @@ print('ok')
 
 #[test]
 fn complex_spmv_on_the_interpreter_matches_scipy_exactly() {
-    let d = dir("spmv");
+    let tmp = dir("spmv");
+    let d = tmp.path();
     if python(&d, SETUP).is_none() {
         return;
     }
@@ -141,7 +142,8 @@ print('ok')
 
 #[test]
 fn element_wise_complex_arithmetic_matches_python() {
-    let d = dir("elementwise");
+    let tmp = dir("elementwise");
+    let d = tmp.path();
     let k = write(
         &d,
         "k.hdl",
@@ -180,7 +182,8 @@ fn compiled() -> Vec<&'static str> {
 
 #[test]
 fn compiled_complex_spmv_matches_scipy_and_the_interpreter_bit_for_bit() {
-    let d = dir("spmv-compiled");
+    let tmp = dir("spmv-compiled");
+    let d = tmp.path();
     if python(&d, SETUP).is_none() {
         return;
     }
@@ -244,7 +247,8 @@ fn element_wise(d: &Path, elem: &str) -> PathBuf {
 
 #[test]
 fn compiled_element_wise_complex_arithmetic_matches_numpy_and_the_interpreter_bit_for_bit() {
-    let d = dir("ew-compiled");
+    let tmp = dir("ew-compiled");
+    let d = tmp.path();
     if python(&d, RANDOM).is_none() {
         return;
     }
@@ -318,7 +322,8 @@ print('ok')
 
 #[test]
 fn compiled_dense_complex_matrix_from_npy_matches_numpy_exactly() {
-    let d = dir("dense-compiled");
+    let tmp = dir("dense-compiled");
+    let d = tmp.path();
     // A 2-D complex128 .npy matrix and a complex64 vector (widened exactly);
     // quarter multiples, so the sums are exact in any order.
     let setup = "
@@ -372,7 +377,8 @@ print('ok')
 
 #[test]
 fn compiled_complex_reductions_scalars_and_tuples_equal_the_interpreter() {
-    let d = dir("reduce-compiled");
+    let tmp = dir("reduce-compiled");
+    let d = tmp.path();
     // A sum (whose accumulators a backend may split: exact on quarter
     // multiples), a product (whose new parts read both old ones), a
     // sequential fold, squares, a complex scalar parameter; a kernel with
@@ -440,7 +446,8 @@ fn complex_vector_kernel(d: &Path, elem: &str, w: usize) -> PathBuf {
 
 #[test]
 fn vectors_of_complex_numbers_compile_and_match_numpy_bit_for_bit() {
-    let d = dir("vectors");
+    let tmp = dir("vectors");
+    let d = tmp.path();
     // Quarter multiples (products and sums exact in any order), no zero
     // divisor; 16 numbers, so 8 vectors of 2 lanes or 4 of 4.
     let setup = "
@@ -527,7 +534,8 @@ print('ok')
 fn a_kernel_parameter_holding_a_vector_of_complex_numbers_is_refused() {
     // The interpreter takes no vector input either; compiling refuses the
     // parameter itself, located, and says what to pass instead.
-    let d = dir("vector-param");
+    let tmp = dir("vector-param");
+    let d = tmp.path();
     let k = write(
         &d,
         "v.hdl",
@@ -547,7 +555,8 @@ fn a_kernel_parameter_holding_a_vector_of_complex_numbers_is_refused() {
 
 #[test]
 fn complex_misuse_is_a_type_error() {
-    let d = dir("typing");
+    let tmp = dir("typing");
+    let d = tmp.path();
     let cases = [
         ("fun(zs: [complex<f64>]_4 => zs :>> map(fun(z => z < z)))", "`<` is not defined on complex numbers"),
         ("fun(zs: [complex<f64>]_4 => zs :>> reduce(max, 0.0))", "`max` is not defined on complex numbers"),
@@ -577,7 +586,8 @@ fn complex_misuse_is_a_type_error() {
 
 #[test]
 fn bad_complex_matrix_market_files_are_located_errors() {
-    let d = dir("mtx-errors");
+    let tmp = dir("mtx-errors");
+    let d = tmp.path();
     let k = spmv(&d, "complex<f64>");
     let cases = [
         (
@@ -615,7 +625,8 @@ fn bad_complex_matrix_market_files_are_located_errors() {
 
 #[test]
 fn stored_complex_results_are_written_for_scipy() {
-    let d = dir("stored");
+    let tmp = dir("stored");
+    let d = tmp.path();
     if python(&d, SETUP).is_none() {
         return;
     }

@@ -14,13 +14,10 @@ use crate::common;
 use common::{backends, heddle, python};
 use std::path::{Path, PathBuf};
 
-fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("heddle-scipy-{name}-{}", std::process::id()));
-    // Emptied first: a process id comes back, and an earlier test process's
-    // files (its results, counted by the checks) may still be there.
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// The test's own directory, new and empty (the checks count the result
+/// files in it), removed when it ends.
+fn dir(name: &str) -> tempfile::TempDir {
+    common::scratch_dir(&format!("scipy-{name}"))
 }
 
 fn s(p: &Path) -> &str {
@@ -55,7 +52,8 @@ fn kernel(d: &Path, name: &str, enc: &str, elem: &str, x: &str) -> PathBuf {
 
 #[test]
 fn scipy_npz_files_are_read_exactly() {
-    let d = dir("read");
+    let tmp = dir("read");
+    let d = tmp.path();
     // Every format scipy saves, every value type, stored and deflated; int64
     // indices; a csr with unsorted and repeated indices; a coo with repeats.
     let setup = format!(
@@ -151,7 +149,8 @@ fn heddle_stem(p: &Path) -> String {
 
 #[test]
 fn heddle_npz_files_load_in_scipy() {
-    let d = dir("write");
+    let tmp = dir("write");
+    let d = tmp.path();
     let mtx = common::root().join("tests/data/sparse/m4x8.mtx");
     // (encoding, the scipy format heddle writes for it)
     let cases = [("CSR", "csr"), ("CSC", "csc"), ("BSR(2, 4)", "bsr"), ("DCSR", "coo"), ("COO", "coo"), ("dd", "coo")];
@@ -221,7 +220,8 @@ print(len(bad), bad)
 
 #[test]
 fn numpy_npy_files_are_read_exactly() {
-    let d = dir("npy");
+    let tmp = dir("npy");
+    let d = tmp.path();
     // Little- and big-endian, 2-D, int32 offsets and a structured dtype of
     // (column, value) records: Listing 4's buffers and a dense matrix.
     let setup = format!(
@@ -289,7 +289,8 @@ print(len(bad), bad, len(glob.glob('y_*.npy')))
 /// to CSR unchanged. Wide, tall, empty and 1x1 matrices.
 #[test]
 fn dia_matches_scipy_todia() {
-    let d = dir("dia");
+    let tmp = dir("dia");
+    let d = tmp.path();
     let setup = format!(
         "{SETUP}
 shapes = {{'wide': A, 'tall': sp.csr_array(A.T), 'empty': sp.csr_array((3, 4)), 'one': sp.csr_array(np.array([[2.5]]))}}
@@ -383,7 +384,8 @@ print(len(bad), bad)
 /// at 32-bit widths.
 #[test]
 fn bsr_matches_scipy_tobsr() {
-    let d = dir("bsr");
+    let tmp = dir("bsr");
+    let d = tmp.path();
     let setup = format!(
         "{SETUP}
 Z = A.copy()
