@@ -1,4 +1,4 @@
-//! `--encoding A=auto` (`heddle run`) and `heddle convert --to auto`: the
+//! `--encoding A=auto` (`heddle run`, `heddle sparsify`) and `heddle convert --to auto`: the
 //! structural inspector (heddle_runtime::sparse::inspect) ranks formats for
 //! the matrix file, the first one the front door accepts is used; the
 //! result equals the dense kernel's on the interpreter and a plain dense
@@ -238,6 +238,45 @@ fn auto_needs_a_matrix_file_and_a_matrix_operand() {
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["auto"]["matrix"]["encoding"], "CSR32", "{v}");
     assert_eq!(floats(&v["result"]), vec![0.0; 8]);
+}
+
+/// `heddle sparsify --encoding A=auto --matrix A=FILE`: the program printed is
+/// the one `sparsify --encoding A=CHOSEN` prints, for the choice `run` makes
+/// (the expected one, computed through the library), said on stderr and in
+/// `--json`; without `--matrix` a usage error that says what to give.
+#[test]
+fn sparsify_auto_prints_the_program_for_the_chosen_encoding() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, rows, cols, e) in [("banded", 24, 24, banded(24)), ("scattered", 50, 60, scattered(50, 60))] {
+        let m = write_mtx(dir.path(), name, rows, cols, &e);
+        let matrix = format!("matrix={}", m.display());
+        let (chosen, before) = expected_choice(rows, cols, &e);
+        let args = ["sparsify", MV, "--encoding", "matrix=auto", "--matrix", &matrix];
+        let (code, v) = heddle_json(&args);
+        assert_eq!(code, 0, "{name}: {v}");
+        assert_schema(&v, &format!("sparsify auto {name}"));
+        let auto = &v["auto"]["matrix"];
+        assert_eq!(auto["encoding"], chosen.as_str(), "{name}: {auto}");
+        let skipped: Vec<&str> =
+            auto["skipped"].as_array().unwrap().iter().map(|s| s["encoding"].as_str().unwrap()).collect();
+        assert_eq!(skipped, before, "{name}: {auto}");
+        // The same program as the chosen encoding given by its text.
+        let given = format!("matrix={}", auto["encoding_text"].as_str().unwrap());
+        let (code, want) = heddle_json(&["sparsify", MV, "--encoding", &given]);
+        assert_eq!(code, 0, "{name}: {want}");
+        assert_eq!(v["program"], want["program"], "{name}");
+        assert_eq!(v["laws_applied"], want["laws_applied"], "{name}");
+        // Without --json: the program on stdout, the choice on stderr.
+        let (code, out, err) = heddle(&args);
+        assert_eq!(code, 0, "{name}: {err}");
+        assert_eq!(out, want["program"].as_str().unwrap(), "{name}");
+        assert!(err.starts_with(&format!("auto: {chosen} for matrix (")), "{name}: {err}");
+    }
+    // An operand given auto with a vector file for a matrix: the operand is a matrix, the file not.
+    let (code, _, err) =
+        heddle(&["sparsify", MV, "--encoding", "matrix=auto", "--matrix", "matrix=examples/data/spmv8/xs.json"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("--matrix matrix"), "{err}");
 }
 
 #[test]

@@ -57,6 +57,15 @@ fn front_end_commands() {
     ok(&["type", "CSR"]);
     ok(&["type", "BSR(2, 2)", "--dims", "4x6"]);
     ok(&["sparsify", "examples/dense_mv.hdl", "--encoding", "matrix=CSR"]);
+    let v = ok(&[
+        "sparsify",
+        "examples/dense_mv.hdl",
+        "--encoding",
+        "matrix=auto",
+        "--matrix",
+        "matrix=examples/data/spmv8/matrix.mtx",
+    ]);
+    assert!(v["auto"]["matrix"]["encoding"].is_string(), "{v}");
     let v = ok(&["prims"]);
     assert_eq!(v["prims"].as_array().unwrap().len(), heddle_ir::prims::signatures().len());
     ok(&["prims", "union"]);
