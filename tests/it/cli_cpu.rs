@@ -241,7 +241,9 @@ fn compile_shows_the_code_of_a_given_accumulator_count() {
 }
 
 /// `heddle run … --reps N` (LANGUAGE.md §7): with `--json`, `compile_seconds`
-/// and `kernel_seconds {median, min, max, reps}`; without it, one stderr line.
+/// and `kernel_seconds {median, min, max, p10, p90, reps}` (min ≤ p10 ≤
+/// median ≤ p90 ≤ max; one run gives one value everywhere); without it, one
+/// stderr line.
 #[test]
 fn reps_report_kernel_times_on_every_backend() {
     for backend in common::backends() {
@@ -261,9 +263,18 @@ fn reps_report_kernel_times_on_every_backend() {
         let j: serde_json::Value = serde_json::from_str(&out).unwrap();
         let k = &j["kernel_seconds"];
         assert_eq!(k["reps"], 5, "{backend}: {j}");
-        let (median, min, max) =
-            (k["median"].as_f64().unwrap(), k["min"].as_f64().unwrap(), k["max"].as_f64().unwrap());
-        assert!(0.0 <= min && min <= median && median <= max, "{backend}: {k}");
+        let stats = |k: &serde_json::Value| {
+            ["min", "p10", "median", "p90", "max"].map(|s| k[s].as_f64().unwrap_or_else(|| panic!("{s} in {k}")))
+        };
+        let [min, p10, median, p90, max] = stats(k);
+        assert!(0.0 <= min && min <= p10 && p10 <= median && median <= p90 && p90 <= max, "{backend}: {k}");
+        // One run: its time is every statistic.
+        let (code, out, err) = heddle(&[&args[..], &["--reps", "1", "--json"]].concat());
+        assert_eq!(code, 0, "{backend}: {err}");
+        let j1: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let one = stats(&j1["kernel_seconds"]);
+        assert!(one.iter().all(|&t| t == one[0]), "{backend}: {j1}");
+        assert_eq!(j1["kernel_seconds"]["reps"], 1, "{backend}: {j1}");
         assert!(j["compile_seconds"].as_f64().is_some_and(|c| c >= 0.0), "{backend}: {j}");
         // Without --json: the result on stdout, one timing line on stderr.
         let (code, out, err) = heddle(&[&args[..], &["--reps", "3"]].concat());
@@ -272,6 +283,7 @@ fn reps_report_kernel_times_on_every_backend() {
         let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("kernel: median")).collect();
         assert_eq!(lines.len(), 1, "{backend}: {err}");
         assert!(lines[0].contains("over 3 runs") && lines[0].contains("compile"), "{backend}: {err}");
+        assert!(lines[0].contains(", p10 ") && lines[0].contains(", p90 "), "{backend}: {err}");
         // No timing without --reps.
         let (_, out, err) = heddle(&[&args[..], &["--json"]].concat());
         assert!(!out.contains("kernel_seconds") && !err.contains("kernel: median"), "{backend}: {out}{err}");

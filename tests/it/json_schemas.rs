@@ -83,6 +83,9 @@ fn run_and_compile() {
     assert_eq!(v["backend"], "interp");
     args.extend(["--backend", "cpu", "--threads", "2"]);
     ok(&args);
+    args.extend(["--reps", "3"]);
+    let v = ok(&args);
+    assert!(v["kernel_seconds"]["p90"].is_number(), "{v}");
     ok(&[
         "run",
         "examples/sparse/spmv_csr.hdl",
