@@ -103,6 +103,7 @@ fn run_and_compile() {
     for target in ["loops", "cpu"] {
         ok(&["compile", "examples/csr_row_sums.hdl", "--target", target]);
     }
+    ok(&["compile", "examples/csr_row_sums.hdl", "--target", "asm", "--large-inputs"]);
 }
 
 #[test]
