@@ -318,3 +318,24 @@ fn dia_and_ell_on_the_cpu_agree_with_the_interpreter() {
         }
     }
 }
+
+/// A NaN in the matrix makes its row's sum NaN in every variant: the
+/// variants agree with the reference (NaN is NaN), they are not refused as
+/// wrong; an infinity likewise.
+#[test]
+fn tune_matrix_with_nan_and_inf_entries_verifies_the_variants() {
+    let dir = common::scratch_dir("tune-nan");
+    let m = format!("A={}", mtx(dir.path(), "m", 3, 3, &[(0, 0, f64::NAN), (1, 1, f64::INFINITY), (2, 2, 2.0)]));
+    let xs = common::write(dir.path(), "xs.json", "[1.0, 2.0, 3.0]");
+    let xs = format!("xs={}", xs.display());
+    let csr = csr_variant(dir.path(), "csr", "");
+    let (code, out, err) =
+        heddle(&["tune", &csr, "--matrix", &m, "--input", &xs, "--backend", "cpu", "--threads", "1", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(!variants(&v, 0).is_empty(), "{v}");
+    // The interpreter says what the variants computed.
+    let (code, out, err) = heddle(&["run", &csr, "--matrix", &m, "--input", &xs]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), r#"["nan","inf",6.0]"#);
+}
