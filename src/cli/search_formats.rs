@@ -208,8 +208,8 @@ fn one(
             if size.bytes > limit.saturating_mul(plain) {
                 return Err(format!(
                     "`{k}` in this encoding would take {} bytes ({} stored values for {} entries), over {limit}x its {plain} bytes as CSR",
-                    size.bytes,
-                    size.values,
+                    super::tune_matrix::at_least(size.bytes),
+                    super::tune_matrix::at_least(size.values),
                     coo.len()
                 ));
             }

@@ -339,3 +339,41 @@ fn auto_skips_a_format_the_backend_refuses_and_keeps_the_first_when_all_are() {
     assert_eq!(all.encoding, "DIA");
     assert!(all.skipped.iter().any(|s| s.encoding == "CSR" && s.reason.starts_with("refusal")));
 }
+
+/// A size line of 2^64 - 1 rows, and entries at coordinates past i64: the
+/// inspector's counts and sizes saturate (they overflowed: a panic in a
+/// debug build), and every command that inspects answers: `convert --stats`
+/// and `--to auto` with the storage error, `run --encoding A=auto` with the
+/// error of storing the chosen CSR.
+#[test]
+fn the_inspector_takes_sizes_up_to_2_64() {
+    let dir = common::scratch_dir("auto-huge");
+    let far = "%%MatrixMarket matrix coordinate real general\n18446744073709551615 18446744073709551615 2\n1 1 1\n2 9223372036854775809 2\n";
+    let tall = "%%MatrixMarket matrix coordinate real general\n18446744073709551615 2 1\n1 1 1\n";
+    let out = dir.path().join("out.json");
+    let out = out.to_str().unwrap();
+    let xs = common::write(dir.path(), "xs.json", "[1.0, 2.0]");
+    for (name, text) in [("far", far), ("tall", tall)] {
+        let m = common::write(dir.path(), &format!("{name}.mtx"), text);
+        let m = m.to_str().unwrap();
+        for args in
+            [vec!["convert", m, "--to", "CSR", "-o", out, "--stats"], vec!["convert", m, "--to", "auto", "-o", out]]
+        {
+            let (code, _, err) = heddle(&args);
+            assert_eq!(code, 1, "{name} {args:?}: {err}");
+            assert!(err.contains(&format!("{name}.mtx")) && !err.contains("panicked"), "{name} {args:?}: {err}");
+        }
+        let (code, _, err) = heddle(&[
+            "run",
+            MV,
+            "--encoding",
+            "matrix=auto",
+            "--matrix",
+            &format!("matrix={m}"),
+            "--input",
+            &format!("xs={}", xs.display()),
+        ]);
+        assert_eq!(code, 1, "{name}: {err}");
+        assert!(err.contains("auto: CSR for matrix") && !err.contains("panicked"), "{name}: {err}");
+    }
+}
