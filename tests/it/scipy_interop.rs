@@ -74,7 +74,7 @@ R = sp.coo_matrix((np.array([1.0, 2.0, 0.5]), (np.array([0, 5, 0]), np.array([3,
 sp.save_npz('coo_repeats.npz', R)
 "
     );
-    if python(&d, &setup).is_none() {
+    if python(d, &setup).is_none() {
         return;
     }
     // convert every file to CSR as .npz; scipy checks them below.
@@ -88,8 +88,8 @@ sp.save_npz('coo_repeats.npz', R)
     }
     // SpMV on every backend over each format of the float64 files (kernel in
     // f64), and over the float32 csr file (kernel in f32).
-    let k64 = kernel(&d, "spmv64", "(i, j) -> (i : dense, j : compressed)", "f64", "double");
-    let k32 = kernel(&d, "spmv32", "(i, j) -> (i : dense, j : compressed)", "f32", "float");
+    let k64 = kernel(d, "spmv64", "(i, j) -> (i : dense, j : compressed)", "f64", "double");
+    let k32 = kernel(d, "spmv32", "(i, j) -> (i : dense, j : compressed)", "f32", "float");
     let kcsc = common::root().join("examples/sparse/spmv_csc.hdl");
     let mut runs = Vec::new();
     for backend in backends() {
@@ -132,10 +132,10 @@ for path in sorted(glob.glob('y_*.npy')):
 print(len(bad), bad)
 "
     );
-    let Some(out) = python(&d, &check) else { return };
+    let Some(out) = python(d, &check) else { return };
     assert!(out.starts_with("0 "), "files that differ from scipy's: {out}");
     assert!(
-        std::fs::read_dir(&d)
+        std::fs::read_dir(d)
             .unwrap()
             .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("y_"))
             .count()
@@ -178,7 +178,7 @@ for name, (r, c) in [('P', (9, 7)), ('Q', (7, 11))]:
     M.eliminate_zeros()
     sp.save_npz(name + '.npz', M.astype(np.float32))
 ";
-    if python(&d, setup).is_none() {
+    if python(d, setup).is_none() {
         return;
     }
     for backend in backends() {
@@ -214,7 +214,7 @@ print(len(bad), bad)
         mtx = mtx.display(),
         formats = cases.iter().map(|c| c.1).collect::<Vec<_>>(),
     );
-    let Some(out) = python(&d, &check) else { return };
+    let Some(out) = python(d, &check) else { return };
     assert!(out.starts_with("0 "), "files scipy reads differently: {out}");
 }
 
@@ -236,7 +236,7 @@ np.save('entries.npy', rec)
 np.save('M.npy', dense.astype(np.float32))
 "
     );
-    if python(&d, &setup).is_none() {
+    if python(d, &setup).is_none() {
         return;
     }
     let root = common::root();
@@ -277,7 +277,7 @@ bad = [p for p in sorted(glob.glob('y_*.npy')) if np.load(p).dtype != np.float32
 print(len(bad), bad, len(glob.glob('y_*.npy')))
 "
     );
-    let Some(out) = python(&d, &check) else { return };
+    let Some(out) = python(d, &check) else { return };
     assert_eq!(out.trim(), format!("0 [] {}", 3 * backends().len()), "results that differ from numpy's");
 }
 
@@ -299,7 +299,7 @@ for name, M in shapes.items():
     sp.save_npz(name + '_dia.npz', M.todia())
 "
     );
-    if python(&d, &setup).is_none() {
+    if python(d, &setup).is_none() {
         return;
     }
     let names = ["wide", "tall", "empty", "one"];
@@ -373,7 +373,7 @@ for name, M in shapes.items():
 print(len(bad), bad)
 "
     );
-    let Some(out) = python(&d, &check) else { return };
+    let Some(out) = python(d, &check) else { return };
     assert!(out.starts_with("0 "), "DIA differs from scipy's: {out}");
 }
 
@@ -395,7 +395,7 @@ sp.save_npz('a_csc.npz', sp.csc_array(A))
 sp.save_npz('z.npz', Z)
 "
     );
-    if python(&d, &setup).is_none() {
+    if python(d, &setup).is_none() {
         return;
     }
     let shapes = [(1, 1), (2, 3), (3, 2), (4, 6), (12, 9)];
@@ -431,6 +431,6 @@ for (r, c), src, tag in itertools.product({shapes:?}, ['a', 'a_csc', 'z'], ['nat
 print(len(bad), bad)
 "
     );
-    let Some(out) = python(&d, &check) else { return };
+    let Some(out) = python(d, &check) else { return };
     assert!(out.starts_with("0 "), "BSR differs from scipy's tobsr: {out}");
 }

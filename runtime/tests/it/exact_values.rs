@@ -177,7 +177,7 @@ fn round_trips(c: &Coo, elem: ScalarType, encoding: &str) -> Result<(), TestCase
     let tmp = tempdir();
     let dir = tmp.path();
     let e = enc(encoding);
-    for input in inputs(c, elem, &dir) {
+    for input in inputs(c, elem, dir) {
         let t: SparseTensor = match file::read_into_for(&input, &e, elem) {
             Ok(t) => t,
             // A dense encoding of a huge matrix is refused, not allocated.

@@ -74,7 +74,7 @@ fn matrix_file(d: &std::path::Path) -> PathBuf {
 fn padding_and_densifying_take_the_implicit_value() {
     let tmp = dir();
     let d = tmp.path();
-    let t = file::read_into_for(&matrix_file(&d), &enc(BSR_ONES), ScalarType::F64).unwrap();
+    let t = file::read_into_for(&matrix_file(d), &enc(BSR_ONES), ScalarType::F64).unwrap();
     // Two 2x2 blocks stored: the one holding (0,0) and (1,1), and the one
     // holding (3,2) and the explicit 0 at (2,3). Padding is 1.
     assert_eq!(t.values, vec![5.0, 1.0, 1.0, 3.0, 1.0, 0.0, 2.0, 1.0].into());
@@ -95,7 +95,7 @@ fn padding_and_densifying_take_the_implicit_value() {
 fn conversions_and_writers_never_change_what_absent_means() {
     let tmp = dir();
     let d = tmp.path();
-    let t = file::read_into_for(&matrix_file(&d), &enc(BSR_ONES), ScalarType::F64).unwrap();
+    let t = file::read_into_for(&matrix_file(d), &enc(BSR_ONES), ScalarType::F64).unwrap();
     let e = convert(&t, &enc("map = (i, j) -> (i : dense, j : compressed)")).unwrap_err().to_string();
     assert!(e.contains("absent entries are 1.0") && e.contains("the target encoding's are 0"), "{e}");
     for ext in ["mtx", "tns", "npz"] {

@@ -93,7 +93,7 @@ fn over_capacity(e: &SparseError) -> bool {
 fn round_trip(c: &Coo, a: &str, b: &str) -> Result<(), TestCaseError> {
     let tmp = tempdir();
     let dir = tmp.path();
-    let path = write_raw(c, &dir);
+    let path = write_raw(c, dir);
     let want = DenseTensor::from_coo(c).unwrap();
     let (ea, eb) = (enc(a), enc(b));
     let ta = match file::read_into_for(&path, &ea, heddle_ir::ScalarType::F64) {
