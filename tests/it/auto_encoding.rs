@@ -377,3 +377,44 @@ fn the_inspector_takes_sizes_up_to_2_64() {
         assert!(err.contains("auto: CSR for matrix") && !err.contains("panicked"), "{name}: {err}");
     }
 }
+
+/// DIA of a matrix whose dimensions are near 2^64, with an entry past i64:
+/// the offsets' count and the level coordinates overflowed (a panic in a
+/// debug build); now the storage is refused as too large, by `convert`,
+/// `run --encoding`, and `tune --matrix`'s and `search-formats`' size checks.
+#[test]
+fn dia_of_a_matrix_of_2_64_rows_is_refused_as_too_large() {
+    let dir = common::scratch_dir("dia-huge");
+    let m = common::write(
+        dir.path(),
+        "far.mtx",
+        "%%MatrixMarket matrix coordinate real general\n18446744073709551615 18446744073709551615 2\n1 1 1\n2 9223372036854775809 2\n",
+    );
+    let m = m.to_str().unwrap();
+    let xs = common::write(dir.path(), "xs.json", "[1.0, 2.0]");
+    let xs = format!("xs={}", xs.display());
+    let out = dir.path().join("out.json");
+    let (code, _, err) = heddle(&["convert", m, "--to", "DIA", "-o", out.to_str().unwrap(), "--stats"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("more than 2^64 positions") && !err.contains("panicked"), "{err}");
+    let matrix = format!("matrix={m}");
+    let (code, _, err) = heddle(&["run", MV, "--encoding", "matrix=DIA", "--matrix", &matrix, "--input", &xs]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("more than 2^64 positions") && !err.contains("panicked"), "{err}");
+    let (code, _, err) = heddle(&[
+        "search-formats",
+        MV,
+        "--operand",
+        "matrix",
+        "--matrix",
+        &matrix,
+        "--input",
+        &xs,
+        "--reps",
+        "1",
+        "--filter",
+        "j - i",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no encoding of `matrix` could run") && !err.contains("panicked"), "{err}");
+}
