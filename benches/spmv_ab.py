@@ -12,6 +12,8 @@ the median over rounds of the new build's time over the old one's.
 
 `--stat min` compares each run's fastest launch instead of its median: on a machine shared with
 other work the median of a 2-thread run often measures the other work, the fastest launch less so.
+`--stat p10` (both builds must report it: `kernel_seconds.p10`) is between the two: the time 90 %
+of the launches took at least, which a single lucky launch does not set as it sets the minimum.
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile
 
@@ -60,7 +62,8 @@ def main():
     ap.add_argument("--matrices", default="/tmp/heddle-bench/matrices/bin")
     ap.add_argument("--only", default="", help="a comma-separated subset of the matrices")
     ap.add_argument("--threads", default="1", help="comma-separated thread counts (each its own line)")
-    ap.add_argument("--stat", default="median", choices=["median", "min"], help="each run's kernel median or fastest launch")
+    ap.add_argument("--stat", default="median", choices=["median", "min", "p10"],
+                    help="each run's kernel median, fastest launch, or nearest-rank 10th percentile")
     args = ap.parse_args()
     global CASES
     if args.only:

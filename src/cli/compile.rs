@@ -57,6 +57,11 @@ pub struct Args {
     /// `heddle run --accumulators` compiles it: 1 shows the one-accumulator loop.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=heddle_runtime::cpu::MAX_ACCUMULATORS as i64))]
     accumulators: Option<u32>,
+    /// In `--target cpu|asm`, the code `heddle run` uses for a launch whose inputs take more than
+    /// 4 MiB: short reduction loops run as loops, not as straight copies of their body. Without it,
+    /// the code for smaller inputs; a comment line says which is shown where the two differ.
+    #[arg(long)]
+    large_inputs: bool,
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
@@ -80,6 +85,23 @@ pub fn kernel_name(file: &SourceFile) -> String {
     Path::new(&file.name).file_stem().and_then(|s| s.to_str()).unwrap_or("kernel").to_string()
 }
 
+/// The comment line over CPU code whose short reduction loops `heddle run`
+/// compiles by the size of the launch's inputs: which variant `options` is.
+fn variant_note(options: &heddle_codegen_cpu::Options) -> String {
+    let limit = heddle_runtime::cpu::STRAIGHT_COPIES_MAX_BYTES;
+    let mib = limit >> 20;
+    if options.copies_below == 0 {
+        format!(
+            "; short reduction loops as loops: the code heddle run uses for a launch whose inputs take over {mib} MiB ({limit} bytes); without --large-inputs, the code for smaller inputs"
+        )
+    } else {
+        format!(
+            "; short reduction loops (under {} iterations) as straight copies: the code heddle run uses for a launch whose inputs take at most {mib} MiB ({limit} bytes); --large-inputs shows the code for larger inputs",
+            options.copies_below
+        )
+    }
+}
+
 /// The text of `target` for a checked kernel.
 fn emit(
     target: Target,
@@ -93,11 +115,24 @@ fn emit(
     for phase in &mut program.counts {
         *phase.program = trusting((*phase.program).clone(), trust);
     }
+    let native = |p: &heddle_ir::loops::LoopProgram, options: &heddle_codegen_cpu::Options| match target {
+        Target::Asm => heddle::cpu::asm_with(p, options).map_err(located),
+        _ => heddle::cpu::clif_with(p, options).map_err(located),
+    };
     let one = |p: &heddle_ir::loops::LoopProgram| {
         let text = match target {
             Target::Loops => Ok(p.to_string()),
-            Target::Cpu => heddle::cpu::clif_with(p, options).map_err(located),
-            Target::Asm => heddle::cpu::asm_with(p, options).map_err(located),
+            Target::Cpu | Target::Asm => {
+                let text = native(p, options)?;
+                // `heddle run` compiles one of two variants by the size of the
+                // launch's inputs (`heddle_runtime::cpu::STRAIGHT_COPIES_MAX_BYTES`):
+                // where they differ, say which this is and when run uses the other.
+                let other = heddle_codegen_cpu::Options {
+                    copies_below: if options.copies_below == 0 { heddle_codegen_cpu::COPIES_BELOW } else { 0 },
+                    ..*options
+                };
+                Ok(if native(p, &other)? == text { text } else { format!("{}\n{text}", variant_note(options)) })
+            }
             Target::Opencl => heddle_codegen_opencl::compile(p).map(|k| k.to_string()).map_err(located),
         }?;
         let comment = if target == Target::Opencl { "//" } else { ";" };
@@ -139,6 +174,13 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             super::warn(format!("--accumulators applies to --target cpu and asm; --target {target} ignores it"));
         }
         options.accumulators = n;
+    }
+    if a.large_inputs {
+        if !matches!(a.target, Target::Cpu | Target::Asm) {
+            let target = format!("{:?}", a.target).to_lowercase();
+            super::warn(format!("--large-inputs applies to --target cpu and asm; --target {target} ignores it"));
+        }
+        options.copies_below = 0;
     }
     let text = emit(a.target, &file, &kernel, a.trust_ranges, &options)?;
     if let Some(out) = &a.output {

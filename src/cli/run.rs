@@ -76,7 +76,8 @@ pub struct Args {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=heddle_runtime::cpu::MAX_CHUNKS_PER_THREAD as i64))]
     chunks_per_thread: Option<u32>,
     /// Run the kernel N more times after the first run and report the time of the kernel alone
-    /// (median, min, max; inputs already bound and laid out, code already compiled).
+    /// (median, min, max, nearest-rank p10 and p90; inputs already bound and laid out, code
+    /// already compiled).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     reps: Option<u32>,
     /// Where to write the result (.npy or .json; a stored tensor `(e : tensor<…>)` as .json
@@ -391,8 +392,14 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     }
     if let Some(stats) = KernelTimes::of(&times) {
         json["compile_seconds"] = serde_json::json!(compile_seconds);
-        json["kernel_seconds"] =
-            serde_json::json!({ "median": stats.median, "min": stats.min, "max": stats.max, "reps": times.len() });
+        json["kernel_seconds"] = serde_json::json!({
+            "median": stats.median,
+            "min": stats.min,
+            "max": stats.max,
+            "p10": stats.p10,
+            "p90": stats.p90,
+            "reps": times.len(),
+        });
         if !a.json {
             // Not eprintln!: a closed stderr must not panic.
             let _ = std::io::Write::write_fmt(
@@ -405,14 +412,22 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
 }
 
 /// The summary of `--reps` timings.
+#[derive(Debug, PartialEq)]
 struct KernelTimes {
     median: f64,
     min: f64,
     max: f64,
+    /// The 10th and 90th percentiles, nearest-rank: of `n` times sorted, the
+    /// `⌈p·n/100⌉`-th (1-based), always one of the times. They bound the
+    /// middle 80 % of the runs, a spread that one slow run (a burst of load)
+    /// does not move as it moves `max`.
+    p10: f64,
+    p90: f64,
 }
 
 impl KernelTimes {
-    /// The median (the mean of the middle two for an even count), min and max; `None` without times.
+    /// The median (the mean of the middle two for an even count), min, max
+    /// and the nearest-rank p10 and p90; `None` without times.
     fn of(times: &[f64]) -> Option<KernelTimes> {
         let mut t = times.to_vec();
         t.sort_by(f64::total_cmp);
@@ -422,16 +437,20 @@ impl KernelTimes {
             _ if n % 2 == 1 => t[n / 2],
             _ => (t[n / 2 - 1] + t[n / 2]) / 2.0,
         };
-        Some(KernelTimes { median, min: t[0], max: t[n - 1] })
+        // Rank ⌈p·n/100⌉ in 1..=n (n ≥ 1 here), as an index.
+        let nearest_rank = |p: usize| t[(p * n).div_ceil(100).clamp(1, n) - 1];
+        Some(KernelTimes { median, min: t[0], max: t[n - 1], p10: nearest_rank(10), p90: nearest_rank(90) })
     }
 
     /// The one stderr line of `--reps` without `--json`.
     fn line(&self, reps: usize, compile_seconds: f64) -> String {
         let ms = |s: f64| format!("{:.4} ms", s * 1e3);
         format!(
-            "kernel: median {} (min {}, max {}) over {reps} runs; compile {}",
+            "kernel: median {} (min {}, p10 {}, p90 {}, max {}) over {reps} runs; compile {}",
             ms(self.median),
             ms(self.min),
+            ms(self.p10),
+            ms(self.p90),
             ms(self.max),
             ms(compile_seconds)
         )
@@ -461,4 +480,27 @@ fn run_opencl(
     let compile_seconds = start.elapsed().as_secs_f64();
     let (value, timing) = heddle::opencl::run(&cl, kernel, &compiled, env, reps + 1).map_err(located)?;
     Ok((value, compile_seconds, timing.kernel_seconds.into_iter().skip(1).collect()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KernelTimes;
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        assert_eq!(KernelTimes::of(&[]), None);
+        let one = KernelTimes::of(&[2.0]).unwrap();
+        assert_eq!(one, KernelTimes { median: 2.0, min: 2.0, max: 2.0, p10: 2.0, p90: 2.0 });
+        // 1..=20 shuffled: p10 is the 2nd, p90 the 18th.
+        let t: Vec<f64> = (1..=20).map(|k| f64::from((k * 7) % 20 + 1)).collect();
+        let s = KernelTimes::of(&t).unwrap();
+        assert_eq!((s.min, s.p10, s.median, s.p90, s.max), (1.0, 2.0, 10.5, 18.0, 20.0));
+        // 5 times: ⌈0.5⌉ = 1st and ⌈4.5⌉ = 5th.
+        let s = KernelTimes::of(&[5.0, 1.0, 4.0, 2.0, 3.0]).unwrap();
+        assert_eq!((s.p10, s.median, s.p90), (1.0, 3.0, 5.0));
+        // 11 times: ⌈1.1⌉ = 2nd and ⌈9.9⌉ = 10th.
+        let t: Vec<f64> = (0..11).map(f64::from).collect();
+        let s = KernelTimes::of(&t).unwrap();
+        assert_eq!((s.p10, s.p90), (1.0, 9.0));
+    }
 }

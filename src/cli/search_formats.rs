@@ -15,6 +15,7 @@ use super::{Failure, Output, load};
 use heddle_ir::encoding::parse_encoding;
 use heddle_runtime::io::{bind_inputs, bind_inputs_flat, read_input, write};
 use heddle_runtime::opencl::OpenCl;
+use heddle_runtime::sparse::file::{Contents, read_tensor};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -55,6 +56,49 @@ pub struct Args {
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The data files, each read once and shared by every variant: the
+/// `--input`s up front, a `--matrix` file when the first variant binds it
+/// (its values are read at the parameter's element type, which the kernel
+/// knows, and every variant has the same). Each variant stores a copy in its
+/// own encoding, so peak memory holds one copy of a file's contents beside
+/// what a single variant needs.
+struct Files {
+    /// `--input NAME=PATH`, loaded.
+    inputs: Vec<(String, heddle_runtime::io::Loaded)>,
+    /// `--matrix NAME=PATH`, by name: the element type read at and the
+    /// contents, or why the file could not be read (each variant reports it).
+    matrices: std::collections::HashMap<String, (heddle_ir::ScalarType, Result<Contents, String>)>,
+}
+
+impl Files {
+    /// Reads every `--input`; a file that cannot be read is an error here,
+    /// before any variant runs.
+    fn read_inputs(a: &Args) -> Result<Files, Failure> {
+        let mut inputs = Vec::new();
+        for i in &a.inputs {
+            let (k, path) = split("input", i)?;
+            let loaded = read_input(Path::new(path)).map_err(|e| Failure::Input(format!("parameter `{k}`: {e}")))?;
+            inputs.push((k.to_string(), loaded));
+        }
+        Ok(Files { inputs, matrices: Default::default() })
+    }
+
+    /// The contents of `--matrix name=path` with values of type `elem`,
+    /// read on first use.
+    fn matrix(&mut self, name: &str, path: &str, elem: heddle_ir::ScalarType) -> Result<&Contents, String> {
+        let stale = self.matrices.get(name).is_some_and(|(at, _)| *at != elem);
+        if stale || !self.matrices.contains_key(name) {
+            let read = read_tensor(Path::new(path), elem)
+                .map_err(|e| heddle_runtime::io::bind::in_file(name, Path::new(path), e).to_string());
+            self.matrices.insert(name.to_string(), (elem, read));
+        }
+        match self.matrices.get(name) {
+            Some((_, read)) => read.as_ref().map_err(Clone::clone),
+            None => Err("no matrix file".into()),
+        }
+    }
 }
 
 /// One variant's fate.
@@ -100,12 +144,13 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
+    let mut files = Files::read_inputs(a)?;
     let mut results = Vec::new();
     for text in &candidates {
         bar.set_message(variants::short(text));
         let fate = match parse_encoding(text, 0) {
             Err(d) => Fate::Skipped(format!("rejected by the verifier: {}", d.message)),
-            Ok(enc) => match one(a, &file, &program, enc, cl.as_ref()) {
+            Ok(enc) => match one(a, &file, &program, enc, cl.as_ref(), &mut files) {
                 Ok((t, v)) => Fate::Ran(t, v),
                 Err(why) => Fate::Skipped(why),
             },
@@ -124,6 +169,7 @@ fn one(
     program: &heddle_ir::Program,
     enc: heddle_ir::encoding::Encoding,
     cl: Option<&OpenCl>,
+    files: &mut Files,
 ) -> Result<(Duration, serde_json::Value), String> {
     let first = |f: Failure| match f {
         Failure::Source(src, d) => d.first().map_or_else(
@@ -145,19 +191,16 @@ fn one(
             v.parse::<i64>().map_err(|_| format!("--param {p}: `{v}` is not a natural number"))?,
         ));
     }
-    let mut inputs = Vec::new();
-    for i in &a.inputs {
-        let (k, path) = split("input", i).map_err(first)?;
-        inputs.push((k.to_string(), read_input(Path::new(path)).map_err(|e| format!("parameter `{k}`: {e}"))?));
-    }
+    let mut inputs = files.inputs.clone();
     for m in &a.matrices {
         let (k, path) = split("matrix", m).map_err(first)?;
+        let (encoding, elem) = heddle_runtime::io::bind::tensor_param(&kernel, k).map_err(|e| e.to_string())?;
+        let contents = files.matrix(k, path, elem)?;
         if k == a.operand && variants::is_structured(&a.operand, &kernel) {
             // DIA and BSR can need many times the memory of CSR (a matrix with
             // thousands of diagonals, scattered entries in blocks): as `tune
             // --matrix` does, such a variant is skipped with its sizes, never allocated.
-            let (encoding, elem) = heddle_runtime::io::bind::tensor_param(&kernel, k).map_err(|e| e.to_string())?;
-            let (coo, _) = heddle_runtime::sparse::file::read_coo(Path::new(path)).map_err(|e| e.to_string())?;
+            let coo = super::auto::entries_of(contents);
             let size = heddle_runtime::sparse::estimate::storage_size(&coo, encoding, elem)
                 .map_err(|e| format!("`{k}` does not fit this encoding: {e}"))?;
             let plain = heddle_runtime::sparse::estimate::plain_size(&coo, elem);
@@ -165,14 +208,15 @@ fn one(
             if size.bytes > limit.saturating_mul(plain) {
                 return Err(format!(
                     "`{k}` in this encoding would take {} bytes ({} stored values for {} entries), over {limit}x its {plain} bytes as CSR",
-                    size.bytes,
-                    size.values,
+                    super::tune_matrix::at_least(size.bytes),
+                    super::tune_matrix::at_least(size.values),
                     coo.len()
                 ));
             }
         }
         let (dims, buffers) =
-            heddle_runtime::io::bind::tensor_inputs(&kernel, k, Path::new(path)).map_err(|e| e.to_string())?;
+            heddle_runtime::io::bind::tensor_inputs_from(&kernel, k, contents.clone(), Path::new(path))
+                .map_err(|e| e.to_string())?;
         nats.extend(dims);
         inputs.extend(buffers);
     }

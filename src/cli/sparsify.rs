@@ -16,9 +16,15 @@ pub struct Args {
     /// The source file, written over dense arrays.
     file: String,
     /// An operand and its encoding: NAME=#sparse_tensor.encoding<{...}>, a name (CSR, DIA, BSR(r, c), …),
-    /// NAME=#ENC defined in --defs, or NAME=SELL(C) (heddle's SELL-C layout: three arrays, C rows per slice).
+    /// NAME=#ENC defined in --defs, or NAME=SELL(C) (heddle's SELL-C layout: three arrays, C rows per slice);
+    /// NAME=auto chooses it from the structure of NAME's --matrix file (said on stderr, and under
+    /// `auto` with --json).
     #[arg(long = "encoding", value_name = "NAME=ENCODING", required = true, value_parser = super::args::encoding_binding)]
     encodings: Vec<(String, String)>,
+    /// The matrix file of an operand given NAME=auto: NAME=FILE (.mtx, .tns, .npz or .json), inspected
+    /// (not stored) to choose its encoding.
+    #[arg(long = "matrix", value_name = "NAME=FILE", value_parser = super::args::matrix_binding)]
+    matrices: Vec<(String, String)>,
     /// A file with `#NAME = #sparse_tensor.encoding<{...}>` lines.
     #[arg(long)]
     defs: Option<String>,
@@ -151,18 +157,73 @@ pub fn front_door(file: &SourceFile, program: &Program, specs: &[Spec]) -> Resul
 }
 
 pub fn run(a: &Args) -> Result<Output, Failure> {
-    for (_, enc) in &a.encodings {
+    let matrix_of = |name: &str| a.matrices.iter().find(|(k, _)| k.trim() == name.trim()).map(|(_, p)| p.as_str());
+    for (name, enc) in &a.encodings {
+        if super::auto::is_auto(enc) {
+            if matrix_of(name).is_none() {
+                return Err(Failure::usage(
+                    "--encoding",
+                    format!(
+                        "--encoding {name}=auto chooses from the matrix `{name}` will hold: give its file with --matrix {name}=FILE \
+                         (as `heddle run --encoding {name}=auto --matrix {name}=FILE` does; `heddle convert FILE --stats` shows what the choice reads)"
+                    ),
+                ));
+            }
+            continue;
+        }
         super::type_cmd::check_encoding_arg("--encoding", enc, a.defs.as_deref())?;
     }
+    if let Some((name, _)) = a
+        .matrices
+        .iter()
+        .find(|(k, _)| !a.encodings.iter().any(|(n, e)| n.trim() == k.trim() && super::auto::is_auto(e)))
+    {
+        return Err(Failure::usage(
+            "--matrix",
+            format!(
+                "--matrix {name}=…: sparsify reads a matrix only to choose an encoding, for --encoding {name}=auto"
+            ),
+        ));
+    }
     let (file, program, _) = super::load(&a.file)?;
-    let specs =
-        a.encodings.iter().map(|s| parse_spec(s, a.defs.as_deref(), &program)).collect::<Result<Vec<_>, _>>()?;
+    let (given, auto): (Vec<_>, Vec<_>) = a.encodings.iter().partition(|(_, enc)| !super::auto::is_auto(enc));
+    let mut specs =
+        given.into_iter().map(|s| parse_spec(s, a.defs.as_deref(), &program)).collect::<Result<Vec<_>, _>>()?;
+    // Each `auto` is chosen with the operands given and chosen before it, as `run` does.
+    let mut choices = Vec::new();
+    for (name, _) in auto {
+        let name = name.trim();
+        let elem = super::auto::matrix_elem(&program, name)?;
+        let contents =
+            super::auto::read_matrix(matrix_of(name).unwrap_or_default(), elem, &format!("--matrix {name}="))?;
+        // No backend here: every format the front door accepts is shown (`run
+        // --encoding NAME=auto` also passes over one its backend cannot compile).
+        let picked = super::auto::sparsify_auto(
+            &file,
+            &program,
+            name,
+            &super::auto::entries_of(&contents),
+            &specs,
+            &|_| Ok(()),
+        )?;
+        // Not eprintln!: a closed stderr must not panic.
+        let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("{}\n", picked.choice.line()));
+        specs.push(picked.spec);
+        choices.push(picked.choice);
+    }
+    // Once more with every operand's encoding, as given or chosen: the laws
+    // applied are counted over all of them (the choice's kernel is the same).
     let Sparse { file: sparse, kernel, laws } = front_door(&file, &program, &specs)?;
-    let json = serde_json::json!({
+    let mut json = serde_json::json!({
         "ok": true,
         "program": sparse.text,
         "type": kernel.ty.to_string(),
         "laws_applied": laws,
     });
+    if !choices.is_empty() {
+        let auto: serde_json::Map<String, serde_json::Value> =
+            choices.iter().map(|c| (c.operand.clone(), serde_json::to_value(c).unwrap_or_default())).collect();
+        json["auto"] = serde_json::Value::Object(auto);
+    }
     Ok(Output { text: sparse.text.clone(), json })
 }

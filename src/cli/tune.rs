@@ -293,10 +293,13 @@ fn leaf(ty: &Type) -> &Type {
 }
 
 /// Do two results agree? Floats within a relative 1e-4 (a parallel reduction
-/// adds in another order), everything else exactly.
+/// adds in another order), NaN with NaN (a NaN in the data gives NaN in
+/// every variant), everything else exactly.
 pub fn agree(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Float(x), Value::Float(y)) => x == y || (x - y).abs() <= 1e-4 * x.abs().max(y.abs()).max(1.0),
+        (Value::Float(x), Value::Float(y)) => {
+            x == y || (x.is_nan() && y.is_nan()) || (x - y).abs() <= 1e-4 * x.abs().max(y.abs()).max(1.0)
+        }
         (Value::Array(xs), Value::Array(ys)) => {
             xs.len() == ys.len() && xs.iter().zip(ys.iter()).all(|(x, y)| agree(x, y))
         }

@@ -23,6 +23,12 @@ use heddle_typeck::{Kernel, KernelParam};
 use std::collections::HashMap;
 use std::path::Path;
 
+/// A size the estimate counted with saturating arithmetic, as text: `u64::MAX`
+/// stands for any count past it (a dimension of 2^64 - 1 in a file's size line).
+pub fn at_least(n: u64) -> String {
+    if n == u64::MAX { "more than 2^64 - 1".to_string() } else { n.to_string() }
+}
+
 /// A variant's storage may take at most this many times the bytes of the
 /// matrix as plain CSR (64-bit positions and coordinates, the variant's values).
 pub const SIZE_LIMIT: u64 = 3;
@@ -139,8 +145,8 @@ pub fn bind(
         if size.bytes > SIZE_LIMIT.saturating_mul(plain) {
             bound.skipped = Some(format!(
                 "skipped: `{name}` in this encoding would take {} bytes ({} stored values for {} entries), over {SIZE_LIMIT}x its {} bytes as CSR",
-                size.bytes,
-                size.values,
+                at_least(size.bytes),
+                at_least(size.values),
                 coo.len(),
                 plain
             ));

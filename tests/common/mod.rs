@@ -20,6 +20,15 @@ pub fn hdl_files(dir: &str) -> Vec<PathBuf> {
     files
 }
 
+/// A new, empty directory for one test's files, removed with everything in
+/// it when the guard is dropped (when the test ends, passing or failing).
+/// Its name is unique, never the process id: ids come back (pid_max is 32768
+/// here, and CI starts thousands of processes), and a directory named after
+/// one could hold an earlier process's files.
+pub fn scratch_dir(tag: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(&format!("heddle-{tag}-")).tempdir().expect("create a temporary directory")
+}
+
 /// The file's name without directory or extension.
 pub fn stem(p: &Path) -> String {
     p.file_stem().unwrap().to_string_lossy().into_owned()

@@ -1,4 +1,4 @@
-//! `--encoding A=auto` (`heddle run`) and `heddle convert --to auto`: the
+//! `--encoding A=auto` (`heddle run`, `heddle sparsify`) and `heddle convert --to auto`: the
 //! structural inspector (heddle_runtime::sparse::inspect) ranks formats for
 //! the matrix file, the first one the front door accepts is used; the
 //! result equals the dense kernel's on the interpreter and a plain dense
@@ -279,6 +279,45 @@ fn auto_needs_a_matrix_file_and_a_matrix_operand() {
     assert_eq!(floats(&v["result"]), vec![0.0; 8]);
 }
 
+/// `heddle sparsify --encoding A=auto --matrix A=FILE`: the program printed is
+/// the one `sparsify --encoding A=CHOSEN` prints, for the choice `run` makes
+/// (the expected one, computed through the library), said on stderr and in
+/// `--json`; without `--matrix` a usage error that says what to give.
+#[test]
+fn sparsify_auto_prints_the_program_for_the_chosen_encoding() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, rows, cols, e) in [("banded", 24, 24, banded(24)), ("scattered", 50, 60, scattered(50, 60))] {
+        let m = write_mtx(dir.path(), name, rows, cols, &e);
+        let matrix = format!("matrix={}", m.display());
+        let (chosen, before) = expected_choice(rows, cols, &e);
+        let args = ["sparsify", MV, "--encoding", "matrix=auto", "--matrix", &matrix];
+        let (code, v) = heddle_json(&args);
+        assert_eq!(code, 0, "{name}: {v}");
+        assert_schema(&v, &format!("sparsify auto {name}"));
+        let auto = &v["auto"]["matrix"];
+        assert_eq!(auto["encoding"], chosen.as_str(), "{name}: {auto}");
+        let skipped: Vec<&str> =
+            auto["skipped"].as_array().unwrap().iter().map(|s| s["encoding"].as_str().unwrap()).collect();
+        assert_eq!(skipped, before, "{name}: {auto}");
+        // The same program as the chosen encoding given by its text.
+        let given = format!("matrix={}", auto["encoding_text"].as_str().unwrap());
+        let (code, want) = heddle_json(&["sparsify", MV, "--encoding", &given]);
+        assert_eq!(code, 0, "{name}: {want}");
+        assert_eq!(v["program"], want["program"], "{name}");
+        assert_eq!(v["laws_applied"], want["laws_applied"], "{name}");
+        // Without --json: the program on stdout, the choice on stderr.
+        let (code, out, err) = heddle(&args);
+        assert_eq!(code, 0, "{name}: {err}");
+        assert_eq!(out, want["program"].as_str().unwrap(), "{name}");
+        assert!(err.starts_with(&format!("auto: {chosen} for matrix (")), "{name}: {err}");
+    }
+    // An operand given auto with a vector file for a matrix: the operand is a matrix, the file not.
+    let (code, _, err) =
+        heddle(&["sparsify", MV, "--encoding", "matrix=auto", "--matrix", "matrix=examples/data/spmv8/xs.json"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("--matrix matrix"), "{err}");
+}
+
 #[test]
 fn convert_to_auto_stores_the_first_ranked_encoding() {
     let dir = tempfile::tempdir().unwrap();
@@ -338,4 +377,83 @@ fn auto_skips_a_format_the_backend_refuses_and_keeps_the_first_when_all_are() {
     let all = auto_with_refusals(usize::MAX).choice;
     assert_eq!(all.encoding, "DIA");
     assert!(all.skipped.iter().any(|s| s.encoding == "CSR" && s.reason.starts_with("refusal")));
+}
+
+/// A size line of 2^64 - 1 rows, and entries at coordinates past i64: the
+/// inspector's counts and sizes saturate (they overflowed: a panic in a
+/// debug build), and every command that inspects answers: `convert --stats`
+/// and `--to auto` with the storage error, `run --encoding A=auto` with the
+/// error of storing the chosen CSR.
+#[test]
+fn the_inspector_takes_sizes_up_to_2_64() {
+    let dir = common::scratch_dir("auto-huge");
+    let far = "%%MatrixMarket matrix coordinate real general\n18446744073709551615 18446744073709551615 2\n1 1 1\n2 9223372036854775809 2\n";
+    let tall = "%%MatrixMarket matrix coordinate real general\n18446744073709551615 2 1\n1 1 1\n";
+    let out = dir.path().join("out.json");
+    let out = out.to_str().unwrap();
+    let xs = common::write(dir.path(), "xs.json", "[1.0, 2.0]");
+    for (name, text) in [("far", far), ("tall", tall)] {
+        let m = common::write(dir.path(), &format!("{name}.mtx"), text);
+        let m = m.to_str().unwrap();
+        for args in
+            [vec!["convert", m, "--to", "CSR", "-o", out, "--stats"], vec!["convert", m, "--to", "auto", "-o", out]]
+        {
+            let (code, _, err) = heddle(&args);
+            assert_eq!(code, 1, "{name} {args:?}: {err}");
+            assert!(err.contains(&format!("{name}.mtx")) && !err.contains("panicked"), "{name} {args:?}: {err}");
+        }
+        let (code, _, err) = heddle(&[
+            "run",
+            MV,
+            "--encoding",
+            "matrix=auto",
+            "--matrix",
+            &format!("matrix={m}"),
+            "--input",
+            &format!("xs={}", xs.display()),
+        ]);
+        assert_eq!(code, 1, "{name}: {err}");
+        assert!(err.contains("auto: CSR for matrix") && !err.contains("panicked"), "{name}: {err}");
+    }
+}
+
+/// DIA of a matrix whose dimensions are near 2^64, with an entry past i64:
+/// the offsets' count and the level coordinates overflowed (a panic in a
+/// debug build); now the storage is refused as too large, by `convert`,
+/// `run --encoding`, and `tune --matrix`'s and `search-formats`' size checks.
+#[test]
+fn dia_of_a_matrix_of_2_64_rows_is_refused_as_too_large() {
+    let dir = common::scratch_dir("dia-huge");
+    let m = common::write(
+        dir.path(),
+        "far.mtx",
+        "%%MatrixMarket matrix coordinate real general\n18446744073709551615 18446744073709551615 2\n1 1 1\n2 9223372036854775809 2\n",
+    );
+    let m = m.to_str().unwrap();
+    let xs = common::write(dir.path(), "xs.json", "[1.0, 2.0]");
+    let xs = format!("xs={}", xs.display());
+    let out = dir.path().join("out.json");
+    let (code, _, err) = heddle(&["convert", m, "--to", "DIA", "-o", out.to_str().unwrap(), "--stats"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("more than 2^64 positions") && !err.contains("panicked"), "{err}");
+    let matrix = format!("matrix={m}");
+    let (code, _, err) = heddle(&["run", MV, "--encoding", "matrix=DIA", "--matrix", &matrix, "--input", &xs]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("more than 2^64 positions") && !err.contains("panicked"), "{err}");
+    let (code, _, err) = heddle(&[
+        "search-formats",
+        MV,
+        "--operand",
+        "matrix",
+        "--matrix",
+        &matrix,
+        "--input",
+        &xs,
+        "--reps",
+        "1",
+        "--filter",
+        "j - i",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no encoding of `matrix` could run") && !err.contains("panicked"), "{err}");
 }

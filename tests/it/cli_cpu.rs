@@ -194,6 +194,11 @@ fn cranelift_ir_of_a_kernel() {
 fn machine_code_lists_the_code_for_validated_inputs() {
     let (code, out, err) = heddle(&["compile", "examples/sparse/spmv_csr.hdl", "--target", "asm"]);
     assert_eq!(code, 0, "{err}");
+    // After the line that says which code for short rows this is (below).
+    let out = out
+        .split_once('\n')
+        .filter(|(first, _)| first.starts_with("; short reduction loops"))
+        .map_or(&*out, |(_, rest)| rest);
     let (trusted, checked) = out.split_once("; for any other inputs:\n").expect("two listings");
     assert!(
         trusted.starts_with("; for inputs inside the ranges (A_crd1 < A_dim1), checked once before the launch:\n"),
@@ -207,6 +212,54 @@ fn machine_code_lists_the_code_for_validated_inputs() {
     assert_eq!(code, 0, "{err}");
     assert!(!out.contains("; for"), "{out}");
     assert!(out.contains("ret"), "{out}");
+}
+
+/// `heddle run` compiles short reduction loops (an SpMV's short rows) as
+/// straight copies for a launch whose inputs fit in cache, as loops for a
+/// larger one (`heddle_runtime::cpu::STRAIGHT_COPIES_MAX_BYTES`): `heddle
+/// compile --target cpu|asm` says on a comment line which of the two it
+/// shows, and `--large-inputs` shows the other. Code without such a loop
+/// is the same either way and has no such line.
+#[test]
+fn compile_says_which_code_for_short_rows_it_shows() {
+    let limit = heddle_runtime::cpu::STRAIGHT_COPIES_MAX_BYTES;
+    for target in ["cpu", "asm"] {
+        let compile = |extra: &[&str]| {
+            let (code, out, err) =
+                heddle(&[&["compile", "examples/sparse/spmv_csr.hdl", "--target", target][..], extra].concat());
+            assert_eq!(code, 0, "{target} {extra:?}: {err}");
+            out
+        };
+        let (small, large) = (compile(&[]), compile(&["--large-inputs"]));
+        let first = |s: &str| s.lines().next().unwrap_or_default().to_string();
+        assert!(
+            first(&small).starts_with("; short reduction loops (under 8 iterations) as straight copies")
+                && first(&small).contains(&format!("inputs take at most 4 MiB ({limit} bytes)")),
+            "{target}: {small}"
+        );
+        assert!(
+            first(&large).starts_with("; short reduction loops as loops")
+                && first(&large).contains(&format!("inputs take over 4 MiB ({limit} bytes)")),
+            "{target}: {large}"
+        );
+        assert_ne!(small.lines().skip(1).collect::<Vec<_>>(), large.lines().skip(1).collect::<Vec<_>>(), "{target}");
+        if target == "cpu" {
+            // The straight copies are entered by a jump table on the row's length.
+            assert!(small.contains("br_table") && !large.contains("br_table"), "{small}\n{large}");
+        }
+    }
+    // No reduction loop: one code, no line.
+    let dir = common::scratch_dir("compile-no-copies");
+    let scale =
+        common::write(dir.path(), "scale.hdl", "nFun(n => fun(xs: [double]_n => xs :>> map(fun(x => x * 2.0))))\n");
+    for extra in [&[][..], &["--large-inputs"]] {
+        let (code, out, err) = heddle(&[&["compile", scale.to_str().unwrap(), "--target", "asm"][..], extra].concat());
+        assert_eq!(code, 0, "{err}");
+        assert!(!out.contains("; short reduction loops"), "{out}");
+    }
+    let (code, _, err) = heddle(&["compile", "examples/sparse/spmv_csr.hdl", "--target", "loops", "--large-inputs"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("--large-inputs applies to --target cpu and asm"), "{err}");
 }
 
 /// `heddle compile --accumulators N` shows the code `heddle run
@@ -241,7 +294,9 @@ fn compile_shows_the_code_of_a_given_accumulator_count() {
 }
 
 /// `heddle run … --reps N` (LANGUAGE.md §7): with `--json`, `compile_seconds`
-/// and `kernel_seconds {median, min, max, reps}`; without it, one stderr line.
+/// and `kernel_seconds {median, min, max, p10, p90, reps}` (min ≤ p10 ≤
+/// median ≤ p90 ≤ max; one run gives one value everywhere); without it, one
+/// stderr line.
 #[test]
 fn reps_report_kernel_times_on_every_backend() {
     for backend in common::backends() {
@@ -261,9 +316,18 @@ fn reps_report_kernel_times_on_every_backend() {
         let j: serde_json::Value = serde_json::from_str(&out).unwrap();
         let k = &j["kernel_seconds"];
         assert_eq!(k["reps"], 5, "{backend}: {j}");
-        let (median, min, max) =
-            (k["median"].as_f64().unwrap(), k["min"].as_f64().unwrap(), k["max"].as_f64().unwrap());
-        assert!(0.0 <= min && min <= median && median <= max, "{backend}: {k}");
+        let stats = |k: &serde_json::Value| {
+            ["min", "p10", "median", "p90", "max"].map(|s| k[s].as_f64().unwrap_or_else(|| panic!("{s} in {k}")))
+        };
+        let [min, p10, median, p90, max] = stats(k);
+        assert!(0.0 <= min && min <= p10 && p10 <= median && median <= p90 && p90 <= max, "{backend}: {k}");
+        // One run: its time is every statistic.
+        let (code, out, err) = heddle(&[&args[..], &["--reps", "1", "--json"]].concat());
+        assert_eq!(code, 0, "{backend}: {err}");
+        let j1: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let one = stats(&j1["kernel_seconds"]);
+        assert!(one.iter().all(|&t| t == one[0]), "{backend}: {j1}");
+        assert_eq!(j1["kernel_seconds"]["reps"], 1, "{backend}: {j1}");
         assert!(j["compile_seconds"].as_f64().is_some_and(|c| c >= 0.0), "{backend}: {j}");
         // Without --json: the result on stdout, one timing line on stderr.
         let (code, out, err) = heddle(&[&args[..], &["--reps", "3"]].concat());
@@ -272,6 +336,7 @@ fn reps_report_kernel_times_on_every_backend() {
         let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("kernel: median")).collect();
         assert_eq!(lines.len(), 1, "{backend}: {err}");
         assert!(lines[0].contains("over 3 runs") && lines[0].contains("compile"), "{backend}: {err}");
+        assert!(lines[0].contains(", p10 ") && lines[0].contains(", p90 "), "{backend}: {err}");
         // No timing without --reps.
         let (_, out, err) = heddle(&[&args[..], &["--json"]].concat());
         assert!(!out.contains("kernel_seconds") && !err.contains("kernel: median"), "{backend}: {out}{err}");

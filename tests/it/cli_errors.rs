@@ -83,6 +83,19 @@ fn usage_errors_exit_2_before_any_work() {
             vec!["sparsify", dense, "--encoding", "matrix=BSR(0, 2)"],
             expect(2, "usage", Some(("file", "--encoding")), "at least 1"),
         ),
+        // auto chooses from a matrix file: without one, a usage error saying what to give.
+        (
+            vec!["sparsify", dense, "--encoding", "matrix=auto"],
+            expect(2, "usage", Some(("flag", "--encoding")), "--matrix matrix=FILE"),
+        ),
+        (
+            vec!["sparsify", dense, "--encoding", "matrix=CSR", "--matrix", "matrix=m.mtx"],
+            expect(2, "usage", Some(("flag", "--matrix")), "--encoding matrix=auto"),
+        ),
+        (
+            vec!["sparsify", dense, "--encoding", "xs=auto", "--matrix", "xs=examples/data/spmv8/matrix.mtx"],
+            expect(2, "usage", Some(("flag", "--encoding")), "`xs` is not a matrix"),
+        ),
         (
             vec!["convert", "m.mtx", "--to", "CSR", "-o", "out.csv"],
             expect(2, "usage", Some(("flag", "--output")), ".json, .mtx, .tns"),

@@ -17,10 +17,9 @@ use crate::common;
 use common::{heddle, python, write};
 use std::path::{Path, PathBuf};
 
-fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("heddle-complex-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// The test's own directory, removed when it ends.
+fn dir(name: &str) -> tempfile::TempDir {
+    common::scratch_dir(&format!("complex-{name}"))
 }
 
 fn s(p: &Path) -> &str {
@@ -69,8 +68,9 @@ fn spmv(d: &Path, elem: &str) -> PathBuf {
 
 #[test]
 fn hermitian_files_read_with_conjugate_mirrors_and_round_trip() {
-    let d = dir("hermitian");
-    if python(&d, SETUP).is_none() {
+    let tmp = dir("hermitian");
+    let d = tmp.path();
+    if python(d, SETUP).is_none() {
         return;
     }
     // The header says what scipy wrote: the lower triangle of a Hermitian matrix.
@@ -82,7 +82,7 @@ fn hermitian_files_read_with_conjugate_mirrors_and_round_trip() {
     // Back from the JSON storage form, to Matrix Market again.
     ok(&["convert", s(&d.join("H.json")), "--to", "COO", "-o", s(&d.join("H3.mtx"))]);
     let check = python(
-        &d,
+        d,
         "
 import numpy as np, scipy.sparse as sp, scipy.io as sio
 want = sio.mmread('H.mtx').toarray()
@@ -99,11 +99,12 @@ print('ok')
 
 #[test]
 fn complex_spmv_on_the_interpreter_matches_scipy_exactly() {
-    let d = dir("spmv");
-    if python(&d, SETUP).is_none() {
+    let tmp = dir("spmv");
+    let d = tmp.path();
+    if python(d, SETUP).is_none() {
         return;
     }
-    let (k64, k32) = (spmv(&d, "complex<f64>"), spmv(&d, "complex<f32>"));
+    let (k64, k32) = (spmv(d, "complex<f64>"), spmv(d, "complex<f32>"));
     // Every reader: scipy's .npz, Matrix Market (general and Hermitian), .npy of either width.
     let runs = [
         (&k64, "A.npz", "x128.npy", "y_npz.npy"),
@@ -120,7 +121,7 @@ fn complex_spmv_on_the_interpreter_matches_scipy_exactly() {
     let json = ok(&["run", s(&k64), "--matrix", &a, "--input", &x]);
     std::fs::write(d.join("y.json"), json).unwrap();
     let check = python(
-        &d,
+        d,
         "
 import json, numpy as np, scipy.sparse as sp, scipy.io as sio
 A = sp.load_npz('A.npz'); x = np.load('x128.npy')
@@ -141,15 +142,16 @@ print('ok')
 
 #[test]
 fn element_wise_complex_arithmetic_matches_python() {
-    let d = dir("elementwise");
+    let tmp = dir("elementwise");
+    let d = tmp.path();
     let k = write(
-        &d,
+        d,
         "k.hdl",
         "nFun(n =>\nfun(zs: [complex<f64>]_n =>\nfun(ws: [complex<f64>]_n =>\n  zip(zs, ws) :>> map(fun(p => (p.1 * conj(p.2) - complex(re(p.2), 1.0)) / (p.2 + 0.5) * 2.0 + complex(0.0, im(p.1)))))))\n",
     );
     let zs = "[[1, 2], [0.5, -1], [3, 0], [-2.25, 0.75]]";
     let ws = "[[2, 1], [-1, -1], [0, 4], [1.5, -0.5]]";
-    let (zp, wp) = (write(&d, "z.json", zs), write(&d, "w.json", ws));
+    let (zp, wp) = (write(d, "z.json", zs), write(d, "w.json", ws));
     let out = ok(&["run", s(&k), "--input", &format!("zs={}", s(&zp)), "--input", &format!("ws={}", s(&wp))]);
     let got: Vec<Vec<f64>> = serde_json::from_str(&out).unwrap();
     // The same formula with Python's complex numbers (its division is Smith's,
@@ -167,7 +169,7 @@ fn element_wise_complex_arithmetic_matches_python() {
         assert!((g[1] - want.1).abs() <= 1e-12 * want.1.abs().max(1.0), "element {k}: {g:?} vs {want:?}");
     }
     // Equality compares both parts.
-    let eq = write(&d, "eq.hdl", "nFun(n =>\nfun(zs: [complex<f32>]_n => zs :>> map(fun(z => z == conj(z)))))\n");
+    let eq = write(d, "eq.hdl", "nFun(n =>\nfun(zs: [complex<f32>]_n => zs :>> map(fun(z => z == conj(z)))))\n");
     let out = ok(&["run", s(&eq), "--input", &format!("zs={}", s(&zp))]);
     assert_eq!(out.trim(), "[false,false,true,false]");
 }
@@ -180,11 +182,12 @@ fn compiled() -> Vec<&'static str> {
 
 #[test]
 fn compiled_complex_spmv_matches_scipy_and_the_interpreter_bit_for_bit() {
-    let d = dir("spmv-compiled");
-    if python(&d, SETUP).is_none() {
+    let tmp = dir("spmv-compiled");
+    let d = tmp.path();
+    if python(d, SETUP).is_none() {
         return;
     }
-    let (k64, k32) = (spmv(&d, "complex<f64>"), spmv(&d, "complex<f32>"));
+    let (k64, k32) = (spmv(d, "complex<f64>"), spmv(d, "complex<f32>"));
     // scipy's .npz, Matrix Market (a Hermitian file: conjugated mirrors), .npy of either width.
     let runs = [(&k64, "A.npz", "x128.npy", "y64"), (&k32, "A.npz", "x64.npy", "y32"), (&k64, "H.mtx", "xh.npy", "yh")];
     let mut names = Vec::new();
@@ -199,7 +202,7 @@ fn compiled_complex_spmv_matches_scipy_and_the_interpreter_bit_for_bit() {
     // Quarter multiples and small integers: every product and sum is exact,
     // so each backend equals scipy, and the interpreter, exactly.
     let check = python(
-        &d,
+        d,
         &format!(
             "
 import numpy as np, scipy.sparse as sp, scipy.io as sio
@@ -244,13 +247,14 @@ fn element_wise(d: &Path, elem: &str) -> PathBuf {
 
 #[test]
 fn compiled_element_wise_complex_arithmetic_matches_numpy_and_the_interpreter_bit_for_bit() {
-    let d = dir("ew-compiled");
-    if python(&d, RANDOM).is_none() {
+    let tmp = dir("ew-compiled");
+    let d = tmp.path();
+    if python(d, RANDOM).is_none() {
         return;
     }
     let mut names = Vec::new();
     for (elem, width) in [("complex<f64>", "128"), ("complex<f32>", "64")] {
-        let k = element_wise(&d, elem);
+        let k = element_wise(d, elem);
         let (z, w) = (
             format!("zs={}", s(&d.join(format!("z{width}.npy")))),
             format!("ws={}", s(&d.join(format!("w{width}.npy")))),
@@ -260,7 +264,7 @@ fn compiled_element_wise_complex_arithmetic_matches_numpy_and_the_interpreter_bi
             std::fs::write(d.join(format!("ew{width}_{backend}.json")), out).unwrap();
             // The quotients as .npy too: complex results are written with numpy's dtypes.
             let q = write(
-                &d,
+                d,
                 "q.hdl",
                 &format!(
                     "nFun(n =>\nfun(zs: [{elem}]_n =>\nfun(ws: [{elem}]_n =>\n  zip(zs, ws) :>> map(fun(p => conj(p.1) / p.2)))))\n"
@@ -287,7 +291,7 @@ fn compiled_element_wise_complex_arithmetic_matches_numpy_and_the_interpreter_bi
     // to a few ulps. Against the interpreter, the same operations in the same
     // order at the same width: equal bit for bit.
     let check = python(
-        &d,
+        d,
         &format!(
             "
 import json, numpy as np
@@ -318,7 +322,8 @@ print('ok')
 
 #[test]
 fn compiled_dense_complex_matrix_from_npy_matches_numpy_exactly() {
-    let d = dir("dense-compiled");
+    let tmp = dir("dense-compiled");
+    let d = tmp.path();
     // A 2-D complex128 .npy matrix and a complex64 vector (widened exactly);
     // quarter multiples, so the sums are exact in any order.
     let setup = "
@@ -328,11 +333,11 @@ q = lambda *s: rng.integers(-8, 9, size=s) / 4
 np.save('M.npy', q(7, 10) + 1j * q(7, 10))
 np.save('v.npy', (q(10) + 1j * q(10)).astype(np.complex64))
 ";
-    if python(&d, setup).is_none() {
+    if python(d, setup).is_none() {
         return;
     }
     let k = write(
-        &d,
+        d,
         "mv.hdl",
         "nFun(n => nFun(m =>\nfun(a: [[complex<f64>]_m]_n =>\nfun(xs: [complex<f32>]_m =>\n  a :>> map(fun(row => zip(row, xs) :>> map(fun(p => p.1 * complex(double(re(p.2)), double(im(p.2))))) :>> reduce(+, 0.0)))))))\n",
     );
@@ -354,7 +359,7 @@ np.save('v.npy', (q(10) + 1j * q(10)).astype(np.complex64))
         names.push(format!("'y_{backend}.npy'"));
     }
     let check = python(
-        &d,
+        d,
         &format!(
             "
 import numpy as np
@@ -372,21 +377,22 @@ print('ok')
 
 #[test]
 fn compiled_complex_reductions_scalars_and_tuples_equal_the_interpreter() {
-    let d = dir("reduce-compiled");
+    let tmp = dir("reduce-compiled");
+    let d = tmp.path();
     // A sum (whose accumulators a backend may split: exact on quarter
     // multiples), a product (whose new parts read both old ones), a
     // sequential fold, squares, a complex scalar parameter; a kernel with
     // real inputs and result computing through complex numbers.
     let k = write(
-        &d,
+        d,
         "k.hdl",
         "nFun(n =>\nfun(zs: [complex<f64>]_n =>\nfun(c: complex<f64> =>\n  (zs :>> reduce(+, 0.0),\n   zs :>> reduce(*, 1.0),\n   zs :>> reduceSeq(fun(a, z => a * c - z), c),\n   zs :>> map(fun(z => z * z + c))))))\n",
     );
-    let zs = write(&d, "z.json", "[[1, 2], [0.5, -1], [3, 0], [-2.25, 0.75], [0, -1], [1.25, 0.5], [-0.5, -0.25]]");
-    let c = write(&d, "c.json", "[0.5, -1.5]");
-    let reals = write(&d, "r.json", "[1.5, -2, 0.25]");
+    let zs = write(d, "z.json", "[[1, 2], [0.5, -1], [3, 0], [-2.25, 0.75], [0, -1], [1.25, 0.5], [-0.5, -0.25]]");
+    let c = write(d, "c.json", "[0.5, -1.5]");
+    let reals = write(d, "r.json", "[1.5, -2, 0.25]");
     let ew = write(
-        &d,
+        d,
         "ew.hdl",
         "nFun(n =>\nfun(xs: [double]_n => xs :>> map(fun(x => re(complex(x, x) * complex(x, 0.0)) + im(conj(complex(0.0, x)))))))\n",
     );
@@ -440,7 +446,8 @@ fn complex_vector_kernel(d: &Path, elem: &str, w: usize) -> PathBuf {
 
 #[test]
 fn vectors_of_complex_numbers_compile_and_match_numpy_bit_for_bit() {
-    let d = dir("vectors");
+    let tmp = dir("vectors");
+    let d = tmp.path();
     // Quarter multiples (products and sums exact in any order), no zero
     // divisor; 16 numbers, so 8 vectors of 2 lanes or 4 of 4.
     let setup = "
@@ -453,13 +460,13 @@ for name, z in [('a', a), ('b', b)]:
     np.save(name + '128.npy', z)
     np.save(name + '64.npy', z.astype(np.complex64))
 ";
-    if python(&d, setup).is_none() {
+    if python(d, setup).is_none() {
         return;
     }
     let mut names = Vec::new();
     for (elem, bits) in [("complex<f64>", "128"), ("complex<f32>", "64")] {
         for w in [2, 4] {
-            let k = complex_vector_kernel(&d, elem, w);
+            let k = complex_vector_kernel(d, elem, w);
             let (a, b) = (
                 format!("as={}", s(&d.join(format!("a{bits}.npy")))),
                 format!("bs={}", s(&d.join(format!("b{bits}.npy")))),
@@ -486,7 +493,7 @@ for name, z in [('a', a), ('b', b)]:
     // The interpreter against numpy, each real operation in the interpreter's
     // order at the part type (the textbook quotient, as `launch::complex_bin`).
     let check = python(
-        &d,
+        d,
         &format!(
             "
 import numpy as np, json
@@ -527,9 +534,10 @@ print('ok')
 fn a_kernel_parameter_holding_a_vector_of_complex_numbers_is_refused() {
     // The interpreter takes no vector input either; compiling refuses the
     // parameter itself, located, and says what to pass instead.
-    let d = dir("vector-param");
+    let tmp = dir("vector-param");
+    let d = tmp.path();
     let k = write(
-        &d,
+        d,
         "v.hdl",
         "fun(as: [complex<f64>]_2 =>\nfun(v: <complex<f64>>2 =>\n  as :>> asVector(2) :>> map(fun(u => u * v))))\n",
     );
@@ -547,7 +555,8 @@ fn a_kernel_parameter_holding_a_vector_of_complex_numbers_is_refused() {
 
 #[test]
 fn complex_misuse_is_a_type_error() {
-    let d = dir("typing");
+    let tmp = dir("typing");
+    let d = tmp.path();
     let cases = [
         ("fun(zs: [complex<f64>]_4 => zs :>> map(fun(z => z < z)))", "`<` is not defined on complex numbers"),
         ("fun(zs: [complex<f64>]_4 => zs :>> reduce(max, 0.0))", "`max` is not defined on complex numbers"),
@@ -563,22 +572,23 @@ fn complex_misuse_is_a_type_error() {
         ("fun(xs: [complex<f16>]_4 => xs)", "unknown complex type `complex<f16>`"),
     ];
     for (k, (src, want)) in cases.iter().enumerate() {
-        let f = write(&d, &format!("bad{k}.hdl"), &format!("{src}\n"));
+        let f = write(d, &format!("bad{k}.hdl"), &format!("{src}\n"));
         let (code, _, err) = heddle(&["check", s(&f)]);
         assert_eq!(code, 1, "{src}: {err}");
         assert!(err.contains(want), "{src}: expected `{want}` in\n{err}");
     }
     // Literal parts follow the complex type the context needs (here complex<f64>, from zs).
-    let f = write(&d, "lit.hdl", "fun(zs: [complex<f64>]_2 => zs :>> map(fun(z => z * complex(0.1, 2.0))))\n");
-    let x = write(&d, "x.json", "[[1, 0], [0, 1]]");
+    let f = write(d, "lit.hdl", "fun(zs: [complex<f64>]_2 => zs :>> map(fun(z => z * complex(0.1, 2.0))))\n");
+    let x = write(d, "x.json", "[[1, 0], [0, 1]]");
     let out = ok(&["run", s(&f), "--input", &format!("zs={}", s(&x))]);
     assert_eq!(out.trim(), "[[0.1,2.0],[-2.0,0.1]]", "0.1 kept at double precision");
 }
 
 #[test]
 fn bad_complex_matrix_market_files_are_located_errors() {
-    let d = dir("mtx-errors");
-    let k = spmv(&d, "complex<f64>");
+    let tmp = dir("mtx-errors");
+    let d = tmp.path();
+    let k = spmv(d, "complex<f64>");
     let cases = [
         (
             "%%MatrixMarket matrix coordinate real hermitian\n2 2 1\n1 1 1\n",
@@ -594,16 +604,16 @@ fn bad_complex_matrix_market_files_are_located_errors() {
         ),
         ("%%MatrixMarket matrix coordinate complex general\n2 2 1\n1 2 1 x\n", ":3: value `x` is not a number"),
     ];
-    let x = write(&d, "x.json", "[[1, 0], [0, 1]]");
+    let x = write(d, "x.json", "[[1, 0], [0, 1]]");
     for (n, (text, want)) in cases.iter().enumerate() {
-        let m = write(&d, &format!("m{n}.mtx"), text);
+        let m = write(d, &format!("m{n}.mtx"), text);
         let (code, _, err) =
             heddle(&["run", s(&k), "--matrix", &format!("A={}", s(&m)), "--input", &format!("xs={}", s(&x))]);
         assert_eq!(code, 1, "{text}: {err}");
         assert!(err.contains(want), "expected `{want}` in\n{err}");
     }
     // A complex file for a real tensor is refused, naming the value.
-    let m = write(&d, "c.mtx", "%%MatrixMarket matrix coordinate complex general\n2 2 1\n1 2 1 2\n");
+    let m = write(d, "c.mtx", "%%MatrixMarket matrix coordinate complex general\n2 2 1\n1 2 1 2\n");
     let (code, _, err) = heddle(&["convert", s(&m), "--to", "CSR", "--elem", "f64", "-o", s(&d.join("r.mtx"))]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("complex(1.0, 2.0) does not fit in double"), "{err}");
@@ -615,13 +625,14 @@ fn bad_complex_matrix_market_files_are_located_errors() {
 
 #[test]
 fn stored_complex_results_are_written_for_scipy() {
-    let d = dir("stored");
-    if python(&d, SETUP).is_none() {
+    let tmp = dir("stored");
+    let d = tmp.path();
+    if python(d, SETUP).is_none() {
         return;
     }
     // 2 conj(H), stored as CSR by every backend: written as .npz and .mtx, read back by scipy.
     let k = write(
-        &d,
+        d,
         "k.hdl",
         "fun(A: tensor<?x?xcomplex<f64>, #CSR> =>\n  (A :>> map(fun(row => row :>> map(fun(e => (e.1, conj(e.2) * 2.0))))) : tensor<?x{A_dim1}xcomplex<f64>, #CSR>))\n",
     );
@@ -635,7 +646,7 @@ fn stored_complex_results_are_written_for_scipy() {
         }
     }
     let check = python(
-        &d,
+        d,
         &format!(
             "
 import numpy as np, scipy.sparse as sp, scipy.io as sio

@@ -11,7 +11,7 @@ use crate::common;
 use common::{Rng, backends, heddle};
 use heddle_runtime::io::number::{float, float_to_json};
 use heddle_runtime::value::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const SPECIAL: &[f64] = &[
     -0.0,
@@ -72,10 +72,9 @@ fn read_npy(path: &Path) -> Vec<f64> {
     }
 }
 
-fn tempdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("heddle-exact-cli-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// The test's own directory, removed when it ends.
+fn tempdir(tag: &str) -> tempfile::TempDir {
+    crate::common::scratch_dir(&format!("exact-cli-{tag}"))
 }
 
 /// Runs `heddle run` and returns the result's numbers: from stdout, or from `out`.
@@ -106,7 +105,8 @@ fn run(args: &[&str], out: Option<&Path>) -> Vec<f64> {
 
 #[test]
 fn dense_values_pass_through_every_backend_and_format() {
-    let dir = tempdir("dense");
+    let tmp = tempdir("dense");
+    let dir = tmp.path();
     let mut rng = Rng(0x5eed_0019);
     for (ty, single) in [("double", false), ("float", true)] {
         let kernel = dir.join(format!("id_{ty}.hdl"));
@@ -136,12 +136,12 @@ fn dense_values_pass_through_every_backend_and_format() {
             }
         }
     }
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
 fn stored_values_pass_through_every_backend_format_and_width() {
-    let dir = tempdir("stored");
+    let tmp = tempdir("stored");
+    let dir = tmp.path();
     let mut rng = Rng(0xc0ffee);
     // A 3 x 200 matrix: rows 0 and 2 full of special and random values, row 1 empty.
     let want = values(false, &mut rng, 2 * 200 - SPECIAL.len());
@@ -188,14 +188,14 @@ fn stored_values_pass_through_every_backend_format_and_width() {
             }
         }
     }
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// Integers at every width, their extremes included, pass through exactly
 /// (a `u64` up to 2^64 − 1 in JSON, an `i64` down to −2^63).
 #[test]
 fn integers_at_every_width_pass_through() {
-    let dir = tempdir("ints");
+    let tmp = tempdir("ints");
+    let dir = tmp.path();
     let cases: &[(&str, &str)] = &[
         ("i8", "[-128, 127, 0, -1]"),
         ("u8", "[0, 255, 1]"),
@@ -229,7 +229,6 @@ fn integers_at_every_width_pass_through() {
         assert_eq!(code, 1, "{ty} {list}: {err}");
         assert!(err.contains("parameter `xs`"), "{err}");
     }
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// An `f32` tensor's text values are rounded once, straight to `f32`:
@@ -237,7 +236,8 @@ fn integers_at_every_width_pass_through() {
 /// to `f64` first and then to `f32` turns into its neighbour.
 #[test]
 fn f32_tensor_values_are_rounded_once() {
-    let dir = tempdir("f32once");
+    let tmp = tempdir("f32once");
+    let dir = tmp.path();
     let want = f32::from_bits(0x15ae_43fd);
     let mtx = dir.join("a.mtx");
     std::fs::write(&mtx, "%%MatrixMarket matrix coordinate real general\n1 2 2\n1 1 7.038531e-26\n1 2 0.1\n").unwrap();
@@ -262,7 +262,6 @@ fn f32_tensor_values_are_rounded_once() {
             assert_eq!(texts[1], "0.1");
         }
     }
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// Stored integer tensors keep values far beyond 2^53 (where an `f64` would
@@ -270,7 +269,8 @@ fn f32_tensor_values_are_rounded_once() {
 /// to `.mtx`, and through `run --matrix` on every backend.
 #[test]
 fn stored_integers_beyond_2_53_pass_through() {
-    let dir = tempdir("stored-ints");
+    let tmp = tempdir("stored-ints");
+    let dir = tmp.path();
     let cases: &[(&str, &[&str])] = &[
         ("i64", &["9007199254740993", "-9223372036854775808", "9223372036854775807", "-3"]),
         ("ui64", &["18446744073709551615", "9007199254740993", "9223372036854775808", "1"]),
@@ -316,5 +316,4 @@ fn stored_integers_beyond_2_53_pass_through() {
     let (code, _, err) = heddle(&["run", kernel.to_str().unwrap(), "--matrix", &arg]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("18446744073709551615 does not fit in i64"), "{err}");
-    std::fs::remove_dir_all(&dir).ok();
 }

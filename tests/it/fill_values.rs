@@ -7,15 +7,10 @@ use crate::common;
 
 use common::{backends, heddle};
 
-fn dir() -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("heddle-cli-fill-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 #[test]
 fn pattern_spmv_uses_the_explicit_value_on_every_backend() {
-    let d = dir();
+    let tmp = common::scratch_dir("cli-fill-pattern");
+    let d = tmp.path();
     std::fs::write(d.join("p.mtx"), "%%MatrixMarket matrix coordinate pattern general\n3 3 3\n1 1\n2 2\n3 3\n")
         .unwrap();
     std::fs::write(d.join("x.json"), "[1, 100, 10]").unwrap();
@@ -38,7 +33,8 @@ fn pattern_spmv_uses_the_explicit_value_on_every_backend() {
 
 #[test]
 fn dense_levels_see_the_implicit_value_on_every_backend() {
-    let d = dir();
+    let tmp = common::scratch_dir("cli-fill-dense");
+    let d = tmp.path();
     // 3 x 4, entries (0,1) = 2, (2,3) = -4, (2,0) = 0 (an explicit zero).
     std::fs::write(d.join("m.mtx"), "%%MatrixMarket matrix coordinate real general\n3 4 3\n1 2 2\n3 4 -4\n3 1 0\n")
         .unwrap();

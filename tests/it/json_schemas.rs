@@ -57,6 +57,15 @@ fn front_end_commands() {
     ok(&["type", "CSR"]);
     ok(&["type", "BSR(2, 2)", "--dims", "4x6"]);
     ok(&["sparsify", "examples/dense_mv.hdl", "--encoding", "matrix=CSR"]);
+    let v = ok(&[
+        "sparsify",
+        "examples/dense_mv.hdl",
+        "--encoding",
+        "matrix=auto",
+        "--matrix",
+        "matrix=examples/data/spmv8/matrix.mtx",
+    ]);
+    assert!(v["auto"]["matrix"]["encoding"].is_string(), "{v}");
     let v = ok(&["prims"]);
     assert_eq!(v["prims"].as_array().unwrap().len(), heddle_ir::prims::signatures().len());
     ok(&["prims", "union"]);
@@ -74,6 +83,9 @@ fn run_and_compile() {
     assert_eq!(v["backend"], "interp");
     args.extend(["--backend", "cpu", "--threads", "2"]);
     ok(&args);
+    args.extend(["--reps", "3"]);
+    let v = ok(&args);
+    assert!(v["kernel_seconds"]["p90"].is_number(), "{v}");
     ok(&[
         "run",
         "examples/sparse/spmv_csr.hdl",
@@ -91,6 +103,7 @@ fn run_and_compile() {
     for target in ["loops", "cpu"] {
         ok(&["compile", "examples/csr_row_sums.hdl", "--target", target]);
     }
+    ok(&["compile", "examples/csr_row_sums.hdl", "--target", "asm", "--large-inputs"]);
 }
 
 #[test]

@@ -9,13 +9,6 @@ use common::{backends, heddle};
 use heddle_ir::{Nat, ScalarType, Type};
 use heddle_runtime::io::{Loaded, read_input};
 use heddle_runtime::value::Value;
-use std::path::PathBuf;
-
-fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("heddle-npy-shapes-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// Writes a rows x cols matrix of f64 (value 10 i + j) as a 2-D `.npy`.
 fn matrix_npy(path: &std::path::Path, rows: usize, cols: usize) {
@@ -34,7 +27,8 @@ fn npy_header(path: &std::path::Path) -> String {
 
 #[test]
 fn a_2d_npy_gives_both_sizes_and_a_2d_result_is_written_2d() {
-    let d = dir();
+    let tmp = common::scratch_dir("npy-shapes");
+    let d = tmp.path();
     let a = d.join("a.npy");
     matrix_npy(&a, 3, 4);
     assert!(npy_header(&a).contains("'shape': (3, 4)"), "{}", npy_header(&a));
@@ -75,13 +69,12 @@ fn a_2d_npy_gives_both_sizes_and_a_2d_result_is_written_2d() {
     let (code, _, err) = heddle(&["run", sums.to_str().unwrap(), "--input", &input, "-o", out.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     assert!(npy_header(&out).contains("'shape': (3,)"), "{}", npy_header(&out));
-    std::fs::remove_dir_all(&d).ok();
 }
 
 #[test]
 fn a_shape_that_contradicts_the_type_is_an_error() {
-    let d = dir().join("bad");
-    std::fs::create_dir_all(&d).unwrap();
+    let tmp = common::scratch_dir("npy-shapes-bad");
+    let d = tmp.path();
     let a = d.join("a.npy");
     matrix_npy(&a, 4, 3);
     let kernel = d.join("k.hdl");
@@ -103,5 +96,4 @@ fn a_shape_that_contradicts_the_type_is_an_error() {
     assert_eq!(code, 0, "{err}");
     let want: f64 = (0..4).flat_map(|i| (0..3).map(move |j| (10 * i + j) as f64)).sum();
     assert_eq!(out.trim().parse::<f64>().unwrap(), want);
-    std::fs::remove_dir_all(&d).ok();
 }

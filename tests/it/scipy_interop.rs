@@ -14,13 +14,10 @@ use crate::common;
 use common::{backends, heddle, python};
 use std::path::{Path, PathBuf};
 
-fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("heddle-scipy-{name}-{}", std::process::id()));
-    // Emptied first: a process id comes back, and an earlier test process's
-    // files (its results, counted by the checks) may still be there.
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// The test's own directory, new and empty (the checks count the result
+/// files in it), removed when it ends.
+fn dir(name: &str) -> tempfile::TempDir {
+    common::scratch_dir(&format!("scipy-{name}"))
 }
 
 fn s(p: &Path) -> &str {
@@ -55,7 +52,8 @@ fn kernel(d: &Path, name: &str, enc: &str, elem: &str, x: &str) -> PathBuf {
 
 #[test]
 fn scipy_npz_files_are_read_exactly() {
-    let d = dir("read");
+    let tmp = dir("read");
+    let d = tmp.path();
     // Every format scipy saves, every value type, stored and deflated; int64
     // indices; a csr with unsorted and repeated indices; a coo with repeats.
     let setup = format!(
@@ -76,7 +74,7 @@ R = sp.coo_matrix((np.array([1.0, 2.0, 0.5]), (np.array([0, 5, 0]), np.array([3,
 sp.save_npz('coo_repeats.npz', R)
 "
     );
-    if python(&d, &setup).is_none() {
+    if python(d, &setup).is_none() {
         return;
     }
     // convert every file to CSR as .npz; scipy checks them below.
@@ -90,8 +88,8 @@ sp.save_npz('coo_repeats.npz', R)
     }
     // SpMV on every backend over each format of the float64 files (kernel in
     // f64), and over the float32 csr file (kernel in f32).
-    let k64 = kernel(&d, "spmv64", "(i, j) -> (i : dense, j : compressed)", "f64", "double");
-    let k32 = kernel(&d, "spmv32", "(i, j) -> (i : dense, j : compressed)", "f32", "float");
+    let k64 = kernel(d, "spmv64", "(i, j) -> (i : dense, j : compressed)", "f64", "double");
+    let k32 = kernel(d, "spmv32", "(i, j) -> (i : dense, j : compressed)", "f32", "float");
     let kcsc = common::root().join("examples/sparse/spmv_csc.hdl");
     let mut runs = Vec::new();
     for backend in backends() {
@@ -134,10 +132,10 @@ for path in sorted(glob.glob('y_*.npy')):
 print(len(bad), bad)
 "
     );
-    let Some(out) = python(&d, &check) else { return };
+    let Some(out) = python(d, &check) else { return };
     assert!(out.starts_with("0 "), "files that differ from scipy's: {out}");
     assert!(
-        std::fs::read_dir(&d)
+        std::fs::read_dir(d)
             .unwrap()
             .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("y_"))
             .count()
@@ -151,7 +149,8 @@ fn heddle_stem(p: &Path) -> String {
 
 #[test]
 fn heddle_npz_files_load_in_scipy() {
-    let d = dir("write");
+    let tmp = dir("write");
+    let d = tmp.path();
     let mtx = common::root().join("tests/data/sparse/m4x8.mtx");
     // (encoding, the scipy format heddle writes for it)
     let cases = [("CSR", "csr"), ("CSC", "csc"), ("BSR(2, 4)", "bsr"), ("DCSR", "coo"), ("COO", "coo"), ("dd", "coo")];
@@ -179,7 +178,7 @@ for name, (r, c) in [('P', (9, 7)), ('Q', (7, 11))]:
     M.eliminate_zeros()
     sp.save_npz(name + '.npz', M.astype(np.float32))
 ";
-    if python(&d, setup).is_none() {
+    if python(d, setup).is_none() {
         return;
     }
     for backend in backends() {
@@ -215,13 +214,14 @@ print(len(bad), bad)
         mtx = mtx.display(),
         formats = cases.iter().map(|c| c.1).collect::<Vec<_>>(),
     );
-    let Some(out) = python(&d, &check) else { return };
+    let Some(out) = python(d, &check) else { return };
     assert!(out.starts_with("0 "), "files scipy reads differently: {out}");
 }
 
 #[test]
 fn numpy_npy_files_are_read_exactly() {
-    let d = dir("npy");
+    let tmp = dir("npy");
+    let d = tmp.path();
     // Little- and big-endian, 2-D, int32 offsets and a structured dtype of
     // (column, value) records: Listing 4's buffers and a dense matrix.
     let setup = format!(
@@ -236,7 +236,7 @@ np.save('entries.npy', rec)
 np.save('M.npy', dense.astype(np.float32))
 "
     );
-    if python(&d, &setup).is_none() {
+    if python(d, &setup).is_none() {
         return;
     }
     let root = common::root();
@@ -277,7 +277,7 @@ bad = [p for p in sorted(glob.glob('y_*.npy')) if np.load(p).dtype != np.float32
 print(len(bad), bad, len(glob.glob('y_*.npy')))
 "
     );
-    let Some(out) = python(&d, &check) else { return };
+    let Some(out) = python(d, &check) else { return };
     assert_eq!(out.trim(), format!("0 [] {}", 3 * backends().len()), "results that differ from numpy's");
 }
 
@@ -289,7 +289,8 @@ print(len(bad), bad, len(glob.glob('y_*.npy')))
 /// to CSR unchanged. Wide, tall, empty and 1x1 matrices.
 #[test]
 fn dia_matches_scipy_todia() {
-    let d = dir("dia");
+    let tmp = dir("dia");
+    let d = tmp.path();
     let setup = format!(
         "{SETUP}
 shapes = {{'wide': A, 'tall': sp.csr_array(A.T), 'empty': sp.csr_array((3, 4)), 'one': sp.csr_array(np.array([[2.5]]))}}
@@ -298,7 +299,7 @@ for name, M in shapes.items():
     sp.save_npz(name + '_dia.npz', M.todia())
 "
     );
-    if python(&d, &setup).is_none() {
+    if python(d, &setup).is_none() {
         return;
     }
     let names = ["wide", "tall", "empty", "one"];
@@ -372,7 +373,7 @@ for name, M in shapes.items():
 print(len(bad), bad)
 "
     );
-    let Some(out) = python(&d, &check) else { return };
+    let Some(out) = python(d, &check) else { return };
     assert!(out.starts_with("0 "), "DIA differs from scipy's: {out}");
 }
 
@@ -383,7 +384,8 @@ print(len(bad), bad)
 /// at 32-bit widths.
 #[test]
 fn bsr_matches_scipy_tobsr() {
-    let d = dir("bsr");
+    let tmp = dir("bsr");
+    let d = tmp.path();
     let setup = format!(
         "{SETUP}
 Z = A.copy()
@@ -393,7 +395,7 @@ sp.save_npz('a_csc.npz', sp.csc_array(A))
 sp.save_npz('z.npz', Z)
 "
     );
-    if python(&d, &setup).is_none() {
+    if python(d, &setup).is_none() {
         return;
     }
     let shapes = [(1, 1), (2, 3), (3, 2), (4, 6), (12, 9)];
@@ -429,6 +431,6 @@ for (r, c), src, tag in itertools.product({shapes:?}, ['a', 'a_csc', 'z'], ['nat
 print(len(bad), bad)
 "
     );
-    let Some(out) = python(&d, &check) else { return };
+    let Some(out) = python(d, &check) else { return };
     assert!(out.starts_with("0 "), "BSR differs from scipy's tobsr: {out}");
 }

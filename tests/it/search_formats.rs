@@ -255,3 +255,54 @@ fn dia_over_scattered_entries_is_skipped_by_its_size() {
         }
     }
 }
+
+/// Every data file is read once, whatever the number of variants (and of
+/// DIA size checks): given as named pipes, which can be read only once
+/// (reading one again waits for a writer that never comes), the search
+/// runs every variant and finishes.
+#[cfg(unix)]
+#[test]
+fn each_data_file_is_read_once() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let dir = common::scratch_dir("search-formats-fifo");
+    let (mtx, xs) = (dir.path().join("m.mtx"), dir.path().join("xs.json"));
+    for (pipe, source) in [(&mtx, "examples/data/spmv8/matrix.mtx"), (&xs, "examples/data/spmv8/xs.json")] {
+        let made = Command::new("mkfifo").arg(pipe).status().expect("run mkfifo");
+        assert!(made.success(), "mkfifo {}", pipe.display());
+        let (pipe, text) = (pipe.clone(), std::fs::read(common::root().join(source)).unwrap());
+        // One writer per pipe, writing the file once (opening blocks until heddle opens it to read).
+        std::thread::spawn(move || {
+            if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(&pipe) {
+                let _ = f.write_all(&text);
+            }
+        });
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_heddle"))
+        .current_dir(common::root())
+        .args(["search-formats", "examples/dense_mv.hdl", "--operand", "matrix", "--reps", "1", "--json"])
+        .arg(format!("--matrix=matrix={}", mtx.display()))
+        .arg(format!("--input=xs={}", xs.display()))
+        // Two CSR variants and the DIA ones, whose size check read the file once more each.
+        .args(["--filter", "(i : dense, j : compressed) }>", "--filter", "j - i", "--filter", "crdWidth = 32 }>"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run heddle");
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("search-formats still waits after 120 s: it opened a data file twice");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    let j: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let ran = j["variants"].as_array().unwrap();
+    assert!(ran.len() >= 3, "{j}");
+    assert!(ran.iter().any(|v| v["encoding"].as_str().unwrap().contains("j - i")), "DIA ran: {j}");
+}

@@ -23,8 +23,8 @@ fn entries(path: &std::path::Path) -> Vec<(u64, u64, f64)> {
 #[test]
 fn kernels_see_the_window_on_every_backend() {
     let mtx = root().join("tests/data/sparse/m4x8.mtx");
-    let d = std::env::temp_dir().join(format!("heddle-cli-slices-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
+    let tmp = crate::common::scratch_dir("cli-slices");
+    let d = tmp.path();
     // rows 1..4, columns 1, 3, 5, 7.
     let (rows, cols) = ((1u64, 3u64, 1u64), (1u64, 4u64, 2u64));
     let mut want = vec![0.0; rows.1 as usize];

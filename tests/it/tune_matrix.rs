@@ -319,3 +319,46 @@ fn dia_and_ell_on_the_cpu_agree_with_the_interpreter() {
         }
     }
 }
+
+/// A NaN in the matrix makes its row's sum NaN in every variant: the
+/// variants agree with the reference (NaN is NaN), they are not refused as
+/// wrong; an infinity likewise.
+#[test]
+fn tune_matrix_with_nan_and_inf_entries_verifies_the_variants() {
+    let dir = common::scratch_dir("tune-nan");
+    let m = format!("A={}", mtx(dir.path(), "m", 3, 3, &[(0, 0, f64::NAN), (1, 1, f64::INFINITY), (2, 2, 2.0)]));
+    let xs = common::write(dir.path(), "xs.json", "[1.0, 2.0, 3.0]");
+    let xs = format!("xs={}", xs.display());
+    let csr = csr_variant(dir.path(), "csr", "");
+    let (code, out, err) =
+        heddle(&["tune", &csr, "--matrix", &m, "--input", &xs, "--backend", "cpu", "--threads", "1", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(!variants(&v, 0).is_empty(), "{v}");
+    // The interpreter says what the variants computed.
+    let (code, out, err) = heddle(&["run", &csr, "--matrix", &m, "--input", &xs]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), r#"["nan","inf",6.0]"#);
+}
+
+/// A size line of 2^64 - 1 rows: CSR's storage of it is past what a u64
+/// counts. The sizes saturate (they overflowed: a panic in a debug build, a
+/// wrapped "12 bytes as CSR" in a release one) and the error says the
+/// storage cannot be formed, never a saturated count as bytes.
+#[test]
+fn tune_matrix_says_a_storage_past_2_64_bytes_as_such() {
+    let dir = common::scratch_dir("tune-huge");
+    let m = common::write(
+        dir.path(),
+        "huge.mtx",
+        "%%MatrixMarket matrix coordinate real general\n18446744073709551615 2 1\n1 1 1\n",
+    );
+    let m = format!("A={}", m.display());
+    let xs = common::write(dir.path(), "xs.json", "[1.0, 2.0]");
+    let xs = format!("xs={}", xs.display());
+    let csr = csr_variant(dir.path(), "csr", "");
+    let (code, _, err) = heddle(&["tune", &csr, "--matrix", &m, "--input", &xs, "--backend", "cpu", "--threads", "1"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("more than 2^64") && !err.contains("panicked"), "{err}");
+    assert!(!err.contains("18446744073709551615 bytes") && !err.contains("its 12 bytes"), "{err}");
+}

@@ -76,7 +76,11 @@ pub fn dim_to_lvl(enc: &Encoding, dim: &[u64], count: u64, bias: u64, out: &mut 
             LvlExpr::FloorDiv(d, k) => dim[d] / k,
             LvlExpr::Mod(d, k) => dim[d] % k,
             LvlExpr::Counter { .. } => count,
-            LvlExpr::Diff { plus, minus } => (dim[plus] + bias) - dim[minus],
+            // Exact wherever the level's size (`size_a + size_b - 1`) fits a
+            // u64; past it (a file's dimensions near 2^64) wrapped rather
+            // than overflowed: no storage of such a level can be formed, and
+            // the size checks refuse it.
+            LvlExpr::Diff { plus, minus } => dim[plus].wrapping_add(bias).wrapping_sub(dim[minus]),
         };
     }
 }

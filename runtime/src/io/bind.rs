@@ -1326,14 +1326,31 @@ pub type NamedInputs = (Vec<(String, i64)>, Vec<(String, Loaded)>);
 /// JSON file (`--matrix A=file.mtx`): its dimension sizes (`A_dim0`, …) and its
 /// buffers (`A_pos1`, `A_crd1`, `A_values`, …) as inputs for [`bind_inputs`].
 pub fn tensor_inputs(kernel: &Kernel, name: &str, path: &std::path::Path) -> Result<NamedInputs, InputError> {
-    let n = Name::from(name);
     let (encoding, elem) = tensor_param(kernel, name)?;
-    let t = crate::sparse::file::read_into_for(path, encoding, elem).map_err(|e| {
-        // Most errors already name the file; the others get it in front.
-        let (message, file) = (e.to_string(), path.display().to_string());
-        err(&n, if message.starts_with(&file) { message } else { format!("{file}: {message}") })
-    })?;
+    let t = crate::sparse::file::read_into_for(path, encoding, elem).map_err(|e| in_file(name, path, e))?;
     stored_tensor_inputs(kernel, name, t)
+}
+
+/// [`tensor_inputs`] of a file already read: `contents` as
+/// [`crate::sparse::file::read_tensor`] read `path` at the parameter's
+/// element type, stored here in the parameter's encoding. A file bound to
+/// many kernels (`heddle search-formats`, one per encoding) is read once.
+pub fn tensor_inputs_from(
+    kernel: &Kernel,
+    name: &str,
+    contents: crate::sparse::file::Contents,
+    path: &std::path::Path,
+) -> Result<NamedInputs, InputError> {
+    let (encoding, _) = tensor_param(kernel, name)?;
+    let t = contents.into_encoding(encoding).map_err(|e| in_file(name, path, e))?;
+    stored_tensor_inputs(kernel, name, t)
+}
+
+/// A tensor file's error as parameter `name`'s, the file named in front
+/// (most errors already name it).
+pub fn in_file(name: &str, path: &std::path::Path, e: crate::sparse::SparseError) -> InputError {
+    let (message, file) = (e.to_string(), path.display().to_string());
+    err(&Name::from(name), if message.starts_with(&file) { message } else { format!("{file}: {message}") })
 }
 
 /// The encoding and element type of the tensor parameter `name`.

@@ -182,13 +182,17 @@ fn distinct_offsets(coo: &Coo, enc: &Encoding, lvl_sizes: &[u64]) -> Option<u64>
     let (l, plus, minus) = enc.diff_level()?;
     let bias = map::diff_bias(enc, &coo.dims);
     let r = coo.rank();
-    let key = |k: usize| coo.coords[k * r + plus] + bias - coo.coords[k * r + minus];
     if lvl_sizes[l] <= MAX_STORED {
+        // The level's coordinate `a + bias - b` lies below its size here.
+        let key = |k: usize| coo.coords[k * r + plus] + bias - coo.coords[k * r + minus];
         let mut seen = vec![false; lvl_sizes[l] as usize];
         (0..coo.len()).for_each(|k| seen[key(k) as usize] = true);
         Some(seen.iter().filter(|&&s| s).count() as u64)
     } else {
-        let mut keys: Vec<u64> = (0..coo.len()).map(key).collect();
+        // The offsets `a - b` themselves: with dimensions near 2^64 the
+        // biased coordinate does not fit a u64 (it overflowed).
+        let key = |k: usize| i128::from(coo.coords[k * r + plus]) - i128::from(coo.coords[k * r + minus]);
+        let mut keys: Vec<i128> = (0..coo.len()).map(key).collect();
         keys.par_sort_unstable();
         keys.dedup();
         Some(keys.len() as u64)

@@ -104,7 +104,8 @@ pub fn plain_size(coo: &Coo, elem: ScalarType) -> u64 {
     let entries = coo.len() as u64;
     let value = elem.size_bytes() as u64;
     match coo.dims.as_slice() {
-        [rows, _] => (rows + 1) * 8 + entries * (8 + value),
+        // Saturating: a file's size line may give 2^64 - 1 rows.
+        [rows, _] => rows.saturating_add(1).saturating_mul(8).saturating_add(entries * (8 + value)),
         dims => entries * (dims.len() as u64 * 8 + value),
     }
 }

@@ -22,6 +22,7 @@ fn ext(path: &Path) -> String {
 
 /// What a tensor file holds: entries, or a stored tensor (a `.json`
 /// storage object; a csr, csc or bsr `.npz`).
+#[derive(Clone, Debug)]
 pub enum Contents {
     /// Entries (0-based coordinates) and the element type.
     Entries(Coo, ScalarType),

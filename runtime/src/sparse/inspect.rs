@@ -200,7 +200,8 @@ fn inspect_sorted(coo: &Coo) -> Inspection {
         slice_max = slice_max.max(len);
     };
     // Diagonals, kept sorted while at most DIAGONAL_CAP.
-    let mut diagonals: Option<Vec<i64>> = Some(Vec::new());
+    // As i128: a coordinate may be past i64 (a dimension up to 2^64 - 1).
+    let mut diagonals: Option<Vec<i128>> = Some(Vec::new());
     let mut shapes: Vec<Blocks> = BLOCK_SHAPES.iter().map(|&(r, c)| Blocks::new(r, c)).collect();
     let (mut row, mut len) = (0u64, 0u64);
     for k in 0..coo.len() {
@@ -212,7 +213,7 @@ fn inspect_sorted(coo: &Coo) -> Inspection {
         }
         len += 1;
         if let Some(d) = &mut diagonals {
-            let diag = j as i64 - i as i64;
+            let diag = i128::from(j) - i128::from(i);
             if let Err(at) = d.binary_search(&diag) {
                 if d.len() == DIAGONAL_CAP {
                     diagonals = None;
@@ -248,7 +249,7 @@ fn inspect_sorted(coo: &Coo) -> Inspection {
         row_cv,
         empty_rows: rows - nonempty,
         diagonals: diag_count,
-        dia_fill: diag_count.map(|d| fill(d * rows)),
+        dia_fill: diag_count.map(|d| fill(d.saturating_mul(rows))),
         blocks,
         sell8_fill: fill(slots),
         sell8_slots: slots,
@@ -296,6 +297,13 @@ fn pct(x: f64) -> String {
     if p >= 99.95 || p == 0.0 || p >= 10.0 { format!("{p:.1}%") } else { format!("{p:.2}%") }
 }
 
+/// The bytes of buffers of `(count, bytes each)`, saturating: a file's size
+/// line may give a dimension up to 2^64 - 1, and a count past `u64` only
+/// needs to rank last.
+fn bytes(buffers: &[(u64, u64)]) -> u64 {
+    buffers.iter().fold(0u64, |sum, &(count, each)| sum.saturating_add(count.saturating_mul(each)))
+}
+
 /// Ranks storage formats for a matrix of values of type `elem` by the
 /// module's rule.
 pub fn rank(s: &Inspection, elem: ScalarType) -> Ranking {
@@ -308,9 +316,9 @@ pub fn rank(s: &Inspection, elem: ScalarType) -> Ranking {
         (Some(d), Some(f)) if f >= MIN_FILL => structural.push(Candidate {
             name: "DIA".into(),
             encoding: Some("DIA".into()),
-            reason: format!("{d} diagonals hold the entries, {} of their {} slots", pct(f), d * s.rows),
+            reason: format!("{d} diagonals hold the entries, {} of their {} slots", pct(f), d.saturating_mul(s.rows)),
             // (j - i : compressed, i : dense), 64-bit positions and coordinates.
-            bytes: 2 * 8 + d * 8 + d * s.rows * v,
+            bytes: bytes(&[(2 + d, 8), (d.saturating_mul(s.rows), v)]),
         }),
         (Some(d), Some(f)) => rejected.push(Rejected {
             name: "DIA".into(),
@@ -330,7 +338,7 @@ pub fn rank(s: &Inspection, elem: ScalarType) -> Ranking {
                 encoding: Some(name),
                 reason: format!("{} blocks of 1x8 hold the entries, {} full", b.blocks, pct(b.fill)),
                 // (i : dense, j floordiv 8 : compressed, …, j mod 8 : dense), 64-bit.
-                bytes: (s.rows + 1) * 8 + b.blocks * 8 + b.blocks * 8 * v,
+                bytes: bytes(&[(s.rows.saturating_add(1), 8), (b.blocks, 8), (b.blocks.saturating_mul(8), v)]),
             });
         } else {
             rejected
@@ -345,7 +353,7 @@ pub fn rank(s: &Inspection, elem: ScalarType) -> Ranking {
             name: "SELL-8".into(),
             encoding: Some("SELL(8)".into()),
             reason: format!("slices of 8 rows padded to their longest are {} full", pct(s.sell8_fill)),
-            bytes: (slices + 1) * 4 + s.sell8_slots * (4 + v),
+            bytes: bytes(&[(slices + 1, 4), (s.sell8_slots, 4 + v)]),
         });
     } else if s.nnz > 0 {
         rejected.push(Rejected {
@@ -367,7 +375,7 @@ pub fn rank(s: &Inspection, elem: ScalarType) -> Ranking {
             name: "CSR32".into(),
             encoding: Some(CSR32.into()),
             reason,
-            bytes: (s.rows + 1) * 4 + s.nnz * (4 + v),
+            bytes: bytes(&[(s.rows.saturating_add(1), 4), (s.nnz, 4 + v)]),
         });
     } else {
         rejected.push(Rejected { name: "CSR32".into(), reason: "the entries or columns do not fit 31 bits".into() });
@@ -377,7 +385,7 @@ pub fn rank(s: &Inspection, elem: ScalarType) -> Ranking {
         name: "CSR".into(),
         encoding: Some("CSR".into()),
         reason,
-        bytes: (s.rows + 1) * 8 + s.nnz * (8 + v),
+        bytes: bytes(&[(s.rows.saturating_add(1), 8), (s.nnz, 8 + v)]),
     });
     Ranking { candidates, rejected }
 }

@@ -142,13 +142,9 @@ fn entries(c: &Coo, single: bool) -> BTreeMap<Vec<u64>, i128> {
     (0..c.len()).filter(|&k| !is_zero(c.values.num(k))).map(|k| (c.entry(k).to_vec(), key(c.values.num(k)))).collect()
 }
 
-fn tempdir() -> PathBuf {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let d =
-        std::env::temp_dir().join(format!("heddle-exact-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A directory of the test's own, removed when it ends.
+fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("heddle-exact-").tempdir().unwrap()
 }
 
 /// The input formats: the tensor written by heddle's own writers (`.mtx`,
@@ -178,9 +174,10 @@ fn inputs(c: &Coo, elem: ScalarType, dir: &Path) -> Vec<PathBuf> {
 fn round_trips(c: &Coo, elem: ScalarType, encoding: &str) -> Result<(), TestCaseError> {
     let single = elem == ScalarType::F32;
     let want = entries(c, single);
-    let dir = tempdir();
+    let tmp = tempdir();
+    let dir = tmp.path();
     let e = enc(encoding);
-    for input in inputs(c, elem, &dir) {
+    for input in inputs(c, elem, dir) {
         let t: SparseTensor = match file::read_into_for(&input, &e, elem) {
             Ok(t) => t,
             // A dense encoding of a huge matrix is refused, not allocated.
@@ -201,7 +198,6 @@ fn round_trips(c: &Coo, elem: ScalarType, encoding: &str) -> Result<(), TestCase
             prop_assert_eq!(&entries(&back, single), &want, "{} → {} → {}", input.display(), encoding, out);
         }
     }
-    std::fs::remove_dir_all(&dir).ok();
     Ok(())
 }
 
@@ -238,7 +234,8 @@ proptest! {
 /// The example, exactly: `.mtx` → CSR `.json` → COO `.mtx`.
 #[test]
 fn the_reported_values_come_back_exactly() {
-    let dir = tempdir();
+    let tmp = tempdir();
+    let dir = tmp.path();
     let src = dir.join("t.mtx");
     std::fs::write(&src, "%%MatrixMarket matrix coordinate real general\n2 2 4\n1 1 -0.9999999999999999\n2 2 0.9620693325996399\n1 2 1e400\n2 1 nan\n").unwrap();
     let csr = file::read_into(&src, &enc(ENCODINGS[0].0)).unwrap();
@@ -252,7 +249,6 @@ fn the_reported_values_come_back_exactly() {
         back,
         "%%MatrixMarket matrix coordinate real general\n2 2 4\n1 1 -0.9999999999999999\n1 2 inf\n2 1 nan\n2 2 0.9620693325996399\n"
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// Integers are kept exactly at 64 bits, far beyond 2^53 where an `f64`
@@ -260,7 +256,8 @@ fn the_reported_values_come_back_exactly() {
 /// with the line.
 #[test]
 fn integers_beyond_2_53_are_exact() {
-    let dir = tempdir();
+    let tmp = tempdir();
+    let dir = tmp.path();
     let big = dir.join("big.mtx");
     std::fs::write(
         &big,
@@ -287,7 +284,6 @@ fn integers_beyond_2_53_are_exact() {
     // Into a narrower type: exact or an error naming the value.
     let e = file::read_into_for(&json, &enc("map = (i) -> (i : compressed)"), ScalarType::I64).unwrap_err().to_string();
     assert!(e.contains("18446744073709551615 does not fit in i64"), "{e}");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// A decimal that lies just above the midpoint of two `f32`s reads as the
@@ -295,7 +291,8 @@ fn integers_beyond_2_53_are_exact() {
 /// `f64` it would land on the midpoint and round to even, the lower one).
 #[test]
 fn f32_values_are_rounded_once_from_the_text() {
-    let dir = tempdir();
+    let tmp = tempdir();
+    let dir = tmp.path();
     let text = "1.000000059604644776257986737988403547206";
     let want = 1.0000001f32;
     assert_eq!(text.parse::<f32>().unwrap(), want);
@@ -317,5 +314,4 @@ fn f32_values_are_rounded_once_from_the_text() {
         let t = file::read_into_for(&p, &enc(ENCODINGS[0].0), ScalarType::F32).unwrap();
         assert_eq!(t.values, ScalarVec::from(vec![want]), "{name}");
     }
-    std::fs::remove_dir_all(&dir).ok();
 }

@@ -15,13 +15,9 @@ fn enc(body: &str) -> Encoding {
     parse_encoding(&format!("#sparse_tensor.encoding<{{ {body} }}>"), 0).unwrap()
 }
 
-fn dir() -> PathBuf {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let d =
-        std::env::temp_dir().join(format!("heddle-fill-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A directory of the test's own, removed when it ends.
+fn dir() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("heddle-fill-").tempdir().unwrap()
 }
 
 const CSR2: &str = "map = (i, j) -> (i : dense, j : compressed), explicitVal = 2.0 : f64";
@@ -29,7 +25,8 @@ const BSR_ONES: &str = "map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : co
 
 #[test]
 fn pattern_entries_take_the_explicit_value() {
-    let d = dir();
+    let tmp = dir();
+    let d = tmp.path();
     let p = d.join("p.mtx");
     std::fs::write(&p, "%%MatrixMarket matrix coordinate pattern general\n3 3 3\n1 1\n2 2\n3 3\n").unwrap();
     let t = file::read_into_for(&p, &enc(CSR2), ScalarType::F64).unwrap();
@@ -49,7 +46,8 @@ fn pattern_entries_take_the_explicit_value() {
 
 #[test]
 fn stored_values_other_than_the_explicit_value_are_errors() {
-    let d = dir();
+    let tmp = dir();
+    let d = tmp.path();
     let r = d.join("r.mtx");
     std::fs::write(&r, "%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 2\n2 2 3\n3 3 2\n").unwrap();
     let e = file::read_into_for(&r, &enc(CSR2), ScalarType::F64).unwrap_err().to_string();
@@ -74,8 +72,9 @@ fn matrix_file(d: &std::path::Path) -> PathBuf {
 
 #[test]
 fn padding_and_densifying_take_the_implicit_value() {
-    let d = dir();
-    let t = file::read_into_for(&matrix_file(&d), &enc(BSR_ONES), ScalarType::F64).unwrap();
+    let tmp = dir();
+    let d = tmp.path();
+    let t = file::read_into_for(&matrix_file(d), &enc(BSR_ONES), ScalarType::F64).unwrap();
     // Two 2x2 blocks stored: the one holding (0,0) and (1,1), and the one
     // holding (3,2) and the explicit 0 at (2,3). Padding is 1.
     assert_eq!(t.values, vec![5.0, 1.0, 1.0, 3.0, 1.0, 0.0, 2.0, 1.0].into());
@@ -94,8 +93,9 @@ fn padding_and_densifying_take_the_implicit_value() {
 
 #[test]
 fn conversions_and_writers_never_change_what_absent_means() {
-    let d = dir();
-    let t = file::read_into_for(&matrix_file(&d), &enc(BSR_ONES), ScalarType::F64).unwrap();
+    let tmp = dir();
+    let d = tmp.path();
+    let t = file::read_into_for(&matrix_file(d), &enc(BSR_ONES), ScalarType::F64).unwrap();
     let e = convert(&t, &enc("map = (i, j) -> (i : dense, j : compressed)")).unwrap_err().to_string();
     assert!(e.contains("absent entries are 1.0") && e.contains("the target encoding's are 0"), "{e}");
     for ext in ["mtx", "tns", "npz"] {

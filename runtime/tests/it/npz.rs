@@ -13,12 +13,11 @@ use heddle_runtime::sparse::file::{read_into, read_tensor};
 use heddle_runtime::sparse::npz::{NpzTensor, read_npz};
 use heddle_runtime::sparse::{Coo, SparseTensor, build, write};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("heddle-npz-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A directory of the test's own, removed when it ends.
+fn dir() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("heddle-npz-").tempdir().unwrap()
 }
 
 fn enc(map: &str) -> heddle_ir::encoding::Encoding {
@@ -51,7 +50,8 @@ fn entries(t: &SparseTensor) -> Vec<(Vec<u64>, u64)> {
 
 #[test]
 fn every_layout_round_trips_bit_for_bit() {
-    let d = dir();
+    let tmp = dir();
+    let d = tmp.path();
     let coo3 = {
         let mut c = Coo::new(vec![3, 4, 5]);
         for (k, (i, j, l)) in [(0, 1, 2), (2, 3, 4), (1, 0, 0), (2, 0, 1)].into_iter().enumerate() {
@@ -154,7 +154,8 @@ fn replace(mut ms: Vec<Member>, m: Member) -> Vec<Member> {
 
 #[test]
 fn archives_as_scipy_lays_them_out() {
-    let d = dir();
+    let tmp = dir();
+    let d = tmp.path();
     let csr = enc(CSR);
     for deflate in [false, true] {
         let p = d.join(format!("csr_{deflate}.npz"));
@@ -222,7 +223,8 @@ fn archives_as_scipy_lays_them_out() {
 
 /// The error reading `members` as an archive, which must be a located one.
 fn error_of(name: &str, members: &[Member], deflate: bool) -> String {
-    let p = dir().join(format!("{name}.npz"));
+    let tmp = dir();
+    let p = tmp.path().join(format!("{name}.npz"));
     archive(&p, members, deflate);
     let e = read_into(&p, &enc(CSR)).expect_err(name).to_string();
     assert!(e.starts_with(&p.display().to_string()), "{name}: the error should name the file: {e}");
@@ -314,12 +316,14 @@ fn bad_archives_are_located_errors() {
         }
     }
     // Integers beyond 2^53 are kept exactly (an f64 would round them).
-    let p = dir().join("int_beyond_2_53.npz");
+    let tmp = dir();
+    let p = tmp.path().join("int_beyond_2_53.npz");
     archive(&p, &replace(base(), member("data", "'<i8'", &[4], i64s(&[1, (1 << 53) + 1, 3, i64::MIN]))), false);
     let t = read_into(&p, &enc(CSR)).unwrap();
     assert_eq!(t.values, vec![1i64, (1 << 53) + 1, 3, i64::MIN].into());
     // Not a zip at all, and a member that is not an .npy.
-    let p = dir().join("not_zip.npz");
+    let tmp = dir();
+    let p = tmp.path().join("not_zip.npz");
     std::fs::write(&p, b"hello").unwrap();
     let e = read_into(&p, &enc(CSR)).unwrap_err().to_string();
     assert!(e.contains("not a .npz (zip) archive"), "{e}");
@@ -332,7 +336,8 @@ fn bad_archives_are_located_errors() {
 /// refused before anything is read.
 #[test]
 fn deflate_bombs_are_cut_off() {
-    let d = dir();
+    let tmp = dir();
+    let d = tmp.path();
     let p = d.join("bomb.npz");
     let mut z = zip::ZipWriter::new(std::fs::File::create(&p).unwrap());
     let deflated = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
@@ -376,7 +381,8 @@ fn deflate_bombs_are_cut_off() {
 /// scipy's int32 indices at that width; it reads into any width as before.
 #[test]
 fn stored_matrices_keep_32_bit_indices_where_the_shape_allows() {
-    let d = dir();
+    let tmp = dir();
+    let d = tmp.path();
     let big = 1u64 << 32;
     for (m, n, map) in [(3, big, CSR), (3, big + 1, CSR), (big, 3, CSC), (big + 1, 3, CSC), (4, 6, CSR), (4, 6, CSC)] {
         let wide = m > n;
@@ -419,7 +425,8 @@ fn stored_matrices_keep_32_bit_indices_where_the_shape_allows() {
 /// or any other encoding as the interleaved entries are.
 #[test]
 fn coo_files_keep_their_coordinate_columns() {
-    let d = dir();
+    let tmp = dir();
+    let d = tmp.path();
     let big = 1u64 << 32;
     let coo2 = "(i, j) -> (i : compressed(nonunique), j : singleton)";
     for (m, n, map) in [(3, big, CSR), (3, big + 1, CSR), (big, 3, CSC), (big + 1, 3, CSC), (4, 6, BSR), (4, 6, CSC)] {

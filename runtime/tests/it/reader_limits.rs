@@ -21,12 +21,12 @@ fn within<T: Send + 'static>(secs: u64, what: &str, f: impl FnOnce() -> T + Send
     rx.recv_timeout(Duration::from_secs(secs)).unwrap_or_else(|e| panic!("{what}: no answer after {secs} s ({e})"))
 }
 
-fn tempfile(name: &str, bytes: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("heddle-limits-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
+/// A file of `bytes` in a directory of its own, removed when the guard is dropped.
+fn tempfile(name: &str, bytes: &[u8]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::Builder::new().prefix("heddle-limits-").tempdir().unwrap();
+    let p = dir.path().join(name);
     std::fs::write(&p, bytes).unwrap();
-    p
+    (dir, p)
 }
 
 #[test]
@@ -57,7 +57,7 @@ fn npy_header_of_nested_braces_is_refused_before_parsing() {
     let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
     bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
     bytes.extend_from_slice(header.as_bytes());
-    let p = tempfile("braces.npy", &bytes);
+    let (_dir, p) = tempfile("braces.npy", &bytes);
     let e = within(10, "16 braces", move || read_input(&p).unwrap_err());
     assert!(e.contains("nests brackets more than 8 deep"), "{e}");
 }
@@ -71,7 +71,7 @@ fn npy_of_an_empty_struct_dtype_claiming_10_12_items_is_refused() {
     let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
     bytes.extend_from_slice(&(h.len() as u16).to_le_bytes());
     bytes.extend_from_slice(h.as_bytes());
-    let p = tempfile("empty_struct.npy", &bytes);
+    let (_dir, p) = tempfile("empty_struct.npy", &bytes);
     let e = within(10, "empty struct dtype", move || read_input(&p).unwrap_err());
     // Refused by the stream reader's header check, before any data is read.
     assert!(e.contains("has no fixed size") && e.contains("empty records"), "{e}");

@@ -91,8 +91,9 @@ fn over_capacity(e: &SparseError) -> bool {
 }
 
 fn round_trip(c: &Coo, a: &str, b: &str) -> Result<(), TestCaseError> {
-    let dir = tempdir();
-    let path = write_raw(c, &dir);
+    let tmp = tempdir();
+    let dir = tmp.path();
+    let path = write_raw(c, dir);
     let want = DenseTensor::from_coo(c).unwrap();
     let (ea, eb) = (enc(a), enc(b));
     let ta = match file::read_into_for(&path, &ea, heddle_ir::ScalarType::F64) {
@@ -110,17 +111,12 @@ fn round_trip(c: &Coo, a: &str, b: &str) -> Result<(), TestCaseError> {
     if let Ok(tb) = from_dense(&want, &eb, heddle_ir::ScalarType::F64) {
         prop_assert_eq!(&to_dense(&tb).unwrap(), &want);
     }
-    std::fs::remove_dir_all(&dir).ok();
     Ok(())
 }
 
-fn tempdir() -> std::path::PathBuf {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let d =
-        std::env::temp_dir().join(format!("heddle-rt-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A directory of the case's own, removed when it ends.
+fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("heddle-rt-").tempdir().unwrap()
 }
 
 proptest! {

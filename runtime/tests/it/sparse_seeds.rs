@@ -143,13 +143,11 @@ fn mlir_docs_2_4() {
 fn mlir_docs_csr_from_file_round_trips_through_mtx() {
     let e = enc("map = (i, j) -> (i : dense, j : compressed)");
     let t = file::read_into(&data("m4x8.mtx"), &e).unwrap();
-    let dir = std::env::temp_dir().join(format!("heddle-sparse-seeds-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join("m.mtx");
+    let dir = tempfile::Builder::new().prefix("heddle-sparse-seeds-").tempdir().unwrap();
+    let out = dir.path().join("m.mtx");
     write::write(&t, &out).unwrap();
     let (back, _) = mtx::read_mtx(&out).unwrap();
     assert_eq!(pack(&back, &e, ScalarType::F64).unwrap(), t);
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// A JSON value as insta's JSON snapshots print it (serde_json's own
