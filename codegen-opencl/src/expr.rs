@@ -110,7 +110,14 @@ impl Gen<'_> {
     fn bin(&mut self, op: BinOp, a: &Expr, b: &Expr, env: &TypeEnv, ctx: u8) -> Result<String, String> {
         let t = self.ty(a, env)?;
         if matches!(op, BinOp::Min | BinOp::Max) {
-            let (x, y) = (self.expr_at(a, env, 0)?, self.expr_at(b, env, 0)?);
+            let (mut x, mut y) = (self.expr_at(a, env, 0)?, self.expr_at(b, env, 0)?);
+            if is_narrow(t) {
+                // C promotes a narrow operand of `?:` or of arithmetic to
+                // `int`, and `max((char)4, c ? (char)1 : (char)2)` is then a
+                // call of (char, int), which matches no overload: the same type both.
+                x = format!("({})({x})", scalar(t));
+                y = format!("({})({y})", scalar(t));
+            }
             return Ok(match (t, op) {
                 // OpenCL's min/max have no bool overloads.
                 (ScalarType::Bool, BinOp::Min) => wrap(format!("({x}) && ({y})"), prec::AND, ctx),
