@@ -131,6 +131,20 @@ impl Gen<'_> {
             // than a self-comparison, which C compilers warn about.
             return Ok(matches!(op, BinOp::Eq | BinOp::Le | BinOp::Ge).to_string());
         }
+        if matches!(op, BinOp::Div | BinOp::Rem)
+            && t.is_signed()
+            && t.is_int()
+            && !is_narrow(t)
+            && !matches!(b, Expr::Int(v, _) if *v != -1)
+        {
+            // `MIN / -1` and `MIN % -1` are undefined in C (x86 traps; POCL
+            // gave -1 for `LONG_MIN % -1`); the interpreter wraps: MIN and 0.
+            // A helper rather than an inline test so that no operand's text
+            // is repeated. (Narrow types are promoted to int: no overflow.)
+            self.divisions.insert((t, op == BinOp::Rem));
+            let (x, y) = (self.expr_at(a, env, 0)?, self.expr_at(b, env, 0)?);
+            return Ok(format!("{}({x}, {y})", crate::division_name(t, op == BinOp::Rem)));
+        }
         if op == BinOp::Rem && t.is_float() {
             return Ok(format!("fmod({}, {})", self.expr_at(a, env, 0)?, self.expr_at(b, env, 0)?));
         }

@@ -120,6 +120,21 @@ fn conversion_helper(to: ScalarType, from: ScalarType) -> String {
     )
 }
 
+pub(crate) fn division_name(t: ScalarType, rem: bool) -> String {
+    format!("heddle_{}_{}", if rem { "rem" } else { "div" }, ctype::scalar(t))
+}
+
+/// A signed `int` or `long` division or remainder as the interpreter does
+/// it (Rust's `wrapping_div` / `wrapping_rem`): `MIN / -1` is `MIN` and
+/// `MIN % -1` is 0, where C leaves both undefined. The divisor is not 0: the
+/// loop program checks it first (`Stmt::Check`). The negation goes through
+/// the unsigned type, where it wraps.
+fn division_helper(t: ScalarType, rem: bool) -> String {
+    let c = ctype::scalar(t);
+    let body = if rem { format!("y == -1 ? ({c})0 : x % y") } else { format!("y == -1 ? ({c})(0 - (u{c})x) : x / y") };
+    format!("\nstatic {c} {name}({c} x, {c} y) {{ return {body}; }}\n", name = division_name(t, rem))
+}
+
 /// Work-items of a launch whose kernel has workspaces, at most: every
 /// work-item gets its own, so this bounds their memory (strided loops cover
 /// any range with fewer items).
@@ -233,6 +248,9 @@ pub(crate) struct Gen<'a> {
     /// Float-to-integer conversions used, `(to, from)`: each gets a helper
     /// function (`conversion_helper`).
     pub(crate) conversions: std::collections::BTreeSet<(ScalarType, ScalarType)>,
+    /// Signed divisions and remainders used, `(type, remainder?)`, whose
+    /// divisor may be -1: each gets a helper function (`division_helper`).
+    pub(crate) divisions: std::collections::BTreeSet<(ScalarType, bool)>,
     /// The `f16` / `bf16` helpers used.
     pub(crate) halves: halves::Halves,
     /// Temporaries taken from the arena, each with the number of loops
@@ -257,6 +275,7 @@ pub fn compile(prog: &LoopProgram) -> Result<Kernel, Diagnostic> {
         ids: Idents::default(),
         records: Records::default(),
         conversions: Default::default(),
+        divisions: Default::default(),
         halves: Default::default(),
         out: String::new(),
         params: Vec::new(),
@@ -330,6 +349,9 @@ pub fn compile(prog: &LoopProgram) -> Result<Kernel, Diagnostic> {
     }
     for &(to, from) in &g.conversions {
         src.push_str(&conversion_helper(to, from));
+    }
+    for &(t, rem) in &g.divisions {
+        src.push_str(&division_helper(t, rem));
     }
     src.push_str(&g.halves.declarations());
     src.push_str(&format!("\n__kernel void {name}(\n  {}) {{\n", params_text.join(",\n  ")));
