@@ -63,7 +63,10 @@ impl Gen<'_> {
                 // `-` before an operand that starts with `-` (a negation, a
                 // negative literal) must not lex as C's `--` (pre-decrement).
                 let text = if operand.starts_with('-') { format!("-({operand})") } else { format!("-{operand}") };
-                if is_narrow(t) {
+                if t == ScalarType::I32 {
+                    // Through `uint`, where it wraps (see `bin`): `-INT_MIN` is undefined in C.
+                    wrap(format!("(int)(0u - (uint){})", self.expr_at(a, env, prec::UNARY)?), prec::UNARY, ctx)
+                } else if is_narrow(t) {
                     wrap(format!("({})({text})", scalar(t)), prec::UNARY, ctx)
                 } else {
                     wrap(text, prec::UNARY, ctx)
@@ -156,8 +159,23 @@ impl Gen<'_> {
             BinOp::Add | BinOp::Sub => prec::ADD,
             _ => prec::MUL,
         };
-        let text = format!("{} {} {}", self.expr_at(a, env, p)?, op.symbol(), self.expr_at(b, env, p + 1)?);
         let arithmetic = !op.is_comparison() && !matches!(op, BinOp::And | BinOp::Or);
+        if t == ScalarType::I32 && matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul) {
+            // `int` arithmetic wraps in the interpreter; in C a signed
+            // overflow is undefined, and clang folds `x + 1 > x` to true for
+            // `INT_MAX`. Through `uint` it wraps. (`long` arithmetic is left
+            // as it is: the loop program's index arithmetic is `long`, which
+            // needs no-overflow to be fast, and the loop IR does not tell the
+            // user's `i64` arithmetic from it; see docs/robustness.md.)
+            let text = format!(
+                "(int)((uint){} {} (uint){})",
+                self.expr_at(a, env, prec::UNARY)?,
+                op.symbol(),
+                self.expr_at(b, env, prec::UNARY)?
+            );
+            return Ok(wrap(text, prec::UNARY, ctx));
+        }
+        let text = format!("{} {} {}", self.expr_at(a, env, p)?, op.symbol(), self.expr_at(b, env, p + 1)?);
         if arithmetic && t.is_half() {
             return Ok(self.halves.round(t, &text));
         }
