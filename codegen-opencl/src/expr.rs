@@ -125,6 +125,11 @@ impl Gen<'_> {
                 // OpenCL's min/max have no bool overloads.
                 (ScalarType::Bool, BinOp::Min) => wrap(format!("({x}) && ({y})"), prec::AND, ctx),
                 (ScalarType::Bool, _) => wrap(format!("({x}) || ({y})"), prec::OR, ctx),
+                // OpenCL's float `min`/`max` leave a NaN operand undefined
+                // (POCL gave NaN for `min(1.0f, NaN)`); `fmin`/`fmax` return the
+                // other operand, as the interpreter (Rust's `f64::min`) does.
+                (t, BinOp::Min) if t.is_float() => format!("fmin({x}, {y})"),
+                (t, _) if t.is_float() => format!("fmax({x}, {y})"),
                 _ => format!("{}({x}, {y})", op.symbol()),
             });
         }
