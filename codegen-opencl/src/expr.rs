@@ -139,16 +139,13 @@ impl Gen<'_> {
             // than a self-comparison, which C compilers warn about.
             return Ok(matches!(op, BinOp::Eq | BinOp::Le | BinOp::Ge).to_string());
         }
-        if matches!(op, BinOp::Div | BinOp::Rem)
-            && t.is_signed()
-            && t.is_int()
-            && !is_narrow(t)
-            && !matches!(b, Expr::Int(v, _) if *v != -1)
-        {
-            // `MIN / -1` and `MIN % -1` are undefined in C (x86 traps; POCL
-            // gave -1 for `LONG_MIN % -1`); the interpreter wraps: MIN and 0.
-            // A helper rather than an inline test so that no operand's text
-            // is repeated. (Narrow types are promoted to int: no overflow.)
+        if matches!(op, BinOp::Div | BinOp::Rem) && t == ScalarType::I32 && !matches!(b, Expr::Int(v, _) if *v != -1) {
+            // `INT_MIN / -1` and `INT_MIN % -1` are undefined in C (x86
+            // traps; POCL gave -1 for the remainder); the interpreter wraps:
+            // MIN and 0. A helper rather than an inline test so that no
+            // operand's text is repeated. (Narrow types are promoted to int:
+            // no overflow. `long` is left as it is, as for `+ - *` below: the
+            // loop program's size arithmetic, `n / R`, is `long`.)
             self.divisions.insert((t, op == BinOp::Rem));
             let (x, y) = (self.expr_at(a, env, 0)?, self.expr_at(b, env, 0)?);
             return Ok(format!("{}({x}, {y})", crate::division_name(t, op == BinOp::Rem)));

@@ -124,7 +124,7 @@ pub(crate) fn division_name(t: ScalarType, rem: bool) -> String {
     format!("heddle_{}_{}", if rem { "rem" } else { "div" }, ctype::scalar(t))
 }
 
-/// A signed `int` or `long` division or remainder as the interpreter does
+/// A signed `int` division or remainder as the interpreter does
 /// it (Rust's `wrapping_div` / `wrapping_rem`): `MIN / -1` is `MIN` and
 /// `MIN % -1` is 0, where C leaves both undefined. The divisor is not 0: the
 /// loop program checks it first (`Stmt::Check`). The negation goes through
@@ -282,7 +282,7 @@ pub(crate) struct Gen<'a> {
     /// Float-to-integer conversions used, `(to, from)`: each gets a helper
     /// function (`conversion_helper`).
     pub(crate) conversions: std::collections::BTreeSet<(ScalarType, ScalarType)>,
-    /// Signed divisions and remainders used, `(type, remainder?)`, whose
+    /// `int` divisions and remainders used, `(type, remainder?)`, whose
     /// divisor may be -1: each gets a helper function (`division_helper`).
     pub(crate) divisions: std::collections::BTreeSet<(ScalarType, bool)>,
     /// Narrow integer types (8 and 16 bits) added to atomically: each gets
