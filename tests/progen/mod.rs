@@ -352,8 +352,17 @@ fn float_value(t: &mut Tape) -> f64 {
 
 impl Gen {
     fn fresh(&mut self, base: &str) -> String {
-        self.names += 1;
-        format!("{base}{}", self.names)
+        const CONVERSIONS: &[&str] = &["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64"];
+        loop {
+            self.names += 1;
+            let name = format!("{base}{}", self.names);
+            // A binder `i8` would hide the conversion `i8(…)` (seed 500331); only
+            // a case with another scalar type converts, so only it skips them
+            // (the others keep their names).
+            if self.extra.is_none() || !CONVERSIONS.contains(&name.as_str()) {
+                return name;
+            }
+        }
     }
     fn opaque(&mut self) -> Len {
         self.opaque += 1;
