@@ -423,6 +423,15 @@ impl Gen<'_> {
                 self.guarded(depth, &call, pred, &who);
                 return Ok(());
             }
+            S::I8 | S::U8 | S::I16 | S::U16 => {
+                // As for the halves: a compare-and-swap of the 32-bit word
+                // holding the slot (`narrow_atomic_add_helper`).
+                self.narrow_atomics.insert(ty);
+                let c = crate::ctype::scalar(ty);
+                let call = format!("heddle_atomic_add_{c}((volatile __global {c}*){place}, (uint)({v}));");
+                self.guarded(depth, &call, pred, &who);
+                return Ok(());
+            }
             other => {
                 return Err(format!(
                     "an atomic add of {other} values (OpenCL 1.2 has atomics on 32- and 64-bit words only)"

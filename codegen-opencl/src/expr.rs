@@ -63,7 +63,10 @@ impl Gen<'_> {
                 // `-` before an operand that starts with `-` (a negation, a
                 // negative literal) must not lex as C's `--` (pre-decrement).
                 let text = if operand.starts_with('-') { format!("-({operand})") } else { format!("-{operand}") };
-                if is_narrow(t) {
+                if t == ScalarType::I32 {
+                    // Through `uint`, where it wraps (see `bin`): `-INT_MIN` is undefined in C.
+                    wrap(format!("(int)(0u - (uint){})", self.expr_at(a, env, prec::UNARY)?), prec::UNARY, ctx)
+                } else if is_narrow(t) {
                     wrap(format!("({})({text})", scalar(t)), prec::UNARY, ctx)
                 } else {
                     wrap(text, prec::UNARY, ctx)
@@ -110,11 +113,23 @@ impl Gen<'_> {
     fn bin(&mut self, op: BinOp, a: &Expr, b: &Expr, env: &TypeEnv, ctx: u8) -> Result<String, String> {
         let t = self.ty(a, env)?;
         if matches!(op, BinOp::Min | BinOp::Max) {
-            let (x, y) = (self.expr_at(a, env, 0)?, self.expr_at(b, env, 0)?);
+            let (mut x, mut y) = (self.expr_at(a, env, 0)?, self.expr_at(b, env, 0)?);
+            if is_narrow(t) {
+                // C promotes a narrow operand of `?:` or of arithmetic to
+                // `int`, and `max((char)4, c ? (char)1 : (char)2)` is then a
+                // call of (char, int), which matches no overload: the same type both.
+                x = format!("({})({x})", scalar(t));
+                y = format!("({})({y})", scalar(t));
+            }
             return Ok(match (t, op) {
                 // OpenCL's min/max have no bool overloads.
                 (ScalarType::Bool, BinOp::Min) => wrap(format!("({x}) && ({y})"), prec::AND, ctx),
                 (ScalarType::Bool, _) => wrap(format!("({x}) || ({y})"), prec::OR, ctx),
+                // OpenCL's float `min`/`max` leave a NaN operand undefined
+                // (POCL gave NaN for `min(1.0f, NaN)`); `fmin`/`fmax` return the
+                // other operand, as the interpreter (Rust's `f64::min`) does.
+                (t, BinOp::Min) if t.is_float() => format!("fmin({x}, {y})"),
+                (t, _) if t.is_float() => format!("fmax({x}, {y})"),
                 _ => format!("{}({x}, {y})", op.symbol()),
             });
         }
@@ -123,6 +138,17 @@ impl Gen<'_> {
             // lowering has simplified both sides to `i`): its answer, rather
             // than a self-comparison, which C compilers warn about.
             return Ok(matches!(op, BinOp::Eq | BinOp::Le | BinOp::Ge).to_string());
+        }
+        if matches!(op, BinOp::Div | BinOp::Rem) && t == ScalarType::I32 && !matches!(b, Expr::Int(v, _) if *v != -1) {
+            // `INT_MIN / -1` and `INT_MIN % -1` are undefined in C (x86
+            // traps; POCL gave -1 for the remainder); the interpreter wraps:
+            // MIN and 0. A helper rather than an inline test so that no
+            // operand's text is repeated. (Narrow types are promoted to int:
+            // no overflow. `long` is left as it is, as for `+ - *` below: the
+            // loop program's size arithmetic, `n / R`, is `long`.)
+            self.divisions.insert((t, op == BinOp::Rem));
+            let (x, y) = (self.expr_at(a, env, 0)?, self.expr_at(b, env, 0)?);
+            return Ok(format!("{}({x}, {y})", crate::division_name(t, op == BinOp::Rem)));
         }
         if op == BinOp::Rem && t.is_float() {
             return Ok(format!("fmod({}, {})", self.expr_at(a, env, 0)?, self.expr_at(b, env, 0)?));
@@ -135,8 +161,23 @@ impl Gen<'_> {
             BinOp::Add | BinOp::Sub => prec::ADD,
             _ => prec::MUL,
         };
-        let text = format!("{} {} {}", self.expr_at(a, env, p)?, op.symbol(), self.expr_at(b, env, p + 1)?);
         let arithmetic = !op.is_comparison() && !matches!(op, BinOp::And | BinOp::Or);
+        if t == ScalarType::I32 && matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul) {
+            // `int` arithmetic wraps in the interpreter; in C a signed
+            // overflow is undefined, and clang folds `x + 1 > x` to true for
+            // `INT_MAX`. Through `uint` it wraps. (`long` arithmetic is left
+            // as it is: the loop program's index arithmetic is `long`, which
+            // needs no-overflow to be fast, and the loop IR does not tell the
+            // user's `i64` arithmetic from it; see docs/robustness.md.)
+            let text = format!(
+                "(int)((uint){} {} (uint){})",
+                self.expr_at(a, env, prec::UNARY)?,
+                op.symbol(),
+                self.expr_at(b, env, prec::UNARY)?
+            );
+            return Ok(wrap(text, prec::UNARY, ctx));
+        }
+        let text = format!("{} {} {}", self.expr_at(a, env, p)?, op.symbol(), self.expr_at(b, env, p + 1)?);
         if arithmetic && t.is_half() {
             return Ok(self.halves.round(t, &text));
         }

@@ -120,6 +120,55 @@ fn conversion_helper(to: ScalarType, from: ScalarType) -> String {
     )
 }
 
+pub(crate) fn division_name(t: ScalarType, rem: bool) -> String {
+    format!("heddle_{}_{}", if rem { "rem" } else { "div" }, ctype::scalar(t))
+}
+
+/// A signed `int` division or remainder as the interpreter does
+/// it (Rust's `wrapping_div` / `wrapping_rem`): `MIN / -1` is `MIN` and
+/// `MIN % -1` is 0, where C leaves both undefined. The divisor is not 0: the
+/// loop program checks it first (`Stmt::Check`). The negation goes through
+/// the unsigned type, where it wraps.
+fn division_helper(t: ScalarType, rem: bool) -> String {
+    let c = ctype::scalar(t);
+    let body = if rem { format!("y == -1 ? ({c})0 : x % y") } else { format!("y == -1 ? ({c})(0 - (u{c})x) : x / y") };
+    format!("\nstatic {c} {name}({c} x, {c} y) {{ return {body}; }}\n", name = division_name(t, rem))
+}
+
+/// `*p += v` for an 8- or 16-bit integer slot (`scatterAdd` of `i8`, `u8`,
+/// `i16`, `u16` values run in parallel): OpenCL 1.2 has no atomics on
+/// them, so the aligned 32-bit word holding the slot is exchanged with
+/// `atomic_cmpxchg` until no other work-item changed it in between, the
+/// rest of the word put back as found (the runtime pads every buffer to
+/// whole words). The sum wraps at the slot's width, as the interpreter's
+/// does: `v` is the value's two's-complement bits, and the bits above the
+/// slot are masked off. The first exchange guesses the word holds 0.
+fn narrow_atomic_add_helper(t: ScalarType) -> String {
+    let c = ctype::scalar(t);
+    let bytes = t.size_bytes();
+    let mask = if bytes == 1 { "0xffu" } else { "0xffffu" };
+    format!(
+        "
+static void heddle_atomic_add_{c}(volatile __global {c}* p, uint v) {{
+  volatile __global uint* w = (volatile __global uint*)((size_t)p & ~(size_t)3);
+#ifdef __ENDIAN_LITTLE__
+  const uint sh = (uint)((size_t)p & 3) * 8u;
+#else
+  const uint sh = (uint)(4 - {bytes} - ((size_t)p & 3)) * 8u;
+#endif
+  const uint mask = {mask} << sh;
+  uint old = 0u;
+  for (;;) {{
+    const uint next = (old & ~mask) | ((((old & mask) >> sh) + v) << sh & mask);
+    const uint seen = atomic_cmpxchg(w, old, next);
+    if (seen == old) break;
+    old = seen;
+  }}
+}}
+"
+    )
+}
+
 /// Work-items of a launch whose kernel has workspaces, at most: every
 /// work-item gets its own, so this bounds their memory (strided loops cover
 /// any range with fewer items).
@@ -233,6 +282,12 @@ pub(crate) struct Gen<'a> {
     /// Float-to-integer conversions used, `(to, from)`: each gets a helper
     /// function (`conversion_helper`).
     pub(crate) conversions: std::collections::BTreeSet<(ScalarType, ScalarType)>,
+    /// `int` divisions and remainders used, `(type, remainder?)`, whose
+    /// divisor may be -1: each gets a helper function (`division_helper`).
+    pub(crate) divisions: std::collections::BTreeSet<(ScalarType, bool)>,
+    /// Narrow integer types (8 and 16 bits) added to atomically: each gets
+    /// a helper function (`narrow_atomic_add_helper`).
+    pub(crate) narrow_atomics: std::collections::BTreeSet<ScalarType>,
     /// The `f16` / `bf16` helpers used.
     pub(crate) halves: halves::Halves,
     /// Temporaries taken from the arena, each with the number of loops
@@ -257,6 +312,8 @@ pub fn compile(prog: &LoopProgram) -> Result<Kernel, Diagnostic> {
         ids: Idents::default(),
         records: Records::default(),
         conversions: Default::default(),
+        divisions: Default::default(),
+        narrow_atomics: Default::default(),
         halves: Default::default(),
         out: String::new(),
         params: Vec::new(),
@@ -330,6 +387,12 @@ pub fn compile(prog: &LoopProgram) -> Result<Kernel, Diagnostic> {
     }
     for &(to, from) in &g.conversions {
         src.push_str(&conversion_helper(to, from));
+    }
+    for &(t, rem) in &g.divisions {
+        src.push_str(&division_helper(t, rem));
+    }
+    for &t in &g.narrow_atomics {
+        src.push_str(&narrow_atomic_add_helper(t));
     }
     src.push_str(&g.halves.declarations());
     src.push_str(&format!("\n__kernel void {name}(\n  {}) {{\n", params_text.join(",\n  ")));

@@ -65,11 +65,15 @@ impl Problem {
     }
 }
 
+fn agree_floats(x: f64, y: f64) -> bool {
+    x == y || (x.is_nan() && y.is_nan()) || (x - y).abs() <= 1e-4 * x.abs().max(y.abs()).max(1.0)
+}
+
 fn agree(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Float(x), Value::Float(y)) => {
-            x == y || (x.is_nan() && y.is_nan()) || (x - y).abs() <= 1e-4 * x.abs().max(y.abs()).max(1.0)
-        }
+        (Value::Float(x), Value::Float(y)) => agree_floats(*x, *y),
+        // Part by part: a parallel complex sum may round in another order.
+        (Value::Complex(x), Value::Complex(y)) => agree_floats(x.re, y.re) && agree_floats(x.im, y.im),
         (Value::Array(xs), Value::Array(ys)) | (Value::Tuple(xs), Value::Tuple(ys)) => {
             xs.len() == ys.len() && xs.iter().zip(ys.iter()).all(|(x, y)| agree(x, y))
         }
@@ -290,6 +294,9 @@ fn agree_on_every_backend() {
                 *seen.entry(p).or_default() += 1;
             }
         }
+        if let Some(s) = case.extra {
+            tally.add(format!("scalar type {s}"));
+        }
         let name = format!("case{seed}");
         if let Err(problem) = check_caught(&case, &name, &mut tally) {
             if survey {
@@ -392,5 +399,20 @@ fn programs_opencl_refused_before_the_arena_run_there() {
     });
     if let Err(panic) = runner.expect("a thread for the programs").join() {
         std::panic::resume_unwind(panic);
+    }
+}
+
+/// Prints the programs of `HEDDLE_PROGEN_SEED` .. `+ HEDDLE_PROGEN_CASES`
+/// (10 from 0 by default) with their inputs, running nothing: to see what
+/// the generator writes (`cargo test --test it random_programs::print_programs
+/// -- --ignored --nocapture`).
+#[test]
+#[ignore = "prints programs; run by hand"]
+fn print_programs() {
+    let first = env_u64("HEDDLE_PROGEN_SEED").unwrap_or(0);
+    let cases = env_u64("HEDDLE_PROGEN_CASES").unwrap_or(10);
+    for seed in first..first + cases {
+        let case = progen::case(Tape::seeded(seed));
+        eprintln!("=== seed {seed} (scalar type {:?})\n{}", case.extra, case.describe());
     }
 }

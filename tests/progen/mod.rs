@@ -61,6 +61,16 @@ impl Tape {
     pub fn below(&mut self, n: u64) -> u64 {
         if n == 0 { 0 } else { self.draw() % n }
     }
+    /// A number in `0 .. n` and what is left of the draw (`draw / n`): a
+    /// second choice that costs no draw of its own, so that a choice added
+    /// on top of an old one leaves every other case's draws as they were.
+    pub fn below_split(&mut self, n: u64) -> (u64, u64) {
+        if n == 0 {
+            return (0, 0);
+        }
+        let v = self.draw();
+        (v % n, v / n)
+    }
     /// Index of an option, chosen with the given weights (index 0 is the
     /// simplest option, the one a replayed 0 picks).
     fn weighted(&mut self, weights: &[u32]) -> usize {
@@ -147,6 +157,47 @@ pub enum Ty {
     Tuple(Vec<Ty>),
     /// An array.
     Arr(Box<Ty>, Len),
+    /// One of the other scalar types ([`EXTRA_SCALARS`]: narrow and wide,
+    /// signed and unsigned integers, `double`, the half floats, complex
+    /// numbers), by its name in program text. A case uses at most one.
+    S(&'static str),
+}
+
+/// The scalar types beyond `int`, `float` and `bool` that a case may use
+/// (one per case: [`Gen::extra`]), each beside the others' conversions.
+pub const EXTRA_SCALARS: &[&str] =
+    &["i8", "u8", "i16", "u16", "i64", "u64", "u32", "double", "f16", "bf16", "complex<f32>", "complex<f64>"];
+
+fn is_int_s(name: &str) -> bool {
+    name.starts_with('i') || name.starts_with('u')
+}
+fn is_unsigned_s(name: &str) -> bool {
+    name.starts_with('u')
+}
+fn is_complex_s(name: &str) -> bool {
+    name.starts_with("complex")
+}
+/// Half floats: a sum's rounding depends on its order, so their reductions
+/// are sequential (`reduce` may reassociate, and the test compares a float
+/// to 1e-4, not to a half's 1e-3).
+fn is_half_s(name: &str) -> bool {
+    name == "f16" || name == "bf16"
+}
+
+impl Ty {
+    /// Whether a sum of such values is the same in any order (up to the
+    /// test's 1e-4 for floats): every type but the half floats.
+    fn reassociates(&self) -> bool {
+        !matches!(self, Ty::S(s) if is_half_s(s))
+    }
+    /// Whether values of the type have an order (`<`, `max`, sort keys).
+    fn ordered(&self) -> bool {
+        match self {
+            Ty::F | Ty::I => true,
+            Ty::S(s) => !is_complex_s(s),
+            _ => false,
+        }
+    }
 }
 
 fn arr(t: Ty, l: Len) -> Ty {
@@ -242,6 +293,8 @@ pub struct Case {
     pub inputs: Vec<(String, serde_json::Value)>,
     /// Tensor parameters: name and Matrix Market text.
     pub matrices: Vec<(String, String)>,
+    /// The other scalar type the case uses (the type of its parameter `es`), if any.
+    pub extra: Option<&'static str>,
 }
 
 impl Case {
@@ -283,6 +336,11 @@ pub struct Gen {
     opaque: u32,
     /// Remaining size: each construct spends some; at 0 only leaves remain.
     fuel: i32,
+    /// The case's other scalar type (`Ty::S`), if it has one. Every choice
+    /// that involves it is drawn only then, so a case without one draws what
+    /// it drew before the generator knew of them (the seeds that tests name
+    /// keep their programs).
+    extra: Option<Ty>,
 }
 
 const FLOATS: [&str; 9] = ["0.0", "1.0", "0.5", "2.0", "0.25", "1.5", "(-1.0)", "(-0.5)", "(-2.0)"];
@@ -294,8 +352,17 @@ fn float_value(t: &mut Tape) -> f64 {
 
 impl Gen {
     fn fresh(&mut self, base: &str) -> String {
-        self.names += 1;
-        format!("{base}{}", self.names)
+        const CONVERSIONS: &[&str] = &["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64"];
+        loop {
+            self.names += 1;
+            let name = format!("{base}{}", self.names);
+            // A binder `i8` would hide the conversion `i8(…)` (seed 500331); only
+            // a case with another scalar type converts, so only it skips them
+            // (the others keep their names).
+            if self.extra.is_none() || !CONVERSIONS.contains(&name.as_str()) {
+                return name;
+            }
+        }
     }
     fn opaque(&mut self) -> Len {
         self.opaque += 1;
@@ -324,7 +391,7 @@ impl Gen {
     /// Any expression of type `ty`.
     pub fn expr(&mut self, ty: &Ty) -> String {
         match ty {
-            Ty::F | Ty::I => self.number(ty),
+            Ty::F | Ty::I | Ty::S(_) => self.number(ty),
             Ty::B => self.boolean(),
             Ty::Tuple(ts) => {
                 let vars = self.vars_of(ty);
@@ -341,6 +408,24 @@ impl Gen {
     fn literal(&mut self, ty: &Ty) -> String {
         match ty {
             Ty::F => self.tape.pick(&FLOATS).to_string(),
+            // A literal of another scalar type is a conversion of one, so
+            // that no context has to decide its type.
+            Ty::S(s) if is_complex_s(s) => {
+                let (re, im) = (self.literal(&Ty::F), self.literal(&Ty::F));
+                if *s == "complex<f64>" {
+                    format!("complex(double({re}), double({im}))")
+                } else {
+                    format!("complex({re}, {im})")
+                }
+            }
+            Ty::S(s) if is_int_s(s) => {
+                let k = self.literal(&Ty::I);
+                format!("{s}({k})")
+            }
+            Ty::S(s) => {
+                let x = self.literal(&Ty::F);
+                format!("{s}({x})")
+            }
             _ => {
                 let k = self.tape.below(9) as i64 - 2;
                 if k < 0 { format!("({k})") } else { k.to_string() }
@@ -366,20 +451,28 @@ impl Gen {
             .indices
             .iter()
             .any(|i| self.vars.iter().any(|v| matches!(&v.ty, Ty::Arr(e, l) if **e == *ty && *l == i.len)));
+        // What the case's other scalar type adds (all 0 without one).
+        let (int_like, complex, extra) = match ty {
+            Ty::S(s) => (is_int_s(s), is_complex_s(s), true),
+            _ => (*ty == Ty::I, false, false),
+        };
+        let converts = self.extra.is_some() && matches!(ty, Ty::F | Ty::I | Ty::S(_));
         let weights = [
-            2,                                   // 0 literal
-            if vars.is_empty() { 0 } else { 6 }, // 1 variable
-            if ints.is_empty() { 0 } else { 3 }, // 2 index or natural
-            6,                                   // 3 binary arithmetic
-            1,                                   // 4 negation
-            2,                                   // 5 select
-            5,                                   // 6 reduction
-            if has_index { 4 } else { 0 },       // 7 indexing
-            2,                                   // 8 projection
-            1,                                   // 9 let
-            1,                                   // 10 iterate
-            if *ty == Ty::I { 1 } else { 0 },    // 11 division by a constant
-            1,                                   // 12 min / max
+            2,                                                    // 0 literal
+            if vars.is_empty() { 0 } else { 6 },                  // 1 variable
+            if ints.is_empty() { 0 } else { 3 },                  // 2 index or natural
+            6,                                                    // 3 binary arithmetic
+            1,                                                    // 4 negation
+            2,                                                    // 5 select
+            5,                                                    // 6 reduction
+            if has_index { 4 } else { 0 },                        // 7 indexing
+            2,                                                    // 8 projection
+            1,                                                    // 9 let
+            1,                                                    // 10 iterate
+            if int_like { 1 } else { 0 },                         // 11 division by a constant
+            if complex { 0 } else { 1 },                          // 12 min / max
+            if converts { if extra { 3 } else { 2 } } else { 0 }, // 13 a conversion
+            if extra && !int_like { 2 } else { 0 },               // 14 division, conj
         ];
         match self.tape.weighted(&weights) {
             1 => self.tape.pick(&vars).clone(),
@@ -392,6 +485,15 @@ impl Gen {
                 format!("({a} {op} {b})")
             }
             4 => format!("-({})", self.number(ty)),
+            13 => self.conversion(ty),
+            14 => {
+                if complex && self.tape.below(2) == 0 {
+                    format!("conj({})", self.number(ty))
+                } else {
+                    let (a, b) = (self.number(ty), self.number(ty));
+                    format!("({a} / {b})")
+                }
+            }
             5 => {
                 let c = self.boolean();
                 let (a, b) = (self.number(ty), self.number(ty));
@@ -432,10 +534,7 @@ impl Gen {
                 let k = self.tape.below(3);
                 let x = self.fresh("a");
                 let start = self.number(ty);
-                let step = match ty {
-                    Ty::F => format!("{x} * 0.5 + 1.0"),
-                    _ => format!("{x} + 3"),
-                };
+                let step = if int_like { format!("{x} + 3") } else { format!("{x} * 0.5 + 1.0") };
                 format!("({start} :>> iterate({k}, fun({x} => {step})))")
             }
             11 => format!("({} {} {})", self.number(ty), self.tape.pick(&["/", "%"]), 1 + self.tape.below(4)),
@@ -455,8 +554,21 @@ impl Gen {
         }
         match self.tape.weighted(&[1, 6, 2, 2]) {
             1 => {
-                let t = if self.tape.below(2) == 0 { Ty::I } else { Ty::F };
-                let op = self.tape.pick(&["<", "<=", ">", ">=", "==", "!="]);
+                let t = match &self.extra {
+                    Some(e) if self.tape.below(3) == 0 => e.clone(),
+                    _ => {
+                        if self.tape.below(2) == 0 {
+                            Ty::I
+                        } else {
+                            Ty::F
+                        }
+                    }
+                };
+                let op = if t.ordered() {
+                    *self.tape.pick(&["<", "<=", ">", ">=", "==", "!="])
+                } else {
+                    *self.tape.pick(&["==", "!="])
+                };
                 format!("({} {op} {})", self.number(&t), self.number(&t))
             }
             2 => format!("({} {} {})", self.boolean(), self.tape.pick(&["&&", "||"]), self.boolean()),
@@ -467,10 +579,50 @@ impl Gen {
 
     /// A small element type for intermediate arrays.
     fn simple_ty(&mut self) -> Ty {
-        match self.tape.weighted(&[6, 3, 1]) {
+        let Some(extra) = self.extra.clone() else {
+            return match self.tape.weighted(&[6, 3, 1]) {
+                1 => Ty::I,
+                2 => Ty::Tuple(vec![Ty::F, Ty::I]),
+                _ => Ty::F,
+            };
+        };
+        match self.tape.weighted(&[6, 3, 1, 4, 1]) {
             1 => Ty::I,
             2 => Ty::Tuple(vec![Ty::F, Ty::I]),
+            3 => extra,
+            4 => Ty::Tuple(vec![extra, Ty::I]),
             _ => Ty::F,
+        }
+    }
+
+    /// A number of type `ty` converted from one of another type: to the
+    /// case's other scalar type from `int` or `float` (`complex(re, im)` for
+    /// a complex number), or back (`re`, `im` of a complex number).
+    fn conversion(&mut self, ty: &Ty) -> String {
+        let Some(Ty::S(extra)) = self.extra.clone() else { return self.literal(ty) };
+        match ty {
+            Ty::S(s) if is_complex_s(s) => {
+                let (re, im) = (self.number(&Ty::F), self.number(&Ty::F));
+                if *s == "complex<f64>" {
+                    format!("complex(double({re}), double({im}))")
+                } else {
+                    format!("complex({re}, {im})")
+                }
+            }
+            Ty::S(s) => {
+                let from = if self.tape.below(2) == 0 { Ty::I } else { Ty::F };
+                format!("{s}({})", self.number(&from))
+            }
+            _ => {
+                let to = if *ty == Ty::I { "int" } else { "float" };
+                let x = self.number(&Ty::S(extra));
+                if is_complex_s(extra) {
+                    let part = self.tape.pick(&["re", "im"]);
+                    format!("{to}({part}({x}))")
+                } else {
+                    format!("{to}({x})")
+                }
+            }
         }
     }
 
@@ -502,6 +654,30 @@ impl Gen {
     fn reduction(&mut self, ty: &Ty) -> String {
         let len = self.some_len();
         let xs = self.array(ty, &len);
+        if let Ty::S(s) = ty {
+            // The other scalar types: sums, sequential or (but for the half
+            // floats, whose sums depend on the order) parallel, and for the
+            // ordered ones max and min from a converted bound.
+            let (a, x) = (self.fresh("acc"), self.fresh("x"));
+            let z = self.literal(ty);
+            let weights = [
+                if ty.reassociates() { 4 } else { 0 },
+                3,
+                if ty.ordered() { 2 } else { 0 },
+                if ty.ordered() { 2 } else { 0 },
+                2,
+            ];
+            return match self.tape.weighted(&weights) {
+                1 => format!("({xs} :>> reduceSeq(fun({a}, {x} => {a} + {x}), {z}))"),
+                2 => format!("({xs} :>> reduce(max, {s}({})))", if is_unsigned_s(s) { "0" } else { "(-8)" }),
+                3 => format!("({xs} :>> reduce(min, {s}(8)))"),
+                4 => format!(
+                    "({xs} :>> reduceSeq(fun({a}, {x} => {a} * {} - {x}), {z}))",
+                    if is_int_s(s) { "2" } else { "2.0" }
+                ),
+                _ => format!("({xs} :>> reduce(+, {z}))"),
+            };
+        }
         match self.tape.weighted(&[4, 2, 2, 1, 1]) {
             1 => format!("({xs} :>> reduce(max, {}))", if *ty == Ty::F { "(-8.0)" } else { "(-8)" }),
             2 => format!("({xs} :>> reduce(min, {}))", if *ty == Ty::F { "8.0" } else { "8" }),
@@ -534,6 +710,10 @@ impl Gen {
             }
         }
         let numeric = matches!(elem, Ty::F | Ty::I);
+        // The other scalar types: gathered, and summed where the order of a
+        // sum does not matter (scatterAdd, the CSR rows, interleave's parts).
+        let other = matches!(elem, Ty::S(_));
+        let summed = numeric || (other && elem.reassociates());
         let is_n = *len == Len::Nat("n");
         let nested = matches!(elem, Ty::Arr(..));
         let weights = [
@@ -541,7 +721,7 @@ impl Gen {
             if writable { 3 } else { 0 },                       // 1 generate
             5,                                                  // 2 map
             3,                                                  // 3 zip
-            if is_n && numeric { 1 } else { 0 },                // 4 gather by `is`
+            if is_n && (numeric || other) { 1 } else { 0 },     // 4 gather by `is`
             if is_n { 1 } else { 0 },                           // 5 scatter by `perm`
             if matches!(len, Len::Pad(..)) { 6 } else { 0 },    // 6 pad
             if matches!(len, Len::Mul(..)) { 6 } else { 0 },    // 7 join
@@ -549,8 +729,8 @@ impl Gen {
             if nested { 3 } else { 0 },                         // 9 transpose / split / slide
             1,                                                  // 10 iterate
             1,                                                  // 11 toLocal / toPrivate / toGlobal
-            if is_n && numeric { 2 } else { 0 },                // 12 scatterAdd
-            if is_n && numeric { 2 } else { 0 },                // 13 over the CSR rows
+            if is_n && summed { 2 } else { 0 },                 // 12 scatterAdd
+            if is_n && summed { 2 } else { 0 },                 // 13 over the CSR rows
             if *len == Len::Lit(2) && numeric { 1 } else { 0 }, // 14 interleave
             if is_n && numeric { 1 } else { 0 },                // 15 a counted (sparse) row, reduced
             if matches!(len, Len::Slide(..)) { 6 } else { 0 },  // 16 slide
@@ -686,7 +866,17 @@ impl Gen {
             18 => {
                 // A stable sort by an int or float key of the element.
                 let src = self.array(elem, len);
-                let key_ty = if self.tape.below(2) == 0 { Ty::I } else { Ty::F };
+                let key_ty = match self.extra.clone() {
+                    // A key of the other scalar type: unsigned, narrow, half.
+                    Some(e) if e.ordered() && self.tape.below(3) == 0 => e,
+                    _ => {
+                        if self.tape.below(2) == 0 {
+                            Ty::I
+                        } else {
+                            Ty::F
+                        }
+                    }
+                };
                 let x = self.fresh("x");
                 let key = self.with_var(&x.clone(), elem.clone(), |g| g.expr(&key_ty));
                 format!("({src} :>> sortBy(fun({x} => {key})))")
@@ -792,9 +982,14 @@ const PARAMS: &[&str] = &[
     "fun(w: [i -> [(int, float)]_{toNat(q@(i + 1) - q@i)}]_n =>",
 ];
 
-/// The kernel around `body`.
-fn kernel(body: &str) -> String {
-    format!("{}\n  {body}{}\n", PARAMS.join("\n"), ")".repeat(PARAMS.len()))
+/// The kernel around `body`, with a parameter `es: [T]_n` of the case's
+/// other scalar type `T` if it has one.
+fn kernel(body: &str, extra: Option<&Ty>) -> String {
+    let mut params: Vec<String> = PARAMS.iter().map(|p| p.to_string()).collect();
+    if let Some(Ty::S(s)) = extra {
+        params.push(format!("fun(es: [{s}]_n =>"));
+    }
+    format!("{}\n  {body}{}\n", params.join("\n"), ")".repeat(params.len()))
 }
 
 fn dense_vars() -> Vec<Var> {
@@ -806,6 +1001,33 @@ fn dense_vars() -> Vec<Var> {
         v("ks", arr(Ty::I, Len::Nat("n"))),
         v("mat", arr(arr(Ty::F, Len::Nat("m")), Len::Nat("n"))),
     ]
+}
+
+/// An input value of the scalar type `s`: small numbers, and for the
+/// integers now and then the ends of their range, where arithmetic wraps.
+fn extra_value(t: &mut Tape, s: &str) -> serde_json::Value {
+    if is_complex_s(s) {
+        return serde_json::json!([float_value(t), float_value(t)]);
+    }
+    if !is_int_s(s) {
+        return serde_json::json!(float_value(t));
+    }
+    let (lo, hi): (i128, i128) = match s {
+        "i8" => (i8::MIN.into(), i8::MAX.into()),
+        "u8" => (0, u8::MAX.into()),
+        "i16" => (i16::MIN.into(), i16::MAX.into()),
+        "u16" => (0, u16::MAX.into()),
+        "u32" => (0, u32::MAX.into()),
+        "i64" => (i64::MIN.into(), i64::MAX.into()),
+        _ => (0, u64::MAX.into()),
+    };
+    let x: i128 = match t.below(8) {
+        0 => hi,
+        1 => lo,
+        2 => hi - 1,
+        _ => (t.below(9) as i128 - 4).clamp(lo, hi),
+    };
+    if x < 0 { serde_json::json!(x as i64) } else { serde_json::json!(x as u64) }
 }
 
 /// A sparse matrix of `rows × cols`, sorted by row then column, no duplicates.
@@ -867,10 +1089,39 @@ fn result_ty(t: &mut Tape) -> Ty {
 fn structured_result(g: &mut Gen) -> String {
     let i = g.fresh("i");
     let e = g.fresh("e");
-    match g.tape.below(4) {
+    // Which result, and from the rest of the draw whether it is stored as a
+    // sparse tensor (one in two) and in which encoding ([`STORED`]).
+    let (which, rest) = g.tape.below_split(4);
+    let rows = structured_rows(g, which, &i, &e);
+    if rest % 2 == 1 {
+        return rows;
+    }
+    let enc = STORED[(rest / 2 % STORED.len() as u64) as usize];
+    format!("({rows} : tensor<{{n}}x{{m}}xf32, #sparse_tensor.encoding<{{ map = {enc} }}>>)")
+}
+
+/// The encodings a structured result (`n` rows of (coordinate, value)
+/// lists, coordinates below `m`) is stored in: every level kind a row list
+/// can fill, and narrow position and coordinate widths (a position past
+/// 255 does not fit 8 bits: every backend must fail as the interpreter does).
+const STORED: &[&str] = &[
+    "(i, j) -> (i : dense, j : compressed)",
+    "(i, j) -> (i : compressed, j : compressed)",
+    "(i, j) -> (i : compressed(nonunique), j : singleton)",
+    "(i, j) -> (i : compressed(nonunique), j : singleton(soa)), posWidth = 16, crdWidth = 8",
+    "(i, j) -> (i : dense, j : loose_compressed)",
+    "(i, j) -> (i : dense, j : compressed), posWidth = 8, crdWidth = 8",
+    "(i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 16",
+    "(i, j) -> (i : batch, j : compressed)",
+    "(i, j) -> (i : dense, j : compressed(nonordered))",
+];
+
+/// Structured result number `which` (see [`structured_result`]).
+fn structured_rows(g: &mut Gen, which: u64, i: &str, e: &str) -> String {
+    match which {
         0 => {
             let row = g.fresh("row");
-            let body = g.with_var(&e.clone(), Ty::Tuple(vec![Ty::I, Ty::F]), |g| {
+            let body = g.with_var(e, Ty::Tuple(vec![Ty::I, Ty::F]), |g| {
                 g.with_index(&format!("{e}.1"), Len::Nat("m"), |g| g.expr(&Ty::F))
             });
             format!("v :>> map(fun({row} => {row} :>> map(fun({e} => ({e}.1, {body})))))")
@@ -951,19 +1202,59 @@ pub fn case_with(tape: &mut Tape) -> Case {
 }
 
 fn build(tape: Tape) -> (Case, Tape) {
-    let mut g = Gen { tape, vars: dense_vars(), indices: Vec::new(), nats: Vec::new(), names: 0, opaque: 0, fuel: 0 };
+    let mut g = Gen {
+        tape,
+        vars: dense_vars(),
+        indices: Vec::new(),
+        nats: Vec::new(),
+        names: 0,
+        opaque: 0,
+        fuel: 0,
+        extra: None,
+    };
     let size = |t: &mut Tape| *t.pick(&[0i64, 1, 1, 2, 3, 4, 5, 8, 17]);
     let n = 2 * g.tape.below(5) as i64 + if g.tape.below(5) == 0 { 1 } else { 0 };
     let n = if g.tape.below(6) == 0 { size(&mut g.tape) } else { n };
     let m = size(&mut g.tape);
     g.nats = vec![("n", n), ("m", m)];
     g.fuel = 4 + g.tape.below(40) as i32;
-    let kind = g.tape.weighted(&[10, 2, 2]);
+    // The kind of case, and from the rest of the same draw whether a dense
+    // case has another scalar type (one in two), and which: drawing no
+    // more, so that cases without one are the programs they were.
+    let (k, rest) = g.tape.below_split(14);
+    let kind = match k {
+        0..=9 => 0,
+        10..=11 => 1,
+        _ => 2,
+    };
+    if kind == 0 && rest % 2 == 0 {
+        g.extra = Some(Ty::S(EXTRA_SCALARS[(rest / 2 % EXTRA_SCALARS.len() as u64) as usize]));
+        let s = g.extra.clone().expect("just set");
+        g.vars.push(Var { name: "es".to_string(), ty: arr(s, Len::Nat("n")) });
+    }
     let mut matrices = Vec::new();
     let source = match kind {
-        1 => kernel(&structured_result(&mut g)),
+        1 => kernel(&structured_result(&mut g), None),
         2 => {
-            let enc = &ENCODINGS[g.tape.below(ENCODINGS.len() as u64) as usize];
+            // The encoding, and from the rest of the draw its position and
+            // coordinate widths (one in four) and its element type (`f64`,
+            // `f16`, else `f32`): drawing no more, so that `f32` tensors of
+            // native widths are the programs they were.
+            let (which, rest) = g.tape.below_split(ENCODINGS.len() as u64);
+            let enc = &ENCODINGS[which as usize];
+            let widths = if rest % 4 == 0 {
+                // No 8-bit positions: a matrix of more than 255 entries would not fit.
+                let pos = [16, 32, 64][(rest / 4 % 3) as usize];
+                let crd = [8, 16, 32, 64][(rest / 12 % 4) as usize];
+                format!(", posWidth = {pos}, crdWidth = {crd}")
+            } else {
+                String::new()
+            };
+            let elem = match rest / 48 % 4 {
+                0 => "f64",
+                1 => "f16",
+                _ => "f32",
+            };
             let mut dims = (size(&mut g.tape), size(&mut g.tape));
             if enc.name == "BSR" {
                 // Blocks of 2 x 2: the sizes must be multiples of 2.
@@ -971,15 +1262,28 @@ fn build(tape: Tape) -> (Case, Tape) {
             }
             let rows = sparse(&mut g.tape, dims.0, dims.1);
             matrices.push(("A".to_string(), mtx(&rows, dims.1)));
-            let body = tensor_case(&mut g, enc, dims);
+            let mut body = tensor_case(&mut g, enc, dims);
+            if elem == "f16" {
+                // A half's sum depends on its order (`reduce` may reassociate).
+                body = body.replace("reduce(+, 0)", "reduceSeq(+, 0)");
+            }
             format!(
-                "// {}\n#E = #sparse_tensor.encoding<{{ map = {} }}>\n\nfun(A: tensor<?x?xf32, #E> =>\n  {body})\n",
+                "// {}\n#E = #sparse_tensor.encoding<{{ map = {}{widths} }}>\n\nfun(A: tensor<?x?x{elem}, #E> =>\n  {body})\n",
                 enc.name, enc.text
             )
         }
         _ => {
-            let ty = result_ty(&mut g.tape);
-            kernel(&g.expr(&ty))
+            let ty = match g.extra.clone() {
+                // Results of the other scalar type: a number, an array, a tuple array.
+                Some(e) if g.tape.below(2) == 0 => match g.tape.below(3) {
+                    0 => e,
+                    1 => arr(e, Len::Nat("n")),
+                    _ => arr(Ty::Tuple(vec![e, Ty::I]), Len::Nat("m")),
+                },
+                _ => result_ty(&mut g.tape),
+            };
+            let body = g.expr(&ty);
+            kernel(&body, g.extra.as_ref())
         }
     };
     let mut inputs = Vec::new();
@@ -1007,9 +1311,17 @@ fn build(tape: Tape) -> (Case, Tape) {
         let (q, w) = packed(&sparse(t, n, m));
         inputs.push(("q".to_string(), q));
         inputs.push(("w".to_string(), w));
+        if let Some(Ty::S(s)) = &g.extra {
+            let es: Vec<serde_json::Value> = (0..n).map(|_| extra_value(&mut g.tape, s)).collect();
+            inputs.push(("es".to_string(), serde_json::json!(es)));
+        }
     }
     let nats = if kind == 2 { Vec::new() } else { g.nats.clone() };
-    (Case { source, nats, inputs, matrices }, g.tape)
+    let extra = match g.extra {
+        Some(Ty::S(s)) => Some(s),
+        _ => None,
+    };
+    (Case { source, nats, inputs, matrices, extra }, g.tape)
 }
 
 /// Minimises a failing tape: drops runs of choices and lowers values while

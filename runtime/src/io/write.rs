@@ -36,15 +36,25 @@ fn json_scalar(v: &Value, s: Option<ScalarType>) -> serde_json::Value {
     }
 }
 
+/// `v` of type `ty` as JSON, each scalar at its own type: a `u64` in a
+/// tuple in a tuple is still unsigned (it printed as a negative number when
+/// only the outer tuple's fields were typed).
+fn json_typed(v: &Value, ty: &Type) -> serde_json::Value {
+    match (ty, v) {
+        (Type::Tuple(ts), Value::Tuple(items)) if ts.len() == items.len() => {
+            serde_json::Value::Array(items.iter().zip(ts).map(|(x, t)| json_typed(x, t)).collect())
+        }
+        (Type::Array { elem, .. }, Value::Array(items)) => {
+            serde_json::Value::Array(items.iter().map(|x| json_typed(x, elem)).collect())
+        }
+        (t, x) => json_scalar(x, t.as_scalar()),
+    }
+}
+
 /// The result as JSON: a scalar, or the flat buffer of an array.
 pub fn to_json(v: &Value, ty: &Type) -> serde_json::Value {
     let leaf = leaf_type(ty);
-    let item = |x: &Value| match (leaf, x) {
-        (Type::Tuple(ts), Value::Tuple(items)) => {
-            serde_json::Value::Array(items.iter().zip(ts).map(|(x, t)| json_scalar(x, t.as_scalar())).collect())
-        }
-        (t, x) => json_scalar(x, t.as_scalar()),
-    };
+    let item = |x: &Value| json_typed(x, leaf);
     match v {
         Value::Array(_) => {
             let mut flat = Vec::new();
@@ -193,4 +203,19 @@ pub fn sparse_rows(
         None => (rows.len() as u64, width),
     };
     Ok((crate::sparse::coo::Coo { dims: vec![m, n], coords, values }, value_ty))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::to_json;
+    use crate::value::Value;
+    use heddle_ir::{ScalarType as S, Type};
+
+    #[test]
+    fn unsigned_values_in_nested_tuples_print_unsigned() {
+        let ty = Type::Tuple(vec![Type::Tuple(vec![Type::scalar(S::U64), Type::scalar(S::I64)]), Type::scalar(S::U64)]);
+        let v =
+            Value::Tuple(vec![Value::Tuple(vec![Value::Int(-1), Value::Int(-1)].into()), Value::Int(i64::MIN)].into());
+        assert_eq!(to_json(&v, &ty), serde_json::json!([[u64::MAX, -1], 9223372036854775808u64]));
+    }
 }
