@@ -40,7 +40,9 @@ fn rowband(rows: u64, cols: u64) -> Entries {
     let mut e = Vec::new();
     for i in 0..rows {
         let start = (i * 5 % (cols / 8 - 1)) * 8;
-        e.extend((0..16).map(|t| (i, start + t, ((i + t) % 9) as f64 - 4.0)));
+        // Runs of 8 or 24 columns: whole blocks of 8, but slices of 8 rows padded to 24 are 2/3 full (SELL-8 is not ranked).
+        let len = if i % 2 == 0 { 8 } else { 24 };
+        e.extend((0..len).map(|t| (i, (start + t) % cols, ((i + t) % 9) as f64 - 4.0)));
     }
     e
 }

@@ -44,7 +44,11 @@
 //! The candidates that pass their fill are ordered by their storage bytes
 //! (the bytes [`super::estimate::storage_size`] gives, computed here from
 //! the statistics), DIA and BSR first since they read the fewest bytes when
-//! they qualify; SELL-8 next, CSR32 and CSR last. [`MIN_FILL`] = 0.75 is
+//! they qualify; SELL-8 next, CSR32 and CSR last. One exception, measured:
+//! for 8-byte values SELL-8 goes before BSR(1, 8) when both qualify (the
+//! front door's BSR(1, 8) kernel then streams at about two thirds of
+//! SELL-8's bandwidth on the row-band matrix where both fill; at f32 it is
+//! as fast or a little faster, and keeps its place). [`MIN_FILL`] = 0.75 is
 //! above both break-even fills of each format for f32 and f64 and below the
 //! fills of every measured win. 16-bit column coordinates (CSR16) are not
 //! ranked: measured against CSR32 they were no faster (0.65–1.1x).
@@ -349,12 +353,25 @@ pub fn rank(s: &Inspection, elem: ScalarType) -> Ranking {
     let mut candidates = structural;
     let slices = s.rows.div_ceil(SELL_SLICE);
     if s.nnz > 0 && s.sell8_fill >= MIN_FILL {
-        candidates.push(Candidate {
-            name: "SELL-8".into(),
-            encoding: Some("SELL(8)".into()),
-            reason: format!("slices of 8 rows padded to their longest are {} full", pct(s.sell8_fill)),
-            bytes: bytes(&[(slices + 1, 4), (s.sell8_slots, 4 + v)]),
-        });
+        // For 8-byte values, before BSR(1, 8), though it stores more bytes:
+        // the front door's BSR(1, 8) kernel then streams at about two thirds
+        // of SELL-8's bandwidth (f64, 2 threads, rowband_5k: 1.9–2.7 ms
+        // against 1.3–1.5 ms); for 4-byte values BSR(1, 8) is as fast or a
+        // little faster (0.80 against 0.85 ms) and keeps its place
+        // (docs/performance.md, "…eleventh session's merges").
+        let at = match v {
+            8.. => candidates.iter().position(|c| c.name.starts_with("BSR")).unwrap_or(candidates.len()),
+            _ => candidates.len(),
+        };
+        candidates.insert(
+            at,
+            Candidate {
+                name: "SELL-8".into(),
+                encoding: Some("SELL(8)".into()),
+                reason: format!("slices of 8 rows padded to their longest are {} full", pct(s.sell8_fill)),
+                bytes: bytes(&[(slices + 1, 4), (s.sell8_slots, 4 + v)]),
+            },
+        );
     } else if s.nnz > 0 {
         rejected.push(Rejected {
             name: "SELL-8".into(),
@@ -541,9 +558,13 @@ mod tests {
 
     #[test]
     fn dense_runs_of_eight_rank_bsr_1x8_first() {
-        // Each row: 4 aligned runs of 8 columns at different places (many diagonals).
+        // Each row: 1 or 4 aligned runs of 8 columns at different places
+        // (many diagonals; SELL-8's slices would be 5/8 full).
         let e: Vec<(u64, u64)> = (0..200u64)
-            .flat_map(|i| (0..4u64).flat_map(move |b| (0..8).map(move |t| (i, ((i * 7 + b * 13) % 50) * 8 + t))))
+            .flat_map(|i| {
+                (0..if i % 2 == 0 { 1 } else { 4 })
+                    .flat_map(move |b: u64| (0..8).map(move |t| (i, ((i * 7 + b * 13) % 50) * 8 + t)))
+            })
             .collect();
         let mut c = coo([200, 400], &e);
         c.sort_and_sum();
@@ -554,6 +575,25 @@ mod tests {
         let r = rank(&s, ScalarType::F64);
         assert_eq!(names(&r)[0], "BSR(1, 8)");
         assert!(r.rejected.iter().any(|x| x.name == "DIA"));
+        assert!(r.rejected.iter().any(|x| x.name == "SELL-8"));
+    }
+
+    #[test]
+    fn sell8_goes_before_bsr_1x8_for_f64_when_both_fill() {
+        // Every row: 4 aligned runs of 8 columns, so slices of 8 rows are full too.
+        let e: Vec<(u64, u64)> = (0..200u64)
+            .flat_map(|i| (0..4u64).flat_map(move |b| (0..8).map(move |t| (i, ((i * 7 + b * 13) % 50) * 8 + t))))
+            .collect();
+        let mut c = coo([200, 400], &e);
+        c.sort_and_sum();
+        let s = inspect(&c).unwrap();
+        assert!(s.blocks[0].fill > 0.99 && s.sell8_fill > 0.99, "{s:?}");
+        // f64: BSR(1, 8) stores fewer bytes, yet is ranked after SELL-8.
+        let r = rank(&s, ScalarType::F64);
+        assert!(r.candidates[1].bytes < r.candidates[0].bytes);
+        assert_eq!(&names(&r)[..3], ["SELL-8", "BSR(1, 8)", "CSR32"]);
+        // f32: by bytes.
+        assert_eq!(&names(&rank(&s, ScalarType::F32))[..3], ["BSR(1, 8)", "SELL-8", "CSR32"]);
     }
 
     #[test]
