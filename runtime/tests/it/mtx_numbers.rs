@@ -317,7 +317,7 @@ fn malformed_values_keep_their_messages() {
     ] {
         let path =
             put("bad_value", &format!("%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1.0\n2 2 {bad}\n"));
-        let e = heddle_runtime::sparse::file::read_as_written(&path).err().expect("an error").to_string();
+        let e = heddle_runtime::sparse::file::read_as_written(&path).expect_err("an error").to_string();
         assert!(e.contains(":4: value `") && e.contains(&format!("`{shown}` is not a number")), "{bad}: {e}");
     }
 }
@@ -372,7 +372,7 @@ fn coordinates_of_1_to_20_digits() {
 fn coordinate_errors_keep_their_messages() {
     let read = |name: &str, size: &str, line: &str| {
         let path = put(name, &format!("%%MatrixMarket matrix coordinate real general\n{size} 2\n1 1 1\n{line}\n"));
-        let e = heddle_runtime::sparse::file::read_as_written(&path).err().expect("an error").to_string();
+        let e = heddle_runtime::sparse::file::read_as_written(&path).expect_err("an error").to_string();
         std::fs::remove_file(path).unwrap();
         e
     };
