@@ -97,15 +97,7 @@ impl SellNames {
 pub fn sparsify_sell(program: &Program, operand: &str, c: u64) -> Result<Sparsified, Diagnostic> {
     let kernel = &program.kernel;
     let ch = chain(kernel);
-    let Some(param) = ch.params.iter().find(|p| p.name.as_str() == operand) else {
-        let names: Vec<_> = ch.params.iter().map(|p| format!("`{}`", p.name)).collect();
-        return Err(Diagnostic::new(kernel.span, format!("the kernel has no parameter `{operand}`"))
-            .with_label("this kernel")
-            .with_note(format!(
-                "its parameters are {}",
-                if names.is_empty() { "none".to_string() } else { names.join(", ") }
-            )));
-    };
+    let param = ch.param(kernel, operand)?;
     if c == 0 || c > MAX_LANES {
         return Err(refuse(
             param.span,

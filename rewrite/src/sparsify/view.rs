@@ -210,6 +210,22 @@ pub(super) struct Chain<'a> {
     pub(super) params: Vec<&'a Param>,
 }
 
+impl<'a> Chain<'a> {
+    /// The typed parameter `operand` of `kernel`'s chain, or an error at the
+    /// kernel that lists the parameters it has.
+    pub(super) fn param(&self, kernel: &Expr, operand: &str) -> Result<&'a Param, Diagnostic> {
+        self.params.iter().copied().find(|p| p.name.as_str() == operand).ok_or_else(|| {
+            let names: Vec<_> = self.params.iter().map(|p| format!("`{}`", p.name)).collect();
+            Diagnostic::new(kernel.span, format!("the kernel has no parameter `{operand}`"))
+                .with_label("this kernel")
+                .with_note(format!(
+                    "its parameters are {}",
+                    if names.is_empty() { "none".to_string() } else { names.join(", ") }
+                ))
+        })
+    }
+}
+
 pub(super) fn chain(kernel: &Expr) -> Chain<'_> {
     let mut out = Chain { nats: Vec::new(), params: Vec::new() };
     let mut e = kernel;
@@ -249,15 +265,7 @@ pub(super) fn dense_shape(t: &Type) -> Option<(Vec<Nat>, ScalarType)> {
 pub fn plan(program: &Program, operand: &str, enc_name: &str, enc: &Encoding) -> Result<Plan, Diagnostic> {
     let kernel = &program.kernel;
     let ch = chain(kernel);
-    let Some(param) = ch.params.iter().find(|p| p.name.as_str() == operand) else {
-        let names: Vec<_> = ch.params.iter().map(|p| format!("`{}`", p.name)).collect();
-        return Err(Diagnostic::new(kernel.span, format!("the kernel has no parameter `{operand}`"))
-            .with_label("this kernel")
-            .with_note(format!(
-                "its parameters are {}",
-                if names.is_empty() { "none".to_string() } else { names.join(", ") }
-            )));
-    };
+    let param = ch.param(kernel, operand)?;
     let ty = param.ty.as_ref().map(heddle_ir::printer::print_type).unwrap_or_default();
     let Some((lens, scalar)) = param.ty.as_ref().and_then(dense_shape) else {
         return Err(refuse(
