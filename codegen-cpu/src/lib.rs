@@ -119,6 +119,12 @@ pub struct Options {
     /// q·size + lane` with one `add` to the counter per step. Results are
     /// unchanged bit for bit; off for comparisons.
     pub strength_reduction: bool,
+    /// Carry the vector partials of a loop's nested short sum across the
+    /// loop (`translate::nested`): BSR 1×8's row adds each block's 8
+    /// products into vectors that hold the row's earlier blocks, its lanes
+    /// folded once per row rather than once per block. Regroups the sum as
+    /// a `reduce` allows; off for comparisons.
+    pub nested_sums: bool,
 }
 
 /// The default [`Options::short_loop`]: on CSR SpMV rows of random columns
@@ -159,6 +165,7 @@ impl Default for Options {
 
             fold_lane_loads: true,
             strength_reduction: true,
+            nested_sums: true,
         }
     }
 }

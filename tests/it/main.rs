@@ -13,6 +13,7 @@ mod progen;
 mod atomic_runs;
 mod auto_encoding;
 mod batch_levels;
+mod bsr_front_door;
 mod cli;
 mod cli_cpu;
 mod cli_errors;

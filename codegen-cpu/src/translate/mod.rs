@@ -8,6 +8,7 @@
 //! checks) and loop indices proven to fit narrow integers in [`lazy`], and
 //! reassociated reductions in [`reduce`], loops in vector lanes in [`simd`],
 //! straight-line lane groups (`asVector`'s lanes) as vectors in [`slp`],
+//! a loop's nested short sums with their vector partials carried across it in [`nested`],
 //! loop counters counted in the units of their uses in [`induction`].
 
 mod arith;
@@ -19,6 +20,7 @@ mod hoist;
 mod induction;
 mod interchange;
 mod lazy;
+mod nested;
 mod rebase;
 mod reduce;
 mod regs;
@@ -147,6 +149,7 @@ fn attempt(
         carried: Vec::new(),
         lane_groups: Vec::new(),
         lane_sums: Vec::new(),
+        nested_sums: Vec::new(),
         args_ptr,
         arg_values: Vec::new(),
         reloaded: std::collections::HashMap::new(),
@@ -290,6 +293,8 @@ pub(crate) struct Translator<'a, 'f> {
     lane_groups: Vec<slp::LaneGroup>,
     /// The accumulators of enclosing lane-sum loops (see [`slp`]).
     lane_sums: Vec<slp::LaneSum>,
+    /// The nested sums of enclosing loops whose partials they carry (see [`nested`]).
+    nested_sums: Vec<nested::NestedSum>,
     /// The argument block (see [`rebase`]).
     args_ptr: Value,
     /// Each argument's value loaded at entry (a buffer's base), by position.

@@ -39,10 +39,10 @@ use heddle_ir::loops::{BinOp, Expr, Schedule, Stmt};
 use heddle_ir::{Name, ScalarType};
 
 /// Vector registers are 16 bytes.
-const VECTOR_BYTES: usize = 16;
+pub(super) const VECTOR_BYTES: usize = 16;
 
 /// Vector accumulators per reduction accumulator.
-const VECTOR_CHAINS: i64 = 2;
+pub(super) const VECTOR_CHAINS: i64 = 2;
 
 /// Vector steps per iteration of a map loop's main loop (unrolled: half the
 /// index updates, compares and branches). One more single step follows when
@@ -51,7 +51,7 @@ const MAP_CHAINS: i64 = 2;
 
 /// The most vector steps a loop of a constant trip count runs unrolled,
 /// with no loop around them (see [`straight_steps`]).
-const STRAIGHT_STEPS: i64 = 2;
+pub(super) const STRAIGHT_STEPS: i64 = 2;
 
 /// What a value is across the lanes of one step (at the type level, for planning).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -85,7 +85,7 @@ pub(super) struct LanePlan {
     shape: Shape,
 }
 
-fn vector_type(t: ScalarType, width: usize) -> Option<Type> {
+pub(super) fn vector_type(t: ScalarType, width: usize) -> Option<Type> {
     (t.size_bytes() * width == VECTOR_BYTES && !matches!(t, ScalarType::Bool))
         .then(|| types::clif_type(t).by(width as u32))
         .flatten()
@@ -94,7 +94,7 @@ fn vector_type(t: ScalarType, width: usize) -> Option<Type> {
 /// Whether `op` on vectors of `t` has a lane form with the loop IR's
 /// semantics (float `min`/`max` ignore NaN, unlike vector instructions;
 /// integer division may fault).
-fn vector_op(op: BinOp, t: ScalarType) -> bool {
+pub(super) fn vector_op(op: BinOp, t: ScalarType) -> bool {
     match op {
         BinOp::Add | BinOp::Sub => t.is_int() || t.is_float(),
         BinOp::Mul => {
@@ -579,7 +579,13 @@ impl Translator<'_, '_> {
         let Expr::Int(first, _) = lo else { return Err(lane_mismatch("a constant bound")) };
         let w = plan.width as i64;
         let marks = self.enter_loop(var, lo_v, hi_v, body)?;
-        let vaccs = self.vector_accumulators(accs, &plan, chains)?;
+        // An enclosing loop's nested sum carries one vector per step across
+        // its iterations (`nested`): each step adds into its own, no fold here.
+        let nested = self.nested_partials(accs, (steps * chains) as usize, plan.width);
+        let vaccs = match &nested {
+            Some(parts) => vec![parts.clone()],
+            None => self.vector_accumulators(accs, &plan, chains)?,
+        };
         // `lane_step` resumes there only after a failing check; there are none.
         let (iv, unused) =
             (self.b.declare_var(ct::I64), self.b.current_block().ok_or_else(|| lane_mismatch("a block"))?);
@@ -587,11 +593,14 @@ impl Translator<'_, '_> {
         for s in 0..steps {
             for c in 0..chains {
                 let lane0 = self.b.ins().iconst(ct::I64, first + (s * chains + c) * w);
-                let mine: Vec<Variable> = vaccs.iter().map(|v| v[c as usize]).collect();
+                let at = if nested.is_some() { s * chains + c } else { c };
+                let mine: Vec<Variable> = vaccs.iter().map(|v| v[at as usize]).collect();
                 self.lane_step(var, lane0, body, accs, &mine, &plan, iv, unused)?;
             }
         }
-        self.fold_lanes(accs, &vaccs, &plan)?;
+        if nested.is_none() {
+            self.fold_lanes(accs, &vaccs, &plan)?;
+        }
         self.leave_loop(marks);
         Ok(())
     }
@@ -1179,7 +1188,13 @@ impl Translator<'_, '_> {
     }
 
     /// `a op b` on vectors of `t` (an op [`vector_op`] accepts).
-    fn vector_binary(&mut self, op: BinOp, t: ScalarType, a: Value, b: Value) -> Result<Value, CodegenError> {
+    pub(super) fn vector_binary(
+        &mut self,
+        op: BinOp,
+        t: ScalarType,
+        a: Value,
+        b: Value,
+    ) -> Result<Value, CodegenError> {
         Ok(match (op, t.is_float()) {
             (BinOp::Add, true) => self.b.ins().fadd(a, b),
             (BinOp::Sub, true) => self.b.ins().fsub(a, b),

@@ -75,6 +75,9 @@ impl Translator<'_, '_> {
                 self.b.def_var(x, v);
                 self.scope.push((var.clone(), Bound::Var(x, *ty)));
             }
+            // A nested sum's update whose inner loop added into the
+            // partials carried across the enclosing loop (`nested`).
+            Stmt::Assign { var, value } if self.nested_update_done(var, value) => {}
             Stmt::Assign { var, value } => {
                 let v = match self.fused_update(var, value)? {
                     Some(v) => v,
@@ -98,7 +101,8 @@ impl Translator<'_, '_> {
             Stmt::For { var, lo, hi, schedule: Schedule::Parallel, body }
                 if self.depth == 0 && self.interchanged(var, lo, hi, body)? => {}
             Stmt::For { var, lo, hi, schedule, body } => {
-                if self.lane_sum_loop(var, lo, hi, *schedule, body)?
+                if self.nested_sum_loop(var, lo, hi, *schedule, body)?
+                    || self.lane_sum_loop(var, lo, hi, *schedule, body)?
                     || self.reduction_loop(var, lo, hi, *schedule, body)?
                 {
                 } else if let Some(plan) = (*schedule == Schedule::Seq)

@@ -11,5 +11,6 @@ mod codegen;
 mod induction;
 mod inner_loops;
 mod lanes;
+mod nested_sums;
 mod straight_lanes;
 mod vector_lanes;

@@ -28,9 +28,14 @@
 //!   `rowband_5k`, thousands of diagonals at fill below 0.01, ran DIA at
 //!   0.03x.
 //! - **BSR(1, 8)** (a row in runs of 8 columns): `nnz / (blocks × 8)`, when
-//!   the columns are a multiple of 8 (the storage's shape). It reads a
-//!   value per slot and one index per 8 slots: fewer bytes than CSR32 from
-//!   a fill of `(v + 0.5) / (v + 4)` (0.71 for f64, 0.56 for f32). Measured:
+//!   the columns are a multiple of 8 (the storage's shape). Spelled with
+//!   32-bit positions and 16-bit block coordinates when the block columns
+//!   (`cols / 8`) fit 16 bits, else 32-bit ones ([`BSR_1X8_16`],
+//!   [`BSR_1X8_32`]; the named, 64-bit `BSR(1, 8)` past 2^31 blocks or
+//!   block columns). It reads a value per slot and one coordinate per 8
+//!   slots: fewer bytes than CSR32 from a fill of `(v + 0.25) / (v + 4)`
+//!   at 16-bit coordinates (0.69 for f64, 0.53 for f32; at 32-bit ones
+//!   `(v + 0.5) / (v + 4)`, 0.71 and 0.56). Measured:
 //!   `rowband_5k` (fill 1.0) at 1.2–1.7x CSR32; the uniform matrices (fill
 //!   about 1/8) at 0.25–0.55x; `banded_1M_k2` (fill about 0.4) at 0.5–0.8x.
 //! - **SELL-8** (slices of 8 rows padded to their longest): `nnz / slots`.
@@ -296,6 +301,27 @@ pub struct Ranking {
 pub const CSR32: &str =
     "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>";
 
+/// BSR(1, 8) with 32-bit positions and 16-bit block coordinates (block
+/// columns ≤ 2^16), as `--encoding` text: the named `BSR(1, 8)`'s levels.
+pub const BSR_1X8_16: &str = "#sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 1 : dense, j floordiv 8 : compressed, i mod 1 : dense, j mod 8 : dense), posWidth = 32, crdWidth = 16 }>";
+
+/// BSR(1, 8) with 32-bit positions and block coordinates, as `--encoding` text.
+pub const BSR_1X8_32: &str = "#sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 1 : dense, j floordiv 8 : compressed, i mod 1 : dense, j mod 8 : dense), posWidth = 32, crdWidth = 32 }>";
+
+/// The narrowest spelling of BSR(1, 8) for `blocks` stored blocks of a
+/// matrix of `cols` columns: 32-bit positions when the blocks fit 31 bits,
+/// block coordinates (below `cols / 8`) at 16 bits when they fit, else
+/// 32; the named `BSR(1, 8)` (64-bit) past that. Returns the encoding text
+/// and the bytes of a position and of a coordinate.
+fn bsr_1x8_widths(blocks: u64, cols: u64) -> (&'static str, u64, u64) {
+    let block_cols = cols / 8;
+    match (blocks < 1 << 31, block_cols) {
+        (true, ..=0x1_0000) => (BSR_1X8_16, 4, 2),
+        (true, ..=0x8000_0000) => (BSR_1X8_32, 4, 4),
+        _ => ("BSR(1, 8)", 8, 8),
+    }
+}
+
 fn pct(x: f64) -> String {
     let p = 100.0 * x;
     if p >= 99.95 || p == 0.0 || p >= 10.0 { format!("{p:.1}%") } else { format!("{p:.2}%") }
@@ -337,12 +363,13 @@ pub fn rank(s: &Inspection, elem: ScalarType) -> Ranking {
         } else if !b.fits {
             rejected.push(Rejected { name, reason: format!("{} columns are not a multiple of 8", s.cols) });
         } else if b.fill >= MIN_FILL {
+            let (encoding, pos, crd) = bsr_1x8_widths(b.blocks, s.cols);
             structural.push(Candidate {
-                name: name.clone(),
-                encoding: Some(name),
+                name,
+                encoding: Some(encoding.into()),
                 reason: format!("{} blocks of 1x8 hold the entries, {} full", b.blocks, pct(b.fill)),
-                // (i : dense, j floordiv 8 : compressed, …, j mod 8 : dense), 64-bit.
-                bytes: bytes(&[(s.rows.saturating_add(1), 8), (b.blocks, 8), (b.blocks.saturating_mul(8), v)]),
+                // (i floordiv 1 : dense, j floordiv 8 : compressed, …, j mod 8 : dense).
+                bytes: bytes(&[(s.rows.saturating_add(1), pos), (b.blocks, crd), (b.blocks.saturating_mul(8), v)]),
             });
         } else {
             rejected
@@ -542,7 +569,35 @@ mod tests {
         let c = coo([4, 32], &full);
         let r = rank(&inspect(&c).unwrap(), ScalarType::F32);
         let bsr = r.candidates.iter().find(|c| c.name == "BSR(1, 8)").expect("BSR(1, 8) ranked");
-        assert_eq!(storage_size(&c, &named("BSR(1, 8)"), ScalarType::F32).unwrap().bytes, bsr.bytes);
+        assert_eq!(bsr.encoding.as_deref(), Some(BSR_1X8_16));
+        assert_eq!(storage_size(&c, &enc(BSR_1X8_16), ScalarType::F32).unwrap().bytes, bsr.bytes);
+    }
+
+    #[test]
+    fn bsr_1x8_is_spelled_at_the_narrowest_widths_the_block_columns_allow() {
+        let enc = |t: &str| parse_encoding(t, 0).unwrap();
+        // The texts are the named BSR(1, 8)'s levels at other widths.
+        let named = heddle_ir::encoding::named::resolve("BSR(1, 8)", 0, Some(2)).unwrap();
+        use heddle_ir::encoding::Width;
+        for (text, pos, crd) in [(BSR_1X8_16, Width::W32, Width::W16), (BSR_1X8_32, Width::W32, Width::W32)] {
+            let e = enc(text);
+            assert_eq!(e.levels, named.levels, "{text}");
+            assert_eq!((e.pos_width, e.crd_width), (pos, crd), "{text}");
+        }
+        // 2^16 block columns fit 16 bits (the last is 65535); one more does not.
+        for (cols, want) in [(8 * 65536, BSR_1X8_16), (8 * 65537, BSR_1X8_32), (16, BSR_1X8_16)] {
+            let full: Vec<(u64, u64)> = (0..8).map(|j| (0, cols - 8 + j)).chain((0..8).map(|j| (1, j))).collect();
+            let c = coo([2, cols], &full);
+            let r = rank(&inspect(&c).unwrap(), ScalarType::F64);
+            let bsr = r.candidates.iter().find(|c| c.name == "BSR(1, 8)").expect("BSR(1, 8) ranked");
+            assert_eq!(bsr.encoding.as_deref(), Some(want), "{cols} columns");
+            // The bytes are the estimate's for that spelling.
+            assert_eq!(storage_size(&c, &enc(want), ScalarType::F64).unwrap().bytes, bsr.bytes, "{cols} columns");
+        }
+        // Past 2^31 stored blocks, 64-bit positions: the named BSR(1, 8).
+        assert_eq!(bsr_1x8_widths(1 << 31, 64).0, "BSR(1, 8)");
+        assert_eq!(bsr_1x8_widths(10, 8 << 31).0, BSR_1X8_32);
+        assert_eq!(bsr_1x8_widths(10, (8 << 31) + 8).0, "BSR(1, 8)");
     }
 
     #[test]
