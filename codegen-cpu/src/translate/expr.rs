@@ -382,9 +382,18 @@ impl Translator<'_, '_> {
         (v, 0)
     }
 
-    /// `v * size` (an `i64` index scaled to bytes).
+    /// `v * size` (an `i64` index scaled to bytes). A power of two is a
+    /// shift, written as one: Cranelift's mid-end turns `v * 2` into `v + v`,
+    /// which x64 lowering does not fold into an address's scale as it folds
+    /// `v << 1` (a 16-bit element, SELL's `u16` columns: `(base, q, 2)`
+    /// rather than a `lea` per step); `v * 4` and `v * 8` become the same
+    /// shifts either way.
     pub(super) fn scaled(&mut self, v: Value, size: i64) -> Value {
-        if size == 1 { v } else { self.b.ins().imul_imm_s(v, size) }
+        match size {
+            1 => v,
+            2 | 4 | 8 => self.b.ins().ishl_imm(v, size.trailing_zeros() as i64),
+            _ => self.b.ins().imul_imm_s(v, size),
+        }
     }
 
     /// The sum of signed `i64` terms, `None` when there are none.

@@ -38,13 +38,21 @@
 //!   (fill 0.8–1.0). No MLIR encoding expresses SELL-8; it is heddle's own
 //!   layout `SELL(8)`, which the front door takes (`--encoding A=SELL(8)`:
 //!   `heddle_rewrite::sparsify::sell`).
+//! - **SELL-8c16** (`SELL(8, crdWidth = 16)`): SELL-8 with 16-bit columns,
+//!   when the matrix has at most 65 536 columns; the same fill and kernel,
+//!   2 bytes less per slot (10 instead of 12 bytes per slot at f64, 6
+//!   instead of 8 at f32). Ranked just before SELL-8, which stays the
+//!   fallback. Measured (docs/performance.md, "SELL-8 with 16-bit columns"):
+//!   on `rowband_5k`, which streams from memory, the fastest runs took
+//!   0.85–0.88x SELL-8's time at f32 and f64; on `uniform_5k_d4`, which
+//!   fits the caches, 0.97–1.03x (even).
 //! - **CSR32** (32-bit positions and coordinates), when the entries and
 //!   columns fit 31 bits: what MKL and the peers read; then **CSR** (64-bit).
 //!
 //! The candidates that pass their fill are ordered by their storage bytes
 //! (the bytes [`super::estimate::storage_size`] gives, computed here from
 //! the statistics), DIA and BSR first since they read the fewest bytes when
-//! they qualify; SELL-8 next, CSR32 and CSR last. One exception, measured:
+//! they qualify; SELL-8 next (SELL-8c16 first where it fits), CSR32 and CSR last. One exception, measured:
 //! for 8-byte values SELL-8 goes before BSR(1, 8) when both qualify (the
 //! front door's BSR(1, 8) kernel then streams at about two thirds of
 //! SELL-8's bandwidth on the row-band matrix where both fill; at f32 it is
