@@ -65,25 +65,28 @@ def main():
                         refused[(m, prec, enc)] = (code, v.get("errors", [{}])[0].get("message", ""))
                         continue
                     ks = v["kernel_seconds"]
-                    times.setdefault((m, prec, enc), []).append((ks["median"], ks["min"]))
+                    times.setdefault((m, prec, enc), []).append((ks["median"], ks["min"], ks["p10"]))
                     results[enc] = v["result"]
                 if r == 0 and len(results) == 2 and results["c32"] != results["c16"]:
                     sys.exit(f"{m} {prec}: the 16-bit result differs from the 32-bit one")
         print(f"round {r + 1} done", file=sys.stderr)
     for (m, prec, enc), (code, msg) in sorted(refused.items()):
         print(f"{os.path.basename(m)} {prec} {enc}: exit {code}: {msg}")
-    print("| matrix | prec | 32-bit median (min) ms | 16-bit median (min) ms | 16/32 median | 16/32 min |")
-    print("|---|---|---|---|---|---|")
+    print(f"threads {a.threads}, {a.rounds} rounds of --reps {a.reps}; per encoding: the median over rounds of each run's "
+          "median and p10, and the fastest run (ms)")
+    print("| matrix | prec | 32-bit median / p10 / min | 16-bit median / p10 / min | 16/32 median | 16/32 p10 | 16/32 min |")
+    print("|---|---|---|---|---|---|---|")
     for m in a.matrix:
         for prec in precs:
             t32, t16 = times.get((m, prec, "c32")), times.get((m, prec, "c16"))
             if not t32 or not t16:
                 continue
             med = lambda t: statistics.median(x[0] for x in t) * 1e3
+            p10 = lambda t: statistics.median(x[2] for x in t) * 1e3
             mn = lambda t: min(x[1] for x in t) * 1e3
-            print(f"| {os.path.basename(m)[:-4]} | {prec} | {med(t32):.4f} ({mn(t32):.4f}) | {med(t16):.4f} ({mn(t16):.4f}) "
-                  f"| {med(t16) / med(t32):.3f} | {mn(t16) / mn(t32):.3f} |")
-
+            print(f"| {os.path.basename(m)[:-4]} | {prec} | {med(t32):.4f} / {p10(t32):.4f} / {mn(t32):.4f} "
+                  f"| {med(t16):.4f} / {p10(t16):.4f} / {mn(t16):.4f} "
+                  f"| {med(t16) / med(t32):.3f} | {p10(t16) / p10(t32):.3f} | {mn(t16) / mn(t32):.3f} |")
 
 if __name__ == "__main__":
     main()

@@ -391,7 +391,7 @@ impl Translator<'_, '_> {
     pub(super) fn scaled(&mut self, v: Value, size: i64) -> Value {
         match size {
             1 => v,
-            2 | 4 | 8 => self.b.ins().ishl_imm(v, size.trailing_zeros() as i64),
+            2 | 4 | 8 => self.b.ins().ishl_imm_u(v, i64::from(size.trailing_zeros())),
             _ => self.b.ins().imul_imm_s(v, size),
         }
     }

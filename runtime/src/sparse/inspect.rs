@@ -42,10 +42,11 @@
 //!   when the matrix has at most 65 536 columns; the same fill and kernel,
 //!   2 bytes less per slot (10 instead of 12 bytes per slot at f64, 6
 //!   instead of 8 at f32). Ranked just before SELL-8, which stays the
-//!   fallback. Measured (docs/performance.md, "SELL-8 with 16-bit columns"):
-//!   on `rowband_5k`, which streams from memory, the fastest runs took
-//!   0.85–0.88x SELL-8's time at f32 and f64; on `uniform_5k_d4`, which
-//!   fits the caches, 0.97–1.03x (even).
+//!   fallback. Measured (docs/performance.md, "SELL-8 with 16-bit columns",
+//!   interleaved, 1 and 2 threads): `uniform_5k_d4` 0.95x SELL-8's time in
+//!   every statistic at f32 and f64; `rowband_5k` (5 M entries, a loaded
+//!   machine) 0.94–1.00x by the median, 0.72–0.95x by the fastest run.
+//!   Never slower beyond the noise.
 //! - **CSR32** (32-bit positions and coordinates), when the entries and
 //!   columns fit 31 bits: what MKL and the peers read; then **CSR** (64-bit).
 //!
