@@ -84,11 +84,6 @@ impl SellSpec {
     pub fn column_type(&self) -> &'static str {
         if self.crd_width == 16 { "u16" } else { "int" }
     }
-
-    /// The most columns a matrix stored this way may have.
-    pub fn max_columns(&self) -> u64 {
-        1u64 << self.crd_width.min(31)
-    }
 }
 
 impl std::fmt::Display for SellSpec {
