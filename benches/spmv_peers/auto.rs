@@ -45,8 +45,8 @@ pub fn lay_out(a: &Csr, f32: bool, x_of: fn(usize) -> f64) -> Laid {
     let kernel = picked.kernel;
     let (nats, mut inputs) = match picked.spec.2 {
         // SELL-C: the three arrays, packed as `heddle run --matrix` packs them.
-        heddle::cli::sparsify::Format::Sell(c) => {
-            let packed = heddle::cli::sell::pack(&kernel, "matrix", c, &coo)
+        heddle::cli::sparsify::Format::Sell(spec) => {
+            let packed = heddle::cli::sell::pack(&kernel, "matrix", spec.lanes, &coo)
                 .unwrap_or_else(|f| panic!("{}: SELL: {}", a.name, f.message()));
             (packed.nats, packed.inputs)
         }

@@ -13,7 +13,9 @@
 //! columns), and SELL-8-1 (`sell8`: slices of 8 rows run in vector lanes,
 //! `examples/sparse/spmv_sell8.hdl`, packed by
 //! `heddle_runtime::sparse::sell`; σ = 1, so its result is y in row order
-//! and no permutation is left to apply). One whose storage would exceed 3x the matrix's plain CSR
+//! and no permutation is left to apply), and the same with 16-bit columns
+//! (`sell8c16`, `examples/sparse/spmv_sell8c16.hdl`) where the matrix has at
+//! most 65 536 columns. One whose storage would exceed 3x the matrix's plain CSR
 //! bytes (`heddle_runtime::sparse::estimate`, the limit `tune` applies), or
 //! that cannot hold the matrix (a column past 65535 for 16-bit
 //! coordinates), is skipped, and the reason printed.
@@ -129,13 +131,20 @@ pub fn lay_out(a: &Csr, f32: bool, x_of: fn(usize) -> f64) -> Vec<Laid> {
         let launch = heddle_runtime::launch::prepare(&program, &env).expect("lay out");
         out.push(Laid { name, program, launch, tuning: Tuning::default() });
     }
-    out.extend(sell8(a, f32, ty, plain, x_of));
+    out.extend(sell8(a, f32, ty, plain, x_of, false));
+    if a.cols <= 1 << 16 {
+        out.extend(sell8(a, f32, ty, plain, x_of, true));
+    } else {
+        eprintln!("    sell8c16: skipped, {} columns do not fit 16 bits", a.cols);
+    }
     out
 }
 
-/// SELL-8-1 laid out for `a`, or `None` (the reason printed) when its
-/// padding would exceed 3x the plain CSR bytes.
-fn sell8(a: &Csr, f32: bool, ty: ScalarType, plain: u64, x_of: fn(usize) -> f64) -> Option<Laid> {
+/// SELL-8-1 laid out for `a` (with 16-bit columns when `narrow`: `sell8c16`),
+/// or `None` (the reason printed) when its padding would exceed 3x the
+/// plain CSR bytes.
+fn sell8(a: &Csr, f32: bool, ty: ScalarType, plain: u64, x_of: fn(usize) -> f64, narrow: bool) -> Option<Laid> {
+    let name = if narrow { "sell8c16" } else { "sell8" };
     let rowptr: Vec<usize> = a.rowptr.iter().map(|&p| p as usize).collect();
     let col: Vec<usize> = a.col.iter().map(|&j| j as usize).collect();
     let elem = if f32 { "f32" } else { "f64" };
@@ -152,19 +161,23 @@ fn sell8(a: &Csr, f32: bool, ty: ScalarType, plain: u64, x_of: fn(usize) -> f64)
     ) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("    sell8 {elem}: skipped, {e}");
+            eprintln!("    {name} {elem}: skipped, {e}");
             return None;
         }
     };
     eprintln!(
-        "    sell8 {elem}: {} slices, {:.2} stored entries per nonzero",
+        "    {name} {elem}: {} slices, {:.2} stored entries per nonzero",
         s.slices(),
         s.col.len() as f64 / a.val.len().max(1) as f64
     );
-    let src = include_str!("../../examples/sparse/spmv_sell8.hdl")
-        .replace("[float]", if f32 { "[float]" } else { "[double]" });
-    let file = heddle::source::SourceFile::new("sell8", &src);
-    let (_, kernel) = heddle::check_source(&file).unwrap_or_else(|d| panic!("sell8: {}", file.render(&d)));
+    let src = if narrow {
+        include_str!("../../examples/sparse/spmv_sell8c16.hdl")
+    } else {
+        include_str!("../../examples/sparse/spmv_sell8.hdl")
+    }
+    .replace("[float]", if f32 { "[float]" } else { "[double]" });
+    let file = heddle::source::SourceFile::new(name, &src);
+    let (_, kernel) = heddle::check_source(&file).unwrap_or_else(|d| panic!("{name}: {}", file.render(&d)));
     let flat = |items: Vec<Value>, kind: ScalarKind, dtype: &str| Loaded::Flat {
         shape: vec![items.len() as u64],
         items,
@@ -174,13 +187,13 @@ fn sell8(a: &Csr, f32: bool, ty: ScalarType, plain: u64, x_of: fn(usize) -> f64)
     let ints = |v: &[i32]| v.iter().map(|&x| Value::Int(x as i64)).collect::<Vec<_>>();
     let inputs = vec![
         ("soff".into(), flat(ints(&s.soff), ScalarKind::Int, "int32")),
-        ("cols".into(), flat(ints(&s.col), ScalarKind::Int, "int32")),
+        ("cols".into(), flat(ints(&s.col), ScalarKind::Int, if narrow { "uint16" } else { "int32" })),
         ("vals".into(), flat(s.val.iter().map(|&v| Value::Float(v)).collect(), ScalarKind::Float, "float64")),
         ("xs".into(), flat((0..a.cols).map(|j| Value::Float(x_of(j))).collect(), ScalarKind::Float, "float64")),
     ];
     let nats = [("m".to_string(), a.cols as i64), ("S".to_string(), s.slices() as i64)];
-    let env = heddle_runtime::io::bind_inputs_flat(&kernel, &nats, inputs).expect("bind sell8 inputs");
-    let mut program = heddle::cpu::lower(&kernel, "sell8").unwrap_or_else(|d| panic!("{}", file.render(&[d])));
+    let env = heddle_runtime::io::bind_inputs_flat(&kernel, &nats, inputs).expect("bind SELL inputs");
+    let mut program = heddle::cpu::lower(&kernel, name).unwrap_or_else(|d| panic!("{}", file.render(&[d])));
     // The packer writes columns below m, as a tensor's coordinates are: the
     // runtime validates them against this range, then runs the code without
     // the per-lane column checks (as for CSR32's tensor coordinates).
@@ -189,6 +202,6 @@ fn sell8(a: &Csr, f32: bool, ty: ScalarType, plain: u64, x_of: fn(usize) -> f64)
         field: 0,
         below: heddle_ir::loops::Expr::var("m"),
     });
-    let launch = heddle_runtime::launch::prepare(&program, &env).expect("lay out sell8");
-    Some(Laid { name: "sell8".into(), program, launch, tuning: Tuning::default() })
+    let launch = heddle_runtime::launch::prepare(&program, &env).expect("lay out SELL");
+    Some(Laid { name: name.into(), program, launch, tuning: Tuning::default() })
 }

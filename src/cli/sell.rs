@@ -1,8 +1,8 @@
 //! `--encoding A=SELL(C)` with `--matrix A=FILE`: the matrix packed as the
 //! three arrays the sparsified kernel takes (`heddle_rewrite::sparsify::sell`
-//! names them; `heddle_runtime::sparse::sell` packs them, σ = 1), the
-//! columns' range stated for compiled code, and the padding rows dropped
-//! from the result.
+//! names them; `heddle_runtime::sparse::sell` packs them, σ = 1; the columns
+//! at the kernel's width, 32 or 16 bits, checked to fit), the columns' range
+//! stated for compiled code, and the padding rows dropped from the result.
 
 use super::Failure;
 use heddle_ir::Type;
@@ -55,7 +55,12 @@ pub fn pack(kernel: &Kernel, operand: &str, c: u64, coo: &Coo) -> Result<Packed,
             names.vals
         ))
     })?;
+    // The columns' width is the kernel's: `u16` for `SELL(C, crdWidth = 16)`, else `int`.
+    let narrow = scalar_of(kernel, &names.cols) == Some(heddle_ir::ScalarType::U16);
     let csr = heddle_runtime::sparse::csr::coo_to_csr_i32(coo).map_err(|e| Failure::Input(format!("{what}: {e}")))?;
+    if narrow {
+        check_16_bit_columns(&what, &csr.offsets, &csr.col_indices)?;
+    }
     let rowptr: Vec<usize> = csr.offsets.iter().map(|&o| o as usize).collect();
     let colidx: Vec<usize> = csr.col_indices.iter().map(|&j| j as usize).collect();
     let (rows, cols) = (csr.rows as usize, csr.cols as usize);
@@ -87,7 +92,16 @@ pub fn pack(kernel: &Kernel, operand: &str, c: u64, coo: &Coo) -> Result<Packed,
     let slices = sell.slices();
     let inputs = vec![
         (names.soff.clone(), packed(ScalarVec::I32(sell.soff.clone()), "int32")),
-        (names.cols.clone(), packed(ScalarVec::I32(sell.col), "int32")),
+        (
+            names.cols.clone(),
+            if narrow {
+                // Every stored column, padding too, is one of the row's own
+                // columns or 0, all checked above to be below 2^16.
+                packed(ScalarVec::U16(sell.col.iter().map(|&j| j as u16).collect()), "uint16")
+            } else {
+                packed(ScalarVec::I32(sell.col), "int32")
+            },
+        ),
         (names.vals.clone(), vals),
     ];
     let has_nat = |n: &str| kernel.params.iter().any(|p| matches!(p, KernelParam::Nat(v) if v.as_str() == n));
@@ -97,6 +111,25 @@ pub fn pack(kernel: &Kernel, operand: &str, c: u64, coo: &Coo) -> Result<Packed,
         .map(|(n, v)| (n.clone(), v as i64))
         .collect();
     Ok(Packed { nats, inputs, rows, padded: slices * c as usize, cols })
+}
+
+/// The most columns 16-bit column coordinates hold (0 to 65 535).
+pub const MAX_16_BIT_COLUMNS: u64 = 1 << 16;
+
+/// Refuses a matrix with an entry in a column past 16 bits, naming the
+/// first such entry (row and column, counted from 0) and the width. Only
+/// the entries count, not the declared column count: a matrix of 100 000
+/// columns whose entries all lie in the first 65 536 fits.
+fn check_16_bit_columns(what: &str, offsets: &[i32], cols: &[i32]) -> Result<(), Failure> {
+    let Some(at) = cols.iter().position(|&j| j as u64 >= MAX_16_BIT_COLUMNS) else { return Ok(()) };
+    // The entry's row: the last row starting at or before it.
+    let row = offsets.partition_point(|&o| o as usize <= at).saturating_sub(1);
+    Err(Failure::Input(format!(
+        "{what}: the entry at row {row}, column {} does not fit SELL's 16-bit columns (crdWidth = 16 holds \
+         columns 0 to {}); store it with 32-bit columns, SELL(C)",
+        cols[at],
+        MAX_16_BIT_COLUMNS - 1
+    )))
 }
 
 /// Checks the packed matrix against the dense kernel's literal sizes

@@ -40,9 +40,9 @@ pub struct Args {
 pub enum Format {
     /// A sparse tensor encoding: the operand becomes a `tensor<…, #ENC>`.
     Encoding(Encoding),
-    /// `SELL(C)`: the operand becomes three arrays (`A_soff`, `A_cols`,
-    /// `A_vals`) with `C` lanes per slice, σ = 1.
-    Sell(u64),
+    /// `SELL(C)` (or `SELL(C, crdWidth = 16)`): the operand becomes three
+    /// arrays (`A_soff`, `A_cols`, `A_vals`) with `C` lanes per slice, σ = 1.
+    Sell(heddle_rewrite::sparsify::sell::SellSpec),
 }
 
 /// An operand, the name its encoding is defined under in the sparse
@@ -54,7 +54,7 @@ pub fn sell_operands(specs: &[Spec]) -> Vec<(String, u64)> {
     specs
         .iter()
         .filter_map(|(o, _, f)| match f {
-            Format::Sell(c) => Some((o.clone(), *c)),
+            Format::Sell(spec) => Some((o.clone(), spec.lanes)),
             Format::Encoding(_) => None,
         })
         .collect()
@@ -67,7 +67,7 @@ pub fn parse_spec((name, enc): &(String, String), defs: Option<&str>, program: &
     let name = name.trim().to_string();
     if let Some(c) = heddle_rewrite::sparsify::sell::parse_name(enc) {
         let c = c.map_err(|m| Failure::usage("--encoding", format!("--encoding {name}={}: {m}", enc.trim())))?;
-        return Ok((name, format!("SELL_{c}"), Format::Sell(c)));
+        return Ok((name, format!("SELL_{}", c.lanes), Format::Sell(c)));
     }
     let encoding = resolve_encoding("--encoding", enc, defs, dense_rank(program, &name))?;
     let trimmed = enc.trim();
@@ -138,7 +138,7 @@ pub fn front_door(file: &SourceFile, program: &Program, specs: &[Spec]) -> Resul
     for (operand, enc_name, format) in specs {
         let out = match format {
             Format::Encoding(enc) => heddle_rewrite::sparsify::sparsify(&program, operand, enc_name, enc),
-            Format::Sell(c) => heddle_rewrite::sparsify::sell::sparsify_sell(&program, operand, *c),
+            Format::Sell(spec) => heddle_rewrite::sparsify::sell::sparsify_sell(&program, operand, *spec),
         }
         .map_err(|d| Failure::Source(src.clone(), vec![d]))?;
         for (law, n) in out.rules_applied {

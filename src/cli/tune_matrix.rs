@@ -96,7 +96,7 @@ fn copy(c: &Contents) -> Contents {
 }
 
 /// The structural inspector's first ranked format the front door takes (an
-/// encoding, or `SELL(8)`) for a case's first matrix (what `--encoding
+/// encoding, or a SELL form such as `SELL(8, crdWidth = 16)`) for a case's first matrix (what `--encoding
 /// A=auto` would try first), with
 /// its reason: printed beside the measured best as a calibration check.
 pub fn inspector_pick(

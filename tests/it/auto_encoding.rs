@@ -118,8 +118,8 @@ fn expected_choice(rows: u64, cols: u64, e: &Entries) -> (String, Vec<String>) {
     let mut before = Vec::new();
     for c in ranking.candidates {
         if let Some(enc_text) = &c.encoding {
-            let out = if let Some(c) = heddle_rewrite::sparsify::sell::parse_name(enc_text) {
-                heddle_rewrite::sparsify::sell::sparsify_sell(&program, "matrix", c.unwrap())
+            let out = if let Some(spec) = heddle_rewrite::sparsify::sell::parse_name(enc_text) {
+                heddle_rewrite::sparsify::sell::sparsify_sell(&program, "matrix", spec.unwrap())
             } else if enc_text.starts_with('#') {
                 let enc = heddle_ir::encoding::parse_encoding(enc_text, 0).unwrap();
                 heddle_rewrite::sparsify::sparsify(&program, "matrix", "E", &enc)
@@ -212,9 +212,10 @@ fn a_scattered_matrix_runs_in_csr32() {
 #[test]
 fn a_uniform_matrix_ranks_sell8_first_and_runs_in_it() {
     // 45 rows: the last slice is padded with 3 rows, which the result drops.
-    let v = check("uniform", 45, 64, &uniform(45, 64, 4), "SELL-8");
-    assert_eq!(v["auto"]["matrix"]["encoding"], "SELL-8", "{v}");
-    assert_eq!(v["auto"]["matrix"]["encoding_text"], "SELL(8)", "{v}");
+    // 64 columns fit 16 bits: SELL-8 with 16-bit columns.
+    let v = check("uniform", 45, 64, &uniform(45, 64, 4), "SELL-8c16");
+    assert_eq!(v["auto"]["matrix"]["encoding"], "SELL-8c16", "{v}");
+    assert_eq!(v["auto"]["matrix"]["encoding_text"], "SELL(8, crdWidth = 16)", "{v}");
     assert_eq!(v["auto"]["matrix"]["skipped"], serde_json::json!([]));
     assert_eq!(floats(&v["result"]).len(), 45);
     // `convert --to auto` stores tensors: SELL (no tensor encoding) is passed over.
@@ -224,6 +225,38 @@ fn a_uniform_matrix_ranks_sell8_first_and_runs_in_it() {
     let (code, text, err) = heddle(&["convert", m.to_str().unwrap(), "--to", "auto", "-o", out.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     assert!(text.starts_with("auto: CSR32 ("), "{text}");
+}
+
+#[test]
+fn a_uniform_matrix_past_16_bit_columns_runs_in_sell8_with_32_bit_columns() {
+    // 70 000 columns: SELL-8c16 is left out (with the reason), SELL-8 runs.
+    let (rows, cols) = (21, 70_000);
+    let e = uniform(rows, cols, 4);
+    assert!(e.iter().any(|&(_, j, _)| j >= 1 << 16));
+    let dir = tempfile::tempdir().unwrap();
+    let m = write_mtx(dir.path(), "wide", rows, cols, &e);
+    let (x_path, x) = xs(dir.path(), cols);
+    let (code, v) = heddle_json(&[
+        "run",
+        MV,
+        "--backend",
+        "cpu",
+        "--matrix",
+        &format!("matrix={}", m.display()),
+        "--encoding",
+        "matrix=auto",
+        "--input",
+        &format!("xs={}", x_path.display()),
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_schema(&v, "wide");
+    let auto = &v["auto"]["matrix"];
+    assert_eq!(auto["encoding"], "SELL-8", "{auto}");
+    assert_eq!(auto["encoding_text"], "SELL(8)", "{auto}");
+    assert_eq!(auto["inspection"]["cols_fit_16_bits"], false, "{auto}");
+    // Not ranked at all (so not skipped): the inspector leaves it out.
+    assert_eq!(auto["skipped"], serde_json::json!([]), "{auto}");
+    assert_close(&floats(&v["result"]), &dense_product(rows, &e, &x), "wide");
 }
 
 #[test]

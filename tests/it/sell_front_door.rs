@@ -116,6 +116,9 @@ fn gather_mnemonics(
     let gathers: Vec<_> =
         blocks.into_iter().filter(|b| ["vinsertps", "vpinsrq", "vmovlhps"].iter().any(|i| b.contains(i))).collect();
     assert_eq!(gathers.len(), 1, "one block gathers: {asm}");
+    if std::env::var("SELL_ASM").is_ok() {
+        eprintln!("{}", gathers[0]);
+    }
     gathers[0].lines().filter_map(|l| l.split_whitespace().next().map(str::to_string)).collect()
 }
 
@@ -144,6 +147,11 @@ fn the_sparsified_kernel_compiles_to_the_hand_written_vector_lanes() {
 /// Runs dense_mv at `ty` with `matrix=SELL(8)` on every backend and checks y
 /// against the dense kernel and a plain product.
 fn check(name: &str, ty: &str, rows: u64, cols: u64, e: &Entries) {
+    check_as("SELL(8)", name, ty, rows, cols, e)
+}
+
+/// [`check`] with `matrix=ENCODING` (a SELL form).
+fn check_as(encoding: &str, name: &str, ty: &str, rows: u64, cols: u64, e: &Entries) {
     let dir = tempfile::tempdir().unwrap();
     let m = write_mtx(dir.path(), name, rows, cols, e);
     let x: Vec<f64> = (0..cols).map(|j| 1.0 + (j % 13) as f64 * 0.125).collect();
@@ -151,7 +159,7 @@ fn check(name: &str, ty: &str, rows: u64, cols: u64, e: &Entries) {
     let src = dense_source(dir.path(), ty);
     let (src, m, x_path) = (src.to_str().unwrap(), m.to_str().unwrap(), x_path.to_str().unwrap());
     let want = dense_product(rows, e, &x);
-    let what = format!("{name} ({rows} x {cols}, {ty})");
+    let what = format!("{name} ({rows} x {cols}, {ty}, {encoding})");
     if rows > 0 {
         let (code, dense) =
             heddle_json(&["run", src, "--dense", &format!("matrix={m}"), "--input", &format!("xs={x_path}")]);
@@ -167,7 +175,7 @@ fn check(name: &str, ty: &str, rows: u64, cols: u64, e: &Entries) {
             "--matrix",
             &format!("matrix={m}"),
             "--encoding",
-            "matrix=SELL(8)",
+            &format!("matrix={encoding}"),
             "--input",
             &format!("xs={x_path}"),
         ]);
@@ -198,6 +206,130 @@ fn sell8_spmv_equals_the_dense_kernel_and_a_dense_product() {
         // 1 x 1, and a matrix of no rows.
         check("one", ty, 1, 1, &vec![(0, 0, 2.5)]);
         check("no_rows", ty, 0, 4, &Vec::new());
+    }
+}
+
+const C16: &str = "SELL(8, crdWidth = 16)";
+
+#[test]
+fn sell8_with_16_bit_columns_equals_the_dense_kernel_and_a_dense_product() {
+    for ty in ["float", "double"] {
+        check_as(C16, "mixed", ty, 64, 40, &entries(0x5e21, 64, 40, &[0, 1, 3, 4, 7]));
+        check_as(C16, "ragged", ty, 45, 33, &entries(0x5e22, 45, 33, &[0, 2, 5, 9]));
+        check_as(C16, "empty", ty, 13, 9, &Vec::new());
+        let mut long = entries(0x5e23, 20, 300, &[1]);
+        long.retain(|&(i, _, _)| i != 11);
+        long.extend((0..300).map(|j| (11, j, (j % 17) as f64 - 8.0)));
+        long.sort_by_key(|&(i, j, _)| (i, j));
+        check_as(C16, "long_row", ty, 20, 300, &long);
+        check_as(C16, "one", ty, 1, 1, &vec![(0, 0, 2.5)]);
+        check_as(C16, "no_rows", ty, 0, 4, &Vec::new());
+    }
+    // The boundary: columns 65 535 (the largest 16 bits hold) and 0, in
+    // 65 535 and 65 536 columns; a wrong widening (signed, or a truncated
+    // load) would read x elsewhere.
+    for cols in [65535u64, 65536] {
+        let mut e: Entries = Vec::new();
+        for i in 0..11u64 {
+            e.push((i, i, 1.0 + i as f64));
+            e.push((i, cols - 1 - 3 * i, 0.5 - i as f64));
+        }
+        e.push((11, 32767, 3.0));
+        e.push((11, 32768, -2.0));
+        e.push((11, cols - 1, 4.0));
+        e.sort_by_key(|&(i, j, _)| (i, j));
+        e.dedup_by_key(|x| (x.0, x.1));
+        check_as(C16, &format!("edge_{cols}"), "double", 12, cols, &e);
+    }
+}
+
+/// `dense_mv`'s SELL(8) run over `m` with `--encoding matrix=ENCODING`: (exit code, JSON).
+fn run_sell(dir: &Path, encoding: &str, m: &Path, cols: u64) -> (i32, serde_json::Value) {
+    let x: Vec<f64> = (0..cols).map(|j| (j % 7) as f64).collect();
+    let x_path = common::write(dir, "x.json", &serde_json::to_string(&x).unwrap());
+    let src = dense_source(dir, "double");
+    heddle_json(&[
+        "run",
+        src.to_str().unwrap(),
+        "--backend",
+        "cpu",
+        "--matrix",
+        &format!("matrix={}", m.display()),
+        "--encoding",
+        &format!("matrix={encoding}"),
+        "--input",
+        &format!("xs={}", x_path.display()),
+    ])
+}
+
+#[test]
+fn a_column_past_16_bits_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // Column 65 536 (in 70 000): exit 1, naming the entry, its column and the width.
+    let e: Entries = vec![(0, 3, 1.0), (2, 65535, 2.0), (4, 65536, 3.0), (5, 69999, 1.0)];
+    let m = write_mtx(dir.path(), "wide", 9, 70000, &e);
+    let (code, v) = run_sell(dir.path(), C16, &m, 70000);
+    assert_eq!(code, 1, "{v}");
+    let message = v["errors"][0]["message"].as_str().unwrap();
+    assert!(message.contains("row 4, column 65536") && message.contains("16-bit"), "{v}");
+    assert!(message.contains("--matrix matrix"), "{v}");
+    // The same matrix with 32-bit columns runs.
+    let (code, v) = run_sell(dir.path(), "SELL(8)", &m, 70000);
+    assert_eq!(code, 0, "{v}");
+    assert_close(
+        &floats(&v["result"]),
+        &dense_product(9, &e, &(0..70000).map(|j| (j % 7) as f64).collect::<Vec<_>>()),
+        "32-bit",
+    );
+    // 100 000 columns whose entries all lie below 65 536 fit: only the entries count.
+    let e: Entries = vec![(0, 0, 1.0), (1, 65535, 2.0)];
+    let m = write_mtx(dir.path(), "narrow_entries", 2, 100_000, &e);
+    let (code, v) = run_sell(dir.path(), C16, &m, 100_000);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(floats(&v["result"]), vec![0.0, 2.0 * (65535 % 7) as f64]);
+    // Widths SELL does not take: usage errors naming the field.
+    let (code, _, err) = heddle(&["sparsify", MV, "--encoding", "matrix=SELL(8, crdWidth = 8)"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("16 or 32 bits"), "{err}");
+    let (code, _, err) = heddle(&["sparsify", MV, "--encoding", "matrix=SELL(8, posWidth = 16)"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("`crdWidth`"), "{err}");
+}
+
+/// The trusted code's gather step of `dense_mv` at `ty` sparsified with `encoding`, as mnemonics.
+fn front_door_step(ty: &str, encoding: &str) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let dense = dense_source(dir.path(), ty);
+    let (code, text, err) = heddle(&["sparsify", dense.to_str().unwrap(), "--encoding", &format!("matrix={encoding}")]);
+    assert_eq!(code, 0, "{err}");
+    let (_, kernel) = heddle::check_source(&SourceFile::new("s", &text)).unwrap();
+    gather_mnemonics(&kernel, |p| heddle::cli::sell::trust_columns(&kernel, p))
+}
+
+#[test]
+fn sixteen_bit_columns_load_widened_in_the_32_bit_step() {
+    for ty in ["float", "double"] {
+        let wide = front_door_step(ty, "SELL(8)");
+        let narrow = front_door_step(ty, C16);
+        // The same step, instruction for instruction, each column loaded
+        // zero-extended from 16 bits (`movzwq`, its memory operand folded)
+        // where the 32-bit step sign-extends (`movslq`): no extra widening,
+        // no per-lane address arithmetic, the same scaled counter.
+        let widened: Vec<String> =
+            wide.iter().map(|m| if m == "movslq" { "movzwq".to_string() } else { m.clone() }).collect();
+        assert_eq!(narrow, widened, "{ty}");
+        assert_eq!(narrow.iter().filter(|m| *m == "movzwq").count(), 8, "{ty}: {narrow:?}");
+        // And the hand-written spmv_sell8c16.hdl compiles to the same step.
+        let hand = include_str!("../../examples/sparse/spmv_sell8c16.hdl").replace("[float]", &format!("[{ty}]"));
+        let (_, hand_kernel) = heddle::check_source(&SourceFile::new("spmv_sell8c16.hdl", &hand)).unwrap();
+        let written = gather_mnemonics(&hand_kernel, |p| {
+            p.ranges.push(heddle_ir::loops::InputRange {
+                buf: "cols".into(),
+                field: 0,
+                below: heddle_ir::loops::Expr::var("m"),
+            })
+        });
+        assert_eq!(written, narrow, "{ty}");
     }
 }
 

@@ -141,10 +141,11 @@ fn tune_binds_each_variant_in_its_own_encoding() {
     }
     // The structural inspector's pick beside the measured best: DIA for the
     // tridiagonal matrix, SELL-8 for the anti-diagonal (200 diagonals, but
-    // one entry in every row: slices of 8 rows pad nothing).
+    // one entry in every row: slices of 8 rows pad nothing), with 16-bit
+    // columns (200 fit).
     assert_eq!(v["inspector"]["banded"]["encoding"], "DIA", "{}", v["inspector"]);
     assert!(v["inspector"]["banded"]["reason"].as_str().unwrap().contains("3 diagonals"), "{}", v["inspector"]);
-    assert_eq!(v["inspector"]["anti"]["encoding"], "SELL-8", "{}", v["inspector"]);
+    assert_eq!(v["inspector"]["anti"]["encoding"], "SELL-8c16", "{}", v["inspector"]);
     // DIA did not run on the anti-diagonal and the doubled variant on neither: not candidates.
     let single = v["single_best"]["kernel"].as_str().unwrap();
     assert!(!["spmv_dia", "spmv_doubled"].contains(&single), "{single}");

@@ -382,9 +382,18 @@ impl Translator<'_, '_> {
         (v, 0)
     }
 
-    /// `v * size` (an `i64` index scaled to bytes).
+    /// `v * size` (an `i64` index scaled to bytes). Size 2 is written as the
+    /// shift `v << 1`: Cranelift's mid-end turns `v * 2` into `v + v`, which
+    /// x64 lowering does not fold into an address's scale as it folds the
+    /// shift (a 16-bit element, SELL's `u16` columns: `(base, q, 2)` rather
+    /// than a `lea` per step). `v * 4` and `v * 8` the mid-end turns into
+    /// shifts itself.
     pub(super) fn scaled(&mut self, v: Value, size: i64) -> Value {
-        if size == 1 { v } else { self.b.ins().imul_imm_s(v, size) }
+        match size {
+            1 => v,
+            2 => self.b.ins().ishl_imm_u(v, 1),
+            _ => self.b.ins().imul_imm_s(v, size),
+        }
     }
 
     /// The sum of signed `i64` terms, `None` when there are none.

@@ -1045,12 +1045,12 @@ impl Translator<'_, '_> {
         })
     }
 
-    /// A contiguous 32-bit integer load widened to `i64` in each lane (a
-    /// column index, SELL's `(i64) cols[8k + l]`), loaded lane by lane
-    /// straight to 64 bits (`movslq` on x64, a load port each) rather than as
-    /// one vector whose lanes are then extracted one by one (`pextrd`, the
-    /// shuffle port, which the gather's `insertps` needs too). `None` for
-    /// any other load.
+    /// A contiguous 32- or 16-bit integer load widened to `i64` in each lane
+    /// (a column index, SELL's `(i64) cols[8k + l]`, `u16` with `crdWidth =
+    /// 16`), loaded lane by lane straight to 64 bits (`movslq`/`movzwq` on
+    /// x64, a load port each) rather than as one vector whose lanes are then
+    /// extracted one by one (`pextrd`, the shuffle port, which the gather's
+    /// `insertps` needs too). `None` for any other load.
     fn widened_lanes(
         &mut self,
         buf: &Name,
@@ -1069,7 +1069,12 @@ impl Translator<'_, '_> {
             b.regs.is_some(),
         );
         let t = b.fields[field as usize];
-        if !single || in_regs || !matches!(t, ScalarType::I32 | ScalarType::U32) {
+        let narrow = match t {
+            ScalarType::I32 | ScalarType::U32 => ct::I32,
+            ScalarType::I16 | ScalarType::U16 => ct::I16,
+            _ => return Ok(None),
+        };
+        if !single || in_regs {
             return Ok(None);
         }
         let Lanes::Affine(i0, 1) = self.lane_value(index, lanes, width)? else { return Ok(None) };
@@ -1087,13 +1092,16 @@ impl Translator<'_, '_> {
             };
             each.push(if flags.can_move() {
                 // A `load` (Cranelift's only load it may place next to its
-                // use), extended by the `movslq`/`movl` it folds into.
-                let n = self.b.ins().load(ct::I32, flags, addr, d);
-                if t == ScalarType::I32 { self.b.ins().sextend(ct::I64, n) } else { self.b.ins().uextend(ct::I64, n) }
-            } else if t == ScalarType::I32 {
-                self.b.ins().sload32(flags, addr, d)
+                // use), extended by the `movslq`/`movl`/`movzwq` it folds into.
+                let n = self.b.ins().load(narrow, flags, addr, d);
+                if t.is_signed() { self.b.ins().sextend(ct::I64, n) } else { self.b.ins().uextend(ct::I64, n) }
             } else {
-                self.b.ins().uload32(flags, addr, d)
+                match t {
+                    ScalarType::I32 => self.b.ins().sload32(flags, addr, d),
+                    ScalarType::U32 => self.b.ins().uload32(flags, addr, d),
+                    ScalarType::I16 => self.b.ins().sload16(ct::I64, flags, addr, d),
+                    _ => self.b.ins().uload16(ct::I64, flags, addr, d),
+                }
             });
         }
         Ok(Some(each))

@@ -108,7 +108,9 @@ fn the_row_placeholder_never_clashes_with_the_kernel_names() {
 
 fn sell(src: &str, operand: &str, c: u64) -> Result<String, String> {
     let p = heddle_ir::parser::parse_program(src).unwrap();
-    sell::sparsify_sell(&p, operand, c).map(|s| heddle_ir::printer::print_program(&s.program)).map_err(|d| d.message)
+    sell::sparsify_sell(&p, operand, sell::SellSpec::new(c))
+        .map(|s| heddle_ir::printer::print_program(&s.program))
+        .map_err(|d| d.message)
 }
 
 #[test]
@@ -146,12 +148,47 @@ fn sell_refuses_what_it_cannot_lane() {
 }
 
 #[test]
+fn sell_with_16_bit_columns_stores_them_as_u16() {
+    let p = heddle_ir::parser::parse_program(DENSE_MV).unwrap();
+    let wide =
+        heddle_ir::printer::print_program(&sell::sparsify_sell(&p, "matrix", sell::SellSpec::new(8)).unwrap().program);
+    let narrow = sell::sparsify_sell(&p, "matrix", sell::SellSpec { lanes: 8, crd_width: 16 }).unwrap();
+    let narrow = heddle_ir::printer::print_program(&narrow.program);
+    assert!(narrow.contains("matrix_cols: [s -> [[u16]_8]"), "{narrow}");
+    assert!(wide.contains("matrix_cols: [s -> [[int]_8]"), "{wide}");
+    // Only the columns' type differs: the lanes read them as they read 32-bit ones.
+    assert_eq!(narrow.replace("[[u16]_8]", "[[int]_8]"), wide);
+    let bad = sell::sparsify_sell(&p, "matrix", sell::SellSpec { lanes: 8, crd_width: 8 }).unwrap_err();
+    assert!(bad.message.contains("16 or 32 bits"), "{}", bad.message);
+}
+
+#[test]
 fn sell_names_parse() {
-    assert_eq!(sell::parse_name("SELL(8)"), Some(Ok(8)));
-    assert_eq!(sell::parse_name(" SELL( 16 ) "), Some(Ok(16)));
+    let spec = |lanes, crd_width| Some(Ok(sell::SellSpec { lanes, crd_width }));
+    assert_eq!(sell::parse_name("SELL(8)"), spec(8, 32));
+    assert_eq!(sell::parse_name(" SELL( 16 ) "), spec(16, 32));
+    assert_eq!(sell::parse_name("SELL(8, crdWidth = 16)"), spec(8, 16));
+    assert_eq!(sell::parse_name("SELL(4,crdWidth=32)"), spec(4, 32));
+    assert_eq!(sell::parse_name("SELL(8, indexBitWidth = 16)"), spec(8, 16));
+    // The text it prints is the text it reads.
+    for s in [sell::SellSpec::new(8), sell::SellSpec { lanes: 4, crd_width: 16 }] {
+        assert_eq!(sell::parse_name(&s.to_string()), Some(Ok(s)));
+    }
     assert_eq!(sell::parse_name("CSR"), None);
     assert_eq!(sell::parse_name("#sparse_tensor.encoding<{}>"), None);
-    for bad in ["SELL", "SELL(0)", "SELL(65)", "sell(8)", "SELL(8, 1)", "SELL-8"] {
+    for bad in [
+        "SELL",
+        "SELL(0)",
+        "SELL(65)",
+        "sell(8)",
+        "SELL(8, 1)",
+        "SELL-8",
+        "SELL(8, crdWidth = 8)",
+        "SELL(8, crdWidth = 64)",
+        "SELL(8, posWidth = 16)",
+        "SELL(8, crdWidth = 16, crdWidth = 16)",
+        "SELL(8, crdWidth)",
+    ] {
         assert!(matches!(sell::parse_name(bad), Some(Err(_))), "{bad}");
     }
 }
