@@ -110,7 +110,9 @@ fn bind(case: &Case, kernel: &Kernel, dir: &std::path::Path) -> Result<Env, Stri
     let mut inputs: Vec<(String, Loaded)> =
         case.inputs.iter().map(|(k, v)| (k.clone(), Loaded::Json(v.clone()))).collect();
     for (name, text) in &case.matrices {
-        let path = dir.join(format!("{name}.mtx"));
+        // Matrix Market text, or FROSTT (a 3-D tensor).
+        let ext = if text.starts_with("%%MatrixMarket") { "mtx" } else { "tns" };
+        let path = dir.join(format!("{name}.{ext}"));
         std::fs::write(&path, text).map_err(|e| e.to_string())?;
         let (dims, buffers) =
             heddle_runtime::io::bind::tensor_inputs(kernel, name, &path).map_err(|e| e.to_string())?;
@@ -245,6 +247,13 @@ const PATTERNS: &[&str] = &[
     "tensor<",
     "concat(",
     "sortBy(",
+    "compressLast(",
+    "unzip",
+    "asVector(",
+    "asScalar",
+    "mapWorkgroup(",
+    "mapLocal(",
+    "tensor<?x?x?x",
 ];
 
 #[test]

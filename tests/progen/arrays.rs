@@ -50,7 +50,17 @@ impl Gen {
                 None => self.generate(elem, len),
             };
         }
-        match self.tape.weighted(&weights) {
+        // What is left of the choice's draw refines it (0: the construct as
+        // it was, so that the programs of old seeds stay as they were).
+        let (choice, rest) = self.tape.weighted_split(&weights);
+        let scalar = matches!(elem, Ty::F | Ty::I | Ty::S(_));
+        match choice {
+            1 if rest % 4 == 1 && scalar && writable => return self.vectors(elem, len, rest / 4),
+            2 if rest % 6 == 1 && self.ctx == Ctx::Top => return self.workgroups(elem, len, rest / 6),
+            3 if rest % 5 == 1 => return self.unzipped(elem, len, rest / 5),
+            _ => {}
+        }
+        match choice {
             0 => self.tape.pick(&vars).clone(),
             1 => self.generate(elem, len),
             2 => {
@@ -59,6 +69,8 @@ impl Gen {
                 let x = self.fresh("x");
                 let body = self.with_var(&x.clone(), t, |g| g.expr(elem));
                 let map = self.tape.pick(&["map", "map", "map", "mapSeq", "mapPar", "mapGlobal"]);
+                // In a work-group, now and then over its local work-items.
+                let map = if self.ctx == Ctx::Workgroup && rest % 6 == 2 { "mapLocal" } else { map };
                 format!("({src} :>> {map}(fun({x} => {body})))")
             }
             3 => {
@@ -129,7 +141,10 @@ impl Gen {
                 let t = self.fresh("t");
                 let x = self.fresh("x");
                 let body = self.with_var(&x.clone(), elem.clone(), |g| g.expr(elem));
-                format!("({src} :>> {w}(fun({t} => {t} :>> map(fun({x} => {body})))))")
+                // In a work-group, its local work-items fill local memory
+                // (a barrier before it is read).
+                let map = if self.ctx == Ctx::Workgroup && rest % 2 == 1 { "mapLocal" } else { "map" };
+                format!("({src} :>> {w}(fun({t} => {t} :>> {map}(fun({x} => {body})))))")
             }
             12 => {
                 let src = self.array(elem, len);
@@ -200,5 +215,98 @@ impl Gen {
         let i = self.fresh("i");
         let body = self.with_var(&i.clone(), Ty::I, |g| g.with_index(&i.clone(), len.clone(), |g| g.expr(elem)));
         format!("generate({text}, fun({i} => {body}))")
+    }
+
+    /// `[elem]_len` through vectors: an array of `w * len` scalars as
+    /// `len` vectors of `w` lanes (`asVector`), lane-wise arithmetic on them,
+    /// back to scalars (`asScalar`), and each vector's lanes summed.
+    /// `choice` picks the width and whether two arrays are zipped.
+    fn vectors(&mut self, elem: &Ty, len: &Len, choice: u64) -> String {
+        let w = [2u32, 4, 3, 8, 16][(choice % 5) as usize];
+        let whole = Len::Mul(Box::new(Len::Lit(w)), Box::new(len.clone()));
+        let a = self.array(elem, &whole);
+        let (src, leaves) = if choice / 5 % 2 == 1 {
+            let b = self.array(elem, &whole);
+            let p = self.fresh("p");
+            (format!("zip({a} :>> asVector({w}), {b} :>> asVector({w}))"), vec![format!("{p}.1"), format!("{p}.2")])
+        } else {
+            (format!("{a} :>> asVector({w})"), vec![self.fresh("v")])
+        };
+        let binder = leaves[0].split('.').next().unwrap_or_default().to_string();
+        // `/` on floats only: an integer lane divided by 0 is an error.
+        let divides = matches!(elem, Ty::F) || matches!(elem, Ty::S(s) if !is_int_s(s));
+        let body = self.lanes(&leaves, divides, 2);
+        let c = self.fresh("c");
+        let sum = if elem.reassociates() { "reduce" } else { "reduceSeq" };
+        format!(
+            "({src} :>> map(fun({binder} => {body})) :>> asScalar :>> split({w}) :>> map(fun({c} => {c} :>> {sum}(+, {}))))",
+            zero(elem)
+        )
+    }
+
+    /// Lane-wise arithmetic on the vectors `leaves`, `depth` operators deep.
+    fn lanes(&mut self, leaves: &[String], divides: bool, depth: u32) -> String {
+        if depth == 0 || !self.spend(1) {
+            return self.tape.pick(leaves).clone();
+        }
+        let ops: &[&str] = if divides { &["+", "-", "*", "/", "neg"] } else { &["+", "-", "*", "neg"] };
+        let op = *self.tape.pick(ops);
+        let a = self.lanes(leaves, divides, depth - 1);
+        if op == "neg" {
+            return format!("-({a})");
+        }
+        let b = self.lanes(leaves, divides, depth - 1);
+        format!("({a} {op} {b})")
+    }
+
+    /// `[elem]_len` from a `mapWorkgroup` (one element per work-group):
+    /// rows of a few elements, each row's work spread over the group's
+    /// local work-items (`mapLocal`) where the element is a sum, through
+    /// local memory (`toLocal`, a barrier before it is read) now and then.
+    fn workgroups(&mut self, elem: &Ty, len: &Len, choice: u64) -> String {
+        let t = self.simple_ty();
+        let k = if choice % 3 == 2 { Len::Nat("m") } else { Len::Lit(2 + 2 * (choice % 3) as u32) };
+        let rows = self.array(&arr(t.clone(), k.clone()), len);
+        let c = self.fresh("c");
+        let summed = matches!(elem, Ty::F | Ty::I) || matches!(elem, Ty::S(_)) && elem.reassociates();
+        let body = if summed && choice / 3 % 3 != 0 {
+            let y = self.fresh("y");
+            let each = self.with_var(&y, t.clone(), |g| g.expr(elem));
+            let staged = if choice / 3 % 3 == 2 {
+                let (l, z) = (self.fresh("l"), self.fresh("z"));
+                let again = self.with_var(&z, elem.clone(), |g| g.expr(elem));
+                format!(" :>> toLocal(fun({l} => {l} :>> mapLocal(fun({z} => {again}))))")
+            } else {
+                String::new()
+            };
+            format!("{c} :>> mapLocal(fun({y} => {each})){staged} :>> reduce(+, {})", zero(elem))
+        } else {
+            self.with_var_in(&c, arr(t.clone(), k), Ctx::Workgroup, |g| g.expr(elem))
+        };
+        format!("({rows} :>> mapWorkgroup(fun({c} => {body})))")
+    }
+
+    /// `[elem]_len` as one half of an array of pairs (`unzip`).
+    fn unzipped(&mut self, elem: &Ty, len: &Len, choice: u64) -> String {
+        let other = self.simple_ty();
+        let (pair, k) = if choice % 2 == 0 {
+            (Ty::Tuple(vec![elem.clone(), other]), 1)
+        } else {
+            (Ty::Tuple(vec![other, elem.clone()]), 2)
+        };
+        let pairs = self.array(&pair, len);
+        format!("({pairs} :>> unzip).{k}")
+    }
+}
+
+/// The zero of a scalar type, written so that no context decides its type.
+fn zero(t: &Ty) -> String {
+    match t {
+        Ty::F => "0.0".to_string(),
+        Ty::S(s) if is_complex_s(s) && *s == "complex<f64>" => "complex(double(0.0), double(0.0))".to_string(),
+        Ty::S(s) if is_complex_s(s) => "complex(0.0, 0.0)".to_string(),
+        Ty::S(s) if is_int_s(s) => format!("{s}(0)"),
+        Ty::S(s) => format!("{s}(0.0)"),
+        _ => "0".to_string(),
     }
 }

@@ -151,7 +151,8 @@ pub struct Case {
     pub nats: Vec<(&'static str, i64)>,
     /// Inputs as JSON, by parameter name.
     pub inputs: Vec<(String, serde_json::Value)>,
-    /// Tensor parameters: name and Matrix Market text.
+    /// Tensor parameters: name and Matrix Market text (FROSTT `.tns` text
+    /// with its sizes in the extended header for a 3-D tensor).
     pub matrices: Vec<(String, String)>,
     /// The other scalar type the case uses (the type of its parameter `es`), if any.
     pub extra: Option<&'static str>,
@@ -201,6 +202,20 @@ pub struct Gen {
     /// it drew before the generator knew of them (the seeds that tests name
     /// keep their programs).
     extra: Option<Ty>,
+    /// Where the expression being written stands, for the OpenCL schedules
+    /// (`mapWorkgroup` at the top, `mapLocal` inside it).
+    ctx: Ctx,
+}
+
+/// Where an expression stands with respect to the work-group maps.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Ctx {
+    /// The kernel's body, inside no function: a `mapWorkgroup` may start here.
+    Top,
+    /// The body of a `mapWorkgroup`'s function: its maps may be `mapLocal`.
+    Workgroup,
+    /// Anywhere else (inside a map's, a generate's or a `let`'s body, …).
+    Other,
 }
 
 const FLOATS: [&str; 9] = ["0.0", "1.0", "0.5", "2.0", "0.25", "1.5", "(-1.0)", "(-0.5)", "(-2.0)"];
@@ -228,9 +243,17 @@ impl Gen {
         self.opaque += 1;
         Len::Opaque(self.opaque)
     }
+    /// `f` with `name: ty` in scope, which is inside a function or a `let`
+    /// ([`Ctx::Other`]).
     pub(super) fn with_var<T>(&mut self, name: &str, ty: Ty, f: impl FnOnce(&mut Gen) -> T) -> T {
+        self.with_var_in(name, ty, Ctx::Other, f)
+    }
+    /// `f` with `name: ty` in scope, in the context `ctx`.
+    pub(super) fn with_var_in<T>(&mut self, name: &str, ty: Ty, ctx: Ctx, f: impl FnOnce(&mut Gen) -> T) -> T {
         self.vars.push(Var { name: name.to_string(), ty });
+        let outer = std::mem::replace(&mut self.ctx, ctx);
         let out = f(self);
+        self.ctx = outer;
         self.vars.pop();
         out
     }
@@ -358,6 +381,7 @@ fn build(tape: Tape) -> (Case, Tape) {
         opaque: 0,
         fuel: 0,
         extra: None,
+        ctx: Ctx::Top,
     };
     let n = 2 * g.tape.below(5) as i64 + if g.tape.below(5) == 0 { 1 } else { 0 };
     let n = if g.tape.below(6) == 0 { size(&mut g.tape) } else { n };

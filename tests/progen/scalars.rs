@@ -293,7 +293,15 @@ impl Gen {
                 _ => format!("({xs} :>> reduce(+, {z}))"),
             };
         }
-        match self.tape.weighted(&[4, 2, 2, 1, 1]) {
+        let (choice, rest) = self.tape.weighted_split(&[4, 2, 2, 1, 1]);
+        if choice == 0 && matches!(rest % 5, 1 | 2) {
+            // Without an initial value: the first element starts the sum (an
+            // empty array is an error on every backend).
+            let p = self.fresh("p");
+            let (r, op) = if rest % 5 == 1 { ("reduce", "+") } else { ("reduceSeq", "-") };
+            return format!("({xs} :>> {r}(fun({p} => {p}.1 {op} {p}.2)))");
+        }
+        match choice {
             1 => format!("({xs} :>> reduce(max, {}))", if *ty == Ty::F { "(-8.0)" } else { "(-8)" }),
             2 => format!("({xs} :>> reduce(min, {}))", if *ty == Ty::F { "8.0" } else { "8" }),
             3 => {

@@ -94,7 +94,8 @@ impl Gen {
             Ty::I => format!("{t}.1"),
             _ => format!("{t}.2"),
         };
-        let row = match self.tape.below(3) {
+        let (which, rest) = self.tape.below_split(3);
+        let row = match which {
             0 => {
                 let (a, b) = (self.sparse_list(&i, 1), self.sparse_list(&i, 1));
                 format!("union(0.0, 1.0, {a}, {b}) :>> map(fun({t} => ({t}.1, {t}.2 * {t}.3 + {t}.2)))")
@@ -105,7 +106,7 @@ impl Gen {
             }
             _ => {
                 let a = self.sparse_list(&i, 1);
-                format!("{a} :>> map(fun({t} => ({t}.1, {t}.2 * 2.0))) :>> compressAdd(m)")
+                format!("{a} :>> map(fun({t} => ({t}.1, {t}.2 * 2.0))) :>> {}(m)", workspace(rest))
             }
         };
         // The row reduced as it is produced, or read by position, which stores
@@ -131,7 +132,7 @@ impl Gen {
     /// row of `v` or `w`, or, `depth` levels deep, a co-iteration or a
     /// compressed row of such lists mapped back to pairs (n-way co-iteration).
     pub(super) fn sparse_list(&mut self, i: &str, depth: u32) -> String {
-        let choice = if depth == 0 { self.tape.below(2) } else { self.tape.below(5) };
+        let (choice, rest) = if depth == 0 { (self.tape.below(2), 0) } else { self.tape.below_split(5) };
         let t = self.fresh("t");
         match choice {
             0 => format!("v@{i}"),
@@ -146,7 +147,7 @@ impl Gen {
             }
             _ => {
                 let a = self.sparse_list(i, depth - 1);
-                format!("{a} :>> map(fun({t} => ({t}.1, {t}.2 * 2.0))) :>> compressAdd(m)")
+                format!("{a} :>> map(fun({t} => ({t}.1, {t}.2 * 2.0))) :>> {}(m)", workspace(rest))
             }
         }
     }
@@ -199,7 +200,7 @@ pub(super) fn structured_result(g: &mut Gen) -> String {
     // Which result, and from the rest of the draw whether it is stored as a
     // sparse tensor (one in two) and in which encoding ([`STORED`]).
     let (which, rest) = g.tape.below_split(4);
-    let rows = structured_rows(g, which, &i, &e);
+    let rows = structured_rows(g, which, &i, &e, workspace(rest / (2 * STORED.len() as u64)));
     if rest % 2 == 1 {
         return rows;
     }
@@ -223,8 +224,15 @@ pub(super) const STORED: &[&str] = &[
     "(i, j) -> (i : dense, j : compressed(nonordered))",
 ];
 
+/// The workspace a refinement `rest` of a draw picks: `compressAdd` (0,
+/// the old choice), or one in three `compressLast`, where a later value for
+/// a coordinate replaces the earlier one.
+pub(super) fn workspace(rest: u64) -> &'static str {
+    if rest % 3 == 1 { "compressLast" } else { "compressAdd" }
+}
+
 /// Structured result number `which` (see [`structured_result`]).
-pub(super) fn structured_rows(g: &mut Gen, which: u64, i: &str, e: &str) -> String {
+pub(super) fn structured_rows(g: &mut Gen, which: u64, i: &str, e: &str, workspace: &str) -> String {
     match which {
         0 => {
             let row = g.fresh("row");
@@ -241,7 +249,7 @@ pub(super) fn structured_rows(g: &mut Gen, which: u64, i: &str, e: &str) -> Stri
             let row = g.fresh("row");
             let b = g.fresh("b");
             format!(
-                "v :>> map(fun({row} => {row} :>> map(fun({e} => w@({e}.1 % n) :>> map(fun({b} => ({b}.1, {e}.2 * {b}.2))))) :>> join :>> compressAdd(m)))"
+                "v :>> map(fun({row} => {row} :>> map(fun({e} => w@({e}.1 % n) :>> map(fun({b} => ({b}.1, {e}.2 * {b}.2))))) :>> join :>> {workspace}(m)))"
             )
         }
     }
@@ -318,6 +326,10 @@ pub(super) fn tensor_kernel(g: &mut Gen, matrices: &mut Vec<(String, String)>) -
         1 => "f16",
         _ => "f32",
     };
+    if rest / 192 % 3 == 1 {
+        let enc = &ENCODINGS3[(rest / 576 % ENCODINGS3.len() as u64) as usize];
+        return tensor3_kernel(g, enc, &widths, elem, matrices);
+    }
     let mut dims = (size(&mut g.tape), size(&mut g.tape));
     if enc.name == "BSR" {
         // Blocks of 2 x 2: the sizes must be multiples of 2.
@@ -332,6 +344,99 @@ pub(super) fn tensor_kernel(g: &mut Gen, matrices: &mut Vec<(String, String)>) -
     }
     format!(
         "// {}\n#E = #sparse_tensor.encoding<{{ map = {}{widths} }}>\n\nfun(A: tensor<?x?x{elem}, #E> =>\n  {body})\n",
+        enc.name, enc.text
+    )
+}
+
+/// 3-D tensor encodings: CSF in two mode orders, with dense outer levels, a
+/// batch level, 3-D COO, all dense.
+pub(super) const ENCODINGS3: &[Encoding] = &[
+    Encoding {
+        name: "CSF",
+        text: "(i, j, k) -> (i : compressed, j : compressed, k : compressed)",
+        levels: &[
+            Level::Compressed { dim: Some(0) },
+            Level::Compressed { dim: Some(1) },
+            Level::Compressed { dim: Some(2) },
+        ],
+    },
+    Encoding {
+        name: "CSF_KIJ",
+        text: "(i, j, k) -> (k : compressed, i : compressed, j : compressed)",
+        levels: &[
+            Level::Compressed { dim: Some(2) },
+            Level::Compressed { dim: Some(0) },
+            Level::Compressed { dim: Some(1) },
+        ],
+    },
+    Encoding {
+        name: "DCC",
+        text: "(i, j, k) -> (i : dense, j : compressed, k : compressed)",
+        levels: &[
+            Level::Dense { dim: Some(0) },
+            Level::Compressed { dim: Some(1) },
+            Level::Compressed { dim: Some(2) },
+        ],
+    },
+    Encoding {
+        name: "DDC",
+        text: "(i, j, k) -> (i : dense, j : dense, k : compressed)",
+        levels: &[Level::Dense { dim: Some(0) }, Level::Dense { dim: Some(1) }, Level::Compressed { dim: Some(2) }],
+    },
+    Encoding {
+        name: "BATCH",
+        text: "(i, j, k) -> (i : batch, j : dense, k : compressed)",
+        levels: &[Level::Dense { dim: Some(0) }, Level::Dense { dim: Some(1) }, Level::Compressed { dim: Some(2) }],
+    },
+    Encoding {
+        name: "COO3",
+        text: "(i, j, k) -> (i : compressed(nonunique), j : singleton(nonunique), k : singleton)",
+        levels: &[
+            Level::Compressed { dim: Some(0) },
+            Level::Singleton { dim: Some(1) },
+            Level::Singleton { dim: Some(2) },
+        ],
+    },
+    Encoding {
+        name: "DENSE3",
+        text: "(i, j, k) -> (i : dense, j : dense, k : dense)",
+        levels: &[Level::Dense { dim: Some(0) }, Level::Dense { dim: Some(1) }, Level::Dense { dim: Some(2) }],
+    },
+];
+
+/// A kernel over a 3-D tensor parameter `A` in the encoding `enc`, its
+/// entries (FROSTT text with the extended header that gives its sizes)
+/// pushed onto `matrices`.
+fn tensor3_kernel(
+    g: &mut Gen,
+    enc: &Encoding,
+    widths: &str,
+    elem: &str,
+    matrices: &mut Vec<(String, String)>,
+) -> String {
+    let dims: Vec<i64> = (0..3).map(|_| *g.tape.pick(&[1i64, 2, 3, 4, 0, 5])).collect();
+    let mut entries = Vec::new();
+    for i in 0..dims[0] {
+        for j in 0..dims[1] {
+            for k in 0..dims[2] {
+                if g.tape.below(3) == 0 {
+                    let x = float_value(&mut g.tape);
+                    entries.push((i, j, k, if x == 0.0 { 1.0 } else { x }));
+                }
+            }
+        }
+    }
+    let mut tns = format!("3 {}\n{} {} {}\n", entries.len(), dims[0], dims[1], dims[2]);
+    for (i, j, k, x) in &entries {
+        let _ = writeln!(tns, "{} {} {} {x}", i + 1, j + 1, k + 1);
+    }
+    matrices.push(("A".to_string(), tns));
+    let mut body = tensor_case(g, enc, (dims[0], dims[1]));
+    if elem == "f16" {
+        body = body.replace("reduce(+, 0)", "reduceSeq(+, 0)");
+    }
+    format!(
+        "// {}\n#E = #sparse_tensor.encoding<{{ map = {}{widths} }}>\n\nfun(A: tensor<?x?x?x{elem}, #E> =>\n  {body})\n",
         enc.name, enc.text
     )
 }

@@ -52,15 +52,23 @@ impl Tape {
     /// Index of an option, chosen with the given weights (index 0 is the
     /// simplest option, the one a replayed 0 picks).
     pub(super) fn weighted(&mut self, weights: &[u32]) -> usize {
+        self.weighted_split(weights).0
+    }
+    /// [`weighted`](Self::weighted) and what is left of the draw, as
+    /// [`below_split`](Self::below_split) gives it: a refinement of the
+    /// choice (a new construct among an old one's) that draws nothing more.
+    /// A replayed 0 leaves 0: refinements take 0 for the old construct.
+    pub(super) fn weighted_split(&mut self, weights: &[u32]) -> (usize, u64) {
         let total: u32 = weights.iter().sum();
-        let mut x = self.below(u64::from(total.max(1))) as u32;
+        let (x, rest) = self.below_split(u64::from(total.max(1)));
+        let mut x = x as u32;
         for (k, w) in weights.iter().enumerate() {
             if x < *w {
-                return k;
+                return (k, rest);
             }
             x -= w;
         }
-        0
+        (0, rest)
     }
     /// One of `items`.
     pub(super) fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
