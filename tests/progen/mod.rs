@@ -68,6 +68,19 @@ impl Len {
             Len::Opaque(_) | Len::PerPosition(_) => return None,
         })
     }
+    /// Whether the type checker sees that the length is 0 (a literal 0, a
+    /// product with one): a `reduce` without an initial value of such an
+    /// array is a type error.
+    pub(super) fn statically_zero(&self) -> bool {
+        match self {
+            Len::Lit(k) => *k == 0,
+            Len::Mul(a, b) => a.statically_zero() || b.statically_zero(),
+            Len::Add(a, b) => a.statically_zero() && b.statically_zero(),
+            Len::Pad(l, x, r) => *l == 0 && *r == 0 && x.statically_zero(),
+            Len::Div(l, k) => l.statically_zero() || l.value(&[]).is_some_and(|v| v < i64::from(*k)),
+            Len::Nat(_) | Len::Slide(..) | Len::Opaque(_) | Len::PerPosition(_) => false,
+        }
+    }
     /// Its value for the case's naturals, if it has one.
     pub(super) fn value(&self, nats: &[(&'static str, i64)]) -> Option<i64> {
         Some(match self {

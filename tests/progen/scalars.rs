@@ -294,7 +294,7 @@ impl Gen {
             };
         }
         let (choice, rest) = self.tape.weighted_split(&[4, 2, 2, 1, 1]);
-        if choice == 0 && matches!(rest % 5, 1 | 2) {
+        if choice == 0 && matches!(rest % 5, 1 | 2) && !len.statically_zero() {
             // Without an initial value: the first element starts the sum (an
             // empty array is an error on every backend).
             let p = self.fresh("p");
