@@ -365,7 +365,8 @@ fn agree_on_every_backend() {
 /// whose OpenCL kernels take temporaries from the work-item's arena
 /// (codegen-opencl's `arena.rs`): stored streams, `toGlobal`/`toPrivate`
 /// temporaries and `scatter`'s buffers allocated inside a loop or a branch,
-/// or of a length the data gives, which OpenCL refused before the arena.
+/// or of a length the data gives: the kinds of temporaries OpenCL refused
+/// before the arena.
 /// (Surveyed again when the generator learnt `sortBy`, which changed every
 /// seed's program, and again, with [`print_arena_seeds`], when it learnt
 /// vectors, work-group maps, `unzip`, `compressLast` and 3-D tensors, which

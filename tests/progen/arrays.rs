@@ -269,7 +269,7 @@ impl Gen {
         let rows = self.array(&arr(t.clone(), k.clone()), len);
         let c = self.fresh("c");
         let summed = matches!(elem, Ty::F | Ty::I) || matches!(elem, Ty::S(_)) && elem.reassociates();
-        let body = if summed && choice / 3 % 3 != 0 {
+        let body = if summed && !(choice / 3).is_multiple_of(3) {
             let y = self.fresh("y");
             let each = self.with_var(&y, t.clone(), |g| g.expr(elem));
             let staged = if choice / 3 % 3 == 2 {
@@ -289,7 +289,7 @@ impl Gen {
     /// `[elem]_len` as one half of an array of pairs (`unzip`).
     fn unzipped(&mut self, elem: &Ty, len: &Len, choice: u64) -> String {
         let other = self.simple_ty();
-        let (pair, k) = if choice % 2 == 0 {
+        let (pair, k) = if choice.is_multiple_of(2) {
             (Ty::Tuple(vec![elem.clone(), other]), 1)
         } else {
             (Ty::Tuple(vec![other, elem.clone()]), 2)

@@ -5,9 +5,11 @@
 //! that can produce that type (every pattern of `prims.sig`: maps of every
 //! kind, reductions, zip, split/join, transpose, slide, pad, gather, scatter,
 //! generate, iterate, the address-space wrappers, interleave, scatterAdd,
-//! union/intersect/compressAdd, nested: n-way co-iteration, their rows reduced, zipped,
-//! padded or filtered), over dense inputs, position-dependent CSR
-//! rows and `tensor<…, #ENC>` parameters in random encodings, and returning
+//! union/intersect/compressAdd/compressLast, nested: n-way co-iteration, their rows reduced, zipped,
+//! padded or filtered; unzip, asVector/asScalar with lane-wise arithmetic,
+//! mapWorkgroup/mapLocal through local memory, reductions without an
+//! initial value), over dense inputs, position-dependent CSR
+//! rows and `tensor<…, #ENC>` parameters of rank 2 and 3 in random encodings, and returning
 //! dense, nested, position-dependent or counted (sparse) results. Array
 //! lengths are tracked symbolically ([`Len`]): two arrays are zipped only
 //! when their lengths were built the same way, so the type checker accepts
@@ -16,7 +18,22 @@
 //! Every random choice is drawn from a [`Tape`]. Replaying a recorded tape
 //! rebuilds the same case; replaying a shorter or smaller one (a draw past
 //! the end reads 0, and choice 0 is always the simplest option) builds a
-//! simpler one, which is how [`shrink`] minimises a failing case.
+//! simpler one, which is how [`shrink`] minimises a failing case. A
+//! construct added to the generator refines an old choice from what is left
+//! of its draw ([`Tape::below_split`], `weighted_split`), 0 meaning the old
+//! construct: a program that never meets it is the program it was.
+//!
+//! Modules: `tape` (the choices), `scalars` (numbers, booleans,
+//! conversions, reductions), `arrays` (layout patterns, maps, vectors,
+//! work-groups), `sparse` (co-iteration, workspaces, structured results,
+//! tensor parameters).
+//!
+//! Not drawn (yet): `def`s and type annotations of dense values, `mapGlobal`'s
+//! and `mapWorkgroup`'s dimension argument (2-D schedules), `scatterAdd` of
+//! tuples and rows, the `bool` and `index` conversions, `filter` outside
+//! the counted rows, tensor encodings with slices, DIA, ELL, SELL or blocks
+//! other than 2 × 2, tensors of rank 4 and more, stored results of rank 3,
+//! sparse vectors, and integer-valued or complex tensors.
 
 #![allow(dead_code)]
 
