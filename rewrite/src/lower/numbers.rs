@@ -119,4 +119,18 @@ mod tests {
         assert_eq!(convert(x.clone(), ScalarType::I64, ScalarType::I32), L::Cast(ScalarType::I32, Box::new(x.clone())));
         assert_eq!(convert(x.clone(), ScalarType::I32, ScalarType::I32), x);
     }
+
+    #[test]
+    fn the_programs_i64_arithmetic_wraps_at_u64() {
+        let x = L::var("x");
+        let u = |e: L| L::Cast(ScalarType::U64, Box::new(e));
+        assert_eq!(
+            wrapping(BinOp::Add, x.clone(), L::Int(-1, ScalarType::I64)),
+            L::Cast(ScalarType::I64, Box::new(L::bin(BinOp::Add, u(x.clone()), L::Int(-1, ScalarType::U64))))
+        );
+        assert_eq!(
+            wrapping_neg(x.clone()),
+            L::Cast(ScalarType::I64, Box::new(L::bin(BinOp::Sub, L::Int(0, ScalarType::U64), u(x))))
+        );
+    }
 }
