@@ -5,7 +5,7 @@
 //! fails at run time exactly when the interpreter does. Never a panic,
 //! never an internal error, never a program the type checker refuses.
 //!
-//! `HEDDLE_PROGEN_CASES` sets how many programs (500 by default),
+//! `HEDDLE_PROGEN_CASES` sets how many programs ([`DEFAULT_CASES`] by default),
 //! `HEDDLE_PROGEN_SEED` the first seed (fixed under `CI=true`, else drawn
 //! from the clock and printed). A failing case is shrunk (its random
 //! choices minimised) and printed with its inputs; a shrunk failure, once
@@ -256,6 +256,12 @@ const PATTERNS: &[&str] = &[
     "tensor<?x?x?x",
 ];
 
+/// How many programs a run checks by default: 500 until the generator
+/// learnt vectors, work-group maps and 3-D tensors, whose programs take
+/// longer to compile; 450 of them take about what 500 took before (CI's
+/// seeds 16000 .. 16449 still use every pattern: `interleave` first at 16421).
+const DEFAULT_CASES: u64 = 450;
+
 #[test]
 fn random_programs_agree_on_every_backend() {
     // The passes recurse as deep as a program nests (bounded: ARCHITECTURE.md,
@@ -274,7 +280,7 @@ fn random_programs_agree_on_every_backend() {
 fn agree_on_every_backend() {
     // Under Oclgrind (scripts/oclgrind.sh) a sample: the simulator is slow,
     // and what it adds is the check of each generated kernel's memory use.
-    let cases = env_u64("HEDDLE_PROGEN_CASES").unwrap_or(if common::oclgrind() { 30 } else { 500 });
+    let cases = env_u64("HEDDLE_PROGEN_CASES").unwrap_or(if common::oclgrind() { 30 } else { DEFAULT_CASES });
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");
     let first = env_u64("HEDDLE_PROGEN_SEED").unwrap_or_else(|| {
         if ci {
@@ -344,10 +350,10 @@ fn agree_on_every_backend() {
     }
     eprintln!("  patterns: {seen:?}");
     assert!(found.is_empty(), "failures by kind: {found:#?}");
-    if cases >= 500 {
+    if cases >= DEFAULT_CASES {
         // A pattern no program of the sample used: a fault of the generator
         // for CI's seeds (the same sample every run); by chance for any other
-        // sample (a rare pattern can miss 500 draws), so there it is said,
+        // sample (a rare pattern can miss that many draws), so there it is said,
         // not failed. CI=true with a seed of one's own (docs/robustness.md's
         // long runs) is such a sample: seeds 2026113800.. never drew `transpose`.
         let missing: Vec<&&str> = PATTERNS.iter().filter(|p| !seen.contains_key(**p)).collect();
@@ -370,12 +376,12 @@ fn agree_on_every_backend() {
 /// (Surveyed again when the generator learnt `sortBy`, which changed every
 /// seed's program, and again, with [`print_arena_seeds`], when it learnt
 /// vectors, work-group maps, `unzip`, `compressLast` and 3-D tensors, which
-/// changed most large programs: the first 40 of the 47 seeds it found.)
+/// changed most large programs: the first 40 of the 54 seeds it found.)
 const ARENA_SEEDS: &[u64] = &[
-    813642015, 813642041, 813642044, 813642071, 813642098, 813642106, 813642125, 813642133, 813642169, 813642181,
-    813642182, 813642187, 813642201, 813642204, 813642208, 813642209, 813642215, 813642225, 813642306, 813642314,
-    813642329, 813642332, 813642340, 813642346, 813642375, 813642428, 813642449, 813642467, 813642477, 813642503,
-    813642505, 813642526, 813642561, 813642604, 813642606, 813642613, 813642614, 813642617, 813642649, 813642684,
+    813642000, 813642001, 813642014, 813642025, 813642041, 813642044, 813642071, 813642098, 813642125, 813642133,
+    813642147, 813642169, 813642178, 813642182, 813642187, 813642201, 813642204, 813642208, 813642209, 813642225,
+    813642306, 813642314, 813642329, 813642332, 813642375, 813642383, 813642385, 813642404, 813642426, 813642428,
+    813642438, 813642449, 813642467, 813642477, 813642503, 813642505, 813642526, 813642561, 813642579, 813642586,
 ];
 
 /// Those programs now compile on OpenCL and agree with the interpreter

@@ -55,8 +55,8 @@ impl Gen {
         let (choice, rest) = self.tape.weighted_split(&weights);
         let scalar = matches!(elem, Ty::F | Ty::I | Ty::S(_));
         match choice {
-            1 if rest % 4 == 1 && scalar && writable => return self.vectors(elem, len, rest / 4),
-            2 if rest % 6 == 1 && self.ctx == Ctx::Top => return self.workgroups(elem, len, rest / 6),
+            1 if rest % 6 == 1 && scalar && writable => return self.vectors(elem, len, rest / 6),
+            2 if rest % 8 == 1 && self.ctx == Ctx::Top => return self.workgroups(elem, len, rest / 8),
             3 if rest % 5 == 1 => return self.unzipped(elem, len, rest / 5),
             _ => {}
         }
@@ -222,10 +222,11 @@ impl Gen {
     /// back to scalars (`asScalar`), and each vector's lanes summed.
     /// `choice` picks the width and whether two arrays are zipped.
     fn vectors(&mut self, elem: &Ty, len: &Len, choice: u64) -> String {
-        let w = [2u32, 4, 3, 8, 16][(choice % 5) as usize];
+        // 16 lanes the least often: the widest vectors are the slowest to compile.
+        let w = [2u32, 4, 3, 8, 2, 4, 3, 16][(choice % 8) as usize];
         let whole = Len::Mul(Box::new(Len::Lit(w)), Box::new(len.clone()));
         let a = self.array(elem, &whole);
-        let (src, leaves) = if choice / 5 % 2 == 1 {
+        let (src, leaves) = if choice / 8 % 2 == 1 {
             let b = self.array(elem, &whole);
             let p = self.fresh("p");
             (format!("zip({a} :>> asVector({w}), {b} :>> asVector({w}))"), vec![format!("{p}.1"), format!("{p}.2")])
