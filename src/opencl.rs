@@ -56,8 +56,21 @@ pub fn compile(kernel: &Kernel, name: &str) -> Result<Compiled, Diagnostic> {
     compile_checked(kernel, name).map_err(crate::compile_error)
 }
 
+/// Lowers `kernel` to the loop program OpenCL code is generated from:
+/// `long` overflow is undefined in OpenCL C, so the program's own `i64`
+/// arithmetic is lowered to wrap in `ulong` (`LowerOptions::wrapping_i64`,
+/// `heddle_ir::loops`).
+pub fn lower(kernel: &Kernel, name: &str) -> Result<LoopProgram, Diagnostic> {
+    lower_unlocated(kernel, name).map_err(crate::compile_error)
+}
+
+fn lower_unlocated(kernel: &Kernel, name: &str) -> Result<LoopProgram, Diagnostic> {
+    let options = heddle_rewrite::lower::LowerOptions { wrapping_i64: true, ..Default::default() };
+    heddle_rewrite::lower::lower_kernel_with(kernel, name, &options)
+}
+
 fn compile_checked(kernel: &Kernel, name: &str) -> Result<Compiled, Diagnostic> {
-    let program = heddle_rewrite::lower::lower_kernel(kernel, name)?;
+    let program = lower_unlocated(kernel, name)?;
     // The OpenCL generator works on the loop program, which has no spans: a
     // refusal of it is located at the kernel it comes from.
     let located = |mut d: Diagnostic| {

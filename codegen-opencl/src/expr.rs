@@ -144,8 +144,9 @@ impl Gen<'_> {
             // traps; POCL gave -1 for the remainder); the interpreter wraps:
             // MIN and 0. A helper rather than an inline test so that no
             // operand's text is repeated. (Narrow types are promoted to int:
-            // no overflow. `long` is left as it is, as for `+ - *` below: the
-            // loop program's size arithmetic, `n / R`, is `long`.)
+            // no overflow. `long` division is index arithmetic, `n / R`: the
+            // program's own `i64` divisions by a possible -1 come guarded
+            // from lowering, see `heddle_ir::loops`.)
             self.divisions.insert((t, op == BinOp::Rem));
             let (x, y) = (self.expr_at(a, env, 0)?, self.expr_at(b, env, 0)?);
             return Ok(format!("{}({x}, {y})", crate::division_name(t, op == BinOp::Rem)));
@@ -166,9 +167,11 @@ impl Gen<'_> {
             // `int` arithmetic wraps in the interpreter; in C a signed
             // overflow is undefined, and clang folds `x + 1 > x` to true for
             // `INT_MAX`. Through `uint` it wraps. (`long` arithmetic is left
-            // as it is: the loop program's index arithmetic is `long`, which
-            // needs no-overflow to be fast, and the loop IR does not tell the
-            // user's `i64` arithmetic from it; see docs/robustness.md.)
+            // as it is: it is index arithmetic, which never overflows and is
+            // faster for clang's knowing it, where lowering computed the
+            // program's own `i64` arithmetic in `ulong` (`LowerOptions::
+            // wrapping_i64`, as heddle's `opencl::compile` lowers; see
+            // `heddle_ir::loops`).)
             let text = format!(
                 "(int)((uint){} {} (uint){})",
                 self.expr_at(a, env, prec::UNARY)?,

@@ -111,7 +111,13 @@ fn emit(
     options: &heddle_codegen_cpu::Options,
 ) -> Result<String, Failure> {
     let located = |d| Failure::Source(file.clone(), vec![d]);
-    let mut program = trusting(heddle::cpu::lower(kernel, &kernel_name(file)).map_err(located)?, trust);
+    // OpenCL C is generated from the program lowered for it (its `i64`
+    // arithmetic wraps in `ulong`: `heddle::opencl::lower`).
+    let lowered = match target {
+        Target::Opencl => heddle::opencl::lower(kernel, &kernel_name(file)),
+        _ => heddle::cpu::lower(kernel, &kernel_name(file)),
+    };
+    let mut program = trusting(lowered.map_err(located)?, trust);
     for phase in &mut program.counts {
         *phase.program = trusting((*phase.program).clone(), trust);
     }

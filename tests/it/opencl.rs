@@ -364,6 +364,31 @@ fn compile_target_opencl_listing7() {
     insta::assert_snapshot!(out);
 }
 
+/// The program's own `long` arithmetic wraps, as the interpreter's does: it
+/// is computed in `ulong` (a `long` overflow is undefined in C, and POCL
+/// folded `x + 1 > x` to true for `LONG_MAX`), while index arithmetic, the
+/// same `long` type in the loop program, stays plain `long`: a kernel
+/// without `i64` values has no `ulong` (`compile_coverage/long_overflow_wraps.hdl`
+/// runs the edge values).
+#[test]
+fn compile_target_opencl_wraps_user_long_arithmetic_alone() {
+    let dir = common::scratch_dir("long");
+    let user = common::write(
+        dir.path(),
+        "user.hdl",
+        "nFun(n => fun(ls: [i64]_n => ls :>> map(fun(x => (x + i64(1) > x, -x, x * x - x)))))",
+    );
+    let (code, out, err) = common::heddle(&["compile", user.to_str().unwrap(), "--target", "opencl"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("(long)((ulong)") && out.contains("0UL - (ulong)"), "{out}");
+    let (code, cpu, err) = common::heddle(&["compile", user.to_str().unwrap(), "--target", "loops"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!cpu.contains("u64"), "the CPU's lowering keeps i64 arithmetic plain (Cranelift wraps):\n{cpu}");
+    let (code, out, err) = common::heddle(&["compile", "examples/csr_packed_spmv.hdl", "--target", "opencl"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("long") && !out.contains("ulong"), "{out}");
+}
+
 /// The generated OpenCL of a bfloat16 SpMV: `ushort` buffers, `float`
 /// variables, each product and sum rounded by the bit-arithmetic helpers,
 /// which are emitted once and only when used.

@@ -5,9 +5,11 @@
 //! that can produce that type (every pattern of `prims.sig`: maps of every
 //! kind, reductions, zip, split/join, transpose, slide, pad, gather, scatter,
 //! generate, iterate, the address-space wrappers, interleave, scatterAdd,
-//! union/intersect/compressAdd, nested: n-way co-iteration, their rows reduced, zipped,
-//! padded or filtered), over dense inputs, position-dependent CSR
-//! rows and `tensor<…, #ENC>` parameters in random encodings, and returning
+//! union/intersect/compressAdd/compressLast, nested: n-way co-iteration, their rows reduced, zipped,
+//! padded or filtered; unzip, asVector/asScalar with lane-wise arithmetic,
+//! mapWorkgroup/mapLocal through local memory, reductions without an
+//! initial value), over dense inputs, position-dependent CSR
+//! rows and `tensor<…, #ENC>` parameters of rank 2 and 3 in random encodings, and returning
 //! dense, nested, position-dependent or counted (sparse) results. Array
 //! lengths are tracked symbolically ([`Len`]): two arrays are zipped only
 //! when their lengths were built the same way, so the type checker accepts
@@ -16,79 +18,33 @@
 //! Every random choice is drawn from a [`Tape`]. Replaying a recorded tape
 //! rebuilds the same case; replaying a shorter or smaller one (a draw past
 //! the end reads 0, and choice 0 is always the simplest option) builds a
-//! simpler one, which is how [`shrink`] minimises a failing case.
+//! simpler one, which is how [`shrink`] minimises a failing case. A
+//! construct added to the generator refines an old choice from what is left
+//! of its draw ([`Tape::below_split`], `weighted_split`), 0 meaning the old
+//! construct: a program that never meets it is the program it was.
+//!
+//! Modules: `tape` (the choices), `scalars` (numbers, booleans,
+//! conversions, reductions), `arrays` (layout patterns, maps, vectors,
+//! work-groups), `sparse` (co-iteration, workspaces, structured results,
+//! tensor parameters).
+//!
+//! Not drawn (yet): `def`s and type annotations of dense values, `mapGlobal`'s
+//! and `mapWorkgroup`'s dimension argument (2-D schedules), `scatterAdd` of
+//! tuples and rows, the `bool` and `index` conversions, `filter` outside
+//! the counted rows, tensor encodings with slices, DIA, ELL, SELL or blocks
+//! other than 2 × 2, tensors of rank 4 and more, stored results of rank 3,
+//! sparse vectors, and integer-valued or complex tensors.
 
 #![allow(dead_code)]
 
+mod arrays;
+mod scalars;
+mod sparse;
+mod tape;
+
+use sparse::*;
 use std::fmt::Write as _;
-
-/// The random choices of one case.
-#[derive(Clone, Debug)]
-pub struct Tape {
-    state: u64,
-    replay: Option<Vec<u64>>,
-    pos: usize,
-    /// Every value drawn, in order.
-    pub drawn: Vec<u64>,
-}
-
-impl Tape {
-    /// Fresh choices from `seed`.
-    pub fn seeded(seed: u64) -> Tape {
-        Tape { state: seed ^ 0x9E37_79B9_7F4A_7C15, replay: None, pos: 0, drawn: Vec::new() }
-    }
-    /// The choices of `values`, then zeros.
-    pub fn replaying(values: Vec<u64>) -> Tape {
-        Tape { state: 0, replay: Some(values), pos: 0, drawn: Vec::new() }
-    }
-    fn draw(&mut self) -> u64 {
-        let v = match &self.replay {
-            Some(r) => r.get(self.pos).copied().unwrap_or(0),
-            None => {
-                // splitmix64
-                self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-                let mut z = self.state;
-                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-                z ^ (z >> 31)
-            }
-        };
-        self.pos += 1;
-        self.drawn.push(v);
-        v
-    }
-    /// A number in `0 .. n` (0 when `n` is 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        if n == 0 { 0 } else { self.draw() % n }
-    }
-    /// A number in `0 .. n` and what is left of the draw (`draw / n`): a
-    /// second choice that costs no draw of its own, so that a choice added
-    /// on top of an old one leaves every other case's draws as they were.
-    pub fn below_split(&mut self, n: u64) -> (u64, u64) {
-        if n == 0 {
-            return (0, 0);
-        }
-        let v = self.draw();
-        (v % n, v / n)
-    }
-    /// Index of an option, chosen with the given weights (index 0 is the
-    /// simplest option, the one a replayed 0 picks).
-    fn weighted(&mut self, weights: &[u32]) -> usize {
-        let total: u32 = weights.iter().sum();
-        let mut x = self.below(u64::from(total.max(1))) as u32;
-        for (k, w) in weights.iter().enumerate() {
-            if x < *w {
-                return k;
-            }
-            x -= w;
-        }
-        0
-    }
-    /// One of `items`.
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len() as u64) as usize]
-    }
-}
+pub use tape::Tape;
 
 /// An array length as the generator knows it: how it was built.
 #[derive(Clone, Debug, PartialEq)]
@@ -117,7 +73,7 @@ pub enum Len {
 
 impl Len {
     /// The length as a natural in program text, if it can be written.
-    fn text(&self) -> Option<String> {
+    pub(super) fn text(&self) -> Option<String> {
         Some(match self {
             Len::Nat(n) => n.to_string(),
             Len::Lit(k) => k.to_string(),
@@ -129,8 +85,21 @@ impl Len {
             Len::Opaque(_) | Len::PerPosition(_) => return None,
         })
     }
+    /// Whether the type checker sees that the length is 0 (a literal 0, a
+    /// product with one): a `reduce` without an initial value of such an
+    /// array is a type error.
+    pub(super) fn statically_zero(&self) -> bool {
+        match self {
+            Len::Lit(k) => *k == 0,
+            Len::Mul(a, b) => a.statically_zero() || b.statically_zero(),
+            Len::Add(a, b) => a.statically_zero() && b.statically_zero(),
+            Len::Pad(l, x, r) => *l == 0 && *r == 0 && x.statically_zero(),
+            Len::Div(l, k) => l.statically_zero() || l.value(&[]).is_some_and(|v| v < i64::from(*k)),
+            Len::Nat(_) | Len::Slide(..) | Len::Opaque(_) | Len::PerPosition(_) => false,
+        }
+    }
     /// Its value for the case's naturals, if it has one.
-    fn value(&self, nats: &[(&'static str, i64)]) -> Option<i64> {
+    pub(super) fn value(&self, nats: &[(&'static str, i64)]) -> Option<i64> {
         Some(match self {
             Len::Nat(n) => nats.iter().find(|(x, _)| x == n)?.1,
             Len::Lit(k) => i64::from(*k),
@@ -187,11 +156,11 @@ fn is_half_s(name: &str) -> bool {
 impl Ty {
     /// Whether a sum of such values is the same in any order (up to the
     /// test's 1e-4 for floats): every type but the half floats.
-    fn reassociates(&self) -> bool {
+    pub(super) fn reassociates(&self) -> bool {
         !matches!(self, Ty::S(s) if is_half_s(s))
     }
     /// Whether values of the type have an order (`<`, `max`, sort keys).
-    fn ordered(&self) -> bool {
+    pub(super) fn ordered(&self) -> bool {
         match self {
             Ty::F | Ty::I => true,
             Ty::S(s) => !is_complex_s(s),
@@ -203,85 +172,6 @@ impl Ty {
 fn arr(t: Ty, l: Len) -> Ty {
     Ty::Arr(Box::new(t), l)
 }
-
-/// A tensor encoding the generator can write kernels over: its text and the
-/// kinds of its levels in storage order.
-struct Encoding {
-    name: &'static str,
-    text: &'static str,
-    levels: &'static [Level],
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Level {
-    /// `dense` / `batch`: `[T]_size`, indexed by coordinate (the level's size
-    /// is the dimension's when `dim` is given).
-    Dense { dim: Option<usize> },
-    /// `compressed` / `loose_compressed` / `structured`: `[p -> (int, T)]`,
-    /// coordinates `< dims[dim]` when `dim` is given.
-    Compressed { dim: Option<usize> },
-    /// `singleton`: `(int, T)`.
-    Singleton { dim: Option<usize> },
-}
-
-const ENCODINGS: &[Encoding] = &[
-    Encoding {
-        name: "CSR",
-        text: "(i, j) -> (i : dense, j : compressed)",
-        levels: &[Level::Dense { dim: Some(0) }, Level::Compressed { dim: Some(1) }],
-    },
-    Encoding {
-        name: "CSC",
-        text: "(i, j) -> (j : dense, i : compressed)",
-        levels: &[Level::Dense { dim: Some(1) }, Level::Compressed { dim: Some(0) }],
-    },
-    Encoding {
-        name: "DCSR",
-        text: "(i, j) -> (i : compressed, j : compressed)",
-        levels: &[Level::Compressed { dim: Some(0) }, Level::Compressed { dim: Some(1) }],
-    },
-    Encoding {
-        name: "DCSC",
-        text: "(i, j) -> (j : compressed, i : compressed)",
-        levels: &[Level::Compressed { dim: Some(1) }, Level::Compressed { dim: Some(0) }],
-    },
-    Encoding {
-        name: "COO",
-        text: "(i, j) -> (i : compressed(nonunique), j : singleton)",
-        levels: &[Level::Compressed { dim: Some(0) }, Level::Singleton { dim: Some(1) }],
-    },
-    Encoding {
-        name: "COO_SOA",
-        text: "(i, j) -> (i : compressed(nonunique), j : singleton(soa))",
-        levels: &[Level::Compressed { dim: Some(0) }, Level::Singleton { dim: Some(1) }],
-    },
-    Encoding {
-        name: "DENSE",
-        text: "(i, j) -> (i : dense, j : dense)",
-        levels: &[Level::Dense { dim: Some(0) }, Level::Dense { dim: Some(1) }],
-    },
-    Encoding {
-        name: "LOOSE",
-        text: "(i, j) -> (i : dense, j : loose_compressed)",
-        levels: &[Level::Dense { dim: Some(0) }, Level::Compressed { dim: Some(1) }],
-    },
-    Encoding {
-        name: "BSR",
-        text: "(i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense)",
-        levels: &[
-            Level::Dense { dim: None },
-            Level::Compressed { dim: None },
-            Level::Dense { dim: None },
-            Level::Dense { dim: None },
-        ],
-    },
-    Encoding {
-        name: "CDR",
-        text: "(i, j) -> (i : compressed(nonunique), j : singleton)",
-        levels: &[Level::Compressed { dim: Some(0) }, Level::Singleton { dim: Some(1) }],
-    },
-];
-
 /// One generated test case.
 #[derive(Clone, Debug)]
 pub struct Case {
@@ -291,7 +181,8 @@ pub struct Case {
     pub nats: Vec<(&'static str, i64)>,
     /// Inputs as JSON, by parameter name.
     pub inputs: Vec<(String, serde_json::Value)>,
-    /// Tensor parameters: name and Matrix Market text.
+    /// Tensor parameters: name and Matrix Market text (FROSTT `.tns` text
+    /// with its sizes in the extended header for a 3-D tensor).
     pub matrices: Vec<(String, String)>,
     /// The other scalar type the case uses (the type of its parameter `es`), if any.
     pub extra: Option<&'static str>,
@@ -341,6 +232,20 @@ pub struct Gen {
     /// it drew before the generator knew of them (the seeds that tests name
     /// keep their programs).
     extra: Option<Ty>,
+    /// Where the expression being written stands, for the OpenCL schedules
+    /// (`mapWorkgroup` at the top, `mapLocal` inside it).
+    ctx: Ctx,
+}
+
+/// Where an expression stands with respect to the work-group maps.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Ctx {
+    /// The kernel's body, inside no function: a `mapWorkgroup` may start here.
+    Top,
+    /// The body of a `mapWorkgroup`'s function: its maps may be `mapLocal`.
+    Workgroup,
+    /// Anywhere else (inside a map's, a generate's or a `let`'s body, …).
+    Other,
 }
 
 const FLOATS: [&str; 9] = ["0.0", "1.0", "0.5", "2.0", "0.25", "1.5", "(-1.0)", "(-0.5)", "(-2.0)"];
@@ -351,7 +256,7 @@ fn float_value(t: &mut Tape) -> f64 {
 }
 
 impl Gen {
-    fn fresh(&mut self, base: &str) -> String {
+    pub(super) fn fresh(&mut self, base: &str) -> String {
         const CONVERSIONS: &[&str] = &["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64"];
         loop {
             self.names += 1;
@@ -364,602 +269,36 @@ impl Gen {
             }
         }
     }
-    fn opaque(&mut self) -> Len {
+    pub(super) fn opaque(&mut self) -> Len {
         self.opaque += 1;
         Len::Opaque(self.opaque)
     }
-    fn with_var<T>(&mut self, name: &str, ty: Ty, f: impl FnOnce(&mut Gen) -> T) -> T {
+    /// `f` with `name: ty` in scope, which is inside a function or a `let`
+    /// ([`Ctx::Other`]).
+    pub(super) fn with_var<T>(&mut self, name: &str, ty: Ty, f: impl FnOnce(&mut Gen) -> T) -> T {
+        self.with_var_in(name, ty, Ctx::Other, f)
+    }
+    /// `f` with `name: ty` in scope, in the context `ctx`.
+    pub(super) fn with_var_in<T>(&mut self, name: &str, ty: Ty, ctx: Ctx, f: impl FnOnce(&mut Gen) -> T) -> T {
         self.vars.push(Var { name: name.to_string(), ty });
+        let outer = std::mem::replace(&mut self.ctx, ctx);
         let out = f(self);
+        self.ctx = outer;
         self.vars.pop();
         out
     }
-    fn with_index<T>(&mut self, text: &str, len: Len, f: impl FnOnce(&mut Gen) -> T) -> T {
+    pub(super) fn with_index<T>(&mut self, text: &str, len: Len, f: impl FnOnce(&mut Gen) -> T) -> T {
         self.indices.push(Index { text: text.to_string(), len });
         let out = f(self);
         self.indices.pop();
         out
     }
-    fn vars_of(&self, ty: &Ty) -> Vec<String> {
+    pub(super) fn vars_of(&self, ty: &Ty) -> Vec<String> {
         self.vars.iter().filter(|v| &v.ty == ty).map(|v| v.name.clone()).collect()
     }
-    fn spend(&mut self, k: i32) -> bool {
+    pub(super) fn spend(&mut self, k: i32) -> bool {
         self.fuel -= k;
         self.fuel > 0
-    }
-
-    /// Any expression of type `ty`.
-    pub fn expr(&mut self, ty: &Ty) -> String {
-        match ty {
-            Ty::F | Ty::I | Ty::S(_) => self.number(ty),
-            Ty::B => self.boolean(),
-            Ty::Tuple(ts) => {
-                let vars = self.vars_of(ty);
-                if !vars.is_empty() && self.tape.below(2) == 0 {
-                    return self.tape.pick(&vars).clone();
-                }
-                let parts: Vec<String> = ts.iter().map(|t| self.expr(t)).collect();
-                format!("({})", parts.join(", "))
-            }
-            Ty::Arr(elem, len) => self.array(elem, len),
-        }
-    }
-
-    fn literal(&mut self, ty: &Ty) -> String {
-        match ty {
-            Ty::F => self.tape.pick(&FLOATS).to_string(),
-            // A literal of another scalar type is a conversion of one, so
-            // that no context has to decide its type.
-            Ty::S(s) if is_complex_s(s) => {
-                let (re, im) = (self.literal(&Ty::F), self.literal(&Ty::F));
-                if *s == "complex<f64>" {
-                    format!("complex(double({re}), double({im}))")
-                } else {
-                    format!("complex({re}, {im})")
-                }
-            }
-            Ty::S(s) if is_int_s(s) => {
-                let k = self.literal(&Ty::I);
-                format!("{s}({k})")
-            }
-            Ty::S(s) => {
-                let x = self.literal(&Ty::F);
-                format!("{s}({x})")
-            }
-            _ => {
-                let k = self.tape.below(9) as i64 - 2;
-                if k < 0 { format!("({k})") } else { k.to_string() }
-            }
-        }
-    }
-
-    fn number(&mut self, ty: &Ty) -> String {
-        let vars = self.vars_of(ty);
-        let ints: Vec<String> = if *ty == Ty::I {
-            self.indices.iter().map(|i| i.text.clone()).chain(self.nats.iter().map(|(n, _)| n.to_string())).collect()
-        } else {
-            Vec::new()
-        };
-        if !self.spend(1) {
-            return match (vars.is_empty(), ints.is_empty()) {
-                (false, _) => self.tape.pick(&vars).clone(),
-                (true, false) => self.tape.pick(&ints).clone(),
-                _ => self.literal(ty),
-            };
-        }
-        let has_index = self
-            .indices
-            .iter()
-            .any(|i| self.vars.iter().any(|v| matches!(&v.ty, Ty::Arr(e, l) if **e == *ty && *l == i.len)));
-        // What the case's other scalar type adds (all 0 without one).
-        let (int_like, complex, extra) = match ty {
-            Ty::S(s) => (is_int_s(s), is_complex_s(s), true),
-            _ => (*ty == Ty::I, false, false),
-        };
-        let converts = self.extra.is_some() && matches!(ty, Ty::F | Ty::I | Ty::S(_));
-        let weights = [
-            2,                                                    // 0 literal
-            if vars.is_empty() { 0 } else { 6 },                  // 1 variable
-            if ints.is_empty() { 0 } else { 3 },                  // 2 index or natural
-            6,                                                    // 3 binary arithmetic
-            1,                                                    // 4 negation
-            2,                                                    // 5 select
-            5,                                                    // 6 reduction
-            if has_index { 4 } else { 0 },                        // 7 indexing
-            2,                                                    // 8 projection
-            1,                                                    // 9 let
-            1,                                                    // 10 iterate
-            if int_like { 1 } else { 0 },                         // 11 division by a constant
-            if complex { 0 } else { 1 },                          // 12 min / max
-            if converts { if extra { 3 } else { 2 } } else { 0 }, // 13 a conversion
-            if extra && !int_like { 2 } else { 0 },               // 14 division, conj
-        ];
-        match self.tape.weighted(&weights) {
-            1 => self.tape.pick(&vars).clone(),
-            2 => self.tape.pick(&ints).clone(),
-            3 => {
-                let op = self.tape.pick(&["+", "-", "*"]);
-                // Keep integer products small: one side is a literal.
-                let a = self.number(ty);
-                let b = if *op == "*" && *ty == Ty::I { self.literal(ty) } else { self.number(ty) };
-                format!("({a} {op} {b})")
-            }
-            4 => format!("-({})", self.number(ty)),
-            13 => self.conversion(ty),
-            14 => {
-                if complex && self.tape.below(2) == 0 {
-                    format!("conj({})", self.number(ty))
-                } else {
-                    let (a, b) = (self.number(ty), self.number(ty));
-                    format!("({a} / {b})")
-                }
-            }
-            5 => {
-                let c = self.boolean();
-                let (a, b) = (self.number(ty), self.number(ty));
-                format!("select({c}, {a}, {b})")
-            }
-            6 => self.reduction(ty),
-            7 => {
-                let candidates: Vec<(String, String)> = self
-                    .indices
-                    .iter()
-                    .flat_map(|i| {
-                        self.vars
-                            .iter()
-                            .filter(|v| matches!(&v.ty, Ty::Arr(e, l) if **e == *ty && *l == i.len))
-                            .map(|v| (v.name.clone(), i.text.clone()))
-                    })
-                    .collect();
-                let (a, i) = self.tape.pick(&candidates).clone();
-                format!("{a}@({i})")
-            }
-            8 => {
-                let other = if self.tape.below(2) == 0 { Ty::F } else { Ty::I };
-                let (t, k) = if self.tape.below(2) == 0 {
-                    (Ty::Tuple(vec![ty.clone(), other]), 1)
-                } else {
-                    (Ty::Tuple(vec![other, ty.clone()]), 2)
-                };
-                format!("({}).{k}", self.expr(&t))
-            }
-            9 => {
-                let t = self.simple_ty();
-                let value = self.expr(&t);
-                let x = self.fresh("v");
-                let body = self.with_var(&x.clone(), t, |g| g.number(ty));
-                format!("(let {x} = {value} in {body})")
-            }
-            10 => {
-                let k = self.tape.below(3);
-                let x = self.fresh("a");
-                let start = self.number(ty);
-                let step = if int_like { format!("{x} + 3") } else { format!("{x} * 0.5 + 1.0") };
-                format!("({start} :>> iterate({k}, fun({x} => {step})))")
-            }
-            11 => format!("({} {} {})", self.number(ty), self.tape.pick(&["/", "%"]), 1 + self.tape.below(4)),
-            12 => {
-                let f = self.tape.pick(&["max", "min"]);
-                let (a, b) = (self.number(ty), self.number(ty));
-                // `max` / `min` are operator sections: apply them to two arguments.
-                format!("{f}({a}, {b})")
-            }
-            _ => self.literal(ty),
-        }
-    }
-
-    fn boolean(&mut self) -> String {
-        if !self.spend(1) {
-            return self.tape.pick(&["true", "false"]).to_string();
-        }
-        match self.tape.weighted(&[1, 6, 2, 2]) {
-            1 => {
-                let t = match &self.extra {
-                    Some(e) if self.tape.below(3) == 0 => e.clone(),
-                    _ => {
-                        if self.tape.below(2) == 0 {
-                            Ty::I
-                        } else {
-                            Ty::F
-                        }
-                    }
-                };
-                let op = if t.ordered() {
-                    *self.tape.pick(&["<", "<=", ">", ">=", "==", "!="])
-                } else {
-                    *self.tape.pick(&["==", "!="])
-                };
-                format!("({} {op} {})", self.number(&t), self.number(&t))
-            }
-            2 => format!("({} {} {})", self.boolean(), self.tape.pick(&["&&", "||"]), self.boolean()),
-            3 => format!("!({})", self.boolean()),
-            _ => self.tape.pick(&["true", "false"]).to_string(),
-        }
-    }
-
-    /// A small element type for intermediate arrays.
-    fn simple_ty(&mut self) -> Ty {
-        let Some(extra) = self.extra.clone() else {
-            return match self.tape.weighted(&[6, 3, 1]) {
-                1 => Ty::I,
-                2 => Ty::Tuple(vec![Ty::F, Ty::I]),
-                _ => Ty::F,
-            };
-        };
-        match self.tape.weighted(&[6, 3, 1, 4, 1]) {
-            1 => Ty::I,
-            2 => Ty::Tuple(vec![Ty::F, Ty::I]),
-            3 => extra,
-            4 => Ty::Tuple(vec![extra, Ty::I]),
-            _ => Ty::F,
-        }
-    }
-
-    /// A number of type `ty` converted from one of another type: to the
-    /// case's other scalar type from `int` or `float` (`complex(re, im)` for
-    /// a complex number), or back (`re`, `im` of a complex number).
-    fn conversion(&mut self, ty: &Ty) -> String {
-        let Some(Ty::S(extra)) = self.extra.clone() else { return self.literal(ty) };
-        match ty {
-            Ty::S(s) if is_complex_s(s) => {
-                let (re, im) = (self.number(&Ty::F), self.number(&Ty::F));
-                if *s == "complex<f64>" {
-                    format!("complex(double({re}), double({im}))")
-                } else {
-                    format!("complex({re}, {im})")
-                }
-            }
-            Ty::S(s) => {
-                let from = if self.tape.below(2) == 0 { Ty::I } else { Ty::F };
-                format!("{s}({})", self.number(&from))
-            }
-            _ => {
-                let to = if *ty == Ty::I { "int" } else { "float" };
-                let x = self.number(&Ty::S(extra));
-                if is_complex_s(extra) {
-                    let part = self.tape.pick(&["re", "im"]);
-                    format!("{to}({part}({x}))")
-                } else {
-                    format!("{to}({x})")
-                }
-            }
-        }
-    }
-
-    /// A length for an intermediate array: one of the kernel's naturals, a
-    /// literal, or what a layout pattern makes of one.
-    fn some_len(&mut self) -> Len {
-        let n = Box::new(Len::Nat("n"));
-        match self.tape.weighted(&[8, 6, 4, 1, 1, 1, 1, 1]) {
-            1 => Len::Nat("m"),
-            2 => Len::Lit(self.tape.below(4) as u32),
-            3 => Len::Pad(self.tape.below(3) as u32, n, self.tape.below(3) as u32),
-            4 => {
-                // Windows no longer than the array: a shorter array is refused by
-                // the interpreter but not by compiled code (FINDINGS: slide, coverage).
-                let (size, step) = (1 + self.tape.below(3) as u32, 1 + self.tape.below(2) as u32);
-                if Len::Nat("n").value(&self.nats).is_some_and(|v| v >= i64::from(size)) {
-                    Len::Slide(n, size, step)
-                } else {
-                    Len::Nat("n")
-                }
-            }
-            5 => Len::Div(n, 2),
-            6 => Len::Mul(n, Box::new(Len::Nat("m"))),
-            7 => Len::Add(n, Box::new(Len::Nat("m"))),
-            _ => Len::Nat("n"),
-        }
-    }
-
-    fn reduction(&mut self, ty: &Ty) -> String {
-        let len = self.some_len();
-        let xs = self.array(ty, &len);
-        if let Ty::S(s) = ty {
-            // The other scalar types: sums, sequential or (but for the half
-            // floats, whose sums depend on the order) parallel, and for the
-            // ordered ones max and min from a converted bound.
-            let (a, x) = (self.fresh("acc"), self.fresh("x"));
-            let z = self.literal(ty);
-            let weights = [
-                if ty.reassociates() { 4 } else { 0 },
-                3,
-                if ty.ordered() { 2 } else { 0 },
-                if ty.ordered() { 2 } else { 0 },
-                2,
-            ];
-            return match self.tape.weighted(&weights) {
-                1 => format!("({xs} :>> reduceSeq(fun({a}, {x} => {a} + {x}), {z}))"),
-                2 => format!("({xs} :>> reduce(max, {s}({})))", if is_unsigned_s(s) { "0" } else { "(-8)" }),
-                3 => format!("({xs} :>> reduce(min, {s}(8)))"),
-                4 => format!(
-                    "({xs} :>> reduceSeq(fun({a}, {x} => {a} * {} - {x}), {z}))",
-                    if is_int_s(s) { "2" } else { "2.0" }
-                ),
-                _ => format!("({xs} :>> reduce(+, {z}))"),
-            };
-        }
-        match self.tape.weighted(&[4, 2, 2, 1, 1]) {
-            1 => format!("({xs} :>> reduce(max, {}))", if *ty == Ty::F { "(-8.0)" } else { "(-8)" }),
-            2 => format!("({xs} :>> reduce(min, {}))", if *ty == Ty::F { "8.0" } else { "8" }),
-            3 => {
-                // A sequential fold that is not associative: order matters.
-                let (a, x) = (self.fresh("acc"), self.fresh("x"));
-                let z = self.literal(ty);
-                format!("({xs} :>> reduceSeq(fun({a}, {x} => {a} - {x}), {z}))")
-            }
-            4 => {
-                let (a, x) = (self.fresh("acc"), self.fresh("x"));
-                let z = self.literal(ty);
-                format!("({xs} :>> reduce(fun({a}, {x} => {a} + {x}), {z}))")
-            }
-            _ => format!("({xs} :>> reduce(+, 0))"),
-        }
-    }
-
-    /// An array of `elem` of length `len`.
-    fn array(&mut self, elem: &Ty, len: &Len) -> String {
-        let ty = arr(elem.clone(), len.clone());
-        let vars = self.vars_of(&ty);
-        let writable = len.text().is_some();
-        if !self.spend(2) {
-            if !vars.is_empty() {
-                return self.tape.pick(&vars).clone();
-            }
-            if writable {
-                return self.generate(elem, len);
-            }
-        }
-        let numeric = matches!(elem, Ty::F | Ty::I);
-        // The other scalar types: gathered, and summed where the order of a
-        // sum does not matter (scatterAdd, the CSR rows, interleave's parts).
-        let other = matches!(elem, Ty::S(_));
-        let summed = numeric || (other && elem.reassociates());
-        let is_n = *len == Len::Nat("n");
-        let nested = matches!(elem, Ty::Arr(..));
-        let weights = [
-            if vars.is_empty() { 0 } else { 8 },                // 0 variable
-            if writable { 3 } else { 0 },                       // 1 generate
-            5,                                                  // 2 map
-            3,                                                  // 3 zip
-            if is_n && (numeric || other) { 1 } else { 0 },     // 4 gather by `is`
-            if is_n { 1 } else { 0 },                           // 5 scatter by `perm`
-            if matches!(len, Len::Pad(..)) { 6 } else { 0 },    // 6 pad
-            if matches!(len, Len::Mul(..)) { 6 } else { 0 },    // 7 join
-            if matches!(len, Len::Div(..)) { 6 } else { 0 },    // 8 split then map
-            if nested { 3 } else { 0 },                         // 9 transpose / split / slide
-            1,                                                  // 10 iterate
-            1,                                                  // 11 toLocal / toPrivate / toGlobal
-            if is_n && summed { 2 } else { 0 },                 // 12 scatterAdd
-            if is_n && summed { 2 } else { 0 },                 // 13 over the CSR rows
-            if *len == Len::Lit(2) && numeric { 1 } else { 0 }, // 14 interleave
-            if is_n && numeric { 1 } else { 0 },                // 15 a counted (sparse) row, reduced
-            if matches!(len, Len::Slide(..)) { 6 } else { 0 },  // 16 slide
-            if matches!(len, Len::Add(..)) { 6 } else { 0 },    // 17 concat
-            1,                                                  // 18 sortBy
-        ];
-        if weights.iter().all(|w| *w == 0) {
-            return match vars.first() {
-                Some(v) => v.clone(),
-                None => self.generate(elem, len),
-            };
-        }
-        match self.tape.weighted(&weights) {
-            0 => self.tape.pick(&vars).clone(),
-            1 => self.generate(elem, len),
-            2 => {
-                let t = self.simple_ty();
-                let src = self.array(&t, len);
-                let x = self.fresh("x");
-                let body = self.with_var(&x.clone(), t, |g| g.expr(elem));
-                let map = self.tape.pick(&["map", "map", "map", "mapSeq", "mapPar", "mapGlobal"]);
-                format!("({src} :>> {map}(fun({x} => {body})))")
-            }
-            3 => {
-                let (t1, t2) = (self.simple_ty(), self.simple_ty());
-                let (a, b) = (self.array(&t1, len), self.array(&t2, len));
-                let p = self.fresh("p");
-                let body = self.with_var(&p.clone(), Ty::Tuple(vec![t1, t2]), |g| g.expr(elem));
-                format!("(zip({a}, {b}) :>> map(fun({p} => {body})))")
-            }
-            4 => {
-                let src = self.array(elem, len);
-                format!("({src} :>> gather(is))")
-            }
-            5 => {
-                let src = self.array(elem, len);
-                format!("({src} :>> scatter(perm))")
-            }
-            6 => {
-                let Len::Pad(l, x, r) = len else { unreachable!() };
-                let src = self.array(elem, x);
-                let v = self.expr(elem);
-                format!("({src} :>> pad({l}, {r}, {v}))")
-            }
-            7 => {
-                let Len::Mul(outer, inner) = len else { unreachable!() };
-                let rows = self.array(&arr(elem.clone(), (**inner).clone()), outer);
-                format!("({rows} :>> join)")
-            }
-            8 => {
-                let Len::Div(whole, k) = len else { unreachable!() };
-                let t = self.simple_ty();
-                let src = self.array(&t, whole);
-                let c = self.fresh("c");
-                let body = self.with_var(&c.clone(), arr(t, Len::Lit(*k)), |g| g.expr(elem));
-                format!("({src} :>> split({k}) :>> map(fun({c} => {body})))")
-            }
-            9 => {
-                let Ty::Arr(inner, ilen) = elem else { unreachable!() };
-                match self.tape.below(3) {
-                    0 => {
-                        let src = self.array(&arr((**inner).clone(), len.clone()), ilen);
-                        format!("({src} :>> transpose)")
-                    }
-                    1 => {
-                        // [[T]_k]_{L/k} from split(k) of a [T]_L whose k the caller chose.
-                        match (len, ilen) {
-                            (Len::Div(whole, k), Len::Lit(k2)) if k == k2 => {
-                                let src = self.array(inner, whole);
-                                format!("({src} :>> split({k}))")
-                            }
-                            _ => self.generate(elem, len),
-                        }
-                    }
-                    _ => self.generate(elem, len),
-                }
-            }
-            10 => {
-                let src = self.array(elem, len);
-                let k = self.tape.below(3);
-                let a = self.fresh("a");
-                let x = self.fresh("x");
-                let body = self.with_var(&x.clone(), elem.clone(), |g| g.expr(elem));
-                format!("({src} :>> iterate({k}, fun({a} => {a} :>> map(fun({x} => {body})))))")
-            }
-            11 => {
-                let src = self.array(elem, len);
-                let w = self.tape.pick(&["toLocal", "toPrivate", "toGlobal"]);
-                let t = self.fresh("t");
-                let x = self.fresh("x");
-                let body = self.with_var(&x.clone(), elem.clone(), |g| g.expr(elem));
-                format!("({src} :>> {w}(fun({t} => {t} :>> map(fun({x} => {body})))))")
-            }
-            12 => {
-                let src = self.array(elem, len);
-                format!("(zip(is, {src}) :>> scatterAdd(n))")
-            }
-            13 => {
-                // Row by row over the packed CSR input (position-dependent rows).
-                let row = self.fresh("row");
-                let e = self.fresh("e");
-                let rl = self.opaque();
-                let pair = Ty::Tuple(vec![Ty::I, Ty::F]);
-                let body = self.with_var(&row.clone(), arr(pair.clone(), rl.clone()), |g| {
-                    g.with_var(&e.clone(), pair.clone(), |g| {
-                        g.with_index(&format!("{e}.1"), Len::Nat("m"), |g| {
-                            let inner = g.expr(elem);
-                            format!("({row} :>> map(fun({e} => {inner})) :>> reduce(+, 0))")
-                        })
-                    })
-                });
-                format!("(v :>> map(fun({row} => {body})))")
-            }
-            14 => {
-                let src = self.array(elem, &Len::Nat("n"));
-                let part = self.fresh("part");
-                format!("({src} :>> interleave(2) :>> map(fun({part} => {part} :>> reduce(+, 0))))")
-            }
-            15 => self.counted_rows(elem),
-            16 => {
-                let Len::Slide(whole, size, step) = len else { unreachable!() };
-                let t = self.simple_ty();
-                let src = self.array(&t, whole);
-                let w = self.fresh("w");
-                let body = self.with_var(&w.clone(), arr(t, Len::Lit(*size)), |g| g.expr(elem));
-                format!("({src} :>> slide({size}, {step}) :>> map(fun({w} => {body})))")
-            }
-            17 => {
-                let Len::Add(a, b) = len else { unreachable!() };
-                let (first, second) = (self.array(elem, a), self.array(elem, b));
-                format!("concat({first}, {second})")
-            }
-            18 => {
-                // A stable sort by an int or float key of the element.
-                let src = self.array(elem, len);
-                let key_ty = match self.extra.clone() {
-                    // A key of the other scalar type: unsigned, narrow, half.
-                    Some(e) if e.ordered() && self.tape.below(3) == 0 => e,
-                    _ => {
-                        if self.tape.below(2) == 0 {
-                            Ty::I
-                        } else {
-                            Ty::F
-                        }
-                    }
-                };
-                let x = self.fresh("x");
-                let key = self.with_var(&x.clone(), elem.clone(), |g| g.expr(&key_ty));
-                format!("({src} :>> sortBy(fun({x} => {key})))")
-            }
-            _ => self.generate(elem, len),
-        }
-    }
-
-    fn generate(&mut self, elem: &Ty, len: &Len) -> String {
-        let Some(text) = len.text() else {
-            // Cannot happen for lengths the generator asks `generate` for.
-            return format!("(generate(0, fun(z => {})))", self.expr(elem));
-        };
-        let i = self.fresh("i");
-        let body = self.with_var(&i.clone(), Ty::I, |g| g.with_index(&i.clone(), len.clone(), |g| g.expr(elem)));
-        format!("generate({text}, fun({i} => {body}))")
-    }
-
-    /// `[float]_n` or `[int]_n` from sparse rows with counted lengths:
-    /// co-iteration of the two CSR inputs (union, intersect) or the
-    /// expand/compress workspace, each row then reduced.
-    fn counted_rows(&mut self, elem: &Ty) -> String {
-        let i = self.fresh("i");
-        let t = self.fresh("t");
-        let value = match elem {
-            Ty::I => format!("{t}.1"),
-            _ => format!("{t}.2"),
-        };
-        let row = match self.tape.below(3) {
-            0 => {
-                let (a, b) = (self.sparse_list(&i, 1), self.sparse_list(&i, 1));
-                format!("union(0.0, 1.0, {a}, {b}) :>> map(fun({t} => ({t}.1, {t}.2 * {t}.3 + {t}.2)))")
-            }
-            1 => {
-                let (a, b) = (self.sparse_list(&i, 1), self.sparse_list(&i, 1));
-                format!("intersect({a}, {b}) :>> map(fun({t} => ({t}.1, {t}.2 - {t}.3)))")
-            }
-            _ => {
-                let a = self.sparse_list(&i, 1);
-                format!("{a} :>> map(fun({t} => ({t}.1, {t}.2 * 2.0))) :>> compressAdd(m)")
-            }
-        };
-        // The row reduced as it is produced, or read by position, which stores
-        // it first with its count (issue 11): zipped with itself, padded, or
-        // filtered and zipped with a map of it.
-        let (u, p) = (self.fresh("u"), self.fresh("p"));
-        let (first, second) = match elem {
-            Ty::I => (format!("{p}.1.1"), format!("{p}.2.1")),
-            _ => (format!("{p}.1.2"), format!("{p}.2.2")),
-        };
-        let used = match self.tape.below(4) {
-            0 => format!("{row} :>> map(fun({t} => {value})) :>> reduce(+, 0)"),
-            1 => format!("(let {u} = {row} in zip({u}, {u})) :>> map(fun({p} => {first} + {second})) :>> reduce(+, 0)"),
-            2 => format!("pad(1, 2, (0, 1.5), {row}) :>> map(fun({t} => {value})) :>> reduce(+, 0)"),
-            _ => format!(
-                "(let {u} = {row} :>> filter(fun({t} => {t}.2 > 0.0)) in zip({u}, {u} :>> map(fun({t} => ({t}.1 + 1, {t}.2 * 0.5))))) :>> map(fun({p} => {first} + {second})) :>> reduce(+, 0)"
-            ),
-        };
-        format!("generate(n, fun({i} => {used}))")
-    }
-
-    /// A list of row `i`'s (coordinate, value) pairs sorted by coordinate: a
-    /// row of `v` or `w`, or, `depth` levels deep, a co-iteration or a
-    /// compressed row of such lists mapped back to pairs (n-way co-iteration).
-    fn sparse_list(&mut self, i: &str, depth: u32) -> String {
-        let choice = if depth == 0 { self.tape.below(2) } else { self.tape.below(5) };
-        let t = self.fresh("t");
-        match choice {
-            0 => format!("v@{i}"),
-            1 => format!("w@{i}"),
-            2 => {
-                let (a, b) = (self.sparse_list(i, depth - 1), self.sparse_list(i, depth - 1));
-                format!("union(0.0, 1.0, {a}, {b}) :>> map(fun({t} => ({t}.1, {t}.2 * {t}.3 + {t}.2)))")
-            }
-            3 => {
-                let (a, b) = (self.sparse_list(i, depth - 1), self.sparse_list(i, depth - 1));
-                format!("intersect({a}, {b}) :>> map(fun({t} => ({t}.1, {t}.2 - {t}.3)))")
-            }
-            _ => {
-                let a = self.sparse_list(i, depth - 1);
-                format!("{a} :>> map(fun({t} => ({t}.1, {t}.2 * 2.0))) :>> compressAdd(m)")
-            }
-        }
     }
 }
 
@@ -1030,45 +369,6 @@ fn extra_value(t: &mut Tape, s: &str) -> serde_json::Value {
     if x < 0 { serde_json::json!(x as i64) } else { serde_json::json!(x as u64) }
 }
 
-/// A sparse matrix of `rows × cols`, sorted by row then column, no duplicates.
-fn sparse(t: &mut Tape, rows: i64, cols: i64) -> Vec<Vec<(i64, f64)>> {
-    (0..rows)
-        .map(|_| {
-            let mut row = Vec::new();
-            for c in 0..cols {
-                if t.below(3) == 0 {
-                    let mut x = float_value(t);
-                    if x == 0.0 {
-                        x = 1.0;
-                    }
-                    row.push((c, x));
-                }
-            }
-            row
-        })
-        .collect()
-}
-
-fn packed(rows: &[Vec<(i64, f64)>]) -> (serde_json::Value, serde_json::Value) {
-    let mut offsets = vec![0usize];
-    for r in rows {
-        offsets.push(offsets.last().unwrap() + r.len());
-    }
-    let entries: Vec<serde_json::Value> = rows.iter().flatten().map(|(c, x)| serde_json::json!([c, x])).collect();
-    (serde_json::json!(offsets), serde_json::json!(entries))
-}
-
-fn mtx(rows: &[Vec<(i64, f64)>], cols: i64) -> String {
-    let count: usize = rows.iter().map(Vec::len).sum();
-    let mut s = format!("%%MatrixMarket matrix coordinate real general\n{} {cols} {count}\n", rows.len());
-    for (i, r) in rows.iter().enumerate() {
-        for (j, x) in r {
-            let _ = writeln!(s, "{} {} {x}", i + 1, j + 1);
-        }
-    }
-    s
-}
-
 /// The result type of a case: a number, a dense array, a nested array, a
 /// tuple array, or one of the structured results (position-dependent rows,
 /// counted sparse rows) made by [`structured_result`].
@@ -1084,109 +384,9 @@ fn result_ty(t: &mut Tape) -> Ty {
     }
 }
 
-/// Results whose shape no dense type gives: the CSR rows mapped (a
-/// position-dependent result), or sparse rows with counted lengths.
-fn structured_result(g: &mut Gen) -> String {
-    let i = g.fresh("i");
-    let e = g.fresh("e");
-    // Which result, and from the rest of the draw whether it is stored as a
-    // sparse tensor (one in two) and in which encoding ([`STORED`]).
-    let (which, rest) = g.tape.below_split(4);
-    let rows = structured_rows(g, which, &i, &e);
-    if rest % 2 == 1 {
-        return rows;
-    }
-    let enc = STORED[(rest / 2 % STORED.len() as u64) as usize];
-    format!("({rows} : tensor<{{n}}x{{m}}xf32, #sparse_tensor.encoding<{{ map = {enc} }}>>)")
-}
-
-/// The encodings a structured result (`n` rows of (coordinate, value)
-/// lists, coordinates below `m`) is stored in: every level kind a row list
-/// can fill, and narrow position and coordinate widths (a position past
-/// 255 does not fit 8 bits: every backend must fail as the interpreter does).
-const STORED: &[&str] = &[
-    "(i, j) -> (i : dense, j : compressed)",
-    "(i, j) -> (i : compressed, j : compressed)",
-    "(i, j) -> (i : compressed(nonunique), j : singleton)",
-    "(i, j) -> (i : compressed(nonunique), j : singleton(soa)), posWidth = 16, crdWidth = 8",
-    "(i, j) -> (i : dense, j : loose_compressed)",
-    "(i, j) -> (i : dense, j : compressed), posWidth = 8, crdWidth = 8",
-    "(i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 16",
-    "(i, j) -> (i : batch, j : compressed)",
-    "(i, j) -> (i : dense, j : compressed(nonordered))",
-];
-
-/// Structured result number `which` (see [`structured_result`]).
-fn structured_rows(g: &mut Gen, which: u64, i: &str, e: &str) -> String {
-    match which {
-        0 => {
-            let row = g.fresh("row");
-            let body = g.with_var(e, Ty::Tuple(vec![Ty::I, Ty::F]), |g| {
-                g.with_index(&format!("{e}.1"), Len::Nat("m"), |g| g.expr(&Ty::F))
-            });
-            format!("v :>> map(fun({row} => {row} :>> map(fun({e} => ({e}.1, {body})))))")
-        }
-        1 => format!(
-            "generate(n, fun({i} => union(0.0, 0.0, v@{i}, w@{i}) :>> map(fun({e} => ({e}.1, {e}.2 + {e}.3)))))"
-        ),
-        2 => format!("generate(n, fun({i} => intersect(v@{i}, w@{i}) :>> map(fun({e} => ({e}.1, {e}.2 * {e}.3)))))"),
-        _ => {
-            let row = g.fresh("row");
-            let b = g.fresh("b");
-            format!(
-                "v :>> map(fun({row} => {row} :>> map(fun({e} => w@({e}.1 % n) :>> map(fun({b} => ({b}.1, {e}.2 * {b}.2))))) :>> join :>> compressAdd(m)))"
-            )
-        }
-    }
-}
-
-/// A kernel over a tensor parameter in a random encoding: every stored
-/// value weighted by its coordinates and summed, per outer position or in
-/// all.
-fn tensor_case(g: &mut Gen, enc: &Encoding, dims: (i64, i64)) -> String {
-    let total = g.tape.below(2) == 0;
-    fn fold(g: &mut Gen, levels: &[Level], var: &str) -> String {
-        let Some((first, rest)) = levels.split_first() else {
-            let c = g.tape.pick(&["", " * 2.0", " + 1.0"]);
-            return format!("{var}{c}");
-        };
-        let x = g.fresh("x");
-        match first {
-            Level::Dense { .. } => {
-                let inner = fold(g, rest, &x);
-                format!("({var} :>> map(fun({x} => {inner})) :>> reduce(+, 0))")
-            }
-            Level::Compressed { .. } => {
-                let inner = fold(g, rest, &format!("{x}.2"));
-                let weight = format!("select({x}.1 % 2 == 0, 1.0, 0.5)");
-                format!("({var} :>> map(fun({x} => {inner} * {weight})) :>> reduce(+, 0))")
-            }
-            Level::Singleton { .. } => {
-                let inner = fold(g, rest, &format!("{var}.2"));
-                format!("({inner} * select({var}.1 > 0, 2.0, 1.0))")
-            }
-        }
-    }
-    let _ = dims;
-    if total {
-        return fold(g, enc.levels, "A");
-    }
-    let x = g.fresh("x");
-    match enc.levels[0] {
-        Level::Dense { .. } => {
-            let inner = fold(g, &enc.levels[1..], &x);
-            format!("A :>> map(fun({x} => {inner}))")
-        }
-        Level::Compressed { dim } => {
-            let inner = fold(g, &enc.levels[1..], &format!("{x}.2"));
-            let n = match dim {
-                Some(d) => format!("A_dim{d}"),
-                None => "A_dim0".to_string(),
-            };
-            format!("A :>> map(fun({x} => ({x}.1, {inner}))) :>> scatterAdd({n})")
-        }
-        Level::Singleton { .. } => fold(g, enc.levels, "A"),
-    }
+/// A size for a natural or a tensor's dimension: small, often 0 or 1.
+fn size(t: &mut Tape) -> i64 {
+    *t.pick(&[0i64, 1, 1, 2, 3, 4, 5, 8, 17])
 }
 
 /// The case drawn from `tape`.
@@ -1211,8 +411,8 @@ fn build(tape: Tape) -> (Case, Tape) {
         opaque: 0,
         fuel: 0,
         extra: None,
+        ctx: Ctx::Top,
     };
-    let size = |t: &mut Tape| *t.pick(&[0i64, 1, 1, 2, 3, 4, 5, 8, 17]);
     let n = 2 * g.tape.below(5) as i64 + if g.tape.below(5) == 0 { 1 } else { 0 };
     let n = if g.tape.below(6) == 0 { size(&mut g.tape) } else { n };
     let m = size(&mut g.tape);
@@ -1235,43 +435,7 @@ fn build(tape: Tape) -> (Case, Tape) {
     let mut matrices = Vec::new();
     let source = match kind {
         1 => kernel(&structured_result(&mut g), None),
-        2 => {
-            // The encoding, and from the rest of the draw its position and
-            // coordinate widths (one in four) and its element type (`f64`,
-            // `f16`, else `f32`): drawing no more, so that `f32` tensors of
-            // native widths are the programs they were.
-            let (which, rest) = g.tape.below_split(ENCODINGS.len() as u64);
-            let enc = &ENCODINGS[which as usize];
-            let widths = if rest % 4 == 0 {
-                // No 8-bit positions: a matrix of more than 255 entries would not fit.
-                let pos = [16, 32, 64][(rest / 4 % 3) as usize];
-                let crd = [8, 16, 32, 64][(rest / 12 % 4) as usize];
-                format!(", posWidth = {pos}, crdWidth = {crd}")
-            } else {
-                String::new()
-            };
-            let elem = match rest / 48 % 4 {
-                0 => "f64",
-                1 => "f16",
-                _ => "f32",
-            };
-            let mut dims = (size(&mut g.tape), size(&mut g.tape));
-            if enc.name == "BSR" {
-                // Blocks of 2 x 2: the sizes must be multiples of 2.
-                dims = (dims.0 + dims.0 % 2, dims.1 + dims.1 % 2);
-            }
-            let rows = sparse(&mut g.tape, dims.0, dims.1);
-            matrices.push(("A".to_string(), mtx(&rows, dims.1)));
-            let mut body = tensor_case(&mut g, enc, dims);
-            if elem == "f16" {
-                // A half's sum depends on its order (`reduce` may reassociate).
-                body = body.replace("reduce(+, 0)", "reduceSeq(+, 0)");
-            }
-            format!(
-                "// {}\n#E = #sparse_tensor.encoding<{{ map = {}{widths} }}>\n\nfun(A: tensor<?x?x{elem}, #E> =>\n  {body})\n",
-                enc.name, enc.text
-            )
-        }
+        2 => tensor_kernel(&mut g, &mut matrices),
         _ => {
             let ty = match g.extra.clone() {
                 // Results of the other scalar type: a number, an array, a tuple array.
@@ -1305,10 +469,10 @@ fn build(tape: Tape) -> (Case, Tape) {
             perm.swap(k, t.below(k as u64 + 1) as usize);
         }
         inputs.push(("perm".to_string(), serde_json::json!(perm)));
-        let (o, v) = packed(&sparse(t, n, m));
+        let (o, v) = packed(&random_rows(t, n, m));
         inputs.push(("o".to_string(), o));
         inputs.push(("v".to_string(), v));
-        let (q, w) = packed(&sparse(t, n, m));
+        let (q, w) = packed(&random_rows(t, n, m));
         inputs.push(("q".to_string(), q));
         inputs.push(("w".to_string(), w));
         if let Some(Ty::S(s)) = &g.extra {

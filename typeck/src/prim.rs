@@ -578,7 +578,12 @@ impl Checker {
                         .with_label("vector width"));
                 }
                 let elem = inst.types.values().next().map(|t| self.metas.zonk(t));
-                if !matches!(elem, Some(Type::Scalar(_))) {
+                // An unknown that can only become a scalar (a literal's type,
+                // `generate(n, fun(i => 0.0))`) is one: it is defaulted later.
+                let scalar_unknown = elem.as_ref().and_then(|t| self.metas.kind_of(t)).is_some_and(|k| {
+                    matches!(k, MetaKind::Numeric | MetaKind::Float | MetaKind::Integer | MetaKind::Complex)
+                });
+                if !matches!(elem, Some(Type::Scalar(_))) && !scalar_unknown {
                     return Err(Diagnostic::new(span, format!("`{name}` needs an array of scalars"))
                         .with_label(format!("found elements of type {}", elem.map_or("?".into(), |t| show(&t)))));
                 }

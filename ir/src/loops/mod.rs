@@ -15,6 +15,15 @@
 //! of its operands and comparisons `bool`. [`LoopProgram::type_of`] computes
 //! it; [`validate`](LoopProgram::validate) checks a program is well formed
 //! before a backend sees it.
+//!
+//! Integer arithmetic wraps at its type. A program lowered with rewrite's
+//! `LowerOptions::wrapping_i64` has signed 64-bit `+ - *` and negation only
+//! for index arithmetic (positions, lengths, loop bounds), which never
+//! overflows: a backend may compile it as arithmetic whose overflow is
+//! undefined (OpenCL C's `long`, whose no-overflow facts clang uses in
+//! address computations), since the program's own `i64` arithmetic is then
+//! computed at `u64` (`(i64)((u64)a + (u64)b)`). No lowered program divides
+//! `i64::MIN` by -1 (`lower::numbers`).
 
 mod coalesce;
 mod interchange;

@@ -124,6 +124,13 @@ impl Lowerer<'_> {
                             ),
                             d,
                         ),
+                        // The program's own `i64` negation wraps (`numbers`).
+                        None if s == ScalarType::I64
+                            && declared == Some(ScalarType::I64)
+                            && self.options.wrapping_i64 =>
+                        {
+                            Val::Scalar(numbers::wrapping_neg(a), s)
+                        }
                         None => Val::Scalar(L::Neg(Box::new(a)), s),
                     },
                     UnOp::Not => Val::Scalar(L::Not(Box::new(a)), s),

@@ -51,11 +51,19 @@ pub struct LowerOptions {
     pub naive_sums: bool,
     /// Limits of the natural simplifier.
     pub limits: crate::Limits,
+    /// Compute the program's own `i64` arithmetic (`+ - *`, negation) at
+    /// `u64`, where it wraps on every backend, so that the loop program's
+    /// signed 64-bit arithmetic is index arithmetic alone, which never
+    /// overflows: for a backend that compiles it as arithmetic whose overflow
+    /// is undefined (OpenCL C's `long`; see `heddle_ir::loops`). Without
+    /// it, `i64` arithmetic is plain, for a backend where it wraps anyway
+    /// (Cranelift), whose reductions and vector lanes recognise it.
+    pub wrapping_i64: bool,
 }
 
 impl Default for LowerOptions {
     fn default() -> LowerOptions {
-        LowerOptions { naive_sums: false, limits: crate::Limits::from_env() }
+        LowerOptions { naive_sums: false, limits: crate::Limits::from_env(), wrapping_i64: false }
     }
 }
 

@@ -24,9 +24,17 @@
 //!   wraps there, exactly as the interpreter's does);
 //! - a store, an accumulator's update or a kernel result converts to the
 //!   type of its destination ([`convert`]).
+//!
+//! For a backend whose signed 64-bit arithmetic may not overflow (OpenCL
+//! C's `long`; `LowerOptions::wrapping_i64`), the program's own `i64`
+//! arithmetic (`+ - *` and negation of values the checker typed `i64`) is
+//! computed at `u64` and converted back ([`wrapping`], [`wrapping_neg`]): it
+//! wraps, as the interpreter's does, while the loop program's signed 64-bit
+//! arithmetic is index arithmetic alone (see `heddle_ir::loops`). Its
+//! divisions never divide `i64::MIN` by -1, on every backend.
 
 use heddle_ir::ScalarType;
-use heddle_ir::loops::Expr as L;
+use heddle_ir::loops::{BinOp, Expr as L};
 
 /// The machine type at which scalars of machine types `a` and `b` are
 /// combined, for an operation the checker typed at `declared`: their type
@@ -49,6 +57,18 @@ pub(super) fn convert(e: L, from: ScalarType, to: ScalarType) -> L {
         L::Int(v, _) if to.is_float() => L::Float(v as f64, to),
         e => L::Cast(to, Box::new(e)),
     }
+}
+
+/// `a op b` (`+ - *`) on `i64` values, wrapping: computed at `u64`, where
+/// every backend wraps (the same bits as two's complement), then back.
+pub(super) fn wrapping(op: BinOp, a: L, b: L) -> L {
+    let (a, b) = (convert(a, ScalarType::I64, ScalarType::U64), convert(b, ScalarType::I64, ScalarType::U64));
+    L::Cast(ScalarType::I64, Box::new(L::bin(op, a, b)))
+}
+
+/// `-a` on an `i64` value, wrapping (`-i64::MIN` is `i64::MIN`): `0 - a` at `u64`.
+pub(super) fn wrapping_neg(a: L) -> L {
+    wrapping(BinOp::Sub, L::Int(0, ScalarType::I64), a)
 }
 
 /// `v` wrapped to the range of the integer type `t` (two's complement).
@@ -98,5 +118,19 @@ mod tests {
         let x = L::var("x");
         assert_eq!(convert(x.clone(), ScalarType::I64, ScalarType::I32), L::Cast(ScalarType::I32, Box::new(x.clone())));
         assert_eq!(convert(x.clone(), ScalarType::I32, ScalarType::I32), x);
+    }
+
+    #[test]
+    fn the_programs_i64_arithmetic_wraps_at_u64() {
+        let x = L::var("x");
+        let u = |e: L| L::Cast(ScalarType::U64, Box::new(e));
+        assert_eq!(
+            wrapping(BinOp::Add, x.clone(), L::Int(-1, ScalarType::I64)),
+            L::Cast(ScalarType::I64, Box::new(L::bin(BinOp::Add, u(x.clone()), L::Int(-1, ScalarType::U64))))
+        );
+        assert_eq!(
+            wrapping_neg(x.clone()),
+            L::Cast(ScalarType::I64, Box::new(L::bin(BinOp::Sub, L::Int(0, ScalarType::U64), u(x))))
+        );
     }
 }

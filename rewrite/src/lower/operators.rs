@@ -13,7 +13,7 @@
 //! `select` expression, no branch); otherwise it gets its own block under
 //! an `if`, its value carried out in a mutable local.
 
-use super::numbers::{convert, meet, wrapped_at};
+use super::numbers::{convert, meet, wrapped_at, wrapping, wrapping_neg};
 use super::{Env, Lowerer, Val, unsupported};
 use heddle_ir::expr::BinOp as SrcOp;
 use heddle_ir::loops::{BinOp, Block, Expr as L, Stmt};
@@ -208,7 +208,17 @@ impl Lowerer<'_> {
             body.push(Stmt::Check { cond: L::bin(BinOp::Ne, d.clone(), L::Int(0, m)), id });
             b = d;
         }
-        let e = L::bin(bin_op(op), a, b);
+        // The program's own `i64` arithmetic wraps (`numbers`): `+ - *` at
+        // `u64` where the backend asks for it, and a division by -1 apart
+        // (`i64::MIN / -1` overflows: undefined in C, a trap on x86).
+        let user_i64 = m == ScalarType::I64 && declared == Some(ScalarType::I64);
+        let e = match op {
+            SrcOp::Add | SrcOp::Sub | SrcOp::Mul if user_i64 && self.options.wrapping_i64 => wrapping(bin_op(op), a, b),
+            SrcOp::Div | SrcOp::Rem if user_i64 && !matches!(b, L::Int(v, _) if v != -1) => {
+                self.division_by_minus_one(op, a, b, body)
+            }
+            _ => L::bin(bin_op(op), a, b),
+        };
         if op.is_comparison() {
             return Ok(Val::Scalar(e, ScalarType::Bool));
         }
@@ -220,6 +230,29 @@ impl Lowerer<'_> {
             Some(d) => Val::Scalar(convert(e, m, d), d),
             None => Val::Scalar(e, m),
         })
+    }
+
+    /// `a / b` or `a % b` on `i64` values where `b` may be -1: `i64::MIN / -1`
+    /// overflows (undefined in OpenCL C, a trap on x86), and the interpreter
+    /// wraps (Rust's `wrapping_div`, `wrapping_rem`): `a / -1` is `-a`
+    /// wrapping and `a % -1` is 0. The operation divides by 1 instead of -1,
+    /// and a quotient by -1 is negated after. (`b` is a variable or a literal:
+    /// the check for a zero divisor shared it.)
+    fn division_by_minus_one(&mut self, op: SrcOp, a: L, b: L, body: &mut Block) -> L {
+        let minus_one = L::Int(-1, ScalarType::I64);
+        if b == minus_one {
+            return if op == SrcOp::Div { wrapping_neg(a) } else { L::Int(0, ScalarType::I64) };
+        }
+        let is_minus_one = L::bin(BinOp::Eq, b.clone(), minus_one);
+        let divisor = L::Select(Box::new(is_minus_one.clone()), Box::new(L::Int(1, ScalarType::I64)), Box::new(b));
+        if op == SrcOp::Rem {
+            return L::bin(BinOp::Rem, a, divisor);
+        }
+        let Val::Scalar(a, _) = self.share(Val::Scalar(a, ScalarType::I64), "dividend", body) else {
+            unreachable!("share keeps a scalar")
+        };
+        let quotient = L::bin(BinOp::Div, a.clone(), divisor);
+        L::Select(Box::new(is_minus_one), Box::new(wrapping_neg(a)), Box::new(quotient))
     }
 
     /// `select(c, then, els)`: only the chosen branch is evaluated.

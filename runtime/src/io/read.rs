@@ -332,9 +332,10 @@ mod tests {
         // holding them is advised MADV_HUGEPAGE (VmFlags `hg`) where it
         // covers whole huge pages, and holds the file's values.
         let n: usize = 1 << 20;
-        let dir = std::env::temp_dir().join(format!("heddle-npy-huge-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("x.npy");
+        // A directory of its own, removed when the test ends (never named by
+        // the process id: ids come back).
+        let dir = tempfile::Builder::new().prefix("heddle-npy-huge-").tempdir().unwrap();
+        let path = dir.path().join("x.npy");
         let mut bytes = Vec::new();
         super::super::npy::write_header(&mut bytes, "'<f8'", &[n as u64]).unwrap();
         for i in 0..n {
@@ -342,7 +343,6 @@ mod tests {
         }
         std::fs::write(&path, &bytes).unwrap();
         let loaded = read_npy(&path).unwrap();
-        std::fs::remove_dir_all(&dir).unwrap();
         let Loaded::Packed { data: crate::scalars::ScalarVec::F64(v), .. } = loaded else {
             panic!("a plain f64 array is read packed")
         };

@@ -793,7 +793,10 @@ mod tests {
         s.push_str("1 1 2.5");
         n += 1;
         let s = s.replacen("0000000", &format!("{n:07}"), 1);
-        let path = std::env::temp_dir().join(format!("heddle_mtx_unit_{}.mtx", std::process::id()));
+        // A directory of its own, removed when the test ends (never named by
+        // the process id: ids come back).
+        let dir = tempfile::Builder::new().prefix("heddle-mtx-unit-").tempdir().unwrap();
+        let path = dir.path().join("unit.mtx");
         std::fs::write(&path, &s).unwrap();
         let (mapped, _, _) = read_columns(&path, ScalarType::F64, true, false).unwrap().expect("mapped");
         let (read, _, _) = read_columns(&path, ScalarType::F64, false, false).unwrap().expect("read");

@@ -21,3 +21,42 @@ mod sparse_io_chunks;
 mod sparse_roundtrip;
 mod sparse_seeds;
 mod sparse_storage;
+
+/// A new, empty directory for one test's files, removed with everything in
+/// it when the guard is dropped (when the test ends, passing or failing).
+/// Its name is unique, never the process id: ids come back, and a directory
+/// or file named after one could hold an earlier process's files (the root
+/// crate's `common::scratch_dir`).
+pub fn scratch_dir(tag: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(&format!("heddle-{tag}-")).tempdir().expect("create a temporary directory")
+}
+
+/// A file written in a scratch directory of its own, removed with the
+/// directory when dropped; it derefs to its path.
+pub struct ScratchFile {
+    path: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl ScratchFile {
+    /// `text` in a new file named `name` (its extension says its format).
+    pub fn new(tag: &str, name: &str, text: &str) -> ScratchFile {
+        let dir = scratch_dir(tag);
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).expect("write a scratch file");
+        ScratchFile { path, _dir: dir }
+    }
+}
+
+impl std::ops::Deref for ScratchFile {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
+impl AsRef<std::path::Path> for ScratchFile {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.path
+    }
+}

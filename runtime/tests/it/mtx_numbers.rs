@@ -14,12 +14,9 @@ use heddle_runtime::scalars::Num;
 use heddle_runtime::sparse::coo::CooColumns;
 use heddle_runtime::sparse::mtx::{parse_mtx_for, read_mtx_columns};
 use std::fmt::Write;
-use std::path::PathBuf;
 
-fn put(name: &str, text: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!("heddle_mtx_numbers_{}_{name}.mtx", std::process::id()));
-    std::fs::write(&path, text).unwrap();
-    path
+fn put(name: &str, text: &str) -> crate::ScratchFile {
+    crate::ScratchFile::new("mtx-numbers", &format!("{name}.mtx"), text)
 }
 
 /// A small deterministic generator (xorshift64).
@@ -254,7 +251,7 @@ fn cut(s: &str, digits: usize) -> (String, String) {
 }
 
 /// Writes `vals` as one column of a `coordinate real general` file.
-fn file_of(name: &str, vals: &[String]) -> PathBuf {
+fn file_of(name: &str, vals: &[String]) -> crate::ScratchFile {
     let mut s = format!("%%MatrixMarket matrix coordinate real general\n{} 1 {}\n", vals.len(), vals.len());
     for (k, x) in vals.iter().enumerate() {
         writeln!(s, "{} 1 {x}", k + 1).unwrap();

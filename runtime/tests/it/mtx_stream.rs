@@ -17,13 +17,11 @@ use heddle_runtime::sparse::mtx::parse_mtx_for;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Writes `text` to a file of its own in the temporary directory.
-fn put(name: &str, text: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!("heddle_mtx_stream_{}_{name}.mtx", std::process::id()));
-    std::fs::write(&path, text).unwrap();
-    path
+fn put(name: &str, text: &str) -> crate::ScratchFile {
+    crate::ScratchFile::new("mtx-stream", &format!("{name}.mtx"), text)
 }
 
 /// The file as the streaming reader reads it (it must take it).

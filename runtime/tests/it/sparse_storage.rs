@@ -62,10 +62,10 @@ fn storage_of_a_4x8_matrix() {
         write::write_json(&t, &mut text).unwrap();
         assert_eq!(serde_json::from_slice::<serde_json::Value>(&text).unwrap(), json, "{name}");
         // Through scipy's .npz (csr, csc, bsr as stored, the rest as coo): the same matrix.
-        let npz = std::env::temp_dir().join(format!("heddle-storage-{}-{name}.npz", std::process::id()));
+        let dir = crate::scratch_dir("storage");
+        let npz = dir.path().join(format!("{name}.npz"));
         write::write(&t, &npz).unwrap();
         assert_eq!(to_dense(&file::read_into(&npz, &e).unwrap()).unwrap(), want, "{name} via .npz");
-        std::fs::remove_file(&npz).ok();
     }
 }
 
@@ -82,7 +82,8 @@ fn json_storage_in_the_target_encoding_keeps_its_layout() {
                "coordinates": [null, [1, 2, 0, 0, 0, 0, 3, 0]], "values": [3, 5, -1, -1, -1, 1, 2, -1]}}"#
         )
     };
-    let path = std::env::temp_dir().join(format!("heddle_gaps_{}.json", std::process::id()));
+    let dir = crate::scratch_dir("gaps");
+    let path = dir.path().join("gaps.json");
     std::fs::write(&path, storage("[5, 7, 2, 2, 0, 2]")).unwrap();
     // The same storage scheme, spelled differently (the legacy `high` property).
     let same =
@@ -105,7 +106,6 @@ fn json_storage_in_the_target_encoding_keeps_its_layout() {
         let e = file::read_into(&path, &same).unwrap_err().to_string();
         assert!(e.contains("positions[1][1]") && e.contains(want), "{e}");
     }
-    let _ = std::fs::remove_file(&path);
 }
 
 /// A JSON value as insta's JSON snapshots print it (serde_json's own
