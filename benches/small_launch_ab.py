@@ -7,7 +7,7 @@ against the state-aware pair, interleaved (docs/performance.md, "wake").
 Each configuration runs `heddle run … --reps N --json` twice per round, once
 with HEDDLE_PARALLEL_THRESHOLD=40000 (the one threshold of before: a launch
 under it stays on one thread whatever the workers' state) and once without
-(awake workers split launches from 4 000), in alternating order. Prints the
+(awake workers split launches from 5 000), in alternating order. Prints the
 minimum and the median over rounds of each run's kernel median and p10, in µs.
 """
 import argparse

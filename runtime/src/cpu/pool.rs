@@ -30,10 +30,12 @@
 //! worth splitting only when its helpers are awake (see `split.rs`). The
 //! hand-over costs, measured by `handover_costs` below (`cargo test -p
 //! heddle-runtime --release --lib handover_costs -- --ignored --nocapture`;
-//! a 2-core VM, docs/performance.md, "wake"): from the launch's start to a
-//! helper's first chunk, an awake (spinning) helper takes a median 0.5 µs
-//! (p90 1 µs); a parked one 60 µs (p10 45 µs), which the OS spends waking
-//! it.
+//! the 2-vCPU VM shared with builds, load 2–6; docs/performance.md,
+//! "wake"): from a launch's start to an awake (spinning) helper's first
+//! chunk p10 0.85 µs, median 2.7 µs; to a parked one's p10 5.0 µs, median
+//! 6.4 µs, and waking it costs the launching thread itself about 4 µs (the
+//! `unpark` system call: a launch of 2–16 µs of work split for a parked
+//! helper takes 3.9–4.4 µs longer than on one thread).
 
 use heddle_codegen_cpu::Fault;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};

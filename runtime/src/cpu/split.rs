@@ -46,23 +46,23 @@ pub const ROW_COST: u64 = 5;
 pub const ITEM_COST: u64 = 1;
 
 /// Below this total cost a launch runs on one thread unless its helpers
-/// are awake: a parked helper starts on a launch a median 60 µs after it
-/// began (p10 45 µs; `pool.rs`, `handover_costs`), so two threads, the
-/// caller alone for that long and then both, need a launch of some 40 µs
-/// on one thread (at about a nanosecond per unit) to finish in 3/4 of its
-/// time. (The SpMVs near it: uniform_5k_d4 in CSR32, 45 000, about 9 µs on
-/// one thread; the cost model overestimates, so this errs towards one
-/// thread.)
+/// are awake. Waking a parked helper costs the launching thread about
+/// `W` = 4 µs and the helper joins `L` = 6.4 µs (median) after the start
+/// (`pool.rs`, `handover_costs`), so a launch of `C` on one thread takes
+/// about `W + (C + L) / 2` on two: 3/4 of `C` or less from `C = 4W + 2L`,
+/// about 30 µs. At about a nanosecond per unit that is 30 000–40 000; the
+/// model overestimates the small in-cache SpMVs (uniform_5k_d4 in CSR32:
+/// 45 000 units, 10 µs on one thread), which errs towards one thread.
 pub const PARALLEL_THRESHOLD: u64 = 40_000;
 
 /// Below this total cost a launch runs on one thread whatever the state of
-/// the workers: an awake helper starts on a launch a median 0.5 µs after it
-/// began (p90 1 µs), and the launch's own overhead (posting the job,
-/// waiting for the helper to finish its last chunk) is about as much again,
-/// so a launch of 4 µs or more on one thread gains a quarter or more. With
-/// the lanes counted (SELL-8 on uniform_5k_d4: 23 125), the small SpMVs a
-/// solver iterates lie between this and [`PARALLEL_THRESHOLD`].
-pub const AWAKE_THRESHOLD: u64 = 4_000;
+/// the workers. An awake helper needs no wake-up call (the job is a store to
+/// the mailbox it spins on) and joins `L` = 2.7 µs (median; p10 0.85 µs)
+/// after the start, so two threads take about `(C + L) / 2`: 3/4 of `C` or
+/// less from `C = 2L`, about 5 µs, 5 000 units. With the lanes counted
+/// (SELL-8 on uniform_5k_d4: 23 125 units) the small SpMVs a solver
+/// iterates lie between this and [`PARALLEL_THRESHOLD`].
+pub const AWAKE_THRESHOLD: u64 = 5_000;
 
 /// The costs below which a launch stays on one thread, by the state of the
 /// workers it would hand chunks to. `HEDDLE_PARALLEL_THRESHOLD` sets both
