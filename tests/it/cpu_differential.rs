@@ -456,7 +456,7 @@ fn a_small_sell8_launch_splits_only_when_the_workers_are_awake() {
 
     let plan = heddle_runtime::cpu::plan(&program, &compiled, &mut launch, 2);
     assert_eq!((plan.threads, plan.when), (2, SplitWhen::HelpersAwake), "{plan:?}");
-    assert!(plan.chunks.len() >= 2 && plan.chunks.len() % 2 == 0, "{plan:?}");
+    assert!(plan.chunks.len() >= 2 && plan.chunks.len().is_multiple_of(2), "{plan:?}");
     assert_eq!(plan.now(|_| Helpers::Awake), (&plan.chunks[..], 2));
     assert_eq!(plan.now(|_| Helpers::Parked), (&heddle_runtime::cpu::Plan::whole().chunks[..], 1));
     // One thread, or a parked threshold at or below the cost: no question to ask.
