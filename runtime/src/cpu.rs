@@ -24,9 +24,12 @@ mod ranges;
 mod split;
 
 pub use cache::{KernelCache, compile_cached, compile_cached_with};
-pub use pool::{MAX_THREADS, default_threads, parse_threads, threads_from_env};
+pub use pool::{Helpers, MAX_THREADS, default_threads, helpers, parse_threads, threads_from_env};
 pub use ranges::inputs_in_ranges;
-pub use split::{CHUNKS_PER_THREAD, ITEM_COST, PARALLEL_THRESHOLD, Plan, ROW_COST, plan, plan_tuned, plan_with};
+pub use split::{
+    AWAKE_THRESHOLD, CHUNKS_PER_THREAD, ITEM_COST, PARALLEL_THRESHOLD, Plan, ROW_COST, SplitWhen, Thresholds, plan,
+    plan_tuned, plan_with,
+};
 
 use crate::launch::{Launch, Slot, check_failure};
 use heddle_codegen_cpu::{ArgValue, CpuKernel, Fault, Options, Slots};
@@ -48,10 +51,11 @@ pub fn run(prog: &LoopProgram, launch: &mut Launch, threads: impl Into<Paralleli
 pub struct Parallelism {
     /// At most this many threads (the calling one included).
     pub threads: usize,
-    /// A launch whose estimated cost is below this runs on one thread
-    /// ([`PARALLEL_THRESHOLD`] by default; 0 splits every launch, as tests
-    /// of the split itself want).
-    pub threshold: u64,
+    /// A launch whose estimated cost is below these runs on one thread
+    /// ([`Thresholds::default`]: [`AWAKE_THRESHOLD`] when the workers are
+    /// awake, [`PARALLEL_THRESHOLD`] when they are parked; 0 splits every
+    /// launch, as tests of the split itself want).
+    pub threshold: Thresholds,
     /// How the code is generated and the launch cut (per matrix, by
     /// `heddle tune`): speed only, results within what LANGUAGE.md §5 allows.
     pub tuning: Tuning,
@@ -60,7 +64,7 @@ pub struct Parallelism {
 impl Parallelism {
     /// `threads` threads for every launch, however small.
     pub fn always(threads: usize) -> Parallelism {
-        Parallelism { threads, threshold: 0, tuning: Tuning::default() }
+        Parallelism { threads, threshold: Thresholds::uniform(0), tuning: Tuning::default() }
     }
 
     /// These settings with `tuning`.
@@ -107,18 +111,26 @@ pub const MAX_CHUNKS_PER_THREAD: usize = 64;
 impl From<usize> for Parallelism {
     /// `threads` threads, with the threshold of `HEDDLE_PARALLEL_THRESHOLD`
     /// when it is set to a valid cost (see [`threshold_from_env`]), else
-    /// [`PARALLEL_THRESHOLD`].
+    /// the default [`Thresholds`].
     fn from(threads: usize) -> Parallelism {
-        let threshold = threshold_from_env().ok().flatten().unwrap_or(PARALLEL_THRESHOLD);
+        let threshold = thresholds_from_env().unwrap_or_default();
         Parallelism { threads, threshold, tuning: Tuning::default() }
     }
 }
 
+/// The thresholds a launch uses: `HEDDLE_PARALLEL_THRESHOLD`'s one value
+/// for every state of the workers when it is set ([`threshold_from_env`]),
+/// else the default [`Thresholds`]; an error when it is not a whole number.
+pub fn thresholds_from_env() -> Result<Thresholds, String> {
+    Ok(threshold_from_env()?.map_or_else(Thresholds::default, Thresholds::uniform))
+}
+
 /// `HEDDLE_PARALLEL_THRESHOLD`: the estimated cost (about nanoseconds, see
-/// [`ROW_COST`]) below which a launch runs on one thread; `None` when
-/// unset, an error when it is not a whole number. 0 splits every launch
-/// (the integration tests set it, so that their small inputs still run on
-/// several threads).
+/// [`ROW_COST`]) below which a launch runs on one thread, whether the
+/// workers are awake or parked (it overrides both [`Thresholds`]); `None`
+/// when unset, an error when it is not a whole number. 0 splits every
+/// launch (the integration tests set it, so that their small inputs still
+/// run on several threads).
 pub fn threshold_from_env() -> Result<Option<u64>, String> {
     let Some(raw) = std::env::var_os("HEDDLE_PARALLEL_THRESHOLD") else { return Ok(None) };
     let text = raw.to_string_lossy();
@@ -182,7 +194,10 @@ impl<'l> Ready<'l> {
         drop(compiling);
         let mut planning = crate::profile::phase(|| "plan the split".into());
         let plan = plan_tuned(prog, &kernel, launch, p.threads, p.threshold, p.tuning.chunks_per_thread);
-        planning.rename(|| format!("plan the split ({} chunks on {} threads)", plan.chunks.len(), plan.threads));
+        planning.rename(|| {
+            let when = if plan.when == SplitWhen::HelpersAwake { ", when the workers are awake" } else { "" };
+            format!("plan the split ({} chunks on {} threads{when})", plan.chunks.len(), plan.threads)
+        });
         drop(planning);
         let args = arguments(prog, launch)?;
         let slots = kernel.slots(args.values()).map_err(|f| fault(prog, f))?;
@@ -279,7 +294,9 @@ fn launch_chunks(
         // atomic instructions (`AddAtomic`).
         unsafe { kernel.call_with(slots, range) }
     };
-    pool::run_chunks(&plan.chunks, plan.threads, &call).map_err(|f| fault(prog, f))
+    // A small launch is split only if its workers are awake now (`split.rs`).
+    let (chunks, threads) = plan.now(pool::helpers);
+    pool::run_chunks(chunks, threads, &call).map_err(|f| fault(prog, f))
 }
 
 /// The diagnostic for a kernel's fault.

@@ -295,9 +295,7 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
                     .map_err(Failure::Input)?
                     .unwrap_or_else(heddle_runtime::cpu::default_threads),
             };
-            let threshold = heddle_runtime::cpu::threshold_from_env()
-                .map_err(Failure::Input)?
-                .unwrap_or(heddle_runtime::cpu::PARALLEL_THRESHOLD);
+            let threshold = heddle_runtime::cpu::thresholds_from_env().map_err(Failure::Input)?;
             let mut tuning = heddle_runtime::cpu::Tuning::default();
             if let Some(n) = a.accumulators {
                 tuning.accumulators = n;

@@ -678,10 +678,7 @@ fn prepare<'a>(
             (value, timer, bytes)
         }
         (Code::Cpu(program), _) => {
-            let threshold = heddle_runtime::cpu::threshold_from_env()
-                .ok()
-                .flatten()
-                .unwrap_or(heddle_runtime::cpu::PARALLEL_THRESHOLD);
+            let threshold = heddle_runtime::cpu::thresholds_from_env().unwrap_or_default();
             let threads = heddle_runtime::cpu::Parallelism { threads: threads.unwrap_or(1), threshold, tuning };
             let value = heddle::cpu::run(&c.kernel, program, &env, threads).map_err(|d| d.message)?;
             let bytes = bytes_moved(program, &env);

@@ -406,3 +406,69 @@ fn launches_whose_inputs_exceed_the_cache_bound_run_short_rows_without_straight_
         }
     }
 }
+
+/// `a` in SELL-8 (σ = 1) as `examples/sparse/spmv_sell8.hdl` takes it:
+/// slices of 8 rows padded to their longest (padding: value 0 at column 0).
+fn sell8_inputs(a: &Sparse) -> Vec<(String, Loaded)> {
+    let slices = a.rows.len().div_ceil(8);
+    let (mut soff, mut cols, mut vals) = (vec![0usize], Vec::new(), Vec::new());
+    for s in 0..slices {
+        let lane = |l: usize| a.rows.get(8 * s + l).map_or(&[][..], Vec::as_slice);
+        let width = (0..8).map(|l| lane(l).len()).max().unwrap_or(0);
+        let step = |k: usize, f: &dyn Fn(&(usize, f64)) -> serde_json::Value, pad: serde_json::Value| {
+            (0..8).map(|l| lane(l).get(k).map_or(pad.clone(), f)).collect::<Vec<_>>()
+        };
+        cols.push((0..width).map(|k| step(k, &|e| json!(e.0), json!(0))).collect::<Vec<_>>());
+        vals.push((0..width).map(|k| step(k, &|e| json!(e.1), json!(0.0))).collect::<Vec<_>>());
+        soff.push(soff[s] + width);
+    }
+    let xs: Vec<f64> = (0..a.cols).map(|k| ((k % 17) as f64 - 8.0) / 4.0).collect();
+    [("soff", json!(soff)), ("cols", json!(cols)), ("vals", json!(vals)), ("xs", json!(xs))]
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), Loaded::Json(v)))
+        .collect()
+}
+
+/// SELL-8 on 5 000 rows of 4 entries (the shape of the bench's
+/// uniform_5k_d4): its work counts the 8 lanes of a step, 625 slices ×
+/// ROW_COST + 2 500 steps × 8 lanes × ITEM_COST = 23 125 (without them 5 625,
+/// an eighth of CSR's nonzeros), which lies between the awake and the parked
+/// thresholds: at 2 threads the launch is split when the workers are awake
+/// and is one call on the caller's thread when they are parked, and a loop
+/// of such launches gives the interpreter's result whichever it runs.
+#[test]
+fn a_small_sell8_launch_splits_only_when_the_workers_are_awake() {
+    use heddle_runtime::cpu::{
+        AWAKE_THRESHOLD, Helpers, ITEM_COST, PARALLEL_THRESHOLD, ROW_COST, SplitWhen, Thresholds, plan_with,
+    };
+    let path = common::root().join("examples/sparse/spmv_sell8.hdl");
+    let (_, kernel) = load(&path);
+    let program = heddle::cpu::lower(&kernel, "spmv_sell8").unwrap();
+    let a = sparse(5000, 5000, 17, |_, _| 4);
+    let env = bind_inputs(&kernel, &[], sell8_inputs(&a)).unwrap_or_else(|e| panic!("{e}"));
+    let mut launch = heddle_runtime::launch::prepare(&program, &env).unwrap();
+    let compiled = heddle_runtime::cpu::compile_cached(&program).unwrap();
+    let cost = 625 * ROW_COST + 2500 * 8 * ITEM_COST;
+    assert!((AWAKE_THRESHOLD..PARALLEL_THRESHOLD).contains(&cost), "{cost}");
+    // The estimate is exactly that: a uniform threshold at it splits, one above does not.
+    assert_eq!(plan_with(&program, &compiled, &mut launch, 2, cost).when, SplitWhen::Always);
+    assert_eq!(plan_with(&program, &compiled, &mut launch, 2, cost + 1), heddle_runtime::cpu::Plan::whole());
+
+    let plan = heddle_runtime::cpu::plan(&program, &compiled, &mut launch, 2);
+    assert_eq!((plan.threads, plan.when), (2, SplitWhen::HelpersAwake), "{plan:?}");
+    assert!(plan.chunks.len() >= 2 && plan.chunks.len().is_multiple_of(2), "{plan:?}");
+    assert_eq!(plan.now(|_| Helpers::Awake), (&plan.chunks[..], 2));
+    assert_eq!(plan.now(|_| Helpers::Parked), (&heddle_runtime::cpu::Plan::whole().chunks[..], 1));
+    // One thread, or a parked threshold at or below the cost: no question to ask.
+    assert_eq!(heddle_runtime::cpu::plan(&program, &compiled, &mut launch, 1), heddle_runtime::cpu::Plan::whole());
+    let eager = Thresholds { parked: cost, awake: AWAKE_THRESHOLD };
+    let always = plan_with(&program, &compiled, &mut launch, 2, eager);
+    assert_eq!(always.now(|_| panic!("an Always plan asks nothing")), (&always.chunks[..], 2));
+
+    let want = heddle_runtime::interp::run_kernel(&kernel, &env).unwrap();
+    let threads = Parallelism { threads: 2, threshold: Thresholds::default(), tuning: Default::default() };
+    for _ in 0..50 {
+        let got = heddle::cpu::run(&kernel, &program, &env, threads).unwrap();
+        assert!(agree(&got, &want), "{got:?}");
+    }
+}

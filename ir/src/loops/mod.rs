@@ -149,7 +149,8 @@ pub struct ParallelWork {
     /// The loop variable.
     pub var: Name,
     /// How many inner elements iteration `var` works through (a CSR row's
-    /// nonzeros): an `i64` expression over `var` and the arguments.
+    /// nonzeros; a SELL-8 slice's steps times its 8 lanes): an `i64`
+    /// expression over `var` and the arguments.
     pub items: Expr,
     /// The sum of `items` over the iterations before `var` (from 0), when
     /// lowering found a closed form for it (CSR: `A_pos1[i] - A_pos1[0]`): a

@@ -1333,33 +1333,6 @@ impl Lowerer<'_> {
         (!e.any(&mut |x| matches!(x, L::Var(v) if !known(v)))).then_some(e)
     }
 
-    /// The work of the parallel iterations over `var`: the length of one
-    /// iteration's element if that is an array (0 otherwise), and the sum of
-    /// those lengths before `var` when it has a closed form.
-    pub(super) fn work_estimate(&mut self, var: &Name, elem_ty: &Type, env: &Env) -> heddle_ir::loops::ParallelWork {
-        let none = |items| heddle_ir::loops::ParallelWork { var: var.clone(), items, before: None };
-        let Some(len) = work_len(elem_ty) else { return none(L::index(0)) };
-        // Only a plain expression over the arguments and the loop variable can be
-        // evaluated by the runtime before the launch.
-        let plain = |cx: &mut Self, n: &Nat| {
-            let mut sink = Block::new();
-            let e = cx.index_expr(n, env, &mut sink).ok()?;
-            sink.iter().all(|s| matches!(s, Stmt::Let { .. })).then(|| inline_lets(e, &sink))
-        };
-        let Some(items) = plain(self, len) else { return none(L::index(0)) };
-        // Σ(k = 0 .. var - 1, len[var := k]): CSR's telescopes to one difference.
-        let k = self.fresh("k");
-        let before = Nat::Sum {
-            var: k.clone(),
-            lo: Box::new(Nat::Lit(0)),
-            hi: Box::new(Nat::sub(Nat::Var(var.clone()), Nat::Lit(1))),
-            body: Box::new(len.subst(var, &Nat::Var(k))),
-        };
-        let closed = crate::simplify(&env.subst_nat(&before), &self.facts, &self.options.limits).nat;
-        let before = if closed.has_sum() { None } else { plain(self, &closed) };
-        heddle_ir::loops::ParallelWork { var: var.clone(), items, before }
-    }
-
     pub(super) fn schedule_of(&self, v: &View) -> Schedule {
         match &v.kind {
             ViewKind::Map { prim, dim, .. } => match *prim {
@@ -1376,20 +1349,6 @@ impl Lowerer<'_> {
             ViewKind::Generate { .. } if !(self.in_parallel || self.sequential) => Schedule::Parallel,
             _ => Schedule::Seq,
         }
-    }
-}
-
-/// The length that weighs an element of a parallel loop: an array's, or for
-/// a stored level's element, `(coordinate, child)`, its child's (DCSR's row,
-/// a CSF slice's fibres). `None` for scalars and tuples without an array.
-fn work_len(elem_ty: &Type) -> Option<&Nat> {
-    match elem_ty {
-        Type::Array { len, .. } => Some(len),
-        Type::Tuple(fields) => fields.iter().rev().find_map(|f| match f {
-            Type::Array { len, .. } => Some(len),
-            _ => None,
-        }),
-        _ => None,
     }
 }
 

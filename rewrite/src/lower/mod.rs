@@ -34,6 +34,7 @@ mod tree;
 mod vector_reduce;
 mod vectors;
 mod view;
+mod work;
 
 use crate::Facts;
 use heddle_ir::loops::{Arg, ArgKind, Block, Check, CountPhase, HostBuffer, LoopProgram};

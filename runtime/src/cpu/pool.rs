@@ -25,9 +25,20 @@
 //! A failing chunk stops the launch at the first failure *in chunk order*
 //! (chunks after it are skipped, chunks before it still run), which is the
 //! failure a sequential run reports.
+//!
+//! Each worker says whether it is parked ([`helpers`]): a small launch is
+//! worth splitting only when its helpers are awake (see `split.rs`). The
+//! hand-over costs, measured by `handover_costs` below (`cargo test -p
+//! heddle-runtime --release --lib handover_costs -- --ignored --nocapture`;
+//! the 2-vCPU VM shared with builds, load 2–6; docs/performance.md,
+//! "wake"): from a launch's start to an awake (spinning) helper's first
+//! chunk p10 0.85 µs, median 2.7 µs; to a parked one's p10 5.0 µs, median
+//! 6.4 µs, and waking it costs the launching thread itself about 4 µs (the
+//! `unpark` system call: a launch of 2–16 µs of work split for a parked
+//! helper takes 3.9–4.4 µs longer than on one thread).
 
 use heddle_codegen_cpu::Fault;
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
@@ -37,8 +48,12 @@ pub const MAX_THREADS: usize = 1024;
 
 /// How long a worker spins for the next job before it parks (and how long
 /// a launcher spins for its workers before it does). Long enough for the gap
-/// between two launches of a loop that times or iterates a kernel; short
-/// enough not to matter to other processes.
+/// between two launches of a loop that times or iterates a kernel (`--reps`:
+/// a few µs; a solver's vector updates between two SpMVs: tens of µs);
+/// short enough not to matter to other processes, or to a caller that goes
+/// on with long single-threaded work on the same core (it loses at most
+/// this much of it). A worker woken without a job (see [`helpers`]) spins
+/// this long too, then parks again.
 const SPIN: Duration = Duration::from_micros(200);
 
 /// The number of threads to use when none is asked for: `HEDDLE_THREADS` if
@@ -143,7 +158,26 @@ impl Job<'_> {
 /// since its worker spins on it.
 #[repr(align(64))]
 #[derive(Default)]
-struct Mailbox(AtomicPtr<()>);
+struct Mailbox {
+    job: AtomicPtr<()>,
+    /// Whether the worker is parked (or about to park): a job handed to it
+    /// waits for the OS to wake it. False while it spins or works.
+    parked: AtomicBool,
+}
+
+impl Mailbox {
+    /// Puts `job` in, and wakes the worker if it is parked. (Sequentially
+    /// consistent with the worker's `parked` then `job` in [`worker_loop`]:
+    /// either this sees it parked and unparks it, or it sees the job before
+    /// it parks. A spinning worker is not unparked, so that it is not left a
+    /// wake-up token that would cut its next park short.)
+    fn post(&self, job: *mut (), thread: &Thread) {
+        self.job.store(job, Ordering::SeqCst);
+        if self.parked.load(Ordering::SeqCst) {
+            thread.unpark();
+        }
+    }
+}
 
 /// A worker thread.
 struct Worker {
@@ -155,13 +189,57 @@ struct Worker {
 struct Pool {
     workers: Vec<Worker>,
     runs: Vec<Run>,
+    /// When [`helpers`] was last asked: launches that follow each other
+    /// within [`SPIN`] are a loop whose next launch would find woken
+    /// workers still awake.
+    last_asked: Option<Instant>,
+}
+
+/// The state of the workers a split launch would hand chunks to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Helpers {
+    /// Every one of them exists and is spinning for its next job (it
+    /// finished a launch, or was woken, under [`SPIN`] ago): it starts on a
+    /// launch within about a microsecond.
+    Awake,
+    /// One of them is parked (or does not exist yet): the OS must wake it,
+    /// which takes tens of microseconds.
+    Parked,
+}
+
+/// The state of the workers a launch on `threads` threads would use. When
+/// one is parked and launches come in quick succession (the previous call
+/// was under [`SPIN`] ago), they are woken (created, the first time)
+/// without a job, so that the next launch of the loop finds them awake; a
+/// launch on its own wakes nobody. Allocates nothing once the workers exist.
+pub fn helpers(threads: usize) -> Helpers {
+    let helpers = threads.clamp(1, MAX_THREADS) - 1;
+    let mut guard = pool();
+    let p = &mut *guard;
+    let awake =
+        p.workers.len() >= helpers && p.workers[..helpers].iter().all(|w| !w.mailbox.parked.load(Ordering::Relaxed));
+    let now = Instant::now();
+    let in_a_loop = p.last_asked.is_some_and(|t| now.duration_since(t) < SPIN);
+    p.last_asked = Some(now);
+    if awake {
+        return Helpers::Awake;
+    }
+    if in_a_loop {
+        ensure_workers(p, helpers);
+        for w in &p.workers[..helpers.min(p.workers.len())] {
+            if w.mailbox.parked.load(Ordering::Relaxed) {
+                w.thread.unpark();
+            }
+        }
+    }
+    Helpers::Parked
 }
 
 /// The pool, locked for one launch at a time (concurrent launches from
 /// different threads take turns; each is parallel inside).
 fn pool() -> MutexGuard<'static, Pool> {
     static POOL: OnceLock<Mutex<Pool>> = OnceLock::new();
-    POOL.get_or_init(|| Mutex::new(Pool { workers: Vec::new(), runs: Vec::new() }))
+    POOL.get_or_init(|| Mutex::new(Pool { workers: Vec::new(), runs: Vec::new(), last_asked: None }))
         .lock()
         .unwrap_or_else(|e| e.into_inner())
 }
@@ -170,10 +248,10 @@ fn pool() -> MutexGuard<'static, Pool> {
 /// with): wait for a job in the mailbox, help, report, repeat.
 fn worker_loop(index: usize, mailbox: Arc<Mailbox>) {
     loop {
-        let spin_until = Instant::now() + SPIN;
+        let mut spin_until = Instant::now() + SPIN;
         let mut spins = 0u32;
         let job = loop {
-            let j = mailbox.0.swap(std::ptr::null_mut(), Ordering::Acquire);
+            let j = mailbox.job.swap(std::ptr::null_mut(), Ordering::Acquire);
             if !j.is_null() {
                 break j as *const Job<'static>;
             }
@@ -181,8 +259,15 @@ fn worker_loop(index: usize, mailbox: Arc<Mailbox>) {
             if !spins.is_multiple_of(64) || Instant::now() < spin_until {
                 std::hint::spin_loop();
             } else {
-                // Woken by the launcher's `unpark`, or spuriously: look again.
-                std::thread::park();
+                // Say so, then look once more (see `Mailbox::post`).
+                mailbox.parked.store(true, Ordering::SeqCst);
+                if mailbox.job.load(Ordering::SeqCst).is_null() {
+                    // Woken by a launcher's `unpark`, by `helpers`, or
+                    // spuriously: look again, and spin a while first.
+                    std::thread::park();
+                }
+                mailbox.parked.store(false, Ordering::SeqCst);
+                spin_until = Instant::now() + SPIN;
             }
         };
         // SAFETY: the launcher put the job in this mailbox and does not return
@@ -256,8 +341,7 @@ pub fn run_chunks(chunks: &[(i64, i64)], threads: usize, f: &ChunkFn<'_>) -> Res
         caller: std::thread::current(),
     };
     for w in &p.workers[..helpers] {
-        w.mailbox.0.store(&job as *const Job<'_> as *mut (), Ordering::Release);
-        w.thread.unpark();
+        w.mailbox.post(&job as *const Job<'_> as *mut (), &w.thread);
     }
     // The caller takes the first home run: it starts before any worker wakes.
     let mine = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job.participate(0)));
@@ -265,7 +349,7 @@ pub fn run_chunks(chunks: &[(i64, i64)], threads: usize, f: &ChunkFn<'_>) -> Res
     // busy machine the OS may not have run it) has nothing left to do: take
     // the job back out of its mailbox rather than wait for it to wake.
     for w in &p.workers[..helpers] {
-        if !w.mailbox.0.swap(std::ptr::null_mut(), Ordering::AcqRel).is_null() {
+        if !w.mailbox.job.swap(std::ptr::null_mut(), Ordering::AcqRel).is_null() {
             job.pending.fetch_sub(1, Ordering::AcqRel);
         }
     }
@@ -378,6 +462,116 @@ mod tests {
                 });
             }
         });
+    }
+
+    /// Waits (up to 20 s) until worker 0's `parked` is `want`.
+    fn wait_until_parked_is(want: bool) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if pool().workers.first().is_some_and(|w| w.mailbox.parked.load(Ordering::SeqCst) == want) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        false
+    }
+
+    #[test]
+    fn an_idle_worker_parks_and_a_loop_of_launches_wakes_it() {
+        // Other tests' launches may wake worker 0 at any time, so each step
+        // waits for the state it needs rather than assuming it.
+        run_chunks(&[(0, 1), (1, 2)], 2, &|_| Ok(())).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            assert!(wait_until_parked_is(true), "worker 0 never parked after its launch");
+            // Asked long after any launch of this test: it says so, and wakes nobody.
+            std::thread::sleep(SPIN * 2);
+            if helpers(2) == Helpers::Parked {
+                break;
+            }
+            assert!(Instant::now() < deadline, "helpers() never saw worker 0 parked");
+        }
+        // Two asks within SPIN of each other (a loop of launches) wake it;
+        // retried, as the OS may hold this thread longer than SPIN between them.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            helpers(2);
+            helpers(2);
+            if wait_until_parked_is(false) && helpers(2) == Helpers::Awake {
+                break;
+            }
+            assert!(Instant::now() < deadline, "helpers() in a loop never woke worker 0");
+        }
+        // One thread needs no helper.
+        assert_eq!(helpers(1), Helpers::Awake);
+    }
+
+    /// Not a check but a measurement (`cargo test -p heddle-runtime --release
+    /// --lib handover_costs -- --ignored --nocapture`): what handing a launch
+    /// to an awake and to a parked worker costs, the figures the thresholds
+    /// of `split.rs` are derived from.
+    #[test]
+    #[ignore = "a measurement: run it alone, with --release --ignored --nocapture"]
+    fn handover_costs() {
+        fn busy(d: Duration) {
+            let t = Instant::now();
+            while t.elapsed() < d {
+                std::hint::spin_loop();
+            }
+        }
+        fn quantiles(mut v: Vec<f64>) -> String {
+            v.sort_by(f64::total_cmp);
+            let q = |f: f64| v.get(((v.len() - 1) as f64 * f) as usize).copied().unwrap_or(f64::NAN);
+            format!("p10 {:6.2}  median {:6.2}  p90 {:6.2} µs ({} samples)", q(0.1), q(0.5), q(0.9), v.len())
+        }
+        // Launch start to the helper's first chunk: 8 chunks of 25 µs, so a
+        // parked helper still finds work when it wakes.
+        let chunks: Vec<(i64, i64)> = (0..8).map(|k| (k, k + 1)).collect();
+        for (state, gap) in [("awake", Duration::ZERO), ("parked", Duration::from_millis(2))] {
+            let mut latency = Vec::new();
+            for _ in 0..1000 {
+                std::thread::sleep(gap);
+                let caller = std::thread::current().id();
+                let first = Mutex::new(None::<f64>);
+                let start = Instant::now();
+                run_chunks(&chunks, 2, &|_| {
+                    if std::thread::current().id() != caller {
+                        let mut f = first.lock().unwrap();
+                        f.get_or_insert(start.elapsed().as_secs_f64() * 1e6);
+                    }
+                    busy(Duration::from_micros(25));
+                    Ok(())
+                })
+                .unwrap();
+                latency.extend(first.into_inner().unwrap());
+            }
+            println!("{state:6} helper, launch start to its first chunk: {}", quantiles(latency));
+        }
+        // Where two threads pay: a launch of `w` µs of work in 8 chunks on one
+        // thread, and on two with the helper awake (launches back to back)
+        // and parked (2 ms apart).
+        for w in [2u64, 4, 8, 16, 32, 64] {
+            let chunk = Duration::from_nanos(w * 1000 / 8);
+            let mut row = format!("{w:3} µs of work, median (p10) launch:");
+            for (label, threads, gap) in
+                [("1T", 1, Duration::ZERO), ("2T awake", 2, Duration::ZERO), ("2T parked", 2, Duration::from_millis(2))]
+            {
+                let mut times = Vec::new();
+                for _ in 0..if gap.is_zero() { 3000 } else { 200 } {
+                    std::thread::sleep(gap);
+                    let start = Instant::now();
+                    run_chunks(&chunks, threads, &|_| {
+                        busy(chunk);
+                        Ok(())
+                    })
+                    .unwrap();
+                    times.push(start.elapsed().as_secs_f64() * 1e6);
+                }
+                times.sort_by(f64::total_cmp);
+                row += &format!("  {label} {:.1} ({:.1})", times[times.len() / 2], times[times.len() / 10]);
+            }
+            println!("{row} µs");
+        }
     }
 
     #[test]

@@ -13,15 +13,27 @@
 //!
 //! With a closed-form sum the cuts are found by bisection, evaluating it at
 //! a few dozen rows; without one a small JIT-compiled kernel writes every
-//! iteration's count, and the cuts come from its prefix sum. A launch whose
-//! total cost is below [`PARALLEL_THRESHOLD`] runs on the calling thread
-//! alone: waking other threads would cost more than they save.
+//! iteration's count, and the cuts come from its prefix sum.
+//!
+//! A launch too small to pay for handing work to other threads runs on the
+//! calling thread alone. What it pays depends on the workers' state when it
+//! starts ([`pool::helpers`]): spinning after a recent launch, a worker takes
+//! a job within about a microsecond; parked, the OS needs tens of
+//! microseconds to wake it. So a plan has two thresholds ([`Thresholds`]):
+//! below [`AWAKE_THRESHOLD`] it is one call on the caller's thread; from
+//! there to [`PARALLEL_THRESHOLD`] it is split only if the helpers are
+//! awake when it runs ([`SplitWhen::HelpersAwake`], decided per launch by
+//! [`Plan::now`], since one plan serves a loop of launches); above, it is
+//! always split. A loop of small launches (`--reps`, a solver's
+//! iterations) thus runs on several threads once its workers are awake,
+//! and a small launch on its own does not wait for the OS to wake anyone.
 
 use super::{Args, arguments, compile_cached, pool};
 use crate::launch::{Buffer, Launch, Slot};
 use heddle_codegen_cpu::{ArgValue, CpuKernel};
 use heddle_ir::loops::{Arg, ArgKind, BinOp, Expr, LoopProgram, Schedule, Stmt};
 use heddle_ir::{Name, Nat, ScalarType};
+use pool::Helpers;
 
 /// The cost of one iteration of the parallel loop, apart from its inner
 /// elements, in units of about a nanosecond on the machine it was measured
@@ -33,10 +45,56 @@ pub const ROW_COST: u64 = 5;
 /// The cost of one inner element (a nonzero of SpMV), in the same units.
 pub const ITEM_COST: u64 = 1;
 
-/// Below this total cost a launch runs on one thread. Handing a launch to
-/// awake workers costs ~1–2 µs, to parked ones ~10–50 µs (they must be
-/// woken by the OS); this is where two threads pay for the second case too.
+/// Below this total cost a launch runs on one thread unless its helpers
+/// are awake. Waking a parked helper costs the launching thread about
+/// `W` = 4 µs and the helper joins `L` = 6.4 µs (median) after the start
+/// (`pool.rs`, `handover_costs`), so a launch of `C` on one thread takes
+/// about `W + (C + L) / 2` on two: 3/4 of `C` or less from `C = 4W + 2L`,
+/// about 30 µs. At about a nanosecond per unit that is 30 000–40 000; the
+/// model overestimates the small in-cache SpMVs (uniform_5k_d4 in CSR32:
+/// 45 000 units, 10 µs on one thread), which errs towards one thread.
 pub const PARALLEL_THRESHOLD: u64 = 40_000;
+
+/// Below this total cost a launch runs on one thread whatever the state of
+/// the workers. An awake helper needs no wake-up call (the job is a store to
+/// the mailbox it spins on) and joins `L` = 2.7 µs (median; p10 0.85 µs)
+/// after the start, so two threads take about `(C + L) / 2`: 3/4 of `C` or
+/// less from `C = 2L`, about 5 µs, 5 000 units. With the lanes counted
+/// (SELL-8 on uniform_5k_d4: 23 125 units) the small SpMVs a solver
+/// iterates lie between this and [`PARALLEL_THRESHOLD`].
+pub const AWAKE_THRESHOLD: u64 = 5_000;
+
+/// The costs below which a launch stays on one thread, by the state of the
+/// workers it would hand chunks to. `HEDDLE_PARALLEL_THRESHOLD` sets both
+/// to one value ([`Thresholds::uniform`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Thresholds {
+    /// When the helpers are parked ([`PARALLEL_THRESHOLD`] by default).
+    pub parked: u64,
+    /// When they are awake ([`AWAKE_THRESHOLD`] by default; at most `parked`).
+    pub awake: u64,
+}
+
+impl Thresholds {
+    /// One threshold whatever the workers' state (0: split every launch, as
+    /// tests of the split itself want).
+    pub fn uniform(threshold: u64) -> Thresholds {
+        Thresholds { parked: threshold, awake: threshold }
+    }
+}
+
+impl Default for Thresholds {
+    fn default() -> Thresholds {
+        Thresholds { parked: PARALLEL_THRESHOLD, awake: AWAKE_THRESHOLD }
+    }
+}
+
+impl From<u64> for Thresholds {
+    /// [`Thresholds::uniform`].
+    fn from(threshold: u64) -> Thresholds {
+        Thresholds::uniform(threshold)
+    }
+}
 
 /// Chunks aim at no less than this cost, so that a launch just over the
 /// threshold is not cut into slivers whose hand-over costs more than them.
@@ -55,12 +113,36 @@ pub struct Plan {
     pub chunks: Vec<(i64, i64)>,
     /// Threads to use.
     pub threads: usize,
+    /// Whether the split stands whatever the workers' state.
+    pub when: SplitWhen,
 }
+
+/// When a plan's split is used rather than one call on the caller's thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SplitWhen {
+    /// Always (a launch large enough to pay for waking parked workers).
+    Always,
+    /// Only when the workers it would use are awake ([`pool::helpers`]).
+    HelpersAwake,
+}
+
+/// The one range of a call over everything (the kernel clamps it to its loop's bounds).
+const WHOLE: [(i64, i64); 1] = [(i64::MIN, i64::MAX)];
 
 impl Plan {
     /// One call over the whole range.
     pub fn whole() -> Plan {
-        Plan { chunks: vec![(i64::MIN, i64::MAX)], threads: 1 }
+        Plan { chunks: WHOLE.to_vec(), threads: 1, when: SplitWhen::Always }
+    }
+
+    /// The ranges to run now and the threads to run them on: the split, or
+    /// for a [`SplitWhen::HelpersAwake`] plan whose helpers are parked, one
+    /// call on the caller's thread. `helpers` is asked only for such a plan.
+    pub fn now(&self, helpers: impl FnOnce(usize) -> Helpers) -> (&[(i64, i64)], usize) {
+        match self.when {
+            SplitWhen::HelpersAwake if self.threads > 1 && helpers(self.threads) != Helpers::Awake => (&WHOLE, 1),
+            _ => (&self.chunks, self.threads),
+        }
     }
 }
 
@@ -69,12 +151,19 @@ impl Plan {
 /// bounds that cannot be evaluated on the host) gives [`Plan::whole`], as
 /// does a launch too small to pay for a second thread.
 pub fn plan(prog: &LoopProgram, kernel: &CpuKernel, launch: &mut Launch, threads: usize) -> Plan {
-    plan_with(prog, kernel, launch, threads, PARALLEL_THRESHOLD)
+    plan_with(prog, kernel, launch, threads, Thresholds::default())
 }
 
-/// [`plan`] with the cost below which a launch stays on one thread (0:
-/// split whatever the size, for tests of the split itself).
-pub fn plan_with(prog: &LoopProgram, kernel: &CpuKernel, launch: &mut Launch, threads: usize, threshold: u64) -> Plan {
+/// [`plan`] with the costs below which a launch stays on one thread (a
+/// number: one threshold whatever the workers' state; 0 splits whatever the
+/// size, for tests of the split itself).
+pub fn plan_with(
+    prog: &LoopProgram,
+    kernel: &CpuKernel,
+    launch: &mut Launch,
+    threads: usize,
+    threshold: impl Into<Thresholds>,
+) -> Plan {
     plan_tuned(prog, kernel, launch, threads, threshold, CHUNKS_PER_THREAD)
 }
 
@@ -85,9 +174,10 @@ pub fn plan_tuned(
     kernel: &CpuKernel,
     launch: &mut Launch,
     threads: usize,
-    threshold: u64,
+    threshold: impl Into<Thresholds>,
     chunks_per_thread: usize,
 ) -> Plan {
+    let threshold: Thresholds = threshold.into();
     let chunks_per_thread = chunks_per_thread.max(1);
     if threads <= 1 || !kernel.splittable() {
         return Plan::whole();
@@ -124,9 +214,11 @@ pub fn plan_tuned(
         _ => Cost::Rows { lo },
     };
     let Some(total) = cost.at(hi) else { return Plan::whole() };
-    if total < threshold {
-        return Plan::whole();
-    }
+    let when = match total {
+        t if t < threshold.awake.min(threshold.parked) => return Plan::whole(),
+        t if t < threshold.parked => SplitWhen::HelpersAwake,
+        _ => SplitWhen::Always,
+    };
     let n = (hi - lo) as u64;
     let count = (total / MIN_CHUNK_COST).clamp(threads as u64, (threads * chunks_per_thread) as u64);
     // A whole number of chunks per thread: 5 equal chunks on 2 threads end
@@ -151,7 +243,7 @@ pub fn plan_tuned(
             start = end;
         }
     }
-    Plan { chunks, threads }
+    Plan { chunks, threads, when }
 }
 
 /// The cost of the iterations `lo .. i`, as a function of `i`.
@@ -380,5 +472,39 @@ fn items_program(prog: &LoopProgram, var: &Name, lo: &Expr, hi: &Expr, items: &E
         counts: vec![],
         result: None,
         index_overflow_at: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(when: SplitWhen, threads: usize) -> Plan {
+        Plan { chunks: vec![(0, 10), (10, 20), (20, 30), (30, 40)], threads, when }
+    }
+
+    #[test]
+    fn a_plan_for_awake_helpers_splits_only_when_they_are() {
+        let p = plan(SplitWhen::HelpersAwake, 2);
+        assert_eq!(p.now(|_| Helpers::Awake), (&p.chunks[..], 2));
+        assert_eq!(p.now(|_| Helpers::Parked), (&WHOLE[..], 1));
+        // The question names the threads the split would use.
+        let p = plan(SplitWhen::HelpersAwake, 4);
+        assert_eq!(p.now(|t| if t == 4 { Helpers::Awake } else { Helpers::Parked }), (&p.chunks[..], 4));
+    }
+
+    #[test]
+    fn an_unconditional_plan_asks_nothing() {
+        let p = plan(SplitWhen::Always, 2);
+        assert_eq!(p.now(|_| panic!("asked")), (&p.chunks[..], 2));
+        let whole = Plan::whole();
+        assert_eq!(whole.now(|_| panic!("asked")), (&WHOLE[..], 1));
+    }
+
+    #[test]
+    fn one_threshold_stands_for_both_states() {
+        assert_eq!(Thresholds::from(7), Thresholds { parked: 7, awake: 7 });
+        let d = Thresholds::default();
+        assert!(d.awake < d.parked, "{d:?}");
     }
 }
