@@ -59,13 +59,14 @@
 //! (the bytes [`super::estimate::storage_size`] gives, computed here from
 //! the statistics), DIA and BSR first since they read the fewest bytes when
 //! they qualify; SELL-8 next (SELL-8c16 first where it fits), CSR32 and CSR
-//! last. (Until the twelfth session SELL-8 went before BSR(1, 8) for 8-byte
-//! values: the front door's BSR kernel folded its lanes per block and read
-//! 64-bit coordinates. With its sums carried in lanes and 32/16-bit widths,
-//! BSR(1, 8) at 32/16 bits ran rowband_5k at f64 and 2 threads in a median
-//! of 1.72 ms against SELL-8c16's 1.86 (4 interleaved rounds), and at f32
-//! ahead in every round: docs/performance.md, "…twelfth session's
-//! merges".) [`MIN_FILL`] = 0.75 is
+//! last. One exception, measured: for 8-byte values SELL-8 goes before
+//! BSR(1, 8) when both qualify. On the row-band matrix where both fill, at
+//! f64 and 2 threads, BSR(1, 8) (32-bit positions, 16-bit block
+//! coordinates, its block sums carried in lanes) ran at a median of 6.2
+//! GFLOP/s against SELL-8c16's 7.2 through the same front door (the
+//! `spmv_peers` bench, 5 interleaved rounds each); at f32 BSR(1, 8) is
+//! ahead (16.8 against 13.5) and keeps its place (docs/performance.md,
+//! "…twelfth session's merges"). [`MIN_FILL`] = 0.75 is
 //! above both break-even fills of each format for f32 and f64 and below the
 //! fills of every measured win. 16-bit column coordinates (CSR16) are not
 //! ranked: measured against CSR32 they were no faster (0.65–1.1x).
@@ -395,8 +396,14 @@ pub fn rank(s: &Inspection, elem: ScalarType) -> Ranking {
     let mut candidates = structural;
     let slices = s.rows.div_ceil(SELL_SLICE);
     if s.nnz > 0 && s.sell8_fill >= MIN_FILL {
-        // After the structured formats (DIA, BSR), which read fewer bytes.
-        let at = candidates.len();
+        // For 8-byte values, before BSR(1, 8), though it stores more bytes:
+        // measured faster at f64 on 2 threads where both fill (module
+        // documentation); for 4-byte values BSR(1, 8) is faster and keeps
+        // its place.
+        let at = match v {
+            8.. => candidates.iter().position(|c| c.name.starts_with("BSR")).unwrap_or(candidates.len()),
+            _ => candidates.len(),
+        };
         let full = format!("slices of 8 rows padded to their longest are {} full", pct(s.sell8_fill));
         candidates.insert(
             at,
@@ -661,7 +668,7 @@ mod tests {
     }
 
     #[test]
-    fn bsr_1x8_goes_before_sell8_for_f32_and_f64_when_both_fill() {
+    fn sell8_goes_before_bsr_1x8_for_f64_when_both_fill() {
         // Every row: 4 aligned runs of 8 columns, so slices of 8 rows are full too.
         let e: Vec<(u64, u64)> = (0..200u64)
             .flat_map(|i| (0..4u64).flat_map(move |b| (0..8).map(move |t| (i, ((i * 7 + b * 13) % 50) * 8 + t))))
@@ -670,13 +677,13 @@ mod tests {
         c.sort_and_sum();
         let s = inspect(&c).unwrap();
         assert!(s.blocks[0].fill > 0.99 && s.sell8_fill > 0.99, "{s:?}");
-        // By bytes at both widths: BSR(1, 8) stores fewest, then SELL-8 with
-        // 16-bit columns (400 columns fit), then with 32-bit ones.
-        for elem in [ScalarType::F64, ScalarType::F32] {
-            let r = rank(&s, elem);
-            assert!(r.candidates[0].bytes < r.candidates[1].bytes, "{r:?}");
-            assert_eq!(&names(&r)[..4], ["BSR(1, 8)", SELL8_C16, "SELL-8", "CSR32"]);
-        }
+        // f64: BSR(1, 8) stores fewer bytes, yet is ranked after SELL-8
+        // (its 16-bit columns first: 400 columns fit).
+        let r = rank(&s, ScalarType::F64);
+        assert!(r.candidates[2].bytes < r.candidates[1].bytes);
+        assert_eq!(&names(&r)[..4], [SELL8_C16, "SELL-8", "BSR(1, 8)", "CSR32"]);
+        // f32: by bytes.
+        assert_eq!(&names(&rank(&s, ScalarType::F32))[..4], ["BSR(1, 8)", SELL8_C16, "SELL-8", "CSR32"]);
     }
 
     #[test]
