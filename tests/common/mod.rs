@@ -267,3 +267,32 @@ pub fn float_array(v: &heddle_runtime::value::Value) -> Vec<f64> {
 pub fn float_bits(v: &[f64]) -> Vec<u64> {
     v.iter().map(|x| x.to_bits()).collect()
 }
+
+/// A matrix's entries `(row, column, value)`, for the SpMV tests.
+pub type Entries = Vec<(u64, u64, f64)>;
+
+/// Writes `e` as a Matrix Market file `name.mtx` of `rows × cols` into `dir`.
+pub fn write_mtx(dir: &Path, name: &str, rows: u64, cols: u64, e: &Entries) -> PathBuf {
+    let mut text = format!("%%MatrixMarket matrix coordinate real general\n{rows} {cols} {}\n", e.len());
+    for (i, j, v) in e {
+        text += &format!("{} {} {v}\n", i + 1, j + 1);
+    }
+    write(dir, &format!("{name}.mtx"), &text)
+}
+
+/// The dense product `A x` of the matrix of entries `e`, in plain Rust: the
+/// independent reference of the SpMV tests.
+pub fn dense_product(rows: u64, e: &Entries, x: &[f64]) -> Vec<f64> {
+    let mut y = vec![0.0; rows as usize];
+    for &(i, j, v) in e {
+        y[i as usize] += v * x[j as usize];
+    }
+    y
+}
+
+/// Every number of a JSON result, in order.
+pub fn floats(v: &serde_json::Value) -> Vec<f64> {
+    let mut out = Vec::new();
+    flatten(v, &mut out);
+    out
+}

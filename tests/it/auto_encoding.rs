@@ -12,14 +12,12 @@
 
 use crate::common;
 
-use common::{assert_close, assert_schema, backends, heddle, heddle_json};
+use common::{Entries, assert_close, assert_schema, backends, dense_product, floats, heddle, heddle_json, write_mtx};
 use heddle_runtime::sparse::Coo;
 use heddle_runtime::sparse::inspect::{inspect, rank};
 use std::path::{Path, PathBuf};
 
 const MV: &str = "examples/dense_mv.hdl";
-
-type Entries = Vec<(u64, u64, f64)>;
 
 /// A tridiagonal-plus band: diagonals -2..=2 of an n x n matrix.
 fn banded(n: u64) -> Entries {
@@ -78,32 +76,9 @@ fn uniform(rows: u64, cols: u64, per_row: u64) -> Entries {
     e
 }
 
-fn write_mtx(dir: &Path, name: &str, rows: u64, cols: u64, e: &Entries) -> PathBuf {
-    let mut text = format!("%%MatrixMarket matrix coordinate real general\n{rows} {cols} {}\n", e.len());
-    for (i, j, v) in e {
-        text += &format!("{} {} {v}\n", i + 1, j + 1);
-    }
-    common::write(dir, &format!("{name}.mtx"), &text)
-}
-
 fn xs(dir: &Path, cols: u64) -> (PathBuf, Vec<f64>) {
     let x: Vec<f64> = (0..cols).map(|j| 1.0 + (j % 13) as f64 * 0.125).collect();
     (common::write(dir, "xs.json", &serde_json::to_string(&x).unwrap()), x)
-}
-
-/// The dense product, in plain Rust.
-fn dense_product(rows: u64, e: &Entries, x: &[f64]) -> Vec<f64> {
-    let mut y = vec![0.0; rows as usize];
-    for &(i, j, v) in e {
-        y[i as usize] += v * x[j as usize];
-    }
-    y
-}
-
-fn floats(v: &serde_json::Value) -> Vec<f64> {
-    let mut out = Vec::new();
-    common::flatten(v, &mut out);
-    out
 }
 
 /// The inspector's ranking (at f32: `float` is the kernel's element type),

@@ -9,42 +9,17 @@
 
 use crate::common;
 
-use common::{assert_close, assert_schema, backends, heddle, heddle_json};
+use common::{Entries, assert_close, assert_schema, backends, dense_product, floats, heddle, heddle_json, write_mtx};
 use heddle::source::SourceFile;
 use heddle_runtime::sparse::inspect::{BSR_1X8_16, BSR_1X8_32};
 use std::path::{Path, PathBuf};
 
 const MV: &str = "examples/dense_mv.hdl";
 
-type Entries = Vec<(u64, u64, f64)>;
-
-fn write_mtx(dir: &Path, name: &str, rows: u64, cols: u64, e: &Entries) -> PathBuf {
-    let mut text = format!("%%MatrixMarket matrix coordinate real general\n{rows} {cols} {}\n", e.len());
-    for (i, j, v) in e {
-        text += &format!("{} {} {v}\n", i + 1, j + 1);
-    }
-    common::write(dir, &format!("{name}.mtx"), &text)
-}
-
 /// `examples/dense_mv.hdl` at element type `ty`, written into `dir`.
 fn dense_source(dir: &Path, ty: &str) -> PathBuf {
     let text = std::fs::read_to_string(common::root().join(MV)).unwrap().replace("[float]", &format!("[{ty}]"));
     common::write(dir, &format!("dense_mv_{ty}.hdl"), &text)
-}
-
-/// The dense product, in plain Rust.
-fn dense_product(rows: u64, e: &Entries, x: &[f64]) -> Vec<f64> {
-    let mut y = vec![0.0; rows as usize];
-    for &(i, j, v) in e {
-        y[i as usize] += v * x[j as usize];
-    }
-    y
-}
-
-fn floats(v: &serde_json::Value) -> Vec<f64> {
-    let mut out = Vec::new();
-    common::flatten(v, &mut out);
-    out
 }
 
 /// A row band: every third row dense (all `cols` columns), the others a

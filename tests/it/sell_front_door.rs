@@ -7,36 +7,11 @@
 
 use crate::common;
 
-use common::{assert_close, assert_schema, backends, heddle, heddle_json};
+use common::{Entries, assert_close, assert_schema, backends, dense_product, floats, heddle, heddle_json, write_mtx};
 use heddle::source::SourceFile;
 use std::path::{Path, PathBuf};
 
 const MV: &str = "examples/dense_mv.hdl";
-
-type Entries = Vec<(u64, u64, f64)>;
-
-fn write_mtx(dir: &Path, name: &str, rows: u64, cols: u64, e: &Entries) -> PathBuf {
-    let mut text = format!("%%MatrixMarket matrix coordinate real general\n{rows} {cols} {}\n", e.len());
-    for (i, j, v) in e {
-        text += &format!("{} {} {v}\n", i + 1, j + 1);
-    }
-    common::write(dir, &format!("{name}.mtx"), &text)
-}
-
-/// The dense product, in plain Rust.
-fn dense_product(rows: u64, e: &Entries, x: &[f64]) -> Vec<f64> {
-    let mut y = vec![0.0; rows as usize];
-    for &(i, j, v) in e {
-        y[i as usize] += v * x[j as usize];
-    }
-    y
-}
-
-fn floats(v: &serde_json::Value) -> Vec<f64> {
-    let mut out = Vec::new();
-    common::flatten(v, &mut out);
-    out
-}
 
 /// Rows of pseudo-random lengths from `lengths`, at pseudo-random columns
 /// (values exact in f32).
