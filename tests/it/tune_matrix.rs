@@ -262,15 +262,6 @@ fn tune_matrix_skips_blocks_that_do_not_divide_the_shape() {
     assert!(variants(&v, 1).iter().all(|o| o["seconds"].is_f64()), "{out}");
 }
 
-/// `y = A x` from the entries, in f64.
-fn dense_product(rows: u64, entries: &[(u64, u64, f64)], x: &[f64]) -> Vec<f64> {
-    let mut y = vec![0.0; rows as usize];
-    for (i, j, v) in entries {
-        y[*i as usize] += v * x[*j as usize];
-    }
-    y
-}
-
 /// Runs `file` on the matrix and x with `backend`; the result as floats.
 fn run(file: &str, matrix: &str, x: &str, backend: &str) -> Vec<f64> {
     let (m, xs) = (format!("A={matrix}"), format!("xs={x}"));
@@ -311,7 +302,7 @@ fn dia_and_ell_on_the_cpu_agree_with_the_interpreter() {
         let matrix = mtx(d, name, rows, cols, &entries);
         let x: Vec<f64> = (0..cols).map(|j| 0.5 + j as f64 * 0.75).collect();
         let xfile = common::write(d, &format!("{name}_x.json"), &serde_json::to_string(&x).unwrap());
-        let want = dense_product(rows, &entries, &x);
+        let want = common::dense_product(rows, &entries, &x);
         for file in ["examples/sparse/spmv_dia.hdl", ell8] {
             let interp = run(file, &matrix, xfile.to_str().unwrap(), "interp");
             let cpu = run(file, &matrix, xfile.to_str().unwrap(), "cpu");
