@@ -31,8 +31,9 @@
 //! (`spmv_peers/tuned.rs`): CSR with 16-bit coordinates, DIA and ELL, each
 //! given the matrix stored in its own encoding (not timed) unless that would
 //! take over 3x the CSR bytes, timed at 2 threads in the same rounds; the
-//! column is the fastest of them and the CSR32 baseline (median over rounds
-//! each, so the pick favours whichever was luckier by a little).
+//! column is the fastest of them, the CSR32 baseline and the auto
+//! configuration below (median over rounds each, so the pick favours
+//! whichever was luckier by a little).
 //!
 //! The "heddle auto" columns are one configuration for every matrix, as
 //! MKL's: `examples/dense_mv.hdl` with `--encoding matrix=auto`
@@ -590,14 +591,19 @@ fn best(v: Vec<f64>) -> f64 {
 }
 
 /// The fastest heddle configuration at 2 threads of one matrix and
-/// precision (the CSR32 baseline, `csr32`, or a tuned variant), by the
+/// precision (the CSR32 baseline, `csr32`, a tuned variant, or `auto`: the
+/// inspector's choice is one configuration a tuner would try too), by the
 /// median over rounds: its name and GFLOP/s.
 fn tuned_best(cells: &BTreeMap<String, f64>) -> (String, f64) {
     cells
         .iter()
         .filter_map(|(k, g)| {
             let variant = k.strip_prefix("heddle ")?.strip_suffix(" 2T")?;
-            let name = if variant == "cpu" { "csr32" } else { variant.strip_prefix("tuned:")? };
+            let name = match variant {
+                "cpu" => "csr32",
+                "auto" => "auto",
+                _ => variant.strip_prefix("tuned:")?,
+            };
             Some((name.to_string(), *g))
         })
         .filter(|(_, g)| g.is_finite())
