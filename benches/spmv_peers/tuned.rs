@@ -15,9 +15,9 @@
 //! `heddle_runtime::sparse::sell`; σ = 1, so its result is y in row order
 //! and no permutation is left to apply), and the same with 16-bit columns
 //! (`sell8c16`, `examples/sparse/spmv_sell8c16.hdl`) where the matrix has at
-//! most 65 536 columns; and SELL-8-σ (`sell8s4096`, rows sorted by length
-//! within windows of σ rows, see [`sigmas`]), whose result is put back in
-//! row order inside every timed run. One whose storage would exceed 3x the matrix's plain CSR
+//! most 65 536 columns; and SELL-8-σ (`sell8s{σ}`, rows sorted by length
+//! within windows of σ rows, by default the whole matrix, see [`sigmas`]),
+//! whose result is put back in row order inside every timed run. One whose storage would exceed 3x the matrix's plain CSR
 //! bytes (`heddle_runtime::sparse::estimate`, the limit `tune` applies), or
 //! that cannot hold the matrix (a column past 65535 for 16-bit
 //! coordinates), is skipped, and the reason printed.
@@ -149,20 +149,20 @@ pub fn lay_out(a: &Csr, f32: bool, x_of: fn(usize) -> f64) -> Vec<Laid> {
     out
 }
 
-/// The sorting windows of the SELL-8-σ variants (`sell8s{σ}`): σ = 4096
-/// rows by default, the rule `heddle`'s docs suggest (512 slices per window:
-/// the rows sorted there pad little on a power-law matrix, and the window's
-/// part of the result, 32 KiB at f64, is still in cache when it is put back
-/// in row order). `HEDDLE_BENCH_SIGMAS=64,4096,…` times others (each a
-/// multiple of 8); `0` stands for the whole matrix (its rows rounded up to
-/// a whole slice).
+/// The sorting windows of the SELL-8-σ variants (`sell8s{σ}`): by default
+/// one, the whole matrix (`0`: its rows rounded up to a whole slice). On
+/// `rmat_s18_ef10` it stored 1.02 entries per nonzero against 1.06 at σ =
+/// 32 768, 1.31 at 4096 and 3.74 at 64, and ran fastest of them in every
+/// interleaved run, the unpermute included (docs/performance.md,
+/// "SELL-C-σ … sellsigma"). `HEDDLE_BENCH_SIGMAS=64,4096,…` times others
+/// (each a multiple of 8).
 fn sigmas() -> Vec<usize> {
     match std::env::var("HEDDLE_BENCH_SIGMAS") {
         Ok(list) => list
             .split(',')
             .map(|s| s.trim().parse::<usize>().unwrap_or_else(|_| panic!("HEDDLE_BENCH_SIGMAS: `{s}` is no number")))
             .collect(),
-        Err(_) => vec![4096],
+        Err(_) => vec![0],
     }
 }
 

@@ -636,8 +636,8 @@ pub fn parse_name(text: &str) -> Option<Result<SellSpec, String>> {
                     Ok(s) if s == 1 || (s > 1 && s <= MAX_SIGMA && s.is_multiple_of(lanes)) => sigma = Some(s),
                     _ => {
                         return Some(Err(format!(
-                            "SELL({lanes}, sigma = {value}): σ, the rows sorted together, is 1 or a multiple of \
-                             C = {lanes} up to {MAX_SIGMA} (whole slices sorted together), e.g. sigma = {}",
+                            "`sigma = {value}`: σ, the rows sorted together, is 1 or a multiple of C = {lanes} \
+                             up to {MAX_SIGMA} (whole slices sorted together), e.g. sigma = {}",
                             lanes * 512
                         )));
                     }
