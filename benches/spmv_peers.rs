@@ -201,13 +201,16 @@ impl Row {
 fn time_heddle(prog: &LoopProgram, a: &Csr, f32: bool, seconds: f64, threads: &[usize]) -> Vec<Row> {
     let mut out = Vec::new();
     for &t in threads {
-        out.extend(time_launch(prog, &mut launch(prog, a, f32), a, f32, seconds, t, "cpu", Tuning::default()));
+        out.extend(time_launch(prog, &mut launch(prog, a, f32), a, f32, seconds, t, "cpu", Tuning::default(), None));
     }
     out
 }
 
 /// Times `prog` on its laid-out launch for `a` with `t` threads, after
 /// checking its result; one TSV row, tool `heddle`, variant `variant`.
+/// With `sell` (SELL-C-σ, σ > 1) the kernel's result is in sliced order,
+/// and each timed run includes putting it back in row order.
+#[allow(clippy::too_many_arguments)]
 fn time_launch(
     prog: &LoopProgram,
     l: &mut Launch,
@@ -217,32 +220,58 @@ fn time_launch(
     t: usize,
     variant: &str,
     tuning: Tuning,
+    sell: Option<&heddle_runtime::sparse::sell::Sell>,
 ) -> Vec<Row> {
     let (want, scale) = reference(a);
     let mut out = Vec::new();
     {
         let mut times = Vec::new();
+        // y in row order, for a SELL-C-σ result (f64, or f32 widened when checked).
+        let (mut y64, mut y32) = (vec![0f64; a.rows], vec![0f32; a.rows]);
         {
+            let (z_at, z_bytes) = {
+                let b = l.output(prog).expect("output");
+                (b.as_ptr(), b.byte_len())
+            };
             let mut ready = Ready::new(prog, l, Parallelism::from(t).tuned(tuning)).expect("compile");
+            let mut once = |ready: &mut Ready| {
+                ready.run().expect("run");
+                if let Some(sell) = sell {
+                    // SAFETY: the output buffer stays where it is while `ready`
+                    // holds the launch, the kernel has finished writing it, and
+                    // it holds `z_bytes` initialised bytes of f32 or f64 records.
+                    unsafe {
+                        if f32 {
+                            let z = std::slice::from_raw_parts(z_at as *const f32, z_bytes / 4);
+                            sell.unpermute_into(z, &mut y32);
+                        } else {
+                            let z = std::slice::from_raw_parts(z_at as *const f64, z_bytes / 8);
+                            sell.unpermute_into(z, &mut y64);
+                        }
+                    }
+                }
+            };
             let start = Instant::now();
-            ready.run().expect("run");
+            once(&mut ready);
             let one = start.elapsed().as_secs_f64();
             let reps = ((seconds / one.max(1e-9)) as usize).clamp(30, 200_000);
             for _ in 0..3 {
-                ready.run().expect("run");
+                once(&mut ready);
             }
             for _ in 0..reps {
                 let s = Instant::now();
-                ready.run().expect("run");
+                once(&mut ready);
                 times.push(s.elapsed().as_secs_f64());
             }
         }
         let out_buf = l.output(prog).expect("output");
         let tol = if f32 { 2e-6 } else { 1e-13 };
         for i in 0..a.rows {
-            let got = match out_buf.read(i, 0) {
-                heddle_runtime::value::Value::Float(x) => x,
-                other => panic!("{other}"),
+            let got = match (sell, out_buf.read(i, 0)) {
+                (Some(_), _) if f32 => y32[i] as f64,
+                (Some(_), _) => y64[i],
+                (None, heddle_runtime::value::Value::Float(x)) => x,
+                (None, other) => panic!("{other}"),
             };
             let bound = tol * (scale[i] + 1.0) * 64.0;
             assert!(
@@ -414,6 +443,7 @@ fn main() {
                             t,
                             "auto",
                             Tuning::default(),
+                            l.sell.as_ref(),
                         ));
                     }
                 }
@@ -427,6 +457,7 @@ fn main() {
                         2,
                         &format!("tuned:{}", v.name),
                         v.tuning,
+                        v.sell.as_ref(),
                     ));
                 }
             }

@@ -20,6 +20,8 @@ pub struct Laid {
     pub choice: String,
     pub program: LoopProgram,
     pub launch: Launch,
+    /// A SELL-C-σ choice with σ > 1: its row order, undone in every timed run.
+    pub sell: Option<heddle_runtime::sparse::sell::Sell>,
 }
 
 /// `dense_mv.hdl` for `f32` (as written) or `f64`.
@@ -43,18 +45,21 @@ pub fn lay_out(a: &Csr, f32: bool, x_of: fn(usize) -> f64) -> Laid {
     let ms = start.elapsed().as_secs_f64() * 1e3;
     eprintln!("    auto {} (chosen in {ms:.1} ms): {}", if f32 { "f32" } else { "f64" }, picked.choice.line());
     let kernel = picked.kernel;
-    let (nats, mut inputs) = match picked.spec.2 {
-        // SELL-C: the three arrays, packed as `heddle run --matrix` packs them.
+    let (nats, mut inputs, sell) = match picked.spec.2 {
+        // SELL-C-σ: the three arrays, packed as `heddle run --matrix` packs them
+        // (and with σ > 1 the row order, undone in every timed run).
         heddle::cli::sparsify::Format::Sell(spec) => {
-            let packed = heddle::cli::sell::pack(&kernel, "matrix", spec.lanes, &coo)
+            let packed = heddle::cli::sell::pack(&kernel, "matrix", spec, &coo)
                 .unwrap_or_else(|f| panic!("{}: SELL: {}", a.name, f.message()));
-            (packed.nats, packed.inputs)
+            (packed.nats, packed.inputs, packed.sorted)
         }
         heddle::cli::sparsify::Format::Encoding(_) => {
             let (enc, elem) =
                 heddle_runtime::io::bind::tensor_param(&kernel, "matrix").expect("a tensor parameter `matrix`");
             let stored = build::pack(&coo, enc, elem).unwrap_or_else(|e| panic!("{}: store: {e}", a.name));
-            heddle_runtime::io::bind::stored_tensor_inputs(&kernel, "matrix", stored).expect("bind the matrix")
+            let (nats, inputs) =
+                heddle_runtime::io::bind::stored_tensor_inputs(&kernel, "matrix", stored).expect("bind the matrix");
+            (nats, inputs, None)
         }
     };
     let xs: Vec<Value> = (0..a.cols).map(|j| Value::Float(x_of(j))).collect();
@@ -67,5 +72,5 @@ pub fn lay_out(a: &Csr, f32: bool, x_of: fn(usize) -> f64) -> Laid {
         heddle::cpu::lower(&kernel, "dense_mv_auto").unwrap_or_else(|d| panic!("{}", picked.file.render(&[d])));
     heddle::cli::sell::trust_columns(&kernel, &mut program);
     let launch = heddle_runtime::launch::prepare(&program, &env).expect("lay out");
-    Laid { choice: picked.choice.encoding, program, launch }
+    Laid { choice: picked.choice.encoding, program, launch, sell }
 }

@@ -15,7 +15,9 @@
 //! `heddle_runtime::sparse::sell`; σ = 1, so its result is y in row order
 //! and no permutation is left to apply), and the same with 16-bit columns
 //! (`sell8c16`, `examples/sparse/spmv_sell8c16.hdl`) where the matrix has at
-//! most 65 536 columns. One whose storage would exceed 3x the matrix's plain CSR
+//! most 65 536 columns; and SELL-8-σ (`sell8s{σ}`, rows sorted by length
+//! within windows of σ rows, by default the whole matrix, see [`sigmas`]),
+//! whose result is put back in row order inside every timed run. One whose storage would exceed 3x the matrix's plain CSR
 //! bytes (`heddle_runtime::sparse::estimate`, the limit `tune` applies), or
 //! that cannot hold the matrix (a column past 65535 for 16-bit
 //! coordinates), is skipped, and the reason printed.
@@ -37,6 +39,10 @@ pub struct Laid {
     pub launch: Launch,
     /// The code settings it runs with.
     pub tuning: Tuning,
+    /// SELL-8-σ with σ > 1 (its packed arrays dropped): the kernel's result is
+    /// in sliced order, and every timed run puts it back in row order
+    /// (`Sell::unpermute_into`), as `heddle run` does.
+    pub sell: Option<heddle_runtime::sparse::sell::Sell>,
 }
 
 /// The variants' sources for one matrix: (name, source), `elem` `f64` or `f32`.
@@ -97,7 +103,7 @@ pub fn lay_out(a: &Csr, f32: bool, x_of: fn(usize) -> f64) -> Vec<Laid> {
         let program = crate::lowered(f32);
         let launch = crate::launch(&program, a, f32);
         let tuning = Tuning { accumulators, chunks_per_thread, ..Tuning::default() };
-        out.push(Laid { name: name.into(), program, launch, tuning });
+        out.push(Laid { name: name.into(), program, launch, tuning, sell: None });
     }
     for (name, src) in sources(a, elem, scalar) {
         let file = heddle::source::SourceFile::new(&name, &src);
@@ -129,22 +135,60 @@ pub fn lay_out(a: &Csr, f32: bool, x_of: fn(usize) -> f64) -> Vec<Laid> {
         let env = heddle_runtime::io::bind_inputs_flat(&kernel, &nats, inputs).expect("bind inputs");
         let program = heddle::cpu::lower(&kernel, &name).unwrap_or_else(|d| panic!("{}", file.render(&[d])));
         let launch = heddle_runtime::launch::prepare(&program, &env).expect("lay out");
-        out.push(Laid { name, program, launch, tuning: Tuning::default() });
+        out.push(Laid { name, program, launch, tuning: Tuning::default(), sell: None });
     }
-    out.extend(sell8(a, f32, ty, plain, x_of, false));
+    out.extend(sell8(a, f32, ty, plain, x_of, false, 1));
     if a.cols <= 1 << 16 {
-        out.extend(sell8(a, f32, ty, plain, x_of, true));
+        out.extend(sell8(a, f32, ty, plain, x_of, true, 1));
     } else {
         eprintln!("    sell8c16: skipped, {} columns do not fit 16 bits", a.cols);
+    }
+    for sigma in sigmas() {
+        out.extend(sell8(a, f32, ty, plain, x_of, false, sigma));
     }
     out
 }
 
-/// SELL-8-1 laid out for `a` (with 16-bit columns when `narrow`: `sell8c16`),
-/// or `None` (the reason printed) when its padding would exceed 3x the
-/// plain CSR bytes.
-fn sell8(a: &Csr, f32: bool, ty: ScalarType, plain: u64, x_of: fn(usize) -> f64, narrow: bool) -> Option<Laid> {
-    let name = if narrow { "sell8c16" } else { "sell8" };
+/// The sorting windows of the SELL-8-σ variants (`sell8s{σ}`): by default
+/// one, the whole matrix (`0`: its rows rounded up to a whole slice). On
+/// `rmat_s18_ef10` it stored 1.02 entries per nonzero against 1.06 at σ =
+/// 32 768, 1.31 at 4096 and 3.74 at 64, and ran fastest of them in every
+/// interleaved run, the unpermute included (docs/performance.md,
+/// "SELL-C-σ … sellsigma"). `HEDDLE_BENCH_SIGMAS=64,4096,…` times others
+/// (each a multiple of 8).
+fn sigmas() -> Vec<usize> {
+    match std::env::var("HEDDLE_BENCH_SIGMAS") {
+        Ok(list) => list
+            .split(',')
+            .map(|s| s.trim().parse::<usize>().unwrap_or_else(|_| panic!("HEDDLE_BENCH_SIGMAS: `{s}` is no number")))
+            .collect(),
+        Err(_) => vec![0],
+    }
+}
+
+/// SELL-8-σ laid out for `a` (with 16-bit columns when `narrow`: `sell8c16`;
+/// `sigma` 0 for the whole matrix), or `None` (the reason printed) when its
+/// padding would exceed 3x the plain CSR bytes. With `σ > 1` its result is
+/// in sliced order, and the timed run includes putting it back in row order
+/// ([`Laid::sell`]).
+#[allow(clippy::too_many_arguments)]
+fn sell8(
+    a: &Csr,
+    f32: bool,
+    ty: ScalarType,
+    plain: u64,
+    x_of: fn(usize) -> f64,
+    narrow: bool,
+    sigma: usize,
+) -> Option<Laid> {
+    let sigma = if sigma == 0 { a.rows.div_ceil(8).max(1) * 8 } else { sigma };
+    let name = match (narrow, sigma) {
+        (true, 1) => "sell8c16".to_string(),
+        (false, 1) => "sell8".to_string(),
+        (true, s) => format!("sell8c16s{s}"),
+        (false, s) => format!("sell8s{s}"),
+    };
+    let name = name.as_str();
     let rowptr: Vec<usize> = a.rowptr.iter().map(|&p| p as usize).collect();
     let col: Vec<usize> = a.col.iter().map(|&j| j as usize).collect();
     let elem = if f32 { "f32" } else { "f64" };
@@ -155,7 +199,7 @@ fn sell8(a: &Csr, f32: bool, ty: ScalarType, plain: u64, x_of: fn(usize) -> f64,
         &col,
         &a.val,
         8,
-        1,
+        sigma,
         ty.size_bytes(),
         Some(3 * plain),
     ) {
@@ -203,5 +247,7 @@ fn sell8(a: &Csr, f32: bool, ty: ScalarType, plain: u64, x_of: fn(usize) -> f64,
         below: heddle_ir::loops::Expr::var("m"),
     });
     let launch = heddle_runtime::launch::prepare(&program, &env).expect("lay out SELL");
-    Some(Laid { name: name.into(), program, launch, tuning: Tuning::default() })
+    // What putting y back in row order needs: the slots (the arrays are laid out already).
+    let sell = (sigma > 1).then(|| heddle_runtime::sparse::sell::Sell { col: Vec::new(), val: Vec::new(), ..s });
+    Some(Laid { name: name.into(), program, launch, tuning: Tuning::default(), sell })
 }

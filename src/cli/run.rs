@@ -41,7 +41,8 @@ pub struct Args {
     #[arg(long = "matrix", value_name = "NAME=FILE", value_parser = args::matrix_binding)]
     matrices: Vec<(String, String)>,
     /// Store a dense-typed operand sparsely: NAME=ENCODING (the kernel goes through `heddle sparsify` first;
-    /// NAME=SELL(C): slices of C rows in vector lanes, packed from NAME's --matrix file, y printed);
+    /// NAME=SELL(C): slices of C rows in vector lanes, packed from NAME's --matrix file, y printed;
+    /// SELL(C, sigma = S) sorts the rows by length within windows of S rows and puts y back in order);
     /// NAME=auto chooses the encoding from the structure of NAME's --matrix file (the first format of the
     /// inspector's ranking the front door accepts and the backend compiles; said on stderr, and under
     /// `auto` with --json).
@@ -230,22 +231,26 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         }
     }
     let sells = super::sparsify::sell_operands(&all_specs);
-    // A SELL operand's rows and its rows in whole slices: the padding rows' results are dropped.
-    let mut unpad = None;
+    // How a SELL kernel's result becomes y: its padding rows dropped, and
+    // with σ > 1 its rows put back in order (the front door took only a
+    // kernel whose result is that operand's row map).
+    let mut restore: Option<super::sell::Restore> = None;
     for (k, path) in &a.matrices {
         let _p = prof(|| format!("read --matrix {k}"));
         let read = auto_contents.iter().position(|(n, _)| n == k.trim()).map(|at| auto_contents.swap_remove(at).1);
-        if let Some((_, c)) = sells.iter().find(|(o, _)| o == k.trim()) {
-            let packed = match &read {
-                Some(contents) => super::sell::pack(&kernel, k.trim(), *c, &super::auto::entries_of(contents))?,
+        if let Some((_, spec)) = sells.iter().find(|(o, _)| o == k.trim()) {
+            let mut packed = match &read {
+                Some(contents) => super::sell::pack(&kernel, k.trim(), *spec, &super::auto::entries_of(contents))?,
                 None => {
                     let (coo, _) = heddle_runtime::sparse::file::read_coo(Path::new(path))
                         .map_err(|e| InputError { parameter: Some(k.clone()), message: format!("{path}: {e}") })?;
-                    super::sell::pack(&kernel, k.trim(), *c, &coo)?
+                    super::sell::pack(&kernel, k.trim(), *spec, &coo)?
                 }
             };
             super::sell::check_literal_sizes(&program, k.trim(), &packed)?;
-            unpad = if sells.len() == 1 { Some((packed.rows, packed.padded)) } else { None };
+            if spec.sigma > 1 || sells.len() == 1 {
+                restore = Some(super::sell::Restore::of(&mut packed));
+            }
             nats.extend(packed.nats);
             inputs.extend(packed.inputs);
             continue;
@@ -273,7 +278,7 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     let reps = a.reps.map_or(0, |n| n as usize);
     let running = prof(|| "run (compile, lay out, kernel, result)".into());
     let start = Instant::now();
-    let (value, compile_seconds, times) = match a.backend {
+    let (value, compile_seconds, mut times) = match a.backend {
         Backend::Interp => {
             let value = heddle_runtime::interp::run_kernel(&kernel, &env)
                 .map_err(|d| Failure::Source(file.clone(), vec![d.or_kind(heddle_ir::ErrorKind::Runtime)]))?;
@@ -313,13 +318,18 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             (value, compile_seconds, times)
         }
     };
-    let elapsed = start.elapsed();
-    drop(running);
-    // A SELL kernel's padding rows dropped: y, of the matrix's rows (the type said so too).
-    let (value, ty) = match unpad {
-        Some((rows, padded)) => super::sell::unpad(value, &kernel.body.ty, rows, padded),
+    // A SELL kernel's result made y, of the matrix's rows in their order
+    // (the type says so too); with σ > 1, putting them back in order is
+    // part of each rep's time.
+    let (value, ty) = match &restore {
+        Some(r) => {
+            r.time(&value, &kernel.body.ty, &mut times);
+            r.apply(value, &kernel.body.ty)?
+        }
         None => (value, kernel.body.ty.clone()),
     };
+    let elapsed = start.elapsed();
+    drop(running);
     let _writing = prof(|| "write the result".into());
     let ty = &ty;
     // The JSON form only where it is printed or written (building it for a

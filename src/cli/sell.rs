@@ -1,13 +1,15 @@
 //! `--encoding A=SELL(C)` with `--matrix A=FILE`: the matrix packed as the
 //! three arrays the sparsified kernel takes (`heddle_rewrite::sparsify::sell`
-//! names them; `heddle_runtime::sparse::sell` packs them, σ = 1; the columns
-//! at the kernel's width, 32 or 16 bits, checked to fit), the columns' range
-//! stated for compiled code, and the padding rows dropped from the result.
+//! names them; `heddle_runtime::sparse::sell` packs them, the rows sorted by
+//! length within windows of σ rows for `SELL(C, sigma = S)`; the columns at
+//! the kernel's width, 32 or 16 bits, checked to fit), the columns' range
+//! stated for compiled code, and the result made y ([`Restore`]): the
+//! padding rows dropped, and with σ > 1 the rows put back in their order.
 
 use super::Failure;
 use heddle_ir::Type;
 use heddle_ir::loops::{ArgKind, InputRange, LoopProgram};
-use heddle_rewrite::sparsify::sell::SellNames;
+use heddle_rewrite::sparsify::sell::{SellNames, SellSpec};
 use heddle_runtime::io::read::Loaded;
 use heddle_runtime::scalars::ScalarVec;
 use heddle_runtime::sparse::coo::Coo;
@@ -26,6 +28,9 @@ pub struct Packed {
     pub padded: usize,
     /// The matrix's columns.
     pub cols: usize,
+    /// With σ > 1: the packing's row order (its arrays dropped), which
+    /// [`Restore`] undoes after the kernel.
+    pub sorted: Option<heddle_runtime::sparse::sell::Sell>,
 }
 
 /// The scalar type of the kernel's value parameter `name`, if it is an array of them.
@@ -45,8 +50,9 @@ fn scalar_of(kernel: &Kernel, name: &str) -> Option<heddle_ir::ScalarType> {
     })
 }
 
-/// Packs `coo` (a matrix) for `operand` stored as SELL-`c` in `kernel`.
-pub fn pack(kernel: &Kernel, operand: &str, c: u64, coo: &Coo) -> Result<Packed, Failure> {
+/// Packs `coo` (a matrix) for `operand` stored as `spec` in `kernel`.
+pub fn pack(kernel: &Kernel, operand: &str, spec: SellSpec, coo: &Coo) -> Result<Packed, Failure> {
+    let c = spec.lanes;
     let names = SellNames::of(operand);
     let what = format!("--matrix {operand}");
     let elem = scalar_of(kernel, &names.vals).ok_or_else(|| {
@@ -71,7 +77,8 @@ pub fn pack(kernel: &Kernel, operand: &str, c: u64, coo: &Coo) -> Result<Packed,
         &colidx,
         &csr.values.to_f64s(),
         c as usize,
-        1,
+        // The spec was checked where it was read (1 or a multiple of C, at most 2^31).
+        spec.sigma as usize,
         elem.size_bytes(),
         None,
     )
@@ -90,6 +97,9 @@ pub fn pack(kernel: &Kernel, operand: &str, c: u64, coo: &Coo) -> Result<Packed,
         },
     };
     let slices = sell.slices();
+    let mut sell = sell;
+    let col = std::mem::take(&mut sell.col);
+    sell.val = Vec::new();
     let inputs = vec![
         (names.soff.clone(), packed(ScalarVec::I32(sell.soff.clone()), "int32")),
         (
@@ -97,9 +107,9 @@ pub fn pack(kernel: &Kernel, operand: &str, c: u64, coo: &Coo) -> Result<Packed,
             if narrow {
                 // Every stored column, padding too, is one of the row's own
                 // columns or 0, all checked above to be below 2^16.
-                packed(ScalarVec::U16(sell.col.iter().map(|&j| j as u16).collect()), "uint16")
+                packed(ScalarVec::U16(col.iter().map(|&j| j as u16).collect()), "uint16")
             } else {
-                packed(ScalarVec::I32(sell.col), "int32")
+                packed(ScalarVec::I32(col), "int32")
             },
         ),
         (names.vals.clone(), vals),
@@ -110,7 +120,8 @@ pub fn pack(kernel: &Kernel, operand: &str, c: u64, coo: &Coo) -> Result<Packed,
         .filter(|(n, _)| has_nat(n))
         .map(|(n, v)| (n.clone(), v as i64))
         .collect();
-    Ok(Packed { nats, inputs, rows, padded: slices * c as usize, cols })
+    let sorted = (spec.sigma > 1).then_some(sell);
+    Ok(Packed { nats, inputs, rows, padded: slices * c as usize, cols, sorted })
 }
 
 /// The most columns 16-bit column coordinates hold (0 to 65 535).
@@ -197,16 +208,91 @@ pub fn trust_columns(kernel: &Kernel, program: &mut LoopProgram) {
     }
 }
 
-/// `y` from a SELL kernel's result and its type `ty`: an array result of
-/// exactly `padded` elements (the rows in whole slices) keeps its first
-/// `rows` (the padding rows' results go), typed `[T]_rows`; any other result
-/// is the kernel's own.
-pub fn unpad(value: Value, ty: &Type, rows: usize, padded: usize) -> (Value, Type) {
-    match (&value, ty) {
-        (Value::Array(items), Type::Array { binder: None, elem, .. }) if items.len() == padded && rows < padded => (
-            Value::array(items[..rows].to_vec()),
-            Type::Array { binder: None, elem: elem.clone(), len: heddle_ir::Nat::Lit(rows as i64) },
-        ),
-        _ => (value, ty.clone()),
+/// How a SELL kernel's result becomes y: the padding rows of the last slice
+/// dropped, and with σ > 1 the rows put back in their order.
+pub struct Restore {
+    /// The matrix's rows.
+    pub rows: usize,
+    /// Rows in whole slices: the kernel's result's length.
+    pub padded: usize,
+    /// With σ > 1: the packing's row order.
+    pub sorted: Option<heddle_runtime::sparse::sell::Sell>,
+}
+
+impl Restore {
+    /// What makes y of `packed`'s kernel result.
+    pub fn of(packed: &mut Packed) -> Restore {
+        Restore { rows: packed.rows, padded: packed.padded, sorted: packed.sorted.take() }
+    }
+
+    /// `y` from the kernel's result `value` and its type `ty`. With σ = 1 an
+    /// array result of exactly `padded` elements keeps its first `rows`
+    /// (the padding rows' results go), typed `[T]_rows`, and any other result
+    /// is the kernel's own. With σ > 1 the result is the row map's
+    /// (`heddle_rewrite::sparsify::sell` takes no other kernel), `padded`
+    /// elements in sliced order; y's element `i` is its element `slot[i]`.
+    pub fn apply(&self, value: Value, ty: &Type) -> Result<(Value, Type), Failure> {
+        match (&value, ty, &self.sorted) {
+            (Value::Array(items), Type::Array { binder: None, elem, .. }, Some(sell)) if items.len() == self.padded => {
+                let mut y = vec![Value::Int(0); self.rows];
+                sell.unpermute_into(items, &mut y);
+                Ok((
+                    Value::array(y),
+                    Type::Array { binder: None, elem: elem.clone(), len: heddle_ir::Nat::Lit(self.rows as i64) },
+                ))
+            }
+            (_, _, Some(_)) => Err(Failure::Input(format!(
+                "internal error: a SELL-C-σ kernel's result of type {ty} is not the {} rows in sliced order",
+                self.padded
+            ))),
+            (Value::Array(items), Type::Array { binder: None, elem, .. }, None)
+                if items.len() == self.padded && self.rows < self.padded =>
+            {
+                Ok((
+                    Value::array(items[..self.rows].to_vec()),
+                    Type::Array { binder: None, elem: elem.clone(), len: heddle_ir::Nat::Lit(self.rows as i64) },
+                ))
+            }
+            _ => Ok((value, ty.clone())),
+        }
+    }
+
+    /// With σ > 1, adds to each of `times` (the kernel's `--reps` runs) the
+    /// time of putting one result back in row order: `Sell::unpermute_into`
+    /// over the result as the kernel left it, a flat buffer of its element
+    /// type, `f32` or `f64` (y is part of what the kernel computes, so it is
+    /// part of what `kernel_seconds` reports). Run once per rep after the
+    /// kernel's runs, over one copy of the result, each time into the same
+    /// y: the pass as it runs after each launch, minus the cache state
+    /// between them. Nothing with σ = 1 (the first `rows` are y already).
+    pub fn time(&self, value: &Value, ty: &Type, times: &mut [f64]) {
+        let (Some(sell), Value::Array(items)) = (&self.sorted, value) else { return };
+        let flat: Vec<f64> = items
+            .iter()
+            .map(|v| match v {
+                Value::Float(x) => *x,
+                _ => 0.0,
+            })
+            .collect();
+        if flat.len() < sell.slices() * sell.c {
+            return;
+        }
+        let f32 = matches!(ty, Type::Array { elem, .. } if **elem == Type::Scalar(heddle_ir::ScalarType::F32));
+        if f32 {
+            let z: Vec<f32> = flat.iter().map(|&x| x as f32).collect();
+            time_each(times, vec![0f32; self.rows], |y| sell.unpermute_into(&z, y));
+        } else {
+            time_each(times, vec![0f64; self.rows], |y| sell.unpermute_into(&flat, y));
+        }
+    }
+}
+
+/// Adds the time of one `pass` into `y` to each of `times`.
+fn time_each<T>(times: &mut [f64], mut y: Vec<T>, pass: impl Fn(&mut [T])) {
+    for t in times {
+        let start = std::time::Instant::now();
+        pass(&mut y);
+        *t += start.elapsed().as_secs_f64();
+        std::hint::black_box(&y);
     }
 }

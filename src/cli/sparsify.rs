@@ -16,7 +16,8 @@ pub struct Args {
     /// The source file, written over dense arrays.
     file: String,
     /// An operand and its encoding: NAME=#sparse_tensor.encoding<{...}>, a name (CSR, DIA, BSR(r, c), …),
-    /// NAME=#ENC defined in --defs, or NAME=SELL(C) (heddle's SELL-C layout: three arrays, C rows per slice);
+    /// NAME=#ENC defined in --defs, or NAME=SELL(C) (heddle's SELL-C layout: three arrays, C rows per slice;
+    /// SELL(C, sigma = S) sorts rows by length within windows of S rows);
     /// NAME=auto chooses it from the structure of NAME's --matrix file (said on stderr, and under
     /// `auto` with --json).
     #[arg(long = "encoding", value_name = "NAME=ENCODING", required = true, value_parser = super::args::encoding_binding)]
@@ -40,8 +41,10 @@ pub struct Args {
 pub enum Format {
     /// A sparse tensor encoding: the operand becomes a `tensor<…, #ENC>`.
     Encoding(Encoding),
-    /// `SELL(C)` (or `SELL(C, crdWidth = 16)`): the operand becomes three
-    /// arrays (`A_soff`, `A_cols`, `A_vals`) with `C` lanes per slice, σ = 1.
+    /// `SELL(C)` (with `crdWidth = 16`, `sigma = S`): the operand becomes three
+    /// arrays (`A_soff`, `A_cols`, `A_vals`) with `C` lanes per slice; with
+    /// σ > 1 the rows are sorted within windows of σ by the packer, and the
+    /// result is put back in row order after the kernel.
     Sell(heddle_rewrite::sparsify::sell::SellSpec),
 }
 
@@ -49,12 +52,12 @@ pub enum Format {
 /// program (unused for SELL), and its format.
 pub type Spec = (String, String, Format);
 
-/// The SELL operands among `specs`: (operand, lanes).
-pub fn sell_operands(specs: &[Spec]) -> Vec<(String, u64)> {
+/// The SELL operands among `specs`: (operand, how it is stored).
+pub fn sell_operands(specs: &[Spec]) -> Vec<(String, heddle_rewrite::sparsify::sell::SellSpec)> {
     specs
         .iter()
         .filter_map(|(o, _, f)| match f {
-            Format::Sell(spec) => Some((o.clone(), spec.lanes)),
+            Format::Sell(spec) => Some((o.clone(), *spec)),
             Format::Encoding(_) => None,
         })
         .collect()

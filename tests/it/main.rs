@@ -52,6 +52,7 @@ mod scipy_interop;
 mod search_formats;
 mod sell;
 mod sell_front_door;
+mod sell_sigma;
 mod skyline;
 mod slices;
 mod sort_by;

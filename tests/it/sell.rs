@@ -228,6 +228,12 @@ fn sell_packing_round_trips_and_sorts_within_windows() {
         }
         // Padding: value 0 at a valid column.
         assert!(s.col.iter().all(|&j| (j as usize) < 30));
+        // Putting a sliced-order result back: row i's value is where the row was sliced.
+        let z: Vec<i64> = (0..s.slices() * 8).map(|p| s.row_at[p].map_or(-1, |i| i as i64)).collect();
+        let mut y = vec![0i64; rows];
+        s.unpermute_into(&z, &mut y);
+        assert_eq!(y, (0..rows as i64).collect::<Vec<_>>(), "{rows} rows, σ = {sigma}");
+        assert_eq!(s.unpermute(&z), y);
     }
 }
 

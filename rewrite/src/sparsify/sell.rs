@@ -1,4 +1,4 @@
-//! SELL-C (σ = 1) for the front door: `--encoding A=SELL(C)`.
+//! SELL-C-σ for the front door: `--encoding A=SELL(C)`, `SELL(C, sigma = S)`.
 //!
 //! SELL-C (Kreutzer et al., SIAM J. Sci. Comput. 2014; σ = 1, rows not
 //! sorted) is heddle's own layout, not an MLIR encoding: its storage is
@@ -49,6 +49,19 @@
 //! The result has `C · A_slices` elements: `y`, then 0 for each padding row
 //! up to a whole slice. `heddle run` gives the first `A_dim0` (`y`).
 //!
+//! **σ > 1** (`SELL(C, sigma = S)`, Kreutzer et al.'s SELL-C-σ): the kernel
+//! is the same; the packer (`heddle_runtime::sparse::sell::from_csr`) sorts
+//! the rows by length, longest first, within windows of σ rows before
+//! slicing them, so that a slice's rows have nearly one length and pad
+//! little (on a power-law matrix SELL-8 with σ = 1 pads to several times
+//! CSR's entries). The result is then in *sliced order*: position `s·C + l`
+//! holds the row in lane `l` of slice `s`, and `heddle run` puts it back in
+//! row order with the packer's permutation after the kernel
+//! (`Sell::unpermute_into`, timed with it under `--reps`). Only a kernel
+//! whose result is the row map itself may be run so (see
+//! [`results_in_sliced_order`]); σ is 1 or a multiple of C, so windows hold
+//! whole slices.
+//!
 //! Refused, each located: an operand that is not a matrix of scalars, a
 //! use of it other than as the rows of a map, a row used other than in a
 //! `reduce(+, 0)` of products with a dense vector (the lane form needs the
@@ -65,19 +78,31 @@ use std::collections::BTreeSet;
 /// only pads more.
 pub const MAX_LANES: u64 = 64;
 
-/// How a SELL operand is stored: `SELL(C)` or `SELL(C, crdWidth = W)`.
+/// The largest sorting window `sigma = S` takes: rows are sorted within
+/// windows of σ, and a window larger than any matrix's rows sorts the whole
+/// matrix (2^31, the rows 32-bit slice offsets can address at most).
+pub const MAX_SIGMA: u64 = 1 << 31;
+
+/// How a SELL operand is stored: `SELL(C)`, with the fields `crdWidth = W`
+/// and `sigma = S` in any order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SellSpec {
     /// Rows per slice, 1 to [`MAX_LANES`].
     pub lanes: u64,
     /// Bits of a column coordinate: 32 (`int`, the default) or 16 (`u16`).
     pub crd_width: u32,
+    /// SELL-C-σ's sorting window in rows: 1 (the default: rows in their
+    /// order) or a multiple of `lanes` up to [`MAX_SIGMA`]. With σ > 1 the
+    /// rows are sorted by length, longest first, within windows of σ rows,
+    /// and the kernel's result is in that *sliced order*; the permutation
+    /// that puts it back is the packer's (`heddle run` applies it).
+    pub sigma: u64,
 }
 
 impl SellSpec {
-    /// `SELL(C)`: 32-bit columns.
+    /// `SELL(C)`: 32-bit columns, σ = 1.
     pub fn new(lanes: u64) -> SellSpec {
-        SellSpec { lanes, crd_width: 32 }
+        SellSpec { lanes, crd_width: 32, sigma: 1 }
     }
 
     /// The heddle scalar type of a column: `int` or `u16`.
@@ -87,12 +112,17 @@ impl SellSpec {
 }
 
 impl std::fmt::Display for SellSpec {
-    /// The text `--encoding A=…` takes for it (`SELL(8)`, `SELL(8, crdWidth = 16)`).
+    /// The text `--encoding A=…` takes for it (`SELL(8)`, `SELL(8, crdWidth = 16)`,
+    /// `SELL(8, sigma = 4096)`).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.crd_width {
-            32 => write!(f, "SELL({})", self.lanes),
-            w => write!(f, "SELL({}, crdWidth = {w})", self.lanes),
+        write!(f, "SELL({}", self.lanes)?;
+        if self.crd_width != 32 {
+            write!(f, ", crdWidth = {}", self.crd_width)?;
         }
+        if self.sigma != 1 {
+            write!(f, ", sigma = {}", self.sigma)?;
+        }
+        write!(f, ")")
     }
 }
 
@@ -152,6 +182,16 @@ pub fn sparsify_sell(program: &Program, operand: &str, spec: SellSpec) -> Result
             format!("SELL({c}, crdWidth = {}): columns are 16 or 32 bits", spec.crd_width),
             "write SELL(C) for 32-bit columns or SELL(C, crdWidth = 16)",
         ));
+    }
+    if spec.sigma != 1 && (spec.sigma == 0 || spec.sigma > MAX_SIGMA || !spec.sigma.is_multiple_of(c)) {
+        return Err(refuse(
+            param.span,
+            format!("{spec}: σ is 1 or a multiple of C = {c} up to {MAX_SIGMA}"),
+            "write SELL(C, sigma = S) with S a multiple of C, e.g. SELL(8, sigma = 4096)",
+        ));
+    }
+    if spec.sigma > 1 {
+        results_in_sliced_order(kernel, operand, spec)?;
     }
     let ty = param.ty.as_ref().map(heddle_ir::printer::print_type).unwrap_or_default();
     let (lens, scalar) = match param.ty.as_ref().and_then(dense_shape) {
@@ -236,6 +276,44 @@ pub fn sparsify_sell(program: &Program, operand: &str, spec: SellSpec) -> Result
         ));
     }
     Ok(Sparsified { program: Program { kernel, ..program.clone() }, rules_applied })
+}
+
+/// With σ > 1 the rows run sorted by length within windows of σ rows, so
+/// the row map's result comes out in *sliced order* and is put back in row
+/// order after the kernel (`heddle run` applies the packer's permutation).
+/// That is sound only where the row map's result is the kernel's result
+/// itself: anything combining it inside the kernel with an array in row
+/// order (`zip` with a dense vector, an index) would pair the wrong rows.
+/// Refused, located at the kernel's body, otherwise.
+fn results_in_sliced_order(kernel: &Expr, operand: &str, spec: SellSpec) -> Result<(), Diagnostic> {
+    let mut body = kernel;
+    loop {
+        match &body.kind {
+            ExprKind::NFun { body: b, .. } => body = b,
+            ExprKind::Fun { params, body: b } if params.iter().all(|p| p.ty.is_some()) => body = b,
+            _ => break,
+        }
+    }
+    let is_a = |x: &Expr| matches!(&x.kind, ExprKind::Var(v) if v.as_str() == operand);
+    let is_map = |x: &Expr| matches!(&x.kind, ExprKind::Var(v) if v.as_str() == "map");
+    let row_map = match &body.kind {
+        ExprKind::Pipe { arg, func } if is_a(arg) => matches!(
+            &func.kind,
+            ExprKind::App { func: m, args } if is_map(m) && args.len() == 1 && row_lambda(&args[0]).is_some()
+        ),
+        ExprKind::App { func: m, args } => {
+            is_map(m) && args.len() == 2 && is_a(&args[1]) && row_lambda(&args[0]).is_some()
+        }
+        _ => false,
+    };
+    if row_map {
+        return Ok(());
+    }
+    Err(Diagnostic::new(body.span, format!("{spec} computes `{operand}`'s rows sorted by length, and this kernel's result is not its row map"))
+        .with_label("the kernel's result")
+        .with_note(format!(
+            "with σ > 1 the rows' results come out in sorted order and are put back in row order after the kernel, so the kernel must be `{operand} :>> map(fun(row => …))` itself, nothing combining its rows' results with arrays in row order"
+        )))
 }
 
 /// Names not bound or used anywhere in the kernel.
@@ -507,10 +585,12 @@ fn project_tuples(e: &Expr) -> Expr {
     out
 }
 
-/// Reads `SELL(C)` or `SELL(C, crdWidth = W)` (W 16 or 32; `indexBitWidth`
-/// is taken for `crdWidth`, as in MLIR's encodings): `None` when `text` is
-/// not that form (an MLIR attribute, another name), the spec, or why it is
-/// written wrongly.
+/// Reads `SELL(C)` with the optional fields `crdWidth = W` (16 or 32;
+/// `indexBitWidth` is taken for `crdWidth`, as in MLIR's encodings) and
+/// `sigma = S` (1, or a multiple of C up to [`MAX_SIGMA`]; `σ` is taken for
+/// `sigma`), each at most once, in any order: `None` when `text` is not that
+/// form (an MLIR attribute, another name), the spec, or why it is written
+/// wrongly.
 pub fn parse_name(text: &str) -> Option<Result<SellSpec, String>> {
     let t = text.trim();
     if !t.to_ascii_uppercase().starts_with("SELL") {
@@ -518,7 +598,9 @@ pub fn parse_name(text: &str) -> Option<Result<SellSpec, String>> {
     }
     let usage = || {
         format!(
-            "write SELL(C) with C rows per slice, 1 to {MAX_LANES} (e.g. SELL(8)), or SELL(C, crdWidth = 16) for 16-bit columns"
+            "write SELL(C) with C rows per slice, 1 to {MAX_LANES} (e.g. SELL(8)), optionally with `crdWidth = 16` \
+             for 16-bit columns and `sigma = S` to sort rows by length within windows of S rows \
+             (e.g. SELL(8, sigma = 4096))"
         )
     };
     if !t.starts_with("SELL") {
@@ -532,23 +614,39 @@ pub fn parse_name(text: &str) -> Option<Result<SellSpec, String>> {
         Some(Ok(c)) if (1..=MAX_LANES).contains(&c) => c,
         _ => return Some(Err(usage())),
     };
-    let crd_width = match parts.next() {
-        None => 32,
-        Some(field) => {
-            let Some((key, value)) = field.split_once('=') else { return Some(Err(usage())) };
-            if !matches!(key.trim(), "crdWidth" | "indexBitWidth") {
-                return Some(Err(format!("SELL takes one field, `crdWidth`, not `{}`: {}", key.trim(), usage())));
-            }
-            match value.trim().parse::<u32>() {
-                Ok(w @ (16 | 32)) => w,
-                _ => {
-                    return Some(Err(format!("SELL's columns are 16 or 32 bits, not `{}`: {}", value.trim(), usage())));
+    let (mut crd_width, mut sigma) = (None, None);
+    for field in parts {
+        let Some((key, value)) = field.split_once('=') else { return Some(Err(usage())) };
+        let (key, value) = (key.trim(), value.trim());
+        match key {
+            "crdWidth" | "indexBitWidth" => {
+                if crd_width.is_some() {
+                    return Some(Err(format!("SELL's `crdWidth` is given twice: {}", usage())));
+                }
+                match value.parse::<u32>() {
+                    Ok(w @ (16 | 32)) => crd_width = Some(w),
+                    _ => return Some(Err(format!("SELL's columns are 16 or 32 bits, not `{value}`: {}", usage()))),
                 }
             }
+            "sigma" | "σ" => {
+                if sigma.is_some() {
+                    return Some(Err(format!("SELL's `sigma` is given twice: {}", usage())));
+                }
+                match value.parse::<u64>() {
+                    Ok(s) if s == 1 || (s > 1 && s <= MAX_SIGMA && s.is_multiple_of(lanes)) => sigma = Some(s),
+                    _ => {
+                        return Some(Err(format!(
+                            "`sigma = {value}`: σ, the rows sorted together, is 1 or a multiple of C = {lanes} \
+                             up to {MAX_SIGMA} (whole slices sorted together), e.g. sigma = {}",
+                            lanes * 512
+                        )));
+                    }
+                }
+            }
+            _ => {
+                return Some(Err(format!("SELL takes the fields `crdWidth` and `sigma`, not `{key}`: {}", usage())));
+            }
         }
-    };
-    if parts.next().is_some() {
-        return Some(Err(usage()));
     }
-    Some(Ok(SellSpec { lanes, crd_width }))
+    Some(Ok(SellSpec { lanes, crd_width: crd_width.unwrap_or(32), sigma: sigma.unwrap_or(1) }))
 }

@@ -152,26 +152,26 @@ fn sell_with_16_bit_columns_stores_them_as_u16() {
     let p = heddle_ir::parser::parse_program(DENSE_MV).unwrap();
     let wide =
         heddle_ir::printer::print_program(&sell::sparsify_sell(&p, "matrix", sell::SellSpec::new(8)).unwrap().program);
-    let narrow = sell::sparsify_sell(&p, "matrix", sell::SellSpec { lanes: 8, crd_width: 16 }).unwrap();
+    let narrow = sell::sparsify_sell(&p, "matrix", sell::SellSpec { crd_width: 16, ..sell::SellSpec::new(8) }).unwrap();
     let narrow = heddle_ir::printer::print_program(&narrow.program);
     assert!(narrow.contains("matrix_cols: [s -> [[u16]_8]"), "{narrow}");
     assert!(wide.contains("matrix_cols: [s -> [[int]_8]"), "{wide}");
     // Only the columns' type differs: the lanes read them as they read 32-bit ones.
     assert_eq!(narrow.replace("[[u16]_8]", "[[int]_8]"), wide);
-    let bad = sell::sparsify_sell(&p, "matrix", sell::SellSpec { lanes: 8, crd_width: 8 }).unwrap_err();
+    let bad = sell::sparsify_sell(&p, "matrix", sell::SellSpec { crd_width: 8, ..sell::SellSpec::new(8) }).unwrap_err();
     assert!(bad.message.contains("16 or 32 bits"), "{}", bad.message);
 }
 
 #[test]
 fn sell_names_parse() {
-    let spec = |lanes, crd_width| Some(Ok(sell::SellSpec { lanes, crd_width }));
+    let spec = |lanes, crd_width| Some(Ok(sell::SellSpec { lanes, crd_width, sigma: 1 }));
     assert_eq!(sell::parse_name("SELL(8)"), spec(8, 32));
     assert_eq!(sell::parse_name(" SELL( 16 ) "), spec(16, 32));
     assert_eq!(sell::parse_name("SELL(8, crdWidth = 16)"), spec(8, 16));
     assert_eq!(sell::parse_name("SELL(4,crdWidth=32)"), spec(4, 32));
     assert_eq!(sell::parse_name("SELL(8, indexBitWidth = 16)"), spec(8, 16));
     // The text it prints is the text it reads.
-    for s in [sell::SellSpec::new(8), sell::SellSpec { lanes: 4, crd_width: 16 }] {
+    for s in [sell::SellSpec::new(8), sell::SellSpec { crd_width: 16, ..sell::SellSpec::new(4) }] {
         assert_eq!(sell::parse_name(&s.to_string()), Some(Ok(s)));
     }
     assert_eq!(sell::parse_name("CSR"), None);
@@ -188,8 +188,57 @@ fn sell_names_parse() {
         "SELL(8, posWidth = 16)",
         "SELL(8, crdWidth = 16, crdWidth = 16)",
         "SELL(8, crdWidth)",
+        "SELL(8, sigma = 0)",
+        "SELL(8, sigma = 12)",
+        "SELL(8, sigma = -8)",
+        "SELL(8, sigma = 4096, sigma = 4096)",
+        "SELL(8, sigma = 4294967296)",
+        "SELL(8, sigma)",
     ] {
         assert!(matches!(sell::parse_name(bad), Some(Err(_))), "{bad}");
+    }
+}
+
+#[test]
+fn sell_sigma_parses_in_any_order_and_prints_back() {
+    let spec = |lanes, crd_width, sigma| Some(Ok(sell::SellSpec { lanes, crd_width, sigma }));
+    assert_eq!(sell::parse_name("SELL(8, sigma = 4096)"), spec(8, 32, 4096));
+    assert_eq!(sell::parse_name("SELL(8, sigma = 1)"), spec(8, 32, 1));
+    assert_eq!(sell::parse_name("SELL(8, σ = 64)"), spec(8, 32, 64));
+    assert_eq!(sell::parse_name("SELL(4,sigma=4,crdWidth=16)"), spec(4, 16, 4));
+    assert_eq!(sell::parse_name("SELL(8, crdWidth = 16, sigma = 2147483648)"), spec(8, 16, 1 << 31));
+    for s in [
+        sell::SellSpec { sigma: 4096, ..sell::SellSpec::new(8) },
+        sell::SellSpec { lanes: 4, crd_width: 16, sigma: 64 },
+    ] {
+        assert_eq!(sell::parse_name(&s.to_string()), Some(Ok(s)));
+    }
+    assert_eq!(
+        sell::SellSpec { crd_width: 16, sigma: 64, ..sell::SellSpec::new(8) }.to_string(),
+        "SELL(8, crdWidth = 16, sigma = 64)"
+    );
+    // The message says what σ may be.
+    let Some(Err(m)) = sell::parse_name("SELL(8, sigma = 12)") else { panic!() };
+    assert!(m.contains("multiple of C = 8"), "{m}");
+}
+
+#[test]
+fn sell_sigma_keeps_the_kernel_and_takes_only_a_row_map_result() {
+    let p = heddle_ir::parser::parse_program(DENSE_MV).unwrap();
+    let print = |spec| heddle_ir::printer::print_program(&sell::sparsify_sell(&p, "matrix", spec).unwrap().program);
+    // The kernel is σ = 1's: only the packing (and the permutation after it) differ.
+    assert_eq!(print(sell::SellSpec { sigma: 4096, ..sell::SellSpec::new(8) }), print(sell::SellSpec::new(8)));
+    // Its result combined with a vector in row order: refused at the body.
+    let plus = "nFun(n => nFun(m => fun(a: [[float]_m]_n => fun(xs: [float]_m => fun(b: [float]_n =>\n  zip(a :>> map(fun(row => zip(row, xs) :>> map(fun(p => p.1 * p.2)) :>> reduce(+, 0))), b) :>> map(fun(t => t.1 + t.2)))))))";
+    let p = heddle_ir::parser::parse_program(plus).unwrap();
+    let err = sell::sparsify_sell(&p, "a", sell::SellSpec { sigma: 64, ..sell::SellSpec::new(8) }).unwrap_err();
+    assert!(err.message.contains("sorted by length") && err.message.contains("not its row map"), "{}", err.message);
+    assert_eq!(&plus[err.span.start as usize..err.span.start as usize + 4], "zip(");
+    // A σ the API is given directly is checked too.
+    let p = heddle_ir::parser::parse_program(DENSE_MV).unwrap();
+    for sigma in [0, 12] {
+        let err = sell::sparsify_sell(&p, "matrix", sell::SellSpec { sigma, ..sell::SellSpec::new(8) }).unwrap_err();
+        assert!(err.message.contains("multiple of C = 8"), "{}", err.message);
     }
 }
 

@@ -187,4 +187,20 @@ impl Sell {
     pub fn unpermute<T: Copy>(&self, z: &[T]) -> Vec<T> {
         self.slot.iter().map(|&p| z[p]).collect()
     }
+
+    /// [`Sell::unpermute`] into `y` (of `rows` elements) from `z` (of at
+    /// least `slices · C`): `y[i] = z[slot[i]]`. With `σ = 1` it is a copy.
+    /// Each row reads within its own window of `σ` rows (the sort never
+    /// moves a row out of its window), so `z` is read near where `y` is
+    /// written.
+    ///
+    /// # Panics
+    /// If `y` is not `rows` long or `z` is shorter than the sliced order.
+    pub fn unpermute_into<T: Clone>(&self, z: &[T], y: &mut [T]) {
+        assert_eq!(y.len(), self.rows, "SELL: y has the matrix's rows");
+        assert!(z.len() >= self.slices() * self.c, "SELL: z holds every slice's lanes");
+        for (y, &p) in y.iter_mut().zip(&self.slot) {
+            *y = z[p].clone();
+        }
+    }
 }
