@@ -51,10 +51,10 @@ fn scalar_of(kernel: &Kernel, name: &str) -> Option<heddle_ir::ScalarType> {
 }
 
 /// Packs `coo` (a matrix) for `operand` stored as `spec` in `kernel`.
-pub fn pack(kernel: &Kernel, operand: &str, spec: SellSpec, coo: &Coo) -> Result<Packed, Failure> {
+pub fn pack(kernel: &Kernel, operand: &str, source: &str, spec: SellSpec, coo: &Coo) -> Result<Packed, Failure> {
     let c = spec.lanes;
     let names = SellNames::of(operand);
-    let what = format!("--matrix {operand}");
+    let what = format!("parameter `{operand}`: {source}");
     let elem = scalar_of(kernel, &names.vals).ok_or_else(|| {
         Failure::Input(format!(
             "{what}: the kernel has no SELL values array `{}` (was it sparsified with SELL?)",
@@ -70,12 +70,21 @@ pub fn pack(kernel: &Kernel, operand: &str, spec: SellSpec, coo: &Coo) -> Result
     let rowptr: Vec<usize> = csr.offsets.iter().map(|&o| o as usize).collect();
     let colidx: Vec<usize> = csr.col_indices.iter().map(|&j| j as usize).collect();
     let (rows, cols) = (csr.rows as usize, csr.cols as usize);
-    let sell = heddle_runtime::sparse::sell::from_csr(
+    // The file's values in the kernel's type, each checked to fit as binding
+    // checks a file's values (a complex value for `double`, an integer for `u8`).
+    let values = csr.values.convert(elem).map_err(|e| {
+        let row = rowptr.partition_point(|&p| p <= e.position).saturating_sub(1);
+        Failure::Input(format!(
+            "{what}: the entry at row {row}, column {}: {}",
+            colidx.get(e.position).copied().unwrap_or(0),
+            e.message
+        ))
+    })?;
+    let mut sell = heddle_runtime::sparse::sell::layout(
         rows,
         cols,
         &rowptr,
         &colidx,
-        &csr.values.to_f64s(),
         c as usize,
         // The spec was checked where it was read (1 or a multiple of C, at most 2^31).
         spec.sigma as usize,
@@ -83,23 +92,11 @@ pub fn pack(kernel: &Kernel, operand: &str, spec: SellSpec, coo: &Coo) -> Result
         None,
     )
     .map_err(|e| Failure::Input(format!("{what}: {e}")))?;
-    let packed =
-        |data: ScalarVec, dtype: &str| Loaded::Packed { shape: vec![data.len() as u64], data, dtype: dtype.into() };
-    let vals = match elem {
-        heddle_ir::ScalarType::F32 => packed(ScalarVec::F32(sell.val.iter().map(|&v| v as f32).collect()), "float32"),
-        heddle_ir::ScalarType::F64 => packed(ScalarVec::F64(sell.val.clone()), "float64"),
-        // Other element types: converted by binding, as a file's values are.
-        _ => Loaded::Flat {
-            shape: vec![sell.val.len() as u64],
-            items: sell.val.iter().map(|&v| Value::Float(v)).collect(),
-            dtype: "float64".into(),
-            kinds: vec![heddle_runtime::io::read::ScalarKind::Float],
-        },
-    };
+    let values = sell.place(&rowptr, values);
+    let packed = |data: ScalarVec, dtype: &str| Loaded::packed(data, dtype);
+    let vals = packed(values, &elem.to_string());
     let slices = sell.slices();
-    let mut sell = sell;
     let col = std::mem::take(&mut sell.col);
-    sell.val = Vec::new();
     let inputs = vec![
         (names.soff.clone(), packed(ScalarVec::I32(sell.soff.clone()), "int32")),
         (

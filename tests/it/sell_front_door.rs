@@ -247,7 +247,7 @@ fn a_column_past_16_bits_is_refused_naming_it() {
     assert_eq!(code, 1, "{v}");
     let message = v["errors"][0]["message"].as_str().unwrap();
     assert!(message.contains("row 4, column 65536") && message.contains("16-bit"), "{v}");
-    assert!(message.contains("--matrix matrix"), "{v}");
+    assert!(message.contains("parameter `matrix`") && message.contains("wide.mtx"), "{v}");
     // The same matrix with 32-bit columns runs.
     let (code, v) = run_sell(dir.path(), "SELL(8)", &m, 70000);
     assert_eq!(code, 0, "{v}");
@@ -269,6 +269,61 @@ fn a_column_past_16_bits_is_refused_naming_it() {
     let (code, _, err) = heddle(&["sparsify", MV, "--encoding", "matrix=SELL(8, posWidth = 16)"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("`crdWidth`"), "{err}");
+}
+
+/// SELL's values array has the kernel's element type and the file's values
+/// are converted to it as binding converts them: a 64-bit integer past 2^53
+/// keeps every bit (it used to pass through `f64`), a value that does not fit
+/// (300 in `u8`, a complex number in `double`) is refused naming its entry
+/// and the file, on every backend and with σ > 1 too.
+#[test]
+fn sell_values_keep_their_type_and_refuse_what_does_not_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = (1i64 << 60) + 1;
+    let mtx = common::write(
+        dir.path(),
+        "ints.mtx",
+        &format!("%%MatrixMarket matrix coordinate integer general\n3 2 3\n1 1 {big}\n2 2 -3\n3 1 7\n"),
+    );
+    let x = common::write(dir.path(), "x.json", "[1, 2]");
+    let run = |ty: &str, encoding: &str, backend: &str, m: &Path| {
+        let text = std::fs::read_to_string(common::root().join(MV)).unwrap().replace("[float]", &format!("[{ty}]"));
+        let src = common::write(dir.path(), &format!("mv_{ty}.hdl"), &text);
+        heddle_json(&[
+            "run",
+            src.to_str().unwrap(),
+            "--backend",
+            backend,
+            "--matrix",
+            &format!("matrix={}", m.display()),
+            "--encoding",
+            &format!("matrix={encoding}"),
+            "--input",
+            &format!("xs={}", x.display()),
+        ])
+    };
+    for backend in backends() {
+        for encoding in ["SELL(8)", "SELL(4, sigma = 4)", C16] {
+            let (code, v) = run("i64", encoding, backend, &mtx);
+            assert_eq!(code, 0, "{encoding} on {backend}: {v}");
+            assert_eq!(v["result"], serde_json::json!([big, -6, 7]), "{encoding} on {backend}");
+            let (code, v) = run("u8", encoding, backend, &mtx);
+            assert_eq!(code, 1, "{encoding} on {backend}: {v}");
+            let message = v["errors"][0]["message"].as_str().unwrap();
+            assert!(message.contains("ints.mtx") && message.contains("row 0, column 0"), "{v}");
+            assert!(message.contains("does not fit in u8"), "{v}");
+        }
+    }
+    let complex = common::write(
+        dir.path(),
+        "complex.mtx",
+        "%%MatrixMarket matrix coordinate complex general\n2 2 2\n1 1 1 0.5\n2 2 0 1\n",
+    );
+    let (code, v) = run("double", "SELL(8)", "cpu", &complex);
+    assert_eq!(code, 1, "{v}");
+    let message = v["errors"][0]["message"].as_str().unwrap();
+    assert!(message.contains("complex.mtx") && message.contains("row 0, column 0"), "{v}");
+    assert!(message.contains("does not fit in double"), "{v}");
 }
 
 /// The trusted code's gather step of `dense_mv` at `ty` sparsified with `encoding`, as mnemonics.

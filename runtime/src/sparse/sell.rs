@@ -22,6 +22,7 @@
 //! all padding and yields 0.
 
 use super::error::{Result, SparseError};
+use crate::scalars::ScalarVec;
 
 /// A matrix stored as SELL-C-σ.
 #[derive(Clone, Debug, PartialEq)]
@@ -69,10 +70,9 @@ fn offsets(len: &[usize], order: &[usize], c: usize) -> Result<Vec<i32>> {
     Ok(soff)
 }
 
-/// Stores CSR (`rowptr`, `colidx`, `values`; `rows` × `cols`) as SELL-C-σ.
-/// Refused (a `Shape` error that says why): `c` or `sigma` zero, `sigma` not
-/// a multiple of `c`, a column past 32 bits, or storage beyond `limit` bytes
-/// (`tune`'s limit: 3× the matrix's plain CSR bytes, [`super::estimate::plain_size`]).
+/// Stores CSR (`rowptr`, `colidx`, `values`; `rows` × `cols`) as SELL-C-σ
+/// with `f64` values: [`layout`], then the values placed as
+/// [`Sell::place`] places them. Refused as [`layout`] refuses.
 #[allow(clippy::too_many_arguments)]
 pub fn from_csr(
     rows: usize,
@@ -80,6 +80,39 @@ pub fn from_csr(
     rowptr: &[usize],
     colidx: &[usize],
     values: &[f64],
+    c: usize,
+    sigma: usize,
+    value_bytes: usize,
+    limit: Option<u64>,
+) -> Result<Sell> {
+    let mut sell = layout(rows, cols, rowptr, colidx, c, sigma, value_bytes, limit)?;
+    if values.len() < rowptr.last().copied().unwrap_or(0) {
+        return Err(SparseError::buffer(
+            "values",
+            values.len(),
+            format!("{} entries need as many values", rowptr.last().copied().unwrap_or(0)),
+        ));
+    }
+    let mut val = vec![0f64; sell.col.len()];
+    sell.for_each_entry(rowptr, |at, k| val[at] = values[k]);
+    sell.val = val;
+    Ok(sell)
+}
+
+/// The SELL-C-σ layout of CSR (`rowptr`, `colidx`; `rows` × `cols`): slice
+/// offsets, columns (padding at the lane's last real column, 0 for an empty
+/// row) and the row order, with no values (`val` empty: [`Sell::place`]
+/// places values of any type, [`from_csr`] `f64` ones). Refused (a `Shape`
+/// error that says why): `c` or `sigma` zero, `sigma` not a multiple of
+/// `c`, a column past 32 bits, or storage beyond `limit` bytes (`tune`'s
+/// limit: 3× the matrix's plain CSR bytes, [`super::estimate::plain_size`]),
+/// reckoned with `value_bytes`-byte values.
+#[allow(clippy::too_many_arguments)]
+pub fn layout(
+    rows: usize,
+    cols: usize,
+    rowptr: &[usize],
+    colidx: &[usize],
     c: usize,
     sigma: usize,
     value_bytes: usize,
@@ -121,7 +154,6 @@ pub fn from_csr(
     let slices = soff.len() - 1;
     let steps = *soff.last().unwrap() as usize;
     let mut col = vec![0i32; steps * c];
-    let mut val = vec![0f64; steps * c];
     let mut slot = vec![0usize; rows];
     let mut row_at = vec![None; slices * c];
     for (p, &i) in order.iter().enumerate() {
@@ -145,7 +177,6 @@ pub fn from_csr(
                 }
                 last = j as i32;
                 col[at] = last;
-                val[at] = values[lo + k];
             } else {
                 // Padding: value 0 at the row's last column (a valid one,
                 // already in cache), 0 for an empty row.
@@ -153,10 +184,41 @@ pub fn from_csr(
             }
         }
     }
-    Ok(Sell { c, sigma, rows, cols, soff, col, val, slot, row_at })
+    Ok(Sell { c, sigma, rows, cols, soff, col, val: Vec::new(), slot, row_at })
 }
 
 impl Sell {
+    /// Calls `f(at, k)` for each stored entry: `at` its place in the sliced
+    /// layout, `k` its index in CSR order (`rowptr`, the rows' positions the
+    /// layout was made from).
+    fn for_each_entry(&self, rowptr: &[usize], mut f: impl FnMut(usize, usize)) {
+        for (i, &p) in self.slot.iter().enumerate() {
+            let (s, l) = (p / self.c, p % self.c);
+            let base = self.soff[s] as usize;
+            for (step, k) in (rowptr[i]..rowptr[i + 1]).enumerate() {
+                f((base + step) * self.c + l, k);
+            }
+        }
+    }
+
+    /// `values` (CSR order, of any scalar type, one per entry of the
+    /// `rowptr` the layout was made from) in the sliced layout, as `col`:
+    /// padding holds zero. The type's own values, never through `f64`, so
+    /// 64-bit integers and complex numbers keep every bit.
+    ///
+    /// # Panics
+    /// If `values` holds fewer than `rowptr`'s entries.
+    pub fn place(&self, rowptr: &[usize], mut values: ScalarVec) -> ScalarVec {
+        let entries = rowptr.last().copied().unwrap_or(0);
+        assert!(values.len() >= entries, "SELL: a value per entry");
+        // Padding reads the one zero appended after the entries.
+        values.truncate(entries);
+        values.push_from(&ScalarVec::zeros(values.elem(), 1), 0);
+        let mut from = vec![entries; self.col.len()];
+        self.for_each_entry(rowptr, |at, k| from[at] = k);
+        values.gather(&from)
+    }
+
     /// Back to CSR (`rowptr`, `colidx`, `values`), padding dropped: the
     /// entries of each row in their stored order. Padding is told from a
     /// stored zero by position (a row's entries come first in its lane), so
