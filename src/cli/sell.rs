@@ -76,8 +76,8 @@ pub fn pack(kernel: &Kernel, operand: &str, c: u64, coo: &Coo) -> Result<Packed,
         None,
     )
     .map_err(|e| Failure::Input(format!("{what}: {e}")))?;
-    let packed =
-        |data: ScalarVec, dtype: &str| Loaded::Packed { shape: vec![data.len() as u64], data, dtype: dtype.into() };
+    // On huge pages when large (`Loaded::streamed`): the kernel streams them.
+    let packed = |data: ScalarVec, dtype: &str| Loaded::streamed(data, dtype);
     let vals = match elem {
         heddle_ir::ScalarType::F32 => packed(ScalarVec::F32(sell.val.iter().map(|&v| v as f32).collect()), "float32"),
         heddle_ir::ScalarType::F64 => packed(ScalarVec::F64(sell.val.clone()), "float64"),
