@@ -93,7 +93,8 @@ pub fn pack(kernel: &Kernel, operand: &str, source: &str, spec: SellSpec, coo: &
     )
     .map_err(|e| Failure::Input(format!("{what}: {e}")))?;
     let values = sell.place(&rowptr, values);
-    let packed = |data: ScalarVec, dtype: &str| Loaded::packed(data, dtype);
+    // On huge pages when large (`Loaded::streamed`): the kernel streams them.
+    let packed = |data: ScalarVec, dtype: &str| Loaded::streamed(data, dtype);
     let vals = packed(values, &elem.to_string());
     let slices = sell.slices();
     let col = std::mem::take(&mut sell.col);

@@ -57,6 +57,9 @@ pub(super) struct NestedSum {
     /// The inner loop just translated added into `parts`, so the update
     /// `acc = acc + s` that follows it is left out.
     pending: bool,
+    /// The loop depth of the loop that carries `parts` (`Translator::depth`
+    /// outside its body), which `for_loop` tests at the top.
+    depth: usize,
 }
 
 /// The nested sum of an outer loop body, as [`Translator::nested_sum_shape`] finds it.
@@ -186,6 +189,7 @@ impl Translator<'_, '_> {
             width,
             taken: false,
             pending: false,
+            depth: self.depth,
         });
         self.for_loop(var, lo, hi, schedule, body)?;
         let done = self.nested_sums.pop().ok_or_else(|| mismatch("a nested sum"))?;
@@ -213,6 +217,15 @@ impl Translator<'_, '_> {
         n.taken = true;
         n.pending = true;
         Some(n.parts.clone())
+    }
+
+    /// The partials carried across the loop about to be translated at the
+    /// current depth, if it is a nested sum's loop: `for_loop` tests it at
+    /// the top (as a loop carrying an array in registers, `stmt.rs`,
+    /// `carries_registers`), so each partial's update has one use, the jump
+    /// back, and the lanes' loads fold into their multiplies.
+    pub(super) fn carried_partials(&self) -> Option<Vec<Variable>> {
+        self.nested_sums.last().filter(|n| n.depth == self.depth).map(|n| n.parts.clone())
     }
 
     /// Whether `var = value` is the update of a nested sum whose inner loop

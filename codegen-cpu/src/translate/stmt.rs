@@ -215,9 +215,10 @@ impl Translator<'_, '_> {
         self.b.ins().jump(head, &[]);
 
         self.b.switch_to_block(head);
-        // A loop that carries an array in registers tests at the top (see
-        // `carries_registers`).
-        let top_tested = self.options.fold_lane_loads && self.carries_registers(body);
+        // A loop that carries an array in registers, or a nested sum's
+        // partials (`nested.rs`), tests at the top (see `carries_registers`).
+        let partials = if self.options.fold_lane_loads { self.carried_partials() } else { None };
+        let top_tested = self.options.fold_lane_loads && (partials.is_some() || self.carries_registers(body));
         if top_tested {
             // The arrays' registers become the head's first parameters, the
             // counter its last: Cranelift computes a jump's arguments in
@@ -226,6 +227,9 @@ impl Translator<'_, '_> {
             // `add`, not a `lea` early in the step and a `mov` at its end).
             if self.options.strength_reduction {
                 self.touch_registers(body);
+                for v in partials.unwrap_or_default() {
+                    self.b.use_var(v);
+                }
             }
             let i = self.b.use_var(iv);
             let go = self.b.ins().icmp(test, i, end);

@@ -1471,7 +1471,7 @@ pub fn stored_tensor_inputs(
     // type holds is an error naming it; a float is rounded once).
     let typed =
         t.values.convert(tt.elem).map_err(|e| err(&n, format!("stored value {}: {}", e.position, e.message)))?;
-    inputs.push((format!("{name}_values"), Loaded::packed(typed, "storage")));
+    inputs.push((format!("{name}_values"), Loaded::streamed(typed, "storage")));
     Ok((nats, inputs))
 }
 

@@ -55,6 +55,30 @@ impl Loaded {
         Loaded::Packed { data, dtype: dtype.into(), shape }
     }
 
+    /// One dimension of scalars a kernel streams through (a stored tensor's
+    /// values, SELL's slices): as [`Loaded::packed`], but data of
+    /// [`crate::pages::THRESHOLD`] bytes or more is copied onto huge pages
+    /// first, a [`Loaded::Buffer`] on [`crate::pages::Words`] (2 MiB-aligned,
+    /// so a 64-byte block of values is one cache line), while they are
+    /// [`crate::pages::enabled`]. The vectors these come from were filled on
+    /// small pages, which advice cannot move; streamed from there, the
+    /// front door's SELL-8 and BSR(1, 8) SpMVs ran up to 1.9x slower than
+    /// over the same bytes on huge pages (docs/performance.md, "bsr64").
+    /// The copy is one pass over memory every launch reads at least once.
+    /// (A plain `.npy` array's vector is advised before it is filled and
+    /// taken without a copy: `packed`.)
+    pub fn streamed(data: crate::scalars::ScalarVec, dtype: impl Into<String>) -> Loaded {
+        let bytes = data.len() * data.elem().size_bytes();
+        if cfg!(target_os = "linux") && bytes >= crate::pages::THRESHOLD && crate::pages::enabled() {
+            // A buffer over the size limits stays packed: binding reports it.
+            if let Ok(buffer) = crate::launch::Buffer::from_scalars(&data, "the input") {
+                let shape = vec![data.len() as u64];
+                return Loaded::Buffer { buffer, dtype: dtype.into(), shape };
+            }
+        }
+        Loaded::packed(data, dtype)
+    }
+
     /// `Packed` data as `Flat` values (what the interpreter binds); others unchanged.
     pub fn into_values(self) -> Loaded {
         match self {
@@ -325,6 +349,43 @@ fn packed(f: &FieldLayout, raw: &[u8]) -> crate::scalars::ScalarVec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn large_streamed_data_is_copied_onto_huge_pages_small_data_stays_packed() {
+        // 3 MiB of f64 (a stored tensor's values): a buffer on a 2 MiB-aligned
+        // mapping advised MADV_HUGEPAGE, holding the same values.
+        let n: usize = 3 << 17;
+        let values: Vec<f64> = (0..n).map(|i| i as f64 * 0.25 - 7.0).collect();
+        match Loaded::streamed(crate::scalars::ScalarVec::F64(values.clone()), "storage") {
+            Loaded::Buffer { buffer, shape, .. } if cfg!(target_os = "linux") && crate::pages::enabled() => {
+                assert_eq!((buffer.len(), shape), (n, vec![n as u64]));
+                assert_eq!(buffer.fields, vec![heddle_ir::ScalarType::F64]);
+                let got = buffer.to_values();
+                assert!(got.iter().zip(&values).all(|(g, &v)| *g == crate::value::Value::Float(v)));
+                let addr = buffer.as_ptr() as usize;
+                assert_eq!(addr % crate::pages::HUGE, 0, "2 MiB-aligned");
+                #[cfg(target_os = "linux")]
+                {
+                    let flags = crate::pages::vm_flags(addr).expect("the buffer's mapping in /proc/self/smaps");
+                    assert!(flags.split_whitespace().any(|f| f == "hg"), "not advised MADV_HUGEPAGE: VmFlags {flags}");
+                }
+            }
+            Loaded::Packed { data: crate::scalars::ScalarVec::F64(v), .. } => {
+                assert!(!(cfg!(target_os = "linux") && crate::pages::enabled()), "kept packed");
+                assert_eq!(v, values);
+            }
+            _ => panic!("streamed data is a buffer or packed"),
+        }
+        // Under 2 MiB: packed as given, no copy.
+        let small: Vec<i32> = (0..1000).collect();
+        let at = small.as_ptr();
+        let Loaded::Packed { data: crate::scalars::ScalarVec::I32(v), .. } =
+            Loaded::streamed(crate::scalars::ScalarVec::I32(small), "storage")
+        else {
+            panic!("small data stays packed")
+        };
+        assert_eq!(v.as_ptr(), at);
+    }
 
     #[test]
     fn a_large_npy_array_is_read_onto_advised_huge_pages() {

@@ -66,7 +66,11 @@
 //! GFLOP/s against SELL-8c16's 7.2 through the same front door (the
 //! `spmv_peers` bench, 5 interleaved rounds each); at f32 BSR(1, 8) is
 //! ahead (16.8 against 13.5) and keeps its place (docs/performance.md,
-//! "…twelfth session's merges"). [`MIN_FILL`] = 0.75 is
+//! "…twelfth session's merges"). Measured again with both formats' values
+//! on huge pages and x's loads folded into BSR's multiplies: one thread,
+//! 2.6–2.7 ms against SELL-8c16's 2.0–2.1; the BSR step stalls on its
+//! values' first load per block, and x (40 KB at f64) does not stay in L1
+//! as SELL-8's lanes' shared columns do (docs/performance.md, "bsr64"). [`MIN_FILL`] = 0.75 is
 //! above both break-even fills of each format for f32 and f64 and below the
 //! fills of every measured win. 16-bit column coordinates (CSR16) are not
 //! ranked: measured against CSR32 they were no faster (0.65–1.1x).
