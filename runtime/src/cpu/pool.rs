@@ -493,11 +493,21 @@ mod tests {
         }
         // Two asks within SPIN of each other (a loop of launches) wake it;
         // retried, as the OS may hold this thread longer than SPIN between them.
+        // A woken worker is awake for only SPIN before it parks again, so it
+        // is watched without sleeping (a sleep under load can outlast that
+        // window, and then nothing wakes it again), and a missed window is
+        // retried with two more asks.
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             helpers(2);
             helpers(2);
-            if wait_until_parked_is(false) && helpers(2) == Helpers::Awake {
+            let watch = Instant::now() + Duration::from_millis(50);
+            let mut woke = false;
+            while !woke && Instant::now() < watch {
+                woke = pool().workers.first().is_some_and(|w| !w.mailbox.parked.load(Ordering::SeqCst));
+                std::hint::spin_loop();
+            }
+            if woke && helpers(2) == Helpers::Awake {
                 break;
             }
             assert!(Instant::now() < deadline, "helpers() in a loop never woke worker 0");
