@@ -3,12 +3,14 @@
 f64 SpMV over CSR with 32-bit positions and coordinates, one thread (or --threads), on the
 synthetic matrices of ../shared/bench (run its setup.sh first: it writes
 /tmp/heddle-bench/matrices/bin/*.csr). Each round runs both binaries on each
-matrix (`heddle run … --reps N --json`, the kernel's median); the figure is
-the median over rounds of the new build's time over the old one's.
+matrix (`heddle run … --reps N --json`, the kernel's median), the new build
+first in even rounds and second in odd ones; the figure is the median over
+rounds of the new build's time over the old one's.
 
     python3 benches/spmv_ab.py --old OLD/heddle --new target/release/heddle --rounds 7
     python3 benches/spmv_ab.py --old OLD/heddle --new-args="--accumulators 1"   # a setting of the new build
     python3 benches/spmv_ab.py --old OLD/heddle --threads 1,2 --stat min   # also 2 threads; fastest launch
+    python3 benches/spmv_ab.py --old OLD/heddle --prec f32   # f32 values and x (the matrix's values rounded)
 
 `--stat min` compares each run's fastest launch instead of its median: on a machine shared with
 other work the median of a 2-thread run often measures the other work, the fastest launch less so.
@@ -62,6 +64,7 @@ def main():
     ap.add_argument("--matrices", default="/tmp/heddle-bench/matrices/bin")
     ap.add_argument("--only", default="", help="a comma-separated subset of the matrices")
     ap.add_argument("--threads", default="1", help="comma-separated thread counts (each its own line)")
+    ap.add_argument("--prec", default="f64", choices=["f64", "f32"], help="the values' and x's type")
     ap.add_argument("--stat", default="median", choices=["median", "min", "p10"],
                     help="each run's kernel median, fastest launch, or nearest-rank 10th percentile")
     args = ap.parse_args()
@@ -69,18 +72,25 @@ def main():
     if args.only:
         CASES = [(m, r) for m, r in CASES if m in args.only.split(",")]
     with tempfile.TemporaryDirectory() as work:
+        kernel = KERNEL if args.prec == "f64" else KERNEL.replace("xf64", "xf32").replace("[double]", "[float]")
+        dtype = np.float64 if args.prec == "f64" else np.float32
         with open(os.path.join(work, "spmv.hdl"), "w") as f:
-            f.write(KERNEL)
+            f.write(kernel)
         for m, _ in CASES:
-            a = read_csr(os.path.join(args.matrices, f"{m}.csr"))
+            a = read_csr(os.path.join(args.matrices, f"{m}.csr")).astype(dtype)
             sp.save_npz(os.path.join(work, f"{m}.npz"), a, compressed=False)
-            np.save(os.path.join(work, f"{m}_x.npy"), np.random.default_rng(0).random(a.shape[1]))
+            np.save(os.path.join(work, f"{m}_x.npy"), np.random.default_rng(0).random(a.shape[1]).astype(dtype))
         for m, reps in CASES:
             for t in [int(t) for t in args.threads.split(",")]:
                 ratios, new, old = [], [], []
-                for _ in range(args.rounds):
+                for r in range(args.rounds):
+                    # Every other round the old build first: whichever ran
+                    # second measured ~5% faster in an A/A run at load 6.
+                    if r % 2:
+                        o = kernel_median(args.old, work, m, reps, (), t, args.stat)
                     n = kernel_median(args.new, work, m, reps, args.new_args.split(), t, args.stat)
-                    o = kernel_median(args.old, work, m, reps, (), t, args.stat)
+                    if not r % 2:
+                        o = kernel_median(args.old, work, m, reps, (), t, args.stat)
                     new.append(n), old.append(o), ratios.append(n / o)
                 label = m if args.threads == "1" else f"{m}, {t} thread{'s' if t > 1 else ''}"
                 print(f"{label}: new {statistics.median(new) * 1e3:.4f} ms, old {statistics.median(old) * 1e3:.4f} ms, "

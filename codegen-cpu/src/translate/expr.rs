@@ -266,8 +266,7 @@ impl Translator<'_, '_> {
                 // `buf[k + o]` at `(buf - z · size) + q · size`; the first
                 // sum does not change from row to row, and Cranelift computes
                 // it once, before the row loop.
-                let zs = self.b.ins().imul_imm_s(z, size.wrapping_neg());
-                addr = self.b.ins().iadd(addr, zs);
+                addr = self.minus_scaled(addr, z, size);
                 inv = None;
                 var = Some(if c == 0 { q } else { self.b.ins().iadd_imm_s(q, c) });
             }
@@ -295,6 +294,30 @@ impl Translator<'_, '_> {
             addr = self.b.ins().iadd(addr, scaled);
         }
         Ok((addr, offset, ty, flags))
+    }
+
+    /// `base - z · size`, computed from `base` and `z` alone when `size` is
+    /// a power of two (`z` doubled: no constant operand), else with a
+    /// multiply by `-size`.
+    ///
+    /// Why no constant: Cranelift's elaborator (0.135) places an
+    /// instruction in the outermost loop pre-header its operands allow, but
+    /// a constant (no operands) only one loop out from its first use, and
+    /// its users then cannot leave that loop. A CSR row's rebased base
+    /// `buf - pos[0] · size` first used in the long rows' partials loop
+    /// was thus computed once per row, in that loop's pre-header, and two
+    /// more live values spilled the result's base around the row loop.
+    fn minus_scaled(&mut self, base: Value, z: Value, size: i64) -> Value {
+        if size > 0 && size.count_ones() == 1 && size <= 64 {
+            let mut zs = z;
+            for _ in 0..size.trailing_zeros() {
+                zs = self.b.ins().iadd(zs, zs);
+            }
+            self.b.ins().isub(base, zs)
+        } else {
+            let zs = self.b.ins().imul_imm_s(z, size.wrapping_neg());
+            self.b.ins().iadd(base, zs)
+        }
     }
 
     /// Whether a load from a read-only buffer at `index` is valid wherever

@@ -119,6 +119,16 @@ fn attempt(
     b.switch_to_block(entry);
     let params = b.block_params(entry).to_vec();
     let (args_ptr, lo, hi) = (params[0], params[1], params[2]);
+    // The one block that returns (see `Translator::exit`), entered from the
+    // entry block on a constant `false`: never taken, but it makes the
+    // entry the exit's immediate dominator, so that no loop dominates it.
+    let exit = b.create_block();
+    b.append_block_param(exit, ct::I32);
+    let start = b.create_block();
+    let never = b.ins().iconst(ct::I8, 0);
+    let ok = b.ins().iconst(ct::I32, i64::from(status::OK));
+    b.ins().brif(never, exit, &[ok.into()], start, &[]);
+    b.switch_to_block(start);
     let fma = options.fused_multiply_add && native_fma(m.isa());
     let mut t = Translator {
         prog,
@@ -155,11 +165,15 @@ fn attempt(
         reloaded: std::collections::HashMap::new(),
         in_memory: in_memory.to_vec(),
         sentinels: Vec::new(),
+        exit,
     };
     t.bind_args(args_ptr);
     t.block(&prog.body)?;
     let ok = t.b.ins().iconst(ct::I32, i64::from(status::OK));
-    t.b.ins().return_(&[ok]);
+    t.b.ins().jump(exit, &[ok.into()]);
+    t.b.switch_to_block(exit);
+    let status = t.b.block_params(exit)[0];
+    t.b.ins().return_(&[status]);
     t.b.seal_all_blocks();
     let config = t.m.target_config();
     let trusted = t.trusted_checks;
@@ -307,6 +321,21 @@ pub(crate) struct Translator<'a, 'f> {
     in_memory: Vec<Name>,
     /// The sentinel bases of the arrays in registers (see [`regs`]).
     sentinels: Vec<(Value, Name)>,
+    /// The function's one returning block, its status code a parameter:
+    /// the body's end jumps to it with `OK`, and a failed check with
+    /// nothing to free branches straight to it with its code.
+    ///
+    /// Why not a block of its own per check: Cranelift's elaborator (0.135)
+    /// walks the dominator tree keeping a stack of the loops it is in, pops
+    /// a loop at the first block it visits outside it, and does not push it
+    /// back when the walk returns to the loop's other blocks. A check's own
+    /// failure block is dominated by the check and outside every loop, so
+    /// every block of the loop visited after it hoisted nothing (CSR's rows
+    /// of under 16 entries recomputed both rebased bases, `imul` and `lea`,
+    /// in each row, after the long rows' range check). The entry branches
+    /// to this block too (never taken), so its immediate dominator is the
+    /// entry, outside every loop.
+    exit: cranelift_codegen::ir::Block,
 }
 
 impl Translator<'_, '_> {
@@ -404,8 +433,15 @@ impl Translator<'_, '_> {
     /// Continues only when `ok` (an `i8` truth value) holds; otherwise frees
     /// every live temporary and returns `code`.
     fn guard(&mut self, ok: Value, code: u32) -> Result<(), CodegenError> {
-        let fail = self.b.create_block();
         let cont = self.b.create_block();
+        if self.heap.is_empty() {
+            // Nothing to free: straight to the one exit (see `exit`).
+            let c = self.b.ins().iconst(ct::I32, i64::from(code));
+            self.b.ins().brif(ok, cont, &[], self.exit, &[c.into()]);
+            self.b.switch_to_block(cont);
+            return Ok(());
+        }
+        let fail = self.b.create_block();
         self.b.ins().brif(ok, cont, &[], fail, &[]);
         self.b.switch_to_block(fail);
         self.b.set_cold_block(fail);

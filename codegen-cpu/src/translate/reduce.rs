@@ -155,7 +155,10 @@ impl Translator<'_, '_> {
         // A short loop (an SpMV row of a few entries) pays more for setting
         // up and combining partials than their parallel chains gain: it runs
         // the one-accumulator loop. The test is one compare per loop, and
-        // predicted when the lengths are alike.
+        // predicted when the lengths are alike. It compares unsigned: a
+        // negative count (an empty loop) goes to the partials' loop, which
+        // tests `lo < hi` first, so the short loop knows `0 <= n < short`
+        // (its odd first iteration then needs no test for an empty loop).
         let [short_loop, long_loop, join] = std::array::from_fn(|_| self.b.create_block());
         let n = self.b.ins().isub(hi_v, lo_v);
         // Fewer than `short` iterations from a small constant fit the
@@ -189,17 +192,17 @@ impl Translator<'_, '_> {
             if let Some(pairs) = pairs {
                 let mid_loop = self.b.create_block();
                 self.b.switch_to_block(pairs);
-                let is_short = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, n, short);
+                let is_short = self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, n, short);
                 self.b.ins().brif(is_short, mid_loop, &[], long_loop, &[]);
                 self.b.switch_to_block(mid_loop);
-                self.single_reduction_over(var, lo, lo_v, hi_v, body, &accs, fits)?;
+                self.single_reduction_over(var, lo, lo_v, hi_v, body, &accs, fits, true)?;
                 self.b.ins().jump(join, &[]);
             }
         } else {
-            let is_short = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, n, short);
+            let is_short = self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, n, short);
             self.b.ins().brif(is_short, short_loop, &[], long_loop, &[]);
             self.b.switch_to_block(short_loop);
-            self.single_reduction_over(var, lo, lo_v, hi_v, body, &accs, fits)?;
+            self.single_reduction_over(var, lo, lo_v, hi_v, body, &accs, fits, true)?;
             self.b.ins().jump(join, &[]);
         }
         self.b.switch_to_block(long_loop);
@@ -366,7 +369,7 @@ impl Translator<'_, '_> {
     ///
     /// ```text
     /// q = lo + o, end = hi + o
-    /// if (hi - lo) & 1 { if q >= end { done } body(q - o) into acc; q += 1 }
+    /// if (hi - lo) & 1 { if q >= end { done } body(q - o) into acc; q += 1 }   (no `q >= end` when counted)
     /// head(acc, q): if q >= end { done } else { body(q - o), body(q - o + 1) into acc; head(acc', q + 2) }
     /// ```
     ///
@@ -399,12 +402,14 @@ impl Translator<'_, '_> {
         accs: &[Accumulator],
     ) -> Result<(), CodegenError> {
         let (lo_v, hi_v) = self.loop_bounds(lo, hi, Schedule::Seq)?;
-        self.single_reduction_over(var, lo, lo_v, hi_v, body, accs, false)
+        self.single_reduction_over(var, lo, lo_v, hi_v, body, accs, false, false)
     }
 
     /// [`single_reduction_loop`](Self::single_reduction_loop) over bounds
     /// already computed (`lo` is the lower bound's expression); `fits`: the
-    /// range is known to fit the body's narrow conversions of `var`.
+    /// range is known to fit the body's narrow conversions of `var`;
+    /// `counted`: the caller has tested `hi - lo` non-negative (an odd count
+    /// is then at least one iteration, which runs without a test).
     #[allow(clippy::too_many_arguments)]
     fn single_reduction_over(
         &mut self,
@@ -415,6 +420,7 @@ impl Translator<'_, '_> {
         body: &[Stmt],
         accs: &[Accumulator],
         fits: bool,
+        counted: bool,
     ) -> Result<(), CodegenError> {
         let guarded = self.single_needs_guard(var, lo, body, fits);
         let [first, first_step, head, step, after, exit] = std::array::from_fn(|_| self.b.create_block());
@@ -445,8 +451,12 @@ impl Translator<'_, '_> {
         };
         // The odd iteration, unless the count is negative (an empty loop).
         self.b.switch_to_block(first);
-        let empty = self.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, q0, end);
-        self.b.ins().brif(empty, after, &[], first_step, &[]);
+        if counted {
+            self.b.ins().jump(first_step, &[]);
+        } else {
+            let empty = self.b.ins().icmp(IntCC::SignedGreaterThanOrEqual, q0, end);
+            self.b.ins().brif(empty, after, &[], first_step, &[]);
+        }
         self.b.switch_to_block(first_step);
         let k0 = index(self, q0);
         self.scope.push((var.clone(), Bound::Val(k0, ScalarType::I64)));

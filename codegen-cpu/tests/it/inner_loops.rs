@@ -404,6 +404,36 @@ fn only_rows_below_copies_below_run_as_straight_copies() {
     assert_eq!(copies_with(32, 0), 0);
 }
 
+#[test]
+fn the_csr_row_loop_computes_its_rebased_bases_once_and_spills_nothing() {
+    // A row's loads read `(buf - pos[0] · size) + q · size`: the first
+    // sum is the same for every row, and must be computed once, before the
+    // row loop, on every path through it (the short rows' loop, the long
+    // rows' partials, the straight copies). Two things kept Cranelift from
+    // hoisting it: each check's own failure block (a block outside every
+    // loop, which made the elaborator forget the row loop for the blocks it
+    // visited after it: now one exit block, dominated by the entry alone),
+    // and the multiply by the constant `-size` (a constant is placed one
+    // loop out from its first use, the long rows' partials loop, and held
+    // its user there: now `pos[0]` doubled). Recomputed per row, the
+    // bases cost an `imul` and a `lea` each, and their extra live values
+    // spilled `out`'s base around the row loop.
+    let p = csr32_lowered();
+    for trust_ranges in [true, false] {
+        for (accumulators, copies_below) in [(4, 0), (4, heddle_codegen_cpu::COPIES_BELOW), (1, 0)] {
+            let options =
+                Options { accumulators, trust_ranges, fused_multiply_add: false, copies_below, ..Options::default() };
+            let asm = disassembly(&p, &options).unwrap();
+            let what = format!("{accumulators} accumulators, copies below {copies_below}, trusted {trust_ranges}");
+            assert_eq!(asm.matches("imul").count(), 0, "{what}: a base computed by a multiply:\n{asm}");
+            assert!(!asm.contains("<offset:"), "{what}: a spill slot:\n{asm}");
+            // One block returns, whatever fails (the checked code's column
+            // check, the long rows' narrow range check).
+            assert_eq!(asm.matches("retq").count(), 1, "{what}:\n{asm}");
+        }
+    }
+}
+
 /// `for j in 0 .. n { acc[j + a] = acc[j + a] + v * d[j + b] }`: a map loop
 /// over a written buffer, read only where it is written.
 fn row_update(t: heddle_ir::ScalarType) -> LoopProgram {
