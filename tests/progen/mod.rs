@@ -38,9 +38,11 @@
 #![allow(dead_code)]
 
 mod arrays;
+mod defs;
 mod scalars;
 mod sparse;
 mod tape;
+mod tensors;
 
 use sparse::*;
 use std::fmt::Write as _;
@@ -235,6 +237,12 @@ pub struct Gen {
     /// Where the expression being written stands, for the OpenCL schedules
     /// (`mapWorkgroup` at the top, `mapLocal` inside it).
     ctx: Ctx,
+    /// The definitions drawn so far (`defs`): a case's, or while one is
+    /// written, those before it.
+    defs: Vec<defs::Def>,
+    /// Whether a definition's body is being written: no natural is in scope,
+    /// so intermediate arrays have literal lengths.
+    in_def: bool,
 }
 
 /// Where an expression stands with respect to the work-group maps.
@@ -412,6 +420,8 @@ fn build(tape: Tape) -> (Case, Tape) {
         fuel: 0,
         extra: None,
         ctx: Ctx::Top,
+        defs: Vec::new(),
+        in_def: false,
     };
     let n = 2 * g.tape.below(5) as i64 + if g.tape.below(5) == 0 { 1 } else { 0 };
     let n = if g.tape.below(6) == 0 { size(&mut g.tape) } else { n };
@@ -432,10 +442,14 @@ fn build(tape: Tape) -> (Case, Tape) {
         let s = g.extra.clone().expect("just set");
         g.vars.push(Var { name: "es".to_string(), ty: arr(s, Len::Nat("n")) });
     }
+    // From the rest of the same draw, whether a dense case has definitions
+    // (one in three).
+    let defs = if kind == 0 && rest / 24 % 3 == 1 { g.definitions() } else { String::new() };
     let mut matrices = Vec::new();
+    let mut tensor_inputs = Vec::new();
     let source = match kind {
         1 => kernel(&structured_result(&mut g), None),
-        2 => tensor_kernel(&mut g, &mut matrices),
+        2 => tensor_kernel(&mut g, &mut matrices, &mut tensor_inputs),
         _ => {
             let ty = match g.extra.clone() {
                 // Results of the other scalar type: a number, an array, a tuple array.
@@ -447,10 +461,11 @@ fn build(tape: Tape) -> (Case, Tape) {
                 _ => result_ty(&mut g.tape),
             };
             let body = g.expr(&ty);
-            kernel(&body, g.extra.as_ref())
+            let text = kernel(&body, g.extra.as_ref());
+            if defs.is_empty() { text } else { format!("{defs}\n{text}") }
         }
     };
-    let mut inputs = Vec::new();
+    let mut inputs = tensor_inputs;
     if kind != 2 {
         let t = &mut g.tape;
         let floats = |t: &mut Tape, k: i64| serde_json::json!((0..k).map(|_| float_value(t)).collect::<Vec<_>>());
