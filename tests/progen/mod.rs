@@ -25,15 +25,21 @@
 //!
 //! Modules: `tape` (the choices), `scalars` (numbers, booleans,
 //! conversions, reductions), `arrays` (layout patterns, maps, vectors,
-//! work-groups), `sparse` (co-iteration, workspaces, structured results,
-//! tensor parameters).
+//! work-groups), `defs` (top-level definitions and their uses), `sparse`
+//! (co-iteration, workspaces, structured results, tensor parameters of rank
+//! 2 and 3), `tensors` (DIA, ELL, `BSR(r, c)`, named and TACO spellings,
+//! rank 4, sparse vectors, integer, complex and half values).
 //!
-//! Not drawn (yet): `def`s and type annotations of dense values, `mapGlobal`'s
+//! Not drawn (yet): type annotations of dense values, `mapGlobal`'s
 //! and `mapWorkgroup`'s dimension argument (2-D schedules), `scatterAdd` of
-//! tuples and rows, the `bool` and `index` conversions, `filter` outside
-//! the counted rows, tensor encodings with slices, DIA, ELL, SELL or blocks
-//! other than 2 × 2, tensors of rank 4 and more, stored results of rank 3,
-//! sparse vectors, and integer-valued or complex tensors.
+//! tuples and rows, the `bool` and `index` conversions and the `f32`/`f64`/
+//! `i32`/`half` spellings, `filter` outside the counted rows, tensor encodings
+//! with slices, `explicitVal`/`implicitVal`, `banded` (skyline), n:m
+//! structured levels, SELL, static tensor sizes, `.npz` and `.json` storage
+//! files, stored results of rank 3, tensors of rank 5 and more, tensor
+//! kernels with definitions, and 8-bit tensor values (see `tensors::ELEMS`).
+//! A vector's first level cannot be a singleton (the encoding's verifier
+//! refuses it, as MLIR's does).
 
 #![allow(dead_code)]
 

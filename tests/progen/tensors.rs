@@ -273,8 +273,10 @@ fn tns_text(dims: &[i64], entries: &[(Vec<i64>, String)]) -> String {
 /// type: each level's elements weighted by their coordinates and summed.
 fn fold(g: &mut Gen, levels: &[Level], var: &str, sum: &str) -> String {
     let Some((first, rest)) = levels.split_first() else {
-        let c = g.tape.pick(&["", " * 2", " + 1", " - 3"]);
-        return format!("{var}{c}");
+        return match *g.tape.pick(&["", " * 2", " + 1", " - 3"]) {
+            "" => var.to_string(),
+            c => format!("({var}{c})"),
+        };
     };
     let x = g.fresh("x");
     match first {
