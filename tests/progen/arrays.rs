@@ -72,7 +72,12 @@ impl Gen {
                 let map = self.tape.pick(&["map", "map", "map", "mapSeq", "mapPar", "mapGlobal"]);
                 // In a work-group, now and then over its local work-items.
                 let map = if self.ctx == Ctx::Workgroup && rest % 6 == 2 { "mapLocal" } else { map };
-                format!("({src} :>> {map}(fun({x} => {body})))")
+                let mapped = format!("({src} :>> {map}(fun({x} => {body})))");
+                // One in seven, with a type annotation (where the type can be written).
+                match ty.text() {
+                    Some(t) if rest / 8 % 7 == 3 => format!("({mapped} : {t})"),
+                    _ => mapped,
+                }
             }
             3 => {
                 let (t1, t2) = (self.simple_ty(), self.simple_ty());

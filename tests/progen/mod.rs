@@ -30,7 +30,7 @@
 //! 2 and 3), `tensors` (DIA, ELL, `BSR(r, c)`, named and TACO spellings,
 //! rank 4, sparse vectors, integer, complex and half values).
 //!
-//! Not drawn (yet): type annotations of dense values, `mapGlobal`'s
+//! Not drawn (yet): type annotations but of maps' results, `mapGlobal`'s
 //! and `mapWorkgroup`'s dimension argument (2-D schedules), `scatterAdd` of
 //! tuples and rows, the `bool` and `index` conversions and the `f32`/`f64`/
 //! `i32`/`half` spellings, `filter` outside the counted rows, tensor encodings
@@ -174,6 +174,21 @@ impl Ty {
             Ty::S(s) => !is_complex_s(s),
             _ => false,
         }
+    }
+}
+
+impl Ty {
+    /// The type in program text, if it can be written (no length that only
+    /// a position-dependent array or a count has).
+    pub(super) fn text(&self) -> Option<String> {
+        Some(match self {
+            Ty::F => "float".to_string(),
+            Ty::I => "int".to_string(),
+            Ty::B => "bool".to_string(),
+            Ty::S(s) => s.to_string(),
+            Ty::Tuple(ts) => format!("({})", ts.iter().map(Ty::text).collect::<Option<Vec<_>>>()?.join(", ")),
+            Ty::Arr(e, l) => format!("[{}]_{{{}}}", e.text()?, l.text()?),
+        })
     }
 }
 
