@@ -378,6 +378,8 @@ fn agree_on_every_backend() {
     // HEDDLE_PROGEN_SURVEY=1: go on after a failure, and list every kind
     // of failure found (one shrunk example each) instead of stopping.
     let survey = std::env::var("HEDDLE_PROGEN_SURVEY").is_ok();
+    // HEDDLE_PROGEN_TRACE=1: each seed before its case runs (to find one that hangs).
+    let trace = std::env::var_os("HEDDLE_PROGEN_TRACE").is_some();
     let mut found: BTreeMap<String, usize> = BTreeMap::new();
     let mut tally = Tally::default();
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
@@ -399,6 +401,9 @@ fn agree_on_every_backend() {
             tally.add(format!("scalar type {s}"));
         }
         let name = format!("case{seed}");
+        if trace {
+            eprintln!("seed {seed}");
+        }
         if let Err(problem) = check_caught(&case, &name, &mut tally) {
             if survey {
                 let kind = problem.kind();
