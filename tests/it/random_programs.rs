@@ -315,9 +315,12 @@ const PATTERNS: &[&str] = &[
     "tensor<?x?x?x",
 ];
 
+/// Whether a program's text has a construct.
+type Has = fn(&str) -> bool;
+
 /// Constructs every run must exercise somewhere, beyond [`PATTERNS`]: a name
 /// and how to tell a program has it.
-const CONSTRUCTS: &[(&str, fn(&str) -> bool)] = &[
+const CONSTRUCTS: &[(&str, Has)] = &[
     ("def", |s| s.starts_with("def ") || s.contains("\ndef ")),
     ("a definition used twice", |s| {
         s.lines()
