@@ -16,7 +16,7 @@ use crate::common;
 use crate::progen;
 
 use heddle::source::SourceFile;
-use heddle_ir::{Diagnostic, Span};
+use heddle_ir::Diagnostic;
 use heddle_runtime::interp::Env;
 use heddle_runtime::io::{Loaded, bind_inputs};
 use heddle_runtime::value::Value;
@@ -44,6 +44,10 @@ enum Problem {
     BadInputs(String),
     Internal(String),
     Unlocated(String),
+    /// A refusal not in the words of one: not "… cannot be compiled yet"
+    /// (lowering's, naming the construct), nor "OpenCL backend: …" (the OpenCL
+    /// generator's, naming what it cannot schedule).
+    Unworded(String),
     Mismatch(String),
 }
 
@@ -57,6 +61,7 @@ impl Problem {
             Problem::BadInputs(m) => ("inputs", m),
             Problem::Internal(m) => ("internal", m),
             Problem::Unlocated(m) => ("unlocated", m),
+            Problem::Unworded(m) => ("unworded", m),
             Problem::Mismatch(m) => ("mismatch", m),
         };
         let first = m.lines().find(|l| l.starts_with("error") || !l.trim().is_empty()).unwrap_or("");
@@ -85,16 +90,62 @@ fn internal(d: &Diagnostic) -> bool {
     d.message.contains("internal error")
 }
 
-/// A compile-time refusal: located, and no internal error.
-fn refusal(stage: &str, d: Diagnostic) -> Result<Outcome, Problem> {
+/// Where a refusal comes from.
+#[derive(Clone, Copy, PartialEq)]
+enum Stage {
+    /// Lowering to loops (both backends).
+    Lowering,
+    /// The OpenCL generator.
+    OpenCl,
+}
+
+/// A compile-time refusal: located (a non-empty span), no internal error,
+/// and in the words of a refusal that names its construct ([`refusal_worded`]).
+fn refusal(stage: Stage, d: Diagnostic) -> Result<Outcome, Problem> {
+    let at = match stage {
+        Stage::Lowering => "lowering",
+        Stage::OpenCl => "OpenCL code generation",
+    };
     if internal(&d) {
-        return Err(Problem::Internal(format!("{stage}: {}", d.message)));
+        return Err(Problem::Internal(format!("{at}: {}", d.message)));
     }
-    // Spans never take part in `==` (see heddle_ir::span): compare the offsets.
-    if (d.span.start, d.span.end) == (Span::DUMMY.start, Span::DUMMY.end) {
-        return Err(Problem::Unlocated(format!("{stage}: {}", d.message)));
+    // An empty span (`Span::DUMMY` among them) points at nothing.
+    if d.span.end <= d.span.start {
+        return Err(Problem::Unlocated(format!("{at}: {}", d.message)));
+    }
+    if !refusal_worded(stage, &d.message) {
+        return Err(Problem::Unworded(format!("{at}: {}", d.message)));
     }
     Ok(Outcome::Refused(d.message))
+}
+
+/// Whether `message` is worded as a refusal: lowering's "WHAT cannot be
+/// compiled yet" (`heddle_rewrite::lower::unsupported`, WHAT the construct),
+/// or the OpenCL generator's "OpenCL backend: …" (what it cannot schedule,
+/// where: ARCHITECTURE.md's list of OpenCL refusals), with something named
+/// before the verdict. Anything else is an error of another kind that
+/// escaped as a refusal.
+fn refusal_worded(stage: Stage, message: &str) -> bool {
+    let what = message.strip_suffix(" cannot be compiled yet").or_else(|| match stage {
+        Stage::OpenCl => message.strip_prefix("OpenCL backend: "),
+        Stage::Lowering => None,
+    });
+    what.is_some_and(|w| w.split_whitespace().count() >= 2)
+}
+
+#[test]
+fn refusals_are_worded_by_kind() {
+    assert!(refusal_worded(
+        Stage::Lowering,
+        "`sortBy` of an array whose elements' types depend on their positions cannot be compiled yet"
+    ));
+    assert!(refusal_worded(
+        Stage::OpenCl,
+        "OpenCL backend: dimension 0 is used by mapGlobal and by mapWorkgroup/mapLocal"
+    ));
+    assert!(!refusal_worded(Stage::Lowering, "OpenCL backend: dimension 0 is used by mapGlobal"));
+    assert!(!refusal_worded(Stage::Lowering, "index 3 out of bounds"));
+    assert!(!refusal_worded(Stage::OpenCl, " cannot be compiled yet"));
 }
 
 fn ran(stage: &str, r: Result<Value, Diagnostic>) -> Result<Outcome, Problem> {
@@ -148,7 +199,7 @@ fn check(case: &Case, name: &str, tally: &mut Tally) -> Result<(), Problem> {
     let mut outcomes: Vec<(&str, Outcome)> = Vec::new();
     match heddle::cpu::lower(&kernel, name) {
         Err(d) => {
-            let r = refusal("lowering", d)?;
+            let r = refusal(Stage::Lowering, d)?;
             outcomes.push(("cpu", r));
         }
         Ok(program) => {
@@ -158,7 +209,12 @@ fn check(case: &Case, name: &str, tally: &mut Tally) -> Result<(), Problem> {
     }
     if let Some(cl) = common::opencl_platform() {
         match heddle::opencl::compile(&kernel, name) {
-            Err(d) => outcomes.push(("opencl", refusal("OpenCL code generation", d)?)),
+            Err(d) => {
+                // Lowering's refusals come first, in their words; the OpenCL
+                // generator's after.
+                let stage = if d.message.starts_with("OpenCL backend: ") { Stage::OpenCl } else { Stage::Lowering };
+                outcomes.push(("opencl", refusal(stage, d)?));
+            }
             Ok(compiled) => {
                 let r = heddle::opencl::run(cl, &kernel, &compiled, &env, 1).map(|(v, _)| v);
                 outcomes.push(("opencl", ran("opencl", r)?));
@@ -169,6 +225,9 @@ fn check(case: &Case, name: &str, tally: &mut Tally) -> Result<(), Problem> {
         tally.add(format!("{backend} {}", short(&got)));
         if let Outcome::Refused(why) = &got {
             tally.add(format!("{backend} refused: {}", why.chars().take(70).collect::<String>()));
+            if std::env::var_os("HEDDLE_PROGEN_REFUSALS").is_some() {
+                eprintln!("{name} on {backend} refused: {why}");
+            }
         }
         match (&want, &got) {
             (_, Outcome::Refused(_)) => {}
@@ -256,11 +315,36 @@ const PATTERNS: &[&str] = &[
     "tensor<?x?x?x",
 ];
 
+/// Whether a program's text has a construct.
+type Has = fn(&str) -> bool;
+
+/// Constructs every run must exercise somewhere, beyond [`PATTERNS`]: a name
+/// and how to tell a program has it.
+const CONSTRUCTS: &[(&str, Has)] = &[
+    ("def", |s| s.starts_with("def ") || s.contains("\ndef ")),
+    ("a definition used twice", |s| {
+        s.lines()
+            .filter_map(|l| l.strip_prefix("def ")?.split(' ').next())
+            .any(|d| s.matches(&format!("{d}(")).count() >= 2)
+    }),
+    ("DIA", |s| s.contains("DIA") || s.contains("j - i :") || s.contains("i - j :")),
+    ("ELL", |s| s.contains("[c](")),
+    ("BSR(r, c)", |s| s.contains("BSR(")),
+    ("rank 4", |s| s.contains("tensor<?x?x?x?x")),
+    ("sparse vector", |s| s.contains("A: tensor<?x") && !s.contains("A: tensor<?x?")),
+    ("integer tensor", |s| ["xi8,", "xu8,", "xi16,", "xi32,", "xi64,"].iter().any(|t| s.contains(t))),
+    ("complex tensor", |s| s.contains("xcomplex<")),
+    ("a type annotation", |s| s.contains(")) : [")),
+];
+
 /// How many programs a run checks by default: 500 until the generator
 /// learnt vectors, work-group maps and 3-D tensors, whose programs take
-/// longer to compile; 450 of them take about what 500 took before (CI's
-/// seeds 16000 .. 16449 still use every pattern: `interleave` first at 16421).
-const DEFAULT_CASES: u64 = 450;
+/// longer to compile; 450 of them took about what 500 took before. With
+/// definitions and the tensors of `tensors.rs` (cheaper to compile than the
+/// dense programs they stand beside), 450 took 82 to 88 s where they had
+/// taken 100 to 102 (docs/robustness.md, "Progen2 session"): 520 take about
+/// that time again (CI's seeds 16000 .. 16519 use every pattern and construct).
+const DEFAULT_CASES: u64 = 520;
 
 #[test]
 fn random_programs_agree_on_every_backend() {
@@ -297,6 +381,8 @@ fn agree_on_every_backend() {
     // HEDDLE_PROGEN_SURVEY=1: go on after a failure, and list every kind
     // of failure found (one shrunk example each) instead of stopping.
     let survey = std::env::var("HEDDLE_PROGEN_SURVEY").is_ok();
+    // HEDDLE_PROGEN_TRACE=1: each seed before its case runs (to find one that hangs).
+    let trace = std::env::var_os("HEDDLE_PROGEN_TRACE").is_some();
     let mut found: BTreeMap<String, usize> = BTreeMap::new();
     let mut tally = Tally::default();
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
@@ -309,10 +395,18 @@ fn agree_on_every_backend() {
                 *seen.entry(p).or_default() += 1;
             }
         }
+        for (c, has) in CONSTRUCTS {
+            if has(&case.source) {
+                *seen.entry(c).or_default() += 1;
+            }
+        }
         if let Some(s) = case.extra {
             tally.add(format!("scalar type {s}"));
         }
         let name = format!("case{seed}");
+        if trace {
+            eprintln!("seed {seed}");
+        }
         if let Err(problem) = check_caught(&case, &name, &mut tally) {
             if survey {
                 let kind = problem.kind();
@@ -356,7 +450,8 @@ fn agree_on_every_backend() {
         // sample (a rare pattern can miss that many draws), so there it is said,
         // not failed. CI=true with a seed of one's own (docs/robustness.md's
         // long runs) is such a sample: seeds 2026113800.. never drew `transpose`.
-        let missing: Vec<&&str> = PATTERNS.iter().filter(|p| !seen.contains_key(**p)).collect();
+        let missing: Vec<&&str> =
+            PATTERNS.iter().chain(CONSTRUCTS.iter().map(|(c, _)| c)).filter(|p| !seen.contains_key(**p)).collect();
         if ci && std::env::var_os("HEDDLE_PROGEN_SEED").is_none() {
             assert!(missing.is_empty(), "no program used {missing:?}");
         } else if !missing.is_empty() {

@@ -24,25 +24,26 @@ impl Gen {
         let is_n = *len == Len::Nat("n");
         let nested = matches!(elem, Ty::Arr(..));
         let weights = [
-            if vars.is_empty() { 0 } else { 8 },                // 0 variable
-            if writable { 3 } else { 0 },                       // 1 generate
-            5,                                                  // 2 map
-            3,                                                  // 3 zip
-            if is_n && (numeric || other) { 1 } else { 0 },     // 4 gather by `is`
-            if is_n { 1 } else { 0 },                           // 5 scatter by `perm`
-            if matches!(len, Len::Pad(..)) { 6 } else { 0 },    // 6 pad
-            if matches!(len, Len::Mul(..)) { 6 } else { 0 },    // 7 join
-            if matches!(len, Len::Div(..)) { 6 } else { 0 },    // 8 split then map
-            if nested { 3 } else { 0 },                         // 9 transpose / split / slide
-            1,                                                  // 10 iterate
-            1,                                                  // 11 toLocal / toPrivate / toGlobal
-            if is_n && summed { 2 } else { 0 },                 // 12 scatterAdd
-            if is_n && summed { 2 } else { 0 },                 // 13 over the CSR rows
-            if *len == Len::Lit(2) && numeric { 1 } else { 0 }, // 14 interleave
-            if is_n && numeric { 1 } else { 0 },                // 15 a counted (sparse) row, reduced
-            if matches!(len, Len::Slide(..)) { 6 } else { 0 },  // 16 slide
-            if matches!(len, Len::Add(..)) { 6 } else { 0 },    // 17 concat
-            1,                                                  // 18 sortBy
+            if vars.is_empty() { 0 } else { 8 },                                // 0 variable
+            if writable { 3 } else { 0 },                                       // 1 generate
+            5,                                                                  // 2 map
+            3,                                                                  // 3 zip
+            if is_n && (numeric || other) { 1 } else { 0 },                     // 4 gather by `is`
+            if is_n { 1 } else { 0 },                                           // 5 scatter by `perm`
+            if matches!(len, Len::Pad(..)) { 6 } else { 0 },                    // 6 pad
+            if matches!(len, Len::Mul(..)) { 6 } else { 0 },                    // 7 join
+            if matches!(len, Len::Div(..)) { 6 } else { 0 },                    // 8 split then map
+            if nested { 3 } else { 0 },                                         // 9 transpose / split / slide
+            1,                                                                  // 10 iterate
+            1,                                                                  // 11 toLocal / toPrivate / toGlobal
+            if is_n && summed { 2 } else { 0 },                                 // 12 scatterAdd
+            if is_n && summed { 2 } else { 0 },                                 // 13 over the CSR rows
+            if *len == Len::Lit(2) && numeric && !self.in_def { 1 } else { 0 }, // 14 interleave (of an array over `n`)
+            if is_n && numeric { 1 } else { 0 },                                // 15 a counted (sparse) row, reduced
+            if matches!(len, Len::Slide(..)) { 6 } else { 0 },                  // 16 slide
+            if matches!(len, Len::Add(..)) { 6 } else { 0 },                    // 17 concat
+            1,                                                                  // 18 sortBy
+            if self.defs_give_array(elem) { 3 } else { 0 },                     // 19 a definition
         ];
         if weights.iter().all(|w| *w == 0) {
             return match vars.first() {
@@ -71,7 +72,12 @@ impl Gen {
                 let map = self.tape.pick(&["map", "map", "map", "mapSeq", "mapPar", "mapGlobal"]);
                 // In a work-group, now and then over its local work-items.
                 let map = if self.ctx == Ctx::Workgroup && rest % 6 == 2 { "mapLocal" } else { map };
-                format!("({src} :>> {map}(fun({x} => {body})))")
+                let mapped = format!("({src} :>> {map}(fun({x} => {body})))");
+                // One in seven, with a type annotation (where the type can be written).
+                match ty.text() {
+                    Some(t) if rest / 8 % 7 == 3 => format!("({mapped} : {t})"),
+                    _ => mapped,
+                }
             }
             3 => {
                 let (t1, t2) = (self.simple_ty(), self.simple_ty());
@@ -203,6 +209,7 @@ impl Gen {
                 let key = self.with_var(&x.clone(), elem.clone(), |g| g.expr(&key_ty));
                 format!("({src} :>> sortBy(fun({x} => {key})))")
             }
+            19 => self.def_array(elem, len),
             _ => self.generate(elem, len),
         }
     }

@@ -25,22 +25,30 @@
 //!
 //! Modules: `tape` (the choices), `scalars` (numbers, booleans,
 //! conversions, reductions), `arrays` (layout patterns, maps, vectors,
-//! work-groups), `sparse` (co-iteration, workspaces, structured results,
-//! tensor parameters).
+//! work-groups), `defs` (top-level definitions and their uses), `sparse`
+//! (co-iteration, workspaces, structured results, tensor parameters of rank
+//! 2 and 3), `tensors` (DIA, ELL, `BSR(r, c)`, named and TACO spellings,
+//! rank 4, sparse vectors, integer, complex and half values).
 //!
-//! Not drawn (yet): `def`s and type annotations of dense values, `mapGlobal`'s
+//! Not drawn (yet): type annotations but of maps' results, `mapGlobal`'s
 //! and `mapWorkgroup`'s dimension argument (2-D schedules), `scatterAdd` of
-//! tuples and rows, the `bool` and `index` conversions, `filter` outside
-//! the counted rows, tensor encodings with slices, DIA, ELL, SELL or blocks
-//! other than 2 × 2, tensors of rank 4 and more, stored results of rank 3,
-//! sparse vectors, and integer-valued or complex tensors.
+//! tuples and rows, the `bool` and `index` conversions and the `f32`/`f64`/
+//! `i32`/`half` spellings, `filter` outside the counted rows, tensor encodings
+//! with slices, `explicitVal`/`implicitVal`, `banded` (skyline), n:m
+//! structured levels, SELL, static tensor sizes, `.npz` and `.json` storage
+//! files, stored results of rank 3, tensors of rank 5 and more, tensor
+//! kernels with definitions, and 8-bit tensor values (see `tensors::ELEMS`).
+//! A vector's first level cannot be a singleton (the encoding's verifier
+//! refuses it, as MLIR's does).
 
 #![allow(dead_code)]
 
 mod arrays;
+mod defs;
 mod scalars;
 mod sparse;
 mod tape;
+mod tensors;
 
 use sparse::*;
 use std::fmt::Write as _;
@@ -169,6 +177,21 @@ impl Ty {
     }
 }
 
+impl Ty {
+    /// The type in program text, if it can be written (no length that only
+    /// a position-dependent array or a count has).
+    pub(super) fn text(&self) -> Option<String> {
+        Some(match self {
+            Ty::F => "float".to_string(),
+            Ty::I => "int".to_string(),
+            Ty::B => "bool".to_string(),
+            Ty::S(s) => s.to_string(),
+            Ty::Tuple(ts) => format!("({})", ts.iter().map(Ty::text).collect::<Option<Vec<_>>>()?.join(", ")),
+            Ty::Arr(e, l) => format!("[{}]_{{{}}}", e.text()?, l.text()?),
+        })
+    }
+}
+
 fn arr(t: Ty, l: Len) -> Ty {
     Ty::Arr(Box::new(t), l)
 }
@@ -235,6 +258,12 @@ pub struct Gen {
     /// Where the expression being written stands, for the OpenCL schedules
     /// (`mapWorkgroup` at the top, `mapLocal` inside it).
     ctx: Ctx,
+    /// The definitions drawn so far (`defs`): a case's, or while one is
+    /// written, those before it.
+    defs: Vec<defs::Def>,
+    /// Whether a definition's body is being written: no natural is in scope,
+    /// so intermediate arrays have literal lengths.
+    in_def: bool,
 }
 
 /// Where an expression stands with respect to the work-group maps.
@@ -412,6 +441,8 @@ fn build(tape: Tape) -> (Case, Tape) {
         fuel: 0,
         extra: None,
         ctx: Ctx::Top,
+        defs: Vec::new(),
+        in_def: false,
     };
     let n = 2 * g.tape.below(5) as i64 + if g.tape.below(5) == 0 { 1 } else { 0 };
     let n = if g.tape.below(6) == 0 { size(&mut g.tape) } else { n };
@@ -432,10 +463,14 @@ fn build(tape: Tape) -> (Case, Tape) {
         let s = g.extra.clone().expect("just set");
         g.vars.push(Var { name: "es".to_string(), ty: arr(s, Len::Nat("n")) });
     }
+    // From the rest of the same draw, whether a dense case has definitions
+    // (one in three).
+    let defs = if kind == 0 && rest / 24 % 3 == 1 { g.definitions() } else { String::new() };
     let mut matrices = Vec::new();
+    let mut tensor_inputs = Vec::new();
     let source = match kind {
         1 => kernel(&structured_result(&mut g), None),
-        2 => tensor_kernel(&mut g, &mut matrices),
+        2 => tensor_kernel(&mut g, &mut matrices, &mut tensor_inputs),
         _ => {
             let ty = match g.extra.clone() {
                 // Results of the other scalar type: a number, an array, a tuple array.
@@ -447,10 +482,11 @@ fn build(tape: Tape) -> (Case, Tape) {
                 _ => result_ty(&mut g.tape),
             };
             let body = g.expr(&ty);
-            kernel(&body, g.extra.as_ref())
+            let text = kernel(&body, g.extra.as_ref());
+            if defs.is_empty() { text } else { format!("{defs}\n{text}") }
         }
     };
-    let mut inputs = Vec::new();
+    let mut inputs = tensor_inputs;
     if kind != 2 {
         let t = &mut g.tape;
         let floats = |t: &mut Tape, k: i64| serde_json::json!((0..k).map(|_| float_value(t)).collect::<Vec<_>>());

@@ -88,6 +88,7 @@ impl Gen {
             if complex { 0 } else { 1 },                          // 12 min / max
             if converts { if extra { 3 } else { 2 } } else { 0 }, // 13 a conversion
             if extra && !int_like { 2 } else { 0 },               // 14 division, conj
+            if self.defs_give_number(ty) { 3 } else { 0 },        // 15 a definition
         ];
         match self.tape.weighted(&weights) {
             1 => self.tape.pick(&vars).clone(),
@@ -101,6 +102,7 @@ impl Gen {
             }
             4 => format!("-({})", self.number(ty)),
             13 => self.conversion(ty),
+            15 => self.def_number(ty),
             14 => {
                 if complex && self.tape.below(2) == 0 {
                     format!("conj({})", self.number(ty))
@@ -244,6 +246,10 @@ impl Gen {
     /// A length for an intermediate array: one of the kernel's naturals, a
     /// literal, or what a layout pattern makes of one.
     pub(super) fn some_len(&mut self) -> Len {
+        if self.in_def {
+            // No natural in a definition's scope.
+            return Len::Lit(self.tape.below(4) as u32);
+        }
         let n = Box::new(Len::Nat("n"));
         match self.tape.weighted(&[8, 6, 4, 1, 1, 1, 1, 1]) {
             1 => Len::Nat("m"),

@@ -305,8 +305,13 @@ pub(super) fn tensor_case(g: &mut Gen, enc: &Encoding, dims: (i64, i64)) -> Stri
 }
 
 /// A kernel over a tensor parameter `A` in a random encoding, its matrix
-/// (Matrix Market text) pushed onto `matrices`.
-pub(super) fn tensor_kernel(g: &mut Gen, matrices: &mut Vec<(String, String)>) -> String {
+/// (Matrix Market text) pushed onto `matrices`, the dense inputs of the
+/// kernels of [`super::tensors`] onto `inputs`.
+pub(super) fn tensor_kernel(
+    g: &mut Gen,
+    matrices: &mut Vec<(String, String)>,
+    inputs: &mut Vec<(String, serde_json::Value)>,
+) -> String {
     // The encoding, and from the rest of the draw its position and
     // coordinate widths (one in four) and its element type (`f64`,
     // `f16`, else `f32`): drawing no more, so that `f32` tensors of
@@ -329,6 +334,11 @@ pub(super) fn tensor_kernel(g: &mut Gen, matrices: &mut Vec<(String, String)>) -
     if rest / 192 % 3 == 1 {
         let enc = &ENCODINGS3[(rest / 576 % ENCODINGS3.len() as u64) as usize];
         return tensor3_kernel(g, enc, &widths, elem, matrices);
+    }
+    // Half the rest: DIA, ELL, blocks of any size, other spellings, rank 4,
+    // sparse vectors, integer and complex values.
+    if rest / 192 % 3 == 2 || rest / 576 % 2 == 1 {
+        return super::tensors::tensor_kernel_more(g, matrices, inputs);
     }
     let mut dims = (size(&mut g.tape), size(&mut g.tape));
     if enc.name == "BSR" {
