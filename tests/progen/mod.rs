@@ -36,8 +36,8 @@
 //! `i32`/`half` spellings, `filter` outside the counted rows, tensor encodings
 //! with slices, `explicitVal`/`implicitVal`, `banded` (skyline), n:m
 //! structured levels, SELL, static tensor sizes, `.npz` and `.json` storage
-//! files, stored results of rank 3, tensors of rank 5 and more, tensor
-//! kernels with definitions, and 8-bit tensor values (see `tensors::ELEMS`).
+//! files, stored results of rank 3, tensors of rank 5 and more, and tensor
+//! kernels with definitions.
 //! A vector's first level cannot be a singleton (the encoding's verifier
 //! refuses it, as MLIR's does).
 

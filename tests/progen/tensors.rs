@@ -15,12 +15,7 @@
 use super::*;
 use std::fmt::Write as _;
 
-/// The value types of the tensors drawn here, with how often. Not `i8` and
-/// `u8` yet: the CPU backend builds a vector of 8-bit lanes computed one by
-/// one with `scalar_to_vector`, which Cranelift's x64 back end cannot lower
-/// (a panic: `nFun(n => fun(xs: [i8]_n => xs :>> map(fun(x => x * i8(2)))
-/// :>> reduce(+, i8(0)))))` over 17 elements; codegen-cpu's
-/// `translate/simd.rs`, `vector_value`).
+/// The value types of the tensors drawn here, with how often.
 const ELEMS: &[(&str, u32)] = &[
     ("f32", 3),
     ("f64", 2),
@@ -32,6 +27,8 @@ const ELEMS: &[(&str, u32)] = &[
     ("complex<f64>", 1),
     ("f16", 1),
     ("bf16", 1),
+    ("i8", 1),
+    ("u8", 1),
 ];
 
 /// A tensor's encoding as written, with what the generator needs of it.

@@ -1154,7 +1154,15 @@ impl Translator<'_, '_> {
                 if let Some(v) = self.f64_pair_of_loads(&each) {
                     return Ok(v);
                 }
-                let mut v = self.b.ins().scalar_to_vector(vt, each[0]);
+                // Cranelift 0.135's x64 backend has no `scalar_to_vector`
+                // from an 8-bit integer (no rule for `bitcast_gpr_to_xmm`
+                // at that width: it panics); a splat of lane 0 starts the
+                // vector as well, the other lanes overwritten below.
+                let mut v = if t.size_bytes() == 1 {
+                    self.b.ins().splat(vt, each[0])
+                } else {
+                    self.b.ins().scalar_to_vector(vt, each[0])
+                };
                 for (l, x) in each.iter().enumerate().skip(1) {
                     v = self.b.ins().insertlane(v, *x, l as u8);
                 }
