@@ -184,6 +184,67 @@ fn a_scattered_matrix_runs_in_csr32() {
     assert_eq!(v["auto"]["matrix"]["skipped"], serde_json::json!([]));
 }
 
+/// Rows of very different lengths (240, 120, 60, … 1 entries, repeating):
+/// SELL-8 in row order pads every slice to its 240-entry row; sorted by
+/// length, slices hold rows of one length.
+fn power_law(rows: u64, cols: u64) -> Entries {
+    let mut rng = common::Rng(0x9041_1a57);
+    let mut e = Vec::new();
+    for i in 0..rows {
+        let n = (240u64 >> (i % 8)).clamp(1, cols);
+        // Distinct columns (7 is prime to the 300 columns), in order.
+        let mut js: Vec<u64> = (0..n).map(|k| (k * 7 + i) % cols).collect();
+        js.sort();
+        e.extend(js.into_iter().map(|j| (i, j, rng.value())));
+    }
+    e
+}
+
+#[test]
+fn a_power_law_matrix_ranks_sell8_sorted_first_and_runs_in_it() {
+    // 77 rows: sorted within one window of 80 (the rows rounded up to whole
+    // slices); the result comes back in row order on every backend.
+    let e = power_law(77, 300);
+    let v = check("power_law", 77, 300, &e, "SELL-8-σ");
+    assert_eq!(v["auto"]["matrix"]["encoding"], "SELL-8-σ", "{v}");
+    assert_eq!(v["auto"]["matrix"]["encoding_text"], "SELL(8, sigma = 80)", "{v}");
+    assert_eq!(floats(&v["result"]).len(), 77);
+    // A kernel whose result is not the row map is refused SELL-8-σ by the
+    // front door, and runs in the next ranked format.
+    let dir = tempfile::tempdir().unwrap();
+    let m = write_mtx(dir.path(), "power_law", 77, 300, &e);
+    let src = common::write(
+        dir.path(),
+        "scaled.hdl",
+        "nFun(n => nFun(m =>\nfun(matrix: [[float]_m]_n =>\nfun(xs: [float]_m =>\nfun(ws: [float]_n =>\n  \
+         zip(matrix :>> map(fun(row => zip(row, xs) :>> map(fun(p => p.1 * p.2)) :>> reduce(+, 0.0f))), ws)\n    \
+         :>> map(fun(p => p.1 * p.2)))))))\n",
+    );
+    let (x_path, x) = xs(dir.path(), 300);
+    let ws: Vec<f64> = (0..77).map(|i| (i % 5) as f64 - 2.0).collect();
+    let w_path = common::write(dir.path(), "ws.json", &serde_json::to_string(&ws).unwrap());
+    let (code, v) = heddle_json(&[
+        "run",
+        src.to_str().unwrap(),
+        "--backend",
+        "cpu",
+        "--matrix",
+        &format!("matrix={}", m.display()),
+        "--encoding",
+        "matrix=auto",
+        "--input",
+        &format!("xs={}", x_path.display()),
+        "--input",
+        &format!("ws={}", w_path.display()),
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_ne!(v["auto"]["matrix"]["encoding"], "SELL-8-σ", "{v}");
+    let skipped = v["auto"]["matrix"]["skipped"].as_array().unwrap();
+    assert!(skipped.iter().any(|s| s["encoding"] == "SELL-8-σ"), "{v}");
+    let want: Vec<f64> = dense_product(77, &e, &x).iter().zip(&ws).map(|(y, w)| y * w).collect();
+    assert_close(&floats(&v["result"]), &want, "power law, scaled rows");
+}
+
 #[test]
 fn a_uniform_matrix_ranks_sell8_first_and_runs_in_it() {
     // 45 rows: the last slice is padded with 3 rows, which the result drops.
