@@ -38,7 +38,7 @@ fn sparsified(ty: &str) -> String {
 }
 
 /// `examples/dense_mv.hdl` at element type `ty`, written into `dir`.
-fn dense_source(dir: &Path, ty: &str) -> PathBuf {
+pub(crate) fn dense_source(dir: &Path, ty: &str) -> PathBuf {
     let text = std::fs::read_to_string(common::root().join(MV)).unwrap().replace("[float]", &format!("[{ty}]"));
     common::write(dir, &format!("dense_mv_{ty}.hdl"), &text)
 }
@@ -122,11 +122,21 @@ fn the_sparsified_kernel_compiles_to_the_hand_written_vector_lanes() {
 /// Runs dense_mv at `ty` with `matrix=SELL(8)` on every backend and checks y
 /// against the dense kernel and a plain product.
 fn check(name: &str, ty: &str, rows: u64, cols: u64, e: &Entries) {
-    check_as("SELL(8)", name, ty, rows, cols, e)
+    check_as("SELL(8)", name, ty, rows, cols, e);
 }
 
-/// [`check`] with `matrix=ENCODING` (a SELL form).
-fn check_as(encoding: &str, name: &str, ty: &str, rows: u64, cols: u64, e: &Entries) {
+/// [`check`] with `matrix=ENCODING` (a SELL form, σ > 1 too): y on every
+/// backend (run with `--reps 2`: each rep's time positive) against the
+/// dense kernel and a plain dense product; each backend's output, for more
+/// checks.
+pub(crate) fn check_as(
+    encoding: &str,
+    name: &str,
+    ty: &str,
+    rows: u64,
+    cols: u64,
+    e: &Entries,
+) -> Vec<serde_json::Value> {
     let dir = tempfile::tempdir().unwrap();
     let m = write_mtx(dir.path(), name, rows, cols, e);
     let x: Vec<f64> = (0..cols).map(|j| 1.0 + (j % 13) as f64 * 0.125).collect();
@@ -141,6 +151,7 @@ fn check_as(encoding: &str, name: &str, ty: &str, rows: u64, cols: u64, e: &Entr
         assert_eq!(code, 0, "{what}: {dense}");
         assert_close(&floats(&dense["result"]), &want, &format!("{what}: the dense kernel"));
     }
+    let mut outputs = Vec::new();
     for backend in backends() {
         let (code, v) = heddle_json(&[
             "run",
@@ -153,6 +164,8 @@ fn check_as(encoding: &str, name: &str, ty: &str, rows: u64, cols: u64, e: &Entr
             &format!("matrix={encoding}"),
             "--input",
             &format!("xs={x_path}"),
+            "--reps",
+            "2",
         ]);
         assert_eq!(code, 0, "{what} {backend}: {v}");
         assert_schema(&v, &format!("{what} {backend}"));
@@ -161,7 +174,12 @@ fn check_as(encoding: &str, name: &str, ty: &str, rows: u64, cols: u64, e: &Entr
         if !rows.is_multiple_of(8) {
             assert_eq!(v["type"], format!("[{ty}]_{rows}"), "{what} {backend}");
         }
+        let t = &v["kernel_seconds"];
+        assert_eq!(t["reps"], 2, "{what} {backend}: {v}");
+        assert!(t["min"].as_f64().unwrap() > 0.0, "{what} {backend}: {v}");
+        outputs.push(v);
     }
+    outputs
 }
 
 #[test]

@@ -7,16 +7,9 @@
 
 use crate::common;
 
-use common::{Entries, assert_close, assert_schema, backends, dense_product, floats, heddle, heddle_json, write_mtx};
-use std::path::{Path, PathBuf};
+use common::{Entries, heddle};
 
 const MV: &str = "examples/dense_mv.hdl";
-
-/// `examples/dense_mv.hdl` at element type `ty`, written into `dir`.
-fn dense_source(dir: &Path, ty: &str) -> PathBuf {
-    let text = std::fs::read_to_string(common::root().join(MV)).unwrap().replace("[float]", &format!("[{ty}]"));
-    common::write(dir, &format!("dense_mv_{ty}.hdl"), &text)
-}
 
 /// Row `i` has `lengths[i % lengths.len()]` entries (at most `cols`), at
 /// pseudo-random columns, values exact in f32.
@@ -34,46 +27,12 @@ fn entries(seed: u64, rows: u64, cols: u64, lengths: &[u64]) -> Entries {
 }
 
 /// Runs dense_mv at `ty` with `matrix=ENCODING` on every backend (with
-/// `--reps 2`) and checks y, its type, and the JSON's schema and timings.
+/// `--reps 2`, `sell_front_door::check_as`): y in the rows' own order, the
+/// padding rows gone, and its type says so (also for a multiple of 8 rows:
+/// the result is put back into `rows` elements).
 fn check(encoding: &str, name: &str, ty: &str, rows: u64, cols: u64, e: &Entries) {
-    let dir = tempfile::tempdir().unwrap();
-    let m = write_mtx(dir.path(), name, rows, cols, e);
-    let x: Vec<f64> = (0..cols).map(|j| 1.0 + (j % 13) as f64 * 0.125).collect();
-    let x_path = common::write(dir.path(), "xs.json", &serde_json::to_string(&x).unwrap());
-    let src = dense_source(dir.path(), ty);
-    let (src, m, x_path) = (src.to_str().unwrap(), m.to_str().unwrap(), x_path.to_str().unwrap());
-    let want = dense_product(rows, e, &x);
-    let what = format!("{name} ({rows} x {cols}, {ty}, {encoding})");
-    if rows > 0 {
-        let (code, dense) =
-            heddle_json(&["run", src, "--dense", &format!("matrix={m}"), "--input", &format!("xs={x_path}")]);
-        assert_eq!(code, 0, "{what}: {dense}");
-        assert_close(&floats(&dense["result"]), &want, &format!("{what}: the dense kernel"));
-    }
-    for backend in backends() {
-        let (code, v) = heddle_json(&[
-            "run",
-            src,
-            "--backend",
-            backend,
-            "--matrix",
-            &format!("matrix={m}"),
-            "--encoding",
-            &format!("matrix={encoding}"),
-            "--input",
-            &format!("xs={x_path}"),
-            "--reps",
-            "2",
-        ]);
-        assert_eq!(code, 0, "{what} {backend}: {v}");
-        assert_schema(&v, &format!("{what} {backend}"));
-        // y in the rows' own order, the padding rows gone, and the type says so.
-        assert_close(&floats(&v["result"]), &want, &format!("{what} {backend}"));
-        assert_eq!(v["type"], format!("[{ty}]_{rows}"), "{what} {backend}");
-        // Each rep's time includes putting y back in order: positive times.
-        let t = &v["kernel_seconds"];
-        assert_eq!(t["reps"], 2, "{what} {backend}: {v}");
-        assert!(t["min"].as_f64().unwrap() > 0.0, "{what} {backend}: {v}");
+    for v in crate::sell_front_door::check_as(encoding, name, ty, rows, cols, e) {
+        assert_eq!(v["type"], format!("[{ty}]_{rows}"), "{name} ({encoding}): {v}");
     }
 }
 
@@ -112,7 +71,7 @@ fn sell_sigma_spmv_equals_the_dense_kernel_in_row_order() {
 #[test]
 fn sell_sigma_is_the_sell_kernel_and_only_for_a_row_map_result() {
     let dir = tempfile::tempdir().unwrap();
-    let dense = dense_source(dir.path(), "float");
+    let dense = crate::sell_front_door::dense_source(dir.path(), "float");
     let dense = dense.to_str().unwrap();
     let sparsify = |enc: &str| heddle(&["sparsify", dense, "--encoding", &format!("matrix={enc}")]);
     // The kernel is SELL(8)'s: only the packing, and the order put back after it, differ.
