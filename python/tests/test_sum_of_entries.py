@@ -173,10 +173,18 @@ def test_kernel_time_takes_the_fast_path_where_it_applies(kernels, fmt):
     assert k.time(reps=3, A=A.tocoo(), xs=x)["reps"] == 3
     assert "run" in spy.calls
     # The fast path's timing matches the general path's kernel (same kernel,
-    # same data) within the noise of this machine: not 10x off.
-    general_median = k.time(reps=20, A=A.tocoo(), xs=x)["median"]
-    fast_median = k.time(reps=20, A=A, xs=x)["median"]
-    assert general_median / 10 < fast_median < general_median * 10
+    # same data): not 10x off. Compared by the fastest rep, the one least
+    # disturbed, and measured again up to three times: on a shared machine
+    # a stretch of interference once made the general path's median 40x its
+    # usual 2.5 us (CI, 2026-11-29).
+    ratios = []
+    for _ in range(3):
+        general = k.time(reps=20, A=A.tocoo(), xs=x)["min"]
+        fast = k.time(reps=20, A=A, xs=x)["min"]
+        ratios.append(fast / general)
+        if 0.1 < ratios[-1] < 10:
+            break
+    assert 0.1 < ratios[-1] < 10, ratios
 
 
 def test_an_index_into_a_longer_array_keeps_the_sweep():
