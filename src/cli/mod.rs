@@ -102,6 +102,9 @@ pub enum Failure {
     Io(String),
     /// No OpenCL device, or the device refused the kernel.
     Device(String),
+    /// A state heddle should never reach, whatever the input: a bug in heddle,
+    /// reported with kind `internal` (exit status 1).
+    Internal(String),
     /// A malformed command line or flag value: exit status 2.
     Usage {
         /// The flag concerned (`--param`), if one.
@@ -127,7 +130,11 @@ impl Failure {
     pub fn message(&self) -> String {
         match self {
             Failure::Source(_, diags) => diags.first().map_or_else(|| "failed".to_string(), |d| d.message.clone()),
-            Failure::Input(m) | Failure::Io(m) | Failure::Device(m) | Failure::Usage { message: m, .. } => m.clone(),
+            Failure::Input(m)
+            | Failure::Io(m)
+            | Failure::Device(m)
+            | Failure::Internal(m)
+            | Failure::Usage { message: m, .. } => m.clone(),
             Failure::Data(e) => e.to_string(),
         }
     }
@@ -364,9 +371,11 @@ fn report(f: &Failure, json: bool, command: &str, code: i32, warnings: &[String]
     match f {
         Failure::Source(file, diags) => complain(&file.render(diags)),
         Failure::Data(e) => complain(&format!("error: {e}\n")),
-        Failure::Input(m) | Failure::Io(m) | Failure::Device(m) | Failure::Usage { message: m, .. } => {
-            complain(&format!("error: {m}\n"))
-        }
+        Failure::Input(m)
+        | Failure::Io(m)
+        | Failure::Device(m)
+        | Failure::Internal(m)
+        | Failure::Usage { message: m, .. } => complain(&format!("error: {m}\n")),
     }
     if json {
         // The exit status says what matters when stdout is gone.
@@ -406,6 +415,7 @@ fn error_list(f: &Failure) -> Vec<serde_json::Value> {
         }
         Failure::Io(message) => vec![serde_json::json!({ "kind": "io", "message": message })],
         Failure::Device(message) => vec![serde_json::json!({ "kind": "device", "message": message })],
+        Failure::Internal(message) => vec![serde_json::json!({ "kind": "internal", "message": message })],
         Failure::Usage { flag, message } => {
             vec![serde_json::json!({ "kind": "usage", "message": message, "flag": flag })]
         }

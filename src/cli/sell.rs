@@ -239,7 +239,7 @@ impl Restore {
                     Type::Array { binder: None, elem: elem.clone(), len: heddle_ir::Nat::Lit(self.rows as i64) },
                 ))
             }
-            (_, _, Some(_)) => Err(Failure::Input(format!(
+            (_, _, Some(_)) => Err(Failure::Internal(format!(
                 "internal error: a SELL-C-σ kernel's result of type {ty} is not the {} rows in sliced order",
                 self.padded
             ))),
@@ -257,39 +257,59 @@ impl Restore {
 
     /// With σ > 1, adds to each of `times` (the kernel's `--reps` runs) the
     /// time of putting one result back in row order: `Sell::unpermute_into`
-    /// over the result as the kernel left it, a flat buffer of its element
-    /// type, `f32` or `f64` (y is part of what the kernel computes, so it is
-    /// part of what `kernel_seconds` reports). Run once per rep after the
-    /// kernel's runs, over one copy of the result, each time into the same
-    /// y: the pass as it runs after each launch, minus the cache state
-    /// between them. Nothing with σ = 1 (the first `rows` are y already).
+    /// over a flat buffer of the result's element width, as the compiled
+    /// kernel leaves it (y is part of what the kernel computes, so it is part
+    /// of what `kernel_seconds` reports). A gather's time does not depend on
+    /// the values moved, only on their width, so the buffer holds zeros. Run
+    /// once per rep after the kernel's runs, each time into the same y: the
+    /// pass as it runs after each launch, minus the cache state between
+    /// them. Nothing with σ = 1 (the first `rows` are y already).
     pub fn time(&self, value: &Value, ty: &Type, times: &mut [f64]) {
-        let (Some(sell), Value::Array(items)) = (&self.sorted, value) else { return };
-        let flat: Vec<f64> = items
-            .iter()
-            .map(|v| match v {
-                Value::Float(x) => *x,
-                _ => 0.0,
-            })
-            .collect();
-        if flat.len() < sell.slices() * sell.c {
+        let (Some(sell), Value::Array(items), Type::Array { elem, .. }) = (&self.sorted, value, ty) else { return };
+        let len = items.len();
+        if len < sell.slices() * sell.c {
             return;
         }
-        let f32 = matches!(ty, Type::Array { elem, .. } if **elem == Type::Scalar(heddle_ir::ScalarType::F32));
-        if f32 {
-            let z: Vec<f32> = flat.iter().map(|&x| x as f32).collect();
-            time_each(times, vec![0f32; self.rows], |y| sell.unpermute_into(&z, y));
-        } else {
-            time_each(times, vec![0f64; self.rows], |y| sell.unpermute_into(&flat, y));
+        match element_bytes(elem) {
+            Some(1) => time_each::<u8>(times, sell, len, self.rows),
+            Some(2) => time_each::<u16>(times, sell, len, self.rows),
+            Some(4) => time_each::<u32>(times, sell, len, self.rows),
+            Some(8) => time_each::<u64>(times, sell, len, self.rows),
+            Some(16) => time_each::<u128>(times, sell, len, self.rows),
+            // A record of another size: moved as whole 8-byte words, its
+            // size rounded up (within 7 bytes of the real move); one over
+            // 64 bytes as 64, a lower bound.
+            Some(n) => match n.div_ceil(8) {
+                3 => time_each::<[u64; 3]>(times, sell, len, self.rows),
+                4 => time_each::<[u64; 4]>(times, sell, len, self.rows),
+                5 => time_each::<[u64; 5]>(times, sell, len, self.rows),
+                6 => time_each::<[u64; 6]>(times, sell, len, self.rows),
+                7 => time_each::<[u64; 7]>(times, sell, len, self.rows),
+                _ => time_each::<[u64; 8]>(times, sell, len, self.rows),
+            },
+            None => {}
         }
     }
 }
 
-/// Adds the time of one `pass` into `y` to each of `times`.
-fn time_each<T>(times: &mut [f64], mut y: Vec<T>, pass: impl Fn(&mut [T])) {
+/// The bytes one element of type `ty` takes in a flat buffer: a scalar's
+/// size, a record's fields' sum; `None` for anything holding an array.
+fn element_bytes(ty: &Type) -> Option<usize> {
+    match ty {
+        Type::Scalar(s) => Some(s.size_bytes()),
+        Type::Tuple(fields) => fields.iter().map(element_bytes).sum(),
+        _ => None,
+    }
+}
+
+/// Adds to each of `times` the time of one unpermuting pass from a zeroed
+/// sliced result of `len` elements of `T` into a zeroed y of `rows`.
+fn time_each<T: Copy + Default>(times: &mut [f64], sell: &heddle_runtime::sparse::sell::Sell, len: usize, rows: usize) {
+    let z = vec![T::default(); len];
+    let mut y = vec![T::default(); rows];
     for t in times {
         let start = std::time::Instant::now();
-        pass(&mut y);
+        sell.unpermute_into(&z, &mut y);
         *t += start.elapsed().as_secs_f64();
         std::hint::black_box(&y);
     }
