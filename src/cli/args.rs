@@ -5,7 +5,7 @@
 //! The file formats each flag reads or writes are listed once, here.
 
 /// What `--input NAME=PATH` reads.
-pub const INPUT_FORMATS: &[&str] = &["npy", "json"];
+pub const INPUT_FORMATS: &[&str] = &["npy", "json", "npz"];
 /// What `--matrix NAME=PATH` (and `convert`) reads.
 pub const MATRIX_FORMATS: &[&str] = &["mtx", "tns", "npz", "json"];
 /// What `convert -o PATH` writes.
@@ -30,9 +30,16 @@ fn file_binding(s: &str, formats: &[&str]) -> Result<(String, String), String> {
     Ok((name.to_string(), path.to_string()))
 }
 
-/// `--input NAME=PATH` (`.npy` or `.json`).
+/// `--input NAME=PATH` (`.npy`, `.json`, or a `.npz` archive's array NAME;
+/// `PATH.npz:ARRAY` its array ARRAY).
 pub fn input_binding(s: &str) -> Result<(String, String), String> {
-    file_binding(s, INPUT_FORMATS)
+    let (name, path) = binding_parts(s, "NAME=PATH")?;
+    let archive = match path.rsplit_once(':') {
+        Some((file, _)) if file.ends_with(".npz") && !std::path::Path::new(path).exists() => file,
+        _ => path,
+    };
+    check_format(archive, INPUT_FORMATS)?;
+    Ok((name.to_string(), path.to_string()))
 }
 
 /// `--matrix NAME=PATH` (`.mtx`, `.tns`, `.npz` or `.json` storage).
@@ -145,7 +152,9 @@ mod tests {
         assert!(nat_binding("n=abc").unwrap_err().contains("not a natural"));
         assert!(nat_binding("n=-1").unwrap_err().contains("negative"));
         assert!(nat_binding("n").is_err() && nat_binding("=3").is_err());
-        assert!(input_binding("xs=a.csv").unwrap_err().contains(".npy, .json"));
+        assert!(input_binding("xs=a.csv").unwrap_err().contains(".npy, .json, .npz"));
+        assert_eq!(input_binding("xs=a.npz:x"), Ok(("xs".into(), "a.npz:x".into())));
+        assert!(input_binding("xs=a.npy:x").is_err());
         assert_eq!(output_file("o.json"), Ok("o.json".into()));
         assert!(output_file("out.csv").is_err() && output_file("out").is_err());
         assert_eq!(dims2("3x4"), Ok((3, 4)));

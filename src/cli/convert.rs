@@ -27,6 +27,11 @@ pub struct Args {
     /// A file with `#NAME = #sparse_tensor.encoding<{...}>` lines.
     #[arg(long)]
     defs: Option<String>,
+    /// With `--to 'SELL(C…)'`: the operand whose arrays the archive holds
+    /// (`NAME_soff`, `NAME_cols`, `NAME_vals`, …, as `heddle sparsify
+    /// --encoding NAME=SELL(C…)` names the kernel's parameters).
+    #[arg(long, default_value = "A")]
+    name: String,
     /// Store the values at this element type (heddle or MLIR spelling: f16, bf16,
     /// f32, f64, i32, ...), rounded once to nearest; the file's own type by default.
     #[arg(long, value_parser = super::type_cmd::parse_elem)]
@@ -45,6 +50,10 @@ pub struct Args {
 }
 
 pub fn run(a: &Args) -> Result<Output, Failure> {
+    if let Some(spec) = heddle_rewrite::sparsify::sell::parse_name(&a.to) {
+        let spec = spec.map_err(|m| Failure::usage("--to", format!("--to {}: {m}", a.to.trim())))?;
+        return sell(a, spec);
+    }
     let auto = super::auto::is_auto(&a.to);
     if !auto {
         check_encoding_arg("--to", &a.to, a.defs.as_deref())?;
@@ -177,4 +186,71 @@ fn stats_text(s: &StorageStats) -> String {
     }
     out += &format!("storage: {} bytes\n", s.bytes);
     out
+}
+
+/// `--to 'SELL(C…)'`: the matrix laid out as SELL-C-σ, written as a numpy
+/// archive of the arrays a SELL kernel takes (`super::sell::export`). SELL is
+/// no tensor encoding, so this is the one output it has.
+fn sell(a: &Args, spec: heddle_rewrite::sparsify::sell::SellSpec) -> Result<Output, Failure> {
+    let output = Path::new(&a.output);
+    if !output.extension().is_some_and(|e| e.eq_ignore_ascii_case("npz")) {
+        return Err(Failure::usage(
+            "--output",
+            format!(
+                "`{}`: SELL-C-σ is written as a .npz archive of its arrays (`-o FILE.npz`); it is no tensor encoding, \
+                 so no other format holds it",
+                a.output
+            ),
+        ));
+    }
+    let t0 = Instant::now();
+    let contents = file::read_as_written(Path::new(&a.input)).map_err(|e| Failure::Input(e.to_string()))?;
+    let coo = super::auto::entries_of(&contents);
+    if coo.rank() != 2 {
+        return Err(Failure::Input(format!(
+            "{}: SELL-C-σ stores a matrix; this tensor has rank {}",
+            a.input,
+            coo.rank()
+        )));
+    }
+    let elem = a.elem.unwrap_or(coo.elem());
+    let (rows, cols) = (coo.dims[0], coo.dims[1]);
+    let t1 = Instant::now();
+    let arrays = super::sell::export(&coo, spec, elem, &a.name, &a.input)?;
+    let t2 = Instant::now();
+    let named: Vec<_> = arrays
+        .iter()
+        .map(|(name, data, shape)| heddle_runtime::sparse::npz::NamedArray {
+            name: name.clone(),
+            data,
+            shape: shape.clone(),
+        })
+        .collect();
+    heddle_runtime::sparse::npz::write_arrays(output, &named).map_err(|e| Failure::Io(e.to_string()))?;
+    let t3 = Instant::now();
+    let listed: Vec<String> = arrays
+        .iter()
+        .map(|(name, data, shape)| match shape.as_slice() {
+            [] => format!("  {name} = {}", data.num(0)),
+            _ => format!("  {name}: {} × {}", data.len(), heddle_runtime::io::npy::descr(data.elem())),
+        })
+        .collect();
+    let text = format!("{} -> {} ({}):\n{}\n", a.input, a.output, spec, listed.join("\n"));
+    let json = serde_json::json!({
+        "ok": true,
+        "input": a.input,
+        "output": a.output,
+        "encoding": spec.to_string(),
+        "dim_sizes": [rows, cols],
+        "entries_read": coo.len(),
+        // Stored values, padding included, as a tensor's nse counts a dense level's.
+        "nse": arrays.iter().find(|(name, ..)| name.ends_with("_vals")).map_or(0, |(_, data, _)| data.len()),
+        "arrays": arrays.iter().map(|(name, data, shape)| serde_json::json!({
+            "name": name, "dtype": heddle_runtime::io::npy::descr(data.elem()), "shape": shape,
+        })).collect::<Vec<_>>(),
+        "read_seconds": (t1 - t0).as_secs_f64(),
+        "convert_seconds": (t2 - t1).as_secs_f64(),
+        "write_seconds": (t3 - t2).as_secs_f64(),
+    });
+    Ok(Output { text, json })
 }

@@ -5,7 +5,7 @@ use super::{Failure, Output, args, load};
 use heddle::source::SourceFile;
 use heddle_runtime::interp::Env;
 use heddle_runtime::io::bind::InputError;
-use heddle_runtime::io::{bind_inputs, bind_inputs_flat, read_input, write};
+use heddle_runtime::io::{bind_inputs, bind_inputs_flat, read_input_for, write};
 use heddle_runtime::value::Value;
 use heddle_typeck::Kernel;
 use std::path::Path;
@@ -216,7 +216,8 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     let mut inputs = Vec::new();
     for (k, path) in &a.inputs {
         let _p = prof(|| format!("read --input {k}"));
-        let loaded = read_input(Path::new(path)).map_err(|e| InputError { parameter: Some(k.clone()), message: e })?;
+        let loaded =
+            read_input_for(Path::new(path), k).map_err(|e| InputError { parameter: Some(k.clone()), message: e })?;
         inputs.push((k.to_string(), loaded));
     }
     let matrices = [

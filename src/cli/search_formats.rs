@@ -13,7 +13,7 @@ use super::run::Backend;
 use super::sparsify::front_door;
 use super::{Failure, Output, load};
 use heddle_ir::encoding::parse_encoding;
-use heddle_runtime::io::{bind_inputs, bind_inputs_flat, read_input, write};
+use heddle_runtime::io::{bind_inputs, bind_inputs_flat, read_input_for, write};
 use heddle_runtime::opencl::OpenCl;
 use heddle_runtime::sparse::file::{Contents, read_tensor};
 use std::path::Path;
@@ -79,7 +79,8 @@ impl Files {
         let mut inputs = Vec::new();
         for i in &a.inputs {
             let (k, path) = split("input", i)?;
-            let loaded = read_input(Path::new(path)).map_err(|e| Failure::Input(format!("parameter `{k}`: {e}")))?;
+            let loaded =
+                read_input_for(Path::new(path), k).map_err(|e| Failure::Input(format!("parameter `{k}`: {e}")))?;
             inputs.push((k.to_string(), loaded));
         }
         Ok(Files { inputs, matrices: Default::default() })

@@ -50,22 +50,31 @@ fn scalar_of(kernel: &Kernel, name: &str) -> Option<heddle_ir::ScalarType> {
     })
 }
 
-/// Packs `coo` (a matrix) for `operand` stored as `spec` in `kernel`.
-pub fn pack(kernel: &Kernel, operand: &str, source: &str, spec: SellSpec, coo: &Coo) -> Result<Packed, Failure> {
-    let c = spec.lanes;
-    let names = SellNames::of(operand);
-    let what = format!("parameter `{operand}`: {source}");
-    let elem = scalar_of(kernel, &names.vals).ok_or_else(|| {
-        Failure::Input(format!(
-            "{what}: the kernel has no SELL values array `{}` (was it sparsified with SELL?)",
-            names.vals
-        ))
-    })?;
-    // The columns' width is the kernel's: `u16` for `SELL(C, crdWidth = 16)`, else `int`.
-    let narrow = scalar_of(kernel, &names.cols) == Some(heddle_ir::ScalarType::U16);
+/// A matrix laid out as SELL-C-σ, its values in their element type: the
+/// arrays any SELL kernel takes, whichever kernel that is.
+pub struct SellArrays {
+    /// The layout: slice offsets, and the rows' order with σ > 1 (its
+    /// columns taken into `cols`, its f64 values unused).
+    pub sell: heddle_runtime::sparse::sell::Sell,
+    /// The columns, `C` per step, `u16` with 16-bit columns, else `i32`.
+    pub cols: ScalarVec,
+    /// The values at the element type, laid out as `cols`.
+    pub vals: ScalarVec,
+}
+
+/// Lays `coo` out as `spec` with values of type `elem`, the columns at 16
+/// bits where `narrow` (each checked to fit). `what` names the matrix in
+/// errors: an entry whose value `elem` cannot hold, or a column past 16 bits.
+fn pack_arrays(
+    what: &str,
+    spec: SellSpec,
+    elem: heddle_ir::ScalarType,
+    narrow: bool,
+    coo: &Coo,
+) -> Result<SellArrays, Failure> {
     let csr = heddle_runtime::sparse::csr::coo_to_csr_i32(coo).map_err(|e| Failure::Input(format!("{what}: {e}")))?;
     if narrow {
-        check_16_bit_columns(&what, &csr.offsets, &csr.col_indices)?;
+        check_16_bit_columns(what, &csr.offsets, &csr.col_indices)?;
     }
     let rowptr: Vec<usize> = csr.offsets.iter().map(|&o| o as usize).collect();
     let colidx: Vec<usize> = csr.col_indices.iter().map(|&j| j as usize).collect();
@@ -85,41 +94,91 @@ pub fn pack(kernel: &Kernel, operand: &str, source: &str, spec: SellSpec, coo: &
         cols,
         &rowptr,
         &colidx,
-        c as usize,
+        spec.lanes as usize,
         // The spec was checked where it was read (1 or a multiple of C, at most 2^31).
         spec.sigma as usize,
         elem.size_bytes(),
         None,
     )
     .map_err(|e| Failure::Input(format!("{what}: {e}")))?;
-    let values = sell.place(&rowptr, values);
+    let vals = sell.place(&rowptr, values);
+    let col = std::mem::take(&mut sell.col);
+    let cols = if narrow {
+        // Every stored column, padding too, is one of the row's own
+        // columns or 0, all checked above to be below 2^16.
+        ScalarVec::U16(col.iter().map(|&j| j as u16).collect())
+    } else {
+        ScalarVec::I32(col)
+    };
+    Ok(SellArrays { sell, cols, vals })
+}
+
+/// Packs `coo` (a matrix) for `operand` stored as `spec` in `kernel`.
+pub fn pack(kernel: &Kernel, operand: &str, source: &str, spec: SellSpec, coo: &Coo) -> Result<Packed, Failure> {
+    let c = spec.lanes;
+    let names = SellNames::of(operand);
+    let what = format!("parameter `{operand}`: {source}");
+    let elem = scalar_of(kernel, &names.vals).ok_or_else(|| {
+        Failure::Input(format!(
+            "{what}: the kernel has no SELL values array `{}` (was it sparsified with SELL?)",
+            names.vals
+        ))
+    })?;
+    // The columns' width is the kernel's: `u16` for `SELL(C, crdWidth = 16)`, else `int`.
+    let narrow = scalar_of(kernel, &names.cols) == Some(heddle_ir::ScalarType::U16);
+    let SellArrays { sell, cols, vals } = pack_arrays(&what, spec, elem, narrow, coo)?;
     // On huge pages when large (`Loaded::streamed`): the kernel streams them.
     let packed = |data: ScalarVec, dtype: &str| Loaded::streamed(data, dtype);
-    let vals = packed(values, &elem.to_string());
-    let slices = sell.slices();
-    let col = std::mem::take(&mut sell.col);
+    let cols_type = if narrow { "uint16" } else { "int32" };
     let inputs = vec![
         (names.soff.clone(), packed(ScalarVec::I32(sell.soff.clone()), "int32")),
-        (
-            names.cols.clone(),
-            if narrow {
-                // Every stored column, padding too, is one of the row's own
-                // columns or 0, all checked above to be below 2^16.
-                packed(ScalarVec::U16(col.iter().map(|&j| j as u16).collect()), "uint16")
-            } else {
-                packed(ScalarVec::I32(col), "int32")
-            },
-        ),
-        (names.vals.clone(), vals),
+        (names.cols.clone(), packed(cols, cols_type)),
+        (names.vals.clone(), packed(vals, &elem.to_string())),
     ];
+    let (rows, matrix_cols, slices) = (sell.rows, sell.cols, sell.slices());
     let has_nat = |n: &str| kernel.params.iter().any(|p| matches!(p, KernelParam::Nat(v) if v.as_str() == n));
-    let nats = [(&names.rows, rows), (&names.cols_dim, cols), (&names.slices, slices)]
+    let nats = [(&names.rows, rows), (&names.cols_dim, matrix_cols), (&names.slices, slices)]
         .into_iter()
         .filter(|(n, _)| has_nat(n))
         .map(|(n, v)| (n.clone(), v as i64))
         .collect();
     let sorted = (spec.sigma > 1).then_some(sell);
-    Ok(Packed { nats, inputs, rows, padded: slices * c as usize, cols, sorted })
+    Ok(Packed { nats, inputs, rows, padded: slices * c as usize, cols: matrix_cols, sorted })
+}
+
+/// SELL-C-σ's arrays for `heddle convert FILE --to 'SELL(…)' -o OUT.npz`,
+/// named as the kernel `heddle sparsify --encoding NAME=SELL(…)` takes them:
+/// `NAME_soff`, `NAME_cols`, `NAME_vals` (flat, in the kernel's order), the
+/// naturals `NAME_dim0`, `NAME_dim1`, `NAME_slices` as 0-d arrays, and with
+/// σ > 1 `NAME_slot`, the sliced position of each row (y = z[slot] puts the
+/// kernel's result back in row order). `elem` is the values' type.
+pub fn export(
+    coo: &Coo,
+    spec: SellSpec,
+    elem: heddle_ir::ScalarType,
+    name: &str,
+    source: &str,
+) -> Result<Vec<(String, ScalarVec, Vec<u64>)>, Failure> {
+    let SellArrays { sell, cols, vals } = pack_arrays(source, spec, elem, spec.crd_width == 16, coo)?;
+    let names = SellNames::of(name);
+    let flat = |v: ScalarVec| {
+        let n = v.len() as u64;
+        (v, vec![n])
+    };
+    let natural = |n: usize| (ScalarVec::I64(vec![n as i64]), vec![]);
+    let slot = (spec.sigma > 1).then(|| flat(ScalarVec::I64(sell.slot.iter().map(|&p| p as i64).collect())));
+    let mut arrays = vec![
+        (names.soff, flat(ScalarVec::I32(sell.soff.clone()))),
+        (names.cols, flat(cols)),
+        (names.vals, flat(vals)),
+        (names.rows, natural(sell.rows)),
+        (names.cols_dim, natural(sell.cols)),
+        (names.slices, natural(sell.slices())),
+    ];
+    if let Some(slot) = slot {
+        arrays.push((format!("{name}_slot"), slot));
+    }
+    Ok(arrays.into_iter().map(|(n, (v, shape))| (n, v, shape)).collect())
 }
 
 /// The most columns 16-bit column coordinates hold (0 to 65 535).

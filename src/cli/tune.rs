@@ -25,7 +25,7 @@ use heddle_ir::Type;
 use heddle_ir::loops::LoopProgram;
 use heddle_runtime::interp::Env;
 use heddle_runtime::io::read::ScalarKind;
-use heddle_runtime::io::{Loaded, bind_inputs, bind_inputs_flat, read_input};
+use heddle_runtime::io::{Loaded, bind_inputs, bind_inputs_flat, read_input_for};
 use heddle_runtime::opencl::OpenCl;
 use heddle_runtime::value::Value;
 use heddle_typeck::Kernel;
@@ -338,7 +338,7 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         let (k, path) = assignment("input", i)?;
         inputs.push((
             k.to_string(),
-            read_input(Path::new(path)).map_err(|e| Failure::Input(format!("parameter `{k}`: {e}")))?,
+            read_input_for(Path::new(path), k).map_err(|e| Failure::Input(format!("parameter `{k}`: {e}")))?,
         ));
     }
     // With --matrix, the --input files are the matrix cases' other inputs.

@@ -51,6 +51,7 @@ mod robustness;
 mod scipy_interop;
 mod search_formats;
 mod sell;
+mod sell_export;
 mod sell_front_door;
 mod sell_sigma;
 mod skyline;

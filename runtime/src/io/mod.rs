@@ -7,4 +7,4 @@ pub mod read;
 pub mod write;
 
 pub use bind::{InputError, bind_inputs, bind_inputs_flat};
-pub use read::{Loaded, ScalarKind, read_input};
+pub use read::{Loaded, ScalarKind, read_input, read_input_for};

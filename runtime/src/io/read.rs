@@ -122,11 +122,35 @@ pub enum ScalarKind {
     Complex,
 }
 
-/// Reads an input file by its extension.
+/// Reads the input of the kernel parameter `param` from `path`: a `.npz`
+/// archive's array `param`, or its array `ARRAY` where `path` is
+/// `FILE.npz:ARRAY` (and no file has that whole name); any other file as
+/// [`read_input`] reads it.
+pub fn read_input_for(path: &Path, param: &str) -> Result<Loaded, String> {
+    if !path.exists()
+        && let Some((file, member)) = path.to_str().and_then(|p| p.rsplit_once(':'))
+        && file.ends_with(".npz")
+    {
+        return read_npz_member(Path::new(file), member);
+    }
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("npz") => read_npz_member(path, param),
+        _ => read_input(path),
+    }
+}
+
+/// Reads an input file by its extension (`.npy`, `.json`).
 pub fn read_input(path: &Path) -> Result<Loaded, String> {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     match ext {
         "npy" => read_npy(path),
+        "npz" => Err(format!(
+            "{}: a .npz archive holds several arrays: name one, as a kernel parameter's input does \
+             (`--input NAME={}` reads the array NAME, `--input NAME={}:ARRAY` the array ARRAY)",
+            path.display(),
+            path.display(),
+            path.display()
+        )),
         "json" => {
             let invalid =
                 |e: serde_json::Error| format!("{}:{}:{}: not valid JSON: {e}", path.display(), e.line(), e.column());
@@ -245,12 +269,57 @@ fn read_npy(path: &Path) -> Result<Loaded, String> {
     let size = file.metadata().ok().filter(|m| m.is_file()).map_or(1 << 20, |m| m.len());
     let (limit, _) = crate::limits::max_bytes()?;
     let array = super::npy::read_array(std::io::BufReader::new(file), limit, size).map_err(invalid)?;
+    loaded_of(array, &path.display().to_string())
+}
+
+/// Reads the array `member` of a numpy `.npz` archive (`np.savez(path,
+/// member=…)`, stored or deflated: the archive's `member.npy`), as
+/// [`read_npy`] reads a file. Messages name the file and the member, and a
+/// missing member lists the archive's arrays.
+pub fn read_npz_member(path: &Path, member: &str) -> Result<Loaded, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file))
+        .map_err(|e| format!("{}: not a valid .npz archive: {e}", path.display()))?;
+    let Some(index) = zip.index_for_name(&format!("{member}.npy")) else {
+        let mut names: Vec<String> =
+            zip.file_names().filter_map(|n| Some(n.ok()?.strip_suffix(".npy")?.to_string())).collect();
+        names.sort_unstable();
+        return Err(format!(
+            "{}: the archive has no array `{member}` (it holds {}); name another with {}:ARRAY",
+            path.display(),
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+            },
+            path.display()
+        ));
+    };
+    let what = format!("{}: array `{member}`", path.display());
+    let entry = zip.by_index(index).map_err(|e| format!("{what}: cannot open it: {e}"))?;
+    // The data's buffer is reserved at most at what the member can hold (a
+    // stored member its size, a deflated one deflate's largest expansion of
+    // it) and grows as bytes arrive, up to the memory limit.
+    let packed = entry.compressed_size();
+    let holds = match entry.compression() {
+        zip::CompressionMethod::Stored => packed,
+        _ => packed.saturating_mul(crate::sparse::npz::DEFLATE_RATIO).saturating_add(1 << 10),
+    };
+    let (limit, _) = crate::limits::max_bytes()?;
+    let array = super::npy::read_array(entry, limit, holds.min(limit))
+        .map_err(|e| format!("{what}: not a valid .npy array: {e}"))?;
+    loaded_of(array, &what)
+}
+
+/// What a `.npy` array holds, as an input: `what` (the file, or the
+/// archive's member) names it in messages.
+fn loaded_of(array: super::npy::Array, what: &str) -> Result<Loaded, String> {
     let super::npy::Array { header, data } = array;
     let shape_dims = header.shape.clone();
     // A 0-d array is one item.
     let shape = if shape_dims.is_empty() { vec![1] } else { shape_dims };
     if header.fortran_order && header.shape.len() > 1 {
-        return Err(format!("{}: Fortran-ordered arrays are not supported; save with order='C'", path.display()));
+        return Err(format!("{}: Fortran-ordered arrays are not supported; save with order='C'", what));
     }
     let count = header.count().ok_or("shape too large")? as usize;
     let fields: Vec<FieldLayout> = match &header.dtype {
@@ -263,20 +332,20 @@ fn read_npy(path: &Path) -> Result<Loaded, String> {
                 })
             })
             .collect::<Result<_, _>>()
-            .map_err(|e| format!("{}: {e}", path.display()))?,
-        d => vec![field_layout(d).map_err(|e| format!("{}: {e}", path.display()))?],
+            .map_err(|e| format!("{}: {e}", what))?,
+        d => vec![field_layout(d).map_err(|e| format!("{}: {e}", what))?],
     };
     let structured = matches!(header.dtype, DType::Record(_));
     let row: usize = fields.iter().map(|f| f.bytes).sum();
     // A record of no bytes would let a tiny file claim any number of items.
     if row == 0 {
-        return Err(format!("{}: a structured dtype with no fields holds no data", path.display()));
+        return Err(format!("{}: a structured dtype with no fields holds no data", what));
     }
     let needed = count.checked_mul(row).ok_or("file too large")?;
     if data.len() < needed {
         return Err(format!(
             "{}: truncated .npy file: the header promises {count} elements ({needed} bytes), the file holds {} bytes",
-            path.display(),
+            what,
             data.len()
         ));
     }

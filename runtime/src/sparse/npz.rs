@@ -54,7 +54,7 @@ pub enum NpzTensor {
 
 /// Deflate expands at most about 1032 : 1, so a deflated member cannot hold
 /// more than this many times its compressed size.
-const DEFLATE_RATIO: u64 = 1032;
+pub(crate) const DEFLATE_RATIO: u64 = 1032;
 
 struct Archive<'p, R: Read + Seek> {
     zip: zip::ZipArchive<R>,
@@ -629,6 +629,39 @@ pub fn write_npz(t: &SparseTensor, path: &Path) -> Result<()> {
             };
             member("data", &vdescr, &shape, vsize, &mut |w| write_values(w, &t.values, elem))?;
         }
+    }
+    let mut w = z.finish().map_err(zerr)?;
+    w.flush().map_err(io)
+}
+
+/// One array of a plain `.npz` archive ([`write_arrays`]).
+pub struct NamedArray<'a> {
+    /// Its name: the archive's member `NAME.npy`, `np.load(path)[NAME]`.
+    pub name: String,
+    /// Its values, written at their own type (a `bf16` as `<f4`).
+    pub data: &'a ScalarVec,
+    /// Its shape (`[]` for a 0-d array of one value); the product is `data`'s length.
+    pub shape: Vec<u64>,
+}
+
+/// Writes `arrays` as numpy's `np.savez` does (a zip of uncompressed `.npy`
+/// members, one per array): `np.load(path)` gives them by name, and
+/// `heddle run --input NAME=PATH` reads the one named for its parameter.
+pub fn write_arrays(path: &Path, arrays: &[NamedArray]) -> Result<()> {
+    let io = |e: std::io::Error| SparseError::Io { path: path.to_path_buf(), source: e };
+    let zerr = |e: zip::result::ZipError| io(std::io::Error::other(e));
+    let file = std::fs::File::create(path).map_err(io)?;
+    let mut z = zip::ZipWriter::new(std::io::BufWriter::with_capacity(1 << 20, file));
+    for a in arrays {
+        debug_assert_eq!(a.shape.iter().product::<u64>(), a.data.len() as u64, "{}: shape and data agree", a.name);
+        let elem = npy::file_type(a.data.elem());
+        let bytes = a.data.len() as u64 * elem.size_bytes() as u64;
+        let options = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored)
+            .large_file(bytes > u64::from(u32::MAX) / 2);
+        z.start_file(format!("{}.npy", a.name), options).map_err(zerr)?;
+        npy::write_header(&mut z, &format!("'{}'", npy::descr(elem)), &a.shape).map_err(io)?;
+        write_values(&mut z, a.data, elem).map_err(io)?;
     }
     let mut w = z.finish().map_err(zerr)?;
     w.flush().map_err(io)

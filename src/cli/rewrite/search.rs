@@ -19,7 +19,7 @@ use heddle_rewrite::program::candidates::{Candidate, candidates};
 use heddle_rewrite::program::sketch::{self, Sketch};
 use heddle_rewrite::program::{self, Checked, CostKind, Options, Rule};
 use heddle_runtime::interp::Env;
-use heddle_runtime::io::{Loaded, bind_inputs, bind_inputs_flat, read_input};
+use heddle_runtime::io::{Loaded, bind_inputs, bind_inputs_flat, read_input_for};
 use heddle_runtime::opencl::OpenCl;
 use heddle_runtime::value::Value;
 use heddle_typeck::Kernel;
@@ -99,7 +99,7 @@ fn inputs(a: &Args, kernel: &Kernel) -> Result<heddle_runtime::io::bind::NamedIn
         let (k, path) = split_assignment("input", i)?;
         loaded.push((
             k.to_string(),
-            read_input(Path::new(path)).map_err(|e| Failure::Input(format!("parameter `{k}`: {e}")))?,
+            read_input_for(Path::new(path), k).map_err(|e| Failure::Input(format!("parameter `{k}`: {e}")))?,
         ));
     }
     for (specs, storage) in [
