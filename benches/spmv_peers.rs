@@ -243,10 +243,10 @@ fn time_launch(
                     unsafe {
                         if f32 {
                             let z = std::slice::from_raw_parts(z_at as *const f32, z_bytes / 4);
-                            sell.unpermute_into(z, &mut y32);
+                            sell.unpermute_on(z, &mut y32, t);
                         } else {
                             let z = std::slice::from_raw_parts(z_at as *const f64, z_bytes / 8);
-                            sell.unpermute_into(z, &mut y64);
+                            sell.unpermute_on(z, &mut y64, t);
                         }
                     }
                 }

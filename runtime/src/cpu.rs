@@ -31,6 +31,21 @@ pub use split::{
     plan_tuned, plan_with,
 };
 
+/// Calls `f` on `0 .. n` split into up to `threads` contiguous ranges of
+/// nearly equal length, on the kernels' worker pool (the calling thread
+/// takes one range): host passes that belong to a kernel's work (SELL-C-σ
+/// putting y back in row order) run on the threads the kernel ran on,
+/// without spawning any.
+pub fn for_ranges(n: usize, threads: usize, f: &(dyn Fn(std::ops::Range<usize>) + Sync)) {
+    let t = threads.clamp(1, MAX_THREADS).min(n.max(1));
+    let chunks: Vec<(i64, i64)> = (0..t).map(|k| ((n * k / t) as i64, (n * (k + 1) / t) as i64)).collect();
+    // `f` cannot fail, so neither can the chunks.
+    let _ = pool::run_chunks(&chunks, t, &|(a, b)| {
+        f(a as usize..b as usize);
+        Ok(())
+    });
+}
+
 use crate::launch::{Launch, Slot, check_failure};
 use heddle_codegen_cpu::{ArgValue, CpuKernel, Fault, Options, Slots};
 use heddle_ir::loops::{ArgKind, LoopProgram};

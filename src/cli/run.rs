@@ -327,7 +327,11 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     // part of each rep's time.
     let (value, ty) = match &restore {
         Some(r) => {
-            r.time(&value, &kernel.body.ty, &mut times);
+            // The pass runs on the host's threads: the CPU backend's, which
+            // the kernel ran on, or as many for another backend.
+            let threads =
+                a.threads.map(|n| n as usize).or_else(|| heddle_runtime::cpu::threads_from_env().ok().flatten());
+            r.time(&value, &kernel.body.ty, &mut times, threads.unwrap_or_else(heddle_runtime::cpu::default_threads));
             r.apply(value, &kernel.body.ty)?
         }
         None => (value, kernel.body.ty.clone()),

@@ -320,31 +320,32 @@ impl Restore {
     /// kernel leaves it (y is part of what the kernel computes, so it is part
     /// of what `kernel_seconds` reports). A gather's time does not depend on
     /// the values moved, only on their width, so the buffer holds zeros. Run
-    /// once per rep after the kernel's runs, each time into the same y: the
+    /// once per rep after the kernel's runs, each time into the same y, on
+    /// `threads` threads of the kernels' pool (`Sell::unpermute_on`): the
     /// pass as it runs after each launch, minus the cache state between
     /// them. Nothing with σ = 1 (the first `rows` are y already).
-    pub fn time(&self, value: &Value, ty: &Type, times: &mut [f64]) {
+    pub fn time(&self, value: &Value, ty: &Type, times: &mut [f64], threads: usize) {
         let (Some(sell), Value::Array(items), Type::Array { elem, .. }) = (&self.sorted, value, ty) else { return };
         let len = items.len();
         if len < sell.slices() * sell.c {
             return;
         }
         match element_bytes(elem) {
-            Some(1) => time_each::<u8>(times, sell, len, self.rows),
-            Some(2) => time_each::<u16>(times, sell, len, self.rows),
-            Some(4) => time_each::<u32>(times, sell, len, self.rows),
-            Some(8) => time_each::<u64>(times, sell, len, self.rows),
-            Some(16) => time_each::<u128>(times, sell, len, self.rows),
+            Some(1) => time_each::<u8>(times, sell, len, self.rows, threads),
+            Some(2) => time_each::<u16>(times, sell, len, self.rows, threads),
+            Some(4) => time_each::<u32>(times, sell, len, self.rows, threads),
+            Some(8) => time_each::<u64>(times, sell, len, self.rows, threads),
+            Some(16) => time_each::<u128>(times, sell, len, self.rows, threads),
             // A record of another size: moved as whole 8-byte words, its
             // size rounded up (within 7 bytes of the real move); one over
             // 64 bytes as 64, a lower bound.
             Some(n) => match n.div_ceil(8) {
-                3 => time_each::<[u64; 3]>(times, sell, len, self.rows),
-                4 => time_each::<[u64; 4]>(times, sell, len, self.rows),
-                5 => time_each::<[u64; 5]>(times, sell, len, self.rows),
-                6 => time_each::<[u64; 6]>(times, sell, len, self.rows),
-                7 => time_each::<[u64; 7]>(times, sell, len, self.rows),
-                _ => time_each::<[u64; 8]>(times, sell, len, self.rows),
+                3 => time_each::<[u64; 3]>(times, sell, len, self.rows, threads),
+                4 => time_each::<[u64; 4]>(times, sell, len, self.rows, threads),
+                5 => time_each::<[u64; 5]>(times, sell, len, self.rows, threads),
+                6 => time_each::<[u64; 6]>(times, sell, len, self.rows, threads),
+                7 => time_each::<[u64; 7]>(times, sell, len, self.rows, threads),
+                _ => time_each::<[u64; 8]>(times, sell, len, self.rows, threads),
             },
             None => {}
         }
@@ -361,14 +362,21 @@ fn element_bytes(ty: &Type) -> Option<usize> {
     }
 }
 
-/// Adds to each of `times` the time of one unpermuting pass from a zeroed
-/// sliced result of `len` elements of `T` into a zeroed y of `rows`.
-fn time_each<T: Copy + Default>(times: &mut [f64], sell: &heddle_runtime::sparse::sell::Sell, len: usize, rows: usize) {
+/// Adds to each of `times` the time of one unpermuting pass on `threads`
+/// threads from a zeroed sliced result of `len` elements of `T` into a
+/// zeroed y of `rows`.
+fn time_each<T: Copy + Default + Send + Sync>(
+    times: &mut [f64],
+    sell: &heddle_runtime::sparse::sell::Sell,
+    len: usize,
+    rows: usize,
+    threads: usize,
+) {
     let z = vec![T::default(); len];
     let mut y = vec![T::default(); rows];
     for t in times {
         let start = std::time::Instant::now();
-        sell.unpermute_into(&z, &mut y);
+        sell.unpermute_on(&z, &mut y, threads);
         *t += start.elapsed().as_secs_f64();
         std::hint::black_box(&y);
     }

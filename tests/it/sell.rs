@@ -237,6 +237,35 @@ fn sell_packing_round_trips_and_sorts_within_windows() {
     }
 }
 
+/// The pass that puts y in row order, split over the kernels' pool, writes
+/// what the sequential one writes, for thread counts that do and do not
+/// divide the rows, windows smaller than a part and the whole matrix.
+#[test]
+fn the_unpermute_on_several_threads_equals_the_sequential_one() {
+    use heddle_runtime::sparse::sell::PARALLEL_UNPERMUTE_ROWS;
+    let rows = PARALLEL_UNPERMUTE_ROWS * 3 + 5;
+    // Row i has (i * 7919) % 13 entries: lengths out of order, so sorting moves rows.
+    let mut rowptr = vec![0usize];
+    let mut colidx = Vec::new();
+    for i in 0..rows {
+        let n = (i * 7919) % 13;
+        colidx.extend((0..n).map(|k| (i + k * 31) % 64));
+        rowptr.push(colidx.len());
+    }
+    for sigma in [64, rows.next_multiple_of(8)] {
+        let s = heddle_runtime::sparse::sell::layout(rows, 64, &rowptr, &colidx, 8, sigma, 8, None).unwrap();
+        let z: Vec<i64> = (0..s.slices() * 8).map(|p| s.row_at[p].map_or(-1, |i| i as i64)).collect();
+        let mut want = vec![0i64; rows];
+        s.unpermute_into(&z, &mut want);
+        assert_eq!(want, (0..rows as i64).collect::<Vec<_>>(), "σ = {sigma}");
+        for threads in [1, 2, 3, 4] {
+            let mut y = vec![-7i64; rows];
+            s.unpermute_on(&z, &mut y, threads);
+            assert_eq!(y, want, "σ = {sigma}, {threads} threads");
+        }
+    }
+}
+
 #[test]
 fn bad_sell_storage_is_refused_with_the_reason() {
     // Every 8th of 64 rows has 100 entries, the others 1: σ = 1 pads each

@@ -47,6 +47,10 @@ pub struct Sell {
     pub row_at: Vec<Option<usize>>,
 }
 
+/// Rows from which [`Sell::unpermute_on`] splits its pass over threads:
+/// below, the pass (a few microseconds) costs less than the pool's handover.
+pub const PARALLEL_UNPERMUTE_ROWS: usize = 1 << 14;
+
 /// The bytes SELL-C-σ stores for a matrix of `rows` rows whose slices have
 /// the widths `soff` lists, with `value_bytes`-byte values: 32-bit offsets
 /// and columns, and the permutation (one 32-bit slot per row) when `σ > 1`.
@@ -264,5 +268,40 @@ impl Sell {
         for (y, &p) in y.iter_mut().zip(&self.slot) {
             *y = z[p].clone();
         }
+    }
+
+    /// [`Sell::unpermute_into`] on up to `threads` threads of the kernels'
+    /// pool, each writing its own contiguous part of `y` (and reading `z`
+    /// near it, within the parts' windows). Below [`PARALLEL_UNPERMUTE_ROWS`]
+    /// rows, on the calling thread: handing work to the pool costs more.
+    ///
+    /// # Panics
+    /// As [`Sell::unpermute_into`].
+    pub fn unpermute_on<T: Clone + Send + Sync>(&self, z: &[T], y: &mut [T], threads: usize) {
+        assert_eq!(y.len(), self.rows, "SELL: y has the matrix's rows");
+        assert!(z.len() >= self.slices() * self.c, "SELL: z holds every slice's lanes");
+        if threads <= 1 || self.rows < PARALLEL_UNPERMUTE_ROWS {
+            return self.unpermute_into(z, y);
+        }
+        /// `y`'s start, shared by the ranges, which write disjoint parts.
+        struct Out<T>(*mut T);
+        // SAFETY: each range writes only its own elements of `y` (below), so
+        // no element is written by two threads, and `y` outlives the call.
+        unsafe impl<T: Send> Sync for Out<T> {}
+        impl<T> Out<T> {
+            /// The pointer (a method, so closures capture all of `Out`, not its field).
+            fn at(&self, k: usize) -> *mut T {
+                self.0.wrapping_add(k)
+            }
+        }
+        let out = Out(y.as_mut_ptr());
+        crate::cpu::for_ranges(self.rows, threads, &|r| {
+            // SAFETY: `r` lies in `0 .. rows` = `0 .. y.len()`, the ranges are
+            // disjoint, and `y` is borrowed mutably for the whole call.
+            let part = unsafe { std::slice::from_raw_parts_mut(out.at(r.start), r.len()) };
+            for (y, &p) in part.iter_mut().zip(&self.slot[r]) {
+                *y = z[p].clone();
+            }
+        });
     }
 }
