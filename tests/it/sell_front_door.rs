@@ -457,10 +457,15 @@ fn sell_refusals_are_located() {
     let (code, v) = run(&taller);
     assert_eq!(code, 1, "{v}");
     assert!(v["errors"][0]["message"].as_str().unwrap().contains("4 rows, but `a` is declared with 3"), "{v}");
-    // SELL is no tensor encoding: convert and type refuse it, saying so.
+    // SELL is no tensor encoding: `type` refuses it, and `convert` writes
+    // it only as an archive of its arrays (tests/it/sell_export.rs), saying so.
     let m = write_mtx(dir.path(), "m", 4, 4, &vec![(0, 0, 1.0)]);
     let out = dir.path().join("o.json");
     let (code, _, err) = heddle(&["convert", m.to_str().unwrap(), "--to", "SELL(8)", "-o", out.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no tensor encoding") && err.contains(".npz"), "{err}");
+    // (`type`'s ENCODING is its input, not a flag: exit 1, as for any text that is no encoding.)
+    let (code, _, err) = heddle(&["type", "SELL(8)"]);
+    assert_eq!(code, 1, "{err}");
     assert!(err.contains("not a sparse tensor encoding"), "{err}");
 }
