@@ -7,24 +7,10 @@
 
 use crate::common;
 
-use common::{Entries, assert_close, backends, dense_product, floats, heddle, heddle_json, write_mtx};
+use crate::sell_sigma::entries;
+use common::{assert_close, backends, dense_product, floats, heddle, heddle_json, write_mtx};
 use heddle_runtime::io::read::{Loaded, read_npz_member};
 use std::path::Path;
-
-/// Row `i` has `lengths[i % lengths.len()]` entries (at most `cols`), at
-/// pseudo-random columns, values exact in f32.
-fn entries(seed: u64, rows: u64, cols: u64, lengths: &[u64]) -> Entries {
-    let mut rng = common::Rng(seed);
-    let mut e = Vec::new();
-    for i in 0..rows {
-        let n = lengths[i as usize % lengths.len()].min(cols);
-        let mut js: Vec<u64> = (0..n).map(|_| rng.below(cols)).collect();
-        js.sort();
-        js.dedup();
-        e.extend(js.into_iter().map(|j| (i, j, (rng.below(255) as f64 - 127.0) / 8.0)));
-    }
-    e
-}
 
 /// The integers of an archive's array (a 0-d one gives one).
 fn ints(archive: &Path, name: &str) -> Vec<i64> {

@@ -13,7 +13,7 @@ const MV: &str = "examples/dense_mv.hdl";
 
 /// Row `i` has `lengths[i % lengths.len()]` entries (at most `cols`), at
 /// pseudo-random columns, values exact in f32.
-fn entries(seed: u64, rows: u64, cols: u64, lengths: &[u64]) -> Entries {
+pub(crate) fn entries(seed: u64, rows: u64, cols: u64, lengths: &[u64]) -> Entries {
     let mut rng = common::Rng(seed);
     let mut e = Vec::new();
     for i in 0..rows {
