@@ -79,7 +79,7 @@ fn rank_4_and_5_level_mixes_agree_on_every_backend() {
     let cl = common::opencl_platform();
     for format in FORMATS {
         let text = kernel_text(format);
-        let file = SourceFile::new(&format!("{format}.hdl"), &text);
+        let file = SourceFile::new(format!("{format}.hdl"), &text);
         let (_, kernel) = heddle::check_source(&file).unwrap_or_else(|d| panic!("{format}:\n{}", file.render(&d)));
         let cpu = heddle::cpu::lower(&kernel, "nested")
             .unwrap_or_else(|d| panic!("{format}: the CPU backend refuses:\n{}", file.render(&[d])));
