@@ -10,9 +10,12 @@
 use crate::facts::Facts;
 use crate::nat_lang::{as_lookup, is_binder};
 use heddle_ir::expr::{BinOp, ExprKind};
+use heddle_ir::nat::poly::Poly;
 use heddle_ir::nat::{CmpOp, NatCond, NatOp};
 use heddle_ir::{Expr, Name, Nat};
 use num_integer::Integer;
+use num_rational::BigRational;
+use num_traits::Signed;
 use std::collections::{BTreeSet, HashMap};
 
 /// A closed integer interval; `None` is unbounded on that side.
@@ -66,6 +69,18 @@ impl Interval {
         };
         Interval { lo, hi }
     }
+    /// The intersection (both intervals are sound, so is it).
+    fn meet(self, o: Interval) -> Interval {
+        let lo = match (self.lo, o.lo) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (x, None) | (None, x) => x,
+        };
+        let hi = match (self.hi, o.hi) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (x, None) | (None, x) => x,
+        };
+        Interval { lo, hi }
+    }
     /// Is every value ≥ 0?
     pub fn nonneg(self) -> bool {
         self.lo.is_some_and(|v| v >= 0)
@@ -107,8 +122,13 @@ impl<'a> Ctx<'a> {
             Nat::Bin(op, a, b) => {
                 let (ia, ib) = (self.bounds(a), self.bounds(b));
                 match op {
-                    NatOp::Add => ia.add(ib),
-                    NatOp::Sub => ia.add(ib.neg()),
+                    NatOp::Add | NatOp::Sub => {
+                        let plain = if *op == NatOp::Add { ia.add(ib) } else { ia.add(ib.neg()) };
+                        match plain.lo {
+                            Some(_) => plain,
+                            None => self.monotone_pairs(n).map_or(plain, |paired| plain.meet(paired)),
+                        }
+                    }
                     NatOp::Mul => ia.mul(ib),
                     NatOp::Div => match b.as_lit() {
                         Some(c) if c > 0 => {
@@ -152,6 +172,60 @@ impl<'a> Ctx<'a> {
                 if self.with_range(var, range).bounds(body).nonneg() { Interval::at_least(0) } else { Interval::TOP }
             }
         }
+    }
+
+    /// Bounds of a sum that pairs each `c * toNat(A@x)` with a
+    /// `-c * toNat(A@y)` of the same non-decreasing array where `x ≥ y` is
+    /// provable: each such pair is ≥ 0, so the sum is at least what the
+    /// rest's bounds say (no upper bound). This is what makes a size split by
+    /// `tonat-sub-monotone`, `toNat(A@(q+1)) - toNat(A@q)`, known to be
+    /// non-negative again, so that the guard `count >= 0 ? … : 0` of a
+    /// telescoped Σ over it goes away and an enclosing Σ telescopes in turn
+    /// (a rank-4 CSF tensor's flat positions). `None` when nothing pairs.
+    ///
+    /// Sound where the fact is: `A` is non-decreasing on the positions its
+    /// type reads it at (input binding checks every size `toNat(A@(q+1) -
+    /// A@q)` ≥ 0, and a tensor's positions buffers are validated never to
+    /// decrease), and `toNat` of an integer is that integer.
+    fn monotone_pairs(&self, n: &Nat) -> Option<Interval> {
+        if self.facts.non_decreasing.is_empty() {
+            return None;
+        }
+        let poly = Poly::from_nat(n);
+        // The linear terms `c * toNat(A@x)` of non-decreasing arrays.
+        let mut lookups: Vec<(Name, Nat, Nat, BigRational)> = Vec::new();
+        for (m, c) in poly.terms() {
+            if let [(atom @ Nat::ToNat(e), 1)] = m.as_slice()
+                && let Some((a, x)) = as_lookup(e)
+                && self.facts.is_non_decreasing(a.as_str())
+            {
+                lookups.push((a, x, atom.clone(), c.clone()));
+            }
+        }
+        let mut rest = poly.clone();
+        let mut paired = false;
+        for i in 0..lookups.len() {
+            for j in 0..lookups.len() {
+                let (hi, lo) = (&lookups[i], &lookups[j]);
+                if hi.0 != lo.0 || !hi.3.is_positive() || !lo.3.is_negative() {
+                    continue;
+                }
+                if !self.diff_bounds(&hi.1, &lo.1).nonneg() {
+                    continue;
+                }
+                // `m * (toNat(A@x) - toNat(A@y))` with `m` what both have left.
+                let m = hi.3.clone().min(-lo.3.clone());
+                let pair = Poly::atom(hi.2.clone()).sub(&Poly::atom(lo.2.clone())).scale(&m);
+                rest = rest.sub(&pair);
+                lookups[i].3 -= &m;
+                lookups[j].3 += &m;
+                paired = true;
+            }
+        }
+        if !paired {
+            return None;
+        }
+        Some(Interval { lo: self.bounds(&rest.to_nat()).lo, hi: None })
     }
 
     /// Bounds of `a - b`, after normalising the difference (so that `i - i`

@@ -39,6 +39,7 @@ mod front_end;
 mod half_floats;
 mod json_schemas;
 mod listing7;
+mod nested_levels;
 mod no_panics;
 mod npy_shapes;
 mod opencl;

@@ -38,6 +38,35 @@ simplifies!(known_value, Facts::new().with_value("A", 0, 0), "i == 0 ? 0 : toNat
 simplifies!(min_by_interval, Facts::new(), "min(n + 1, n) + max(0, m)" => "n + m");
 simplifies!(div_of_multiple, Facts::new(), "(n * 4) / 4 + (n * 4) % 4" => "n");
 simplifies!(lil_has_no_closed_form, Facts::new(), "sum(k = 0 .. i - 1, toNat(L@k)) + j" => "sum(k = 0 .. i - 1, toNat(L@k)) + j");
+// Two nested compressed levels under a Σ (a rank-4 CSF tensor's flat positions): the inner Σ
+// telescopes with the guard `toNat(A@(k + 1)) - toNat(A@k) >= 0`, which the facts decide (a split
+// size of a non-decreasing array is ≥ 0), so the outer Σ telescopes too.
+simplifies!(nested_telescope_drops_the_guard,
+    Facts::new().with_non_decreasing("A", nat("0"), nat("n")).with_non_decreasing("B", nat("0"), nat("toNat(A@n)")),
+    "sum(k = 0 .. n - 1, sum(j = 0 .. toNat(A@(k + 1) - A@k) - 1, toNat(B@(A@k + j + 1) - B@(A@k + j))))"
+        => "toNat(B@(A@n)) - toNat(B@(A@0))");
+
+/// The bounds behind `nested_telescope_drops_the_guard`: a difference of lookups into a
+/// non-decreasing array at positions whose order is provable is ≥ 0, and only then.
+#[test]
+fn split_sizes_of_non_decreasing_arrays_are_nonnegative() {
+    use heddle_rewrite::refine::Ctx;
+    let facts = Facts::new().with_non_decreasing("A", nat("0"), nat("n"));
+    let ctx = Ctx::new(&facts);
+    let lo = |s: &str| ctx.bounds(&nat(s)).lo;
+    assert_eq!(lo("toNat(A@(k + 1)) - toNat(A@k)"), Some(0));
+    assert_eq!(lo("toNat(A@(k + 2)) - toNat(A@k) + 3"), Some(3));
+    assert_eq!(lo("2 * toNat(A@(k + 1)) - 2 * toNat(A@k)"), Some(0));
+    // Nested: the outer positions are ordered because the inner difference is ≥ 0.
+    assert_eq!(lo("toNat(A@(A@(k + 1))) - toNat(A@(A@k))"), Some(0));
+    // Not provable: the wrong order, unrelated positions, more subtracted than added,
+    // an array without the fact.
+    assert_eq!(lo("toNat(A@k) - toNat(A@(k + 1))"), None);
+    assert_eq!(lo("toNat(A@k) - toNat(A@m)"), None);
+    assert_eq!(lo("toNat(A@(k + 1)) - 2 * toNat(A@k)"), None);
+    assert_eq!(lo("toNat(B@(k + 1)) - toNat(B@k)"), None);
+    assert_eq!(Ctx::new(&Facts::new()).bounds(&nat("toNat(A@(k + 1)) - toNat(A@k)")).lo, None);
+}
 
 #[test]
 fn split_at_ternary_removes_the_sum_for_a_concrete_point() {
