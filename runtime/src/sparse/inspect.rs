@@ -174,6 +174,90 @@ pub struct Inspection {
     pub sell8_sorted_slots: u64,
     /// Whether every column coordinate fits 16 bits (cols ≤ 65536).
     pub cols_fit_16_bits: bool,
+    /// The value every entry holds when all hold the same one, bit for bit
+    /// at the values' type (an *iso-valued* matrix: a graph's adjacency
+    /// matrix, a pattern file), written exactly (`1.0`, `-0.0`, `3`); `None`
+    /// without entries, when two differ (`0.0` and `-0.0` do), for a NaN
+    /// (no stored value equals it), and for values of a type the iso
+    /// storage does not take (`f16`, `bf16`, complex, `bool`).
+    pub iso_value: Option<String>,
+}
+
+/// [`Inspection::iso_value`] of a matrix's values.
+fn iso_value(values: &crate::scalars::ScalarVec) -> Option<String> {
+    use crate::scalars::ScalarVec as V;
+    fn same<T: Copy, B: PartialEq>(v: &[T], bits: impl Fn(T) -> B) -> Option<T> {
+        let first = *v.first()?;
+        v.iter().all(|&x| bits(x) == bits(first)).then_some(first)
+    }
+    let float = |x: f64| (!x.is_nan() && x.is_finite()).then(|| format!("{x:?}"));
+    match values {
+        V::F64(v) => same(v, f64::to_bits).and_then(float),
+        V::F32(v) => same(v, f32::to_bits).and_then(|x| float(f64::from(x))),
+        V::I8(v) => same(v, |x| x).map(|x| x.to_string()),
+        V::I16(v) => same(v, |x| x).map(|x| x.to_string()),
+        V::I32(v) => same(v, |x| x).map(|x| x.to_string()),
+        V::I64(v) => same(v, |x| x).map(|x| x.to_string()),
+        V::U8(v) => same(v, |x| x).map(|x| x.to_string()),
+        V::U16(v) => same(v, |x| x).map(|x| x.to_string()),
+        V::U32(v) => same(v, |x| x).map(|x| x.to_string()),
+        V::U64(v) => same(v, |x| x).map(|x| x.to_string()),
+        _ => None,
+    }
+}
+
+/// The `explicitVal = …` field an encoding of a matrix of `elem` values
+/// takes for the inspection's iso value (`explicitVal = 1.0 : f64`), when
+/// the value holds exactly at `elem` (the matrix's values may be read at
+/// another type: `heddle convert --elem`); `None` otherwise.
+pub fn explicit_val(s: &Inspection, elem: ScalarType) -> Option<String> {
+    let text = s.iso_value.as_deref()?;
+    let value = match elem {
+        ScalarType::F64 | ScalarType::F32 => {
+            let v: f64 = text.parse().ok()?;
+            // Rounded as the values would be, written exactly (`0.1` at f32
+            // is 0.10000000149011612).
+            let v = if elem == ScalarType::F32 { f64::from(v as f32) } else { v };
+            if !v.is_finite() {
+                return None;
+            }
+            format!("{v:?}")
+        }
+        e if e.is_int() => {
+            let v: i128 = text.parse().ok().or_else(|| {
+                let f: f64 = text.parse().ok()?;
+                (f.fract() == 0.0 && f.abs() < 9.0e18).then_some(f as i128)
+            })?;
+            let bits = 8 * e.size_bytes() as u32;
+            let signed = matches!(e, ScalarType::I8 | ScalarType::I16 | ScalarType::I32 | ScalarType::I64);
+            let fits = if signed {
+                v >= -(1i128 << (bits - 1)) && v < 1i128 << (bits - 1)
+            } else {
+                // 64-bit unsigned values past i64's range keep their buffer (the view's literal is an i64).
+                v >= 0 && v < 1i128 << bits.min(63)
+            };
+            if !fits {
+                return None;
+            }
+            v.to_string()
+        }
+        _ => return None,
+    };
+    let ty = match elem {
+        ScalarType::F64 => "f64".to_string(),
+        ScalarType::F32 => "f32".to_string(),
+        e => format!("i{}", 8 * e.size_bytes()),
+    };
+    Some(format!("explicitVal = {value} : {ty}"))
+}
+
+/// `text`, an `--encoding` value that is a `#sparse_tensor.encoding<{…}>`,
+/// with `field` added before its closing `}>`.
+fn with_field(text: &str, field: &str) -> String {
+    match text.strip_suffix("}>") {
+        Some(head) => format!("{} , {field} }}>", head.trim_end()).replace(" , ", ", "),
+        None => text.to_string(),
+    }
 }
 
 /// Inspects a matrix (rank 2). Entries are read in row-major order; an
@@ -326,6 +410,7 @@ fn inspect_sorted(coo: &Coo) -> Inspection {
         sell8_sorted_fill: fill(sorted_slots),
         sell8_sorted_slots: sorted_slots,
         cols_fit_16_bits: cols <= 1 << 16,
+        iso_value: iso_value(&coo.values),
     }
 }
 
@@ -363,6 +448,9 @@ pub struct Ranking {
 /// CSR with 32-bit positions and coordinates, as `--encoding` text.
 pub const CSR32: &str =
     "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>";
+
+/// The named `CSR` (64-bit positions and coordinates), as `--encoding` text.
+const CSR64: &str = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>";
 
 /// BSR(1, 8) with 32-bit positions and 16-bit block coordinates (block
 /// columns ≤ 2^16), as `--encoding` text: the named `BSR(1, 8)`'s levels.
@@ -529,23 +617,32 @@ pub fn rank(s: &Inspection, elem: ScalarType) -> Ranking {
             format!("no structure fills {min} of its storage; rows with {what} positions and coordinates")
         }
     };
+    // An iso-valued matrix stores no values in CSR (`explicitVal`: the kernel
+    // reads the constant); the padded formats above keep theirs (a padding
+    // slot must read 0, not the constant).
+    let iso = explicit_val(s, elem);
+    let iso_reason = |reason: String| match &iso {
+        Some(f) => format!("{reason}; every entry is {}: no values stored ({f})", s.iso_value.as_deref().unwrap_or("")),
+        None => reason,
+    };
+    let value_bytes = if iso.is_some() { 0 } else { v };
     if s.nnz < 1 << 31 && s.cols <= 1 << 31 && s.rows < 1 << 31 {
-        let reason = csr_reason("32-bit");
+        let reason = iso_reason(csr_reason("32-bit"));
         candidates.push(Candidate {
             name: "CSR32".into(),
-            encoding: Some(CSR32.into()),
+            encoding: Some(iso.as_ref().map_or_else(|| CSR32.into(), |f| with_field(CSR32, f))),
             reason,
-            bytes: bytes(&[(s.rows.saturating_add(1), 4), (s.nnz, 4 + v)]),
+            bytes: bytes(&[(s.rows.saturating_add(1), 4), (s.nnz, 4 + value_bytes)]),
         });
     } else {
         rejected.push(Rejected { name: "CSR32".into(), reason: "the entries or columns do not fit 31 bits".into() });
     }
-    let reason = csr_reason("64-bit");
+    let reason = iso_reason(csr_reason("64-bit"));
     candidates.push(Candidate {
         name: "CSR".into(),
-        encoding: Some("CSR".into()),
+        encoding: Some(iso.as_ref().map_or_else(|| "CSR".into(), |f| with_field(CSR64, f))),
         reason,
-        bytes: bytes(&[(s.rows.saturating_add(1), 8), (s.nnz, 8 + v)]),
+        bytes: bytes(&[(s.rows.saturating_add(1), 8), (s.nnz, 8 + value_bytes)]),
     });
     Ranking { candidates, rejected }
 }
@@ -569,6 +666,10 @@ pub fn text(s: &Inspection, r: &Ranking) -> String {
     out +=
         &format!("SELL-8, rows sorted by length: {} slots, fill {}\n", s.sell8_sorted_slots, pct(s.sell8_sorted_fill));
     out += &format!("columns fit 16 bits: {}\n", if s.cols_fit_16_bits { "yes" } else { "no" });
+    match &s.iso_value {
+        Some(v) => out += &format!("values: every entry is {v} (iso-valued: CSR stores no values)\n"),
+        None => out += "values: not all one value\n",
+    }
     out += "ranking:\n";
     for (k, c) in r.candidates.iter().enumerate() {
         let none = if c.encoding.is_none() { "; no encoding expresses it" } else { "" };
