@@ -758,13 +758,92 @@ mod tests {
         }
     }
 
+    fn with_values(dims: [u64; 2], entries: &[(u64, u64)], values: ScalarVec) -> Coo {
+        Coo { values, ..coo(dims, entries) }
+    }
+
+    #[test]
+    fn a_matrix_of_one_value_is_iso_valued_and_csr_stores_no_values() {
+        let e = scattered(40, 48, 6);
+        let n = e.len();
+        let s = inspect(&with_values([40, 48], &e, ScalarVec::from(vec![2.5f64; n]))).unwrap();
+        assert_eq!(s.iso_value.as_deref(), Some("2.5"));
+        let r = rank(&s, ScalarType::F64);
+        let csr32 = r.candidates.iter().find(|c| c.name == "CSR32").unwrap();
+        let text = csr32.encoding.as_deref().unwrap();
+        assert_eq!(
+            text,
+            "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32, explicitVal = 2.5 : f64 }>"
+        );
+        assert!(csr32.reason.contains("no values stored"), "{}", csr32.reason);
+        // The bytes are the estimate's for that encoding: positions and coordinates only.
+        let c = with_values([40, 48], &e, ScalarVec::from(vec![2.5f64; n]));
+        let enc = parse_encoding(text, 0).unwrap();
+        assert_eq!(storage_size(&c, &enc, ScalarType::F64).unwrap().bytes, csr32.bytes);
+        assert_eq!(csr32.bytes, 41 * 4 + n as u64 * 4);
+        let csr = r.candidates.iter().find(|c| c.name == "CSR").unwrap();
+        assert!(csr.encoding.as_deref().unwrap().contains("explicitVal = 2.5 : f64"));
+        assert!(text_of(&s, &r).contains("values: every entry is 2.5"));
+    }
+
+    fn text_of(s: &Inspection, r: &Ranking) -> String {
+        text(s, r)
+    }
+
+    #[test]
+    fn one_differing_value_a_nan_or_a_signed_zero_is_not_iso_valued() {
+        let e = scattered(20, 24, 4);
+        let n = e.len();
+        let mut one_off = vec![1.0f64; n];
+        one_off[n / 2] = 1.0 + f64::EPSILON;
+        let mut zeros = vec![0.0f64; n];
+        zeros[3] = -0.0;
+        for values in [vec![f64::NAN; n], one_off, zeros] {
+            let s = inspect(&with_values([20, 24], &e, ScalarVec::from(values))).unwrap();
+            assert_eq!(s.iso_value, None);
+            let r = rank(&s, ScalarType::F64);
+            assert!(r.candidates.iter().all(|c| !c.encoding.as_deref().unwrap_or("").contains("explicitVal")));
+            assert!(text_of(&s, &r).contains("values: not all one value"));
+        }
+        // All -0.0 is iso-valued, and written so.
+        let s = inspect(&with_values([20, 24], &e, ScalarVec::from(vec![-0.0f64; n]))).unwrap();
+        assert_eq!(s.iso_value.as_deref(), Some("-0.0"));
+        assert_eq!(explicit_val(&s, ScalarType::F32).as_deref(), Some("explicitVal = -0.0 : f32"));
+        // No entries: nothing to be iso about.
+        assert_eq!(inspect(&coo([3, 3], &[])).unwrap().iso_value, None);
+    }
+
+    #[test]
+    fn the_explicit_value_is_written_exactly_at_the_element_type() {
+        let e = scattered(8, 8, 2);
+        let s = inspect(&with_values([8, 8], &e, ScalarVec::from(vec![0.1f64; e.len()]))).unwrap();
+        assert_eq!(explicit_val(&s, ScalarType::F64).as_deref(), Some("explicitVal = 0.1 : f64"));
+        // 0.1 rounded to f32, written exactly so that it parses back to that f32.
+        assert_eq!(explicit_val(&s, ScalarType::F32).as_deref(), Some("explicitVal = 0.10000000149011612 : f32"));
+        // Integers: in range, or none.
+        let s = inspect(&with_values([8, 8], &e, ScalarVec::I32(vec![300; e.len()]))).unwrap();
+        assert_eq!(explicit_val(&s, ScalarType::I32).as_deref(), Some("explicitVal = 300 : i32"));
+        assert_eq!(explicit_val(&s, ScalarType::U8), None);
+        // Every written value makes the kernel's storage drop its values buffer.
+        for elem in [ScalarType::F64, ScalarType::F32] {
+            let s = inspect(&with_values([8, 8], &e, ScalarVec::from(vec![0.1f64; e.len()]))).unwrap();
+            let text = with_field(CSR32, &explicit_val(&s, elem).unwrap());
+            let enc = parse_encoding(&text, 0).unwrap();
+            assert!(heddle_ir::encoding::storage_types::iso_value(&enc, elem).is_some(), "{text}");
+        }
+    }
+
     #[test]
     fn unsorted_entries_and_duplicates_give_the_same_statistics() {
         let mut e = scattered(40, 48, 6);
         let sorted = inspect(&coo([40, 48], &e)).unwrap();
         e.reverse();
         e.push(e[0]);
-        assert_eq!(inspect(&coo([40, 48], &e)).unwrap(), sorted);
+        let mut summed = inspect(&coo([40, 48], &e)).unwrap();
+        // The duplicate sums to 2 where every other entry is 1: no longer iso-valued.
+        assert_eq!((sorted.iso_value.as_deref(), summed.iso_value.as_deref()), (Some("1.0"), None));
+        summed.iso_value = sorted.iso_value.clone();
+        assert_eq!(summed, sorted);
     }
 
     #[test]
@@ -777,8 +856,9 @@ mod tests {
         let named = |n: &str| heddle_ir::encoding::named::resolve(n, 0, Some(2)).unwrap();
         for cand in &r.candidates {
             let e = match cand.name.as_str() {
-                "CSR32" => enc(CSR32),
-                "DIA" | "CSR" => named(&cand.name),
+                // Iso-valued (every entry 1.0): their texts carry `explicitVal`.
+                "CSR32" | "CSR" => enc(cand.encoding.as_deref().unwrap()),
+                "DIA" => named(&cand.name),
                 _ => continue,
             };
             assert_eq!(storage_size(&c, &e, ScalarType::F64).unwrap().bytes, cand.bytes, "{}", cand.name);
