@@ -667,7 +667,7 @@ pub fn text(s: &Inspection, r: &Ranking) -> String {
         &format!("SELL-8, rows sorted by length: {} slots, fill {}\n", s.sell8_sorted_slots, pct(s.sell8_sorted_fill));
     out += &format!("columns fit 16 bits: {}\n", if s.cols_fit_16_bits { "yes" } else { "no" });
     match &s.iso_value {
-        Some(v) => out += &format!("values: every entry is {v} (iso-valued: CSR stores no values)\n"),
+        Some(v) => out += &format!("values: every entry is {v} (iso-valued: CSR kernels read no values)\n"),
         None => out += "values: not all one value\n",
     }
     out += "ranking:\n";
