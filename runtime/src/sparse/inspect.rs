@@ -64,6 +64,12 @@
 //!   the permutation back to row order included.
 //! - **CSR32** (32-bit positions and coordinates), when the entries and
 //!   columns fit 31 bits: what MKL and the peers read; then **CSR** (64-bit).
+//! - **Iso-valued** matrices ([`Inspection::iso_value`]: every entry the
+//!   same value, bit for bit, not NaN): CSR32 and CSR carry `explicitVal`
+//!   ([`explicit_val`]) and read no values (4 bytes per entry, against 12
+//!   at f64 and 8 at f32), and CSR32 takes its place by its storage bytes
+//!   among the other candidates instead of after them. The padded formats
+//!   (DIA, BSR, SELL) keep their values: a padding slot must read 0.
 //!
 //! The candidates that pass their fill are ordered by their storage bytes
 //! (the bytes [`super::estimate::storage_size`] gives, computed here from
@@ -628,12 +634,21 @@ pub fn rank(s: &Inspection, elem: ScalarType) -> Ranking {
     let value_bytes = if iso.is_some() { 0 } else { v };
     if s.nnz < 1 << 31 && s.cols <= 1 << 31 && s.rows < 1 << 31 {
         let reason = iso_reason(csr_reason("32-bit"));
-        candidates.push(Candidate {
+        let csr32 = Candidate {
             name: "CSR32".into(),
             encoding: Some(iso.as_ref().map_or_else(|| CSR32.into(), |f| with_field(CSR32, f))),
             reason,
             bytes: bytes(&[(s.rows.saturating_add(1), 4), (s.nnz, 4 + value_bytes)]),
-        });
+        };
+        // Iso-valued, it reads a third (f64) or a half (f32) of its bytes
+        // with values, and takes its place among the others by its bytes,
+        // the rule's order (measured on rmat_s18_ef10 ahead of SELL-8-σ:
+        // docs/performance.md, "iso-valued matrices").
+        let at = match iso {
+            Some(_) => candidates.iter().position(|c| c.bytes > csr32.bytes).unwrap_or(candidates.len()),
+            None => candidates.len(),
+        };
+        candidates.insert(at, csr32);
     } else {
         rejected.push(Rejected { name: "CSR32".into(), reason: "the entries or columns do not fit 31 bits".into() });
     }
@@ -688,9 +703,12 @@ mod tests {
     use crate::sparse::estimate::storage_size;
     use heddle_ir::encoding::parse_encoding;
 
+    /// A matrix of these entries, of values 1, 2 and 3 (not iso-valued:
+    /// the structural rule alone ranks it).
     fn coo(dims: [u64; 2], entries: &[(u64, u64)]) -> Coo {
         let coords = entries.iter().flat_map(|&(i, j)| [i, j]).collect();
-        Coo { dims: dims.to_vec(), coords, values: ScalarVec::from(vec![1.0f64; entries.len()]) }
+        let values: Vec<f64> = (0..entries.len()).map(|k| 1.0 + (k % 3) as f64).collect();
+        Coo { dims: dims.to_vec(), coords, values: ScalarVec::from(values) }
     }
 
     fn names(r: &Ranking) -> Vec<&str> {
@@ -790,6 +808,43 @@ mod tests {
         text(s, r)
     }
 
+    /// Every 8th row 64 long, the others 1 (a power law's variation).
+    fn power_law_entries() -> Vec<(u64, u64)> {
+        let (rows, cols) = (2048u64, 4096u64);
+        let mut e = Vec::new();
+        for i in 0..rows {
+            let n = if i % 8 == 0 { 64 } else { 1 };
+            let mut js: Vec<u64> = (0..n).map(|k| (i * 7 + k * 61) % cols).collect();
+            js.sort();
+            e.extend(js.into_iter().map(|j| (i, j)));
+        }
+        e
+    }
+
+    #[test]
+    fn iso_csr32_takes_its_place_by_bytes() {
+        // A power law of ones: SELL-8-σ ranked before CSR32 with values,
+        // after it without (4 bytes per entry against 12 per slot at f64).
+        let e = power_law_entries();
+        let dims = [2048, 4096];
+        let plain = rank(&inspect(&coo(dims, &e)).unwrap(), ScalarType::F64);
+        let sell = |r: &Ranking| r.candidates.iter().position(|c| c.name == SELL8_SORTED);
+        let csr32 = |r: &Ranking| r.candidates.iter().position(|c| c.name == "CSR32").unwrap();
+        assert!(sell(&plain).is_some_and(|p| p < csr32(&plain)), "{:?}", names(&plain));
+        for elem in [ScalarType::F64, ScalarType::F32] {
+            let iso = rank(&inspect(&with_values(dims, &e, ScalarVec::from(vec![1.0f64; e.len()]))).unwrap(), elem);
+            assert_eq!(csr32(&iso), 0, "{elem}: {:?}", names(&iso));
+            assert!(sell(&iso).is_some(), "{elem}: {:?}", names(&iso));
+            // Ordered by bytes up to CSR32's place.
+            assert!(iso.candidates.windows(2).take(1).all(|w| w[0].bytes <= w[1].bytes));
+        }
+        // On a banded matrix at f32 DIA still reads fewer bytes than iso CSR32; at f64 more.
+        let b = banded(200, 2);
+        let ones = with_values([200, 200], &b, ScalarVec::from(vec![1.0f64; b.len()]));
+        assert_eq!(names(&rank(&inspect(&ones).unwrap(), ScalarType::F32))[0], "DIA");
+        assert_eq!(names(&rank(&inspect(&ones).unwrap(), ScalarType::F64))[0], "CSR32");
+    }
+
     #[test]
     fn one_differing_value_a_nan_or_a_signed_zero_is_not_iso_valued() {
         let e = scattered(20, 24, 4);
@@ -836,10 +891,11 @@ mod tests {
     #[test]
     fn unsorted_entries_and_duplicates_give_the_same_statistics() {
         let mut e = scattered(40, 48, 6);
-        let sorted = inspect(&coo([40, 48], &e)).unwrap();
+        let ones = |e: &[(u64, u64)]| with_values([40, 48], e, ScalarVec::from(vec![1.0f64; e.len()]));
+        let sorted = inspect(&ones(&e)).unwrap();
         e.reverse();
         e.push(e[0]);
-        let mut summed = inspect(&coo([40, 48], &e)).unwrap();
+        let mut summed = inspect(&ones(&e)).unwrap();
         // The duplicate sums to 2 where every other entry is 1: no longer iso-valued.
         assert_eq!((sorted.iso_value.as_deref(), summed.iso_value.as_deref()), (Some("1.0"), None));
         summed.iso_value = sorted.iso_value.clone();
@@ -856,9 +912,8 @@ mod tests {
         let named = |n: &str| heddle_ir::encoding::named::resolve(n, 0, Some(2)).unwrap();
         for cand in &r.candidates {
             let e = match cand.name.as_str() {
-                // Iso-valued (every entry 1.0): their texts carry `explicitVal`.
-                "CSR32" | "CSR" => enc(cand.encoding.as_deref().unwrap()),
-                "DIA" => named(&cand.name),
+                "CSR32" => enc(cand.encoding.as_deref().unwrap()),
+                "DIA" | "CSR" => named(&cand.name),
                 _ => continue,
             };
             assert_eq!(storage_size(&c, &e, ScalarType::F64).unwrap().bytes, cand.bytes, "{}", cand.name);
@@ -1049,7 +1104,9 @@ mod tests {
     fn one_row_one_by_one_and_one_huge_row() {
         let s = inspect(&coo([1, 1], &[(0, 0)])).unwrap();
         assert_eq!((s.nnz, s.diagonals, s.row_max), (1, Some(1), 1));
-        assert_eq!(names(&rank(&s, ScalarType::F64))[0], "DIA");
+        // One entry is one value: iso CSR32's 12 bytes before DIA's 32.
+        assert_eq!(s.iso_value.as_deref(), Some("1.0"));
+        assert_eq!(names(&rank(&s, ScalarType::F64))[..2], ["CSR32", "DIA"]);
         let row: Vec<(u64, u64)> = (0..64).map(|j| (0, j)).collect();
         let s = inspect(&coo([1, 64], &row)).unwrap();
         assert_eq!((s.row_max, s.blocks[0].blocks), (64, 8));
