@@ -273,3 +273,39 @@ fn auto_picks_the_iso_form_for_a_matrix_of_one_value_and_runs_it() {
         assert!(auto["inspection"]["iso_value"].is_null(), "{name}: {auto}");
     }
 }
+
+#[test]
+fn a_result_stored_into_an_iso_encoding_is_checked_on_every_backend() {
+    let dir = common::scratch_dir("iso-result");
+    let d = dir.path();
+    let m =
+        common::write(d, "m.mtx", "%%MatrixMarket matrix coordinate real general\n3 4 3\n1 2 5.0\n3 1 -1.0\n3 4 2.0\n");
+    // The kernel computes every stored value (x * 0 + c); the result's encoding says they are 1.
+    let kernel = |c: &str| {
+        common::write(
+            d,
+            &format!("res{c}.hdl"),
+            &format!(
+                "#P = #sparse_tensor.encoding<{{ map = (i, j) -> (i : dense, j : compressed), explicitVal = 1.0 : f64 }}>\n\
+                 fun(A: tensor<?x?xf64, CSR> =>\n  \
+                 (A :>> map(fun(row => row :>> map(fun(e => (e.1, e.2 * 0.0 + {c}))))) : tensor<?x{{A_dim1}}xf64, #P>))\n"
+            ),
+        )
+    };
+    for backend in backends() {
+        let out = d.join(format!("r_{backend}.json"));
+        let k = kernel("1.0");
+        let args = ["run", k.to_str().unwrap(), "--backend", backend, "--matrix", &format!("A={}", m.display())];
+        let (code, _, err) = heddle(&[&args[..], &["-o", out.to_str().unwrap()]].concat());
+        assert_eq!(code, 0, "{backend}: {err}");
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        assert_eq!(v["coordinates"][1], serde_json::json!([1, 0, 3]), "{backend}: {v}");
+        assert_eq!(v["values"], serde_json::json!([1.0, 1.0, 1.0]), "{backend}: {v}");
+        // A computed value that is not the explicitVal is an error, located at the annotation.
+        let k = kernel("2.0");
+        let args = ["run", k.to_str().unwrap(), "--backend", backend, "--matrix", &format!("A={}", m.display())];
+        let (code, _, err) = heddle(&[&args[..], &["-o", out.to_str().unwrap()]].concat());
+        assert_eq!(code, 1, "{backend}: {err}");
+        assert!(err.contains("2.0 differs from the encoding's explicitVal 1.0"), "{backend}: {err}");
+    }
+}
