@@ -227,10 +227,10 @@ pub fn iso_value(enc: &Encoding, elem: ScalarType) -> Option<IsoValue> {
                 ScalarType::U16 => (0, u16::MAX.into()),
                 ScalarType::U32 => (0, u32::MAX.into()),
                 // `u64` values past `i64` keep their buffer (the literal is an `i64`).
+                ScalarType::U64 => (0, i64::MAX.into()),
                 _ => (i64::MIN.into(), i64::MAX.into()),
             };
-            let v = if elem == ScalarType::U64 && v < 0 { return None } else { v };
-            (lo..=hi).contains(&v).then(|| IsoValue::Int(v as i64))
+            (lo..=hi).contains(&v).then_some(IsoValue::Int(v as i64))
         }
         _ => None,
     }
@@ -602,4 +602,67 @@ pub fn storage_layout(
         batch_levels,
         iso,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encoding::parse_encoding;
+
+    fn iso(levels: &str, explicit: &str, elem: ScalarType) -> Option<IsoValue> {
+        let text = format!("#sparse_tensor.encoding<{{ map = {levels}, explicitVal = {explicit} }}>");
+        iso_value(&parse_encoding(&text, 0).unwrap(), elem)
+    }
+
+    const CSR: &str = "(i, j) -> (i : dense, j : compressed)";
+
+    #[test]
+    fn explicit_values_that_hold_at_the_element_type_on_entry_only_storage_are_iso() {
+        let f = |v: f64| Some(IsoValue::Float(crate::expr::FloatLit(v)));
+        assert_eq!(iso(CSR, "1.0 : f64", ScalarType::F64), f(1.0));
+        assert_eq!(iso(CSR, "-0.0 : f64", ScalarType::F32), f(-0.0));
+        assert_ne!(iso(CSR, "-0.0 : f64", ScalarType::F64), f(0.0));
+        assert_eq!(iso(CSR, "2.5 : f32", ScalarType::F32), f(2.5));
+        assert_eq!(iso(CSR, "3 : i32", ScalarType::U8), Some(IsoValue::Int(3)));
+        assert_eq!(iso(CSR, "1.0 : f64", ScalarType::I64), Some(IsoValue::Int(1)));
+        // COO (compressed, nonunique, then singleton) and DCSR.
+        let coo = "(i, j) -> (i : compressed(nonunique), j : singleton)";
+        assert_eq!(iso(coo, "1.0", ScalarType::F64), f(1.0));
+        assert_eq!(iso("(i, j) -> (i : compressed, j : compressed)", "1.0", ScalarType::F64), f(1.0));
+        // The layout drops the values buffer and keeps the view.
+        let enc = parse_encoding(&format!("#sparse_tensor.encoding<{{ map = {CSR}, explicitVal = 1.0 }}>"), 0).unwrap();
+        let plain = parse_encoding(&format!("#sparse_tensor.encoding<{{ map = {CSR} }}>"), 0).unwrap();
+        let (a, b) = (
+            storage_layout(&enc, &[None, None], ScalarType::F64, "A").unwrap(),
+            storage_layout(&plain, &[None, None], ScalarType::F64, "A").unwrap(),
+        );
+        assert!(a.buffers.iter().all(|b| b.kind != BufferKind::Values));
+        assert_eq!(b.buffers.iter().filter(|b| b.kind == BufferKind::Values).count(), 1);
+        assert_eq!((a.view, a.nse, a.iso.is_some()), (b.view, b.nse, true));
+    }
+
+    #[test]
+    fn padded_storage_inexact_values_and_nans_keep_the_values_buffer() {
+        // A dense level below a sparse one (BSR's blocks, DIA's rows), all-dense, n:m.
+        let bsr = "(i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense)";
+        let dia = "(i, j) -> (j - i : compressed, i : dense)";
+        for levels in [
+            bsr,
+            dia,
+            "(i, j) -> (i : dense, j : dense)",
+            "(i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4])",
+        ] {
+            assert_eq!(iso(levels, "1.0", ScalarType::F64), None, "{levels}");
+        }
+        // Not exact at the element type, or NaN (no stored value equals it), or out of range.
+        assert_eq!(iso(CSR, "0.1 : f64", ScalarType::F32), None);
+        assert_eq!(iso(CSR, "2.5", ScalarType::I32), None);
+        assert_eq!(iso(CSR, "300", ScalarType::I8), None);
+        assert_eq!(iso(CSR, "-1", ScalarType::U64), None);
+        assert_eq!(iso(CSR, "1.0", ScalarType::F16), None);
+        assert_eq!(iso(CSR, "1.0", ScalarType::C64), None);
+        let nan = parse_encoding(&format!("#sparse_tensor.encoding<{{ map = {CSR} }}>"), 0).unwrap();
+        let nan = Encoding { explicit_val: Some(super::super::Literal { text: "NaN".into(), ty: None }), ..nan };
+        assert_eq!(iso_value(&nan, ScalarType::F64), None);
+    }
 }
