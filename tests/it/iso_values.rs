@@ -1,8 +1,9 @@
 //! Iso-valued tensors (issue 14): an encoding with `explicitVal` whose every
 //! value slot is an entry (CSR, CSC, DCSR, COO, CSF) keeps no values buffer in
 //! its kernels; they read the constant. Checked here: the results of every
-//! backend against a dense sum computed here (f32 and f64, the values 1.0,
-//! 2.5 and -0.0, rows without entries), that the kernel takes no values
+//! backend over iso CSR (three widths; f32 and f64; the values 1.0, 2.5 and
+//! -0.0; rows without entries) against a dense sum computed here, and over
+//! COO and CSC; a sparse result stored into an iso encoding; that the kernel takes no values
 //! buffer (`heddle type`, the loop program, the OpenCL kernel), that padded
 //! storage (BSR) keeps its buffer, that a stored value that differs (one
 //! entry, a +0.0 under -0.0) is refused, and that `--encoding A=auto` picks
@@ -308,4 +309,55 @@ fn a_result_stored_into_an_iso_encoding_is_checked_on_every_backend() {
         assert_eq!(code, 1, "{backend}: {err}");
         assert!(err.contains("2.0 differs from the encoding's explicitVal 1.0"), "{backend}: {err}");
     }
+}
+
+#[test]
+fn iso_coo_and_csc_read_the_constant_on_every_backend() {
+    let dir = common::scratch_dir("iso-coo-csc");
+    let d = dir.path();
+    let m = common::write(
+        d,
+        "m.mtx",
+        "%%MatrixMarket matrix coordinate real general\n4 5 5\n1 1 2.5\n1 3 2.5\n3 2 2.5\n3 5 2.5\n4 4 2.5\n",
+    );
+    let x = common::write(d, "x.json", "[1, 2, 3, 4, 5]");
+    // COO: the sum of every entry times x at its column; CSC: each column's entries' row sums of x.
+    let coo = common::write(
+        d,
+        "coo.hdl",
+        "#P = #sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton), explicitVal = 2.5 : f64 }>\n\
+         fun(A: tensor<?x?xf64, #P> => fun(xs: [double]_{A_dim1} =>\n  \
+         A :>> map(fun(r => r.2.2 * xs@r.2.1)) :>> reduce(+, 0.0)))\n",
+    );
+    let csc = common::write(
+        d,
+        "csc.hdl",
+        "#P = #sparse_tensor.encoding<{ map = (i, j) -> (j : dense, i : compressed), explicitVal = 2.5 : f64 }>\n\
+         fun(A: tensor<?x?xf64, #P> => A :>> map(fun(col => col :>> map(fun(e => e.2)) :>> reduce(+, 0.0))))\n",
+    );
+    for backend in backends() {
+        let run = |k: &Path, input: bool| {
+            let mut args = vec!["run", k.to_str().unwrap(), "--backend", backend, "--matrix"];
+            let m = format!("A={}", m.display());
+            let x = format!("xs={}", x.display());
+            args.push(&m);
+            if input {
+                args.extend(["--input", &x]);
+            }
+            let (code, out, err) = heddle(&args);
+            assert_eq!(code, 0, "{backend}: {err}");
+            out.trim().to_string()
+        };
+        // 2.5 * (1 + 3 + 2 + 5 + 4).
+        assert_eq!(run(&coo, true), "37.5", "{backend}");
+        // Columns 0..5 hold 1, 1, 1, 1, 1 entries.
+        assert_eq!(run(&csc, false), "[2.5,2.5,2.5,2.5,2.5]", "{backend}");
+    }
+    let (_, v) = heddle_json(&[
+        "type",
+        "#sparse_tensor.encoding<{ map = (i, j) -> (i : compressed(nonunique), j : singleton), explicitVal = 2.5 : f64 }>",
+        "--elem",
+        "f64",
+    ]);
+    assert!(v["buffers"].as_array().unwrap().iter().all(|b| b["kind"] != "values"), "{v}");
 }
