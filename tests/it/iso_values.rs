@@ -141,6 +141,7 @@ fn the_kernel_of_an_iso_tensor_takes_no_values_buffer() {
     let kinds: Vec<&str> = v["buffers"].as_array().unwrap().iter().map(|b| b["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["positions", "coordinates"], "{v}");
     assert_eq!(v["iso_value"], "1.0", "{v}");
+    common::assert_schema(&v, "type of an iso encoding");
     let (code, text, err) = heddle(&["type", &enc, "--elem", "f64"]);
     assert_eq!(code, 0, "{err}");
     assert!(text.contains("no values buffer: every stored entry is 1.0"), "{text}");
