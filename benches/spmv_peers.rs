@@ -28,7 +28,9 @@
 //! is checked against a float64 reference before it is timed.
 //!
 //! The "heddle tuned" column is per-matrix tuning over encodings
-//! (`spmv_peers/tuned.rs`): CSR with 16-bit coordinates, DIA and ELL, each
+//! (`spmv_peers/tuned.rs`): CSR with 16-bit coordinates, DIA and ELL, for a
+//! matrix whose values are all one value CSR32 and CSR16 with `explicitVal`
+//! (`csr32iso`, `csr16iso`: no values read), each
 //! given the matrix stored in its own encoding (not timed) unless that would
 //! take over 3x the CSR bytes, timed at 2 threads in the same rounds; the
 //! column is the fastest of them, the CSR32 baseline and the auto

@@ -67,6 +67,22 @@ fn sources(a: &Csr, elem: &str, scalar: &str) -> Vec<(String, String)> {
         .replace("xf64", &format!("x{elem}"))
         .replace("[double]", &format!("[{scalar}]"));
     let mut out = vec![("csr16".into(), csr16), ("dia".into(), dia), (format!("ell{longest}"), ell)];
+    // An iso-valued matrix (every value the same, bit for bit: a graph's
+    // adjacency matrix): CSR32 and CSR16 with `explicitVal`, which read no
+    // values (`storage_types::iso_value`).
+    if let Some(v) = iso_value(a, elem == "f32") {
+        for (name, crd) in [("csr32iso", 32), ("csr16iso", 16)] {
+            out.push((
+                name.into(),
+                format!(
+                    "#C = #sparse_tensor.encoding<{{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = {crd}, explicitVal = {v} : {elem} }}>\n\
+                     fun(A: tensor<?x?x{elem}, #C> => fun(xs: [{scalar}]_A_dim1 => {row_dot}))\n"
+                ),
+            ));
+        }
+    } else {
+        eprintln!("    csr32iso: skipped, the matrix's values are not all one value");
+    }
     if a.cols.is_multiple_of(8) {
         out.push(("bsr1x8".into(), bsr1x8));
     } else {
@@ -74,6 +90,15 @@ fn sources(a: &Csr, elem: &str, scalar: &str) -> Vec<(String, String)> {
         eprintln!("    bsr1x8: skipped, {} columns are not a multiple of 8", a.cols);
     }
     out
+}
+
+/// The one value every entry of `a` holds, at f32 when `f32`, written
+/// exactly (as `explicitVal` takes it); `None` when two differ, for a NaN or
+/// an infinity, or without entries.
+fn iso_value(a: &Csr, f32: bool) -> Option<String> {
+    let round = |v: f64| if f32 { f64::from(v as f32) } else { v };
+    let first = round(*a.val.first()?);
+    (first.is_finite() && a.val.iter().all(|&v| round(v).to_bits() == first.to_bits())).then(|| format!("{first:?}"))
 }
 
 /// The matrix's entries.
@@ -135,6 +160,12 @@ pub fn lay_out(a: &Csr, f32: bool, x_of: fn(usize) -> f64) -> Vec<Laid> {
         let env = heddle_runtime::io::bind_inputs_flat(&kernel, &nats, inputs).expect("bind inputs");
         let program = heddle::cpu::lower(&kernel, &name).unwrap_or_else(|d| panic!("{}", file.render(&[d])));
         let launch = heddle_runtime::launch::prepare(&program, &env).expect("lay out");
+        if name == "csr32iso" {
+            // Also at one accumulator, as csr32a1 (the fastest CSR32 on rmat at f64).
+            let tuning = Tuning { accumulators: 1, ..Tuning::default() };
+            let (program, launch) = (program.clone(), launch.clone());
+            out.push(Laid { name: "csr32isoa1".into(), program, launch, tuning, sell: None });
+        }
         out.push(Laid { name, program, launch, tuning: Tuning::default(), sell: None });
     }
     out.extend(sell8(a, f32, ty, plain, x_of, false, 1));

@@ -169,6 +169,10 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             text.push_str(&format!("    shape: {} (one row per batch)\n", memref(b)));
         }
     }
+    if let Some(v) = layout.iso {
+        // `explicitVal` on storage whose every value slot is an entry: no buffer.
+        text.push_str(&format!("  (no values buffer: every stored entry is {v}, the explicitVal)\n"));
+    }
     text.push_str(&format!("stored entries: {}\nview: {}\n", print_nat(&layout.nse), print_type(&layout.view)));
     let buffers: Vec<_> = layout
         .buffers
@@ -190,9 +194,7 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         .zip(&layout.lvl_sizes)
         .map(|(l, s)| serde_json::json!({ "format": l.format.keyword(), "nonunique": l.props.nonunique, "nonordered": l.props.nonordered, "soa": l.props.soa, "size": print_nat(s) }))
         .collect();
-    Ok(Output {
-        text,
-        json: serde_json::json!({
+    let mut json = serde_json::json!({
             "ok": true,
             "encoding": print_encoding(&enc),
             "dim_sizes": nats(&layout.dim_sizes),
@@ -204,6 +206,9 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
             "nse": print_nat(&layout.nse),
             "view": print_type(&layout.view),
             "nat_vars": layout.nat_vars.iter().map(|n| n.as_str()).collect::<Vec<_>>(),
-        }),
-    })
+    });
+    if let Some(v) = layout.iso {
+        json["iso_value"] = v.to_string().into();
+    }
+    Ok(Output { text, json })
 }

@@ -37,6 +37,7 @@ mod fmt;
 mod front_door;
 mod front_end;
 mod half_floats;
+mod iso_values;
 mod json_schemas;
 mod listing7;
 mod nested_levels;

@@ -84,6 +84,16 @@ fn proj(e: Expr, k: u32) -> Expr {
     Expr::synth(ExprKind::Proj { tuple: Box::new(e), field: k })
 }
 
+/// The scalar type at the leaf of a view (arrays and tuples down to the last field).
+fn leaf_scalar(view: &Type) -> Option<ScalarType> {
+    match view {
+        Type::Scalar(s) => Some(*s),
+        Type::Array { elem, .. } => leaf_scalar(elem),
+        Type::Tuple(ts) => ts.last().and_then(leaf_scalar),
+        _ => None,
+    }
+}
+
 /// A loose_compressed level's lets: its parent's start and its child's position.
 struct Loose {
     lo: Name,
@@ -102,7 +112,14 @@ pub fn view_expr(enc: &Encoding, layout: &StorageLayout, param: &Name, span: Spa
     let buffer = |kind: BufferKind, level: Option<usize>| {
         layout.buffers.iter().find(|b| b.kind == kind && b.level == level).map(|b| b.name.clone())
     };
-    let values = buffer(BufferKind::Values, None).ok_or_else(|| unsupported("value-less"))?;
+    // An iso-valued tensor (`explicitVal`, `storage_types::iso_value`) has no
+    // values buffer: every entry of its view is the constant, so lowering sees
+    // a literal and no backend ever binds, packs or transfers values.
+    let leaf_elem = leaf_scalar(&layout.view);
+    let values = match (layout.iso, leaf_elem) {
+        (Some(_), Some(_)) => None,
+        _ => Some(buffer(BufferKind::Values, None).ok_or_else(|| unsupported("value-less"))?),
+    };
     // Levels after the last non-dense one stay inside the leaf, as plain arrays.
     let levels = &enc.levels;
     let walked = levels.iter().rposition(|l| !l.format.is_dense_like()).map_or(0, |k| k + 1);
@@ -184,7 +201,11 @@ pub fn view_expr(enc: &Encoding, layout: &StorageLayout, param: &Name, span: Spa
         };
         steps.push(Step::Layer { param: lambda, len, crd, loose });
     }
-    let mut body = indexed(&values, &path);
+    let mut body = match (&values, layout.iso, leaf_elem) {
+        (Some(values), ..) => indexed(values, &path),
+        (None, Some(iso), Some(elem)) => iso.expr(elem),
+        (None, ..) => return Err(unsupported("value-less")),
+    };
     for step in steps.into_iter().rev() {
         body = match step {
             Step::Singleton { crd } => pair(crd, body),

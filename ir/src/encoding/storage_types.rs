@@ -125,9 +125,11 @@ pub struct StorageLayout {
     pub dim_sizes: Vec<Nat>,
     /// Level sizes.
     pub lvl_sizes: Vec<Nat>,
-    /// Positions and coordinates buffers in level order, then the values.
+    /// Positions and coordinates buffers in level order, then the values
+    /// (none for an iso-valued tensor, [`iso_value`]).
     pub buffers: Vec<Buffer>,
-    /// The number of stored entries (the values buffer's flat length).
+    /// The number of stored entries (the values buffer's flat length, where
+    /// there is one).
     pub nse: Nat,
     /// The tensor as the program sees it.
     pub view: Type,
@@ -138,6 +140,100 @@ pub struct StorageLayout {
     pub nat_vars: Vec<Name>,
     /// The number of leading batch levels: every buffer's first indices.
     pub batch_levels: usize,
+    /// The value of every stored entry when the storage keeps no values
+    /// buffer ([`iso_value`]): the view's leaf is this constant.
+    pub iso: Option<IsoValue>,
+}
+
+/// The one value of every stored entry of an *iso-valued* tensor (MLIR's
+/// `explicitVal`, SuiteSparse:GraphBLAS's iso matrices), at the element type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IsoValue {
+    /// A float element's value (exactly representable in the element type),
+    /// compared by bits (`-0.0` is not `0.0`).
+    Float(crate::expr::FloatLit),
+    /// An integer element's value (within the element type's range).
+    Int(i64),
+}
+
+impl IsoValue {
+    /// The value as a literal annotated with the element type (`(2.5 : f32)`),
+    /// the leaf of the tensor's view.
+    pub fn expr(self, elem: ScalarType) -> Expr {
+        let lit = match self {
+            IsoValue::Float(v) => Literal::Float(v),
+            IsoValue::Int(v) => Literal::Int(v),
+        };
+        Expr::synth(ExprKind::Annot { expr: Box::new(Expr::synth(ExprKind::Lit(lit))), ty: Type::Scalar(elem) })
+    }
+}
+
+impl std::fmt::Display for IsoValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IsoValue::Float(v) => write!(f, "{:?}", v.0),
+            IsoValue::Int(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+/// The value of every stored entry when a tensor of `enc` with elements of
+/// type `elem` needs no values buffer: `explicitVal` is set, holds exactly at
+/// `elem` (not NaN: no stored value would equal it; a float, integer or
+/// unsigned type up to 64 bits; `f16`, `bf16`, complex and `bool` keep their
+/// buffer), and every slot of the values buffer is an entry. That is MLIR's
+/// reading ("instead of storing the values array"), and it holds where the
+/// levels after the first non-dense one are all compressed, loose_compressed
+/// or singleton (CSR, CSC, DCSR, COO, CSF): a dense level below a sparse one
+/// (BSR's blocks, DIA's rows), an n:m group, a banded run or an all-dense
+/// tensor store padding, the `implicitVal`, in slots the view reads, so
+/// those keep the buffer.
+pub fn iso_value(enc: &Encoding, elem: ScalarType) -> Option<IsoValue> {
+    let lit = enc.explicit_val.as_ref()?;
+    let first = enc.levels.iter().position(|l| !l.format.is_dense_like())?;
+    let entries_only = enc.levels[first..]
+        .iter()
+        .all(|l| matches!(l.format, LevelFormat::Compressed | LevelFormat::LooseCompressed | LevelFormat::Singleton));
+    if !entries_only {
+        return None;
+    }
+    match elem {
+        ScalarType::F64 => lit.value().filter(|v| !v.is_nan()).map(|v| IsoValue::Float(crate::expr::FloatLit(v))),
+        ScalarType::F32 => lit
+            .value()
+            .filter(|v| !v.is_nan() && f64::from(*v as f32) == *v)
+            .map(|v| IsoValue::Float(crate::expr::FloatLit(v))),
+        ScalarType::I8
+        | ScalarType::I16
+        | ScalarType::I32
+        | ScalarType::I64
+        | ScalarType::U8
+        | ScalarType::U16
+        | ScalarType::U32
+        | ScalarType::U64 => {
+            // `3`, or a float's text that is a whole number (`1.0`).
+            let v: i128 = match lit.text.parse::<i128>() {
+                Ok(v) => v,
+                Err(_) => {
+                    let f = lit.value().filter(|f| f.is_finite() && f.fract() == 0.0 && f.abs() < 9.0e18)?;
+                    f as i128
+                }
+            };
+            let (lo, hi): (i128, i128) = match elem {
+                ScalarType::I8 => (i8::MIN.into(), i8::MAX.into()),
+                ScalarType::I16 => (i16::MIN.into(), i16::MAX.into()),
+                ScalarType::I32 => (i32::MIN.into(), i32::MAX.into()),
+                ScalarType::U8 => (0, u8::MAX.into()),
+                ScalarType::U16 => (0, u16::MAX.into()),
+                ScalarType::U32 => (0, u32::MAX.into()),
+                // `u64` values past `i64` keep their buffer (the literal is an `i64`).
+                ScalarType::U64 => (0, i64::MAX.into()),
+                _ => (i64::MIN.into(), i64::MAX.into()),
+            };
+            (lo..=hi).contains(&v).then_some(IsoValue::Int(v as i64))
+        }
+        _ => None,
+    }
 }
 
 fn lit(v: i64) -> Expr {
@@ -468,15 +564,18 @@ pub fn storage_layout(
             });
         }
     }
-    let values = Buffer {
-        name: pname("values".into()),
-        kind: BufferKind::Values,
-        level: None,
-        ty: wrap(&layers, Type::Scalar(elem)),
-        len: nat_mul(batches.clone(), count.clone()),
-        shape: batch_layers.iter().map(|b| b.len.clone()).chain([count.clone()]).collect(),
-    };
-    buffers.push(values);
+    // An iso-valued tensor's entries are all one constant: no values buffer.
+    let iso = iso_value(enc, elem);
+    if iso.is_none() {
+        buffers.push(Buffer {
+            name: pname("values".into()),
+            kind: BufferKind::Values,
+            level: None,
+            ty: wrap(&layers, Type::Scalar(elem)),
+            len: nat_mul(batches.clone(), count.clone()),
+            shape: batch_layers.iter().map(|b| b.len.clone()).chain([count.clone()]).collect(),
+        });
+    }
 
     // The view, built from the leaf outwards over the levels' view layers.
     let mut view = Type::Scalar(elem);
@@ -501,5 +600,69 @@ pub fn storage_layout(
         levels,
         nat_vars,
         batch_levels,
+        iso,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encoding::parse_encoding;
+
+    fn iso(levels: &str, explicit: &str, elem: ScalarType) -> Option<IsoValue> {
+        let text = format!("#sparse_tensor.encoding<{{ map = {levels}, explicitVal = {explicit} }}>");
+        iso_value(&parse_encoding(&text, 0).unwrap(), elem)
+    }
+
+    const CSR: &str = "(i, j) -> (i : dense, j : compressed)";
+
+    #[test]
+    fn explicit_values_that_hold_at_the_element_type_on_entry_only_storage_are_iso() {
+        let f = |v: f64| Some(IsoValue::Float(crate::expr::FloatLit(v)));
+        assert_eq!(iso(CSR, "1.0 : f64", ScalarType::F64), f(1.0));
+        assert_eq!(iso(CSR, "-0.0 : f64", ScalarType::F32), f(-0.0));
+        assert_ne!(iso(CSR, "-0.0 : f64", ScalarType::F64), f(0.0));
+        assert_eq!(iso(CSR, "2.5 : f32", ScalarType::F32), f(2.5));
+        assert_eq!(iso(CSR, "3 : i32", ScalarType::U8), Some(IsoValue::Int(3)));
+        assert_eq!(iso(CSR, "1.0 : f64", ScalarType::I64), Some(IsoValue::Int(1)));
+        // COO (compressed, nonunique, then singleton) and DCSR.
+        let coo = "(i, j) -> (i : compressed(nonunique), j : singleton)";
+        assert_eq!(iso(coo, "1.0", ScalarType::F64), f(1.0));
+        assert_eq!(iso("(i, j) -> (i : compressed, j : compressed)", "1.0", ScalarType::F64), f(1.0));
+        // The layout drops the values buffer and keeps the view.
+        let enc = parse_encoding(&format!("#sparse_tensor.encoding<{{ map = {CSR}, explicitVal = 1.0 }}>"), 0).unwrap();
+        let plain = parse_encoding(&format!("#sparse_tensor.encoding<{{ map = {CSR} }}>"), 0).unwrap();
+        let (a, b) = (
+            storage_layout(&enc, &[None, None], ScalarType::F64, "A").unwrap(),
+            storage_layout(&plain, &[None, None], ScalarType::F64, "A").unwrap(),
+        );
+        assert!(a.buffers.iter().all(|b| b.kind != BufferKind::Values));
+        assert_eq!(b.buffers.iter().filter(|b| b.kind == BufferKind::Values).count(), 1);
+        assert_eq!((a.view, a.nse, a.iso.is_some()), (b.view, b.nse, true));
+    }
+
+    #[test]
+    fn padded_storage_inexact_values_and_nans_keep_the_values_buffer() {
+        // A dense level below a sparse one (BSR's blocks, DIA's rows), all-dense, n:m.
+        let bsr = "(i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense)";
+        let dia = "(i, j) -> (j - i : compressed, i : dense)";
+        for levels in [
+            bsr,
+            dia,
+            "(i, j) -> (i : dense, j : dense)",
+            "(i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4])",
+        ] {
+            assert_eq!(iso(levels, "1.0", ScalarType::F64), None, "{levels}");
+        }
+        // Not exact at the element type, or NaN (no stored value equals it), or out of range.
+        assert_eq!(iso(CSR, "0.1 : f64", ScalarType::F32), None);
+        assert_eq!(iso(CSR, "2.5", ScalarType::I32), None);
+        assert_eq!(iso(CSR, "300", ScalarType::I8), None);
+        assert_eq!(iso(CSR, "-1", ScalarType::U64), None);
+        assert_eq!(iso(CSR, "1.0", ScalarType::F16), None);
+        assert_eq!(iso(CSR, "1.0", ScalarType::C64), None);
+        let nan = parse_encoding(&format!("#sparse_tensor.encoding<{{ map = {CSR} }}>"), 0).unwrap();
+        let nan = Encoding { explicit_val: Some(super::super::Literal { text: "NaN".into(), ty: None }), ..nan };
+        assert_eq!(iso_value(&nan, ScalarType::F64), None);
+    }
 }

@@ -212,6 +212,22 @@ impl Lowerer<'_> {
         // `u64` where the backend asks for it, and a division by -1 apart
         // (`i64::MIN / -1` overflows: undefined in C, a trap on x86).
         let user_i64 = m == ScalarType::I64 && declared == Some(ScalarType::I64);
+        // `1 * x` and `x * 1` are `x` exactly, for floats in IEEE arithmetic
+        // too (not so for any other constant): an iso-valued tensor's entries
+        // (`explicitVal = 1.0`, a graph's adjacency matrix) are this literal,
+        // and its SpMV then reads `x` without a multiply.
+        let one = |e: &L| match e {
+            L::Float(v, _) => v.to_bits() == 1f64.to_bits(),
+            L::Int(v, _) => *v == 1,
+            _ => false,
+        };
+        if op == SrcOp::Mul && (m.is_float() || m.is_int()) && (one(&a) || one(&b)) {
+            let e = if one(&a) { b } else { a };
+            return Ok(match wrapped_at(m, declared) {
+                Some(d) => Val::Scalar(convert(e, m, d), d),
+                None => Val::Scalar(e, m),
+            });
+        }
         let e = match op {
             SrcOp::Add | SrcOp::Sub | SrcOp::Mul if user_i64 && self.options.wrapping_i64 => wrapping(bin_op(op), a, b),
             SrcOp::Div | SrcOp::Rem if user_i64 && !matches!(b, L::Int(v, _) if v != -1) => {

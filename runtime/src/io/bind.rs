@@ -1467,11 +1467,18 @@ pub fn stored_tensor_inputs(
             }
         }
     }
+    // An iso-valued parameter (`explicitVal`, `storage_types::iso_value`)
+    // takes no values buffer: its kernel reads the constant, and assembly
+    // checked every stored value equals it.
+    let values_name = format!("{name}_values");
+    if !kernel.params.iter().any(|p| matches!(p, KernelParam::Value { name, .. } if name.as_str() == values_name)) {
+        return Ok((nats, inputs));
+    }
     // At the parameter's element type, exactly (an integer beyond what the
     // type holds is an error naming it; a float is rounded once).
     let typed =
         t.values.convert(tt.elem).map_err(|e| err(&n, format!("stored value {}: {}", e.position, e.message)))?;
-    inputs.push((format!("{name}_values"), Loaded::streamed(typed, "storage")));
+    inputs.push((values_name, Loaded::streamed(typed, "storage")));
     Ok((nats, inputs))
 }
 

@@ -306,8 +306,23 @@ pub(crate) fn check_same_implicit(from: &Encoding, to: &Encoding) -> Result<()> 
 
 pub(crate) fn check_explicit_values(enc: &Encoding, values: &ScalarVec) -> Result<()> {
     let Some(explicit) = enc.explicit_val.as_ref().and_then(Num::of_literal) else { return Ok(()) };
-    let implicit = implicit_value(enc);
-    match values.position_not_in(explicit, implicit) {
+    // Without padding slots the values buffer holds entries only, and the
+    // kernels of an iso-valued encoding read the constant instead of it
+    // (`storage_types::iso_value`): every value must be the constant bit for
+    // bit (a stored `0.0` is not `explicitVal = -0.0`).
+    let implicit = match heddle_ir::encoding::storage_types::iso_value(enc, values.elem()) {
+        Some(_) => explicit,
+        None => implicit_value(enc),
+    };
+    let differs = match explicit {
+        Num::Float(e) if heddle_ir::encoding::storage_types::iso_value(enc, values.elem()).is_some() => match values {
+            ScalarVec::F64(v) => v.iter().position(|x| x.to_bits() != e.to_bits()),
+            ScalarVec::F32(v) => v.iter().position(|x| f64::from(*x).to_bits() != e.to_bits()),
+            _ => values.position_not_in(explicit, implicit),
+        },
+        _ => values.position_not_in(explicit, implicit),
+    };
+    match differs {
         None => Ok(()),
         Some(p) => Err(SparseError::buffer(
             "values",

@@ -94,7 +94,10 @@ pub fn storage_size(coo: &Coo, enc: &Encoding, elem: ScalarType) -> Result<Stora
         parents = here;
     }
     let values = parents;
-    bytes = bytes.saturating_add(values.saturating_mul(elem.size_bytes() as u64));
+    // An iso-valued encoding (`explicitVal` without padding slots) stores no values.
+    if heddle_ir::encoding::storage_types::iso_value(enc, elem).is_none() {
+        bytes = bytes.saturating_add(values.saturating_mul(elem.size_bytes() as u64));
+    }
     Ok(StorageSize { bytes, values })
 }
 

@@ -64,6 +64,15 @@
 //!   the permutation back to row order included.
 //! - **CSR32** (32-bit positions and coordinates), when the entries and
 //!   columns fit 31 bits: what MKL and the peers read; then **CSR** (64-bit).
+//! - **Iso-valued** matrices ([`Inspection::iso_value`]: every entry the
+//!   same value, bit for bit, not NaN): CSR32 and CSR carry `explicitVal`
+//!   ([`explicit_val`]) and read no values (4 bytes per entry, against 12
+//!   at f64 and 8 at f32), in CSR32's place: measured on `rmat_s18_ef10`
+//!   (docs/performance.md, "iso-valued matrices"), the iso CSR32 ran
+//!   1.14–1.20x CSR32 with values, but SELL-8-σ with its values stayed
+//!   ahead of it (its SpMV waits on the gathers of x more than on the
+//!   values). The padded formats (DIA, BSR, SELL) keep their values: a
+//!   padding slot must read 0, not the constant.
 //!
 //! The candidates that pass their fill are ordered by their storage bytes
 //! (the bytes [`super::estimate::storage_size`] gives, computed here from
@@ -174,6 +183,90 @@ pub struct Inspection {
     pub sell8_sorted_slots: u64,
     /// Whether every column coordinate fits 16 bits (cols ≤ 65536).
     pub cols_fit_16_bits: bool,
+    /// The value every entry holds when all hold the same one, bit for bit
+    /// at the values' type (an *iso-valued* matrix: a graph's adjacency
+    /// matrix, a pattern file), written exactly (`1.0`, `-0.0`, `3`); `None`
+    /// without entries, when two differ (`0.0` and `-0.0` do), for a NaN
+    /// (no stored value equals it), and for values of a type the iso
+    /// storage does not take (`f16`, `bf16`, complex, `bool`).
+    pub iso_value: Option<String>,
+}
+
+/// [`Inspection::iso_value`] of a matrix's values.
+fn iso_value(values: &crate::scalars::ScalarVec) -> Option<String> {
+    use crate::scalars::ScalarVec as V;
+    fn same<T: Copy, B: PartialEq>(v: &[T], bits: impl Fn(T) -> B) -> Option<T> {
+        let first = *v.first()?;
+        v.iter().all(|&x| bits(x) == bits(first)).then_some(first)
+    }
+    let float = |x: f64| (!x.is_nan() && x.is_finite()).then(|| format!("{x:?}"));
+    match values {
+        V::F64(v) => same(v, f64::to_bits).and_then(float),
+        V::F32(v) => same(v, f32::to_bits).and_then(|x| float(f64::from(x))),
+        V::I8(v) => same(v, |x| x).map(|x| x.to_string()),
+        V::I16(v) => same(v, |x| x).map(|x| x.to_string()),
+        V::I32(v) => same(v, |x| x).map(|x| x.to_string()),
+        V::I64(v) => same(v, |x| x).map(|x| x.to_string()),
+        V::U8(v) => same(v, |x| x).map(|x| x.to_string()),
+        V::U16(v) => same(v, |x| x).map(|x| x.to_string()),
+        V::U32(v) => same(v, |x| x).map(|x| x.to_string()),
+        V::U64(v) => same(v, |x| x).map(|x| x.to_string()),
+        _ => None,
+    }
+}
+
+/// The `explicitVal = …` field an encoding of a matrix of `elem` values
+/// takes for the inspection's iso value (`explicitVal = 1.0 : f64`), when
+/// the value holds exactly at `elem` (the matrix's values may be read at
+/// another type: `heddle convert --elem`); `None` otherwise.
+pub fn explicit_val(s: &Inspection, elem: ScalarType) -> Option<String> {
+    let text = s.iso_value.as_deref()?;
+    let value = match elem {
+        ScalarType::F64 | ScalarType::F32 => {
+            let v: f64 = text.parse().ok()?;
+            // Rounded as the values would be, written exactly (`0.1` at f32
+            // is 0.10000000149011612).
+            let v = if elem == ScalarType::F32 { f64::from(v as f32) } else { v };
+            if !v.is_finite() {
+                return None;
+            }
+            format!("{v:?}")
+        }
+        e if e.is_int() => {
+            let v: i128 = text.parse().ok().or_else(|| {
+                let f: f64 = text.parse().ok()?;
+                (f.fract() == 0.0 && f.abs() < 9.0e18).then_some(f as i128)
+            })?;
+            let bits = 8 * e.size_bytes() as u32;
+            let signed = matches!(e, ScalarType::I8 | ScalarType::I16 | ScalarType::I32 | ScalarType::I64);
+            let fits = if signed {
+                v >= -(1i128 << (bits - 1)) && v < 1i128 << (bits - 1)
+            } else {
+                // 64-bit unsigned values past i64's range keep their buffer (the view's literal is an i64).
+                v >= 0 && v < 1i128 << bits.min(63)
+            };
+            if !fits {
+                return None;
+            }
+            v.to_string()
+        }
+        _ => return None,
+    };
+    let ty = match elem {
+        ScalarType::F64 => "f64".to_string(),
+        ScalarType::F32 => "f32".to_string(),
+        e => format!("i{}", 8 * e.size_bytes()),
+    };
+    Some(format!("explicitVal = {value} : {ty}"))
+}
+
+/// `text`, an `--encoding` value that is a `#sparse_tensor.encoding<{…}>`,
+/// with `field` added before its closing `}>`.
+fn with_field(text: &str, field: &str) -> String {
+    match text.strip_suffix("}>") {
+        Some(head) => format!("{} , {field} }}>", head.trim_end()).replace(" , ", ", "),
+        None => text.to_string(),
+    }
 }
 
 /// Inspects a matrix (rank 2). Entries are read in row-major order; an
@@ -326,6 +419,7 @@ fn inspect_sorted(coo: &Coo) -> Inspection {
         sell8_sorted_fill: fill(sorted_slots),
         sell8_sorted_slots: sorted_slots,
         cols_fit_16_bits: cols <= 1 << 16,
+        iso_value: iso_value(&coo.values),
     }
 }
 
@@ -363,6 +457,9 @@ pub struct Ranking {
 /// CSR with 32-bit positions and coordinates, as `--encoding` text.
 pub const CSR32: &str =
     "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32 }>";
+
+/// The named `CSR` (64-bit positions and coordinates), as `--encoding` text.
+const CSR64: &str = "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed) }>";
 
 /// BSR(1, 8) with 32-bit positions and 16-bit block coordinates (block
 /// columns ≤ 2^16), as `--encoding` text: the named `BSR(1, 8)`'s levels.
@@ -529,23 +626,38 @@ pub fn rank(s: &Inspection, elem: ScalarType) -> Ranking {
             format!("no structure fills {min} of its storage; rows with {what} positions and coordinates")
         }
     };
+    // An iso-valued matrix stores no values in CSR (`explicitVal`: the kernel
+    // reads the constant); the padded formats above keep theirs (a padding
+    // slot must read 0, not the constant).
+    let iso = explicit_val(s, elem);
+    let iso_reason = |reason: String| match &iso {
+        Some(f) => format!("{reason}; every entry is {}: no values stored ({f})", s.iso_value.as_deref().unwrap_or("")),
+        None => reason,
+    };
+    let value_bytes = if iso.is_some() { 0 } else { v };
     if s.nnz < 1 << 31 && s.cols <= 1 << 31 && s.rows < 1 << 31 {
-        let reason = csr_reason("32-bit");
-        candidates.push(Candidate {
+        let reason = iso_reason(csr_reason("32-bit"));
+        let csr32 = Candidate {
             name: "CSR32".into(),
-            encoding: Some(CSR32.into()),
+            encoding: Some(iso.as_ref().map_or_else(|| CSR32.into(), |f| with_field(CSR32, f))),
             reason,
-            bytes: bytes(&[(s.rows.saturating_add(1), 4), (s.nnz, 4 + v)]),
-        });
+            bytes: bytes(&[(s.rows.saturating_add(1), 4), (s.nnz, 4 + value_bytes)]),
+        };
+        // Iso-valued, it reads a third (f64) or a half (f32) of its bytes
+        // with values, yet keeps its place after the structured formats:
+        // measured on rmat_s18_ef10, it ran 1.14-1.20x CSR32 with values but
+        // 0.72-0.93x SELL-8-σ with values (docs/performance.md, "iso-valued
+        // matrices"): that SpMV waits on its gathers of x, not on the values.
+        candidates.push(csr32);
     } else {
         rejected.push(Rejected { name: "CSR32".into(), reason: "the entries or columns do not fit 31 bits".into() });
     }
-    let reason = csr_reason("64-bit");
+    let reason = iso_reason(csr_reason("64-bit"));
     candidates.push(Candidate {
         name: "CSR".into(),
-        encoding: Some("CSR".into()),
+        encoding: Some(iso.as_ref().map_or_else(|| "CSR".into(), |f| with_field(CSR64, f))),
         reason,
-        bytes: bytes(&[(s.rows.saturating_add(1), 8), (s.nnz, 8 + v)]),
+        bytes: bytes(&[(s.rows.saturating_add(1), 8), (s.nnz, 8 + value_bytes)]),
     });
     Ranking { candidates, rejected }
 }
@@ -569,6 +681,10 @@ pub fn text(s: &Inspection, r: &Ranking) -> String {
     out +=
         &format!("SELL-8, rows sorted by length: {} slots, fill {}\n", s.sell8_sorted_slots, pct(s.sell8_sorted_fill));
     out += &format!("columns fit 16 bits: {}\n", if s.cols_fit_16_bits { "yes" } else { "no" });
+    match &s.iso_value {
+        Some(v) => out += &format!("values: every entry is {v} (iso-valued: CSR kernels read no values)\n"),
+        None => out += "values: not all one value\n",
+    }
     out += "ranking:\n";
     for (k, c) in r.candidates.iter().enumerate() {
         let none = if c.encoding.is_none() { "; no encoding expresses it" } else { "" };
@@ -587,9 +703,12 @@ mod tests {
     use crate::sparse::estimate::storage_size;
     use heddle_ir::encoding::parse_encoding;
 
+    /// A matrix of these entries, of values 1, 2 and 3 (not iso-valued:
+    /// the structural rule alone ranks it).
     fn coo(dims: [u64; 2], entries: &[(u64, u64)]) -> Coo {
         let coords = entries.iter().flat_map(|&(i, j)| [i, j]).collect();
-        Coo { dims: dims.to_vec(), coords, values: ScalarVec::from(vec![1.0f64; entries.len()]) }
+        let values: Vec<f64> = (0..entries.len()).map(|k| 1.0 + (k % 3) as f64).collect();
+        Coo { dims: dims.to_vec(), coords, values: ScalarVec::from(values) }
     }
 
     fn names(r: &Ranking) -> Vec<&str> {
@@ -657,13 +776,125 @@ mod tests {
         }
     }
 
+    fn with_values(dims: [u64; 2], entries: &[(u64, u64)], values: ScalarVec) -> Coo {
+        Coo { values, ..coo(dims, entries) }
+    }
+
+    #[test]
+    fn a_matrix_of_one_value_is_iso_valued_and_csr_stores_no_values() {
+        let e = scattered(40, 48, 6);
+        let n = e.len();
+        let s = inspect(&with_values([40, 48], &e, ScalarVec::from(vec![2.5f64; n]))).unwrap();
+        assert_eq!(s.iso_value.as_deref(), Some("2.5"));
+        let r = rank(&s, ScalarType::F64);
+        let csr32 = r.candidates.iter().find(|c| c.name == "CSR32").unwrap();
+        let text = csr32.encoding.as_deref().unwrap();
+        assert_eq!(
+            text,
+            "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j : compressed), posWidth = 32, crdWidth = 32, explicitVal = 2.5 : f64 }>"
+        );
+        assert!(csr32.reason.contains("no values stored"), "{}", csr32.reason);
+        // The bytes are the estimate's for that encoding: positions and coordinates only.
+        let c = with_values([40, 48], &e, ScalarVec::from(vec![2.5f64; n]));
+        let enc = parse_encoding(text, 0).unwrap();
+        assert_eq!(storage_size(&c, &enc, ScalarType::F64).unwrap().bytes, csr32.bytes);
+        assert_eq!(csr32.bytes, 41 * 4 + n as u64 * 4);
+        let csr = r.candidates.iter().find(|c| c.name == "CSR").unwrap();
+        assert!(csr.encoding.as_deref().unwrap().contains("explicitVal = 2.5 : f64"));
+        assert!(text_of(&s, &r).contains("values: every entry is 2.5"));
+    }
+
+    fn text_of(s: &Inspection, r: &Ranking) -> String {
+        text(s, r)
+    }
+
+    /// Every 8th row 64 long, the others 1 (a power law's variation).
+    fn power_law_entries() -> Vec<(u64, u64)> {
+        let (rows, cols) = (2048u64, 4096u64);
+        let mut e = Vec::new();
+        for i in 0..rows {
+            let n = if i % 8 == 0 { 64 } else { 1 };
+            let mut js: Vec<u64> = (0..n).map(|k| (i * 7 + k * 61) % cols).collect();
+            js.sort();
+            e.extend(js.into_iter().map(|j| (i, j)));
+        }
+        e
+    }
+
+    #[test]
+    fn iso_csr32_keeps_csr32s_place_after_the_structured_formats() {
+        // A power law of ones: SELL-8-σ (with values) stays ahead of the iso
+        // CSR32, as measured on rmat_s18_ef10; the ranking is the plain one's.
+        let e = power_law_entries();
+        let dims = [2048, 4096];
+        let ones = with_values(dims, &e, ScalarVec::from(vec![1.0f64; e.len()]));
+        let b = banded(200, 2);
+        let banded_ones = with_values([200, 200], &b, ScalarVec::from(vec![1.0f64; b.len()]));
+        for elem in [ScalarType::F64, ScalarType::F32] {
+            let plain = rank(&inspect(&coo(dims, &e)).unwrap(), elem);
+            let iso = rank(&inspect(&ones).unwrap(), elem);
+            assert_eq!(names(&iso), names(&plain), "{elem}");
+            assert_eq!(&names(&iso)[..2], [SELL8_SORTED, "CSR32"], "{elem}");
+            assert!(iso.candidates[1].encoding.as_deref().unwrap().contains("explicitVal = 1.0"), "{elem}");
+            assert_eq!(names(&rank(&inspect(&banded_ones).unwrap(), elem))[0], "DIA", "{elem}");
+        }
+    }
+
+    #[test]
+    fn one_differing_value_a_nan_or_a_signed_zero_is_not_iso_valued() {
+        let e = scattered(20, 24, 4);
+        let n = e.len();
+        let mut one_off = vec![1.0f64; n];
+        one_off[n / 2] = 1.0 + f64::EPSILON;
+        let mut zeros = vec![0.0f64; n];
+        zeros[3] = -0.0;
+        for values in [vec![f64::NAN; n], one_off, zeros] {
+            let s = inspect(&with_values([20, 24], &e, ScalarVec::from(values))).unwrap();
+            assert_eq!(s.iso_value, None);
+            let r = rank(&s, ScalarType::F64);
+            assert!(r.candidates.iter().all(|c| !c.encoding.as_deref().unwrap_or("").contains("explicitVal")));
+            assert!(text_of(&s, &r).contains("values: not all one value"));
+        }
+        // All -0.0 is iso-valued, and written so.
+        let s = inspect(&with_values([20, 24], &e, ScalarVec::from(vec![-0.0f64; n]))).unwrap();
+        assert_eq!(s.iso_value.as_deref(), Some("-0.0"));
+        assert_eq!(explicit_val(&s, ScalarType::F32).as_deref(), Some("explicitVal = -0.0 : f32"));
+        // No entries: nothing to be iso about.
+        assert_eq!(inspect(&coo([3, 3], &[])).unwrap().iso_value, None);
+    }
+
+    #[test]
+    fn the_explicit_value_is_written_exactly_at_the_element_type() {
+        let e = scattered(8, 8, 2);
+        let s = inspect(&with_values([8, 8], &e, ScalarVec::from(vec![0.1f64; e.len()]))).unwrap();
+        assert_eq!(explicit_val(&s, ScalarType::F64).as_deref(), Some("explicitVal = 0.1 : f64"));
+        // 0.1 rounded to f32, written exactly so that it parses back to that f32.
+        assert_eq!(explicit_val(&s, ScalarType::F32).as_deref(), Some("explicitVal = 0.10000000149011612 : f32"));
+        // Integers: in range, or none.
+        let s = inspect(&with_values([8, 8], &e, ScalarVec::I32(vec![300; e.len()]))).unwrap();
+        assert_eq!(explicit_val(&s, ScalarType::I32).as_deref(), Some("explicitVal = 300 : i32"));
+        assert_eq!(explicit_val(&s, ScalarType::U8), None);
+        // Every written value makes the kernel's storage drop its values buffer.
+        for elem in [ScalarType::F64, ScalarType::F32] {
+            let s = inspect(&with_values([8, 8], &e, ScalarVec::from(vec![0.1f64; e.len()]))).unwrap();
+            let text = with_field(CSR32, &explicit_val(&s, elem).unwrap());
+            let enc = parse_encoding(&text, 0).unwrap();
+            assert!(heddle_ir::encoding::storage_types::iso_value(&enc, elem).is_some(), "{text}");
+        }
+    }
+
     #[test]
     fn unsorted_entries_and_duplicates_give_the_same_statistics() {
         let mut e = scattered(40, 48, 6);
-        let sorted = inspect(&coo([40, 48], &e)).unwrap();
+        let ones = |e: &[(u64, u64)]| with_values([40, 48], e, ScalarVec::from(vec![1.0f64; e.len()]));
+        let sorted = inspect(&ones(&e)).unwrap();
         e.reverse();
         e.push(e[0]);
-        assert_eq!(inspect(&coo([40, 48], &e)).unwrap(), sorted);
+        let mut summed = inspect(&ones(&e)).unwrap();
+        // The duplicate sums to 2 where every other entry is 1: no longer iso-valued.
+        assert_eq!((sorted.iso_value.as_deref(), summed.iso_value.as_deref()), (Some("1.0"), None));
+        summed.iso_value = sorted.iso_value.clone();
+        assert_eq!(summed, sorted);
     }
 
     #[test]
@@ -676,7 +907,7 @@ mod tests {
         let named = |n: &str| heddle_ir::encoding::named::resolve(n, 0, Some(2)).unwrap();
         for cand in &r.candidates {
             let e = match cand.name.as_str() {
-                "CSR32" => enc(CSR32),
+                "CSR32" => enc(cand.encoding.as_deref().unwrap()),
                 "DIA" | "CSR" => named(&cand.name),
                 _ => continue,
             };
@@ -868,6 +1099,8 @@ mod tests {
     fn one_row_one_by_one_and_one_huge_row() {
         let s = inspect(&coo([1, 1], &[(0, 0)])).unwrap();
         assert_eq!((s.nnz, s.diagonals, s.row_max), (1, Some(1), 1));
+        // One entry is one value: iso-valued; DIA still first.
+        assert_eq!(s.iso_value.as_deref(), Some("1.0"));
         assert_eq!(names(&rank(&s, ScalarType::F64))[0], "DIA");
         let row: Vec<(u64, u64)> = (0..64).map(|j| (0, j)).collect();
         let s = inspect(&coo([1, 64], &row)).unwrap();
