@@ -45,11 +45,13 @@
 
 mod arrays;
 mod defs;
+mod dialect;
 mod scalars;
 mod sparse;
 mod tape;
 mod tensors;
 
+pub use dialect::Form;
 use sparse::*;
 use std::fmt::Write as _;
 pub use tape::Tape;
@@ -209,6 +211,10 @@ pub struct Case {
     pub matrices: Vec<(String, String)>,
     /// The other scalar type the case uses (the type of its parameter `es`), if any.
     pub extra: Option<&'static str>,
+    /// The tensor parameters bound from another file than their text (a
+    /// `.npz` archive of the same entries, or heddle's `.json` storage of
+    /// the text's tensor), by name.
+    pub forms: Vec<(String, Form)>,
 }
 
 impl Case {
@@ -224,6 +230,21 @@ impl Case {
         }
         for (k, v) in &self.matrices {
             let _ = writeln!(s, "// matrix {k} =\n//   {}", v.trim_end().replace('\n', "\n//   "));
+        }
+        for (k, form) in &self.forms {
+            match form {
+                Form::Npz(bytes) => {
+                    let _ = writeln!(
+                        s,
+                        "// matrix {k} is bound from a .npz archive of those entries ({} bytes)",
+                        bytes.len()
+                    );
+                }
+                Form::Json => {
+                    let _ = writeln!(s, "// matrix {k} is bound from heddle's .json storage of that file");
+                }
+                Form::Text => {}
+            }
         }
         s
     }
@@ -458,6 +479,11 @@ fn build(tape: Tape) -> (Case, Tape) {
         10..=11 => 1,
         _ => 2,
     };
+    // From the rest of the same draw, two tensor cases in five, and one
+    // dense case in ten, are tensor kernels of the rest of the sparse
+    // dialect (`dialect`).
+    let dialect = (kind == 2 && rest % 5 < 2) || (kind == 0 && rest / 72 % 10 == 9);
+    let kind = if dialect { 2 } else { kind };
     if kind == 0 && rest % 2 == 0 {
         g.extra = Some(Ty::S(EXTRA_SCALARS[(rest / 2 % EXTRA_SCALARS.len() as u64) as usize]));
         let s = g.extra.clone().expect("just set");
@@ -468,8 +494,10 @@ fn build(tape: Tape) -> (Case, Tape) {
     let defs = if kind == 0 && rest / 24 % 3 == 1 { g.definitions() } else { String::new() };
     let mut matrices = Vec::new();
     let mut tensor_inputs = Vec::new();
+    let mut forms = Vec::new();
     let source = match kind {
         1 => kernel(&structured_result(&mut g), None),
+        2 if dialect => dialect::kernel(&mut g, &mut matrices, &mut tensor_inputs, &mut forms),
         2 => tensor_kernel(&mut g, &mut matrices, &mut tensor_inputs),
         _ => {
             let ty = match g.extra.clone() {
@@ -521,7 +549,7 @@ fn build(tape: Tape) -> (Case, Tape) {
         Some(Ty::S(s)) => Some(s),
         _ => None,
     };
-    (Case { source, nats, inputs, matrices, extra }, g.tape)
+    (Case { source, nats, inputs, matrices, extra, forms }, g.tape)
 }
 
 /// Minimises a failing tape: drops runs of choices and lowers values while
