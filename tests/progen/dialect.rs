@@ -112,7 +112,26 @@ pub(super) fn kernel(
         (String::new(), None)
     };
     let mut params = Vec::new();
-    let body = match g.tape.below(3) {
+    // The kernel, and from the rest of its draw whether a per-row kernel
+    // stores its rows back in the tensor's own encoding instead (one in
+    // three, where the encoding stores a kernel's result: skyline and n:m).
+    let (which, rest) = g.tape.below_split(3);
+    let body = match which {
+        2 if rest % 3 == 0 && matches!(kind, Kind::SkylineLower | Kind::SkylineUpper | Kind::Structured) => {
+            let entry = if is_complex(elem) || rest / 3 % 2 == 0 {
+                "e :>> map(fun(x => (x.1, x.2 * 2 + x.2)))"
+            } else {
+                "e :>> filter(fun(x => x.2 > 0))"
+            };
+            // A row is a list of (column, value) pairs; an n:m row a list of such blocks.
+            let row = if kind == Kind::Structured {
+                format!("r :>> map(fun(e => {entry}))")
+            } else {
+                entry.replace("e :>>", "r :>>")
+            };
+            let cols = if fixed { dim(1) } else { format!("{{{}}}", dim(1)) };
+            format!("(A :>> map(fun(r => {row})) : tensor<?x{cols}x{elem}, #E>)")
+        }
         0 if t.spmv != Spmv::None || t.blocks_of.is_some() => {
             params.push(format!("fun(xs: [{s}]_{} =>", braced(&dim(1))));
             let xs: Vec<serde_json::Value> = (0..t.dims[1]).map(|_| json_value(&mut g.tape, elem)).collect();
@@ -147,7 +166,7 @@ pub(super) fn kernel(
         forms.push(("A".to_string(), f));
     }
     // The encoding on a line of its own, or spelled in the type.
-    let (head, enc) = if t.inline && g.tape.below(2) == 0 {
+    let (head, enc) = if t.inline && !body.contains("#E") && g.tape.below(2) == 0 {
         (String::new(), t.spelling.clone())
     } else {
         (format!("#E = {}\n\n", t.spelling), "#E".to_string())
@@ -565,4 +584,72 @@ fn stored_rank3(
         mlir(input),
         mlir(result)
     )
+}
+
+/// A dense SpMV run with its matrix packed as SELL: the `--encoding` text
+/// and the matrix.
+#[derive(Clone, Debug)]
+pub struct Sell {
+    /// `SELL(C)`, `SELL(C, sigma = S)`, `SELL(C, crdWidth = 16)`, …
+    pub spec: String,
+    /// The matrix `A` as Matrix Market text (its dense form is the input `A`).
+    pub mtx: String,
+    pub rows: i64,
+    pub cols: i64,
+    /// Whether the kernel's result is its row map: else SELL-C-σ with σ > 1
+    /// refuses it ("… is not its row map"), which is right.
+    pub row_map: bool,
+}
+
+impl Sell {
+    /// Whether the rows are sorted by length before slicing (σ > 1).
+    pub fn sorted(&self) -> bool {
+        let sigma = self.spec.split("sigma = ").nth(1).map(|r| r.trim_end_matches(')'));
+        sigma.and_then(|r| r.split(',').next()?.trim().parse::<u64>().ok()).is_some_and(|s| s > 1)
+    }
+}
+
+/// The dense SpMV the SELL front door rewrites (`heddle run --encoding
+/// A=SELL(C)`: docs/cli.md), in the forms its laws take: the row zipped with
+/// the vector either way round, under `*`, summed from 0; the vector maybe
+/// computed first (`let`), the rows' results maybe mapped after. Its inputs
+/// `A` (dense) and `xs` pushed onto `inputs`.
+pub(super) fn sell_kernel(g: &mut Gen, inputs: &mut Vec<(String, serde_json::Value)>) -> (String, Sell) {
+    let t = &mut g.tape;
+    let ty = *t.pick(&["float", "double"]);
+    let (rows, cols) = (dim_size(t), dim_size(t));
+    let es = entries(t, &[rows, cols], "f64", None);
+    let row = match t.below(3) {
+        0 => "zip(row, v) :>> map(fun(p => p.1 * p.2))",
+        1 => "zip(v, row) :>> map(fun(p => p.2 * p.1))",
+        _ => "zip(v, row) :>> map(fun(p => p.1 * p.2))",
+    };
+    let computed = t.below(4) == 0;
+    let after = t.below(4) == 0;
+    let mut body = format!("A :>> map(fun(row => {row} :>> reduce(+, 0)))");
+    if after {
+        body = format!("{body} :>> map(fun(y => y * 0.5 + 1.0))");
+    }
+    body = if computed {
+        format!("let v = xs :>> map(fun(x => x * 2.0 - 1.0)) in\n  {body}")
+    } else {
+        body.replace("v, row", "xs, row").replace("row, v", "row, xs")
+    };
+    let c = *t.pick(&[1i64, 2, 4, 8]);
+    let spec = match t.below(5) {
+        0 => format!("SELL({c}, sigma = {})", c * *t.pick(&[1i64, 2, 8])),
+        1 => format!("SELL({c}, crdWidth = 16)"),
+        2 => format!("SELL({c}, crdWidth = 16, sigma = {})", c * 4),
+        _ => format!("SELL({c})"),
+    };
+    let mut dense = vec![vec![0.0f64; cols as usize]; rows as usize];
+    for (coords, v) in &es {
+        dense[coords[0] as usize][coords[1] as usize] = v.parse().expect("a number this module wrote");
+    }
+    inputs.push(("A".to_string(), serde_json::json!(dense)));
+    let xs: Vec<f64> = (0..cols).map(|_| float_value(t)).collect();
+    inputs.push(("xs".to_string(), serde_json::json!(xs)));
+    let source = format!("nFun(n =>\nnFun(m =>\nfun(A: [[{ty}]_m]_n =>\nfun(xs: [{ty}]_m =>\n  {body}))))\n");
+    let mtx = mtx_text(&[rows, cols], &es, "f64");
+    (source, Sell { spec, mtx, rows, cols, row_map: !computed && !after })
 }
