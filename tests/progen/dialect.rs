@@ -112,13 +112,13 @@ pub(super) fn kernel(
         (String::new(), None)
     };
     let mut params = Vec::new();
-    // The kernel, and from the rest of its draw whether a per-row kernel
-    // stores its rows back in the tensor's own encoding instead (one in
-    // three, where the encoding stores a kernel's result: skyline and n:m).
+    // The kernel: SpMV, the fold in all, or per outer position, which for
+    // the encodings that store a kernel's result (skyline and n:m) stores
+    // its rows back in the tensor's own encoding (the rest of the draw says how).
     let (which, rest) = g.tape.below_split(3);
     let body = match which {
-        2 if rest % 3 == 0 && matches!(kind, Kind::SkylineLower | Kind::SkylineUpper | Kind::Structured) => {
-            let entry = if is_complex(elem) || rest / 3 % 2 == 0 {
+        2 if matches!(kind, Kind::SkylineLower | Kind::SkylineUpper | Kind::Structured) => {
+            let entry = if is_complex(elem) || rest % 2 == 0 {
                 "e :>> map(fun(x => (x.1, x.2 * 2 + x.2)))"
             } else {
                 "e :>> filter(fun(x => x.2 > 0))"
