@@ -7,7 +7,8 @@
 //! tensors bound from scipy `.npz` archives (written here, independently of
 //! heddle's writer) and from `.json` storage files (heddle's storage of the
 //! same entries: the test binds both the file and its text and checks the
-//! interpreter sees one tensor).
+//! interpreter sees one tensor). And dense SpMVs that the test also runs
+//! through `heddle run --encoding A=SELL(…)` ([`sell_kernel`]).
 //!
 //! The kernels are [`tensors`](super::tensors)' (every stored value weighted
 //! by its coordinates and summed, in all or per outer position, and SpMV
@@ -238,7 +239,7 @@ fn dim_size(t: &mut Tape) -> i64 {
     *t.pick(&[0i64, 1, 2, 3, 4, 5, 8])
 }
 
-/// The encodings slices, fill values apply to: `(name's levels, map, levels, spmv)`.
+/// The encodings slices and `explicitVal` apply to: `(levels as a map's right-hand side, their kinds, the SpMV their view allows)`.
 const BASES: &[(&str, &[Level], Spmv)] = &[
     ("(i : dense, j : compressed)", &[Level::Dense { dim: Some(0) }, Level::Compressed { dim: Some(1) }], Spmv::Csr),
     ("(j : dense, i : compressed)", &[Level::Dense { dim: Some(1) }, Level::Compressed { dim: Some(0) }], Spmv::None),
@@ -597,7 +598,9 @@ pub struct Sell {
     pub spec: String,
     /// The matrix `A` as Matrix Market text (its dense form is the input `A`).
     pub mtx: String,
+    /// The matrix's rows (the kernel's `n`).
     pub rows: i64,
+    /// Its columns (`m`, the length of `xs`).
     pub cols: i64,
     /// Whether the kernel's result is its row map: else SELL-C-σ with σ > 1
     /// refuses it ("… is not its row map"), which is right.
