@@ -28,16 +28,23 @@
 //! work-groups), `defs` (top-level definitions and their uses), `sparse`
 //! (co-iteration, workspaces, structured results, tensor parameters of rank
 //! 2 and 3), `tensors` (DIA, ELL, `BSR(r, c)`, named and TACO spellings,
-//! rank 4, sparse vectors, integer, complex and half values).
+//! rank 4, sparse vectors, integer, complex and half values), `dialect`
+//! (skyline and n:m structured levels, dimension slices, `explicitVal` and
+//! `implicitVal`, static sizes, rank 5, stored results of rank 3, tensor
+//! kernels with definitions, tensors bound from `.npz` and `.json` files).
 //!
 //! Not drawn (yet): type annotations but of maps' results, `mapGlobal`'s
 //! and `mapWorkgroup`'s dimension argument (2-D schedules), `scatterAdd` of
 //! tuples and rows, the `bool` and `index` conversions and the `f32`/`f64`/
-//! `i32`/`half` spellings, `filter` outside the counted rows, tensor encodings
-//! with slices, `explicitVal`/`implicitVal`, `banded` (skyline), n:m
-//! structured levels, SELL, static tensor sizes, `.npz` and `.json` storage
-//! files, stored results of rank 3, tensors of rank 5 and more, and tensor
-//! kernels with definitions.
+//! `i32`/`half` spellings, `filter` outside the counted rows, SELL (a
+//! rewrite of a dense kernel by `heddle run --encoding A=SELL(C)`, not an
+//! encoding a kernel can name: `tests/it/sell_front_door.rs` checks it on
+//! every backend), tensors of rank 6 and more, a slice whose window is
+//! given by `?` (refused: nothing could supply it), `explicitVal` with
+//! values that are not numbers of the tensor's type, the symmetric skyline
+//! (not there yet), stored results in DIA, skyline or n:m encodings,
+//! `.npz` archives of `bsr` and `dia` format (the test writes `coo` and
+//! `csr`), and `.npz` files for `implicitVal` encodings (see `dialect`).
 //! A vector's first level cannot be a singleton (the encoding's verifier
 //! refuses it, as MLIR's does).
 
@@ -45,11 +52,13 @@
 
 mod arrays;
 mod defs;
+mod dialect;
 mod scalars;
 mod sparse;
 mod tape;
 mod tensors;
 
+pub use dialect::{Form, Sell};
 use sparse::*;
 use std::fmt::Write as _;
 pub use tape::Tape;
@@ -209,6 +218,13 @@ pub struct Case {
     pub matrices: Vec<(String, String)>,
     /// The other scalar type the case uses (the type of its parameter `es`), if any.
     pub extra: Option<&'static str>,
+    /// The tensor parameters bound from another file than their text (a
+    /// `.npz` archive of the same entries, or heddle's `.json` storage of
+    /// the text's tensor), by name.
+    pub forms: Vec<(String, Form)>,
+    /// A dense SpMV also run with its matrix `A` packed as SELL-C(-σ)
+    /// (`heddle run --encoding A=SELL(…)`), the result the same.
+    pub sell: Option<Sell>,
 }
 
 impl Case {
@@ -224,6 +240,29 @@ impl Case {
         }
         for (k, v) in &self.matrices {
             let _ = writeln!(s, "// matrix {k} =\n//   {}", v.trim_end().replace('\n', "\n//   "));
+        }
+        if let Some(sell) = &self.sell {
+            let _ = writeln!(
+                s,
+                "// also run as heddle run --encoding 'A={}' --matrix A=A.mtx, A.mtx =\n//   {}",
+                sell.spec,
+                sell.mtx.trim_end().replace('\n', "\n//   ")
+            );
+        }
+        for (k, form) in &self.forms {
+            match form {
+                Form::Npz(bytes) => {
+                    let _ = writeln!(
+                        s,
+                        "// matrix {k} is bound from a .npz archive of those entries ({} bytes)",
+                        bytes.len()
+                    );
+                }
+                Form::Json => {
+                    let _ = writeln!(s, "// matrix {k} is bound from heddle's .json storage of that file");
+                }
+                Form::Text => {}
+            }
         }
         s
     }
@@ -458,6 +497,20 @@ fn build(tape: Tape) -> (Case, Tape) {
         10..=11 => 1,
         _ => 2,
     };
+    // From the rest of the same draw, two tensor cases in five, and one
+    // dense case in ten, are tensor kernels of the rest of the sparse
+    // dialect (`dialect`).
+    let dialect = (kind == 2 && rest % 5 < 2) || (kind == 0 && rest / 72 % 10 == 9);
+    // And one dense case in twenty a dense SpMV run under `--encoding
+    // A=SELL(…)` (kind 3).
+    let sell = kind == 0 && rest / 72 % 20 == 8;
+    let kind = if dialect {
+        2
+    } else if sell {
+        3
+    } else {
+        kind
+    };
     if kind == 0 && rest % 2 == 0 {
         g.extra = Some(Ty::S(EXTRA_SCALARS[(rest / 2 % EXTRA_SCALARS.len() as u64) as usize]));
         let s = g.extra.clone().expect("just set");
@@ -468,8 +521,16 @@ fn build(tape: Tape) -> (Case, Tape) {
     let defs = if kind == 0 && rest / 24 % 3 == 1 { g.definitions() } else { String::new() };
     let mut matrices = Vec::new();
     let mut tensor_inputs = Vec::new();
+    let mut forms = Vec::new();
+    let mut sell = None;
     let source = match kind {
+        3 => {
+            let (source, spec) = dialect::sell_kernel(&mut g, &mut tensor_inputs);
+            sell = Some(spec);
+            source
+        }
         1 => kernel(&structured_result(&mut g), None),
+        2 if dialect => dialect::kernel(&mut g, &mut matrices, &mut tensor_inputs, &mut forms),
         2 => tensor_kernel(&mut g, &mut matrices, &mut tensor_inputs),
         _ => {
             let ty = match g.extra.clone() {
@@ -487,7 +548,7 @@ fn build(tape: Tape) -> (Case, Tape) {
         }
     };
     let mut inputs = tensor_inputs;
-    if kind != 2 {
+    if kind < 2 {
         let t = &mut g.tape;
         let floats = |t: &mut Tape, k: i64| serde_json::json!((0..k).map(|_| float_value(t)).collect::<Vec<_>>());
         inputs.push(("xs".to_string(), floats(t, n)));
@@ -516,12 +577,16 @@ fn build(tape: Tape) -> (Case, Tape) {
             inputs.push(("es".to_string(), serde_json::json!(es)));
         }
     }
-    let nats = if kind == 2 { Vec::new() } else { g.nats.clone() };
+    let nats = match kind {
+        2 => Vec::new(),
+        3 => sell.as_ref().map(|s: &Sell| vec![("n", s.rows), ("m", s.cols)]).unwrap_or_default(),
+        _ => g.nats.clone(),
+    };
     let extra = match g.extra {
         Some(Ty::S(s)) => Some(s),
         _ => None,
     };
-    (Case { source, nats, inputs, matrices, extra }, g.tape)
+    (Case { source, nats, inputs, matrices, extra, forms, sell }, g.tape)
 }
 
 /// Minimises a failing tape: drops runs of choices and lowers values while

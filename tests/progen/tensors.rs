@@ -16,7 +16,7 @@ use super::*;
 use std::fmt::Write as _;
 
 /// The value types of the tensors drawn here, with how often.
-const ELEMS: &[(&str, u32)] = &[
+pub(super) const ELEMS: &[(&str, u32)] = &[
     ("f32", 3),
     ("f64", 2),
     ("i32", 2),
@@ -47,8 +47,8 @@ struct Tensor {
     spmv: Spmv,
 }
 
-#[derive(Clone, Copy, PartialEq)]
-enum Spmv {
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub(super) enum Spmv {
     None,
     /// `(j - i : compressed, i : dense)`: `(offset, diagonal over the rows)`.
     Dia,
@@ -62,7 +62,7 @@ enum Spmv {
 
 use Level::{Compressed as C, Dense as D, Singleton as S};
 
-fn mlir(map: &str) -> String {
+pub(super) fn mlir(map: &str) -> String {
     format!("#sparse_tensor.encoding<{{ map = {map} }}>")
 }
 
@@ -171,15 +171,15 @@ fn vector_encoding(t: &mut Tape) -> (Tensor, bool) {
     (tensor, sorted)
 }
 
-fn is_complex(elem: &str) -> bool {
+pub(super) fn is_complex(elem: &str) -> bool {
     elem.starts_with("complex")
 }
-fn is_int(elem: &str) -> bool {
+pub(super) fn is_int(elem: &str) -> bool {
     elem.starts_with('i') || elem.starts_with('u')
 }
 
 /// A stored value of type `elem`, never 0 (written as a file writes it).
-fn value(t: &mut Tape, elem: &str) -> String {
+pub(super) fn value(t: &mut Tape, elem: &str) -> String {
     if is_int(elem) {
         let k = 1 + t.below(4) as i64;
         return if elem.starts_with('u') || t.below(2) == 0 { k.to_string() } else { (-k).to_string() };
@@ -192,7 +192,7 @@ fn value(t: &mut Tape, elem: &str) -> String {
 }
 
 /// A dense vector's element of type `elem`, as JSON.
-fn json_value(t: &mut Tape, elem: &str) -> serde_json::Value {
+pub(super) fn json_value(t: &mut Tape, elem: &str) -> serde_json::Value {
     if is_int(elem) {
         let k = t.below(7) as i64 - 3;
         return serde_json::json!(if elem.starts_with('u') { k.abs() } else { k });
@@ -204,7 +204,7 @@ fn json_value(t: &mut Tape, elem: &str) -> serde_json::Value {
 }
 
 /// The scalar type of program text for the value type `elem`.
-fn scalar_name(elem: &str) -> &str {
+pub(super) fn scalar_name(elem: &str) -> &str {
     match elem {
         "f32" => "float",
         "f64" => "double",
@@ -214,7 +214,7 @@ fn scalar_name(elem: &str) -> &str {
 
 /// Random entries of a tensor of sizes `dims`: about one in three
 /// positions, each row (first coordinate) with at most `per_row`.
-fn entries(t: &mut Tape, dims: &[i64], elem: &str, per_row: Option<usize>) -> Vec<(Vec<i64>, String)> {
+pub(super) fn entries(t: &mut Tape, dims: &[i64], elem: &str, per_row: Option<usize>) -> Vec<(Vec<i64>, String)> {
     let total: i64 = dims.iter().product();
     let mut out: Vec<(Vec<i64>, String)> = Vec::new();
     let mut in_row = 0;
@@ -238,7 +238,7 @@ fn entries(t: &mut Tape, dims: &[i64], elem: &str, per_row: Option<usize>) -> Ve
 }
 
 /// Matrix Market text of a matrix (`real`, `integer` or `complex` field).
-fn mtx_text(dims: &[i64], entries: &[(Vec<i64>, String)], elem: &str) -> String {
+pub(super) fn mtx_text(dims: &[i64], entries: &[(Vec<i64>, String)], elem: &str) -> String {
     let field = if is_complex(elem) {
         "complex"
     } else if is_int(elem) {
@@ -255,7 +255,7 @@ fn mtx_text(dims: &[i64], entries: &[(Vec<i64>, String)], elem: &str) -> String 
 }
 
 /// FROSTT text with the extended header (rank, count; the sizes).
-fn tns_text(dims: &[i64], entries: &[(Vec<i64>, String)]) -> String {
+pub(super) fn tns_text(dims: &[i64], entries: &[(Vec<i64>, String)]) -> String {
     let sizes: Vec<String> = dims.iter().map(i64::to_string).collect();
     let mut s = format!("{} {}\n{}\n", dims.len(), entries.len(), sizes.join(" "));
     for (c, x) in entries {
@@ -268,29 +268,57 @@ fn tns_text(dims: &[i64], entries: &[(Vec<i64>, String)]) -> String {
 /// The fold of [`tensor_case`](super::sparse::tensor_case) with integer
 /// constants (which take any numeric type), so that it holds for every value
 /// type: each level's elements weighted by their coordinates and summed.
-fn fold(g: &mut Gen, levels: &[Level], var: &str, sum: &str) -> String {
+///
+/// With `defs` (a tensor kernel with definitions: [`super::dialect`]) each
+/// leaf, weight and sum may go through one of them instead, drawing one
+/// more choice at each; without, it draws what it drew before they existed.
+pub(super) fn fold(g: &mut Gen, levels: &[Level], var: &str, sum: &str, defs: Option<&TensorDefs>) -> String {
     let Some((first, rest)) = levels.split_first() else {
-        return match *g.tape.pick(&["", " * 2", " + 1", " - 3"]) {
+        let leaf = match *g.tape.pick(&["", " * 2", " + 1", " - 3"]) {
             "" => var.to_string(),
             c => format!("({var}{c})"),
         };
+        return match defs {
+            Some(d) if g.tape.below(2) == 0 => format!("{}({leaf})", d.leaf),
+            _ => leaf,
+        };
     };
     let x = g.fresh("x");
+    // `:>> total` (the definition of `reduce(+, 0)` or `reduceSeq`) or the sum itself.
+    let sum_stage = |g: &mut Gen| match defs {
+        Some(d) if g.tape.below(2) == 0 => d.total.clone(),
+        _ => format!("{sum}(+, 0)"),
+    };
     match first {
         Level::Dense { .. } => {
-            let inner = fold(g, rest, &x, sum);
-            format!("({var} :>> map(fun({x} => {inner})) :>> {sum}(+, 0))")
+            let inner = fold(g, rest, &x, sum, defs);
+            let total = sum_stage(g);
+            format!("({var} :>> map(fun({x} => {inner})) :>> {total})")
         }
         Level::Compressed { .. } => {
-            let inner = fold(g, rest, &format!("{x}.2"), sum);
-            let weight = format!("select({x}.1 % 2 == 0, 1, 2)");
-            format!("({var} :>> map(fun({x} => {inner} * {weight})) :>> {sum}(+, 0))")
+            let inner = fold(g, rest, &format!("{x}.2"), sum, defs);
+            let weighted = match defs {
+                Some(d) if g.tape.below(2) == 0 => format!("{}({x}.1, {inner})", d.weigh),
+                _ => format!("{inner} * select({x}.1 % 2 == 0, 1, 2)"),
+            };
+            let total = sum_stage(g);
+            format!("({var} :>> map(fun({x} => {weighted})) :>> {total})")
         }
         Level::Singleton { .. } => {
-            let inner = fold(g, rest, &format!("{var}.2"), sum);
+            let inner = fold(g, rest, &format!("{var}.2"), sum, defs);
             format!("({inner} * select({var}.1 > 0, 2, 1))")
         }
     }
+}
+
+/// The definitions a tensor kernel's [`fold`] may use, by name: a leaf's
+/// transformation (`fun(x => …)` of `+ - *` and integer literals, so of any
+/// value type), an entry weighted by its coordinate (`fun(c, x => …)`), and
+/// the sum as a pipeline stage.
+pub(super) struct TensorDefs {
+    pub(super) leaf: String,
+    pub(super) weigh: String,
+    pub(super) total: String,
 }
 
 /// A kernel over a tensor parameter `A` drawn here (see the module's
@@ -367,19 +395,19 @@ pub(super) fn tensor_kernel_more(
         }
         _ => {
             if g.tape.below(2) == 0 || rank == 1 {
-                fold(g, &tensor.levels, "A", sum)
+                fold(g, &tensor.levels, "A", sum, None)
             } else {
                 let x = g.fresh("x");
                 match tensor.levels[0] {
                     Level::Dense { .. } => {
-                        let inner = fold(g, &tensor.levels[1..], &x, sum);
+                        let inner = fold(g, &tensor.levels[1..], &x, sum, None);
                         format!("A :>> map(fun({x} => {inner}))")
                     }
                     Level::Compressed { dim: Some(d) } => {
-                        let inner = fold(g, &tensor.levels[1..], &format!("{x}.2"), sum);
+                        let inner = fold(g, &tensor.levels[1..], &format!("{x}.2"), sum, None);
                         format!("A :>> map(fun({x} => ({x}.1, {inner}))) :>> scatterAdd(A_dim{d})")
                     }
-                    _ => fold(g, &tensor.levels, "A", sum),
+                    _ => fold(g, &tensor.levels, "A", sum, None),
                 }
             }
         }
@@ -402,7 +430,7 @@ pub(super) fn tensor_kernel_more(
 }
 
 /// SpMV `y = A xs` over the view of `kind`.
-fn spmv(g: &mut Gen, kind: Spmv, sum: &str) -> String {
+pub(super) fn spmv(g: &mut Gen, kind: Spmv, sum: &str) -> String {
     let scale = g.tape.pick(&["", " * 2"]);
     match kind {
         Spmv::Dia => format!(
