@@ -67,12 +67,15 @@
 //! - **Iso-valued** matrices ([`Inspection::iso_value`]: every entry the
 //!   same value, bit for bit, not NaN): CSR32 and CSR carry `explicitVal`
 //!   ([`explicit_val`]) and read no values (4 bytes per entry, against 12
-//!   at f64 and 8 at f32), in CSR32's place: measured on `rmat_s18_ef10`
-//!   (docs/performance.md, "iso-valued matrices"), the iso CSR32 ran
-//!   1.14–1.20x CSR32 with values, but SELL-8-σ with its values stayed
-//!   ahead of it (its SpMV waits on the gathers of x more than on the
-//!   values). The padded formats (DIA, BSR, SELL) keep their values: a
-//!   padding slot must read 0, not the constant.
+//!   at f64 and 8 at f32), in CSR32's place, except that with 8-byte
+//!   values the iso CSR32 goes ahead of SELL-8-σ: measured on
+//!   `rmat_s18_ef10` (docs/performance.md, "iso-valued matrices" and
+//!   "Against MKL after the fourteenth session's merges"), the iso CSR32 ran
+//!   1.14–1.20x CSR32 with values; at f64 and 2 threads 1.02–1.06x
+//!   SELL-8-σ with its values, at f32 SELL-8-σ stayed ahead (its SpMV
+//!   waits on the gathers of x more than on the values). The padded
+//!   formats (DIA, BSR, SELL) keep their values: a padding slot must read
+//!   0, not the constant.
 //!
 //! The candidates that pass their fill are ordered by their storage bytes
 //! (the bytes [`super::estimate::storage_size`] gives, computed here from
@@ -644,11 +647,19 @@ pub fn rank(s: &Inspection, elem: ScalarType) -> Ranking {
             bytes: bytes(&[(s.rows.saturating_add(1), 4), (s.nnz, 4 + value_bytes)]),
         };
         // Iso-valued, it reads a third (f64) or a half (f32) of its bytes
-        // with values, yet keeps its place after the structured formats:
-        // measured on rmat_s18_ef10, it ran 1.14-1.20x CSR32 with values but
-        // 0.72-0.93x SELL-8-σ with values (docs/performance.md, "iso-valued
-        // matrices"): that SpMV waits on its gathers of x, not on the values.
-        candidates.push(csr32);
+        // with values. With 8-byte values that puts it ahead of SELL-8-σ,
+        // which keeps its values (a padding slot must read 0): on
+        // rmat_s18_ef10 at 2 threads, 1.02-1.06x SELL-8-σ in two quiet runs
+        // of the whole bench (docs/performance.md, "Against MKL after the
+        // fourteenth session's merges"). With 4-byte values SELL-8-σ stays
+        // ahead (1.25-1.36x the iso CSR32, "Iso-valued matrices"): that SpMV
+        // waits on its gathers of x more than on its values. Otherwise it
+        // keeps its place after the structured formats.
+        let sorted_at = candidates.iter().position(|c| c.name == SELL8_SORTED);
+        match sorted_at {
+            Some(at) if iso.is_some() && v >= 8 => candidates.insert(at, csr32),
+            _ => candidates.push(csr32),
+        }
     } else {
         rejected.push(Rejected { name: "CSR32".into(), reason: "the entries or columns do not fit 31 bits".into() });
     }
@@ -822,20 +833,27 @@ mod tests {
     }
 
     #[test]
-    fn iso_csr32_keeps_csr32s_place_after_the_structured_formats() {
-        // A power law of ones: SELL-8-σ (with values) stays ahead of the iso
-        // CSR32, as measured on rmat_s18_ef10; the ranking is the plain one's.
+    fn iso_csr32_passes_sell8_sorted_with_8_byte_values_only() {
+        // A power law of ones: with 8-byte values the iso CSR32 goes ahead of
+        // SELL-8-σ (with values), with 4-byte values it stays behind, as
+        // measured on rmat_s18_ef10; a structured format stays first.
         let e = power_law_entries();
         let dims = [2048, 4096];
         let ones = with_values(dims, &e, ScalarVec::from(vec![1.0f64; e.len()]));
         let b = banded(200, 2);
         let banded_ones = with_values([200, 200], &b, ScalarVec::from(vec![1.0f64; b.len()]));
-        for elem in [ScalarType::F64, ScalarType::F32] {
+        for (elem, first) in [(ScalarType::F64, "CSR32"), (ScalarType::F32, SELL8_SORTED)] {
             let plain = rank(&inspect(&coo(dims, &e)).unwrap(), elem);
+            assert_eq!(&names(&plain)[..2], [SELL8_SORTED, "CSR32"], "{elem}");
             let iso = rank(&inspect(&ones).unwrap(), elem);
-            assert_eq!(names(&iso), names(&plain), "{elem}");
-            assert_eq!(&names(&iso)[..2], [SELL8_SORTED, "CSR32"], "{elem}");
-            assert!(iso.candidates[1].encoding.as_deref().unwrap().contains("explicitVal = 1.0"), "{elem}");
+            let mut want = names(&plain);
+            if first == "CSR32" {
+                want.swap(0, 1);
+            }
+            assert_eq!(names(&iso), want, "{elem}");
+            assert_eq!(names(&iso)[0], first, "{elem}");
+            let csr32 = iso.candidates.iter().find(|c| c.name == "CSR32").unwrap();
+            assert!(csr32.encoding.as_deref().unwrap().contains("explicitVal = 1.0"), "{elem}");
             assert_eq!(names(&rank(&inspect(&banded_ones).unwrap(), elem))[0], "DIA", "{elem}");
         }
     }
