@@ -1041,13 +1041,7 @@ mod tests {
         // order pads 7 rows to 64 (14% full); sorted by length, the long rows
         // share slices and nothing pads.
         let (rows, cols) = (2048u64, 4096u64);
-        let mut e = Vec::new();
-        for i in 0..rows {
-            let n = if i % 8 == 0 { 64 } else { 1 };
-            let mut js: Vec<u64> = (0..n).map(|k| (i * 7 + k * 61) % cols).collect();
-            js.sort();
-            e.extend(js.into_iter().map(|j| (i, j)));
-        }
+        let e = power_law_entries();
         let s = inspect(&coo([rows, cols], &e)).unwrap();
         assert!(s.sell8_fill < MIN_FILL && s.sell8_sorted_fill > 0.99 && s.row_cv > POWER_LAW_CV, "{s:?}");
         let mut rowptr = vec![0usize; rows as usize + 1];
