@@ -280,9 +280,20 @@ impl Sell {
     pub fn unpermute_on<T: Clone + Send + Sync>(&self, z: &[T], y: &mut [T], threads: usize) {
         assert_eq!(y.len(), self.rows, "SELL: y has the matrix's rows");
         assert!(z.len() >= self.slices() * self.c, "SELL: z holds every slice's lanes");
-        if threads <= 1 || self.rows < PARALLEL_UNPERMUTE_ROWS {
-            return self.unpermute_into(z, y);
+        // Without the CPU backend's runtime (the fuzz targets' build) there is
+        // no pool: the calling thread does it all.
+        #[cfg(feature = "cpu")]
+        if threads > 1 && self.rows >= PARALLEL_UNPERMUTE_ROWS {
+            return self.unpermute_parallel(z, y, threads);
         }
+        #[cfg(not(feature = "cpu"))]
+        let _ = threads;
+        self.unpermute_into(z, y)
+    }
+
+    /// [`Sell::unpermute_on`]'s split over the pool.
+    #[cfg(feature = "cpu")]
+    fn unpermute_parallel<T: Clone + Send + Sync>(&self, z: &[T], y: &mut [T], threads: usize) {
         /// `y`'s start, shared by the ranges, which write disjoint parts.
         struct Out<T>(*mut T);
         // SAFETY: each range writes only its own elements of `y` (below), so
