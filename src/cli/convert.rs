@@ -29,9 +29,9 @@ pub struct Args {
     defs: Option<String>,
     /// With `--to 'SELL(C…)'`: the operand whose arrays the archive holds
     /// (`NAME_soff`, `NAME_cols`, `NAME_vals`, …, as `heddle sparsify
-    /// --encoding NAME=SELL(C…)` names the kernel's parameters).
-    #[arg(long, default_value = "A")]
-    name: String,
+    /// --encoding NAME=SELL(C…)` names the kernel's parameters); `A` by default.
+    #[arg(long, value_parser = super::args::checked(parameter_name))]
+    name: Option<String>,
     /// Store the values at this element type (heddle or MLIR spelling: f16, bf16,
     /// f32, f64, i32, ...), rounded once to nearest; the file's own type by default.
     #[arg(long, value_parser = super::type_cmd::parse_elem)]
@@ -53,6 +53,11 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     if let Some(spec) = heddle_rewrite::sparsify::sell::parse_name(&a.to) {
         let spec = spec.map_err(|m| Failure::usage("--to", format!("--to {}: {m}", a.to.trim())))?;
         return sell(a, spec);
+    }
+    if a.name.is_some() {
+        super::warn(
+            "--name applies to --to 'SELL(C…)' (the archive's array names); a tensor encoding's output ignores it",
+        );
     }
     let auto = super::auto::is_auto(&a.to);
     if !auto {
@@ -203,6 +208,9 @@ fn sell(a: &Args, spec: heddle_rewrite::sparsify::sell::SellSpec) -> Result<Outp
             ),
         ));
     }
+    if a.stats {
+        super::warn("--stats describes a tensor encoding's storage; --to 'SELL(C…)' lists its arrays instead");
+    }
     let t0 = Instant::now();
     let contents = file::read_as_written(Path::new(&a.input)).map_err(|e| Failure::Input(e.to_string()))?;
     let coo = super::auto::entries_of(&contents);
@@ -216,7 +224,7 @@ fn sell(a: &Args, spec: heddle_rewrite::sparsify::sell::SellSpec) -> Result<Outp
     let elem = a.elem.unwrap_or(coo.elem());
     let (rows, cols) = (coo.dims[0], coo.dims[1]);
     let t1 = Instant::now();
-    let arrays = super::sell::export(&coo, spec, elem, &a.name, &a.input)?;
+    let arrays = super::sell::export(&coo, spec, elem, a.name.as_deref().unwrap_or("A"), &a.input)?;
     let t2 = Instant::now();
     let named: Vec<_> = arrays
         .iter()
@@ -253,4 +261,17 @@ fn sell(a: &Args, spec: heddle_rewrite::sparsify::sell::SellSpec) -> Result<Outp
         "write_seconds": (t3 - t2).as_secs_f64(),
     });
     Ok(Output { text, json })
+}
+
+/// `--name NAME`: a kernel parameter's name (letters, digits and `_`, not
+/// starting with a digit), as the archive's array names start with it.
+fn parameter_name(text: &str) -> Result<String, String> {
+    let mut chars = text.chars();
+    let ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if ok {
+        Ok(text.to_string())
+    } else {
+        Err(format!("`{text}` is not a parameter name (letters, digits and `_`, not starting with a digit)"))
+    }
 }

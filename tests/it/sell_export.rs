@@ -192,6 +192,10 @@ fn sell_export_refuses_what_it_cannot_write() {
     let (code, _, err) = heddle(&["convert", m, "--to", "SELL(8)", "-o", "s.mtx"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains(".npz archive"), "{err}");
+    // An array prefix that is no parameter name: usage.
+    let (code, _, err) = heddle(&["convert", m, "--to", "SELL(8)", "--name", "a-b", "-o", out]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a parameter name"), "{err}");
     // A σ that is no multiple of C: usage.
     let (code, _, err) = heddle(&["convert", m, "--to", "SELL(8, sigma = 12)", "-o", out]);
     assert_eq!(code, 2, "{err}");
