@@ -297,16 +297,12 @@ pub fn read_npz_member(path: &Path, member: &str) -> Result<Loaded, String> {
     };
     let what = format!("{}: array `{member}`", path.display());
     let entry = zip.by_index(index).map_err(|e| format!("{what}: cannot open it: {e}"))?;
-    // The data's buffer is reserved at most at what the member can hold (a
-    // stored member its size, a deflated one deflate's largest expansion of
-    // it) and grows as bytes arrive, up to the memory limit.
-    let packed = entry.compressed_size();
-    let holds = match entry.compression() {
-        zip::CompressionMethod::Stored => packed,
-        _ => packed.saturating_mul(crate::sparse::npz::DEFLATE_RATIO).saturating_add(1 << 10),
-    };
+    // The data's buffer is reserved in part (a deflated member's size is
+    // known only by inflating it) and grows as bytes arrive, up to the
+    // memory limit and to what the member can hold.
+    let (holds, reserve) = crate::sparse::npz::member_sizes(entry.compression(), entry.compressed_size());
     let (limit, _) = crate::limits::max_bytes()?;
-    let array = super::npy::read_array(entry, limit, holds.min(limit))
+    let array = super::npy::read_array(entry, limit, reserve.min(holds).min(limit))
         .map_err(|e| format!("{what}: not a valid .npy array: {e}"))?;
     loaded_of(array, &what)
 }

@@ -54,7 +54,18 @@ pub enum NpzTensor {
 
 /// Deflate expands at most about 1032 : 1, so a deflated member cannot hold
 /// more than this many times its compressed size.
-pub(crate) const DEFLATE_RATIO: u64 = 1032;
+const DEFLATE_RATIO: u64 = 1032;
+
+/// For a zip member of `packed` bytes stored with `method`: the most bytes
+/// it can hold once inflated, and how many to reserve for its data at once
+/// (the rest grows as bytes arrive), so that a small member whose header
+/// promises much reserves little.
+pub(crate) fn member_sizes(method: zip::CompressionMethod, packed: u64) -> (u64, u64) {
+    match method {
+        zip::CompressionMethod::Stored => (packed, packed),
+        _ => (packed.saturating_mul(DEFLATE_RATIO).saturating_add(1 << 10), packed.saturating_mul(4)),
+    }
+}
 
 struct Archive<'p, R: Read + Seek> {
     zip: zip::ZipArchive<R>,
@@ -91,11 +102,7 @@ impl<R: Read + Seek> Archive<'_, R> {
                 Ok(f) => f,
                 Err(e) => return Err(loc.err(name, format!("cannot open the member: {e}"))),
             };
-            let packed = file.compressed_size();
-            let (bound, hint) = match file.compression() {
-                zip::CompressionMethod::Stored => (packed, packed),
-                _ => (packed.saturating_mul(DEFLATE_RATIO).saturating_add(1 << 10), packed.saturating_mul(4)),
-            };
+            let (bound, hint) = member_sizes(file.compression(), file.compressed_size());
             // Per array: at most MAX_STORED elements of at most 8 bytes (bsr
             // blocks count their elements), and no more than the member can hold.
             let cap = (MAX_STORED * 8).min(bound);
