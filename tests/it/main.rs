@@ -14,6 +14,7 @@ mod atomic_runs;
 mod auto_encoding;
 mod batch_levels;
 mod bsr_front_door;
+mod bsr_lanes;
 mod cli;
 mod cli_cpu;
 mod cli_errors;

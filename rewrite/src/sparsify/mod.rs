@@ -46,6 +46,7 @@
 //! non-zero implicit value, and operands of rank above 2.
 
 pub mod absent;
+mod lanes;
 pub mod sell;
 mod view;
 
@@ -110,6 +111,8 @@ pub fn sparsify(
 ) -> Result<Sparsified, Diagnostic> {
     let plan = plan(program, operand, enc_name, encoding)?;
     let (kernel, rules_applied) = apply_laws(&plan.kernel, &plan.rows, plan.operand_span, operand)?;
+    // BSR(r, c) with r > 1: the block row's r sums carried together (`lanes`).
+    let kernel = if plan.lanes.is_empty() { kernel } else { lanes::carry_lanes(&kernel, &plan.lanes) };
     Ok(Sparsified { program: Program { kernel, ..plan.program }, rules_applied })
 }
 

@@ -40,8 +40,21 @@ pub struct Plan {
     pub kernel: Expr,
     /// Where each row binder that got a `densify` is.
     pub rows: Vec<Span>,
+    /// The lane binders of the row-block maps of BSR(r, c) with r > 1
+    /// (`generate(r, fun(lane => row lane's body))`), which
+    /// [`super::lanes`] turns into the lane form once the laws have run.
+    pub lanes: Vec<Name>,
     /// The operand parameter's location.
     pub operand_span: Span,
+}
+
+/// What the structural step marked while rebuilding the uses.
+#[derive(Default)]
+struct Marks {
+    /// The row binders that got a marker.
+    rows: Vec<Span>,
+    /// The lane binders of BSR's block rows (see [`Plan::lanes`]).
+    lanes: Vec<Name>,
 }
 
 /// How the operand's dense uses map onto the encoding's view.
@@ -324,8 +337,8 @@ pub fn plan(program: &Program, operand: &str, enc_name: &str, enc: &Encoding) ->
         elem: scalar,
         encoding: Some(EncodingRef::Named(Name::from(enc_name), Span::DUMMY)),
     }));
-    let mut rows = Vec::new();
-    let new_kernel = rebuild(kernel, operand, &tensor, &substs, &shape, &mut rows)?;
+    let mut marks = Marks::default();
+    let new_kernel = rebuild(kernel, operand, &tensor, &substs, &shape, &mut marks)?;
     let mut encodings = program.encodings.clone();
     encodings.push(EncodingDef {
         name: Name::from(enc_name),
@@ -333,7 +346,7 @@ pub fn plan(program: &Program, operand: &str, enc_name: &str, enc: &Encoding) ->
         span: Span::DUMMY,
     });
     let program = Program { encodings, defs: program.defs.clone(), kernel: new_kernel.clone() };
-    Ok(Plan { program, kernel: new_kernel, rows, operand_span: param.span })
+    Ok(Plan { program, kernel: new_kernel, rows: marks.rows, lanes: marks.lanes, operand_span: param.span })
 }
 
 /// Rebuilds the parameter chain (dropping the operand's nat binders,
@@ -344,19 +357,19 @@ fn rebuild(
     tensor: &Type,
     substs: &[(Name, Nat)],
     shape: &Shape,
-    rows: &mut Vec<Span>,
+    marks: &mut Marks,
 ) -> Result<Expr, Diagnostic> {
     match &e.kind {
         ExprKind::NFun { var, body } => match substs.iter().find(|(n, _)| n == var) {
             // The operand's size: the binder goes, its uses become `A_dimK`.
             Some((_, value)) => {
                 let body = body.subst(var, &Expr::synth(ExprKind::NatValue(value.clone())));
-                rebuild(&body, operand, tensor, substs, shape, rows)
+                rebuild(&body, operand, tensor, substs, shape, marks)
             }
             None => Ok(Expr::new(
                 ExprKind::NFun {
                     var: var.clone(),
-                    body: Box::new(rebuild(body, operand, tensor, substs, shape, rows)?),
+                    body: Box::new(rebuild(body, operand, tensor, substs, shape, marks)?),
                 },
                 e.span,
             )),
@@ -368,10 +381,10 @@ fn rebuild(
                     if p.name.as_str() == operand { Param { ty: Some(tensor.clone()), ..p.clone() } } else { p.clone() }
                 })
                 .collect();
-            let body = rebuild(body, operand, tensor, substs, shape, rows)?;
+            let body = rebuild(body, operand, tensor, substs, shape, marks)?;
             Ok(Expr::new(ExprKind::Fun { params, body: Box::new(body) }, e.span))
         }
-        _ => uses(e, &Name::from(operand), shape, rows),
+        _ => uses(e, &Name::from(operand), shape, marks),
     }
 }
 
@@ -388,7 +401,7 @@ pub(super) fn row_lambda(f: &Expr) -> Option<(&Param, &Expr)> {
 }
 
 /// Rewrites every use of the operand `a` in `e` per `shape`.
-fn uses(e: &Expr, a: &Name, shape: &Shape, rows: &mut Vec<Span>) -> Result<Expr, Diagnostic> {
+fn uses(e: &Expr, a: &Name, shape: &Shape, marks: &mut Marks) -> Result<Expr, Diagnostic> {
     let is_a = |x: &Expr| matches!(&x.kind, ExprKind::Var(v) if v == a);
     let is_map = |x: &Expr| matches!(&x.kind, ExprKind::Var(v) if v.as_str() == "map");
     match (&e.kind, shape) {
@@ -417,35 +430,35 @@ fn uses(e: &Expr, a: &Name, shape: &Shape, rows: &mut Vec<Span>) -> Result<Expr,
         (ExprKind::Pipe { arg, func }, Shape::Diagonals { .. } | Shape::BlockRows { .. }) if is_a(arg) => {
             match &func.kind {
                 ExprKind::App { func: m, args } if is_map(m) && args.len() == 1 && row_lambda(&args[0]).is_some() => {
-                    structured_rows(&args[0], a, shape, rows)
+                    structured_rows(&args[0], a, shape, marks)
                 }
-                _ => uses(arg, a, shape, rows),
+                _ => uses(arg, a, shape, marks),
             }
         }
         (ExprKind::App { func: m, args }, Shape::Diagonals { .. } | Shape::BlockRows { .. })
             if is_map(m) && args.len() == 2 && is_a(&args[1]) && row_lambda(&args[0]).is_some() =>
         {
-            structured_rows(&args[0], a, shape, rows)
+            structured_rows(&args[0], a, shape, marks)
         }
         // `A :>> map(fun(row => body))` and `map(fun(row => body), A)`:
         // the dense level law — map over the dense level, densify each row.
         (ExprKind::Pipe { arg, func }, Shape::CompressedRows | Shape::StoredRows { .. }) if is_a(arg) => {
             match &func.kind {
                 ExprKind::App { func: m, args } if is_map(m) && args.len() == 1 && row_lambda(&args[0]).is_some() => {
-                    let f = densify_rows(&args[0], a, shape, rows)?;
+                    let f = densify_rows(&args[0], a, shape, marks)?;
                     let func = Expr::new(ExprKind::App { func: m.clone(), args: vec![f] }, func.span);
                     Ok(scatter(Expr::new(ExprKind::Pipe { arg: arg.clone(), func: Box::new(func) }, e.span), shape))
                 }
-                _ => uses(arg, a, shape, rows),
+                _ => uses(arg, a, shape, marks),
             }
         }
         (ExprKind::App { func: m, args }, Shape::CompressedRows | Shape::StoredRows { .. })
             if is_map(m) && args.len() == 2 && is_a(&args[1]) && row_lambda(&args[0]).is_some() =>
         {
-            let f = densify_rows(&args[0], a, shape, rows)?;
+            let f = densify_rows(&args[0], a, shape, marks)?;
             Ok(scatter(Expr::new(ExprKind::App { func: m.clone(), args: vec![f, args[1].clone()] }, e.span), shape))
         }
-        _ => map_children(e, &mut |c| uses(c, a, shape, rows)),
+        _ => map_children(e, &mut |c| uses(c, a, shape, marks)),
     }
 }
 
@@ -469,9 +482,9 @@ fn scatter(mapped: Expr, shape: &Shape) -> Expr {
 /// `(coordinate, child)`) `fun(row => (row.1, body[row := child]))`, where
 /// the child is `densify(row.2)` for a compressed inner level — sound only
 /// when `body` is 0 for an absent row ([`super::absent`]).
-fn densify_rows(f: &Expr, a: &Name, shape: &Shape, rows: &mut Vec<Span>) -> Result<Expr, Diagnostic> {
-    let Some((p, body)) = row_lambda(f) else { return uses(f, a, shape, rows) };
-    let body = uses(body, a, shape, rows)?;
+fn densify_rows(f: &Expr, a: &Name, shape: &Shape, marks: &mut Marks) -> Result<Expr, Diagnostic> {
+    let Some((p, body)) = row_lambda(f) else { return uses(f, a, shape, marks) };
+    let body = uses(body, a, shape, marks)?;
     let row = Expr::var(p.name.clone());
     let body = match shape {
         Shape::StoredRows { inner_sparse, .. } => {
@@ -482,7 +495,7 @@ fn densify_rows(f: &Expr, a: &Name, shape: &Shape, rows: &mut Vec<Span>) -> Resu
             }
             let child = proj(row.clone(), 2);
             let child = if *inner_sparse {
-                rows.push(p.span);
+                marks.rows.push(p.span);
                 marker(child)
             } else {
                 child
@@ -490,7 +503,7 @@ fn densify_rows(f: &Expr, a: &Name, shape: &Shape, rows: &mut Vec<Span>) -> Resu
             Expr::synth(ExprKind::Tuple(vec![proj(row, 1), body.subst(&p.name, &child)]))
         }
         _ => {
-            rows.push(p.span);
+            marks.rows.push(p.span);
             body.subst(&p.name, &marker(row))
         }
     };
@@ -501,10 +514,10 @@ fn densify_rows(f: &Expr, a: &Name, shape: &Shape, rows: &mut Vec<Span>) -> Resu
 /// [`Shape::Diagonals`], [`Shape::BlockRows`]): the rows are rebuilt from
 /// the stored structure and each row is its marker. The names bound here
 /// are fresh in the kernel, since substitution does not rename binders.
-fn structured_rows(f: &Expr, a: &Name, shape: &Shape, rows: &mut Vec<Span>) -> Result<Expr, Diagnostic> {
-    let Some((p, body)) = row_lambda(f) else { return uses(f, a, shape, rows) };
-    let body = uses(body, a, shape, rows)?;
-    rows.push(p.span);
+fn structured_rows(f: &Expr, a: &Name, shape: &Shape, marks: &mut Marks) -> Result<Expr, Diagnostic> {
+    let Some((p, body)) = row_lambda(f) else { return uses(f, a, shape, marks) };
+    let body = uses(body, a, shape, marks)?;
+    marks.rows.push(p.span);
     let mut used = std::collections::BTreeSet::new();
     names(&body, &mut used);
     used.insert(a.to_string());
@@ -538,9 +551,19 @@ fn structured_rows(f: &Expr, a: &Name, shape: &Shape, rows: &mut Vec<Span>) -> R
                 Some(1) => format!("{b}.2 :>> join"),
                 Some(_) => format!("{b}.2@{l}"),
             };
-            let row = format!("{BLOCKS_MARKER}({br} :>> map(fun({b} => ({b}.1, {lane}))), {width})");
+            let row = match (lanes, width) {
+                // Blocks one column wide in lanes (BSR(r, 1)): lane `l` of a
+                // block is one entry at column `b.1`, so the lane's row is the
+                // plain `(column, value)` list a CSR row is (the laws then give
+                // one product per block, no slice of the dense operand). The
+                // block's `r x 1` values are read flat (`join`): the CPU code
+                // then addresses lane `l` at a constant offset from the block.
+                (Some(r), 1) if *r > 1 => format!("{MARKER}({br} :>> map(fun({b} => ({b}.1, ({b}.2 :>> join)@{l}))))"),
+                _ => format!("{BLOCKS_MARKER}({br} :>> map(fun({b} => ({b}.1, {lane}))), {width})"),
+            };
             match lanes {
                 Some(r) if *r > 1 => {
+                    marks.lanes.push(Name::from(l.as_str()));
                     (format!("{a} :>> map(fun({br} => generate({r}, fun({l} => {hole})))) :>> join"), row)
                 }
                 _ => (format!("{a} :>> map(fun({br} => {hole}))"), row),

@@ -110,8 +110,9 @@ pub const DIAGONAL_CAP: usize = 1024;
 /// the format to be a candidate (see the module's rule).
 pub const MIN_FILL: f64 = 0.75;
 
-/// The block shapes whose fill is measured (powers of two); BSR(1, 8) is the ranked one.
-pub const BLOCK_SHAPES: [(u64, u64); 4] = [(1, 8), (1, 4), (2, 2), (4, 4)];
+/// The block shapes whose fill is measured (powers of two); BSR(1, 8) and
+/// BSR(8, 1) are the ranked ones.
+pub const BLOCK_SHAPES: [(u64, u64); 6] = [(1, 8), (1, 4), (2, 2), (4, 4), (8, 1), (4, 1)];
 
 /// Rows per SELL slice.
 pub const SELL_SLICE: u64 = 8;
@@ -485,6 +486,52 @@ fn bsr_1x8_widths(blocks: u64, cols: u64) -> (&'static str, u64, u64) {
     }
 }
 
+/// BSR(8, 1) with 32-bit positions and 16-bit block coordinates (columns
+/// ≤ 2^16), as `--encoding` text: the named `BSR(8, 1)`'s levels.
+pub const BSR_8X1_16: &str = "#sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 8 : dense, j floordiv 1 : compressed, i mod 8 : dense, j mod 1 : dense), posWidth = 32, crdWidth = 16 }>";
+
+/// BSR(8, 1) with 32-bit positions and block coordinates, as `--encoding` text.
+pub const BSR_8X1_32: &str = "#sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 8 : dense, j floordiv 1 : compressed, i mod 8 : dense, j mod 1 : dense), posWidth = 32, crdWidth = 32 }>";
+
+/// The narrowest spelling of BSR(8, 1) for `blocks` stored blocks of a
+/// matrix of `cols` columns (a block column is a column): as
+/// [`bsr_1x8_widths`], the encoding text and the bytes of a position and
+/// of a coordinate.
+fn bsr_8x1_widths(blocks: u64, cols: u64) -> (&'static str, u64, u64) {
+    match (blocks < 1 << 31, cols) {
+        (true, ..=0x1_0000) => (BSR_8X1_16, 4, 2),
+        (true, ..=0x8000_0000) => (BSR_8X1_32, 4, 4),
+        _ => ("BSR(8, 1)", 8, 8),
+    }
+}
+
+/// BSR(8, 1) (blocks of 8 rows by 1 column, the block row's 8 sums carried
+/// in vector lanes) as a structured candidate when its blocks fill
+/// [`MIN_FILL`] (the module's rule), else why not.
+fn bsr_8x1(s: &Inspection, v: u64, structural: &mut Vec<Candidate>, rejected: &mut Vec<Rejected>) {
+    let Some(b) = s.blocks.iter().find(|b| (b.rows, b.cols) == (8, 1)) else { return };
+    let name = "BSR(8, 1)".to_string();
+    if s.nnz == 0 {
+        rejected.push(Rejected { name, reason: "no entries".into() });
+    } else if !b.fits {
+        rejected.push(Rejected { name, reason: format!("{} rows are not a multiple of 8", s.rows) });
+    } else if b.fill >= MIN_FILL {
+        let (encoding, pos, crd) = bsr_8x1_widths(b.blocks, s.cols);
+        structural.push(Candidate {
+            name,
+            encoding: Some(encoding.into()),
+            reason: format!("{} blocks of 8x1 hold the entries, {} full", b.blocks, pct(b.fill)),
+            // (i floordiv 8 : dense, j floordiv 1 : compressed, i mod 8 : dense, j mod 1 : dense).
+            bytes: bytes(&[(s.rows / 8 + 1, pos), (b.blocks, crd), (b.blocks.saturating_mul(8), v)]),
+        });
+    } else {
+        rejected.push(Rejected {
+            name,
+            reason: format!("blocks of 8x1 would be {} full, under {}", pct(b.fill), pct(MIN_FILL)),
+        });
+    }
+}
+
 fn pct(x: f64) -> String {
     let p = 100.0 * x;
     if p >= 99.95 || p == 0.0 || p >= 10.0 { format!("{p:.1}%") } else { format!("{p:.2}%") }
@@ -539,6 +586,7 @@ pub fn rank(s: &Inspection, elem: ScalarType) -> Ranking {
                 .push(Rejected { name, reason: format!("blocks of 1x8 would be {} full, under {min}", pct(b.fill)) });
         }
     }
+    bsr_8x1(s, v, &mut structural, &mut rejected);
     structural.sort_by_key(|c| c.bytes);
     let mut candidates = structural;
     let slices = s.rows.div_ceil(SELL_SLICE);
@@ -548,7 +596,7 @@ pub fn rank(s: &Inspection, elem: ScalarType) -> Ranking {
         // documentation); for 4-byte values BSR(1, 8) is faster and keeps
         // its place.
         let at = match v {
-            8.. => candidates.iter().position(|c| c.name.starts_with("BSR")).unwrap_or(candidates.len()),
+            8.. => candidates.iter().position(|c| c.name == "BSR(1, 8)").unwrap_or(candidates.len()),
             _ => candidates.len(),
         };
         let full = format!("slices of 8 rows padded to their longest are {} full", pct(s.sell8_fill));
@@ -1017,6 +1065,60 @@ mod tests {
         assert_eq!(&names(&r)[..4], [SELL8_C16, "SELL-8", "BSR(1, 8)", "CSR32"]);
         // f32: by bytes.
         assert_eq!(&names(&rank(&s, ScalarType::F32))[..4], ["BSR(1, 8)", SELL8_C16, "SELL-8", "CSR32"]);
+    }
+
+    /// A row band: the first `dense` rows full, the others two scattered entries.
+    fn row_band(rows: u64, cols: u64, dense: u64) -> Vec<(u64, u64)> {
+        (0..rows)
+            .flat_map(|i| {
+                let js: Vec<u64> =
+                    if i < dense { (0..cols).collect() } else { vec![(i * 7) % cols, (i * 13 + 5) % cols] };
+                let mut js = js;
+                js.sort();
+                js.dedup();
+                js.into_iter().map(move |j| (i, j))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_row_band_ranks_bsr_8x1_first_at_the_narrowest_widths() {
+        let enc = |t: &str| parse_encoding(t, 0).unwrap();
+        // The texts are the named BSR(8, 1)'s levels at other widths.
+        let named = heddle_ir::encoding::named::resolve("BSR(8, 1)", 0, Some(2)).unwrap();
+        use heddle_ir::encoding::Width;
+        for (text, pos, crd) in [(BSR_8X1_16, Width::W32, Width::W16), (BSR_8X1_32, Width::W32, Width::W32)] {
+            let e = enc(text);
+            assert_eq!(e.levels, named.levels, "{text}");
+            assert_eq!((e.pos_width, e.crd_width), (pos, crd), "{text}");
+        }
+        let c = coo([64, 256], &row_band(64, 256, 16));
+        let s = inspect(&c).unwrap();
+        let b81 = s.blocks.iter().find(|b| (b.rows, b.cols) == (8, 1)).unwrap();
+        assert!(b81.fits && b81.fill > 0.8 && b81.fill < 0.9, "{b81:?}");
+        // Fewer bytes than SELL-8c16 (10 or 6 per slot, here a slot per
+        // entry) at both widths of value, and BSR(8, 1) goes first at f64
+        // too (SELL-8 goes before BSR(1, 8) only).
+        for elem in [ScalarType::F64, ScalarType::F32] {
+            let r = rank(&s, elem);
+            assert_eq!(names(&r)[0], "BSR(8, 1)", "{elem:?}");
+            if elem == ScalarType::F64 {
+                assert_eq!(names(&r)[..4], ["BSR(8, 1)", SELL8_C16, "SELL-8", "BSR(1, 8)"]);
+            }
+            let bsr = &r.candidates[0];
+            assert_eq!(bsr.encoding.as_deref(), Some(BSR_8X1_16));
+            assert_eq!(storage_size(&c, &enc(BSR_8X1_16), elem).unwrap().bytes, bsr.bytes, "{elem:?}");
+        }
+        // Wider than 2^16 columns: 32-bit coordinates; rows not a multiple of 8: not a candidate.
+        assert_eq!(bsr_8x1_widths(10, 1 << 16).0, BSR_8X1_16);
+        assert_eq!(bsr_8x1_widths(10, (1 << 16) + 1).0, BSR_8X1_32);
+        assert_eq!(bsr_8x1_widths(1 << 31, 64).0, "BSR(8, 1)");
+        let r = rank(&inspect(&coo([60, 256], &row_band(60, 256, 16))).unwrap(), ScalarType::F64);
+        assert!(!names(&r).contains(&"BSR(8, 1)"));
+        assert!(r.rejected.iter().any(|x| x.name == "BSR(8, 1)" && x.reason.contains("60 rows")), "{r:?}");
+        // A scattered matrix: blocks of 8x1 hold one entry each.
+        let r = rank(&inspect(&coo([64, 64], &scattered(64, 64, 4))).unwrap(), ScalarType::F64);
+        assert!(r.rejected.iter().any(|x| x.name == "BSR(8, 1)" && x.reason.contains("under")), "{r:?}");
     }
 
     #[test]
