@@ -376,7 +376,10 @@ const SCALED_MV: &str = "nFun(n => nFun(m =>\nfun(a: [[float]_m]_n =>\nfun(xs: [
 
 /// DIA and BSR: the front door's kernels are the hand-written ones'
 /// shapes (examples/sparse/spmv_dia.hdl, spmv_bsr.hdl, spmv_bsr_1x8.hdl),
-/// with no marker left; the printed programs are the snapshots.
+/// with no marker left, except that a block row of BSR(r, c) with r > 1
+/// carries its r sums together across its blocks where each lane is a
+/// `reduce(+, 0)` (rewrite/src/sparsify/lanes.rs); the printed programs
+/// are the snapshots.
 #[test]
 fn dia_and_bsr_kernels_are_the_hand_written_shapes() {
     let dir = tempfile::tempdir().unwrap();
