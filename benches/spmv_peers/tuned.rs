@@ -10,7 +10,9 @@
 //! (`csr32a1c1`); CSR with 16-bit coordinates (32-bit positions), DIA,
 //! ELL with as many slices as the longest row (32-bit positions and
 //! coordinates), BSR with 1×8 blocks (a row stored in runs of 8
-//! columns), and SELL-8-1 (`sell8`: slices of 8 rows run in vector lanes,
+//! columns), BSR with 8×1 blocks (`bsr8x1`: a block row's 8 rows in vector
+//! lanes, 16-bit block coordinates where the columns fit, skipped when the
+//! rows are not a multiple of 8), and SELL-8-1 (`sell8`: slices of 8 rows run in vector lanes,
 //! `examples/sparse/spmv_sell8.hdl`, packed by
 //! `heddle_runtime::sparse::sell`; σ = 1, so its result is y in row order
 //! and no permutation is left to apply), and the same with 16-bit columns
@@ -82,6 +84,26 @@ fn sources(a: &Csr, elem: &str, scalar: &str) -> Vec<(String, String)> {
         }
     } else {
         eprintln!("    csr32iso: skipped, the matrix's values are not all one value");
+    }
+    // BSR(8, 1): a block row's 8 rows in vector lanes, one coordinate per 8
+    // values (the front door's lane form, rewrite/src/sparsify/lanes.rs);
+    // 16-bit coordinates where the columns fit, as `auto` spells it.
+    if a.rows.is_multiple_of(8) {
+        let crd = if a.cols <= 1 << 16 { 16 } else { 32 };
+        out.push((
+            "bsr8x1".into(),
+            format!(
+                "#B = #sparse_tensor.encoding<{{ map = (i, j) -> (i floordiv 8 : dense, j floordiv 1 : compressed, i mod 8 : dense, j mod 1 : dense), posWidth = 32, crdWidth = {crd} }}>\n\
+                 fun(A: tensor<?x?x{elem}, #B> => fun(xs: [{scalar}]_A_dim1 =>\n\
+                 A :>> map(fun(brow => brow\n\
+                   :>> map(fun(b => generate(8, fun(l => (b.2 :>> join)@l * xs@b.1))))\n\
+                   :>> reduce(fun(acc, t => zip(acc, t) :>> map(fun(q => q.1 + q.2))), generate(8, fun(z => 0)))))\n\
+                 :>> join))\n"
+            ),
+        ));
+    } else {
+        // The result has 8 rows per block row.
+        eprintln!("    bsr8x1: skipped, {} rows are not a multiple of 8", a.rows);
     }
     if a.cols.is_multiple_of(8) {
         out.push(("bsr1x8".into(), bsr1x8));

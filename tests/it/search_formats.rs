@@ -10,8 +10,8 @@ const MTX: &str = "matrix=examples/data/spmv8/matrix.mtx";
 const XS: &str = "xs=examples/data/spmv8/xs.json";
 
 /// 2 level orders × 16 level-type pairs; widths ×4 except all-dense; then
-/// DIA, BSR(1, 8), BSR(2, 2), BSR(4, 4) at native and 32-bit widths.
-const RANK2_VARIANTS: usize = 2 * (15 * 4 + 1) + 4 * 2;
+/// DIA, BSR(1, 8), BSR(2, 2), BSR(4, 4), BSR(8, 1) at native and 32-bit widths.
+const RANK2_VARIANTS: usize = 2 * (15 * 4 + 1) + 5 * 2;
 
 fn search(extra: &[&str]) -> (i32, String, String) {
     let mut args = vec![
@@ -52,9 +52,10 @@ fn json_lists_every_variant_sorted_by_time() {
             "(i : compressed, j : dense) }>",
             // CSC: the columns-dot law.
             "(j : dense, i : compressed) }>",
-            // DIA and BSR(2, 2) (the matrix is 8 × 6).
+            // DIA, BSR(2, 2) and BSR(8, 1) (the matrix is 8 × 6).
             "(j - i : compressed, i : dense) }>",
             "(i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense), posWidth = 32, crdWidth = 32 }>",
+            "(i floordiv 8 : dense, j floordiv 1 : compressed, i mod 8 : dense, j mod 1 : dense) }>",
         ] {
             assert!(encs.iter().any(|e| e.ends_with(want)), "{backend}: `{want}` did not run: {j}");
         }

@@ -39,7 +39,10 @@
 //! with a guard saying whether its column is inside the matrix (padding at
 //! a diagonal's ends is never an entry); a BSR row is `densifyBlocks` of its
 //! block row's blocks, each a run of `c` values at block column `b.1`. Their
-//! laws keep the guard, and slice the dense operand by blocks.
+//! laws keep the guard, and slice the dense operand by blocks. A block row
+//! of BSR(r, c) with r > 1 then carries its r lanes' sums together across
+//! its blocks (`lanes.rs`: the vector-lane form); with c = 1 a lane's row is
+//! CSR's `densify` of `(block column, value)` pairs.
 //!
 //! What is not handled yet, each refused with its reason: singleton levels
 //! (COO), counting levels (ELL), other block or difference arrangements, a

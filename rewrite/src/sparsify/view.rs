@@ -42,7 +42,7 @@ pub struct Plan {
     pub rows: Vec<Span>,
     /// The lane binders of the row-block maps of BSR(r, c) with r > 1
     /// (`generate(r, fun(lane => row lane's body))`), which
-    /// [`super::lanes`] turns into the lane form once the laws have run.
+    /// the lane form (`lanes.rs`) interchanges once the laws have run.
     pub lanes: Vec<Name>,
     /// The operand parameter's location.
     pub operand_span: Span,

@@ -39,6 +39,27 @@
 //!   `(v + 0.5) / (v + 4)`, 0.71 and 0.56). Measured:
 //!   `rowband_5k` (fill 1.0) at 1.2–1.7x CSR32; the uniform matrices (fill
 //!   about 1/8) at 0.25–0.55x; `banded_1M_k2` (fill about 0.4) at 0.5–0.8x.
+//! - **BSR(8, 1)** (blocks of 8 rows by 1 column: a column's entries in 8
+//!   consecutive rows): `nnz / (blocks × 8)`, when the rows are a multiple
+//!   of 8. Spelled with 32-bit positions and 16-bit block coordinates when
+//!   the columns fit 16 bits, else 32-bit ones ([`BSR_8X1_16`],
+//!   [`BSR_8X1_32`]; the named, 64-bit `BSR(8, 1)` past 2^31 blocks or
+//!   columns). The front door runs a block row's 8 sums in vector lanes
+//!   (`heddle_rewrite::sparsify`'s lane form): per block one 16-bit
+//!   coordinate, one broadcast of x and 8 values multiplied from memory, so
+//!   it streams `v + 2/8` bytes per slot (8.25 at f64, 4.25 at f32) against
+//!   SELL-8c16's `v + 2`, and reads x once per 8 rows. Its break-even fill
+//!   by bytes is `(v + 0.25) / (v + 2)` against SELL-8c16 (0.83 at f64, 0.71
+//!   at f32, where SELL-8c16 is full) and `(v + 0.25) / (v + 4)` against
+//!   CSR32 (0.69, 0.53); the candidates are ordered by their bytes, which
+//!   weighs the fill against each format's padding. Measured
+//!   (docs/performance.md, "bsr81", interleaved, a loaded machine):
+//!   `rowband_5k` (fill 0.97) at f64 0.60–0.65x SELL-8c16's time at 1 and 2
+//!   threads, at f32 0.5–0.6x; the uniform matrices (fill about 1/8) and
+//!   `banded_1M_k2` (fill 0.42) are under [`MIN_FILL`] and keep their
+//!   formats. BSR(4, 1)'s fill is reported too but not ranked: on
+//!   `rowband_5k` its lane form ran at 1.15–1.2x BSR(8, 1)'s time (half
+//!   the rows per coordinate and per broadcast).
 //! - **SELL-8** (slices of 8 rows padded to their longest): `nnz / slots`.
 //!   Measured at 1.1–1.7x CSR32 on the uniform matrices and `banded_1M_k2`
 //!   (fill 0.8–1.0). No MLIR encoding expresses SELL-8; it is heddle's own
@@ -82,7 +103,8 @@
 //! the statistics), DIA and BSR first since they read the fewest bytes when
 //! they qualify; SELL-8 next (SELL-8c16 first where it fits), CSR32 and CSR
 //! last. One exception, measured: for 8-byte values SELL-8 goes before
-//! BSR(1, 8) when both qualify. On the row-band matrix where both fill, at
+//! BSR(1, 8) when both qualify (not before BSR(8, 1), which is ahead of it
+//! on the same matrix). On the row-band matrix where both fill, at
 //! f64 and 2 threads, BSR(1, 8) (32-bit positions, 16-bit block
 //! coordinates, its block sums carried in lanes) ran at a median of 6.2
 //! GFLOP/s against SELL-8c16's 7.2 through the same front door (the

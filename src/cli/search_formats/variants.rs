@@ -85,8 +85,9 @@ pub fn enumerate(rank: usize) -> Vec<String> {
 
 /// The structured candidates for a matrix: DIA and BSR with 1x8, 2x2 and
 /// 4x4 blocks (the formats MKL's inspector chooses for banded and row-band
-/// matrices), each at the native widths and at 32 bits.
-pub const STRUCTURED: [&str; 4] = ["DIA", "BSR(1, 8)", "BSR(2, 2)", "BSR(4, 4)"];
+/// matrices) and 8x1 blocks (a row band's 8 rows in vector lanes, which
+/// `auto` ranks), each at the native widths and at 32 bits.
+pub const STRUCTURED: [&str; 5] = ["DIA", "BSR(1, 8)", "BSR(2, 2)", "BSR(4, 4)", "BSR(8, 1)"];
 
 fn structured() -> Vec<String> {
     let mut out = Vec::new();
