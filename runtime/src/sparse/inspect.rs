@@ -48,18 +48,26 @@
 //!   (`heddle_rewrite::sparsify`'s lane form): per block one 16-bit
 //!   coordinate, one broadcast of x and 8 values multiplied from memory, so
 //!   it streams `v + 2/8` bytes per slot (8.25 at f64, 4.25 at f32) against
-//!   SELL-8c16's `v + 2`, and reads x once per 8 rows. Its break-even fill
-//!   by bytes is `(v + 0.25) / (v + 2)` against SELL-8c16 (0.83 at f64, 0.71
-//!   at f32, where SELL-8c16 is full) and `(v + 0.25) / (v + 4)` against
-//!   CSR32 (0.69, 0.53); the candidates are ordered by their bytes, which
-//!   weighs the fill against each format's padding. Measured
-//!   (docs/performance.md, "bsr81", interleaved, a loaded machine):
-//!   `rowband_5k` (fill 0.97) at f64 0.60–0.65x SELL-8c16's time at 1 and 2
-//!   threads, at f32 0.5–0.6x; the uniform matrices (fill about 1/8) and
-//!   `banded_1M_k2` (fill 0.42) are under [`MIN_FILL`] and keep their
-//!   formats. BSR(4, 1)'s fill is reported too but not ranked: on
-//!   `rowband_5k` its lane form ran at 1.15–1.2x BSR(8, 1)'s time (half
-//!   the rows per coordinate and per broadcast).
+//!   SELL-8c16's `v + 2`, and loads x once per block where SELL-8's lanes
+//!   gather it once per entry. By bytes alone it would break even with a
+//!   full SELL-8c16 at a fill of `(v + 0.25) / (v + 2)` (0.83 at f64, 0.71
+//!   at f32) and with CSR32 at `(v + 0.25) / (v + 4)` (0.69, 0.53); the
+//!   loads of x move the measured break-even lower, so it is a candidate
+//!   from a fill of [`BSR_8X1_MIN_FILL`] = 0.6 and, as a structured format,
+//!   goes before SELL-8 and CSR32. Measured (docs/performance.md, "bsr81",
+//!   interleaved on a loaded machine): `rowband_5k` (fill 0.97) at 0.6–0.65x
+//!   SELL-8c16's time at f64, 0.4x at f32; synthetic 8000 x 8000 row
+//!   blocks of 200 columns each at fills 0.2–0.9, one thread: BSR(8, 1)
+//!   at 0.26 ms (f64) and 0.17 ms (f32) whatever the fill (the blocks are
+//!   the same), SELL-8c16 at f64 0.50 ms (fill 0.9), 0.38 (0.7), 0.32
+//!   (0.6), 0.27 (0.5), 0.23 (0.4), at f32 0.44 (0.9), 0.31 (0.6), 0.22
+//!   (0.4), 0.17 (0.3); so 0.6 keeps a margin over the f64 break-even
+//!   (0.5). The uniform matrices (fill about 1/8) and `banded_1M_k2` (fill
+//!   0.42) stay under it and keep their formats. BSR(4, 1)'s fill is
+//!   reported too but not ranked: on `rowband_5k` its lane form ran at
+//!   1.15–1.2x BSR(8, 1)'s time at f64 (half the rows per coordinate and
+//!   per broadcast), and at f32 7x (its row of 4 lanes, one vector, is
+//!   kept in memory by the CPU backend).
 //! - **SELL-8** (slices of 8 rows padded to their longest): `nnz / slots`.
 //!   Measured at 1.1–1.7x CSR32 on the uniform matrices and `banded_1M_k2`
 //!   (fill 0.8–1.0). No MLIR encoding expresses SELL-8; it is heddle's own
@@ -131,6 +139,12 @@ pub const DIAGONAL_CAP: usize = 1024;
 /// The least share of a format's stored values that must hold entries for
 /// the format to be a candidate (see the module's rule).
 pub const MIN_FILL: f64 = 0.75;
+
+/// The least fill of BSR(8, 1)'s blocks for it to be a candidate: lower
+/// than [`MIN_FILL`], measured (module documentation): its lane form loads
+/// x once per block where SELL-8 gathers it per entry, and ran ahead of
+/// SELL-8c16 down to a fill of 0.5 at f64 and 0.3 at f32.
+pub const BSR_8X1_MIN_FILL: f64 = 0.6;
 
 /// The block shapes whose fill is measured (powers of two); BSR(1, 8) and
 /// BSR(8, 1) are the ranked ones.
@@ -529,7 +543,7 @@ fn bsr_8x1_widths(blocks: u64, cols: u64) -> (&'static str, u64, u64) {
 
 /// BSR(8, 1) (blocks of 8 rows by 1 column, the block row's 8 sums carried
 /// in vector lanes) as a structured candidate when its blocks fill
-/// [`MIN_FILL`] (the module's rule), else why not.
+/// [`BSR_8X1_MIN_FILL`] (the module's rule), else why not.
 fn bsr_8x1(s: &Inspection, v: u64, structural: &mut Vec<Candidate>, rejected: &mut Vec<Rejected>) {
     let Some(b) = s.blocks.iter().find(|b| (b.rows, b.cols) == (8, 1)) else { return };
     let name = "BSR(8, 1)".to_string();
@@ -537,7 +551,7 @@ fn bsr_8x1(s: &Inspection, v: u64, structural: &mut Vec<Candidate>, rejected: &m
         rejected.push(Rejected { name, reason: "no entries".into() });
     } else if !b.fits {
         rejected.push(Rejected { name, reason: format!("{} rows are not a multiple of 8", s.rows) });
-    } else if b.fill >= MIN_FILL {
+    } else if b.fill >= BSR_8X1_MIN_FILL {
         let (encoding, pos, crd) = bsr_8x1_widths(b.blocks, s.cols);
         structural.push(Candidate {
             name,
@@ -549,7 +563,7 @@ fn bsr_8x1(s: &Inspection, v: u64, structural: &mut Vec<Candidate>, rejected: &m
     } else {
         rejected.push(Rejected {
             name,
-            reason: format!("blocks of 8x1 would be {} full, under {}", pct(b.fill), pct(MIN_FILL)),
+            reason: format!("blocks of 8x1 would be {} full, under {}", pct(b.fill), pct(BSR_8X1_MIN_FILL)),
         });
     }
 }
@@ -618,7 +632,19 @@ pub fn rank(s: &Inspection, elem: ScalarType) -> Ranking {
         // documentation); for 4-byte values BSR(1, 8) is faster and keeps
         // its place.
         let at = match v {
-            8.. => candidates.iter().position(|c| c.name == "BSR(1, 8)").unwrap_or(candidates.len()),
+            8.. => {
+                // BSR(8, 1) stays ahead of SELL-8 (measured faster where it
+                // qualifies): ahead of BSR(1, 8) too when that stores fewer bytes.
+                let b18 = candidates.iter().position(|c| c.name == "BSR(1, 8)");
+                let b81 = candidates.iter().position(|c| c.name == "BSR(8, 1)");
+                if let (Some(i), Some(j)) = (b18, b81)
+                    && j > i
+                {
+                    let c = candidates.remove(j);
+                    candidates.insert(i, c);
+                }
+                candidates.iter().position(|c| c.name == "BSR(1, 8)").unwrap_or(candidates.len())
+            }
             _ => candidates.len(),
         };
         let full = format!("slices of 8 rows padded to their longest are {} full", pct(s.sell8_fill));
@@ -1141,6 +1167,26 @@ mod tests {
         // A scattered matrix: blocks of 8x1 hold one entry each.
         let r = rank(&inspect(&coo([64, 64], &scattered(64, 64, 4))).unwrap(), ScalarType::F64);
         assert!(r.rejected.iter().any(|x| x.name == "BSR(8, 1)" && x.reason.contains("under")), "{r:?}");
+    }
+
+    #[test]
+    fn bsr_8x1_stays_ahead_of_sell8_at_f64_when_bsr_1x8_stores_fewer_bytes() {
+        // 16 rows: per block row, rows 0..6 dense over 64 columns, rows 6..8
+        // one run of 8 each: 1x8 blocks are full (fewer bytes), 8x1 blocks
+        // 81% full; SELL-8's slices 81% full.
+        let e: Vec<(u64, u64)> = (0..16u64)
+            .flat_map(|i| {
+                let js: Vec<u64> = if i % 8 < 6 { (0..64).collect() } else { (8 * (i % 8)..8 * (i % 8) + 8).collect() };
+                js.into_iter().map(move |j| (i, j))
+            })
+            .collect();
+        let s = inspect(&coo([16, 64], &e)).unwrap();
+        let r = rank(&s, ScalarType::F64);
+        let bytes = |n: &str| r.candidates.iter().find(|c| c.name == n).unwrap().bytes;
+        assert!(bytes("BSR(1, 8)") < bytes("BSR(8, 1)"), "{r:?}");
+        assert_eq!(names(&r)[..4], ["BSR(8, 1)", SELL8_C16, "SELL-8", "BSR(1, 8)"], "{r:?}");
+        // f32: by bytes.
+        assert_eq!(names(&rank(&s, ScalarType::F32))[..2], ["BSR(1, 8)", "BSR(8, 1)"]);
     }
 
     #[test]
