@@ -41,7 +41,7 @@ pub struct Choice {
     /// The operand.
     #[serde(skip)]
     pub operand: String,
-    /// The chosen format's name (`DIA`, `BSR(1, 8)`, `SELL-8c16`, `SELL-8`, `CSR32`, `CSR`).
+    /// The chosen format's name (`DIA`, `BSR(1, 8)`, `BSR(8, 1)`, `SELL-8c16`, `SELL-8`, `CSR32`, `CSR`).
     pub encoding: String,
     /// The `--encoding` text it stands for.
     pub encoding_text: String,

@@ -466,7 +466,7 @@ fn inspect_sorted(coo: &Coo) -> Inspection {
 /// One ranked storage format.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Candidate {
-    /// The format's name (`DIA`, `BSR(1, 8)`, `SELL-8c16`, `SELL-8`, `CSR32`, `CSR`).
+    /// The format's name (`DIA`, `BSR(1, 8)`, `BSR(8, 1)`, `SELL-8c16`, `SELL-8`, `CSR32`, `CSR`).
     pub name: String,
     /// What `--encoding NAME=…` takes for it; `None` when no encoding expresses it.
     pub encoding: Option<String>,
