@@ -254,3 +254,34 @@ fn sell_takes_the_row_maps_the_laws_take() {
         assert!(out.contains(part), "{part}: {out}");
     }
 }
+
+/// BSR(r, c) with r lanes: `(i floordiv r : dense, j floordiv c : compressed, i mod r : dense, j mod c : dense)`.
+fn bsr(r: u64, c: u64) -> String {
+    format!(
+        "#sparse_tensor.encoding<{{ map = (i, j) -> (i floordiv {r} : dense, j floordiv {c} : compressed, i mod {r} : dense, j mod {c} : dense) }}>"
+    )
+}
+
+#[test]
+fn bsr_block_rows_carry_their_lanes_sums_together() {
+    // BSR(8, 1): one product per block, the 8 lanes' terms as a row summed
+    // lane by lane from a row of zeros; no per-lane sum, no slice of xs.
+    let out = go(DENSE_MV, "matrix", &bsr(8, 1)).unwrap();
+    assert!(out.contains("generate(8, fun(lane => (b.2 :>> join)@lane * xs@b.1))"), "{out}");
+    assert!(
+        out.contains("zip(acc, t) :>> map(fun(q => q.1 + q.2))") && out.contains("generate(8, fun(z => 0))"),
+        "{out}"
+    );
+    assert!(!out.contains("reduce(+") && !out.contains("split(") && !out.contains(MARKER), "{out}");
+    // BSR(4, 4): each lane's block dot product stays a sum over the block's columns.
+    let out = go(DENSE_MV, "matrix", &bsr(4, 4)).unwrap();
+    assert!(out.contains("generate(4, fun(z => 0))") && out.contains("(xs :>> split(4))@b.1"), "{out}");
+    assert_eq!(out.matches("reduce(+, 0)").count(), 1, "{out}");
+    // A lane whose sum is scaled is not a `reduce(+, 0)`: the per-lane form stays.
+    let scaled = "nFun(n => nFun(m => fun(a: [[float]_m]_n => fun(xs: [float]_m => a :>> map(fun(row => 2.0 * (zip(row, xs) :>> map(fun(p => p.1 * p.2)) :>> reduce(+, 0))))))))";
+    let out = go(scaled, "a", &bsr(8, 1)).unwrap();
+    assert!(out.contains("generate(8, fun(lane =>") && !out.contains("acc"), "{out}");
+    // One lane (BSR(1, c)) has no lanes to carry.
+    let out = go(DENSE_MV, "matrix", &bsr(1, 8)).unwrap();
+    assert!(!out.contains("generate(") && !out.contains("acc"), "{out}");
+}
