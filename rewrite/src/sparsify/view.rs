@@ -89,7 +89,8 @@ enum Shape {
     /// or `(i : dense, j floordiv c : compressed, j mod c : dense)`
     /// (`None`). Row `i` is the stored blocks of its block row, each giving
     /// the `c` values of lane `i mod r` from column `block · c`:
-    /// `densifyBlocks(blocks, c)`.
+    /// `densifyBlocks(blocks, c)`; with `r > 1` and `c = 1`, the plain
+    /// `densify` of `(block column, lane's value)` pairs, a CSR row.
     BlockRows {
         /// The block's rows `r`, when the rows are blocked.
         lanes: Option<u64>,
