@@ -71,6 +71,34 @@ fn csf_maps_store_as_csf_on_the_interpreter() {
 }
 
 #[test]
+fn a_dense_level_between_lists_stores_every_child() {
+    // `ssds` (compressed, compressed, dense, compressed): each (i, j) node
+    // holds an array over k of lists over l; mapped, it stores as the input.
+    let tmp = common::scratch_dir("nested-results-ssds");
+    let d = tmp.path();
+    let path = root().join("tests/compile_coverage/data/t2x2x3x2.tns");
+    let src = d.join("ssds.hdl");
+    std::fs::write(
+        &src,
+        "fun(A: tensor<?x?x?x?xf64, ssds> =>\n  (A :>> map(fun(a => (a.1, a.2 :>> map(fun(b => (b.1, b.2 :>> map(fun(c => c :>> map(fun(d => (d.1, d.2 * 2.0))))))))))) : tensor<{A_dim0}x{A_dim1}x{A_dim2}x{A_dim3}xf64, ssds>))\n",
+    )
+    .unwrap();
+    let m = format!("A={}", path.display());
+    let (code, out, err) = heddle(&["run", src.to_str().unwrap(), "--backend", "interp", "--matrix", &m]);
+    assert_eq!(code, 0, "{err}");
+    let got = storage_from_json(&serde_json::from_str(&out).unwrap(), None).unwrap();
+    let enc = parse_encoding(
+        "#sparse_tensor.encoding<{ map = (i, j, k, l) -> (i : compressed, j : compressed, k : dense, l : compressed) }>",
+        0,
+    )
+    .unwrap();
+    let input = file::read_into(&path, &enc).unwrap();
+    assert_eq!((&got.positions, &got.coordinates), (&input.positions, &input.coordinates));
+    let doubled: Vec<f64> = (0..input.values.len()).map(|k| input.values.num(k).to_f64() * 2.0).collect();
+    assert_eq!(got.values, doubled.into());
+}
+
+#[test]
 fn inner_lists_left_empty_are_stored_as_nodes_without_children() {
     // A filter of the innermost fibres: a fibre with no positive value is
     // still an element of its list, stored with no entries under it.

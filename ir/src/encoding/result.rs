@@ -314,6 +314,9 @@ pub fn plan(
         let list_above = levels.iter().any(|p| matches!(p.source, Source::List { .. }));
         let per_entry_above = levels.last().is_some_and(|p| p.store == Store::PerEntry);
         let store = match (&source, lv.format) {
+            // A dense level between lists (a DCSR-like `ssds` tensor's view):
+            // every child stored; a list must follow (checked below).
+            (Source::Dense { .. }, LevelFormat::Dense) if list_above => Store::Dense,
             (Source::Dense { .. }, _) if list_above => {
                 return Err(format!(
                     "{here}: below a list of (coordinate, …) pairs each entry is a (coordinate, …) pair or a dense block, but the value has an array of {child} here (a list inside a list cannot be stored yet)"
@@ -382,6 +385,16 @@ pub fn plan(
     // Nested lists: each list a compressed or loose_compressed level, with
     // one positions and one coordinates buffer of its own.
     let lists: Vec<usize> = (0..levels.len()).filter(|&l| matches!(levels[l].source, Source::List { .. })).collect();
+    // (Defensive: a dense level inside the walked levels is followed by a
+    // sparse one, which below a list can only be another list.)
+    if let (Some(&first), Some(&last)) = (lists.first(), lists.last())
+        && let Some(l) = (first..levels.len()).find(|&l| matches!(levels[l].source, Source::Dense { .. }) && l > last)
+    {
+        return Err(format!(
+            "{}: below a list of (coordinate, …) pairs each entry is a (coordinate, …) pair or a dense block, but the value has an array here with no list below it",
+            describe_level(enc, l)
+        ));
+    }
     if lists.len() > 1 {
         for &l in &lists {
             if !matches!(enc.levels[l].format, LevelFormat::Compressed | LevelFormat::LooseCompressed)
@@ -554,6 +567,14 @@ mod tests {
         let csr = enc("map = (i, j) -> (i : dense, j : compressed)");
         let (p, _) = plan(&csr, ScalarType::F32, &[None, Some(Nat::var("m"))], &rows(ScalarType::I64)).unwrap();
         assert!(!p.nested_lists());
+        // A dense level between two lists stores every child.
+        let rows = Type::array(Type::array(pair(Type::Scalar(ScalarType::F32)), Nat::var("len2")), Nat::var("c"));
+        let ssd = Type::array(pair(Type::array(pair(rows), Nat::var("len1"))), Nat::var("len0"));
+        let sizes4 = [Some(Nat::var("a")), Some(Nat::var("b")), Some(Nat::var("c")), Some(Nat::var("d"))];
+        let ssds = enc("map = (i, j, k, l) -> (i : compressed, j : compressed, k : dense, l : compressed)");
+        let (p, _) = plan(&ssds, ScalarType::F32, &sizes4, &ssd).unwrap();
+        let stores = p.levels.iter().map(|l| l.store).collect::<Vec<_>>();
+        assert_eq!(stores, vec![Store::Nodes, Store::Nodes, Store::Dense, Store::Nodes]);
         // A nonunique or singleton level has no positions of its own for an inner list.
         for bad in [
             "map = (i, j, k) -> (i : compressed(nonunique), j : compressed, k : compressed)",
