@@ -100,6 +100,29 @@ pub struct Simplified {
     pub stats: RunStats,
 }
 
+/// The e-graph work done on one thread: how many runs, and their e-nodes
+/// and iterations summed (see [`egraph_work`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EgraphWork {
+    /// E-graph runs (a Σ whose body holds Σs takes one per nested Σ).
+    pub runs: u64,
+    /// E-nodes of every run's final e-graph, summed.
+    pub nodes: u64,
+    /// Iterations of every run, summed.
+    pub iterations: u64,
+}
+
+thread_local! {
+    static WORK: std::cell::Cell<EgraphWork> = const { std::cell::Cell::new(EgraphWork { runs: 0, nodes: 0, iterations: 0 }) };
+}
+
+/// The e-graph work this thread has done so far: the difference across a
+/// call (lowering a kernel) is that call's work, a measure that, unlike
+/// time, does not depend on the machine (the tests bound it).
+pub fn egraph_work() -> EgraphWork {
+    WORK.with(|w| w.get())
+}
+
 /// Simplifies with the default rules ([`default_rules`]).
 pub fn simplify(n: &Nat, facts: &Facts, limits: &Limits) -> Simplified {
     simplify_with(n, facts, limits, &default_rules())
@@ -178,6 +201,13 @@ pub fn simplify_with(n: &Nat, facts: &Facts, limits: &Limits, rules: &[NatRewrit
         time: start.elapsed(),
         stop_reason,
     };
+    WORK.with(|w| {
+        let mut t = w.get();
+        t.runs += 1;
+        t.nodes += stats.egraph_nodes as u64;
+        t.iterations += stats.iterations as u64;
+        w.set(t);
+    });
     finish(n, friendly_binders(&out), stats)
 }
 

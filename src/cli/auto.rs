@@ -115,7 +115,7 @@ pub fn entries_of(c: &Contents) -> std::borrow::Cow<'_, Coo> {
     match c {
         Contents::Entries(coo, _) | Contents::Pattern(coo, _) => std::borrow::Cow::Borrowed(coo),
         Contents::Columns(cols, _) => std::borrow::Cow::Owned(cols.clone().into_coo()),
-        Contents::Stored(t) => std::borrow::Cow::Owned(t.to_coo()),
+        Contents::Stored(t) | Contents::Scipy(t) | Contents::Window(t, _) => std::borrow::Cow::Owned(t.to_coo()),
     }
 }
 

@@ -108,7 +108,14 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         t.elem = elem;
     }
     let t2 = Instant::now();
-    write::write_as(&t, format, Path::new(&a.output)).map_err(|e| Failure::Input(e.to_string()))?;
+    // A sliced encoding's window: `.json` storage names the sliced encoding,
+    // so the file reads back as the window for a parameter of it.
+    let written = if enc.dims.iter().any(|d| d.slice.is_some()) {
+        write::write_window(&t, &enc, format, Path::new(&a.output))
+    } else {
+        write::write_as(&t, format, Path::new(&a.output))
+    };
+    written.map_err(|e| Failure::Input(e.to_string()))?;
     let t3 = Instant::now();
     let dims: Vec<String> = t.dim_sizes.iter().map(u64::to_string).collect();
     let text = format!(

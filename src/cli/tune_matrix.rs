@@ -78,7 +78,7 @@ impl Reader {
             let coo = match &contents {
                 Contents::Entries(c, _) | Contents::Pattern(c, _) => c.clone(),
                 Contents::Columns(c, _) => c.clone().into_coo(),
-                Contents::Stored(t) => t.to_coo(),
+                Contents::Stored(t) | Contents::Scipy(t) | Contents::Window(t, _) => t.to_coo(),
             };
             self.files.insert(key.clone(), (contents, coo));
         }
@@ -92,6 +92,8 @@ fn copy(c: &Contents) -> Contents {
         Contents::Pattern(coo, e) => Contents::Pattern(coo.clone(), *e),
         Contents::Columns(cols, e) => Contents::Columns(cols.clone(), *e),
         Contents::Stored(t) => Contents::Stored(t.clone()),
+        Contents::Scipy(t) => Contents::Scipy(t.clone()),
+        Contents::Window(t, e) => Contents::Window(t.clone(), e.clone()),
     }
 }
 

@@ -42,6 +42,7 @@ mod iso_values;
 mod json_schemas;
 mod listing7;
 mod nested_levels;
+mod nested_results;
 mod no_panics;
 mod npy_shapes;
 mod opencl;

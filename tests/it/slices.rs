@@ -54,5 +54,60 @@ fn kernels_see_the_window_on_every_backend() {
             let got: Vec<f64> = serde_json::from_str(&out).unwrap();
             assert_eq!(got, want, "{name} on {backend}");
         }
+        // The window converted for this encoding, as `.json` storage, reads
+        // back as the same window.
+        let json = d.join(format!("{name}.json"));
+        let (code, _, err) = heddle(&["convert", mtx.to_str().unwrap(), "--to", &enc, "-o", json.to_str().unwrap()]);
+        assert_eq!(code, 0, "{name}: {err}");
+        for backend in backends() {
+            let m = format!("A={}", json.display());
+            let (code, out, err) = heddle(&["run", kernel.to_str().unwrap(), "--backend", backend, "--matrix", &m]);
+            assert_eq!(code, 0, "{name} from .json on {backend}: {err}");
+            let got: Vec<f64> = serde_json::from_str(&out).unwrap();
+            assert_eq!(got, want, "{name} from .json on {backend}");
+        }
     }
+}
+
+#[test]
+fn a_window_read_for_another_slice_says_what_to_give() {
+    let mtx = root().join("tests/data/sparse/m4x8.mtx");
+    let tmp = crate::common::scratch_dir("cli-slices-other");
+    let d = tmp.path();
+    let enc = |o: u64| {
+        format!(
+            "#sparse_tensor.encoding<{{ map = (i : #sparse_tensor<slice({o}, 2, 1)>, j) -> (i : dense, j : compressed) }}>"
+        )
+    };
+    let json = d.join("w.json");
+    let (code, _, err) = heddle(&["convert", mtx.to_str().unwrap(), "--to", &enc(1), "-o", json.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let kernel = d.join("k.hdl");
+    std::fs::write(
+        &kernel,
+        format!(
+            "fun(A: tensor<2x8xf64, {}> =>\n  A :>> map(fun(row => row :>> map(fun(e => e.2)) :>> reduce(+, 0.0))))\n",
+            enc(2)
+        ),
+    )
+    .unwrap();
+    let (code, _, err) = heddle(&["run", kernel.to_str().unwrap(), "--matrix", &format!("A={}", json.display())]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("holds the window slice(1, 2, 1)")
+            && err.contains("dimension 0 is slice(2, 2, 1)")
+            && err.contains("give its file"),
+        "{err}"
+    );
+    // Read for an unsliced encoding, the file is the window's own tensor.
+    let whole = d.join("whole.hdl");
+    std::fs::write(
+        &whole,
+        "fun(A: tensor<?x?xf64, #CSR> =>\n  A :>> map(fun(row => row :>> map(fun(e => e.2)) :>> reduce(+, 0.0))))\n",
+    )
+    .unwrap();
+    let (code, out, err) = heddle(&["run", whole.to_str().unwrap(), "--matrix", &format!("A={}", json.display())]);
+    assert_eq!(code, 0, "{err}");
+    let sums: Vec<f64> = serde_json::from_str(&out).unwrap();
+    assert_eq!(sums.len(), 2, "{out}");
 }

@@ -43,8 +43,8 @@
 //! given by `?` (refused: nothing could supply it), `explicitVal` with
 //! values that are not numbers of the tensor's type, the symmetric skyline
 //! (not there yet), stored results in DIA, skyline or n:m encodings,
-//! `.npz` archives of `bsr` and `dia` format (the test writes `coo` and
-//! `csr`), and `.npz` files for `implicitVal` encodings (see `dialect`).
+//! and `.npz` archives of `bsr` and `dia` format (the test writes `coo` and
+//! `csr`).
 //! A vector's first level cannot be a singleton (the encoding's verifier
 //! refuses it, as MLIR's does).
 

@@ -14,10 +14,13 @@
 //! | `(I, T)` | singleton | the coordinate ([`Store::Nodes`]) |
 //!
 //! and levels after the last non-dense one are plain arrays inside each entry
-//! (a BSR block). The value has at most one list level: dense levels above it,
-//! pairs below it (so an entry's position is the prefix sum of the list
-//! lengths over the dense positions before it, which is what compiled code
-//! counts). A value without a list is a dense tensor (every level dense).
+//! (a BSR block). The value has dense levels, then a list level, then pairs
+//! below it (so an entry's position is the prefix sum of the list lengths
+//! over the dense positions before it, which is what compiled code counts),
+//! or more lists inside the list's elements ([`ResultPlan::nested_lists`]:
+//! a CSF tensor's fibres under its slices, each a unique compressed level;
+//! the interpreter stores them, compiled code refuses them). A value without
+//! a list is a dense tensor (every level dense).
 //!
 //! Every element of a list is stored, zero or not (as MLIR keeps the explicit
 //! zeros a computation produces); a list's coordinates must be strictly
@@ -121,6 +124,14 @@ impl ResultPlan {
     /// The index of the list level, if the value has one.
     pub fn list_level(&self) -> Option<usize> {
         self.levels.iter().position(|l| matches!(l.source, Source::List { .. }))
+    }
+    /// Whether the value has a list inside a list element (a CSF tensor
+    /// stored from lists of lists): every list level is then a unique
+    /// compressed or loose_compressed level storing each element, and the
+    /// value is stored by walking it ([`ResultPlan::levels`]), not from one
+    /// list's lengths.
+    pub fn nested_lists(&self) -> bool {
+        self.levels.iter().filter(|l| matches!(l.source, Source::List { .. })).count() > 1
     }
     /// The dense levels above the list (all levels when there is none): (length, binder).
     pub fn dense_prefix(&self) -> Vec<(Nat, Option<Name>)> {
@@ -303,6 +314,9 @@ pub fn plan(
         let list_above = levels.iter().any(|p| matches!(p.source, Source::List { .. }));
         let per_entry_above = levels.last().is_some_and(|p| p.store == Store::PerEntry);
         let store = match (&source, lv.format) {
+            // A dense level between lists (a DCSR-like `ssds` tensor's view):
+            // every child stored; a list must follow (checked below).
+            (Source::Dense { .. }, LevelFormat::Dense) if list_above => Store::Dense,
             (Source::Dense { .. }, _) if list_above => {
                 return Err(format!(
                     "{here}: below a list of (coordinate, …) pairs each entry is a (coordinate, …) pair or a dense block, but the value has an array of {child} here (a list inside a list cannot be stored yet)"
@@ -314,9 +328,17 @@ pub fn plan(
             }
             (Source::Dense { .. }, LevelFormat::Compressed | LevelFormat::LooseCompressed) => Store::PerEntry,
             (Source::Dense { .. }, LevelFormat::Singleton) if per_entry_above => Store::PerEntry,
-            (Source::List { .. }, _) if list_above => {
+            // A list inside a list element (CSF's fibres under its slices):
+            // every element stored, positions from the lists' lengths.
+            (Source::List { .. }, LevelFormat::Compressed | LevelFormat::LooseCompressed)
+                if list_above && !per_entry_above =>
+            {
+                Store::Nodes
+            }
+            (Source::List { .. }, f) if list_above => {
                 return Err(format!(
-                    "{here}: the value has a second list of (coordinate, …) pairs inside the first; a list inside a list cannot be stored yet"
+                    "{here}: the value has a list of (coordinate, …) pairs inside another list here, which a {} level cannot store (a compressed or loose_compressed one can)",
+                    f.keyword()
                 ));
             }
             (Source::List { .. }, f) if f.is_dense_like() => {
@@ -359,6 +381,38 @@ pub fn plan(
             "{} stores only some coordinates, but the value gives every one (no list of (coordinate, …) pairs): give that level's entries as a list",
             describe_level(enc, l)
         ));
+    }
+    // Nested lists: each list a compressed or loose_compressed level, with
+    // one positions and one coordinates buffer of its own.
+    let lists: Vec<usize> = (0..levels.len()).filter(|&l| matches!(levels[l].source, Source::List { .. })).collect();
+    // (Defensive: a dense level inside the walked levels is followed by a
+    // sparse one, which below a list can only be another list.)
+    if let (Some(&first), Some(&last)) = (lists.first(), lists.last())
+        && let Some(l) = (first..levels.len()).find(|&l| matches!(levels[l].source, Source::Dense { .. }) && l > last)
+    {
+        return Err(format!(
+            "{}: below a list of (coordinate, …) pairs each entry is a (coordinate, …) pair or a dense block, but the value has an array here with no list below it",
+            describe_level(enc, l)
+        ));
+    }
+    if lists.len() > 1 {
+        for &l in &lists {
+            if !matches!(enc.levels[l].format, LevelFormat::Compressed | LevelFormat::LooseCompressed)
+                || enc.aos_run(l).is_some()
+                || enc.levels[l].props.nonunique
+            {
+                return Err(format!(
+                    "{}: the value has lists of (coordinate, …) pairs inside lists, which are stored by unique compressed or loose_compressed levels with coordinates of their own (CSF), not by this one",
+                    describe_level(enc, l)
+                ));
+            }
+        }
+        if let Some(b) = enc.levels.iter().position(|l| l.format == LevelFormat::Batch) {
+            return Err(format!(
+                "{}: a batch level cannot be stored from a value with lists inside lists",
+                describe_level(enc, b)
+            ));
+        }
     }
     // A per-entry group ends at the list: every level from the group's start
     // down to the list is per-entry or the list itself.
@@ -495,6 +549,40 @@ mod tests {
         let (p, _) = plan(&coo, ScalarType::F32, &[None, Some(Nat::var("m"))], &rows(ScalarType::I64)).unwrap();
         assert_eq!(p.levels.iter().map(|l| l.store).collect::<Vec<_>>(), vec![Store::PerEntry, Store::Nodes]);
         assert_eq!(p.entry_levels(), vec![0, 1]);
+    }
+
+    #[test]
+    fn lists_inside_lists_store_as_csf() {
+        // [(i, [(j, [(k, f32)]_len2)]_len1)]_len0: a rank-3 CSF tensor's view.
+        let pair = |child: Type| Type::Tuple(vec![Type::Scalar(ScalarType::I64), child]);
+        let fibre = Type::array(pair(Type::Scalar(ScalarType::F32)), Nat::var("len2"));
+        let slice = Type::array(pair(fibre), Nat::var("len1"));
+        let value = Type::array(pair(slice), Nat::var("len0"));
+        let sizes = [Some(Nat::var("a")), Some(Nat::var("b")), Some(Nat::var("c"))];
+        let csf = enc("map = (i, j, k) -> (i : compressed, j : compressed, k : loose_compressed)");
+        let (p, _) = plan(&csf, ScalarType::F32, &sizes, &value).unwrap();
+        assert_eq!(p.levels.iter().map(|l| l.store).collect::<Vec<_>>(), vec![Store::Nodes; 3]);
+        assert!(p.nested_lists());
+        // Not a single list: the rows of pairs store as before.
+        let csr = enc("map = (i, j) -> (i : dense, j : compressed)");
+        let (p, _) = plan(&csr, ScalarType::F32, &[None, Some(Nat::var("m"))], &rows(ScalarType::I64)).unwrap();
+        assert!(!p.nested_lists());
+        // A dense level between two lists stores every child.
+        let rows = Type::array(Type::array(pair(Type::Scalar(ScalarType::F32)), Nat::var("len2")), Nat::var("c"));
+        let ssd = Type::array(pair(Type::array(pair(rows), Nat::var("len1"))), Nat::var("len0"));
+        let sizes4 = [Some(Nat::var("a")), Some(Nat::var("b")), Some(Nat::var("c")), Some(Nat::var("d"))];
+        let ssds = enc("map = (i, j, k, l) -> (i : compressed, j : compressed, k : dense, l : compressed)");
+        let (p, _) = plan(&ssds, ScalarType::F32, &sizes4, &ssd).unwrap();
+        let stores = p.levels.iter().map(|l| l.store).collect::<Vec<_>>();
+        assert_eq!(stores, vec![Store::Nodes, Store::Nodes, Store::Dense, Store::Nodes]);
+        // A nonunique or singleton level has no positions of its own for an inner list.
+        for bad in [
+            "map = (i, j, k) -> (i : compressed(nonunique), j : compressed, k : compressed)",
+            "map = (i, j, k) -> (i : compressed, j : singleton, k : compressed)",
+        ] {
+            let e = plan(&enc(bad), ScalarType::F32, &sizes, &value).unwrap_err();
+            assert!(e.contains("inside"), "{bad}: {e}");
+        }
     }
 
     #[test]

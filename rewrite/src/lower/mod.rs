@@ -76,6 +76,12 @@ pub fn lower_kernel(kernel: &Kernel, name: &str) -> Result<LoopProgram, Diagnost
 /// [`lower_kernel`] with options.
 pub fn lower_kernel_with(kernel: &Kernel, name: &str, options: &LowerOptions) -> Result<LoopProgram, Diagnostic> {
     let own = kernel;
+    if let Some(span) = nested_list_result(&kernel.body) {
+        return Err(unsupported(
+            span,
+            "storing a value with lists of (coordinate, …) pairs inside lists (CSF from its fibres' lists)",
+        ));
+    }
     // Vectors become tuples of lanes first, so that a vector of complex
     // numbers reaches `with_pairs` as a tuple of complex lanes (`complex.rs`).
     let lanes = vectors::with_lanes(kernel)?;
@@ -521,6 +527,26 @@ impl<'k> Lowerer<'k> {
 pub(crate) fn bug(span: Span, what: &str) -> Diagnostic {
     Diagnostic::new(span, format!("internal error in lowering: {what}"))
         .with_note("this is a bug in heddle; please report it with the program")
+}
+
+/// Where `t` stores a value with lists inside lists
+/// ([`heddle_ir::encoding::result::ResultPlan::nested_lists`]): its
+/// positions at every list level are prefix sums of lengths only the value
+/// gives, which the fill kernel's one list offset does not express; the
+/// interpreter stores it.
+fn nested_list_result(t: &TExpr) -> Option<Span> {
+    if let TKind::Assemble { plan, .. } = &t.kind
+        && plan.nested_lists()
+    {
+        return Some(t.span);
+    }
+    let mut found = None;
+    t.for_each_child(&mut |c| {
+        if found.is_none() {
+            found = nested_list_result(c);
+        }
+    });
+    found
 }
 
 /// "not supported by the compiled backends yet", located: one of the

@@ -21,3 +21,4 @@ mod program_schedule;
 mod program_semantics;
 mod rules;
 mod soundness;
+mod static_sizes;

@@ -4,9 +4,10 @@
 
 use super::Env;
 use crate::scalars::{Num, ScalarVec};
+use crate::sparse::assemble::Buffers;
 use crate::sparse::result::{Entries, assemble_result};
 use crate::value::Value;
-use heddle_ir::encoding::result::{Order, ResultPlan, Source};
+use heddle_ir::encoding::result::{Order, ResultPlan, Source, Store};
 use heddle_ir::{Diagnostic, Span};
 use std::rc::Rc;
 
@@ -111,6 +112,143 @@ impl Walk<'_> {
     }
 }
 
+/// A value with lists inside lists ([`ResultPlan::nested_lists`]), walked
+/// depth first: the nodes of each level are met in storage order (each
+/// level's in the order of their parents), so each level's positions,
+/// coordinates and the values are appended as they come.
+struct Nested<'a> {
+    walk: Walk<'a>,
+    positions: Vec<Option<Vec<u64>>>,
+    coordinates: Vec<Option<Vec<u64>>>,
+}
+
+impl Nested<'_> {
+    fn loose(&self, l: usize) -> bool {
+        self.walk.plan.encoding.levels[l].format == heddle_ir::encoding::LevelFormat::LooseCompressed
+    }
+    /// Closes a node's children at level `l`, `n` of them, in its positions.
+    fn close(&mut self, l: usize, n: u64) {
+        let loose = self.loose(l);
+        let crd_len = self.coordinates[l].as_ref().map_or(0, Vec::len) as u64;
+        if let Some(pos) = self.positions[l].as_mut() {
+            if loose {
+                pos.push(crd_len - n);
+            }
+            pos.push(crd_len);
+        }
+    }
+    /// Does `v`, the value at level `l`, hold a stored node below (a list
+    /// element)? A level stored compressed keeps only such children.
+    fn has_node(&self, v: &Value, l: usize) -> bool {
+        match self.walk.plan.levels.get(l).map(|p| &p.source) {
+            None | Some(Source::Pair { .. }) => true,
+            Some(Source::List { .. }) => v.as_array().is_some_and(|xs| !xs.is_empty()),
+            Some(Source::Dense { .. }) => v.as_array().is_some_and(|xs| xs.iter().any(|x| self.has_node(x, l + 1))),
+        }
+    }
+    fn level(&mut self, v: &Value, l: usize) -> Result<(), Diagnostic> {
+        let Some(level) = self.walk.plan.levels.get(l) else { return self.walk.entry(v) };
+        let items = |v: &Value| {
+            v.as_array()
+                .map(<[Value]>::to_vec)
+                .ok_or_else(|| self.walk.fail(format!("level {l} of the value is not an array")))
+        };
+        match (&level.source, level.store) {
+            (Source::Dense { .. }, Store::Compress) => {
+                let xs = items(v)?;
+                let mut n = 0;
+                for (i, x) in xs.iter().enumerate() {
+                    if self.has_node(x, l + 1) {
+                        self.coordinates[l].get_or_insert_with(Vec::new).push(i as u64);
+                        n += 1;
+                        self.level(x, l + 1)?;
+                    }
+                }
+                self.close(l, n);
+                Ok(())
+            }
+            (Source::Dense { .. }, _) => {
+                for x in items(v)?.iter() {
+                    self.level(x, l + 1)?;
+                }
+                Ok(())
+            }
+            (Source::List { .. }, _) => {
+                let xs = items(v)?;
+                let mut last: Option<u64> = None;
+                for x in xs.iter() {
+                    let (c, child) = self.walk.pair(x, l)?;
+                    let in_order = match (self.walk.plan.order(l), last) {
+                        (_, None) | (Order::Any, _) => true,
+                        (Order::Increasing, Some(p)) => c > p,
+                        (Order::NonDecreasing, Some(p)) => c >= p,
+                    };
+                    if !in_order {
+                        return Err(self.walk.fail(format!(
+                            "{} (coordinate {c} follows {})",
+                            self.walk.plan.order_message(l),
+                            last.unwrap_or(0)
+                        )));
+                    }
+                    last = Some(c);
+                    self.coordinates[l].get_or_insert_with(Vec::new).push(c);
+                    self.level(&child, l + 1)?;
+                }
+                self.close(l, xs.len() as u64);
+                Ok(())
+            }
+            (Source::Pair { .. }, _) => {
+                let (c, child) = self.walk.pair(v, l)?;
+                self.coordinates[l].get_or_insert_with(Vec::new).push(c);
+                self.level(&child, l + 1)
+            }
+        }
+    }
+}
+
+/// Stores a value with lists inside lists (see [`Nested`]).
+fn store_nested(
+    plan: &ResultPlan,
+    v: &Value,
+    dims: Vec<u64>,
+    lvl_sizes: Vec<u64>,
+    span: Span,
+) -> Result<Value, Diagnostic> {
+    let enc = &plan.encoding;
+    let lr = enc.lvl_rank();
+    let mut w = Nested {
+        walk: Walk {
+            plan,
+            lvl_sizes,
+            entries: Entries { coordinates: Vec::new(), values: ScalarVec::new(plan.elem) },
+            entry_levels: Vec::new(),
+            counts: Vec::new(),
+            path: vec![0; plan.levels.len()],
+            span,
+        },
+        // A compressed level's positions start at 0 (a loose one's pairs need no start).
+        positions: (0..lr)
+            .map(|l| {
+                let f = enc.levels[l].format;
+                f.has_positions()
+                    .then(|| if f == heddle_ir::encoding::LevelFormat::LooseCompressed { vec![] } else { vec![0] })
+            })
+            .collect(),
+        coordinates: vec![None; lr],
+    };
+    w.level(v, 0)?;
+    // A stored level's coordinates buffer exists even when it holds none.
+    for l in 0..plan.levels.len() {
+        if plan.levels[l].store != Store::Dense && w.coordinates[l].is_none() {
+            w.coordinates[l] = Some(Vec::new());
+        }
+    }
+    let buffers = Buffers { positions: w.positions, coordinates: w.coordinates, values: w.walk.entries.values };
+    let t = crate::sparse::assemble::assemble(enc, plan.elem, dims, buffers)
+        .map_err(|e| Diagnostic::new(span, format!("the stored tensor is invalid: {e}")).with_label("stored here"))?;
+    Ok(Value::Tensor(Rc::new(t)))
+}
+
 /// Stores `v` as `plan` says.
 pub fn store(plan: &ResultPlan, v: &Value, env: &Env, span: Span) -> Result<Value, Diagnostic> {
     let eval = |n: &heddle_ir::Nat| -> Result<u64, Diagnostic> {
@@ -123,6 +261,9 @@ pub fn store(plan: &ResultPlan, v: &Value, env: &Env, span: Span) -> Result<Valu
     let dims = plan.dims.iter().map(eval).collect::<Result<Vec<_>, _>>()?;
     let lvl_sizes = heddle_ir::encoding::map::lvl_sizes(&plan.encoding, &dims)
         .map_err(|m| Diagnostic::new(span, m).with_label("stored here"))?;
+    if plan.nested_lists() {
+        return store_nested(plan, v, dims, lvl_sizes, span);
+    }
     let dense: Vec<usize> =
         plan.dense_prefix().iter().map(|(n, _)| eval(n).map(|v| v as usize)).collect::<Result<_, _>>()?;
     let positions: usize = dense.iter().product();

@@ -281,10 +281,6 @@ pub fn assemble(enc: &Encoding, elem: ScalarType, dim_sizes: Vec<u64>, b: Buffer
     Ok(SparseTensor { encoding: enc.clone(), elem, dim_sizes, lvl_sizes, positions, coordinates, values })
 }
 
-/// An encoding with an `explicitVal` says every stored entry has that
-/// value: a stored value that is neither it nor the implicit value (the
-/// padding of dense levels, 0 unless `implicitVal` says otherwise) is an
-/// error naming its position.
 /// The value of the entries an encoding does not store: its `implicitVal`,
 /// or 0.
 pub fn implicit_value(enc: &Encoding) -> Num {
@@ -293,17 +289,21 @@ pub fn implicit_value(enc: &Encoding) -> Num {
 
 /// Converting between encodings keeps the stored entries; the absent ones
 /// take the target's implicit value, so the two must agree (else the
-/// tensor would change).
+/// tensor would change; the error says how to keep it).
 pub(crate) fn check_same_implicit(from: &Encoding, to: &Encoding) -> Result<()> {
     let (a, b) = (implicit_value(from), implicit_value(to));
     if a.to_f64().to_bits() == b.to_f64().to_bits() || (a.to_f64() == 0.0 && b.to_f64() == 0.0) {
         return Ok(());
     }
     Err(SparseError::Shape(format!(
-        "the tensor's absent entries are {a} (its encoding's implicitVal) but the target encoding's are {b}: converting would change the tensor"
+        "the tensor's absent entries are {a} (its encoding's implicitVal) but the target encoding's are {b}: converting would change the tensor (store it in an encoding with `implicitVal = {a}`, or in an all-dense one, which stores every entry)"
     )))
 }
 
+/// An encoding with an `explicitVal` says every stored entry has that
+/// value: a stored value that is neither it nor the implicit value (the
+/// padding of dense levels, 0 unless `implicitVal` says otherwise) is an
+/// error naming its position.
 pub(crate) fn check_explicit_values(enc: &Encoding, values: &ScalarVec) -> Result<()> {
     let Some(explicit) = enc.explicit_val.as_ref().and_then(Num::of_literal) else { return Ok(()) };
     // Without padding slots the values buffer holds entries only, and the

@@ -108,7 +108,7 @@ fn slice_window(coo: &Coo, enc: &Encoding) -> Result<(Coo, Encoding)> {
         let last = (size.max(1) - 1).checked_mul(stride).and_then(|x| x.checked_add(offset));
         if last.is_none_or(|l| l >= coo.dims[d]) {
             return Err(SparseError::Shape(format!(
-                "dimension {d}'s slice (offset {offset}, size {size}, stride {stride}) reaches past the tensor's size {} there",
+                "dimension {d}'s slice (offset {offset}, size {size}, stride {stride}) reaches past the tensor's size {} there (a file holds the whole tensor; a window written by `heddle convert --to` a sliced encoding reads back from its `.json` storage)",
                 coo.dims[d]
             )));
         }

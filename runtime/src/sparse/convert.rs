@@ -24,8 +24,22 @@ use heddle_ir::ScalarType;
 use heddle_ir::encoding::{Encoding, LevelFormat, LvlExpr, map};
 
 /// Stores the tensor `src` denotes in `target`.
+///
+/// The stored entries are kept and the absent ones take the target's
+/// `implicitVal`, so where the two encodings' implicit values differ the
+/// tensor would change. Then the tensor is materialised if one side stores
+/// every coordinate (all its levels dense: a dense source's every slot is
+/// an entry, a dense target gives every coordinate a slot): through the
+/// dense tensor, whose absent entries hold the source's implicit value.
+/// Otherwise the conversion is refused: materialising the source's absent
+/// entries into a sparse target would store every coordinate.
 pub fn convert(src: &SparseTensor, target: &Encoding) -> Result<SparseTensor> {
-    super::assemble::check_same_implicit(&src.encoding, target)?;
+    if let Err(differ) = super::assemble::check_same_implicit(&src.encoding, target) {
+        if stores_every_coordinate(&src.encoding) || stores_every_coordinate(target) {
+            return from_dense(&to_dense(src)?, target, src.elem);
+        }
+        return Err(differ);
+    }
     if let (Some((a, b)), Some((ta, tb))) = (csr_like(&src.encoding), csr_like(target))
         && (ta, tb) == (b, a)
     {
@@ -143,6 +157,14 @@ fn transpose_at<I: Idx>(src: &SparseTensor, target: &Encoding, pos: &IndexBuf, c
         vec![None, Some(tcrd)],
         s.vals,
     )
+}
+
+/// Does `enc` give every coordinate a slot (every level dense, no slices:
+/// a slice stores a window)?
+pub(crate) fn stores_every_coordinate(enc: &Encoding) -> bool {
+    enc.dims.iter().all(|d| d.slice.is_none())
+        && super::batch::batch_rank(enc) == 0
+        && enc.levels.iter().all(|l| l.format == LevelFormat::Dense)
 }
 
 /// Stores a dense tensor in `target` (its zeros are not stored, except where

@@ -29,8 +29,20 @@ pub enum Contents {
     /// Entries kept as one coordinate column per dimension (a coo `.npz`,
     /// see [`CooColumns`]) and the element type.
     Columns(CooColumns, ScalarType),
-    /// A tensor in the storage it was saved in.
+    /// A tensor in the storage it was saved in, with its encoding's fill
+    /// values (a `.json` storage object).
     Stored(Box<SparseTensor>),
+    /// A scipy archive's csr, csc or bsr arrays, kept as stored. scipy has
+    /// no fill value of its own: like an entry list's, the stored entries
+    /// are the entries (padding zeros in blocks are not), and the absent
+    /// ones take the target encoding's `implicitVal`.
+    Scipy(Box<SparseTensor>),
+    /// A `.json` storage object of a sliced encoding (the second): the
+    /// window it selects, stored in the encoding without its slices, as
+    /// `heddle convert --to SLICED -o W.json` writes it. It is that window
+    /// for a parameter of the same sliced encoding, and the window's own
+    /// tensor for an unsliced one.
+    Window(Box<SparseTensor>, Box<Encoding>),
     /// The entries of a pattern file: coordinates only, each value 1 (or
     /// the target encoding's `explicitVal`), of the element type.
     Pattern(Coo, ScalarType),
@@ -42,7 +54,7 @@ impl Contents {
         match self {
             Contents::Entries(c, _) | Contents::Pattern(c, _) => c.len(),
             Contents::Columns(c, _) => c.len(),
-            Contents::Stored(t) => t.nse(),
+            Contents::Stored(t) | Contents::Scipy(t) | Contents::Window(t, _) => t.nse(),
         }
     }
     /// Number of dimensions.
@@ -50,7 +62,7 @@ impl Contents {
         match self {
             Contents::Entries(c, _) | Contents::Pattern(c, _) => c.rank(),
             Contents::Columns(c, _) => c.rank(),
-            Contents::Stored(t) => t.dim_sizes.len(),
+            Contents::Stored(t) | Contents::Scipy(t) | Contents::Window(t, _) => t.dim_sizes.len(),
         }
     }
     /// No entries?
@@ -61,10 +73,14 @@ impl Contents {
     /// way (see [`read_into`]), else packed from its entries.
     pub fn into_encoding(self, enc: &Encoding) -> Result<SparseTensor> {
         if let Contents::Stored(t) = &self {
-            // The stored entries are kept; what is absent and what is stored
-            // must mean the same in the target.
-            super::assemble::check_same_implicit(&t.encoding, enc)?;
+            // Stored values must be the target's explicit value; kept as
+            // stored, what is absent must mean the same in the target
+            // (`convert` checks that itself, and materialises where it can);
+            // all-dense storage has no absent entries.
             super::assemble::check_explicit_values(enc, &t.values)?;
+            if same_scheme(&t.encoding, enc) && !super::convert::stores_every_coordinate(enc) {
+                super::assemble::check_same_implicit(&t.encoding, enc)?;
+            }
         }
         match self {
             Contents::Stored(t) if same_storage(&t.encoding, enc) => Ok(SparseTensor { encoding: enc.clone(), ..*t }),
@@ -72,6 +88,41 @@ impl Contents {
             // Direct paths where there are (CSR ↔ CSC, CSR / CSC → DIA or
             // BSR), else through the entries (`convert::convert`).
             Contents::Stored(t) => super::convert::convert(&t, enc),
+            Contents::Scipy(mut t) => {
+                // Storage without padding (csr, csc) holds exactly its
+                // entries: it is the same storage under the target's
+                // implicit value. A bsr's blocks pad with zeros, which are
+                // not entries (as `.npz` reads them), so its entries are
+                // stored afresh, as a coo archive's would be.
+                if super::assemble::check_same_implicit(&t.encoding, enc).is_ok() || !t.has_padding() {
+                    t.encoding.implicit_val = enc.implicit_val.clone();
+                    Contents::Stored(t).into_encoding(enc)
+                } else {
+                    let elem = t.elem;
+                    Contents::Entries(t.to_coo(), elem).into_encoding(enc)
+                }
+            }
+            Contents::Window(t, sliced) => {
+                if enc.dims.iter().all(|d| d.slice.is_none()) {
+                    return Contents::Stored(t).into_encoding(enc);
+                }
+                // The same window: stored in the encoding without its slices,
+                // as a window of a whole tensor is (`build::pack`).
+                if let Some((d, (have, want))) =
+                    sliced.dims.iter().zip(&enc.dims).enumerate().find(|(_, (a, b))| a.slice != b.slice)
+                {
+                    return Err(SparseError::Shape(format!(
+                        "the file holds the window {} of a bigger tensor (written for a sliced encoding), but the encoding's dimension {d} is {}: a window is taken from the whole tensor; give its file, or storage written for this encoding",
+                        describe_slice(have.slice),
+                        describe_slice(want.slice)
+                    )));
+                }
+                let mut base = enc.clone();
+                for d in &mut base.dims {
+                    d.slice = None;
+                }
+                Contents::Stored(t).into_encoding(&base)
+            }
             Contents::Entries(coo, elem) => pack(&coo, enc, elem),
             Contents::Columns(cols, elem) => super::build::pack_columns(cols, enc, elem),
             Contents::Pattern(coo, elem) => match enc.explicit_val.as_ref().and_then(Num::of_literal) {
@@ -133,6 +184,10 @@ fn read(path: &Path, dest: Option<ScalarType>, target: Option<&Encoding>) -> Res
             Read::Columns(cols, dest)
         }
         Read::Stored(t) => Read::Stored(Box::new(SparseTensor { values: convert(t.values)?, elem: dest, ..*t })),
+        Read::Scipy(t) => Read::Scipy(Box::new(SparseTensor { values: convert(t.values)?, elem: dest, ..*t })),
+        Read::Window(t, sliced) => {
+            Read::Window(Box::new(SparseTensor { values: convert(t.values)?, elem: dest, ..*t }), sliced)
+        }
         Read::Pattern(coo, _) => Read::Pattern(Coo { values: convert(coo.values)?, ..coo }, dest),
     })
 }
@@ -142,7 +197,7 @@ fn read(path: &Path, dest: Option<ScalarType>, target: Option<&Encoding>) -> Res
 fn read_contents(path: &Path, dest: Option<ScalarType>, target: Option<&Encoding>) -> Result<Read> {
     match ext(path).as_str() {
         "npz" => Ok(match super::npz::read_npz(path)? {
-            super::npz::NpzTensor::Stored(t) => Read::Stored(t),
+            super::npz::NpzTensor::Stored(t) => Read::Scipy(t),
             super::npz::NpzTensor::Entries(c, e) => Read::Entries(c, e),
             super::npz::NpzTensor::Columns(c, e) => Read::Columns(c, e),
         }),
@@ -191,9 +246,7 @@ fn read_contents(path: &Path, dest: Option<ScalarType>, target: Option<&Encoding
             if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
                 && let Some(t) = json::storage_from_slice(&bytes, dest)
             {
-                return Ok(Read::Stored(Box::new(
-                    t.map_err(|e| SparseError::Json(format!("{}: {e}", path.display())))?,
-                )));
+                return Ok(stored(t.map_err(|e| SparseError::Json(format!("{}: {e}", path.display())))?));
             }
             let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(invalid)?;
             from_json_value(v, path, dest)
@@ -205,11 +258,28 @@ fn read_contents(path: &Path, dest: Option<ScalarType>, target: Option<&Encoding
     }
 }
 
+/// A storage object read: a window where its encoding was sliced.
+fn stored((t, sliced): (SparseTensor, Option<Encoding>)) -> Read {
+    match sliced {
+        Some(enc) => Read::Window(Box::new(t), Box::new(enc)),
+        None => Read::Stored(Box::new(t)),
+    }
+}
+
+/// `slice(offset, size, stride)` as MLIR writes it, or `not sliced`.
+fn describe_slice(s: Option<heddle_ir::encoding::DimSlice>) -> String {
+    let part = |x: Option<u64>| x.map_or("?".to_string(), |x| x.to_string());
+    match s {
+        Some(s) => format!("slice({}, {}, {})", part(s.offset), part(s.size), part(s.stride)),
+        None => "not sliced".to_string(),
+    }
+}
+
 /// A `.json` file's document: a storage object or nested lists.
 fn from_json_value(v: serde_json::Value, path: &Path, dest: Option<ScalarType>) -> Result<Read> {
     let in_file = |e: SparseError| SparseError::Json(format!("{}: {e}", path.display()));
     if v.is_object() {
-        Ok(Read::Stored(Box::new(json::storage_from_json(&v, dest).map_err(in_file)?)))
+        Ok(stored(json::window_storage_from_json(&v, dest).map_err(in_file)?))
     } else {
         let coo = json::dense_from_json(&v, dest).map_err(in_file)?.to_coo();
         let elem = coo.elem();
@@ -222,7 +292,7 @@ pub fn read_coo(path: &Path) -> Result<(Coo, ScalarType)> {
     match read(path, None, None)? {
         Read::Entries(coo, elem) => Ok((coo, elem)),
         Read::Columns(cols, elem) => Ok((cols.into_coo(), elem)),
-        Read::Stored(t) => Ok((t.to_coo(), t.elem)),
+        Read::Stored(t) | Read::Scipy(t) | Read::Window(t, _) => Ok((t.to_coo(), t.elem)),
         Read::Pattern(coo, elem) => Ok((coo, elem)),
     }
 }

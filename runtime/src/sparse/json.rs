@@ -8,7 +8,7 @@ use super::tensor::SparseTensor;
 use crate::io::number;
 use crate::scalars::{Num, ScalarVec};
 use heddle_ir::ScalarType;
-use heddle_ir::encoding::{parse_encoding, print_encoding};
+use heddle_ir::encoding::{Encoding, parse_encoding, print_encoding};
 use serde_json::{Value, json};
 
 /// A stored value: an integer (exactly, at any width; booleans as 1 and 0)
@@ -190,11 +190,21 @@ fn flatten<'a>(x: &'a Value, shape: &[u64], what: &str) -> Result<Vec<&'a Value>
 
 /// Reads the storage form back, validating it (see [`assemble`]). Values
 /// are of type `dest`, each read straight from its text, or without one of
-/// the type the text says (see [`scalars_from_json`]).
+/// the type the text says (see [`scalars_from_json`]). A sliced encoding's
+/// object holds its window (see [`window_storage_from_json`]): that is the
+/// tensor read.
 pub fn storage_from_json(v: &Value, dest: Option<ScalarType>) -> Result<SparseTensor> {
+    window_storage_from_json(v, dest).map(|(t, _)| t)
+}
+
+/// [`storage_from_json`], with the sliced encoding whose window the object
+/// holds where its encoding has slices (what `heddle convert --to SLICED
+/// -o W.json` writes: the window's sizes and storage, in the encoding
+/// without its slices, which the tensor read has).
+pub fn window_storage_from_json(v: &Value, dest: Option<ScalarType>) -> Result<(SparseTensor, Option<Encoding>)> {
     let field = |k: &str| v.get(k).ok_or_else(|| SparseError::Json(format!("the storage object has no `{k}` field")));
     let text = field("encoding")?.as_str().ok_or_else(|| SparseError::Json("`encoding` must be a string".into()))?;
-    let enc = parse_encoding(text, 0).map_err(SparseError::Encoding)?;
+    let (enc, sliced) = unsliced(parse_encoding(text, 0).map_err(SparseError::Encoding)?);
     let plain_ints = |x: &Value, what: &str| -> Result<Vec<u64>> {
         let arr = x.as_array().ok_or_else(|| SparseError::Json(format!("`{what}` must be a list")))?;
         arr.iter()
@@ -205,6 +215,7 @@ pub fn storage_from_json(v: &Value, dest: Option<ScalarType>) -> Result<SparseTe
             .collect()
     };
     let dim_sizes = plain_ints(field("dim_sizes")?, "dim_sizes")?;
+    check_window(sliced.as_ref(), &dim_sizes)?;
     // A batched tensor's buffers nest one list per batch level (see `batch`).
     let shape: Vec<u64> = match super::batch::Batching::of(&enc)? {
         Some(bt) if bt.batch_dims.iter().all(|&d| d < dim_sizes.len()) => bt.sizes(&dim_sizes),
@@ -276,7 +287,36 @@ pub fn storage_from_json(v: &Value, dest: Option<ScalarType>) -> Result<SparseTe
             )));
         }
     }
-    Ok(t)
+    Ok((t, sliced))
+}
+
+/// An encoding without its slices, and the sliced one where it had any.
+fn unsliced(enc: Encoding) -> (Encoding, Option<Encoding>) {
+    if enc.dims.iter().all(|d| d.slice.is_none()) {
+        return (enc, None);
+    }
+    let mut base = enc.clone();
+    for d in &mut base.dims {
+        d.slice = None;
+    }
+    (base, Some(enc))
+}
+
+/// A sliced encoding's storage object holds its window: its `dim_sizes`
+/// are the slices' sizes.
+fn check_window(sliced: Option<&Encoding>, dim_sizes: &[u64]) -> Result<()> {
+    let Some(enc) = sliced else { return Ok(()) };
+    for (d, (dim, &size)) in enc.dims.iter().zip(dim_sizes).enumerate() {
+        if let Some(sl) = dim.slice
+            && sl.size != Some(size)
+        {
+            let want = sl.size.map_or("`?`".to_string(), |s| s.to_string());
+            return Err(SparseError::Json(format!(
+                "`dim_sizes` gives dimension {d} the size {size}, but the encoding's slice there selects {want}: the storage of a sliced encoding holds its window"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The storage object as written, for [`storage_from_slice`]: buffers as
@@ -298,14 +338,15 @@ struct StorageText<'a> {
 /// once to `dest`. `None` when the object is not of that plain form (a wrong
 /// type, a stray value, invalid JSON): read it as a tree then, whose errors
 /// say exactly what is wrong.
-pub fn storage_from_slice(bytes: &[u8], dest: Option<ScalarType>) -> Option<Result<SparseTensor>> {
+pub fn storage_from_slice(bytes: &[u8], dest: Option<ScalarType>) -> Option<Result<(SparseTensor, Option<Encoding>)>> {
     let s = serde_json::from_slice::<StorageText>(bytes).ok()?;
     let values = scan_values(s.values.get(), dest)?;
     Some(storage_from_text(s, values))
 }
 
-fn storage_from_text(s: StorageText, values: ScalarVec) -> Result<SparseTensor> {
-    let enc = parse_encoding(&s.encoding, 0).map_err(SparseError::Encoding)?;
+fn storage_from_text(s: StorageText, values: ScalarVec) -> Result<(SparseTensor, Option<Encoding>)> {
+    let (enc, sliced) = unsliced(parse_encoding(&s.encoding, 0).map_err(SparseError::Encoding)?);
+    check_window(sliced.as_ref(), &s.dim_sizes)?;
     let elem = values.elem();
     let t = assemble(&enc, elem, s.dim_sizes, Buffers { positions: s.positions, coordinates: s.coordinates, values })?;
     if let Some(given) = s.lvl_sizes
@@ -316,7 +357,7 @@ fn storage_from_text(s: StorageText, values: ScalarVec) -> Result<SparseTensor> 
             t.lvl_sizes
         )));
     }
-    Ok(t)
+    Ok((t, sliced))
 }
 
 /// The values of a JSON list of numbers (and the strings of ±∞ and NaN)

@@ -19,7 +19,7 @@ use super::{buffer::IndexBuf, mtx, npz, tns};
 use crate::io::number;
 use crate::scalars::Num;
 use heddle_ir::ScalarType;
-use heddle_ir::encoding::print_encoding;
+use heddle_ir::encoding::{Encoding, print_encoding};
 use std::io::Write;
 use std::path::Path;
 
@@ -60,6 +60,21 @@ pub fn write(t: &SparseTensor, path: &Path) -> Result<()> {
 
 /// Writes a stored tensor to `path` in `format`.
 pub fn write_as(t: &SparseTensor, format: Format, path: &Path) -> Result<()> {
+    write_labelled(t, &t.encoding, format, path)
+}
+
+/// Writes `t`, the window a sliced encoding `sliced` selects (stored, as
+/// every window is, in `sliced` without its slices: see
+/// [`super::build::pack`]), to `path` in `format`. `.json` storage says
+/// `sliced`, so the file reads back as that window for a parameter of the
+/// same encoding (and as the window's own tensor for an unsliced one);
+/// the other formats cannot say a slice and hold the window as a tensor.
+pub fn write_window(t: &SparseTensor, sliced: &Encoding, format: Format, path: &Path) -> Result<()> {
+    write_labelled(t, sliced, format, path)
+}
+
+/// [`write_as`], the `.json` storage object naming `label` as its encoding.
+fn write_labelled(t: &SparseTensor, label: &Encoding, format: Format, path: &Path) -> Result<()> {
     let io = |source| SparseError::Io { path: path.to_path_buf(), source };
     // Matrix Market, FROSTT and scipy's arrays leave out zeros: a tensor
     // whose absent entries are something else would change there.
@@ -77,7 +92,7 @@ pub fn write_as(t: &SparseTensor, format: Format, path: &Path) -> Result<()> {
         Format::Json => {
             let f = std::fs::File::create(path).map_err(io)?;
             let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-            write_json(t, &mut w).map_err(io)?;
+            write_json_labelled(t, label, &mut w).map_err(io)?;
             w.write_all(b"\n").map_err(io)?;
             w.flush().map_err(io)
         }
@@ -89,9 +104,16 @@ pub fn write_as(t: &SparseTensor, format: Format, path: &Path) -> Result<()> {
 /// `null`) to `w`, without a trailing newline. It parses to exactly
 /// [`super::json::storage_to_json`]'s value.
 pub fn write_json(t: &SparseTensor, w: &mut impl Write) -> std::io::Result<()> {
+    write_json_labelled(t, &t.encoding, w)
+}
+
+/// [`write_json`] naming `label` as the encoding (`t`'s, or the sliced one
+/// whose window `t` is).
+fn write_json_labelled(t: &SparseTensor, label: &Encoding, w: &mut impl Write) -> std::io::Result<()> {
     // Batched buffers nest one list per batch (see `super::batch`): the tree's form.
     if super::batch::batch_rank(&t.encoding) > 0 {
-        let v = super::json::storage_to_json(t);
+        let mut v = super::json::storage_to_json(t);
+        v["encoding"] = serde_json::Value::String(print_encoding(label));
         w.write_all(b"{")?;
         for (k, key) in
             ["encoding", "dim_sizes", "lvl_sizes", "nse", "positions", "coordinates", "values"].into_iter().enumerate()
@@ -101,7 +123,7 @@ pub fn write_json(t: &SparseTensor, w: &mut impl Write) -> std::io::Result<()> {
         }
         return w.write_all(b"}");
     }
-    let text = serde_json::to_string(&print_encoding(&t.encoding)).map_err(std::io::Error::other)?;
+    let text = serde_json::to_string(&print_encoding(label)).map_err(std::io::Error::other)?;
     write!(w, "{{\"encoding\":{text},\"dim_sizes\":")?;
     list(w, t.dim_sizes.iter().copied())?;
     w.write_all(b",\"lvl_sizes\":")?;

@@ -110,3 +110,93 @@ fn conversions_and_writers_never_change_what_absent_means() {
     let e = file::read_into(&j, &enc("map = (i, j) -> (i : dense, j : compressed)")).unwrap_err().to_string();
     assert!(e.contains("converting would change the tensor"), "{e}");
 }
+
+/// The matrix of [`matrix_file`] in the same storage a scipy archive holds
+/// (csr, csc, bsr 2x2): what `.npz` reads as stored.
+fn scipy_archive(d: &std::path::Path, name: &str, body: &str) -> PathBuf {
+    let t = file::read_into_for(&matrix_file(d), &enc(body), ScalarType::F64).unwrap();
+    let p = d.join(format!("{name}.npz"));
+    write::write(&t, &p).unwrap();
+    p
+}
+
+#[test]
+fn scipy_storage_reads_into_implicit_encodings_like_entry_lists() {
+    let tmp = dir();
+    let d = tmp.path();
+    let csr = "map = (i, j) -> (i : dense, j : compressed)";
+    let csc = "map = (i, j) -> (j : dense, i : compressed)";
+    let bsr = "map = (i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, j mod 2 : dense)";
+    // Every target, with absent entries 1: the same storage as the .mtx gives
+    // (its explicit 0 at (2,3) an entry, the bsr archive's block zeros not).
+    let targets = [
+        format!("{csr}, implicitVal = 1.0 : f64"),
+        format!("{csc}, implicitVal = 1.0 : f64"),
+        BSR_ONES.to_string(),
+        "map = (i, j) -> (i : dense, j : dense), implicitVal = 1.0 : f64".to_string(),
+        format!("{csr}, implicitVal = -1.5 : f64"),
+    ];
+    // A bsr block's zeros are padding, so the explicit 0 is not in its archive.
+    let nonzeros = d.join("nonzeros.mtx");
+    std::fs::write(&nonzeros, "%%MatrixMarket matrix coordinate real general\n4 4 3\n1 1 5\n2 2 3\n4 3 2\n").unwrap();
+    for (name, layout) in [("csr", csr), ("csc", csc), ("bsr", bsr)] {
+        let npz = scipy_archive(d, name, layout);
+        let mtx = if name == "bsr" { nonzeros.clone() } else { matrix_file(d) };
+        for target in &targets {
+            let want = file::read_into_for(&mtx, &enc(target), ScalarType::F64).unwrap();
+            let got = file::read_into_for(&npz, &enc(target), ScalarType::F64)
+                .unwrap_or_else(|e| panic!("{name} into {target}: {e}"));
+            assert_eq!(
+                (&got.positions, &got.coordinates, &got.values),
+                (&want.positions, &want.coordinates, &want.values),
+                "{name} into {target}"
+            );
+            assert_eq!(got.encoding, enc(target), "{name} into {target}");
+        }
+    }
+}
+
+#[test]
+fn a_stored_entry_equal_to_the_implicit_value_stays_an_entry() {
+    // (0,0) = 1 in a csr archive read into a CSR with implicitVal = 1: an
+    // entry, as the same .mtx entry is.
+    let tmp = dir();
+    let d = tmp.path();
+    let m = d.join("one.mtx");
+    std::fs::write(&m, "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1\n2 2 3\n").unwrap();
+    let csr = enc("map = (i, j) -> (i : dense, j : compressed)");
+    let npz = d.join("one.npz");
+    write::write(&file::read_into(&m, &csr).unwrap(), &npz).unwrap();
+    let ones = enc("map = (i, j) -> (i : dense, j : compressed), implicitVal = 1.0 : f64");
+    for p in [&m, &npz] {
+        let t = file::read_into(p, &ones).unwrap();
+        assert_eq!(t.nse(), 2, "{}", p.display());
+        assert_eq!(t.values, vec![1.0, 3.0].into(), "{}", p.display());
+    }
+}
+
+#[test]
+fn converting_to_or_from_dense_storage_materialises_absent_entries() {
+    let tmp = dir();
+    let d = tmp.path();
+    let t = file::read_into_for(&matrix_file(d), &enc(BSR_ONES), ScalarType::F64).unwrap();
+    let dense = to_dense(&t).unwrap();
+    // Into an all-dense encoding whose absent entries would be 0: every
+    // coordinate has a slot, so the 1s are stored.
+    let zeros = convert(&t, &enc("map = (i, j) -> (i : dense, j : dense)")).unwrap();
+    assert_eq!(zeros.values, dense.values);
+    // From that dense storage into CSR with absent 0: every nonzero is an
+    // entry, the 1s included; the tensor is the same.
+    let csr = convert(&zeros, &enc("map = (i, j) -> (i : dense, j : compressed)")).unwrap();
+    assert_eq!(to_dense(&csr).unwrap().values, dense.values);
+    assert_eq!(csr.nse(), 15, "every entry but the 0 at (2,3)");
+    // Sparse to sparse with different absent values is refused, saying how.
+    let e = convert(&t, &enc("map = (i, j) -> (i : dense, j : compressed)")).unwrap_err().to_string();
+    assert!(e.contains("implicitVal = 1.0") && e.contains("all-dense"), "{e}");
+    // A .json of the dense storage reads into a dense encoding with another
+    // implicit value: no absent entries, so the same tensor.
+    let j = d.join("dense.json");
+    write::write(&zeros, &j).unwrap();
+    let back = file::read_into(&j, &enc("map = (i, j) -> (i : dense, j : dense), implicitVal = 1.0 : f64")).unwrap();
+    assert_eq!(back.values, dense.values);
+}
