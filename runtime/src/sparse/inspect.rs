@@ -663,6 +663,9 @@ pub fn rank(s: &Inspection, elem: ScalarType) -> Ranking {
     } else {
         rejected.push(Rejected { name: "CSR32".into(), reason: "the entries or columns do not fit 31 bits".into() });
     }
+    if let Some(field) = &iso {
+        rank_iso_sell_sorted(s, field, &mut candidates);
+    }
     let reason = iso_reason(csr_reason("64-bit"));
     candidates.push(Candidate {
         name: "CSR".into(),
@@ -671,6 +674,40 @@ pub fn rank(s: &Inspection, elem: ScalarType) -> Ranking {
         bytes: bytes(&[(s.rows.saturating_add(1), 8), (s.nnz, 8 + value_bytes)]),
     });
     Ranking { candidates, rejected }
+}
+
+/// The name of iso-valued SELL-8-σ (`SELL(8, sigma = S, explicitVal = V)`).
+pub const SELL8_SORTED_ISO: &str = "SELL-8-σ iso";
+
+/// For an iso-valued matrix (`field` is its `explicitVal = …`) where
+/// SELL-8-σ is a candidate: SELL-8-σ without values
+/// (`heddle_rewrite::sparsify::sell`, "Iso-valued SELL"), 4 bytes a slot
+/// plus a 4-byte index per step and a length per lane, ranked ahead of both
+/// SELL-8-σ with its values and the iso CSR32, at f32 and f64. Measured on
+/// `rmat_s18_ef10`, 2 threads, interleaved (docs/performance.md,
+/// "Iso-valued SELL-8-σ"): the fastest median of the four at both widths
+/// (f64 5.2–8.7 ms against SELL-8-σ's 10.5–11.0 and the iso CSR32's
+/// 7.0–12.3; f32 3.4–5.7 against 7.3–9.5 and 6.0–8.8), on a loaded machine.
+/// Its lanes gather x as SELL-8-σ's do, and it streams a third (f64) or a
+/// half (f32) of their bytes.
+fn rank_iso_sell_sorted(s: &Inspection, field: &str, candidates: &mut Vec<Candidate>) {
+    let Some(sorted) = candidates.iter().find(|c| c.name == SELL8_SORTED) else { return };
+    let Some(encoding) = sorted.encoding.as_deref().and_then(|e| e.strip_suffix(')')) else { return };
+    let slices = s.rows.div_ceil(SELL_SLICE);
+    let steps = s.sell8_sorted_slots / SELL_SLICE;
+    let iso = Candidate {
+        name: SELL8_SORTED_ISO.into(),
+        encoding: Some(format!("{encoding}, {field})")),
+        reason: format!(
+            "{}; every entry is {}: no values stored, padding masked by each lane's length",
+            sorted.reason,
+            s.iso_value.as_deref().unwrap_or("")
+        ),
+        // Offsets, columns, a step index per step, a length per lane, the permutation.
+        bytes: bytes(&[(slices + 1, 4), (s.sell8_sorted_slots, 4), (steps, 4), (slices * SELL_SLICE, 4), (s.rows, 4)]),
+    };
+    let at = candidates.iter().position(|c| c.name == SELL8_SORTED || c.name == "CSR32").unwrap_or(candidates.len());
+    candidates.insert(at, iso);
 }
 
 /// The statistics and the ranking for people (`heddle convert --stats`).
@@ -834,24 +871,37 @@ mod tests {
 
     #[test]
     fn iso_csr32_passes_sell8_sorted_with_8_byte_values_only() {
-        // A power law of ones: with 8-byte values the iso CSR32 goes ahead of
-        // SELL-8-σ (with values), with 4-byte values it stays behind, as
-        // measured on rmat_s18_ef10; a structured format stays first.
+        // A power law of ones: iso-valued SELL-8-σ first at both widths; then
+        // with 8-byte values the iso CSR32 goes ahead of SELL-8-σ (with
+        // values), with 4-byte values it stays behind, as measured on
+        // rmat_s18_ef10; a structured format stays first.
         let e = power_law_entries();
         let dims = [2048, 4096];
         let ones = with_values(dims, &e, ScalarVec::from(vec![1.0f64; e.len()]));
         let b = banded(200, 2);
         let banded_ones = with_values([200, 200], &b, ScalarVec::from(vec![1.0f64; b.len()]));
-        for (elem, first) in [(ScalarType::F64, "CSR32"), (ScalarType::F32, SELL8_SORTED)] {
+        for (elem, second) in [(ScalarType::F64, "CSR32"), (ScalarType::F32, SELL8_SORTED)] {
             let plain = rank(&inspect(&coo(dims, &e)).unwrap(), elem);
             assert_eq!(&names(&plain)[..2], [SELL8_SORTED, "CSR32"], "{elem}");
             let iso = rank(&inspect(&ones).unwrap(), elem);
             let mut want = names(&plain);
-            if first == "CSR32" {
+            if second == "CSR32" {
                 want.swap(0, 1);
             }
+            want.insert(0, SELL8_SORTED_ISO);
             assert_eq!(names(&iso), want, "{elem}");
-            assert_eq!(names(&iso)[0], first, "{elem}");
+            assert_eq!(names(&iso)[1], second, "{elem}");
+            let sell = &iso.candidates[0];
+            let sigma = sorted_sigma(2048);
+            let field = if elem == ScalarType::F64 { "1.0 : f64" } else { "1.0 : f32" };
+            assert_eq!(
+                sell.encoding.as_deref(),
+                Some(format!("SELL(8, sigma = {sigma}, explicitVal = {field})").as_str()),
+                "{elem}"
+            );
+            // 4 bytes a slot, against SELL-8-σ's 4 + the value's.
+            let with_values = iso.candidates.iter().find(|c| c.name == SELL8_SORTED).unwrap();
+            assert!(sell.bytes < with_values.bytes, "{elem}");
             let csr32 = iso.candidates.iter().find(|c| c.name == "CSR32").unwrap();
             assert!(csr32.encoding.as_deref().unwrap().contains("explicitVal = 1.0"), "{elem}");
             assert_eq!(names(&rank(&inspect(&banded_ones).unwrap(), elem))[0], "DIA", "{elem}");
