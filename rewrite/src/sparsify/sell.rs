@@ -62,6 +62,32 @@
 //! [`results_in_sliced_order`]); σ is 1 or a multiple of C, so windows hold
 //! whole slices.
 //!
+//! **Iso-valued SELL** (`SELL(C, explicitVal = V)`): every entry holds `V`
+//! (a graph's ones), so no values are stored and a slot is 4 bytes of
+//! column (2 with `crdWidth = 16`), not 12 (f64) or 8 (f32). Padding can no
+//! longer be a stored 0, so each lane masks it: the arrays are
+//!
+//! ```text
+//! A_soff, A_cols                                              as above
+//! A_step: [s -> [int]_{toNat(A_soff@(s + 1) - A_soff@s)}]_A_slices   each step's index in its slice
+//! A_len:  [[int]_C]_A_slices                                        each lane's row length
+//! ```
+//!
+//! and lane `l`'s pairs are `(k.1@l, (V : T))` over `zip(sl.1.1, sl.1.2)` —
+//! the constant, as an iso tensor's view has it (`storage_types::iso_value`
+//! decides whether `V` holds at `T`, by the literal's CSR encoding). After
+//! the laws the interchange wraps each lane's term as `let t = term in
+//! select(k.2 < sl.2@l, t, 0)`: a padding step (at or past the lane's
+//! length) adds 0. The term is bound first because a `select` evaluates
+//! only its branch, and a load inside one becomes a branch around it per
+//! lane; bound outside, the load runs (its padding column is valid: the
+//! row's last, or 0) and the select is a compare and a choice. The mask
+//! could also be a per-step count of full lanes (`l < cnt@k`, no lengths),
+//! but that needs the lanes sorted by length within every slice, which σ = 1
+//! does not give; measured on rmat it was no faster (docs/performance.md,
+//! "Iso-valued SELL-8-σ"). A zero in an `x` padding column would need a copy
+//! of x per launch.
+//!
 //! Refused, each located: an operand that is not a matrix of scalars, a
 //! use of it other than as the rows of a map, a row used other than in a
 //! `reduce(+, 0)` of products with a dense vector (the lane form needs the

@@ -256,3 +256,33 @@ fn sell_takes_the_row_maps_the_laws_take() {
         assert!(out.contains(part), "{part}: {out}");
     }
 }
+
+#[test]
+fn sell_explicit_val_parses_prints_and_drops_the_values_array() {
+    let lit = |text: &str, ty: Option<&str>| {
+        Some(heddle_ir::encoding::Literal { text: text.into(), ty: ty.map(str::to_string) })
+    };
+    let spec = |explicit_val| sell::SellSpec { sigma: 64, explicit_val, ..sell::SellSpec::new(8) };
+    let parsed = sell::parse_name("SELL(8, sigma = 64, explicitVal = 1.0 : f64)");
+    assert_eq!(parsed, Some(Ok(spec(lit("1.0", Some("f64"))))));
+    assert_eq!(sell::parse_name("SELL(8, explicitVal = -0.0, sigma = 64)"), Some(Ok(spec(lit("-0.0", None)))));
+    for s in [spec(lit("2.5", None)), spec(lit("1.0", Some("f32")))] {
+        assert_eq!(sell::parse_name(&s.to_string()), Some(Ok(s)));
+    }
+    for bad in
+        ["SELL(8, explicitVal = one)", "SELL(8, explicitVal = 1 : f65)", "SELL(8, explicitVal = 1, explicitVal = 1)"]
+    {
+        assert!(matches!(sell::parse_name(bad), Some(Err(_))), "{bad}");
+    }
+    // The kernel takes the step indices and lane lengths, no values; a value
+    // the element type does not hold is refused at the operand.
+    let p = heddle_ir::parser::parse_program(DENSE_MV).unwrap();
+    let out = sell::sparsify_sell(&p, "matrix", &spec(lit("1.0", None))).unwrap();
+    let text = heddle_ir::printer::print_program(&out.program);
+    for part in ["matrix_step", "matrix_len", "select(k.2 < sl.2@l, t, 0)"] {
+        assert!(text.contains(part), "{part}: {text}");
+    }
+    assert!(!text.contains("matrix_vals"), "{text}");
+    let err = sell::sparsify_sell(&p, "matrix", &spec(lit("0.1", None))).unwrap_err();
+    assert!(err.message.contains("no value of the matrix's element type"), "{}", err.message);
+}

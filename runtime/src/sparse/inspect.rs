@@ -75,7 +75,11 @@
 //!   SELL-8-σ with its values, at f32 SELL-8-σ stayed ahead (its SpMV
 //!   waits on the gathers of x more than on the values). The padded
 //!   formats (DIA, BSR, SELL) keep their values: a padding slot must read
-//!   0, not the constant.
+//!   0, not the constant — except **iso-valued SELL-8-σ**
+//!   (`SELL(8, sigma = S, explicitVal = V)`), whose lanes mask their
+//!   padding by their rows' lengths: where SELL-8-σ is a candidate it goes
+//!   first, ahead of SELL-8-σ and the iso CSR32 at both value widths
+//!   (measured, [`rank_iso_sell_sorted`]).
 //!
 //! The candidates that pass their fill are ordered by their storage bytes
 //! (the bytes [`super::estimate::storage_size`] gives, computed here from
@@ -899,9 +903,20 @@ mod tests {
                 Some(format!("SELL(8, sigma = {sigma}, explicitVal = {field})").as_str()),
                 "{elem}"
             );
-            // 4 bytes a slot, against SELL-8-σ's 4 + the value's.
+            // 4 bytes a slot, against SELL-8-σ's 4 + the value's; what the packer stores.
             let with_values = iso.candidates.iter().find(|c| c.name == SELL8_SORTED).unwrap();
             assert!(sell.bytes < with_values.bytes, "{elem}");
+            let mut rowptr = vec![0usize; dims[0] as usize + 1];
+            for &(i, _) in &e {
+                rowptr[i as usize + 1] += 1;
+            }
+            for i in 0..dims[0] as usize {
+                rowptr[i + 1] += rowptr[i];
+            }
+            let colidx: Vec<usize> = e.iter().map(|&(_, j)| j as usize).collect();
+            let (r, c) = (dims[0] as usize, dims[1] as usize);
+            let p = super::super::sell::layout(r, c, &rowptr, &colidx, 8, sigma as usize, 0, None).unwrap();
+            assert_eq!(sell.bytes, super::super::sell::iso_storage_bytes(&p.soff, 8, r, sigma as usize), "{elem}");
             let csr32 = iso.candidates.iter().find(|c| c.name == "CSR32").unwrap();
             assert!(csr32.encoding.as_deref().unwrap().contains("explicitVal = 1.0"), "{elem}");
             assert_eq!(names(&rank(&inspect(&banded_ones).unwrap(), elem))[0], "DIA", "{elem}");
