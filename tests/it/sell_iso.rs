@@ -196,3 +196,39 @@ fn auto_picks_iso_sell8_sorted_for_a_power_law_of_ones() {
         common::assert_close(&common::floats(&v["result"]), &want, backend);
     }
 }
+
+/// `heddle tune --matrix` on a matrix of one value also tries each variant
+/// with `explicitVal` (`NAME iso`), verified and timed with the others; on
+/// a matrix of two values it does not.
+#[test]
+fn tune_tries_iso_variants_for_an_iso_matrix_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let ones = common::write_mtx(dir.path(), "ones", 30, 20, &iso_entries(0x154, 30, 20, &[0, 2, 5], 1.0));
+    let mut two = iso_entries(0x155, 30, 20, &[1, 3], 1.0);
+    two[0].2 = 2.0;
+    let two = common::write_mtx(dir.path(), "two", 30, 20, &two);
+    let kernel = common::root().join("examples/sparse/spmv_csr.hdl");
+    let tune = |m: &std::path::Path| {
+        heddle_json(&[
+            "tune",
+            kernel.to_str().unwrap(),
+            "--backend",
+            "cpu",
+            "--threads",
+            "1",
+            "--matrix",
+            &format!("A={}", m.display()),
+        ])
+    };
+    let (code, v) = tune(&ones);
+    assert_eq!(code, 0, "{v}");
+    let kernels: Vec<&str> =
+        v["cases"][0]["variants"].as_array().unwrap().iter().map(|x| x["kernel"].as_str().unwrap()).collect();
+    assert!(kernels.contains(&"spmv_csr") && kernels.contains(&"spmv_csr iso"), "{v}");
+    assert!(v["cases"][0]["variants"].as_array().unwrap().iter().all(|x| x["error"].is_null()), "{v}");
+    let (code, v) = tune(&two);
+    assert_eq!(code, 0, "{v}");
+    let kernels: Vec<&str> =
+        v["cases"][0]["variants"].as_array().unwrap().iter().map(|x| x["kernel"].as_str().unwrap()).collect();
+    assert_eq!(kernels, ["spmv_csr"], "{v}");
+}

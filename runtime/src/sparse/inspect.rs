@@ -199,8 +199,9 @@ pub struct Inspection {
     pub iso_value: Option<String>,
 }
 
-/// [`Inspection::iso_value`] of a matrix's values.
-fn iso_value(values: &crate::scalars::ScalarVec) -> Option<String> {
+/// [`Inspection::iso_value`] of a matrix's values (also `heddle tune
+/// --matrix`'s test for trying iso-valued variants).
+pub fn iso_value(values: &crate::scalars::ScalarVec) -> Option<String> {
     use crate::scalars::ScalarVec as V;
     fn same<T: Copy, B: PartialEq>(v: &[T], bits: impl Fn(T) -> B) -> Option<T> {
         let first = *v.first()?;
@@ -227,7 +228,11 @@ fn iso_value(values: &crate::scalars::ScalarVec) -> Option<String> {
 /// the value holds exactly at `elem` (the matrix's values may be read at
 /// another type: `heddle convert --elem`); `None` otherwise.
 pub fn explicit_val(s: &Inspection, elem: ScalarType) -> Option<String> {
-    let text = s.iso_value.as_deref()?;
+    explicit_val_of(s.iso_value.as_deref()?, elem)
+}
+
+/// [`explicit_val`] for the iso value `text` ([`iso_value`]'s).
+pub fn explicit_val_of(text: &str, elem: ScalarType) -> Option<String> {
     let value = match elem {
         ScalarType::F64 | ScalarType::F32 => {
             let v: f64 = text.parse().ok()?;
