@@ -232,3 +232,38 @@ fn tune_tries_iso_variants_for_an_iso_matrix_only() {
         v["cases"][0]["variants"].as_array().unwrap().iter().map(|x| x["kernel"].as_str().unwrap()).collect();
     assert_eq!(kernels, ["spmv_csr"], "{v}");
 }
+
+/// Rows of one length, every value 2.5: SELL-8's slices fill, and auto
+/// ranks SELL-8 without values first and runs it on every backend.
+#[test]
+fn auto_picks_iso_sell8_for_rows_of_one_length() {
+    let dir = tempfile::tempdir().unwrap();
+    let (rows, cols) = (45u64, 64u64);
+    let e: Entries = (0..rows).flat_map(|i| (0..5).map(move |k| (i, (i * 3 + k * 11) % cols, 2.5))).collect();
+    let mut e = e;
+    e.sort_by_key(|&(i, j, _)| (i, j));
+    let m = common::write_mtx(dir.path(), "rows5", rows, cols, &e);
+    let x: Vec<f64> = (0..cols).map(|j| 1.0 + (j % 13) as f64 * 0.125).collect();
+    let x_path = common::write(dir.path(), "xs.json", &serde_json::to_string(&x).unwrap());
+    let src = dense_source(dir.path(), "double");
+    let want = common::dense_product(rows, &e, &x);
+    for backend in common::backends() {
+        let (code, v) = heddle_json(&[
+            "run",
+            src.to_str().unwrap(),
+            "--backend",
+            backend,
+            "--matrix",
+            &format!("matrix={}", m.display()),
+            "--encoding",
+            "matrix=auto",
+            "--input",
+            &format!("xs={}", x_path.display()),
+        ]);
+        assert_eq!(code, 0, "{backend}: {v}");
+        let auto = &v["auto"]["matrix"];
+        assert_eq!(auto["encoding"], "SELL-8 iso", "{backend}: {auto}");
+        assert_eq!(auto["encoding_text"], "SELL(8, explicitVal = 2.5 : f64)", "{backend}: {auto}");
+        common::assert_close(&common::floats(&v["result"]), &want, backend);
+    }
+}

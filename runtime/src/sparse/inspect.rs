@@ -79,7 +79,9 @@
 //!   (`SELL(8, sigma = S, explicitVal = V)`), whose lanes mask their
 //!   padding by their rows' lengths: where SELL-8-σ is a candidate it goes
 //!   first, ahead of SELL-8-σ and the iso CSR32 at both value widths
-//!   (measured, [`rank_iso_sell_sorted`]).
+//!   (measured, [`rank_iso_sell_sorted`]); and **iso-valued SELL-8**
+//!   (`SELL(8, explicitVal = V)`) likewise just before SELL-8 (and
+//!   SELL-8c16) where SELL-8 is a candidate ([`rank_iso_sell8`]).
 //!
 //! The candidates that pass their fill are ordered by their storage bytes
 //! (the bytes [`super::estimate::storage_size`] gives, computed here from
@@ -674,6 +676,7 @@ pub fn rank(s: &Inspection, elem: ScalarType) -> Ranking {
     }
     if let Some(field) = &iso {
         rank_iso_sell_sorted(s, field, &mut candidates);
+        rank_iso_sell8(s, field, &mut candidates);
     }
     let reason = iso_reason(csr_reason("64-bit"));
     candidates.push(Candidate {
@@ -716,6 +719,35 @@ fn rank_iso_sell_sorted(s: &Inspection, field: &str, candidates: &mut Vec<Candid
         bytes: bytes(&[(slices + 1, 4), (s.sell8_sorted_slots, 4), (steps, 4), (slices * SELL_SLICE, 4), (s.rows, 4)]),
     };
     let at = candidates.iter().position(|c| c.name == SELL8_SORTED || c.name == "CSR32").unwrap_or(candidates.len());
+    candidates.insert(at, iso);
+}
+
+/// The name of iso-valued SELL-8 (`SELL(8, explicitVal = V)`).
+pub const SELL8_ISO: &str = "SELL-8 iso";
+
+/// For an iso-valued matrix (`field` its `explicitVal = …`) where SELL-8 is
+/// a candidate (its slices in row order fill): SELL-8 without values, its
+/// padding masked by each lane's length, ranked ahead of SELL-8 (and of
+/// SELL-8c16, which stores 2 + the value's bytes a slot against its 4).
+/// Measured on `uniform_1M_d5` with every value 1.0, 2 threads,
+/// interleaved (docs/performance.md, "Iso-valued SELL-8-σ"): f64 3.22 ms
+/// against SELL-8's 4.71 and the iso CSR32's 4.32–4.45, f32 2.73 against
+/// 3.37 and 3.83–4.07 (medians of 3 rounds).
+fn rank_iso_sell8(s: &Inspection, field: &str, candidates: &mut Vec<Candidate>) {
+    let Some(at) = candidates.iter().position(|c| c.name == "SELL-8" || c.name == SELL8_C16) else { return };
+    let slices = s.rows.div_ceil(SELL_SLICE);
+    let steps = s.sell8_slots / SELL_SLICE;
+    let iso = Candidate {
+        name: SELL8_ISO.into(),
+        encoding: Some(format!("SELL(8, {field})")),
+        reason: format!(
+            "slices of 8 rows padded to their longest are {} full; every entry is {}: no values stored, padding masked by each lane's length",
+            pct(s.sell8_fill),
+            s.iso_value.as_deref().unwrap_or("")
+        ),
+        // Offsets, columns, a step index per step, a length per lane.
+        bytes: bytes(&[(slices + 1, 4), (s.sell8_slots, 4), (steps, 4), (slices * SELL_SLICE, 4)]),
+    };
     candidates.insert(at, iso);
 }
 
@@ -859,6 +891,37 @@ mod tests {
         let csr = r.candidates.iter().find(|c| c.name == "CSR").unwrap();
         assert!(csr.encoding.as_deref().unwrap().contains("explicitVal = 2.5 : f64"));
         assert!(text_of(&s, &r).contains("values: every entry is 2.5"));
+    }
+
+    #[test]
+    fn iso_sell8_goes_before_sell8_and_stores_what_the_packer_stores() {
+        // Rows of 6 (SELL-8 fills), every value 1.0: SELL-8 without values first.
+        let (rows, cols) = (203u64, 500u64);
+        let e = scattered(rows, cols, 6);
+        let ones = with_values([rows, cols], &e, ScalarVec::from(vec![1.0f64; e.len()]));
+        let s = inspect(&ones).unwrap();
+        let mut rowptr = vec![0usize; rows as usize + 1];
+        for &(i, _) in &e {
+            rowptr[i as usize + 1] += 1;
+        }
+        for i in 0..rows as usize {
+            rowptr[i + 1] += rowptr[i];
+        }
+        let colidx: Vec<usize> = e.iter().map(|&(_, j)| j as usize).collect();
+        let p = super::super::sell::layout(rows as usize, cols as usize, &rowptr, &colidx, 8, 1, 0, None).unwrap();
+        for (elem, ty) in [(ScalarType::F64, "f64"), (ScalarType::F32, "f32")] {
+            let r = rank(&s, elem);
+            let plain = rank(&inspect(&coo([rows, cols], &e)).unwrap(), elem);
+            let mut want = names(&plain);
+            let at = want.iter().position(|n| *n == "SELL-8" || *n == SELL8_C16).unwrap();
+            want.insert(at, SELL8_ISO);
+            assert_eq!(names(&r), want, "{elem}");
+            let iso = r.candidates.iter().find(|c| c.name == SELL8_ISO).unwrap();
+            assert_eq!(iso.encoding.as_deref(), Some(format!("SELL(8, explicitVal = 1.0 : {ty})").as_str()));
+            assert_eq!(iso.bytes, super::super::sell::iso_storage_bytes(&p.soff, 8, rows as usize, 1), "{elem}");
+        }
+        // Values of two kinds: no iso SELL-8.
+        assert!(!names(&rank(&inspect(&coo([rows, cols], &e)).unwrap(), ScalarType::F64)).contains(&SELL8_ISO));
     }
 
     fn text_of(s: &Inspection, r: &Ranking) -> String {
