@@ -49,7 +49,7 @@ pub fn lay_out(a: &Csr, f32: bool, x_of: fn(usize) -> f64) -> Laid {
         // SELL-C-σ: the three arrays, packed as `heddle run --matrix` packs them
         // (and with σ > 1 the row order, undone in every timed run).
         heddle::cli::sparsify::Format::Sell(spec) => {
-            let packed = heddle::cli::sell::pack(&kernel, "matrix", &a.name, spec, &coo)
+            let packed = heddle::cli::sell::pack(&kernel, "matrix", &a.name, &spec, &coo)
                 .unwrap_or_else(|f| panic!("{}: SELL: {}", a.name, f.message()));
             (packed.nats, packed.inputs, packed.sorted)
         }

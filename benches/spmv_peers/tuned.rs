@@ -19,7 +19,11 @@
 //! (`sell8c16`, `examples/sparse/spmv_sell8c16.hdl`) where the matrix has at
 //! most 65 536 columns; and SELL-8-σ (`sell8s{σ}`, rows sorted by length
 //! within windows of σ rows, by default the whole matrix, see [`sigmas`]),
-//! whose result is put back in row order inside every timed run. One whose storage would exceed 3x the matrix's plain CSR
+//! whose result is put back in row order inside every timed run; for an
+//! iso-valued matrix also iso-valued SELL-8 and SELL-8-σ (`sell8iso`,
+//! `sell8s{σ}iso`: no values, each lane's padding masked by its row's
+//! length; `heddle run --encoding 'A=SELL(8, sigma = S, explicitVal = V)'`'s
+//! kernel and packing). One whose storage would exceed 3x the matrix's plain CSR
 //! bytes (`heddle_runtime::sparse::estimate`, the limit `tune` applies), or
 //! that cannot hold the matrix (a column past 65535 for 16-bit
 //! coordinates), is skipped, and the reason printed.
@@ -199,7 +203,52 @@ pub fn lay_out(a: &Csr, f32: bool, x_of: fn(usize) -> f64) -> Vec<Laid> {
     for sigma in sigmas() {
         out.extend(sell8(a, f32, ty, plain, x_of, false, sigma));
     }
+    // Iso-valued SELL (no values; lanes masked by their rows' lengths): SELL-8
+    // and the SELL-8-σ windows, through the front door as `heddle run
+    // --encoding 'A=SELL(8, sigma = S, explicitVal = V)'` takes them.
+    match iso_value(a, f32) {
+        Some(v) => {
+            for sigma in std::iter::once(1).chain(sigmas()) {
+                out.extend(sell8_iso(a, f32, &coo, &v, x_of, sigma));
+            }
+        }
+        None => eprintln!("    sell8iso: skipped, the matrix's values are not all one value"),
+    }
     out
+}
+
+/// Iso-valued SELL-8-σ (`sell8iso`, `sell8s{σ}iso`; `sigma` 0 for the whole
+/// matrix) for `a`, every entry `v`: `examples/dense_mv.hdl` sparsified with
+/// `SELL(8, sigma = S, explicitVal = v)` and packed by `heddle run`'s packer
+/// (`heddle::cli::sell::pack`), the columns' range stated as `run` states
+/// it. With σ > 1 the timed run includes putting y back in row order.
+fn sell8_iso(a: &Csr, f32: bool, coo: &Coo, v: &str, x_of: fn(usize) -> f64, sigma: usize) -> Option<Laid> {
+    let sigma = if sigma == 0 { a.rows.div_ceil(8).max(1) * 8 } else { sigma };
+    let name = if sigma == 1 { "sell8iso".to_string() } else { format!("sell8s{sigma}iso") };
+    let text = include_str!("../../examples/dense_mv.hdl");
+    let src = if f32 { text.to_string() } else { text.replace("[float]", "[double]") };
+    let file = heddle::source::SourceFile::new("dense_mv.hdl", &src);
+    let (program, _) = heddle::check_source(&file).unwrap_or_else(|d| panic!("{}", file.render(&d)));
+    let spec = format!("SELL(8, sigma = {sigma}, explicitVal = {v})");
+    let spec = heddle_rewrite::sparsify::sell::parse_name(&spec).expect("a SELL spelling").expect("a valid SELL");
+    let specs = [("matrix".to_string(), "SELL".to_string(), heddle::cli::sparsify::Format::Sell(spec.clone()))];
+    let sparse = heddle::cli::sparsify::front_door(&file, &program, &specs)
+        .unwrap_or_else(|f| panic!("{name}: the front door: {}", f.message()));
+    let kernel = sparse.kernel;
+    let packed = heddle::cli::sell::pack(&kernel, "matrix", &name, &spec, coo)
+        .unwrap_or_else(|f| panic!("{name}: pack: {}", f.message()));
+    eprintln!("    {name}: {} rows in {} slices of 8", packed.rows, packed.padded / 8);
+    let mut inputs = packed.inputs;
+    let xs: Vec<Value> = (0..a.cols).map(|j| Value::Float(x_of(j))).collect();
+    inputs.push((
+        "xs".into(),
+        Loaded::Flat { shape: vec![a.cols as u64], items: xs, dtype: "float64".into(), kinds: vec![ScalarKind::Float] },
+    ));
+    let env = heddle_runtime::io::bind_inputs_flat(&kernel, &packed.nats, inputs).expect("bind iso SELL inputs");
+    let mut program = heddle::cpu::lower(&kernel, &name).unwrap_or_else(|d| panic!("{}", sparse.file.render(&[d])));
+    heddle::cli::sell::trust_columns(&kernel, &mut program);
+    let launch = heddle_runtime::launch::prepare(&program, &env).expect("lay out iso SELL");
+    Some(Laid { name, program, launch, tuning: Tuning::default(), sell: packed.sorted })
 }
 
 /// The sorting windows of the SELL-8-σ variants (`sell8s{σ}`): by default

@@ -231,7 +231,7 @@ fn sell(a: &Args, spec: heddle_rewrite::sparsify::sell::SellSpec) -> Result<Outp
     let elem = a.elem.unwrap_or(coo.elem());
     let (rows, cols) = (coo.dims[0], coo.dims[1]);
     let t1 = Instant::now();
-    let arrays = super::sell::export(&coo, spec, elem, a.name.as_deref().unwrap_or("A"), &a.input)?;
+    let arrays = super::sell::export(&coo, &spec, elem, a.name.as_deref().unwrap_or("A"), &a.input)?;
     let t2 = Instant::now();
     let named: Vec<_> = arrays
         .iter()

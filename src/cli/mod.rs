@@ -25,6 +25,7 @@ mod simplify;
 pub mod sparsify;
 mod timing;
 mod tune;
+mod tune_iso;
 mod tune_matrix;
 mod type_cmd;
 

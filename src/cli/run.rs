@@ -241,14 +241,12 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         let read = auto_contents.iter().position(|(n, _)| n == k.trim()).map(|at| auto_contents.swap_remove(at).1);
         if let Some((_, spec)) = sells.iter().find(|(o, _)| o == k.trim()) {
             let mut packed = match &read {
-                Some(contents) => {
-                    super::sell::pack(&kernel, k.trim(), path, *spec, &super::auto::entries_of(contents))?
-                }
+                Some(contents) => super::sell::pack(&kernel, k.trim(), path, spec, &super::auto::entries_of(contents))?,
                 None => {
                     let (coo, _) = heddle_runtime::sparse::file::read_coo(Path::new(path))
                         // The reader's errors name the file.
                         .map_err(|e| InputError { parameter: Some(k.clone()), message: e.to_string() })?;
-                    super::sell::pack(&kernel, k.trim(), path, *spec, &coo)?
+                    super::sell::pack(&kernel, k.trim(), path, spec, &coo)?
                 }
             };
             super::sell::check_literal_sizes(&program, k.trim(), &packed)?;

@@ -58,8 +58,19 @@ pub struct SellArrays {
     pub sell: heddle_runtime::sparse::sell::Sell,
     /// The columns, `C` per step, `u16` with 16-bit columns, else `i32`.
     pub cols: ScalarVec,
-    /// The values at the element type, laid out as `cols`.
-    pub vals: ScalarVec,
+    /// What each entry holds: the values at the element type, laid out as
+    /// `cols`, or iso-valued SELL's masks (`explicitVal`, no values).
+    pub vals: SellValues,
+}
+
+/// A SELL layout's values: stored, or for `explicitVal = V` none, with the
+/// arrays that tell padding from entries instead.
+pub enum SellValues {
+    /// `A_vals`, laid out as the columns (padding 0).
+    Stored(ScalarVec),
+    /// `A_step` (each step's index in its slice) and `A_len` (each lane's row
+    /// length): step `k` of lane `l` is an entry when `k < len[l]`.
+    Iso { step: Vec<i32>, len: Vec<i32> },
 }
 
 /// Lays `coo` out as `spec` with values of type `elem`, the columns at 16
@@ -67,7 +78,7 @@ pub struct SellArrays {
 /// errors: an entry whose value `elem` cannot hold, or a column past 16 bits.
 fn pack_arrays(
     what: &str,
-    spec: SellSpec,
+    spec: &SellSpec,
     elem: heddle_ir::ScalarType,
     narrow: bool,
     coo: &Coo,
@@ -101,7 +112,13 @@ fn pack_arrays(
         None,
     )
     .map_err(|e| Failure::Input(format!("{what}: {e}")))?;
-    let vals = sell.place(&rowptr, values);
+    let vals = match spec.explicit_val.as_ref() {
+        None => SellValues::Stored(sell.place(&rowptr, values)),
+        Some(lit) => {
+            check_iso_values(what, lit, &values, &rowptr, &colidx)?;
+            SellValues::Iso { step: sell.step_indices(), len: sell.lane_lengths(&rowptr) }
+        }
+    };
     let col = std::mem::take(&mut sell.col);
     let cols = if narrow {
         // Every stored column, padding too, is one of the row's own
@@ -113,12 +130,50 @@ fn pack_arrays(
     Ok(SellArrays { sell, cols, vals })
 }
 
+/// Refuses a matrix stored with `explicitVal = V` that has an entry of
+/// another value, naming it: the kernel reads `V` for every entry, so each
+/// value (at the element type) must be `V` bit for bit (a stored `0.0` is not
+/// `-0.0`), as a tensor encoding's iso values are checked
+/// (`assemble::check_explicit_values`).
+fn check_iso_values(
+    what: &str,
+    lit: &heddle_ir::encoding::Literal,
+    values: &ScalarVec,
+    rowptr: &[usize],
+    colidx: &[usize],
+) -> Result<(), Failure> {
+    use heddle_runtime::scalars::Num;
+    let want = Num::of_literal(lit);
+    let differs = (0..values.len()).find(|&k| match (values.num(k), want) {
+        (Num::Float(x), Some(Num::Float(v))) => x.to_bits() != v.to_bits(),
+        (Num::Float(x), Some(Num::Int(v))) => x.to_bits() != (v as f64).to_bits(),
+        (Num::Int(x), Some(Num::Int(v))) => x != v,
+        (Num::Int(x), Some(Num::Float(v))) => x as f64 != v,
+        _ => true,
+    });
+    let Some(k) = differs else { return Ok(()) };
+    let row = rowptr.partition_point(|&p| p <= k).saturating_sub(1);
+    Err(Failure::Input(format!(
+        "{what}: the entry at row {row}, column {} holds {}, but SELL's `explicitVal = {}` says every entry holds that \
+         value (no values are stored); store the matrix without explicitVal",
+        colidx.get(k).copied().unwrap_or(0),
+        values.num(k),
+        lit.text
+    )))
+}
+
 /// Packs `coo` (a matrix) for `operand` stored as `spec` in `kernel`.
-pub fn pack(kernel: &Kernel, operand: &str, source: &str, spec: SellSpec, coo: &Coo) -> Result<Packed, Failure> {
+pub fn pack(kernel: &Kernel, operand: &str, source: &str, spec: &SellSpec, coo: &Coo) -> Result<Packed, Failure> {
     let c = spec.lanes;
     let names = SellNames::of(operand);
     let what = format!("parameter `{operand}`: {source}");
-    let elem = scalar_of(kernel, &names.vals).ok_or_else(|| {
+    // Iso-valued SELL has no values array: the file's values are checked
+    // against the constant at their own type.
+    let elem = match spec.explicit_val {
+        Some(_) => Some(coo.elem()),
+        None => scalar_of(kernel, &names.vals),
+    }
+    .ok_or_else(|| {
         Failure::Input(format!(
             "{what}: the kernel has no SELL values array `{}` (was it sparsified with SELL?)",
             names.vals
@@ -130,11 +185,17 @@ pub fn pack(kernel: &Kernel, operand: &str, source: &str, spec: SellSpec, coo: &
     // On huge pages when large (`Loaded::streamed`): the kernel streams them.
     let packed = |data: ScalarVec, dtype: &str| Loaded::streamed(data, dtype);
     let cols_type = if narrow { "uint16" } else { "int32" };
-    let inputs = vec![
+    let mut inputs = vec![
         (names.soff.clone(), packed(ScalarVec::I32(sell.soff.clone()), "int32")),
         (names.cols.clone(), packed(cols, cols_type)),
-        (names.vals.clone(), packed(vals, &elem.to_string())),
     ];
+    match vals {
+        SellValues::Stored(vals) => inputs.push((names.vals.clone(), packed(vals, &elem.to_string()))),
+        SellValues::Iso { step, len } => {
+            inputs.push((names.step.clone(), packed(ScalarVec::I32(step), "int32")));
+            inputs.push((names.len.clone(), packed(ScalarVec::I32(len), "int32")));
+        }
+    }
     let (rows, matrix_cols, slices) = (sell.rows, sell.cols, sell.slices());
     let has_nat = |n: &str| kernel.params.iter().any(|p| matches!(p, KernelParam::Nat(v) if v.as_str() == n));
     let nats = [(&names.rows, rows), (&names.cols_dim, matrix_cols), (&names.slices, slices)]
@@ -154,7 +215,7 @@ pub fn pack(kernel: &Kernel, operand: &str, source: &str, spec: SellSpec, coo: &
 /// kernel's result back in row order). `elem` is the values' type.
 pub fn export(
     coo: &Coo,
-    spec: SellSpec,
+    spec: &SellSpec,
     elem: heddle_ir::ScalarType,
     name: &str,
     source: &str,
@@ -167,14 +228,19 @@ pub fn export(
     };
     let natural = |n: usize| (ScalarVec::I64(vec![n as i64]), vec![]);
     let slot = (spec.sigma > 1).then(|| flat(ScalarVec::I64(sell.slot.iter().map(|&p| p as i64).collect())));
-    let mut arrays = vec![
-        (names.soff, flat(ScalarVec::I32(sell.soff.clone()))),
-        (names.cols, flat(cols)),
-        (names.vals, flat(vals)),
+    let values = match vals {
+        SellValues::Stored(vals) => vec![(names.vals, flat(vals))],
+        SellValues::Iso { step, len } => {
+            vec![(names.step, flat(ScalarVec::I32(step))), (names.len, flat(ScalarVec::I32(len)))]
+        }
+    };
+    let mut arrays = vec![(names.soff, flat(ScalarVec::I32(sell.soff.clone()))), (names.cols, flat(cols))];
+    arrays.extend(values);
+    arrays.extend([
         (names.rows, natural(sell.rows)),
         (names.cols_dim, natural(sell.cols)),
         (names.slices, natural(sell.slices())),
-    ];
+    ]);
     if let Some(slot) = slot {
         arrays.push((format!("{name}_slot"), slot));
     }
@@ -226,8 +292,8 @@ pub fn check_literal_sizes(dense: &heddle_ir::Program, operand: &str, packed: &P
     Ok(())
 }
 
-/// The SELL operands of a sparsified kernel: those whose three arrays it
-/// takes (`A_soff`, `A_cols`, `A_vals`).
+/// The SELL operands of a sparsified kernel: those whose arrays it takes
+/// (`A_soff`, `A_cols`, and `A_vals` or, iso-valued, `A_step` and `A_len`).
 pub fn operands(kernel: &Kernel) -> Vec<String> {
     let has =
         |n: &str| kernel.params.iter().any(|p| matches!(p, KernelParam::Value { name, .. } if name.as_str() == n));
@@ -237,7 +303,7 @@ pub fn operands(kernel: &Kernel) -> Vec<String> {
         .filter_map(|p| p.name().as_str().strip_suffix("_cols"))
         .filter(|a| {
             let n = SellNames::of(a);
-            has(&n.soff) && has(&n.cols) && has(&n.vals)
+            has(&n.soff) && has(&n.cols) && (has(&n.vals) || (has(&n.step) && has(&n.len)))
         })
         .map(str::to_string)
         .collect()

@@ -57,7 +57,7 @@ pub fn sell_operands(specs: &[Spec]) -> Vec<(String, heddle_rewrite::sparsify::s
     specs
         .iter()
         .filter_map(|(o, _, f)| match f {
-            Format::Sell(spec) => Some((o.clone(), *spec)),
+            Format::Sell(spec) => Some((o.clone(), spec.clone())),
             Format::Encoding(_) => None,
         })
         .collect()
@@ -141,7 +141,7 @@ pub fn front_door(file: &SourceFile, program: &Program, specs: &[Spec]) -> Resul
     for (operand, enc_name, format) in specs {
         let out = match format {
             Format::Encoding(enc) => heddle_rewrite::sparsify::sparsify(&program, operand, enc_name, enc),
-            Format::Sell(spec) => heddle_rewrite::sparsify::sell::sparsify_sell(&program, operand, *spec),
+            Format::Sell(spec) => heddle_rewrite::sparsify::sell::sparsify_sell(&program, operand, spec),
         }
         .map_err(|d| Failure::Source(src.clone(), vec![d]))?;
         for (law, n) in out.rules_applied {

@@ -354,15 +354,33 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     }
     // Every file is checked before anything runs.
     let mut loaded = Vec::new();
-    for path in &a.files {
-        let (file, _, kernel) = load(path)?;
-        let nats: Vec<String> = kernel
+    let mut names = variant_names(&a.files);
+    let mut reader = tune_matrix::Reader::default();
+    let nats_of = |kernel: &Kernel| -> Vec<String> {
+        kernel
             .params
             .iter()
             .filter(|p| matches!(p, heddle_typeck::KernelParam::Nat(_)))
             .map(|p| p.name().to_string())
-            .collect();
+            .collect()
+    };
+    let mut iso = Vec::new();
+    for (path, name) in a.files.iter().zip(&names) {
+        let (file, program, kernel) = load(path)?;
+        // An iso-valued matrix: the variant also with `explicitVal` (`tune_iso.rs`).
+        if !a.matrices.is_empty()
+            && let Some((file, kernel)) =
+                super::tune_iso::iso_variant(&file, &program, &kernel, &a.matrices, &mut reader)?
+        {
+            let nats = nats_of(&kernel);
+            iso.push((format!("{name} iso"), (path.clone(), file, kernel, nats)));
+        }
+        let nats = nats_of(&kernel);
         loaded.push((path.clone(), file, kernel, nats));
+    }
+    for (name, variant) in iso {
+        names.push(name);
+        loaded.push(variant);
     }
     let known = |n: &str| loaded.iter().any(|(_, _, _, nats)| nats.iter().any(|x| x == n));
     if let Some((bad, _)) = ranges.iter().find(|(n, _)| !known(n)) {
@@ -380,7 +398,6 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
     if let Some((bad, _)) = fixed.iter().find(|(n, _)| !known(n)) {
         return Err(Failure::Input(format!("--param {bad}=…: no kernel has a natural of this name")));
     }
-    let names = variant_names(&a.files);
     let cl = match a.backend {
         Backend::Opencl => Some(OpenCl::new(a.device).map_err(|d| Failure::Device(d.message))?),
         Backend::Cpu => None,
@@ -400,7 +417,6 @@ pub fn run(a: &Args) -> Result<Output, Failure> {
         candidates.push(Candidate { name, file, kernel, code, nats });
     }
     let mut cases = Vec::new();
-    let mut reader = tune_matrix::Reader::default();
     // Per matrix case, the structural inspector's pick (`--encoding A=auto`).
     let mut picks: Vec<(String, String, String)> = Vec::new();
     for source in &sources {

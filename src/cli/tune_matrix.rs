@@ -70,7 +70,8 @@ pub struct Reader {
 }
 
 impl Reader {
-    fn get(&mut self, path: &str, elem: ScalarType) -> Result<&(Contents, Coo), Failure> {
+    /// The file at `path` read with values of type `elem` (once), and its entries.
+    pub fn get(&mut self, path: &str, elem: ScalarType) -> Result<&(Contents, Coo), Failure> {
         let key = (path.to_string(), elem);
         if !self.files.contains_key(&key) {
             let contents =

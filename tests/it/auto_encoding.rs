@@ -94,7 +94,7 @@ fn expected_choice(rows: u64, cols: u64, e: &Entries) -> (String, Vec<String>) {
     for c in ranking.candidates {
         if let Some(enc_text) = &c.encoding {
             let out = if let Some(spec) = heddle_rewrite::sparsify::sell::parse_name(enc_text) {
-                heddle_rewrite::sparsify::sell::sparsify_sell(&program, "matrix", spec.unwrap())
+                heddle_rewrite::sparsify::sell::sparsify_sell(&program, "matrix", &spec.unwrap())
             } else if enc_text.starts_with('#') {
                 let enc = heddle_ir::encoding::parse_encoding(enc_text, 0).unwrap();
                 heddle_rewrite::sparsify::sparsify(&program, "matrix", "E", &enc)

@@ -57,6 +57,7 @@ mod search_formats;
 mod sell;
 mod sell_export;
 mod sell_front_door;
+mod sell_iso;
 mod sell_sigma;
 mod skyline;
 mod slices;

@@ -101,7 +101,10 @@ fn sell_sigma_written_wrongly_is_a_usage_error() {
         ("SELL(8, sigma = 4294967296)", "multiple of C = 8"),
         ("SELL(8, sigma = 64, sigma = 64)", "given twice"),
         ("SELL(8, sigma)", "sigma = S"),
-        ("SELL(8, window = 64)", "`crdWidth` and `sigma`"),
+        ("SELL(8, window = 64)", "`crdWidth`, `sigma` and `explicitVal`"),
+        ("SELL(8, explicitVal = one)", "is a number"),
+        ("SELL(8, explicitVal = 1.0 : f65)", "is a number"),
+        ("SELL(8, explicitVal = 1, explicitVal = 1)", "given twice"),
     ] {
         for cmd in ["sparsify", "run"] {
             let (code, _, err) = heddle(&[cmd, MV, "--encoding", &format!("matrix={bad}")]);

@@ -62,6 +62,32 @@
 //! [`results_in_sliced_order`]); σ is 1 or a multiple of C, so windows hold
 //! whole slices.
 //!
+//! **Iso-valued SELL** (`SELL(C, explicitVal = V)`): every entry holds `V`
+//! (a graph's ones), so no values are stored and a slot is 4 bytes of
+//! column (2 with `crdWidth = 16`), not 12 (f64) or 8 (f32). Padding can no
+//! longer be a stored 0, so each lane masks it: the arrays are
+//!
+//! ```text
+//! A_soff, A_cols                                              as above
+//! A_step: [s -> [int]_{toNat(A_soff@(s + 1) - A_soff@s)}]_A_slices   each step's index in its slice
+//! A_len:  [[int]_C]_A_slices                                        each lane's row length
+//! ```
+//!
+//! and lane `l`'s pairs are `(k.1@l, (V : T))` over `zip(sl.1.1, sl.1.2)` —
+//! the constant, as an iso tensor's view has it (`storage_types::iso_value`
+//! decides whether `V` holds at `T`, by the literal's CSR encoding). After
+//! the laws the interchange wraps each lane's term as `let t = term in
+//! select(k.2 < sl.2@l, t, 0)`: a padding step (at or past the lane's
+//! length) adds 0. The term is bound first because a `select` evaluates
+//! only its branch, and a load inside one becomes a branch around it per
+//! lane; bound outside, the load runs (its padding column is valid: the
+//! row's last, or 0) and the select is a compare and a choice. The mask
+//! could also be a per-step count of full lanes (`l < cnt@k`, no lengths),
+//! but that needs the lanes sorted by length within every slice, which σ = 1
+//! does not give; measured on rmat it was no faster (docs/performance.md,
+//! "Iso-valued SELL-8-σ"). A zero in an `x` padding column would need a copy
+//! of x per launch.
+//!
 //! Refused, each located: an operand that is not a matrix of scalars, a
 //! use of it other than as the rows of a map, a row used other than in a
 //! `reduce(+, 0)` of products with a dense vector (the lane form needs the
@@ -69,8 +95,10 @@
 
 use super::view::{chain, dense_shape, map_children, marker, names, refuse, row_lambda};
 use super::{Sparsified, apply_laws};
+use heddle_ir::encoding::Encoding;
+use heddle_ir::encoding::storage_types::{IsoValue, iso_value};
 use heddle_ir::expr::{ExprKind, Literal, Param, SectionOp};
-use heddle_ir::{Diagnostic, Expr, Name, Nat, Program, Span, Type};
+use heddle_ir::{Diagnostic, Expr, Name, Nat, Program, ScalarType, Span, Type};
 use std::collections::BTreeSet;
 
 /// The most lanes a slice may have: C sums live in registers per slice
@@ -83,9 +111,9 @@ pub const MAX_LANES: u64 = 64;
 /// matrix (2^31, the rows 32-bit slice offsets can address at most).
 pub const MAX_SIGMA: u64 = 1 << 31;
 
-/// How a SELL operand is stored: `SELL(C)`, with the fields `crdWidth = W`
-/// and `sigma = S` in any order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How a SELL operand is stored: `SELL(C)`, with the fields `crdWidth = W`,
+/// `sigma = S` and `explicitVal = V` in any order.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SellSpec {
     /// Rows per slice, 1 to [`MAX_LANES`].
     pub lanes: u64,
@@ -97,12 +125,36 @@ pub struct SellSpec {
     /// and the kernel's result is in that *sliced order*; the permutation
     /// that puts it back is the packer's (`heddle run` applies it).
     pub sigma: u64,
+    /// `explicitVal = V` (MLIR's field, as a tensor encoding spells it):
+    /// every entry holds `V`, so no values are stored and each lane reads
+    /// the constant, its padding masked by the lane's length (see the
+    /// module documentation, "Iso-valued SELL").
+    pub explicit_val: Option<heddle_ir::encoding::Literal>,
 }
 
 impl SellSpec {
-    /// `SELL(C)`: 32-bit columns, σ = 1.
+    /// `SELL(C)`: 32-bit columns, σ = 1, values stored.
     pub fn new(lanes: u64) -> SellSpec {
-        SellSpec { lanes, crd_width: 32, sigma: 1 }
+        SellSpec { lanes, crd_width: 32, sigma: 1, explicit_val: None }
+    }
+
+    /// The constant every entry holds at element type `elem`, when the spec
+    /// says `explicitVal = V`: `Ok(None)` without it, an error saying why
+    /// when `V` does not hold exactly at `elem` (NaN, `2.5` for `int`,
+    /// `0.1` for `f32`) — the rules of an iso-valued tensor encoding
+    /// (`storage_types::iso_value`), applied to the literal as CSR's would be.
+    pub fn iso_value(&self, elem: ScalarType) -> Result<Option<IsoValue>, String> {
+        let Some(lit) = &self.explicit_val else { return Ok(None) };
+        let csr = Encoding {
+            explicit_val: Some(lit.clone()),
+            ..heddle_ir::encoding::named::resolve("CSR", 0, Some(2)).map_err(|d| d.message)?
+        };
+        iso_value(&csr, elem).map(Some).ok_or_else(|| {
+            format!(
+                "`explicitVal = {}` is no value of the matrix's element type {elem} (exactly, and not NaN)",
+                lit.text
+            )
+        })
     }
 
     /// The heddle scalar type of a column: `int` or `u16`.
@@ -122,6 +174,12 @@ impl std::fmt::Display for SellSpec {
         if self.sigma != 1 {
             write!(f, ", sigma = {}", self.sigma)?;
         }
+        if let Some(v) = &self.explicit_val {
+            write!(f, ", explicitVal = {}", v.text)?;
+            if let Some(t) = &v.ty {
+                write!(f, " : {t}")?;
+            }
+        }
         write!(f, ")")
     }
 }
@@ -134,8 +192,12 @@ pub struct SellNames {
     pub soff: String,
     /// `A_cols`: the columns, per slice, per step, per lane.
     pub cols: String,
-    /// `A_vals`: the values, laid out as the columns.
+    /// `A_vals`: the values, laid out as the columns (none when iso-valued).
     pub vals: String,
+    /// `A_step`: iso-valued only, each step's index within its slice.
+    pub step: String,
+    /// `A_len`: iso-valued only, each slice's lanes' row lengths.
+    pub len: String,
     /// `A_slices`: the number of slices.
     pub slices: String,
     /// `A_dim0`: the matrix's rows (a literal row count stays a literal).
@@ -151,6 +213,8 @@ impl SellNames {
             soff: format!("{operand}_soff"),
             cols: format!("{operand}_cols"),
             vals: format!("{operand}_vals"),
+            step: format!("{operand}_step"),
+            len: format!("{operand}_len"),
             slices: format!("{operand}_slices"),
             rows: format!("{operand}_dim0"),
             cols_dim: format!("{operand}_dim1"),
@@ -164,7 +228,7 @@ impl SellNames {
 ///
 /// Errors are located in `program`'s source: the operand's parameter, the
 /// use the front door cannot handle, or the row no law sparsifies.
-pub fn sparsify_sell(program: &Program, operand: &str, spec: SellSpec) -> Result<Sparsified, Diagnostic> {
+pub fn sparsify_sell(program: &Program, operand: &str, spec: &SellSpec) -> Result<Sparsified, Diagnostic> {
     let c = spec.lanes;
     let kernel = &program.kernel;
     let ch = chain(kernel);
@@ -256,6 +320,10 @@ pub fn sparsify_sell(program: &Program, operand: &str, spec: SellSpec) -> Result
             }
         }
     }
+    let iso = spec
+        .iso_value(scalar)
+        .map_err(|m| refuse(param.span, format!("{spec}: {m}"), "write the value as the element type holds it"))?
+        .map(|v| v.expr(scalar));
     let mut fresh = Fresh { used };
     let mut rows = Vec::new();
     let mut lanes = Vec::new();
@@ -265,12 +333,13 @@ pub fn sparsify_sell(program: &Program, operand: &str, spec: SellSpec) -> Result
         new: &new,
         scalar_ty: heddle_ir::printer::print_type(&Type::Scalar(scalar)),
         column_ty: spec.column_type(),
+        iso,
     };
     let rebuilt = rebuild(kernel, &ctx, &renames, &mut fresh, &mut rows, &mut lanes)?;
     let (swept, rules_applied) = apply_laws(&rebuilt, &rows, param.span, operand)?;
     let mut done = BTreeSet::new();
     let kernel = interchange(&swept, &lanes, &mut fresh, &mut done)?;
-    if let Some((_, at)) = lanes.iter().find(|(l, _)| !done.contains(l)) {
+    if let Some(Lane { at, .. }) = lanes.iter().find(|lane| !done.contains(&lane.l)) {
         return Err(Diagnostic::new(*at, format!("SELL({c}): a row of `{operand}` is not summed")).with_label("this row").with_note(
             "the SELL form runs each slice's rows in lanes, each the sum `reduce(+, 0)` of the row's products with a dense vector; this row's sum is used in another way (or it is not summed)",
         ));
@@ -285,7 +354,7 @@ pub fn sparsify_sell(program: &Program, operand: &str, spec: SellSpec) -> Result
 /// itself: anything combining it inside the kernel with an array in row
 /// order (`zip` with a dense vector, an index) would pair the wrong rows.
 /// Refused, located at the kernel's body, otherwise.
-fn results_in_sliced_order(kernel: &Expr, operand: &str, spec: SellSpec) -> Result<(), Diagnostic> {
+fn results_in_sliced_order(kernel: &Expr, operand: &str, spec: &SellSpec) -> Result<(), Diagnostic> {
     let mut body = kernel;
     loop {
         match &body.kind {
@@ -342,6 +411,17 @@ struct Ctx<'a> {
     scalar_ty: String,
     /// `int` or `u16` ([`SellSpec::column_type`]).
     column_ty: &'static str,
+    /// Iso-valued (`explicitVal`): the constant `(v : T)` every entry holds.
+    iso: Option<Expr>,
+}
+
+/// A lane the structural step made, for the interchange: its binder `l`,
+/// the row it stands for, and with iso values the slice's binder `sl`
+/// (`sl.2@l` is the lane's length, which masks its padding).
+struct Lane {
+    l: Name,
+    at: Span,
+    slice: Option<Name>,
 }
 
 fn parsed(text: &str, at: Span) -> Result<Expr, Diagnostic> {
@@ -363,7 +443,7 @@ fn rebuild(
     renames: &[(Name, Name)],
     fresh: &mut Fresh,
     rows: &mut Vec<Span>,
-    lanes: &mut Vec<(Name, Span)>,
+    lanes: &mut Vec<Lane>,
 ) -> Result<Expr, Diagnostic> {
     match &e.kind {
         ExprKind::NFun { var, body } => {
@@ -389,17 +469,23 @@ fn rebuild(
             let span = params[at].span;
             let n = ctx.new;
             let steps = format!("toNat({soff}@(s + 1) - {soff}@s)", soff = n.soff);
-            let arrays = [
+            let mut arrays = vec![
                 (&n.soff, format!("[int]_{{{} + 1}}", n.slices)),
                 (
                     &n.cols,
                     format!("[s -> [[{t}]_{c}]_{{{steps}}}]_{slices}", t = ctx.column_ty, c = ctx.c, slices = n.slices),
                 ),
-                (
+            ];
+            if ctx.iso.is_some() {
+                // No values: each step's index and each lane's length mask the padding.
+                arrays.push((&n.step, format!("[s -> [int]_{{{steps}}}]_{slices}", slices = n.slices)));
+                arrays.push((&n.len, format!("[[int]_{c}]_{slices}", c = ctx.c, slices = n.slices)));
+            } else {
+                arrays.push((
                     &n.vals,
                     format!("[s -> [[{t}]_{c}]_{{{steps}}}]_{slices}", t = ctx.scalar_ty, c = ctx.c, slices = n.slices),
-                ),
-            ];
+                ));
+            }
             let mut new_params = params[..at].to_vec();
             for (name, ty) in arrays {
                 new_params.push(Param { name: Name::from(name.as_str()), ty: Some(parsed_type(&ty, span)?), span });
@@ -418,7 +504,7 @@ fn uses(
     ctx: &Ctx,
     fresh: &mut Fresh,
     rows: &mut Vec<Span>,
-    lanes: &mut Vec<(Name, Span)>,
+    lanes: &mut Vec<Lane>,
 ) -> Result<Expr, Diagnostic> {
     let a = &ctx.a;
     let is_a = |x: &Expr| matches!(&x.kind, ExprKind::Var(v) if v == a);
@@ -454,19 +540,34 @@ fn slices(
     ctx: &Ctx,
     fresh: &mut Fresh,
     rows: &mut Vec<Span>,
-    lanes: &mut Vec<(Name, Span)>,
+    lanes: &mut Vec<Lane>,
 ) -> Result<Expr, Diagnostic> {
     let Some((p, body)) = row_lambda(f) else { return uses(f, ctx, fresh, rows, lanes) };
     let body = uses(body, ctx, fresh, rows, lanes)?;
     rows.push(p.span);
     let (sl, l, k, hole) = (fresh.name("sl"), fresh.name("l"), fresh.name("k"), fresh.name("ROW"));
-    lanes.push((l.clone(), p.span));
     let n = ctx.new;
-    let outer = parsed(
-        &format!("zip({}, {}) :>> map(fun({sl} => generate({}, fun({l} => {hole})))) :>> join", n.cols, n.vals, ctx.c),
-        p.span,
-    )?;
-    let pairs = parsed(&format!("zip({sl}.1, {sl}.2) :>> map(fun({k} => ({k}.1@{l}, {k}.2@{l})))"), p.span)?;
+    let (outer, pairs) = match &ctx.iso {
+        None => (
+            format!(
+                "zip({}, {}) :>> map(fun({sl} => generate({}, fun({l} => {hole})))) :>> join",
+                n.cols, n.vals, ctx.c
+            ),
+            format!("zip({sl}.1, {sl}.2) :>> map(fun({k} => ({k}.1@{l}, {k}.2@{l})))"),
+        ),
+        // Iso-valued: slice `sl` is ((columns, step indices), lane lengths);
+        // every pair holds the constant, padding included (the interchange
+        // masks it: a padding step of lane l is one at or past its length).
+        Some(v) => (
+            format!(
+                "zip(zip({}, {}), {}) :>> map(fun({sl} => generate({}, fun({l} => {hole})))) :>> join",
+                n.cols, n.step, n.len, ctx.c
+            ),
+            format!("zip({sl}.1.1, {sl}.1.2) :>> map(fun({k} => ({k}.1@{l}, {})))", heddle_ir::printer::print_expr(v)),
+        ),
+    };
+    lanes.push(Lane { l: l.clone(), at: p.span, slice: ctx.iso.as_ref().map(|_| sl.clone()) });
+    let (outer, pairs) = (parsed(&outer, p.span)?, parsed(&pairs, p.span)?);
     Ok(outer.subst(&hole, &body.subst(&p.name, &marker(pairs))))
 }
 
@@ -520,16 +621,11 @@ fn mentions(e: &Expr, x: &Name) -> bool {
 
 /// Step 3 of the module documentation, at every lane `generate` the
 /// structural step made (its lane binder is one of `lanes`).
-fn interchange(
-    e: &Expr,
-    lanes: &[(Name, Span)],
-    fresh: &mut Fresh,
-    done: &mut BTreeSet<Name>,
-) -> Result<Expr, Diagnostic> {
+fn interchange(e: &Expr, lanes: &[Lane], fresh: &mut Fresh, done: &mut BTreeSet<Name>) -> Result<Expr, Diagnostic> {
     let out = map_children(e, &mut |x| interchange(x, lanes, fresh, done))?;
     if let Some((count, [f])) = stage_generate(&out)
         && let Some((l, x)) = lambda1(f)
-        && lanes.iter().any(|(n, _)| n == l)
+        && let Some(lane) = lanes.iter().find(|lane| lane.l == *l)
         && let Some((summed, [op, init])) = stage(x, "reduce", 2)
         && matches!(op.kind, ExprKind::Section(SectionOp::Add))
         && is_zero(init)
@@ -540,7 +636,23 @@ fn interchange(
         && !mentions(steps, l)
     {
         // Per step k, the lanes' terms as a row; the rows summed lane by lane.
-        let term_at = project_tuples(&v.subst(e_name, pair_of_lane));
+        let mut term_at = project_tuples(&v.subst(e_name, pair_of_lane));
+        if let Some(sl) = &lane.slice {
+            // Iso-valued: the lane's padding steps (k's index at or past the
+            // lane's length) add 0. The term is computed first and then
+            // chosen (a `select` evaluates only its branch, and a load in a
+            // branch would be a branch per lane, not a vector blend); its
+            // padding column is valid, so computing it is harmless.
+            let (t, hole) = (fresh.name("t"), fresh.name("TERM"));
+            let masked = parsed(
+                &format!(
+                    "let {t} = {hole} in select({k}.2 < {sl}.2@{l}, {t}, {})",
+                    heddle_ir::printer::print_expr(init)
+                ),
+                Span::DUMMY,
+            )?;
+            term_at = masked.subst(&hole, &term_at);
+        }
         let lanes_row = call("generate", vec![count.clone(), fun(&[l], term_at)]);
         let (acc, r, q, z) = (fresh.name("acc"), fresh.name("r"), fresh.name("q"), fresh.name("l"));
         let rowsum = fun(
@@ -599,8 +711,8 @@ pub fn parse_name(text: &str) -> Option<Result<SellSpec, String>> {
     let usage = || {
         format!(
             "write SELL(C) with C rows per slice, 1 to {MAX_LANES} (e.g. SELL(8)), optionally with `crdWidth = 16` \
-             for 16-bit columns and `sigma = S` to sort rows by length within windows of S rows \
-             (e.g. SELL(8, sigma = 4096))"
+             for 16-bit columns, `sigma = S` to sort rows by length within windows of S rows \
+             (e.g. SELL(8, sigma = 4096)) and `explicitVal = V` when every entry is V (no values stored)"
         )
     };
     if !t.starts_with("SELL") {
@@ -614,7 +726,7 @@ pub fn parse_name(text: &str) -> Option<Result<SellSpec, String>> {
         Some(Ok(c)) if (1..=MAX_LANES).contains(&c) => c,
         _ => return Some(Err(usage())),
     };
-    let (mut crd_width, mut sigma) = (None, None);
+    let (mut crd_width, mut sigma, mut explicit_val) = (None, None, None);
     for field in parts {
         let Some((key, value)) = field.split_once('=') else { return Some(Err(usage())) };
         let (key, value) = (key.trim(), value.trim());
@@ -643,10 +755,30 @@ pub fn parse_name(text: &str) -> Option<Result<SellSpec, String>> {
                     }
                 }
             }
+            "explicitVal" => {
+                if explicit_val.is_some() {
+                    return Some(Err(format!("SELL's `explicitVal` is given twice: {}", usage())));
+                }
+                // `1.0` or `1.0 : f64`, as a tensor encoding writes it.
+                let (text, ty) = match value.split_once(':') {
+                    Some((v, t)) => (v.trim(), Some(t.trim().to_string())),
+                    None => (value, None),
+                };
+                if text.parse::<f64>().is_err() || ty.as_ref().is_some_and(|t| ScalarType::from_keyword(t).is_none()) {
+                    return Some(Err(format!(
+                        "`explicitVal = {value}`: the value every entry holds is a number, optionally with its type \
+                         (explicitVal = 1.0 : f64)"
+                    )));
+                }
+                explicit_val = Some(heddle_ir::encoding::Literal { text: text.to_string(), ty });
+            }
             _ => {
-                return Some(Err(format!("SELL takes the fields `crdWidth` and `sigma`, not `{key}`: {}", usage())));
+                return Some(Err(format!(
+                    "SELL takes the fields `crdWidth`, `sigma` and `explicitVal`, not `{key}`: {}",
+                    usage()
+                )));
             }
         }
     }
-    Some(Ok(SellSpec { lanes, crd_width: crd_width.unwrap_or(32), sigma: sigma.unwrap_or(1) }))
+    Some(Ok(SellSpec { lanes, crd_width: crd_width.unwrap_or(32), sigma: sigma.unwrap_or(1), explicit_val }))
 }

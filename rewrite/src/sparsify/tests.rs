@@ -108,7 +108,7 @@ fn the_row_placeholder_never_clashes_with_the_kernel_names() {
 
 fn sell(src: &str, operand: &str, c: u64) -> Result<String, String> {
     let p = heddle_ir::parser::parse_program(src).unwrap();
-    sell::sparsify_sell(&p, operand, sell::SellSpec::new(c))
+    sell::sparsify_sell(&p, operand, &sell::SellSpec::new(c))
         .map(|s| heddle_ir::printer::print_program(&s.program))
         .map_err(|d| d.message)
 }
@@ -151,20 +151,22 @@ fn sell_refuses_what_it_cannot_lane() {
 fn sell_with_16_bit_columns_stores_them_as_u16() {
     let p = heddle_ir::parser::parse_program(DENSE_MV).unwrap();
     let wide =
-        heddle_ir::printer::print_program(&sell::sparsify_sell(&p, "matrix", sell::SellSpec::new(8)).unwrap().program);
-    let narrow = sell::sparsify_sell(&p, "matrix", sell::SellSpec { crd_width: 16, ..sell::SellSpec::new(8) }).unwrap();
+        heddle_ir::printer::print_program(&sell::sparsify_sell(&p, "matrix", &sell::SellSpec::new(8)).unwrap().program);
+    let narrow =
+        sell::sparsify_sell(&p, "matrix", &sell::SellSpec { crd_width: 16, ..sell::SellSpec::new(8) }).unwrap();
     let narrow = heddle_ir::printer::print_program(&narrow.program);
     assert!(narrow.contains("matrix_cols: [s -> [[u16]_8]"), "{narrow}");
     assert!(wide.contains("matrix_cols: [s -> [[int]_8]"), "{wide}");
     // Only the columns' type differs: the lanes read them as they read 32-bit ones.
     assert_eq!(narrow.replace("[[u16]_8]", "[[int]_8]"), wide);
-    let bad = sell::sparsify_sell(&p, "matrix", sell::SellSpec { crd_width: 8, ..sell::SellSpec::new(8) }).unwrap_err();
+    let bad =
+        sell::sparsify_sell(&p, "matrix", &sell::SellSpec { crd_width: 8, ..sell::SellSpec::new(8) }).unwrap_err();
     assert!(bad.message.contains("16 or 32 bits"), "{}", bad.message);
 }
 
 #[test]
 fn sell_names_parse() {
-    let spec = |lanes, crd_width| Some(Ok(sell::SellSpec { lanes, crd_width, sigma: 1 }));
+    let spec = |lanes, crd_width| Some(Ok(sell::SellSpec { lanes, crd_width, sigma: 1, explicit_val: None }));
     assert_eq!(sell::parse_name("SELL(8)"), spec(8, 32));
     assert_eq!(sell::parse_name(" SELL( 16 ) "), spec(16, 32));
     assert_eq!(sell::parse_name("SELL(8, crdWidth = 16)"), spec(8, 16));
@@ -201,7 +203,7 @@ fn sell_names_parse() {
 
 #[test]
 fn sell_sigma_parses_in_any_order_and_prints_back() {
-    let spec = |lanes, crd_width, sigma| Some(Ok(sell::SellSpec { lanes, crd_width, sigma }));
+    let spec = |lanes, crd_width, sigma| Some(Ok(sell::SellSpec { lanes, crd_width, sigma, explicit_val: None }));
     assert_eq!(sell::parse_name("SELL(8, sigma = 4096)"), spec(8, 32, 4096));
     assert_eq!(sell::parse_name("SELL(8, sigma = 1)"), spec(8, 32, 1));
     assert_eq!(sell::parse_name("SELL(8, σ = 64)"), spec(8, 32, 64));
@@ -209,7 +211,7 @@ fn sell_sigma_parses_in_any_order_and_prints_back() {
     assert_eq!(sell::parse_name("SELL(8, crdWidth = 16, sigma = 2147483648)"), spec(8, 16, 1 << 31));
     for s in [
         sell::SellSpec { sigma: 4096, ..sell::SellSpec::new(8) },
-        sell::SellSpec { lanes: 4, crd_width: 16, sigma: 64 },
+        sell::SellSpec { lanes: 4, crd_width: 16, sigma: 64, explicit_val: None },
     ] {
         assert_eq!(sell::parse_name(&s.to_string()), Some(Ok(s)));
     }
@@ -225,19 +227,19 @@ fn sell_sigma_parses_in_any_order_and_prints_back() {
 #[test]
 fn sell_sigma_keeps_the_kernel_and_takes_only_a_row_map_result() {
     let p = heddle_ir::parser::parse_program(DENSE_MV).unwrap();
-    let print = |spec| heddle_ir::printer::print_program(&sell::sparsify_sell(&p, "matrix", spec).unwrap().program);
+    let print = |spec| heddle_ir::printer::print_program(&sell::sparsify_sell(&p, "matrix", &spec).unwrap().program);
     // The kernel is σ = 1's: only the packing (and the permutation after it) differ.
     assert_eq!(print(sell::SellSpec { sigma: 4096, ..sell::SellSpec::new(8) }), print(sell::SellSpec::new(8)));
     // Its result combined with a vector in row order: refused at the body.
     let plus = "nFun(n => nFun(m => fun(a: [[float]_m]_n => fun(xs: [float]_m => fun(b: [float]_n =>\n  zip(a :>> map(fun(row => zip(row, xs) :>> map(fun(p => p.1 * p.2)) :>> reduce(+, 0))), b) :>> map(fun(t => t.1 + t.2)))))))";
     let p = heddle_ir::parser::parse_program(plus).unwrap();
-    let err = sell::sparsify_sell(&p, "a", sell::SellSpec { sigma: 64, ..sell::SellSpec::new(8) }).unwrap_err();
+    let err = sell::sparsify_sell(&p, "a", &sell::SellSpec { sigma: 64, ..sell::SellSpec::new(8) }).unwrap_err();
     assert!(err.message.contains("sorted by length") && err.message.contains("not its row map"), "{}", err.message);
     assert_eq!(&plus[err.span.start as usize..err.span.start as usize + 4], "zip(");
     // A σ the API is given directly is checked too.
     let p = heddle_ir::parser::parse_program(DENSE_MV).unwrap();
     for sigma in [0, 12] {
-        let err = sell::sparsify_sell(&p, "matrix", sell::SellSpec { sigma, ..sell::SellSpec::new(8) }).unwrap_err();
+        let err = sell::sparsify_sell(&p, "matrix", &sell::SellSpec { sigma, ..sell::SellSpec::new(8) }).unwrap_err();
         assert!(err.message.contains("multiple of C = 8"), "{}", err.message);
     }
 }
@@ -284,4 +286,34 @@ fn bsr_block_rows_carry_their_lanes_sums_together() {
     // One lane (BSR(1, c)) has no lanes to carry.
     let out = go(DENSE_MV, "matrix", &bsr(1, 8)).unwrap();
     assert!(!out.contains("generate(") && !out.contains("acc"), "{out}");
+}
+
+#[test]
+fn sell_explicit_val_parses_prints_and_drops_the_values_array() {
+    let lit = |text: &str, ty: Option<&str>| {
+        Some(heddle_ir::encoding::Literal { text: text.into(), ty: ty.map(str::to_string) })
+    };
+    let spec = |explicit_val| sell::SellSpec { sigma: 64, explicit_val, ..sell::SellSpec::new(8) };
+    let parsed = sell::parse_name("SELL(8, sigma = 64, explicitVal = 1.0 : f64)");
+    assert_eq!(parsed, Some(Ok(spec(lit("1.0", Some("f64"))))));
+    assert_eq!(sell::parse_name("SELL(8, explicitVal = -0.0, sigma = 64)"), Some(Ok(spec(lit("-0.0", None)))));
+    for s in [spec(lit("2.5", None)), spec(lit("1.0", Some("f32")))] {
+        assert_eq!(sell::parse_name(&s.to_string()), Some(Ok(s)));
+    }
+    for bad in
+        ["SELL(8, explicitVal = one)", "SELL(8, explicitVal = 1 : f65)", "SELL(8, explicitVal = 1, explicitVal = 1)"]
+    {
+        assert!(matches!(sell::parse_name(bad), Some(Err(_))), "{bad}");
+    }
+    // The kernel takes the step indices and lane lengths, no values; a value
+    // the element type does not hold is refused at the operand.
+    let p = heddle_ir::parser::parse_program(DENSE_MV).unwrap();
+    let out = sell::sparsify_sell(&p, "matrix", &spec(lit("1.0", None))).unwrap();
+    let text = heddle_ir::printer::print_program(&out.program);
+    for part in ["matrix_step", "matrix_len", "select(k.2 < sl.2@l, t, 0)"] {
+        assert!(text.contains(part), "{part}: {text}");
+    }
+    assert!(!text.contains("matrix_vals"), "{text}");
+    let err = sell::sparsify_sell(&p, "matrix", &spec(lit("0.1", None))).unwrap_err();
+    assert!(err.message.contains("no value of the matrix's element type"), "{}", err.message);
 }

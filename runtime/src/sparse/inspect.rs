@@ -104,7 +104,13 @@
 //!   SELL-8-σ with its values, at f32 SELL-8-σ stayed ahead (its SpMV
 //!   waits on the gathers of x more than on the values). The padded
 //!   formats (DIA, BSR, SELL) keep their values: a padding slot must read
-//!   0, not the constant.
+//!   0, not the constant — except **iso-valued SELL-8-σ**
+//!   (`SELL(8, sigma = S, explicitVal = V)`), whose lanes mask their
+//!   padding by their rows' lengths: where SELL-8-σ is a candidate it goes
+//!   first, ahead of SELL-8-σ and the iso CSR32 at both value widths
+//!   (measured, [`rank_iso_sell_sorted`]); and **iso-valued SELL-8**
+//!   (`SELL(8, explicitVal = V)`) likewise just before SELL-8 (and
+//!   SELL-8c16) where SELL-8 is a candidate ([`rank_iso_sell8`]).
 //!
 //! The candidates that pass their fill are ordered by their storage bytes
 //! (the bytes [`super::estimate::storage_size`] gives, computed here from
@@ -232,8 +238,9 @@ pub struct Inspection {
     pub iso_value: Option<String>,
 }
 
-/// [`Inspection::iso_value`] of a matrix's values.
-fn iso_value(values: &crate::scalars::ScalarVec) -> Option<String> {
+/// [`Inspection::iso_value`] of a matrix's values (also `heddle tune
+/// --matrix`'s test for trying iso-valued variants).
+pub fn iso_value(values: &crate::scalars::ScalarVec) -> Option<String> {
     use crate::scalars::ScalarVec as V;
     fn same<T: Copy, B: PartialEq>(v: &[T], bits: impl Fn(T) -> B) -> Option<T> {
         let first = *v.first()?;
@@ -260,7 +267,11 @@ fn iso_value(values: &crate::scalars::ScalarVec) -> Option<String> {
 /// the value holds exactly at `elem` (the matrix's values may be read at
 /// another type: `heddle convert --elem`); `None` otherwise.
 pub fn explicit_val(s: &Inspection, elem: ScalarType) -> Option<String> {
-    let text = s.iso_value.as_deref()?;
+    explicit_val_of(s.iso_value.as_deref()?, elem)
+}
+
+/// [`explicit_val`] for the iso value `text` ([`iso_value`]'s).
+pub fn explicit_val_of(text: &str, elem: ScalarType) -> Option<String> {
     let value = match elem {
         ScalarType::F64 | ScalarType::F32 => {
             let v: f64 = text.parse().ok()?;
@@ -759,6 +770,10 @@ pub fn rank(s: &Inspection, elem: ScalarType) -> Ranking {
     } else {
         rejected.push(Rejected { name: "CSR32".into(), reason: "the entries or columns do not fit 31 bits".into() });
     }
+    if let Some(field) = &iso {
+        rank_iso_sell_sorted(s, field, &mut candidates);
+        rank_iso_sell8(s, field, &mut candidates);
+    }
     let reason = iso_reason(csr_reason("64-bit"));
     candidates.push(Candidate {
         name: "CSR".into(),
@@ -767,6 +782,69 @@ pub fn rank(s: &Inspection, elem: ScalarType) -> Ranking {
         bytes: bytes(&[(s.rows.saturating_add(1), 8), (s.nnz, 8 + value_bytes)]),
     });
     Ranking { candidates, rejected }
+}
+
+/// The name of iso-valued SELL-8-σ (`SELL(8, sigma = S, explicitVal = V)`).
+pub const SELL8_SORTED_ISO: &str = "SELL-8-σ iso";
+
+/// For an iso-valued matrix (`field` is its `explicitVal = …`) where
+/// SELL-8-σ is a candidate: SELL-8-σ without values
+/// (`heddle_rewrite::sparsify::sell`, "Iso-valued SELL"), 4 bytes a slot
+/// plus a 4-byte index per step and a length per lane, ranked ahead of both
+/// SELL-8-σ with its values and the iso CSR32, at f32 and f64. Measured on
+/// `rmat_s18_ef10`, 2 threads, interleaved (docs/performance.md,
+/// "Iso-valued SELL-8-σ"): the fastest median of the four at both widths
+/// (f64 5.2–8.7 ms against SELL-8-σ's 10.5–11.0 and the iso CSR32's
+/// 7.0–12.3; f32 3.4–5.7 against 7.3–9.5 and 6.0–8.8), on a loaded machine.
+/// Its lanes gather x as SELL-8-σ's do, and it streams a third (f64) or a
+/// half (f32) of their bytes.
+fn rank_iso_sell_sorted(s: &Inspection, field: &str, candidates: &mut Vec<Candidate>) {
+    let Some(sorted) = candidates.iter().find(|c| c.name == SELL8_SORTED) else { return };
+    let Some(encoding) = sorted.encoding.as_deref().and_then(|e| e.strip_suffix(')')) else { return };
+    let slices = s.rows.div_ceil(SELL_SLICE);
+    let steps = s.sell8_sorted_slots / SELL_SLICE;
+    let iso = Candidate {
+        name: SELL8_SORTED_ISO.into(),
+        encoding: Some(format!("{encoding}, {field})")),
+        reason: format!(
+            "{}; every entry is {}: no values stored, padding masked by each lane's length",
+            sorted.reason,
+            s.iso_value.as_deref().unwrap_or("")
+        ),
+        // Offsets, columns, a step index per step, a length per lane, the permutation.
+        bytes: bytes(&[(slices + 1, 4), (s.sell8_sorted_slots, 4), (steps, 4), (slices * SELL_SLICE, 4), (s.rows, 4)]),
+    };
+    let at = candidates.iter().position(|c| c.name == SELL8_SORTED || c.name == "CSR32").unwrap_or(candidates.len());
+    candidates.insert(at, iso);
+}
+
+/// The name of iso-valued SELL-8 (`SELL(8, explicitVal = V)`).
+pub const SELL8_ISO: &str = "SELL-8 iso";
+
+/// For an iso-valued matrix (`field` its `explicitVal = …`) where SELL-8 is
+/// a candidate (its slices in row order fill): SELL-8 without values, its
+/// padding masked by each lane's length, ranked ahead of SELL-8 (and of
+/// SELL-8c16, which stores 2 + the value's bytes a slot against its 4).
+/// Measured on `uniform_1M_d5` with every value 1.0, 2 threads,
+/// interleaved (docs/performance.md, "Iso-valued SELL-8-σ"): f64 3.22 ms
+/// against SELL-8's 4.71 and the iso CSR32's 4.32–4.45, f32 2.73 against
+/// 3.37 and 3.83–4.07 (medians of 3 rounds).
+fn rank_iso_sell8(s: &Inspection, field: &str, candidates: &mut Vec<Candidate>) {
+    let Some(at) = candidates.iter().position(|c| c.name == "SELL-8" || c.name == SELL8_C16) else { return };
+    let slices = s.rows.div_ceil(SELL_SLICE);
+    let steps = s.sell8_slots / SELL_SLICE;
+    let iso = Candidate {
+        name: SELL8_ISO.into(),
+        encoding: Some(format!("SELL(8, {field})")),
+        reason: format!(
+            "slices of 8 rows padded to their longest are {} full; every entry is {}: no values stored, padding masked by each lane's length",
+            pct(s.sell8_fill),
+            s.iso_value.as_deref().unwrap_or("")
+        ),
+        // Offsets, columns, a step index per step, a length per lane.
+        bytes: bytes(&[(slices + 1, 4), (s.sell8_slots, 4), (steps, 4), (slices * SELL_SLICE, 4)]),
+    };
+    candidates.insert(at, iso);
 }
 
 /// The statistics and the ranking for people (`heddle convert --stats`).
@@ -911,6 +989,37 @@ mod tests {
         assert!(text_of(&s, &r).contains("values: every entry is 2.5"));
     }
 
+    #[test]
+    fn iso_sell8_goes_before_sell8_and_stores_what_the_packer_stores() {
+        // Rows of 6 (SELL-8 fills), every value 1.0: SELL-8 without values first.
+        let (rows, cols) = (203u64, 500u64);
+        let e = scattered(rows, cols, 6);
+        let ones = with_values([rows, cols], &e, ScalarVec::from(vec![1.0f64; e.len()]));
+        let s = inspect(&ones).unwrap();
+        let mut rowptr = vec![0usize; rows as usize + 1];
+        for &(i, _) in &e {
+            rowptr[i as usize + 1] += 1;
+        }
+        for i in 0..rows as usize {
+            rowptr[i + 1] += rowptr[i];
+        }
+        let colidx: Vec<usize> = e.iter().map(|&(_, j)| j as usize).collect();
+        let p = super::super::sell::layout(rows as usize, cols as usize, &rowptr, &colidx, 8, 1, 0, None).unwrap();
+        for (elem, ty) in [(ScalarType::F64, "f64"), (ScalarType::F32, "f32")] {
+            let r = rank(&s, elem);
+            let plain = rank(&inspect(&coo([rows, cols], &e)).unwrap(), elem);
+            let mut want = names(&plain);
+            let at = want.iter().position(|n| *n == "SELL-8" || *n == SELL8_C16).unwrap();
+            want.insert(at, SELL8_ISO);
+            assert_eq!(names(&r), want, "{elem}");
+            let iso = r.candidates.iter().find(|c| c.name == SELL8_ISO).unwrap();
+            assert_eq!(iso.encoding.as_deref(), Some(format!("SELL(8, explicitVal = 1.0 : {ty})").as_str()));
+            assert_eq!(iso.bytes, super::super::sell::iso_storage_bytes(&p.soff, 8, rows as usize, 1), "{elem}");
+        }
+        // Values of two kinds: no iso SELL-8.
+        assert!(!names(&rank(&inspect(&coo([rows, cols], &e)).unwrap(), ScalarType::F64)).contains(&SELL8_ISO));
+    }
+
     fn text_of(s: &Inspection, r: &Ranking) -> String {
         text(s, r)
     }
@@ -930,24 +1039,48 @@ mod tests {
 
     #[test]
     fn iso_csr32_passes_sell8_sorted_with_8_byte_values_only() {
-        // A power law of ones: with 8-byte values the iso CSR32 goes ahead of
-        // SELL-8-σ (with values), with 4-byte values it stays behind, as
-        // measured on rmat_s18_ef10; a structured format stays first.
+        // A power law of ones: iso-valued SELL-8-σ first at both widths; then
+        // with 8-byte values the iso CSR32 goes ahead of SELL-8-σ (with
+        // values), with 4-byte values it stays behind, as measured on
+        // rmat_s18_ef10; a structured format stays first.
         let e = power_law_entries();
         let dims = [2048, 4096];
         let ones = with_values(dims, &e, ScalarVec::from(vec![1.0f64; e.len()]));
         let b = banded(200, 2);
         let banded_ones = with_values([200, 200], &b, ScalarVec::from(vec![1.0f64; b.len()]));
-        for (elem, first) in [(ScalarType::F64, "CSR32"), (ScalarType::F32, SELL8_SORTED)] {
+        for (elem, second) in [(ScalarType::F64, "CSR32"), (ScalarType::F32, SELL8_SORTED)] {
             let plain = rank(&inspect(&coo(dims, &e)).unwrap(), elem);
             assert_eq!(&names(&plain)[..2], [SELL8_SORTED, "CSR32"], "{elem}");
             let iso = rank(&inspect(&ones).unwrap(), elem);
             let mut want = names(&plain);
-            if first == "CSR32" {
+            if second == "CSR32" {
                 want.swap(0, 1);
             }
+            want.insert(0, SELL8_SORTED_ISO);
             assert_eq!(names(&iso), want, "{elem}");
-            assert_eq!(names(&iso)[0], first, "{elem}");
+            assert_eq!(names(&iso)[1], second, "{elem}");
+            let sell = &iso.candidates[0];
+            let sigma = sorted_sigma(2048);
+            let field = if elem == ScalarType::F64 { "1.0 : f64" } else { "1.0 : f32" };
+            assert_eq!(
+                sell.encoding.as_deref(),
+                Some(format!("SELL(8, sigma = {sigma}, explicitVal = {field})").as_str()),
+                "{elem}"
+            );
+            // 4 bytes a slot, against SELL-8-σ's 4 + the value's; what the packer stores.
+            let with_values = iso.candidates.iter().find(|c| c.name == SELL8_SORTED).unwrap();
+            assert!(sell.bytes < with_values.bytes, "{elem}");
+            let mut rowptr = vec![0usize; dims[0] as usize + 1];
+            for &(i, _) in &e {
+                rowptr[i as usize + 1] += 1;
+            }
+            for i in 0..dims[0] as usize {
+                rowptr[i + 1] += rowptr[i];
+            }
+            let colidx: Vec<usize> = e.iter().map(|&(_, j)| j as usize).collect();
+            let (r, c) = (dims[0] as usize, dims[1] as usize);
+            let p = super::super::sell::layout(r, c, &rowptr, &colidx, 8, sigma as usize, 0, None).unwrap();
+            assert_eq!(sell.bytes, super::super::sell::iso_storage_bytes(&p.soff, 8, r, sigma as usize), "{elem}");
             let csr32 = iso.candidates.iter().find(|c| c.name == "CSR32").unwrap();
             assert!(csr32.encoding.as_deref().unwrap().contains("explicitVal = 1.0"), "{elem}");
             assert_eq!(names(&rank(&inspect(&banded_ones).unwrap(), elem))[0], "DIA", "{elem}");

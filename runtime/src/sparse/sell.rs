@@ -54,10 +54,23 @@ pub const PARALLEL_UNPERMUTE_ROWS: usize = 1 << 14;
 /// The bytes SELL-C-σ stores for a matrix of `rows` rows whose slices have
 /// the widths `soff` lists, with `value_bytes`-byte values: 32-bit offsets
 /// and columns, and the permutation (one 32-bit slot per row) when `σ > 1`.
+/// (Iso-valued SELL stores no values but a 32-bit index per step and a
+/// 32-bit length per row: [`iso_storage_bytes`].)
 pub fn storage_bytes(soff: &[i32], c: usize, rows: usize, sigma: usize, value_bytes: usize) -> u64 {
     let steps = *soff.last().unwrap_or(&0) as u64;
     let perm = if sigma > 1 { rows as u64 * 4 } else { 0 };
     soff.len() as u64 * 4 + steps * c as u64 * (4 + value_bytes as u64) + perm
+}
+
+/// The bytes iso-valued SELL-C-σ (`explicitVal`: no values) stores: 32-bit
+/// offsets and columns, a 32-bit step index per step and a 32-bit length per
+/// lane ([`Sell::step_indices`], [`Sell::lane_lengths`]), and with `σ > 1`
+/// the permutation.
+pub fn iso_storage_bytes(soff: &[i32], c: usize, rows: usize, sigma: usize) -> u64 {
+    let steps = *soff.last().unwrap_or(&0) as u64;
+    let slices = soff.len().saturating_sub(1) as u64;
+    let perm = if sigma > 1 { rows as u64 * 4 } else { 0 };
+    soff.len() as u64 * 4 + steps * c as u64 * 4 + steps * 4 + slices * c as u64 * 4 + perm
 }
 
 /// The row lengths' slice widths: `soff` for rows in `order`.
@@ -242,6 +255,29 @@ impl Sell {
             rowptr.push(colidx.len());
         }
         (rowptr, colidx, values)
+    }
+
+    /// Iso-valued SELL's step indices (`explicitVal`: no values stored):
+    /// for each slice, its steps' indices `0 .. width`, in the order of the
+    /// steps. With [`Sell::lane_lengths`] they tell a padding slot (step `k`
+    /// of lane `l` is padding exactly when `k` is not below the lane's
+    /// length), which without values would otherwise add `v · x[column]`.
+    pub fn step_indices(&self) -> Vec<i32> {
+        self.soff.windows(2).flat_map(|w| 0..w[1] - w[0]).collect()
+    }
+
+    /// Each sliced position's row length (`C` per slice, lane by lane; 0
+    /// for a padding row past the matrix's last), from CSR's `rowptr` the
+    /// layout was made from: the lanes' masks of iso-valued SELL (see
+    /// [`Sell::step_indices`]). A row's length is at most its slice's width,
+    /// which 32-bit offsets hold.
+    pub fn lane_lengths(&self, rowptr: &[usize]) -> Vec<i32> {
+        let mut len = vec![0i32; self.slices() * self.c];
+        for (i, &p) in self.slot.iter().enumerate() {
+            // At most the slice's width, an `i32` (checked by `offsets`).
+            len[p] = (rowptr[i + 1] - rowptr[i]) as i32;
+        }
+        len
     }
 
     /// The number of slices.
