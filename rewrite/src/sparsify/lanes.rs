@@ -29,9 +29,10 @@
 //! `reduce`. Only `reduce(+, 0)` is interchanged; a lane summed any other
 //! way keeps the per-lane form, which is correct, only slower.
 
+use super::exprs::{call, fun, generate_of, is_zero, lambda1, mentions, pipe, project_tuples, stage};
 use super::view::{map_children, names};
-use heddle_ir::expr::{ExprKind, Literal, Param, SectionOp};
-use heddle_ir::{Expr, Name, Span};
+use heddle_ir::expr::{ExprKind, SectionOp};
+use heddle_ir::{Expr, Name};
 use std::collections::BTreeSet;
 
 /// Interchanges every lane `generate` of `lanes` (the structural step's
@@ -99,76 +100,4 @@ fn lane_form(e: &Expr, lanes: &[Name], used: &mut BTreeSet<String>) -> Option<Ex
     let zeros = call("generate", vec![count.clone(), fun(&[&z], init.clone())]);
     let lanes_row = call("generate", vec![count.clone(), fun(&[lane], term)]);
     Some(pipe(pipe(summed.clone(), call("map", vec![fun(&[block], lanes_row)])), call("reduce", vec![rowsum, zeros])))
-}
-
-/// `generate(count, f)`: the count and `f`.
-fn generate_of(e: &Expr) -> Option<(&Expr, &Expr)> {
-    match &e.kind {
-        ExprKind::App { func, args }
-            if matches!(&func.kind, ExprKind::Var(v) if v.as_str() == "generate") && args.len() == 2 =>
-        {
-            Some((&args[0], &args[1]))
-        }
-        _ => None,
-    }
-}
-
-/// `e` as the stage `arg :>> prim(args)` (or `prim(args, arg)`) with `n` arguments besides the array.
-fn stage<'a>(e: &'a Expr, prim: &str, n: usize) -> Option<(&'a Expr, &'a [Expr])> {
-    let is = |f: &Expr| matches!(&f.kind, ExprKind::Var(v) if v.as_str() == prim);
-    match &e.kind {
-        ExprKind::Pipe { arg, func } => match &func.kind {
-            ExprKind::App { func, args } if is(func) && args.len() == n => Some((&**arg, args.as_slice())),
-            _ => None,
-        },
-        ExprKind::App { func, args } if is(func) && args.len() == n + 1 => Some((&args[n], &args[..n])),
-        _ => None,
-    }
-}
-
-/// `fun(x => body)` with one unannotated parameter.
-fn lambda1(e: &Expr) -> Option<(&Name, &Expr)> {
-    match &e.kind {
-        ExprKind::Fun { params, body } if params.len() == 1 && params[0].ty.is_none() => {
-            Some((&params[0].name, &**body))
-        }
-        _ => None,
-    }
-}
-
-fn is_zero(e: &Expr) -> bool {
-    matches!(e.kind, ExprKind::Lit(Literal::Int(0))) || matches!(e.kind, ExprKind::Lit(Literal::Float(f)) if f.0 == 0.0)
-}
-
-/// Does `e` mention the name `x` (used or bound)?
-fn mentions(e: &Expr, x: &Name) -> bool {
-    let mut all = BTreeSet::new();
-    names(e, &mut all);
-    all.contains(x.as_str())
-}
-
-fn pipe(arg: Expr, func: Expr) -> Expr {
-    Expr::synth(ExprKind::Pipe { arg: Box::new(arg), func: Box::new(func) })
-}
-
-fn call(name: &str, args: Vec<Expr>) -> Expr {
-    Expr::synth(ExprKind::App { func: Box::new(Expr::var(name)), args })
-}
-
-fn fun(params: &[&Name], body: Expr) -> Expr {
-    let params = params.iter().map(|n| Param { name: (*n).clone(), ty: None, span: Span::DUMMY }).collect();
-    Expr::synth(ExprKind::Fun { params, body: Box::new(body) })
-}
-
-/// `(a, b).1` as `a`, everywhere in `e`.
-fn project_tuples(e: &Expr) -> Expr {
-    let mut out = e.clone();
-    out.for_each_child_mut(&mut |c| *c = project_tuples(c));
-    if let ExprKind::Proj { tuple, field } = &out.kind
-        && let ExprKind::Tuple(parts) = &tuple.kind
-        && let Some(part) = parts.get((*field as usize).wrapping_sub(1))
-    {
-        return part.clone();
-    }
-    out
 }

@@ -49,6 +49,7 @@
 //! non-zero implicit value, and operands of rank above 2.
 
 pub mod absent;
+mod exprs;
 mod lanes;
 pub mod sell;
 mod view;

@@ -93,11 +93,12 @@
 //! `reduce(+, 0)` of products with a dense vector (the lane form needs the
 //! row's sum), and a kernel already using one of the new names.
 
+use super::exprs::{call, fun, generate_of, is_zero, lambda1, mentions, pipe, project_tuples, stage};
 use super::view::{chain, dense_shape, map_children, marker, names, refuse, row_lambda};
 use super::{Sparsified, apply_laws};
 use heddle_ir::encoding::Encoding;
 use heddle_ir::encoding::storage_types::{IsoValue, iso_value};
-use heddle_ir::expr::{ExprKind, Literal, Param, SectionOp};
+use heddle_ir::expr::{ExprKind, Param, SectionOp};
 use heddle_ir::{Diagnostic, Expr, Name, Nat, Program, ScalarType, Span, Type};
 use std::collections::BTreeSet;
 
@@ -571,59 +572,11 @@ fn slices(
     Ok(outer.subst(&hole, &body.subst(&p.name, &marker(pairs))))
 }
 
-/// `e` as the stage `arg :>> prim(args)` (or `prim(args, arg)`) with `n` arguments besides the array.
-fn stage<'a>(e: &'a Expr, prim: &str, n: usize) -> Option<(&'a Expr, &'a [Expr])> {
-    let is = |f: &Expr| matches!(&f.kind, ExprKind::Var(v) if v.as_str() == prim);
-    match &e.kind {
-        ExprKind::Pipe { arg, func } => match &func.kind {
-            ExprKind::App { func, args } if is(func) && args.len() == n => Some((&**arg, args.as_slice())),
-            ExprKind::Var(_) if n == 0 && is(func) => Some((&**arg, &[][..])),
-            _ => None,
-        },
-        ExprKind::App { func, args } if is(func) && args.len() == n + 1 => Some((&args[n], &args[..n])),
-        _ => None,
-    }
-}
-
-/// `fun(x => body)` with one unannotated parameter.
-fn lambda1(e: &Expr) -> Option<(&Name, &Expr)> {
-    match &e.kind {
-        ExprKind::Fun { params, body } if params.len() == 1 && params[0].ty.is_none() => {
-            Some((&params[0].name, &**body))
-        }
-        _ => None,
-    }
-}
-
-fn is_zero(e: &Expr) -> bool {
-    matches!(e.kind, ExprKind::Lit(Literal::Int(0))) || matches!(e.kind, ExprKind::Lit(Literal::Float(f)) if f.0 == 0.0)
-}
-
-fn pipe(arg: Expr, func: Expr) -> Expr {
-    Expr::synth(ExprKind::Pipe { arg: Box::new(arg), func: Box::new(func) })
-}
-
-fn call(name: &str, args: Vec<Expr>) -> Expr {
-    Expr::synth(ExprKind::App { func: Box::new(Expr::var(name)), args })
-}
-
-fn fun(params: &[&Name], body: Expr) -> Expr {
-    let params = params.iter().map(|n| Param { name: (*n).clone(), ty: None, span: Span::DUMMY }).collect();
-    Expr::synth(ExprKind::Fun { params, body: Box::new(body) })
-}
-
-/// Does `e` mention the name `x` (used or bound)?
-fn mentions(e: &Expr, x: &Name) -> bool {
-    let mut all = BTreeSet::new();
-    names(e, &mut all);
-    all.contains(x.as_str())
-}
-
 /// Step 3 of the module documentation, at every lane `generate` the
 /// structural step made (its lane binder is one of `lanes`).
 fn interchange(e: &Expr, lanes: &[Lane], fresh: &mut Fresh, done: &mut BTreeSet<Name>) -> Result<Expr, Diagnostic> {
     let out = map_children(e, &mut |x| interchange(x, lanes, fresh, done))?;
-    if let Some((count, [f])) = stage_generate(&out)
+    if let Some((count, f)) = generate_of(&out)
         && let Some((l, x)) = lambda1(f)
         && let Some(lane) = lanes.iter().find(|lane| lane.l == *l)
         && let Some((summed, [op, init])) = stage(x, "reduce", 2)
@@ -670,31 +623,6 @@ fn interchange(e: &Expr, lanes: &[Lane], fresh: &mut Fresh, done: &mut BTreeSet<
         ));
     }
     Ok(out)
-}
-
-/// `generate(count, f)`: the count and `[f]`.
-fn stage_generate(e: &Expr) -> Option<(&Expr, &[Expr])> {
-    match &e.kind {
-        ExprKind::App { func, args }
-            if matches!(&func.kind, ExprKind::Var(v) if v.as_str() == "generate") && args.len() == 2 =>
-        {
-            Some((&args[0], &args[1..]))
-        }
-        _ => None,
-    }
-}
-
-/// `(a, b).1` as `a`, everywhere in `e`.
-fn project_tuples(e: &Expr) -> Expr {
-    let mut out = e.clone();
-    out.for_each_child_mut(&mut |c| *c = project_tuples(c));
-    if let ExprKind::Proj { tuple, field } = &out.kind
-        && let ExprKind::Tuple(parts) = &tuple.kind
-        && let Some(part) = parts.get((*field as usize).wrapping_sub(1))
-    {
-        return part.clone();
-    }
-    out
 }
 
 /// Reads `SELL(C)` with the optional fields `crdWidth = W` (16 or 32;
