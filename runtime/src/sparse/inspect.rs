@@ -552,29 +552,62 @@ fn bsr_8x1_widths(blocks: u64, cols: u64) -> (&'static str, u64, u64) {
     }
 }
 
-/// BSR(8, 1) (blocks of 8 rows by 1 column, the block row's 8 sums carried
-/// in vector lanes) as a structured candidate when its blocks fill
-/// [`BSR_8X1_MIN_FILL`] (the module's rule), else why not.
-fn bsr_8x1(s: &Inspection, v: u64, structural: &mut Vec<Candidate>, rejected: &mut Vec<Rejected>) {
-    let Some(b) = s.blocks.iter().find(|b| (b.rows, b.cols) == (8, 1)) else { return };
-    let name = "BSR(8, 1)".to_string();
+/// A block shape the module's rule ranks: BSR(1, 8) or BSR(8, 1).
+struct BlockRule {
+    rows: u64,
+    cols: u64,
+    /// The fill it needs to be a candidate.
+    min_fill: f64,
+    /// Its narrowest spelling for a count of blocks and the matrix's columns
+    /// (encoding text, bytes of a position, bytes of a coordinate).
+    widths: fn(u64, u64) -> (&'static str, u64, u64),
+}
+
+/// BSR(1, 8): a row in runs of 8 columns.
+const BSR_1X8_RULE: BlockRule = BlockRule { rows: 1, cols: 8, min_fill: MIN_FILL, widths: bsr_1x8_widths };
+/// BSR(8, 1): blocks of 8 rows by 1 column, the block row's 8 sums carried in
+/// vector lanes.
+const BSR_8X1_RULE: BlockRule = BlockRule { rows: 8, cols: 1, min_fill: BSR_8X1_MIN_FILL, widths: bsr_8x1_widths };
+
+/// The block shape `rule` as a structured candidate when its blocks fill
+/// `rule.min_fill` (the module's rule), else why not.
+fn block_candidate(
+    s: &Inspection,
+    v: u64,
+    rule: &BlockRule,
+    structural: &mut Vec<Candidate>,
+    rejected: &mut Vec<Rejected>,
+) {
+    let Some(b) = s.blocks.iter().find(|b| (b.rows, b.cols) == (rule.rows, rule.cols)) else { return };
+    let (r, c) = (rule.rows, rule.cols);
+    let name = format!("BSR({r}, {c})");
     if s.nnz == 0 {
         rejected.push(Rejected { name, reason: "no entries".into() });
     } else if !b.fits {
-        rejected.push(Rejected { name, reason: format!("{} rows are not a multiple of 8", s.rows) });
-    } else if b.fill >= BSR_8X1_MIN_FILL {
-        let (encoding, pos, crd) = bsr_8x1_widths(b.blocks, s.cols);
+        let reason = if r > 1 {
+            format!("{} rows are not a multiple of {r}", s.rows)
+        } else {
+            format!("{} columns are not a multiple of {c}", s.cols)
+        };
+        rejected.push(Rejected { name, reason });
+    } else if b.fill >= rule.min_fill {
+        let (encoding, pos, crd) = (rule.widths)(b.blocks, s.cols);
         structural.push(Candidate {
             name,
             encoding: Some(encoding.into()),
-            reason: format!("{} blocks of 8x1 hold the entries, {} full", b.blocks, pct(b.fill)),
-            // (i floordiv 8 : dense, j floordiv 1 : compressed, i mod 8 : dense, j mod 1 : dense).
-            bytes: bytes(&[(s.rows / 8 + 1, pos), (b.blocks, crd), (b.blocks.saturating_mul(8), v)]),
+            reason: format!("{} blocks of {r}x{c} hold the entries, {} full", b.blocks, pct(b.fill)),
+            // (i floordiv r : dense, j floordiv c : compressed, i mod r : dense, j mod c : dense):
+            // a position per block row and one more, a coordinate per block, r·c values per block.
+            bytes: bytes(&[
+                ((s.rows / r).saturating_add(1), pos),
+                (b.blocks, crd),
+                (b.blocks.saturating_mul(r * c), v),
+            ]),
         });
     } else {
         rejected.push(Rejected {
             name,
-            reason: format!("blocks of 8x1 would be {} full, under {}", pct(b.fill), pct(BSR_8X1_MIN_FILL)),
+            reason: format!("blocks of {r}x{c} would be {} full, under {}", pct(b.fill), pct(rule.min_fill)),
         });
     }
 }
@@ -613,27 +646,8 @@ pub fn rank(s: &Inspection, elem: ScalarType) -> Ranking {
         }),
         _ => rejected.push(Rejected { name: "DIA".into(), reason: format!("more than {DIAGONAL_CAP} diagonals") }),
     }
-    if let Some(b) = s.blocks.iter().find(|b| (b.rows, b.cols) == (1, 8)) {
-        let name = "BSR(1, 8)".to_string();
-        if s.nnz == 0 {
-            rejected.push(Rejected { name, reason: "no entries".into() });
-        } else if !b.fits {
-            rejected.push(Rejected { name, reason: format!("{} columns are not a multiple of 8", s.cols) });
-        } else if b.fill >= MIN_FILL {
-            let (encoding, pos, crd) = bsr_1x8_widths(b.blocks, s.cols);
-            structural.push(Candidate {
-                name,
-                encoding: Some(encoding.into()),
-                reason: format!("{} blocks of 1x8 hold the entries, {} full", b.blocks, pct(b.fill)),
-                // (i floordiv 1 : dense, j floordiv 8 : compressed, …, j mod 8 : dense).
-                bytes: bytes(&[(s.rows.saturating_add(1), pos), (b.blocks, crd), (b.blocks.saturating_mul(8), v)]),
-            });
-        } else {
-            rejected
-                .push(Rejected { name, reason: format!("blocks of 1x8 would be {} full, under {min}", pct(b.fill)) });
-        }
-    }
-    bsr_8x1(s, v, &mut structural, &mut rejected);
+    block_candidate(s, v, &BSR_1X8_RULE, &mut structural, &mut rejected);
+    block_candidate(s, v, &BSR_8X1_RULE, &mut structural, &mut rejected);
     structural.sort_by_key(|c| c.bytes);
     let mut candidates = structural;
     let slices = s.rows.div_ceil(SELL_SLICE);
