@@ -171,30 +171,7 @@ fn auto_picks_iso_sell8_sorted_for_a_power_law_of_ones() {
         js.sort();
         e.extend(js.into_iter().map(|j| (i, j, 1.0)));
     }
-    let m = common::write_mtx(dir.path(), "ones", rows, cols, &e);
-    let x: Vec<f64> = (0..cols).map(|j| 1.0 + (j % 13) as f64 * 0.125).collect();
-    let x_path = common::write(dir.path(), "xs.json", &serde_json::to_string(&x).unwrap());
-    let src = dense_source(dir.path(), "double");
-    let want = common::dense_product(rows, &e, &x);
-    for backend in common::backends() {
-        let (code, v) = heddle_json(&[
-            "run",
-            src.to_str().unwrap(),
-            "--backend",
-            backend,
-            "--matrix",
-            &format!("matrix={}", m.display()),
-            "--encoding",
-            "matrix=auto",
-            "--input",
-            &format!("xs={}", x_path.display()),
-        ]);
-        assert_eq!(code, 0, "{backend}: {v}");
-        let auto = &v["auto"]["matrix"];
-        assert_eq!(auto["encoding"], "SELL-8-σ iso", "{backend}: {auto}");
-        assert_eq!(auto["encoding_text"], "SELL(8, sigma = 80, explicitVal = 1.0 : f64)", "{backend}: {auto}");
-        common::assert_close(&common::floats(&v["result"]), &want, backend);
-    }
+    auto_runs(dir.path(), "ones", (rows, cols), &e, ("SELL-8-σ iso", "SELL(8, sigma = 80, explicitVal = 1.0 : f64)"));
 }
 
 /// `heddle tune --matrix` on a matrix of one value also tries each variant
@@ -242,11 +219,18 @@ fn auto_picks_iso_sell8_for_rows_of_one_length() {
     let e: Entries = (0..rows).flat_map(|i| (0..5).map(move |k| (i, (i * 3 + k * 11) % cols, 2.5))).collect();
     let mut e = e;
     e.sort_by_key(|&(i, j, _)| (i, j));
-    let m = common::write_mtx(dir.path(), "rows5", rows, cols, &e);
+    auto_runs(dir.path(), "rows5", (rows, cols), &e, ("SELL-8 iso", "SELL(8, explicitVal = 2.5 : f64)"));
+}
+
+/// `--encoding matrix=auto` on the dense kernel over the matrix of `e`, on
+/// every backend: auto picks `(name, encoding text)` and the result is the
+/// dense product.
+fn auto_runs(dir: &std::path::Path, file: &str, (rows, cols): (u64, u64), e: &Entries, (name, text): (&str, &str)) {
+    let m = common::write_mtx(dir, file, rows, cols, e);
     let x: Vec<f64> = (0..cols).map(|j| 1.0 + (j % 13) as f64 * 0.125).collect();
-    let x_path = common::write(dir.path(), "xs.json", &serde_json::to_string(&x).unwrap());
-    let src = dense_source(dir.path(), "double");
-    let want = common::dense_product(rows, &e, &x);
+    let x_path = common::write(dir, "xs.json", &serde_json::to_string(&x).unwrap());
+    let src = dense_source(dir, "double");
+    let want = common::dense_product(rows, e, &x);
     for backend in common::backends() {
         let (code, v) = heddle_json(&[
             "run",
@@ -262,8 +246,8 @@ fn auto_picks_iso_sell8_for_rows_of_one_length() {
         ]);
         assert_eq!(code, 0, "{backend}: {v}");
         let auto = &v["auto"]["matrix"];
-        assert_eq!(auto["encoding"], "SELL-8 iso", "{backend}: {auto}");
-        assert_eq!(auto["encoding_text"], "SELL(8, explicitVal = 2.5 : f64)", "{backend}: {auto}");
+        assert_eq!(auto["encoding"], name, "{backend}: {auto}");
+        assert_eq!(auto["encoding_text"], text, "{backend}: {auto}");
         common::assert_close(&common::floats(&v["result"]), &want, backend);
     }
 }
