@@ -296,3 +296,28 @@ pub fn floats(v: &serde_json::Value) -> Vec<f64> {
     flatten(v, &mut out);
     out
 }
+
+/// The arguments of `heddle run SRC --backend BACKEND --matrix matrix=M
+/// --encoding matrix=ENCODING --input xs=X`: a dense kernel (`dense_mv`'s
+/// operands `matrix` and `xs`) run over the matrix file `m` stored in
+/// `encoding`. Pass them to [`heddle`] or [`heddle_json`] via [`strs`].
+pub fn encoded_run(src: &Path, backend: &str, m: &Path, encoding: &str, x: &Path) -> Vec<String> {
+    [
+        "run".to_string(),
+        src.display().to_string(),
+        "--backend".into(),
+        backend.into(),
+        "--matrix".into(),
+        format!("matrix={}", m.display()),
+        "--encoding".into(),
+        format!("matrix={encoding}"),
+        "--input".into(),
+        format!("xs={}", x.display()),
+    ]
+    .into()
+}
+
+/// `args` as the `&str`s [`heddle`] and [`heddle_json`] take.
+pub fn strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}

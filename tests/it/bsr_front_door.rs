@@ -63,18 +63,8 @@ fn check(name: &str, ty: &str, rows: u64, cols: u64, e: &Entries) {
     assert_close(&dense, &want, &format!("{what}: the dense kernel"));
     for enc in ["BSR(1, 8)", BSR_1X8_32, BSR_1X8_16] {
         for backend in backends() {
-            let (code, v) = heddle_json(&[
-                "run",
-                src,
-                "--backend",
-                backend,
-                "--matrix",
-                &format!("matrix={m}"),
-                "--encoding",
-                &format!("matrix={enc}"),
-                "--input",
-                &format!("xs={x_path}"),
-            ]);
+            let args = common::encoded_run(Path::new(src), backend, Path::new(m), enc, Path::new(x_path));
+            let (code, v) = heddle_json(&common::strs(&args));
             let what = format!("{what} {backend} {enc}");
             assert_eq!(code, 0, "{what}: {v}");
             assert_schema(&v, &what);

@@ -84,18 +84,8 @@ fn bsr_r_by_c_in_lanes_equals_the_dense_kernel_and_a_dense_product() {
                     assert!(!text.contains("reduce(+"), "{what}: {text}");
                 }
                 for backend in backends() {
-                    let (code, v) = heddle_json(&[
-                        "run",
-                        src,
-                        "--backend",
-                        backend,
-                        "--matrix",
-                        &format!("matrix={m}"),
-                        "--encoding",
-                        &format!("matrix={enc}"),
-                        "--input",
-                        &format!("xs={x_path}"),
-                    ]);
+                    let args = common::encoded_run(Path::new(src), backend, Path::new(m), &enc, Path::new(x_path));
+                    let (code, v) = heddle_json(&common::strs(&args));
                     let what = format!("{what} {backend} {enc}");
                     assert_eq!(code, 0, "{what}: {v}");
                     assert_schema(&v, &what);
@@ -115,18 +105,8 @@ fn bsr_r_by_1_refuses_rows_not_a_multiple_of_r() {
     let x_path = common::write(dir.path(), "xs.json", &serde_json::to_string(&vec![1.0; 8]).unwrap());
     let src = dense_source(dir.path(), "double");
     for r in [8, 4, 2] {
-        let (code, _, err) = heddle(&[
-            "run",
-            src.to_str().unwrap(),
-            "--backend",
-            "cpu",
-            "--matrix",
-            &format!("matrix={}", m.display()),
-            "--encoding",
-            &format!("matrix=BSR({r}, 1)"),
-            "--input",
-            &format!("xs={}", x_path.display()),
-        ]);
+        let args = common::encoded_run(&src, "cpu", &m, &format!("BSR({r}, 1)"), &x_path);
+        let (code, _, err) = heddle(&common::strs(&args));
         // A located refusal naming the rows, never a short result.
         assert_eq!(code, 1, "BSR({r}, 1): {err}");
         assert!(
@@ -199,18 +179,7 @@ fn auto_run(dir: &Path, ty: &str, m: &Path, cols: u64) -> serde_json::Value {
     let x: Vec<f64> = (0..cols).map(|j| 1.0 + (j % 7) as f64 * 0.25).collect();
     let x_path = common::write(dir, "xs.json", &serde_json::to_string(&x).unwrap());
     let src = dense_source(dir, ty);
-    let (code, v) = heddle_json(&[
-        "run",
-        src.to_str().unwrap(),
-        "--backend",
-        "cpu",
-        "--matrix",
-        &format!("matrix={}", m.display()),
-        "--encoding",
-        "matrix=auto",
-        "--input",
-        &format!("xs={}", x_path.display()),
-    ]);
+    let (code, v) = heddle_json(&common::strs(&common::encoded_run(&src, "cpu", m, "auto", &x_path)));
     assert_eq!(code, 0, "{ty}: {v}");
     v
 }

@@ -241,18 +241,7 @@ fn run_sell(dir: &Path, encoding: &str, m: &Path, cols: u64) -> (i32, serde_json
     let x: Vec<f64> = (0..cols).map(|j| (j % 7) as f64).collect();
     let x_path = common::write(dir, "x.json", &serde_json::to_string(&x).unwrap());
     let src = dense_source(dir, "double");
-    heddle_json(&[
-        "run",
-        src.to_str().unwrap(),
-        "--backend",
-        "cpu",
-        "--matrix",
-        &format!("matrix={}", m.display()),
-        "--encoding",
-        &format!("matrix={encoding}"),
-        "--input",
-        &format!("xs={}", x_path.display()),
-    ])
+    heddle_json(&common::strs(&common::encoded_run(&src, "cpu", m, encoding, &x_path)))
 }
 
 #[test]

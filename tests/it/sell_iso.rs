@@ -232,18 +232,7 @@ fn auto_runs(dir: &std::path::Path, file: &str, (rows, cols): (u64, u64), e: &En
     let src = dense_source(dir, "double");
     let want = common::dense_product(rows, e, &x);
     for backend in common::backends() {
-        let (code, v) = heddle_json(&[
-            "run",
-            src.to_str().unwrap(),
-            "--backend",
-            backend,
-            "--matrix",
-            &format!("matrix={}", m.display()),
-            "--encoding",
-            "matrix=auto",
-            "--input",
-            &format!("xs={}", x_path.display()),
-        ]);
+        let (code, v) = heddle_json(&common::strs(&common::encoded_run(&src, backend, &m, "auto", &x_path)));
         assert_eq!(code, 0, "{backend}: {v}");
         let auto = &v["auto"]["matrix"];
         assert_eq!(auto["encoding"], name, "{backend}: {auto}");
