@@ -32,6 +32,7 @@ pub fn iso_variant(
     let mut program = program.clone();
     let mut changed = false;
     let mut operands: Vec<&str> = matrices.iter().map(|(n, _)| n.trim()).collect();
+    operands.sort_unstable();
     operands.dedup();
     for operand in operands {
         let Ok((enc, elem)) = heddle_runtime::io::bind::tensor_param(kernel, operand) else { continue };
@@ -48,21 +49,12 @@ pub fn iso_variant(
                 _ => all_iso = false,
             }
         }
-        let Some(field) =
-            value.filter(|_| all_iso).and_then(|v| heddle_runtime::sparse::inspect::explicit_val_of(&v, elem))
+        let Some(literal) =
+            value.filter(|_| all_iso).and_then(|v| heddle_runtime::sparse::inspect::explicit_literal(&v, elem))
         else {
             continue;
         };
-        // `explicitVal = 1.0 : f64` as the encoding's literal.
-        let literal = field.trim_start_matches("explicitVal =").trim();
-        let (text, ty) = match literal.split_once(':') {
-            Some((v, t)) => (v.trim().to_string(), Some(t.trim().to_string())),
-            None => (literal.to_string(), None),
-        };
-        let iso = heddle_ir::encoding::Encoding {
-            explicit_val: Some(heddle_ir::encoding::Literal { text, ty }),
-            ..enc.clone()
-        };
+        let iso = heddle_ir::encoding::Encoding { explicit_val: Some(literal), ..enc.clone() };
         if heddle_ir::encoding::storage_types::iso_value(&iso, elem).is_none() {
             continue;
         }

@@ -272,6 +272,14 @@ pub fn explicit_val(s: &Inspection, elem: ScalarType) -> Option<String> {
 
 /// [`explicit_val`] for the iso value `text` ([`iso_value`]'s).
 pub fn explicit_val_of(text: &str, elem: ScalarType) -> Option<String> {
+    let lit = explicit_literal(text, elem)?;
+    Some(format!("explicitVal = {} : {}", lit.text, lit.ty.unwrap_or_default()))
+}
+
+/// The iso value `text` ([`iso_value`]'s) as the literal of an
+/// `explicitVal` for values of `elem`, typed (`1.0 : f64`), when it holds
+/// exactly at `elem`; `None` otherwise.
+pub fn explicit_literal(text: &str, elem: ScalarType) -> Option<heddle_ir::encoding::Literal> {
     let value = match elem {
         ScalarType::F64 | ScalarType::F32 => {
             let v: f64 = text.parse().ok()?;
@@ -308,7 +316,7 @@ pub fn explicit_val_of(text: &str, elem: ScalarType) -> Option<String> {
         ScalarType::F32 => "f32".to_string(),
         e => format!("i{}", 8 * e.size_bytes()),
     };
-    Some(format!("explicitVal = {value} : {ty}"))
+    Some(heddle_ir::encoding::Literal { text: value, ty: Some(ty) })
 }
 
 /// `text`, an `--encoding` value that is a `#sparse_tensor.encoding<{…}>`,
